@@ -1,0 +1,76 @@
+"""Broker server time vs UTC: the one conversion policy of neuronet.
+
+MetaTrader stamps bars in the broker's server time and labels the seconds as if they were UTC. neuronet keeps
+every frame in true UTC, so data from two brokers (or a broker and a public archive) line up. A
+``BrokerClock`` declares the broker's clock: a standard offset from UTC in hours plus an optional DST rule
+(``"us"`` follows New York's switch dates, the common "New York close" convention of FX brokers at UTC+2/+3;
+``"eu"`` follows the European Union's). In the hour repeated when clocks go back, broker time is ambiguous;
+the conversion picks the later, post-switch reading, as the terminal's own history does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+_DST_ZONES = {"us": "America/New_York", "eu": "Europe/London"}
+
+
+@dataclass(frozen=True)
+class BrokerClock:
+    """A broker's server clock: ``utc_offset_hours`` in winter plus one hour while ``dst`` is in effect."""
+
+    utc_offset_hours: float = 0.0
+    dst: str = "none"
+
+    def __post_init__(self) -> None:
+        if self.dst not in ("none", *_DST_ZONES):
+            raise ValueError(f"BrokerClock dst must be 'none', 'us' or 'eu', not {self.dst!r}")
+        if not -14 <= self.utc_offset_hours <= 14:
+            raise ValueError(f"BrokerClock utc_offset_hours must be within ±14, not {self.utc_offset_hours}")
+
+    @classmethod
+    def parse(cls, text: str) -> BrokerClock:
+        """Parse ``"UTC"``, ``"+2"``, ``"UTC+2"``, ``"+2/us"`` or ``"UTC+2:eu"`` (the CLI's ``--broker-tz``)."""
+        raw = text.strip().upper().removeprefix("UTC")
+        offset, _, rule = raw.replace(":", "/").partition("/")
+        try:
+            hours = float(offset) if offset else 0.0
+        except ValueError:
+            raise ValueError(f"cannot read broker time zone {text!r}: use forms like UTC+2 or +2/us") from None
+        return cls(hours, rule.lower() or "none")
+
+    def _dst_seconds(self, utc_seconds: np.ndarray) -> np.ndarray:
+        if self.dst == "none":
+            return np.zeros_like(utc_seconds)
+        zone = _DST_ZONES[self.dst]
+        utc = pd.to_datetime(utc_seconds, unit="s", utc=True)
+        local = utc.tz_convert(zone)
+        offset = (local.tz_localize(None) - utc.tz_localize(None)).total_seconds().to_numpy()
+        standard = offset.min() if len(offset) else 0.0
+        # Standard offset of the zone is fixed (-5 h New York, 0 h London): DST adds one hour to it.
+        standard = {"us": -5 * 3600, "eu": 0}[self.dst] if len(offset) else standard
+        return (offset - standard).astype(np.int64)
+
+    def to_broker_seconds(self, utc_seconds: np.ndarray) -> np.ndarray:
+        utc_seconds = np.asarray(utc_seconds, dtype=np.int64)
+        base = int(round(self.utc_offset_hours * 3600))
+        return utc_seconds + base + self._dst_seconds(utc_seconds)
+
+    def to_utc_seconds(self, broker_seconds: np.ndarray) -> np.ndarray:
+        broker_seconds = np.asarray(broker_seconds, dtype=np.int64)
+        base = int(round(self.utc_offset_hours * 3600))
+        guess = broker_seconds - base
+        return broker_seconds - base - self._dst_seconds(guess - 3600)
+
+    def to_dict(self) -> dict:
+        return {"utc_offset_hours": self.utc_offset_hours, "dst": self.dst}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> BrokerClock:
+        return cls(float(d.get("utc_offset_hours", 0.0)), str(d.get("dst", "none")))
+
+
+UTC = BrokerClock()

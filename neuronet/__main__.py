@@ -1,0 +1,3 @@
+from neuronet.cli import main
+
+main()
