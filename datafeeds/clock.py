@@ -33,13 +33,13 @@ class BrokerClock:
 
     @classmethod
     def parse(cls, text: str) -> BrokerClock:
-        """Parse ``"UTC"``, ``"+2"``, ``"UTC+2"``, ``"+2/us"`` or ``"UTC+2:eu"`` (the CLI's ``--broker-tz``)."""
+        """Parse ``"UTC"``, ``"+2"``, ``"UTC+2"``, ``"+2/us"`` or ``"UTC+2:eu"`` (CLI ``--broker-tz``)."""
         raw = text.strip().upper().removeprefix("UTC")
         offset, _, rule = raw.replace(":", "/").partition("/")
         try:
             hours = float(offset) if offset else 0.0
         except ValueError:
-            raise ValueError(f"cannot read broker time zone {text!r}: use forms like UTC+2 or +2/us") from None
+            raise ValueError(f"cannot read broker time zone {text!r}: write UTC+2 or +2/us") from None
         return cls(hours, rule.lower() or "none")
 
     def _dst_seconds(self, utc_seconds: np.ndarray) -> np.ndarray:
@@ -56,12 +56,12 @@ class BrokerClock:
 
     def to_broker_seconds(self, utc_seconds: np.ndarray) -> np.ndarray:
         utc_seconds = np.asarray(utc_seconds, dtype=np.int64)
-        base = int(round(self.utc_offset_hours * 3600))
+        base = round(self.utc_offset_hours * 3600)
         return utc_seconds + base + self._dst_seconds(utc_seconds)
 
     def to_utc_seconds(self, broker_seconds: np.ndarray) -> np.ndarray:
         broker_seconds = np.asarray(broker_seconds, dtype=np.int64)
-        base = int(round(self.utc_offset_hours * 3600))
+        base = round(self.utc_offset_hours * 3600)
         guess = broker_seconds - base
         return broker_seconds - base - self._dst_seconds(guess - 3600)
 
