@@ -1,0 +1,245 @@
+"""The backend contract: the primitive operations every layer is written in.
+
+Two implementations exist behind this one interface: ``ops_numpy.NumpyBackend`` (float64, written from the
+textbook formulas; the reference) and ``ops_opencl.OpenCLBackend`` (float32 by default, float64 where the
+device has ``cl_khr_fp64``; one kernel launch per op, tensors never leave the device inside a training step).
+Layers call only these methods, so a layer is written once and runs on both.
+
+Conventions shared by every op:
+- Every tensor is batch-first: ``(B, ...)``. Shapes in docstrings name the axes.
+- Dense weights are ``w (O, I)`` (row n holds neuron n's input weights) and bias ``b (O,)``.
+- Gradients follow the descent convention: ``g = dL/dθ`` and optimizers do ``θ -= step(g)``. Losses are means
+  over the batch, so parameter gradients are batch means too (the seed's ``target - output`` ascent is
+  not used).
+- Ops that produce a gradient of a parameter write it into a caller-given ``out`` view of the model's flat
+  gradient buffer (overwrite, not accumulate). All other ops return fresh tensors (pooled on OpenCL).
+- Hyper-parameters that change between steps (the Adam step counter, a scheduled learning rate) are plain
+  Python numbers passed per call: they become kernel scalar arguments, never host/device transfers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+Tensor = Any
+"""``np.ndarray`` on the NumPy backend, ``pyopencl.array.Array`` on the OpenCL backend."""
+
+ACTIVATIONS = ("linear", "sigmoid", "tanh", "relu", "lrelu", "swish", "softplus", "gelu")
+# Activations whose derivative is a function of the output y alone: these may be fused into dense layers.
+OUTPUT_DERIVABLE = ("linear", "sigmoid", "tanh", "relu", "lrelu")
+LOSSES = ("mse", "mae", "softmax_cce", "bce")
+
+
+@dataclass(frozen=True)
+class Activation:
+    """An elementwise activation and its parameters.
+
+    - ``linear``: ``alpha·x + beta`` (the seed's linear layer; identity by default)
+    - ``sigmoid``: ``1 / (1 + e^-x)``; ``tanh``; ``relu``: ``max(x, 0)``
+    - ``lrelu``: ``x`` if ``x > 0`` else ``alpha·x`` (``alpha`` = negative slope, default 0.01)
+    - ``swish``: ``x·σ(alpha·x)`` (``alpha`` = β, default 1); ``softplus``: ``log(1 + e^x)`` (stable form)
+    - ``gelu``: ``x·Φ(x)`` with the exact normal CDF (``erf``), as in the original paper
+    """
+
+    kind: str = "linear"
+    alpha: float = 1.0
+    beta: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {self.kind!r}: expected one of {', '.join(ACTIVATIONS)}")
+
+    @classmethod
+    def of(cls, spec: str | dict | Activation | None) -> Activation:
+        """``"tanh"``, ``{"kind": "lrelu", "alpha": 0.1}``, an ``Activation`` or ``None`` (= linear)."""
+        if spec is None:
+            return cls("linear")
+        if isinstance(spec, Activation):
+            return spec
+        if isinstance(spec, str):
+            return cls(spec, alpha=0.01) if spec == "lrelu" else cls(spec)
+        return cls(**spec)
+
+    @property
+    def output_derivable(self) -> bool:
+        return self.kind in OUTPUT_DERIVABLE
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Primitive operations. Implementations: ``NumpyBackend`` (reference) and ``OpenCLBackend``."""
+
+    name: str  # "numpy" or "opencl:<device name>"
+    dtype: np.dtype  # element type of every floating tensor
+    alignment: int  # element offsets of views into a flat buffer must be multiples of this
+
+    # --- memory -------------------------------------------------------------------------------------
+    def asarray(self, a: np.ndarray) -> Tensor:
+        """Copy a host array to the backend, converted to ``dtype`` (int arrays stay int32)."""
+
+    def to_numpy(self, t: Tensor) -> np.ndarray:
+        """Copy back to the host (OpenCL: blocking read). Never called inside a training step."""
+
+    def zeros(self, shape: tuple[int, ...]) -> Tensor: ...
+
+    def view(self, flat: Tensor, offset: int, shape: tuple[int, ...]) -> Tensor:
+        """A ``shape`` view of the 1-D ``flat`` tensor starting at element ``offset`` (aligned)."""
+
+    def fill_(self, t: Tensor, value: float) -> None: ...
+
+    def copy_(self, dst: Tensor, src: Tensor) -> None: ...
+
+    def add_(self, dst: Tensor, src: Tensor) -> None:
+        """``dst += src`` elementwise (same shape): accumulates losses on the device."""
+
+    def gather_rows(self, src: Tensor, rows: Tensor) -> Tensor:
+        """``src (N, ...)``, ``rows (B,) int32`` -> ``(B, ...)``: shuffled batches without host copies."""
+
+    def synchronize(self) -> None:
+        """Wait for all queued work (used for timing at epoch boundaries)."""
+
+    # --- dense --------------------------------------------------------------------------------------
+    def dense_forward(self, x: Tensor, w: Tensor, b: Tensor, act: Activation) -> Tensor:
+        """``x (B, I)``, ``w (O, I)``, ``b (O,)`` -> ``y = act(x·wᵀ + b) (B, O)``.
+
+        ``act`` must be output-derivable (``Activation.output_derivable``); others are separate layers.
+        """
+
+    def dense_backward(
+        self,
+        x: Tensor,
+        w: Tensor,
+        y: Tensor,
+        gy: Tensor,
+        act: Activation,
+        gw_out: Tensor,
+        gb_out: Tensor,
+        need_input_grad: bool,
+    ) -> Tensor | None:
+        """With ``dz = gy ⊙ act'(y)`` (B, O): ``gw_out = dzᵀ·x`` (O, I), ``gb_out = Σ_B dz`` (O,),
+        and return ``gx = dz·w`` (B, I), or ``None`` when ``need_input_grad`` is false (first layer)."""
+
+    # --- elementwise activations and softmax --------------------------------------------------------
+    def activation_forward(self, x: Tensor, act: Activation) -> Tensor:
+        """Any shape -> same shape."""
+
+    def activation_backward(self, x: Tensor, y: Tensor, gy: Tensor, act: Activation) -> Tensor:
+        """``gx = gy ⊙ act'(x)`` (``y = act(x)`` given for output-derivable kinds)."""
+
+    def softmax_forward(self, x: Tensor) -> Tensor:
+        """Row-wise over the last axis, max-subtracted: ``x (B, C)`` -> ``(B, C)``."""
+
+    def softmax_backward(self, y: Tensor, gy: Tensor) -> Tensor:
+        """Jacobian-vector product: ``gx = y ⊙ (gy − Σ_c gy·y)`` row-wise."""
+
+    # --- dropout ------------------------------------------------------------------------------------
+    def dropout_mask(self, shape: tuple[int, ...], rate: float, seed: int, counter: int) -> Tensor:
+        """Inverted-dropout mask: ``1/(1−rate)`` with probability ``1−rate``, else 0.
+
+        Bits come from the counter-based hash ``nn.random.uniform01(seed, counter, index)`` so both backends
+        draw identical masks and a run is reproducible without a host RNG in the training loop.
+        """
+
+    def mul(self, a: Tensor, b: Tensor) -> Tensor:
+        """Elementwise product of two same-shape tensors."""
+
+    # --- batch normalization (standard: Ioffe & Szegedy 2015) ---------------------------------------
+    def batchnorm_forward(
+        self,
+        x: Tensor,
+        gamma: Tensor,
+        beta: Tensor,
+        running_mean: Tensor,
+        running_var: Tensor,
+        training: bool,
+        momentum: float,
+        eps: float,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """``x (B, F)`` -> ``(y, xhat, inv_std)`` with ``y = gamma·xhat + beta`` (B, F), ``inv_std (F,)``.
+
+        Training: batch mean and biased batch variance; running stats updated in place with
+        ``r = (1−momentum)·r + momentum·batch`` (running variance uses the unbiased batch variance).
+        Inference (or B == 1): running statistics, nothing updated.
+        """
+
+    def batchnorm_backward(
+        self, gy: Tensor, xhat: Tensor, inv_std: Tensor, gamma: Tensor, ggamma_out: Tensor, gbeta_out: Tensor
+    ) -> Tensor:
+        """Exact batch-statistics gradient: returns ``gx (B, F)``, writes ``ggamma``/``gbeta`` (F,)."""
+
+    # --- losses -------------------------------------------------------------------------------------
+    def loss(self, kind: str, pred: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+        """``pred``, ``target`` (B, C) -> ``(value (1,), grad (B, C))``, the loss averaged over the batch.
+
+        - ``mse``: mean over all elements of (p − t)²; ``mae``: mean of |p − t| (subgradient 0 at 0)
+        - ``softmax_cce``: ``pred`` are LOGITS; mean over rows of −Σ t·log softmax(pred); grad (softmax − t)/B
+        - ``bce``: ``pred`` are probabilities, clipped to [1e-7, 1 − 1e-7]; mean over all elements
+        """
+
+    # --- optimizers: one launch over the whole flat parameter buffer --------------------------------
+    # Regularisation is added to the gradient first: g' = g + l1·sign(w) + l2·w.
+    def sgd_update(self, w: Tensor, g: Tensor, *, lr: float, l1: float, l2: float) -> None: ...
+
+    def momentum_update(
+        self,
+        w: Tensor,
+        g: Tensor,
+        v: Tensor,
+        *,
+        lr: float,
+        momentum: float,
+        nesterov: bool,
+        l1: float,
+        l2: float,
+    ) -> None:
+        """``v = μ·v + g'``; ``w -= lr·v`` (Nesterov: ``w -= lr·(g' + μ·v)``)."""
+
+    def adagrad_update(
+        self, w: Tensor, g: Tensor, acc: Tensor, *, lr: float, eps: float, l1: float, l2: float
+    ) -> None:
+        """``G += g'²``; ``w -= lr·g'/(√G + eps)``."""
+
+    def rmsprop_update(
+        self, w: Tensor, g: Tensor, acc: Tensor, *, lr: float, rho: float, eps: float, l1: float, l2: float
+    ) -> None:
+        """``s = ρ·s + (1−ρ)·g'²``; ``w -= lr·g'/(√s + eps)``."""
+
+    def adadelta_update(
+        self,
+        w: Tensor,
+        g: Tensor,
+        acc_grad: Tensor,
+        acc_delta: Tensor,
+        *,
+        lr: float,
+        rho: float,
+        eps: float,
+        l1: float,
+        l2: float,
+    ) -> None:
+        """Zeiler 2012: ``E[g²] = ρE[g²] + (1−ρ)g'²``; ``Δ = −√(E[Δ²]+eps)/√(E[g²]+eps)·g'``;
+        ``E[Δ²] = ρE[Δ²] + (1−ρ)Δ²``; ``w += lr·Δ`` (lr = 1 is the paper's rule)."""
+
+    def adam_update(
+        self,
+        w: Tensor,
+        g: Tensor,
+        m: Tensor,
+        v: Tensor,
+        *,
+        lr: float,
+        beta1: float,
+        beta2: float,
+        eps: float,
+        step: int,
+        l1: float,
+        l2: float,
+    ) -> None:
+        """Kingma & Ba 2015 with bias correction: ``m̂ = m/(1−β1^t)``, ``v̂ = v/(1−β2^t)``,
+        ``w -= lr·m̂/(√v̂ + eps)``; ``step`` = t starts at 1."""
+
+    def clip_by_global_norm_(self, g: Tensor, max_norm: float) -> None:
+        """Scale ``g`` in place by ``min(1, max_norm/‖g‖₂)``, computed on the device (no host read)."""
