@@ -1,0 +1,77 @@
+"""The package layering and size budget, checked by parsing the sources (no imports executed).
+
+Arrows point one way: datafeeds and opencl import nothing of ours; nn builds on opencl; strategies on nn and
+datafeeds; backtests on those; the neuronet CLI sits on top. A module that breaks an arrow would make a
+lower layer depend on a higher one (e.g. the data feeds pulling in OpenCL), which these tests forbid.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OURS = ("datafeeds", "opencl", "nn", "strategies", "backtests", "neuronet")
+ALLOWED = {
+    "datafeeds": set(),
+    "opencl": set(),
+    "nn": {"opencl"},
+    "strategies": {"nn", "datafeeds"},
+    "backtests": {"strategies", "datafeeds", "nn"},
+    "neuronet": set(OURS),
+}
+MAX_LINES = 600
+
+
+def _modules(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+def _imported_top_levels(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("package", OURS)
+def test_import_arrows_point_one_way(package):
+    offenders = []
+    for path in _modules(package):
+        ours = (_imported_top_levels(path) & set(OURS)) - {package}
+        bad = ours - ALLOWED[package]
+        if bad:
+            offenders.append(f"{path.relative_to(ROOT)} imports {sorted(bad)}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_nn_does_not_depend_on_pandas():
+    offenders = [str(p.relative_to(ROOT)) for p in _modules("nn") if "pandas" in _imported_top_levels(p)]
+    assert not offenders
+
+
+def test_modules_stay_small():
+    big = []
+    for package in OURS:
+        for path in _modules(package):
+            n = len(path.read_text(encoding="utf-8").splitlines())
+            if n > MAX_LINES:
+                big.append(f"{path.relative_to(ROOT)}: {n} lines")
+    assert not big, f"modules over {MAX_LINES} lines (split them by job):\n" + "\n".join(big)
+
+
+def test_no_kernel_source_in_python_strings():
+    """Kernels live in .cl files; a __kernel in a Python string would bypass the build cache and tests."""
+    offenders = [
+        str(p.relative_to(ROOT))
+        for package in OURS
+        for p in _modules(package)
+        if "__kernel" in p.read_text(encoding="utf-8")
+    ]
+    assert not offenders
