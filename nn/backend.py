@@ -140,7 +140,8 @@ class Backend(Protocol):
         """Inverted-dropout mask: ``1/(1−rate)`` with probability ``1−rate``, else 0.
 
         Bits come from the counter-based hash ``nn.random.uniform01(seed, counter, index)`` so both backends
-        draw identical masks and a run is reproducible without a host RNG in the training loop.
+        draw identical masks and a run is reproducible without a host RNG in the training loop. Element ``i``
+        (row-major flat index) is kept when ``uniform01(seed, counter, i) >= rate``.
         """
 
     def mul(self, a: Tensor, b: Tensor) -> Tensor:
@@ -168,7 +169,10 @@ class Backend(Protocol):
     def batchnorm_backward(
         self, gy: Tensor, xhat: Tensor, inv_std: Tensor, gamma: Tensor, ggamma_out: Tensor, gbeta_out: Tensor
     ) -> Tensor:
-        """Exact batch-statistics gradient: returns ``gx (B, F)``, writes ``ggamma``/``gbeta`` (F,)."""
+        """Exact batch-statistics gradient: returns ``gx (B, F)``, writes ``ggamma``/``gbeta`` (F,).
+
+        With B == 1 the forward pass used running statistics, so ``gx = gy·gamma·inv_std`` (fixed affine map).
+        """
 
     # --- losses -------------------------------------------------------------------------------------
     def loss(self, kind: str, pred: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
@@ -176,7 +180,8 @@ class Backend(Protocol):
 
         - ``mse``: mean over all elements of (p − t)²; ``mae``: mean of |p − t| (subgradient 0 at 0)
         - ``softmax_cce``: ``pred`` are LOGITS; mean over rows of −Σ t·log softmax(pred); grad (softmax − t)/B
-        - ``bce``: ``pred`` are probabilities, clipped to [1e-7, 1 − 1e-7]; mean over all elements
+        - ``bce``: ``pred`` are probabilities, clipped to [1e-7, 1 − 1e-7]; mean over all elements; value and
+          grad ``(p_c − t)/(p_c(1 − p_c))/(B·C)`` both taken at the clipped ``p_c`` (never zeroed by the clip)
         """
 
     # --- optimizers: one launch over the whole flat parameter buffer --------------------------------
