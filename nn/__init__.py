@@ -1,1 +1,66 @@
 """neuronet's network library: layers, losses, optimizers and models on an OpenCL or NumPy backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nn.backend import Backend
+from nn.layers import ActivationLayer, BatchNorm, Dense, Dropout, Softmax, from_config, register_layer
+
+__all__ = [
+    "ActivationLayer",
+    "BackendUnavailableError",
+    "BatchNorm",
+    "Dense",
+    "Dropout",
+    "Softmax",
+    "from_config",
+    "get_backend",
+    "register_layer",
+]
+
+
+class BackendUnavailableError(OSError):
+    """The requested backend cannot run here (e.g. no OpenCL platform); the message says what to do."""
+
+
+def get_backend(name: str | Backend = "opencl", device: Any = None, dtype: Any = None) -> Backend:
+    """A backend by name: ``"numpy"`` (float64 reference) or ``"opencl"`` (``device``/``dtype`` optional).
+
+    A ``Backend`` instance is returned unchanged. The OpenCL backend is imported only when asked for, so
+    the NumPy backend works on machines without any OpenCL runtime.
+    """
+    if not isinstance(name, str):
+        if isinstance(name, Backend):
+            return name
+        raise ValueError(f"backend must be 'numpy', 'opencl' or a Backend object, got {name!r}")
+    key = name.lower()
+    if key == "numpy":
+        if device is not None or (dtype is not None and np.dtype(dtype) != np.float64):
+            raise ValueError(
+                "the numpy backend is the float64 reference: it takes no device and no other dtype"
+            )
+        from nn.ops_numpy import NumpyBackend
+
+        return NumpyBackend()
+    if key == "opencl" or key.startswith("opencl:"):
+        try:
+            from nn.ops_opencl import OpenCLBackend
+        except ImportError as exc:
+            raise BackendUnavailableError(
+                f"the OpenCL backend cannot be imported ({exc}); install pyopencl and an OpenCL driver "
+                "(on Linux x86-64: pip install pocl-binary-distribution), or use backend='numpy'"
+            ) from None
+        if device is None and key.startswith("opencl:"):
+            device = name.split(":", 1)[1]
+        try:
+            return OpenCLBackend(device=device, dtype=dtype)
+        except (ValueError, OSError):
+            raise  # already a one-line user error from the OpenCL layer
+        except Exception as exc:  # a raw pyopencl/driver error: say which backend failed and the fallback
+            raise BackendUnavailableError(
+                f"no usable OpenCL device ({type(exc).__name__}: {exc}); use backend='numpy' instead"
+            ) from None
+    raise ValueError(f"unknown backend {name!r}: expected 'opencl' or 'numpy'")
