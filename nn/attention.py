@@ -1,0 +1,431 @@
+"""Real-valued transformer layers: attention, layer norm, positional encodings, patching, RevIN.
+
+These are the parts of PatchTST (Nie et al. 2023), the time-domain block of ATFNet (Ye et al. 2024,
+arXiv 2404.05192). Every layer is written in backend ops only (``nn.backend`` plus ``AttentionNumpyOps`` /
+``AttentionOpenCLOps``), so one implementation runs on NumPy float64 and on OpenCL.
+
+Composite layers (the encoder layer, RevIN, the PatchTST backbone, ATFNet) declare their children's
+parameters under prefixed names (``"attn.wqkv"``) and hand each child the matching views of the model's flat
+buffers, so the one-buffer/one-launch optimizer design holds for nested layers too.
+
+Dropout masks come from the counter-based hash (``backend.dropout_mask``): each layer carries a ``seed``
+and counts its own training steps, so both backends draw identical masks without a host RNG.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from nn.backend import Activation, Tensor
+from nn.layer import Layer, ParamSpec
+from nn.layers import from_config, register_layer
+
+
+class Composite(Layer):
+    """A layer made of child layers; their parameters appear under ``"<child>.<name>"``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.children: dict[str, Layer] = {}
+
+    def own_param_specs(self) -> list[ParamSpec]:
+        return []
+
+    def param_specs(self) -> list[ParamSpec]:
+        specs = list(self.own_param_specs())
+        for prefix, child in self.children.items():
+            specs += [_prefixed(prefix, s) for s in child.param_specs()]
+        return specs
+
+    def state_specs(self) -> list[ParamSpec]:
+        return [_prefixed(p, s) for p, c in self.children.items() for s in c.state_specs()]
+
+    def bind(self, backend, params, grads, state) -> None:
+        super().bind(backend, params, grads, state)
+        for prefix, child in self.children.items():
+            head = prefix + "."
+            child.bind(
+                backend,
+                {k[len(head) :]: v for k, v in params.items() if k.startswith(head)},
+                {k[len(head) :]: v for k, v in grads.items() if k.startswith(head)},
+                {k[len(head) :]: v for k, v in state.items() if k.startswith(head)},
+            )
+
+
+def _prefixed(prefix: str, spec: ParamSpec) -> ParamSpec:
+    return ParamSpec(f"{prefix}.{spec.name}", spec.shape, spec.init, spec.fan_in, spec.fan_out)
+
+
+def _layer(spec: Layer | dict[str, Any]) -> Layer:
+    return spec if isinstance(spec, Layer) else from_config(spec)
+
+
+class _Dropout:
+    """Inverted dropout with counter-based masks: one counter per layer, advanced once per training pass."""
+
+    def __init__(self, rate: float, seed: int) -> None:
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
+        self.rate, self.seed, self.counter = rate, seed, 0
+
+    def apply(self, backend, x: Tensor, training: bool) -> tuple[Tensor, Tensor | None]:
+        if not training or self.rate == 0.0:
+            return x, None
+        self.counter += 1
+        mask = backend.dropout_mask(tuple(x.shape), self.rate, self.seed, self.counter)
+        return backend.mul(x, mask), mask
+
+    @staticmethod
+    def grad(backend, g: Tensor, mask: Tensor | None) -> Tensor:
+        return g if mask is None else backend.mul(g, mask)
+
+
+@register_layer
+class LayerNorm(Layer):
+    """Normalise each vector over its last axis (``D``), then scale/shift by learned ``gamma``/``beta``."""
+
+    type_name = "layernorm"
+
+    def __init__(self, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+
+    def build(self, input_shape):
+        self.input_shape = self.output_shape = tuple(input_shape)
+        return self.output_shape
+
+    def param_specs(self):
+        d = self.input_shape[-1]
+        return [ParamSpec("gamma", (d,), "ones"), ParamSpec("beta", (d,), "zeros")]
+
+    def forward(self, x, training):
+        y, self._xhat, self._inv_std = self.backend.layernorm_forward(
+            x, self.params["gamma"], self.params["beta"], self.eps
+        )
+        return y
+
+    def backward(self, gy, need_input_grad=True):
+        p, g = self.params, self.grads
+        gx = self.backend.layernorm_backward(gy, self._xhat, self._inv_std, p["gamma"], g["gamma"], g["beta"])
+        return gx if need_input_grad else None
+
+    def config(self):
+        return {"type": self.type_name, "eps": self.eps}
+
+
+@register_layer
+class MultiHeadSelfAttention(Layer):
+    """Scaled dot-product self-attention over ``(S, D)`` token sequences (Vaswani et al. 2017).
+
+    ``softmax(q·kᵀ/√d_k)·v`` per head, with fused q/k/v projection ``wqkv (3D, D)`` and output projection
+    ``wo (D, D)``; ``causal`` masks future tokens; ``dropout`` acts on the attention weights as in PyTorch's
+    ``FullAttention``.
+    """
+
+    type_name = "multihead_attention"
+
+    def __init__(self, n_heads: int = 8, causal: bool = False, dropout: float = 0.0, seed: int = 0) -> None:
+        super().__init__()
+        self.n_heads, self.causal, self.dropout, self.seed = n_heads, causal, dropout, seed
+        self._drop = _Dropout(dropout, seed)
+
+    def build(self, input_shape):
+        if len(input_shape) != 2:
+            raise ValueError(f"multihead_attention expects (tokens, d_model) inputs, got {input_shape}")
+        d = input_shape[1]
+        if self.n_heads < 1 or d % self.n_heads:
+            raise ValueError(f"multihead_attention: d_model {d} is not divisible by n_heads {self.n_heads}")
+        self.input_shape = self.output_shape = tuple(input_shape)
+        return self.output_shape
+
+    def param_specs(self):
+        d = self.input_shape[1]
+        return [
+            ParamSpec("wqkv", (3 * d, d), "xavier_uniform", d, d),
+            ParamSpec("bqkv", (3 * d,), "zeros"),
+            ParamSpec("wo", (d, d), "xavier_uniform", d, d),
+            ParamSpec("bo", (d,), "zeros"),
+        ]
+
+    def forward(self, x, training):
+        be, p = self.backend, self.params
+        b, s, d = x.shape
+        h = self.n_heads
+        dk = d // h
+        qkv = be.linear_forward(x, p["wqkv"], p["bqkv"])  # (B, S, 3D)
+        qkv = be.permute(qkv.reshape(b, s, 3, h, dk), (2, 0, 3, 1, 4))  # (3, B, H, S, dk)
+        q, k, v = (qkv[i].reshape(b * h, s, dk) for i in range(3))
+        scores = be.bmm(q, k, trans_b=True, alpha=1.0 / math.sqrt(dk))  # (BH, S, S)
+        a = be.softmax_last_forward(scores, self.causal)
+        ad, mask = self._drop.apply(be, a, training)
+        o = be.bmm(ad, v)  # (BH, S, dk)
+        o = be.permute(o.reshape(b, h, s, dk), (0, 2, 1, 3)).reshape(b, s, d)  # (B, S, D)
+        self._cache = (x, q, k, v, a, ad, mask, o)
+        return be.linear_forward(o, p["wo"], p["bo"])
+
+    def backward(self, gy, need_input_grad=True):
+        be, p, g = self.backend, self.params, self.grads
+        x, q, k, v, a, ad, mask, o = self._cache
+        b, s, d = x.shape
+        h = self.n_heads
+        dk = d // h
+        go = be.linear_backward(o, p["wo"], gy, g["wo"], g["bo"], True)  # (B, S, D)
+        go = be.permute(go.reshape(b, s, h, dk), (0, 2, 1, 3)).reshape(b * h, s, dk)  # (BH, S, dk)
+        gv = be.bmm(ad, go, trans_a=True)  # (BH, S, dk)
+        ga = _Dropout.grad(be, be.bmm(go, v, trans_b=True), mask)  # (BH, S, S)
+        gs = be.softmax_last_backward(a, ga)
+        scale = 1.0 / math.sqrt(dk)
+        gq = be.bmm(gs, k, alpha=scale)
+        gk = be.bmm(gs, q, trans_a=True, alpha=scale)
+        gqkv = be.stack([gq, gk, gv]).reshape(3, b, h, s, dk)
+        gqkv = be.permute(gqkv, (1, 3, 0, 2, 4)).reshape(b, s, 3 * d)  # (B, S, 3D)
+        return be.linear_backward(x, p["wqkv"], gqkv, g["wqkv"], g["bqkv"], need_input_grad)
+
+    def config(self):
+        return {
+            "type": self.type_name,
+            "n_heads": self.n_heads,
+            "causal": self.causal,
+            "dropout": self.dropout,
+            "seed": self.seed,
+        }
+
+
+def sinusoid_table(length: int, d_model: int) -> np.ndarray:
+    """``(length, d_model)`` table: ``sin(pos/10000^(2i/D))`` at even, ``cos`` at odd columns."""
+    pos = np.arange(length, dtype=np.float64)[:, None]
+    div = np.exp(np.arange(0, d_model, 2, dtype=np.float64) * (-math.log(10000.0) / d_model))
+    table = np.zeros((length, d_model))
+    table[:, 0::2] = np.sin(pos * div)
+    table[:, 1::2] = np.cos(pos * div[: d_model // 2])
+    return table
+
+
+@register_layer
+class SinusoidalPositionalEncoding(Layer):
+    """Adds the fixed sine/cosine table of Vaswani et al. to ``(S, D)`` inputs; no parameters."""
+
+    type_name = "sinusoidal_position"
+
+    def build(self, input_shape):
+        if len(input_shape) != 2:
+            raise ValueError(f"sinusoidal_position expects (tokens, d_model) inputs, got {input_shape}")
+        self.input_shape = self.output_shape = tuple(input_shape)
+        return self.output_shape
+
+    def bind(self, backend, params, grads, state):
+        super().bind(backend, params, grads, state)
+        self._table = backend.asarray(sinusoid_table(*self.input_shape))
+
+    def forward(self, x, training):
+        return self.backend.add_broadcast(x, self._table)
+
+    def backward(self, gy, need_input_grad=True):
+        return gy if need_input_grad else None
+
+    def config(self):
+        return {"type": self.type_name}
+
+
+@register_layer
+class LearnablePositionalEncoding(Layer):
+    """Adds a learned ``(S, D)`` table (zero-initialised, so training starts from no position signal)."""
+
+    type_name = "learnable_position"
+
+    def build(self, input_shape):
+        if len(input_shape) != 2:
+            raise ValueError(f"learnable_position expects (tokens, d_model) inputs, got {input_shape}")
+        self.input_shape = self.output_shape = tuple(input_shape)
+        return self.output_shape
+
+    def param_specs(self):
+        return [ParamSpec("table", self.input_shape, "zeros")]
+
+    def forward(self, x, training):
+        return self.backend.add_broadcast(x, self.params["table"])
+
+    def backward(self, gy, need_input_grad=True):
+        self.backend.sum_batch(gy, self.grads["table"])
+        return gy if need_input_grad else None
+
+    def config(self):
+        return {"type": self.type_name}
+
+
+@register_layer
+class Patching(Layer):
+    """PatchTST patching: ``(L,)`` -> ``(P, patch_len)``, windows every ``stride`` points.
+
+    The series is end-padded with ``padding`` copies of its last value first (default ``stride``, as in the
+    official code), giving ``P = (L + padding − patch_len)//stride + 1`` patches (12 for L=96, 16, 8).
+    """
+
+    type_name = "patching"
+
+    def __init__(self, patch_len: int = 16, stride: int = 8, padding: int | None = None) -> None:
+        super().__init__()
+        self.patch_len, self.stride = patch_len, stride
+        self.padding = stride if padding is None else padding
+
+    def build(self, input_shape):
+        if len(input_shape) != 1:
+            raise ValueError(f"patching expects one series per sample (L,), got {input_shape}")
+        length = input_shape[0]
+        if self.patch_len < 1 or self.stride < 1 or self.padding < 0:
+            raise ValueError("patching: patch_len and stride must be >= 1 and padding >= 0")
+        if length + self.padding < self.patch_len:
+            raise ValueError(f"patching: {length} points are fewer than patch_len {self.patch_len}")
+        n_patches = (length + self.padding - self.patch_len) // self.stride + 1
+        self.input_shape, self.output_shape = (length,), (n_patches, self.patch_len)
+        return self.output_shape
+
+    def forward(self, x, training):
+        return self.backend.patch_forward(x, self.patch_len, self.stride, self.padding)
+
+    def backward(self, gy, need_input_grad=True):
+        return self.backend.patch_backward(gy, self.input_shape[0], self.stride) if need_input_grad else None
+
+    def config(self):
+        return {"type": self.type_name, "patch_len": self.patch_len, "stride": self.stride,
+                "padding": self.padding}
+
+
+@register_layer
+class TokenLinear(Layer):
+    """Dense map over the LAST axis of an N-D input (tokens keep their positions); bias optional."""
+
+    type_name = "token_linear"
+
+    def __init__(self, units: int, bias: bool = True) -> None:
+        super().__init__()
+        self.units, self.bias = units, bias
+
+    def build(self, input_shape):
+        self.input_shape = tuple(input_shape)
+        self.output_shape = (*self.input_shape[:-1], self.units)
+        return self.output_shape
+
+    def param_specs(self):
+        i = self.input_shape[-1]
+        specs = [ParamSpec("w", (self.units, i), "xavier_uniform", i, self.units)]
+        return [*specs, ParamSpec("b", (self.units,), "zeros")] if self.bias else specs
+
+    def forward(self, x, training):
+        self._x = x
+        return self.backend.linear_forward(x, self.params["w"], self.params.get("b"))
+
+    def backward(self, gy, need_input_grad=True):
+        return self.backend.linear_backward(
+            self._x, self.params["w"], gy, self.grads["w"], self.grads.get("b"), need_input_grad
+        )
+
+    def config(self):
+        return {"type": self.type_name, "units": self.units, "bias": self.bias}
+
+
+@register_layer
+class FeedForward(Layer):
+    """Position-wise MLP ``(S, D) -> (S, D)``: linear to ``d_ff``, activation, dropout, linear, dropout."""
+
+    type_name = "feedforward"
+
+    def __init__(self, d_ff: int = 2048, activation: str = "gelu", dropout: float = 0.0, seed: int = 0):
+        super().__init__()
+        self.d_ff, self.activation, self.dropout, self.seed = d_ff, activation, dropout, seed
+        self._act = Activation.of(activation)
+        self._drop1, self._drop2 = _Dropout(dropout, seed), _Dropout(dropout, seed + 1)
+
+    def build(self, input_shape):
+        self.input_shape = self.output_shape = tuple(input_shape)
+        return self.output_shape
+
+    def param_specs(self):
+        d, f = self.input_shape[-1], self.d_ff
+        return [
+            ParamSpec("w1", (f, d), "xavier_uniform", d, f),
+            ParamSpec("b1", (f,), "zeros"),
+            ParamSpec("w2", (d, f), "xavier_uniform", f, d),
+            ParamSpec("b2", (d,), "zeros"),
+        ]
+
+    def forward(self, x, training):
+        be, p = self.backend, self.params
+        z = be.linear_forward(x, p["w1"], p["b1"])  # (..., F)
+        h = be.activation_forward(z, self._act)
+        hd, m1 = self._drop1.apply(be, h, training)
+        y = be.linear_forward(hd, p["w2"], p["b2"])  # (..., D)
+        yd, m2 = self._drop2.apply(be, y, training)
+        self._cache = (x, z, h, hd, m1, m2)
+        return yd
+
+    def backward(self, gy, need_input_grad=True):
+        be, p, g = self.backend, self.params, self.grads
+        x, z, h, hd, m1, m2 = self._cache
+        gy = _Dropout.grad(be, gy, m2)
+        ghd = be.linear_backward(hd, p["w2"], gy, g["w2"], g["b2"], True)
+        gz = be.activation_backward(z, h, _Dropout.grad(be, ghd, m1), self._act)
+        return be.linear_backward(x, p["w1"], gz, g["w1"], g["b1"], need_input_grad)
+
+    def config(self):
+        return {"type": self.type_name, "d_ff": self.d_ff, "activation": self.activation,
+                "dropout": self.dropout, "seed": self.seed}
+
+
+@register_layer
+class TransformerEncoderLayer(Composite):
+    """One post-norm encoder layer over ``(S, D)``: ``x = LN1(x + drop(MHA(x)))``; ``LN2(x + FFN(x))``.
+
+    The layout of PyTorch's ``nn.TransformerEncoderLayer`` (norm_first=False) and of the PatchTST/ATFNet
+    encoder: dropout on the attention weights, after the attention output and twice inside the FFN.
+    """
+
+    type_name = "transformer_encoder_layer"
+
+    def __init__(
+        self,
+        n_heads: int = 8,
+        d_ff: int = 2048,
+        dropout: float = 0.1,
+        activation: str = "gelu",
+        causal: bool = False,
+        eps: float = 1e-5,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.n_heads, self.d_ff, self.dropout, self.activation = n_heads, d_ff, dropout, activation
+        self.causal, self.eps, self.seed = causal, eps, seed
+        self.children = {
+            "attn": MultiHeadSelfAttention(n_heads, causal, dropout, seed),
+            "norm1": LayerNorm(eps),
+            "ffn": FeedForward(d_ff, activation, dropout, seed + 2),
+            "norm2": LayerNorm(eps),
+        }
+        self._drop = _Dropout(dropout, seed + 4)
+
+    def build(self, input_shape):
+        for child in self.children.values():
+            child.build(tuple(input_shape))
+        self.input_shape = self.output_shape = tuple(input_shape)
+        return self.output_shape
+
+    def forward(self, x, training):
+        be, c = self.backend, self.children
+        a, self._mask = self._drop.apply(be, c["attn"].forward(x, training), training)
+        x1 = c["norm1"].forward(be.add(x, a), training)
+        return c["norm2"].forward(be.add(x1, c["ffn"].forward(x1, training)), training)
+
+    def backward(self, gy, need_input_grad=True):
+        be, c = self.backend, self.children
+        g1 = c["norm2"].backward(gy)  # reaches x1 directly and through the FFN
+        g1 = be.add(g1, c["ffn"].backward(g1))
+        g0 = c["norm1"].backward(g1)  # reaches x directly and through attention
+        ga = c["attn"].backward(_Dropout.grad(be, g0, self._mask), need_input_grad)
+        return be.add(g0, ga) if need_input_grad else None
+
+    def config(self):
+        return {"type": self.type_name, "n_heads": self.n_heads, "d_ff": self.d_ff, "dropout": self.dropout,
+                "activation": self.activation, "causal": self.causal, "eps": self.eps, "seed": self.seed}
