@@ -1,0 +1,90 @@
+/* Elementwise helpers of the network library: fill, accumulate, product, row gather, and the fused
+ * pieces around the dense GEMMs (bias + activation epilogue, activation derivative + bias gradient).
+ * Every 1-D kernel is launched on a global size rounded up to the work-group size, hence the guards. */
+#include "nn_common.h"
+
+__kernel void fill(__global REAL *x, const uint x_off, const REAL value, const int n) {
+    x += x_off;
+    const int i = get_global_id(0);
+    if (i < n) {
+        x[i] = value;
+    }
+}
+
+/* dst += src */
+__kernel void add_inplace(__global REAL *dst, const uint dst_off, __global const REAL *src,
+                          const uint src_off, const int n) {
+    dst += dst_off;
+    src += src_off;
+    const int i = get_global_id(0);
+    if (i < n) {
+        dst[i] += src[i];
+    }
+}
+
+/* out = a * b */
+__kernel void mul(__global const REAL *a, const uint a_off, __global const REAL *b, const uint b_off,
+                  __global REAL *out, const uint out_off, const int n) {
+    a += a_off;
+    b += b_off;
+    out += out_off;
+    const int i = get_global_id(0);
+    if (i < n) {
+        out[i] = a[i] * b[i];
+    }
+}
+
+/* out (B, F) = src[rows] with src (N, F), rows (B,): the shuffled mini-batch, built on the device.
+ * 2-D range (F, B). */
+__kernel void gather_rows(__global const REAL *src, const uint src_off, __global const int *rows,
+                          const uint rows_off, __global REAL *out, const uint out_off, const int F,
+                          const int B) {
+    src += src_off;
+    rows += rows_off;
+    out += out_off;
+    const int f = get_global_id(0);
+    const int b = get_global_id(1);
+    if (f < F && b < B) {
+        out[(size_t)b * F + f] = src[(size_t)rows[b] * F + f];
+    }
+}
+
+/* y (B, O) = act(y + bias): the dense epilogue when the GEMM runs without one. 2-D range (O, B). */
+__kernel void bias_act(__global REAL *y, const uint y_off, __global const REAL *bias, const uint bias_off,
+                       const int O, const int B, const int act, const REAL alpha, const REAL beta) {
+    y += y_off;
+    bias += bias_off;
+    const int o = get_global_id(0);
+    const int b = get_global_id(1);
+    if (o < O && b < B) {
+        const size_t k = (size_t)b * O + o;
+        y[k] = nn_act(act, y[k] + bias[o], alpha, beta);
+    }
+}
+
+/* Dense backward, first half: dz (B, O) = gy * act'(y) and the bias gradient gb (O,) = sum over the batch
+ * of dz, in one pass. Column kernel: 2-D range (roundup(O, CG), RG), work-group (CG, RG). */
+__kernel void dense_dz_bias(__global const REAL *gy, const uint gy_off, __global const REAL *y,
+                            const uint y_off, __global REAL *dz, const uint dz_off, __global REAL *gb,
+                            const uint gb_off, const int O, const int B, const int act, const REAL alpha) {
+    gy += gy_off;
+    y += y_off;
+    dz += dz_off;
+    gb += gb_off;
+    __local REAL scratch[CG * RG];
+    const int o = get_global_id(0);
+    const int lane = get_local_id(1);
+    REAL sum = (REAL)0;
+    if (o < O) {
+        for (int b = lane; b < B; b += RG) {
+            const size_t k = (size_t)b * O + o;
+            const REAL d = gy[k] * nn_act_grad(act, (REAL)0, y[k], alpha);
+            dz[k] = d;
+            sum += d;
+        }
+    }
+    sum = nn_col_sum(sum, scratch);
+    if (o < O && lane == 0) {
+        gb[o] = sum;
+    }
+}
