@@ -1,0 +1,411 @@
+"""Complex-valued layers: the building blocks of ATFNet's frequency (F) block.
+
+Every complex tensor of logical shape ``S`` is stored as a real tensor ``(*S, 2)`` = (Re, Im) pairs, batch
+first; per-sample shapes given to ``build`` include the trailing 2. Complex parameters are stored the same
+way, so the flat-buffer optimizers update Re and Im as two reals — exactly gradient descent on ``(Re, Im)``.
+
+Gradients: the gradient delivered for a complex ``z`` is ``∂L/∂Re z + i·∂L/∂Im z`` (see
+``nn.complex_ops_numpy``). The MQL5 port (seed 003, "Neural networks made easy, part 92") applies the
+holomorphic chain rule to non-holomorphic functions; every layer here is instead verified by finite
+differences on Re and Im separately.
+
+Layers (type names for ``from_config`` in brackets):
+- ``ComplexDense`` [complex_dense] — ``y = x·wᵀ + b`` over the last complex axis.
+- ``ComplexActivation`` [complex_activation] — split ReLU / split leaky ReLU, complex tanh / sigmoid.
+- ``ComplexDropout`` [complex_dropout] — one mask per complex element (Re and Im dropped together).
+- ``ComplexLayerNorm`` [complex_layernorm] — complex mean, real variance of ``|z − mean|²``, complex affine.
+- ``ComplexMultiHeadAttention`` [complex_mha] — self-attention with the ``modulus`` score softmax (official
+  ATFNet code, default) or the ``holomorphic`` complex softmax (MQL5 port); optional causal mask.
+- ``ComplexEncoderLayer`` [complex_encoder_layer] — attention + complex FFN (split ReLU), residuals,
+  post-norm, as in the official ``ComplexEncoderLayer``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from nn.backend import Backend, Tensor
+from nn.complex_ops_numpy import COMPLEX_ACTIVATIONS, SCORE_MODES
+from nn.layer import Layer, ParamSpec
+from nn.layers import register_layer
+
+
+def _complex_input(layer: str, input_shape: tuple[int, ...], min_rank: int = 2) -> None:
+    if len(input_shape) < min_rank or input_shape[-1] != 2:
+        raise ValueError(
+            f"{layer}: input shape {input_shape} is not complex: expected (..., 2) holding (Re, Im) pairs"
+            f" with at least {min_rank - 1} complex axis/axes"
+        )
+
+
+@register_layer
+class ComplexDense(Layer):
+    """Complex affine map over the last complex axis: ``(*lead, I) -> (*lead, units)``.
+
+    One complex weight ``w (units, I)`` and bias ``b (units,)``. The official ATFNet ``ComplexLinear`` builds
+    the same map from two real ``nn.Linear`` (its bias is a reparametrised complex bias). Initialisation:
+    Xavier-uniform on Re and Im each, with fans doubled so that ``E|w|²`` equals the real Xavier variance.
+    """
+
+    type_name: ClassVar[str] = "complex_dense"
+
+    def __init__(self, units: int, use_bias: bool = True, init: str = "xavier_uniform") -> None:
+        super().__init__()
+        if units < 1:
+            raise ValueError(f"complex_dense: units must be >= 1, got {units}")
+        self.units, self.use_bias, self.init = units, use_bias, init
+        self._x: Tensor | None = None
+
+    def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
+        _complex_input("complex_dense", input_shape)
+        self.input_shape = tuple(input_shape)
+        self.output_shape = (*input_shape[:-2], self.units, 2)
+        return self.output_shape
+
+    def param_specs(self) -> list[ParamSpec]:
+        n_in = self.input_shape[-2]
+        specs = [ParamSpec("w", (self.units, n_in, 2), self.init, fan_in=2 * n_in, fan_out=2 * self.units)]
+        if self.use_bias:
+            specs.append(ParamSpec("b", (self.units, 2), "zeros"))
+        return specs
+
+    def forward(self, x: Tensor, training: bool) -> Tensor:
+        n_in = self.input_shape[-2]
+        self._x = x.reshape(-1, n_in, 2)  # (B·lead, I, 2)
+        y = self.backend.complex_dense_forward(self._x, self.params["w"], self.params.get("b"))
+        return y.reshape(x.shape[0], *self.output_shape)
+
+    def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
+        g = gy.reshape(-1, self.units, 2)  # (B·lead, O, 2)
+        gx = self.backend.complex_dense_backward(
+            self._x, self.params["w"], g, self.grads["w"], self.grads.get("b"), need_input_grad
+        )
+        return None if gx is None else gx.reshape(gy.shape[0], *self.input_shape)
+
+    def config(self) -> dict[str, Any]:
+        return {"type": self.type_name, "units": self.units, "use_bias": self.use_bias, "init": self.init}
+
+
+@register_layer
+class ComplexActivation(Layer):
+    """Elementwise complex activation, any complex shape.
+
+    ``relu`` / ``lrelu``: applied to Re and Im separately ("split"; ``alpha`` = negative slope), as in the
+    official code's ``complex_relu``. ``tanh`` / ``sigmoid``: the holomorphic functions of the MQL5 port —
+    unbounded near their poles (``z = iπ/2 + ikπ`` for tanh), so keep pre-activations moderate.
+    """
+
+    type_name: ClassVar[str] = "complex_activation"
+
+    def __init__(self, kind: str = "relu", alpha: float = 0.01) -> None:
+        super().__init__()
+        if kind not in COMPLEX_ACTIVATIONS:
+            raise ValueError(
+                f"complex_activation: unknown kind {kind!r}: expected one of {', '.join(COMPLEX_ACTIVATIONS)}"
+            )
+        self.kind, self.alpha = kind, alpha
+        self._x: Tensor | None = None
+        self._y: Tensor | None = None
+
+    def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
+        _complex_input("complex_activation", input_shape, min_rank=1)
+        self.input_shape = self.output_shape = tuple(input_shape)
+        return self.output_shape
+
+    def forward(self, x: Tensor, training: bool) -> Tensor:
+        self._x = x
+        self._y = self.backend.complex_activation_forward(x, self.kind, self.alpha)
+        return self._y
+
+    def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
+        return self.backend.complex_activation_backward(self._x, self._y, gy, self.kind, self.alpha)
+
+    def config(self) -> dict[str, Any]:
+        return {"type": self.type_name, "kind": self.kind, "alpha": self.alpha}
+
+
+@register_layer
+class ComplexDropout(Layer):
+    """Inverted dropout with ONE keep/drop draw per complex element (Re and Im share it), training only.
+
+    Masks come from ``uniform01(seed, counter, index)`` with a counter that advances every training
+    forward, so both backends draw the same masks and a run is reproducible.
+    """
+
+    type_name: ClassVar[str] = "complex_dropout"
+
+    def __init__(self, rate: float = 0.1, seed: int = 0) -> None:
+        super().__init__()
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"complex_dropout: rate must be in [0, 1), got {rate}")
+        self.rate, self.seed, self.counter = rate, seed, 0
+        self._mask: Tensor | None = None
+
+    def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
+        _complex_input("complex_dropout", input_shape, min_rank=1)
+        self.input_shape = self.output_shape = tuple(input_shape)
+        return self.output_shape
+
+    def forward(self, x: Tensor, training: bool) -> Tensor:
+        if not training or self.rate == 0.0:
+            self._mask = None
+            return x
+        self.counter += 1
+        self._mask = self.backend.complex_dropout_mask(
+            tuple(x.shape[:-1]), self.rate, self.seed, self.counter
+        )
+        return self.backend.complex_scale(x, self._mask)
+
+    def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
+        return gy if self._mask is None else self.backend.complex_scale(gy, self._mask)
+
+    def config(self) -> dict[str, Any]:
+        return {"type": self.type_name, "rate": self.rate, "seed": self.seed}
+
+
+@register_layer
+class ComplexLayerNorm(Layer):
+    """Layer normalization over the last complex axis D: ``y = w·(z − μ)/√(mean|z − μ|² + eps) + b``.
+
+    ``μ`` is the complex mean, the variance is real, ``w`` and ``b`` are complex (complex product). The
+    official ``ComplexLN`` uses the unbiased variance without eps and initialises ``w = (1+i)/√2``; here the
+    variance is biased with ``eps`` (no division by zero on constant rows) and ``w`` starts at ``1+i`` (the
+    same phase; the initialisers are real and elementwise).
+    """
+
+    type_name: ClassVar[str] = "complex_layernorm"
+
+    def __init__(self, eps: float = 1e-5) -> None:
+        super().__init__()
+        if eps <= 0:
+            raise ValueError(f"complex_layernorm: eps must be > 0, got {eps}")
+        self.eps = eps
+        self._xhat: Tensor | None = None
+        self._inv_std: Tensor | None = None
+
+    def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
+        _complex_input("complex_layernorm", input_shape)
+        self.input_shape = self.output_shape = tuple(input_shape)
+        return self.output_shape
+
+    def param_specs(self) -> list[ParamSpec]:
+        d = self.input_shape[-2]
+        return [ParamSpec("w", (d, 2), "ones"), ParamSpec("b", (d, 2), "zeros")]
+
+    def forward(self, x: Tensor, training: bool) -> Tensor:
+        d = self.input_shape[-2]
+        y, self._xhat, self._inv_std = self.backend.complex_layernorm_forward(
+            x.reshape(-1, d, 2), self.params["w"], self.params["b"], self.eps
+        )
+        return y.reshape(x.shape)
+
+    def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
+        d = self.input_shape[-2]
+        gx = self.backend.complex_layernorm_backward(
+            gy.reshape(-1, d, 2),
+            self._xhat,
+            self._inv_std,
+            self.params["w"],
+            self.grads["w"],
+            self.grads["b"],
+        )
+        return gx.reshape(gy.shape)
+
+    def config(self) -> dict[str, Any]:
+        return {"type": self.type_name, "eps": self.eps}
+
+
+@register_layer
+class ComplexMultiHeadAttention(Layer):
+    """Complex multi-head self-attention over tokens: ``(N, d) -> (N, d)`` (complex).
+
+    ``Q, K, V = x·W_qkvᵀ + b`` (one fused complex dense), per head ``s_ij = Σ_e q_ie·k_je`` (unconjugated),
+    then ``score``:
+    - ``"modulus"`` (default; official ATFNet code): ``p = softmax_j |s_ij|`` — real weights, no 1/√E.
+    - ``"holomorphic"`` (MQL5 port): ``p = e_ij / Σ_j e_ij`` with ``e = exp(s/√E)``, Re of the exponent
+      clamped to ±20 — complex weights.
+    ``out_i = Σ_j p_ij·v_j``, heads concatenated, then the output complex dense. ``causal`` lets token i see
+    tokens j ≤ i only. Note: the official code reshapes to ``(d/H, H)`` heads of width 1, i.e. one attention
+    map per feature; ``heads = d`` reproduces that exactly. In ATFNet's F block the tokens are the channels.
+    """
+
+    type_name: ClassVar[str] = "complex_mha"
+
+    def __init__(self, heads: int = 8, score: str = "modulus", causal: bool = False) -> None:
+        super().__init__()
+        if score not in SCORE_MODES:
+            raise ValueError(
+                f"complex_mha: unknown score {score!r}: expected one of {', '.join(SCORE_MODES)}"
+            )
+        if heads < 1:
+            raise ValueError(f"complex_mha: heads must be >= 1, got {heads}")
+        self.heads, self.score, self.causal = heads, score, causal
+        self._cache: tuple[Tensor, ...] = ()
+
+    def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
+        if len(input_shape) != 3 or input_shape[-1] != 2:
+            raise ValueError(f"complex_mha: input shape {input_shape} must be (tokens, d_model, 2)")
+        if input_shape[1] % self.heads:
+            raise ValueError(f"complex_mha: d_model {input_shape[1]} is not divisible by heads {self.heads}")
+        self.input_shape = self.output_shape = tuple(input_shape)
+        return self.output_shape
+
+    def param_specs(self) -> list[ParamSpec]:
+        d = self.input_shape[1]
+        return [
+            ParamSpec("w_qkv", (3 * d, d, 2), "xavier_uniform", fan_in=2 * d, fan_out=2 * d),
+            ParamSpec("b_qkv", (3 * d, 2), "zeros"),
+            ParamSpec("w_out", (d, d, 2), "xavier_uniform", fan_in=2 * d, fan_out=2 * d),
+            ParamSpec("b_out", (d, 2), "zeros"),
+        ]
+
+    def forward(self, x: Tensor, training: bool) -> Tensor:
+        be, (n, d, _) = self.backend, self.input_shape
+        bsz = x.shape[0]
+        xf = x.reshape(bsz * n, d, 2)  # (B·N, d, 2)
+        qkv = be.complex_dense_forward(xf, self.params["w_qkv"], self.params["b_qkv"]).reshape(
+            bsz, n, 3 * d, 2
+        )
+        att, s, p = be.complex_attention_forward(qkv, self.heads, self.score, self.causal)
+        att = att.reshape(bsz * n, d, 2)  # (B·N, d, 2): heads concatenated
+        self._cache = (xf, qkv, s, p, att)
+        return be.complex_dense_forward(att, self.params["w_out"], self.params["b_out"]).reshape(x.shape)
+
+    def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
+        be, (n, d, _) = self.backend, self.input_shape
+        bsz = gy.shape[0]
+        xf, qkv, s, p, att = self._cache
+        gatt = be.complex_dense_backward(
+            att,
+            self.params["w_out"],
+            gy.reshape(bsz * n, d, 2),
+            self.grads["w_out"],
+            self.grads["b_out"],
+            True,
+        )
+        gqkv = be.complex_attention_backward(
+            qkv, s, p, gatt.reshape(bsz, n, d, 2), self.heads, self.score, self.causal
+        )
+        gx = be.complex_dense_backward(
+            xf,
+            self.params["w_qkv"],
+            gqkv.reshape(bsz * n, 3 * d, 2),
+            self.grads["w_qkv"],
+            self.grads["b_qkv"],
+            need_input_grad,
+        )
+        return None if gx is None else gx.reshape(gy.shape)
+
+    def config(self) -> dict[str, Any]:
+        return {"type": self.type_name, "heads": self.heads, "score": self.score, "causal": self.causal}
+
+
+@register_layer
+class ComplexEncoderLayer(Layer):
+    """One complex transformer encoder layer (post-norm), as in the official ATFNet ``ComplexEncoderLayer``:
+
+    ``h = LN1(x + drop(MHA(x)))``; ``y = LN2(h + drop(W2·drop(splitReLU(W1·h))))``, W1: d -> d_ff,
+    W2: d_ff -> d. Input and output ``(tokens, d_model, 2)``. Parameters are named ``attn.*``, ``norm1.*``,
+    ``ff1.*``, ``ff2.*``, ``norm2.*``.
+    """
+
+    type_name: ClassVar[str] = "complex_encoder_layer"
+
+    def __init__(
+        self,
+        heads: int = 8,
+        d_ff: int = 2048,
+        dropout: float = 0.1,
+        score: str = "modulus",
+        causal: bool = False,
+        eps: float = 1e-5,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if d_ff < 1:
+            raise ValueError(f"complex_encoder_layer: d_ff must be >= 1, got {d_ff}")
+        self.heads, self.d_ff, self.dropout, self.score = heads, d_ff, dropout, score
+        self.causal, self.eps, self.seed = causal, eps, seed
+        self.attn = ComplexMultiHeadAttention(heads, score, causal)
+        self.drop1 = ComplexDropout(dropout, seed)
+        self.norm1 = ComplexLayerNorm(eps)
+        self.ff1 = ComplexDense(d_ff)
+        self.act = ComplexActivation("relu")
+        self.drop2 = ComplexDropout(dropout, seed + 1)
+        self.ff2 = ComplexDense(1)  # placeholder until build knows d_model
+        self.drop3 = ComplexDropout(dropout, seed + 2)
+        self.norm2 = ComplexLayerNorm(eps)
+
+    _PARAMETRISED: ClassVar[tuple[str, ...]] = ("attn", "norm1", "ff1", "ff2", "norm2")
+
+    def _chain(self) -> list[Layer]:
+        return [
+            self.attn,
+            self.drop1,
+            self.norm1,
+            self.ff1,
+            self.act,
+            self.drop2,
+            self.ff2,
+            self.drop3,
+            self.norm2,
+        ]
+
+    def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
+        self.input_shape = self.output_shape = tuple(input_shape)
+        self.attn.build(input_shape)  # validates (tokens, d_model, 2)
+        self.ff2 = ComplexDense(input_shape[1])
+        self.drop1.build(input_shape)
+        self.norm1.build(input_shape)
+        hidden = self.ff1.build(input_shape)
+        self.act.build(hidden)
+        self.drop2.build(hidden)
+        self.ff2.build(hidden)
+        self.drop3.build(input_shape)
+        self.norm2.build(input_shape)
+        return self.output_shape
+
+    def param_specs(self) -> list[ParamSpec]:
+        return [
+            ParamSpec(f"{name}.{s.name}", s.shape, s.init, s.fan_in, s.fan_out)
+            for name in self._PARAMETRISED
+            for s in getattr(self, name).param_specs()
+        ]
+
+    def bind(self, backend: Backend, params: dict, grads: dict, state: dict) -> None:
+        super().bind(backend, params, grads, state)
+        for layer in self._chain():
+            name = next((n for n in self._PARAMETRISED if getattr(self, n) is layer), None)
+            prefix = f"{name}." if name else "\0"
+            sub_p = {k[len(prefix) :]: v for k, v in params.items() if k.startswith(prefix)}
+            sub_g = {k[len(prefix) :]: v for k, v in grads.items() if k.startswith(prefix)}
+            layer.bind(backend, sub_p, sub_g, {})
+
+    def forward(self, x: Tensor, training: bool) -> Tensor:
+        be = self.backend
+        a = self.drop1.forward(self.attn.forward(x, training), training)
+        h = self.norm1.forward(be.complex_add(x, a), training)
+        f = self.drop2.forward(self.act.forward(self.ff1.forward(h, training), training), training)
+        f = self.drop3.forward(self.ff2.forward(f, training), training)
+        return self.norm2.forward(be.complex_add(h, f), training)
+
+    def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
+        be = self.backend
+        gsum = self.norm2.backward(gy)  # reaches h directly and through the FFN
+        gf = self.ff2.backward(self.drop3.backward(gsum))
+        gf = self.ff1.backward(self.act.backward(self.drop2.backward(gf)))
+        gh = self.norm1.backward(be.complex_add(gsum, gf))
+        ga = self.attn.backward(self.drop1.backward(gh), need_input_grad)
+        return be.complex_add(gh, ga) if need_input_grad else None
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "type": self.type_name,
+            "heads": self.heads,
+            "d_ff": self.d_ff,
+            "dropout": self.dropout,
+            "score": self.score,
+            "causal": self.causal,
+            "eps": self.eps,
+            "seed": self.seed,
+        }

@@ -1,0 +1,276 @@
+"""Float64 reference of the complex-valued and spectral ops (a mixin for ``NumpyBackend``).
+
+Representation: a complex tensor of logical shape ``S`` is a real array of shape ``(*S, 2)`` holding
+(Re, Im) pairs — exactly the ``float2`` layout of the OpenCL kernels — so complex parameters live in the
+model's flat real buffer and every optimizer treats Re and Im as two independent reals.
+
+Gradient convention: the gradient of the real loss L delivered for a complex z is ``∂L/∂Re z + i·∂L/∂Im z``
+(so ``dL = Re(conj(g)·dz)``). For a holomorphic map ``w = f(z)`` this gives ``g_z = conj(f'(z))·g_w``;
+non-holomorphic maps (``|z|``, split activations, the modulus softmax, layer norm) are derived on Re and Im
+separately. The MQL5 port (seed 003) applies the holomorphic chain rule everywhere, which is wrong for the
+latter; every formula here is verified by finite differences in ``tests/test_nn/test_complex*.py``.
+
+The formulas are written from the maths with ``numpy.complex128`` and deliberately share nothing with the
+OpenCL kernels they check.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nn.random import uniform01
+
+COMPLEX_ACTIVATIONS = ("relu", "lrelu", "tanh", "sigmoid")
+SCORE_MODES = ("modulus", "holomorphic")
+EXP_CLAMP = 20.0  # the holomorphic softmax clamps Re of its exponent to ±20, as the MQL5 port does
+
+
+def _c(a: np.ndarray) -> np.ndarray:
+    """``(*S, 2)`` real -> ``(*S,)`` complex128."""
+    return a[..., 0] + 1j * a[..., 1]
+
+
+def _r(z: np.ndarray) -> np.ndarray:
+    """``(*S,)`` complex -> ``(*S, 2)`` float64."""
+    return np.stack([z.real, z.imag], axis=-1).astype(np.float64)
+
+
+class ComplexNumpyOps:
+    """Complex layer and spectral primitives, NumPy float64. Mixed into ``NumpyBackend`` by the lead."""
+
+    # --- complex dense -----------------------------------------------------------------------------
+    def complex_dense_forward(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+        """``x (M, I, 2)``, ``w (O, I, 2)``, ``b (O, 2)`` or ``None`` -> ``y = x·wᵀ + b (M, O, 2)``."""
+        y = _c(x) @ _c(w).T
+        if b is not None:
+            y = y + _c(b)
+        return _r(y)
+
+    def complex_dense_backward(
+        self,
+        x: np.ndarray,
+        w: np.ndarray,
+        gy: np.ndarray,
+        gw_out: np.ndarray,
+        gb_out: np.ndarray | None,
+        need_input_grad: bool,
+    ) -> np.ndarray | None:
+        """``gw = gyᵀ·conj(x) (O, I)``, ``gb = Σ_M gy (O,)``; returns ``gx = gy·conj(w) (M, I)`` or None."""
+        g = _c(gy)
+        gw_out[...] = _r(g.T @ np.conj(_c(x)))
+        if gb_out is not None:
+            gb_out[...] = _r(g.sum(axis=0))
+        return _r(g @ np.conj(_c(w))) if need_input_grad else None
+
+    # --- elementwise ---------------------------------------------------------------------------------
+    def complex_activation_forward(self, x: np.ndarray, kind: str, alpha: float = 0.01) -> np.ndarray:
+        """Any ``(*S, 2)``. ``relu``/``lrelu``: applied to Re and Im separately (split); ``tanh``,
+        ``sigmoid``: the holomorphic complex functions (poles where ``cosh z = 0`` / ``1 + e^-z = 0``)."""
+        if kind == "relu":
+            return np.maximum(x, 0.0)
+        if kind == "lrelu":
+            return np.where(x > 0, x, alpha * x)
+        z = _c(x)
+        if kind == "tanh":
+            return _r(np.tanh(z))
+        if kind == "sigmoid":
+            return _r(1.0 / (1.0 + np.exp(-z)))
+        raise ValueError(
+            f"unknown complex activation {kind!r}: expected one of {', '.join(COMPLEX_ACTIVATIONS)}"
+        )
+
+    def complex_activation_backward(
+        self, x: np.ndarray, y: np.ndarray, gy: np.ndarray, kind: str, alpha: float = 0.01
+    ) -> np.ndarray:
+        """Split kinds: per real component. Holomorphic kinds: ``gx = conj(f'(z))·gy`` with f' from y."""
+        if kind == "relu":
+            return np.where(x > 0, gy, 0.0)
+        if kind == "lrelu":
+            return np.where(x > 0, gy, alpha * gy)
+        yc = _c(y)
+        if kind == "tanh":
+            d = 1.0 - yc * yc
+        elif kind == "sigmoid":
+            d = yc * (1.0 - yc)
+        else:
+            raise ValueError(f"unknown complex activation {kind!r}")
+        return _r(np.conj(d) * _c(gy))
+
+    def complex_add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """``a + b`` (same shape): residual connections and gradient accumulation."""
+        return a + b
+
+    def complex_dropout_mask(
+        self, shape: tuple[int, ...], rate: float, seed: int, counter: int
+    ) -> np.ndarray:
+        """Inverted-dropout mask of the LOGICAL complex shape ``S`` (no trailing 2): one draw per complex
+        element, ``uniform01(seed, counter, flat index)``, so Re and Im are kept or dropped together."""
+        n = int(np.prod(shape))
+        keep = uniform01(seed, counter, np.arange(n, dtype=np.uint32)) >= rate
+        return (keep / (1.0 - rate)).reshape(shape)
+
+    def complex_scale(self, x: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """``x (*S, 2)`` times the real ``s (*S,)``: applies a dropout mask (forward and backward)."""
+        return x * s[..., None]
+
+    # --- complex layer normalization ----------------------------------------------------------------
+    def complex_layernorm_forward(
+        self, x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Over the last complex axis D: ``c = z − mean(z)``, ``v = mean(|c|²)`` (real, biased),
+        ``ẑ = c/√(v + eps)``, ``y = w·ẑ + b`` (complex products).
+
+        ``x (M, D, 2)`` -> ``(y, ẑ, inv_std (M,))``."""
+        z = _c(x)
+        c = z - z.mean(axis=-1, keepdims=True)
+        inv_std = 1.0 / np.sqrt((np.abs(c) ** 2).mean(axis=-1) + eps)
+        xhat = c * inv_std[:, None]
+        return _r(_c(w) * xhat + _c(b)), _r(xhat), inv_std
+
+    def complex_layernorm_backward(
+        self,
+        gy: np.ndarray,
+        xhat: np.ndarray,
+        inv_std: np.ndarray,
+        w: np.ndarray,
+        gw_out: np.ndarray,
+        gb_out: np.ndarray,
+    ) -> np.ndarray:
+        """Exact gradient through the mean and the variance; writes ``gw``/``gb (D, 2)``, returns gx."""
+        g, h = _c(gy), _c(xhat)
+        gb_out[...] = _r(g.sum(axis=0))
+        gw_out[...] = _r((g * np.conj(h)).sum(axis=0))
+        gh = np.conj(_c(w)) * g
+        # r = 1/√v depends on every |c_k|²: d r = −r³/D · Σ Re(conj(c)·dc); S' = Σ Re(conj(gh)·ẑ).
+        s = np.real(np.conj(gh) * h).sum(axis=-1, keepdims=True)
+        d = h.shape[-1]
+        gc = inv_std[:, None] * (gh - h * s / d)
+        return _r(gc - gc.mean(axis=-1, keepdims=True))
+
+    # --- complex multi-head attention core ----------------------------------------------------------
+    def complex_attention_forward(
+        self, qkv: np.ndarray, heads: int, mode: str, causal: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``qkv (B, N, 3·H·E, 2)`` (Q, K, V blocks, each head-major) -> ``(out (B, N, H·E, 2), s, p)``.
+
+        Scores ``s = Σ_e q_e·k_e`` (complex, unconjugated, as both the official code and the port do),
+        ``s, p (B, H, N, N, 2)``. ``modulus``: ``p = softmax_j |s_ij|`` (real, no 1/√E; the official ATFNet
+        code). ``holomorphic``: ``e = exp(clamp(Re t, ±20) + i·Im t)`` with ``t = s/√E`` and ``p = e/Σ_j e``
+        (the MQL5 port). ``out_i = Σ_j p_ij·v_j``. ``causal`` drops ``j > i`` from every row.
+        """
+        bsz, n, width, _ = qkv.shape
+        e_dim = width // (3 * heads)
+        z = _c(qkv).reshape(bsz, n, 3, heads, e_dim)  # (B, N, 3, H, E)
+        q, k, v = (z[:, :, i].transpose(0, 2, 1, 3) for i in range(3))  # each (B, H, N, E)
+        s = q @ k.transpose(0, 1, 3, 2)  # (B, H, N, N)
+        allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+        if mode == "modulus":
+            a = np.where(allowed, np.abs(s), -np.inf)
+            ex = np.exp(a - a.max(axis=-1, keepdims=True))
+            p = ex / ex.sum(axis=-1, keepdims=True) + 0j
+        elif mode == "holomorphic":
+            t = s / np.sqrt(e_dim)
+            ex = np.where(allowed, np.exp(np.clip(t.real, -EXP_CLAMP, EXP_CLAMP) + 1j * t.imag), 0.0)
+            p = ex / ex.sum(axis=-1, keepdims=True)
+        else:
+            raise ValueError(f"unknown score mode {mode!r}: expected one of {', '.join(SCORE_MODES)}")
+        out = (p @ v).transpose(0, 2, 1, 3).reshape(bsz, n, heads * e_dim)  # (B, N, H·E)
+        return _r(out), _r(s), _r(p)
+
+    def complex_attention_backward(
+        self,
+        qkv: np.ndarray,
+        s: np.ndarray,
+        p: np.ndarray,
+        gout: np.ndarray,
+        heads: int,
+        mode: str,
+        causal: bool,
+    ) -> np.ndarray:
+        """``gout (B, N, H·E, 2)`` -> ``gqkv (B, N, 3·H·E, 2)``; ``s``, ``p`` from the forward pass."""
+        bsz, n, width, _ = qkv.shape
+        e_dim = width // (3 * heads)
+        z = _c(qkv).reshape(bsz, n, 3, heads, e_dim)
+        q, k, v = (z[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+        sc, pc = _c(s), _c(p)
+        go = _c(gout).reshape(bsz, n, heads, e_dim).transpose(0, 2, 1, 3)  # (B, H, N, E)
+        gv = np.conj(pc).transpose(0, 1, 3, 2) @ go
+        gp = go @ np.conj(v).transpose(0, 1, 3, 2)  # delivered gradient of p_ij (complex)
+        allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+        if mode == "modulus":
+            pr, gpr = pc.real, gp.real  # p is real: only Re(gp) reaches it
+            ga = pr * (gpr - (pr * gpr).sum(axis=-1, keepdims=True))
+            mag = np.abs(sc)
+            gs = np.where(allowed & (mag > 0), ga * sc / np.where(mag > 0, mag, 1.0), 0.0)
+        else:
+            t = sc / np.sqrt(e_dim)
+            ex = np.where(allowed, np.exp(np.clip(t.real, -EXP_CLAMP, EXP_CLAMP) + 1j * t.imag), 0.0)
+            zsum = ex.sum(axis=-1, keepdims=True)
+            # p = e/Z is holomorphic in every e: g_e = conj(1/Z)·(gp − Σ_j conj(p_j)·gp_j)
+            ge = np.conj(1.0 / zsum) * (gp - (np.conj(pc) * gp).sum(axis=-1, keepdims=True))
+            wv = np.conj(ge) * ex
+            # e = exp(c(Re t) + i·Im t): g_t = c'(Re t)·Re(w) − i·Im(w) with w = conj(g_e)·e
+            slope = (np.abs(t.real) < EXP_CLAMP).astype(np.float64)
+            gs = np.where(allowed, slope * wv.real - 1j * wv.imag, 0.0) / np.sqrt(e_dim)
+        gq = gs @ np.conj(k)
+        gk = gs.transpose(0, 1, 3, 2) @ np.conj(q)
+        g = np.stack([gq, gk, gv], axis=2)  # (B, H, 3, N, E)
+        return _r(g.transpose(0, 3, 2, 1, 4).reshape(bsz, n, 3 * heads * e_dim))
+
+    # --- spectral ------------------------------------------------------------------------------------
+    def spectral_forward(self, x: np.ndarray, basis: np.ndarray) -> np.ndarray:
+        """``x (M, K)``, constant ``basis (K, P)`` -> ``x·basis (M, P)`` (DFT as a matrix product)."""
+        return x @ basis
+
+    def spectral_backward(self, gy: np.ndarray, basis: np.ndarray) -> np.ndarray:
+        """``gy (M, P)`` -> ``gy·basisᵀ (M, K)``: the map is real-linear, so this is its exact gradient."""
+        return gy @ basis.T
+
+    def spectrum_norm_forward(
+        self, x: np.ndarray, eps: float, ddof: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``x (M, F, 2)`` -> ``(y, mean (M, 2), std (M,))``: ``y = (X − mean_k X)/σ`` with
+        ``σ = √(var_k |X_k| + eps)`` (variance of the magnitudes of X itself, ``ddof`` as in numpy)."""
+        z = _c(x)
+        mean = z.mean(axis=-1)
+        std = np.sqrt(np.abs(z).var(axis=-1, ddof=ddof) + eps)
+        return _r((z - mean[:, None]) / std[:, None]), _r(mean), std
+
+    def spectrum_norm_backward(
+        self, x: np.ndarray, y: np.ndarray, std: np.ndarray, gy: np.ndarray, ddof: int
+    ) -> np.ndarray:
+        """Exact gradient through the mean and σ: ``gX_k = (g_k − ḡ)/σ − R·(a_k − ā)·X_k/(a_k·σ²·(F − ddof))``
+        with ``a = |X|`` and ``R = Σ_k Re(conj(g_k)·y_k)``."""
+        z, g = _c(x), _c(gy)
+        f = z.shape[-1]
+        a = np.abs(z)
+        unit = np.where(a > 0, z / np.where(a > 0, a, 1.0), 0.0)
+        r = np.real(np.conj(g) * _c(y)).sum(axis=-1, keepdims=True)
+        sd = std[:, None]
+        gx = (g - g.mean(axis=-1, keepdims=True)) / sd
+        gx -= r * (a - a.mean(axis=-1, keepdims=True)) * unit / (sd * sd * (f - ddof))
+        return _r(gx)
+
+    def spectrum_denorm_forward(self, y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
+        """``y (M, F, 2)`` -> ``y·σ + mean`` with the statistics of a ``spectrum_norm_forward``."""
+        return _r(_c(y) * std[:, None] + _c(mean)[:, None])
+
+    def spectrum_denorm_backward(self, gy: np.ndarray, std: np.ndarray) -> np.ndarray:
+        """Statistics are constants of the input series (no parameter precedes them): ``gx = gy·σ``."""
+        return gy * std[:, None, None]
+
+    def harmonic_weight(self, x: np.ndarray) -> np.ndarray:
+        """``x (M, L)`` real -> ``(M,)``: ATFNet's share of spectral energy in the dominant harmonic set.
+
+        ``A = |rfft(x − mean x)|`` with ``F = L//2 + 1`` bins; ``k0`` = argmax of A over ``[3, F//3)`` (first
+        on ties; 0 when that range is empty); ``w = (A²[k0] + A²[2k0] + A²[3k0]) / (Σ A² + 1e-5)``.
+        """
+        amp = np.abs(np.fft.rfft(x - x.mean(axis=-1, keepdims=True), axis=-1))
+        f = amp.shape[-1]
+        window = amp.copy()
+        window[:, :3] = 0.0
+        window[:, f // 3 :] = 0.0
+        k0 = window.argmax(axis=-1)
+        rows = np.arange(amp.shape[0])
+        energy = sum(amp[rows, h * k0] ** 2 for h in (1, 2, 3))
+        return energy / ((amp**2).sum(axis=-1) + 1e-5)
