@@ -1,0 +1,314 @@
+"""Candles from a running MetaTrader 5 terminal: the official package on Windows, an RPyC bridge on Linux.
+
+    src = TerminalSource()                                   # Windows, or a bridge on 127.0.0.1:18812
+    src = TerminalSource("127.0.0.1", 18812, clock=BrokerClock(2, "us"))
+    df = src.load("EURUSD", "H1", start="2023-01-01", end="2023-12-31")
+
+Which link: with ``host=None`` the ``MetaTrader5`` package is used in-process when it can be imported
+(Windows); otherwise, or when a host is given, the source connects to an RPyC classic server that runs in
+the terminal's Python (on Linux, under Wine). See ``datafeeds.terminal_link`` for how answers cross the
+bridge and why every call is bounded. Classic RPyC executes arbitrary code: keep the server on 127.0.0.1
+and reach it from elsewhere only through an SSH tunnel.
+
+Time: the terminal stamps bars in broker server time. Requests are sent in broker seconds and bars are
+converted to UTC with the declared ``clock`` (default UTC+2 with US daylight saving, the common "New York
+close" server clock) through ``from_rates``, which records the clock so ``to_rates`` gives the terminal's
+seconds back.
+
+Paging: the terminal answers at most ``maxbars`` bars per call (Tools > Options > Charts > Max bars in
+chart). Ranges are requested in windows that hold at most one page each; without ``start`` the history is
+walked back by position. Pages are stitched in time order and bars seen twice at page boundaries are kept
+once. The bar still forming (position 0) is left out, so every bar returned is final.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import logging
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from datafeeds.candles import RATES_DTYPE, CandleMeta, from_rates
+from datafeeds.clock import BrokerClock
+from datafeeds.terminal_errors import (
+    IPC_INIT_FAILED,
+    NoBarsError,
+    NotLoggedInError,
+    TerminalConnectionError,
+    TerminalError,
+    UnknownSymbolError,
+    error_from_last_error,
+)
+from datafeeds.terminal_link import BridgeLink, NativeLink
+from datafeeds.timeframes import Timeframe
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 18812
+MAX_PAGE = 100_000  # bars per call even when the terminal's maxbars allows more (bounded answer size)
+
+
+def _utc_seconds(value: Any, name: str) -> int | None:
+    """A bound given as text, datetime or Timestamp (naive = UTC) -> UTC seconds."""
+    if value is None:
+        return None
+    try:
+        ts = pd.Timestamp(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} is not a date/time; write e.g. '2023-01-31 12:00'") from None
+    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+    return int(ts.value // 10**9)
+
+
+def _min_bar_seconds(tf: Timeframe) -> int:
+    """Shortest possible bar of ``tf``: a window of ``page`` of these never holds more than ``page`` bars."""
+    return 28 * 86400 if tf is Timeframe.MN1 else tf.seconds
+
+
+def _as_rates(answer: Any, call: str) -> np.ndarray:
+    """The terminal's rates array in exactly ``RATES_DTYPE`` (so pages concatenate)."""
+    names = getattr(getattr(answer, "dtype", None), "names", None) or ()
+    missing = [n for n in RATES_DTYPE.names if n not in names]
+    if missing:
+        raise TerminalError(f"MetaTrader 5 {call} answered without fields {missing}")
+    out = np.empty(len(answer), dtype=RATES_DTYPE)
+    for n in RATES_DTYPE.names:
+        out[n] = answer[n]
+    return out
+
+
+class TerminalSource:
+    """Load candles from a MetaTrader 5 terminal (``load(symbol, timeframe, start=None, end=None)``).
+
+    Parameters (keyword-only after ``port``):
+    - ``host``/``port``: the RPyC classic bridge; ``host=None`` uses the local package when importable,
+      otherwise 127.0.0.1.
+    - ``timeout``: seconds any single terminal call may take before ``TerminalTimeoutError``.
+    - ``connect_timeout``: seconds to wait for the bridge's TCP connection.
+    - ``clock``: the broker's server clock (``BrokerClock``); bars come back in UTC.
+    - ``login``/``password``/``server``/``path``/``portable``: passed to ``initialize()`` when given.
+    - ``retries``/``backoff``: transient failures (IPC timeout, dropped bridge connection) are retried
+      ``retries`` times, waiting ``backoff`` seconds, then twice that, and so on. An unknown symbol, a
+      missing login or an initialize failure are never retried.
+    - ``page_size``: bars per call; default the terminal's ``maxbars``, at most 100,000.
+    """
+
+    name = "mt5"
+
+    def __init__(
+        self,
+        host: str | None = None,
+        port: int = DEFAULT_PORT,
+        *,
+        timeout: float = 30.0,
+        connect_timeout: float = 5.0,
+        clock: BrokerClock = BrokerClock(2.0, "us"),  # noqa: B008 - frozen dataclass, safe as a default
+        login: int | None = None,
+        password: str | None = None,
+        server: str | None = None,
+        path: str | None = None,
+        portable: bool = False,
+        retries: int = 3,
+        backoff: float = 0.5,
+        page_size: int | None = None,
+    ) -> None:
+        if not 0 < int(port) < 65536:
+            raise ValueError(f"port must be 1..65535, not {port}")
+        if timeout <= 0 or connect_timeout <= 0:
+            raise ValueError("timeout and connect_timeout are seconds and must be > 0")
+        if retries < 0 or backoff < 0:
+            raise ValueError("retries and backoff must be >= 0")
+        if page_size is not None and page_size < 1:
+            raise ValueError(f"page_size must be >= 1, not {page_size}")
+        self.host, self.port = host, int(port)
+        self.timeout, self.connect_timeout = float(timeout), float(connect_timeout)
+        self.clock = clock
+        self.init_kwargs = {k: v for k, v in (("login", login), ("password", password), ("server", server),
+                                               ("portable", portable or None)) if v is not None}
+        self.path = path
+        self.retries, self.backoff = int(retries), float(backoff)
+        self.page_size = page_size
+        self._link: NativeLink | BridgeLink | None = None
+
+    # -- session -----------------------------------------------------------------------------------
+    def _connect(self) -> NativeLink | BridgeLink:
+        if self._link is not None:
+            return self._link
+        if self.host is None and importlib.util.find_spec("MetaTrader5") is not None:
+            link: NativeLink | BridgeLink = NativeLink(self.timeout)
+        else:
+            link = BridgeLink(self.host or "127.0.0.1", self.port, self.timeout, self.connect_timeout)
+        args = (self.path,) if self.path else ()
+        ok, error = link.call("initialize", *args, **self.init_kwargs)
+        if not ok:
+            link.close()
+            code, message = error or (IPC_INIT_FAILED, "initialize() returned False")
+            raise error_from_last_error("initialize()", code, message)
+        self._link = link
+        log.info("connected to MetaTrader 5 (%s)", link.where)
+        return link
+
+    @property
+    def where(self) -> str:
+        return self._link.where if self._link else (self.host or "local")
+
+    def close(self) -> None:
+        """Shut the terminal session down and drop the link (the next ``load`` reconnects)."""
+        link, self._link = self._link, None
+        if link is None:
+            return
+        try:
+            link.call("shutdown")
+        except TerminalError:
+            log.debug("shutdown() failed on a closing link", exc_info=True)
+        link.close()
+
+    def __enter__(self) -> TerminalSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, name: str, *args, expect_none: bool = False) -> Any:
+        """One API call with retries of transient failures.
+
+        A ``None``/``False`` answer raises the error its ``last_error()`` stands for, except that with
+        ``expect_none`` an answer of "not found"/"failed" (not an IPC or login failure) is returned as None.
+        """
+        for attempt in range(self.retries + 1):
+            try:
+                answer, error = self._connect().call(name, *args)
+                if error is not None:
+                    code, message = error
+                    if not expect_none or code <= -10000 or code == -6:
+                        raise error_from_last_error(f"{name}()", code, message)
+                    log.debug("%s%r answered None: %s %s", name, args, code, message)
+                    return None
+                return answer
+            except TerminalError as exc:
+                if isinstance(exc, TerminalConnectionError) or exc.code == IPC_INIT_FAILED:
+                    self._drop()
+                if not exc.transient or attempt == self.retries:
+                    raise
+                wait = self.backoff * 2**attempt
+                log.warning("%s; retry %d of %d in %.2f s", exc, attempt + 1, self.retries, wait)
+                time.sleep(wait)
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    def _drop(self) -> None:
+        link, self._link = self._link, None
+        if link is not None:
+            link.close()
+
+    # -- loading -----------------------------------------------------------------------------------
+    def load(self, symbol: str, timeframe: str | int | Timeframe, start: Any = None,
+             end: Any = None) -> pd.DataFrame:
+        """Bars of ``symbol`` opening in ``[start, end]`` (UTC; naive times are UTC), as a candle frame.
+
+        Without ``start`` the whole history the terminal holds is returned; without ``end``, up to the
+        last finished bar.
+        """
+        tf = Timeframe.parse(timeframe)
+        start_s, end_s = _utc_seconds(start, "start"), _utc_seconds(end, "end")
+        if start_s is not None and end_s is not None and start_s > end_s:
+            raise ValueError(f"start {start} is after end {end}")
+        self._require_login()
+        digits = self._select(symbol)
+        page = self._page_size()
+        current = self._rates("copy_rates_from_pos", symbol, tf, 0, 1)
+        if not len(current):
+            raise NoBarsError(f"the terminal at {self.where} has no {symbol} {tf.name} history")
+        last = int(current["time"][-1]) - 1  # the forming bar is left out
+        if end_s is not None:
+            last = min(last, int(self.clock.to_broker_seconds(np.array([end_s]))[0]))
+        if start_s is None:
+            first = None
+            pages = self._walk_back(symbol, tf, page)
+        else:
+            first = int(self.clock.to_broker_seconds(np.array([start_s]))[0])
+            pages = self._walk_range(symbol, tf, first, last, page)
+        rates = _stitch(pages)
+        keep = rates["time"] <= last
+        if first is not None:
+            keep &= rates["time"] >= first
+        rates = rates[keep]
+        if not len(rates):
+            raise NoBarsError(
+                f"the terminal at {self.where} has no {symbol} {tf.name} bars between "
+                f"{start or 'the start of its history'} and {end or 'now'} (UTC)")
+        meta = CandleMeta(symbol, tf, digits, self.clock, source=f"mt5:{self.where}")
+        return from_rates(rates, meta)
+
+    def _require_login(self) -> None:
+        if self._call("account_info", expect_none=True) is None:
+            raise NotLoggedInError(
+                f"the MetaTrader 5 terminal at {self.where} has no trade account logged in; log in from the "
+                "terminal (File > Login to Trade Account) or pass login=, password= and server=")
+
+    def _select(self, symbol: str) -> int:
+        """Check the symbol and put it in Market Watch (history is served only for those); give its digits."""
+        info = self._call("symbol_info", symbol, expect_none=True)
+        if info is None:
+            known = self._call("symbols_get", expect_none=True) or ()
+            names = [s.name for s in known]
+            close = difflib.get_close_matches(symbol, names, n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(close)}?" if close else (
+                f"; it has {len(names)} symbols, e.g. {', '.join(names[:5])}" if names else "")
+            raise UnknownSymbolError(f"the terminal at {self.where} has no symbol {symbol!r}{hint}")
+        if not self._call("symbol_select", symbol, True, expect_none=True):
+            raise TerminalError(f"the terminal at {self.where} could not add {symbol} to Market Watch")
+        return int(info.digits)
+
+    def _page_size(self) -> int:
+        if self.page_size is not None:
+            return self.page_size
+        info = self._call("terminal_info")
+        return max(1, min(int(info.maxbars), MAX_PAGE))
+
+    def _rates(self, call: str, symbol: str, tf: Timeframe, a: int, b: int) -> np.ndarray:
+        answer = self._call(call, symbol, int(tf), int(a), int(b), expect_none=True)
+        if answer is None:
+            return np.empty(0, dtype=RATES_DTYPE)
+        return _as_rates(answer, f"{call}()")
+
+    def _walk_range(self, symbol: str, tf: Timeframe, first: int, last: int, page: int) -> list[np.ndarray]:
+        """``copy_rates_range`` over windows of at most ``page`` bars each, oldest first."""
+        span = page * _min_bar_seconds(tf)
+        pages, t0 = [], first
+        while t0 <= last:
+            t1 = min(t0 + span - 1, last)
+            part = self._rates("copy_rates_range", symbol, tf, t0, t1)
+            pages.append(part)
+            # When the terminal cut the answer short, go on from the last bar it gave.
+            cut = len(part) >= page and int(part["time"][-1]) > t0
+            t0 = int(part["time"][-1]) if cut else t1 + 1
+        log.debug("%s %s: %d range pages", symbol, tf.name, len(pages))
+        return pages
+
+    def _walk_back(self, symbol: str, tf: Timeframe, page: int) -> list[np.ndarray]:
+        """``copy_rates_from_pos`` from position 1 back to the oldest bar the terminal holds."""
+        pages, pos = [], 1
+        while True:
+            part = self._rates("copy_rates_from_pos", symbol, tf, pos, page)
+            if not len(part):
+                break
+            pages.append(part)
+            if len(part) < page:
+                break
+            pos += len(part)
+        log.debug("%s %s: %d position pages", symbol, tf.name, len(pages))
+        return pages
+
+
+def _stitch(pages: list[np.ndarray]) -> np.ndarray:
+    """Pages in time order, each bar once (boundary bars can arrive twice; the later page wins)."""
+    if not pages:
+        return np.empty(0, dtype=RATES_DTYPE)
+    rates = np.concatenate(pages)
+    order = np.argsort(rates["time"], kind="stable")[::-1]
+    _, first_seen = np.unique(rates["time"][order], return_index=True)
+    return rates[order[first_seen]]

@@ -1,0 +1,285 @@
+"""A simulated MetaTrader 5 terminal, importable as ``MetaTrader5``.
+
+It has the official package's function names, constants, result records and numpy dtypes, answers
+``None`` (or ``False``) plus ``last_error()`` on failure, caps bars per call at the terminal's
+``maxbars`` (``terminal_info().maxbars``), and serves known, deterministic history in broker time
+(New York + 7 h; see ``market``). Failures — a broken IPC link, a missing login, an unknown symbol, a
+stalled answer, the nth call failing — are switched on through ``SIM`` (see ``state``).
+
+Put this directory on ``sys.path`` to use it in-process (the Windows code path), or start
+``tests/mt5sim/serve.py`` to serve it over a real RPyC classic server (the Linux bridge).
+"""
+
+from __future__ import annotations
+
+import calendar
+import fnmatch
+import functools
+import time
+from datetime import datetime
+
+import numpy as np
+
+from MetaTrader5 import market
+from MetaTrader5.constants import *  # noqa: F403 - the official package exposes them at top level
+from MetaTrader5.constants import (
+    ACCOUNT_TRADE_MODE_DEMO,
+    RES_E_AUTH_FAILED,
+    RES_E_FAIL,
+    RES_E_INTERNAL_FAIL_CONNECT,
+    RES_E_INVALID_PARAMS,
+    RES_E_NOT_FOUND,
+    SYMBOL_FILLING_FOK,
+    SYMBOL_FILLING_IOC,
+    SYMBOL_TRADE_MODE_FULL,
+)
+from MetaTrader5.records import AccountInfo, SymbolInfo, TerminalInfo, Tick
+from MetaTrader5.state import SIM
+
+__version__ = "5.0.4150"
+__author__ = "simulator"
+
+_NO_SESSION = ("initialize", "shutdown", "version")
+
+
+def _api(failure=None):
+    """Wrap an API function: stall, planned failure, 'no IPC connection' before initialize()."""
+
+    def decorate(fn):
+        name = fn.__name__
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            seconds = SIM.delays.get(name)
+            if seconds:
+                time.sleep(seconds)
+            code = SIM.planned_failure(name)
+            if code == 0:
+                raise ConnectionResetError(f"{name}: connection reset by peer (simulated)")
+            if code is not None:
+                SIM.set_error(code)
+                return failure
+            if name not in _NO_SESSION and not SIM.initialized:
+                SIM.set_error(RES_E_INTERNAL_FAIL_CONNECT)
+                return failure
+            SIM.set_error(1)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def _seconds(value) -> int:
+    """Request times as the official package takes them: seconds since 1970 or a datetime (UTC-labelled)."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            return calendar.timegm(value.timetuple())
+        return int(value.timestamp())
+    return int(value)
+
+
+def _spec(symbol):
+    spec = market.SYMBOLS.get(symbol)
+    if spec is None:
+        SIM.set_error(RES_E_INVALID_PARAMS)
+    return spec
+
+
+def _valid_timeframe(timeframe) -> bool:
+    valid = int(timeframe) in {v for k, v in globals().items() if k.startswith("TIMEFRAME_")}
+    if not valid:
+        SIM.set_error(RES_E_INVALID_PARAMS)
+    return valid
+
+
+def last_error():
+    return SIM.error
+
+
+@_api()
+def version():
+    return (500, 4150, "15 Dec 2023")
+
+
+@_api(failure=False)
+def initialize(path=None, *, login=None, password=None, server=None, timeout=60000, portable=False):
+    if SIM.init_error is not None:
+        SIM.set_error(SIM.init_error)
+        return False
+    if login is not None and not password:
+        SIM.set_error(RES_E_AUTH_FAILED)
+        return False
+    SIM.initialized = True
+    return True
+
+
+@_api(failure=False)
+def login(login, password=None, server=None, timeout=60000):
+    if not password:
+        SIM.set_error(RES_E_AUTH_FAILED)
+        return False
+    SIM.logged_in = True
+    return True
+
+
+@_api(failure=False)
+def shutdown():
+    SIM.initialized = False
+    return True
+
+
+@_api()
+def terminal_info():
+    return TerminalInfo(
+        community_account=False, community_connection=False, connected=SIM.logged_in, dlls_allowed=False,
+        trade_allowed=True, tradeapi_disabled=False, email_enabled=False, ftp_enabled=False,
+        notifications_enabled=False, mqid=False, build=4150, maxbars=SIM.maxbars, codepage=0, ping_last=25000,
+        community_balance=0.0, retransmission=0.0, company="Simulated Markets Ltd.",
+        name="MetaTrader 5 (simulated)", language="English", path="C:\\Program Files\\MetaTrader 5",
+        data_path="C:\\Users\\trader\\AppData\\Roaming\\MetaQuotes\\Terminal\\SIM",
+        commondata_path="C:\\Users\\trader\\AppData\\Roaming\\MetaQuotes\\Terminal\\Common",
+    )
+
+
+@_api()
+def account_info():
+    if not SIM.logged_in:
+        SIM.set_error(RES_E_FAIL)
+        return None
+    return AccountInfo(
+        login=5012345, trade_mode=ACCOUNT_TRADE_MODE_DEMO, leverage=100, limit_orders=200, margin_so_mode=0,
+        trade_allowed=True, trade_expert=True, margin_mode=2, currency_digits=2, fifo_close=False,
+        balance=10000.0, credit=0.0, profit=0.0, equity=10000.0, margin=0.0, margin_free=10000.0,
+        margin_level=0.0, margin_so_call=50.0, margin_so_so=30.0, name="Sim Trader",
+        server="Simulated-Demo", currency="USD", company="Simulated Markets Ltd.",
+    )
+
+
+def _symbol_record(spec: market.SymbolSpec) -> SymbolInfo:
+    rates, _ = market.history(spec.name, 1)
+    last = rates[-1]
+    point = 10.0**-spec.digits
+    bid = float(last["close"])
+    ask = round(bid + int(last["spread"]) * point, spec.digits)
+    # Value of one point for one lot in the account currency (USD): 1 for XXXUSD, 1000/price for USDJPY.
+    tick_value = 1000.0 / bid if spec.name.endswith("JPY") else 1.0
+    return SymbolInfo(
+        custom=False, chart_mode=0, select=True, visible=True, session_deals=0, time=int(last["time"]),
+        digits=spec.digits, spread=int(last["spread"]), spread_float=True, trade_calc_mode=0,
+        trade_mode=SYMBOL_TRADE_MODE_FULL, trade_stops_level=0, trade_freeze_level=0, trade_exemode=2,
+        swap_mode=1, swap_rollover3days=3, expiration_mode=15,
+        filling_mode=SYMBOL_FILLING_FOK | SYMBOL_FILLING_IOC, order_mode=127, bid=bid, ask=ask, last=0.0,
+        point=point, trade_tick_value=tick_value, trade_tick_size=point, trade_contract_size=100000.0,
+        volume_min=0.01, volume_max=100.0, volume_step=0.01, swap_long=-6.5, swap_short=1.2,
+        margin_initial=0.0, currency_base=spec.name[:3], currency_profit=spec.name[3:],
+        currency_margin=spec.name[:3], description=spec.description,
+        path=f"Forex\\{spec.name}", name=spec.name,
+    )
+
+
+@_api()
+def symbols_total():
+    return len(market.SYMBOLS)
+
+
+@_api()
+def symbols_get(group=None):
+    names = list(market.SYMBOLS)
+    if group:
+        keep = set()
+        for pattern in group.split(","):
+            if pattern.startswith("!"):
+                keep -= set(fnmatch.filter(names, pattern[1:]))
+            else:
+                keep |= set(fnmatch.filter(names, pattern))
+        names = [n for n in names if n in keep]
+    return tuple(_symbol_record(market.SYMBOLS[n]) for n in names)
+
+
+@_api()
+def symbol_info(symbol):
+    spec = market.SYMBOLS.get(symbol)
+    if spec is None:
+        SIM.set_error(RES_E_NOT_FOUND)
+        return None
+    return _symbol_record(spec)
+
+
+@_api(failure=False)
+def symbol_select(symbol, enable=True):
+    if symbol not in market.SYMBOLS:
+        SIM.set_error(RES_E_NOT_FOUND)
+        return False
+    return True
+
+
+@_api()
+def symbol_info_tick(symbol):
+    spec = _spec(symbol)
+    if spec is None:
+        return None
+    rates, _ = market.history(symbol, 1)
+    last = rates[-1]
+    bid = float(last["close"])
+    ask = round(bid + int(last["spread"]) * 10.0**-spec.digits, spec.digits)
+    seconds = market.now_broker()
+    return Tick(time=seconds, bid=bid, ask=ask, last=0.0, volume=0, time_msc=seconds * 1000, flags=6,
+                volume_real=0.0)
+
+
+def _capped(rates: np.ndarray, count: int) -> np.ndarray:
+    return np.array(rates[: min(int(count), SIM.maxbars)], dtype=market.RATES_DTYPE)
+
+
+@_api()
+def copy_rates_from(symbol, timeframe, date_from, count):
+    """The ``count`` bars up to and including ``date_from`` (capped at maxbars), oldest first."""
+    if _spec(symbol) is None or not _valid_timeframe(timeframe):
+        return None
+    rates, _ = market.history(symbol, int(timeframe))
+    end = np.searchsorted(rates["time"], _seconds(date_from), side="right")
+    count = min(int(count), SIM.maxbars)
+    return np.array(rates[max(0, end - count) : end], dtype=market.RATES_DTYPE)
+
+
+@_api()
+def copy_rates_from_pos(symbol, timeframe, start_pos, count):
+    """Bars counted back from the forming bar (position 0), oldest first; None past the history."""
+    if _spec(symbol) is None or not _valid_timeframe(timeframe):
+        return None
+    rates, _ = market.history(symbol, int(timeframe))
+    end = len(rates) - int(start_pos)
+    if int(start_pos) < 0 or end <= 0:
+        SIM.set_error(RES_E_FAIL)
+        return None
+    count = min(int(count), SIM.maxbars)
+    return np.array(rates[max(0, end - count) : end], dtype=market.RATES_DTYPE)
+
+
+@_api()
+def copy_rates_range(symbol, timeframe, date_from, date_to):
+    """Bars opening in ``[date_from, date_to]``; past maxbars the answer stops at the cap (oldest first)."""
+    if _spec(symbol) is None or not _valid_timeframe(timeframe):
+        return None
+    rates, _ = market.history(symbol, int(timeframe))
+    lo = np.searchsorted(rates["time"], _seconds(date_from), side="left")
+    hi = np.searchsorted(rates["time"], _seconds(date_to), side="right")
+    return _capped(rates[lo:hi], SIM.maxbars)
+
+
+@_api()
+def copy_ticks_range(symbol, date_from, date_to, flags):
+    if _spec(symbol) is None:
+        return None
+    ticks = market.ticks_between(symbol, _seconds(date_from), _seconds(date_to))
+    return np.array(ticks[: SIM.maxbars], dtype=market.TICKS_DTYPE)
+
+
+@_api()
+def copy_ticks_from(symbol, date_from, count, flags):
+    if _spec(symbol) is None:
+        return None
+    start = _seconds(date_from)
+    ticks = market.ticks_between(symbol, start, start + 7 * 86400)
+    return np.array(ticks[: min(int(count), SIM.maxbars)], dtype=market.TICKS_DTYPE)

@@ -1,0 +1,32 @@
+"""Result records of the terminal API: named tuples with the official field names (a subset of them).
+
+The official package returns structseq-like objects with ``_asdict()``; named tuples give the same access
+(``info.digits``, ``info._asdict()``) and, like the real ones, do not cross an RPyC bridge by value.
+"""
+
+from collections import namedtuple
+
+TerminalInfo = namedtuple(
+    "TerminalInfo",
+    "community_account community_connection connected dlls_allowed trade_allowed tradeapi_disabled "
+    "email_enabled ftp_enabled notifications_enabled mqid build maxbars codepage ping_last "
+    "community_balance retransmission company name language path data_path commondata_path",
+)
+
+AccountInfo = namedtuple(
+    "AccountInfo",
+    "login trade_mode leverage limit_orders margin_so_mode trade_allowed trade_expert margin_mode "
+    "currency_digits fifo_close balance credit profit equity margin margin_free margin_level "
+    "margin_so_call margin_so_so name server currency company",
+)
+
+SymbolInfo = namedtuple(
+    "SymbolInfo",
+    "custom chart_mode select visible session_deals time digits spread spread_float trade_calc_mode "
+    "trade_mode trade_stops_level trade_freeze_level trade_exemode swap_mode swap_rollover3days "
+    "expiration_mode filling_mode order_mode bid ask last point trade_tick_value trade_tick_size "
+    "trade_contract_size volume_min volume_max volume_step swap_long swap_short margin_initial "
+    "currency_base currency_profit currency_margin description path name",
+)
+
+Tick = namedtuple("Tick", "time bid ask last volume time_msc flags volume_real")

@@ -1,0 +1,94 @@
+"""Fixtures for the datafeeds tests. Blocks are self-contained; each names the tests it serves."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import selectors
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# ---- MetaTrader 5 terminal: a real RPyC classic server process serving the simulated terminal ---------
+# Used by test_terminal_bridge.py and test_terminal_native.py.
+
+MT5SIM_DIR = Path(__file__).resolve().parents[1] / "mt5sim"
+
+
+def _load_sim_market():
+    """The simulator's market module, loaded under a private name so ``MetaTrader5`` stays unimportable
+    here (the terminal source must not mistake the test process for a Windows terminal)."""
+    spec = importlib.util.spec_from_file_location("mt5sim_market", MT5SIM_DIR / "MetaTrader5" / "market.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def sim_market():
+    """Known candles: ``sim_market.history(symbol, timeframe) -> (broker rates, utc seconds)``."""
+    return _load_sim_market()
+
+
+@pytest.fixture(scope="session")
+def mt5_server():
+    """``(host, port)`` of an RPyC classic server subprocess whose ``MetaTrader5`` is the simulator."""
+    proc = subprocess.Popen(
+        [sys.executable, str(MT5SIM_DIR / "serve.py"), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    try:
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout=30):
+            raise RuntimeError("the simulated terminal server did not start within 30 s")
+        line = proc.stdout.readline().split()
+        if len(line) != 2 or line[0] != "LISTENING":
+            raise RuntimeError(f"unexpected first line from the simulated terminal server: {line}")
+        yield "127.0.0.1", int(line[1])
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def mt5sim(mt5_server):
+    """The server's simulator state (``SIM``) over a control connection, reset before and after the test,
+    with ``maxbars=1000`` so that a year of H1 bars takes several pages."""
+    import rpyc
+
+    control = rpyc.classic.connect(*mt5_server)
+    sim = control.modules.MetaTrader5.SIM
+    sim.reset()
+    sim.configure(maxbars=1000)
+    try:
+        yield sim
+    finally:
+        sim.reset()
+        control.close()
+
+
+@pytest.fixture
+def native_mt5(monkeypatch):
+    """The simulator imported in-process as ``MetaTrader5`` (the Windows code path); its ``SIM``."""
+    monkeypatch.syspath_prepend(str(MT5SIM_DIR))
+    for name in [m for m in sys.modules if m == "MetaTrader5" or m.startswith("MetaTrader5.")]:
+        monkeypatch.delitem(sys.modules, name)
+    import MetaTrader5
+
+    MetaTrader5.SIM.reset()
+    MetaTrader5.SIM.configure(maxbars=1000)
+    yield MetaTrader5.SIM
+    MetaTrader5.SIM.reset()
+    for name in [m for m in sys.modules if m == "MetaTrader5" or m.startswith("MetaTrader5.")]:
+        del sys.modules[name]

@@ -1,0 +1,65 @@
+"""The terminal source through an in-process ``MetaTrader5`` module: the code path of the Windows package,
+exercised with the simulator imported under that name. Also the value-only wire format of the bridge."""
+
+from __future__ import annotations
+
+import time
+from collections import namedtuple
+
+import numpy as np
+import pytest
+
+from datafeeds.clock import BrokerClock
+from datafeeds.terminal import TerminalSource
+from datafeeds.terminal_errors import NotLoggedInError, TerminalTimeoutError
+from datafeeds.terminal_link import flatten, unflatten
+
+H1 = 16385
+
+
+def test_native_package_is_used_when_importable(native_mt5, sim_market):
+    rates, utc = sim_market.history("GBPUSD", H1)
+    with TerminalSource(clock=BrokerClock(2, "us")) as src:
+        df = src.load("GBPUSD", "H1")
+        assert src.where == "local"
+    np.testing.assert_array_equal(df.index.as_unit("s").asi8, utc[:-1])
+    np.testing.assert_array_equal(df["close"].to_numpy(), rates["close"][:-1])
+    assert native_mt5.call_count("copy_rates_from_pos") > 1  # paged: maxbars is 1000
+    assert df.attrs["candles"].source == "mt5:local"
+
+
+def test_native_not_logged_in(native_mt5):
+    native_mt5.configure(logged_in=False)
+    with TerminalSource() as src, pytest.raises(NotLoggedInError):
+        src.load("EURUSD", "H1")
+
+
+def test_native_stall_times_out(native_mt5):
+    native_mt5.configure(delay=(("copy_rates_range", 3.0),))
+    t0 = time.monotonic()
+    src = TerminalSource(timeout=0.5)
+    with pytest.raises(TerminalTimeoutError, match=r"within 0\.5 s"):
+        src.load("EURUSD", "H1", start="2023-01-01")
+    assert time.monotonic() - t0 < 2.5
+
+
+def test_wire_format_carries_values_only():
+    Info = namedtuple("SymbolInfo", "name digits point visible")
+    arr = np.zeros(3, dtype=[("time", "<i8"), ("bid", "<f8"), ("flags", "<u4")])
+    arr["time"] = [1, 2, 3]
+    arr["bid"] = [1.5, 2.5, 3.5]
+    answer = (Info("EURUSD", np.int64(5), np.float64(1e-5), True), arr, None, {"k": [1, "a"]})
+    flat = flatten(answer)
+
+    def builtin_only(node):
+        if isinstance(node, tuple):
+            return all(builtin_only(x) for x in node)
+        return type(node) in (str, int, float, bool, bytes, type(None))
+
+    assert builtin_only(flat)
+    info, back, none, mapping = unflatten(flat)
+    assert info == ("EURUSD", 5, 1e-5, True) and info.digits == 5 and info._asdict()["name"] == "EURUSD"
+    assert type(info.digits) is int
+    assert back.dtype == arr.dtype
+    np.testing.assert_array_equal(back, arr)
+    assert none is None and mapping == {"k": (1, "a")}
