@@ -1,0 +1,301 @@
+"""Report figures: MetaTrader 5 Strategy Tester fields, the annualised figures of Python peers, and
+prediction metrics on the forward period against trivial baselines.
+
+Every function returns plain floats/ints/None (never NaN or inf) so the result serialises to JSON as is.
+Money figures are in the deposit currency; trade figures use each trade's net profit (commission and swap
+included), the way MetaTrader's report totals them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+
+def _num(x: float | None, digits: int = 6) -> float | None:
+    """JSON-safe float: None for NaN/inf."""
+    if x is None:
+        return None
+    x = float(x)
+    return round(x, digits) if math.isfinite(x) else None
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return _num(a / b) if b else None
+
+
+def drawdowns(curve: np.ndarray, deposit: float) -> dict:
+    """MetaTrader's three drawdowns of a balance or equity curve.
+
+    absolute: deposit minus the lowest value below it; maximal: largest peak-to-trough fall in money (with
+    its percentage of the peak); relative: largest fall in percent (with its money), which may come from a
+    different fall than the maximal one.
+    """
+    if len(curve) == 0:
+        return {"absolute": 0.0, "maximal": 0.0, "maximal_pct": 0.0, "relative_pct": 0.0, "relative": 0.0}
+    peak = np.maximum.accumulate(np.concatenate(([deposit], curve)))[1:]
+    fall = peak - curve
+    pct = np.where(peak > 0, fall / peak * 100.0, 0.0)
+    i_max, i_rel = int(np.argmax(fall)), int(np.argmax(pct))
+    return {
+        "absolute": _num(max(0.0, deposit - float(curve.min()))),
+        "maximal": _num(fall[i_max]),
+        "maximal_pct": _num(pct[i_max]),
+        "relative_pct": _num(pct[i_rel]),
+        "relative": _num(fall[i_rel]),
+    }
+
+
+def _streaks(profits: np.ndarray) -> dict:
+    """Runs of winning (> 0) and losing (<= 0) trades: longest by count and by money, and average lengths."""
+    wins: list[tuple[int, float]] = []
+    losses: list[tuple[int, float]] = []
+    run: list[float] = []
+    for p in profits:
+        if run and (p > 0) != (run[-1] > 0):
+            (wins if run[-1] > 0 else losses).append((len(run), sum(run)))
+            run = []
+        run.append(float(p))
+    if run:
+        (wins if run[-1] > 0 else losses).append((len(run), sum(run)))
+    longest_w = max(wins, key=lambda r: (r[0], r[1]), default=(0, 0.0))
+    longest_l = max(losses, key=lambda r: (r[0], -r[1]), default=(0, 0.0))
+    richest_w = max(wins, key=lambda r: r[1], default=(0, 0.0))
+    poorest_l = min(losses, key=lambda r: r[1], default=(0, 0.0))
+    return {
+        "max_consecutive_wins": longest_w[0],
+        "max_consecutive_wins_money": _num(longest_w[1]),
+        "max_consecutive_losses": longest_l[0],
+        "max_consecutive_losses_money": _num(longest_l[1]),
+        "maximal_consecutive_profit": _num(richest_w[1]),
+        "maximal_consecutive_profit_count": richest_w[0],
+        "maximal_consecutive_loss": _num(poorest_l[1]),
+        "maximal_consecutive_loss_count": poorest_l[0],
+        "average_consecutive_wins": _num(np.mean([r[0] for r in wins])) if wins else 0.0,
+        "average_consecutive_losses": _num(np.mean([r[0] for r in losses])) if losses else 0.0,
+        "runs": len(wins) + len(losses),
+    }
+
+
+def _z_score(profits: np.ndarray, runs: int) -> tuple[float | None, float | None]:
+    """Runs test on the win/loss sequence; the probability is the two-sided normal confidence in percent."""
+    n = len(profits)
+    w = int((profits > 0).sum())
+    lo = n - w
+    p = 2.0 * w * lo
+    if n < 2 or w == 0 or lo == 0 or p - n <= 0:
+        return None, None
+    z = (n * (runs - 0.5) - p) / math.sqrt(p * (p - n) / (n - 1))
+    prob = math.erf(abs(z) / math.sqrt(2.0)) * 100.0
+    return _num(z, 4), _num(prob, 2)
+
+
+def _per_trade(net: np.ndarray, deposit: float) -> dict:
+    """Per-trade holding-period returns (AHPR/GHPR, MetaTrader's per-trade Sharpe) and the balance fit."""
+    if len(net) == 0:
+        return {
+            "ahpr": None,
+            "ghpr": None,
+            "sharpe_ratio": None,
+            "lr_correlation": None,
+            "lr_standard_error": None,
+        }
+    after = deposit + np.cumsum(net)
+    before = np.concatenate(([deposit], after[:-1]))
+    hpr = np.where(before > 0, after / before, np.nan)
+    ahpr = float(np.nanmean(hpr))
+    ghpr = float(np.exp(np.nanmean(np.log(hpr)))) if np.all(hpr > 0) else None
+    sd = float(np.nanstd(hpr))
+    out = {
+        "ahpr": _num(ahpr),
+        "ghpr": _num(ghpr),
+        "sharpe_ratio": _ratio(ahpr - 1.0, sd) if sd > 1e-15 else None,
+    }
+    if len(after) >= 3:
+        x = np.arange(1, len(after) + 1, dtype=np.float64)
+        slope, icept = np.polyfit(x, after, 1)
+        resid = after - (slope * x + icept)
+        corr = np.corrcoef(x, after)[0, 1] if after.std() > 0 else None
+        out["lr_correlation"] = _num(corr)
+        out["lr_standard_error"] = _num(math.sqrt(float(resid @ resid) / (len(after) - 2)))
+    else:
+        out["lr_correlation"] = out["lr_standard_error"] = None
+    return out
+
+
+def _annualised(equity: np.ndarray, times: pd.DatetimeIndex, deposit: float) -> dict:
+    """Daily-equity figures: CAGR, volatility, Sharpe, Sortino, Calmar (risk-free rate 0)."""
+    empty = {k: None for k in ("return_ann_pct", "volatility_ann_pct", "sharpe_ann", "sortino_ann", "calmar")}
+    if len(equity) < 2:
+        return empty
+    daily = pd.Series(equity, index=times).resample("1D").last().dropna()
+    daily = pd.concat([pd.Series([deposit], index=[daily.index[0] - pd.Timedelta(days=1)]), daily])
+    span_days = (times[-1] - times[0]).total_seconds() / 86400.0
+    if span_days <= 0 or len(daily) < 3:
+        return empty
+    periods = (len(daily) - 1) / (span_days / 365.25)  # observed trading days per year (FX: about 260)
+    rets = daily.pct_change().dropna().to_numpy()
+    final = equity[-1] / deposit
+    years = span_days / 365.25
+    cagr = (final ** (1.0 / years) - 1.0) * 100.0 if final > 0 else -100.0
+    sd = rets.std(ddof=1) if len(rets) > 1 else 0.0
+    downside = math.sqrt(float(np.mean(np.minimum(rets, 0.0) ** 2)))
+    out = {
+        "return_ann_pct": _num(cagr, 4),
+        "volatility_ann_pct": _num(sd * math.sqrt(periods) * 100.0, 4),
+        "sharpe_ann": _num(rets.mean() / sd * math.sqrt(periods), 4) if sd > 0 else None,
+        "sortino_ann": _num(rets.mean() / downside * math.sqrt(periods), 4) if downside > 0 else None,
+    }
+    max_dd = drawdowns(equity, deposit)["relative_pct"]
+    out["calmar"] = _num(cagr / max_dd, 4) if max_dd else None
+    return out
+
+
+def trade_stats(
+    trades: pd.DataFrame,
+    balance: np.ndarray,
+    equity: np.ndarray,
+    margin: np.ndarray,
+    times: pd.DatetimeIndex,
+    *,
+    deposit: float,
+    deals: int,
+    first_open: float,
+    last_close: float,
+) -> dict:
+    """Every MetaTrader report field that bar data supports, plus annualised figures and buy-and-hold."""
+    net = trades["net_profit"].to_numpy(dtype=np.float64) if len(trades) else np.empty(0)
+    wins, losses = net[net > 0], net[net <= 0]
+    long_ = trades["type"].to_numpy() == "buy" if len(trades) else np.empty(0, bool)
+    n = len(net)
+    gross_profit, gross_loss = float(wins.sum()), float(losses.sum())
+    bal_dd, eq_dd = drawdowns(balance, deposit), drawdowns(equity, deposit)
+    streaks = _streaks(net)
+    z, z_prob = _z_score(net, streaks.pop("runs"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        level = np.where(margin > 0, equity / margin * 100.0, np.inf)
+    stats = {
+        "start": str(times[0]) if len(times) else None,
+        "end": str(times[-1]) if len(times) else None,
+        "bars": len(times),
+        "initial_deposit": _num(deposit, 2),
+        "total_net_profit": _num(net.sum(), 2),
+        "gross_profit": _num(gross_profit, 2),
+        "gross_loss": _num(gross_loss, 2),
+        "profit_factor": _ratio(gross_profit, -gross_loss),
+        "expected_payoff": _ratio(float(net.sum()), n),
+        "recovery_factor": _ratio(float(net.sum()), eq_dd["maximal"] or 0.0),
+        "final_balance": _num(balance[-1], 2) if len(balance) else _num(deposit, 2),
+        "final_equity": _num(equity[-1], 2) if len(equity) else _num(deposit, 2),
+        "balance_drawdown_absolute": bal_dd["absolute"],
+        "balance_drawdown_maximal": bal_dd["maximal"],
+        "balance_drawdown_maximal_pct": bal_dd["maximal_pct"],
+        "balance_drawdown_relative_pct": bal_dd["relative_pct"],
+        "balance_drawdown_relative": bal_dd["relative"],
+        "equity_drawdown_absolute": eq_dd["absolute"],
+        "equity_drawdown_maximal": eq_dd["maximal"],
+        "equity_drawdown_maximal_pct": eq_dd["maximal_pct"],
+        "equity_drawdown_relative_pct": eq_dd["relative_pct"],
+        "equity_drawdown_relative": eq_dd["relative"],
+        "margin_level_min_pct": _num(level.min(), 2) if len(level) and np.isfinite(level.min()) else None,
+        "z_score": z,
+        "z_score_probability_pct": z_prob,
+        **_per_trade(net, deposit),
+        "total_trades": n,
+        "total_deals": int(deals),
+        "short_trades": int((~long_).sum()),
+        "short_won_pct": _ratio(100.0 * float(((~long_) & (net > 0)).sum()), int((~long_).sum())),
+        "long_trades": int(long_.sum()),
+        "long_won_pct": _ratio(100.0 * float((long_ & (net > 0)).sum()), int(long_.sum())),
+        "profit_trades": len(wins),
+        "profit_trades_pct": _ratio(100.0 * len(wins), n),
+        "loss_trades": len(losses),
+        "loss_trades_pct": _ratio(100.0 * len(losses), n),
+        "largest_profit_trade": _num(wins.max(), 2) if len(wins) else None,
+        "largest_loss_trade": _num(losses.min(), 2) if len(losses) else None,
+        "average_profit_trade": _num(wins.mean(), 2) if len(wins) else None,
+        "average_loss_trade": _num(losses.mean(), 2) if len(losses) else None,
+        **streaks,
+        "commission": _num(trades["commission"].sum(), 2) if n else 0.0,
+        "swap": _num(trades["swap"].sum(), 2) if n else 0.0,
+        "return_pct": _num((equity[-1] / deposit - 1.0) * 100.0, 4) if len(equity) else 0.0,
+        "exposure_pct": _num(float((margin > 0).mean()) * 100.0, 2) if len(margin) else 0.0,
+        **_annualised(equity, times, deposit),
+        "max_drawdown_pct": eq_dd["relative_pct"],
+        "buy_and_hold_return_pct": _num((last_close / first_open - 1.0) * 100.0, 4),
+    }
+    return stats
+
+
+# -- predictions ------------------------------------------------------------------------------------------
+
+
+def _scores(cm: np.ndarray, classes: list[str]) -> dict:
+    """Scores of a (C, C) confusion matrix (rows true, columns predicted); class 0 means "no signal"."""
+    support = cm.sum(axis=1)
+    predicted = cm.sum(axis=0)
+    diag = np.diag(cm)
+    per_class = {}
+    recalls = []
+    for k, name in enumerate(classes):
+        p = diag[k] / predicted[k] if predicted[k] > 0 else None
+        r = diag[k] / support[k] if support[k] > 0 else None
+        both = p is not None and r is not None
+        f1 = (2 * p * r / (p + r) if p + r > 0 else 0.0) if both else None
+        per_class[name] = {
+            "precision": _num(p),
+            "recall": _num(r),
+            "f1": _num(f1),
+            "support": _num(support[k]),
+        }
+        if r is not None:
+            recalls.append(r)
+    total = cm.sum()
+    signals = predicted[1:].sum()
+    real = support[1:].sum()
+    return {
+        "accuracy": _num(diag.sum() / total) if total else None,
+        "balanced_accuracy": _num(np.mean(recalls)) if recalls else None,
+        "per_class": per_class,
+        # The EA's own figures: share of emitted signals that were right, share of real events called "none".
+        "hit_rate": _num(diag[1:].sum() / signals) if signals > 0 else None,
+        "missed_rate": _num(cm[1:, 0].sum() / real) if real > 0 else None,
+        "signals": _num(signals),
+        "events": _num(real),
+    }
+
+
+def prediction_report(evaluated: dict, forward_start: int, end: int) -> dict:
+    """Confusion matrix and scores on forward bars ``[forward_start, end)`` only, and the same for baselines.
+
+    Baselines: always predicting class 0 ("undefined"), and drawing classes at random with the class
+    frequencies of the study labels (its expected confusion matrix, so no seed is involved).
+    """
+    classes = list(evaluated["classes"])
+    c = len(classes)
+    y_true = np.asarray(evaluated["y_true"], dtype=np.int64)
+    y_pred = np.asarray(evaluated["y_pred"], dtype=np.int64)
+    idx = np.arange(len(y_true))
+    fwd = (idx >= forward_start) & (idx < end) & (y_true >= 0) & (y_pred >= 0)
+    cm = np.zeros((c, c), dtype=np.int64)
+    np.add.at(cm, (y_true[fwd], y_pred[fwd]), 1)
+    study = (idx < forward_start) & (y_true >= 0)
+    prior = np.bincount(y_true[study], minlength=c).astype(np.float64)
+    prior = prior / prior.sum() if prior.sum() > 0 else np.full(c, 1.0 / c)
+    true_counts = cm.sum(axis=1).astype(np.float64)
+    always = np.zeros((c, c))
+    always[:, 0] = true_counts
+    return {
+        "classes": classes,
+        "bars": int(fwd.sum()),
+        "first_bar": forward_start,
+        "confusion": cm.tolist(),
+        "model": _scores(cm.astype(np.float64), classes),
+        "baselines": {
+            "always_undefined": _scores(always, classes),
+            "prior_random": _scores(np.outer(true_counts, prior), classes),
+        },
+        "study_prior": [_num(p) for p in prior],
+    }
