@@ -1,5 +1,11 @@
 """Candle sources for neuronet: the embedded sample, MetaTrader CSV, the MT5 terminal, synthetic data,
-public history downloads — all returning the same validated frame (see ``datafeeds.candles``)."""
+public history downloads — all returning the same validated frame (see ``datafeeds.candles``).
+
+    from datafeeds import load_candles
+    df = load_candles()                                   # embedded EURUSD H1 sample, offline
+    df = load_candles("csv", path="EURUSD_H1.csv", clock="UTC+2/us")
+    d1 = resample(df, "D1")
+"""
 
 from datafeeds.candles import (
     COLUMNS,
@@ -11,17 +17,55 @@ from datafeeds.candles import (
     to_rates,
 )
 from datafeeds.clock import UTC, BrokerClock
+from datafeeds.errors import CandleDataError, UnknownSourceError
+from datafeeds.mt5_csv import read_mt5_csv, write_mt5_csv
+from datafeeds.resample import resample
+from datafeeds.sample import read_sample
+from datafeeds.sources import (
+    SOURCES,
+    CandleSource,
+    CsvSource,
+    SourceUnavailableError,
+    SyntheticSource,
+    get_source,
+    load_candles,
+    load_validated,
+)
+from datafeeds.store import CandleStore, cache_root
+from datafeeds.synthetic import synthetic_candles
 from datafeeds.timeframes import Timeframe
+from datafeeds.validate import Gap, Repair, ValidationReport, validate
 
 __all__ = [
     "COLUMNS",
     "RATES_DTYPE",
+    "SOURCES",
     "UTC",
     "BrokerClock",
+    "CandleDataError",
     "CandleMeta",
+    "CandleSource",
+    "CandleStore",
+    "CsvSource",
+    "Gap",
+    "Repair",
+    "SourceUnavailableError",
+    "SyntheticSource",
     "Timeframe",
+    "UnknownSourceError",
+    "ValidationReport",
+    "cache_root",
     "from_rates",
+    "get_source",
+    "load_candles",
+    "load_validated",
     "make_frame",
     "meta_of",
+    "read_mt5_csv",
+    "read_sample",
+    "resample",
+    "synthetic_candles",
     "to_rates",
+    "validate",
+    "write_mt5_csv",
 ]

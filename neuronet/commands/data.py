@@ -1,5 +1,218 @@
-"""``neuronet data ...``: inspect, export and validate candles."""
+"""``neuronet data ...``: inspect, export and validate candles.
 
+``neuronet data show`` with no arguments shows the embedded EURUSD H1 sample and needs no network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import pandas as pd
 import typer
 
+from datafeeds import (
+    SOURCES,
+    BrokerClock,
+    Repair,
+    ValidationReport,
+    load_validated,
+    meta_of,
+    validate,
+    write_mt5_csv,
+)
+from datafeeds.mt5_csv import read_mt5_csv_report
+from datafeeds.store import read_npz
+
 app = typer.Typer(help="Inspect, export and validate candle data.", no_args_is_help=True)
+
+_SOURCE_HELP = f"Candle source: {', '.join(SOURCES)}."
+_CLOCK_HELP = (
+    "Broker clock, e.g. UTC, UTC+2, +2/us (UTC+2 with US daylight saving): the clock a CSV file or terminal "
+    "stamps bars in; for the sample and synthetic data, the clock to present them in (where D1 bars start)."
+)
+
+
+def _load(
+    symbol: str | None,
+    timeframe: str | None,
+    source: str,
+    path: Path | None,
+    start: str | None,
+    end: str | None,
+    broker_tz: str | None,
+    seed: int | None,
+    opts: list[str],
+    repair: bool,
+) -> ValidationReport:
+    if path is not None and source == "sample":
+        source = "csv"
+    options: dict[str, object] = dict(_parse_opt(o) for o in opts)
+    if source == "csv":
+        if path is None:
+            raise ValueError("--source csv needs --path FILE")
+        options["path"] = str(path)
+    elif path is not None:
+        raise ValueError(f"--path is for --source csv, not --source {source}")
+    if broker_tz is not None:
+        options["clock"] = BrokerClock.parse(broker_tz)
+    if seed is not None:
+        if source != "synthetic":
+            raise ValueError("--seed is for --source synthetic")
+        options["seed"] = seed
+    return load_validated(
+        source, symbol, timeframe, start, end, repair=Repair.all() if repair else None, **options
+    )
+
+
+Symbol = Annotated[str | None, typer.Argument(help="Symbol, e.g. EURUSD (default: the source's own).")]
+Frame = Annotated[str | None, typer.Argument(help="Timeframe M1 .. MN1 (default: the source's own, H1).")]
+Source = Annotated[str, typer.Option("--source", "-s", help=_SOURCE_HELP)]
+CsvPath = Annotated[Path | None, typer.Option("--path", help="CSV file for --source csv (implies it).")]
+Start = Annotated[
+    str | None, typer.Option("--from", help="First bar time, inclusive (UTC), e.g. 2017-06-01.")
+]
+End = Annotated[str | None, typer.Option("--to", help="End time, exclusive (UTC).")]
+BrokerTz = Annotated[str | None, typer.Option("--broker-tz", help=_CLOCK_HELP)]
+Seed = Annotated[int | None, typer.Option("--seed", help="Seed for --source synthetic.")]
+Opts = Annotated[list[str] | None, typer.Option("--opt", "-o", help="Source option KEY=VALUE (repeatable).")]
+RepairFlag = Annotated[bool, typer.Option("--repair", help="Drop duplicate/invalid bars and report them.")]
+
+
+@app.command()
+def show(
+    symbol: Symbol = None,
+    timeframe: Frame = None,
+    source: Source = "sample",
+    path: CsvPath = None,
+    start: Start = None,
+    end: End = None,
+    bars: Annotated[int, typer.Option("--bars", "-n", min=0, help="How many of the last bars to list.")] = 10,
+    broker_tz: BrokerTz = None,
+    seed: Seed = None,
+    opt: Opts = None,
+    repair: RepairFlag = False,
+) -> None:
+    """Summary of a candle series (bars, gaps, spread, prices) and its last bars."""
+    report = _load(symbol, timeframe, source, path, start, end, broker_tz, seed, opt or [], repair)
+    typer.echo(summary(report))
+    if bars and len(report.frame):
+        typer.echo("")
+        typer.echo(f"last {min(bars, len(report.frame))} bars (UTC):")
+        typer.echo(bar_table(report.frame.iloc[-bars:]))
+
+
+@app.command()
+def export(
+    out: Annotated[Path, typer.Option("--out", help="CSV file to write (replaced atomically).")],
+    symbol: Symbol = None,
+    timeframe: Frame = None,
+    fmt: Annotated[str, typer.Option("--format", help="mt5 (the terminal's Export bars) or csv.")] = "mt5",
+    source: Source = "sample",
+    path: CsvPath = None,
+    start: Start = None,
+    end: End = None,
+    broker_tz: BrokerTz = None,
+    seed: Seed = None,
+    opt: Opts = None,
+) -> None:
+    """Write candles as a MetaTrader CSV file, times in the data's broker clock (--broker-tz)."""
+    frame = _load(symbol, timeframe, source, path, start, end, broker_tz, seed, opt or [], False).frame
+    written = write_mt5_csv(frame, out, dialect=fmt)
+    meta = meta_of(frame)
+    typer.echo(f"wrote {len(frame)} {meta.symbol} {meta.timeframe.name} bars to {written}")
+
+
+@app.command("validate")
+def validate_file(
+    file: Annotated[Path, typer.Argument(help="A MetaTrader CSV file or a candle store .npz file.")],
+    symbol: Annotated[
+        str | None, typer.Option("--symbol", help="Symbol (default: from the file name).")
+    ] = None,
+    timeframe: Annotated[
+        str | None, typer.Option("--timeframe", help="Timeframe (default: inferred).")
+    ] = None,
+    broker_tz: BrokerTz = None,
+    repair: RepairFlag = False,
+) -> None:
+    """Check a candle file; exit 0 and print the report when valid, else one line naming the problem."""
+    policy = Repair.all() if repair else None
+    if file.suffix.lower() == ".npz":
+        report = validate(read_npz(file), str(file), policy)
+    else:
+        clock = BrokerClock.parse(broker_tz) if broker_tz else BrokerClock()
+        report = read_mt5_csv_report(file, symbol=symbol, timeframe=timeframe, clock=clock, repair=policy)
+    typer.echo(report.format())
+
+
+def summary(report: ValidationReport) -> str:
+    """The text block of ``data show``: what the series is, its gaps, spreads and price range."""
+    df = report.frame
+    meta = meta_of(df)
+    lines = [f"{meta.symbol} {meta.timeframe.name}   source {report.origin}"]
+    clock = meta.clock
+    clock_text = "UTC" if clock == BrokerClock() else f"UTC{clock.utc_offset_hours:+g}"
+    clock_text += f" ({clock.dst} DST)" if clock.dst != "none" else ""
+    lines.append(f"clock        {clock_text}, times shown in UTC; {meta.digits} digits")
+    if not len(df):
+        lines.append("bars         0 in the requested window")
+        return "\n".join(lines)
+    lines.append(f"bars         {len(df)}")
+    lines.append(f"first bar    {_stamp(df.index[0])}")
+    lines.append(f"last bar     {_stamp(df.index[-1])}")
+    exp, unexp = report.expected_gaps, report.unexpected_gaps
+    lines.append(
+        f"gaps         {len(exp)} expected ({sum(g.missing for g in exp)} bars, market closed), "
+        f"{len(unexp)} unexpected ({sum(g.missing for g in unexp)} bars)"
+    )
+    for g in unexp[:5]:
+        lines.append(f"  missing {g.missing} bars between {_stamp(g.before)} and {_stamp(g.after)}")
+    if len(unexp) > 5:
+        lines.append(f"  ... and {len(unexp) - 5} more unexpected gaps")
+    spread = df["spread"].to_numpy()
+    lines.append(
+        f"spread       min {spread.min()}  median {np.median(spread):g}  mean {spread.mean():.1f}  "
+        f"max {spread.max()} points"
+    )
+    d = meta.digits
+    low, high, last = df["low"].min(), df["high"].max(), df["close"].iloc[-1]
+    lines.append(f"price        low {low:.{d}f}  high {high:.{d}f}  last {last:.{d}f}")
+    lines.append(f"tick volume  {int(df['tick_volume'].sum())} total, {df['tick_volume'].mean():.0f} per bar")
+    lines.extend(f"repaired     {c}" for c in report.changes)
+    return "\n".join(lines)
+
+
+def bar_table(df: pd.DataFrame) -> str:
+    """Bars as a fixed-width table, prices with the symbol's digits."""
+    d = meta_of(df).digits
+    names = ("open", "high", "low", "close")
+    header = f"{'time':<16}  " + "  ".join(f"{n:>10}" for n in names) + f"  {'tick_vol':>9}  {'spread':>6}"
+    rows = [header]
+    for t, o, h, lo, c, v, s in zip(
+        df.index, df["open"], df["high"], df["low"], df["close"], df["tick_volume"], df["spread"], strict=True
+    ):
+        rows.append(
+            f"{_stamp(t):<16}  {o:>10.{d}f}  {h:>10.{d}f}  {lo:>10.{d}f}  {c:>10.{d}f}  {v:>9}  {s:>6}"
+        )
+    return "\n".join(rows)
+
+
+def _stamp(t: pd.Timestamp) -> str:
+    return t.strftime("%Y-%m-%d %H:%M")
+
+
+def _parse_opt(text: str) -> tuple[str, object]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"--opt takes KEY=VALUE, not {text!r}")
+    value: object = raw
+    for convert in (int, float):
+        try:
+            value = convert(raw)
+            break
+        except ValueError:
+            continue
+    if raw.lower() in ("true", "false"):
+        value = raw.lower() == "true"
+    return key.strip().replace("-", "_"), value

@@ -1,0 +1,339 @@
+"""MetaTrader's CSV bar files: read and write the terminal's "Export bars" format and its common variants.
+
+Read:
+- the terminal's export: tab-separated, header ``<DATE> <TIME> <OPEN> <HIGH> <LOW> <CLOSE> <TICKVOL> <VOL>
+  <SPREAD>``, dates ``2017.04.19``, times ``09:00:00`` (D1 and longer files may omit ``<TIME>``);
+- comma- or semicolon-separated files with ``Date,Time,Open,High,Low,Close,Volume`` (no brackets), or one
+  date-time column, dates with ``.``, ``-`` or ``/``, times with or without seconds;
+- MetaTrader 4's header-less history export (``2017.04.19,09:00,o,h,l,c,volume``).
+A lone ``Volume`` column is the tick volume (MetaTrader's export counts ticks).
+
+Times in these files are broker server time: pass the broker's ``clock`` to get true UTC (the default clock
+is UTC). Write uses the frame's own clock, so a read-write round trip gives the same text back.
+
+Every malformed file raises ``CandleDataError`` with one line naming the file and the 1-based line number.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from datafeeds.candles import CandleMeta, make_frame, meta_of
+from datafeeds.clock import UTC, BrokerClock
+from datafeeds.errors import CandleDataError
+from datafeeds.store import atomic_write
+from datafeeds.timeframes import Timeframe
+from datafeeds.validate import Repair, ValidationReport, validate
+
+_ALIASES = {
+    "date": "date",
+    "day": "date",
+    "time": "time",
+    "datetime": "datetime",
+    "date_time": "datetime",
+    "timestamp": "datetime",
+    "gmt time": "datetime",
+    "local time": "datetime",
+    "": "datetime",  # pandas writes the index column without a name
+    "open": "open",
+    "high": "high",
+    "low": "low",
+    "close": "close",
+    "tickvol": "tick_volume",
+    "tick_volume": "tick_volume",
+    "tickvolume": "tick_volume",
+    "volume": "volume",
+    "vol": "real_volume",
+    "real_volume": "real_volume",
+    "realvolume": "real_volume",
+    "spread": "spread",
+}
+_INT_COLUMNS = {"tick_volume": np.uint64, "real_volume": np.uint64, "spread": np.int32}
+_MT4_HEADERLESS = ("date", "time", "open", "high", "low", "close", "tick_volume")
+_MT5_HEADER = "\t".join(
+    f"<{c}>" for c in ("DATE", "TIME", "OPEN", "HIGH", "LOW", "CLOSE", "TICKVOL", "VOL", "SPREAD")
+)
+_CSV_HEADER = "Date,Time,Open,High,Low,Close,Volume"
+_DATE_RE = re.compile(r"^\d{4}([.\-/])\d{1,2}\1\d{1,2}")
+
+
+def read_mt5_csv(
+    path: str | os.PathLike,
+    *,
+    symbol: str | None = None,
+    timeframe: Timeframe | str | int | None = None,
+    digits: int | None = None,
+    clock: BrokerClock = UTC,
+    repair: Repair | None = None,
+) -> pd.DataFrame:
+    """Read a MetaTrader-style CSV file into a validated canonical frame.
+
+    ``symbol`` defaults to the file name up to the first ``_`` (``EURUSD_H1.csv`` -> EURUSD); ``timeframe``
+    is inferred from the most common spacing of bars when not given; ``digits`` from the longest decimal
+    part of the prices.
+    """
+    return read_mt5_csv_report(
+        path, symbol=symbol, timeframe=timeframe, digits=digits, clock=clock, repair=repair
+    ).frame
+
+
+def read_mt5_csv_report(
+    path: str | os.PathLike,
+    *,
+    symbol: str | None = None,
+    timeframe: Timeframe | str | int | None = None,
+    digits: int | None = None,
+    clock: BrokerClock = UTC,
+    repair: Repair | None = None,
+) -> ValidationReport:
+    """``read_mt5_csv`` returning the whole validation report (gaps, repairs) with the frame."""
+    path = Path(path)
+    origin = str(path)
+    names, columns, line_numbers = _parse(path, origin)
+    n = len(line_numbers)
+    broker = _times(columns, names, line_numbers, origin)
+    data: dict[str, np.ndarray] = {}
+    for name in ("open", "high", "low", "close"):
+        data[name] = _floats(columns[names.index(name)], name, line_numbers, origin)
+    for name, dtype in _INT_COLUMNS.items():
+        if name in names:
+            data[name] = _ints(columns[names.index(name)], name, dtype, line_numbers, origin)
+        else:
+            data[name] = np.zeros(n, dtype=dtype)
+    if digits is None:
+        digits = _digits([columns[names.index(c)] for c in ("open", "high", "low", "close")])
+    tf = Timeframe.parse(timeframe) if timeframe is not None else _infer_timeframe(broker, origin)
+    meta = CandleMeta(
+        (symbol or re.split(r"[_\-. ]", path.stem)[0] or path.stem).upper(), tf, int(digits), clock, origin
+    )
+    index = pd.to_datetime(clock.to_utc_seconds(broker), unit="s", utc=True)
+    df = make_frame(data, index, meta)
+    return validate(df, origin, repair, lines=line_numbers)
+
+
+def write_mt5_csv(
+    df: pd.DataFrame, path: str | os.PathLike, *, dialect: str = "mt5", digits: int | None = None
+) -> Path:
+    """Write a frame as a MetaTrader CSV file, atomically; times in the frame's broker clock.
+
+    ``dialect="mt5"`` is the terminal's export (all columns, exact round trip); ``"csv"`` is the
+    comma-separated ``Date,Time,Open,High,Low,Close,Volume`` variant, which has no spread or real volume.
+    Prices are written with ``digits`` decimals (default: the frame's); a price that needs more decimals is
+    an error rather than a silent rounding.
+    """
+    if dialect not in ("mt5", "csv"):
+        raise ValueError(f"CSV dialect must be 'mt5' or 'csv', not {dialect!r}")
+    meta = meta_of(df)
+    digits = meta.digits if digits is None else int(digits)
+    broker = pd.to_datetime(meta.clock.to_broker_seconds(df.index.as_unit("s").asi8), unit="s")
+    sep, date_fmt = ("\t", "%Y.%m.%d") if dialect == "mt5" else (",", "%Y-%m-%d")
+    cols = [broker.strftime(date_fmt), broker.strftime("%H:%M:%S")]
+    for name in ("open", "high", "low", "close"):
+        values = df[name].to_numpy()
+        text = [f"{v:.{digits}f}" for v in values.tolist()]
+        if not np.array_equal(np.array(text, dtype=np.float64), values):
+            first = int(np.flatnonzero(np.array(text, dtype=np.float64) != values)[0])
+            raise ValueError(
+                f"{meta.symbol} {name} {values[first]!r} at {df.index[first]} needs more than {digits} "
+                "digits; pass digits= to write it"
+            )
+        cols.append(text)
+    cols.append(df["tick_volume"].astype(str).to_list())
+    if dialect == "mt5":
+        cols.append(df["real_volume"].astype(str).to_list())
+        cols.append(df["spread"].astype(str).to_list())
+    header = _MT5_HEADER if dialect == "mt5" else _CSV_HEADER
+    body = "\n".join(sep.join(row) for row in zip(*cols, strict=True))
+    payload = (header + "\n" + body + ("\n" if len(df) else "")).encode("utf-8")
+    return atomic_write(path, lambda f: f.write(payload))
+
+
+def _parse(path: Path, origin: str) -> tuple[list[str], list[tuple[str, ...]], np.ndarray]:
+    """Split the file into canonical column names, column strings and the rows' line numbers."""
+    if not path.exists():
+        raise FileNotFoundError(f"{origin}: no such file")
+    if path.is_dir():
+        raise IsADirectoryError(f"{origin}: is a folder, not a CSV file")
+    text = _decode(path.read_bytes(), origin)
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines or not any(line.strip() for line in lines):
+        raise CandleDataError(origin, "empty file, expected a header and bars")
+    first = lines[0].strip()
+    sep = next((s for s in ("\t", ",", ";") if s in first), None)
+    if sep is None:
+        raise CandleDataError(
+            origin, f"cannot find the delimiter in {first[:60]!r}: expected tab, comma or semicolon", line=1
+        )
+    tokens = [t.strip().strip("<>").strip().lower() for t in first.split(sep)]
+    if _DATE_RE.match(tokens[0]) and len(tokens) == len(_MT4_HEADERLESS):
+        names, start = list(_MT4_HEADERLESS), 0
+    else:
+        names, start = _header(tokens, first, origin), 1
+    rows: list[list[str]] = []
+    numbers: list[int] = []
+    for i in range(start, len(lines)):
+        line = lines[i]
+        if not line.strip():
+            raise CandleDataError(origin, "empty line among the bars", line=i + 1)
+        fields = line.split(sep)
+        if len(fields) != len(names):
+            raise CandleDataError(origin, _field_count_problem(line, fields, sep, len(names)), line=i + 1)
+        rows.append(fields)
+        numbers.append(i + 1)
+    if not rows:
+        raise CandleDataError(origin, "the file has a header but no bars", line=1)
+    columns = [tuple(c.strip() for c in col) for col in zip(*rows, strict=True)]
+    return names, columns, np.asarray(numbers, dtype=np.int64)
+
+
+def _decode(raw: bytes, origin: str) -> str:
+    for bom, codec in ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"), (b"\xef\xbb\xbf", "utf-8")):
+        if raw.startswith(bom):
+            raw, encoding = raw[len(bom) :], codec
+            break
+    else:
+        encoding = "utf-8"
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise CandleDataError(origin, f"not a text file ({encoding} decoding failed)", line=line) from None
+
+
+def _header(tokens: list[str], first: str, origin: str) -> list[str]:
+    names = [_ALIASES.get(t) for t in tokens]
+    if None in names:
+        bad = tokens[names.index(None)]
+        raise CandleDataError(
+            origin,
+            f"unknown column {bad!r} in header {first[:80]!r}; expected {_MT5_HEADER!r} or {_CSV_HEADER!r}",
+            line=1,
+        )
+    if "volume" in names:
+        names[names.index("volume")] = "real_volume" if "tick_volume" in names else "tick_volume"
+    if "date" not in names and "datetime" not in names and "time" in names:
+        names[names.index("time")] = "datetime"
+    missing = [c for c in ("open", "high", "low", "close") if c not in names]
+    if ("date" not in names and "datetime" not in names) or missing:
+        need = missing or ["date"]
+        raise CandleDataError(origin, f"header {first[:80]!r} lacks {', '.join(need)}", line=1)
+    if len(set(names)) != len(names):
+        raise CandleDataError(origin, f"header {first[:80]!r} repeats a column", line=1)
+    return names
+
+
+def _field_count_problem(line: str, fields: list[str], sep: str, expected: int) -> str:
+    names = {"\t": "tab", ",": "comma", ";": "semicolon"}
+    if len(fields) == 1:
+        other = next((s for s in names if s != sep and s in line), None)
+        if other:
+            return f"fields separated by {names[other]}, but the header uses {names[sep]} (wrong delimiter)"
+    kind = "truncated line" if len(fields) < expected else "too many fields"
+    return f"{kind}: expected {expected} {names[sep]}-separated fields, found {len(fields)}"
+
+
+def _times(columns, names, line_numbers, origin) -> np.ndarray:
+    """Broker seconds of each row from date (+ time) or a single date-time column."""
+    if "datetime" in names:
+        stamps = pd.Series(columns[names.index("datetime")], dtype=object)
+    else:
+        dates = pd.Series(columns[names.index("date")], dtype=object)
+        times = pd.Series(columns[names.index("time")], dtype=object) if "time" in names else "00:00:00"
+        stamps = dates + " " + times
+    sample = stamps.iloc[0]
+    match = _DATE_RE.match(sample)
+    if not match:
+        raise CandleDataError(
+            origin, f"cannot read date {sample!r}: expected YYYY.MM.DD", line=int(line_numbers[0])
+        )
+    sep = match.group(1)
+    between = sample[match.end() : match.end() + 1]  # "" (date only), " " or "T"
+    rest = sample[match.end() + 1 :]
+    fmt = f"%Y{sep}%m{sep}%d"
+    if between:
+        fmt += between + ("%H:%M:%S" if rest.count(":") >= 2 else "%H:%M")
+    parsed = pd.to_datetime(stamps, format=fmt, errors="coerce")
+    bad = np.flatnonzero(parsed.isna().to_numpy())
+    if len(bad):
+        i = int(bad[0])
+        raise CandleDataError(
+            origin, f"cannot read date/time {stamps.iloc[i]!r} (format {fmt})", line=int(line_numbers[i])
+        )
+    return pd.DatetimeIndex(parsed).as_unit("s").asi8
+
+
+def _floats(col: tuple[str, ...], name: str, line_numbers: np.ndarray, origin: str) -> np.ndarray:
+    try:
+        return np.array(col, dtype=np.float64)
+    except ValueError:
+        i = _first_bad(col, float)
+        raise CandleDataError(
+            origin, f"{name} {col[i]!r} is not a number", line=int(line_numbers[i])
+        ) from None
+
+
+def _ints(col, name, dtype, line_numbers, origin) -> np.ndarray:
+    try:
+        values = np.array(col, dtype=np.int64 if dtype == np.int32 else dtype)
+    except (ValueError, OverflowError):
+        i = _first_bad(col, lambda s: _whole(s, dtype))
+        raise CandleDataError(
+            origin, f"{name} {col[i]!r} is not a whole number in range", line=int(line_numbers[i])
+        ) from None
+    if dtype == np.int32:
+        out = (values < np.iinfo(np.int32).min) | (values > np.iinfo(np.int32).max)
+        if out.any():
+            i = int(np.flatnonzero(out)[0])
+            raise CandleDataError(origin, f"{name} {col[i]!r} is out of range", line=int(line_numbers[i]))
+    return values.astype(dtype)
+
+
+def _whole(s: str, dtype) -> int:
+    v = int(s)
+    if np.dtype(dtype).kind == "u" and v < 0:
+        raise ValueError(s)
+    return v
+
+
+def _first_bad(col, convert) -> int:
+    for i, s in enumerate(col):
+        try:
+            convert(s)
+        except (ValueError, OverflowError):
+            return i
+    return 0
+
+
+def _digits(price_columns: list[tuple[str, ...]]) -> int:
+    """Decimals of the longest fractional part: MetaTrader writes prices with the symbol's digits."""
+    best = 0
+    for col in price_columns:
+        arr = np.array(col, dtype=str)
+        dot = np.char.find(arr, ".")
+        decimals = np.where(dot >= 0, np.char.str_len(arr) - dot - 1, 0)
+        best = max(best, int(decimals.max()) if len(decimals) else 0)
+    return best
+
+
+def _infer_timeframe(broker: np.ndarray, origin: str) -> Timeframe:
+    steps = np.diff(broker)
+    steps = steps[steps > 0]
+    if not len(steps):
+        raise CandleDataError(origin, "cannot infer the timeframe from fewer than two bars; pass timeframe")
+    values, counts = np.unique(steps, return_counts=True)
+    step = int(values[np.argmax(counts)])
+    if 28 * 86400 <= step <= 31 * 86400:
+        return Timeframe.MN1
+    for tf in Timeframe:
+        if tf is not Timeframe.MN1 and tf.seconds == step:
+            return tf
+    raise CandleDataError(
+        origin, f"bars are {step} s apart, which is no MetaTrader timeframe; pass timeframe"
+    )

@@ -1,0 +1,203 @@
+"""The candle source registry and ``load_candles``, the one call every other package uses.
+
+A source is anything with ``load(symbol, timeframe, start=None, end=None) -> DataFrame`` and keyword
+options in its constructor. Sources are reached by name through lazy imports, so an optional piece that
+cannot be imported (no ``rpyc``, no network code) only disables its own name:
+
+    sample     the embedded EURUSD H1 sample (default; offline)
+    csv        a MetaTrader CSV file (``path=``; ``clock=`` for the broker's time zone)
+    mt5        a running MetaTrader 5 terminal (native on Windows, RPyC bridge on Linux)
+    synthetic  seeded synthetic FX candles (``seed=``, ``bars=``)
+    dukascopy  Dukascopy's public history archive, cached on disk
+
+Time window: ``start`` is inclusive and ``end`` exclusive, both on bar open times in UTC (naive times are
+taken as UTC), so consecutive windows never share a bar. Note that the terminal's ``copy_rates_range``
+includes its end.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+from typing import Protocol, runtime_checkable
+
+import pandas as pd
+
+from datafeeds.candles import meta_of
+from datafeeds.clock import UTC, BrokerClock
+from datafeeds.errors import UnknownSourceError
+from datafeeds.mt5_csv import read_mt5_csv
+from datafeeds.resample import resample
+from datafeeds.synthetic import synthetic_candles
+from datafeeds.timeframes import Timeframe
+from datafeeds.validate import Repair, ValidationReport, validate
+
+DEFAULT_SOURCE = "sample"
+SOURCES: dict[str, str] = {
+    "sample": "datafeeds.sample:SampleSource",
+    "csv": "datafeeds.sources:CsvSource",
+    "mt5": "datafeeds.terminal:TerminalSource",
+    "synthetic": "datafeeds.sources:SyntheticSource",
+    "dukascopy": "datafeeds.dukascopy:DukascopySource",
+}
+
+
+class SourceUnavailableError(LookupError):
+    """A registered source whose module (or one of its dependencies) cannot be imported here."""
+
+
+@runtime_checkable
+class CandleSource(Protocol):
+    """What every source offers; ``timeframe`` accepts a ``Timeframe``, its name or its MT5 constant."""
+
+    def load(self, symbol: str, timeframe: Timeframe | str | int, start=None, end=None) -> pd.DataFrame: ...
+
+
+class CsvSource:
+    """A MetaTrader CSV file as a source: times in the file are broker time, declared with ``clock``.
+
+    ``symbol`` overrides the name taken from the file; a ``timeframe`` above the file's is resampled.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        clock: BrokerClock | str = UTC,
+        digits: int | None = None,
+        repair: Repair | None = None,
+    ) -> None:
+        self.path = path
+        self.clock = BrokerClock.parse(clock) if isinstance(clock, str) else clock
+        self.digits = digits
+        self.repair = repair
+
+    def load(self, symbol: str | None = None, timeframe=None, start=None, end=None) -> pd.DataFrame:
+        df = read_mt5_csv(self.path, symbol=symbol, digits=self.digits, clock=self.clock, repair=self.repair)
+        if timeframe is None or Timeframe.parse(timeframe) == meta_of(df).timeframe:
+            return df
+        return resample(df, timeframe)
+
+
+class SyntheticSource:
+    """Seeded synthetic candles (``datafeeds.synthetic``): ``bars`` from ``start``, or ``[start, end)``."""
+
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        bars: int = 10_000,
+        start: str = "2020-01-01",
+        clock: BrokerClock | str = UTC,
+        annual_vol: float = 0.08,
+        spread: int | None = None,
+    ) -> None:
+        self.seed = int(seed)
+        self.bars = int(bars)
+        self.start = start
+        self.clock = BrokerClock.parse(clock) if isinstance(clock, str) else clock
+        self.annual_vol = float(annual_vol)
+        self.spread = spread
+
+    def load(self, symbol: str = "EURUSD", timeframe="H1", start=None, end=None) -> pd.DataFrame:
+        return synthetic_candles(
+            symbol,
+            timeframe,
+            None if end is not None else self.bars,
+            seed=self.seed,
+            start=start if start is not None else self.start,
+            end=end,
+            clock=self.clock,
+            annual_vol=self.annual_vol,
+            spread=None if self.spread is None else int(self.spread),
+        )
+
+
+def source_names() -> list[str]:
+    return list(SOURCES)
+
+
+def get_source(name: str, **options) -> CandleSource:
+    """Instantiate a registered source by name with its keyword options (errors name what is valid)."""
+    key = str(name).strip().lower()
+    if key not in SOURCES:
+        close = difflib.get_close_matches(key, SOURCES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UnknownSourceError(f"unknown candle source {name!r}{hint}; choose one of {', '.join(SOURCES)}")
+    module_name, _, class_name = SOURCES[key].partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except ImportError as exc:
+        missing = getattr(exc, "name", None) or str(exc)
+        raise SourceUnavailableError(
+            f"candle source {key!r} is not available here: cannot import {missing}"
+        ) from None
+    params = inspect.signature(cls).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        unknown = [k for k in options if k not in params]
+        if unknown:
+            takes = ", ".join(p for p in params if p != "self") or "no options"
+            raise ValueError(f"candle source {key!r} has no option {unknown[0]!r} (it takes: {takes})")
+    return cls(**options)
+
+
+def load_validated(
+    source: str | CandleSource = DEFAULT_SOURCE,
+    symbol: str | None = None,
+    timeframe: Timeframe | str | int | None = None,
+    start=None,
+    end=None,
+    *,
+    repair: Repair | None = None,
+    **options,
+) -> ValidationReport:
+    """Like ``load_candles`` but returns the full ``ValidationReport`` (gaps, repairs) with the frame."""
+    src = get_source(source, **options) if isinstance(source, str) else source
+    name = source if isinstance(source, str) else type(source).__name__
+    lo, hi = _bound(start, "start"), _bound(end, "end")
+    if lo is not None and hi is not None and lo >= hi:
+        raise ValueError(f"start {lo} must come before end {hi}")
+    if name == "csv":
+        df = src.load(symbol, timeframe, lo, hi)
+    else:
+        df = src.load(symbol or "EURUSD", timeframe if timeframe is not None else "H1", lo, hi)
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"candle source {name!r} returned {type(df).__name__}, not a DataFrame")
+    meta = meta_of(df)
+    if lo is not None or hi is not None:
+        keep = (df.index >= lo if lo is not None else True) & (df.index < hi if hi is not None else True)
+        df = df.loc[keep]
+        df.attrs["candles"] = meta
+    return validate(df, meta.source or name, repair)
+
+
+def load_candles(
+    source: str | CandleSource = DEFAULT_SOURCE,
+    symbol: str | None = None,
+    timeframe: Timeframe | str | int | None = None,
+    start=None,
+    end=None,
+    *,
+    repair: Repair | None = None,
+    **options,
+) -> pd.DataFrame:
+    """Load validated candles from a source: ``load_candles()`` is the embedded EURUSD H1 sample.
+
+    ``symbol``/``timeframe`` default to the source's own (EURUSD H1; a CSV file's name and spacing).
+    ``start`` inclusive, ``end`` exclusive (UTC). ``repair`` opts in to dropping/sorting bad bars; without
+    it bad data raises ``CandleDataError``. Other keywords go to the source's constructor.
+    """
+    return load_validated(source, symbol, timeframe, start, end, repair=repair, **options).frame
+
+
+def _bound(value, name: str) -> pd.Timestamp | None:
+    if value is None:
+        return None
+    try:
+        ts = pd.Timestamp(value)
+    except (ValueError, TypeError):
+        raise ValueError(
+            f"cannot read {name} {value!r} as a date (write 2017-06-01 or 2017-06-01 12:00)"
+        ) from None
+    return ts.tz_localize("UTC") if ts.tz is None else ts.tz_convert("UTC")
