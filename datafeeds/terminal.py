@@ -89,7 +89,8 @@ class TerminalSource:
       otherwise 127.0.0.1.
     - ``timeout``: seconds any single terminal call may take before ``TerminalTimeoutError``.
     - ``connect_timeout``: seconds to wait for the bridge's TCP connection.
-    - ``clock``: the broker's server clock (``BrokerClock``); bars come back in UTC.
+    - ``clock``: the broker's server clock (``BrokerClock`` or text such as ``"UTC+2/us"``); bars come
+      back in UTC.
     - ``login``/``password``/``server``/``path``/``portable``: passed to ``initialize()`` when given.
     - ``retries``/``backoff``: transient failures (IPC timeout, dropped bridge connection) are retried
       ``retries`` times, waiting ``backoff`` seconds, then twice that, and so on. An unknown symbol, a
@@ -106,7 +107,7 @@ class TerminalSource:
         *,
         timeout: float = 30.0,
         connect_timeout: float = 5.0,
-        clock: BrokerClock = BrokerClock(2.0, "us"),  # noqa: B008 - frozen dataclass, safe as a default
+        clock: BrokerClock | str = BrokerClock(2.0, "us"),  # noqa: B008 - frozen dataclass, safe as a default
         login: int | None = None,
         password: str | None = None,
         server: str | None = None,
@@ -126,9 +127,17 @@ class TerminalSource:
             raise ValueError(f"page_size must be >= 1, not {page_size}")
         self.host, self.port = host, int(port)
         self.timeout, self.connect_timeout = float(timeout), float(connect_timeout)
-        self.clock = clock
-        self.init_kwargs = {k: v for k, v in (("login", login), ("password", password), ("server", server),
-                                               ("portable", portable or None)) if v is not None}
+        self.clock = BrokerClock.parse(clock) if isinstance(clock, str) else clock
+        self.init_kwargs = {
+            k: v
+            for k, v in (
+                ("login", login),
+                ("password", password),
+                ("server", server),
+                ("portable", portable or None),
+            )
+            if v is not None
+        }
         self.path = path
         self.retries, self.backoff = int(retries), float(backoff)
         self.page_size = page_size
@@ -205,17 +214,18 @@ class TerminalSource:
             link.close()
 
     # -- loading -----------------------------------------------------------------------------------
-    def load(self, symbol: str, timeframe: str | int | Timeframe, start: Any = None,
-             end: Any = None) -> pd.DataFrame:
-        """Bars of ``symbol`` opening in ``[start, end]`` (UTC; naive times are UTC), as a candle frame.
+    def load(
+        self, symbol: str, timeframe: str | int | Timeframe, start: Any = None, end: Any = None
+    ) -> pd.DataFrame:
+        """Bars of ``symbol`` opening in ``[start, end)`` (UTC; naive times are UTC), as a candle frame.
 
         Without ``start`` the whole history the terminal holds is returned; without ``end``, up to the
         last finished bar.
         """
         tf = Timeframe.parse(timeframe)
         start_s, end_s = _utc_seconds(start, "start"), _utc_seconds(end, "end")
-        if start_s is not None and end_s is not None and start_s > end_s:
-            raise ValueError(f"start {start} is after end {end}")
+        if start_s is not None and end_s is not None and start_s >= end_s:
+            raise ValueError(f"start {start} must come before end {end}")
         self._require_login()
         digits = self._select(symbol)
         page = self._page_size()
@@ -223,8 +233,8 @@ class TerminalSource:
         if not len(current):
             raise NoBarsError(f"the terminal at {self.where} has no {symbol} {tf.name} history")
         last = int(current["time"][-1]) - 1  # the forming bar is left out
-        if end_s is not None:
-            last = min(last, int(self.clock.to_broker_seconds(np.array([end_s]))[0]))
+        if end_s is not None:  # end is exclusive
+            last = min(last, int(self.clock.to_broker_seconds(np.array([end_s]))[0]) - 1)
         if start_s is None:
             first = None
             pages = self._walk_back(symbol, tf, page)
@@ -239,7 +249,8 @@ class TerminalSource:
         if not len(rates):
             raise NoBarsError(
                 f"the terminal at {self.where} has no {symbol} {tf.name} bars between "
-                f"{start or 'the start of its history'} and {end or 'now'} (UTC)")
+                f"{start or 'the start of its history'} and {end or 'now'} (UTC)"
+            )
         meta = CandleMeta(symbol, tf, digits, self.clock, source=f"mt5:{self.where}")
         return from_rates(rates, meta)
 
@@ -247,7 +258,8 @@ class TerminalSource:
         if self._call("account_info", expect_none=True) is None:
             raise NotLoggedInError(
                 f"the MetaTrader 5 terminal at {self.where} has no trade account logged in; log in from the "
-                "terminal (File > Login to Trade Account) or pass login=, password= and server=")
+                "terminal (File > Login to Trade Account) or pass login=, password= and server="
+            )
 
     def _select(self, symbol: str) -> int:
         """Check the symbol and put it in Market Watch (history is served only for those); give its digits."""
@@ -256,8 +268,11 @@ class TerminalSource:
             known = self._call("symbols_get", expect_none=True) or ()
             names = [s.name for s in known]
             close = difflib.get_close_matches(symbol, names, n=3, cutoff=0.6)
-            hint = f"; did you mean {', '.join(close)}?" if close else (
-                f"; it has {len(names)} symbols, e.g. {', '.join(names[:5])}" if names else "")
+            hint = (
+                f"; did you mean {', '.join(close)}?"
+                if close
+                else (f"; it has {len(names)} symbols, e.g. {', '.join(names[:5])}" if names else "")
+            )
             raise UnknownSymbolError(f"the terminal at {self.where} has no symbol {symbol!r}{hint}")
         if not self._call("symbol_select", symbol, True, expect_none=True):
             raise TerminalError(f"the terminal at {self.where} could not add {symbol} to Market Watch")

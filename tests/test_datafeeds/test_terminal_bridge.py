@@ -28,7 +28,7 @@ H1 = 16385
 def source(server, **kw) -> TerminalSource:
     kw.setdefault("timeout", 10.0)
     kw.setdefault("backoff", 0.01)
-    return TerminalSource(*server, clock=BROKER, **kw)
+    return TerminalSource(*server, clock="UTC+2/us", **kw)
 
 
 def assert_same_bars(df: pd.DataFrame, rates: np.ndarray, utc: np.ndarray) -> None:
@@ -52,12 +52,13 @@ def test_full_history_is_paged_and_matches_the_known_candles(mt5_server, mt5sim,
 def test_range_across_the_us_dst_switch_pages_without_gaps_or_duplicates(mt5_server, mt5sim, sim_market):
     mt5sim.configure(maxbars=100)
     rates, utc = sim_market.history("EURUSD", H1)
-    start, end = pd.Timestamp("2023-03-01", tz="UTC"), pd.Timestamp("2023-03-31 23:00", tz="UTC")
+    start, end = pd.Timestamp("2023-03-01", tz="UTC"), pd.Timestamp("2023-03-30 12:00", tz="UTC")
     with source(mt5_server) as src:
         df = src.load("EURUSD", H1, start=start.tz_localize(None), end=end)
-    want = (utc >= start.value // 10**9) & (utc <= end.value // 10**9)
+    want = (utc >= start.value // 10**9) & (utc < end.value // 10**9)  # end is exclusive
+    assert utc[want][-1] == end.value // 10**9 - 3600
     assert_same_bars(df, rates[want], utc[want])
-    assert mt5sim.call_count("copy_rates_range") > 5  # 31 days of H1 in pages of 100 bars
+    assert mt5sim.call_count("copy_rates_range") > 5  # a month of H1 in pages of 100 bars
     # Broker Monday 2023-03-13 00:00 is UTC+3 after New York's switch on Sunday 12 March (UTC+2 before).
     assert pd.Timestamp("2023-03-12 21:00", tz="UTC") in df.index
     assert pd.Timestamp("2023-03-09 22:00", tz="UTC") in df.index  # broker Friday 10 March 00:00
@@ -122,7 +123,7 @@ def test_a_dropped_connection_reconnects_and_retries(mt5_server, mt5sim, sim_mar
     with source(mt5_server) as src:
         df = src.load("EURUSD", "H1", start="2023-06-01", end="2023-06-30")
     want = (utc >= pd.Timestamp("2023-06-01", tz="UTC").value // 10**9) & (
-        utc <= pd.Timestamp("2023-06-30", tz="UTC").value // 10**9)
+        utc < pd.Timestamp("2023-06-30", tz="UTC").value // 10**9)
     assert_same_bars(df, rates[want], utc[want])
     assert mt5sim.call_count("initialize") == 2  # a fresh session after the drop
 
@@ -155,7 +156,7 @@ def test_connection_refused_says_how_to_start_the_bridge():
 def test_bad_arguments_fail_before_any_connection():
     with pytest.raises(ValueError, match="port"):
         TerminalSource("127.0.0.1", 70000)
-    with pytest.raises(ValueError, match="start"):
+    with pytest.raises(ValueError, match="before end"):
         TerminalSource("127.0.0.1", 1).load("EURUSD", "H1", start="2023-02-01", end="2023-01-01")
     with pytest.raises(ValueError, match="timeframe"):
         TerminalSource("127.0.0.1", 1).load("EURUSD", "H7")
