@@ -290,8 +290,12 @@ class Patching(Layer):
         return self.backend.patch_backward(gy, self.input_shape[0], self.stride) if need_input_grad else None
 
     def config(self):
-        return {"type": self.type_name, "patch_len": self.patch_len, "stride": self.stride,
-                "padding": self.padding}
+        return {
+            "type": self.type_name,
+            "patch_len": self.patch_len,
+            "stride": self.stride,
+            "padding": self.padding,
+        }
 
 
 @register_layer
@@ -371,8 +375,13 @@ class FeedForward(Layer):
         return be.linear_backward(x, p["w1"], gz, g["w1"], g["b1"], need_input_grad)
 
     def config(self):
-        return {"type": self.type_name, "d_ff": self.d_ff, "activation": self.activation,
-                "dropout": self.dropout, "seed": self.seed}
+        return {
+            "type": self.type_name,
+            "d_ff": self.d_ff,
+            "activation": self.activation,
+            "dropout": self.dropout,
+            "seed": self.seed,
+        }
 
 
 @register_layer
@@ -427,5 +436,13 @@ class TransformerEncoderLayer(Composite):
         return be.add(g0, ga) if need_input_grad else None
 
     def config(self):
-        return {"type": self.type_name, "n_heads": self.n_heads, "d_ff": self.d_ff, "dropout": self.dropout,
-                "activation": self.activation, "causal": self.causal, "eps": self.eps, "seed": self.seed}
+        return {
+            "type": self.type_name,
+            "n_heads": self.n_heads,
+            "d_ff": self.d_ff,
+            "dropout": self.dropout,
+            "activation": self.activation,
+            "causal": self.causal,
+            "eps": self.eps,
+            "seed": self.seed,
+        }

@@ -133,12 +133,15 @@ class AttentionNumpyOps:
         out[...] = g.sum(axis=0)
 
     def mix_forward(self, a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """``w·a + (1 − w)·b`` for ``a, b (N, T)`` and one weight per row ``w (N,)`` (ATFNet's ensemble)."""
-        return w[:, None] * a + (1.0 - w[:, None]) * b
+        """``w·a + (1 − w)·b`` for ``a, b (B, T, C)`` and one weight per sample and channel ``w (B, C)``.
+
+        ATFNet's ensemble of the frequency (``a``) and time (``b``) forecasts.
+        """
+        return w[:, None, :] * a + (1.0 - w[:, None, :]) * b
 
     def mix_backward(self, gy: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gradients of ``mix_forward`` with respect to ``a`` and ``b`` (``w`` carries no gradient)."""
-        return w[:, None] * gy, (1.0 - w[:, None]) * gy
+        return w[:, None, :] * gy, (1.0 - w[:, None, :]) * gy
 
     # --- PatchTST patching ------------------------------------------------------------------------
     def patch_forward(self, x: np.ndarray, patch_len: int, stride: int, pad: int) -> np.ndarray:

@@ -182,8 +182,12 @@ def test_encoder_layer_dropout_gradients(rng, finite_difference):
     layer = TransformerEncoderLayer(2, 5, dropout=0.25, seed=11)
 
     def reset():
-        for d in (layer._drop, layer.children["attn"]._drop, layer.children["ffn"]._drop1,
-                  layer.children["ffn"]._drop2):
+        for d in (
+            layer._drop,
+            layer.children["attn"]._drop,
+            layer.children["ffn"]._drop1,
+            layer.children["ffn"]._drop2,
+        ):
             d.counter = 0
 
     fd_check(layer, (3, 4), 2, rng, finite_difference, training=True, reset=reset)
@@ -201,9 +205,16 @@ def test_encoder_layer_declares_prefixed_children():
 
 @pytest.mark.parametrize(
     "layer",
-    [LayerNorm(1e-6), MultiHeadSelfAttention(2, True, 0.1, 5), Patching(4, 2, 3), TokenLinear(3, False),
-     FeedForward(8, "relu", 0.2, 1), TransformerEncoderLayer(2, 8, 0.1, "gelu", False, 1e-5, 9),
-     SinusoidalPositionalEncoding(), LearnablePositionalEncoding()],
+    [
+        LayerNorm(1e-6),
+        MultiHeadSelfAttention(2, True, 0.1, 5),
+        Patching(4, 2, 3),
+        TokenLinear(3, False),
+        FeedForward(8, "relu", 0.2, 1),
+        TransformerEncoderLayer(2, 8, 0.1, "gelu", False, 1e-5, 9),
+        SinusoidalPositionalEncoding(),
+        LearnablePositionalEncoding(),
+    ],
     ids=lambda la: la.type_name,
 )
 def test_config_round_trip(layer):

@@ -1,0 +1,202 @@
+"""ATFNet and its parts on the NumPy float64 reference: gradients, the official formulas, configs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nn.atfnet import (
+    ATFNet,
+    ChannelIndependent,
+    ComplexFeatureAttention,
+    FeatureAttentionEncoderLayer,
+    FrequencyBlock,
+    PatchTST,
+    PatchTSTBackbone,
+    RevIN,
+)
+from nn.attention import TokenLinear
+from nn.attention_ops_numpy import AttentionNumpyOps
+from nn.complex_ops_numpy import ComplexNumpyOps
+from nn.layers import from_config
+from nn.ops_numpy import NumpyBackend
+
+
+class RefBackend(AttentionNumpyOps, ComplexNumpyOps, NumpyBackend):
+    """The NumPy backend with the attention and complex mixins, as the package assembles it."""
+
+
+class FrozenStatsBackend(RefBackend):
+    """RevIN statistics frozen after the first call: the backward treats them as constants, and so does
+    the finite-difference check of the input gradient with this backend."""
+
+    frozen = None
+
+    def revin_stats(self, x, eps):
+        if self.frozen is None:
+            self.frozen = super().revin_stats(x, eps)
+        return self.frozen
+
+
+def bind_random(layer, input_shape, rng, backend=None, scale=0.5):
+    be = backend or RefBackend()
+    layer.build(tuple(input_shape))
+    specs = layer.param_specs()
+    total = sum(s.size for s in specs)
+    flat_p, flat_g = rng.normal(scale=scale, size=total), np.zeros(total)
+    params, grads, off = {}, {}, 0
+    for s in specs:
+        params[s.name], grads[s.name] = be.view(flat_p, off, s.shape), be.view(flat_g, off, s.shape)
+        off += s.size
+    layer.bind(be, params, grads, {})
+    return flat_p, flat_g
+
+
+def fd_check(layer, input_shape, batch, rng, fd, *, backend=None, check_input=True, x=None, params_every=1):
+    """backward() against central differences of ``L = Σ forward(x)·R`` (eval mode, no dropout)."""
+    flat_p, flat_g = bind_random(layer, input_shape, rng, backend)
+    x = rng.normal(size=(batch, *input_shape)) if x is None else x
+    r = rng.normal(size=layer.forward(x, False).shape)
+
+    def loss() -> float:
+        return float(np.sum(layer.forward(x, False) * r))
+
+    layer.forward(x, False)
+    gx = layer.backward(r, check_input)
+    gp = flat_g.copy()
+    if check_input:
+        num_x = fd(loss, x)
+        np.testing.assert_allclose(gx, num_x, atol=1e-6 * max(1.0, np.abs(num_x).max()), rtol=1e-5)
+    else:
+        assert gx is None
+    idx = np.arange(0, flat_p.size, params_every)
+    sub = flat_p[idx].copy()
+
+    def loss_sub() -> float:
+        flat_p[idx] = sub
+        return loss()
+
+    num_p = fd(loss_sub, sub)
+    flat_p[idx] = sub
+    np.testing.assert_allclose(gp[idx], num_p, atol=1e-6 * max(1.0, np.abs(num_p).max()), rtol=1e-5)
+
+
+SMALL = dict(d_model=4, n_heads=2, e_layers=1, d_ff=6, dropout=0.0, patch_len=4, stride=2)
+
+
+def test_channel_independent_gradients(rng, finite_difference):
+    fd_check(ChannelIndependent([TokenLinear(3), TokenLinear(2)]), (5, 3), 2, rng, finite_difference)
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_revin_gradients_with_window_statistics_as_constants(affine, rng, finite_difference):
+    layer = RevIN([TokenLinear(4)], affine=affine)
+    fd_check(layer, (6, 3), 2, rng, finite_difference, backend=FrozenStatsBackend())
+
+
+def test_revin_makes_the_inner_model_scale_free(rng):
+    layer = RevIN([TokenLinear(4)], eps=0.0)
+    bind_random(layer, (6, 2), rng)
+    x = rng.normal(size=(3, 6, 2))
+    y = layer.forward(x, False)
+    np.testing.assert_allclose(layer.forward(x * 7.0 + 100.0, False), y * 7.0 + 100.0, atol=1e-9)
+
+
+def test_patchtst_backbone_gradients(rng, finite_difference):
+    fd_check(PatchTSTBackbone(5, **SMALL), (11,), 2, rng, finite_difference)
+
+
+def test_patchtst_head_sees_features_major(rng):
+    """The flatten head reads (d_model, patches) flattened d_model-major, as the official code."""
+    layer = PatchTSTBackbone(3, **SMALL)
+    bind_random(layer, (10,), rng)
+    x = rng.normal(size=(2, 10))
+    y = layer.forward(x, False)
+    c = layer.children
+    h = c["pos"].forward(c["embed"].forward(c["patch"].forward(x, False), False), False)
+    h = c["norm"].forward(c["enc0"].forward(h, False), False)  # (N, P, D)
+    flat = np.transpose(h, (0, 2, 1)).reshape(2, -1)
+    np.testing.assert_allclose(y, flat @ c["head"].params["w"].T + c["head"].params["b"], atol=1e-12)
+
+
+def _official_feature_attention(x, w_qkv, b_qkv, w_out, b_out, heads):
+    """The official ComplexAttentionLayer written out with complex einsums (softmax over |s|, no scaling)."""
+    c = lambda a: a[..., 0] + 1j * a[..., 1]  # noqa: E731
+    xs = c(x)  # (B, N, d)
+    b, n, d = xs.shape
+    qkv = xs @ c(w_qkv).T + c(b_qkv)
+    q, k, v = (t.reshape(b, n, d // heads, heads) for t in np.split(qkv, 3, axis=-1))  # (B, N, slot, H)
+    s = np.einsum("bnlh,bnsh->bnhls", q, k)
+    p = np.exp(np.abs(s) - np.abs(s).max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    out = np.einsum("bnhls,bnsh->bnlh", p, v).reshape(b, n, d)
+    y = out @ c(w_out).T + c(b_out)
+    return np.stack([y.real, y.imag], axis=-1)
+
+
+def test_feature_attention_matches_official_formula(rng):
+    layer = ComplexFeatureAttention(heads=2)
+    bind_random(layer, (3, 6, 2), rng)
+    x = rng.normal(size=(2, 3, 6, 2))
+    p = layer.params
+    want = _official_feature_attention(x, p["w_qkv"], p["b_qkv"], p["w_out"], p["b_out"], 2)
+    np.testing.assert_allclose(layer.forward(x, False), want, atol=1e-12)
+
+
+@pytest.mark.parametrize("score", ["modulus", "holomorphic"])
+def test_feature_attention_gradients(score, rng, finite_difference):
+    fd_check(ComplexFeatureAttention(2, score), (2, 4, 2), 2, rng, finite_difference)
+
+
+def test_feature_encoder_layer_gradients(rng, finite_difference):
+    fd_check(FeatureAttentionEncoderLayer(2, 5, dropout=0.0), (1, 4, 2), 3, rng, finite_difference)
+
+
+@pytest.mark.parametrize(("length", "horizon"), [(8, 4), (9, 4)])  # L + T even and odd
+def test_frequency_block_gradients(length, horizon, rng, finite_difference):
+    """Parameters only: de-normalisation treats the input's spectrum statistics as constants (the official
+    code detaches the mean; nothing trainable precedes the block), so dL/dx is not the full derivative."""
+    layer = FrequencyBlock(horizon, d_model=4, n_heads=2, layers=1, d_ff=6, dropout=0.0)
+    fd_check(layer, (length,), 2, rng, finite_difference, check_input=False)
+
+
+def test_atfnet_parameter_gradients(rng, finite_difference):
+    model = ATFNet(4, **SMALL, fnet_d_model=4, fnet_d_ff=6, fnet_layers=1, complex_dropout=0.0)
+    fd_check(model, (12, 2), 2, rng, finite_difference, check_input=False, params_every=3)
+
+
+def test_atfnet_mixes_blocks_by_the_harmonic_weight(rng):
+    model = ATFNet(4, **SMALL, fnet_d_model=4, fnet_d_ff=6, fnet_layers=1)
+    bind_random(model, (24, 2), rng)
+    t = np.arange(24)
+    x = np.stack([np.sin(2 * np.pi * t / 8), rng.normal(size=24)], axis=-1)[None]  # periodic vs noise
+    y = model.forward(x, False)
+    w = model.last_weight
+    assert w.shape == (1, 2) and w[0, 0] > 0.9 > 0.5 > w[0, 1]
+    y_t = model.children["t"].forward(x, False)
+    y_f = model.children["f"].forward(x, False)
+    np.testing.assert_allclose(y, w[:, None, :] * y_f + (1 - w[:, None, :]) * y_t, atol=1e-12)
+
+
+def test_official_sizes():
+    model = ATFNet(96)
+    assert model.build((96, 7)) == (96, 7)
+    names = {s.name: s.shape for s in model.param_specs()}
+    assert names["t.0.head.w"] == (96, 512 * 12)  # d_model × 12 patches -> horizon
+    assert names["f.0.embed.w"] == (512, 97, 2)  # (96 + 96)//2 + 1 bins -> fnet d_model
+    assert names["f.0.enc1.ff1.w"] == (2048, 512, 2)
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [
+        ATFNet(8, **SMALL, fnet_layers=1, score="holomorphic", seed=3),
+        PatchTST(8, **SMALL, affine=True),
+        RevIN([TokenLinear(3)], affine=True),
+        FrequencyBlock(4, d_model=4, n_heads=2),
+    ],
+    ids=lambda la: la.type_name,
+)
+def test_config_round_trip(layer):
+    clone = from_config(layer.config())
+    assert type(clone) is type(layer) and clone.config() == layer.config()
