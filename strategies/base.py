@@ -20,6 +20,9 @@ import pandas as pd
 
 log = logging.getLogger(__name__)
 
+# Public class attributes that describe the EA rather than configure it.
+_NOT_PARAMS = frozenset({"name", "min_study_bars"})
+
 
 class EAError(ValueError):
     """An EA was configured or used wrongly (bad parameter, trading outside a backtest)."""
@@ -218,7 +221,7 @@ class ExpertAdvisor:
             if klass is object:
                 continue
             for key, value in vars(klass).items():
-                if key.startswith("_") or key == "name" or callable(value):
+                if key.startswith("_") or key in _NOT_PARAMS or callable(value):
                     continue
                 if isinstance(value, (classmethod, staticmethod, property)):
                     continue

@@ -1,0 +1,133 @@
+"""The report's charts as PNG bytes (matplotlib, Agg backend): nothing interactive to break on upgrades."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # the backend must be chosen first
+import numpy as np
+import pandas as pd
+
+_STYLE = {"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "font.size": 9}
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def balance_equity(time: pd.DatetimeIndex, balance: np.ndarray, equity: np.ndarray, currency: str) -> bytes:
+    with plt.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(10, 3.6))
+        ax.plot(time, equity, color="#2a9d8f", lw=0.9, label="equity")
+        ax.plot(time, balance, color="#264653", lw=1.2, label="balance")
+        ax.set_ylabel(currency)
+        ax.set_title("Balance and equity (forward period)")
+        ax.legend(loc="best")
+        return _png(fig)
+
+
+def drawdown(time: pd.DatetimeIndex, equity: np.ndarray, deposit: float) -> bytes:
+    peak = np.maximum.accumulate(np.concatenate(([deposit], equity)))[1:]
+    dd = (equity - peak) / peak * 100.0
+    with plt.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(10, 2.4))
+        ax.fill_between(time, dd, 0, color="#e76f51", alpha=0.6, lw=0)
+        ax.set_ylabel("%")
+        ax.set_title("Equity drawdown from the running peak")
+        return _png(fig)
+
+
+def training(epochs: list[dict]) -> bytes:
+    """Loss per epoch (each training round its own line) and wall/device seconds per epoch."""
+    df = pd.DataFrame(epochs)
+    with plt.rc_context(_STYLE):
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.2))
+        for rnd, part in df.groupby("round"):
+            label = f"round {rnd}" if df["round"].nunique() > 1 else "training loss"
+            a1.plot(part["epoch"], part["loss"], marker=".", lw=1, label=label)
+            if "val_loss" in part and part["val_loss"].notna().any():
+                a1.plot(part["epoch"], part["val_loss"], ls="--", lw=1, label=f"{label} (validation)")
+        a1.set_xlabel("epoch")
+        a1.set_ylabel("cross-entropy")
+        a1.set_title("Loss per epoch")
+        a1.legend(loc="best")
+        x = np.arange(1, len(df) + 1)
+        a2.bar(x, df["wall_s"], color="#8ab17d", label="wall")
+        if "device_s" in df and df["device_s"].notna().any():
+            a2.plot(x, df["device_s"].astype(float), color="#264653", marker=".", lw=1, label="device")
+        a2.set_xlabel("epoch (all rounds)")
+        a2.set_ylabel("seconds")
+        a2.set_title("Time per epoch")
+        a2.legend(loc="best")
+        return _png(fig)
+
+
+def confusion(cm: list[list[int]], classes: list[str]) -> bytes:
+    m = np.asarray(cm, dtype=float)
+    with plt.rc_context({**_STYLE, "axes.grid": False}):
+        fig, ax = plt.subplots(figsize=(4.2, 3.6))
+        ax.imshow(m, cmap="Blues")
+        for i in range(m.shape[0]):
+            for j in range(m.shape[1]):
+                colour = "white" if m[i, j] > m.max() / 2 else "black"
+                ax.text(j, i, f"{int(m[i, j])}", ha="center", va="center", color=colour)
+        ax.set_xticks(range(len(classes)), classes)
+        ax.set_yticks(range(len(classes)), classes)
+        ax.set_xlabel("predicted")
+        ax.set_ylabel("true")
+        ax.set_title("Confusion matrix (forward)")
+        return _png(fig)
+
+
+def price(chart: dict, trades: pd.DataFrame, classes: list[str] | None) -> bytes:
+    """The last forward bars: high/low range and close, true fractals (filled), predicted (hollow), trades."""
+    idx = chart["index"]
+    x = np.arange(len(idx))  # bar positions: weekends and holidays leave no gaps
+    with plt.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(10, 4.2))
+        ax.vlines(x, chart["low"], chart["high"], color="#adb5bd", lw=0.8)
+        ax.plot(x, chart["close"], color="#495057", lw=0.8, label="close")
+        span = float(np.nanmax(chart["high"]) - np.nanmin(chart["low"])) or 1.0
+        pad = span * 0.012
+        if classes is not None and "y_true" in chart:
+            for arr, hollow, what in ((chart["y_true"], False, "true"), (chart["y_pred"], True, "predicted")):
+                off = pad * (2.2 if hollow else 1.0)
+                buy, sell = arr == 1, arr == 2
+                face = "none" if hollow else None
+                ax.scatter(
+                    x[buy],
+                    chart["low"][buy] - off,
+                    marker="^",
+                    s=22,
+                    color="#2a9d8f",
+                    facecolors=face,
+                    label=f"{what} {classes[1]}",
+                )
+                ax.scatter(
+                    x[sell],
+                    chart["high"][sell] + off,
+                    marker="v",
+                    s=22,
+                    color="#e76f51",
+                    facecolors=face,
+                    label=f"{what} {classes[2]}",
+                )
+        if len(trades):
+            first, last = int(idx[0]), int(idx[-1])
+            inside = trades[(trades.entry_bar >= first) & (trades.entry_bar <= last)]
+            for row in inside.itertuples():
+                colour = "#1d3557" if row.type == "buy" else "#9d0208"
+                ax.plot(
+                    [row.entry_time, row.exit_time], [row.entry_price, row.exit_price], color=colour, lw=1.2
+                )
+                ax.scatter([row.entry_time], [row.entry_price], marker="o", s=14, color=colour)
+        ax.set_title("Price, fractals and trades (last forward bars)")
+        ax.legend(loc="best", fontsize=7, ncol=3)
+        return _png(fig)
