@@ -11,6 +11,7 @@ __kernel void batchnorm_forward_train(__global const REAL *x, const uint x_off, 
                                       __global REAL *y, const uint y_off, __global REAL *xhat,
                                       const uint xhat_off, __global REAL *inv_std, const uint inv_std_off,
                                       const int F, const int B, const REAL momentum, const REAL eps) {
+    __local REAL scratch[CG * RG];
     x += x_off;
     gamma += gamma_off;
     beta += beta_off;
@@ -19,7 +20,6 @@ __kernel void batchnorm_forward_train(__global const REAL *x, const uint x_off, 
     y += y_off;
     xhat += xhat_off;
     inv_std += inv_std_off;
-    __local REAL scratch[CG * RG];
     const int f = get_global_id(0);
     const int lane = get_local_id(1);
     const bool live = f < F;
@@ -57,14 +57,14 @@ __kernel void batchnorm_forward_train(__global const REAL *x, const uint x_off, 
     }
 }
 
-/* Inference (and batches of one): normalise with the running statistics. 2-D range (F, B). */
+/* Inference (and batches of one): normalise with the running statistics. n = B * F items. */
 __kernel void batchnorm_forward_infer(__global const REAL *x, const uint x_off, __global const REAL *gamma,
                                       const uint gamma_off, __global const REAL *beta, const uint beta_off,
                                       __global const REAL *running_mean, const uint running_mean_off,
                                       __global const REAL *running_var, const uint running_var_off,
                                       __global REAL *y, const uint y_off, __global REAL *xhat,
                                       const uint xhat_off, __global REAL *inv_std, const uint inv_std_off,
-                                      const int F, const int B, const REAL eps) {
+                                      const int F, const int n, const REAL eps) {
     x += x_off;
     gamma += gamma_off;
     beta += beta_off;
@@ -73,17 +73,16 @@ __kernel void batchnorm_forward_infer(__global const REAL *x, const uint x_off, 
     y += y_off;
     xhat += xhat_off;
     inv_std += inv_std_off;
-    const int f = get_global_id(0);
-    const int b = get_global_id(1);
-    if (f >= F || b >= B) {
+    const int i = get_global_id(0);
+    if (i >= n) {
         return;
     }
+    const int f = i % F;
     const REAL istd = rsqrt(running_var[f] + eps);
-    const size_t k = (size_t)b * F + f;
-    const REAL h = (x[k] - running_mean[f]) * istd;
-    xhat[k] = h;
-    y[k] = gamma[f] * h + beta[f];
-    if (b == 0) {
+    const REAL h = (x[i] - running_mean[f]) * istd;
+    xhat[i] = h;
+    y[i] = gamma[f] * h + beta[f];
+    if (i < F) {
         inv_std[f] = istd;
     }
 }
@@ -97,6 +96,7 @@ __kernel void batchnorm_backward(__global const REAL *gy, const uint gy_off, __g
                                  __global const REAL *gamma, const uint gamma_off, __global REAL *gx,
                                  const uint gx_off, __global REAL *ggamma, const uint ggamma_off,
                                  __global REAL *gbeta, const uint gbeta_off, const int F, const int B) {
+    __local REAL scratch[CG * RG];
     gy += gy_off;
     xhat += xhat_off;
     inv_std += inv_std_off;
@@ -104,7 +104,6 @@ __kernel void batchnorm_backward(__global const REAL *gy, const uint gy_off, __g
     gx += gx_off;
     ggamma += ggamma_off;
     gbeta += gbeta_off;
-    __local REAL scratch[CG * RG];
     const int f = get_global_id(0);
     const int lane = get_local_id(1);
     const bool live = f < F;

@@ -35,30 +35,28 @@ __kernel void mul(__global const REAL *a, const uint a_off, __global const REAL 
 }
 
 /* out (B, F) = src[rows] with src (N, F), rows (B,): the shuffled mini-batch, built on the device.
- * 2-D range (F, B). */
+ * One item per output element (n = B * F). */
 __kernel void gather_rows(__global const REAL *src, const uint src_off, __global const int *rows,
                           const uint rows_off, __global REAL *out, const uint out_off, const int F,
-                          const int B) {
+                          const int n) {
     src += src_off;
     rows += rows_off;
     out += out_off;
-    const int f = get_global_id(0);
-    const int b = get_global_id(1);
-    if (f < F && b < B) {
-        out[(size_t)b * F + f] = src[(size_t)rows[b] * F + f];
+    const int i = get_global_id(0);
+    if (i < n) {
+        const int b = i / F;
+        out[i] = src[(size_t)rows[b] * F + (i - b * F)];
     }
 }
 
-/* y (B, O) = act(y + bias): the dense epilogue when the GEMM runs without one. 2-D range (O, B). */
+/* y (B, O) = act(y + bias): the dense epilogue when the GEMM runs without one. n = B * O items. */
 __kernel void bias_act(__global REAL *y, const uint y_off, __global const REAL *bias, const uint bias_off,
-                       const int O, const int B, const int act, const REAL alpha, const REAL beta) {
+                       const int O, const int n, const int act, const REAL alpha, const REAL beta) {
     y += y_off;
     bias += bias_off;
-    const int o = get_global_id(0);
-    const int b = get_global_id(1);
-    if (o < O && b < B) {
-        const size_t k = (size_t)b * O + o;
-        y[k] = nn_act(act, y[k] + bias[o], alpha, beta);
+    const int i = get_global_id(0);
+    if (i < n) {
+        y[i] = nn_act(act, y[i] + bias[i % O], alpha, beta);
     }
 }
 
@@ -67,11 +65,11 @@ __kernel void bias_act(__global REAL *y, const uint y_off, __global const REAL *
 __kernel void dense_dz_bias(__global const REAL *gy, const uint gy_off, __global const REAL *y,
                             const uint y_off, __global REAL *dz, const uint dz_off, __global REAL *gb,
                             const uint gb_off, const int O, const int B, const int act, const REAL alpha) {
+    __local REAL scratch[CG * RG];
     gy += gy_off;
     y += y_off;
     dz += dz_off;
     gb += gb_off;
-    __local REAL scratch[CG * RG];
     const int o = get_global_id(0);
     const int lane = get_local_id(1);
     REAL sum = (REAL)0;

@@ -1,8 +1,7 @@
 /* Shared definitions of the network-library kernels (elementwise, activations, losses, batch norm,
  * dropout, optimizers, reductions).
  *
- * Build options:
- *   -D REAL=float|double   element type (double needs cl_khr_fp64)
+ * Build options (REAL and the array-argument convention come from common.h):
  *   -D LWG=n               work-group size of the single-group and partial reductions (power of two;
  *                          1 on CPU devices, where PoCL runs barriers slowly and one item per group wins)
  *   -D RG=n                rows reduced in parallel by one work-group of a column kernel (power of two;
@@ -12,9 +11,6 @@
 #ifndef NN_COMMON_H
 #define NN_COMMON_H
 
-#ifndef REAL
-#define REAL float
-#endif
 #ifndef LWG
 #define LWG 1
 #endif
@@ -25,16 +21,10 @@
 #define CG 16
 #endif
 
-#ifdef cl_khr_fp64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
+#include "common.h"
 
-/* Activation codes, in the order of nn.backend.ACTIVATIONS. */
-#define ACT_LINEAR 0
-#define ACT_SIGMOID 1
-#define ACT_TANH 2
-#define ACT_RELU 3
-#define ACT_LRELU 4
+/* Activation codes, in the order of nn.backend.ACTIVATIONS: common.h defines the output-derivable ones
+ * (0-4, shared with the GEMM epilogue); these follow. */
 #define ACT_SWISH 5
 #define ACT_SOFTPLUS 6
 #define ACT_GELU 7

@@ -8,9 +8,9 @@
  * otherwise, so neighbouring items read neighbouring elements). */
 __kernel void sumsq_partials(__global const REAL *g, const uint g_off, __global REAL *partials,
                              const uint partials_off, const int n) {
+    __local REAL scratch[LWG];
     g += g_off;
     partials += partials_off;
-    __local REAL scratch[LWG];
     const int groups = get_num_groups(0);
     const int k = get_group_id(0);
     REAL acc = (REAL)0;

@@ -15,11 +15,11 @@
 __kernel void softmax_cce_loss(__global const REAL *x, const uint x_off, __global const REAL *t,
                                const uint t_off, __global REAL *grad, const uint grad_off,
                                __global REAL *value, const uint value_off, const int C, const int B) {
+    __local REAL scratch[LWG];
     x += x_off;
     t += t_off;
     grad += grad_off;
     value += value_off;
-    __local REAL scratch[LWG];
     const REAL inv_b = (REAL)1 / (REAL)B;
     REAL acc = (REAL)0;
     for (int b = get_local_id(0); b < B; b += LWG) {
@@ -51,11 +51,11 @@ __kernel void softmax_cce_loss(__global const REAL *x, const uint x_off, __globa
 __kernel void pointwise_loss(__global const REAL *p, const uint p_off, __global const REAL *t,
                              const uint t_off, __global REAL *grad, const uint grad_off, __global REAL *value,
                              const uint value_off, const int n, const int kind) {
+    __local REAL scratch[LWG];
     p += p_off;
     t += t_off;
     grad += grad_off;
     value += value_off;
-    __local REAL scratch[LWG];
     const REAL inv_n = (REAL)1 / (REAL)n;
     REAL acc = (REAL)0;
     for (int i = get_local_id(0); i < n; i += LWG) {

@@ -1,0 +1,113 @@
+// GEMM for CPU devices: C (M, N) = act(alpha * op(A) * op(B) + beta * C + bias), row-major, REAL.
+//
+// Design (measured on PoCL's CPU device, see benchmarks/RESULTS.md):
+// - op(B) is first packed into column panels of NR = 16 values: Bp[panel][k][0..15], zero-padded past N.
+//   The product kernel then reads one aligned REAL16 per k (a single vector load) whatever the layout and
+//   transposition of B, and never needs a bounds check inside the k loop.
+// - Each work-item owns a TM x 16 block of C: TM accumulators of REAL16 stay in registers, each k step
+//   broadcasts TM scalars of op(A) and does TM vector multiply-adds. No local memory, no barriers, and a
+//   work-group of 1 x 1: PoCL runs work-groups on its threads and would serialise the items of a larger one.
+// - op(A) is read through two strides (row, k), so transposed A costs nothing extra.
+// - The epilogue (alpha, beta, bias per column, activation) is fused: a dense layer is one product launch.
+//
+// Build-time macros: REAL (common.h), TM (rows per work-item, default 6).
+#include "common.h"
+
+#ifndef TM
+#define TM 6
+#endif
+#define NR 16
+
+// Packs op(B) (K, N), element (k, n) at B[k * sbk + n * sbn], into Bp (panels, K, NR).
+// One work-item per (k, panel): global size (K, ceil(N / NR)).
+__kernel void gemm_pack_b(__global const REAL* restrict B, const uint b_off,
+                          __global REAL* restrict Bp, const uint bp_off,
+                          const int K, const int N, const int sbk, const int sbn) {
+    const int k = get_global_id(0);
+    const int panel = get_global_id(1);
+    B += b_off + (size_t)k * sbk;
+    Bp += bp_off + ((size_t)panel * K + k) * NR;
+    const int n0 = panel * NR;
+    if (n0 + NR <= N) {
+        for (int c = 0; c < NR; ++c) Bp[c] = B[(size_t)(n0 + c) * sbn];
+    } else {
+        for (int c = 0; c < NR; ++c) Bp[c] = (n0 + c < N) ? B[(size_t)(n0 + c) * sbn] : (REAL)0;
+    }
+}
+
+inline REAL16 activation16(REAL16 x, int act, REAL a, REAL b) {
+    switch (act) {
+    case ACT_SIGMOID: return (REAL)1 / ((REAL)1 + exp(-x));
+    case ACT_TANH: return tanh(x);
+    case ACT_RELU: return max(x, (REAL)0);
+    case ACT_LRELU: return select(a * x, x, x > (REAL)0);
+    default: return a * x + b;
+    }
+}
+
+// C = act(alpha * op(A) Bp + beta * C + bias). op(A) (M, K) element (m, k) at A[m * sam + k * sak].
+// Global size (ceil(M / TM), panels), local size (1, 1).
+// bias: N values, or any buffer with has_bias = 0. C is read only when beta != 0 (so it may hold NaN).
+__kernel void gemm_tile(__global const REAL* restrict A, const uint a_off,
+                        __global const REAL* restrict Bp, const uint bp_off,
+                        __global REAL* restrict C, const uint c_off,
+                        __global const REAL* restrict bias, const uint bias_off,
+                        const int M, const int N, const int K, const int sam, const int sak, const int ldc,
+                        const REAL alpha, const REAL beta, const int has_bias,
+                        const int act, const REAL act_a, const REAL act_b) {
+    const int m0 = get_global_id(0) * TM;
+    const int panel = get_global_id(1);
+    const int n0 = panel * NR;
+    A += a_off;
+    Bp += bp_off + (size_t)panel * K * NR;
+    C += c_off;
+    bias += bias_off;
+
+    // Rows past M read row M-1 (valid memory) and are never stored: no branch in the k loop.
+    __global const REAL* arow[TM];
+#pragma unroll
+    for (int r = 0; r < TM; ++r) arow[r] = A + (size_t)min(m0 + r, M - 1) * sam;
+
+    REAL16 acc[TM];
+#pragma unroll
+    for (int r = 0; r < TM; ++r) acc[r] = (REAL16)(0);
+
+    for (int k = 0; k < K; ++k) {
+        const REAL16 b = *(__global const REAL16*)(Bp + (size_t)k * NR);
+        const size_t ka = (size_t)k * sak;
+#pragma unroll
+        for (int r = 0; r < TM; ++r) acc[r] += arow[r][ka] * b;
+    }
+
+    REAL16 bvec = (REAL16)(0);
+    if (has_bias) {
+        if (n0 + NR <= N) {
+            bvec = *(__global const REAL16_u*)(bias + n0);
+        } else {
+            REAL tmp[NR];
+            for (int c = 0; c < NR; ++c) tmp[c] = (n0 + c < N) ? bias[n0 + c] : (REAL)0;
+            bvec = *(REAL16*)tmp;
+        }
+    }
+    const int rows = min(TM, M - m0);
+#pragma unroll
+    for (int r = 0; r < TM; ++r) {
+        if (r < rows) {
+            __global REAL* crow = C + (size_t)(m0 + r) * ldc + n0;
+            if (n0 + NR <= N) {
+                REAL16 v = alpha * acc[r] + bvec;
+                if (beta != (REAL)0) v += beta * *(__global const REAL16_u*)crow;
+                *(__global REAL16_u*)crow = activation16(v, act, act_a, act_b);
+            } else {
+                REAL16 v = alpha * acc[r] + bvec;
+                REAL tmp[NR];
+                *(REAL16*)tmp = v;
+                for (int c = 0; c < N - n0; ++c) {
+                    REAL x = tmp[c];
+                    if (beta != (REAL)0) x += beta * crow[c];
+                    crow[c] = apply_activation(x, act, act_a, act_b);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,149 @@
+/* Spectral pieces of ATFNet's F block (the DFTs themselves are GEMMs against precomputed bases):
+ * spectrum normalisation and its inverse, and the harmonic-energy weight. Rows are independent series
+ * (batch x channel); a spectrum row holds F complex bins as interleaved (Re, Im). */
+#include "complex.h"
+
+/* y = (X - mean) / std, std = sqrt(var_k |X_k| + eps) with `ddof` (0 or 1). One item per row. */
+__kernel void spectrum_norm_forward(__global const REAL *x, const uint x_off, __global REAL *y, const uint y_off,
+                                    __global REAL *mean, const uint mean_off, __global REAL *std,
+                                    const uint std_off, const int M, const int F, const REAL eps,
+                                    const int ddof) {
+    const int m = get_global_id(0);
+    if (m >= M) {
+        return;
+    }
+    x += x_off + (size_t)m * 2 * F;
+    y += y_off + (size_t)m * 2 * F;
+    REAL2 mu = (REAL2)(0, 0);
+    REAL amean = (REAL)0;
+    for (int k = 0; k < F; ++k) {
+        const REAL2 z = c_ld(x, k);
+        mu += z;
+        amean += c_abs(z);
+    }
+    mu /= (REAL)F;
+    amean /= (REAL)F;
+    REAL var = (REAL)0;
+    for (int k = 0; k < F; ++k) {
+        const REAL d = c_abs(c_ld(x, k)) - amean;
+        var += d * d;
+    }
+    const REAL sd = sqrt(var / (REAL)(F - ddof) + eps);
+    for (int k = 0; k < F; ++k) {
+        c_st(y, k, (c_ld(x, k) - mu) / sd);
+    }
+    c_st(mean + mean_off, m, mu);
+    std[std_off + m] = sd;
+}
+
+/* Exact gradient through both statistics:
+ * gX_k = (g_k - mean g) / sd - R (a_k - mean a) X_k / (a_k sd^2 (F - ddof)), R = sum Re(conj(g) y), a = |X|.
+ * One item per row. */
+__kernel void spectrum_norm_backward(__global const REAL *x, const uint x_off, __global const REAL *y,
+                                     const uint y_off, __global const REAL *std, const uint std_off,
+                                     __global const REAL *gy, const uint gy_off, __global REAL *gx,
+                                     const uint gx_off, const int M, const int F, const int ddof) {
+    const int m = get_global_id(0);
+    if (m >= M) {
+        return;
+    }
+    x += x_off + (size_t)m * 2 * F;
+    y += y_off + (size_t)m * 2 * F;
+    gy += gy_off + (size_t)m * 2 * F;
+    gx += gx_off + (size_t)m * 2 * F;
+    const REAL sd = std[std_off + m];
+    REAL2 gmean = (REAL2)(0, 0);
+    REAL amean = (REAL)0;
+    REAL r = (REAL)0;
+    for (int k = 0; k < F; ++k) {
+        const REAL2 g = c_ld(gy, k);
+        const REAL2 v = c_ld(y, k);
+        gmean += g;
+        amean += c_abs(c_ld(x, k));
+        r += g.x * v.x + g.y * v.y;
+    }
+    gmean /= (REAL)F;
+    amean /= (REAL)F;
+    const REAL coef = r / (sd * sd * (REAL)(F - ddof));
+    for (int k = 0; k < F; ++k) {
+        const REAL2 z = c_ld(x, k);
+        const REAL a = c_abs(z);
+        const REAL2 unit = a > (REAL)0 ? z / a : (REAL2)(0, 0);
+        c_st(gx, k, (c_ld(gy, k) - gmean) / sd - unit * (coef * (a - amean)));
+    }
+}
+
+/* out = y std + mean per row. One item per complex element (k, m): global (F, M). */
+__kernel void spectrum_denorm_forward(__global const REAL *y, const uint y_off, __global const REAL *mean,
+                                      const uint mean_off, __global const REAL *std, const uint std_off,
+                                      __global REAL *out, const uint out_off, const int M, const int F) {
+    const int k = get_global_id(0);
+    const int m = get_global_id(1);
+    if (k >= F || m >= M) {
+        return;
+    }
+    const size_t idx = (size_t)m * F + k;
+    c_st(out + out_off, idx, c_ld(y + y_off, idx) * std[std_off + m] + c_ld(mean + mean_off, m));
+}
+
+/* gx = gy std per row. Global (F, M). */
+__kernel void spectrum_denorm_backward(__global const REAL *gy, const uint gy_off, __global const REAL *std,
+                                       const uint std_off, __global REAL *gx, const uint gx_off, const int M,
+                                       const int F) {
+    const int k = get_global_id(0);
+    const int m = get_global_id(1);
+    if (k >= F || m >= M) {
+        return;
+    }
+    const size_t idx = (size_t)m * F + k;
+    c_st(gx + gx_off, idx, c_ld(gy + gy_off, idx) * std[std_off + m]);
+}
+
+/* |DFT_k(x - mean)|^2 of one row of length L; the angle 2 pi (k t mod L) / L is reduced in integers. */
+inline REAL bin_energy(__global const REAL *x, const int L, const REAL mean, const int k) {
+    const REAL step = (REAL)(2.0 * M_PI) / (REAL)L;
+    REAL re = (REAL)0;
+    REAL im = (REAL)0;
+    int phase = 0;
+    for (int t = 0; t < L; ++t) {
+        const REAL v = x[t] - mean;
+        const REAL ang = step * (REAL)phase;
+        re += v * cos(ang);
+        im -= v * sin(ang);
+        phase += k;
+        if (phase >= L) {
+            phase -= L;
+        }
+    }
+    return re * re + im * im;
+}
+
+/* w = (E[k0] + E[2 k0] + E[3 k0]) / (sum_k E[k] + 1e-5), k0 = argmax of |X_k| over [3, F/3) (first on ties,
+ * 0 if empty), F = L/2 + 1. One item per row: global (M,). */
+__kernel void harmonic_weight(__global const REAL *x, const uint x_off, __global REAL *w, const uint w_off,
+                              const int M, const int L) {
+    const int m = get_global_id(0);
+    if (m >= M) {
+        return;
+    }
+    x += x_off + (size_t)m * L;
+    REAL mean = (REAL)0;
+    for (int t = 0; t < L; ++t) {
+        mean += x[t];
+    }
+    mean /= (REAL)L;
+    const int F = L / 2 + 1;
+    REAL total = (REAL)0;
+    REAL best = (REAL)-1;
+    int k0 = 0;
+    for (int k = 0; k < F; ++k) {
+        const REAL e = bin_energy(x, L, mean, k);
+        total += e;
+        if (k >= 3 && k < F / 3 && e > best) {
+            best = e;
+            k0 = k;
+        }
+    }
+    const REAL harm = bin_energy(x, L, mean, k0) + bin_energy(x, L, mean, 2 * k0) + bin_energy(x, L, mean, 3 * k0);
+    w[w_off + m] = harm / (total + (REAL)1e-5);
+}

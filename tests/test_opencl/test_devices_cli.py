@@ -1,0 +1,34 @@
+"""``neuronet devices``: lists every device and names the one neuronet uses, and why."""
+
+from __future__ import annotations
+
+from neuronet.cli import main
+from opencl import list_devices
+from opencl.device import ENV_DEVICE
+
+from .conftest import USABLE
+
+
+def test_lists_devices_and_default_choice(capsys, monkeypatch):
+    monkeypatch.delenv(ENV_DEVICE, raising=False)
+    main(["devices"])
+    out = capsys.readouterr().out
+    for d in list_devices():
+        assert d.index in out and d.name in out
+    assert "fp64" in out and "compute units" in out and "driver" in out
+    assert "neuronet uses" in out.splitlines()[-1] and "default" in out.splitlines()[-1]
+
+
+def test_device_option_previews_a_choice(capsys, monkeypatch):
+    monkeypatch.setenv(ENV_DEVICE, USABLE[0].index)
+    target = USABLE[-1]
+    main(["devices", "--device", target.index])
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith(f"neuronet uses {target.index} {target.name}") and "argument" in last
+
+
+def test_environment_variable_is_reported(capsys, monkeypatch):
+    monkeypatch.setenv(ENV_DEVICE, USABLE[0].index)
+    main(["devices"])
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert f"{ENV_DEVICE}={USABLE[0].index}" in last

@@ -1,0 +1,121 @@
+"""GEMM against NumPy float64 on awkward sizes, every transposition, fused epilogues, views, batches."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from opencl import ShapeError, memory
+from opencl.blas import gemm, gemm_batched
+
+SIZES = (1, 3, 5, 17, 130)
+
+
+def _tol(rt, k: int) -> tuple[float, float]:
+    """(rtol, atol) for a K-term dot product of N(0, 1) values in the runtime's precision."""
+    if rt.dtype == np.float64:
+        return 1e-12, 1e-13 * k
+    return 1e-5, 2e-6 * k
+
+
+def _run(rt, rng, m, n, k, ta, tb, *, alpha=1.0, beta=0.0, bias=False, act=None):
+    a = rng.standard_normal((k, m) if ta else (m, k))
+    b = rng.standard_normal((n, k) if tb else (k, n))
+    c0 = rng.standard_normal((m, n))
+    bv = rng.standard_normal(n)
+    da, db, dbias = memory.to_device(rt, a), memory.to_device(rt, b), memory.to_device(rt, bv)
+    dc = memory.to_device(rt, c0) if beta else memory.poison(memory.empty(rt, (m, n)))
+    gemm(rt, da, db, dc, trans_a=ta, trans_b=tb, alpha=alpha, beta=beta, bias=dbias if bias else None,
+         activation=act)
+    # Reference from the values the device actually saw (rounded to its dtype), in float64.
+    a, b, c0, bv = (x.astype(rt.dtype).astype(np.float64) for x in (a, b, c0, bv))
+    ref = alpha * ((a.T if ta else a) @ (b.T if tb else b)) + beta * c0 + (bv if bias else 0.0)
+    return dc.get(), ref
+
+
+TRANS = list(itertools.product((False, True), repeat=2))
+
+
+@pytest.mark.parametrize("ta,tb", TRANS, ids=lambda v: "T" if v else "N")
+def test_all_awkward_shapes(rt, rng, ta, tb):
+    for m, n, k in itertools.product(SIZES, repeat=3):
+        out, ref = _run(rt, rng, m, n, k, ta, tb)
+        rtol, atol = _tol(rt, k)
+        msg = f"M={m} N={n} K={k} ta={ta} tb={tb}"
+        np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol, err_msg=msg)
+
+
+ACTS = {
+    "linear": lambda z: 0.5 * z - 0.25,
+    "sigmoid": lambda z: 1 / (1 + np.exp(-z)),
+    "tanh": np.tanh,
+    "relu": lambda z: np.maximum(z, 0),
+    "lrelu": lambda z: np.where(z > 0, z, 0.1 * z),
+}
+
+
+class _Act:  # the attributes gemm reads from nn.Activation
+    def __init__(self, kind, alpha=1.0, beta=0.0):
+        self.kind, self.alpha, self.beta = kind, alpha, beta
+
+
+@pytest.mark.parametrize("kind", list(ACTS))
+def test_fused_epilogue(rt, rng, kind):
+    act = {"linear": _Act("linear", 0.5, -0.25), "lrelu": _Act("lrelu", 0.1)}.get(kind, kind)
+    for m, n, k in ((17, 130, 5), (3, 17, 130), (130, 33, 17)):
+        for ta, tb in ((False, True), (True, False)):
+            out, ref = _run(rt, rng, m, n, k, ta, tb, alpha=0.7, beta=0.3, bias=True, act=act)
+            rtol, atol = _tol(rt, k)
+            msg = f"{kind} {m}x{n}x{k}"
+            np.testing.assert_allclose(out, ACTS[kind](ref), rtol=rtol * 10, atol=atol, err_msg=msg)
+
+
+def test_dense_layer_shapes_on_views(rt, rng):
+    """Forward, weight gradient and input gradient with w, b, gw as views of one flat buffer."""
+    bsz, i, o = 33, 130, 17
+    al = rt.alignment
+    w_off, b_off, gw_off = 0, memory.aligned_size(o * i, al), memory.aligned_size(o * i + o, al) + al
+    flat = memory.to_device(rt, rng.standard_normal(gw_off + o * i + 3))
+    w = memory.view(flat, w_off, (o, i), al)
+    b = memory.view(flat, b_off, (o,), al)
+    gw = memory.view(flat, gw_off, (o, i), al)
+    x_h = rng.standard_normal((bsz, i))
+    dz_h = rng.standard_normal((bsz, o))
+    x, dz = memory.to_device(rt, x_h), memory.to_device(rt, dz_h)
+    y, gx = memory.poison(memory.empty(rt, (bsz, o))), memory.poison(memory.empty(rt, (bsz, i)))
+    gemm(rt, x, w, y, trans_b=True, bias=b, activation="tanh")
+    gemm(rt, dz, x, gw, trans_a=True)
+    gemm(rt, dz, w, gx)
+    host = flat.get().astype(np.float64)
+    w_h, b_h = host[w_off:w_off + o * i].reshape(o, i), host[b_off:b_off + o]
+    x_h, dz_h = x_h.astype(rt.dtype), dz_h.astype(rt.dtype)
+    rtol, atol = _tol(rt, i)
+    np.testing.assert_allclose(y.get(), np.tanh(x_h @ w_h.T + b_h), rtol=rtol * 10, atol=atol)
+    np.testing.assert_allclose(host[gw_off:gw_off + o * i].reshape(o, i), dz_h.T @ x_h, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(gx.get(), dz_h @ w_h, rtol=rtol, atol=atol)
+    np.testing.assert_array_equal(host[w_off:w_off + o * i].reshape(o, i), w.get())  # w untouched
+
+
+def test_batched(rt, rng):
+    g, m, n, k = 3, 17, 5, 130
+    a, b = rng.standard_normal((g, k, m)), rng.standard_normal((g, n, k))
+    c = memory.poison(memory.empty(rt, (g, m, n)))
+    gemm_batched(rt, memory.to_device(rt, a), memory.to_device(rt, b), c, trans_a=True, trans_b=True, alpha=2)
+    a, b = a.astype(rt.dtype), b.astype(rt.dtype)
+    ref = 2 * np.einsum("gkm,gnk->gmn", a.astype(np.float64), b.astype(np.float64))
+    rtol, atol = _tol(rt, k)
+    np.testing.assert_allclose(c.get(), ref, rtol=rtol, atol=atol * 2)
+
+
+def test_bad_operands_raise_clear_errors(rt):
+    a, b, c = memory.empty(rt, (3, 4)), memory.empty(rt, (5, 6)), memory.empty(rt, (3, 6))
+    with pytest.raises(ShapeError, match="does not fit"):
+        gemm(rt, a, b, c)
+    with pytest.raises(ShapeError, match="cannot be fused"):
+        gemm(rt, a, memory.empty(rt, (4, 6)), c, activation="softplus")
+    with pytest.raises(ShapeError, match="dtype"):
+        gemm(rt, a, memory.empty(rt, (4, 6), np.int32), c)
+    with pytest.raises(ShapeError, match="bias"):
+        gemm(rt, a, memory.empty(rt, (4, 6)), c, bias=memory.empty(rt, (5,)))

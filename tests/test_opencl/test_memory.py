@@ -1,0 +1,46 @@
+"""Pooled arrays, views of flat buffers, the (buffer, offset) kernel-argument convention, poison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from opencl import ShapeError, memory
+
+
+def test_to_device_converts_types(rt):
+    x = memory.to_device(rt, np.arange(6, dtype=np.float64).reshape(2, 3))
+    assert x.dtype == rt.dtype and x.shape == (2, 3)
+    i = memory.to_device(rt, np.arange(5, dtype=np.int64))
+    assert i.dtype == np.int32
+    np.testing.assert_array_equal(i.get(), np.arange(5))
+
+
+def test_views_share_the_flat_buffer(rt):
+    a = rt.alignment
+    flat = memory.zeros(rt, (4 * a,))
+    v = memory.view(flat, 2 * a, (2, 3), a)
+    v.set(np.arange(6, dtype=rt.dtype).reshape(2, 3))
+    host = flat.get()
+    np.testing.assert_array_equal(host[2 * a:2 * a + 6], np.arange(6))
+    assert host[:2 * a].sum() == 0
+    buf, off = memory.arg(v)
+    assert buf is flat.base_data and off == 2 * a
+
+
+def test_view_rejects_misaligned_or_out_of_range(rt):
+    a = rt.alignment
+    flat = memory.zeros(rt, (4 * a,))
+    if a > 1:
+        with pytest.raises(ShapeError, match="alignment"):
+            memory.view(flat, 1, (2,), a)
+    with pytest.raises(ShapeError, match="exceeds"):
+        memory.view(flat, 3 * a, (2, a), a)
+    with pytest.raises(ShapeError, match="1-D"):
+        memory.view(flat.reshape(2, 2 * a), 0, (1,), a)
+
+
+def test_poison_fills_nan(rt):
+    x = memory.poison(memory.empty(rt, (5,)))
+    assert np.isnan(x.get()).all()
+    assert memory.aligned_size(5, 4) == 8 and memory.aligned_size(8, 4) == 8

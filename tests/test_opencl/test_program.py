@@ -1,0 +1,37 @@
+"""Kernel programs: built once per runtime and defines, kept kernels, clear build errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from opencl import KernelBuildError, kernels, memory
+
+
+def test_programs_are_memoised_per_defines(rt32):
+    a = kernels(rt32, "gemm.cl", TM=4)
+    assert kernels(rt32, "gemm.cl", TM=4) is a
+    assert kernels(rt32, "gemm.cl", TM=2) is not a
+    assert a.gemm_tile is a.gemm_tile  # kept objects, not re-created per access
+    assert {"gemm_pack_b", "gemm_tile"} <= set(a.names)
+
+
+def test_scalar_arguments_take_python_numbers(rt32):
+    k = kernels(rt32, "probe.cl")
+    x = memory.to_device(rt32, np.zeros(7))
+    rt32.launch(k.probe, (7,), None, x.base_data)
+    np.testing.assert_array_equal(x.get(), np.ones(7))
+
+
+def test_build_failure_shows_file_options_and_log(rt32):
+    with pytest.raises(KernelBuildError) as err:
+        kernels(rt32, "gemm.cl", TM="(")
+    text = str(err.value)
+    assert "gemm.cl" in text and "-DTM=(" in text and "error" in text.lower()
+
+
+def test_missing_file_and_missing_kernel(rt32):
+    with pytest.raises(KernelBuildError, match=r"no_such_file\.cl"):
+        kernels(rt32, "no_such_file.cl")
+    with pytest.raises(AttributeError, match="no kernel 'nope'"):
+        _ = kernels(rt32, "probe.cl").nope
