@@ -7,18 +7,37 @@ from typing import Any
 import numpy as np
 
 from nn.backend import Backend
+from nn.callbacks import EarlyStopping, EpochRecord, History
+from nn.io import ModelFileError, load, save
 from nn.layers import ActivationLayer, BatchNorm, Dense, Dropout, Softmax, from_config, register_layer
+from nn.model import Sequential
+from nn.optim import SGD, AdaDelta, AdaGrad, Adam, ExponentialDecay, Momentum, RMSProp, StepDecay
 
 __all__ = [
+    "SGD",
     "ActivationLayer",
+    "AdaDelta",
+    "AdaGrad",
+    "Adam",
     "BackendUnavailableError",
     "BatchNorm",
     "Dense",
     "Dropout",
+    "EarlyStopping",
+    "EpochRecord",
+    "ExponentialDecay",
+    "History",
+    "ModelFileError",
+    "Momentum",
+    "RMSProp",
+    "Sequential",
     "Softmax",
+    "StepDecay",
     "from_config",
     "get_backend",
+    "load",
     "register_layer",
+    "save",
 ]
 
 
