@@ -92,3 +92,34 @@ def native_mt5(monkeypatch):
     MetaTrader5.SIM.reset()
     for name in [m for m in sys.modules if m == "MetaTrader5" or m.startswith("MetaTrader5.")]:
         del sys.modules[name]
+
+
+# ---- Hand-made candle frames ------------------------------------------------------------------------------
+# Used by test_validate.py, test_resample.py, test_store.py and test_mt5_csv.py.
+
+
+@pytest.fixture
+def candles():
+    """``candles(times, ohlc_rows, timeframe="H1", tick_volume=, spread=, real_volume=, clock=)``: a
+    canonical frame from UTC time strings and (open, high, low, close) rows."""
+    import numpy as np
+    import pandas as pd
+
+    from datafeeds import UTC, CandleMeta, Timeframe, make_frame
+
+    def build(times, ohlc, *, timeframe="H1", tick_volume=None, spread=None, real_volume=None, clock=UTC):
+        n = len(times)
+        arr = np.array(ohlc, dtype=np.float64).reshape(n, 4)  # (N, 4)
+        data = {
+            "open": arr[:, 0],
+            "high": arr[:, 1],
+            "low": arr[:, 2],
+            "close": arr[:, 3],
+            "tick_volume": np.array(tick_volume if tick_volume is not None else [1] * n, dtype=np.uint64),
+            "spread": np.array(spread if spread is not None else [0] * n, dtype=np.int32),
+            "real_volume": np.array(real_volume if real_volume is not None else [0] * n, dtype=np.uint64),
+        }
+        meta = CandleMeta("EURUSD", Timeframe.parse(timeframe), 5, clock, "test")
+        return make_frame(data, pd.DatetimeIndex(times), meta)
+
+    return build
