@@ -71,9 +71,16 @@ __kernel void pointwise_loss(__global const REAL *p, const uint p_off, __global 
             loss = fabs(d);
             g = d > (REAL)0 ? (REAL)1 : (d < (REAL)0 ? (REAL)-1 : (REAL)0);
         } else {
+#ifdef REAL_IS_DOUBLE
             const REAL pc = clamp(pi, (REAL)BCE_CLIP, (REAL)1 - (REAL)BCE_CLIP);
-            loss = -(ti * log(pc) + ((REAL)1 - ti) * log((REAL)1 - pc));
-            g = (pc - ti) / (pc * ((REAL)1 - pc));
+            const REAL qc = (REAL)1 - pc;
+#else
+            /* 1 - 1e-7 rounds to 1 - 1.19e-7 in float32: clip p and 1 - p from below separately. */
+            const REAL pc = fmax(pi, (REAL)BCE_CLIP);
+            const REAL qc = fmax((REAL)1 - pi, (REAL)BCE_CLIP);
+#endif
+            loss = -(ti * log(pc) + ((REAL)1 - ti) * log(qc));
+            g = (fmin(pc, (REAL)1 - (REAL)BCE_CLIP) - ti) / (pc * qc);
         }
         acc += loss;
         grad[i] = g * inv_n;

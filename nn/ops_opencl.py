@@ -1,0 +1,331 @@
+"""The OpenCL backend: every ``nn.backend.Backend`` op as one kernel launch on device-resident tensors.
+
+Tensors are ``pyopencl.array.Array`` allocated from the runtime's memory pool; an op enqueues its kernel
+and returns without waiting, so a training step is a stream of launches with no host round trip (only
+``to_numpy`` reads back). Kernels live in ``opencl/kernels/*.cl`` (elementwise, activations, softmax_loss,
+batchnorm, dropout, optim, reduce) and are built once per runtime with ``-D REAL=float|double`` and the
+work-group shapes chosen here for the device kind; dense products go through ``opencl.blas.gemm`` with
+its fused bias + activation epilogue.
+
+Work-group shapes: PoCL's CPU device runs local-memory barriers slowly and vectorises across the items
+of a group, so reductions there use one item per row/column/chunk (``LWG = RG = 1``) and elementwise
+kernels large groups; GPUs reduce with 256-item groups and local-memory trees.
+
+Extension mixins (attention, complex ops) build on four helpers: ``self.runtime``, ``self.kernels(file,
+**defines)``, ``self.empty(shape)`` and ``self.launch(kernel, global_size, local_size, *args)`` with
+array arguments expanded by ``self.arg(t)`` into (buffer, element offset) as ``opencl.memory`` describes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from nn.backend import ACTIVATIONS, Activation
+from opencl import get_runtime, memory
+from opencl import kernels as build_kernels
+from opencl.blas import gemm
+from opencl.errors import ShapeError
+
+_FILES = (
+    "elementwise.cl",
+    "activations.cl",
+    "softmax_loss.cl",
+    "batchnorm.cl",
+    "dropout.cl",
+    "optim.cl",
+    "reduce.cl",
+)
+_ACT_CODE = {kind: code for code, kind in enumerate(ACTIVATIONS)}
+_POINTWISE_LOSS = {"mse": 0, "mae": 1, "bce": 2}
+_PARTIALS = 64  # work-groups of the global-norm reduction (partial sums read by every item afterwards)
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+class OpenCLBackend:
+    """``Backend`` on an OpenCL device (float32 by default, float64 where the device has fp64)."""
+
+    def __init__(self, device=None, dtype=None) -> None:
+        super().__init__()
+        rt = get_runtime(device, dtype)
+        self.runtime = rt
+        self.name = f"opencl:{rt.info.name}"
+        self.dtype = rt.dtype
+        self.alignment = rt.alignment
+        self._queue = rt.queue
+        self._context = rt.context
+        self._itemsize = rt.dtype.itemsize
+        cpu = rt.is_cpu
+        # LWG: single-group reduction width; RG x CG: column-kernel work-group; EW: elementwise group.
+        self._lwg = 1 if cpu else 256
+        self._rg = 1 if cpu else 8
+        self._cg = 16 if cpu else 32
+        self._ew = 1024 if cpu else 256
+        self._row_group = 64 if cpu else 128
+        defines = {"LWG": self._lwg, "RG": self._rg, "CG": self._cg}
+        self._k: dict[str, cl.Kernel] = {}
+        for filename in _FILES:
+            ks = self.kernels(filename, **defines)
+            for name in ks.names:
+                self._k[name] = ks[name]
+        self._strides: dict[tuple[tuple[int, ...], np.dtype], tuple[int, ...]] = {}
+        self._fast_arrays = True
+        try:
+            self.empty((1,))
+        except TypeError:  # a pyopencl without the fast constructor: use the public one
+            self._fast_arrays = False
+        self._partials = self.empty((_PARTIALS,))
+
+    # --- helpers shared with extension mixins -------------------------------------------------------
+    def kernels(self, filename: str, **defines: object):
+        """The kept kernels of ``opencl/kernels/<filename>`` for this backend's runtime."""
+        return build_kernels(self.runtime, filename, **defines)
+
+    def empty(self, shape: tuple[int, ...], dtype=None) -> cla.Array:
+        """An uninitialised pooled array. Uses pyopencl's fast constructor (µs instead of ~15 µs)."""
+        dt = self.dtype if dtype is None else np.dtype(dtype)
+        shape = tuple(int(d) for d in shape)
+        if not self._fast_arrays:
+            return cla.empty(self._queue, shape, dt, allocator=self.runtime.allocator)
+        key = (shape, dt)
+        strides = self._strides.get(key)
+        if strides is None:
+            strides = cla.empty(self._queue, shape, dt, allocator=self.runtime.allocator).strides
+            self._strides[key] = strides
+        return cla.Array(None, shape, dt, allocator=self.runtime.allocator, strides=strides, _fast=True,
+                         _size=math.prod(shape), _context=self._context, _queue=self._queue)
+
+    def launch(self, kernel: cl.Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
+               *args) -> None:
+        self.runtime.launch(kernel, global_size, local_size, *args)
+
+    @staticmethod
+    def arg(t: cla.Array) -> tuple:
+        """(base buffer, element offset): how every kernel of ours receives an array."""
+        return t.base_data, t.offset // t.dtype.itemsize
+
+    def _ew_launch(self, kernel: cl.Kernel, n: int, *args) -> None:
+        """One item per element, global size rounded up to the elementwise group (kernels guard n).
+
+        The group size is fixed: PoCL compiles one work-group function per distinct local size."""
+        self.runtime.launch(kernel, (_round_up(n, self._ew),), (self._ew,), *args)
+
+    def _col_launch(self, kernel: cl.Kernel, cols: int, *args) -> None:
+        self.runtime.launch(kernel, (_round_up(cols, self._cg), self._rg), (self._cg, self._rg), *args)
+
+    # --- memory -------------------------------------------------------------------------------------
+    def asarray(self, a: np.ndarray) -> cla.Array:
+        return memory.to_device(self.runtime, np.asarray(a))
+
+    def to_numpy(self, t: cla.Array) -> np.ndarray:
+        return t.get()
+
+    def zeros(self, shape: tuple[int, ...]) -> cla.Array:
+        t = self.empty(shape)
+        self.fill_(t, 0.0)
+        return t
+
+    def view(self, flat: cla.Array, offset: int, shape: tuple[int, ...]) -> cla.Array:
+        return memory.view(flat, offset, tuple(shape), self.alignment)
+
+    def fill_(self, t: cla.Array, value: float) -> None:
+        if t.size:
+            self._ew_launch(self._k["fill"], t.size, *self.arg(t), value, t.size)
+
+    def copy_(self, dst: cla.Array, src: cla.Array) -> None:
+        _same_shape("copy_", dst, src)
+        if dst.size:
+            cl.enqueue_copy(self._queue, dst.base_data, src.base_data, byte_count=dst.nbytes,
+                            src_offset=src.offset, dst_offset=dst.offset)
+
+    def add_(self, dst: cla.Array, src: cla.Array) -> None:
+        _same_shape("add_", dst, src)
+        if dst.size:
+            self._ew_launch(self._k["add_inplace"], dst.size, *self.arg(dst), *self.arg(src), dst.size)
+
+    def gather_rows(self, src: cla.Array, rows: cla.Array) -> cla.Array:
+        if rows.dtype != np.int32 or rows.ndim != 1:
+            raise ShapeError(f"gather_rows: rows must be a 1-D int32 tensor, got {rows.dtype} {rows.shape}")
+        out = self.empty((rows.shape[0], *src.shape[1:]))
+        f = math.prod(src.shape[1:])
+        if out.size:
+            self._ew_launch(self._k["gather_rows"], out.size, *self.arg(src), *self.arg(rows), *self.arg(out),
+                            f, out.size)
+        return out
+
+    def synchronize(self) -> None:
+        self.runtime.synchronize()
+
+    # --- dense --------------------------------------------------------------------------------------
+    def dense_forward(self, x: cla.Array, w: cla.Array, b: cla.Array, act: Activation) -> cla.Array:
+        if not act.output_derivable:
+            raise ValueError(f"activation {act.kind!r} cannot be fused into a dense layer")
+        y = self.empty((x.shape[0], w.shape[0]))  # (B, O)
+        gemm(self.runtime, x, w, y, trans_b=True, bias=b, activation=act)
+        return y
+
+    def dense_backward(self, x, w, y, gy, act, gw_out, gb_out, need_input_grad):
+        _same_shape("dense_backward", y, gy)
+        batch, outputs = y.shape
+        dz = self.empty((batch, outputs))
+        self._col_launch(self._k["dense_dz_bias"], outputs, *self.arg(gy), *self.arg(y), *self.arg(dz),
+                         *self.arg(gb_out), outputs, batch, _ACT_CODE[act.kind], act.alpha)
+        gemm(self.runtime, dz, x, gw_out, trans_a=True)  # (B, O)ᵀ·(B, I) -> (O, I)
+        if not need_input_grad:
+            return None
+        gx = self.empty(x.shape)
+        gemm(self.runtime, dz, w, gx)  # (B, O)·(O, I) -> (B, I)
+        return gx
+
+    # --- elementwise activations and softmax --------------------------------------------------------
+    def activation_forward(self, x: cla.Array, act: Activation) -> cla.Array:
+        y = self.empty(x.shape)
+        if x.size:
+            self._ew_launch(self._k["activation_forward"], x.size, *self.arg(x), *self.arg(y), x.size,
+                            _ACT_CODE[act.kind], act.alpha, act.beta)
+        return y
+
+    def activation_backward(self, x, y, gy, act: Activation) -> cla.Array:
+        # Output-derivable kinds read y, the others x: the unused one may be None.
+        x = y if x is None else x
+        y = x if y is None else y
+        gx = self.empty(gy.shape)
+        if gy.size:
+            self._ew_launch(self._k["activation_backward"], gy.size, *self.arg(x), *self.arg(y),
+                            *self.arg(gy), *self.arg(gx), gy.size, _ACT_CODE[act.kind], act.alpha)
+        return gx
+
+    def _rows(self, kernel: str, c: int, b: int, *args) -> None:
+        group = self._row_group
+        self.runtime.launch(self._k[kernel], (_round_up(b, group),), (group,), *args, c, b)
+
+    def softmax_forward(self, x: cla.Array) -> cla.Array:
+        y = self.empty(x.shape)
+        c = x.shape[-1]
+        if x.size:
+            self._rows("softmax_forward", c, x.size // c, *self.arg(x), *self.arg(y))
+        return y
+
+    def softmax_backward(self, y: cla.Array, gy: cla.Array) -> cla.Array:
+        _same_shape("softmax_backward", y, gy)
+        gx = self.empty(y.shape)
+        c = y.shape[-1]
+        if y.size:
+            self._rows("softmax_backward", c, y.size // c, *self.arg(y), *self.arg(gy), *self.arg(gx))
+        return gx
+
+    # --- dropout ------------------------------------------------------------------------------------
+    def dropout_mask(self, shape: tuple[int, ...], rate: float, seed: int, counter: int) -> cla.Array:
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
+        mask = self.empty(shape)
+        n = mask.size
+        if n >= 2**32:
+            raise ShapeError(f"dropout_mask: {n} elements exceed the 32-bit counter space")
+        # uniform01 < rate  <=>  its 24-bit integer < ceil(rate * 2^24): exact integer comparison.
+        threshold = math.ceil(rate * (1 << 24))
+        if n:
+            self._ew_launch(self._k["dropout_mask"], n, *self.arg(mask), n, seed & 0xFFFFFFFF,
+                            counter & 0xFFFFFFFF, threshold, 1.0 / (1.0 - rate))
+        return mask
+
+    def mul(self, a: cla.Array, b: cla.Array) -> cla.Array:
+        _same_shape("mul", a, b)
+        out = self.empty(a.shape)
+        if a.size:
+            self._ew_launch(self._k["mul"], a.size, *self.arg(a), *self.arg(b), *self.arg(out), a.size)
+        return out
+
+    # --- batch normalization ------------------------------------------------------------------------
+    def batchnorm_forward(self, x, gamma, beta, running_mean, running_var, training, momentum, eps):
+        batch, features = x.shape
+        y = self.empty(x.shape)
+        xhat = self.empty(x.shape)
+        inv_std = self.empty((features,))
+        args = (*self.arg(x), *self.arg(gamma), *self.arg(beta), *self.arg(running_mean),
+                *self.arg(running_var), *self.arg(y), *self.arg(xhat), *self.arg(inv_std), features)
+        if training and batch > 1:
+            self._col_launch(self._k["batchnorm_forward_train"], features, *args, batch, momentum, eps)
+        elif x.size:
+            self._ew_launch(self._k["batchnorm_forward_infer"], x.size, *args, x.size, eps)
+        return y, xhat, inv_std
+
+    def batchnorm_backward(self, gy, xhat, inv_std, gamma, ggamma_out, gbeta_out) -> cla.Array:
+        _same_shape("batchnorm_backward", gy, xhat)
+        batch, features = gy.shape
+        gx = self.empty(gy.shape)
+        self._col_launch(self._k["batchnorm_backward"], features, *self.arg(gy), *self.arg(xhat),
+                         *self.arg(inv_std), *self.arg(gamma), *self.arg(gx), *self.arg(ggamma_out),
+                         *self.arg(gbeta_out), features, batch)
+        return gx
+
+    # --- losses -------------------------------------------------------------------------------------
+    def loss(self, kind: str, pred: cla.Array, target: cla.Array) -> tuple[cla.Array, cla.Array]:
+        if pred.shape != target.shape:
+            raise ValueError(f"loss {kind!r}: prediction {pred.shape} and target {target.shape} differ")
+        value = self.empty((1,))
+        grad = self.empty(pred.shape)
+        group = (self._lwg,)
+        arrays = (*self.arg(pred), *self.arg(target), *self.arg(grad), *self.arg(value))
+        if kind == "softmax_cce":
+            c = pred.shape[-1]
+            self.runtime.launch(self._k["softmax_cce_loss"], group, group, *arrays, c, pred.size // c)
+        elif kind in _POINTWISE_LOSS:
+            self.runtime.launch(self._k["pointwise_loss"], group, group, *arrays, pred.size,
+                                _POINTWISE_LOSS[kind])
+        else:
+            raise ValueError(f"unknown loss {kind!r}: expected mse, mae, softmax_cce or bce")
+        return value, grad
+
+    # --- optimizers ---------------------------------------------------------------------------------
+    def _update(self, kernel: str, w: cla.Array, tensors: tuple[cla.Array, ...], *scalars) -> None:
+        for t in tensors:
+            if t.size != w.size:
+                raise ShapeError(f"{kernel}: buffers of {t.size} and {w.size} elements differ")
+        args = [a for t in (w, *tensors) for a in self.arg(t)]
+        if w.size:
+            self._ew_launch(self._k[kernel], w.size, *args, w.size, *scalars)
+
+    def sgd_update(self, w, g, *, lr, l1, l2) -> None:
+        self._update("sgd_update", w, (g,), lr, l1, l2)
+
+    def momentum_update(self, w, g, v, *, lr, momentum, nesterov, l1, l2) -> None:
+        self._update("momentum_update", w, (g, v), lr, momentum, int(bool(nesterov)), l1, l2)
+
+    def adagrad_update(self, w, g, acc, *, lr, eps, l1, l2) -> None:
+        self._update("adagrad_update", w, (g, acc), lr, eps, l1, l2)
+
+    def rmsprop_update(self, w, g, acc, *, lr, rho, eps, l1, l2) -> None:
+        self._update("rmsprop_update", w, (g, acc), lr, rho, eps, l1, l2)
+
+    def adadelta_update(self, w, g, acc_grad, acc_delta, *, lr, rho, eps, l1, l2) -> None:
+        self._update("adadelta_update", w, (g, acc_grad, acc_delta), lr, rho, eps, l1, l2)
+
+    def adam_update(self, w, g, m, v, *, lr, beta1, beta2, eps, step, l1, l2) -> None:
+        if step < 1:
+            raise ValueError(f"Adam step counts from 1, got {step}")
+        # Bias corrections in float64 on the host: 1 - beta^t loses digits in float32 for small t.
+        c1 = 1.0 / (1.0 - beta1**step)
+        c2 = 1.0 / (1.0 - beta2**step)
+        self._update("adam_update", w, (g, m, v), lr, beta1, beta2, eps, c1, c2, l1, l2)
+
+    def clip_by_global_norm_(self, g: cla.Array, max_norm: float) -> None:
+        if g.size == 0:
+            return
+        size = (_PARTIALS * self._lwg,)
+        local = (self._lwg,)
+        self.runtime.launch(self._k["sumsq_partials"], size, local, *self.arg(g), *self.arg(self._partials),
+                            g.size)
+        self.runtime.launch(self._k["clip_by_norm"], size, local, *self.arg(g), *self.arg(self._partials),
+                            _PARTIALS, g.size, max_norm)
+
+
+def _same_shape(op: str, a: cla.Array, b: cla.Array) -> None:
+    if a.shape != b.shape:
+        raise ShapeError(f"{op}: shapes {a.shape} and {b.shape} differ")
