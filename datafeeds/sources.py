@@ -153,15 +153,21 @@ def load_validated(
     **options,
 ) -> ValidationReport:
     """Like ``load_candles`` but returns the full ``ValidationReport`` (gaps, repairs) with the frame."""
+    if isinstance(source, str) and repair is not None and source.strip().lower() == "csv":
+        options.setdefault("repair", repair)  # a file is repaired on read, where its line numbers are known
     src = get_source(source, **options) if isinstance(source, str) else source
     name = source if isinstance(source, str) else type(source).__name__
     lo, hi = _bound(start, "start"), _bound(end, "end")
     if lo is not None and hi is not None and lo >= hi:
         raise ValueError(f"start {lo} must come before end {hi}")
-    if name == "csv":
-        df = src.load(symbol, timeframe, lo, hi)
-    else:
-        df = src.load(symbol or "EURUSD", timeframe if timeframe is not None else "H1", lo, hi)
+    try:
+        if name == "csv":
+            df = src.load(symbol, timeframe, lo, hi)
+        else:
+            df = src.load(symbol or "EURUSD", timeframe if timeframe is not None else "H1", lo, hi)
+    finally:
+        if isinstance(source, str) and callable(getattr(src, "close", None)):
+            src.close()  # sources made here hold no connection past the call
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"candle source {name!r} returned {type(df).__name__}, not a DataFrame")
     meta = meta_of(df)

@@ -21,6 +21,7 @@ import os
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -92,7 +93,7 @@ def read_npz(path: str | os.PathLike) -> pd.DataFrame:
         with np.load(path, allow_pickle=False) as z:
             rates = z["rates"]
             header = json.loads(str(z["meta"]))
-    except (OSError, ValueError, KeyError, EOFError) as exc:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise CandleDataError(str(path), f"not a readable candle store file ({exc})") from None
     if rates.dtype != RATES_DTYPE:
         raise CandleDataError(str(path), f"rates have dtype {rates.dtype}, expected {RATES_DTYPE}")

@@ -32,6 +32,7 @@ _WEEKEND = (4 * 1440 + 17 * 60, 6 * 1440 + 17 * 60)  # Friday 17:00 .. Sunday 17
 _HOLIDAY_EVES = ((12, 24), (12, 31))  # closed from 17:00 New York ...
 _HOLIDAYS = ((12, 25), (1, 1))  # ... to 17:00 New York on the day
 TOLERANCE_MINUTES = 60
+REPAIRS_ATTR = "repairs"
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,8 @@ def validate(
 
     ``lines`` (optional, one per row) are the rows' 1-based line numbers in the file they were read from,
     so errors can point at the file's lines. With ``repair`` the returned report's ``frame`` is a repaired
-    copy and ``changes`` says what was done; the input frame is never modified.
+    copy and ``changes`` says what was done; the input frame is never modified. Repairs travel with the
+    frame in ``df.attrs["repairs"]``, so a later report (after a source repaired on read) still lists them.
     """
     meta = meta_of(df)
     origin = origin or meta.source or meta.symbol
@@ -169,11 +171,13 @@ def validate(
         broker = broker[~drop]
         df, lines = _keep(df, lines, ~drop)
 
+    earlier = list(df.attrs.get(REPAIRS_ATTR, ()))
     if changes:
         df = df.copy()
         df.attrs["candles"] = meta
+        df.attrs[REPAIRS_ATTR] = earlier + changes
     gaps = find_gaps(broker, meta.timeframe, meta.clock, holidays=holidays)
-    return ValidationReport(origin, df, gaps, changes)
+    return ValidationReport(origin, df, gaps, earlier + changes)
 
 
 def find_gaps(broker_seconds: np.ndarray, timeframe: Timeframe, clock, *, holidays: bool = True) -> list[Gap]:
