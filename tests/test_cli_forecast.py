@@ -1,0 +1,115 @@
+"""``neuronet forecast`` on a small CSV written to disk: the protocol, the outputs and the error messages."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from neuronet.commands.forecast import run_forecast
+
+TINY = dict(d_model=4, n_heads=2, e_layers=1, d_ff=8, dropout=0.0)
+
+
+@pytest.fixture
+def csv_path(tmp_path):
+    n = 400
+    t = np.arange(n)
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(
+        {
+            "date": pd.date_range("2021-01-01", periods=n, freq="h").astype(str),
+            "HUFL": np.sin(2 * np.pi * t / 24) + 0.1 * rng.normal(size=n),
+            "LULL": np.cumsum(rng.normal(size=n)) * 0.1,
+            "OT": 5 + np.sin(2 * np.pi * t / 12) + 0.1 * rng.normal(size=n),
+        }
+    )
+    path = tmp_path / "series.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _naive_mse_by_hand(path, seq_len, pred_len, column):
+    """The protocol written out independently: 70/10/20 rows, train-only scaling, last-value forecast."""
+    values = pd.read_csv(path)[column].to_numpy()
+    n = len(values)
+    n_train, n_test = int(n * 0.7), int(n * 0.2)
+    z = (values - values[:n_train].mean()) / values[:n_train].std()
+    errs = []
+    for s in range(n - n_test - seq_len, n - seq_len - pred_len + 1):
+        errs.append((z[s + seq_len : s + seq_len + pred_len] - z[s + seq_len - 1]) ** 2)
+    return float(np.mean(errs))
+
+
+def test_cli_end_to_end_in_a_subprocess(csv_path, tmp_path):
+    out = tmp_path / "result"
+    cmd = [sys.executable, "-m", "neuronet", "forecast", "--csv", str(csv_path), "--target", "OT",
+           "--seq-len", "24", "--pred-len", "8", "--epochs", "2", "--batch-size", "32", "--d-model", "4",
+           "--n-heads", "2", "--layers", "1", "--d-ff", "8", "--backend", "numpy", "--lr", "1e-3",
+           "--out", str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "naive MSE" in proc.stdout and "direction accuracy" in proc.stdout
+    doc = json.loads((out / "metrics.json").read_text())
+    assert doc["channels"] == ["HUFL", "LULL", "OT"] and doc["windows"]["test"] == 80 - 8 + 1
+    assert set(doc["mse"]) == {"atfnet", "naive", "linear"}
+    assert all(np.isfinite(v) for v in doc["mse"].values())
+    lines = (out / "per_horizon.csv").read_text().splitlines()
+    assert lines[0].startswith("step,atfnet_mse") and len(lines) == 9
+    # M: the naive score is the mean over all three channels of the by-hand protocol
+    want = np.mean([_naive_mse_by_hand(csv_path, 24, 8, c) for c in ("HUFL", "LULL", "OT")])
+    assert doc["mse"]["naive"] == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("features", ["S", "MS"])
+def test_single_target_scoring(features, csv_path):
+    doc = run_forecast(csv_path, "OT", features=features, seq_len=24, pred_len=8, model="patchtst", epochs=1,
+                       batch_size=64, backend="numpy", sizes=TINY)  # fmt: skip
+    assert doc["channels"][-1] == "OT" and len(doc["channels"]) == (1 if features == "S" else 3)
+    assert doc["mse"]["naive"] == pytest.approx(_naive_mse_by_hand(csv_path, 24, 8, "OT"), rel=1e-9)
+    assert len(doc["per_step"]["patchtst"]["mae"]) == 8
+
+
+def test_training_improves_on_a_periodic_series(csv_path):
+    doc = run_forecast(csv_path, "OT", features="S", seq_len=24, pred_len=8, epochs=6, batch_size=16, lr=3e-3,
+                       patience=6, backend="numpy", sizes=dict(TINY, d_model=8, d_ff=16, fnet_d_model=8,
+                       fnet_d_ff=16, fnet_layers=1))  # fmt: skip
+    assert doc["epochs"][-1]["loss"] < doc["epochs"][0]["loss"]
+    assert doc["mse"]["atfnet"] < doc["mse"]["naive"]  # a 12-point sine: repeating the last value is poor
+
+
+def _error(argv, capsys):
+    """Run the command function as the CLI does; user errors are ValueError/OSError with the whole story."""
+    from typer.main import get_command
+
+    from neuronet.cli import app
+
+    with pytest.raises((ValueError, OSError)) as exc:
+        get_command(app).main(["forecast", *argv], standalone_mode=False)
+    return str(exc.value)
+
+
+def test_errors_name_the_problem(csv_path, tmp_path, capsys):
+    base = ["--seq-len", "24", "--pred-len", "8", "--backend", "numpy"]
+    nodate = tmp_path / "nodate.csv"
+    pd.read_csv(csv_path).rename(columns={"date": "when"}).to_csv(nodate, index=False)
+    assert "no 'date' column" in _error(["--csv", str(nodate), "--target", "OT", *base], capsys)
+    text = tmp_path / "text.csv"
+    frame = pd.read_csv(csv_path)
+    frame["LULL"] = frame["LULL"].astype(object)
+    frame.loc[5, "LULL"] = "1.2.3"
+    frame.to_csv(text, index=False)
+    err = _error(["--csv", str(text), "--target", "OT", *base], capsys)
+    assert "'LULL' is not numeric" in err and "row 7" in err and "text.csv" in err
+    short = tmp_path / "short.csv"
+    pd.read_csv(csv_path).head(60).to_csv(short, index=False)
+    assert "too short" in _error(["--csv", str(short), "--target", "OT", *base], capsys)
+    assert "no target column 'XX'" in _error(["--csv", str(csv_path), "--target", "XX", *base], capsys)
+    assert "no such file" in _error(["--csv", str(tmp_path / "none.csv"), "--target", "OT", *base], capsys)
+    assert "--model must be" in _error(
+        ["--csv", str(csv_path), "--target", "OT", "--model", "x", *base], capsys
+    )
