@@ -123,3 +123,68 @@ def candles():
         return make_frame(data, pd.DatetimeIndex(times), meta)
 
     return build
+
+
+# ---- Dukascopy archive: a real HTTP server on loopback serving files the test puts there -------------
+# Used by test_dukascopy*.py.
+
+
+class FakeArchive:
+    """What the loopback archive serves. ``files``: path below the base URL -> bytes (404 when absent).
+    ``plan``: path -> list of one-shot actions for the next requests of that path: an HTTP status to
+    answer with, or ``("truncate", n)`` to announce the full length but close after ``n`` bytes.
+    ``requests``/``agents``: the paths asked for and the User-Agent of each request, in order."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.plan: dict[str, list] = {}
+        self.requests: list[str] = []
+        self.agents: list[str] = []
+        self.base_url = ""
+
+
+@pytest.fixture
+def archive():
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    state = FakeArchive()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.removeprefix("/datafeed/")
+            state.requests.append(path)
+            state.agents.append(self.headers.get("User-Agent", ""))
+            actions = state.plan.get(path)
+            action = actions.pop(0) if actions else None
+            if isinstance(action, int):
+                self.send_error(action)
+                return
+            body = state.files.get(path)
+            if body is None:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if action and action[0] == "truncate":
+                self.wfile.write(body[: action[1]])
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    state.base_url = f"http://127.0.0.1:{server.server_address[1]}/datafeed"
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
