@@ -1,0 +1,104 @@
+"""Forecast helpers (windows, baselines, metrics) and ForecastEA run through the backtest harness."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from backtests import Backtest
+from datafeeds import CandleMeta, Timeframe, make_frame
+from strategies.forecast import (
+    ForecastEA,
+    LinearBaseline,
+    direction_accuracy,
+    horizon_errors,
+    naive_forecast,
+    sliding_windows,
+)
+
+
+def test_sliding_windows():
+    data = np.arange(20.0).reshape(10, 2)
+    x, y = sliding_windows(data, 3, 2, start=1, stop=9)
+    assert x.shape == (4, 3, 2) and y.shape == (4, 2, 2)
+    np.testing.assert_array_equal(x[0], data[1:4])
+    np.testing.assert_array_equal(y[3], data[7:9])
+    assert sliding_windows(data, 6, 5)[0].shape == (0, 6, 2)
+
+
+def test_naive_and_metrics():
+    x = np.array([[[1.0], [2.0]], [[3.0], [5.0]]])  # (2, 2, 1)
+    pred = naive_forecast(x, 3)
+    np.testing.assert_array_equal(pred[:, :, 0], [[2, 2, 2], [5, 5, 5]])
+    true = np.array([[[3.0], [1.0], [2.0]], [[4.0], [6.0], [5.0]]])
+    err = horizon_errors(pred, true)
+    np.testing.assert_allclose(err["mse"], [1.0, 1.0, 0.0])
+    np.testing.assert_allclose(err["mae"], [1.0, 1.0, 0.0])
+    up = pred + np.array([1.0, -1.0, 1.0])[None, :, None]
+    # moves vs last: window 0 = (+1, −1, 0), window 1 = (−1, +1, 0); predicted (+, −, +) for both
+    assert direction_accuracy(up, true, x[:, -1:, :]) == pytest.approx(0.5)
+
+
+def test_linear_baseline_recovers_a_linear_map(rng):
+    w = rng.normal(size=(4, 6))  # (T, L)
+    x = rng.normal(size=(50, 6, 3))
+    y = np.einsum("tl,mlc->mtc", w, x) + 0.5
+    model = LinearBaseline(l2=0.0).fit(x, y)
+    np.testing.assert_allclose(model.predict(x[:5]), y[:5], atol=1e-9)
+
+
+def _candles(n=420, seed=2):
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    close = 1.1 + 0.002 * np.sin(2 * np.pi * t / 16) + np.cumsum(rng.normal(0, 1e-4, n))
+    open_ = np.concatenate(([close[0]], close[:-1]))
+    data = {
+        "open": open_,
+        "high": np.maximum(open_, close) + 1e-4,
+        "low": np.minimum(open_, close) - 1e-4,
+        "close": close,
+        "tick_volume": rng.integers(100, 3000, n),
+        "spread": np.full(n, 5),
+    }
+    index = pd.date_range("2022-01-03", periods=n, freq="h", tz="UTC")
+    return make_frame(data, index, CandleMeta("EURUSD", Timeframe.H1, 5, source="test"))
+
+
+PARAMS = dict(seq_len=32, pred_len=8, d_model=8, n_heads=2, d_ff=16, epochs=2, batch_size=32, backend="numpy",
+              dropout=0.0)  # fmt: skip
+
+
+@pytest.mark.parametrize("model", ["atfnet", "patchtst"])
+def test_forecast_ea_through_the_harness(model):
+    candles = _candles()
+    result = Backtest(candles, ForecastEA, forward=0.25).run(model=model, **PARAMS)
+    ea = result.ea_instance
+    assert result.complete and len(result.training) >= 1
+    assert len(result.trades) > 0  # a 16-bar cycle of 40 points against a 5-point spread gets traded
+    pred = result.predictions
+    assert pred["classes"] == ["no_trade", "down", "up"] and pred["bars"] > 0
+    section = ea.forecast_section(ea.bars.window(0, len(candles)))
+    assert set(section["errors"]) == {"model", "naive", "linear"}
+    assert len(section["errors"]["model"]["mse"]) == 8 and len(section["examples"]) == 4
+    weights = np.array(section["weight"]["value"])
+    if model == "atfnet":
+        assert np.all((weights >= 0) & (weights <= 1))
+    else:
+        assert np.all(np.isnan(weights))
+
+
+def test_forecast_ea_uses_only_closed_bars():
+    """The forecast made at a bar's open equals one from the history cut at that bar: no look-ahead."""
+    candles = _candles()
+    result = Backtest(candles, ForecastEA, forward=0.25).run(model="patchtst", **PARAMS)
+    ea = result.ea_instance
+    bar, path, _, _ = ea._log[10]
+    cut = np.stack([candles["close"].to_numpy()[:bar]], axis=1)[-32:]
+    again, _ = ea._forecast(cut)
+    np.testing.assert_allclose(again[:, 0], path, atol=1e-12)
+
+
+def test_forecast_ea_rejects_bad_channels():
+    with pytest.raises(ValueError, match="including close"):
+        Backtest(_candles(), ForecastEA, forward=0.25).run(channels="open,volume", **PARAMS)
