@@ -272,3 +272,14 @@ def test_bad_options_are_rejected():
         DukascopySource(data="seconds")
     with pytest.raises(ValueError, match="hourly archive files cannot give M5"):
         DukascopySource(data="hour").load("EURUSD", "M5", start="2023-01-01", end="2023-01-02")
+
+
+def test_through_the_registry(minute_archive, tmp_path):
+    from datafeeds.sources import load_validated
+
+    archive, _ = minute_archive
+    report = load_validated("dukascopy", "EURUSD", "M15", "2023-01-30", "2023-02-03",
+                            cache_dir=str(tmp_path), base_url=archive.base_url, data="minute",
+                            rate_limit=1000)
+    assert len(report.frame) == 4 * 96 and report.unexpected_gaps == []
+    assert report.frame.attrs["candles"].source == "dukascopy:BID:minute"

@@ -160,3 +160,13 @@ def test_bad_arguments_fail_before_any_connection():
         TerminalSource("127.0.0.1", 1).load("EURUSD", "H1", start="2023-02-01", end="2023-01-01")
     with pytest.raises(ValueError, match="timeframe"):
         TerminalSource("127.0.0.1", 1).load("EURUSD", "H7")
+
+
+def test_through_the_registry_the_frame_validates_without_unexpected_gaps(mt5_server, mt5sim):
+    from datafeeds.sources import load_validated
+
+    host, port = mt5_server
+    report = load_validated("mt5", "EURUSD", "H1", "2023-03-01", "2023-04-01", host=host, port=port,
+                            clock=BrokerClock(2, "us"))
+    assert len(report.frame) > 500
+    assert report.unexpected_gaps == [] and len(report.expected_gaps) == 4  # four weekends, DST included
