@@ -124,10 +124,12 @@ def price(chart: dict, trades: pd.DataFrame, classes: list[str] | None) -> bytes
             inside = trades[(trades.entry_bar >= first) & (trades.entry_bar <= last)]
             for row in inside.itertuples():
                 colour = "#1d3557" if row.type == "buy" else "#9d0208"
-                ax.plot(
-                    [row.entry_time, row.exit_time], [row.entry_price, row.exit_price], color=colour, lw=1.2
-                )
-                ax.scatter([row.entry_time], [row.entry_price], marker="o", s=14, color=colour)
+                xs = [row.entry_bar - first, min(row.exit_bar, last) - first]
+                ax.plot(xs, [row.entry_price, row.exit_price], color=colour, lw=1.2)
+                ax.scatter(xs[:1], [row.entry_price], marker="o", s=14, color=colour)
+        ticks = np.linspace(0, len(x) - 1, min(8, len(x))).astype(int)
+        stamps = pd.DatetimeIndex(chart["time"])[ticks]
+        ax.set_xticks(ticks, [f"{t:%Y-%m-%d %H:%M}" for t in stamps], rotation=15)
         ax.set_title("Price, fractals and trades (last forward bars)")
         ax.legend(loc="best", fontsize=7, ncol=3)
         return _png(fig)

@@ -29,8 +29,11 @@ class LookAheadError(ValueError):
     """An indicator's past values changed when future bars were added: it peeks ahead."""
 
 
-class EARuntimeError(RuntimeError):
-    """The expert advisor raised; the message names the bar and time."""
+class EARuntimeError(ValueError):
+    """The expert advisor's own code raised; the message names the hook, bar and time.
+
+    A ValueError so the command line reports it in one line: the fix is in the EA, not in neuronet.
+    """
 
 
 @dataclass
@@ -156,13 +159,13 @@ class Backtest:
         ea.attach(ctx, bars, epoch_bar.update)
         complete = True
         try:
-            ea.on_init()
+            _guard(ea, "on_init", ea.on_init)
             timings["init_s"] = _lap(clock)
             clock = time.perf_counter()
             a, b = periods.study_range(fs)
             bars._end = fs
             ctx.t = fs
-            ea.on_study(bars.window(a, b))
+            _guard(ea, "on_study", ea.on_study, bars.window(a, b), when=f" before bar {fs} ({df.index[fs]})")
             epoch_bar.close()
             timings["study_s"] = _lap(clock)
             clock = time.perf_counter()
@@ -194,7 +197,13 @@ class Backtest:
                     bars._end = t
                     ctx.t = t
                     a, b = periods.study_range(t)
-                    ea.on_study(bars.window(a, b))
+                    _guard(
+                        ea,
+                        "on_study",
+                        ea.on_study,
+                        bars.window(a, b),
+                        when=f" before bar {t} ({bars._time[t]})",
+                    )
                     study_s += time.perf_counter() - tick
                 bar_open(t)
                 bars._end = t
@@ -269,7 +278,7 @@ class Backtest:
         )
 
 
-def _chart_data(bars: Bars, evaluated: dict | None, fs: int, last: int, span: int = 300) -> dict:
+def _chart_data(bars: Bars, evaluated: dict | None, fs: int, last: int, span: int = 160) -> dict:
     """The last ``span`` forward bars for the price chart: OHLC plus true/predicted classes if any."""
     a = max(fs, last + 1 - span)
     out = {
@@ -284,6 +293,16 @@ def _chart_data(bars: Bars, evaluated: dict | None, fs: int, last: int, span: in
         out["y_true"] = np.asarray(evaluated["y_true"])[a : last + 1]
         out["y_pred"] = np.asarray(evaluated["y_pred"])[a : last + 1]
     return out
+
+
+def _guard(ea: ExpertAdvisor, hook: str, fn: Callable, *args, when: str = "") -> None:
+    """Run an EA hook; errors that are not already user errors are reported with the hook's name."""
+    try:
+        fn(*args)
+    except (KeyboardInterrupt, ValueError, OSError, LookupError):
+        raise
+    except Exception as exc:
+        raise EARuntimeError(f"{type(ea).__name__}.{hook} raised{when}: {type(exc).__name__}: {exc}") from exc
 
 
 def _lap(start: float) -> float:

@@ -1,6 +1,25 @@
 """Expert advisors: the base class users subclass, indicators with MetaTrader's definitions, built-in EAs."""
 
 from strategies.base import Account, Bars, EAError, ExpertAdvisor, Line, Position
+from strategies.fractal import FractalEA
 from strategies.sma import SmaCrossEA
 
-__all__ = ["Account", "Bars", "EAError", "ExpertAdvisor", "Line", "Position", "SmaCrossEA"]
+# Built-in EAs by the names the command line accepts (class name or short alias, case-insensitive).
+BUILTIN: dict[str, type[ExpertAdvisor]] = {
+    "fractalea": FractalEA,
+    "fractal": FractalEA,
+    "smacrossea": SmaCrossEA,
+    "sma": SmaCrossEA,
+}
+
+__all__ = [
+    "BUILTIN",
+    "Account",
+    "Bars",
+    "EAError",
+    "ExpertAdvisor",
+    "FractalEA",
+    "Line",
+    "Position",
+    "SmaCrossEA",
+]

@@ -1,0 +1,242 @@
+"""The Fractal expert advisor of "Neural networks made easy" (Fractal / Fractal_OCL), done carefully.
+
+Each closed bar is classified as the middle of a lower fractal (buy), an upper fractal (sell) or neither,
+from the 12 features of the last 20 bars (240 inputs). The article's network (Part 5: 240 -> 500 -> 250 ->
+125 -> 62 -> 3, tanh, softmax) is the default; any stack of layer descriptions can replace it.
+
+What differs from the article, on purpose:
+- the buy-fractal inequalities are the right way round (see ``features.fractal_labels``);
+- the label of bar ``j`` needs bar ``j+1``, so training uses only bars whose label was known when the
+  study window closed; the newest study bar is left out;
+- features are standardised with statistics of the study rows only, saved with the model;
+- predictions for the whole history are made in one batch (an indicator the harness checks for causality),
+  so replaying is as fast as one ``predict`` call.
+
+Trading rule: when the bar that just closed is predicted a lower fractal with probability >= ``threshold``
+buy (an upper one: sell), with SL/TP in points, and close positions older than ``exit_bars`` bars.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+
+import numpy as np
+
+from strategies.base import Bars, EAError, ExpertAdvisor
+from strategies.features import (
+    BUY,
+    CLASSES,
+    FEATURES,
+    SELL,
+    UNKNOWN,
+    Scaler,
+    bar_features,
+    fractal_labels,
+    windows,
+)
+
+log = logging.getLogger(__name__)
+
+PART5_HIDDEN = "500,250,125,62"
+
+
+class FractalEA(ExpertAdvisor):
+    """Fractal classifier on a dense network, trained on the study period, trading its predictions."""
+
+    depth: int = 20  # bars per input window (x 12 features)
+    rule: str = "3bar"  # fractal labels: "3bar" (the articles) or "5bar" (MetaTrader's Fractals)
+    hidden: str = PART5_HIDDEN  # hidden layer widths, comma-separated
+    activation: str = "tanh"
+    layers: str = ""  # JSON list of layer descriptions; replaces hidden/activation when given
+    epochs: int = 20
+    batch_size: int = 32  # 1 = the MQL5 online loop (one update per bar)
+    optimizer: str = "adam"
+    lr: float = 3e-4
+    backend: str = "numpy"  # "numpy", "opencl" or "opencl:<device>"
+    seed: int = 0
+    threshold: float = 0.5  # minimum class probability for a trade
+    lots: float = 0.1
+    sl_points: float = 300.0  # 0 = no stop-loss
+    tp_points: float = 600.0  # 0 = no take-profit
+    exit_bars: int = 12  # close positions after this many bars; 0 = never
+    trade: bool = True  # False: predict and score only
+    min_study_bars = 200
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+    def on_init(self) -> None:
+        if self.rule not in ("3bar", "5bar"):
+            raise EAError(f"FractalEA rule must be '3bar' or '5bar', got {self.rule!r}")
+        if not 0.0 <= self.threshold <= 1.0:
+            raise EAError(f"FractalEA threshold must lie in [0, 1], got {self.threshold}")
+        if self.depth < 1 or self.epochs < 0 or self.batch_size < 1:
+            raise EAError("FractalEA needs depth >= 1, epochs >= 0 and batch_size >= 1")
+        self.specs = self.layer_specs()
+        self.model = None
+        self.scaler: Scaler | None = None
+        self.proba = None
+        self.rounds = 0
+        self._decided: dict[int, np.ndarray] = {}
+        self._study_span: list[tuple[str, str]] = []
+
+    def layer_specs(self) -> list[dict]:
+        """The network as layer descriptions: ``layers`` JSON if given, else ``hidden`` + ``activation``."""
+        if self.layers:
+            try:
+                specs = json.loads(self.layers) if isinstance(self.layers, str) else list(self.layers)
+            except json.JSONDecodeError as exc:
+                raise EAError(f"FractalEA layers is not valid JSON: {exc}") from None
+            if not isinstance(specs, list) or not specs or not all(isinstance(s, dict) for s in specs):
+                raise EAError("FractalEA layers must be a JSON list of layer objects")
+            last = specs[-1]
+            if last.get("units") != len(CLASSES) or last.get("activation") != "softmax":
+                raise EAError(
+                    'FractalEA layers must end with {"type": "dense", "units": 3, "activation": "softmax"}'
+                )
+            return specs
+        try:
+            widths = [int(w) for w in str(self.hidden).split(",") if w.strip()]
+        except ValueError:
+            raise EAError(f"FractalEA hidden must be comma-separated widths like {PART5_HIDDEN!r}") from None
+        if any(w < 1 for w in widths):
+            raise EAError(f"FractalEA hidden widths must be positive, got {self.hidden!r}")
+        specs = [{"type": "dense", "units": w, "activation": self.activation} for w in widths]
+        return [*specs, {"type": "dense", "units": len(CLASSES), "activation": "softmax"}]
+
+    def on_study(self, bars: Bars) -> None:
+        """Fit the scaler and train a fresh network on the study window (closed bars only)."""
+        from nn import Sequential
+
+        x, rows = self._inputs(bars)
+        labels = fractal_labels(bars.high, bars.low, self.rule)[rows]
+        known = labels != UNKNOWN  # the newest bar(s): their label needs bars not yet closed
+        x, y = x[known], labels[known]
+        if len(x) < 2:
+            raise EAError(
+                f"FractalEA: only {len(x)} labelled training rows in the study window of {len(bars)} bars; "
+                f"it needs about {self.depth + 40} bars of indicator warm-up plus the rows to learn from"
+            )
+        self.scaler = Scaler.fit(x)
+        xs = self.scaler.transform(x)
+        onehot = np.eye(len(CLASSES))[y]
+        self.model = Sequential.from_specs(
+            self.specs,
+            input_shape=(x.shape[1],),
+            loss="cce",
+            optimizer={"type": self.optimizer, "lr": self.lr},
+            backend=self.backend,
+            seed=self.seed + self.rounds,
+        )
+        self.rounds += 1
+        self._study_span.append((str(bars.time[0]), str(bars.time[-1])))
+        log.info("training round %d on %d rows (%s .. %s)", self.rounds, len(x), bars.time[0], bars.time[-1])
+        hook = _EpochHook(self, self.rounds, self.epochs, len(x))
+        self.model.fit(
+            xs,
+            onehot,
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            shuffle=True,
+            seed=self.seed,
+            callbacks=[hook],
+            progress=False,
+        )
+        self.proba = self.indicator(self._predict_all, "fractal_proba")
+
+    def on_bar(self) -> None:
+        if self.proba is None:
+            return
+        p = self.proba[-1]  # probabilities for the bar that just closed
+        if not np.isfinite(p).all():
+            return
+        j = len(self.bars) - 1 + self.bars.offset
+        self._decided[j] = p
+        if not self.trade:
+            return
+        now = len(self.bars) + self.bars.offset
+        if self.exit_bars > 0:
+            for pos in self.positions():
+                if now - pos.bar_open >= self.exit_bars:
+                    self.close(pos.ticket)
+        k = int(np.argmax(p))
+        if p[k] < self.threshold or k not in (BUY, SELL):
+            return
+        net = self.position
+        stops = {"sl_points": self.sl_points or None, "tp_points": self.tp_points or None}
+        if k == BUY and net <= 0:
+            if net < 0:
+                self.close()
+            self.buy(self.lots, comment="lower fractal", **stops)
+        elif k == SELL and net >= 0:
+            if net > 0:
+                self.close()
+            self.sell(self.lots, comment="upper fractal", **stops)
+
+    def evaluate_predictions(self, bars: Bars) -> dict | None:
+        n = len(bars)
+        y_pred = np.full(n, UNKNOWN, dtype=np.int64)
+        proba = np.full((n, len(CLASSES)), np.nan)
+        for j, p in self._decided.items():
+            if j < n:
+                y_pred[j] = int(np.argmax(p))
+                proba[j] = p
+        return {
+            "classes": CLASSES,
+            "y_true": fractal_labels(bars.high, bars.low, self.rule),
+            "y_pred": y_pred,
+            "proba": proba,
+        }
+
+    def save_model(self, path: str) -> str | None:
+        if self.model is None or self.scaler is None:
+            return None
+        from nn import save
+
+        meta = {
+            "ea": type(self).__name__,
+            "params": self.params,
+            "features": list(FEATURES),
+            "depth": self.depth,
+            "classes": list(CLASSES),
+            "rule": self.rule,
+            "scaler": self.scaler.to_dict(),
+            "study_periods": self._study_span,
+            "training_rounds": self.rounds,
+        }
+        return str(save(self.model, f"{path}.nnz", meta))
+
+    # -- helpers -----------------------------------------------------------------------------------------
+    def _inputs(self, bars: Bars) -> tuple[np.ndarray, np.ndarray]:
+        feats = bar_features(bars.open, bars.high, bars.low, bars.close, bars.tick_volume, bars.time)
+        return windows(feats, self.depth)
+
+    def _predict_all(self, bars: Bars) -> np.ndarray:
+        """``(N, 3)`` class probabilities for every bar with a full window (NaN before), in one batch."""
+        out = np.full((len(bars), len(CLASSES)), np.nan)
+        x, rows = self._inputs(bars)
+        if len(rows):
+            out[rows] = self.model.predict(self.scaler.transform(x), batch_size=4096)
+        return out
+
+
+class _EpochHook:
+    """nn callback: forwards each epoch record to the EA's training log (and so to progress and report)."""
+
+    def __init__(self, ea: FractalEA, rnd: int, epochs: int, rows: int):
+        self.ea, self.round, self.epochs, self.rows = ea, rnd, epochs, rows
+
+    def on_epoch_end(self, record) -> None:
+        loss = float(record.loss)
+        self.ea.record_epoch(
+            {
+                "round": self.round,
+                "epoch": int(record.epoch) + 1,
+                "epochs": self.epochs,
+                "rows": self.rows,
+                "loss": loss if math.isfinite(loss) else None,
+                "val_loss": record.val_loss,
+                "wall_s": float(record.wall_s),
+                "device_s": None if record.device_s is None else float(record.device_s),
+            }
+        )
