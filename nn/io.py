@@ -1,6 +1,6 @@
 """Saving and loading models: a versioned, self-describing, pickle-free file.
 
-File format, version 1 (a ZIP archive; the extension is free, ``.nnz`` is suggested)::
+File format, version 1 (an uncompressed ZIP archive; the extension is free, ``.nnz`` is suggested)::
 
     header.json           UTF-8 JSON, described below
     params.npy            float64 (P,)  trainable parameters, layer by layer, no alignment padding
@@ -36,6 +36,7 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,7 @@ def save(model: Sequential, path: str | os.PathLike[str], metadata: dict[str, An
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
                 zf.writestr("header.json", json.dumps(header, indent=1, allow_nan=False))
                 for name, data in members.items():
                     zf.writestr(name, data)
@@ -142,17 +143,18 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
             blobs = {name: zf.read(name) for name in header["arrays"]}
     except ModelFileError:
         raise
+    except json.JSONDecodeError as exc:
+        raise ModelFileError(f"{path}: corrupted header.json ({exc})") from None
     except (
         zipfile.BadZipFile,
-        zipfile.LargeZipFile,
+        zlib.error,
+        NotImplementedError,
         EOFError,
         KeyError,
         TypeError,
-        UnicodeDecodeError,
+        ValueError,
     ) as exc:
         raise ModelFileError(f"{path}: truncated or corrupted model file ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise ModelFileError(f"{path}: corrupted header.json ({exc})") from None
     except OSError as exc:
         if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError):
             raise
