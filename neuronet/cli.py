@@ -65,9 +65,7 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo("Interrupted.", err=True)
         raise SystemExit(130) from None
     except Exception as exc:  # the one place where any error becomes a message
-        import click
-
-        if isinstance(exc, click.ClickException):
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # usage errors of the CLI framework
             exc.show()
             raise SystemExit(exc.exit_code) from None
         if _debug:
