@@ -135,7 +135,10 @@ def _open_times(
     want = MAX_BARS if bars is None else int(bars)
     out: list[np.ndarray] = []
     count = 0
-    chunk = max(64, int(want * 1.5) + 64) if bars is not None else 1_000_000
+    if bars is not None:
+        chunk = max(64, int(want * 1.5) + 64)
+    else:  # enough grid points to reach ``end`` (months are at least 28 days)
+        chunk = min(1_000_000, max(2, (end - start) // min(tf.seconds, 28 * 86400) + 2))
     cursor = first
     while count < want:
         broker = _grid(cursor, tf, chunk)

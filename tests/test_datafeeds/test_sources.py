@@ -87,3 +87,26 @@ def test_mt5_source_is_reached_through_the_registry(mt5_server, mt5sim, sim_mark
     df = load_candles("mt5", "EURUSD", "H1", start, end, host=host, port=port)
     assert list(df.index.as_unit("s").asi8) == list(utc[100:148])
     assert meta_of(df).source.startswith("mt5:")
+
+
+def test_mt5_options_pass_through_the_cli(mt5_server, mt5sim, capsys):
+    from neuronet.cli import main
+
+    host, port = mt5_server
+    args = [
+        "data",
+        "show",
+        "EURUSD",
+        "H1",
+        "--source",
+        "mt5",
+        "-o",
+        f"host={host}",
+        "-o",
+        f"port={port}",
+        "-n",
+        "1",
+    ]
+    main(args)
+    out = capsys.readouterr().out
+    assert "EURUSD H1   source mt5:" in out and "0 unexpected" in out

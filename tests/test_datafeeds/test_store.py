@@ -115,7 +115,7 @@ import sys
 from datafeeds import synthetic_candles
 from datafeeds.store import write_npz
 
-frames = [synthetic_candles("EURUSD", "M1", 200_000, seed=s) for s in (1, 2)]
+frames = [synthetic_candles("EURUSD", "M1", 100_000, seed=s) for s in (1, 2)]
 i = 0
 while True:
     write_npz(sys.argv[1], frames[i % 2])
@@ -129,7 +129,7 @@ def test_store_writes_killed_at_random_moments_always_leave_a_loadable_file(tmp_
     from datafeeds import synthetic_candles
 
     path = tmp_path / "M1.npz"
-    versions = [synthetic_candles("EURUSD", "M1", 200_000, seed=s) for s in (1, 2)]
+    versions = [synthetic_candles("EURUSD", "M1", 100_000, seed=s) for s in (1, 2)]
     rng = random.Random(7)
     for _ in range(2):
         proc = subprocess.Popen(
