@@ -114,6 +114,11 @@ def _plain(value):
     return value
 
 
+# Held while a call into the in-process package runs, including one whose caller stopped waiting: the
+# package keeps one IPC session per process, so nothing may call it while an earlier call still hangs.
+_NATIVE_BUSY = threading.Lock()
+
+
 class NativeLink:
     """The official package in this process; each call runs in a worker thread so it can be bounded."""
 
@@ -121,11 +126,12 @@ class NativeLink:
         self.timeout = timeout
         self.module_name = module_name
         self.where = "local"
-        self.broken = False
 
     def call(self, name: str, *args, **kwargs) -> tuple[Any, tuple[int, str] | None]:
-        if self.broken:
-            raise TerminalConnectionError("an earlier terminal call never returned; start a new session")
+        if not _NATIVE_BUSY.acquire(timeout=self.timeout):
+            raise TerminalTimeoutError(
+                f"an earlier MetaTrader 5 call has not returned after {self.timeout:g} s more; "
+                "check the terminal, or restart Python", transient=True)
         box: dict[str, Any] = {}
 
         def run() -> None:
@@ -134,12 +140,13 @@ class NativeLink:
                                           tuple((k, _plain(v)) for k, v in kwargs.items()))
             except BaseException as exc:  # handed to the waiting thread below
                 box["error"] = exc
+            finally:
+                _NATIVE_BUSY.release()
 
         worker = threading.Thread(target=run, name=f"mt5-{name}", daemon=True)
         worker.start()
         worker.join(self.timeout)
         if worker.is_alive():
-            self.broken = True  # the package is single-session: never call it while a call hangs
             raise TerminalTimeoutError(f"MetaTrader 5 {name}() did not return within {self.timeout:g} s")
         if "error" in box:
             raise TerminalError(f"MetaTrader 5 {name}() raised {type(box['error']).__name__}: {box['error']}")
@@ -147,7 +154,7 @@ class NativeLink:
         return unflatten(flat), error
 
     def close(self) -> None:
-        self.broken = True
+        """Nothing to release: the package's session ends with ``shutdown()``."""
 
 
 def _refused_message(host: str, port: int, reason: str) -> str:

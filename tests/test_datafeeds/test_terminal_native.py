@@ -34,13 +34,20 @@ def test_native_not_logged_in(native_mt5):
         src.load("EURUSD", "H1")
 
 
-def test_native_stall_times_out(native_mt5):
-    native_mt5.configure(delay=(("copy_rates_range", 3.0),))
+def test_native_stall_times_out_and_the_package_is_not_reentered(native_mt5):
+    native_mt5.configure(delay=(("copy_rates_range", 1.5),))
     t0 = time.monotonic()
-    src = TerminalSource(timeout=0.5)
-    with pytest.raises(TerminalTimeoutError, match=r"within 0\.5 s"):
+    src = TerminalSource(timeout=0.3, retries=0)
+    with pytest.raises(TerminalTimeoutError, match=r"within 0\.3 s"):
         src.load("EURUSD", "H1", start="2023-01-01")
-    assert time.monotonic() - t0 < 2.5
+    assert time.monotonic() - t0 < 1.2
+    # The stalled call still runs: a new call waits for it instead of entering the package.
+    with pytest.raises(TerminalTimeoutError, match="earlier MetaTrader 5 call has not returned"):
+        src.load("EURUSD", "H1", start="2023-01-01")
+    native_mt5.configure(delay=(("copy_rates_range", 0.0),))
+    time.sleep(1.5)
+    assert native_mt5.call_count("copy_rates_range") == 1  # counted once the stalled call got through
+    assert len(TerminalSource(timeout=5).load("EURUSD", "H1", start="2023-12-01")) > 100
 
 
 def test_wire_format_carries_values_only():

@@ -32,6 +32,7 @@ from MetaTrader5.constants import (
     SYMBOL_FILLING_FOK,
     SYMBOL_FILLING_IOC,
     SYMBOL_TRADE_MODE_FULL,
+    TIMEFRAME_H1,
 )
 from MetaTrader5.records import AccountInfo, SymbolInfo, TerminalInfo, Tick
 from MetaTrader5.state import SIM
@@ -157,7 +158,7 @@ def account_info():
 
 
 def _symbol_record(spec: market.SymbolSpec) -> SymbolInfo:
-    rates, _ = market.history(spec.name, 1)
+    rates, _ = market.history(spec.name, TIMEFRAME_H1)
     last = rates[-1]
     point = 10.0**-spec.digits
     bid = float(last["close"])
@@ -219,7 +220,7 @@ def symbol_info_tick(symbol):
     spec = _spec(symbol)
     if spec is None:
         return None
-    rates, _ = market.history(symbol, 1)
+    rates, _ = market.history(symbol, TIMEFRAME_H1)
     last = rates[-1]
     bid = float(last["close"])
     ask = round(bid + int(last["spread"]) * 10.0**-spec.digits, spec.digits)
