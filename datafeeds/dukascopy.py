@@ -47,7 +47,7 @@ import pandas as pd
 from datafeeds.bi5 import TICK_RECORD, read_candles, read_ticks
 from datafeeds.candles import CandleMeta, make_frame
 from datafeeds.clock import BrokerClock
-from datafeeds.dukascopy_fetch import Fetcher
+from datafeeds.dukascopy_fetch import Fetcher, NotFoundError
 from datafeeds.resample import bucket_start, resample
 from datafeeds.store import cache_root
 from datafeeds.timeframes import Timeframe
@@ -199,11 +199,13 @@ class DukascopySource:
         last_open = bucket_start(self.clock.to_broker_seconds(np.array([end_s - 1])), tf)
         fetch_end = min(max(end_s, int(self._closes(last_open, tf)[0])), now)
         files = [f for f in plan_files(symbol, kind, self.side, start_s, fetch_end) if f.start < now]
-        log.info("dukascopy %s %s: %d %s files", symbol, tf.name, len(files), kind)
         base_tf = Timeframe.H1 if kind == "hour" else Timeframe.M1
         meta = CandleMeta(symbol, base_tf, digits, self.clock, source=f"dukascopy:{self.side}:{kind}")
         build = self._ticks_frame if kind == "ticks" else self._candle_frame
+        asked = self.fetcher.requests
         df = build(files, now, meta)
+        log.info("dukascopy %s: %d of %d files downloaded, the rest from %s", symbol,
+                 self.fetcher.requests - asked, len(files), self.fetcher.cache_dir)
         if len(df):
             df = resample(df, tf) if tf != base_tf else df
             df = self._trim(df, tf, start_s, end_s, now)
@@ -215,7 +217,16 @@ class DukascopySource:
         return df
 
     def _fetch(self, f: ArchiveFile, now: int, read):
-        return self.fetcher.get(f.path, cacheable=f.end + SETTLE_S <= now, read=read)
+        """One file's records. A file of a period not yet settled is not cached, and a 404 for it means
+        "not published yet" (no data), not an unknown symbol."""
+        settled = f.end + SETTLE_S <= now
+        try:
+            return self.fetcher.get(f.path, cacheable=settled, read=read)
+        except NotFoundError:
+            if settled:
+                raise
+            log.info("%s is not published yet; no data from it", f.path)
+            return read(b"", f.path)
 
     def _candle_frame(self, files: list[ArchiveFile], now: int, meta: CandleMeta) -> pd.DataFrame:
         parts = []

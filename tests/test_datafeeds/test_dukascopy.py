@@ -283,3 +283,17 @@ def test_through_the_registry(minute_archive, tmp_path):
                             rate_limit=1000)
     assert len(report.frame) == 4 * 96 and report.unexpected_gaps == []
     assert report.frame.attrs["candles"].source == "dukascopy:BID:minute"
+
+
+def test_the_current_period_is_not_cached_and_may_be_unpublished(archive, tmp_path):
+    today = pd.Timestamp.now(tz="UTC").floor("D")
+    yesterday = today - pd.Timedelta(days=1)
+    data, kept = known_minutes(yesterday.strftime("%Y-%m-%d"), 11)
+    archive.files[day_path("EURUSD", yesterday.strftime("%Y-%m-%d"), "BID_candles_min_1.bi5")] = data
+    # Today's file is not there yet (404): that is "no data yet", not an unknown symbol.
+    df = source(archive, tmp_path).load("EURUSD", "M1", start=yesterday, end=today + pd.Timedelta(days=1))
+    assert len(df) == len(kept)
+    assert day_path("EURUSD", today.strftime("%Y-%m-%d"), "BID_candles_min_1.bi5") in archive.requests
+    cached = [p.name for p in (tmp_path / "cache").rglob("*.bi5")]
+    settled = (yesterday + pd.Timedelta(days=1, hours=2)) <= pd.Timestamp.now(tz="UTC")
+    assert cached == (["BID_candles_min_1.bi5"] if settled else [])
