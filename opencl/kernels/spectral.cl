@@ -101,7 +101,7 @@ __kernel void spectrum_denorm_backward(__global const REAL *gy, const uint gy_of
 
 /* |DFT_k(x - mean)|^2 of one row of length L; the angle 2 pi (k t mod L) / L is reduced in integers. */
 inline REAL bin_energy(__global const REAL *x, const int L, const REAL mean, const int k) {
-    const REAL step = (REAL)(2.0 * M_PI) / (REAL)L;
+    const REAL step = (REAL)6.28318530717958647692 / (REAL)L;
     REAL re = (REAL)0;
     REAL im = (REAL)0;
     int phase = 0;
@@ -119,7 +119,7 @@ inline REAL bin_energy(__global const REAL *x, const int L, const REAL mean, con
 }
 
 /* w = (E[k0] + E[2 k0] + E[3 k0]) / (sum_k E[k] + 1e-5), k0 = argmax of |X_k| over [3, F/3) (first on ties,
- * 0 if empty), F = L/2 + 1. One item per row: global (M,). */
+ * else 0), F = L/2 + 1. One item per row: global (M,). */
 __kernel void harmonic_weight(__global const REAL *x, const uint x_off, __global REAL *w, const uint w_off,
                               const int M, const int L) {
     const int m = get_global_id(0);
@@ -134,7 +134,7 @@ __kernel void harmonic_weight(__global const REAL *x, const uint x_off, __global
     mean /= (REAL)L;
     const int F = L / 2 + 1;
     REAL total = (REAL)0;
-    REAL best = (REAL)-1;
+    REAL best = (REAL)0; /* k0 stays 0 when the window is empty or silent, like numpy's argmax */
     int k0 = 0;
     for (int k = 0; k < F; ++k) {
         const REAL e = bin_energy(x, L, mean, k);
