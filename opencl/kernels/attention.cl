@@ -1,0 +1,296 @@
+/* Real-valued attention and PatchTST/ATFNet helpers: strided batched products, masked row softmax,
+ * axis permutation, broadcasts and column sums, PatchTST patching, RevIN statistics and maps, the ATFNet
+ * mix. Simple one-item-per-output (or per-row/column) kernels: every 1-D launch is rounded up to the
+ * work-group size, hence the `n` guards. Reference: nn/attention_ops_numpy.py. */
+#include "common.h"
+
+/* C[g] = alpha op(A[g]) op(B[g]); element (m, k) of op(A[g]) is A[g*sag + m*sam + k*sak], likewise B.
+ * One item per element of C (G, M, N). */
+__kernel void bmm_strided(__global const REAL *a, const uint a_off, __global const REAL *b, const uint b_off,
+                          __global REAL *c, const uint c_off, const int G, const int M, const int N,
+                          const int K, const int sag, const int sam, const int sak, const int sbg,
+                          const int sbk, const int sbn, const REAL alpha) {
+    a += a_off;
+    b += b_off;
+    c += c_off;
+    const int i = get_global_id(0);
+    if (i >= G * M * N) {
+        return;
+    }
+    const int g = i / (M * N);
+    const int m = (i / N) % M;
+    const int n = i % N;
+    __global const REAL *pa = a + (size_t)g * sag + (size_t)m * sam;
+    __global const REAL *pb = b + (size_t)g * sbg + (size_t)n * sbn;
+    REAL acc = (REAL)0;
+    for (int k = 0; k < K; ++k) {
+        acc += pa[k * sak] * pb[k * sbk];
+    }
+    c[i] = alpha * acc;
+}
+
+/* Row softmax over the last axis of (rows, S). With `causal`, row r is query q = r % Q and columns
+ * j > q get probability 0. One item per row. */
+__kernel void softmax_rows_forward(__global const REAL *x, const uint x_off, __global REAL *y, const uint y_off,
+                                   const int rows, const int S, const int Q, const int causal) {
+    const int r = get_global_id(0);
+    if (r >= rows) {
+        return;
+    }
+    x += x_off + (size_t)r * S;
+    y += y_off + (size_t)r * S;
+    const int last = causal ? min(r % Q, S - 1) : S - 1;
+    REAL mx = x[0];
+    for (int j = 1; j <= last; ++j) {
+        mx = fmax(mx, x[j]);
+    }
+    REAL sum = (REAL)0;
+    for (int j = 0; j <= last; ++j) {
+        const REAL e = exp(x[j] - mx);
+        y[j] = e;
+        sum += e;
+    }
+    const REAL inv = (REAL)1 / sum;
+    for (int j = 0; j < S; ++j) {
+        y[j] = j <= last ? y[j] * inv : (REAL)0;
+    }
+}
+
+/* gx = y (gy - sum(gy y)) per row. One item per row. */
+__kernel void softmax_rows_backward(__global const REAL *y, const uint y_off, __global const REAL *gy,
+                                    const uint gy_off, __global REAL *gx, const uint gx_off, const int rows,
+                                    const int S) {
+    const int r = get_global_id(0);
+    if (r >= rows) {
+        return;
+    }
+    y += y_off + (size_t)r * S;
+    gy += gy_off + (size_t)r * S;
+    gx += gx_off + (size_t)r * S;
+    REAL dot = (REAL)0;
+    for (int j = 0; j < S; ++j) {
+        dot += gy[j] * y[j];
+    }
+    for (int j = 0; j < S; ++j) {
+        gx[j] = y[j] * (gy[j] - dot);
+    }
+}
+
+/* out = in with axes permuted (up to 6 axes): d0..d5 are the OUTPUT extents, s0..s5 the input strides
+ * (elements) of the input axis that lands at each output position. One item per element. */
+__kernel void permute6(__global const REAL *x, const uint x_off, __global REAL *y, const uint y_off,
+                       const int n, const int d1, const int d2, const int d3, const int d4, const int d5,
+                       const int s0, const int s1, const int s2, const int s3, const int s4, const int s5) {
+    x += x_off;
+    y += y_off;
+    const int i = get_global_id(0);
+    if (i >= n) {
+        return;
+    }
+    int rest = i;
+    const int i5 = rest % d5; rest /= d5;
+    const int i4 = rest % d4; rest /= d4;
+    const int i3 = rest % d3; rest /= d3;
+    const int i2 = rest % d2; rest /= d2;
+    const int i1 = rest % d1; rest /= d1;
+    const size_t src = (size_t)rest * s0 + (size_t)i1 * s1 + (size_t)i2 * s2 + (size_t)i3 * s3 +
+                       (size_t)i4 * s4 + (size_t)i5 * s5;
+    y[i] = x[src];
+}
+
+/* out = alpha a + beta b[i % period]: residual adds (period n, beta 1), scaling (beta 0, b = a) and
+ * broadcast adds of a (S, D) table to every sample (period S*D). */
+__kernel void axpby(__global const REAL *a, const uint a_off, __global const REAL *b, const uint b_off,
+                    __global REAL *out, const uint out_off, const int n, const int period, const REAL alpha,
+                    const REAL beta) {
+    a += a_off;
+    b += b_off;
+    out += out_off;
+    const int i = get_global_id(0);
+    if (i < n) {
+        out[i] = alpha * a[i] + beta * b[i % period];
+    }
+}
+
+/* out[c] = sum_r g[r, c] over (rows, cols). One item per column. */
+__kernel void column_sum(__global const REAL *g, const uint g_off, __global REAL *out, const uint out_off,
+                         const int rows, const int cols) {
+    g += g_off;
+    out += out_off;
+    const int c = get_global_id(0);
+    if (c >= cols) {
+        return;
+    }
+    REAL acc = (REAL)0;
+    for (int r = 0; r < rows; ++r) {
+        acc += g[(size_t)r * cols + c];
+    }
+    out[c] = acc;
+}
+
+/* ATFNet's mix over (B, T, C) with w (B, C): forward out = w a + (1 - w) b; backward ga = w g, gb = (1-w) g
+ * (`backward` = 1: a is the incoming gradient, out and out2 receive ga and gb). */
+__kernel void atfnet_mix(__global const REAL *a, const uint a_off, __global const REAL *b, const uint b_off,
+                  __global const REAL *w, const uint w_off, __global REAL *out, const uint out_off,
+                  __global REAL *out2, const uint out2_off, const int n, const int T, const int C,
+                  const int backward) {
+    a += a_off;
+    b += b_off;
+    w += w_off;
+    out += out_off;
+    out2 += out2_off;
+    const int i = get_global_id(0);
+    if (i >= n) {
+        return;
+    }
+    const int c = i % C;
+    const int s = i / (T * C);
+    const REAL wi = w[s * C + c];
+    if (backward) {
+        out[i] = wi * a[i];
+        out2[i] = ((REAL)1 - wi) * a[i];
+    } else {
+        out[i] = wi * a[i] + ((REAL)1 - wi) * b[i];
+    }
+}
+
+/* PatchTST patches: out (N, P, PL)[r, p, k] = x (N, L)[r, min(p*stride + k, L-1)]. One item per output. */
+__kernel void patch_forward(__global const REAL *x, const uint x_off, __global REAL *y, const uint y_off,
+                            const int n, const int L, const int P, const int PL, const int stride) {
+    x += x_off;
+    y += y_off;
+    const int i = get_global_id(0);
+    if (i >= n) {
+        return;
+    }
+    const int k = i % PL;
+    const int p = (i / PL) % P;
+    const int r = i / (PL * P);
+    y[i] = x[(size_t)r * L + min(p * stride + k, L - 1)];
+}
+
+/* Gradient of patch_forward, gathered (no atomics): gx[r, l] = sum of gy over patch slots reading l.
+ * One item per input element (N * L). */
+__kernel void patch_backward(__global const REAL *gy, const uint gy_off, __global REAL *gx, const uint gx_off,
+                             const int n, const int L, const int P, const int PL, const int stride) {
+    gy += gy_off;
+    gx += gx_off;
+    const int i = get_global_id(0);
+    if (i >= n) {
+        return;
+    }
+    const int l = i % L;
+    const int r = i / L;
+    __global const REAL *g = gy + (size_t)r * P * PL;
+    REAL acc = (REAL)0;
+    for (int p = 0; p < P; ++p) {
+        for (int k = 0; k < PL; ++k) {
+            if (min(p * stride + k, L - 1) == l) {
+                acc += g[p * PL + k];
+            }
+        }
+    }
+    gx[i] = acc;
+}
+
+/* RevIN statistics of each row of x (rows, L): mean and sqrt(biased var + eps). One item per row. */
+__kernel void revin_stats(__global const REAL *x, const uint x_off, __global REAL *mean, const uint mean_off,
+                          __global REAL *std, const uint std_off, const int rows, const int L, const REAL eps) {
+    const int r = get_global_id(0);
+    if (r >= rows) {
+        return;
+    }
+    x += x_off + (size_t)r * L;
+    REAL mu = (REAL)0;
+    for (int j = 0; j < L; ++j) {
+        mu += x[j];
+    }
+    mu /= (REAL)L;
+    REAL var = (REAL)0;
+    for (int j = 0; j < L; ++j) {
+        const REAL d = x[j] - mu;
+        var += d * d;
+    }
+    mean[mean_off + r] = mu;
+    std[std_off + r] = sqrt(var / (REAL)L + eps);
+}
+
+/* Row maps of (rows, L) by per-row shift and scale: mode 0 (x - shift)/scale, 1 x*scale + shift,
+ * 2 x*scale, 3 x/scale (`shift` unused in 2, 3). */
+__kernel void row_affine(__global const REAL *x, const uint x_off, __global const REAL *shift,
+                         const uint shift_off, __global const REAL *scale, const uint scale_off,
+                         __global REAL *y, const uint y_off, const int n, const int L, const int mode) {
+    x += x_off;
+    shift += shift_off;
+    scale += scale_off;
+    y += y_off;
+    const int i = get_global_id(0);
+    if (i >= n) {
+        return;
+    }
+    const int r = i / L;
+    const REAL v = x[i];
+    const REAL s = scale[r];
+    y[i] = mode == 0 ? (v - shift[r]) / s : mode == 1 ? v * s + shift[r] : mode == 2 ? v * s : v / s;
+}
+
+/* RevIN's channel affine on (B, C, L): gamma x + beta, or (inverse) (x - beta)/gamma. */
+__kernel void channel_affine_forward(__global const REAL *x, const uint x_off, __global const REAL *gamma,
+                                     const uint gamma_off, __global const REAL *beta, const uint beta_off,
+                                     __global REAL *y, const uint y_off, const int n, const int C, const int L,
+                                     const int inverse) {
+    x += x_off;
+    gamma += gamma_off;
+    beta += beta_off;
+    y += y_off;
+    const int i = get_global_id(0);
+    if (i >= n) {
+        return;
+    }
+    const int c = (i / L) % C;
+    y[i] = inverse ? (x[i] - beta[c]) / gamma[c] : gamma[c] * x[i] + beta[c];
+}
+
+/* Input gradient of channel_affine_forward: gamma gy or gy / gamma. */
+__kernel void channel_affine_backward_input(__global const REAL *gy, const uint gy_off,
+                                            __global const REAL *gamma, const uint gamma_off, __global REAL *gx,
+                                            const uint gx_off, const int n, const int C, const int L,
+                                            const int inverse) {
+    gy += gy_off;
+    gamma += gamma_off;
+    gx += gx_off;
+    const int i = get_global_id(0);
+    if (i >= n) {
+        return;
+    }
+    const int c = (i / L) % C;
+    gx[i] = inverse ? gy[i] / gamma[c] : gamma[c] * gy[i];
+}
+
+/* Parameter gradients of channel_affine_forward, one item per channel, summing over (B, L):
+ * forward ggamma = sum gy x, gbeta = sum gy; inverse ggamma = -sum gy y / gamma, gbeta = -sum gy / gamma. */
+__kernel void channel_affine_backward_params(__global const REAL *gy, const uint gy_off, __global const REAL *x,
+                                             const uint x_off, __global const REAL *y, const uint y_off,
+                                             __global const REAL *gamma, const uint gamma_off,
+                                             __global REAL *ggamma, const uint ggamma_off, __global REAL *gbeta,
+                                             const uint gbeta_off, const int B, const int C, const int L,
+                                             const int inverse) {
+    gy += gy_off;
+    x += x_off;
+    y += y_off;
+    const int c = get_global_id(0);
+    if (c >= C) {
+        return;
+    }
+    REAL sg = (REAL)0, sx = (REAL)0;
+    for (int b = 0; b < B; ++b) {
+        const size_t base = ((size_t)b * C + c) * L;
+        for (int l = 0; l < L; ++l) {
+            sg += gy[base + l];
+            sx += gy[base + l] * (inverse ? y[base + l] : x[base + l]);
+        }
+    }
+    const REAL g = gamma[gamma_off + c];
+    ggamma[ggamma_off + c] = inverse ? -sx / g : sx;
+    gbeta[gbeta_off + c] = inverse ? -sg / g : sg;
+}

@@ -1,0 +1,84 @@
+/* Layer normalisation over the last axis D of (rows, D) (Ba, Kiros & Hinton 2016; torch.nn.LayerNorm):
+ * xhat = (x - mean)/sqrt(biased var + eps), y = gamma xhat + beta. Reference: nn/attention_ops_numpy.py. */
+#include "common.h"
+
+/* One item per row; writes y, xhat and inv_std (rows,). */
+__kernel void layernorm_forward(__global const REAL *x, const uint x_off, __global const REAL *gamma,
+                                const uint gamma_off, __global const REAL *beta, const uint beta_off,
+                                __global REAL *y, const uint y_off, __global REAL *xhat, const uint xhat_off,
+                                __global REAL *inv_std, const uint inv_std_off, const int rows, const int D,
+                                const REAL eps) {
+    const int r = get_global_id(0);
+    if (r >= rows) {
+        return;
+    }
+    x += x_off + (size_t)r * D;
+    y += y_off + (size_t)r * D;
+    xhat += xhat_off + (size_t)r * D;
+    gamma += gamma_off;
+    beta += beta_off;
+    REAL mu = (REAL)0;
+    for (int j = 0; j < D; ++j) {
+        mu += x[j];
+    }
+    mu /= (REAL)D;
+    REAL var = (REAL)0;
+    for (int j = 0; j < D; ++j) {
+        const REAL d = x[j] - mu;
+        var += d * d;
+    }
+    const REAL inv = (REAL)1 / sqrt(var / (REAL)D + eps);
+    for (int j = 0; j < D; ++j) {
+        const REAL h = (x[j] - mu) * inv;
+        xhat[j] = h;
+        y[j] = gamma[j] * h + beta[j];
+    }
+    inv_std[inv_std_off + r] = inv;
+}
+
+/* gx = inv_std (g - mean(g) - xhat mean(g xhat)) with g = gy gamma. One item per row. */
+__kernel void layernorm_backward_input(__global const REAL *gy, const uint gy_off, __global const REAL *xhat,
+                                       const uint xhat_off, __global const REAL *inv_std, const uint inv_std_off,
+                                       __global const REAL *gamma, const uint gamma_off, __global REAL *gx,
+                                       const uint gx_off, const int rows, const int D) {
+    const int r = get_global_id(0);
+    if (r >= rows) {
+        return;
+    }
+    gy += gy_off + (size_t)r * D;
+    xhat += xhat_off + (size_t)r * D;
+    gx += gx_off + (size_t)r * D;
+    gamma += gamma_off;
+    REAL mg = (REAL)0, mgx = (REAL)0;
+    for (int j = 0; j < D; ++j) {
+        const REAL g = gy[j] * gamma[j];
+        mg += g;
+        mgx += g * xhat[j];
+    }
+    mg /= (REAL)D;
+    mgx /= (REAL)D;
+    const REAL inv = inv_std[inv_std_off + r];
+    for (int j = 0; j < D; ++j) {
+        gx[j] = inv * (gy[j] * gamma[j] - mg - xhat[j] * mgx);
+    }
+}
+
+/* ggamma = sum_rows gy xhat, gbeta = sum_rows gy. One item per column. */
+__kernel void layernorm_backward_params(__global const REAL *gy, const uint gy_off, __global const REAL *xhat,
+                                        const uint xhat_off, __global REAL *ggamma, const uint ggamma_off,
+                                        __global REAL *gbeta, const uint gbeta_off, const int rows, const int D) {
+    gy += gy_off;
+    xhat += xhat_off;
+    const int j = get_global_id(0);
+    if (j >= D) {
+        return;
+    }
+    REAL sg = (REAL)0, sgx = (REAL)0;
+    for (int r = 0; r < rows; ++r) {
+        const REAL g = gy[(size_t)r * D + j];
+        sg += g;
+        sgx += g * xhat[(size_t)r * D + j];
+    }
+    ggamma[ggamma_off + j] = sgx;
+    gbeta[gbeta_off + j] = sg;
+}

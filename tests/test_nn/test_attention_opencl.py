@@ -1,0 +1,177 @@
+"""The OpenCL attention ops against the float64 NumPy reference, on awkward sizes, outputs poisoned first."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nn.attention_ops_numpy import AttentionNumpyOps
+from nn.ops_numpy import NumpyBackend
+
+cl = pytest.importorskip("pyopencl")
+try:
+    from nn.attention_ops_opencl import AttentionOpenCLOps
+    from nn.ops_opencl import OpenCLBackend
+    from opencl import memory
+
+    class CLBackend(AttentionOpenCLOps, OpenCLBackend):
+        """The OpenCL backend with the attention mixin."""
+
+    _DEVICE = CLBackend(dtype=np.float64)
+except Exception as exc:  # no OpenCL device or no fp64: nothing to compare here
+    pytest.skip(f"no OpenCL float64 device ({exc})", allow_module_level=True)
+
+
+class Ref(AttentionNumpyOps, NumpyBackend):
+    pass
+
+
+REF = Ref()
+
+
+@pytest.fixture
+def dev():
+    return _DEVICE
+
+
+def up(dev, a):
+    return dev.asarray(np.asarray(a, dtype=np.float64))
+
+
+def close(dev, got, want, tol=1e-10):
+    np.testing.assert_allclose(dev.to_numpy(got), want, rtol=tol, atol=tol)
+
+
+def poisoned(dev, shape):
+    return memory.poison(dev.empty(shape))
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 3), (3, 5, 17), (2, 130)])
+def test_linear(dev, rng, shape):
+    i, o = shape[-1], 5
+    x, w, b, gy = rng.normal(size=shape), rng.normal(size=(o, i)), rng.normal(size=o), None
+    gy = rng.normal(size=(*shape[:-1], o))
+    close(dev, dev.linear_forward(up(dev, x), up(dev, w), up(dev, b)), REF.linear_forward(x, w, b))
+    close(dev, dev.linear_forward(up(dev, x), up(dev, w), None), REF.linear_forward(x, w, None))
+    gw, gb = poisoned(dev, (o, i)), poisoned(dev, (o,))
+    gx = dev.linear_backward(up(dev, x), up(dev, w), up(dev, gy), gw, gb, True)
+    rgw, rgb = np.zeros((o, i)), np.zeros(o)
+    close(dev, gx, REF.linear_backward(x, w, gy, rgw, rgb, True))
+    close(dev, gw, rgw)
+    close(dev, gb, rgb)
+
+
+@pytest.mark.parametrize(("g", "m", "k", "n"), [(1, 1, 1, 1), (3, 5, 17, 3), (130, 3, 5, 1)])
+@pytest.mark.parametrize(("ta", "tb"), [(False, False), (True, False), (False, True), (True, True)])
+def test_bmm(dev, rng, g, m, k, n, ta, tb):
+    a = rng.normal(size=(g, k, m) if ta else (g, m, k))
+    b = rng.normal(size=(g, n, k) if tb else (g, k, n))
+    got = dev.bmm(up(dev, a), up(dev, b), trans_a=ta, trans_b=tb, alpha=0.5)
+    close(dev, got, REF.bmm(a, b, trans_a=ta, trans_b=tb, alpha=0.5))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("s", [1, 3, 17])
+def test_softmax(dev, rng, s, causal):
+    x, gy = rng.normal(size=(5, s, s)) * 3, rng.normal(size=(5, s, s))
+    y = dev.softmax_last_forward(up(dev, x), causal)
+    ry = REF.softmax_last_forward(x, causal)
+    close(dev, y, ry)
+    close(dev, dev.softmax_last_backward(y, up(dev, gy)), REF.softmax_last_backward(ry, gy))
+
+
+@pytest.mark.parametrize("d", [1, 5, 130])
+def test_layernorm(dev, rng, d):
+    x, gy = rng.normal(size=(3, 17, d)) * 2 + 1, rng.normal(size=(3, 17, d))
+    gamma, beta = rng.normal(size=d), rng.normal(size=d)
+    y, xhat, inv = dev.layernorm_forward(up(dev, x), up(dev, gamma), up(dev, beta), 1e-5)
+    ry, rxhat, rinv = REF.layernorm_forward(x, gamma, beta, 1e-5)
+    for got, want in ((y, ry), (xhat, rxhat), (inv, rinv)):
+        close(dev, got, want)
+    gg, gb = poisoned(dev, (d,)), poisoned(dev, (d,))
+    rgg, rgb = np.zeros(d), np.zeros(d)
+    gx = dev.layernorm_backward(up(dev, gy), xhat, inv, up(dev, gamma), gg, gb)
+    close(dev, gx, REF.layernorm_backward(gy, rxhat, rinv, gamma, rgg, rgb))
+    close(dev, gg, rgg)
+    close(dev, gb, rgb)
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes"), [((3, 5), (1, 0)), ((2, 3, 5, 17), (0, 2, 1, 3)), ((2, 3, 1, 5, 4), (2, 0, 3, 1, 4))]
+)
+def test_permute(dev, rng, shape, axes):
+    x = rng.normal(size=shape)
+    close(dev, dev.permute(up(dev, x), axes), REF.permute(x, axes), 0)
+
+
+def test_elementwise_helpers(dev, rng):
+    a, b, p = rng.normal(size=(3, 5, 17)), rng.normal(size=(3, 5, 17)), rng.normal(size=(5, 17))
+    close(dev, dev.add(up(dev, a), up(dev, b)), a + b)
+    close(dev, dev.scale(up(dev, a), -1.5), -1.5 * a)
+    close(dev, dev.add_broadcast(up(dev, a), up(dev, p)), a + p)
+    out = poisoned(dev, (5, 17))
+    dev.sum_batch(up(dev, a), out)
+    close(dev, out, a.sum(axis=0))
+    w = rng.uniform(size=(3, 17))
+    a3, b3 = a.reshape(3, 5, 17), b.reshape(3, 5, 17)
+    close(dev, dev.mix_forward(up(dev, a3), up(dev, b3), up(dev, w)), REF.mix_forward(a3, b3, w))
+    ga, gb = dev.mix_backward(up(dev, a3), up(dev, w))
+    rga, rgb = REF.mix_backward(a3, w)
+    close(dev, ga, rga)
+    close(dev, gb, rgb)
+    close(dev, dev.stack([up(dev, a), up(dev, b)]), np.stack([a, b]), 0)
+
+
+@pytest.mark.parametrize(("length", "patch", "stride", "pad"), [(96, 16, 8, 8), (17, 4, 3, 3), (5, 5, 1, 0)])
+def test_patching(dev, rng, length, patch, stride, pad):
+    x = rng.normal(size=(3, length))
+    y = dev.patch_forward(up(dev, x), patch, stride, pad)
+    ry = REF.patch_forward(x, patch, stride, pad)
+    close(dev, y, ry, 0)
+    gy = rng.normal(size=ry.shape)
+    close(dev, dev.patch_backward(up(dev, gy), length, stride), REF.patch_backward(gy, length, stride))
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+def test_revin_ops(dev, rng, inverse):
+    x = rng.normal(size=(6, 17)) * 3 + 2
+    mean, std = dev.revin_stats(up(dev, x), 1e-5)
+    rmean, rstd = REF.revin_stats(x, 1e-5)
+    close(dev, mean, rmean)
+    close(dev, std, rstd)
+    close(dev, dev.revin_normalize(up(dev, x), mean, std), REF.revin_normalize(x, rmean, rstd))
+    close(dev, dev.revin_denormalize(up(dev, x), mean, std), REF.revin_denormalize(x, rmean, rstd))
+    close(dev, dev.row_scale(up(dev, x), std, inverse), REF.row_scale(x, rstd, inverse))
+    x3, gy = x.reshape(2, 3, 17), rng.normal(size=(2, 3, 17))
+    gamma, beta = rng.uniform(0.5, 2, size=3), rng.normal(size=3)
+    y = dev.channel_affine_forward(up(dev, x3), up(dev, gamma), up(dev, beta), inverse)
+    ry = REF.channel_affine_forward(x3, gamma, beta, inverse)
+    close(dev, y, ry)
+    gg, gb = poisoned(dev, (3,)), poisoned(dev, (3,))
+    rgg, rgb = np.zeros(3), np.zeros(3)
+    gx = dev.channel_affine_backward(up(dev, gy), up(dev, x3), y, up(dev, gamma), inverse, gg, gb)
+    close(dev, gx, REF.channel_affine_backward(gy, x3, ry, gamma, inverse, rgg, rgb))
+    close(dev, gg, rgg)
+    close(dev, gb, rgb)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_patchtst_trains_like_the_reference(rng, dtype):
+    """A whole PatchTST (RevIN, patching, encoder with dropout, head) trains identically on both backends:
+    same losses and weights after two epochs, dropout masks included (counter-based hash)."""
+    from nn.atfnet import PatchTST
+    from nn.model import Sequential
+
+    dev = _DEVICE if dtype == np.float64 else CLBackend(dtype=np.float32)
+    sizes = dict(d_model=8, n_heads=2, e_layers=2, d_ff=12, dropout=0.2, patch_len=4, stride=2, seed=5)
+    x, y = rng.normal(size=(12, 17, 3)), rng.normal(size=(12, 6, 3))
+    runs = []
+    for backend in (REF, dev):
+        net = Sequential([PatchTST(6, **sizes)], (17, 3), "mse", {"type": "sgd", "lr": 0.05}, backend, seed=1)
+        history = net.fit(x, y, epochs=2, batch_size=5, shuffle=False, progress=False)
+        runs.append((history.loss, net.export_arrays(), net.predict(x)))
+    tol = 1e-9 if dtype == np.float64 else 3e-4
+    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=tol)
+    for key, want in runs[0][1].items():
+        np.testing.assert_allclose(runs[1][1][key], want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(runs[1][2], runs[0][2], rtol=tol, atol=tol)
