@@ -316,14 +316,17 @@ class TerminalSource:
                 break
             pos += len(part)
         log.debug("%s %s: %d position pages", symbol, tf.name, len(pages))
-        return pages
+        return pages[::-1]  # oldest first
 
 
 def _stitch(pages: list[np.ndarray]) -> np.ndarray:
     """Pages in time order, each bar once (boundary bars can arrive twice; the later page wins)."""
     if not pages:
         return np.empty(0, dtype=RATES_DTYPE)
-    rates = np.concatenate(pages)
+    rates = np.concatenate(pages) if len(pages) > 1 else pages[0]
+    t = rates["time"]
+    if np.all(t[1:] > t[:-1]):
+        return rates  # the usual case: nothing to sort or drop
     order = np.argsort(rates["time"], kind="stable")[::-1]
     _, first_seen = np.unique(rates["time"][order], return_index=True)
     return rates[order[first_seen]]

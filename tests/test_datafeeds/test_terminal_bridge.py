@@ -66,6 +66,16 @@ def test_range_across_the_us_dst_switch_pages_without_gaps_or_duplicates(mt5_ser
     np.testing.assert_array_equal(to_rates(df)["time"], rates[want]["time"])
 
 
+def test_answers_cut_short_by_the_terminal_are_continued_and_stitched(mt5_server, mt5sim, sim_market):
+    # Pages asked for are larger than the terminal's cap: each answer stops at 1000 bars, the source goes on
+    # from the last bar it got, and that bar, received twice, is kept once.
+    rates, utc = sim_market.history("EURUSD", H1)
+    with source(mt5_server, page_size=2500) as src:
+        df = src.load("EURUSD", "H1", start="2023-01-01")
+    assert_same_bars(df, rates[:-1], utc[:-1])
+    assert mt5sim.call_count("copy_rates_range") >= len(rates) // 1000
+
+
 def test_other_timeframes_and_digits(mt5_server, mt5sim, sim_market):
     rates, utc = sim_market.history("USDJPY", 16408)
     with source(mt5_server) as src:
