@@ -101,9 +101,9 @@ MODELS = ("atfnet", "patchtst")
 
 
 def forecast_backend(name: str) -> Any:
-    """The backend by name, checked for the attention/complex ops ATFNet needs.
+    """The backend by name, with the attention and complex ops ATFNet needs.
 
-    Until the mixins are part of the packaged NumPy backend, the float64 reference is assembled here.
+    Until those mixins are part of the packaged backends, the composed classes are assembled here.
     """
     backend = get_backend(name)
     if hasattr(backend, "linear_forward") and hasattr(backend, "complex_attention_forward"):
@@ -117,7 +117,14 @@ def forecast_backend(name: str) -> Any:
             pass
 
         return _Reference()
-    raise ValueError(f"the {backend.name} backend lacks the attention ops ATFNet needs; use backend 'numpy'")
+    from nn.attention_ops_opencl import AttentionOpenCLOps
+    from nn.complex_ops_opencl import ComplexOpenCLOps
+    from nn.ops_opencl import OpenCLBackend
+
+    class _Device(AttentionOpenCLOps, ComplexOpenCLOps, OpenCLBackend):
+        pass
+
+    return _Device(device=backend.runtime.info, dtype=backend.dtype)
 
 
 def build_forecaster(

@@ -155,19 +155,30 @@ def test_revin_ops(dev, rng, inverse):
     close(dev, gb, rgb)
 
 
+@pytest.mark.parametrize("model", ["patchtst", "atfnet"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_patchtst_trains_like_the_reference(rng, dtype):
-    """A whole PatchTST (RevIN, patching, encoder with dropout, head) trains identically on both backends:
-    same losses and weights after two epochs, dropout masks included (counter-based hash)."""
-    from nn.atfnet import PatchTST
+def test_models_train_like_the_reference(rng, dtype, model):
+    """A whole PatchTST / ATFNet trains identically on both backends: same losses, weights and forecasts
+    after two epochs with dropout in both blocks (the counter-based masks match)."""
+    from nn.atfnet import ATFNet, PatchTST
+    from nn.complex_ops_numpy import ComplexNumpyOps
+    from nn.complex_ops_opencl import ComplexOpenCLOps
     from nn.model import Sequential
 
-    dev = _DEVICE if dtype == np.float64 else CLBackend(dtype=np.float32)
+    class FullRef(AttentionNumpyOps, ComplexNumpyOps, NumpyBackend):
+        pass
+
+    class FullCL(AttentionOpenCLOps, ComplexOpenCLOps, OpenCLBackend):
+        pass
+
     sizes = dict(d_model=8, n_heads=2, e_layers=2, d_ff=12, dropout=0.2, patch_len=4, stride=2, seed=5)
+    if model == "atfnet":
+        sizes |= dict(fnet_d_model=4, fnet_d_ff=6, fnet_layers=1, complex_dropout=0.2)
+    kind = ATFNet if model == "atfnet" else PatchTST
     x, y = rng.normal(size=(12, 17, 3)), rng.normal(size=(12, 6, 3))
     runs = []
-    for backend in (REF, dev):
-        net = Sequential([PatchTST(6, **sizes)], (17, 3), "mse", {"type": "sgd", "lr": 0.05}, backend, seed=1)
+    for backend in (FullRef(), FullCL(dtype=dtype)):
+        net = Sequential([kind(6, **sizes)], (17, 3), "mse", {"type": "sgd", "lr": 0.05}, backend, seed=1)
         history = net.fit(x, y, epochs=2, batch_size=5, shuffle=False, progress=False)
         runs.append((history.loss, net.export_arrays(), net.predict(x)))
     tol = 1e-9 if dtype == np.float64 else 3e-4
