@@ -291,16 +291,18 @@ class TerminalSource:
         return _as_rates(answer, f"{call}()")
 
     def _walk_range(self, symbol: str, tf: Timeframe, first: int, last: int, page: int) -> list[np.ndarray]:
-        """``copy_rates_range`` over windows of at most ``page`` bars each, oldest first."""
+        """``copy_rates_range`` over windows of at most ``page`` bars each, oldest first.
+
+        Each window starts right after the last bar received, so an answer the terminal cut short (its cap
+        below ``page``) is simply continued, and an empty window (a weekend, a holiday) is stepped over.
+        """
         span = page * _min_bar_seconds(tf)
         pages, t0 = [], first
         while t0 <= last:
             t1 = min(t0 + span - 1, last)
             part = self._rates("copy_rates_range", symbol, tf, t0, t1)
             pages.append(part)
-            # When the terminal cut the answer short, go on from the last bar it gave.
-            cut = len(part) >= page and int(part["time"][-1]) > t0
-            t0 = int(part["time"][-1]) if cut else t1 + 1
+            t0 = int(part["time"][-1]) + 1 if len(part) else t1 + 1
         log.debug("%s %s: %d range pages", symbol, tf.name, len(pages))
         return pages
 

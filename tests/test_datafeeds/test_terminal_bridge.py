@@ -66,9 +66,9 @@ def test_range_across_the_us_dst_switch_pages_without_gaps_or_duplicates(mt5_ser
     np.testing.assert_array_equal(to_rates(df)["time"], rates[want]["time"])
 
 
-def test_answers_cut_short_by_the_terminal_are_continued_and_stitched(mt5_server, mt5sim, sim_market):
-    # Pages asked for are larger than the terminal's cap: each answer stops at 1000 bars, the source goes on
-    # from the last bar it got, and that bar, received twice, is kept once.
+def test_answers_cut_short_by_the_terminal_are_continued(mt5_server, mt5sim, sim_market):
+    # Pages asked for are larger than the terminal's cap: each answer stops at 1000 bars and the source goes
+    # on from the bar after the last one it got.
     rates, utc = sim_market.history("EURUSD", H1)
     with source(mt5_server, page_size=2500) as src:
         df = src.load("EURUSD", "H1", start="2023-01-01")

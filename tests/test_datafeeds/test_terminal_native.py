@@ -70,3 +70,17 @@ def test_wire_format_carries_values_only():
     assert back.dtype == arr.dtype
     np.testing.assert_array_equal(back, arr)
     assert none is None and mapping == {"k": (1, "a")}
+
+
+def test_stitch_orders_pages_and_keeps_each_bar_once():
+    from datafeeds.candles import RATES_DTYPE
+    from datafeeds.terminal import _stitch
+
+    bars = np.zeros(20, dtype=RATES_DTYPE)
+    bars["time"] = np.arange(20) * 60
+    bars["close"] = np.arange(20)
+    newer = bars[9:].copy()
+    newer["close"][0] = 99  # bar 9 again, as a later page saw it
+    out = _stitch([newer, bars[:10]])  # pages walked back by position arrive newest first
+    np.testing.assert_array_equal(out["time"], bars["time"])
+    assert out["close"][9] == 99 and out["close"][10] == 10
