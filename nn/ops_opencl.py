@@ -51,9 +51,11 @@ def _round_up(n: int, m: int) -> int:
 class OpenCLBackend:
     """``Backend`` on an OpenCL device (float32 by default, float64 where the device has fp64)."""
 
-    def __init__(self, device=None, dtype=None) -> None:
+    def __init__(self, device=None, dtype=None, profile: bool | None = None) -> None:
+        """``device``/``dtype`` as ``opencl.get_runtime`` takes them; ``profile`` records per-kernel device
+        time (default: the ``NEURONET_PROFILE`` environment variable)."""
         super().__init__()
-        rt = get_runtime(device, dtype)
+        rt = get_runtime(device, dtype, profile)
         self.runtime = rt
         self.name = f"opencl:{rt.info.name}"
         self.dtype = rt.dtype
@@ -161,6 +163,10 @@ class OpenCLBackend:
 
     def synchronize(self) -> None:
         self.runtime.synchronize()
+
+    def device_seconds(self) -> float | None:
+        """Cumulative kernel time on the device when profiling is on (else ``None``); waits for the queue."""
+        return self.runtime.profiler.device_seconds()
 
     # --- dense --------------------------------------------------------------------------------------
     def dense_forward(self, x: cla.Array, w: cla.Array, b: cla.Array, act: Activation) -> cla.Array:
