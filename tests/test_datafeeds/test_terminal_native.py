@@ -81,6 +81,7 @@ def test_stitch_orders_pages_and_keeps_each_bar_once():
     bars["close"] = np.arange(20)
     newer = bars[9:].copy()
     newer["close"][0] = 99  # bar 9 again, as a later page saw it
-    out = _stitch([newer, bars[:10]])  # pages walked back by position arrive newest first
+    out = _stitch([bars[:10], newer])  # the later page's copy of a bar wins
     np.testing.assert_array_equal(out["time"], bars["time"])
     assert out["close"][9] == 99 and out["close"][10] == 10
+    np.testing.assert_array_equal(_stitch([bars[10:], bars[:10]]), bars)  # out of order: sorted
