@@ -174,6 +174,22 @@ class Sequential:
     def parameter_count(self) -> int:
         return self._param_layout.compact_size
 
+    def summary(self) -> str:
+        """A plain-text table: each layer's description, output shape and parameter count."""
+        counts = [0] * len(self.layers)
+        for i, spec in self._param_layout.entries:
+            counts[i] += spec.size
+        lines = [f"{'#':>3}  {'layer':<44} {'output':<14} {'params':>10}"]
+        shape = self.input_shape
+        for i, (layer, n) in enumerate(zip(self.layers, counts, strict=True)):
+            shape = layer.output_shape or shape
+            desc = ", ".join(f"{k}={v}" for k, v in layer.config().items() if k != "type")
+            lines.append(f"{i:>3}  {(layer.type_name + ' ' + desc)[:44]:<44} {shape!s:<14} {n:>10,}")
+        opt = self.optimizer.type_name
+        lines.append(f"input {self.input_shape}, loss {self.loss.name}, optimizer {opt}, "
+                     f"{self.parameter_count:,} parameters, backend {self.backend.name}")  # fmt: skip
+        return "\n".join(lines)
+
     def config(self) -> dict[str, Any]:
         """The architecture as plain JSON: enough to rebuild the model (weights aside)."""
         return {

@@ -227,3 +227,10 @@ def test_bad_inputs_are_clear_errors():
         Sequential([Dense(2)], input_shape=(2,), backend="cuda")
     with pytest.raises(ValueError, match="unknown loss"):
         Sequential([Dense(2)], input_shape=(2,), loss="hinge", backend="numpy")
+
+
+def test_summary_counts_parameters():
+    model = Sequential.from_specs(SPIRAL_SPECS, input_shape=(2,), loss="cce", backend="numpy")
+    text = model.summary()
+    assert model.parameter_count == (2 * 64 + 64) + (64 * 64 + 64) + (64 * 2 + 2)
+    assert f"{model.parameter_count:,} parameters" in text and "softmax" in text

@@ -230,3 +230,11 @@ def test_memory_ops(be, rng):
     be.add_(acc, np.array([1.0]))
     assert acc[0] == 2.5
     assert be.to_numpy(acc) is not acc
+
+
+def test_seed_cce_output_gradient(be, rng):
+    """Seed bug 5: with softmax + cross-entropy the output gradient is exactly (p − t)/B."""
+    logits = rng.normal(size=(5, 3))
+    target = np.eye(3)[[0, 2, 1, 1, 0]]
+    _, grad = be.loss("softmax_cce", logits, target)
+    np.testing.assert_allclose(grad, (be.softmax_forward(logits) - target) / 5, rtol=1e-14)
