@@ -12,6 +12,7 @@ from strategies.forecast import (
     ForecastEA,
     LinearBaseline,
     direction_accuracy,
+    forecast_charts,
     horizon_errors,
     naive_forecast,
     sliding_windows,
@@ -82,10 +83,12 @@ def test_forecast_ea_through_the_harness(model):
     assert set(section["errors"]) == {"model", "naive", "linear"}
     assert len(section["errors"]["model"]["mse"]) == 8 and len(section["examples"]) == 4
     weights = np.array(section["weight"]["value"])
+    charts = forecast_charts(section)
+    assert all(png.startswith(b"\x89PNG") for png in charts.values())
     if model == "atfnet":
-        assert np.all((weights >= 0) & (weights <= 1))
+        assert np.all((weights >= 0) & (weights <= 1)) and "harmonic_weight" in charts
     else:
-        assert np.all(np.isnan(weights))
+        assert np.all(np.isnan(weights)) and set(charts) == {"forecast_vs_actual", "horizon_error"}
 
 
 def test_forecast_ea_uses_only_closed_bars():
