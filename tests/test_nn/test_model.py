@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import nn
 from nn import SGD, Adam, BatchNorm, Dense, Dropout, EarlyStopping, Sequential
 
 SPIRAL_SPECS = [
@@ -234,3 +235,36 @@ def test_summary_counts_parameters():
     text = model.summary()
     assert model.parameter_count == (2 * 64 + 64) + (64 * 64 + 64) + (64 * 2 + 2)
     assert f"{model.parameter_count:,} parameters" in text and "softmax" in text
+
+
+@pytest.mark.parametrize(("dtype", "tol"), [("float64", 1e-10), ("float32", 2e-5)])
+def test_backend_trains_like_the_reference(backend, dtype, tol):
+    """Three epochs with batch norm, dropout, L1/L2 and clipping: same weights, running statistics and Adam
+    moments as the float64 reference (dropout masks are the shared counter-based hash)."""
+    if backend == "numpy":
+        pytest.skip("the reference itself")
+    try:
+        other = nn.get_backend(backend, dtype=dtype)
+    except ValueError as exc:  # e.g. no cl_khr_fp64 on this device
+        pytest.skip(str(exc))
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(70, 6)), np.eye(3)[rng.integers(0, 3, 70)]
+
+    def train(be) -> tuple[dict[str, np.ndarray], list[float]]:
+        layers = [
+            Dense(9, "tanh"),
+            BatchNorm(),
+            Dropout(0.3),
+            Dense(5, "relu"),
+            Dense(3, activation="softmax"),
+        ]
+        opt = Adam(0.01, l1=1e-4, l2=1e-3, clipnorm=1.0)
+        model = Sequential(layers, input_shape=(6,), loss="cce", optimizer=opt, backend=be, seed=3)
+        history = model.fit(x, y, epochs=3, batch_size=16, progress=False)
+        return model.export_arrays(), history.loss
+
+    ref, ref_loss = train("numpy")
+    got, got_loss = train(other)
+    for name in ref:
+        np.testing.assert_allclose(got[name], ref[name], rtol=tol, atol=tol, err_msg=name)
+    np.testing.assert_allclose(got_loss, ref_loss, rtol=tol)
