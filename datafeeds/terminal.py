@@ -38,7 +38,6 @@ from datafeeds.terminal_errors import (
     IPC_INIT_FAILED,
     NoBarsError,
     NotLoggedInError,
-    TerminalConnectionError,
     TerminalError,
     UnknownSymbolError,
     error_from_last_error,
@@ -199,8 +198,8 @@ class TerminalSource:
                     return None
                 return answer
             except TerminalError as exc:
-                if isinstance(exc, TerminalConnectionError) or exc.code == IPC_INIT_FAILED:
-                    self._drop()
+                if exc.code is None or exc.code == IPC_INIT_FAILED:
+                    self._drop()  # the link itself failed (dropped, timed out): the next call reconnects
                 if not exc.transient or attempt == self.retries:
                     raise
                 wait = self.backoff * 2**attempt
