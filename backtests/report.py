@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from backtests import charts
 from backtests.replay import Result
 
 REPORT_VERSION = 1
@@ -240,6 +239,8 @@ def _prediction_tables(pred: dict) -> str:
 
 
 def _html(result: Result, doc: dict) -> str:
+    from backtests import charts  # matplotlib costs a second to import: only when a report is drawn
+
     s, data, ea = result.stats, result.data, result.ea
     title = f"{ea['class']} · {data['symbol']} {data['timeframe']}"
     parts = [f"<h1>{html.escape(title)}</h1>"]

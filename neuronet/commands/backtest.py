@@ -159,7 +159,7 @@ def _execute(
         raise
     _summary(result, page)
     if not result.complete:
-        raise typer.Exit(130)
+        raise SystemExit(130)  # the report is written; exit as an interrupted command does
 
 
 def _pct(v: float | None) -> str:

@@ -1,0 +1,168 @@
+"""``neuronet run`` and ``neuronet backtest`` as a user runs them: real subprocesses, real files."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+
+def neuronet(*args, cwd, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "neuronet", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_builtin_ea_by_name_writes_a_report(tmp_path):
+    out = tmp_path / "rep"
+    res = neuronet(
+        "backtest",
+        "sma",
+        "--spread",
+        "10",
+        "--commission",
+        "3.5",
+        "--to",
+        "2017-09-01",
+        "-p",
+        "fast=5",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "report: " in res.stdout and "trades" in res.stdout
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["ea"]["class"] == "SmaCrossEA" and doc["ea"]["params"]["fast"] == 5
+    assert doc["account"]["spread"] == 10 and doc["data"]["last"].startswith("2017-08-31")
+
+
+USER_EA = textwrap.dedent(
+    """
+    from strategies import ExpertAdvisor
+
+    class Breakout(ExpertAdvisor):
+        lookback = 24
+
+        def on_bar(self):
+            if len(self.bars) <= self.lookback:
+                return
+            hi = self.bars.high[-self.lookback - 1 : -1].max()
+            if self.bars.close[-1] > hi and self.position <= 0:
+                self.close()
+                self.buy(0.1, sl_points=200, tp_points=400)
+
+    class Broken(ExpertAdvisor):
+        def on_bar(self):
+            if len(self.bars) > 4000:
+                raise ZeroDivisionError("oops")
+
+    class NotAnEA:
+        pass
+
+    class Interrupts(ExpertAdvisor):
+        def on_bar(self):
+            if len(self.bars) == 4100:
+                import os, signal
+                os.kill(os.getpid(), signal.SIGINT)
+            elif len(self.bars) == 4050:
+                self.buy(0.1)
+    """
+)
+
+
+@pytest.fixture
+def ea_file(tmp_path):
+    path = tmp_path / "my_eas.py"
+    path.write_text(USER_EA)
+    return path
+
+
+def test_user_ea_from_a_file(tmp_path, ea_file):
+    res = neuronet(
+        "backtest",
+        f"{ea_file}:Breakout",
+        "--spread",
+        "10",
+        "-p",
+        "lookback=12",
+        "--out",
+        str(tmp_path / "r"),
+        cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert doc["ea"]["class"] == "Breakout" and doc["ea"]["params"]["lookback"] == 12
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("missing.py:X", "EA file not found: missing.py"),
+        ("{file}:NotAnEA", "is not an expert advisor"),
+        ("{file}:Nope", "has no class 'Nope'"),
+        ("{file}", "defines 3 expert advisors"),
+        ("fractl", "did you mean FractalEA"),
+        ("{file}:Broken", "Broken.on_bar raised at bar 4001 (2017-12-08 01:00"),
+    ],
+    ids=["missing-file", "not-an-ea", "no-such-class", "ambiguous-file", "misspelt-builtin", "ea-raises"],
+)
+def test_bad_input_gives_one_clear_line(tmp_path, ea_file, target, message):
+    res = neuronet("backtest", target.format(file=ea_file), "--out", str(tmp_path / "r"), cwd=tmp_path)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: ") and message in lines[-1], res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_period_with_too_few_bars(tmp_path):
+    res = neuronet(
+        "run", "--from", "2017-05-01", "--to", "2017-05-04", "--out", str(tmp_path / "r"), cwd=tmp_path
+    )
+    assert res.returncode == 2 and "too few bars" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_misspelt_parameter(tmp_path):
+    res = neuronet("backtest", "sma", "-p", "slwo=30", cwd=tmp_path)
+    assert res.returncode == 2 and "did you mean 'slow'" in res.stderr
+
+
+def test_ctrl_c_still_writes_a_report_marked_incomplete(tmp_path, ea_file):
+    res = neuronet("backtest", f"{ea_file}:Interrupts", "--out", str(tmp_path / "r"), cwd=tmp_path)
+    assert res.returncode == 130, res.stderr
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert doc["complete"] is False and doc["stats"]["total_trades"] == 1
+    assert "INCOMPLETE" in res.stderr
+
+
+def test_run_fast_variant(tmp_path):
+    res = neuronet(
+        "run",
+        "--epochs",
+        "1",
+        "--backend",
+        "numpy",
+        "--to",
+        "2017-07-15",
+        "-p",
+        "hidden=16",
+        "--out",
+        str(tmp_path / "r"),
+        cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "predictions on" in res.stdout and "hit rate" in res.stdout
+    folder = tmp_path / "r"
+    assert {p.name for p in folder.iterdir()} == {"report.html", "report.json", "trades.csv", "model.nnz"}
+    doc = json.loads((folder / "report.json").read_text())
+    assert len(doc["training"]["epochs"]) == 1 and doc["predictions"]["bars"] > 100
+
+
+@pytest.mark.slow
+def test_run_with_defaults(tmp_path):
+    res = neuronet("run", "--out", str(tmp_path / "r"), cwd=tmp_path, timeout=1200)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert doc["complete"] and len(doc["training"]["epochs"]) == 30
+    assert doc["data"]["bars"] == 5000 and doc["periods"]["forward_start"] == 3333
