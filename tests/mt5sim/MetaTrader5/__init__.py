@@ -20,7 +20,7 @@ from datetime import datetime
 
 import numpy as np
 
-from MetaTrader5 import market
+from MetaTrader5 import market, trading
 from MetaTrader5.constants import *  # noqa: F403 - the official package exposes them at top level
 from MetaTrader5.constants import (
     ACCOUNT_TRADE_MODE_DEMO,
@@ -29,8 +29,6 @@ from MetaTrader5.constants import (
     RES_E_INTERNAL_FAIL_CONNECT,
     RES_E_INVALID_PARAMS,
     RES_E_NOT_FOUND,
-    SYMBOL_FILLING_FOK,
-    SYMBOL_FILLING_IOC,
     SYMBOL_TRADE_MODE_FULL,
     TIMEFRAME_H1,
 )
@@ -170,9 +168,10 @@ def _symbol_record(spec: market.SymbolSpec) -> SymbolInfo:
         digits=spec.digits, spread=int(last["spread"]), spread_float=True, trade_calc_mode=0,
         trade_mode=SYMBOL_TRADE_MODE_FULL, trade_stops_level=0, trade_freeze_level=0, trade_exemode=2,
         swap_mode=1, swap_rollover3days=3, expiration_mode=15,
-        filling_mode=SYMBOL_FILLING_FOK | SYMBOL_FILLING_IOC, order_mode=127, bid=bid, ask=ask, last=0.0,
-        point=point, trade_tick_value=tick_value, trade_tick_size=point, trade_contract_size=100000.0,
-        volume_min=0.01, volume_max=100.0, volume_step=0.01, swap_long=-6.5, swap_short=1.2,
+        filling_mode=trading.FILLING_MODE, order_mode=127, bid=bid, ask=ask, last=0.0,
+        point=point, trade_tick_value=tick_value, trade_tick_size=point,
+        trade_contract_size=trading.CONTRACT_SIZE, volume_min=trading.VOLUME_MIN,
+        volume_max=trading.VOLUME_MAX, volume_step=trading.VOLUME_STEP, swap_long=-6.5, swap_short=1.2,
         margin_initial=0.0, currency_base=spec.name[:3], currency_profit=spec.name[3:],
         currency_margin=spec.name[:3], description=spec.description,
         path=f"Forex\\{spec.name}", name=spec.name,
@@ -284,3 +283,43 @@ def copy_ticks_from(symbol, date_from, count, flags):
     start = _seconds(date_from)
     ticks = market.ticks_between(symbol, start, start + 7 * 86400)
     return np.array(ticks[: min(int(count), SIM.maxbars)], dtype=market.TICKS_DTYPE)
+
+
+@_api()
+def order_send(request):
+    answer = trading.send(SIM.book, dict(request))
+    if answer is None:
+        SIM.set_error(RES_E_INVALID_PARAMS)
+    return answer
+
+
+@_api()
+def positions_get(symbol=None, group=None, ticket=None):
+    return trading.positions(SIM.book, symbol=symbol, group=group, ticket=ticket)
+
+
+@_api()
+def positions_total():
+    return len(SIM.book.positions)
+
+
+@_api()
+def orders_get(symbol=None, group=None, ticket=None):
+    return ()  # pending orders are not simulated
+
+
+@_api()
+def orders_total():
+    return 0
+
+
+@_api()
+def history_deals_get(date_from=None, date_to=None, group=None, ticket=None, position=None):
+    lo = None if date_from is None else _seconds(date_from)
+    hi = None if date_to is None else _seconds(date_to)
+    return trading.deals(SIM.book, lo, hi, position=position, ticket=ticket)
+
+
+@_api()
+def history_deals_total(date_from, date_to):
+    return len(trading.deals(SIM.book, _seconds(date_from), _seconds(date_to)))

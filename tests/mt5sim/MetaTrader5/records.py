@@ -30,3 +30,25 @@ SymbolInfo = namedtuple(
 )
 
 Tick = namedtuple("Tick", "time bid ask last volume time_msc flags volume_real")
+
+TradeRequest = namedtuple(
+    "TradeRequest",
+    "action magic order symbol volume price stoplimit sl tp deviation type type_filling type_time "
+    "expiration comment position position_by",
+)
+
+OrderSendResult = namedtuple(
+    "OrderSendResult", "retcode deal order volume price bid ask comment request_id retcode_external request"
+)
+
+TradePosition = namedtuple(
+    "TradePosition",
+    "ticket time time_msc time_update time_update_msc type magic identifier reason volume price_open sl tp "
+    "price_current swap profit symbol comment external_id",
+)
+
+TradeDeal = namedtuple(
+    "TradeDeal",
+    "ticket order time time_msc type entry magic position_id reason volume price commission swap profit fee "
+    "symbol comment external_id",
+)

@@ -13,6 +13,7 @@ import threading
 from collections import Counter
 
 from MetaTrader5.constants import ERROR_MESSAGES, RES_S_OK
+from MetaTrader5.trading import Book
 
 
 class SimState:
@@ -32,6 +33,7 @@ class SimState:
             self.delays: dict[str, float] = {}
             self.calls: Counter[str] = Counter()
             self.error = (RES_S_OK, ERROR_MESSAGES[RES_S_OK])
+            self.book = Book()
 
     def configure(
         self,
