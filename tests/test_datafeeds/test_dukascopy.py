@@ -297,3 +297,16 @@ def test_the_current_period_is_not_cached_and_may_be_unpublished(archive, tmp_pa
     cached = [p.name for p in (tmp_path / "cache").rglob("*.bi5")]
     settled = (yesterday + pd.Timedelta(days=1, hours=2)) <= pd.Timestamp.now(tz="UTC")
     assert cached == (["BID_candles_min_1.bi5"] if settled else [])
+
+
+def test_a_damaged_cache_file_is_downloaded_again(minute_archive, tmp_path, caplog):
+    archive, _ = minute_archive
+    first = source(archive, tmp_path).load("EURUSD", "M1", start="2023-01-30", end="2023-01-31")
+    cached = tmp_path / "cache" / day_path("EURUSD", "2023-01-30", "BID_candles_min_1.bi5")
+    cached.write_bytes(cached.read_bytes()[:50])
+    archive.requests.clear()
+    again = source(archive, tmp_path).load("EURUSD", "M1", start="2023-01-30", end="2023-01-31")
+    pd.testing.assert_frame_equal(first, again)
+    assert archive.requests == [day_path("EURUSD", "2023-01-30", "BID_candles_min_1.bi5")]
+    assert "downloading it again" in caplog.text
+    assert cached.read_bytes() == archive.files[archive.requests[0]]
