@@ -38,9 +38,11 @@ _FILES = (
     "dropout.cl",
     "optim.cl",
     "reduce.cl",
+    "dense_small.cl",
 )
 _ACT_CODE = {kind: code for code, kind in enumerate(ACTIVATIONS)}
 _POINTWISE_LOSS = {"mse": 0, "mae": 1, "bce": 2}
+SMALL_B = 4  # batches up to this size take the matrix-vector kernels of dense_small.cl
 _PARTIALS = 64  # work-groups of the global-norm reduction (partial sums read by every item afterwards)
 
 
@@ -70,7 +72,8 @@ class OpenCLBackend:
         self._cg = 16 if cpu else 32
         self._ew = 1024 if cpu else 256
         self._row_group = 64 if cpu else 128
-        defines = {"LWG": self._lwg, "RG": self._rg, "CG": self._cg}
+        self._neuron_group = 16 if cpu else 64
+        defines = {"LWG": self._lwg, "RG": self._rg, "CG": self._cg, "SMALL_B": SMALL_B}
         self._k: dict[str, cl.Kernel] = {}
         for filename in _FILES:
             ks = self.kernels(filename, **defines)
@@ -117,6 +120,9 @@ class OpenCLBackend:
 
         The group size is fixed: PoCL compiles one work-group function per distinct local size."""
         self.runtime.launch(kernel, (_round_up(n, self._ew),), (self._ew,), *args)
+
+    def _per_item(self, kernel: str, items: int, group: int, *args) -> None:
+        self.runtime.launch(self._k[kernel], (_round_up(items, group),), (group,), *args)
 
     def _col_launch(self, kernel: cl.Kernel, cols: int, *args) -> None:
         self.runtime.launch(kernel, (_round_up(cols, self._cg), self._rg), (self._cg, self._rg), *args)
@@ -172,14 +178,32 @@ class OpenCLBackend:
     def dense_forward(self, x: cla.Array, w: cla.Array, b: cla.Array, act: Activation) -> cla.Array:
         if not act.output_derivable:
             raise ValueError(f"activation {act.kind!r} cannot be fused into a dense layer")
-        y = self.empty((x.shape[0], w.shape[0]))  # (B, O)
-        gemm(self.runtime, x, w, y, trans_b=True, bias=b, activation=act)
+        batch, inputs = x.shape
+        outputs = w.shape[0]
+        y = self.empty((batch, outputs))  # (B, O)
+        if batch <= SMALL_B:
+            self._per_item("dense_small_forward", outputs, self._neuron_group, *self.arg(x), *self.arg(w),
+                           *self.arg(b), *self.arg(y), inputs, outputs, batch, _ACT_CODE[act.kind], act.alpha,
+                           act.beta)
+        else:
+            gemm(self.runtime, x, w, y, trans_b=True, bias=b, activation=act)
         return y
 
     def dense_backward(self, x, w, y, gy, act, gw_out, gb_out, need_input_grad):
         _same_shape("dense_backward", y, gy)
         batch, outputs = y.shape
+        inputs = x.shape[1]
         dz = self.empty((batch, outputs))
+        if batch <= SMALL_B:
+            self._per_item("dense_small_backward_w", outputs, self._neuron_group, *self.arg(gy), *self.arg(y),
+                           *self.arg(x), *self.arg(dz), *self.arg(gw_out), *self.arg(gb_out), inputs, outputs,
+                           batch, _ACT_CODE[act.kind], act.alpha)
+            if not need_input_grad:
+                return None
+            gx = self.empty(x.shape)
+            self._per_item("dense_small_backward_x", -(-inputs // 8), self._neuron_group, *self.arg(dz),
+                           *self.arg(w), *self.arg(gx), inputs, outputs, batch)
+            return gx
         self._col_launch(self._k["dense_dz_bias"], outputs, *self.arg(gy), *self.arg(y), *self.arg(dz),
                          *self.arg(gb_out), outputs, batch, _ACT_CODE[act.kind], act.alpha)
         gemm(self.runtime, dz, x, gw_out, trans_a=True)  # (B, O)ᵀ·(B, I) -> (O, I)

@@ -4,7 +4,11 @@
 #include "nn_common.h"
 
 inline REAL reg_grad(REAL g, REAL w, REAL l1, REAL l2) {
-    return g + l1 * sign(w) + l2 * w;
+    REAL r = g + l2 * w;
+    if (l1 != (REAL)0) { /* uniform branch: the sign costs as much as the rest of the update */
+        r += l1 * (w > (REAL)0 ? (REAL)1 : (w < (REAL)0 ? (REAL)-1 : (REAL)0));
+    }
+    return r;
 }
 
 __kernel void sgd_update(__global REAL *w, const uint w_off, __global const REAL *g, const uint g_off,

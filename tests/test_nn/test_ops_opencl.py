@@ -129,7 +129,9 @@ def test_gather_rows(ob, rng, n, f, b):
 
 
 # --- dense --------------------------------------------------------------------------------------------
-DENSE_SHAPES = [(1, 1, 1), (3, 5, 17), (17, 130, 3), (130, 17, 5), (5, 130, 130), (130, 3, 1)]
+# Batches of 1-4 rows take the matrix-vector kernels, larger ones the GEMM.
+DENSE_SHAPES = [(1, 1, 1), (1, 130, 17), (3, 5, 17), (4, 17, 3), (5, 130, 130), (17, 130, 3), (130, 17, 5),
+                (130, 3, 1)]
 FUSABLE = [
     Activation("linear", 0.7, -0.2),
     Activation("sigmoid"),
