@@ -225,8 +225,8 @@ class ComplexMultiHeadAttention(Layer):
     - ``"holomorphic"`` (MQL5 port): ``p = e_ij / Σ_j e_ij`` with ``e = exp(s/√E)``, Re of the exponent
       clamped to ±20 — complex weights.
     ``out_i = Σ_j p_ij·v_j``, heads concatenated, then the output complex dense. ``causal`` lets token i see
-    tokens j ≤ i only. Note: the official code reshapes to ``(d/H, H)`` heads of width 1, i.e. one attention
-    map per feature; ``heads = d`` reproduces that exactly. In ATFNet's F block the tokens are the channels.
+    tokens j ≤ i only. This is standard attention ACROSS tokens; the official ATFNet code instead attends
+    across feature slots inside each token (``nn.atfnet.ComplexFeatureAttention``, built on the same ops).
     """
 
     type_name: ClassVar[str] = "complex_mha"

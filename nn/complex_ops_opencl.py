@@ -19,6 +19,21 @@ import pyopencl.array as cla
 from nn.complex_ops_numpy import COMPLEX_ACTIVATIONS, SCORE_MODES
 from opencl import blas, memory
 
+# Kernels whose items each loop over a whole row (softmax rows, spectra).
+_ROW_KERNELS = frozenset(
+    {
+        "complex_attention_scores",
+        "complex_attention_grad_scores",
+        "spectrum_norm_forward",
+        "spectrum_norm_backward",
+        "harmonic_weight",
+    }
+)
+# Kernels that run one work-group of LG items per row (gsize = (rows,)).
+_GROUP_ROW_KERNELS = frozenset({"complex_layernorm_forward", "complex_layernorm_backward_input"})
+_GPU_LG = 64  # items per row of the layer-norm kernels on GPUs
+_GPU_CHUNK = 64  # rows per partial column sum on GPUs
+
 
 def _arg(a: cla.Array) -> tuple:
     return memory.arg(a)
@@ -31,22 +46,38 @@ class ComplexOpenCLOps:
     """
 
     def _run(self, filename: str, name: str, gsize: tuple[int, ...], *args) -> None:
-        """Launch kernel ``name`` of ``filename`` over ``gsize`` (every kernel guards its first axis).
+        """Launch kernel ``name`` of ``filename`` over ``gsize``; every kernel guards its first axis.
 
-        CPU (PoCL): one item per work-group — PoCL compiles a specialisation per distinct local size, and
-        letting it choose one per global size recompiled on every new shape (measured: 67 s vs 19 s for a
-        cold test run). GPU: the first axis is rounded up to groups of up to 64 items (a power of two), so
-        prime sizes never force one-item groups on the driver.
+        Work-groups have a FIXED size per kernel, along the first axis (rounded up to it): PoCL compiles a
+        specialisation per distinct local size, and letting the driver choose per global size recompiled
+        on every new shape (measured: a cold test run took 67 s instead of 19 s). Kernels that loop over a
+        whole row per item (``_ROW_KERNELS``) use one item per group on CPUs (PoCL runs groups on its
+        threads) and 32 on GPUs; elementwise kernels use 256 / 128 items.
         """
         if min(gsize) <= 0:
             return
-        kernel = getattr(self.kernels(filename), name)
-        if self.runtime.is_cpu:
-            self.runtime.launch(kernel, gsize, (1,) * len(gsize), *args)
+        cpu = self.runtime.is_cpu
+        lg = 1 if cpu else _GPU_LG
+        kernel = getattr(self.kernels(filename, **({"LG": lg} if filename == "complex.cl" else {})), name)
+        if name in _GROUP_ROW_KERNELS:
+            self.runtime.launch(kernel, (lg * gsize[0],), (lg,), *args)
             return
-        group = min(64, 1 << (gsize[0] - 1).bit_length())
+        group = (1 if cpu else 32) if name in _ROW_KERNELS else (256 if cpu else 128)
         rounded = (-(-gsize[0] // group) * group, *gsize[1:])
         self.runtime.launch(kernel, rounded, (group,) + (1,) * (len(gsize) - 1), *args)
+
+    def _chunks(self, m: int) -> tuple[int, int]:
+        """(rows per chunk, chunks) of a two-stage column sum over ``m`` rows: one chunk on CPUs."""
+        rows = m if self.runtime.is_cpu else _GPU_CHUNK
+        return rows, -(-m // rows)
+
+    def _column_sum(self, g: cla.Array, out: cla.Array) -> None:
+        """``out (C,) = Σ_m g (M, C)`` (real columns), written into the caller's view ``out``."""
+        m, c = g.shape
+        rows, chunks = self._chunks(m)
+        part = self.empty((chunks, c))
+        self._run("complex.cl", "complex_column_partial_sum", (c, chunks), *_arg(g), *_arg(part), m, c, rows)
+        self._run("complex.cl", "complex_sum_chunks", (c,), *_arg(part), *_arg(out), chunks, c)
 
     # --- complex dense -----------------------------------------------------------------------------
     def _block_weight(self, w: cla.Array) -> cla.Array:
@@ -87,9 +118,7 @@ class ComplexOpenCLOps:
             "complex.cl", "complex_fold_weight_grad", (n_in, n_out), *_arg(gwr), *_arg(gw_out), n_out, n_in
         )
         if gb_out is not None:
-            self._run(
-                "complex.cl", "complex_column_sum", (2 * n_out,), *_arg(g2), *_arg(gb_out), m, 2 * n_out
-            )
+            self._column_sum(g2, gb_out.reshape(2 * n_out))
         if not need_input_grad:
             return None
         gx = self.empty((m, n_in, 2))
@@ -198,17 +227,21 @@ class ComplexOpenCLOps:
         gb_out: cla.Array,
     ) -> cla.Array:
         m, d = gy.shape[0], gy.shape[1]
+        self._column_sum(gy.reshape(m, 2 * d), gb_out.reshape(2 * d))
+        rows, chunks = self._chunks(m)
+        part = self.empty((chunks, d, 2))
         self._run(
             "complex.cl",
-            "complex_layernorm_backward_params",
-            (d,),
+            "complex_column_partial_conj_product",
+            (d, chunks),
             *_arg(gy),
             *_arg(xhat),
-            *_arg(gw_out),
-            *_arg(gb_out),
+            *_arg(part),
             m,
             d,
+            rows,
         )
+        self._run("complex.cl", "complex_sum_chunks", (2 * d,), *_arg(part), *_arg(gw_out), chunks, 2 * d)
         gx = self.empty(gy.shape)
         self._run(
             "complex.cl",

@@ -2,8 +2,16 @@
  * norm. Complex dense itself runs on opencl/blas.py's real GEMM: x (M, I) complex is the real (M, 2I) and
  * the complex weight w (O, I) becomes the real block matrix Wr (2O, 2I) with 2x2 blocks
  * [[Re w, -Im w], [Im w, Re w]], so y = x Wr^T is the complex product at the same flop count.
- * Every 1-D kernel has a bounds guard (global sizes are not rounded by the caller, but may be). */
+ * Kernels guard their first global axis (the caller rounds it up to the work-group size), except the
+ * per-row layer-norm kernels, which run one work-group of LG items per row.
+ *
+ * Build option: -D LG=n  items per row in the layer-norm kernels (power of two; 1 on CPUs, where PoCL
+ *                        runs barriers slowly, so the reductions compile to plain loops). */
 #include "complex.h"
+
+#ifndef LG
+#define LG 1
+#endif
 
 #define CACT_RELU 0
 #define CACT_LRELU 1
@@ -45,20 +53,58 @@ __kernel void complex_fold_weight_grad(__global const REAL *g, const uint g_off,
     c_st(gw, (size_t)o * I + i, (REAL2)(top[0] + bottom[1], bottom[0] - top[1]));
 }
 
-/* out[c] = sum_m g[m, c] for g (M, C) real: the bias gradient (C = 2O interleaved). One item per column. */
-__kernel void complex_column_sum(__global const REAL *g, const uint g_off, __global REAL *out,
-                                 const uint out_off, const int M, const int C) {
+/* Column sums in two stages, so that a GPU has (chunks x columns) items instead of one per column:
+ * part[q, c] = sum of g[m, c] over the rows m of chunk q (`rows` rows each), then out[c] = sum_q part[q, c].
+ * CPUs use one chunk (rows = M). Global (C, chunks). */
+__kernel void complex_column_partial_sum(__global const REAL *g, const uint g_off, __global REAL *part,
+                                         const uint part_off, const int M, const int C, const int rows) {
+    const int c = get_global_id(0);
+    const int q = get_global_id(1);
+    if (c >= C) {
+        return;
+    }
     g += g_off;
-    out += out_off;
+    const int m1 = min(M, (q + 1) * rows);
+    REAL acc = (REAL)0;
+    for (int m = q * rows; m < m1; ++m) {
+        acc += g[(size_t)m * C + c];
+    }
+    part[part_off + (size_t)q * C + c] = acc;
+}
+
+/* part[q, d] = sum over chunk q of gy[m, d] conj(h[m, d]) (complex columns): the layer-norm weight gradient.
+ * Global (D, chunks). */
+__kernel void complex_column_partial_conj_product(__global const REAL *gy, const uint gy_off,
+                                                  __global const REAL *h, const uint h_off, __global REAL *part,
+                                                  const uint part_off, const int M, const int D, const int rows) {
+    const int d = get_global_id(0);
+    const int q = get_global_id(1);
+    if (d >= D) {
+        return;
+    }
+    gy += gy_off;
+    h += h_off;
+    const int m1 = min(M, (q + 1) * rows);
+    REAL2 acc = (REAL2)(0, 0);
+    for (int m = q * rows; m < m1; ++m) {
+        acc += c_mul_conj(c_ld(gy, (size_t)m * D + d), c_ld(h, (size_t)m * D + d));
+    }
+    c_st(part + part_off, (size_t)q * D + d, acc);
+}
+
+/* out[c] = sum_q part[q, c] (the second stage of both column sums, C reals). Global (C,). */
+__kernel void complex_sum_chunks(__global const REAL *part, const uint part_off, __global REAL *out,
+                                 const uint out_off, const int chunks, const int C) {
     const int c = get_global_id(0);
     if (c >= C) {
         return;
     }
+    part += part_off;
     REAL acc = (REAL)0;
-    for (int m = 0; m < M; ++m) {
-        acc += g[(size_t)m * C + c];
+    for (int q = 0; q < chunks; ++q) {
+        acc += part[(size_t)q * C + c];
     }
-    out[c] = acc;
+    out[out_off + c] = acc;
 }
 
 /* Elementwise complex activation over n complex values. Split kinds act on Re and Im separately. */
@@ -146,51 +192,70 @@ __kernel void complex_add(__global const REAL *a, const uint a_off, __global con
     }
 }
 
+/* Sum of v over the LG items of a work-group, returned to every item (LG = 1: v itself, no barrier). */
+inline REAL2 group_sum2(REAL2 v, __local REAL2 *scratch) {
+#if LG > 1
+    const int lid = get_local_id(0);
+    scratch[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = LG / 2; s > 0; s >>= 1) {
+        if (lid < s) {
+            scratch[lid] += scratch[lid + s];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    v = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+    return v;
+}
+
 /* Complex layer norm over rows of D complex values: c = z - mean, v = mean |c|^2, xhat = c / sqrt(v + eps),
- * y = w xhat + b. One item per row. */
+ * y = w xhat + b. One work-group of LG items per row: global (LG M), local (LG). */
 __kernel void complex_layernorm_forward(__global const REAL *x, const uint x_off, __global const REAL *w,
                                         const uint w_off, __global const REAL *b, const uint b_off,
                                         __global REAL *y, const uint y_off, __global REAL *xhat,
                                         const uint xhat_off, __global REAL *inv_std, const uint inv_std_off,
                                         const int M, const int D, const REAL eps) {
-    const int m = get_global_id(0);
-    if (m >= M) {
-        return;
-    }
+    __local REAL2 scratch[LG];
+    const int m = get_group_id(0);
+    const int lid = get_local_id(0);
     x += x_off + (size_t)m * 2 * D;
     y += y_off + (size_t)m * 2 * D;
     xhat += xhat_off + (size_t)m * 2 * D;
     w += w_off;
     b += b_off;
-    REAL2 mean = (REAL2)(0, 0);
-    for (int d = 0; d < D; ++d) {
-        mean += c_ld(x, d);
+    REAL2 acc = (REAL2)(0, 0);
+    for (int d = lid; d < D; d += LG) {
+        acc += c_ld(x, d);
     }
-    mean /= (REAL)D;
+    const REAL2 mean = group_sum2(acc, scratch) / (REAL)D;
     REAL var = (REAL)0;
-    for (int d = 0; d < D; ++d) {
+    for (int d = lid; d < D; d += LG) {
         const REAL2 c = c_ld(x, d) - mean;
         var += c.x * c.x + c.y * c.y;
     }
-    const REAL r = rsqrt(var / (REAL)D + eps);
-    for (int d = 0; d < D; ++d) {
+    const REAL r = rsqrt(group_sum2((REAL2)(var, 0), scratch).x / (REAL)D + eps);
+    for (int d = lid; d < D; d += LG) {
         const REAL2 h = (c_ld(x, d) - mean) * r;
         c_st(xhat, d, h);
         c_st(y, d, c_mul(c_ld(w, d), h) + c_ld(b, d));
     }
-    inv_std[inv_std_off + m] = r;
+    if (lid == 0) {
+        inv_std[inv_std_off + m] = r;
+    }
 }
 
-/* gx = r (gh - xhat S / D) minus its row mean, gh = conj(w) gy, S = sum Re(conj(gh) xhat). One item per row. */
+/* gx = r (gh - xhat S / D - mean gh), gh = conj(w) gy, S = sum Re(conj(gh) xhat) (mean xhat = 0 by
+ * construction). One work-group of LG items per row. */
 __kernel void complex_layernorm_backward_input(__global const REAL *gy, const uint gy_off,
                                                __global const REAL *xhat, const uint xhat_off,
                                                __global const REAL *inv_std, const uint inv_std_off,
                                                __global const REAL *w, const uint w_off, __global REAL *gx,
                                                const uint gx_off, const int M, const int D) {
-    const int m = get_global_id(0);
-    if (m >= M) {
-        return;
-    }
+    __local REAL2 scratch[LG];
+    const int m = get_group_id(0);
+    const int lid = get_local_id(0);
     gy += gy_off + (size_t)m * 2 * D;
     xhat += xhat_off + (size_t)m * 2 * D;
     gx += gx_off + (size_t)m * 2 * D;
@@ -198,39 +263,16 @@ __kernel void complex_layernorm_backward_input(__global const REAL *gy, const ui
     const REAL r = inv_std[inv_std_off + m];
     REAL s = (REAL)0;
     REAL2 gh_sum = (REAL2)(0, 0);
-    for (int d = 0; d < D; ++d) {
+    for (int d = lid; d < D; d += LG) {
         const REAL2 gh = c_mul_conj(c_ld(gy, d), c_ld(w, d));
         const REAL2 h = c_ld(xhat, d);
         s += gh.x * h.x + gh.y * h.y;
         gh_sum += gh;
     }
-    s /= (REAL)D;
-    /* mean over d of (gh - h s) = gh_sum / D - mean(h) s, and mean(h) = 0 by construction */
-    const REAL2 gmean = gh_sum / (REAL)D;
-    for (int d = 0; d < D; ++d) {
+    s = group_sum2((REAL2)(s, 0), scratch).x / (REAL)D;
+    const REAL2 gmean = group_sum2(gh_sum, scratch) / (REAL)D;
+    for (int d = lid; d < D; d += LG) {
         const REAL2 gh = c_mul_conj(c_ld(gy, d), c_ld(w, d));
         c_st(gx, d, r * (gh - c_ld(xhat, d) * s - gmean));
     }
-}
-
-/* gw[d] = sum_m gy conj(xhat), gb[d] = sum_m gy. One item per column d. */
-__kernel void complex_layernorm_backward_params(__global const REAL *gy, const uint gy_off,
-                                                __global const REAL *xhat, const uint xhat_off,
-                                                __global REAL *gw, const uint gw_off, __global REAL *gb,
-                                                const uint gb_off, const int M, const int D) {
-    const int d = get_global_id(0);
-    if (d >= D) {
-        return;
-    }
-    gy += gy_off;
-    xhat += xhat_off;
-    REAL2 aw = (REAL2)(0, 0);
-    REAL2 ab = (REAL2)(0, 0);
-    for (int m = 0; m < M; ++m) {
-        const REAL2 g = c_ld(gy, (size_t)m * D + d);
-        aw += c_mul_conj(g, c_ld(xhat, (size_t)m * D + d));
-        ab += g;
-    }
-    c_st(gw + gw_off, d, aw);
-    c_st(gb + gb_off, d, ab);
 }

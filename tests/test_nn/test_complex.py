@@ -185,8 +185,8 @@ def test_attention_scores_known_values(rng):
     np.testing.assert_allclose(_c(pp).sum(-1), 1.0, rtol=1e-12)  # complex weights sum to 1 + 0i
 
 
-def test_heads_equal_d_model_is_per_feature_attention(rng):
-    """The official code attends per feature (head width 1); heads = d reproduces it."""
+def test_heads_equal_d_model_gives_one_attention_map_per_feature(rng):
+    """With head width 1 every feature attends across tokens on its own: the whole layer by hand."""
     layer = ComplexMultiHeadAttention(heads=4)
     bind_random(layer, (3, 4, 2), rng)
     x = rng.normal(size=(2, 3, 4, 2))

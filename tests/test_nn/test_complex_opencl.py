@@ -121,7 +121,7 @@ def test_complex_dropout_mask_matches_bit_for_bit(cl, shape, rng):
     _close(cl, cl.complex_add(cl.asarray(x), cl.asarray(x)), 2 * x)
 
 
-@pytest.mark.parametrize(("m", "d"), [(1, 1), (3, 5), (17, 130)])
+@pytest.mark.parametrize(("m", "d"), [(1, 1), (3, 5), (17, 130), (130, 17)])
 def test_complex_layernorm(cl, m, d, rng):
     ref = _Ref()
     x, w, b = rng.normal(size=(m, d, 2)) + 0.5, rng.normal(size=(d, 2)), rng.normal(size=(d, 2))
