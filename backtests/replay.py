@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -117,8 +117,6 @@ class Backtest:
         self.progress = progress
         min_study = int(getattr(ea, "min_study_bars", 1))
         self.periods: Periods = resolve(candles.index, forward, walk_forward, min_study=min_study)
-        if self.periods.retrain_every == 0 and getattr(ea, "retrain_every", 0):
-            self.periods = Periods(self.periods.n, self.periods.forward_start, 0, int(ea.retrain_every))
 
     def run(self, **params) -> Result:
         """Replay the forward period; ``params`` override the EA's class-attribute parameters.
@@ -130,10 +128,9 @@ class Backtest:
         if "seed" in self.ea_class.param_defaults() and "seed" not in params:
             params["seed"] = self.seed
         ea = self.ea_class(**params)
-        if params.get("retrain_every") and self.periods.retrain_every == 0:
-            p = self.periods
-            self.periods = Periods(p.n, p.forward_start, p.study_window, int(params["retrain_every"]))
         periods = self.periods
+        if periods.retrain_every == 0 and ea.retrain_every > 0:  # the EA asks for periodic retraining
+            periods = replace(periods, retrain_every=int(ea.retrain_every))
         df = self.candles
         bars = Bars.from_frame(df, self.meta, end=0)
         fs, n = periods.forward_start, periods.n
@@ -183,7 +180,7 @@ class Backtest:
         clock = time.perf_counter()
         ctx.finish(last)
         ea.on_deinit()
-        return self._score(ea, ctx, bars, last, complete, timings, clock)
+        return self._score(ea, ctx, bars, periods, last, complete, timings, clock)
 
     def _replay(self, ea: ExpertAdvisor, ctx: _Context, bars: Bars, periods: Periods, timings: dict) -> None:
         fs, n, every = periods.forward_start, periods.n, periods.retrain_every
@@ -224,8 +221,8 @@ class Backtest:
         if every:
             timings["retrain_s"] = study_s
 
-    def _score(self, ea, ctx, bars, last, complete, timings, clock) -> Result:
-        fs = self.periods.forward_start
+    def _score(self, ea, ctx, bars, periods: Periods, last, complete, timings, clock) -> Result:
+        fs = periods.forward_start
         df = self.candles
         balance, equity, margin = ctx.curves(fs)
         balance, equity, margin = balance[: last - fs + 1], equity[: last - fs + 1], margin[: last - fs + 1]
@@ -260,7 +257,7 @@ class Backtest:
                 "forward_last": str(df.index[last]),
             },
             account=self.account.to_dict(),
-            periods=self.periods.to_dict(),
+            periods=periods.to_dict(),
             trades=trades,
             time=times,
             balance=balance,

@@ -90,6 +90,20 @@ def _params(pairs: list[str], ea: type[ExpertAdvisor], **known: Any) -> dict[str
     return out
 
 
+def _auto_backend(name: str | None) -> str | None:
+    """``auto``: the OpenCL backend when a device works here, else the NumPy reference (with a note)."""
+    if name != "auto":
+        return name
+    from nn import get_backend
+
+    try:
+        get_backend("opencl")
+    except (OSError, ValueError) as exc:
+        typer.echo(f"note: training on the NumPy backend ({exc})", err=True)
+        return "numpy"
+    return "opencl"
+
+
 def _walk_forward(text: str | None) -> tuple[int, int] | None:
     if not text:
         return None
@@ -223,7 +237,7 @@ _HEDGING = typer.Option(False, "--hedging", help="Hedging account (default: nett
 _SEED = typer.Option(0, "--seed", help="Seed of everything random (same seed, same numbers).")
 _EPOCHS = typer.Option(None, "--epochs", help="Training epochs (EAs that train).")
 _BATCH = typer.Option(None, "--batch-size", help="Training batch size; 1 = MQL5 online mode.")
-_BACKEND = typer.Option(None, "--backend", help="Network backend: numpy, opencl or opencl:<device>.")
+_BACKEND = typer.Option(None, "--backend", help="Network backend: auto, numpy, opencl or opencl:<device>.")
 _PARAM = typer.Option([], "--param", "-p", help="EA parameter NAME=VALUE (repeatable).")
 _OUT = typer.Option(None, "--out", help="Report folder (default: reports/<EA>-<SYMBOL>-<TF>-<time>).")
 _PROGRESS = typer.Option(True, "--progress/--no-progress", help="Progress bars for epochs and bars.")
@@ -233,7 +247,9 @@ def run(
     epochs: int = typer.Option(30, "--epochs", help="Training epochs."),
     batch_size: int = typer.Option(32, "--batch-size", help="Training batch size; 1 = MQL5 online mode."),
     backend: str = typer.Option(
-        "opencl", "--backend", help="Network backend: opencl, opencl:<device> or numpy."
+        "auto",
+        "--backend",
+        help="Network backend: auto (OpenCL when a device works), opencl[:<device>], numpy.",
     ),
     spread: int = typer.Option(10, "--spread", help="Fixed spread in points (the sample has none)."),
     commission: float = _COMMISSION,
@@ -248,7 +264,7 @@ def run(
     """Run the Fractal EA on the embedded EURUSD H1 sample and write a report."""
     from strategies import FractalEA
 
-    params = _params(param, FractalEA, epochs=epochs, batch_size=batch_size, backend=backend)
+    params = _params(param, FractalEA, epochs=epochs, batch_size=batch_size, backend=_auto_backend(backend))
     _execute(
         FractalEA,
         source="sample",
@@ -303,7 +319,7 @@ def backtest(
         swap_short=swap_short,
         hedging=hedging,
     )
-    params = _params(param, cls, epochs=epochs, batch_size=batch_size, backend=backend)
+    params = _params(param, cls, epochs=epochs, batch_size=batch_size, backend=_auto_backend(backend))
     _execute(
         cls,
         source=source,
