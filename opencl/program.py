@@ -11,6 +11,7 @@ source, includes, options and device) makes later processes skip compilation.
 from __future__ import annotations
 
 import logging
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -39,12 +40,16 @@ def kernels_dir() -> Path:
 class Kernels:
     """The kernels of one built program, by name (``k.gemm_nn``); ``names`` lists them."""
 
-    def __init__(self, program: cl.Program, path: Path):
+    def __init__(self, program: cl.Program, path: Path, source: str, real: str):
         self.program = program
         self.path = path
         self._kernels: dict[str, cl.Kernel] = {}
         for kernel in program.all_kernels():
-            kernel.set_scalar_arg_dtypes(_arg_dtypes(kernel, path))
+            try:
+                dtypes = _arg_dtypes(kernel, path)
+            except cl.Error:  # a driver without argument info: read the signature from the source
+                dtypes = _signature_dtypes(kernel.function_name, source, real, path)
+            kernel.set_scalar_arg_dtypes(dtypes)
             self._kernels[kernel.function_name] = kernel
 
     @property
@@ -77,6 +82,26 @@ def _arg_dtypes(kernel: cl.Kernel, path: Path) -> list:
                 f"{path}: kernel {kernel.function_name} argument {i} has type {type_name!r}; scalar kernel "
                 f"arguments must be one of {', '.join(sorted(_SCALARS))}"
             )
+        dtypes.append(_SCALARS[type_name])
+    return dtypes
+
+
+def _signature_dtypes(name: str, source: str, real: str, path: Path) -> list:
+    """Scalar argument dtypes parsed from the kernel's declaration (``REAL`` resolved to ``real``)."""
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.S)
+    match = re.search(r"\bvoid\s+" + re.escape(name) + r"\s*\(([^)]*)\)", text)
+    if match is None:
+        raise KernelBuildError(f"{path}: cannot find the declaration of kernel {name}")
+    dtypes: list = []
+    for param in match.group(1).split(","):
+        words = param.replace("*", " * ").split()
+        if "*" in words or any(w in ("__global", "global", "__local", "local") for w in words):
+            dtypes.append(None)
+            continue
+        type_name = " ".join(w for w in words[:-1] if w not in ("const", "__private", "private"))
+        type_name = real if type_name == "REAL" else type_name
+        if type_name not in _SCALARS:
+            raise KernelBuildError(f"{path}: kernel {name} has an argument of unsupported type {type_name!r}")
         dtypes.append(_SCALARS[type_name])
     return dtypes
 
@@ -116,6 +141,6 @@ def kernels(rt, filename: str, **defines: object) -> Kernels:
             f"building {path} for {rt.info.name!r} failed\noptions: {' '.join(options)}\ncompiler log:\n{exc}"
         ) from None
     log.debug("built %s with %s", path.name, " ".join(options))
-    result = Kernels(program, path)
+    result = Kernels(program, path, source, rt.real)
     rt.programs[key] = result
     return result

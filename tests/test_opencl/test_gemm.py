@@ -119,3 +119,25 @@ def test_bad_operands_raise_clear_errors(rt):
         gemm(rt, a, memory.empty(rt, (4, 6), np.int32), c)
     with pytest.raises(ShapeError, match="bias"):
         gemm(rt, a, memory.empty(rt, (4, 6)), c, bias=memory.empty(rt, (5,)))
+
+
+def test_gpu_kernel_on_every_device(rt, rng):
+    """The local-memory kernel of GPUs, run on whatever device is here, for every tile configuration."""
+    from opencl.blas import epilogue
+    from opencl.gemm_gpu import CONFIGS, gemm_gpu
+
+    # All configurations on GPUs; on CPUs the largest and smallest (each variant is a slow PoCL build).
+    configs = CONFIGS if not rt.is_cpu else (CONFIGS[0], CONFIGS[-1])
+    for tiles in configs:
+        for (m, n, k), (ta, tb) in itertools.product(((130, 17, 5), (3, 130, 33), (64, 128, 32)), TRANS):
+            a = rng.standard_normal((k, m) if ta else (m, k))
+            b = rng.standard_normal((n, k) if tb else (k, n))
+            bias = rng.standard_normal(n)
+            c = memory.poison(memory.empty(rt, (m, n)))
+            da, db, dbias = memory.to_device(rt, a), memory.to_device(rt, b), memory.to_device(rt, bias)
+            gemm_gpu(rt, da, db, c, dbias, True, m, n, k, ta, tb, 1.0, 0.0, epilogue("relu"), tiles=tiles)
+            a, b, bias = (x.astype(rt.dtype).astype(np.float64) for x in (a, b, bias))
+            ref = np.maximum((a.T if ta else a) @ (b.T if tb else b) + bias, 0)
+            rtol, atol = _tol(rt, k)
+            msg = f"{tiles} {m}x{n}x{k} {ta} {tb}"
+            np.testing.assert_allclose(c.get(), ref, rtol=rtol, atol=atol, err_msg=msg)

@@ -35,3 +35,16 @@ def test_missing_file_and_missing_kernel(rt32):
         kernels(rt32, "no_such_file.cl")
     with pytest.raises(AttributeError, match="no kernel 'nope'"):
         _ = kernels(rt32, "probe.cl").nope
+
+
+def test_signature_parser_agrees_with_driver_argument_info(rt):
+    """The fallback for drivers without argument info reads the same dtypes from the source."""
+    from opencl.program import _arg_dtypes, _signature_dtypes, kernels_dir
+
+    for filename, defines in (("gemm.cl", {"TM": 4}), ("gemm_gpu.cl", {"BM": 32, "BN": 32, "BK": 16, "TM": 2,
+                                                                        "TN": 2, "TRANS_A": 0, "TRANS_B": 1,
+                                                                        "EVEN": 0})):
+        k = kernels(rt, filename, **defines)
+        source = (kernels_dir() / filename).read_text()
+        for name in k.names:
+            assert _signature_dtypes(name, source, rt.real, k.path) == _arg_dtypes(k[name], k.path)
