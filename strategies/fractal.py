@@ -62,6 +62,7 @@ class FractalEA(ExpertAdvisor):
     tp_points: float = 600.0  # 0 = no take-profit
     exit_bars: int = 12  # close positions after this many bars; 0 = never
     trade: bool = True  # False: predict and score only
+    validation: float = 0.0  # share of the newest study rows held out to report a validation loss
     min_study_bars = 200
 
     # -- lifecycle ---------------------------------------------------------------------------------------
@@ -70,8 +71,8 @@ class FractalEA(ExpertAdvisor):
             raise EAError(f"FractalEA rule must be '3bar' or '5bar', got {self.rule!r}")
         if not 0.0 <= self.threshold <= 1.0:
             raise EAError(f"FractalEA threshold must lie in [0, 1], got {self.threshold}")
-        if self.depth < 1 or self.epochs < 0 or self.batch_size < 1:
-            raise EAError("FractalEA needs depth >= 1, epochs >= 0 and batch_size >= 1")
+        if self.depth < 1 or self.epochs < 0 or self.batch_size < 1 or not 0.0 <= self.validation < 1.0:
+            raise EAError("FractalEA needs depth >= 1, epochs >= 0, batch_size >= 1 and 0 <= validation < 1")
         self.specs = self.layer_specs()
         self.model = None
         self.scaler: Scaler | None = None
@@ -117,9 +118,20 @@ class FractalEA(ExpertAdvisor):
                 f"FractalEA: only {len(x)} labelled training rows in the study window of {len(bars)} bars; "
                 f"it needs about {self.depth + 40} bars of indicator warm-up plus the rows to learn from"
             )
+        # Optional validation: the newest study rows, never used for weights or scaling. The last training
+        # row is dropped because its label reads the high/low of the first validation bar.
+        n_val = round(len(x) * self.validation)
+        validation = None
+        if n_val > 0:
+            if len(x) - n_val < 3:
+                raise EAError(f"FractalEA validation={self.validation} leaves too few training rows")
+            x_val, y_val = x[-n_val:], y[-n_val:]
+            x, y = x[: -n_val - 1], y[: -n_val - 1]
         self.scaler = Scaler.fit(x)
         xs = self.scaler.transform(x)
         onehot = np.eye(len(CLASSES))[y]
+        if n_val > 0:
+            validation = (self.scaler.transform(x_val), np.eye(len(CLASSES))[y_val])
         self.model = Sequential.from_specs(
             self.specs,
             input_shape=(x.shape[1],),
@@ -139,6 +151,7 @@ class FractalEA(ExpertAdvisor):
             batch_size=self.batch_size,
             shuffle=True,
             seed=self.seed,
+            validation_data=validation,
             callbacks=[hook],
             progress=False,
         )
@@ -235,7 +248,7 @@ class _EpochHook:
                 "epochs": self.epochs,
                 "rows": self.rows,
                 "loss": loss if math.isfinite(loss) else None,
-                "val_loss": record.val_loss,
+                "val_loss": None if record.val_loss is None else float(record.val_loss),
                 "wall_s": float(record.wall_s),
                 "device_s": None if record.device_s is None else float(record.device_s),
             }

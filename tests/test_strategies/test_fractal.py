@@ -117,3 +117,12 @@ def test_saved_model_carries_the_scaler_and_reloads(run, tmp_path):
 def test_too_short_study_period_is_refused(sample):
     with pytest.raises(ValueError, match="too few bars"):
         Backtest(sample.iloc[:150], FractalEA)
+
+
+def test_validation_rows_come_from_the_end_of_the_study_period(sample):
+    result = Backtest(sample, FractalEA).run(**TINY, validation=0.25)
+    plain = Backtest(sample, FractalEA).run(**TINY)
+    rows, val = result.training[0]["rows"], plain.training[0]["rows"]
+    assert rows == val - round(val * 0.25) - 1
+    assert all(r["val_loss"] is not None and r["val_loss"] > 0 for r in result.training)
+    assert all(r["val_loss"] is None for r in plain.training)
