@@ -22,6 +22,12 @@ def _num(x: float | None, digits: int = 6) -> float | None:
     return round(x, digits) if math.isfinite(x) else None
 
 
+def _count(x: float) -> int | float:
+    """Counts stay integers; expected counts of a random baseline are fractional and stay floats."""
+    x = float(x)
+    return int(x) if x.is_integer() else round(x, 3)
+
+
 def _ratio(a: float, b: float) -> float | None:
     return _num(a / b) if b else None
 
@@ -248,7 +254,7 @@ def _scores(cm: np.ndarray, classes: list[str]) -> dict:
             "precision": _num(p),
             "recall": _num(r),
             "f1": _num(f1),
-            "support": _num(support[k]),
+            "support": _count(support[k]),
         }
         if r is not None:
             recalls.append(r)
@@ -262,8 +268,8 @@ def _scores(cm: np.ndarray, classes: list[str]) -> dict:
         # The EA's own figures: share of emitted signals that were right, share of real events called "none".
         "hit_rate": _num(diag[1:].sum() / signals) if signals > 0 else None,
         "missed_rate": _num(cm[1:, 0].sum() / real) if real > 0 else None,
-        "signals": _num(signals),
-        "events": _num(real),
+        "signals": _count(signals),
+        "events": _count(real),
     }
 
 
