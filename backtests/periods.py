@@ -69,7 +69,7 @@ def resolve(
         if train < 1 or test < 1:
             raise PeriodError(f"walk-forward needs positive train and test sizes, got {train} and {test}")
         periods = Periods(n, train, study_window=train, retrain_every=test)
-    elif forward is None:
+    elif forward is None or (isinstance(forward, str) and forward.strip().lower() in ("none", "off", "0")):
         periods = Periods(n, min(max(min_study, 1), n))
     elif isinstance(forward, pd.Timestamp) or (isinstance(forward, str) and _DATE.match(forward.strip())):
         when = _timestamp(forward)

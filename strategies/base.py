@@ -5,6 +5,9 @@ defaults (``fast = 10``), and implements ``on_bar``. The harness (``backtests``)
 the EA a ``Bars`` view that grows by one closed bar per step and a trading context; the EA never receives
 the full frame. Indicators declared with ``indicator()`` are computed once over the whole history for
 speed, and the harness checks them for look-ahead by recomputing them on shorter prefixes.
+
+The guard is the API, not a sandbox: nothing public leads to a future bar, but Python cannot stop code
+that digs through private attributes on purpose.
 """
 
 from __future__ import annotations

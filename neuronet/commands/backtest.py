@@ -226,7 +226,9 @@ _TF = typer.Option(None, "--timeframe", help="Timeframe such as H1 (default: the
 _CSV = typer.Option(None, "--csv", help="MetaTrader CSV export to read (implies --source csv).")
 _FROM = typer.Option(None, "--from", help="First bar time, UTC (YYYY-MM-DD[ HH:MM]).")
 _TO = typer.Option(None, "--to", help="End time, UTC, exclusive.")
-_FORWARD = typer.Option("1/3", "--forward", help="Forward period: 1/2, 1/3, 1/4, a fraction or a date.")
+_FORWARD = typer.Option(
+    "1/3", "--forward", help="Forward period: 1/2, 1/3, 1/4, a fraction, a date, or none (trade every bar)."
+)
 _WF = typer.Option(None, "--walk-forward", help="TRAIN,TEST bars: retrain on the last TRAIN bars every TEST.")
 _DEPOSIT = typer.Option(10_000.0, "--deposit", help="Initial deposit (deposit currency).")
 _LEVERAGE = typer.Option(100.0, "--leverage", help="Account leverage 1:N.")

@@ -140,3 +140,8 @@ def test_same_seed_same_numbers():
     b = Backtest(candles(), SmaCrossEA, account=AccountConfig(commission=3.0)).run(fast=5, slow=12)
     assert a.stats == b.stats
     assert a.stats["total_trades"] > 5
+
+
+def test_forward_none_trades_from_the_second_bar():
+    idx = candles().index
+    assert resolve(idx, "none").forward_start == 1 and resolve(idx, None).forward_start == 1
