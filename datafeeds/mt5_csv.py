@@ -16,6 +16,8 @@ Every malformed file raises ``CandleDataError`` with one line naming the file an
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import re
 from pathlib import Path
@@ -54,6 +56,10 @@ _ALIASES = {
     "spread": "spread",
 }
 _INT_COLUMNS = {"tick_volume": np.uint64, "real_volume": np.uint64, "spread": np.int32}
+_TEXT_COLUMNS = ("date", "time", "datetime")
+# Prices must parse to the same float as Python's float(text) for exact round trips: pandas 3 does so by
+# default (and deprecates the option); pandas 2 needs the round-trip parser asked for.
+_EXACT_FLOATS = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
 _MT4_HEADERLESS = ("date", "time", "open", "high", "low", "close", "tick_volume")
 _MT5_HEADER = "\t".join(
     f"<{c}>" for c in ("DATE", "TIME", "OPEN", "HIGH", "LOW", "CLOSE", "TICKVOL", "VOL", "SPREAD")
@@ -94,19 +100,14 @@ def read_mt5_csv_report(
     """``read_mt5_csv`` returning the whole validation report (gaps, repairs) with the frame."""
     path = Path(path)
     origin = str(path)
-    names, columns, line_numbers = _parse(path, origin)
+    names, table, line_numbers, sample_rows = _parse(path, origin)
     n = len(line_numbers)
-    broker = _times(columns, names, line_numbers, origin)
-    data: dict[str, np.ndarray] = {}
-    for name in ("open", "high", "low", "close"):
-        data[name] = _floats(columns[names.index(name)], name, line_numbers, origin)
+    broker = _times(table, names, line_numbers, origin)
+    data = {name: table[name] for name in ("open", "high", "low", "close")}
     for name, dtype in _INT_COLUMNS.items():
-        if name in names:
-            data[name] = _ints(columns[names.index(name)], name, dtype, line_numbers, origin)
-        else:
-            data[name] = np.zeros(n, dtype=dtype)
+        data[name] = table[name] if name in table else np.zeros(n, dtype=dtype)
     if digits is None:
-        digits = _digits([columns[names.index(c)] for c in ("open", "high", "low", "close")])
+        digits = _digits(data, names, sample_rows)
     tf = Timeframe.parse(timeframe) if timeframe is not None else _infer_timeframe(broker, origin)
     meta = CandleMeta(
         (symbol or re.split(r"[_\-. ]", path.stem)[0] or path.stem).upper(), tf, int(digits), clock, origin
@@ -130,31 +131,96 @@ def write_mt5_csv(
         raise ValueError(f"CSV dialect must be 'mt5' or 'csv', not {dialect!r}")
     meta = meta_of(df)
     digits = meta.digits if digits is None else int(digits)
-    broker = pd.to_datetime(meta.clock.to_broker_seconds(df.index.as_unit("s").asi8), unit="s")
+    broker = meta.clock.to_broker_seconds(df.index.as_unit("s").asi8)
     sep, date_fmt = ("\t", "%Y.%m.%d") if dialect == "mt5" else (",", "%Y-%m-%d")
-    cols = [broker.strftime(date_fmt), broker.strftime("%H:%M:%S")]
+    fields = list(_stamps(broker, date_fmt))
     for name in ("open", "high", "low", "close"):
-        values = df[name].to_numpy()
-        text = [f"{v:.{digits}f}" for v in values.tolist()]
-        if not np.array_equal(np.array(text, dtype=np.float64), values):
-            first = int(np.flatnonzero(np.array(text, dtype=np.float64) != values)[0])
-            raise ValueError(
-                f"{meta.symbol} {name} {values[first]!r} at {df.index[first]} needs more than {digits} "
-                "digits; pass digits= to write it"
-            )
-        cols.append(text)
-    cols.append(df["tick_volume"].astype(str).to_list())
-    if dialect == "mt5":
-        cols.append(df["real_volume"].astype(str).to_list())
-        cols.append(df["spread"].astype(str).to_list())
-    header = _MT5_HEADER if dialect == "mt5" else _CSV_HEADER
-    body = "\n".join(sep.join(row) for row in zip(*cols, strict=True))
-    payload = (header + "\n" + body + ("\n" if len(df) else "")).encode("utf-8")
+        fields.append(_fixed(df[name].to_numpy(), digits, name, df))
+    names = ("tick_volume", "real_volume", "spread") if dialect == "mt5" else ("tick_volume",)
+    fields.extend(_integers(df[name].to_numpy()) for name in names)
+    header = (_MT5_HEADER if dialect == "mt5" else _CSV_HEADER).encode() + b"\n"
+    payload = header + _join_rows(fields, sep.encode())
     return atomic_write(path, lambda f: f.write(payload))
 
 
-def _parse(path: Path, origin: str) -> tuple[list[str], list[tuple[str, ...]], np.ndarray]:
-    """Split the file into canonical column names, column strings and the rows' line numbers."""
+# Text is assembled as bytes in (N, W) matrices, one per field, right-aligned with per-row lengths, then
+# scattered into one buffer: no Python object per value, so a million bars take about a second.
+Field = tuple[np.ndarray, np.ndarray]  # ((N, W) uint8 ASCII, (N,) used length counted from the right)
+
+
+def _stamps(broker: np.ndarray, date_fmt: str) -> tuple[Field, Field]:
+    """Date and time fields, formatted once per distinct day and time of day."""
+    days, day_of = np.unique(broker // 86400, return_inverse=True)
+    clock_times, time_of = np.unique(broker % 86400, return_inverse=True)
+    dates = pd.to_datetime(days, unit="D").strftime(date_fmt).tolist()
+    times = [f"{t // 3600:02d}:{t % 3600 // 60:02d}:{t % 60:02d}" for t in clock_times.tolist()]
+    out = []
+    for table, which in ((dates, day_of), (times, time_of)):
+        width = len(table[0]) if table else 0
+        mat = np.frombuffer("".join(table).encode(), dtype=np.uint8).reshape(len(table), width)[which]
+        out.append((mat, np.full(len(which), width, dtype=np.int64)))
+    return out[0], out[1]
+
+
+def _integers(values: np.ndarray, min_digits: int = 1) -> Field:
+    """Decimal text of integers, at least ``min_digits`` digits (zero-padded), with a sign when negative."""
+    negative = values < 0
+    magnitude = np.abs(values.astype(np.int64)).astype(np.uint64) if values.dtype.kind == "i" else values
+    magnitude = magnitude.astype(np.uint64)
+    limits = 10 ** np.arange(1, 20, dtype=np.uint64)  # 10 .. 10**19
+    ndigits = np.maximum(np.searchsorted(limits, magnitude, side="right") + 1, min_digits)
+    width = int(ndigits.max()) + 1 if len(values) else 1  # one spare column for a sign
+    powers = 10 ** np.arange(width - 2, -1, -1, dtype=np.uint64)  # (W-1,)
+    mat = np.empty((len(values), width), dtype=np.uint8)
+    mat[:, 0] = 32
+    mat[:, 1:] = (magnitude[:, None] // powers[None, :] % 10).astype(np.uint8) + 48  # (N, W-1) digits
+    rows = np.flatnonzero(negative)
+    mat[rows, width - 1 - ndigits[rows]] = 45  # "-" just left of the digits
+    return mat, ndigits + negative
+
+
+def _fixed(values: np.ndarray, digits: int, name: str, df: pd.DataFrame) -> Field:
+    """Prices as fixed-point text with ``digits`` decimals; refuses any price that would be rounded."""
+    scale = 10**digits
+    points = np.rint(values * scale)
+    # k / 10**d is correctly rounded, so equality means the text re-reads as exactly this float.
+    wrong = ~(points / scale == values)
+    if wrong.any():
+        first = int(np.flatnonzero(wrong)[0])
+        raise ValueError(
+            f"{meta_of(df).symbol} {name} {values[first]!r} at {df.index[first]} needs more than {digits} "
+            "digits; pass digits= to write it"
+        )
+    mat, length = _integers(points.astype(np.int64), min_digits=digits + 1)
+    if not digits:
+        return mat, length
+    cut = mat.shape[1] - digits
+    dotted = np.concatenate([mat[:, :cut], np.full((len(mat), 1), 46, np.uint8), mat[:, cut:]], axis=1)
+    return dotted, length + 1
+
+
+def _join_rows(fields: list[Field], sep: bytes) -> bytes:
+    """Rows of ``fields`` joined by ``sep``, each ending in a newline, as one bytes object."""
+    n = len(fields[0][1])
+    if not n:
+        return b""
+    parts, keep = [], []
+    for k, (mat, length) in enumerate(fields):
+        width = mat.shape[1]
+        parts.append(mat)
+        keep.append(np.arange(width)[None, :] >= (width - length)[:, None])  # (N, W) the used columns
+        parts.append(np.full((n, 1), ord(sep) if k < len(fields) - 1 else 10, dtype=np.uint8))
+        keep.append(np.ones((n, 1), dtype=bool))
+    # Row-major boolean selection keeps each row's bytes in order and drops the padding.
+    return np.concatenate(parts, axis=1)[np.concatenate(keep, axis=1)].tobytes()
+
+
+def _parse(path: Path, origin: str) -> tuple[list[str], dict[str, np.ndarray], np.ndarray, list[list[str]]]:
+    """Canonical column names, typed columns, the rows' 1-based line numbers and a few raw rows.
+
+    Well-formed files go through pandas' C parser; anything it cannot take cleanly is parsed again line by
+    line, which finds the first bad line and says what is wrong with it.
+    """
     if not path.exists():
         raise FileNotFoundError(f"{origin}: no such file")
     if path.is_dir():
@@ -176,6 +242,48 @@ def _parse(path: Path, origin: str) -> tuple[list[str], list[tuple[str, ...]], n
         names, start = list(_MT4_HEADERLESS), 0
     else:
         names, start = _header(tokens, first, origin), 1
+    if len(lines) == start:
+        raise CandleDataError(origin, "the file has a header but no bars", line=1)
+    sample = [line.split(sep) for line in lines[start : start + 1000]]
+    table = _fast_table("\n".join(lines[start:]), sep, names)
+    if table is not None:
+        return names, table, np.arange(start + 1, len(lines) + 1, dtype=np.int64), sample
+    table, numbers = _slow_table(lines, start, sep, names, origin)
+    return names, table, numbers, sample
+
+
+def _fast_table(body: str, sep: str, names: list[str]) -> dict[str, np.ndarray] | None:
+    """Typed columns through pandas' C parser, or None when the file needs the line-by-line parser."""
+    dtypes = {n: object if n in _TEXT_COLUMNS else _INT_COLUMNS.get(n, np.float64) for n in names}
+    dtypes = {n: np.int64 if t is np.int32 else t for n, t in dtypes.items()}
+    try:
+        df = pd.read_csv(
+            io.StringIO(body),
+            sep=sep,
+            header=None,
+            names=names,
+            dtype=dtypes,
+            engine="c",
+            **_EXACT_FLOATS,
+            skip_blank_lines=False,
+            keep_default_na=False,
+            na_values=[],
+            quoting=csv.QUOTE_NONE,
+        )
+    except (ValueError, OverflowError, pd.errors.ParserError):
+        return None
+    if df.isna().to_numpy().any():  # short rows, blank lines, "nan": let the slow parser name the line
+        return None
+    table = {n: df[n].to_numpy() for n in names}
+    if "spread" in table:
+        spread = table["spread"]
+        if ((spread < np.iinfo(np.int32).min) | (spread > np.iinfo(np.int32).max)).any():
+            return None
+        table["spread"] = spread.astype(np.int32)
+    return table
+
+
+def _slow_table(lines: list[str], start: int, sep: str, names: list[str], origin: str):
     rows: list[list[str]] = []
     numbers: list[int] = []
     for i in range(start, len(lines)):
@@ -187,10 +295,17 @@ def _parse(path: Path, origin: str) -> tuple[list[str], list[tuple[str, ...]], n
             raise CandleDataError(origin, _field_count_problem(line, fields, sep, len(names)), line=i + 1)
         rows.append(fields)
         numbers.append(i + 1)
-    if not rows:
-        raise CandleDataError(origin, "the file has a header but no bars", line=1)
-    columns = [tuple(c.strip() for c in col) for col in zip(*rows, strict=True)]
-    return names, columns, np.asarray(numbers, dtype=np.int64)
+    line_numbers = np.asarray(numbers, dtype=np.int64)
+    table: dict[str, np.ndarray] = {}
+    for name, col in zip(names, zip(*rows, strict=True), strict=True):
+        col = tuple(c.strip() for c in col)
+        if name in _TEXT_COLUMNS:
+            table[name] = np.array(col, dtype=object)
+        elif name in _INT_COLUMNS:
+            table[name] = _ints(col, name, _INT_COLUMNS[name], line_numbers, origin)
+        else:
+            table[name] = _floats(col, name, line_numbers, origin)
+    return table, line_numbers
 
 
 def _decode(raw: bytes, origin: str) -> str:
@@ -239,13 +354,13 @@ def _field_count_problem(line: str, fields: list[str], sep: str, expected: int) 
     return f"{kind}: expected {expected} {names[sep]}-separated fields, found {len(fields)}"
 
 
-def _times(columns, names, line_numbers, origin) -> np.ndarray:
+def _times(table, names, line_numbers, origin) -> np.ndarray:
     """Broker seconds of each row from date (+ time) or a single date-time column."""
     if "datetime" in names:
-        stamps = pd.Series(columns[names.index("datetime")], dtype=object)
+        stamps = pd.Series(table["datetime"], dtype=object)
     else:
-        dates = pd.Series(columns[names.index("date")], dtype=object)
-        times = pd.Series(columns[names.index("time")], dtype=object) if "time" in names else "00:00:00"
+        dates = pd.Series(table["date"], dtype=object)
+        times = pd.Series(table["time"], dtype=object) if "time" in names else "00:00:00"
         stamps = dates + " " + times
     sample = stamps.iloc[0]
     match = _DATE_RE.match(sample)
@@ -311,15 +426,20 @@ def _first_bad(col, convert) -> int:
     return 0
 
 
-def _digits(price_columns: list[tuple[str, ...]]) -> int:
-    """Decimals of the longest fractional part: MetaTrader writes prices with the symbol's digits."""
-    best = 0
-    for col in price_columns:
-        arr = np.array(col, dtype=str)
-        dot = np.char.find(arr, ".")
-        decimals = np.where(dot >= 0, np.char.str_len(arr) - dot - 1, 0)
-        best = max(best, int(decimals.max()) if len(decimals) else 0)
-    return best
+def _digits(prices: dict[str, np.ndarray], names: list[str], sample: list[list[str]]) -> int:
+    """Price digits: at least the decimals written in the first rows (MetaTrader pads with zeros), and
+    enough for every price in the file to be written back exactly."""
+    written = 0
+    for name in ("open", "high", "low", "close"):
+        k = names.index(name)
+        for row in sample:
+            text = row[k].strip() if k < len(row) else ""
+            if "." in text:
+                written = max(written, len(text) - text.index(".") - 1)
+    for d in range(min(written, 10), 11):
+        if all(np.array_equal(np.rint(v * 10.0**d) / 10.0**d, v) for v in prices.values()):
+            return d
+    return 10
 
 
 def _infer_timeframe(broker: np.ndarray, origin: str) -> Timeframe:

@@ -165,3 +165,18 @@ def test_comma_dialect_writes_the_common_header(tmp_path):
     lines = path.read_text().splitlines()
     assert lines[0] == "Date,Time,Open,High,Low,Close,Volume"
     assert lines[1] == "2017-04-19,09:00:00,1.07160,1.07220,1.07083,1.07219,1413"
+
+
+def test_extreme_volumes_and_spreads_round_trip(tmp_path, candles):
+    df = candles(
+        ["2017-06-06 10:00", "2017-06-06 11:00", "2017-06-06 12:00"],
+        [(1.1, 1.2, 1.0, 1.1), (99999.12345, 99999.12345, 0.00001, 0.1), (7.0, 7.0, 7.0, 7.0)],
+        tick_volume=[0, 10**19, 7],
+        real_volume=[2**64 - 1, 0, 10],
+        spread=[0, 2**31 - 1, 12],
+    )
+    path = write_mt5_csv(df, tmp_path / "EURUSD_H1.csv")
+    assert path.read_text().splitlines()[2].split("\t")[2:] == [
+        "99999.12345", "99999.12345", "0.00001", "0.10000", "10000000000000000000", "0", "2147483647",
+    ]  # fmt: skip
+    pd.testing.assert_frame_equal(read_mt5_csv(path), df, check_exact=True)
