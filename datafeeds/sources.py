@@ -153,15 +153,15 @@ def load_validated(
     **options,
 ) -> ValidationReport:
     """Like ``load_candles`` but returns the full ``ValidationReport`` (gaps, repairs) with the frame."""
-    if isinstance(source, str) and repair is not None and source.strip().lower() == "csv":
+    name = source.strip().lower() if isinstance(source, str) else type(source).__name__
+    if name == "csv" and repair is not None:
         options.setdefault("repair", repair)  # a file is repaired on read, where its line numbers are known
-    src = get_source(source, **options) if isinstance(source, str) else source
-    name = source if isinstance(source, str) else type(source).__name__
+    src = get_source(name, **options) if isinstance(source, str) else source
     lo, hi = _bound(start, "start"), _bound(end, "end")
     if lo is not None and hi is not None and lo >= hi:
         raise ValueError(f"start {lo} must come before end {hi}")
     try:
-        if name == "csv":
+        if isinstance(src, CsvSource):
             df = src.load(symbol, timeframe, lo, hi)
         else:
             df = src.load(symbol or "EURUSD", timeframe if timeframe is not None else "H1", lo, hi)

@@ -290,6 +290,7 @@ def _row_problems(df: pd.DataFrame, broker: np.ndarray, timeframe: Timeframe) ->
             ("low above open or close", lo > np.minimum(o, c)),
             ("high below open or close", h < np.maximum(o, c)),
             ("negative spread", df["spread"].to_numpy() < 0),
+            ("times with fractions of a second", df.index.as_unit("ns").asi8 % 10**9 != 0),
             (f"times off the {timeframe.name} grid", ~on_grid(broker, timeframe)),
         ]
 

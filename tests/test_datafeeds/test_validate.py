@@ -123,6 +123,9 @@ def test_times_off_the_timeframe_grid_are_invalid(candles):
     df = candles(["2017-06-06 10:00", "2017-06-06 11:30"], [GOOD] * 2)
     with pytest.raises(CandleDataError, match="off the H1 grid"):
         validate(df)
+    df = candles(["2017-06-06 10:00", "2017-06-06 11:00:00.250"], [GOOD] * 2)
+    with pytest.raises(CandleDataError, match="fractions of a second"):
+        validate(df)
 
 
 def test_wrong_dtype_is_named(candles):
