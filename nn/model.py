@@ -256,7 +256,7 @@ class Sequential:
         ``on_train_begin(model)``, ``on_epoch_end(record)``, ``on_batch_end(epoch, batch, size)`` and
         ``on_train_end()``; setting ``model.stop_training = True`` ends training after the epoch.
         """
-        for name, value, low in (("epochs", epochs, 0), ("batch_size", batch_size, 1)):
+        for name, value, low in (("epochs", epochs, 0), ("batch_size", batch_size, 1), ("seed", seed, 0)):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"fit: {name} must be an integer >= {low}, got {value!r}")
         if self._first_trainable == len(self.layers):
@@ -266,58 +266,68 @@ class Sequential:
             validation_data = self._check_xy(*validation_data, "fit validation_data")
         be, n = self.backend, len(x)
         bs = min(batch_size, n)
-        n_batches, stride = math.ceil(n / bs), _aligned(bs, be.alignment)
-        sizes = [bs] * (n // bs) + ([n % bs] if n % bs else [])
-        xd, yd = be.asarray(x), be.asarray(y)
-        acc_full, acc_last = be.zeros((1,)), be.zeros((1,))
+        data = (be.asarray(x), be.asarray(y))  # uploaded once for all epochs
         history, self.stop_training = History(), False
         hooks = list(callbacks)
         _call(hooks, "on_train_begin", self)
         bar = tqdm(total=epochs, unit="epoch", disable=not progress, leave=False)
-        for _ in range(epochs):
-            epoch = self.epochs_trained
-            rng = np.random.default_rng([seed, epoch])
-            order = rng.permutation(n) if shuffle else np.arange(n)
-            table = np.zeros((n_batches, stride), dtype=np.int32)  # one aligned row of indices per batch
-            table[:, :bs] = np.pad(order, (0, n_batches * bs - n)).reshape(n_batches, bs)  # (n_batches, bs)
-            self.optimizer.begin_epoch(epoch)
-            be.fill_(acc_full, 0.0)
-            be.fill_(acc_last, 0.0)
-            t0, d0 = time.perf_counter(), _device_seconds(be)
-            idx = be.asarray(table.reshape(-1))
-            for k, size in enumerate(sizes):
-                rows = be.view(idx, k * stride, (size,))
-                value = self._train_step(be.gather_rows(xd, rows), be.gather_rows(yd, rows))
-                be.add_(acc_full if size == bs else acc_last, value)
-                _call(hooks, "on_batch_end", epoch, k, size)
-            be.synchronize()
-            wall, d1 = time.perf_counter() - t0, _device_seconds(be)
-            full, last = float(be.to_numpy(acc_full)[0]), float(be.to_numpy(acc_last)[0])
-            loss = (full * bs + last * (n % bs)) / n
-            self.epochs_trained += 1
-            record = EpochRecord(
-                epoch=epoch, loss=loss, wall_s=wall, lr=self.optimizer.current_lr,
-                device_s=None if d0 is None or d1 is None else d1 - d0,
-            )  # fmt: skip
-            if validation_data is not None:
-                scores = self.evaluate(*validation_data, batch_size=max(bs, 256))
-                record.val_loss, record.val_accuracy = scores["loss"], scores.get("accuracy")
-            history.epochs.append(record)
-            log.debug("epoch %d: %s", epoch, record)
-            bar.set_postfix_str(record.summary(), refresh=False)
-            bar.update()
-            _call(hooks, "on_epoch_end", record)
-            if not math.isfinite(loss):
-                log.warning(
-                    "epoch %d: loss is %s; stopping (lower the learning rate or clip gradients)", epoch, loss
-                )
-                self.stop_training = True
-            if self.stop_training:
-                history.stopped_early = True
-                break
-        bar.close()
+        try:
+            for _ in range(epochs):
+                record = self._epoch(data, bs, shuffle, seed, hooks)
+                if validation_data is not None:
+                    scores = self.evaluate(*validation_data, batch_size=max(bs, 256))
+                    record.val_loss, record.val_accuracy = scores["loss"], scores.get("accuracy")
+                history.epochs.append(record)
+                log.debug("epoch %d: %s", record.epoch, record)
+                bar.set_postfix_str(record.summary(), refresh=False)
+                bar.update()
+                _call(hooks, "on_epoch_end", record)
+                if not math.isfinite(record.loss):
+                    log.warning(
+                        "epoch %d: loss is %s; stopping (lower lr or clip gradients)",
+                        record.epoch,
+                        record.loss,
+                    )
+                    self.stop_training = True
+                if self.stop_training:
+                    history.stopped_early = True
+                    break
+        finally:
+            bar.close()
         _call(hooks, "on_train_end")
         return history
+
+    def _epoch(
+        self, data: tuple[Tensor, Tensor], bs: int, shuffle: bool, seed: int, hooks: list
+    ) -> EpochRecord:
+        """One pass over the device-resident ``data``; the loss is read back once, at the end."""
+        be, (xd, yd) = self.backend, data
+        n, epoch = xd.shape[0], self.epochs_trained
+        sizes = [bs] * (n // bs) + ([n % bs] if n % bs else [])
+        stride = _aligned(bs, be.alignment)
+        order = np.random.default_rng([seed, epoch]).permutation(n) if shuffle else np.arange(n)
+        table = np.zeros((len(sizes), stride), dtype=np.int32)  # one aligned row of indices per batch
+        table[:, :bs] = np.pad(order, (0, len(sizes) * bs - n)).reshape(len(sizes), bs)
+        self.optimizer.begin_epoch(epoch)
+        acc_full, acc_last = be.zeros((1,)), be.zeros((1,))  # summed batch means: full batches, last one
+        t0, d0 = time.perf_counter(), _device_seconds(be)
+        idx = be.asarray(table.reshape(-1))  # (n_batches·stride,)
+        for k, size in enumerate(sizes):
+            rows = be.view(idx, k * stride, (size,))
+            value = self._train_step(be.gather_rows(xd, rows), be.gather_rows(yd, rows))
+            be.add_(acc_full if size == bs else acc_last, value)
+            _call(hooks, "on_batch_end", epoch, k, size)
+        be.synchronize()
+        wall, d1 = time.perf_counter() - t0, _device_seconds(be)
+        full, last = float(be.to_numpy(acc_full)[0]), float(be.to_numpy(acc_last)[0])
+        self.epochs_trained += 1
+        return EpochRecord(
+            epoch=epoch,
+            loss=(full * bs + last * (n % bs)) / n,
+            wall_s=wall,
+            lr=self.optimizer.current_lr,
+            device_s=None if d0 is None or d1 is None else d1 - d0,
+        )
 
     def _infer(self, x: np.ndarray, batch_size: int, y: np.ndarray | None) -> tuple[np.ndarray, float]:
         """Outputs ``(N, *output_shape)`` in batches, and the mean loss against ``y`` (NaN without ``y``)."""
