@@ -167,6 +167,7 @@ class Backtest:
             timings["study_s"] = _lap(clock)
             clock = time.perf_counter()
             self._replay(ea, ctx, bars, periods, timings)
+            timings["replay_s"] = round(_lap(clock) - timings.get("retrain_s", 0.0), 6)  # bars only
         except KeyboardInterrupt:
             complete = False
             log.warning(

@@ -145,3 +145,13 @@ def test_same_seed_same_numbers():
 def test_forward_none_trades_from_the_second_bar():
     idx = candles().index
     assert resolve(idx, "none").forward_start == 1 and resolve(idx, None).forward_start == 1
+
+
+def test_interrupt_during_training_still_scores_what_exists():
+    class Slow(ExpertAdvisor):
+        def on_study(self, bars):
+            self.record_epoch({"round": 1, "epoch": 1, "loss": 1.0, "wall_s": 0.1, "device_s": None})
+            raise KeyboardInterrupt
+
+    result = Backtest(candles(), Slow).run()
+    assert not result.complete and len(result.training) == 1 and result.stats["total_trades"] == 0
