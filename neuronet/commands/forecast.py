@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import typer
 
+from nn.io import save
 from strategies.forecast import (
     MODELS,
     LinearBaseline,
@@ -120,8 +121,13 @@ def run_forecast(
     seed: int = 0,
     sizes: dict[str, Any] | None = None,
     progress: bool = False,
+    model_path: Path | None = None,
 ) -> dict[str, Any]:
-    """The whole protocol; returns the results document (also what ``--out`` writes as metrics.json)."""
+    """The whole protocol; returns the results document (also what ``--out`` writes as metrics.json).
+
+    With ``model_path`` the trained model is saved there (``nn.io`` format) with the channel names and the
+    training-split scaler in its metadata, so its inputs can be prepared exactly as in training.
+    """
     for name, value in (
         ("--seq-len", seq_len),
         ("--pred-len", pred_len),
@@ -159,6 +165,18 @@ def run_forecast(
         "linear": LinearBaseline().fit(x_tr, y_tr).predict(x_te)[:, :, scored],
     }
     last = x_te[:, -1:, scored]
+    if model_path is not None:
+        meta = {
+            "channels": names,
+            "target": target,
+            "features": features,
+            "seq_len": seq_len,
+            "pred_len": pred_len,
+            "scaler_mean": mean.tolist(),
+            "scaler_std": std.tolist(),
+            "csv": str(csv),
+        }
+        save(net, model_path, meta)
     per_step = {k: {m: v.tolist() for m, v in horizon_errors(p, truth).items()} for k, p in preds.items()}
     return {
         "csv": str(csv),
@@ -240,7 +258,9 @@ def forecast(
     dropout: Annotated[float, typer.Option(help="Dropout of both blocks.")] = 0.1,
     backend: Annotated[str, typer.Option(help="opencl or numpy.")] = "opencl",
     seed: Annotated[int, typer.Option(help="Initial weights and dropout masks.")] = 0,
-    out: Annotated[Path | None, typer.Option(help="Folder for metrics.json and per_horizon.csv.")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Folder for metrics.json, per_horizon.csv, the model.")
+    ] = None,
 ) -> None:
     """Train and evaluate a forecaster on a CSV with the ATFNet paper's protocol."""
     if model not in MODELS:
@@ -265,6 +285,7 @@ def forecast(
         seed=seed,
         sizes=sizes,
         progress=True,
+        model_path=None if out is None else out / "model",
     )
     w = doc["windows"]
     typer.echo(
@@ -274,5 +295,5 @@ def forecast(
     )
     typer.echo(format_table(doc))
     if out is not None:
-        for path in write_results(doc, out):
+        for path in [*write_results(doc, out), out / "model"]:
             typer.echo(f"wrote {path}")
