@@ -46,6 +46,7 @@ def _load(
     opts: list[str],
     repair: bool,
 ) -> ValidationReport:
+    source = source.strip().lower()
     if path is not None and source == "sample":
         source = "csv"
     options: dict[str, object] = dict(_parse_opt(o) for o in opts)
