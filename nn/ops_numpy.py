@@ -5,7 +5,7 @@ differences (``tests/test_nn``). It therefore favours the obvious formula over s
 ``ops_opencl`` and computes in float64 throughout. It is also a usable backend on its own: NumPy's BLAS
 does the matrix products.
 
-Two conventions that the protocol leaves to the implementation, and that ``ops_opencl`` must match:
+Conventions that the protocol pins down here (``nn.backend`` docstrings) and ``ops_opencl`` matches:
 
 - Dropout keeps an element when ``uniform01(seed, counter, i) >= rate`` (``i`` = row-major flat index), so
   the kept fraction is ``1 - rate``.
