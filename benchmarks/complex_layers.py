@@ -7,6 +7,8 @@ the device synchronised inside the timed region (best of ``--rounds`` after a wa
 - ``encoder``: one ``ComplexEncoderLayer`` (token attention, modulus softmax, d 512, 8 heads, d_ff 2048,
   dropout off) on ``(batch, channels, 512)`` complex tokens
 - ``spectral``: extended DFT -> spectrum norm -> de-normalise -> inverse DFT on ``(batch, channels, 96)``
+- ``attn-core``: the attention core (scores, modulus softmax, weighted values; no projections) in the
+  official ATFNet layout: per row (batch·channels), 8 heads attend across the 64 feature slots of width 1
 
 PyTorch runs the identical maths on ``complex64`` tensors (its autograd gives the same real gradients).
 ``--profile`` prints the per-kernel device time of the OpenCL encoder step.
@@ -27,6 +29,8 @@ from nn.complex import ComplexDense, ComplexEncoderLayer
 from nn.complex_ops_opencl import ComplexOpenCLOps
 from nn.ops_opencl import OpenCLBackend
 from nn.spectral import ExtendedDFT, InverseExtendedDFT, SpectrumNorm
+
+STEPS = ("dense", "encoder", "spectral", "attn-core")
 
 
 class Backend(ComplexOpenCLOps, OpenCLBackend):
@@ -74,6 +78,14 @@ def opencl_steps(args, rng) -> dict[str, Callable[[], None]]:
     x_spec = be.asarray(rng.normal(size=(args.batch, args.channels, args.seq_len)))
     g_spec = be.asarray(rng.normal(size=(args.batch, args.channels, args.pred_len)))
 
+    slots = args.d_model // args.heads
+    qkv = be.asarray(rng.normal(size=(rows, slots, 3 * args.heads, 2)))
+    g_att = be.asarray(rng.normal(size=(rows, slots, args.heads, 2)))
+
+    def attn_core() -> None:
+        _, s_, p_ = be.complex_attention_forward(qkv, args.heads, "modulus", False)
+        be.complex_attention_backward(qkv, s_, p_, g_att, args.heads, "modulus", False)
+
     def spectral() -> None:
         dft, norm, inv = spec
         inv.forward(norm.denormalize(norm.forward(dft.forward(x_spec, True), True)), True)
@@ -83,6 +95,7 @@ def opencl_steps(args, rng) -> dict[str, Callable[[], None]]:
         "dense": lambda: (dense.forward(x_dense, True), dense.backward(g_dense)),
         "encoder": lambda: (enc.forward(x_enc, True), enc.backward(g_enc)),
         "spectral": spectral,
+        "attn-core": attn_core,
         "_sync": be.synchronize,
         "_backend": be,
     }
@@ -142,11 +155,21 @@ def torch_steps(args, device: str, rng) -> dict[str, Callable[[], None]]:
         out = torch.fft.irfft(y * n_total, n=n_total, dim=-1)[..., -args.pred_len :]
         out.backward(g_spec)
 
+    slots = d // heads
+    qkv_t = c((rows, slots, 3, heads), grad=True)
+    g_att = c((rows, heads, slots))
+
+    def attn_core() -> None:
+        q, k, v = (qkv_t[:, :, i].transpose(1, 2) for i in range(3))  # (rows, H, slots)
+        p = torch.softmax((q[..., :, None] * k[..., None, :]).abs(), dim=-1).to(q.dtype)
+        (p @ v[..., None])[..., 0].backward(g_att)
+
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     return {
         "dense": lambda: (x_dense @ w1.T + b1).backward(g_dense),
         "encoder": encoder,
         "spectral": spectral,
+        "attn-core": attn_core,
         "_sync": sync,
     }
 
@@ -170,7 +193,7 @@ def main() -> None:
     be = ours["_backend"]
     print(f"OpenCL device: {be.name}; batch {args.batch}, channels {args.channels}, d_model {args.d_model}")
     results: dict[str, dict[str, float]] = {}
-    for name in ("dense", "encoder", "spectral"):
+    for name in STEPS:
         results.setdefault(name, {})["opencl"] = best_seconds(
             ours[name], ours["_sync"], args.rounds, args.reps
         )
@@ -182,7 +205,7 @@ def main() -> None:
         devices = ["cuda"] if torch.cuda.is_available() else ["cpu"]
         for device in devices:
             theirs = torch_steps(args, device, rng)
-            for name in ("dense", "encoder", "spectral"):
+            for name in STEPS:
                 results[name][f"torch-{device}"] = best_seconds(
                     theirs[name], theirs["_sync"], args.rounds, args.reps
                 )

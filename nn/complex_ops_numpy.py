@@ -153,9 +153,11 @@ class ComplexNumpyOps:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``qkv (B, N, 3·H·E, 2)`` (Q, K, V blocks, each head-major) -> ``(out (B, N, H·E, 2), s, p)``.
 
-        Scores ``s = Σ_e q_e·k_e`` (complex, unconjugated, as both the official code and the port do),
-        ``s, p (B, H, N, N, 2)``. ``modulus``: ``p = softmax_j |s_ij|`` (real, no 1/√E; the official ATFNet
-        code). ``holomorphic``: ``e = exp(clamp(Re t, ±20) + i·Im t)`` with ``t = s/√E`` and ``p = e/Σ_j e``
+        Scores ``s = Σ_e q_e·k_e`` (complex, unconjugated, as both the official code and the port do).
+        ``s, p (B, H, N, N, 2)`` are returned KEY-major, element ``[b, h, j, i]`` = ``s_ij``: the
+        layout the OpenCL kernels use for coalesced access; callers only pass them on to backward.
+        ``modulus``: ``p = softmax_j |s_ij|`` (real, no 1/√E; the official ATFNet code).
+        ``holomorphic``: ``e = exp(clamp(Re t, ±20) + i·Im t)`` with ``t = s/√E`` and ``p = e/Σ_j e``
         (the MQL5 port). ``out_i = Σ_j p_ij·v_j``. ``causal`` drops ``j > i`` from every row.
         """
         bsz, n, width, _ = qkv.shape
@@ -175,7 +177,7 @@ class ComplexNumpyOps:
         else:
             raise ValueError(f"unknown score mode {mode!r}: expected one of {', '.join(SCORE_MODES)}")
         out = (p @ v).transpose(0, 2, 1, 3).reshape(bsz, n, heads * e_dim)  # (B, N, H·E)
-        return _r(out), _r(s), _r(p)
+        return _r(out), _r(s.transpose(0, 1, 3, 2)), _r(p.transpose(0, 1, 3, 2))  # key-major [b, h, j, i]
 
     def complex_attention_backward(
         self,
@@ -192,7 +194,7 @@ class ComplexNumpyOps:
         e_dim = width // (3 * heads)
         z = _c(qkv).reshape(bsz, n, 3, heads, e_dim)
         q, k, v = (z[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
-        sc, pc = _c(s), _c(p)
+        sc, pc = _c(s).transpose(0, 1, 3, 2), _c(p).transpose(0, 1, 3, 2)  # back to [b, h, i, j]
         go = _c(gout).reshape(bsz, n, heads, e_dim).transpose(0, 2, 1, 3)  # (B, H, N, E)
         gv = np.conj(pc).transpose(0, 1, 3, 2) @ go
         gp = go @ np.conj(v).transpose(0, 1, 3, 2)  # delivered gradient of p_ij (complex)

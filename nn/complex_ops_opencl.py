@@ -29,8 +29,10 @@ _ROW_KERNELS = frozenset(
         "harmonic_weight",
     }
 )
-# Kernels that run one work-group of LG items per row (gsize = (rows,)).
-_GROUP_ROW_KERNELS = frozenset({"complex_layernorm_forward", "complex_layernorm_backward_input"})
+# Kernels that run one work-group of LG items per row: gsize = (rows, ...) becomes (LG·rows, ...).
+_GROUP_ROW_KERNELS = frozenset(
+    {"complex_layernorm_forward", "complex_layernorm_backward_input", "complex_attention_grad_kv"}
+)
 _GPU_LG = 64  # items per row of the layer-norm kernels on GPUs
 _GPU_CHUNK = 64  # rows per partial column sum on GPUs
 
@@ -58,9 +60,9 @@ class ComplexOpenCLOps:
             return
         cpu = self.runtime.is_cpu
         lg = 1 if cpu else _GPU_LG
-        kernel = getattr(self.kernels(filename, **({"LG": lg} if filename == "complex.cl" else {})), name)
+        kernel = getattr(self.kernels(filename, LG=lg), name)
         if name in _GROUP_ROW_KERNELS:
-            self.runtime.launch(kernel, (lg * gsize[0],), (lg,), *args)
+            self.runtime.launch(kernel, (lg * gsize[0], *gsize[1:]), (lg,) + (1,) * (len(gsize) - 1), *args)
             return
         group = (1 if cpu else 32) if name in _ROW_KERNELS else (256 if cpu else 128)
         rounded = (-(-gsize[0] // group) * group, *gsize[1:])
@@ -267,13 +269,12 @@ class ComplexOpenCLOps:
     def complex_attention_forward(
         self, qkv: cla.Array, heads: int, mode: str, causal: bool
     ) -> tuple[cla.Array, cla.Array, cla.Array]:
-        """``qkv (B, N, 3·H·E, 2)`` -> ``(out (B, N, H·E, 2), s, p (B, H, N, N, 2))``."""
+        """``qkv (B, N, 3·H·E, 2)`` -> ``(out (B, N, H·E, 2), s, p)``; s, p key-major (B, H, N, N, 2)."""
         bsz, n, width = qkv.shape[0], qkv.shape[1], qkv.shape[2]
         e_dim = width // (3 * heads)
-        code = self._mode(mode)
         s, p = self.empty((bsz, heads, n, n, 2)), self.empty((bsz, heads, n, n, 2))
         out = self.empty((bsz, n, heads * e_dim, 2))
-        f = "complex_attention.cl"
+        f, dims = "complex_attention.cl", (n, heads, e_dim)
         self._run(
             f,
             "complex_attention_scores",
@@ -281,22 +282,12 @@ class ComplexOpenCLOps:
             *_arg(qkv),
             *_arg(s),
             *_arg(p),
-            n,
-            heads,
-            e_dim,
-            code,
+            *dims,
+            self._mode(mode),
             int(causal),
         )
         self._run(
-            f,
-            "complex_attention_output",
-            (heads * e_dim, n, bsz),
-            *_arg(qkv),
-            *_arg(p),
-            *_arg(out),
-            n,
-            heads,
-            e_dim,
+            f, "complex_attention_output", (n, heads * e_dim, bsz), *_arg(qkv), *_arg(p), *_arg(out), *dims
         )
         return out, s, p
 
@@ -314,7 +305,7 @@ class ComplexOpenCLOps:
         e_dim = width // (3 * heads)
         gs = self.empty(s.shape)
         gqkv = self.empty(qkv.shape)
-        f = "complex_attention.cl"
+        f, dims = "complex_attention.cl", (n, heads, e_dim)
         self._run(
             f,
             "complex_attention_grad_scores",
@@ -324,24 +315,23 @@ class ComplexOpenCLOps:
             *_arg(p),
             *_arg(gout),
             *_arg(gs),
-            n,
-            heads,
-            e_dim,
+            *dims,
             self._mode(mode),
             int(causal),
         )
         self._run(
+            f, "complex_attention_grad_q", (n, heads * e_dim, bsz), *_arg(qkv), *_arg(gs), *_arg(gqkv), *dims
+        )
+        self._run(
             f,
-            "complex_attention_grad_qkv",
-            (width, n, bsz),
+            "complex_attention_grad_kv",
+            (n, heads * e_dim, bsz),
             *_arg(qkv),
             *_arg(p),
             *_arg(gs),
             *_arg(gout),
             *_arg(gqkv),
-            n,
-            heads,
-            e_dim,
+            *dims,
         )
         return gqkv
 

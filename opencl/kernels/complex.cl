@@ -4,14 +4,8 @@
  * [[Re w, -Im w], [Im w, Re w]], so y = x Wr^T is the complex product at the same flop count.
  * Kernels guard their first global axis (the caller rounds it up to the work-group size), except the
  * per-row layer-norm kernels, which run one work-group of LG items per row.
- *
- * Build option: -D LG=n  items per row in the layer-norm kernels (power of two; 1 on CPUs, where PoCL
- *                        runs barriers slowly, so the reductions compile to plain loops). */
+ * LG (complex.h) is the number of items per row. */
 #include "complex.h"
-
-#ifndef LG
-#define LG 1
-#endif
 
 #define CACT_RELU 0
 #define CACT_LRELU 1
@@ -190,24 +184,6 @@ __kernel void complex_add(__global const REAL *a, const uint a_off, __global con
     if (i < n) {
         y[i] = a[i] + b[i];
     }
-}
-
-/* Sum of v over the LG items of a work-group, returned to every item (LG = 1: v itself, no barrier). */
-inline REAL2 group_sum2(REAL2 v, __local REAL2 *scratch) {
-#if LG > 1
-    const int lid = get_local_id(0);
-    scratch[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = LG / 2; s > 0; s >>= 1) {
-        if (lid < s) {
-            scratch[lid] += scratch[lid + s];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    v = scratch[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-#endif
-    return v;
 }
 
 /* Complex layer norm over rows of D complex values: c = z - mean, v = mean |c|^2, xhat = c / sqrt(v + eps),

@@ -12,6 +12,12 @@
 
 #include "nn_common.h"
 
+/* Items that cooperate on one row in the per-row reduction kernels (power of two; 1 on CPUs, where PoCL
+ * runs barriers slowly and the reductions compile to plain loops). Set with -D LG=n. */
+#ifndef LG
+#define LG 1
+#endif
+
 inline REAL2 c_ld(__global const REAL *p, size_t i) { return (REAL2)(p[2 * i], p[2 * i + 1]); }
 
 inline void c_st(__global REAL *p, size_t i, REAL2 v) {
@@ -51,6 +57,24 @@ inline REAL2 c_tanh(REAL2 z) {
 inline REAL2 c_sigmoid(REAL2 z) {
     const REAL2 t = c_tanh(z * (REAL)0.5);
     return (REAL2)(((REAL)1 + t.x) * (REAL)0.5, t.y * (REAL)0.5);
+}
+
+/* Sum of v over the LG items of a work-group, returned to every item (LG = 1: v itself, no barrier). */
+inline REAL2 group_sum2(REAL2 v, __local REAL2 *scratch) {
+#if LG > 1
+    const int lid = get_local_id(0);
+    scratch[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = LG / 2; s > 0; s >>= 1) {
+        if (lid < s) {
+            scratch[lid] += scratch[lid + s];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    v = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+    return v;
 }
 
 #endif

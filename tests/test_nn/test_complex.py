@@ -176,11 +176,13 @@ def test_attention_scores_known_values(rng):
     a = np.where(mask, np.abs(s), -np.inf)
     p = np.exp(a) / np.exp(a).sum(-1, keepdims=True)
     out, _, pp = be.complex_attention_forward(qkv, 2, "modulus", True)
+    pp = pp.transpose(0, 1, 3, 2, 4)  # returned key-major [b, h, j, i]
     np.testing.assert_allclose(_c(pp), p, atol=1e-14)
     want = np.einsum("bhij,bhje->bihe", p, v).reshape(2, 4, 6)
     np.testing.assert_allclose(_c(out), want, rtol=1e-12)
     e = np.where(mask, np.exp(s / np.sqrt(3)), 0)
     out, _, pp = be.complex_attention_forward(qkv, 2, "holomorphic", True)
+    pp = pp.transpose(0, 1, 3, 2, 4)
     np.testing.assert_allclose(_c(pp), e / e.sum(-1, keepdims=True), rtol=1e-12)
     np.testing.assert_allclose(_c(pp).sum(-1), 1.0, rtol=1e-12)  # complex weights sum to 1 + 0i
 
