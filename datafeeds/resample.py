@@ -62,7 +62,7 @@ def resample(
         )
     clock = clock or meta.clock
     out_meta = CandleMeta(meta.symbol, target, meta.digits, clock, meta.source)
-    if target == meta.timeframe and clock == meta.clock:
+    if not len(df) or (target == meta.timeframe and clock == meta.clock):
         out = df.copy()
         out.attrs["candles"] = out_meta
         return out
@@ -77,11 +77,11 @@ def resample(
     col = {c: df[c].to_numpy() for c in df.columns}
     data = {
         "open": col["open"][starts],
-        "high": np.maximum.reduceat(col["high"], starts) if len(starts) else col["high"][:0],
-        "low": np.minimum.reduceat(col["low"], starts) if len(starts) else col["low"][:0],
+        "high": np.maximum.reduceat(col["high"], starts),
+        "low": np.minimum.reduceat(col["low"], starts),
         "close": col["close"][ends],
-        "tick_volume": np.add.reduceat(col["tick_volume"], starts) if len(starts) else col["tick_volume"][:0],
-        "real_volume": np.add.reduceat(col["real_volume"], starts) if len(starts) else col["real_volume"][:0],
+        "tick_volume": np.add.reduceat(col["tick_volume"], starts),
+        "real_volume": np.add.reduceat(col["real_volume"], starts),
         "spread": _spread(col["spread"], starts, ends, spread),
     }
     index = pd.to_datetime(clock.to_utc_seconds(key[starts]), unit="s", utc=True)
@@ -100,8 +100,6 @@ def bucket_start(broker_seconds: np.ndarray, timeframe: Timeframe) -> np.ndarray
 
 
 def _spread(s: np.ndarray, starts: np.ndarray, ends: np.ndarray, rule: str) -> np.ndarray:
-    if not len(starts):
-        return s[:0]
     if rule == "min":
         return np.minimum.reduceat(s, starts)
     if rule == "max":

@@ -131,3 +131,9 @@ def test_sample_d1_agrees_with_an_independent_groupby():
     assert np.array_equal(d1.index.asi8, ref.index.as_unit("ns").asi8)
     for col in ref.columns:
         assert np.array_equal(d1[col].to_numpy(), ref[col].to_numpy().astype(d1[col].dtype)), col
+
+
+def test_empty_frame_resamples_to_an_empty_frame_of_the_target_timeframe(m15):
+    empty = m15.iloc[:0]
+    out = resample(empty, "D1")
+    assert len(out) == 0 and meta_of(out).timeframe is Timeframe.D1 and out.dtypes.equals(m15.dtypes)
