@@ -71,19 +71,14 @@ def ours(cfg: dict, channels: int, rng: np.random.Generator) -> tuple[str, Calla
 
 
 # --- PyTorch, written for the benchmark with the same maths ------------------------------------------------
-def theirs(cfg: dict, channels: int, device: str) -> tuple[Callable, Callable, Callable]:
+def torch_atfnet(cfg: dict, channels: int):
+    """The ATFNet of ``cfg`` as a ``torch.nn.Module`` (float32 parameters)."""
     import torch
     from torch import nn
 
-    seq, pred, d, h, layers, dff = (
-        cfg["seq"],
-        cfg["pred"],
-        cfg["d_model"],
-        cfg["heads"],
-        cfg["layers"],
-        cfg["d_ff"],
-    )
-    n_total, patch, stride = seq + pred, 16, 8
+    seq, pred, d, h, layers, dff = (cfg[k] for k in ("seq", "pred", "d_model", "heads", "layers", "d_ff"))
+    patch, stride = cfg.get("patch", 16), cfg.get("stride", 8)
+    n_total = seq + pred
     bins = n_total // 2 + 1
     n_patches = (seq + stride - patch) // stride + 1
 
@@ -132,7 +127,7 @@ def theirs(cfg: dict, channels: int, device: str) -> tuple[Callable, Callable, C
         def forward(self, x):  # (R, d) complex; heads attend across d/h feature slots
             r = x.shape[0]
             q, k, v = (t.reshape(r, d // h, h) for t in self.qkv(x).chunk(3, dim=-1))
-            p = torch.softmax(torch.einsum("rlh,rsh->rhls", q, k).abs(), dim=-1).to(torch.cfloat)
+            p = torch.softmax(torch.einsum("rlh,rsh->rhls", q, k).abs(), dim=-1).to(v.dtype)
             a = self.out(torch.einsum("rhls,rsh->rlh", p, v).reshape(r, d))
             x = self.n1(x + cdrop(a, 0.1, self.training))
             y = torch.complex(torch.relu(self.f1(x).real), torch.relu(self.f1(x).imag))
@@ -184,10 +179,73 @@ def theirs(cfg: dict, channels: int, device: str) -> tuple[Callable, Callable, C
             y = w * y_f + (1 - w) * y_t
             return y.reshape(b, channels, pred).permute(0, 2, 1)
 
-    model = Model().to(device)
+    return Model()
+
+
+def copy_weights(model, params: dict) -> None:
+    """Load this library's ATFNet parameters (``layer.params``, NumPy arrays) into ``torch_atfnet``."""
+    import torch
+
+    def real(name):
+        return torch.as_tensor(np.asarray(params[name]))
+
+    def cplx(name):
+        a = np.asarray(params[name])
+        return torch.as_tensor(a[..., 0] + 1j * a[..., 1])
+
+    pairs = [
+        (model.embed.weight, real("t.0.embed.w")),
+        (model.t_norm.weight, real("t.0.norm.gamma")),
+        (model.t_norm.bias, real("t.0.norm.beta")),
+        (model.head.weight, real("t.0.head.w")),
+        (model.head.bias, real("t.0.head.b")),
+        (model.f_embed.w, cplx("f.0.embed.w")),
+        (model.f_embed.b, cplx("f.0.embed.b")),
+        (model.f_proj.w, cplx("f.0.proj.w")),
+        (model.f_proj.b, cplx("f.0.proj.b")),
+    ]
+    for i, enc in enumerate(model.t_enc):
+        p = f"t.0.enc{i}."
+        pairs += [
+            (enc.self_attn.in_proj_weight, real(p + "attn.wqkv")),
+            (enc.self_attn.in_proj_bias, real(p + "attn.bqkv")),
+            (enc.self_attn.out_proj.weight, real(p + "attn.wo")),
+            (enc.self_attn.out_proj.bias, real(p + "attn.bo")),
+            (enc.norm1.weight, real(p + "norm1.gamma")),
+            (enc.norm1.bias, real(p + "norm1.beta")),
+            (enc.linear1.weight, real(p + "ffn.w1")),
+            (enc.linear1.bias, real(p + "ffn.b1")),
+            (enc.linear2.weight, real(p + "ffn.w2")),
+            (enc.linear2.bias, real(p + "ffn.b2")),
+            (enc.norm2.weight, real(p + "norm2.gamma")),
+            (enc.norm2.bias, real(p + "norm2.beta")),
+        ]
+    for i, enc in enumerate(model.f_enc):
+        p = f"f.0.enc{i}."
+        for mod, name in (
+            (enc.qkv, "attn.w_qkv"),
+            (enc.out, "attn.w_out"),
+            (enc.f1, "ff1.w"),
+            (enc.f2, "ff2.w"),
+            (enc.n1, "norm1.w"),
+            (enc.n2, "norm2.w"),
+        ):
+            pairs.append((mod.w, cplx(p + name)))
+            pairs.append((mod.b, cplx(p + name.replace("w_", "b_").replace(".w", ".b"))))
+    with torch.no_grad():
+        for target, value in pairs:
+            if tuple(target.shape) != tuple(value.shape):
+                raise ValueError(f"shape mismatch {tuple(target.shape)} vs {tuple(value.shape)}")
+            target.copy_(value.to(target.dtype))
+
+
+def theirs(cfg: dict, channels: int, device: str) -> tuple[Callable, Callable, Callable]:
+    import torch
+
+    model = torch_atfnet(cfg, channels).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
-    x = torch.randn(cfg["batch"], seq, channels, device=device)
-    y = torch.randn(cfg["batch"], pred, channels, device=device)
+    x = torch.randn(cfg["batch"], cfg["seq"], channels, device=device)
+    y = torch.randn(cfg["batch"], cfg["pred"], channels, device=device)
 
     def train() -> None:
         model.train()
