@@ -165,9 +165,15 @@ class AttentionOpenCLOps:
         dims = [1] * (6 - len(axes)) + list(out_shape)
         steps = [0] * (6 - len(axes)) + [strides[a] for a in axes]
         y = self.empty(out_shape)
-        self._launch1(
-            "attention.cl", "permute6", x.size, *self.arg(x), *self.arg(y), x.size, *dims[1:], *steps
-        )
+        if x.size and axes[-1] == len(axes) - 1:  # rows stay contiguous: copy a row per item
+            rows = x.size // dims[5]
+            self._launch1(
+                "attention.cl", "permute6_rows", rows, *self.arg(x), *self.arg(y), rows, *dims[1:], *steps[:5]
+            )
+        else:
+            self._launch1(
+                "attention.cl", "permute6", x.size, *self.arg(x), *self.arg(y), x.size, *dims[1:], *steps
+            )
         return y
 
     def _axpby(self, a, b, period: int, alpha: float, beta: float):

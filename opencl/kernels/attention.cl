@@ -98,6 +98,30 @@ __kernel void permute6(__global const REAL *x, const uint x_off, __global REAL *
     y[i] = x[src];
 }
 
+/* permute6 for the common case that the last axis stays last (attention heads): one item copies one
+ * contiguous row of d5 elements, so the index arithmetic is paid once per row. rows = n / d5. */
+__kernel void permute6_rows(__global const REAL *x, const uint x_off, __global REAL *y, const uint y_off,
+                            const int rows, const int d1, const int d2, const int d3, const int d4, const int d5,
+                            const int s0, const int s1, const int s2, const int s3, const int s4) {
+    x += x_off;
+    y += y_off;
+    const int r = get_global_id(0);
+    if (r >= rows) {
+        return;
+    }
+    int rest = r;
+    const int i4 = rest % d4; rest /= d4;
+    const int i3 = rest % d3; rest /= d3;
+    const int i2 = rest % d2; rest /= d2;
+    const int i1 = rest % d1; rest /= d1;
+    __global const REAL *src = x + (size_t)rest * s0 + (size_t)i1 * s1 + (size_t)i2 * s2 + (size_t)i3 * s3 +
+                               (size_t)i4 * s4;
+    __global REAL *dst = y + (size_t)r * d5;
+    for (int j = 0; j < d5; ++j) {
+        dst[j] = src[j];
+    }
+}
+
 /* out = alpha a + beta b[i % period]: residual adds (period n, beta 1), scaling (beta 0, b = a) and
  * broadcast adds of a (S, D) table to every sample (period S*D). */
 __kernel void axpby(__global const REAL *a, const uint a_off, __global const REAL *b, const uint b_off,
