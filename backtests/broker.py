@@ -407,7 +407,35 @@ class Broker:
 
     # -- results -------------------------------------------------------------------------------------------
     def trades_frame(self) -> pd.DataFrame:
+        """Closed trades in closing order, with MAE/MFE: the worst and best floating profit while open.
+
+        Excursions use the high/low of the bars from entry up to (not including) the exit bar, longs at the
+        bid and shorts at the ask, plus the exit price: in the exit bar the stop or take-profit is taken to
+        come first (the pessimistic rule), so that bar's range beyond the exit level does not count.
+        """
         df = pd.DataFrame(self.trades, columns=list(TRADE_COLUMNS))
+        cs = self.config.contract_size
+        mae, mfe = np.zeros(len(df)), np.zeros(len(df))
+        for k, (side, lots, entry, exit_, a, b) in enumerate(
+            zip(
+                df["type"],
+                df["lots"],
+                df["entry_price"],
+                df["exit_price"],
+                df["entry_bar"],
+                df["exit_bar"],
+                strict=True,
+            )
+        ):
+            spr = self.spread[a:b] if side == "sell" else 0.0
+            lows = np.append(self.lows[a:b] + spr, exit_)
+            highs = np.append(self.highs[a:b] + spr, exit_)
+            sign = 1.0 if side == "buy" else -1.0
+            best = highs.max() if side == "buy" else lows.min()
+            worst = lows.min() if side == "buy" else highs.max()
+            mfe[k] = max(0.0, sign * (best - entry) * lots * cs)
+            mae[k] = min(0.0, sign * (worst - entry) * lots * cs)
+        df["mae"], df["mfe"] = mae, mfe
         return df
 
     def curves(self, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -133,3 +133,33 @@ def price(chart: dict, trades: pd.DataFrame, classes: list[str] | None) -> bytes
         ax.set_title("Price, fractals and trades (last forward bars)")
         ax.legend(loc="best", fontsize=7, ncol=3)
         return _png(fig)
+
+
+def trade_breakdown(trades: pd.DataFrame) -> bytes:
+    """MetaTrader's trade views: net profit by entry hour and weekday, MAE/MFE against the result, and
+    holding times in bars."""
+    entry = pd.DatetimeIndex(trades["entry_time"])
+    net = trades["net_profit"].to_numpy(dtype=float)
+    with plt.rc_context(_STYLE):
+        fig, axes = plt.subplots(2, 2, figsize=(10, 5.6))
+        for ax, key, labels, title in (
+            (axes[0, 0], entry.hour, [str(h) for h in range(24)], "Net profit by entry hour (UTC)"),
+            (axes[0, 1], entry.day_of_week, ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], "by weekday"),
+        ):
+            sums = pd.Series(net).groupby(np.asarray(key)).sum().reindex(range(len(labels)), fill_value=0.0)
+            ax.bar(range(len(labels)), sums.to_numpy(), color=np.where(sums >= 0, "#2a9d8f", "#e76f51"))
+            ax.set_xticks(range(len(labels)), labels, fontsize=7)
+            ax.set_title(title)
+        ax = axes[1, 0]
+        ax.scatter(trades["mae"], net, s=8, color="#e76f51", alpha=0.6, label="MAE")
+        ax.scatter(trades["mfe"], net, s=8, color="#2a9d8f", alpha=0.6, label="MFE")
+        ax.set_xlabel("excursion while open")
+        ax.set_ylabel("net profit")
+        ax.set_title("MAE / MFE against the result")
+        ax.legend(loc="best")
+        ax = axes[1, 1]
+        held = (trades["exit_bar"] - trades["entry_bar"]).to_numpy()
+        ax.hist(held, bins=min(40, max(5, len(np.unique(held)))), color="#8ab17d")
+        ax.set_xlabel("bars held")
+        ax.set_title("Holding time")
+        return _png(fig)

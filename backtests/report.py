@@ -283,6 +283,10 @@ def _html(result: Result, doc: dict) -> str:
             )
         )
         parts.append(_img(charts.drawdown(result.time, result.equity, result.account["deposit"]), "drawdown"))
+    if len(result.trades):
+        parts.append(
+            _img(charts.trade_breakdown(result.trades), "trades by hour, weekday, MAE/MFE, holding time")
+        )
     pred = result.predictions
     if pred is not None:
         parts.append(f"<h2>Predictions on the forward period ({pred['bars']} bars)</h2><div class='cols'>")

@@ -132,3 +132,15 @@ def test_equity_curve_ends_at_deposit_plus_net_profit():
         for r in open_now.itertuples()
     )
     assert equity[t] - balance[t] == pytest.approx(floating)
+
+
+def test_mae_and_mfe_stop_at_the_exit_level():
+    b = _broker([(1.0, 1.0, 1.0, 1.0), (1.0, 1.02, 0.995, 1.01), (1.01, 1.05, 0.97, 1.0)])
+    _step(b, 0, lambda b: b.order(+1, 1.0, 0.98, None, 0, ""))
+    _step(b, 1)
+    _step(b, 2)  # the stop at 0.98 is hit inside bar 2; its low of 0.97 is beyond the stop
+    trade = b.trades_frame().iloc[0]
+    assert trade.exit_reason == "sl"
+    # Bar 2 is the exit bar: as in the pessimistic fill rule, the stop came first, so its high does not count.
+    assert trade.mfe == pytest.approx(0.02 * 100_000)
+    assert trade.mae == pytest.approx(-0.02 * 100_000)

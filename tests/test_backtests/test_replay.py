@@ -155,3 +155,12 @@ def test_interrupt_during_training_still_scores_what_exists():
 
     result = Backtest(candles(), Slow).run()
     assert not result.complete and len(result.training) == 1 and result.stats["total_trades"] == 0
+
+
+def test_on_tester_criterion_is_recorded():
+    class Custom(SmaCrossEA):
+        def on_tester(self, stats):
+            return stats["total_trades"] * 2.0
+
+    result = Backtest(candles(), Custom).run()
+    assert result.custom_criterion == 2.0 * result.stats["total_trades"] > 0

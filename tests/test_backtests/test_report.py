@@ -29,7 +29,8 @@ def test_report_folder_contents(tmp_path):
     assert len(trades) == doc["stats"]["total_trades"]
     assert trades.net_profit.sum() == pytest.approx(doc["stats"]["total_net_profit"], abs=0.01)
     html = page.read_text()
-    assert html.count("data:image/png;base64,") == 3  # balance/equity, drawdown, price (no classifier)
+    # balance/equity, drawdown, trade breakdown, price (no classifier: no confusion matrix, no training)
+    assert html.count("data:image/png;base64,") == 4
     assert "<script" not in html and "http" not in html  # nothing fetched from elsewhere
     for label, _ in MT5_ROWS:
         assert label.replace("&", "&amp;") in html
