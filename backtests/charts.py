@@ -54,6 +54,25 @@ def training(epochs: list[dict]) -> bytes:
             a1.plot(part["epoch"], part["loss"], marker=".", lw=1, label=label)
             if "val_loss" in part and part["val_loss"].notna().any():
                 a1.plot(part["epoch"], part["val_loss"], ls="--", lw=1, label=f"{label} (validation)")
+        if "train_hit_rate" in df and df["train_hit_rate"].notna().any() and df["round"].nunique() == 1:
+            twin = a1.twinx()
+            twin.plot(
+                df["epoch"],
+                100 * df["train_hit_rate"].astype(float),
+                color="#e9c46a",
+                lw=1,
+                label="forecast %",
+            )
+            twin.plot(
+                df["epoch"],
+                100 * df["train_missed_rate"].astype(float),
+                color="#9d0208",
+                lw=1,
+                label="undefine %",
+            )
+            twin.set_ylabel("% (in-sample)")
+            twin.grid(False)
+            twin.legend(loc="center right", fontsize=7)
         a1.set_xlabel("epoch")
         a1.set_ylabel("cross-entropy")
         a1.set_title("Loss per epoch")

@@ -344,9 +344,11 @@ class _EpochProgress:
 
             self._bar = tqdm(total=record.get("epochs"), unit="epoch", desc="training", leave=False)
         self._bar.update(1)
-        self._bar.set_postfix(
-            loss=f"{record.get('loss', float('nan')):.4f}", s=f"{record.get('wall_s', 0):.2f}"
-        )
+        shown = {"loss": f"{record.get('loss') or float('nan'):.4f}", "s": f"{record.get('wall_s') or 0:.2f}"}
+        for key, label in (("train_hit_rate", "forecast"), ("train_missed_rate", "undefine")):
+            if record.get(key) is not None:
+                shown[label] = f"{100 * record[key]:.1f}%"
+        self._bar.set_postfix(shown)
 
     def close(self) -> None:
         if self._bar is not None:

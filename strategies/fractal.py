@@ -143,7 +143,7 @@ class FractalEA(ExpertAdvisor):
         self.rounds += 1
         self._study_span.append((str(bars.time[0]), str(bars.time[-1])))
         log.info("training round %d on %d rows (%s .. %s)", self.rounds, len(x), bars.time[0], bars.time[-1])
-        hook = _EpochHook(self, self.rounds, self.epochs, len(x))
+        hook = _EpochHook(self, self.rounds, self.epochs, xs, y)
         self.model.fit(
             xs,
             onehot,
@@ -233,22 +233,53 @@ class FractalEA(ExpertAdvisor):
         return out
 
 
-class _EpochHook:
-    """nn callback: forwards each epoch record to the EA's training log (and so to progress and report)."""
+def signal_rates(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float | None, float | None]:
+    """The article's per-era figures: "forecast" = share of buy/sell signals that were right,
+    "undefine" = share of real fractals predicted as undefined."""
+    signals = y_pred != 0
+    real = y_true != 0
+    hit = float((y_pred[signals] == y_true[signals]).mean()) if signals.any() else None
+    missed = float((y_pred[real] == 0).mean()) if real.any() else None
+    return hit, missed
 
-    def __init__(self, ea: FractalEA, rnd: int, epochs: int, rows: int):
-        self.ea, self.round, self.epochs, self.rows = ea, rnd, epochs, rows
+
+class _EpochHook:
+    """nn callback: each epoch's record plus the article's in-sample "forecast"/"undefine" rates, sent to
+    the EA's training log (and so to the progress bar and the report) and logged like the EA's "Era" line.
+
+    The rates cost one batched forward pass over the training rows per epoch.
+    """
+
+    def __init__(self, ea: FractalEA, rnd: int, epochs: int, x: np.ndarray, y: np.ndarray):
+        self.ea, self.round, self.epochs, self.x, self.y = ea, rnd, epochs, x, y
+        self.model = None
+
+    def on_train_begin(self, model) -> None:
+        self.model = model
 
     def on_epoch_end(self, record) -> None:
         loss = float(record.loss)
+        pred = np.argmax(self.model.predict(self.x, batch_size=4096), axis=1)
+        hit, missed = signal_rates(self.y, pred)
+        epoch = int(record.epoch) + 1
+        log.info(
+            "Era %d -> loss %.5f forecast %s undefine %s (%.2f s)",
+            epoch,
+            loss,
+            "n/a" if hit is None else f"{100 * hit:.1f}%",
+            "n/a" if missed is None else f"{100 * missed:.1f}%",
+            record.wall_s,
+        )
         self.ea.record_epoch(
             {
                 "round": self.round,
-                "epoch": int(record.epoch) + 1,
+                "epoch": epoch,
                 "epochs": self.epochs,
-                "rows": self.rows,
+                "rows": len(self.x),
                 "loss": loss if math.isfinite(loss) else None,
                 "val_loss": None if record.val_loss is None else float(record.val_loss),
+                "train_hit_rate": hit,
+                "train_missed_rate": missed,
                 "wall_s": float(record.wall_s),
                 "device_s": None if record.device_s is None else float(record.device_s),
             }

@@ -126,3 +126,30 @@ def test_validation_rows_come_from_the_end_of_the_study_period(sample):
     assert rows == val - round(val * 0.25) - 1
     assert all(r["val_loss"] is not None and r["val_loss"] > 0 for r in result.training)
     assert all(r["val_loss"] is None for r in plain.training)
+
+
+def test_era_rates_match_a_fresh_prediction_on_the_training_rows(sample, run):
+    from strategies.fractal import signal_rates
+
+    bt, result = run
+    fs = bt.periods.forward_start
+    study = sample.iloc[:fs]
+    feats = bar_features(study.open, study.high, study.low, study.close, study.tick_volume, study.index)
+    x, rows = windows(feats, 20)
+    labels = fractal_labels(study.high.to_numpy(), study.low.to_numpy())[rows]
+    known = labels != UNKNOWN
+    ea = result.ea_instance
+    pred = np.argmax(ea.model.predict(ea.scaler.transform(x[known])), axis=1)
+    last = result.training[-1]
+    assert (last["train_hit_rate"], last["train_missed_rate"]) == pytest.approx(
+        signal_rates(labels[known], pred)
+    )
+
+
+def test_signal_rates_by_hand():
+    from strategies.fractal import signal_rates
+
+    y_true = np.array([0, 1, 2, 1, 0, 2])
+    y_pred = np.array([1, 1, 0, 2, 0, 2])
+    hit, missed = signal_rates(y_true, y_pred)
+    assert hit == pytest.approx(2 / 4) and missed == pytest.approx(1 / 4)
