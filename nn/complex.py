@@ -376,9 +376,12 @@ class ComplexEncoderLayer(Layer):
         super().bind(backend, params, grads, state)
         for layer in self._chain():
             name = next((n for n in self._PARAMETRISED if getattr(self, n) is layer), None)
-            prefix = f"{name}." if name else "\0"
-            sub_p = {k[len(prefix) :]: v for k, v in params.items() if k.startswith(prefix)}
-            sub_g = {k[len(prefix) :]: v for k, v in grads.items() if k.startswith(prefix)}
+            if name is None:  # dropout and activation: no parameters
+                layer.bind(backend, {}, {}, {})
+                continue
+            cut = len(name) + 1  # strip "name."
+            sub_p = {k[cut:]: v for k, v in params.items() if k.startswith(f"{name}.")}
+            sub_g = {k[cut:]: v for k, v in grads.items() if k.startswith(f"{name}.")}
             layer.bind(backend, sub_p, sub_g, {})
 
     def forward(self, x: Tensor, training: bool) -> Tensor:
