@@ -86,3 +86,59 @@ __kernel void dense_dz_bias(__global const REAL *gy, const uint gy_off, __global
         gb[o] = sum;
     }
 }
+
+/* CPU variant of dense_dz_bias: one item per 8 adjacent columns with explicit vectors (PoCL cannot
+ * vectorise across items whose body is a loop), rows in a loop. Range: ceil(O / 8) items. */
+__kernel void dense_dz_bias8(__global const REAL *gy, const uint gy_off, __global const REAL *y,
+                             const uint y_off, __global REAL *dz, const uint dz_off, __global REAL *gb,
+                             const uint gb_off, const int O, const int B, const int act, const REAL alpha) {
+    gy += gy_off;
+    y += y_off;
+    dz += dz_off;
+    gb += gb_off;
+    const int o0 = get_global_id(0) * 8;
+    if (o0 + 8 <= O) {
+        REAL8 sum = (REAL8)(0);
+        for (int b = 0; b < B; ++b) {
+            const size_t k = (size_t)b * O + o0;
+            const REAL8 d = *(__global const REAL8_u *)(gy + k) *
+                            nn_act_grad8(act, *(__global const REAL8_u *)(y + k), alpha);
+            *(__global REAL8_u *)(dz + k) = d;
+            sum += d;
+        }
+        *(__global REAL8_u *)(gb + o0) = sum;
+    } else {
+        for (int o = o0; o < O; ++o) {
+            REAL sum = (REAL)0;
+            for (int b = 0; b < B; ++b) {
+                const size_t k = (size_t)b * O + o;
+                const REAL d = gy[k] * nn_act_grad(act, (REAL)0, y[k], alpha);
+                dz[k] = d;
+                sum += d;
+            }
+            gb[o] = sum;
+        }
+    }
+}
+
+/* CPU variant of gather_rows: one item per output row, copied in 8-wide pieces. Range: B items. */
+__kernel void gather_rows8(__global const REAL *src, const uint src_off, __global const int *rows,
+                           const uint rows_off, __global REAL *out, const uint out_off, const int F,
+                           const int B) {
+    src += src_off;
+    rows += rows_off;
+    out += out_off;
+    const int b = get_global_id(0);
+    if (b >= B) {
+        return;
+    }
+    __global const REAL *s = src + (size_t)rows[b] * F;
+    __global REAL *d = out + (size_t)b * F;
+    int f = 0;
+    for (; f + 8 <= F; f += 8) {
+        *(__global REAL8_u *)(d + f) = *(__global const REAL8_u *)(s + f);
+    }
+    for (; f < F; ++f) {
+        d[f] = s[f];
+    }
+}

@@ -73,6 +73,17 @@ inline REAL nn_act_grad(int act, REAL x, REAL y, REAL alpha) {
     }
 }
 
+/* nn_act_grad for 8 outputs of an output-derivable kind (linear, sigmoid, tanh, relu, lrelu). */
+inline REAL8 nn_act_grad8(int act, REAL8 y, REAL alpha) {
+    switch (act) {
+    case ACT_SIGMOID: return y * ((REAL)1 - y);
+    case ACT_TANH: return (REAL)1 - y * y;
+    case ACT_RELU: return select((REAL8)(0), (REAL8)(1), y > (REAL)0);
+    case ACT_LRELU: return select((REAL8)(alpha), (REAL8)(1), y > (REAL)0);
+    default: return (REAL8)(alpha);
+    }
+}
+
 /* nn.random.hash32: Wellons' lowbias32 finaliser on wrapping 32-bit unsigned arithmetic. */
 inline uint nn_hash32(uint x) {
     x ^= x >> 16;
