@@ -42,7 +42,9 @@ def best_seconds(step: Callable[[], None], sync: Callable[[], None], rounds: int
 
 
 # --- this library ------------------------------------------------------------------------------------
-def ours(cfg: dict, channels: int, rng: np.random.Generator) -> tuple[str, Callable, Callable, Callable]:
+def ours(
+    cfg: dict, channels: int, rng: np.random.Generator, profile: bool = False
+) -> tuple[str, Callable, Callable, Callable]:
     from nn.atfnet import ATFNet
     from nn.attention_ops_opencl import AttentionOpenCLOps
     from nn.complex_ops_opencl import ComplexOpenCLOps
@@ -52,7 +54,7 @@ def ours(cfg: dict, channels: int, rng: np.random.Generator) -> tuple[str, Calla
     class Backend(AttentionOpenCLOps, ComplexOpenCLOps, OpenCLBackend):
         """The OpenCL backend with the attention and complex mixins."""
 
-    be = Backend(dtype=np.float32)
+    be = Backend(dtype=np.float32, profile=profile)
     d, h, n, f = cfg["d_model"], cfg["heads"], cfg["layers"], cfg["d_ff"]
     layer = ATFNet(
         cfg["pred"], d, h, n, f, 0.1, fnet_d_model=d, fnet_d_ff=f, fnet_layers=n, complex_dropout=0.1
@@ -271,6 +273,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--channels", type=int, nargs="+", default=[1, 7])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    ap.add_argument("--profile", action="store_true", help="per-kernel device time of one OpenCL train step")
     args = ap.parse_args(argv)
     size = args.size or ("official" if args.device == "gpu" else "reduced")
     cfg = dict(SIZES[size], seq=96, pred=96)
@@ -285,6 +288,18 @@ def main(argv: list[str] | None = None) -> None:
     print(f"ATFNet {size} size: {cfg}, float32, dropout 0.1, Adam; torch {torch.__version__} on {tdev}")
     print(f"{'channels':>8} {'side':>8} {'train step ms':>14} {'infer ms':>10} {'samples/s':>10}")
     for c in args.channels:
+        if args.profile:
+            _, train, _, sync = ours(cfg, c, rng, profile=True)
+            train()
+            sync()
+            from opencl import get_runtime
+
+            rt = get_runtime(None, np.float32, True)
+            rt.profiler.reset()
+            train()
+            sync()
+            print(f"one training step, {c} channel(s):\n{rt.profiler.table()}")
+            continue
         name, o_train, o_infer, o_sync = ours(cfg, c, rng)
         t_train, t_infer, t_sync = theirs(cfg, c, tdev)
         res = {}

@@ -30,11 +30,33 @@ class AttentionOpenCLOps:
     def _attn_kernel(self, filename: str, name: str) -> cl.Kernel:
         return self.kernels(filename)[name]
 
-    def _launch1(self, filename: str, name: str, n: int, *args) -> None:
+    def _attn_launch(self, filename: str, name: str, n: int, *args) -> None:
         """One work item per index in ``[0, n)`` (rounded up to the group size)."""
         if n > 0:
             size = -(-n // _GROUP) * _GROUP
             self.runtime.launch(self._attn_kernel(filename, name), (size,), (_GROUP,), *args)
+
+    def _attn_chunks(self, rows: int) -> int:
+        """Row slices of the column reductions: 1 on CPUs (one item per column is best there), up to 64 on
+        GPUs so that a few hundred columns still fill the device."""
+        return 1 if self.runtime.is_cpu else max(1, min(64, rows // 64))
+
+    def _attn_column_sum(self, g2, out) -> None:
+        """``out (cols,) = Σ_rows g2 (rows, cols)``, in two stages on GPUs."""
+        rows, cols = g2.shape
+        chunks = self._attn_chunks(rows)
+        if chunks == 1:
+            self._attn_launch(
+                "attention.cl", "column_sum", cols, *self.arg(g2), *self.arg(out), rows, cols, 1
+            )
+            return
+        part = self.empty((chunks, cols))
+        self._attn_launch(
+            "attention.cl", "column_sum", cols * chunks, *self.arg(g2), *self.arg(part), rows, cols, chunks
+        )
+        self._attn_launch(
+            "attention.cl", "column_sum", cols, *self.arg(part), *self.arg(out), chunks, cols, 1
+        )
 
     # --- linear maps over the last axis -----------------------------------------------------------
     def linear_forward(self, x, w, b):
@@ -50,7 +72,7 @@ class AttentionOpenCLOps:
         g2, x2 = gy.reshape(rows, o), x.reshape(rows, i)
         gemm(self.runtime, g2, x2, gw_out, trans_a=True)  # (M, O)ᵀ·(M, I) -> (O, I)
         if gb_out is not None:
-            self._launch1("attention.cl", "column_sum", o, *self.arg(g2), *self.arg(gb_out), rows, o)
+            self._attn_column_sum(g2, gb_out)
         if not need_input_grad:
             return None
         gx = self.empty((rows, i))
@@ -66,7 +88,7 @@ class AttentionOpenCLOps:
         sam, sak = (1, ca) if trans_a else (ca, 1)
         sbk, sbn = (1, cb) if trans_b else (cb, 1)
         c = self.empty((g, m, n))
-        self._launch1(
+        self._attn_launch(
             "attention.cl",
             "bmm_strided",
             g * m * n,
@@ -92,7 +114,7 @@ class AttentionOpenCLOps:
         rows = x.size // s
         q = x.shape[-2] if causal else 1
         y = self.empty(x.shape)
-        self._launch1(
+        self._attn_launch(
             "attention.cl", "softmax_rows_forward", rows, *self.arg(x), *self.arg(y), rows, s, q, int(causal)
         )
         return y
@@ -101,7 +123,7 @@ class AttentionOpenCLOps:
         s = y.shape[-1]
         rows = y.size // s
         gx = self.empty(y.shape)
-        self._launch1(
+        self._attn_launch(
             "attention.cl", "softmax_rows_backward", rows, *self.arg(y), *self.arg(gy), *self.arg(gx), rows, s
         )
         return gx
@@ -111,7 +133,7 @@ class AttentionOpenCLOps:
         d = x.shape[-1]
         rows = x.size // d
         y, xhat, inv = self.empty(x.shape), self.empty(x.shape), self.empty(x.shape[:-1])
-        self._launch1(
+        self._attn_launch(
             "layernorm.cl",
             "layernorm_forward",
             rows,
@@ -131,18 +153,26 @@ class AttentionOpenCLOps:
         d = gy.shape[-1]
         rows = gy.size // d
         gx = self.empty(gy.shape)
-        self._launch1(
+        chunks = self._attn_chunks(rows)
+        gg, gb = (
+            (ggamma_out, gbeta_out) if chunks == 1 else (self.empty((chunks, d)), self.empty((chunks, d)))
+        )
+        self._attn_launch(
             "layernorm.cl",
             "layernorm_backward_params",
-            d,
+            d * chunks,
             *self.arg(gy),
             *self.arg(xhat),
-            *self.arg(ggamma_out),
-            *self.arg(gbeta_out),
+            *self.arg(gg),
+            *self.arg(gb),
             rows,
             d,
+            chunks,
         )
-        self._launch1(
+        if chunks > 1:
+            self._attn_column_sum(gg, ggamma_out)
+            self._attn_column_sum(gb, gbeta_out)
+        self._attn_launch(
             "layernorm.cl",
             "layernorm_backward_input",
             rows,
@@ -165,20 +195,20 @@ class AttentionOpenCLOps:
         dims = [1] * (6 - len(axes)) + list(out_shape)
         steps = [0] * (6 - len(axes)) + [strides[a] for a in axes]
         y = self.empty(out_shape)
-        if x.size and axes[-1] == len(axes) - 1:  # rows stay contiguous: copy a row per item
+        if x.size and axes[-1] == len(axes) - 1 and self.runtime.is_cpu:  # CPU: copy a whole row per item
             rows = x.size // dims[5]
-            self._launch1(
+            self._attn_launch(
                 "attention.cl", "permute6_rows", rows, *self.arg(x), *self.arg(y), rows, *dims[1:], *steps[:5]
             )
         else:
-            self._launch1(
+            self._attn_launch(
                 "attention.cl", "permute6", x.size, *self.arg(x), *self.arg(y), x.size, *dims[1:], *steps
             )
         return y
 
-    def _axpby(self, a, b, period: int, alpha: float, beta: float):
+    def _attn_axpby(self, a, b, period: int, alpha: float, beta: float):
         out = self.empty(a.shape)
-        self._launch1(
+        self._attn_launch(
             "attention.cl",
             "axpby",
             a.size,
@@ -193,22 +223,21 @@ class AttentionOpenCLOps:
         return out
 
     def add(self, a, b):
-        return self._axpby(a, b, a.size, 1.0, 1.0)
+        return self._attn_axpby(a, b, a.size, 1.0, 1.0)
 
     def scale(self, x, alpha):
-        return self._axpby(x, x, x.size, alpha, 0.0)
+        return self._attn_axpby(x, x, x.size, alpha, 0.0)
 
     def add_broadcast(self, x, p):
-        return self._axpby(x, p, p.size, 1.0, 1.0)
+        return self._attn_axpby(x, p, p.size, 1.0, 1.0)
 
     def sum_batch(self, g, out):
-        cols = g.size // g.shape[0]
-        self._launch1("attention.cl", "column_sum", cols, *self.arg(g), *self.arg(out), g.shape[0], cols)
+        self._attn_column_sum(g.reshape(g.shape[0], -1), out.reshape(-1))
 
     def mix_forward(self, a, b, w):
         out = self.empty(a.shape)
         _, t, c = a.shape
-        self._launch1(
+        self._attn_launch(
             "attention.cl",
             "atfnet_mix",
             a.size,
@@ -227,7 +256,7 @@ class AttentionOpenCLOps:
     def mix_backward(self, gy, w):
         ga, gb = self.empty(gy.shape), self.empty(gy.shape)
         _, t, c = gy.shape
-        self._launch1(
+        self._attn_launch(
             "attention.cl",
             "atfnet_mix",
             gy.size,
@@ -263,7 +292,7 @@ class AttentionOpenCLOps:
         rows, length = x.shape
         n_patches = (length + pad - patch_len) // stride + 1
         y = self.empty((rows, n_patches, patch_len))
-        self._launch1(
+        self._attn_launch(
             "attention.cl",
             "patch_forward",
             y.size,
@@ -280,7 +309,7 @@ class AttentionOpenCLOps:
     def patch_backward(self, gy, length, stride):
         rows, n_patches, patch_len = gy.shape
         gx = self.empty((rows, length))
-        self._launch1(
+        self._attn_launch(
             "attention.cl",
             "patch_backward",
             gx.size,
@@ -298,7 +327,7 @@ class AttentionOpenCLOps:
     def revin_stats(self, x, eps):
         rows, length = x.shape
         mean, std = self.empty((rows,)), self.empty((rows,))
-        self._launch1(
+        self._attn_launch(
             "attention.cl",
             "revin_stats",
             rows,
@@ -311,9 +340,9 @@ class AttentionOpenCLOps:
         )
         return mean, std
 
-    def _row_affine(self, x, shift, scale, mode: int):
+    def _attn_row_affine(self, x, shift, scale, mode: int):
         y = self.empty(x.shape)
-        self._launch1(
+        self._attn_launch(
             "attention.cl",
             "row_affine",
             x.size,
@@ -328,18 +357,18 @@ class AttentionOpenCLOps:
         return y
 
     def revin_normalize(self, x, mean, std):
-        return self._row_affine(x, mean, std, 0)
+        return self._attn_row_affine(x, mean, std, 0)
 
     def revin_denormalize(self, y, mean, std):
-        return self._row_affine(y, mean, std, 1)
+        return self._attn_row_affine(y, mean, std, 1)
 
     def row_scale(self, g, s, inverse):
-        return self._row_affine(g, s, s, 3 if inverse else 2)
+        return self._attn_row_affine(g, s, s, 3 if inverse else 2)
 
     def channel_affine_forward(self, x, gamma, beta, inverse):
         _, c, length = x.shape
         y = self.empty(x.shape)
-        self._launch1(
+        self._attn_launch(
             "attention.cl",
             "channel_affine_forward",
             x.size,
@@ -356,7 +385,7 @@ class AttentionOpenCLOps:
 
     def channel_affine_backward(self, gy, x, y, gamma, inverse, ggamma_out, gbeta_out):
         b, c, length = gy.shape
-        self._launch1(
+        self._attn_launch(
             "attention.cl",
             "channel_affine_backward_params",
             c,
@@ -372,7 +401,7 @@ class AttentionOpenCLOps:
             int(inverse),
         )
         gx = self.empty(gy.shape)
-        self._launch1(
+        self._attn_launch(
             "attention.cl",
             "channel_affine_backward_input",
             gy.size,

@@ -136,20 +136,26 @@ __kernel void axpby(__global const REAL *a, const uint a_off, __global const REA
     }
 }
 
-/* out[c] = sum_r g[r, c] over (rows, cols). One item per column. */
+/* Column sums of g (rows, cols) in `chunks` slices of rows: out (chunks, cols)[k, c] = sum of g[r, c] over
+ * slice k. One item per (slice, column); with chunks = 1 this is the final sum, otherwise a second call
+ * with chunks = 1 adds the slices (GPUs need the row-parallel first stage to fill the device). */
 __kernel void column_sum(__global const REAL *g, const uint g_off, __global REAL *out, const uint out_off,
-                         const int rows, const int cols) {
+                         const int rows, const int cols, const int chunks) {
     g += g_off;
     out += out_off;
-    const int c = get_global_id(0);
-    if (c >= cols) {
+    const int i = get_global_id(0);
+    if (i >= cols * chunks) {
         return;
     }
+    const int c = i % cols;
+    const int k = i / cols;
+    const int per = (rows + chunks - 1) / chunks;
+    const int end = min(rows, (k + 1) * per);
     REAL acc = (REAL)0;
-    for (int r = 0; r < rows; ++r) {
+    for (int r = k * per; r < end; ++r) {
         acc += g[(size_t)r * cols + c];
     }
-    out[c] = acc;
+    out[i] = acc;
 }
 
 /* ATFNet's mix over (B, T, C) with w (B, C): forward out = w a + (1 - w) b; backward ga = w g, gb = (1-w) g

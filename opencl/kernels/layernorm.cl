@@ -63,22 +63,28 @@ __kernel void layernorm_backward_input(__global const REAL *gy, const uint gy_of
     }
 }
 
-/* ggamma = sum_rows gy xhat, gbeta = sum_rows gy. One item per column. */
+/* ggamma = sum_rows gy xhat, gbeta = sum_rows gy, in `chunks` slices of rows (see column_sum in
+ * attention.cl): outputs (chunks, D). One item per (slice, column). */
 __kernel void layernorm_backward_params(__global const REAL *gy, const uint gy_off, __global const REAL *xhat,
                                         const uint xhat_off, __global REAL *ggamma, const uint ggamma_off,
-                                        __global REAL *gbeta, const uint gbeta_off, const int rows, const int D) {
+                                        __global REAL *gbeta, const uint gbeta_off, const int rows, const int D,
+                                        const int chunks) {
     gy += gy_off;
     xhat += xhat_off;
-    const int j = get_global_id(0);
-    if (j >= D) {
+    const int i = get_global_id(0);
+    if (i >= D * chunks) {
         return;
     }
+    const int j = i % D;
+    const int k = i / D;
+    const int per = (rows + chunks - 1) / chunks;
+    const int end = min(rows, (k + 1) * per);
     REAL sg = (REAL)0, sgx = (REAL)0;
-    for (int r = 0; r < rows; ++r) {
+    for (int r = k * per; r < end; ++r) {
         const REAL g = gy[(size_t)r * D + j];
         sg += g;
         sgx += g * xhat[(size_t)r * D + j];
     }
-    ggamma[ggamma_off + j] = sgx;
-    gbeta[gbeta_off + j] = sg;
+    ggamma[ggamma_off + i] = sgx;
+    gbeta[gbeta_off + i] = sg;
 }

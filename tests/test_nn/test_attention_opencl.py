@@ -186,3 +186,22 @@ def test_models_train_like_the_reference(rng, dtype, model):
     for key, want in runs[0][1].items():
         np.testing.assert_allclose(runs[1][1][key], want, rtol=tol, atol=tol)
     np.testing.assert_allclose(runs[1][2], runs[0][2], rtol=tol, atol=tol)
+
+
+def test_two_stage_column_sums(rng):
+    """The GPU path of the bias and layer-norm parameter sums (row slices, then their sum), forced."""
+
+    class Sliced(CLBackend):
+        def _attn_chunks(self, rows):
+            return 3
+
+    dev = Sliced(dtype=np.float64)
+    x, w, gy = rng.normal(size=(17, 5)), rng.normal(size=(4, 5)), rng.normal(size=(17, 4))
+    gw, gb = poisoned(dev, (4, 5)), poisoned(dev, (4,))
+    dev.linear_backward(up(dev, x), up(dev, w), up(dev, gy), gw, gb, False)
+    close(dev, gb, gy.sum(axis=0))
+    xhat, inv, gamma = rng.normal(size=(17, 5)), rng.uniform(size=17), rng.normal(size=5)
+    gg, gbeta = poisoned(dev, (5,)), poisoned(dev, (5,))
+    dev.layernorm_backward(up(dev, x), up(dev, xhat), up(dev, inv), up(dev, gamma), gg, gbeta)
+    close(dev, gg, (x * xhat).sum(axis=0))
+    close(dev, gbeta, x.sum(axis=0))
