@@ -53,9 +53,12 @@ def _round_up(n: int, m: int) -> int:
 class OpenCLBackend:
     """``Backend`` on an OpenCL device (float32 by default, float64 where the device has fp64)."""
 
-    def __init__(self, device=None, dtype=None, profile: bool | None = None) -> None:
+    def __init__(
+        self, device=None, dtype=None, profile: bool | None = None, *, layout: str | None = None
+    ) -> None:
         """``device``/``dtype`` as ``opencl.get_runtime`` takes them; ``profile`` records per-kernel device
-        time (default: the ``NEURONET_PROFILE`` environment variable)."""
+        time (default: the ``NEURONET_PROFILE`` environment variable). ``layout`` ("cpu" or "gpu") overrides
+        the work-group layout chosen from the device kind, so the GPU kernels can be tested on a CPU."""
         super().__init__()
         rt = get_runtime(device, dtype, profile)
         self.runtime = rt
@@ -64,8 +67,10 @@ class OpenCLBackend:
         self.alignment = rt.alignment
         self._queue = rt.queue
         self._context = rt.context
-        self._itemsize = rt.dtype.itemsize
-        cpu = self._cpu = rt.is_cpu
+        layout = layout or ("cpu" if rt.is_cpu else "gpu")
+        if layout not in ("cpu", "gpu"):
+            raise ValueError(f"layout must be 'cpu' or 'gpu', got {layout!r}")
+        cpu = self._cpu = layout == "cpu"
         # LWG: single-group reduction width; RG x CG: column-kernel work-group; EW: elementwise group.
         self._lwg = 1 if cpu else 256
         self._rg = 1 if cpu else 8
@@ -311,7 +316,10 @@ class OpenCLBackend:
         args = (*self.arg(x), *self.arg(gamma), *self.arg(beta), *self.arg(running_mean),
                 *self.arg(running_var), *self.arg(y), *self.arg(xhat), *self.arg(inv_std), features)
         if training and batch > 1:
-            self._col_launch(self._k["batchnorm_forward_train"], features, *args, batch, momentum, eps)
+            if self._cpu:
+                self._per_item("batchnorm_forward_train8", -(-features // 8), 4, *args, batch, momentum, eps)
+            else:
+                self._col_launch(self._k["batchnorm_forward_train"], features, *args, batch, momentum, eps)
         elif x.size:
             self._ew_launch(self._k["batchnorm_forward_infer"], x.size, *args, x.size, eps)
         return y, xhat, inv_std
@@ -320,9 +328,12 @@ class OpenCLBackend:
         _same_shape("batchnorm_backward", gy, xhat)
         batch, features = gy.shape
         gx = self.empty(gy.shape)
-        self._col_launch(self._k["batchnorm_backward"], features, *self.arg(gy), *self.arg(xhat),
-                         *self.arg(inv_std), *self.arg(gamma), *self.arg(gx), *self.arg(ggamma_out),
-                         *self.arg(gbeta_out), features, batch)
+        args = (*self.arg(gy), *self.arg(xhat), *self.arg(inv_std), *self.arg(gamma), *self.arg(gx),
+                *self.arg(ggamma_out), *self.arg(gbeta_out), features, batch)
+        if self._cpu:
+            self._per_item("batchnorm_backward8", -(-features // 8), 4, *args)
+        else:
+            self._col_launch(self._k["batchnorm_backward"], features, *args)
         return gx
 
     # --- losses -------------------------------------------------------------------------------------

@@ -136,3 +136,139 @@ __kernel void batchnorm_backward(__global const REAL *gy, const uint gy_off, __g
         gbeta[f] = sb;
     }
 }
+
+/* CPU variants: one item per 8 adjacent feature columns with explicit vectors, rows in a loop (PoCL does
+ * not vectorise across items whose body is a loop); columns past the last full group of 8 are done one at
+ * a time by the last item. Range: ceil(F / 8) items. */
+inline void bn_train_column(__global const REAL *x, __global const REAL *gamma, __global const REAL *beta,
+                            __global REAL *running_mean, __global REAL *running_var, __global REAL *y,
+                            __global REAL *xhat, __global REAL *inv_std, int f, int F, int B, REAL momentum,
+                            REAL eps) {
+    REAL s = (REAL)0;
+    for (int b = 0; b < B; ++b) {
+        s += x[(size_t)b * F + f];
+    }
+    const REAL mean = s / (REAL)B;
+    REAL q = (REAL)0;
+    for (int b = 0; b < B; ++b) {
+        const REAL d = x[(size_t)b * F + f] - mean;
+        q += d * d;
+    }
+    const REAL var = q / (REAL)B;
+    const REAL istd = rsqrt(var + eps);
+    for (int b = 0; b < B; ++b) {
+        const size_t k = (size_t)b * F + f;
+        const REAL h = (x[k] - mean) * istd;
+        xhat[k] = h;
+        y[k] = gamma[f] * h + beta[f];
+    }
+    inv_std[f] = istd;
+    running_mean[f] = ((REAL)1 - momentum) * running_mean[f] + momentum * mean;
+    running_var[f] = ((REAL)1 - momentum) * running_var[f] + momentum * var * (REAL)B / (REAL)(B - 1);
+}
+
+__kernel void batchnorm_forward_train8(__global const REAL *x, const uint x_off, __global const REAL *gamma,
+                                       const uint gamma_off, __global const REAL *beta, const uint beta_off,
+                                       __global REAL *running_mean, const uint running_mean_off,
+                                       __global REAL *running_var, const uint running_var_off,
+                                       __global REAL *y, const uint y_off, __global REAL *xhat,
+                                       const uint xhat_off, __global REAL *inv_std, const uint inv_std_off,
+                                       const int F, const int B, const REAL momentum, const REAL eps) {
+    x += x_off;
+    gamma += gamma_off;
+    beta += beta_off;
+    running_mean += running_mean_off;
+    running_var += running_var_off;
+    y += y_off;
+    xhat += xhat_off;
+    inv_std += inv_std_off;
+    const int f0 = get_global_id(0) * 8;
+    if (f0 + 8 > F) {
+        for (int f = f0; f < F; ++f) {
+            bn_train_column(x, gamma, beta, running_mean, running_var, y, xhat, inv_std, f, F, B, momentum, eps);
+        }
+        return;
+    }
+    REAL8 s = (REAL8)(0);
+    for (int b = 0; b < B; ++b) {
+        s += *(__global const REAL8_u *)(x + (size_t)b * F + f0);
+    }
+    const REAL8 mean = s / (REAL)B;
+    REAL8 q = (REAL8)(0);
+    for (int b = 0; b < B; ++b) {
+        const REAL8 d = *(__global const REAL8_u *)(x + (size_t)b * F + f0) - mean;
+        q += d * d;
+    }
+    const REAL8 var = q / (REAL)B;
+    const REAL8 istd = rsqrt(var + eps);
+    const REAL8 g = *(__global const REAL8_u *)(gamma + f0);
+    const REAL8 sh = *(__global const REAL8_u *)(beta + f0);
+    for (int b = 0; b < B; ++b) {
+        const size_t k = (size_t)b * F + f0;
+        const REAL8 h = (*(__global const REAL8_u *)(x + k) - mean) * istd;
+        *(__global REAL8_u *)(xhat + k) = h;
+        *(__global REAL8_u *)(y + k) = g * h + sh;
+    }
+    *(__global REAL8_u *)(inv_std + f0) = istd;
+    __global REAL8_u *rm = (__global REAL8_u *)(running_mean + f0);
+    __global REAL8_u *rv = (__global REAL8_u *)(running_var + f0);
+    *rm = ((REAL)1 - momentum) * *rm + momentum * mean;
+    *rv = ((REAL)1 - momentum) * *rv + momentum * var * ((REAL)B / (REAL)(B - 1));
+}
+
+inline void bn_backward_column(__global const REAL *gy, __global const REAL *xhat, __global const REAL *inv_std,
+                               __global const REAL *gamma, __global REAL *gx, __global REAL *ggamma,
+                               __global REAL *gbeta, int f, int F, int B) {
+    REAL sb = (REAL)0;
+    REAL sg = (REAL)0;
+    for (int b = 0; b < B; ++b) {
+        const size_t k = (size_t)b * F + f;
+        sb += gy[k];
+        sg += gy[k] * xhat[k];
+    }
+    const REAL scale = gamma[f] * inv_std[f] / (REAL)B;
+    for (int b = 0; b < B; ++b) {
+        const size_t k = (size_t)b * F + f;
+        gx[k] = B == 1 ? gamma[f] * inv_std[f] * gy[k] : scale * ((REAL)B * gy[k] - sb - xhat[k] * sg);
+    }
+    ggamma[f] = sg;
+    gbeta[f] = sb;
+}
+
+__kernel void batchnorm_backward8(__global const REAL *gy, const uint gy_off, __global const REAL *xhat,
+                                  const uint xhat_off, __global const REAL *inv_std, const uint inv_std_off,
+                                  __global const REAL *gamma, const uint gamma_off, __global REAL *gx,
+                                  const uint gx_off, __global REAL *ggamma, const uint ggamma_off,
+                                  __global REAL *gbeta, const uint gbeta_off, const int F, const int B) {
+    gy += gy_off;
+    xhat += xhat_off;
+    inv_std += inv_std_off;
+    gamma += gamma_off;
+    gx += gx_off;
+    ggamma += ggamma_off;
+    gbeta += gbeta_off;
+    const int f0 = get_global_id(0) * 8;
+    if (f0 + 8 > F || B == 1) {
+        for (int f = f0; f < min(F, f0 + 8); ++f) {
+            bn_backward_column(gy, xhat, inv_std, gamma, gx, ggamma, gbeta, f, F, B);
+        }
+        return;
+    }
+    REAL8 sb = (REAL8)(0);
+    REAL8 sg = (REAL8)(0);
+    for (int b = 0; b < B; ++b) {
+        const size_t k = (size_t)b * F + f0;
+        const REAL8 g = *(__global const REAL8_u *)(gy + k);
+        sb += g;
+        sg += g * *(__global const REAL8_u *)(xhat + k);
+    }
+    const REAL8 scale = *(__global const REAL8_u *)(gamma + f0) * *(__global const REAL8_u *)(inv_std + f0) /
+                        (REAL)B;
+    for (int b = 0; b < B; ++b) {
+        const size_t k = (size_t)b * F + f0;
+        *(__global REAL8_u *)(gx + k) = scale * ((REAL)B * *(__global const REAL8_u *)(gy + k) - sb -
+                                                 *(__global const REAL8_u *)(xhat + k) * sg);
+    }
+    *(__global REAL8_u *)(ggamma + f0) = sg;
+    *(__global REAL8_u *)(gbeta + f0) = sb;
+}

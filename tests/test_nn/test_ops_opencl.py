@@ -29,6 +29,10 @@ def _opencl_backends() -> list:
         pytest.skip(f"no OpenCL device: {exc}", allow_module_level=True)
     if out[0].runtime.info.fp64:
         out.append(OpenCLBackend(dtype=np.float64))
+    # The other device kind's work-group layout (CPU: vector items and row loops; GPU: local-memory
+    # reductions), so both sets of kernels are checked on whatever device this machine has.
+    other = "gpu" if out[0]._cpu else "cpu"
+    out.append(OpenCLBackend(dtype=np.float32, layout=other))
     return out
 
 
@@ -36,7 +40,7 @@ OCL = _opencl_backends()
 REF = NumpyBackend()
 
 
-@pytest.fixture(params=OCL, ids=lambda b: b.dtype.name)
+@pytest.fixture(params=OCL, ids=lambda b: f"{b.dtype.name}-{'cpu' if b._cpu else 'gpu'}")
 def ob(request):
     return request.param
 
