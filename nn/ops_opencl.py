@@ -79,6 +79,8 @@ class OpenCLBackend:
         self._row_group = 64 if cpu else 128
         self._neuron_group = 16 if cpu else 64
         defines = {"LWG": self._lwg, "RG": self._rg, "CG": self._cg, "SMALL_B": SMALL_B}
+        if not cpu:
+            defines["NN_GPU"] = 1
         self._k: dict[str, cl.Kernel] = {}
         for filename in _FILES:
             ks = self.kernels(filename, **defines)

@@ -191,29 +191,28 @@ __kernel void batchnorm_forward_train8(__global const REAL *x, const uint x_off,
     }
     REAL8 s = (REAL8)(0);
     for (int b = 0; b < B; ++b) {
-        s += *(__global const REAL8_u *)(x + (size_t)b * F + f0);
+        s += LOAD8(x + (size_t)b * F + f0);
     }
     const REAL8 mean = s / (REAL)B;
     REAL8 q = (REAL8)(0);
     for (int b = 0; b < B; ++b) {
-        const REAL8 d = *(__global const REAL8_u *)(x + (size_t)b * F + f0) - mean;
+        const REAL8 d = LOAD8(x + (size_t)b * F + f0) - mean;
         q += d * d;
     }
     const REAL8 var = q / (REAL)B;
     const REAL8 istd = rsqrt(var + eps);
-    const REAL8 g = *(__global const REAL8_u *)(gamma + f0);
-    const REAL8 sh = *(__global const REAL8_u *)(beta + f0);
+    const REAL8 g = LOAD8(gamma + f0);
+    const REAL8 sh = LOAD8(beta + f0);
     for (int b = 0; b < B; ++b) {
         const size_t k = (size_t)b * F + f0;
-        const REAL8 h = (*(__global const REAL8_u *)(x + k) - mean) * istd;
-        *(__global REAL8_u *)(xhat + k) = h;
-        *(__global REAL8_u *)(y + k) = g * h + sh;
+        const REAL8 h = (LOAD8(x + k) - mean) * istd;
+        STORE8(h, xhat + k);
+        STORE8(g * h + sh, y + k);
     }
-    *(__global REAL8_u *)(inv_std + f0) = istd;
-    __global REAL8_u *rm = (__global REAL8_u *)(running_mean + f0);
-    __global REAL8_u *rv = (__global REAL8_u *)(running_var + f0);
-    *rm = ((REAL)1 - momentum) * *rm + momentum * mean;
-    *rv = ((REAL)1 - momentum) * *rv + momentum * var * ((REAL)B / (REAL)(B - 1));
+    STORE8(istd, inv_std + f0);
+    STORE8(((REAL)1 - momentum) * LOAD8(running_mean + f0) + momentum * mean, running_mean + f0);
+    STORE8(((REAL)1 - momentum) * LOAD8(running_var + f0) + momentum * var * ((REAL)B / (REAL)(B - 1)),
+           running_var + f0);
 }
 
 inline void bn_backward_column(__global const REAL *gy, __global const REAL *xhat, __global const REAL *inv_std,
@@ -258,17 +257,17 @@ __kernel void batchnorm_backward8(__global const REAL *gy, const uint gy_off, __
     REAL8 sg = (REAL8)(0);
     for (int b = 0; b < B; ++b) {
         const size_t k = (size_t)b * F + f0;
-        const REAL8 g = *(__global const REAL8_u *)(gy + k);
+        const REAL8 g = LOAD8(gy + k);
         sb += g;
-        sg += g * *(__global const REAL8_u *)(xhat + k);
+        sg += g * LOAD8(xhat + k);
     }
-    const REAL8 scale = *(__global const REAL8_u *)(gamma + f0) * *(__global const REAL8_u *)(inv_std + f0) /
+    const REAL8 scale = LOAD8(gamma + f0) * LOAD8(inv_std + f0) /
                         (REAL)B;
     for (int b = 0; b < B; ++b) {
         const size_t k = (size_t)b * F + f0;
-        *(__global REAL8_u *)(gx + k) = scale * ((REAL)B * *(__global const REAL8_u *)(gy + k) - sb -
-                                                 *(__global const REAL8_u *)(xhat + k) * sg);
+        STORE8(scale * ((REAL)B * LOAD8(gy + k) - sb -
+                                                 LOAD8(xhat + k) * sg), gx + k);
     }
-    *(__global REAL8_u *)(ggamma + f0) = sg;
-    *(__global REAL8_u *)(gbeta + f0) = sb;
+    STORE8(sg, ggamma + f0);
+    STORE8(sb, gbeta + f0);
 }

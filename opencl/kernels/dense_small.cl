@@ -33,10 +33,10 @@ __kernel void dense_small_forward(__global const REAL *x, const uint x_off, __gl
     }
     int i = 0;
     for (; i + 8 <= I; i += 8) {
-        const REAL8 wv = *(__global const REAL8_u *)(wr + i);
+        const REAL8 wv = LOAD8(wr + i);
         for (int b = 0; b < SMALL_B; ++b) {
             if (b < B) {
-                acc[b] += *(__global const REAL8_u *)(x + (size_t)b * I + i) * wv;
+                acc[b] += LOAD8(x + (size_t)b * I + i) * wv;
             }
         }
     }
@@ -89,13 +89,13 @@ __kernel void dense_small_backward_w(__global const REAL *gy, const uint gy_off,
     __global REAL *gr = gw + (size_t)o * I;
     int i = 0;
     for (; i + 8 <= I; i += 8) {
-        REAL8 acc = d[0] * *(__global const REAL8_u *)(x + i);
+        REAL8 acc = d[0] * LOAD8(x + i);
         for (int b = 1; b < SMALL_B; ++b) {
             if (b < B) {
-                acc += d[b] * *(__global const REAL8_u *)(x + (size_t)b * I + i);
+                acc += d[b] * LOAD8(x + (size_t)b * I + i);
             }
         }
-        *(__global REAL8_u *)(gr + i) = acc;
+        STORE8(acc, gr + i);
     }
     for (; i < I; ++i) {
         REAL acc = d[0] * x[i];
@@ -126,7 +126,7 @@ __kernel void dense_small_backward_x(__global const REAL *dz, const uint dz_off,
             acc[b] = (REAL8)(0);
         }
         for (int o = 0; o < O; ++o) {
-            const REAL8 wv = *(__global const REAL8_u *)(w + (size_t)o * I + i0);
+            const REAL8 wv = LOAD8(w + (size_t)o * I + i0);
             for (int b = 0; b < SMALL_B; ++b) {
                 if (b < B) {
                     acc[b] += dz[(size_t)b * O + o] * wv;
@@ -135,7 +135,7 @@ __kernel void dense_small_backward_x(__global const REAL *dz, const uint dz_off,
         }
         for (int b = 0; b < SMALL_B; ++b) {
             if (b < B) {
-                *(__global REAL8_u *)(gx + (size_t)b * I + i0) = acc[b];
+                STORE8(acc[b], gx + (size_t)b * I + i0);
             }
         }
         return;

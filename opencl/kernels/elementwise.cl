@@ -101,12 +101,12 @@ __kernel void dense_dz_bias8(__global const REAL *gy, const uint gy_off, __globa
         REAL8 sum = (REAL8)(0);
         for (int b = 0; b < B; ++b) {
             const size_t k = (size_t)b * O + o0;
-            const REAL8 d = *(__global const REAL8_u *)(gy + k) *
-                            nn_act_grad8(act, *(__global const REAL8_u *)(y + k), alpha);
-            *(__global REAL8_u *)(dz + k) = d;
+            const REAL8 d = LOAD8(gy + k) *
+                            nn_act_grad8(act, LOAD8(y + k), alpha);
+            STORE8(d, dz + k);
             sum += d;
         }
-        *(__global REAL8_u *)(gb + o0) = sum;
+        STORE8(sum, gb + o0);
     } else {
         for (int o = o0; o < O; ++o) {
             REAL sum = (REAL)0;
@@ -136,7 +136,7 @@ __kernel void gather_rows8(__global const REAL *src, const uint src_off, __globa
     __global REAL *d = out + (size_t)b * F;
     int f = 0;
     for (; f + 8 <= F; f += 8) {
-        *(__global REAL8_u *)(d + f) = *(__global const REAL8_u *)(s + f);
+        STORE8(LOAD8(s + f), d + f);
     }
     for (; f < F; ++f) {
         d[f] = s[f];

@@ -7,6 +7,7 @@
  *   -D RG=n                rows reduced in parallel by one work-group of a column kernel (power of two;
  *                          1 on CPU devices)
  *   -D CG=n                columns handled by one work-group of a column kernel
+ *   -D NN_GPU=1            GPU work-group layout (selects the vector load/store built-ins)
  */
 #ifndef NN_COMMON_H
 #define NN_COMMON_H
@@ -28,6 +29,16 @@
 #define ACT_SWISH 5
 #define ACT_SOFTPLUS 6
 #define ACT_GELU 7
+
+/* 8-wide loads and stores at any element address. CPU builds cast to the element-aligned vector type of
+ * common.h (pip's PoCL does not inline vload8/vstore8); other devices (-D NN_GPU=1) use the built-ins. */
+#ifdef NN_GPU
+#define LOAD8(p) vload8(0, (p))
+#define STORE8(v, p) vstore8((v), 0, (p))
+#else
+#define LOAD8(p) (*(__global const REAL8_u *)(p))
+#define STORE8(v, p) (*(__global REAL8_u *)(p) = (v))
+#endif
 
 /* Logistic function without overflow: exp of a non-positive number only. */
 inline REAL nn_sigmoid(REAL x) {
