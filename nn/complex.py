@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 from nn.backend import Backend, Tensor
 from nn.complex_ops_numpy import COMPLEX_ACTIVATIONS, SCORE_MODES
 from nn.layer import Layer, ParamSpec
-from nn.layers import register_layer
+from nn.layers import Dropout, register_layer
 
 
 def _complex_input(layer: str, input_shape: tuple[int, ...], min_rank: int = 2) -> None:
@@ -125,26 +125,22 @@ class ComplexActivation(Layer):
 
 
 @register_layer
-class ComplexDropout(Layer):
+class ComplexDropout(Dropout):
     """Inverted dropout with ONE keep/drop draw per complex element (Re and Im share it), training only.
 
     Masks come from ``uniform01(seed, counter, index)`` with a counter that advances every training
-    forward, so both backends draw the same masks and a run is reproducible.
+    forward, so both backends draw the same masks and a run is reproducible. A subclass of ``Dropout``:
+    ``seed=None`` lets the model derive a distinct seed from its own, and model files keep the counter.
     """
 
     type_name: ClassVar[str] = "complex_dropout"
 
-    def __init__(self, rate: float = 0.1, seed: int = 0) -> None:
-        super().__init__()
-        if not 0.0 <= rate < 1.0:
-            raise ValueError(f"complex_dropout: rate must be in [0, 1), got {rate}")
-        self.rate, self.seed, self.counter = rate, seed, 0
-        self._mask: Tensor | None = None
+    def __init__(self, rate: float = 0.1, seed: int | None = None) -> None:
+        super().__init__(rate, seed)
 
     def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
         _complex_input("complex_dropout", input_shape, min_rank=1)
-        self.input_shape = self.output_shape = tuple(input_shape)
-        return self.output_shape
+        return super().build(input_shape)
 
     def forward(self, x: Tensor, training: bool) -> Tensor:
         if not training or self.rate == 0.0:
@@ -152,15 +148,14 @@ class ComplexDropout(Layer):
             return x
         self.counter += 1
         self._mask = self.backend.complex_dropout_mask(
-            tuple(x.shape[:-1]), self.rate, self.seed, self.counter
+            tuple(x.shape[:-1]), self.rate, self.seed or 0, self.counter
         )
         return self.backend.complex_scale(x, self._mask)
 
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
+        if not need_input_grad:
+            return None
         return gy if self._mask is None else self.backend.complex_scale(gy, self._mask)
-
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name, "rate": self.rate, "seed": self.seed}
 
 
 @register_layer
@@ -306,7 +301,8 @@ class ComplexEncoderLayer(Layer):
 
     ``h = LN1(x + drop(MHA(x)))``; ``y = LN2(h + drop(W2·drop(splitReLU(W1·h))))``, W1: d -> d_ff,
     W2: d_ff -> d. Input and output ``(tokens, d_model, 2)``. Parameters are named ``attn.*``, ``norm1.*``,
-    ``ff1.*``, ``ff2.*``, ``norm2.*``.
+    ``ff1.*``, ``ff2.*``, ``norm2.*``. The three dropouts use seeds ``seed``, ``seed + 1``, ``seed + 2``:
+    give stacked layers seeds at least 3 apart so that their masks are independent.
     """
 
     type_name: ClassVar[str] = "complex_encoder_layer"
@@ -337,6 +333,16 @@ class ComplexEncoderLayer(Layer):
         self.norm2 = ComplexLayerNorm(eps)
 
     _PARAMETRISED: ClassVar[tuple[str, ...]] = ("attn", "norm1", "ff1", "ff2", "norm2")
+
+    @property
+    def counter(self) -> int:
+        """The dropout counter (the three inner dropouts advance together); saved in model files."""
+        return self.drop1.counter
+
+    @counter.setter
+    def counter(self, value: int) -> None:
+        for drop in (self.drop1, self.drop2, self.drop3):
+            drop.counter = value
 
     def _chain(self) -> list[Layer]:
         return [

@@ -246,5 +246,24 @@ def test_bad_arguments_name_the_layer():
         ComplexDense(3).build((4, 3))
     with pytest.raises(ValueError, match="complex_activation: unknown kind"):
         ComplexActivation("gelu")
-    with pytest.raises(ValueError, match="complex_dropout: rate"):
+    with pytest.raises(ValueError, match="rate must be in"):
         ComplexDropout(1.0)
+
+
+def test_dropout_seeds_and_counters_follow_the_model(rng):
+    """Standalone complex dropouts get distinct seeds from the model; an encoder layer exposes one counter
+    (what model files save) that drives its three inner dropouts."""
+    from nn.model import Sequential
+
+    model = Sequential(
+        [ComplexDropout(0.5), ComplexDense(3), ComplexDropout(0.5)], input_shape=(3, 2), backend=_B(), seed=4
+    )
+    assert model.layers[0].seed is not None and model.layers[0].seed != model.layers[2].seed
+    layer = ComplexEncoderLayer(heads=1, d_ff=3, dropout=0.5, seed=2)
+    bind_random(layer, (2, 3, 2), rng)
+    x = rng.normal(size=(2, 2, 3, 2))
+    first = layer.forward(x, True)
+    layer.forward(x, True)
+    assert layer.counter == 2 and layer.drop3.counter == 2
+    layer.counter = 0
+    np.testing.assert_array_equal(layer.forward(x, True), first)  # same masks again
