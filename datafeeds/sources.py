@@ -10,6 +10,11 @@ cannot be imported (no ``rpyc``, no network code) only disables its own name:
     synthetic  seeded synthetic FX candles (``seed=``, ``bars=``)
     dukascopy  Dukascopy's public history archive, cached on disk
 
+Remote sources are read through the local store (``datafeeds.cache``): ``cache=True`` (the default for
+``mt5``) serves bars pulled before from disk and fetches only the rest, ``cache="refresh"`` pulls the window
+again, ``cache=False`` bypasses the store. ``dukascopy`` keeps the archive files it downloads in its own
+cache instead (exact copies, settled periods only), so it takes no ``cache`` option.
+
 Time window: ``start`` is inclusive and ``end`` exclusive, both on bar open times in UTC (naive times are
 taken as UTC), so consecutive windows never share a bar. Note that the terminal's ``copy_rates_range``
 includes its end.
@@ -24,6 +29,7 @@ from typing import Protocol, runtime_checkable
 
 import pandas as pd
 
+from datafeeds.cache import CachedFeed, load_through, parse_mode
 from datafeeds.candles import meta_of
 from datafeeds.clock import UTC, BrokerClock
 from datafeeds.errors import UnknownSourceError
@@ -150,6 +156,7 @@ def load_validated(
     end=None,
     *,
     repair: Repair | None = None,
+    cache: bool | str | None = None,
     **options,
 ) -> ValidationReport:
     """Like ``load_candles`` but returns the full ``ValidationReport`` (gaps, repairs) with the frame."""
@@ -157,11 +164,15 @@ def load_validated(
     if name == "csv" and repair is not None:
         options.setdefault("repair", repair)  # a file is repaired on read, where its line numbers are known
     src = get_source(name, **options) if isinstance(source, str) else source
+    mode = _cache_mode(cache, src, name)
     lo, hi = _bound(start, "start"), _bound(end, "end")
     if lo is not None and hi is not None and lo >= hi:
         raise ValueError(f"start {lo} must come before end {hi}")
     try:
-        if isinstance(src, CsvSource):
+        if mode:
+            tf = timeframe if timeframe is not None else "H1"
+            df = load_through(src, symbol or "EURUSD", tf, lo, hi, refresh=mode == "refresh")
+        elif isinstance(src, CsvSource):
             df = src.load(symbol, timeframe, lo, hi)
         else:
             df = src.load(symbol or "EURUSD", timeframe if timeframe is not None else "H1", lo, hi)
@@ -186,15 +197,29 @@ def load_candles(
     end=None,
     *,
     repair: Repair | None = None,
+    cache: bool | str | None = None,
     **options,
 ) -> pd.DataFrame:
     """Load validated candles from a source: ``load_candles()`` is the embedded EURUSD H1 sample.
 
     ``symbol``/``timeframe`` default to the source's own (EURUSD H1; a CSV file's name and spacing).
     ``start`` inclusive, ``end`` exclusive (UTC). ``repair`` opts in to dropping/sorting bad bars; without
-    it bad data raises ``CandleDataError``. Other keywords go to the source's constructor.
+    it bad data raises ``CandleDataError``. ``cache``: ``True``, ``False`` or ``"refresh"`` for the local
+    store in front of a remote source (default: on where the source supports it, i.e. ``mt5``; see the
+    module docstring). Other keywords go to the source's constructor.
     """
-    return load_validated(source, symbol, timeframe, start, end, repair=repair, **options).frame
+    return load_validated(source, symbol, timeframe, start, end, repair=repair, cache=cache, **options).frame
+
+
+def _cache_mode(cache: bool | str | None, src: CandleSource, name: str) -> bool | str:
+    """Whether (and how) to read ``src`` through the local store."""
+    if cache is None:
+        return isinstance(src, CachedFeed)
+    mode = parse_mode(cache)
+    if mode and not isinstance(src, CachedFeed):
+        kept = " (it keeps its downloaded archive files itself)" if name == "dukascopy" else ""
+        raise ValueError(f"candle source {name!r} has no read-through cache{kept}; only mt5 has one")
+    return mode
 
 
 def _bound(value, name: str) -> pd.Timestamp | None:

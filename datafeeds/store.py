@@ -1,8 +1,13 @@
 """The local candle store: history pulled from a terminal or downloaded, kept on disk loss-free.
 
 One file per (source, symbol, timeframe): ``<root>/<source>/<SYMBOL>/<TF>.npz`` holding two arrays, the
-terminal's rates array (``RATES_DTYPE``, broker seconds) and the ``CandleMeta`` as a JSON string. Both load
-with ``allow_pickle=False`` and the rates round-trip bit for bit.
+terminal's rates array (``RATES_DTYPE``, broker seconds) and a JSON header with the ``CandleMeta``. Both
+load with ``allow_pickle=False`` and the rates round-trip bit for bit. Keyed by a feed and a broker clock
+as well (what the read-through cache of ``datafeeds.cache`` uses, since two brokers' EURUSD differ), the
+file is ``<root>/<source>/<feed>/<SYMBOL>/<TF>@<clock>.npz``, for example
+``mt5/ICMarkets-Demo/EURUSD/H1@UTC+2-us.npz``.
+The header also carries the bar count, first and last bar and any extra fields of the writer, so a
+listing reads headers only.
 
 Every write goes to a temporary file in the same folder, is flushed and fsync'ed, then renamed over the old
 file (``os.replace`` is atomic on POSIX and Windows), and the folder is fsync'ed: a writer killed at any
@@ -18,11 +23,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 import time
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -30,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from datafeeds.candles import RATES_DTYPE, CandleMeta, from_rates, meta_of, to_rates
+from datafeeds.clock import BrokerClock
 from datafeeds.errors import CandleDataError
 from datafeeds.timeframes import Timeframe
 
@@ -72,11 +80,17 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -
     return path
 
 
-def write_npz(path: str | os.PathLike, df: pd.DataFrame) -> Path:
-    """Write one frame as ``.npz`` (rates + JSON meta), atomically."""
+def write_npz(path: str | os.PathLike, df: pd.DataFrame, extra: dict | None = None) -> Path:
+    """Write one frame as ``.npz`` (rates + JSON header), atomically; ``extra`` adds header fields."""
     meta = meta_of(df)
     rates = to_rates(df)
-    header = json.dumps({"format": FORMAT_VERSION, "meta": meta.to_dict()})
+    seconds = df.index.as_unit("s").asi8
+    summary = {
+        "bars": len(rates),
+        "first": int(seconds[0]) if len(seconds) else None,
+        "last": int(seconds[-1]) if len(seconds) else None,
+    }
+    header = json.dumps({**(extra or {}), **summary, "format": FORMAT_VERSION, "meta": meta.to_dict()})
 
     def write(f: BinaryIO) -> None:
         np.savez(f, rates=rates, meta=np.array(header))
@@ -86,19 +100,72 @@ def write_npz(path: str | os.PathLike, df: pd.DataFrame) -> Path:
 
 def read_npz(path: str | os.PathLike) -> pd.DataFrame:
     """Read a file written by ``write_npz``; errors name the file."""
+    return read_npz_entry(path)[0]
+
+
+def read_npz_entry(path: str | os.PathLike) -> tuple[pd.DataFrame, dict]:
+    """The frame of a ``write_npz`` file and its JSON header; ``CandleDataError`` names a bad file."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such candle file")
     try:
         with np.load(path, allow_pickle=False) as z:
             rates = z["rates"]
-            header = json.loads(str(z["meta"]))
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            header = _header(z)
+        meta = CandleMeta.from_dict(header["meta"])
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
         raise CandleDataError(str(path), f"not a readable candle store file ({exc})") from None
     if rates.dtype != RATES_DTYPE:
         raise CandleDataError(str(path), f"rates have dtype {rates.dtype}, expected {RATES_DTYPE}")
-    meta = CandleMeta.from_dict(header["meta"])
-    return from_rates(rates, meta)
+    if header.get("bars", len(rates)) != len(rates):
+        raise CandleDataError(str(path), f"holds {len(rates)} bars, its header says {header['bars']}")
+    return from_rates(rates, meta), header
+
+
+def read_npz_header(path: str | os.PathLike) -> dict:
+    """Only the JSON header of a ``write_npz`` file (the rates are not read)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return _header(z)
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+        raise CandleDataError(str(path), f"not a readable candle store file ({exc})") from None
+
+
+def _header(z) -> dict:
+    header = json.loads(str(z["meta"]))
+    if not isinstance(header, dict) or not isinstance(header.get("meta"), dict):
+        raise ValueError("its header has no candle metadata")
+    return header
+
+
+def clock_tag(clock: BrokerClock) -> str:
+    """A broker clock as a file-name part: ``UTC``, ``UTC+2``, ``UTC+2-us``, ``UTC+5.5``."""
+    hours = clock.utc_offset_hours
+    text = f"UTC{hours:+g}" if hours else "UTC"
+    return text + (f"-{clock.dst}" if clock.dst != "none" else "")
+
+
+def _folder_name(text: str) -> str:
+    """A feed name (a broker's server, ``host:port``) as one safe folder name on every platform."""
+    name = re.sub(r"[^A-Za-z0-9._+-]", "_", text.strip())
+    return "_" + name[1:] if name.startswith(".") else name
+
+
+@dataclass(frozen=True)
+class StoreEntry:
+    """One stored file as ``CandleStore.entries`` lists it; ``problem`` is set when it cannot be read."""
+
+    path: Path
+    size: int
+    source: str = ""
+    feed: str = ""
+    symbol: str = ""
+    timeframe: str = ""
+    clock: str = ""
+    bars: int = 0
+    first: pd.Timestamp | None = None
+    last: pd.Timestamp | None = None
+    problem: str = ""
 
 
 class CandleStore:
@@ -107,12 +174,26 @@ class CandleStore:
     def __init__(self, root: str | os.PathLike | None = None) -> None:
         self.root = Path(root) if root is not None else cache_root() / "candles"
 
-    def path(self, source: str, symbol: str, timeframe: Timeframe | str | int) -> Path:
+    def path(
+        self,
+        source: str,
+        symbol: str,
+        timeframe: Timeframe | str | int,
+        *,
+        feed: str | None = None,
+        clock: BrokerClock | None = None,
+    ) -> Path:
+        """Where a series lives; ``feed`` and ``clock`` (both or neither) add the cache's key parts."""
         tf = Timeframe.parse(timeframe)
-        for part in (source, symbol):
-            if not part or any(ch in part for ch in '/\\:*?"<>|') or part.startswith("."):
-                raise ValueError(f"cannot use {part!r} as a store folder name")
-        return self.root / source / symbol.upper() / f"{tf.name}.npz"
+        _check_part(source)
+        _check_part(symbol)
+        if (feed is None) != (clock is None):
+            raise ValueError("a store path takes both feed and clock, or neither")
+        if feed is None or clock is None:
+            return self.root / source / symbol.upper() / f"{tf.name}.npz"
+        if not feed.strip():
+            raise ValueError("a store feed name must not be empty")
+        return self.root / source / _folder_name(feed) / symbol.upper() / f"{tf.name}@{clock_tag(clock)}.npz"
 
     def load(self, source: str, symbol: str, timeframe: Timeframe | str | int) -> pd.DataFrame | None:
         """The stored frame, or None when nothing is stored yet."""
@@ -144,6 +225,69 @@ class CandleStore:
             df = merged
         self.save(source, df)
         return df
+
+    def entries(self, source: str | None = None) -> list[StoreEntry]:
+        """Every stored file (of one source), read from headers only; unreadable files carry a problem."""
+        if source is not None:
+            _check_part(source)
+        folder = self.root / source if source else self.root
+        found = []
+        for path in sorted(folder.rglob("*.npz")) if folder.is_dir() else ():
+            size = path.stat().st_size
+            try:
+                h = read_npz_header(path)
+                meta = CandleMeta.from_dict(h["meta"])
+                bars = int(h["bars"])
+            except (CandleDataError, ValueError, KeyError, TypeError) as exc:
+                found.append(
+                    StoreEntry(path, size, source=path.relative_to(self.root).parts[0], problem=str(exc))
+                )
+                continue
+            found.append(
+                StoreEntry(
+                    path,
+                    size,
+                    source=str(h.get("source") or path.relative_to(self.root).parts[0]),
+                    feed=str(h.get("feed") or ""),
+                    symbol=meta.symbol,
+                    timeframe=meta.timeframe.name,
+                    clock=clock_tag(meta.clock),
+                    bars=bars,
+                    first=_stamp(h.get("first")),
+                    last=_stamp(h.get("last")),
+                )
+            )
+        return found
+
+    def clear(self, source: str | None = None, symbol: str | None = None) -> list[StoreEntry]:
+        """Delete stored files (of one source and/or symbol); returns what was deleted."""
+        gone = []
+        for entry in self.entries(source):
+            if symbol and entry.path.parent.name != symbol.upper():  # the folder is the upper-case symbol
+                continue
+            entry.path.unlink(missing_ok=True)
+            gone.append(entry)
+            _prune(entry.path.parent, self.root)
+        return gone
+
+
+def _check_part(part: str) -> None:
+    if not part or any(ch in part for ch in '/\\:*?"<>|') or part.startswith("."):
+        raise ValueError(f"cannot use {part!r} as a store folder name")
+
+
+def _stamp(seconds: int | None) -> pd.Timestamp | None:
+    return None if seconds is None else pd.Timestamp(int(seconds), unit="s", tz="UTC")
+
+
+def _prune(folder: Path, root: Path) -> None:
+    """Remove folders left empty below ``root`` (a cleared store leaves no empty tree behind)."""
+    while folder != root and root in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
 
 
 def _remove_stale(path: Path) -> None:

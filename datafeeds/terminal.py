@@ -141,6 +141,7 @@ class TerminalSource:
         self.retries, self.backoff = int(retries), float(backoff)
         self.page_size = page_size
         self._link: NativeLink | BridgeLink | None = None
+        self.trade_server: str | None = None  # the account's trade server, as the terminal reported it
 
     # -- session -----------------------------------------------------------------------------------
     def _connect(self) -> NativeLink | BridgeLink:
@@ -219,8 +220,22 @@ class TerminalSource:
         """Bars of ``symbol`` opening in ``[start, end)`` (UTC; naive times are UTC), as a candle frame.
 
         Without ``start`` the whole history the terminal holds is returned; without ``end``, up to the
-        last finished bar.
+        last finished bar. No bar in the window raises ``NoBarsError``.
         """
+        df, _ = self.fetch(symbol, timeframe, start, end)
+        if not len(df):
+            tf = Timeframe.parse(timeframe)
+            raise NoBarsError(
+                f"the terminal at {self.where} has no {symbol} {tf.name} bars between "
+                f"{start or 'the start of its history'} and {end or 'now'} (UTC)"
+            )
+        return df
+
+    def fetch(
+        self, symbol: str, timeframe: str | int | Timeframe, start: Any = None, end: Any = None
+    ) -> tuple[pd.DataFrame, pd.Timestamp]:
+        """Like ``load``, but an empty window gives an empty frame, and with it the UTC open time of the
+        bar still forming: every bar before that time is final (what a cache may keep)."""
         tf = Timeframe.parse(timeframe)
         start_s, end_s = _utc_seconds(start, "start"), _utc_seconds(end, "end")
         if start_s is not None and end_s is not None and start_s >= end_s:
@@ -231,7 +246,8 @@ class TerminalSource:
         current = self._rates("copy_rates_from_pos", symbol, tf, 0, 1)
         if not len(current):
             raise NoBarsError(f"the terminal at {self.where} has no {symbol} {tf.name} history")
-        last = int(current["time"][-1]) - 1  # the forming bar is left out
+        forming = int(current["time"][-1])
+        last = forming - 1  # the forming bar is left out
         if end_s is not None:  # end is exclusive
             last = min(last, int(self.clock.to_broker_seconds(np.array([end_s]))[0]) - 1)
         if start_s is None:
@@ -239,26 +255,33 @@ class TerminalSource:
             pages = self._walk_back(symbol, tf, page)
         else:
             first = int(self.clock.to_broker_seconds(np.array([start_s]))[0])
-            pages = self._walk_range(symbol, tf, first, last, page)
+            pages = self._walk_range(symbol, tf, first, last, page) if first <= last else []
         rates = _stitch(pages)
         keep = rates["time"] <= last
         if first is not None:
             keep &= rates["time"] >= first
-        rates = rates[keep]
-        if not len(rates):
-            raise NoBarsError(
-                f"the terminal at {self.where} has no {symbol} {tf.name} bars between "
-                f"{start or 'the start of its history'} and {end or 'now'} (UTC)"
-            )
         meta = CandleMeta(symbol, tf, digits, self.clock, source=f"mt5:{self.where}")
-        return from_rates(rates, meta)
+        final_until = pd.Timestamp(int(self.clock.to_utc_seconds(np.array([forming]))[0]), unit="s", tz="UTC")
+        return from_rates(rates[keep], meta), final_until
+
+    def cache_feed(self) -> str:
+        """Which broker the bars come from, known without a terminal call (a read-through cache's key):
+        the ``server`` option when given, else where the terminal is reached. ``trade_server`` holds the
+        server the terminal reported at the last load."""
+        if "server" in self.init_kwargs:
+            return str(self.init_kwargs["server"])
+        if self.host is None and importlib.util.find_spec("MetaTrader5") is not None:
+            return "local"
+        return f"{self.host or '127.0.0.1'}:{self.port}"
 
     def _require_login(self) -> None:
-        if self._call("account_info", expect_none=True) is None:
+        account = self._call("account_info", expect_none=True)
+        if account is None:
             raise NotLoggedInError(
                 f"the MetaTrader 5 terminal at {self.where} has no trade account logged in; log in from the "
                 "terminal (File > Login to Trade Account) or pass login=, password= and server="
             )
+        self.trade_server = str(getattr(account, "server", "") or "")
 
     def _select(self, symbol: str) -> int:
         """Check the symbol and put it in Market Watch (history is served only for those); give its digits."""

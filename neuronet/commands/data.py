@@ -1,4 +1,4 @@
-"""``neuronet data ...``: inspect, export and validate candles.
+"""``neuronet data ...``: inspect, export and validate candles, and list or clear the local cache.
 
 ``neuronet data show`` with no arguments shows the embedded EURUSD H1 sample and needs no network.
 """
@@ -23,9 +23,14 @@ from datafeeds import (
     write_mt5_csv,
 )
 from datafeeds.mt5_csv import read_mt5_csv_report
-from datafeeds.store import read_npz
+from datafeeds.store import CandleStore, StoreEntry, cache_root, read_npz
 
 app = typer.Typer(help="Inspect, export and validate candle data.", no_args_is_help=True)
+cache_app = typer.Typer(
+    help="The local cache of pulled and downloaded history (folder: $NEURONET_CACHE or the platform's).",
+    no_args_is_help=True,
+)
+app.add_typer(cache_app, name="cache")
 
 _SOURCE_HELP = f"Candle source: {', '.join(SOURCES)}."
 _CLOCK_HELP = (
@@ -45,7 +50,11 @@ def _load(
     seed: int | None,
     opts: list[str],
     repair: bool,
+    no_cache: bool = False,
+    refresh: bool = False,
 ) -> ValidationReport:
+    if no_cache and refresh:
+        raise ValueError("--no-cache and --refresh exclude each other")
     source = source.strip().lower()
     if path is not None and source == "sample":
         source = "csv"
@@ -62,9 +71,9 @@ def _load(
         if source != "synthetic":
             raise ValueError("--seed is for --source synthetic")
         options["seed"] = seed
-    return load_validated(
-        source, symbol, timeframe, start, end, repair=Repair.all() if repair else None, **options
-    )
+    cache = False if no_cache else ("refresh" if refresh else None)
+    policy = Repair.all() if repair else None
+    return load_validated(source, symbol, timeframe, start, end, repair=policy, cache=cache, **options)
 
 
 Symbol = Annotated[str | None, typer.Argument(help="Symbol, e.g. EURUSD (default: the source's own).")]
@@ -79,6 +88,13 @@ BrokerTz = Annotated[str | None, typer.Option("--broker-tz", help=_CLOCK_HELP)]
 Seed = Annotated[int | None, typer.Option("--seed", help="Seed for --source synthetic.")]
 Opts = Annotated[list[str] | None, typer.Option("--opt", "-o", help="Source option KEY=VALUE (repeatable).")]
 RepairFlag = Annotated[bool, typer.Option("--repair", help="Drop duplicate/invalid bars and report them.")]
+NoCache = Annotated[
+    bool,
+    typer.Option("--no-cache", help="Bypass the local cache of a remote source (mt5): fetch everything."),
+]
+Refresh = Annotated[
+    bool, typer.Option("--refresh", help="Fetch the window again and replace it in the local cache (mt5).")
+]
 
 
 @app.command()
@@ -94,9 +110,13 @@ def show(
     seed: Seed = None,
     opt: Opts = None,
     repair: RepairFlag = False,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
 ) -> None:
     """Summary of a candle series (bars, gaps, spread, prices) and its last bars."""
-    report = _load(symbol, timeframe, source, path, start, end, broker_tz, seed, opt or [], repair)
+    report = _load(
+        symbol, timeframe, source, path, start, end, broker_tz, seed, opt or [], repair, no_cache, refresh
+    )
     typer.echo(summary(report))
     if bars and len(report.frame):
         typer.echo("")
@@ -117,9 +137,12 @@ def export(
     broker_tz: BrokerTz = None,
     seed: Seed = None,
     opt: Opts = None,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
 ) -> None:
     """Write candles as a MetaTrader CSV file, times in the data's broker clock (--broker-tz)."""
-    frame = _load(symbol, timeframe, source, path, start, end, broker_tz, seed, opt or [], False).frame
+    args = (symbol, timeframe, source, path, start, end, broker_tz, seed, opt or [], False, no_cache, refresh)
+    frame = _load(*args).frame
     written = write_mt5_csv(frame, out, dialect=fmt)
     meta = meta_of(frame)
     typer.echo(f"wrote {len(frame)} {meta.symbol} {meta.timeframe.name} bars to {written}")
@@ -145,6 +168,88 @@ def validate_file(
         clock = BrokerClock.parse(broker_tz) if broker_tz else BrokerClock()
         report = read_mt5_csv_report(file, symbol=symbol, timeframe=timeframe, clock=clock, repair=policy)
     typer.echo(report.format())
+
+
+CacheSource = Annotated[str | None, typer.Option("--source", "-s", help="Only this source (mt5, dukascopy).")]
+
+
+@cache_app.command("list")
+def cache_list(source: CacheSource = None) -> None:
+    """What the cache holds: per series its first and last bar, bar count and file size."""
+    entries = CandleStore().entries(_cache_source(source))
+    typer.echo(f"cache folder {cache_root()}")
+    if entries:
+        typer.echo(cache_table(entries))
+    archive = _archive_files(source, None)
+    if archive:
+        size = sum(p.stat().st_size for p in archive)
+        typer.echo(f"dukascopy archive files: {len(archive)}, {_size(size)} in {cache_root() / 'dukascopy'}")
+    if not entries and not archive:
+        typer.echo("the cache is empty" + (f" for source {source}" if source else ""))
+
+
+@cache_app.command("clear")
+def cache_clear(
+    source: CacheSource = None,
+    symbol: Annotated[str | None, typer.Option("--symbol", help="Only this symbol.")] = None,
+) -> None:
+    """Delete cached history (all of it, or of one source and/or symbol); it is fetched again when needed."""
+    gone = CandleStore().clear(_cache_source(source), symbol)
+    archive = _archive_files(source, symbol)
+    for path in archive:
+        path.unlink(missing_ok=True)
+    size = sum(e.size for e in gone)
+    typer.echo(f"removed {len(gone)} cached series ({_size(size)})")
+    if archive:
+        typer.echo(f"removed {len(archive)} dukascopy archive files")
+
+
+def cache_table(entries: list[StoreEntry]) -> str:
+    """Stored series as a fixed-width table; unreadable files are listed with their problem."""
+    header = (
+        f"{'source':<10} {'feed':<22} {'symbol':<10} {'tf':<4} {'clock':<10} "
+        f"{'first bar':<16}  {'last bar':<16}  {'bars':>9}  {'size':>9}"
+    )
+    rows = [header]
+    for e in entries:
+        if e.problem:
+            rows.append(f"{e.source:<10} unreadable: {e.problem}")
+            continue
+        first = _stamp(e.first) if e.first is not None else "-"
+        last = _stamp(e.last) if e.last is not None else "-"
+        rows.append(
+            f"{e.source:<10} {e.feed or '-':<22} {e.symbol:<10} {e.timeframe:<4} {e.clock:<10} "
+            f"{first:<16}  {last:<16}  {e.bars:>9}  {_size(e.size):>9}"
+        )
+    return "\n".join(rows)
+
+
+def _cache_source(source: str | None) -> str | None:
+    """The candle store's folder for ``--source``; None for all, or for dukascopy's archive files alone."""
+    if source is None:
+        return None
+    key = source.strip().lower()
+    if key not in SOURCES:
+        raise ValueError(f"unknown candle source {source!r}; choose one of {', '.join(SOURCES)}")
+    return key
+
+
+def _archive_files(source: str | None, symbol: str | None) -> list[Path]:
+    """Dukascopy's downloaded archive files in their default folder (what ``--source dukascopy`` adds)."""
+    if source is not None and source.strip().lower() != "dukascopy":
+        return []
+    folder = cache_root() / "dukascopy"
+    if symbol:
+        folder = folder / symbol.strip().upper()
+    return sorted(folder.rglob("*.bi5")) if folder.is_dir() else []
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
 
 
 def summary(report: ValidationReport) -> str:
