@@ -141,7 +141,9 @@ def test_complex_layernorm(cl, m, d, rng):
 
 @pytest.mark.parametrize("mode", ["modulus", "holomorphic"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize(("b", "n", "h", "e"), [(1, 1, 1, 1), (2, 5, 3, 1), (3, 17, 2, 5), (1, 3, 1, 130)])
+@pytest.mark.parametrize(
+    ("b", "n", "h", "e"), [(1, 1, 1, 1), (2, 5, 3, 1), (3, 17, 2, 5), (1, 3, 1, 130), (2, 70, 2, 1)]
+)
 def test_complex_attention(cl, mode, causal, b, n, h, e, rng):
     ref = _Ref()
     qkv = rng.normal(size=(b, n, 3 * h * e, 2)) / np.sqrt(e)
