@@ -215,9 +215,9 @@ class OpenCLBackend:
         outputs = w.shape[0]
         y = self.empty((batch, outputs))  # (B, O)
         if batch <= SMALL_B:
-            self._per_item("dense_small_forward", outputs, self._neuron_group, *self.arg(x), *self.arg(w),
-                           *self.arg(b), *self.arg(y), inputs, outputs, batch, _ACT_CODE[act.kind], act.alpha,
-                           act.beta)
+            self._per_item("dense_small_forward", -(-outputs // 4), self._neuron_group, *self.arg(x),
+                           *self.arg(w), *self.arg(b), *self.arg(y), inputs, outputs, batch,
+                           _ACT_CODE[act.kind], act.alpha, act.beta)
         else:
             gemm(self.runtime, x, w, y, trans_b=True, bias=b, activation=act)
         return y
