@@ -24,7 +24,8 @@ rest of the entry. Refresh after a terminal has downloaded deeper history, or to
 A stored file that cannot be read (truncated, edited, torn by something other than our atomic writer) is
 reported as a warning naming the file and the problem, deleted and fetched again: the source is the truth
 and the store only a copy. Fetched bars that fail validation are returned (so the caller's validation or
-repair policy decides) but not stored.
+repair policy decides) but not stored. Two processes filling one entry at the same time each replace the
+file with a whole, valid one; the last wins, and bars only the other had fetched are fetched again later.
 """
 
 from __future__ import annotations

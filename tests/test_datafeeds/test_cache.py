@@ -156,6 +156,23 @@ def test_the_forming_bar_is_never_stored_and_an_open_end_asks_for_new_bars(
     pd.testing.assert_frame_equal(again, df)
 
 
+def test_whole_history_without_a_start_is_kept_too(load, mt5sim, sim_market):
+    rates, utc = sim_market.history("EURUSD", H1)
+    end = stamp(utc[-100])
+    df = load(end=end)  # from the oldest bar the terminal holds
+    np.testing.assert_array_equal(df.index.as_unit("s").asi8, utc[:-100])
+    before = calls(mt5sim)
+    pd.testing.assert_frame_equal(load(end=end), df)
+    assert calls(mt5sim) == before
+    tail_alone = range_calls(mt5sim, lambda: load(end, cache=False))
+    before = calls(mt5sim)
+    latest = load()  # the rest up to now: 99 final bars, asked for by range only
+    np.testing.assert_array_equal(latest["close"].to_numpy(), rates["close"][:-1])
+    after = calls(mt5sim)
+    assert after["copy_rates_from_pos"] == before["copy_rates_from_pos"] + 1  # the forming bar, no walk back
+    assert after["copy_rates_range"] == before["copy_rates_range"] + tail_alone
+
+
 def test_refresh_fetches_the_window_again_and_replaces_it(load, mt5sim, sim_market, cache_dir, mt5_server):
     t, close = truth(sim_market, 2000, 2300)
     window = (stamp(t[0]), stamp(t[-1] + 3600))
