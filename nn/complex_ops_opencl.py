@@ -45,9 +45,10 @@ class ComplexOpenCLOps:
     """Complex layer and spectral primitives on the device. Mixed into ``OpenCLBackend`` by the lead.
 
     Uses the backend's extension helpers: ``self.runtime``, ``self.kernels(file)``, ``self.empty(shape)``.
+    Its own helpers are prefixed ``_cx_`` so that they cannot collide with other mixins in the MRO.
     """
 
-    def _run(self, filename: str, name: str, gsize: tuple[int, ...], *args) -> None:
+    def _cx_run(self, filename: str, name: str, gsize: tuple[int, ...], *args) -> None:
         """Launch kernel ``name`` of ``filename`` over ``gsize``; every kernel guards its first axis.
 
         Work-groups have a FIXED size per kernel, along the first axis (rounded up to it): PoCL compiles a
@@ -68,24 +69,26 @@ class ComplexOpenCLOps:
         rounded = (-(-gsize[0] // group) * group, *gsize[1:])
         self.runtime.launch(kernel, rounded, (group,) + (1,) * (len(gsize) - 1), *args)
 
-    def _chunks(self, m: int) -> tuple[int, int]:
+    def _cx_chunks(self, m: int) -> tuple[int, int]:
         """(rows per chunk, chunks) of a two-stage column sum over ``m`` rows: one chunk on CPUs."""
         rows = m if self.runtime.is_cpu else _GPU_CHUNK
         return rows, -(-m // rows)
 
-    def _column_sum(self, g: cla.Array, out: cla.Array) -> None:
+    def _cx_column_sum(self, g: cla.Array, out: cla.Array) -> None:
         """``out (C,) = Σ_m g (M, C)`` (real columns), written into the caller's view ``out``."""
         m, c = g.shape
-        rows, chunks = self._chunks(m)
+        rows, chunks = self._cx_chunks(m)
         part = self.empty((chunks, c))
-        self._run("complex.cl", "complex_column_partial_sum", (c, chunks), *_arg(g), *_arg(part), m, c, rows)
-        self._run("complex.cl", "complex_sum_chunks", (c,), *_arg(part), *_arg(out), chunks, c)
+        self._cx_run(
+            "complex.cl", "complex_column_partial_sum", (c, chunks), *_arg(g), *_arg(part), m, c, rows
+        )
+        self._cx_run("complex.cl", "complex_sum_chunks", (c,), *_arg(part), *_arg(out), chunks, c)
 
     # --- complex dense -----------------------------------------------------------------------------
-    def _block_weight(self, w: cla.Array) -> cla.Array:
+    def _cx_block_weight(self, w: cla.Array) -> cla.Array:
         o, i = w.shape[0], w.shape[1]
         wr = self.empty((2 * o, 2 * i))
-        self._run("complex.cl", "complex_expand_weight", (i, o), *_arg(w), *_arg(wr), o, i)
+        self._cx_run("complex.cl", "complex_expand_weight", (i, o), *_arg(w), *_arg(wr), o, i)
         return wr
 
     def complex_dense_forward(self, x: cla.Array, w: cla.Array, b: cla.Array | None) -> cla.Array:
@@ -96,7 +99,7 @@ class ComplexOpenCLOps:
         blas.gemm(
             self.runtime,
             x.reshape(m, 2 * n_in),
-            self._block_weight(w),
+            self._cx_block_weight(w),
             y.reshape(m, 2 * n_out),
             trans_b=True,
             bias=bias,
@@ -116,20 +119,20 @@ class ComplexOpenCLOps:
         g2 = gy.reshape(m, 2 * n_out)  # (M, 2O) real
         gwr = self.empty((2 * n_out, 2 * n_in))
         blas.gemm(self.runtime, g2, x.reshape(m, 2 * n_in), gwr, trans_a=True)
-        self._run(
+        self._cx_run(
             "complex.cl", "complex_fold_weight_grad", (n_in, n_out), *_arg(gwr), *_arg(gw_out), n_out, n_in
         )
         if gb_out is not None:
-            self._column_sum(g2, gb_out.reshape(2 * n_out))
+            self._cx_column_sum(g2, gb_out.reshape(2 * n_out))
         if not need_input_grad:
             return None
         gx = self.empty((m, n_in, 2))
-        blas.gemm(self.runtime, g2, self._block_weight(w), gx.reshape(m, 2 * n_in))
+        blas.gemm(self.runtime, g2, self._cx_block_weight(w), gx.reshape(m, 2 * n_in))
         return gx
 
     # --- elementwise ---------------------------------------------------------------------------------
     @staticmethod
-    def _act_code(kind: str) -> int:
+    def _cx_act_code(kind: str) -> int:
         if kind not in COMPLEX_ACTIVATIONS:
             raise ValueError(
                 f"unknown complex activation {kind!r}: expected one of {', '.join(COMPLEX_ACTIVATIONS)}"
@@ -139,14 +142,14 @@ class ComplexOpenCLOps:
     def complex_activation_forward(self, x: cla.Array, kind: str, alpha: float = 0.01) -> cla.Array:
         y = self.empty(x.shape)
         n = x.size // 2
-        self._run(
+        self._cx_run(
             "complex.cl",
             "complex_activation_forward",
             (n,),
             *_arg(x),
             *_arg(y),
             n,
-            self._act_code(kind),
+            self._cx_act_code(kind),
             alpha,
         )
         return y
@@ -156,7 +159,7 @@ class ComplexOpenCLOps:
     ) -> cla.Array:
         gx = self.empty(x.shape)
         n = x.size // 2
-        self._run(
+        self._cx_run(
             "complex.cl",
             "complex_activation_backward",
             (n,),
@@ -165,21 +168,21 @@ class ComplexOpenCLOps:
             *_arg(gy),
             *_arg(gx),
             n,
-            self._act_code(kind),
+            self._cx_act_code(kind),
             alpha,
         )
         return gx
 
     def complex_add(self, a: cla.Array, b: cla.Array) -> cla.Array:
         y = self.empty(a.shape)
-        self._run("complex.cl", "complex_add", (a.size,), *_arg(a), *_arg(b), *_arg(y), a.size)
+        self._cx_run("complex.cl", "complex_add", (a.size,), *_arg(a), *_arg(b), *_arg(y), a.size)
         return y
 
     def complex_dropout_mask(self, shape: tuple[int, ...], rate: float, seed: int, counter: int) -> cla.Array:
         """Same bits as the reference: dropped when ``uniform01(seed, counter, k) < rate``."""
         mask = self.empty(tuple(shape))
         threshold = math.ceil(rate * (1 << 24))
-        self._run(
+        self._cx_run(
             "complex.cl",
             "complex_dropout_mask",
             (mask.size,),
@@ -194,7 +197,7 @@ class ComplexOpenCLOps:
 
     def complex_scale(self, x: cla.Array, s: cla.Array) -> cla.Array:
         y = self.empty(x.shape)
-        self._run("complex.cl", "complex_scale", (s.size,), *_arg(x), *_arg(s), *_arg(y), s.size)
+        self._cx_run("complex.cl", "complex_scale", (s.size,), *_arg(x), *_arg(s), *_arg(y), s.size)
         return y
 
     # --- complex layer normalization ----------------------------------------------------------------
@@ -203,7 +206,7 @@ class ComplexOpenCLOps:
     ) -> tuple[cla.Array, cla.Array, cla.Array]:
         m, d = x.shape[0], x.shape[1]
         y, xhat, inv_std = self.empty(x.shape), self.empty(x.shape), self.empty((m,))
-        self._run(
+        self._cx_run(
             "complex.cl",
             "complex_layernorm_forward",
             (m,),
@@ -229,10 +232,10 @@ class ComplexOpenCLOps:
         gb_out: cla.Array,
     ) -> cla.Array:
         m, d = gy.shape[0], gy.shape[1]
-        self._column_sum(gy.reshape(m, 2 * d), gb_out.reshape(2 * d))
-        rows, chunks = self._chunks(m)
+        self._cx_column_sum(gy.reshape(m, 2 * d), gb_out.reshape(2 * d))
+        rows, chunks = self._cx_chunks(m)
         part = self.empty((chunks, d, 2))
-        self._run(
+        self._cx_run(
             "complex.cl",
             "complex_column_partial_conj_product",
             (d, chunks),
@@ -243,9 +246,9 @@ class ComplexOpenCLOps:
             d,
             rows,
         )
-        self._run("complex.cl", "complex_sum_chunks", (2 * d,), *_arg(part), *_arg(gw_out), chunks, 2 * d)
+        self._cx_run("complex.cl", "complex_sum_chunks", (2 * d,), *_arg(part), *_arg(gw_out), chunks, 2 * d)
         gx = self.empty(gy.shape)
-        self._run(
+        self._cx_run(
             "complex.cl",
             "complex_layernorm_backward_input",
             (m,),
@@ -261,7 +264,7 @@ class ComplexOpenCLOps:
 
     # --- complex multi-head attention core ----------------------------------------------------------
     @staticmethod
-    def _mode(mode: str) -> int:
+    def _cx_mode(mode: str) -> int:
         if mode not in SCORE_MODES:
             raise ValueError(f"unknown score mode {mode!r}: expected one of {', '.join(SCORE_MODES)}")
         return SCORE_MODES.index(mode)
@@ -275,7 +278,7 @@ class ComplexOpenCLOps:
         s, p = self.empty((bsz, heads, n, n, 2)), self.empty((bsz, heads, n, n, 2))
         out = self.empty((bsz, n, heads * e_dim, 2))
         f, dims = "complex_attention.cl", (n, heads, e_dim)
-        self._run(
+        self._cx_run(
             f,
             "complex_attention_scores",
             (n, heads, bsz),
@@ -283,10 +286,10 @@ class ComplexOpenCLOps:
             *_arg(s),
             *_arg(p),
             *dims,
-            self._mode(mode),
+            self._cx_mode(mode),
             int(causal),
         )
-        self._run(
+        self._cx_run(
             f, "complex_attention_output", (n, heads * e_dim, bsz), *_arg(qkv), *_arg(p), *_arg(out), *dims
         )
         return out, s, p
@@ -306,7 +309,7 @@ class ComplexOpenCLOps:
         gs = self.empty(s.shape)
         gqkv = self.empty(qkv.shape)
         f, dims = "complex_attention.cl", (n, heads, e_dim)
-        self._run(
+        self._cx_run(
             f,
             "complex_attention_grad_scores",
             (n, heads, bsz),
@@ -316,13 +319,13 @@ class ComplexOpenCLOps:
             *_arg(gout),
             *_arg(gs),
             *dims,
-            self._mode(mode),
+            self._cx_mode(mode),
             int(causal),
         )
-        self._run(
+        self._cx_run(
             f, "complex_attention_grad_q", (n, heads * e_dim, bsz), *_arg(qkv), *_arg(gs), *_arg(gqkv), *dims
         )
-        self._run(
+        self._cx_run(
             f,
             "complex_attention_grad_kv",
             (n, heads * e_dim, bsz),
@@ -353,7 +356,7 @@ class ComplexOpenCLOps:
     ) -> tuple[cla.Array, cla.Array, cla.Array]:
         m, f = x.shape[0], x.shape[1]
         y, mean, std = self.empty(x.shape), self.empty((m, 2)), self.empty((m,))
-        self._run(
+        self._cx_run(
             "spectral.cl",
             "spectrum_norm_forward",
             (m,),
@@ -373,7 +376,7 @@ class ComplexOpenCLOps:
     ) -> cla.Array:
         m, f = x.shape[0], x.shape[1]
         gx = self.empty(x.shape)
-        self._run(
+        self._cx_run(
             "spectral.cl",
             "spectrum_norm_backward",
             (m,),
@@ -391,7 +394,7 @@ class ComplexOpenCLOps:
     def spectrum_denorm_forward(self, y: cla.Array, mean: cla.Array, std: cla.Array) -> cla.Array:
         m, f = y.shape[0], y.shape[1]
         out = self.empty(y.shape)
-        self._run(
+        self._cx_run(
             "spectral.cl",
             "spectrum_denorm_forward",
             (f, m),
@@ -407,12 +410,14 @@ class ComplexOpenCLOps:
     def spectrum_denorm_backward(self, gy: cla.Array, std: cla.Array) -> cla.Array:
         m, f = gy.shape[0], gy.shape[1]
         gx = self.empty(gy.shape)
-        self._run("spectral.cl", "spectrum_denorm_backward", (f, m), *_arg(gy), *_arg(std), *_arg(gx), m, f)
+        self._cx_run(
+            "spectral.cl", "spectrum_denorm_backward", (f, m), *_arg(gy), *_arg(std), *_arg(gx), m, f
+        )
         return gx
 
     def harmonic_weight(self, x: cla.Array) -> cla.Array:
         """``x (M, L)`` -> ``(M,)``; see ``ComplexNumpyOps.harmonic_weight``."""
         m, length = x.shape
         w = self.empty((m,))
-        self._run("spectral.cl", "harmonic_weight", (m,), *_arg(x), *_arg(w), m, length)
+        self._cx_run("spectral.cl", "harmonic_weight", (m,), *_arg(x), *_arg(w), m, length)
         return w
