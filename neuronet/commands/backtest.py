@@ -156,6 +156,8 @@ def _execute(
         f"study {df.index[0]:%Y-%m-%d} .. {df.index[fs - 1]:%Y-%m-%d} ({fs}), "
         f"forward {df.index[fs]:%Y-%m-%d} .. {df.index[-1]:%Y-%m-%d} ({len(df) - fs})"
     )
+    if params.get("backend") == "auto":  # decided after the data and periods passed their checks
+        params["backend"] = _auto_backend("auto")
     result = bt.run(**params)
     folder = (
         out
@@ -266,7 +268,7 @@ def run(
     """Run the Fractal EA on the embedded EURUSD H1 sample and write a report."""
     from strategies import FractalEA
 
-    params = _params(param, FractalEA, epochs=epochs, batch_size=batch_size, backend=_auto_backend(backend))
+    params = _params(param, FractalEA, epochs=epochs, batch_size=batch_size, backend=backend)
     _execute(
         FractalEA,
         source="sample",
@@ -321,7 +323,7 @@ def backtest(
         swap_short=swap_short,
         hedging=hedging,
     )
-    params = _params(param, cls, epochs=epochs, batch_size=batch_size, backend=_auto_backend(backend))
+    params = _params(param, cls, epochs=epochs, batch_size=batch_size, backend=backend)
     _execute(
         cls,
         source=source,
