@@ -180,7 +180,7 @@ class Backtest:
         timings.setdefault("replay_s", _lap(clock))
         clock = time.perf_counter()
         ctx.finish(last)
-        ea.on_deinit()
+        _guard(ea, "on_deinit", ea.on_deinit)
         return self._score(ea, ctx, bars, periods, last, complete, timings, clock)
 
     def _replay(self, ea: ExpertAdvisor, ctx: _Context, bars: Bars, periods: Periods, timings: dict) -> None:
