@@ -10,7 +10,9 @@ Fill rules (one symbol, prices are bid prices as in MT5 bars):
   tripled on one weekday and skipped at weekends;
 - margin = lots * contract size * price / leverage; an opening order needing more than the free margin
   is rejected, as the terminal does (no partial fills). Volumes are checked against lot min/max/step.
-- netting (one position per symbol, default) or hedging (each order its own position).
+- netting (one position per symbol, default) or hedging (each order its own position);
+- stop-out: when the margin level at a bar's worst prices falls to ``stop_out_level`` (50 % by default,
+  a common broker setting), every position is closed at those prices.
 
 Profits are in the quote currency, taken as the deposit currency (true for EURUSD on a USD account).
 The equity curve is rebuilt after the run from position segments, so the per-bar loop stays cheap.
@@ -67,6 +69,7 @@ class AccountConfig:
     swap_short: float = 0.0
     triple_swap_weekday: int = 2  # 0 = Monday; MT5 default Wednesday
     hedging: bool = False
+    stop_out_level: float = 50.0  # margin level (equity / margin, %) that closes every position; 0 = off
 
     def __post_init__(self) -> None:
         checks = {
@@ -79,6 +82,7 @@ class AccountConfig:
             "spread": self.spread is None or self.spread >= 0,
             "commission": self.commission >= 0,
             "triple_swap_weekday": 0 <= self.triple_swap_weekday <= 6,
+            "stop_out_level": self.stop_out_level >= 0,
         }
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
@@ -277,9 +281,31 @@ class Broker:
             self._stops(t, gap_only=True)
 
     def bar_range(self, t: int) -> None:
-        """During bar ``t``: stops touched by its high/low (including positions opened at this open)."""
+        """During bar ``t``: stops touched by its high/low (including positions opened at this open), then
+        the stop-out check at the bar's worst prices."""
         if self.open_positions:
             self._stops(t, gap_only=False)
+            if self.open_positions and self.config.stop_out_level > 0:
+                self._stop_out(t)
+
+    def _stop_out(self, t: int) -> None:
+        """Close everything when the margin level at the bar's worst prices falls to the stop-out level.
+
+        Longs are valued at the bar's low (bid), shorts at its high plus spread (ask), and closed there:
+        the bar does not say when the level was crossed, so the fill is the pessimistic one.
+        """
+        margin = self.margin_now()
+        if margin <= 0:
+            return
+        cs, low, high_ask = self.config.contract_size, self.lows[t], self.highs[t] + self.spread[t]
+        worst = self.balance + sum(
+            (low - p.price) * p.lots * cs if p.side > 0 else (p.price - high_ask) * p.lots * cs
+            for p in self.open_positions
+        )
+        if worst / margin * 100.0 <= self.config.stop_out_level:
+            log.info("stop out at %s: margin level %.1f%%", self.time[t], worst / margin * 100.0)
+            for pos in list(self.open_positions):
+                self._close(pos, pos.lots, low if pos.side > 0 else high_ask, "stop out")
 
     def finish(self, last: int) -> None:
         """Close what is still open at the last bar's close (MetaTrader's "end of test" deals)."""

@@ -77,11 +77,6 @@ def fractal_labels(high: np.ndarray, low: np.ndarray, rule: str = "3bar") -> np.
     return labels
 
 
-def label_lag(rule: str) -> int:
-    """How many newer bars a label needs: the label of bar ``j`` is known once bar ``j + lag`` has closed."""
-    return {"3bar": 1, "5bar": 2}[rule]
-
-
 def bar_features(
     open_: np.ndarray,
     high: np.ndarray,

@@ -144,3 +144,25 @@ def test_mae_and_mfe_stop_at_the_exit_level():
     # Bar 2 is the exit bar: as in the pessimistic fill rule, the stop came first, so its high does not count.
     assert trade.mfe == pytest.approx(0.02 * 100_000)
     assert trade.mae == pytest.approx(-0.02 * 100_000)
+
+
+def test_stop_out_closes_everything_at_the_bars_worst_price():
+    # 1,000 deposit, 1:100, 0.9 lot at 1.0 needs 900 margin; a fall to 0.995 leaves 1000 - 450 = 550 equity,
+    # a margin level of 61 %; a fall to 0.9945 leaves 505 (56 %); 0.994 leaves 460 (51 %): still open;
+    # 0.9939 leaves 451 (50.1 %); 0.9938 -> 442 (49.1 %): stopped out at that low.
+    rows = [(1.0, 1.0, 1.0, 1.0), (1.0, 1.0, 0.995, 0.998), (0.998, 0.999, 0.9938, 0.999)]
+    b = _broker(rows, deposit=1000.0, leverage=100.0)
+    _step(b, 0, lambda b: b.order(+1, 0.9, None, None, 0, ""))
+    _step(b, 1)
+    assert b.open_positions
+    _step(b, 2)
+    trade = b.trades_frame().iloc[0]
+    assert trade.exit_reason == "stop out" and trade.exit_price == 0.9938
+
+
+def test_stop_out_can_be_switched_off():
+    rows = [(1.0, 1.0, 1.0, 1.0), (1.0, 1.0, 0.99, 0.995)]
+    b = _broker(rows, deposit=1000.0, leverage=100.0, stop_out_level=0.0)
+    _step(b, 0, lambda b: b.order(+1, 0.9, None, None, 0, ""))
+    _step(b, 1)
+    assert b.open_positions
