@@ -159,7 +159,7 @@ class Broker:
         self._balance_events: list[tuple[int, float]] = []
         # (start_bar, end_bar, side, lots, price): floating P&L of a position state over bars [start, end)
         self._segments: list[tuple[int, int, int, float, float]] = []
-        self._last_swap_day = None
+        self._exposure_cache: tuple[float, float, float, float, float] | None = None
 
     # -- prices ------------------------------------------------------------------------------------------
     def price(self, side: int) -> float:
@@ -228,6 +228,7 @@ class Broker:
         self._charge(-remaining * cfg.commission)
         self.deals += 1
         self.open_positions.append(pos)
+        self._exposure_cache = None
         return pos.ticket
 
     def close(self, ticket: int | None, magic: int | None) -> int:
@@ -294,14 +295,12 @@ class Broker:
         Longs are valued at the bar's low (bid), shorts at its high plus spread (ask), and closed there:
         the bar does not say when the level was crossed, so the fill is the pessimistic one.
         """
-        margin = self.margin_now()
+        long_lots, long_value, short_lots, short_value, margin = self._exposure()
         if margin <= 0:
             return
-        cs, low, high_ask = self.config.contract_size, self.lows[t], self.highs[t] + self.spread[t]
-        worst = self.balance + sum(
-            (low - p.price) * p.lots * cs if p.side > 0 else (p.price - high_ask) * p.lots * cs
-            for p in self.open_positions
-        )
+        low, high_ask = self.lows[t], self.highs[t] + self.spread[t]
+        cs = self.config.contract_size
+        worst = self.balance + cs * (low * long_lots - long_value + short_value - high_ask * short_lots)
         if worst / margin * 100.0 <= self.config.stop_out_level:
             log.info("stop out at %s: margin level %.1f%%", self.time[t], worst / margin * 100.0)
             for pos in list(self.open_positions):
@@ -338,6 +337,26 @@ class Broker:
             for p in self.open_positions
         )
 
+    def _exposure(self) -> tuple[float, float, float, float, float]:
+        """Long lots, sum of long lots x price, the same for shorts, and the used margin.
+
+        Worst-case equity is linear in these, so the per-bar stop-out check costs a few multiplications;
+        the sums are cached and rebuilt only after positions change (rare next to bars).
+        """
+        if self._exposure_cache is None:
+            lev, cs = self.config.leverage, self.config.contract_size
+            longs = [(p.lots, p.price) for p in self.open_positions if p.side > 0]
+            shorts = [(p.lots, p.price) for p in self.open_positions if p.side < 0]
+            margin = sum(lots * cs * price / lev for lots, price in longs + shorts)
+            self._exposure_cache = (
+                sum(lots for lots, _ in longs),
+                sum(lots * price for lots, price in longs),
+                sum(lots for lots, _ in shorts),
+                sum(lots * price for lots, price in shorts),
+                margin,
+            )
+        return self._exposure_cache
+
     def margin_now(self) -> float:
         cs, lev = self.config.contract_size, self.config.leverage
         return sum(p.lots * cs * p.price / lev for p in self.open_positions)
@@ -347,6 +366,8 @@ class Broker:
         return need <= self.equity_now() - self.margin_now() + 1e-9
 
     def _end_segment(self, pos: _Pos) -> None:
+        """A position is about to change (volume, price, closed): close its floating-profit segment."""
+        self._exposure_cache = None
         end = self.t
         if end > pos.seg:
             self._segments.append((pos.seg, end, pos.side, pos.lots, pos.price))
@@ -367,9 +388,9 @@ class Broker:
                 pos.ticket,
                 "buy" if pos.side > 0 else "sell",
                 lots,
-                self.time[pos.bar],
+                None,  # entry and exit times are filled in by trades_frame, in one vectorised lookup
                 pos.price,
-                self.time[self.t],
+                None,
                 price,
                 pos.sl,
                 pos.tp,
@@ -440,6 +461,8 @@ class Broker:
         come first (the pessimistic rule), so that bar's range beyond the exit level does not count.
         """
         df = pd.DataFrame(self.trades, columns=list(TRADE_COLUMNS))
+        df["entry_time"] = self.time[df["entry_bar"].to_numpy(dtype=np.int64)]
+        df["exit_time"] = self.time[df["exit_bar"].to_numpy(dtype=np.int64)]
         cs = self.config.contract_size
         mae, mfe = np.zeros(len(df)), np.zeros(len(df))
         for k, (side, lots, entry, exit_, a, b) in enumerate(
