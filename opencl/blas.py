@@ -103,12 +103,16 @@ def _gemm_cpu(rt, A, B, C, bias, has_bias, M, N, K, sam, sak, sbk, sbn, alpha, b
     tm = _cpu_tm(rt)
     k = kernels(rt, "gemm.cl", TM=tm)
     panels = -(-N // NR)
-    packed = memory.empty(rt, (panels * K * NR,))
-    rt.launch(k.gemm_pack_b, (K, panels), None, *memory.arg(B), *memory.arg(packed), K, N, sbk, sbn)
+    if sbn == 1:  # row-major op(B): the product kernel reads B's rows directly
+        b_args, packed, bstep = memory.arg(B), 0, sbk
+    else:
+        buf = memory.empty(rt, (panels * K * NR,))
+        rt.launch(k.gemm_pack_b, (K, panels), None, *memory.arg(B), *memory.arg(buf), K, N, sbk, sbn)
+        b_args, packed, bstep = memory.arg(buf), 1, NR
     rt.launch(
         k.gemm_tile, (-(-M // tm), panels), (1, 1),
-        *memory.arg(A), *memory.arg(packed), *memory.arg(C), *memory.arg(bias),
-        M, N, K, sam, sak, C.shape[1], alpha, beta, int(has_bias), ep.code, ep.a, ep.b,
+        *memory.arg(A), *b_args, *memory.arg(C), *memory.arg(bias),
+        M, N, K, sam, sak, C.shape[1], packed, bstep, alpha, beta, int(has_bias), ep.code, ep.a, ep.b,
     )
 
 

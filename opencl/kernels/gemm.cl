@@ -45,7 +45,10 @@ inline REAL16 activation16(REAL16 x, int act, REAL a, REAL b) {
     }
 }
 
-// C = act(alpha * op(A) Bp + beta * C + bias). op(A) (M, K) element (m, k) at A[m * sam + k * sak].
+// C = act(alpha * op(A) op(B) + beta * C + bias). op(A) (M, K) element (m, k) at A[m * sam + k * sak].
+// op(B) comes either packed (packed = 1: Bp from gemm_pack_b, bstep = NR) or straight from a row-major
+// B (K, N) with row stride bstep = ldb (packed = 0: no packing pass; the last, partial panel is read with
+// masked scalar loads).
 // Global size (ceil(M / TM), panels), local size (1, 1).
 // bias: N values, or any buffer with has_bias = 0. C is read only when beta != 0 (so it may hold NaN).
 __kernel void gemm_tile(__global const REAL* restrict A, const uint a_off,
@@ -53,13 +56,14 @@ __kernel void gemm_tile(__global const REAL* restrict A, const uint a_off,
                         __global REAL* restrict C, const uint c_off,
                         __global const REAL* restrict bias, const uint bias_off,
                         const int M, const int N, const int K, const int sam, const int sak, const int ldc,
+                        const int packed, const int bstep,
                         const REAL alpha, const REAL beta, const int has_bias,
                         const int act, const REAL act_a, const REAL act_b) {
     const int m0 = get_global_id(0) * TM;
     const int panel = get_global_id(1);
     const int n0 = panel * NR;
     A += a_off;
-    Bp += bp_off + (size_t)panel * K * NR;
+    Bp += bp_off + (packed ? (size_t)panel * K * NR : (size_t)n0);
     C += c_off;
     bias += bias_off;
 
@@ -72,11 +76,23 @@ __kernel void gemm_tile(__global const REAL* restrict A, const uint a_off,
 #pragma unroll
     for (int r = 0; r < TM; ++r) acc[r] = (REAL16)(0);
 
-    for (int k = 0; k < K; ++k) {
-        const REAL16 b = *(__global const REAL16*)(Bp + (size_t)k * NR);
-        const size_t ka = (size_t)k * sak;
+    if (packed || n0 + NR <= N) {
+        for (int k = 0; k < K; ++k) {
+            const REAL16 b = *(__global const REAL16_u*)(Bp + (size_t)k * bstep);
+            const size_t ka = (size_t)k * sak;
 #pragma unroll
-        for (int r = 0; r < TM; ++r) acc[r] += arow[r][ka] * b;
+            for (int r = 0; r < TM; ++r) acc[r] += arow[r][ka] * b;
+        }
+    } else {
+        const int cols = N - n0;
+        for (int k = 0; k < K; ++k) {
+            REAL tmp[NR];
+            for (int c = 0; c < NR; ++c) tmp[c] = c < cols ? Bp[(size_t)k * bstep + c] : (REAL)0;
+            const REAL16 b = *(REAL16*)tmp;
+            const size_t ka = (size_t)k * sak;
+#pragma unroll
+            for (int r = 0; r < TM; ++r) acc[r] += arow[r][ka] * b;
+        }
     }
 
     REAL16 bvec = (REAL16)(0);
