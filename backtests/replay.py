@@ -115,8 +115,7 @@ class Backtest:
         self.account = account or AccountConfig()
         self.seed = int(seed)
         self.progress = progress
-        min_study = int(getattr(ea, "min_study_bars", 1))
-        self.periods: Periods = resolve(candles.index, forward, walk_forward, min_study=min_study)
+        self.periods: Periods = resolve(candles.index, forward, walk_forward, min_study=int(ea.min_study_bars))
 
     def run(self, **params) -> Result:
         """Replay the forward period; ``params`` override the EA's class-attribute parameters.

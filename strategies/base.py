@@ -13,18 +13,15 @@ that digs through private attributes on purpose.
 from __future__ import annotations
 
 import difflib
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-log = logging.getLogger(__name__)
-
 # Public class attributes that describe the EA rather than configure it.
-_NOT_PARAMS = frozenset({"name", "min_study_bars"})
+_NOT_PARAMS = frozenset({"min_study_bars"})
 
 
 class EAError(ValueError):
@@ -171,7 +168,7 @@ class Account:
 
 
 class TradeContext(Protocol):
-    """What the harness gives an EA to trade with; implemented by ``backtests.broker``."""
+    """What the harness gives an EA to trade with (the broker of ``backtests`` plus indicator evaluation)."""
 
     point: float
 
@@ -202,9 +199,9 @@ class ExpertAdvisor:
     names with a suggestion and converting values to the default's type.
     """
 
-    name: ClassVar[str] = ""
     magic: int = 0
     retrain_every: int = 0  # bars between retrainings in the forward period; 0 = train once
+    min_study_bars = 1  # not a parameter: the harness refuses study periods shorter than this
 
     def __init__(self, **params: Any):
         self.params = self.resolve_params(params)

@@ -18,7 +18,6 @@ class SmaCrossEA(ExpertAdvisor):
     lots: float = 1.0
     sl_points: float = 0.0  # 0 = no stop-loss
     tp_points: float = 0.0  # 0 = no take-profit
-    min_study_bars = 1
 
     def on_init(self) -> None:
         if not 0 < self.fast < self.slow:
