@@ -115,7 +115,8 @@ class Backtest:
         self.account = account or AccountConfig()
         self.seed = int(seed)
         self.progress = progress
-        self.periods: Periods = resolve(candles.index, forward, walk_forward, min_study=int(ea.min_study_bars))
+        min_study = int(ea.min_study_bars)
+        self.periods: Periods = resolve(candles.index, forward, walk_forward, min_study=min_study)
 
     def run(self, **params) -> Result:
         """Replay the forward period; ``params`` override the EA's class-attribute parameters.
