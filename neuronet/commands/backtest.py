@@ -213,6 +213,13 @@ def _summary(result: Result, page: Path) -> None:
         f"profit factor {'n/a' if pf is None else f'{pf:.2f}'}, max equity drawdown "
         f"{s['equity_drawdown_relative_pct']:.2f}%, buy & hold {s['buy_and_hold_return_pct']:.2f}%"
     )
+    stopped = int((result.trades["exit_reason"] == "stop out").sum()) if len(result.trades) else 0
+    if stopped or result.rejected:
+        reasons = sorted({r["reason"] for r in result.rejected})
+        typer.echo(
+            f"account: {stopped} positions stopped out, {len(result.rejected)} orders rejected"
+            + (f" ({'; '.join(reasons)})" if reasons else "")
+        )
     t = result.timings
     typer.echo("timings: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f} s" for k, v in t.items()))
     if not result.complete:
