@@ -3,13 +3,16 @@
 Tensors are ``pyopencl.array.Array`` allocated from the runtime's memory pool; an op enqueues its kernel
 and returns without waiting, so a training step is a stream of launches with no host round trip (only
 ``to_numpy`` reads back). Kernels live in ``opencl/kernels/*.cl`` (elementwise, activations, softmax_loss,
-batchnorm, dropout, optim, reduce) and are built once per runtime with ``-D REAL=float|double`` and the
-work-group shapes chosen here for the device kind; dense products go through ``opencl.blas.gemm`` with
-its fused bias + activation epilogue.
+batchnorm, dropout, optim, reduce, dense_small) and are built once per runtime with ``-D REAL=float|double``
+and the work-group layout chosen here for the device kind. Dense layers use ``opencl.blas.gemm`` with its
+fused bias + activation epilogue, except batches of at most ``SMALL_B`` rows (online training), which take
+matrix-vector kernels: one launch forward, two backward, no packing of the weight matrix.
 
-Work-group shapes: PoCL's CPU device runs local-memory barriers slowly and vectorises across the items
-of a group, so reductions there use one item per row/column/chunk (``LWG = RG = 1``) and elementwise
-kernels large groups; GPUs reduce with 256-item groups and local-memory trees.
+Work-group layouts. CPU (PoCL): local-memory barriers are slow and PoCL cannot vectorise across items
+whose body is a loop, so reductions and column/row kernels give each item 8 adjacent columns (or one row)
+as explicit 8-wide vectors and loop over the other axis; single-group reductions use one item. GPU:
+reductions use 256-item groups with local-memory trees, column kernels (32 columns x 8 row lanes) groups.
+Both layouts are tested on any device (``layout=``).
 
 Extension mixins (attention, complex ops) build on four helpers: ``self.runtime``, ``self.kernels(file,
 **defines)``, ``self.empty(shape)`` and ``self.launch(kernel, global_size, local_size, *args)`` with
