@@ -122,7 +122,7 @@ def machine(rt) -> str:
 def tune(args) -> None:
     """Time the GPU kernel (``gemm_gpu.cl``) with explicit tile configurations, NN and NT layouts."""
     from opencl import get_runtime, memory
-    from opencl.blas import epilogue
+    from opencl.blas import _Problem, epilogue
     from opencl.gemm_gpu import Tiles, gemm_gpu
 
     rt = get_runtime(args.device)
@@ -134,10 +134,10 @@ def tune(args) -> None:
             for tb in (False, True):
                 a, b = operands(rng, n, n, n, False, tb)
                 da, db, dc = memory.to_device(rt, a), memory.to_device(rt, b), memory.empty(rt, (n, n))
-                ep = epilogue(None)
+                problem = _Problem(n, n, n, 1, False, tb, 0, 0, 0, 1.0, 0.0, False, epilogue(None))
 
-                def call(da=da, db=db, dc=dc, tb=tb, n=n, t=t, ep=ep):
-                    gemm_gpu(rt, da, db, dc, dc, False, n, n, n, False, tb, 1.0, 0.0, ep, tiles=t)
+                def call(da=da, db=db, dc=dc, t=t, problem=problem):
+                    gemm_gpu(rt, da, db, dc, dc, problem, tiles=t)
 
                 sec = best_seconds(call, rt.synchronize, args.min_time, args.rounds)
                 rate = 2.0 * n**3 / sec / 1e9

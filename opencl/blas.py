@@ -24,6 +24,7 @@ from opencl.program import kernels
 
 _ACT_CODES = {"linear": 0, "sigmoid": 1, "tanh": 2, "relu": 3, "lrelu": 4}
 NR = 16  # panel width of the CPU kernel (gemm.cl)
+DOT_MAX_M = 128  # up to this many rows, A·Bᵀ on CPUs skips packing B (gemm_dot); set from benchmarks
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,9 @@ def epilogue(activation) -> Epilogue:
     return Epilogue(_ACT_CODES[kind], a, b)
 
 
-def _check(rt, name: str, a: cla.Array) -> None:
-    if a.ndim != 2:
-        raise ShapeError(f"gemm: {name} must be 2-D, got shape {a.shape}")
+def _check(rt, name: str, a: cla.Array, ndim: int) -> None:
+    if a.ndim != ndim:
+        raise ShapeError(f"gemm: {name} must be {ndim}-D, got shape {a.shape}")
     if a.dtype != rt.dtype:
         raise ShapeError(f"gemm: {name} has dtype {a.dtype}, the runtime computes in {rt.dtype}")
     if not a.flags.c_contiguous:
@@ -72,58 +73,106 @@ def gemm(rt, A: cla.Array, B: cla.Array, C: cla.Array, *, trans_a: bool = False,
     (linear, sigmoid, tanh, relu, lrelu).
     """
     for name, arr in (("A", A), ("B", B), ("C", C)):
-        _check(rt, name, arr)
-    M, K = (A.shape[1], A.shape[0]) if trans_a else A.shape
-    K2, N = (B.shape[1], B.shape[0]) if trans_b else B.shape
-    if K != K2 or C.shape != (M, N):
+        _check(rt, name, arr, 2)
+    _product(rt, A, B, C, 1, trans_a, trans_b, alpha, beta, bias, activation)
+
+
+def gemm_batched(rt, A: cla.Array, B: cla.Array, C: cla.Array, *, trans_a: bool = False,
+                 trans_b: bool = False, alpha: float = 1.0, beta: float = 0.0, bias: cla.Array | None = None,
+                 activation=None) -> None:
+    """``C[g] = act(alpha·op(A[g])·op(B[g]) + beta·C[g] + bias)`` for G independent products, one launch.
+
+    ``A (G, ·, ·)``, ``B (G, ·, ·)``, ``C (G, M, N)``: C-contiguous 3-D arrays (views allowed), e.g.
+    attention scores ``Q·Kᵀ`` for G = batch × heads; ``bias (N,)`` is shared by every product.
+    """
+    for name, arr in (("A", A), ("B", B), ("C", C)):
+        _check(rt, name, arr, 3)
+        if arr.shape[0] != C.shape[0]:
+            raise ShapeError(f"gemm_batched: {name} has {arr.shape[0]} products, C has {C.shape[0]}")
+    _product(rt, A, B, C, C.shape[0], trans_a, trans_b, alpha, beta, bias, activation)
+
+
+def _product(rt, A, B, C, G, trans_a, trans_b, alpha, beta, bias, activation) -> None:
+    """Shared validation and dispatch; 2-D operands are the G = 1 case of 3-D ones."""
+    ra, ca = A.shape[-2:]
+    rb, cb = B.shape[-2:]
+    M, K = (ca, ra) if trans_a else (ra, ca)
+    K2, N = (cb, rb) if trans_b else (rb, cb)
+    if K != K2 or C.shape[-2:] != (M, N):
         raise ShapeError(
-            f"gemm: op(A) {M}x{K} times op(B) {K2}x{N} does not fit C {C.shape[0]}x{C.shape[1]}"
+            f"gemm: op(A) {M}x{K} times op(B) {K2}x{N} does not fit C {C.shape[-2]}x{C.shape[-1]}"
         )
     if bias is not None and (bias.shape != (N,) or bias.dtype != rt.dtype):
         raise ShapeError(
             f"gemm: bias must have shape ({N},) and dtype {rt.dtype}, got {bias.shape} {bias.dtype}"
         )
     ep = epilogue(activation)
-    if M == 0 or N == 0:
+    if M == 0 or N == 0 or G == 0:
         return
-    if K == 0:  # empty sum: C = act(beta·C + bias)
+    if K == 0:
         raise ShapeError("gemm: the inner dimension K is 0")
-    sam, sak = (1, A.shape[1]) if trans_a else (A.shape[1], 1)
-    sbk, sbn = (1, B.shape[1]) if trans_b else (B.shape[1], 1)
+    p = _Problem(M, N, K, G, trans_a, trans_b, ra * ca, rb * cb, M * N, alpha, beta, bias is not None, ep)
     bias_arr = C if bias is None else bias
     if rt.is_cpu:
-        _gemm_cpu(rt, A, B, C, bias_arr, bias is not None, M, N, K, sam, sak, sbk, sbn, alpha, beta, ep)
+        _gemm_cpu(rt, A, B, C, bias_arr, p)
     else:
         from opencl.gemm_gpu import gemm_gpu
 
-        gemm_gpu(rt, A, B, C, bias_arr, bias is not None, M, N, K, trans_a, trans_b, alpha, beta, ep)
+        gemm_gpu(rt, A, B, C, bias_arr, p)
 
 
-def _gemm_cpu(rt, A, B, C, bias, has_bias, M, N, K, sam, sak, sbk, sbn, alpha, beta, ep) -> None:
+@dataclass(frozen=True)
+class _Problem:
+    """One (possibly batched) product after validation; ga/gb/gc are element strides between products."""
+
+    M: int
+    N: int
+    K: int
+    G: int
+    trans_a: bool
+    trans_b: bool
+    ga: int
+    gb: int
+    gc: int
+    alpha: float
+    beta: float
+    has_bias: bool
+    ep: Epilogue
+
+    @property
+    def tail(self) -> tuple:
+        """The kernels' common trailing arguments: scaling, bias flag, activation, group strides."""
+        e = self.ep
+        return (self.alpha, self.beta, int(self.has_bias), e.code, e.a, e.b, self.ga, self.gb, self.gc)
+
+
+def _gemm_cpu(rt, A, B, C, bias, p: _Problem) -> None:
     tm = _cpu_tm(rt)
     k = kernels(rt, "gemm.cl", TM=tm)
+    M, N, K, G = p.M, p.N, p.K, p.G
+    lda, ldb, ldc = A.shape[-1], B.shape[-1], C.shape[-1]
+    sam, sak = (1, lda) if p.trans_a else (lda, 1)
+    sbk, sbn = (1, ldb) if p.trans_b else (ldb, 1)
+    if sbk == 1 and sak == 1 and M <= DOT_MAX_M:  # A·Bᵀ, both contiguous along K, few rows: dot products
+        rt.launch(
+            k.gemm_dot, (-(-M // 4), -(-N // 4), G), (1, 1, 1),
+            *memory.arg(A), *memory.arg(B), *memory.arg(C), *memory.arg(bias),
+            M, N, K, sam, sbn, ldc, *p.tail,
+        )
+        return
     panels = -(-N // NR)
+    tail = p.tail
     if sbn == 1:  # row-major op(B): the product kernel reads B's rows directly
         b_args, packed, bstep = memory.arg(B), 0, sbk
     else:
-        buf = memory.empty(rt, (panels * K * NR,))
-        rt.launch(k.gemm_pack_b, (K, panels), None, *memory.arg(B), *memory.arg(buf), K, N, sbk, sbn)
+        gp = panels * K * NR
+        buf = memory.empty(rt, (G * gp,))
+        rt.launch(k.gemm_pack_b, (K, panels, G), None, *memory.arg(B), *memory.arg(buf), K, N, sbk, sbn,
+                  p.gb, gp)
         b_args, packed, bstep = memory.arg(buf), 1, NR
+        tail = (*tail[:-2], gp, tail[-1])
     rt.launch(
-        k.gemm_tile, (-(-M // tm), panels), (1, 1),
+        k.gemm_tile, (-(-M // tm), panels, G), (1, 1, 1),
         *memory.arg(A), *b_args, *memory.arg(C), *memory.arg(bias),
-        M, N, K, sam, sak, C.shape[1], packed, bstep, alpha, beta, int(has_bias), ep.code, ep.a, ep.b,
+        M, N, K, sam, sak, ldc, packed, bstep, *tail,
     )
-
-
-def gemm_batched(rt, A: cla.Array, B: cla.Array, C: cla.Array, *, trans_a: bool = False,
-                 trans_b: bool = False, alpha: float = 1.0, beta: float = 0.0) -> None:
-    """``C[g] = alpha·op(A[g])·op(B[g]) + beta·C[g]`` for G independent products (e.g. attention heads).
-
-    ``A (G, ·, ·)``, ``B (G, ·, ·)``, ``C (G, M, N)``, C-contiguous 3-D arrays; each ``[g]`` is a view.
-    """
-    for name, arr in (("A", A), ("B", B), ("C", C)):
-        if arr.ndim != 3 or arr.shape[0] != C.shape[0]:
-            raise ShapeError(f"gemm_batched: {name} must be 3-D with {C.shape[0]} groups, got {arr.shape}")
-    for g in range(C.shape[0]):
-        gemm(rt, A[g], B[g], C[g], trans_a=trans_a, trans_b=trans_b, alpha=alpha, beta=beta)

@@ -41,15 +41,16 @@ def choose_tiles(rt, M: int, N: int) -> Tiles:
     return fitting[-1]
 
 
-def gemm_gpu(rt, A, B, C, bias, has_bias, M, N, K, trans_a, trans_b, alpha, beta, ep, tiles=None) -> None:
-    t = tiles or choose_tiles(rt, M, N)
-    even = M % t.bm == 0 and N % t.bn == 0 and K % t.bk == 0
-    k = kernels(rt, "gemm_gpu.cl", BM=t.bm, BN=t.bn, BK=t.bk, TM=t.tm, TN=t.tn, TRANS_A=trans_a,
-                TRANS_B=trans_b, EVEN=even)
-    local = (t.bn // t.tn, t.bm // t.tm)
-    grid = (-(-N // t.bn) * local[0], -(-M // t.bm) * local[1])
+def gemm_gpu(rt, A, B, C, bias, p, tiles: Tiles | None = None) -> None:
+    """Launch ``gemm_gpu.cl`` for a validated ``blas._Problem``; one grid layer per product."""
+    t = tiles or choose_tiles(rt, p.M, p.N)
+    even = p.M % t.bm == 0 and p.N % t.bn == 0 and p.K % t.bk == 0
+    k = kernels(rt, "gemm_gpu.cl", BM=t.bm, BN=t.bn, BK=t.bk, TM=t.tm, TN=t.tn, TRANS_A=p.trans_a,
+                TRANS_B=p.trans_b, EVEN=even)
+    local = (t.bn // t.tn, t.bm // t.tm, 1)
+    grid = (-(-p.N // t.bn) * local[0], -(-p.M // t.bm) * local[1], p.G)
     rt.launch(
         k.gemm_gpu, grid, local,
         *memory.arg(A), *memory.arg(B), *memory.arg(C), *memory.arg(bias),
-        M, N, K, A.shape[1], B.shape[1], C.shape[1], alpha, beta, int(has_bias), ep.code, ep.a, ep.b,
+        p.M, p.N, p.K, A.shape[-1], B.shape[-1], C.shape[-1], *p.tail,
     )

@@ -19,14 +19,17 @@
 #define NR 16
 
 // Packs op(B) (K, N), element (k, n) at B[k * sbk + n * sbn], into Bp (panels, K, NR).
-// One work-item per (k, panel): global size (K, ceil(N / NR)).
+// One work-item per (k, panel, group): global size (K, ceil(N / NR), G); group g reads B + g * gb and
+// writes Bp + g * gp.
 __kernel void gemm_pack_b(__global const REAL* restrict B, const uint b_off,
                           __global REAL* restrict Bp, const uint bp_off,
-                          const int K, const int N, const int sbk, const int sbn) {
+                          const int K, const int N, const int sbk, const int sbn, const int gb,
+                          const int gp) {
     const int k = get_global_id(0);
     const int panel = get_global_id(1);
-    B += b_off + (size_t)k * sbk;
-    Bp += bp_off + ((size_t)panel * K + k) * NR;
+    const size_t g = get_global_id(2);
+    B += b_off + g * gb + (size_t)k * sbk;
+    Bp += bp_off + g * gp + ((size_t)panel * K + k) * NR;
     const int n0 = panel * NR;
     if (n0 + NR <= N) {
         for (int c = 0; c < NR; ++c) Bp[c] = B[(size_t)(n0 + c) * sbn];
@@ -49,7 +52,8 @@ inline REAL16 activation16(REAL16 x, int act, REAL a, REAL b) {
 // op(B) comes either packed (packed = 1: Bp from gemm_pack_b, bstep = NR) or straight from a row-major
 // B (K, N) with row stride bstep = ldb (packed = 0: no packing pass; the last, partial panel is read with
 // masked scalar loads).
-// Global size (ceil(M / TM), panels), local size (1, 1).
+// Global size (ceil(M / TM), panels, G), local size (1, 1, 1); group g uses A + g * ga, Bp + g * gb and
+// C + g * gc (batched products; G = 1 for one product).
 // bias: N values, or any buffer with has_bias = 0. C is read only when beta != 0 (so it may hold NaN).
 __kernel void gemm_tile(__global const REAL* restrict A, const uint a_off,
                         __global const REAL* restrict Bp, const uint bp_off,
@@ -58,13 +62,15 @@ __kernel void gemm_tile(__global const REAL* restrict A, const uint a_off,
                         const int M, const int N, const int K, const int sam, const int sak, const int ldc,
                         const int packed, const int bstep,
                         const REAL alpha, const REAL beta, const int has_bias,
-                        const int act, const REAL act_a, const REAL act_b) {
+                        const int act, const REAL act_a, const REAL act_b,
+                        const int ga, const int gb, const int gc) {
     const int m0 = get_global_id(0) * TM;
     const int panel = get_global_id(1);
+    const size_t g = get_global_id(2);
     const int n0 = panel * NR;
-    A += a_off;
-    Bp += bp_off + (packed ? (size_t)panel * K * NR : (size_t)n0);
-    C += c_off;
+    A += a_off + g * ga;
+    Bp += bp_off + g * gb + (packed ? (size_t)panel * K * NR : (size_t)n0);
+    C += c_off + g * gc;
     bias += bias_off;
 
     // Rows past M read row M-1 (valid memory) and are never stored: no branch in the k loop.
@@ -122,6 +128,84 @@ __kernel void gemm_tile(__global const REAL* restrict A, const uint a_off,
                     REAL x = tmp[c];
                     if (beta != (REAL)0) x += beta * crow[c];
                     crow[c] = apply_activation(x, act, act_a, act_b);
+                }
+            }
+        }
+    }
+}
+
+inline REAL hsum16(REAL16 v) {
+    REAL8 s8 = v.lo + v.hi;
+    REAL4 s4 = s8.lo + s8.hi;
+    REAL2 s2 = s4.lo + s4.hi;
+    return s2.x + s2.y;
+}
+
+// C = act(alpha * A Bᵀ + beta * C + bias) for row-major A (M, K) and B (N, K): both operands are contiguous
+// along K, so each work-item computes a DM x DN block as dot products of REAL16 vectors, with no packing
+// pass. Used for small M (the forward product of a dense layer at small batch), where packing B would
+// cost more than the product. Global size (ceil(M / DM), ceil(N / DN), G), local size (1, 1, 1).
+#define DM 4
+#define DN 4
+__kernel void gemm_dot(__global const REAL* restrict A, const uint a_off,
+                       __global const REAL* restrict B, const uint b_off,
+                       __global REAL* restrict C, const uint c_off,
+                       __global const REAL* restrict bias, const uint bias_off,
+                       const int M, const int N, const int K, const int lda, const int ldb, const int ldc,
+                       const REAL alpha, const REAL beta, const int has_bias,
+                       const int act, const REAL act_a, const REAL act_b,
+                       const int ga, const int gb, const int gc) {
+    const int m0 = get_global_id(0) * DM;
+    const int n0 = get_global_id(1) * DN;
+    const size_t g = get_global_id(2);
+    A += a_off + g * ga;
+    B += b_off + g * gb;
+    C += c_off + g * gc;
+    bias += bias_off;
+    __global const REAL* arow[DM];
+    __global const REAL* brow[DN];
+#pragma unroll
+    for (int r = 0; r < DM; ++r) arow[r] = A + (size_t)min(m0 + r, M - 1) * lda;
+#pragma unroll
+    for (int c = 0; c < DN; ++c) brow[c] = B + (size_t)min(n0 + c, N - 1) * ldb;
+
+    REAL16 acc[DM][DN];
+#pragma unroll
+    for (int r = 0; r < DM; ++r)
+#pragma unroll
+        for (int c = 0; c < DN; ++c) acc[r][c] = (REAL16)(0);
+    const int k16 = K & ~15;
+    for (int k = 0; k < k16; k += 16) {
+        REAL16 a[DM], b[DN];
+#pragma unroll
+        for (int r = 0; r < DM; ++r) a[r] = *(__global const REAL16_u*)(arow[r] + k);
+#pragma unroll
+        for (int c = 0; c < DN; ++c) b[c] = *(__global const REAL16_u*)(brow[c] + k);
+#pragma unroll
+        for (int r = 0; r < DM; ++r)
+#pragma unroll
+            for (int c = 0; c < DN; ++c) acc[r][c] += a[r] * b[c];
+    }
+    REAL out[DM][DN];
+#pragma unroll
+    for (int r = 0; r < DM; ++r)
+#pragma unroll
+        for (int c = 0; c < DN; ++c) {
+            REAL s = hsum16(acc[r][c]);
+            for (int k = k16; k < K; ++k) s += arow[r][k] * brow[c][k];
+            out[r][c] = s;
+        }
+#pragma unroll
+    for (int r = 0; r < DM; ++r) {
+        if (m0 + r < M) {
+#pragma unroll
+            for (int c = 0; c < DN; ++c) {
+                const int n = n0 + c;
+                if (n < N) {
+                    REAL v = alpha * out[r][c];
+                    if (has_bias) v += bias[n];
+                    if (beta != (REAL)0) v += beta * C[(size_t)(m0 + r) * ldc + n];
+                    C[(size_t)(m0 + r) * ldc + n] = apply_activation(v, act, act_a, act_b);
                 }
             }
         }

@@ -31,7 +31,8 @@ void gemm_gpu(__global const REAL* restrict A, const uint a_off,
               __global const REAL* restrict bias, const uint bias_off,
               const int M, const int N, const int K, const int lda, const int ldb, const int ldc,
               const REAL alpha, const REAL beta, const int has_bias,
-              const int act, const REAL act_a, const REAL act_b) {
+              const int act, const REAL act_a, const REAL act_b,
+              const int ga, const int gb, const int gc) {
     // Rows of BM + PAD elements keep every REAL4 of the compute loop aligned.
     __local REAL As[BK][BM + PAD] __attribute__((aligned(4 * sizeof(REAL))));
     __local REAL Bs[BK][BN + PAD] __attribute__((aligned(4 * sizeof(REAL))));
@@ -41,9 +42,10 @@ void gemm_gpu(__global const REAL* restrict A, const uint a_off,
     const int lid = ty * (BN / TN) + tx;
     const int m_blk = get_group_id(1) * BM;
     const int n_blk = get_group_id(0) * BN;
-    A += a_off;
-    B += b_off;
-    C += c_off;
+    const size_t g = get_group_id(2);  // batched products: one grid layer per product
+    A += a_off + g * ga;
+    B += b_off + g * gb;
+    C += c_off + g * gc;
     bias += bias_off;
 
     REAL a_reg[A_PER];

@@ -98,15 +98,22 @@ def test_dense_layer_shapes_on_views(rt, rng):
     np.testing.assert_array_equal(host[w_off:w_off + o * i].reshape(o, i), w.get())  # w untouched
 
 
-def test_batched(rt, rng):
-    g, m, n, k = 3, 17, 5, 130
-    a, b = rng.standard_normal((g, k, m)), rng.standard_normal((g, n, k))
-    c = memory.poison(memory.empty(rt, (g, m, n)))
-    gemm_batched(rt, memory.to_device(rt, a), memory.to_device(rt, b), c, trans_a=True, trans_b=True, alpha=2)
-    a, b = a.astype(rt.dtype), b.astype(rt.dtype)
-    ref = 2 * np.einsum("gkm,gnk->gmn", a.astype(np.float64), b.astype(np.float64))
-    rtol, atol = _tol(rt, k)
-    np.testing.assert_allclose(c.get(), ref, rtol=rtol, atol=atol * 2)
+@pytest.mark.parametrize("ta,tb", TRANS, ids=lambda v: "T" if v else "N")
+def test_batched(rt, rng, ta, tb):
+    """G products in one launch, operands given as views that start inside a larger buffer."""
+    for g, m, n, k in ((3, 17, 5, 130), (2, 130, 17, 3), (4, 1, 33, 17)):
+        a = rng.standard_normal((g + 1, k, m) if ta else (g + 1, m, k))
+        b = rng.standard_normal((g, n, k) if tb else (g, k, n))
+        bias = rng.standard_normal(n)
+        da = memory.to_device(rt, a)[1:]  # a view at an offset of one product
+        c = memory.poison(memory.empty(rt, (g, m, n)))
+        gemm_batched(rt, da, memory.to_device(rt, b), c, trans_a=ta, trans_b=tb, alpha=2,
+                     bias=memory.to_device(rt, bias), activation="tanh")
+        a, b, bias = (x.astype(rt.dtype).astype(np.float64) for x in (a[1:], b, bias))
+        opa, opb = (a.transpose(0, 2, 1) if ta else a), (b.transpose(0, 2, 1) if tb else b)
+        ref = np.tanh(2 * np.matmul(opa, opb) + bias)
+        rtol, atol = _tol(rt, k)
+        np.testing.assert_allclose(c.get(), ref, rtol=rtol * 10, atol=atol * 2, err_msg=f"{g}x{m}x{n}x{k}")
 
 
 def test_bad_operands_raise_clear_errors(rt):
@@ -119,11 +126,16 @@ def test_bad_operands_raise_clear_errors(rt):
         gemm(rt, a, memory.empty(rt, (4, 6), np.int32), c)
     with pytest.raises(ShapeError, match="bias"):
         gemm(rt, a, memory.empty(rt, (4, 6)), c, bias=memory.empty(rt, (5,)))
+    with pytest.raises(ShapeError, match="3-D"):
+        gemm_batched(rt, a, b, c)
+    with pytest.raises(ShapeError, match="products"):
+        three = memory.empty(rt, (3, 4, 6))
+        gemm_batched(rt, memory.empty(rt, (2, 3, 4)), three, memory.empty(rt, (3, 3, 6)))
 
 
 def test_gpu_kernel_on_every_device(rt, rng):
     """The local-memory kernel of GPUs, run on whatever device is here, for every tile configuration."""
-    from opencl.blas import epilogue
+    from opencl.blas import _Problem, epilogue
     from opencl.gemm_gpu import CONFIGS, gemm_gpu
 
     # All configurations and layouts on GPUs; on CPUs (where each variant is a slow PoCL build, with local
@@ -136,7 +148,8 @@ def test_gpu_kernel_on_every_device(rt, rng):
             bias = rng.standard_normal(n)
             c = memory.poison(memory.empty(rt, (m, n)))
             da, db, dbias = memory.to_device(rt, a), memory.to_device(rt, b), memory.to_device(rt, bias)
-            gemm_gpu(rt, da, db, c, dbias, True, m, n, k, ta, tb, 1.0, 0.0, epilogue("relu"), tiles=tiles)
+            problem = _Problem(m, n, k, 1, ta, tb, 0, 0, 0, 1.0, 0.0, True, epilogue("relu"))
+            gemm_gpu(rt, da, db, c, dbias, problem, tiles=tiles)
             a, b, bias = (x.astype(rt.dtype).astype(np.float64) for x in (a, b, bias))
             ref = np.maximum((a.T if ta else a) @ (b.T if tb else b) + bias, 0)
             rtol, atol = _tol(rt, k)
