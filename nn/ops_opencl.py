@@ -70,6 +70,7 @@ class OpenCLBackend:
         self.alignment = rt.alignment
         self._queue = rt.queue
         self._context = rt.context
+        self._profiling = rt.profiler.enabled
         layout = layout or ("cpu" if rt.is_cpu else "gpu")
         if layout not in ("cpu", "gpu"):
             raise ValueError(f"layout must be 'cpu' or 'gpu', got {layout!r}")
@@ -128,7 +129,11 @@ class OpenCLBackend:
 
     def launch(self, kernel: cl.Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
                *args) -> None:
-        self.runtime.launch(kernel, global_size, local_size, *args)
+        """Enqueue ``kernel``; its device time is recorded when the runtime profiles."""
+        if self._profiling:
+            self.runtime.launch(kernel, global_size, local_size, *args)
+        else:  # the hot path: straight to pyopencl's generated invoker
+            kernel(self._queue, global_size, local_size, *args)
 
     @staticmethod
     def arg(t: cla.Array) -> tuple:
@@ -139,13 +144,14 @@ class OpenCLBackend:
         """One item per element, global size rounded up to the elementwise group (kernels guard n).
 
         The group size is fixed: PoCL compiles one work-group function per distinct local size."""
-        self.runtime.launch(kernel, (_round_up(n, self._ew),), (self._ew,), *args)
+        ew = self._ew
+        self.launch(kernel, ((n + ew - 1) // ew * ew,), (ew,), *args)
 
     def _per_item(self, kernel: str, items: int, group: int, *args) -> None:
-        self.runtime.launch(self._k[kernel], (_round_up(items, group),), (group,), *args)
+        self.launch(self._k[kernel], ((items + group - 1) // group * group,), (group,), *args)
 
     def _col_launch(self, kernel: cl.Kernel, cols: int, *args) -> None:
-        self.runtime.launch(kernel, (_round_up(cols, self._cg), self._rg), (self._cg, self._rg), *args)
+        self.launch(kernel, (_round_up(cols, self._cg), self._rg), (self._cg, self._rg), *args)
 
     # --- memory -------------------------------------------------------------------------------------
     def asarray(self, a: np.ndarray) -> cla.Array:
@@ -273,7 +279,7 @@ class OpenCLBackend:
 
     def _rows(self, kernel: str, c: int, b: int, *args) -> None:
         group = self._row_group
-        self.runtime.launch(self._k[kernel], (_round_up(b, group),), (group,), *args, c, b)
+        self.launch(self._k[kernel], (_round_up(b, group),), (group,), *args, c, b)
 
     def softmax_forward(self, x: cla.Array) -> cla.Array:
         y = self.empty(x.shape)
@@ -351,9 +357,9 @@ class OpenCLBackend:
         arrays = (*self.arg(pred), *self.arg(target), *self.arg(grad), *self.arg(value))
         if kind == "softmax_cce":
             c = pred.shape[-1]
-            self.runtime.launch(self._k["softmax_cce_loss"], group, group, *arrays, c, pred.size // c)
+            self.launch(self._k["softmax_cce_loss"], group, group, *arrays, c, pred.size // c)
         elif kind in _POINTWISE_LOSS:
-            self.runtime.launch(self._k["pointwise_loss"], group, group, *arrays, pred.size,
+            self.launch(self._k["pointwise_loss"], group, group, *arrays, pred.size,
                                 _POINTWISE_LOSS[kind])
         else:
             raise ValueError(f"unknown loss {kind!r}: expected mse, mae, softmax_cce or bce")
@@ -396,9 +402,9 @@ class OpenCLBackend:
             return
         size = (_PARTIALS * self._lwg,)
         local = (self._lwg,)
-        self.runtime.launch(self._k["sumsq_partials"], size, local, *self.arg(g), *self.arg(self._partials),
+        self.launch(self._k["sumsq_partials"], size, local, *self.arg(g), *self.arg(self._partials),
                             g.size)
-        self.runtime.launch(self._k["clip_by_norm"], size, local, *self.arg(g), *self.arg(self._partials),
+        self.launch(self._k["clip_by_norm"], size, local, *self.arg(g), *self.arg(self._partials),
                             _PARTIALS, g.size, max_norm)
 
 
