@@ -55,7 +55,9 @@ def _root(
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app and turn user errors into a one-line message."""
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
+        if isinstance(code, int) and code:  # Typer returns (not raises) the exit code of a Ctrl-C
+            raise SystemExit(code)
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except typer.Abort:
