@@ -47,6 +47,8 @@ def drawdown(time: pd.DatetimeIndex, equity: np.ndarray, deposit: float) -> byte
 def training(epochs: list[dict]) -> bytes:
     """Loss per epoch (each training round its own line) and wall/device seconds per epoch."""
     df = pd.DataFrame(epochs)
+    if "round" not in df:  # EAs that train once need not number their rounds
+        df["round"] = 1
     with plt.rc_context(_STYLE):
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.2))
         for rnd, part in df.groupby("round"):
@@ -74,7 +76,7 @@ def training(epochs: list[dict]) -> bytes:
             twin.grid(False)
             twin.legend(loc="center right", fontsize=7)
         a1.set_xlabel("epoch")
-        a1.set_ylabel("cross-entropy")
+        a1.set_ylabel("training loss")
         a1.set_title("Loss per epoch")
         a1.legend(loc="best")
         x = np.arange(1, len(df) + 1)

@@ -20,7 +20,7 @@ from backtests import metrics
 from backtests.broker import AccountConfig, Broker
 from backtests.periods import Periods, resolve
 from datafeeds import meta_of
-from strategies.base import Bars, ExpertAdvisor
+from strategies.base import Bars, ExpertAdvisor, ReportSection
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,7 @@ class Result:
     seed: int
     custom_criterion: float | None = None
     chart_data: dict = field(default_factory=dict)
+    section: ReportSection | None = None
     ea_instance: ExpertAdvisor | None = None
 
 
@@ -245,6 +246,7 @@ class Backtest:
         evaluated = ea.evaluate_predictions(bars.window(0, last + 1))
         if evaluated is not None:
             predictions = metrics.prediction_report(evaluated, fs, last + 1)
+        section = ea.report_section(bars.window(0, last + 1))
         timings["evaluate_s"] = _lap(clock)
         criterion = ea.on_tester(stats)
         return Result(
@@ -272,6 +274,7 @@ class Backtest:
             seed=self.seed,
             custom_criterion=None if criterion is None else float(criterion),
             chart_data=_chart_data(bars, evaluated, fs, last),
+            section=section,
             ea_instance=ea,
         )
 

@@ -154,6 +154,8 @@ def _jsonable(obj):
         return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
     if isinstance(obj, np.generic):
         return _jsonable(obj.item())
     if isinstance(obj, float) and not np.isfinite(obj):
@@ -178,6 +180,12 @@ def report_dict(result: Result, env: dict | None = None) -> dict:
             "stats": result.stats,
             "custom_criterion": result.custom_criterion,
             "predictions": result.predictions,
+            "ea_section": None
+            if result.section is None
+            else {
+                "title": result.section.title,
+                "data": result.section.data,
+            },
             "training": {"epochs": result.training},
             "timings": result.timings,
             "rejected_orders": {"count": len(result.rejected), "first": result.rejected[:20]},
@@ -294,6 +302,9 @@ def _html(result: Result, doc: dict) -> str:
         parts.append(
             _img(charts.confusion(pred["confusion"], pred["classes"]), "confusion matrix") + "</div>"
         )
+    if result.section is not None:
+        parts.append(f"<h2>{html.escape(result.section.title)}</h2>")
+        parts.extend(_img(png, name) for name, png in result.section.charts.items())
     parts.append(
         _img(charts.price(result.chart_data, result.trades, pred["classes"] if pred else None), "price")
     )

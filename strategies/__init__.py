@@ -1,6 +1,7 @@
 """Expert advisors: the base class users subclass, indicators with MetaTrader's definitions, built-in EAs."""
 
-from strategies.base import Account, Bars, EAError, ExpertAdvisor, Line, Position
+from strategies.base import Account, Bars, EAError, ExpertAdvisor, Line, Position, ReportSection
+from strategies.forecast import ForecastEA
 from strategies.fractal import FractalEA
 from strategies.sma import SmaCrossEA
 
@@ -8,6 +9,8 @@ from strategies.sma import SmaCrossEA
 BUILTIN: dict[str, type[ExpertAdvisor]] = {
     "fractalea": FractalEA,
     "fractal": FractalEA,
+    "forecastea": ForecastEA,
+    "forecast": ForecastEA,
     "smacrossea": SmaCrossEA,
     "sma": SmaCrossEA,
 }
@@ -18,8 +21,10 @@ __all__ = [
     "Bars",
     "EAError",
     "ExpertAdvisor",
+    "ForecastEA",
     "FractalEA",
     "Line",
     "Position",
+    "ReportSection",
     "SmaCrossEA",
 ]

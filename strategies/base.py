@@ -139,6 +139,15 @@ class Line:
 
 
 @dataclass(frozen=True)
+class ReportSection:
+    """An EA's own part of the report: a title, JSON-ready data for report.json, PNG charts for the HTML."""
+
+    title: str
+    data: dict
+    charts: dict[str, bytes]
+
+
+@dataclass(frozen=True)
 class Position:
     """An open position as the EA sees it (volume in lots, prices as filled)."""
 
@@ -263,6 +272,10 @@ class ExpertAdvisor:
         Called once the run is over with every bar, so labels may use later bars; the harness scores only
         the forward period. EAs that do not classify return None.
         """
+        return None
+
+    def report_section(self, bars: Bars) -> ReportSection | None:
+        """After the run, with every bar: an EA-specific report section (e.g. forecast vs actual), or None."""
         return None
 
     def save_model(self, path: str) -> str | None:

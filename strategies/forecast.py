@@ -22,7 +22,7 @@ from nn import get_backend
 from nn.atfnet import ATFNet, PatchTST
 from nn.callbacks import EarlyStopping
 from nn.model import Sequential
-from strategies.base import Bars, ExpertAdvisor
+from strategies.base import Bars, ExpertAdvisor, ReportSection
 
 log = logging.getLogger(__name__)
 
@@ -307,6 +307,13 @@ class ForecastEA(ExpertAdvisor):
             if bar - 1 + self._step < n:
                 y_true[bar] = _direction(close[bar - 1 + self._step] - close[bar - 1], threshold)
         return {"classes": ["no_trade", "down", "up"], "y_true": y_true, "y_pred": y_pred, "proba": None}
+
+    def report_section(self, bars: Bars) -> ReportSection | None:
+        """The report's forecast part: the data of ``forecast_section`` and its charts."""
+        section = self.forecast_section(bars)
+        if section is None:
+            return None
+        return ReportSection("Forecast", section, forecast_charts(section))
 
     def forecast_section(self, bars: Bars, examples: int = 4) -> dict | None:
         """Report data: per-horizon errors (price units) of the model, the naive and the linear forecast on

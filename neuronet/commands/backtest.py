@@ -295,7 +295,7 @@ def run(
 
 
 def backtest(
-    ea: str = typer.Argument(..., help="FILE.py:ClassName, or a built-in: FractalEA, SmaCrossEA."),
+    ea: str = typer.Argument(..., help="FILE.py:ClassName or a built-in: FractalEA, ForecastEA, SmaCrossEA."),
     source: str = _SOURCE,
     symbol: str | None = _SYMBOL,
     timeframe: str | None = _TF,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from backtests import Backtest
+from backtests.report import write_report
 from datafeeds import CandleMeta, Timeframe, make_frame
 from strategies.forecast import (
     ForecastEA,
@@ -89,6 +92,19 @@ def test_forecast_ea_through_the_harness(model):
         assert np.all((weights >= 0) & (weights <= 1)) and "harmonic_weight" in charts
     else:
         assert np.all(np.isnan(weights)) and set(charts) == {"forecast_vs_actual", "horizon_error"}
+    assert result.section is not None and set(result.section.charts) == set(charts)
+
+
+def test_forecast_section_is_written_into_the_report(tmp_path):
+    result = Backtest(_candles(), ForecastEA, forward=0.25).run(model="patchtst", **PARAMS)
+    html_path = write_report(result, tmp_path / "run")
+    doc = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert doc["ea_section"]["title"] == "Forecast"
+    assert set(doc["ea_section"]["data"]["errors"]) == {"model", "naive", "linear"}
+    page = html_path.read_text()
+    assert "<h2>Forecast</h2>" in page and page.count("data:image/png;base64,") >= 2 + len(
+        result.section.charts
+    )
 
 
 def test_forecast_ea_uses_only_closed_bars():
