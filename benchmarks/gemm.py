@@ -4,8 +4,8 @@ Square products at 256..4096 and the products of the Fractal_OCL network (240 ->
 at batch 256, 32 and 1: forward ``x·wᵀ`` (B,I)x(O,I)ᵀ, weight gradient ``dzᵀ·x`` (B,O)ᵀx(B,I) and input
 gradient ``dz·w`` (B,O)x(O,I) (not needed for the first layer). Each contestant computes exactly the same
 transposition. Every timing is the best of ``--rounds`` rounds of enough calls to fill ``--min-time``
-seconds (after a warm-up call that builds kernels and fills memory pools); device work is waited for
-inside the timed region.
+seconds (after a warm-up call that builds kernels and fills memory pools); contestants take turns round
+by round, and device work is waited for inside the timed region.
 
     python -m benchmarks.gemm                       # everything (square sizes above 2048 skipped on CPUs)
     python -m benchmarks.gemm --square 1024 --no-network
@@ -26,22 +26,29 @@ import numpy as np
 NETWORK = (240, 500, 250, 125, 62, 3)
 
 
-def best_seconds(fn: Callable[[], None], sync: Callable[[], None], min_time: float, rounds: int) -> float:
-    """Best per-call time over ``rounds`` rounds; each round runs ``fn`` enough times to last ``min_time``."""
-    fn()
-    sync()
-    t0 = time.perf_counter()
-    fn()
-    sync()
-    once = max(time.perf_counter() - t0, 1e-7)
-    reps = max(1, int(min_time / once))
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
+def best_seconds(fns: dict[str, tuple[Callable[[], None], Callable[[], None]]], min_time: float,
+                 rounds: int) -> dict[str, float]:
+    """Best per-call seconds of each contestant.
+
+    Contestants take turns round by round (each round runs a contestant's call enough times to last
+    ``min_time``), so a background load that comes and goes hits all of them alike; the best round counts.
+    """
+    reps = {}
+    for name, (fn, sync) in fns.items():
+        fn()
         sync()
-        best = min(best, (time.perf_counter() - t0) / reps)
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        reps[name] = max(1, int(min_time / max(time.perf_counter() - t0, 1e-7)))
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, (fn, sync) in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(reps[name]):
+                fn()
+            sync()
+            best[name] = min(best[name], (time.perf_counter() - t0) / reps[name])
     return best
 
 
@@ -139,7 +146,7 @@ def tune(args) -> None:
                 def call(da=da, db=db, dc=dc, t=t, problem=problem):
                     gemm_gpu(rt, da, db, dc, dc, problem, tiles=t)
 
-                sec = best_seconds(call, rt.synchronize, args.min_time, args.rounds)
+                sec = best_seconds({"gpu": (call, rt.synchronize)}, args.min_time, args.rounds)["gpu"]
                 rate = 2.0 * n**3 / sec / 1e9
                 print(f"tiles {spec:<16} {n}^3 {'NT' if tb else 'NN'}: {rate:10.1f} GFLOP/s", flush=True)
 
@@ -152,8 +159,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--batches", type=lambda s: [int(x) for x in s.split(",")], default=[256, 32, 1])
     p.add_argument("--no-network", dest="network", action="store_false", help="skip the network's shapes")
     p.add_argument("--no-torch", dest="torch", action="store_false", help="skip the PyTorch peers")
-    p.add_argument("--min-time", type=float, default=0.2, help="seconds per timing round")
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--min-time", type=float, default=0.05, help="seconds per contestant and round")
+    p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--tiles", default=None,
                    help="GPU tuning: time these BMxBNxBKxTMxTN tile configurations (square sizes only)")
     args = p.parse_args(argv)
@@ -177,13 +184,11 @@ def main(argv: list[str] | None = None) -> None:
     for label, m, n, k, ta, tb in problems(square, args.network, args.batches):
         a, b = operands(rng, m, n, k, ta, tb)
         flops = 2.0 * m * n * k
-        rates = {}
-        for name in names:
-            call, sync = makers[name](a, b, ta, tb)
-            sec = best_seconds(call, sync, args.min_time, args.rounds)
-            rates[name] = flops / sec / 1e9
-            if label.startswith("B"):
-                key = (label.split()[0], name)
+        seconds = best_seconds({nm: makers[nm](a, b, ta, tb) for nm in names}, args.min_time, args.rounds)
+        rates = {nm: flops / sec / 1e9 for nm, sec in seconds.items()}
+        if label.startswith("B"):
+            for nm, sec in seconds.items():
+                key = (label.split()[0], nm)
                 totals[key] = totals.get(key, 0.0) + sec
         line = f"{label:<22}" + "".join(f"{rates[nm]:>17.1f}" for nm in names)
         line += f"{rates['opencl'] / rates['numpy']:>11.2f}"

@@ -58,15 +58,23 @@ def aligned_size(n: int, alignment: int) -> int:
 
 
 def view(flat: cla.Array, offset: int, shape: tuple[int, ...], alignment: int = 1) -> cla.Array:
-    """A ``shape`` view of 1-D ``flat`` from element ``offset`` (a multiple of ``alignment``)."""
+    """A ``shape`` view of 1-D ``flat`` from element ``offset`` (a multiple of ``alignment``).
+
+    Built with pyopencl's fast constructor (~3 µs) rather than slicing (~50 µs): layers create views of the
+    flat parameter and gradient buffers on every bind.
+    """
     if flat.ndim != 1:
         raise ShapeError(f"view() needs a 1-D flat array, got shape {flat.shape}")
+    shape = tuple(int(d) for d in shape)
     n = math.prod(shape)
     if offset % alignment:
         raise ShapeError(f"view offset {offset} is not a multiple of the device alignment ({alignment})")
     if offset < 0 or offset + n > flat.size:
         raise ShapeError(f"view [{offset}, {offset + n}) exceeds the flat array of {flat.size} elements")
-    return flat[offset:offset + n].reshape(shape)
+    itemsize = flat.dtype.itemsize
+    strides = tuple(math.prod(shape[i + 1:]) * itemsize for i in range(len(shape)))
+    return cla.Array(None, shape, flat.dtype, data=flat.base_data, offset=flat.offset + offset * itemsize,
+                     strides=strides, _fast=True, _size=n, _context=flat.context, _queue=flat.queue)
 
 
 def offset_of(a: cla.Array) -> int:

@@ -124,9 +124,14 @@ def _value(v: object) -> str:
 
 def kernels(rt, filename: str, **defines: object) -> Kernels:
     """Build (or fetch from the runtime's cache) ``kernels/<filename>`` with ``defines``."""
+    fast_key = (filename, *defines.items())  # hot path: same call site, same keyword order
+    cached = rt.programs.get(fast_key)
+    if cached is not None:
+        return cached
     key = (filename, tuple(sorted((k, _value(v)) for k, v in defines.items())))
     cached = rt.programs.get(key)
     if cached is not None:
+        rt.programs[fast_key] = cached
         return cached
     path = kernels_dir() / filename
     try:
@@ -142,5 +147,5 @@ def kernels(rt, filename: str, **defines: object) -> Kernels:
         ) from None
     log.debug("built %s with %s", path.name, " ".join(options))
     result = Kernels(program, path, source, rt.real)
-    rt.programs[key] = result
+    rt.programs[key] = rt.programs[fast_key] = result
     return result
