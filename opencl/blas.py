@@ -25,6 +25,7 @@ from opencl.program import kernels
 
 _ACT_CODES = {"linear": 0, "sigmoid": 1, "tanh": 2, "relu": 3, "lrelu": 4}
 NR = 16  # panel width of the CPU kernel (gemm.cl)
+MIN_TILE_K = 256  # a CPU work-item covers ceil(256 / K) panels: tiny-K products (batch 1) need few items
 DOT_MAX_M = 128  # up to this many rows, A·Bᵀ on CPUs skips packing B (gemm_dot); set from benchmarks
 
 
@@ -174,8 +175,9 @@ def _gemm_cpu(rt, A, B, C, bias, p: _Problem) -> None:
                   p.gb, gp)
         b_args, packed, bstep = memory.arg(buf), 1, NR
         tail = (*tail[:-2], gp, tail[-1])
+    ppi = min(panels, -(-MIN_TILE_K // K))  # panels per work-item: enough work per PoCL work-group
     rt.launch(
-        k.gemm_tile, (-(-M // tm), panels, G), (1, 1, 1),
+        k.gemm_tile, (-(-M // tm), -(-panels // ppi), G), (1, 1, 1),
         *memory.arg(A), *b_args, *memory.arg(C), *memory.arg(bias),
-        M, N, K, sam, sak, ldc, packed, bstep, *tail,
+        M, N, K, sam, sak, ldc, packed, bstep, ppi, *tail,
     )

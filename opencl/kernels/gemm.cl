@@ -52,26 +52,19 @@ inline REAL16 activation16(REAL16 x, int act, REAL a, REAL b) {
 // op(B) comes either packed (packed = 1: Bp from gemm_pack_b, bstep = NR) or straight from a row-major
 // B (K, N) with row stride bstep = ldb (packed = 0: no packing pass; the last, partial panel is read with
 // masked scalar loads).
-// Global size (ceil(M / TM), panels, G), local size (1, 1, 1); group g uses A + g * ga, Bp + g * gb and
-// C + g * gc (batched products; G = 1 for one product).
+// Each work-item computes ppi consecutive panels (ppi > 1 when K is small, so that a work-item has enough
+// arithmetic to outweigh PoCL's cost of scheduling a work-group).
+// Global size (ceil(M / TM), ceil(panels / ppi), G), local size (1, 1, 1); group g uses A + g * ga,
+// Bp + g * gb and C + g * gc (batched products; G = 1 for one product).
 // bias: N values, or any buffer with has_bias = 0. C is read only when beta != 0 (so it may hold NaN).
-__kernel void gemm_tile(__global const REAL* restrict A, const uint a_off,
-                        __global const REAL* restrict Bp, const uint bp_off,
-                        __global REAL* restrict C, const uint c_off,
-                        __global const REAL* restrict bias, const uint bias_off,
-                        const int M, const int N, const int K, const int sam, const int sak, const int ldc,
-                        const int packed, const int bstep,
-                        const REAL alpha, const REAL beta, const int has_bias,
-                        const int act, const REAL act_a, const REAL act_b,
-                        const int ga, const int gb, const int gc) {
-    const int m0 = get_global_id(0) * TM;
-    const int panel = get_global_id(1);
-    const size_t g = get_global_id(2);
+inline void tile_panel(__global const REAL* restrict A, __global const REAL* restrict Bp,
+                       __global REAL* restrict C, __global const REAL* restrict bias,
+                       const int M, const int N, const int K, const int sam, const int sak, const int ldc,
+                       const int packed, const int bstep, const REAL alpha, const REAL beta,
+                       const int has_bias, const int act, const REAL act_a, const REAL act_b,
+                       const int m0, const int panel) {
     const int n0 = panel * NR;
-    A += a_off + g * ga;
-    Bp += bp_off + g * gb + (packed ? (size_t)panel * K * NR : (size_t)n0);
-    C += c_off + g * gc;
-    bias += bias_off;
+    Bp += packed ? (size_t)panel * K * NR : (size_t)n0;
 
     // Rows past M read row M-1 (valid memory) and are never stored: no branch in the k loop.
     __global const REAL* arow[TM];
@@ -132,6 +125,30 @@ __kernel void gemm_tile(__global const REAL* restrict A, const uint a_off,
             }
         }
     }
+}
+
+
+__kernel void gemm_tile(__global const REAL* restrict A, const uint a_off,
+                        __global const REAL* restrict Bp, const uint bp_off,
+                        __global REAL* restrict C, const uint c_off,
+                        __global const REAL* restrict bias, const uint bias_off,
+                        const int M, const int N, const int K, const int sam, const int sak, const int ldc,
+                        const int packed, const int bstep, const int ppi,
+                        const REAL alpha, const REAL beta, const int has_bias,
+                        const int act, const REAL act_a, const REAL act_b,
+                        const int ga, const int gb, const int gc) {
+    const int m0 = get_global_id(0) * TM;
+    const size_t g = get_global_id(2);
+    A += a_off + g * ga;
+    Bp += bp_off + g * gb;
+    C += c_off + g * gc;
+    bias += bias_off;
+    const int panels = (N + NR - 1) / NR;
+    const int first = get_global_id(1) * ppi;
+    const int last = min(first + ppi, panels);
+    for (int panel = first; panel < last; ++panel)
+        tile_panel(A, Bp, C, bias, M, N, K, sam, sak, ldc, packed, bstep, alpha, beta, has_bias, act,
+                   act_a, act_b, m0, panel);
 }
 
 inline REAL hsum16(REAL16 v) {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from neuronet.cli import main
 from opencl import list_devices
 from opencl.device import ENV_DEVICE
@@ -32,3 +34,12 @@ def test_environment_variable_is_reported(capsys, monkeypatch):
     main(["devices"])
     last = capsys.readouterr().out.splitlines()[-1]
     assert f"{ENV_DEVICE}={USABLE[0].index}" in last
+
+
+def test_unknown_device_is_one_line_error(capsys, monkeypatch):
+    monkeypatch.delenv(ENV_DEVICE, raising=False)
+    with pytest.raises(SystemExit) as exc:
+        main(["devices", "--device", "no-such-device-anywhere"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no-such-device-anywhere" in err[0] and "available" in err[0]
