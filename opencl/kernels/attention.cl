@@ -245,8 +245,7 @@ __kernel void revin_stats(__global const REAL *x, const uint x_off, __global REA
     std[std_off + r] = sqrt(var / (REAL)L + eps);
 }
 
-/* Row maps of (rows, L) by per-row shift and scale: mode 0 (x - shift)/scale, 1 x*scale + shift,
- * 2 x*scale, 3 x/scale (`shift` unused in 2, 3). */
+/* Row maps of (rows, L) by per-row shift and scale: mode 0 (x - shift)/scale, 1 x*scale + shift. */
 __kernel void row_affine(__global const REAL *x, const uint x_off, __global const REAL *shift,
                          const uint shift_off, __global const REAL *scale, const uint scale_off,
                          __global REAL *y, const uint y_off, const int n, const int L, const int mode) {
@@ -261,7 +260,63 @@ __kernel void row_affine(__global const REAL *x, const uint x_off, __global cons
     const int r = i / L;
     const REAL v = x[i];
     const REAL s = scale[r];
-    y[i] = mode == 0 ? (v - shift[r]) / s : mode == 1 ? v * s + shift[r] : mode == 2 ? v * s : v / s;
+    y[i] = mode == 0 ? (v - shift[r]) / s : v * s + shift[r];
+}
+
+/* Backward of RevIN's y = h std + mean per row of (rows, T): gh = gy std and the gradients reaching the
+ * statistics, g_mean = sum_t gy, g_std = sum_t gy h. One item per row. */
+__kernel void revin_denorm_backward(__global const REAL *gy, const uint gy_off, __global const REAL *h,
+                                    const uint h_off, __global const REAL *std, const uint std_off,
+                                    __global REAL *gh, const uint gh_off, __global REAL *g_mean,
+                                    const uint g_mean_off, __global REAL *g_std, const uint g_std_off,
+                                    const int rows, const int T) {
+    const int r = get_global_id(0);
+    if (r >= rows) {
+        return;
+    }
+    gy += gy_off + (size_t)r * T;
+    h += h_off + (size_t)r * T;
+    gh += gh_off + (size_t)r * T;
+    const REAL s = std[std_off + r];
+    REAL sum = (REAL)0;
+    REAL dot = (REAL)0;
+    for (int t = 0; t < T; ++t) {
+        const REAL g = gy[t];
+        gh[t] = g * s;
+        sum += g;
+        dot += g * h[t];
+    }
+    g_mean[g_mean_off + r] = sum;
+    g_std[g_std_off + r] = dot;
+}
+
+/* Exact input gradient of RevIN per row of (rows, L), xn = (x - mean)/std:
+ * gx = gxn/std + (G_mean + G_std xn)/L, G_mean = g_mean - sum gxn/std, G_std = g_std - sum gxn xn/std.
+ * One item per row. */
+__kernel void revin_norm_backward(__global const REAL *gxn, const uint gxn_off, __global const REAL *xn,
+                                  const uint xn_off, __global const REAL *std, const uint std_off,
+                                  __global const REAL *g_mean, const uint g_mean_off,
+                                  __global const REAL *g_std, const uint g_std_off, __global REAL *gx,
+                                  const uint gx_off, const int rows, const int L) {
+    const int r = get_global_id(0);
+    if (r >= rows) {
+        return;
+    }
+    gxn += gxn_off + (size_t)r * L;
+    xn += xn_off + (size_t)r * L;
+    gx += gx_off + (size_t)r * L;
+    const REAL s = std[std_off + r];
+    REAL sum = (REAL)0;
+    REAL dot = (REAL)0;
+    for (int l = 0; l < L; ++l) {
+        sum += gxn[l];
+        dot += gxn[l] * xn[l];
+    }
+    const REAL gm = (g_mean[g_mean_off + r] - sum / s) / (REAL)L;
+    const REAL gs = (g_std[g_std_off + r] - dot / s) / (REAL)L;
+    for (int l = 0; l < L; ++l) {
+        gx[l] = gxn[l] / s + gm + gs * xn[l];
+    }
 }
 
 /* RevIN's channel affine on (B, C, L): gamma x + beta, or (inverse) (x - beta)/gamma. */

@@ -161,24 +161,15 @@ inline REAL hsum16(REAL16 v) {
 // C = act(alpha * A Bᵀ + beta * C + bias) for row-major A (M, K) and B (N, K): both operands are contiguous
 // along K, so each work-item computes a DM x DN block as dot products of REAL16 vectors, with no packing
 // pass. Used for small M (the forward product of a dense layer at small batch), where packing B would
-// cost more than the product. Global size (ceil(M / DM), ceil(N / DN), G), local size (1, 1, 1).
+// cost more than the product. Each work-item covers npi consecutive column blocks (enough arithmetic per
+// PoCL work-group). Global size (ceil(M / DM), ceil(ceil(N / DN) / npi), G), local size (1, 1, 1).
 #define DM 4
 #define DN 4
-__kernel void gemm_dot(__global const REAL* restrict A, const uint a_off,
-                       __global const REAL* restrict B, const uint b_off,
-                       __global REAL* restrict C, const uint c_off,
-                       __global const REAL* restrict bias, const uint bias_off,
-                       const int M, const int N, const int K, const int lda, const int ldb, const int ldc,
-                       const REAL alpha, const REAL beta, const int has_bias,
-                       const int act, const REAL act_a, const REAL act_b,
-                       const int ga, const int gb, const int gc) {
-    const int m0 = get_global_id(0) * DM;
-    const int n0 = get_global_id(1) * DN;
-    const size_t g = get_global_id(2);
-    A += a_off + g * ga;
-    B += b_off + g * gb;
-    C += c_off + g * gc;
-    bias += bias_off;
+inline void dot_block(__global const REAL* restrict A, __global const REAL* restrict B,
+                      __global REAL* restrict C, __global const REAL* restrict bias,
+                      const int M, const int N, const int K, const int lda, const int ldb, const int ldc,
+                      const REAL alpha, const REAL beta, const int has_bias,
+                      const int act, const REAL act_a, const REAL act_b, const int m0, const int n0) {
     __global const REAL* arow[DM];
     __global const REAL* brow[DN];
 #pragma unroll
@@ -227,4 +218,26 @@ __kernel void gemm_dot(__global const REAL* restrict A, const uint a_off,
             }
         }
     }
+}
+
+__kernel void gemm_dot(__global const REAL* restrict A, const uint a_off,
+                       __global const REAL* restrict B, const uint b_off,
+                       __global REAL* restrict C, const uint c_off,
+                       __global const REAL* restrict bias, const uint bias_off,
+                       const int M, const int N, const int K, const int lda, const int ldb, const int ldc,
+                       const int npi, const REAL alpha, const REAL beta, const int has_bias,
+                       const int act, const REAL act_a, const REAL act_b,
+                       const int ga, const int gb, const int gc) {
+    const int m0 = get_global_id(0) * DM;
+    const size_t g = get_global_id(2);
+    A += a_off + g * ga;
+    B += b_off + g * gb;
+    C += c_off + g * gc;
+    bias += bias_off;
+    const int blocks = (N + DN - 1) / DN;
+    const int first = get_global_id(1) * npi;
+    const int last = min(first + npi, blocks);
+    for (int blk = first; blk < last; ++blk)
+        dot_block(A, B, C, bias, M, N, K, lda, ldb, ldc, alpha, beta, has_bias, act, act_a, act_b, m0,
+                  blk * DN);
 }
