@@ -45,8 +45,11 @@ class ChannelIndependent(Composite):
     """Runs ``layers`` (one series ``(L,)`` -> ``(T,)``) on every channel of ``(L, C)`` inputs -> ``(T, C)``.
 
     With ``revin`` each window is normalised by its own mean and standard deviation first and the output is
-    mapped back (RevIN, Kim et al. 2022), optionally with a learned per-channel ``affine`` map. The window
-    statistics are constants of the raw input (nothing trainable precedes them), as in the official code.
+    mapped back (RevIN, Kim et al. 2022), optionally with a learned per-channel ``affine`` map. ``backward``
+    returns the exact input gradient, including the paths through the window's mean and standard deviation
+    (both maps use them), so the layer may follow trainable layers. Parameter gradients do not depend on
+    those paths: in ATFNet, where the raw window comes first, they match the official code (which detaches
+    the mean) exactly.
     """
 
     type_name = "channel_independent"
@@ -83,10 +86,9 @@ class ChannelIndependent(Composite):
         h = be.permute(x, (0, 2, 1)).reshape(b * c, length)  # (B·C, L): one row per series
         if self.revin:
             self._mean, self._std = be.revin_stats(h, self.eps)
-            h = be.revin_normalize(h, self._mean, self._std)
+            h = self._xn = be.revin_normalize(h, self._mean, self._std)  # (B·C, L)
             if self.affine:
-                self._xn = h.reshape(b, c, length)
-                self._xa = be.channel_affine_forward(self._xn, p["gamma"], p["beta"], False)
+                self._xa = be.channel_affine_forward(h.reshape(b, c, length), p["gamma"], p["beta"], False)
                 h = self._xa.reshape(b * c, length)
         for child in self.children.values():
             h = child.forward(h, training)
@@ -96,6 +98,7 @@ class ChannelIndependent(Composite):
                 self._ya = h.reshape(b, c, t)
                 self._yi = be.channel_affine_forward(self._ya, p["gamma"], p["beta"], True)
                 h = self._yi.reshape(b * c, t)
+            self._h = h  # (B·C, T): what de-normalisation maps back
             h = be.revin_denormalize(h, self._mean, self._std)
         return be.permute(h.reshape(b, c, t), (0, 2, 1))  # (B, T, C)
 
@@ -104,7 +107,7 @@ class ChannelIndependent(Composite):
         b, t, c = gy.shape
         h = be.permute(gy, (0, 2, 1)).reshape(b * c, t)  # (B·C, T)
         if self.revin:
-            h = be.row_scale(h, self._std, False)
+            h, g_mean, g_std = be.revin_denorm_backward(h, self._h, self._std)
             if self.affine:
                 # gamma/beta act twice (after normalising, inverted before de-normalising): sum both parts
                 gg, gb = be.zeros((c,)), be.zeros((c,))
@@ -117,8 +120,9 @@ class ChannelIndependent(Composite):
             h = child.backward(h, need_input_grad or not first or (self.revin and self.affine))
         if self.revin and self.affine:
             length = self.input_shape[0]
+            xn = self._xn.reshape(b, c, length)
             h = be.channel_affine_backward(
-                h.reshape(b, c, length), self._xn, self._xa, p["gamma"], False, g["gamma"], g["beta"]
+                h.reshape(b, c, length), xn, self._xa, p["gamma"], False, g["gamma"], g["beta"]
             )
             be.add_(g["gamma"], gg)
             be.add_(g["beta"], gb)
@@ -126,7 +130,7 @@ class ChannelIndependent(Composite):
         if not need_input_grad:
             return None
         if self.revin:
-            h = be.row_scale(h, self._std, True)
+            h = be.revin_norm_backward(h, self._xn, self._std, g_mean, g_std)
         return be.permute(h.reshape(b, c, -1), (0, 2, 1))  # (B, L, C)
 
     def config(self):

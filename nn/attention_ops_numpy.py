@@ -178,9 +178,30 @@ class AttentionNumpyOps:
         """``y·std + mean`` row-wise for ``y (N, T)``: the forecast back in the window's units."""
         return y * std[:, None] + mean[:, None]
 
-    def row_scale(self, g: np.ndarray, s: np.ndarray, inverse: bool) -> np.ndarray:
-        """``g (N, T)`` times ``s (N,)`` (or divided by it): the backward of the two RevIN maps."""
-        return g / s[:, None] if inverse else g * s[:, None]
+    def revin_denorm_backward(
+        self, gy: np.ndarray, h: np.ndarray, std: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Backward of ``y = h·std + mean`` for ``gy, h (N, T)``: ``(gh = gy·std, Σ_t gy, Σ_t gy·h)``.
+
+        The two row sums are the gradients reaching ``mean`` and ``std``; ``revin_norm_backward`` carries
+        them on to the window, whose statistics they are.
+        """
+        return gy * std[:, None], gy.sum(axis=1), (gy * h).sum(axis=1)
+
+    def revin_norm_backward(
+        self, gxn: np.ndarray, xn: np.ndarray, std: np.ndarray, g_mean: np.ndarray, g_std: np.ndarray
+    ) -> np.ndarray:
+        """Exact input gradient of RevIN for ``gxn, xn (N, L)`` (``xn = (x − mean)/std``).
+
+        ``g_mean``, ``g_std (N,)``: gradients reaching the statistics from the de-normalisation. The
+        normalisation adds ``−Σ gxn/std`` and ``−Σ gxn·xn/std``; with ``∂mean/∂x_l = 1/L`` and
+        ``∂std/∂x_l = xn_l/L``: ``gx = gxn/std + (G_mean + G_std·xn)/L``.
+        """
+        length = xn.shape[1]
+        s = std[:, None]
+        gm = g_mean[:, None] - gxn.sum(axis=1, keepdims=True) / s
+        gs = g_std[:, None] - (gxn * xn).sum(axis=1, keepdims=True) / s
+        return gxn / s + (gm + gs * xn) / length
 
     def channel_affine_forward(
         self, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, inverse: bool

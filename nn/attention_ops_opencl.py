@@ -362,8 +362,41 @@ class AttentionOpenCLOps:
     def revin_denormalize(self, y, mean, std):
         return self._attn_row_affine(y, mean, std, 1)
 
-    def row_scale(self, g, s, inverse):
-        return self._attn_row_affine(g, s, s, 3 if inverse else 2)
+    def revin_denorm_backward(self, gy, h, std):
+        rows, t = gy.shape
+        gh, g_mean, g_std = self.empty(gy.shape), self.empty((rows,)), self.empty((rows,))
+        self._attn_launch(
+            "attention.cl",
+            "revin_denorm_backward",
+            rows,
+            *self.arg(gy),
+            *self.arg(h),
+            *self.arg(std),
+            *self.arg(gh),
+            *self.arg(g_mean),
+            *self.arg(g_std),
+            rows,
+            t,
+        )
+        return gh, g_mean, g_std
+
+    def revin_norm_backward(self, gxn, xn, std, g_mean, g_std):
+        rows, length = gxn.shape
+        gx = self.empty(gxn.shape)
+        self._attn_launch(
+            "attention.cl",
+            "revin_norm_backward",
+            rows,
+            *self.arg(gxn),
+            *self.arg(xn),
+            *self.arg(std),
+            *self.arg(g_mean),
+            *self.arg(g_std),
+            *self.arg(gx),
+            rows,
+            length,
+        )
+        return gx
 
     def channel_affine_forward(self, x, gamma, beta, inverse):
         _, c, length = x.shape
