@@ -38,6 +38,38 @@ __kernel void gemm_pack_b(__global const REAL* restrict B, const uint b_off,
     }
 }
 
+// The same packing for a B whose K axis is contiguous (op(B) = Bᵀ of a row-major (N, K) array, as the
+// weights w (O, I) of a dense layer's forward product): each work-item reads 16 rows of B as REAL16
+// vectors along K and writes them transposed, a 16 x 16 block at a time.
+// Global size (ceil(K / 16), panels, G), local size (1, 1, 1).
+__kernel void gemm_pack_bt(__global const REAL* restrict B, const uint b_off,
+                           __global REAL* restrict Bp, const uint bp_off,
+                           const int K, const int N, const int ldb, const int gb, const int gp) {
+    const int k0 = get_global_id(0) * NR;
+    const int panel = get_global_id(1);
+    const size_t g = get_global_id(2);
+    const int n0 = panel * NR;
+    B += b_off + g * gb;
+    Bp += bp_off + g * gp + ((size_t)panel * K + k0) * NR;
+    REAL tile[NR][NR];  // tile[c][kk] = B[n0 + c][k0 + kk]
+    const int kn = min(NR, K - k0);
+    for (int c = 0; c < NR; ++c) {
+        __global const REAL* row = B + (size_t)min(n0 + c, N - 1) * ldb + k0;
+        if (n0 + c >= N) {
+            for (int kk = 0; kk < NR; ++kk) tile[c][kk] = (REAL)0;
+        } else if (kn == NR) {
+            *(REAL16*)tile[c] = *(__global const REAL16_u*)row;
+        } else {
+            for (int kk = 0; kk < NR; ++kk) tile[c][kk] = kk < kn ? row[kk] : (REAL)0;
+        }
+    }
+    for (int kk = 0; kk < kn; ++kk) {
+        REAL out[NR];
+        for (int c = 0; c < NR; ++c) out[c] = tile[c][kk];
+        *(__global REAL16*)(Bp + (size_t)kk * NR) = *(REAL16*)out;
+    }
+}
+
 inline REAL16 activation16(REAL16 x, int act, REAL a, REAL b) {
     switch (act) {
     case ACT_SIGMOID: return (REAL)1 / ((REAL)1 + exp(-x));
