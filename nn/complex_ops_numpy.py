@@ -239,27 +239,47 @@ class ComplexNumpyOps:
         return _r((z - mean[:, None]) / std[:, None]), _r(mean), std
 
     def spectrum_norm_backward(
-        self, x: np.ndarray, y: np.ndarray, std: np.ndarray, gy: np.ndarray, ddof: int
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        std: np.ndarray,
+        gy: np.ndarray,
+        ddof: int,
+        g_mean: np.ndarray | None = None,
+        g_std: np.ndarray | None = None,
     ) -> np.ndarray:
         """Exact gradient through the mean and σ: ``gX_k = (g_k − ḡ)/σ − R·(a_k − ā)·X_k/(a_k·σ²·(F − ddof))``
-        with ``a = |X|`` and ``R = Σ_k Re(conj(g_k)·y_k)``."""
+        with ``a = |X|`` and ``R = Σ_k Re(conj(g_k)·y_k)``.
+
+        ``g_mean (M, 2)``, ``g_std (M,)``: gradients that reach the same statistics from elsewhere (the
+        de-normalisation, ``spectrum_denorm_backward``); they add ``g_mean/F + g_std·(a_k − ā)·X_k/(a_k·σ·(F −
+        ddof))``, since ``∂mean/∂X_k = 1/F`` and ``∂σ/∂a_k = (a_k − ā)/(σ·(F − ddof))``.
+        """
         z, g = _c(x), _c(gy)
         f = z.shape[-1]
         a = np.abs(z)
         unit = np.where(a > 0, z / np.where(a > 0, a, 1.0), 0.0)
         r = np.real(np.conj(g) * _c(y)).sum(axis=-1, keepdims=True)
         sd = std[:, None]
+        gs = -r / sd if g_std is None else g_std[:, None] - r / sd  # total gradient reaching σ
         gx = (g - g.mean(axis=-1, keepdims=True)) / sd
-        gx -= r * (a - a.mean(axis=-1, keepdims=True)) * unit / (sd * sd * (f - ddof))
+        if g_mean is not None:
+            gx += _c(g_mean)[:, None] / f
+        gx += gs * (a - a.mean(axis=-1, keepdims=True)) * unit / (sd * (f - ddof))
         return _r(gx)
 
     def spectrum_denorm_forward(self, y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
         """``y (M, F, 2)`` -> ``y·σ + mean`` with the statistics of a ``spectrum_norm_forward``."""
         return _r(_c(y) * std[:, None] + _c(mean)[:, None])
 
-    def spectrum_denorm_backward(self, gy: np.ndarray, std: np.ndarray) -> np.ndarray:
-        """Statistics are constants of the input series (no parameter precedes them): ``gx = gy·σ``."""
-        return gy * std[:, None, None]
+    def spectrum_denorm_backward(
+        self, gy: np.ndarray, y: np.ndarray, std: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Backward of ``out = y·σ + mean`` for ``gy, y (M, F, 2)``: ``(gy·σ, Σ_k gy_k (M, 2),
+        Σ_k Re(conj(gy_k)·y_k) (M,))`` — the gradients of ``y``, of the mean and of σ; the last two go to
+        ``spectrum_norm_backward``, because the statistics are functions of the normalised spectrum."""
+        g = _c(gy)
+        return gy * std[:, None, None], _r(g.sum(axis=-1)), np.real(np.conj(g) * _c(y)).sum(axis=-1)
 
     def harmonic_weight(self, x: np.ndarray) -> np.ndarray:
         """``x (M, L)`` real -> ``(M,)``: ATFNet's share of spectral energy in the dominant harmonic set.

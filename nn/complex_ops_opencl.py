@@ -26,6 +26,7 @@ _ROW_KERNELS = frozenset(
         "complex_attention_grad_scores",
         "spectrum_norm_forward",
         "spectrum_norm_backward",
+        "spectrum_denorm_backward",
         "harmonic_weight",
     }
 )
@@ -372,10 +373,18 @@ class ComplexOpenCLOps:
         return y, mean, std
 
     def spectrum_norm_backward(
-        self, x: cla.Array, y: cla.Array, std: cla.Array, gy: cla.Array, ddof: int
+        self,
+        x: cla.Array,
+        y: cla.Array,
+        std: cla.Array,
+        gy: cla.Array,
+        ddof: int,
+        g_mean: cla.Array | None = None,
+        g_std: cla.Array | None = None,
     ) -> cla.Array:
         m, f = x.shape[0], x.shape[1]
         gx = self.empty(x.shape)
+        has_stats = g_mean is not None and g_std is not None
         self._cx_run(
             "spectral.cl",
             "spectrum_norm_backward",
@@ -384,10 +393,13 @@ class ComplexOpenCLOps:
             *_arg(y),
             *_arg(std),
             *_arg(gy),
+            *_arg(g_mean if has_stats else std),  # the kernel reads them only with has_stats
+            *_arg(g_std if has_stats else std),
             *_arg(gx),
             m,
             f,
             ddof,
+            int(has_stats),
         )
         return gx
 
@@ -407,13 +419,25 @@ class ComplexOpenCLOps:
         )
         return out
 
-    def spectrum_denorm_backward(self, gy: cla.Array, std: cla.Array) -> cla.Array:
+    def spectrum_denorm_backward(
+        self, gy: cla.Array, y: cla.Array, std: cla.Array
+    ) -> tuple[cla.Array, cla.Array, cla.Array]:
         m, f = gy.shape[0], gy.shape[1]
-        gx = self.empty(gy.shape)
+        gx, g_mean, g_std = self.empty(gy.shape), self.empty((m, 2)), self.empty((m,))
         self._cx_run(
-            "spectral.cl", "spectrum_denorm_backward", (f, m), *_arg(gy), *_arg(std), *_arg(gx), m, f
+            "spectral.cl",
+            "spectrum_denorm_backward",
+            (m,),
+            *_arg(gy),
+            *_arg(y),
+            *_arg(std),
+            *_arg(gx),
+            *_arg(g_mean),
+            *_arg(g_std),
+            m,
+            f,
         )
-        return gx
+        return gx, g_mean, g_std
 
     def harmonic_weight(self, x: cla.Array) -> cla.Array:
         """``x (M, L)`` -> ``(M,)``; see ``ComplexNumpyOps.harmonic_weight``."""

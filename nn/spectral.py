@@ -149,10 +149,12 @@ class SpectrumNorm(Layer):
     """Per-row spectrum normalisation over the bin axis: ``(*lead, F, 2) -> (*lead, F, 2)``.
 
     ``y = (X − mean_k X_k) / σ`` with ``σ = √(var_k |X_k| + eps)`` — the official F block's "frequency
-    normalisation" (its ``torch.var`` is unbiased: ``ddof = 1``). ``backward`` is the exact gradient through
-    both statistics. ``denormalize`` / ``denormalize_backward`` apply the inverse with the statistics of the
-    latest ``forward`` (``y·σ + mean``); they treat the statistics as constants of the input series, which is
-    exact in ATFNet because nothing trainable precedes the normalisation.
+    normalisation" (its ``torch.var`` is unbiased: ``ddof = 1``). ``denormalize`` / ``denormalize_backward``
+    apply the inverse with the statistics of the latest ``forward`` (``y·σ + mean``). ``backward`` is the
+    exact gradient through both statistics, including their use by ``denormalize`` when
+    ``denormalize_backward`` ran first (as in a backward pass through normalise -> model -> de-normalise),
+    so the input gradient of the whole F block is exact. Parameter gradients do not depend on those paths:
+    they match the official code, which detaches the mean.
     """
 
     type_name: ClassVar[str] = "spectrum_norm"
@@ -166,6 +168,8 @@ class SpectrumNorm(Layer):
         self.std: Tensor | None = None  # (M,)
         self._x: Tensor | None = None
         self._y: Tensor | None = None
+        self._yd: Tensor | None = None  # input of the latest denormalize
+        self._g_stats: tuple[Tensor, Tensor] | None = None  # (g_mean, g_std) from denormalize_backward
 
     def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
         if len(input_shape) < 2 or input_shape[-1] != 2 or input_shape[-2] <= self.ddof:
@@ -177,6 +181,7 @@ class SpectrumNorm(Layer):
 
     def forward(self, x: Tensor, training: bool) -> Tensor:
         self._x = x.reshape(-1, self.input_shape[-2], 2)  # (M, F, 2)
+        self._yd, self._g_stats = None, None
         self._y, self.mean, self.std = self.backend.spectrum_norm_forward(self._x, self.eps, self.ddof)
         return self._y.reshape(x.shape)
 
@@ -184,21 +189,28 @@ class SpectrumNorm(Layer):
         if not need_input_grad:
             return None
         g = gy.reshape(-1, self.input_shape[-2], 2)
-        return self.backend.spectrum_norm_backward(self._x, self._y, self.std, g, self.ddof).reshape(gy.shape)
+        g_mean, g_std = self._g_stats or (None, None)
+        self._g_stats = None
+        gx = self.backend.spectrum_norm_backward(self._x, self._y, self.std, g, self.ddof, g_mean, g_std)
+        return gx.reshape(gy.shape)
 
     def denormalize(self, y: Tensor) -> Tensor:
         """``y (B, *lead, F, 2)`` -> ``y·σ + mean`` per row, using the latest forward's statistics."""
         self._check_stats(y)
-        return self.backend.spectrum_denorm_forward(
-            y.reshape(-1, y.shape[-2], 2), self.mean, self.std
-        ).reshape(y.shape)
+        self._yd = y.reshape(-1, y.shape[-2], 2)
+        return self.backend.spectrum_denorm_forward(self._yd, self.mean, self.std).reshape(y.shape)
 
     def denormalize_backward(self, gy: Tensor) -> Tensor:
-        """Gradient of ``denormalize`` w.r.t. its input: ``gy·σ``."""
+        """Gradient of ``denormalize`` w.r.t. its input (``gy·σ``); the gradients reaching the statistics are
+        kept for the next ``backward``."""
         self._check_stats(gy)
-        return self.backend.spectrum_denorm_backward(gy.reshape(-1, gy.shape[-2], 2), self.std).reshape(
-            gy.shape
+        if self._yd is None:
+            raise ValueError("spectrum_norm: denormalize_backward needs a denormalize first")
+        gx, g_mean, g_std = self.backend.spectrum_denorm_backward(
+            gy.reshape(-1, gy.shape[-2], 2), self._yd, self.std
         )
+        self._g_stats = (g_mean, g_std)
+        return gx.reshape(gy.shape)
 
     def _check_stats(self, y: Tensor) -> None:
         if self.std is None:

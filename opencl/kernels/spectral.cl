@@ -38,11 +38,15 @@ __kernel void spectrum_norm_forward(__global const REAL *x, const uint x_off, __
 
 /* Exact gradient through both statistics:
  * gX_k = (g_k - mean g) / sd - R (a_k - mean a) X_k / (a_k sd^2 (F - ddof)), R = sum Re(conj(g) y), a = |X|.
+ * With has_stats, g_mean (M, 2) and g_std (M,) are gradients reaching the same statistics from the
+ * de-normalisation: they add g_mean / F + g_std (a_k - mean a) X_k / (a_k sd (F - ddof)).
  * One item per row. */
 __kernel void spectrum_norm_backward(__global const REAL *x, const uint x_off, __global const REAL *y,
                                      const uint y_off, __global const REAL *std, const uint std_off,
-                                     __global const REAL *gy, const uint gy_off, __global REAL *gx,
-                                     const uint gx_off, const int M, const int F, const int ddof) {
+                                     __global const REAL *gy, const uint gy_off, __global const REAL *g_mean,
+                                     const uint g_mean_off, __global const REAL *g_std, const uint g_std_off,
+                                     __global REAL *gx, const uint gx_off, const int M, const int F,
+                                     const int ddof, const int has_stats) {
     const int m = get_global_id(0);
     if (m >= M) {
         return;
@@ -64,12 +68,18 @@ __kernel void spectrum_norm_backward(__global const REAL *x, const uint x_off, _
     }
     gmean /= (REAL)F;
     amean /= (REAL)F;
-    const REAL coef = r / (sd * sd * (REAL)(F - ddof));
+    REAL gs = -r / sd; /* total gradient reaching sd */
+    REAL2 shift = -gmean / sd;
+    if (has_stats) {
+        gs += g_std[g_std_off + m];
+        shift += c_ld(g_mean + g_mean_off, m) / (REAL)F;
+    }
+    const REAL coef = gs / (sd * (REAL)(F - ddof));
     for (int k = 0; k < F; ++k) {
         const REAL2 z = c_ld(x, k);
         const REAL a = c_abs(z);
         const REAL2 unit = a > (REAL)0 ? z / a : (REAL2)(0, 0);
-        c_st(gx, k, (c_ld(gy, k) - gmean) / sd - unit * (coef * (a - amean)));
+        c_st(gx, k, c_ld(gy, k) / sd + shift + unit * (coef * (a - amean)));
     }
 }
 
@@ -86,17 +96,32 @@ __kernel void spectrum_denorm_forward(__global const REAL *y, const uint y_off, 
     c_st(out + out_off, idx, c_ld(y + y_off, idx) * std[std_off + m] + c_ld(mean + mean_off, m));
 }
 
-/* gx = gy std per row. Global (F, M). */
-__kernel void spectrum_denorm_backward(__global const REAL *gy, const uint gy_off, __global const REAL *std,
-                                       const uint std_off, __global REAL *gx, const uint gx_off, const int M,
-                                       const int F) {
-    const int k = get_global_id(0);
-    const int m = get_global_id(1);
-    if (k >= F || m >= M) {
+/* Backward of out = y std + mean: gx = gy std, and per row the gradients of the statistics,
+ * g_mean = sum_k gy_k and g_std = sum_k Re(conj(gy_k) y_k). One item per row. */
+__kernel void spectrum_denorm_backward(__global const REAL *gy, const uint gy_off, __global const REAL *y,
+                                       const uint y_off, __global const REAL *std, const uint std_off,
+                                       __global REAL *gx, const uint gx_off, __global REAL *g_mean,
+                                       const uint g_mean_off, __global REAL *g_std, const uint g_std_off,
+                                       const int M, const int F) {
+    const int m = get_global_id(0);
+    if (m >= M) {
         return;
     }
-    const size_t idx = (size_t)m * F + k;
-    c_st(gx + gx_off, idx, c_ld(gy + gy_off, idx) * std[std_off + m]);
+    gy += gy_off + (size_t)m * 2 * F;
+    y += y_off + (size_t)m * 2 * F;
+    gx += gx_off + (size_t)m * 2 * F;
+    const REAL sd = std[std_off + m];
+    REAL2 sum = (REAL2)(0, 0);
+    REAL dot = (REAL)0;
+    for (int k = 0; k < F; ++k) {
+        const REAL2 g = c_ld(gy, k);
+        const REAL2 v = c_ld(y, k);
+        c_st(gx, k, g * sd);
+        sum += g;
+        dot += g.x * v.x + g.y * v.y;
+    }
+    c_st(g_mean + g_mean_off, m, sum);
+    g_std[g_std_off + m] = dot;
 }
 
 /* |DFT_k(x - mean)|^2 of one row of length L; the angle 2 pi (k t mod L) / L is reduced in integers. */

@@ -157,10 +157,10 @@ def test_feature_encoder_layer_gradients(rng, finite_difference):
 
 @pytest.mark.parametrize(("length", "horizon"), [(8, 4), (9, 4)])  # L + T even and odd
 def test_frequency_block_gradients(length, horizon, rng, finite_difference):
-    """Parameters only: de-normalisation treats the input's spectrum statistics as constants (the official
-    code detaches the mean; nothing trainable precedes the block), so dL/dx is not the full derivative."""
+    """Parameters and the input: the input gradient follows the spectrum statistics through both the
+    normalisation and the de-normalisation."""
     layer = FrequencyBlock(horizon, d_model=4, n_heads=2, layers=1, d_ff=6, dropout=0.0)
-    fd_check(layer, (length,), 2, rng, finite_difference, check_input=False)
+    fd_check(layer, (length,), 2, rng, finite_difference)
 
 
 def test_atfnet_parameter_gradients(rng, finite_difference):

@@ -183,7 +183,14 @@ def test_spectrum_norm(cl, ddof, m, f, rng):
     gx = ref.spectrum_norm_backward(x, y, std, gy, ddof)
     _close(cl, cl.spectrum_norm_backward(cl.asarray(x), yd, stdd, cl.asarray(gy), ddof), gx, 10)
     _close(cl, cl.spectrum_denorm_forward(yd, meand, stdd), ref.spectrum_denorm_forward(y, mean, std))
-    _close(cl, cl.spectrum_denorm_backward(cl.asarray(gy), stdd), ref.spectrum_denorm_backward(gy, std))
+    u = rng.normal(size=(m, f, 2))  # what the model hands to de-normalisation
+    got = cl.spectrum_denorm_backward(cl.asarray(gy), cl.asarray(u), stdd)
+    want = ref.spectrum_denorm_backward(gy, u, std)
+    for g, w in zip(got, want, strict=True):
+        _close(cl, g, w, 10)
+    gx = ref.spectrum_norm_backward(x, y, std, gy, ddof, want[1], want[2])
+    gxd = cl.spectrum_norm_backward(cl.asarray(x), yd, stdd, cl.asarray(gy), ddof, got[1], got[2])
+    _close(cl, gxd, gx, 10)
 
 
 @pytest.mark.parametrize("length", [2, 7, 17, 96, 130])
@@ -253,3 +260,6 @@ def test_frequency_pipeline_end_to_end(cl, rng):
     np.testing.assert_allclose(y_ref, 0.0, atol=1e-12)  # spectrum of the padded input: the padding comes back
     _close(cl, y_cl, y_ref, 10)
     _close(cl, g_cl, g_ref, 10)
+    # normalise then de-normalise is the identity, so the gradient is that of inverse(DFT(x)) alone
+    dft, _, inv = pipes[0]
+    np.testing.assert_allclose(g_ref, dft.backward(inv.backward(gy)), atol=1e-12)

@@ -87,12 +87,37 @@ def test_spectrum_denormalize_inverts_and_differentiates(rng, finite_difference)
     np.testing.assert_allclose(layer.denormalize(y), x, rtol=1e-12)
     u = rng.normal(size=y.shape)
     r = rng.normal(size=y.shape)
+    layer.denormalize(u)
     g = layer.denormalize_backward(r)
     np.testing.assert_allclose(
         g, finite_difference(lambda: float(np.sum(layer.denormalize(u) * r)), u), atol=1e-8
     )
     with pytest.raises(ValueError, match="spectrum_norm: cannot denormalize"):
         layer.denormalize(y[:1])
+
+
+@pytest.mark.parametrize("ddof", [0, 1])
+def test_normalise_model_denormalise_gradient_reaches_the_statistics(ddof, rng, finite_difference):
+    """``denormalize(h(forward(X)))``: the statistics of X appear twice, and the input gradient must follow
+    both uses; ``h`` is a fixed complex map so that the round trip is not the identity."""
+    layer = _bound(SpectrumNorm(eps=1e-9, ddof=ddof), (2, 6, 2))
+    x = rng.normal(size=(3, 2, 6, 2))
+    w = rng.normal(size=(6, 6)) + 1j * rng.normal(size=(6, 6))
+    r = rng.normal(size=x.shape)
+
+    def h(y):
+        z = (y[..., 0] + 1j * y[..., 1]) @ w.T
+        return np.stack([z.real, z.imag], axis=-1)
+
+    def loss() -> float:
+        return float(np.sum(layer.denormalize(h(layer.forward(x, False))) * r))
+
+    loss()
+    gz = layer.denormalize_backward(r)
+    gz = gz[..., 0] + 1j * gz[..., 1]
+    g_y = gz @ np.conj(w)  # gradient convention: g_y = g_z·conj(w) for z = y·wᵀ
+    gx = layer.backward(np.stack([g_y.real, g_y.imag], axis=-1))
+    np.testing.assert_allclose(gx, finite_difference(loss, x), atol=1e-6)
 
 
 def _harmonic_weight_by_hand(x: np.ndarray) -> float:
