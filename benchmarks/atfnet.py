@@ -129,7 +129,8 @@ def torch_atfnet(cfg: dict, channels: int):
         def forward(self, x):  # (R, d) complex; heads attend across d/h feature slots
             r = x.shape[0]
             q, k, v = (t.reshape(r, d // h, h) for t in self.qkv(x).chunk(3, dim=-1))
-            p = torch.softmax(torch.einsum("rlh,rsh->rhls", q, k).abs(), dim=-1).to(v.dtype)
+            p = torch.softmax(torch.einsum("rlh,rsh->rhls", q, k).abs(), dim=-1)
+            p = torch.nn.functional.dropout(p, 0.1, self.training).to(v.dtype)
             a = self.out(torch.einsum("rhls,rsh->rlh", p, v).reshape(r, d))
             x = self.n1(x + cdrop(a, 0.1, self.training))
             y = torch.complex(torch.relu(self.f1(x).real), torch.relu(self.f1(x).imag))

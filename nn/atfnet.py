@@ -13,9 +13,9 @@ points). Every channel is forecast on its own ("channel independence"): internal
 - Mix: ``y = w·y_F + (1 − w)·y_T`` with the harmonic-energy weight ``w`` of each input window (no gradient).
 
 Defaults follow the official implementation (github YHYHYHYHYHY/ATFNet): d_model 512, 8 heads, 2 layers,
-d_ff 2048, dropout 0.1 in both blocks, RevIN without affine. Two deliberate differences: the official F
-block's attention also drops attention weights (not done here), and the inverse DFT always has length L+T
-(the official ``irfft`` default loses a point when L+T is odd).
+d_ff 2048, dropout 0.1 in both blocks (the F block's attention weights included), RevIN without affine.
+One deliberate difference: the inverse DFT always has length L+T (the official ``irfft`` default loses a
+point when L+T is odd).
 
 Complex attention, official layout: the projected ``d_model`` features of a row are viewed as ``(d_model/H,
 H)``; each head attends across the ``d_model/H`` feature slots (width-1 keys/values), with
@@ -34,7 +34,7 @@ from nn.attention import (
     _Dropout,
     _layer,
 )
-from nn.complex import ComplexDense, ComplexDropout, ComplexEncoderLayer
+from nn.complex import AttentionDropout, ComplexDense, ComplexDropout, ComplexEncoderLayer
 from nn.layer import Layer, ParamSpec
 from nn.layers import register_layer
 from nn.spectral import ExtendedDFT, InverseExtendedDFT, SpectrumNorm, harmonic_weight
@@ -248,14 +248,23 @@ class ComplexFeatureAttention(Layer):
     ``Q, K, V = x·W_qkvᵀ + b`` (complex, ``(N, 3d)``); each of Q/K/V is viewed as ``(d/H, H)`` (slot, head);
     head h forms ``s_ij = q_ih·k_jh`` over slots i, j, then ``p = softmax_j |s_ij|`` (``score="modulus"``)
     or the holomorphic complex softmax (``"holomorphic"``), ``out_ih = Σ_j p_ij·v_jh``, output projection.
-    Tokens never mix: in ATFNet's F block every token is one channel's spectrum embedding.
+    ``dropout`` drops the weights ``p`` in training, as the official ``ComplexAttention``. Tokens never mix:
+    in ATFNet's F block every token is one channel's spectrum embedding.
     """
 
     type_name = "complex_feature_attention"
 
-    def __init__(self, heads: int = 8, score: str = "modulus", causal: bool = False) -> None:
+    def __init__(
+        self,
+        heads: int = 8,
+        score: str = "modulus",
+        causal: bool = False,
+        dropout: float = 0.0,
+        seed: int = 0,
+    ) -> None:
         super().__init__()
-        self.heads, self.score, self.causal = heads, score, causal
+        self.heads, self.score, self.causal, self.dropout, self.seed = heads, score, causal, dropout, seed
+        self._drop = AttentionDropout(dropout, seed)
 
     def build(self, input_shape):
         if len(input_shape) != 3 or input_shape[-1] != 2:
@@ -281,26 +290,34 @@ class ComplexFeatureAttention(Layer):
         xf = x.reshape(m, d, 2)
         qkv = be.complex_dense_forward(xf, p["w_qkv"], p["b_qkv"])  # (M, 3d, 2)
         qkv = be.permute(qkv.reshape(m, 3, d // h, h, 2), (0, 2, 1, 3, 4)).reshape(m, d // h, 3 * h, 2)
-        att, s, pr = be.complex_attention_forward(qkv, h, self.score, self.causal)  # att (M, d/H, H, 2)
+        mask = self._drop.mask(be, (m, h, d // h, d // h), training)
+        att, s, pr = be.complex_attention_forward(qkv, h, self.score, self.causal, mask)  # (M, d/H, H, 2)
         att = att.reshape(m, d, 2)  # slot-major: feature index = slot·H + head, as the official view
-        self._cache = (xf, qkv, s, pr, att)
+        self._cache = (xf, qkv, s, pr, att, mask)
         return be.complex_dense_forward(att, p["w_out"], p["b_out"]).reshape(x.shape)
 
     def backward(self, gy, need_input_grad=True):
         be, p, g = self.backend, self.params, self.grads
         n, d, _ = self.input_shape
         m, h = gy.shape[0] * n, self.heads
-        xf, qkv, s, pr, att = self._cache
+        xf, qkv, s, pr, att, mask = self._cache
         gatt = be.complex_dense_backward(att, p["w_out"], gy.reshape(m, d, 2), g["w_out"], g["b_out"], True)
         gqkv = be.complex_attention_backward(
-            qkv, s, pr, gatt.reshape(m, d // h, h, 2), h, self.score, self.causal
+            qkv, s, pr, gatt.reshape(m, d // h, h, 2), h, self.score, self.causal, mask
         )  # (M, d/H, 3H, 2)
         gqkv = be.permute(gqkv.reshape(m, d // h, 3, h, 2), (0, 2, 1, 3, 4)).reshape(m, 3 * d, 2)
         gx = be.complex_dense_backward(xf, p["w_qkv"], gqkv, g["w_qkv"], g["b_qkv"], need_input_grad)
         return None if gx is None else gx.reshape(gy.shape)
 
     def config(self):
-        return {"type": self.type_name, "heads": self.heads, "score": self.score, "causal": self.causal}
+        return {
+            "type": self.type_name,
+            "heads": self.heads,
+            "score": self.score,
+            "causal": self.causal,
+            "dropout": self.dropout,
+            "seed": self.seed,
+        }
 
 
 @register_layer
@@ -319,9 +336,10 @@ class FeatureAttentionEncoderLayer(ComplexEncoderLayer):
         causal: bool = False,
         eps: float = 1e-5,
         seed: int = 0,
+        attn_dropout: float | None = None,
     ) -> None:
-        super().__init__(heads, d_ff, dropout, score, causal, eps, seed)
-        self.attn = ComplexFeatureAttention(heads, score, causal)
+        super().__init__(heads, d_ff, dropout, score, causal, eps, seed, attn_dropout)
+        self.attn = ComplexFeatureAttention(heads, score, causal, self._attn_rate, seed + 3)
 
 
 @register_layer
@@ -340,10 +358,12 @@ class FrequencyBlock(Composite):
         dropout: float = 0.1,
         score: str = "modulus",
         seed: int = 0,
+        attn_dropout: float | None = None,
     ) -> None:
         super().__init__()
         self.pred_len, self.d_model, self.n_heads, self.layers = pred_len, d_model, n_heads, layers
         self.d_ff, self.dropout, self.score, self.seed = d_ff, dropout, score, seed
+        self.attn_dropout = attn_dropout
         self.children = {
             "norm": SpectrumNorm(),
             "embed": ComplexDense(d_model),
@@ -351,7 +371,7 @@ class FrequencyBlock(Composite):
         }
         for i in range(layers):
             self.children[f"enc{i}"] = FeatureAttentionEncoderLayer(
-                n_heads, d_ff, dropout, score, seed=seed + 8 * (i + 1)
+                n_heads, d_ff, dropout, score, seed=seed + 8 * (i + 1), attn_dropout=attn_dropout
             )
 
     def build(self, input_shape):
@@ -410,6 +430,7 @@ class FrequencyBlock(Composite):
             "dropout": self.dropout,
             "score": self.score,
             "seed": self.seed,
+            "attn_dropout": self.attn_dropout,
         }
 
 
@@ -448,6 +469,9 @@ class ATFNet(Composite):
     """ATFNet: ``(L, C)`` -> ``(T, C)``, ``w·F-block + (1 − w)·T-block`` with the harmonic weight ``w``.
 
     ``last_weight`` keeps the ``(B, C)`` weights of the latest forward pass (for reports).
+    ``fnet_attn_dropout`` drops the F block's attention weights (``None``: ``complex_dropout``; the official
+    code always uses 0.1). ``backward`` treats ``w`` as a constant (it has no gradient, as in the official
+    code), so the input gradient is exact only within each block; parameter gradients are exact.
     """
 
     type_name = "atfnet"
@@ -470,12 +494,14 @@ class ATFNet(Composite):
         complex_dropout: float = 0.1,
         score: str = "modulus",
         seed: int = 0,
+        fnet_attn_dropout: float | None = None,
     ) -> None:
         self.cfg = {k: v for k, v in locals().items() if k not in ("self", "__class__")}  # the signature
         super().__init__()
         fblock = FrequencyBlock(
-            pred_len, fnet_d_model, n_heads, fnet_layers, fnet_d_ff, complex_dropout, score, seed + 1000
-        )
+            pred_len, fnet_d_model, n_heads, fnet_layers, fnet_d_ff, complex_dropout, score, seed + 1000,
+            fnet_attn_dropout,
+        )  # fmt: skip
         self.children = {
             "t": PatchTST(pred_len, d_model, n_heads, e_layers, d_ff, dropout, patch_len, stride, activation,
                           affine, seed),

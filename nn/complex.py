@@ -210,6 +210,25 @@ class ComplexLayerNorm(Layer):
         return {"type": self.type_name, "eps": self.eps}
 
 
+class AttentionDropout:
+    """Inverted dropout on attention weights ``(B, H, N, N)``: one counter-based mask per training pass.
+
+    The mask is handed to the attention ops, which apply it after the score softmax; both backends draw the
+    same bits from ``uniform01(seed, counter, index)``.
+    """
+
+    def __init__(self, rate: float, seed: int) -> None:
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"attention dropout rate must be in [0, 1), got {rate}")
+        self.rate, self.seed, self.counter = rate, seed, 0
+
+    def mask(self, backend: Backend, shape: tuple[int, ...], training: bool) -> Tensor | None:
+        if not training or self.rate == 0.0:
+            return None
+        self.counter += 1
+        return backend.complex_dropout_mask(shape, self.rate, self.seed, self.counter)
+
+
 @register_layer
 class ComplexMultiHeadAttention(Layer):
     """Complex multi-head self-attention over tokens: ``(N, d) -> (N, d)`` (complex).
@@ -220,14 +239,25 @@ class ComplexMultiHeadAttention(Layer):
     - ``"holomorphic"`` (MQL5 port): ``p = e_ij / Σ_j e_ij`` with ``e = exp(s/√E)``, Re of the exponent
       clamped to ±20 — complex weights.
     ``out_i = Σ_j p_ij·v_j``, heads concatenated, then the output complex dense. ``causal`` lets token i see
-    tokens j ≤ i only. This is standard attention ACROSS tokens; the official ATFNet code instead attends
-    across feature slots inside each token (``nn.atfnet.ComplexFeatureAttention``, built on the same ops).
+    tokens j ≤ i only. ``dropout`` drops attention weights in training (inverted dropout, counter-based
+    masks from ``seed``), as the official ``ComplexAttention`` does. This is standard attention ACROSS
+    tokens; the official ATFNet code instead attends across feature slots inside each token
+    (``nn.atfnet.ComplexFeatureAttention``, built on the same ops).
     """
 
     type_name: ClassVar[str] = "complex_mha"
 
-    def __init__(self, heads: int = 8, score: str = "modulus", causal: bool = False) -> None:
+    def __init__(
+        self,
+        heads: int = 8,
+        score: str = "modulus",
+        causal: bool = False,
+        dropout: float = 0.0,
+        seed: int = 0,
+    ) -> None:
         super().__init__()
+        self._drop = AttentionDropout(dropout, seed)
+        self.dropout, self.seed = dropout, seed
         if score not in SCORE_MODES:
             raise ValueError(
                 f"complex_mha: unknown score {score!r}: expected one of {', '.join(SCORE_MODES)}"
@@ -261,15 +291,16 @@ class ComplexMultiHeadAttention(Layer):
         qkv = be.complex_dense_forward(xf, self.params["w_qkv"], self.params["b_qkv"]).reshape(
             bsz, n, 3 * d, 2
         )
-        att, s, p = be.complex_attention_forward(qkv, self.heads, self.score, self.causal)
+        mask = self._drop.mask(be, (bsz, self.heads, n, n), training)
+        att, s, p = be.complex_attention_forward(qkv, self.heads, self.score, self.causal, mask)
         att = att.reshape(bsz * n, d, 2)  # (B·N, d, 2): heads concatenated
-        self._cache = (xf, qkv, s, p, att)
+        self._cache = (xf, qkv, s, p, att, mask)
         return be.complex_dense_forward(att, self.params["w_out"], self.params["b_out"]).reshape(x.shape)
 
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
         be, (n, d, _) = self.backend, self.input_shape
         bsz = gy.shape[0]
-        xf, qkv, s, p, att = self._cache
+        xf, qkv, s, p, att, mask = self._cache
         gatt = be.complex_dense_backward(
             att,
             self.params["w_out"],
@@ -279,7 +310,7 @@ class ComplexMultiHeadAttention(Layer):
             True,
         )
         gqkv = be.complex_attention_backward(
-            qkv, s, p, gatt.reshape(bsz, n, d, 2), self.heads, self.score, self.causal
+            qkv, s, p, gatt.reshape(bsz, n, d, 2), self.heads, self.score, self.causal, mask
         )
         gx = be.complex_dense_backward(
             xf,
@@ -292,7 +323,14 @@ class ComplexMultiHeadAttention(Layer):
         return None if gx is None else gx.reshape(gy.shape)
 
     def config(self) -> dict[str, Any]:
-        return {"type": self.type_name, "heads": self.heads, "score": self.score, "causal": self.causal}
+        return {
+            "type": self.type_name,
+            "heads": self.heads,
+            "score": self.score,
+            "causal": self.causal,
+            "dropout": self.dropout,
+            "seed": self.seed,
+        }
 
 
 @register_layer
@@ -301,8 +339,10 @@ class ComplexEncoderLayer(Layer):
 
     ``h = LN1(x + drop(MHA(x)))``; ``y = LN2(h + drop(W2·drop(splitReLU(W1·h))))``, W1: d -> d_ff,
     W2: d_ff -> d. Input and output ``(tokens, d_model, 2)``. Parameters are named ``attn.*``, ``norm1.*``,
-    ``ff1.*``, ``ff2.*``, ``norm2.*``. The three dropouts use seeds ``seed``, ``seed + 1``, ``seed + 2``:
-    give stacked layers seeds at least 3 apart so that their masks are independent.
+    ``ff1.*``, ``ff2.*``, ``norm2.*``. The attention weights are dropped at ``attn_dropout`` (``None``: the
+    same rate as ``dropout``; the official code fixes it at 0.1). The three dropouts use seeds ``seed``,
+    ``seed + 1``, ``seed + 2`` and the attention ``seed + 3``: give stacked layers seeds at least 4 apart so
+    that their masks are independent.
     """
 
     type_name: ClassVar[str] = "complex_encoder_layer"
@@ -316,13 +356,14 @@ class ComplexEncoderLayer(Layer):
         causal: bool = False,
         eps: float = 1e-5,
         seed: int = 0,
+        attn_dropout: float | None = None,
     ) -> None:
         super().__init__()
         if d_ff < 1:
             raise ValueError(f"complex_encoder_layer: d_ff must be >= 1, got {d_ff}")
         self.heads, self.d_ff, self.dropout, self.score = heads, d_ff, dropout, score
-        self.causal, self.eps, self.seed = causal, eps, seed
-        self.attn = ComplexMultiHeadAttention(heads, score, causal)
+        self.causal, self.eps, self.seed, self.attn_dropout = causal, eps, seed, attn_dropout
+        self.attn: Layer = ComplexMultiHeadAttention(heads, score, causal, self._attn_rate, seed + 3)
         self.drop1 = ComplexDropout(dropout, seed)
         self.norm1 = ComplexLayerNorm(eps)
         self.ff1 = ComplexDense(d_ff)
@@ -335,13 +376,17 @@ class ComplexEncoderLayer(Layer):
     _PARAMETRISED: ClassVar[tuple[str, ...]] = ("attn", "norm1", "ff1", "ff2", "norm2")
 
     @property
+    def _attn_rate(self) -> float:
+        return self.dropout if self.attn_dropout is None else self.attn_dropout
+
+    @property
     def counter(self) -> int:
-        """The dropout counter (the three inner dropouts advance together); saved in model files."""
+        """The dropout counter (the inner dropouts advance together); saved in model files."""
         return self.drop1.counter
 
     @counter.setter
     def counter(self, value: int) -> None:
-        for drop in (self.drop1, self.drop2, self.drop3):
+        for drop in (self.drop1, self.drop2, self.drop3, self.attn._drop):
             drop.counter = value
 
     def _chain(self) -> list[Layer]:
@@ -417,4 +462,5 @@ class ComplexEncoderLayer(Layer):
             "causal": self.causal,
             "eps": self.eps,
             "seed": self.seed,
+            "attn_dropout": self.attn_dropout,
         }

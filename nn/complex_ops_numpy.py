@@ -149,7 +149,7 @@ class ComplexNumpyOps:
 
     # --- complex multi-head attention core ----------------------------------------------------------
     def complex_attention_forward(
-        self, qkv: np.ndarray, heads: int, mode: str, causal: bool
+        self, qkv: np.ndarray, heads: int, mode: str, causal: bool, mask: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``qkv (B, N, 3·H·E, 2)`` (Q, K, V blocks, each head-major) -> ``(out (B, N, H·E, 2), s, p)``.
 
@@ -158,7 +158,9 @@ class ComplexNumpyOps:
         layout the OpenCL kernels use for coalesced access; callers only pass them on to backward.
         ``modulus``: ``p = softmax_j |s_ij|`` (real, no 1/√E; the official ATFNet code).
         ``holomorphic``: ``e = exp(clamp(Re t, ±20) + i·Im t)`` with ``t = s/√E`` and ``p = e/Σ_j e``
-        (the MQL5 port). ``out_i = Σ_j p_ij·v_j``. ``causal`` drops ``j > i`` from every row.
+        (the MQL5 port). ``out_i = Σ_j p_ij·m_ij·v_j``. ``causal`` drops ``j > i`` from every row.
+        ``mask (B, H, N, N)``, real and key-major like ``p``: dropout on the attention weights (the official
+        code drops them); ``None`` = all ones. The returned ``p`` is the weight before the mask.
         """
         bsz, n, width, _ = qkv.shape
         e_dim = width // (3 * heads)
@@ -176,7 +178,8 @@ class ComplexNumpyOps:
             p = ex / ex.sum(axis=-1, keepdims=True)
         else:
             raise ValueError(f"unknown score mode {mode!r}: expected one of {', '.join(SCORE_MODES)}")
-        out = (p @ v).transpose(0, 2, 1, 3).reshape(bsz, n, heads * e_dim)  # (B, N, H·E)
+        pm = p if mask is None else p * mask.transpose(0, 1, 3, 2)
+        out = (pm @ v).transpose(0, 2, 1, 3).reshape(bsz, n, heads * e_dim)  # (B, N, H·E)
         return _r(out), _r(s.transpose(0, 1, 3, 2)), _r(p.transpose(0, 1, 3, 2))  # key-major [b, h, j, i]
 
     def complex_attention_backward(
@@ -188,16 +191,18 @@ class ComplexNumpyOps:
         heads: int,
         mode: str,
         causal: bool,
+        mask: np.ndarray | None = None,
     ) -> np.ndarray:
-        """``gout (B, N, H·E, 2)`` -> ``gqkv (B, N, 3·H·E, 2)``; ``s``, ``p`` from the forward pass."""
+        """``gout (B, N, H·E, 2)`` -> ``gqkv (B, N, 3·H·E, 2)``; ``s``, ``p``, ``mask`` as in the forward."""
         bsz, n, width, _ = qkv.shape
         e_dim = width // (3 * heads)
         z = _c(qkv).reshape(bsz, n, 3, heads, e_dim)
         q, k, v = (z[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
         sc, pc = _c(s).transpose(0, 1, 3, 2), _c(p).transpose(0, 1, 3, 2)  # back to [b, h, i, j]
         go = _c(gout).reshape(bsz, n, heads, e_dim).transpose(0, 2, 1, 3)  # (B, H, N, E)
-        gv = np.conj(pc).transpose(0, 1, 3, 2) @ go
-        gp = go @ np.conj(v).transpose(0, 1, 3, 2)  # delivered gradient of p_ij (complex)
+        m = 1.0 if mask is None else mask.transpose(0, 1, 3, 2)  # [b, h, i, j]
+        gv = np.conj(pc * m).transpose(0, 1, 3, 2) @ go
+        gp = (go @ np.conj(v).transpose(0, 1, 3, 2)) * m  # delivered gradient of p_ij (complex)
         allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
         if mode == "modulus":
             pr, gpr = pc.real, gp.real  # p is real: only Re(gp) reaches it

@@ -271,9 +271,10 @@ class ComplexOpenCLOps:
         return SCORE_MODES.index(mode)
 
     def complex_attention_forward(
-        self, qkv: cla.Array, heads: int, mode: str, causal: bool
+        self, qkv: cla.Array, heads: int, mode: str, causal: bool, mask: cla.Array | None = None
     ) -> tuple[cla.Array, cla.Array, cla.Array]:
-        """``qkv (B, N, 3·H·E, 2)`` -> ``(out (B, N, H·E, 2), s, p)``; s, p key-major (B, H, N, N, 2)."""
+        """``qkv (B, N, 3·H·E, 2)`` -> ``(out (B, N, H·E, 2), s, p)``; s, p key-major (B, H, N, N, 2);
+        ``mask (B, H, N, N)``: dropout on the weights (``p`` is returned before it)."""
         bsz, n, width = qkv.shape[0], qkv.shape[1], qkv.shape[2]
         e_dim = width // (3 * heads)
         s, p = self.empty((bsz, heads, n, n, 2)), self.empty((bsz, heads, n, n, 2))
@@ -290,8 +291,9 @@ class ComplexOpenCLOps:
             self._cx_mode(mode),
             int(causal),
         )
+        pm = p if mask is None else self.complex_scale(p, mask)
         self._cx_run(
-            f, "complex_attention_output", (n, heads * e_dim, bsz), *_arg(qkv), *_arg(p), *_arg(out), *dims
+            f, "complex_attention_output", (n, heads * e_dim, bsz), *_arg(qkv), *_arg(pm), *_arg(out), *dims
         )
         return out, s, p
 
@@ -304,6 +306,7 @@ class ComplexOpenCLOps:
         heads: int,
         mode: str,
         causal: bool,
+        mask: cla.Array | None = None,
     ) -> cla.Array:
         bsz, n, width = qkv.shape[0], qkv.shape[1], qkv.shape[2]
         e_dim = width // (3 * heads)
@@ -318,10 +321,12 @@ class ComplexOpenCLOps:
             *_arg(s),
             *_arg(p),
             *_arg(gout),
+            *_arg(p if mask is None else mask),  # read only with a mask
             *_arg(gs),
             *dims,
             self._cx_mode(mode),
             int(causal),
+            int(mask is not None),
         )
         self._cx_run(
             f, "complex_attention_grad_q", (n, heads * e_dim, bsz), *_arg(qkv), *_arg(gs), *_arg(gqkv), *dims
@@ -331,7 +336,7 @@ class ComplexOpenCLOps:
             "complex_attention_grad_kv",
             (n, heads * e_dim, bsz),
             *_arg(qkv),
-            *_arg(p),
+            *_arg(p if mask is None else self.complex_scale(p, mask)),
             *_arg(gs),
             *_arg(gout),
             *_arg(gqkv),

@@ -9,7 +9,8 @@
  * Score modes (a kernel argument):
  *   mode 0 "modulus"      p = softmax_j |s_ij| (real weights, Im p = 0; official ATFNet code, no 1/sqrt(E))
  *   mode 1 "holomorphic"  e = exp(clamp(Re t, +-20) + i Im t), t = s / sqrt(E), p = e / sum_j e (MQL5 port)
- * causal != 0 drops j > i (p = 0 there).
+ * causal != 0 drops j > i (p = 0 there). Dropout on the weights: the forward and grad_kv get p already
+ * multiplied by the real mask m (same layout); grad_scores multiplies gp by m itself (has_mask).
  * Gradients follow nn/complex_ops_numpy.py: dL/dRe + i dL/dIm, exact for both modes (|s| and the clamp
  * are not holomorphic). */
 #include "complex.h"
@@ -85,7 +86,8 @@ __kernel void complex_attention_output(__global const REAL *qkv, const uint qkv_
     c_st(out, ((size_t)b * N + i) * H * E + c, acc);
 }
 
-/* Gradient of the scores, gs (same layout as s): gp_ij = sum_e go_ie conj(v_je); then
+/* Gradient of the scores, gs (same layout as s): gp_ij = m_ij sum_e go_ie conj(v_je) (m = 1 without mask);
+ * then
  *   modulus:      ga = p (Re gp - sum_j p Re gp),  gs = ga s / |s|
  *   holomorphic:  ge = conj(1/Z) (gp - sum_j conj(p) gp), w = conj(ge) e,
  *                 gs = (c' Re w - i Im w) / sqrt(E) with c' = 1 where |Re t| < 20, else 0.
@@ -93,8 +95,9 @@ __kernel void complex_attention_output(__global const REAL *qkv, const uint qkv_
 __kernel void complex_attention_grad_scores(__global const REAL *qkv, const uint qkv_off,
                                             __global const REAL *s, const uint s_off, __global const REAL *p,
                                             const uint p_off, __global const REAL *gout, const uint gout_off,
-                                            __global REAL *gs, const uint gs_off, const int N, const int H,
-                                            const int E, const int mode, const int causal) {
+                                            __global const REAL *mask, const uint mask_off, __global REAL *gs,
+                                            const uint gs_off, const int N, const int H, const int E,
+                                            const int mode, const int causal, const int has_mask) {
     const int i = get_global_id(0);
     const int h = get_global_id(1);
     const int b = get_global_id(2);
@@ -119,6 +122,9 @@ __kernel void complex_attention_grad_scores(__global const REAL *qkv, const uint
             gp += c_mul_conj(c_ld(gout, go0 + e), c_ld(qkv, v0 + e));
         }
         const size_t at = mat + (size_t)j * N + i;
+        if (has_mask) {
+            gp *= mask[mask_off + at];
+        }
         c_st(gs, at, gp);
         const REAL2 pj = c_ld(p, at);
         dot += mode == 0 ? (REAL2)(pj.x * gp.x, 0) : c_mul_conj(gp, pj);

@@ -122,8 +122,9 @@ def test_patchtst_head_sees_features_major(rng):
     np.testing.assert_allclose(y, flat @ c["head"].params["w"].T + c["head"].params["b"], atol=1e-12)
 
 
-def _official_feature_attention(x, w_qkv, b_qkv, w_out, b_out, heads):
-    """The official ComplexAttentionLayer written out with complex einsums (softmax over |s|, no scaling)."""
+def _official_feature_attention(x, w_qkv, b_qkv, w_out, b_out, heads, mask=None):
+    """The official ComplexAttentionLayer written out with complex einsums (softmax over |s|, no scaling);
+    ``mask`` (B·N, H, slot j, slot i): the dropout applied to the weights."""
     c = lambda a: a[..., 0] + 1j * a[..., 1]  # noqa: E731
     xs = c(x)  # (B, N, d)
     b, n, d = xs.shape
@@ -132,6 +133,8 @@ def _official_feature_attention(x, w_qkv, b_qkv, w_out, b_out, heads):
     s = np.einsum("bnlh,bnsh->bnhls", q, k)
     p = np.exp(np.abs(s) - np.abs(s).max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
+    if mask is not None:
+        p = p * mask.reshape(b, n, heads, d // heads, d // heads).transpose(0, 1, 2, 4, 3)
     out = np.einsum("bnhls,bnsh->bnlh", p, v).reshape(b, n, d)
     y = out @ c(w_out).T + c(b_out)
     return np.stack([y.real, y.imag], axis=-1)
@@ -144,6 +147,31 @@ def test_feature_attention_matches_official_formula(rng):
     p = layer.params
     want = _official_feature_attention(x, p["w_qkv"], p["b_qkv"], p["w_out"], p["b_out"], 2)
     np.testing.assert_allclose(layer.forward(x, False), want, atol=1e-12)
+
+
+def test_feature_attention_drops_weights_in_training_only(rng):
+    """The official ComplexAttention applies dropout to softmax(|s|): with a mask m the output is the
+    official formula with p·m; evaluation uses p."""
+    layer = ComplexFeatureAttention(heads=2, dropout=0.5, seed=3)
+    bind_random(layer, (3, 6, 2), rng)
+    x = rng.normal(size=(2, 3, 6, 2))
+    p = layer.params
+    want = _official_feature_attention(x, p["w_qkv"], p["b_qkv"], p["w_out"], p["b_out"], 2)
+    np.testing.assert_allclose(layer.forward(x, False), want, atol=1e-12)
+    dropped = layer.forward(x, True)
+    mask = layer._cache[-1]  # (tokens, heads, slots, slots), key-major like p
+    assert mask is not None and (mask == 0).any()
+    want = _official_feature_attention(x, p["w_qkv"], p["b_qkv"], p["w_out"], p["b_out"], 2, mask)
+    np.testing.assert_allclose(dropped, want, atol=1e-12)
+
+
+def test_frequency_block_drops_attention_weights_by_default():
+    block = FrequencyBlock(4, d_model=4, n_heads=2, layers=1, d_ff=6)
+    assert block.children["enc0"].attn.dropout == 0.1
+    assert FrequencyBlock(4, dropout=0.2).children["enc0"].attn.dropout == 0.2
+    assert FrequencyBlock(4, dropout=0.2, attn_dropout=0.1).children["enc0"].attn.dropout == 0.1
+    model = ATFNet(8, **SMALL, fnet_layers=1, complex_dropout=0.3, fnet_attn_dropout=0.0)
+    assert model.children["f"].children["0"].children["enc0"].attn.dropout == 0.0
 
 
 @pytest.mark.parametrize("score", ["modulus", "holomorphic"])

@@ -166,6 +166,28 @@ def test_holomorphic_softmax_gradient_where_clamped(rng, finite_difference):
     np.testing.assert_allclose(g, finite_difference(loss, qkv, h=1e-7), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("score", ["modulus", "holomorphic"])
+def test_attention_weight_dropout(score, rng, finite_difference):
+    """A mask on the weights: the output is Σ_j p_ij·m_ij·v_j and the gradient follows the mask."""
+    be = _B()
+    qkv = rng.normal(size=(2, 4, 3 * 2 * 3, 2)) * 0.5
+    mask = be.complex_dropout_mask((2, 2, 4, 4), 0.4, 7, 1)
+    assert (mask == 0).any() and (mask > 1).any()
+    out, s, p = be.complex_attention_forward(qkv, 2, score, False, mask)
+    z = qkv[..., 0] + 1j * qkv[..., 1]
+    v = z.reshape(2, 4, 3, 2, 3)[:, :, 2].transpose(0, 2, 1, 3)  # (B, H, N, E)
+    pc = (p[..., 0] + 1j * p[..., 1]).transpose(0, 1, 3, 2)  # [b, h, i, j]
+    want = ((pc * mask.transpose(0, 1, 3, 2)) @ v).transpose(0, 2, 1, 3).reshape(2, 4, 6)
+    np.testing.assert_allclose(out[..., 0] + 1j * out[..., 1], want, atol=1e-12)
+    r = rng.normal(size=out.shape)
+
+    def loss() -> float:
+        return float(np.sum(be.complex_attention_forward(qkv, 2, score, False, mask)[0] * r))
+
+    g = be.complex_attention_backward(qkv, s, p, r, 2, score, False, mask)
+    np.testing.assert_allclose(g, finite_difference(loss, qkv), atol=1e-6)
+
+
 def test_attention_scores_known_values(rng):
     be = _B()
     qkv = rng.normal(size=(2, 4, 3 * 6, 2))
@@ -212,8 +234,7 @@ def test_complex_encoder_layer_dropout_gradients(rng, finite_difference):
     layer = ComplexEncoderLayer(heads=1, d_ff=3, dropout=0.3, seed=4)
 
     def reset():
-        for drop in (layer.drop1, layer.drop2, layer.drop3):
-            drop.counter = 0
+        layer.counter = 0  # all four masks (three dropouts and the attention weights) repeat
 
     fd_check(layer, (2, 3, 2), 2, rng, finite_difference, training=True, reset=reset)
 

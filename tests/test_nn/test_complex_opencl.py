@@ -161,6 +161,23 @@ def test_complex_attention(cl, mode, causal, b, n, h, e, rng):
     _close(cl, gd, g, 10 * scale**2)
 
 
+@pytest.mark.parametrize("mode", ["modulus", "holomorphic"])
+@pytest.mark.parametrize(("b", "n", "h", "e"), [(2, 5, 3, 1), (3, 17, 2, 5)])
+def test_complex_attention_with_weight_dropout(cl, mode, b, n, h, e, rng):
+    ref = _Ref()
+    qkv, gout = rng.normal(size=(b, n, 3 * h * e, 2)) / np.sqrt(e), rng.normal(size=(b, n, h * e, 2))
+    mask = ref.complex_dropout_mask((b, h, n, n), 0.3, 5, 2)
+    maskd = cl.complex_dropout_mask((b, h, n, n), 0.3, 5, 2)
+    _close(cl, maskd, mask, 1)
+    out, s, p = ref.complex_attention_forward(qkv, h, mode, False, mask)
+    outd, sd, pd = cl.complex_attention_forward(cl.asarray(qkv), h, mode, False, maskd)
+    scale = 1.0 + np.abs(s).max()
+    _close(cl, outd, out, scale)
+    g = ref.complex_attention_backward(qkv, s, p, gout, h, mode, False, mask)
+    gd = cl.complex_attention_backward(cl.asarray(qkv), sd, pd, cl.asarray(gout), h, mode, False, maskd)
+    _close(cl, gd, g, 10 * scale**2)
+
+
 @pytest.mark.parametrize(("seq_len", "pred_len", "rows"), [(7, 4, 1), (96, 96, 5), (17, 130, 3)])
 def test_spectral_products(cl, seq_len, pred_len, rows, rng):
     ref = _Ref()
