@@ -111,6 +111,14 @@ def test_memory_ops(ob, rng, n):
     _check(ob, ob.mul(a, x), ah * xh)
 
 
+def test_backend_protocol(ob):
+    from nn.backend import Backend
+
+    assert isinstance(ob, Backend)
+    assert ob.name.startswith("opencl:")
+    assert ob.alignment >= 1
+
+
 def test_views_of_a_flat_buffer(ob, rng):
     al = ob.alignment
     flat, fh = _data(ob, rng, (3 * al + 17,))
