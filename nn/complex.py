@@ -165,7 +165,9 @@ class ComplexLayerNorm(Layer):
     ``μ`` is the complex mean, the variance is real, ``w`` and ``b`` are complex (complex product). The
     official ``ComplexLN`` uses the unbiased variance without eps and initialises ``w = (1+i)/√2``; here the
     variance is biased with ``eps`` (no division by zero on constant rows) and ``w`` starts at ``1+i`` (the
-    same phase; the initialisers are real and elementwise).
+    same phase; the initialisers are real and elementwise). No switch for the official variance: it only
+    rescales ``ẑ`` by the constant ``√((D−1)/D)``, which ``w`` absorbs (official with ``w`` = this layer with
+    ``w·√((D−1)/D)``, up to eps), so both describe the same family of maps and train alike.
     """
 
     type_name: ClassVar[str] = "complex_layernorm"

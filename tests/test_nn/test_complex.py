@@ -126,6 +126,22 @@ def test_complex_layernorm_normalises(rng):
     np.testing.assert_allclose((np.abs(y) ** 2).mean(axis=-1), 1, rtol=1e-9)
 
 
+def test_complex_layernorm_is_the_official_map_with_a_rescaled_weight(rng):
+    """The official ComplexLN (unbiased variance, no eps) equals this layer with w·√((D−1)/D)."""
+    d = 6
+    layer = ComplexLayerNorm(eps=1e-300)
+    bind_random(layer, (3, d, 2), rng)
+    x = rng.normal(size=(2, 3, d, 2))
+    z = x[..., 0] + 1j * x[..., 1]
+    w = layer.params["w"][:, 0] + 1j * layer.params["w"][:, 1]
+    b = layer.params["b"][:, 0] + 1j * layer.params["b"][:, 1]
+    c = z - z.mean(-1, keepdims=True)
+    official = c / np.sqrt((np.abs(c) ** 2).sum(-1, keepdims=True) / (d - 1)) * w + b  # torch.var, unbiased
+    layer.params["w"][...] *= np.sqrt((d - 1) / d)
+    y = layer.forward(x, False)
+    np.testing.assert_allclose(y[..., 0] + 1j * y[..., 1], official, atol=1e-12)
+
+
 def test_complex_dropout_shares_mask_and_gradient(rng, finite_difference):
     layer = ComplexDropout(0.4, seed=7)
     bind_random(layer, (50, 2), rng)
