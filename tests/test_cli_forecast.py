@@ -117,3 +117,25 @@ def test_errors_name_the_problem(csv_path, tmp_path, capsys):
     assert "--model must be" in _error(
         ["--csv", str(csv_path), "--target", "OT", "--model", "x", *base], capsys
     )
+
+
+def test_option_errors_name_the_option(csv_path, tmp_path, capsys):
+    base = [
+        "--csv",
+        str(csv_path),
+        "--target",
+        "OT",
+        "--seq-len",
+        "24",
+        "--pred-len",
+        "8",
+        "--backend",
+        "numpy",
+    ]
+    assert "is a folder" in _error([*base, "--csv", str(tmp_path)], capsys)
+    assert "--dropout must be in [0, 1)" in _error([*base, "--dropout", "1.5"], capsys)
+    assert "--d-model 16 must be a multiple of --n-heads 3" in _error(
+        [*base, "--d-model", "16", "--n-heads", "3"], capsys
+    )
+    assert "--lr must be > 0" in _error([*base, "--lr", "0"], capsys)
+    assert "--d-ff must be >= 1" in _error([*base, "--d-ff", "0"], capsys)

@@ -48,6 +48,10 @@ def load_series(path: Path, target: str, features: str) -> tuple[list[str], np.n
         frame = pd.read_csv(path)
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"{path}: is a folder, not a CSV file") from None
+    except PermissionError:
+        raise PermissionError(f"{path}: not readable (permission denied)") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not a readable CSV ({exc})") from None
     lower = {str(c).strip().lower(): c for c in frame.columns}
@@ -136,6 +140,10 @@ def run_forecast(
     ):
         if value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
+    if not lr > 0:
+        raise ValueError(f"--lr must be > 0, got {lr}")
+    if patience < 0:
+        raise ValueError(f"--patience must be >= 0, got {patience}")
     names, data = load_series(csv, target, features)
     spans = split_borders(len(data), seq_len, pred_len, csv)
     train_rows = data[: spans[0][1]]
@@ -265,6 +273,18 @@ def forecast(
     """Train and evaluate a forecaster on a CSV with the ATFNet paper's protocol."""
     if model not in MODELS:
         raise ValueError(f"--model must be one of {', '.join(MODELS)}, got {model!r}")
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"--dropout must be in [0, 1), got {dropout}")
+    for name, value in (
+        ("--d-model", d_model),
+        ("--n-heads", n_heads),
+        ("--layers", layers),
+        ("--d-ff", d_ff),
+    ):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+    if d_model % n_heads:
+        raise ValueError(f"--d-model {d_model} must be a multiple of --n-heads {n_heads}")
     sizes: dict[str, Any] = dict(
         d_model=d_model, n_heads=n_heads, e_layers=layers, d_ff=d_ff, dropout=dropout
     )
