@@ -316,9 +316,10 @@ class ForecastEA(ExpertAdvisor):
         return ReportSection("Forecast", section, forecast_charts(section))
 
     def forecast_section(self, bars: Bars, examples: int = 4) -> dict | None:
-        """Report data: per-horizon errors (price units) of the model, the naive and the linear forecast on
-        every bar with a complete realised path, direction accuracy, the harmonic weight over time, and a
-        few forecast-vs-actual paths."""
+        """Report data: per-horizon errors of the model, the naive and the linear forecast on every bar with a
+        complete realised path — in price units (``errors``) and in standardised units (``errors_std``: the
+        close scaled by the study window's deviation, the unit of published forecasting tables) — direction
+        accuracy, the harmonic weight over time, and a few forecast-vs-actual paths."""
         close, t = bars.close, self.pred_len
         done = [(b, p, w) for b, p, w, _ in self._log if b + t <= len(close)]
         if not done:
@@ -332,11 +333,17 @@ class ForecastEA(ExpertAdvisor):
         c = self._close
         models = {"model": pred, "naive": np.repeat(last, t, axis=1), "linear": lin[:, :, c : c + 1]}
         errors = {k: {m: v.tolist() for m, v in horizon_errors(p, true).items()} for k, p in models.items()}
+        sd = float(self._std[c])  # fitted on the study window only
+        errors_std = {
+            k: {m: v.tolist() for m, v in horizon_errors(p / sd, true / sd).items()}
+            for k, p in models.items()
+        }
         picks = np.linspace(0, len(done) - 1, min(examples, len(done))).astype(int)
         times = bars.time
         return {
             "horizon_steps": list(range(1, t + 1)),
             "errors": errors,
+            "errors_std": errors_std,
             "direction_accuracy": {k: direction_accuracy(models[k], true, last) for k in ("model", "linear")},
             "weight": {"time": [str(times[b]) for b in idx], "value": [w for _, _, w in done]},
             "examples": [

@@ -85,6 +85,12 @@ def test_forecast_ea_through_the_harness(model):
     section = ea.forecast_section(ea.bars.window(0, len(candles)))
     assert set(section["errors"]) == {"model", "naive", "linear"}
     assert len(section["errors"]["model"]["mse"]) == 8 and len(section["examples"]) == 4
+    assert min(bar for bar, *_ in ea._log) >= int(len(candles) * 0.75)  # forward period only
+    sd = ea._std[ea._close]  # the study window's close deviation
+    for name, err in section["errors"].items():
+        std_err = section["errors_std"][name]
+        np.testing.assert_allclose(np.array(std_err["mae"]) * sd, err["mae"], rtol=1e-12)
+        np.testing.assert_allclose(np.array(std_err["mse"]) * sd**2, err["mse"], rtol=1e-12)
     weights = np.array(section["weight"]["value"])
     charts = forecast_charts(section)
     assert all(png.startswith(b"\x89PNG") for png in charts.values())
