@@ -266,6 +266,14 @@ class ComplexFeatureAttention(Layer):
         self.heads, self.score, self.causal, self.dropout, self.seed = heads, score, causal, dropout, seed
         self._drop = AttentionDropout(dropout, seed)
 
+    @property
+    def counter(self) -> int:
+        return self._drop.counter
+
+    @counter.setter
+    def counter(self, value: int) -> None:
+        self._drop.counter = value
+
     def build(self, input_shape):
         if len(input_shape) != 3 or input_shape[-1] != 2:
             raise ValueError(f"{self.type_name}: input shape {input_shape} must be (tokens, d_model, 2)")

@@ -43,6 +43,22 @@ class Composite(Layer):
     def state_specs(self) -> list[ParamSpec]:
         return [_prefixed(p, s) for p, c in self.children.items() for s in c.state_specs()]
 
+    def _counted(self) -> list[Any]:
+        """Everything below that draws dropout masks: own ``_Dropout``s and children with a ``counter``."""
+        own = [v for v in vars(self).values() if isinstance(v, _Dropout)]
+        return own + [c for c in self.children.values() if hasattr(c, "counter")]
+
+    @property
+    def counter(self) -> int:
+        """The dropout counter of the whole subtree (every mask-drawing part advances once per training
+        pass); model files save it, so a resumed training draws fresh masks instead of repeating them."""
+        return max((d.counter for d in self._counted()), default=0)
+
+    @counter.setter
+    def counter(self, value: int) -> None:
+        for d in self._counted():
+            d.counter = value
+
     def bind(self, backend, params, grads, state) -> None:
         super().bind(backend, params, grads, state)
         for prefix, child in self.children.items():
@@ -165,6 +181,14 @@ class MultiHeadSelfAttention(Layer):
         o = be.permute(o.reshape(b, h, s, dk), (0, 2, 1, 3)).reshape(b, s, d)  # (B, S, D)
         self._cache = (x, q, k, v, a, ad, mask, o)
         return be.linear_forward(o, p["wo"], p["bo"])
+
+    @property
+    def counter(self) -> int:
+        return self._drop.counter
+
+    @counter.setter
+    def counter(self, value: int) -> None:
+        self._drop.counter = value
 
     def backward(self, gy, need_input_grad=True):
         be, p, g = self.backend, self.params, self.grads
@@ -365,6 +389,14 @@ class FeedForward(Layer):
         yd, m2 = self._drop2.apply(be, y, training)
         self._cache = (x, z, h, hd, m1, m2)
         return yd
+
+    @property
+    def counter(self) -> int:
+        return self._drop1.counter
+
+    @counter.setter
+    def counter(self, value: int) -> None:
+        self._drop1.counter = self._drop2.counter = value
 
     def backward(self, gy, need_input_grad=True):
         be, p, g = self.backend, self.params, self.grads

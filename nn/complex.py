@@ -269,6 +269,14 @@ class ComplexMultiHeadAttention(Layer):
         self.heads, self.score, self.causal = heads, score, causal
         self._cache: tuple[Tensor, ...] = ()
 
+    @property
+    def counter(self) -> int:
+        return self._drop.counter
+
+    @counter.setter
+    def counter(self, value: int) -> None:
+        self._drop.counter = value
+
     def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
         if len(input_shape) != 3 or input_shape[-1] != 2:
             raise ValueError(f"complex_mha: input shape {input_shape} must be (tokens, d_model, 2)")
@@ -384,12 +392,12 @@ class ComplexEncoderLayer(Layer):
     @property
     def counter(self) -> int:
         """The dropout counter (the inner dropouts advance together); saved in model files."""
-        return self.drop1.counter
+        return max(self.drop1.counter, self.attn.counter)
 
     @counter.setter
     def counter(self, value: int) -> None:
-        for drop in (self.drop1, self.drop2, self.drop3, self.attn._drop):
-            drop.counter = value
+        for part in (self.drop1, self.drop2, self.drop3, self.attn):
+            part.counter = value
 
     def _chain(self) -> list[Layer]:
         return [

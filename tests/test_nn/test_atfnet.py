@@ -231,3 +231,29 @@ def test_official_sizes():
 def test_config_round_trip(layer):
     clone = from_config(layer.config())
     assert type(clone) is type(layer) and clone.config() == layer.config()
+
+
+def test_model_files_keep_the_dropout_counters_of_every_nested_part(rng, tmp_path):
+    """ATFNet draws masks in a dozen nested parts; the one counter a model file saves must restore them all,
+    so a resumed training continues with fresh masks (and one restored to an earlier count repeats them)."""
+    from nn.io import load, save
+    from nn.model import Sequential
+
+    sizes = {**SMALL, "dropout": 0.2, "fnet_d_model": 4, "fnet_d_ff": 6, "fnet_layers": 1}
+    model = ATFNet(4, **sizes, complex_dropout=0.0, fnet_attn_dropout=0.3)
+    net = Sequential([model], (12, 2), "mse", {"type": "adam", "lr": 1e-3}, RefBackend(), seed=1)
+    x, y = rng.normal(size=(4, 12, 2)), rng.normal(size=(4, 4, 2))
+    net.fit(x, y, epochs=2, batch_size=2)
+    assert model.counter == 4
+    attn = model.children["f"].children["0"].children["enc0"].attn
+    t_attn = model.children["t"].children["0"].children["enc0"].children["attn"]
+    assert attn.counter == 4 and t_attn.counter == 4
+    save(net, tmp_path / "m")
+    again = load(tmp_path / "m", backend=RefBackend())
+    layer = again.layers[0]
+    assert layer.counter == 4
+    assert layer.children["f"].children["0"].children["enc0"].attn.counter == 4
+    first = layer.forward(x, True)
+    layer.counter = 4
+    np.testing.assert_array_equal(layer.forward(x, True), first)
+    assert not np.allclose(layer.forward(x, True), first)
