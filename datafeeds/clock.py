@@ -5,7 +5,9 @@ every frame in true UTC, so data from two brokers (or a broker and a public arch
 ``BrokerClock`` declares the broker's clock: a standard offset from UTC in hours plus an optional DST rule
 (``"us"`` follows New York's switch dates, the common "New York close" convention of FX brokers at UTC+2/+3;
 ``"eu"`` follows the European Union's). In the hour repeated when clocks go back, broker time is ambiguous;
-the conversion picks the later, post-switch reading, as the terminal's own history does.
+the conversion picks the earlier, pre-switch reading. Both rules switch on a Sunday while the FX market is
+closed, so FX bars never fall in that hour; a 24/7 symbol's two bars of that hour become one UTC time, which
+validation reports as a duplicate.
 """
 
 from __future__ import annotations

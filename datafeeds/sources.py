@@ -144,8 +144,15 @@ def get_source(name: str, **options) -> CandleSource:
         unknown = [k for k in options if k not in params]
         if unknown:
             takes = ", ".join(p for p in params if p != "self") or "no options"
-            raise ValueError(f"candle source {key!r} has no option {unknown[0]!r} (it takes: {takes})")
-    return cls(**options)
+            close = difflib.get_close_matches(unknown[0], params, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"candle source {key!r} has no option {unknown[0]!r}{hint} (it takes: {takes})")
+    try:
+        return cls(**options)
+    except (TypeError, ValueError) as exc:
+        # A constructor's own message may not say which option it choked on (int("abc")): name them all.
+        given = ", ".join(f"{k}={'***' if 'password' in k else repr(v)}" for k, v in options.items())
+        raise ValueError(f"candle source {key!r} rejects its options ({given}): {exc}") from None
 
 
 def load_validated(

@@ -64,6 +64,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -
     If ``write`` raises, the temporary file is removed and ``path`` is untouched.
     """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: is a folder; give a file name to write")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=_TMP_SUFFIX, dir=path.parent)
     try:

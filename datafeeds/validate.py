@@ -135,7 +135,13 @@ def validate(
     if len(times) > 1 and np.any(np.diff(times) < 0):
         if not repair.sort:
             bad = np.flatnonzero(np.diff(times) < 0) + 1
-            raise _error(origin, "bar times go backwards (use Repair(sort=True) to sort)", df, bad, lines)
+            raise _error(
+                origin,
+                "bar times go backwards (to sort them: --repair, or Repair(sort=True))",
+                df,
+                bad,
+                lines,
+            )
         order = np.argsort(times, kind="stable")
         df = df.iloc[order]
         lines = lines[order] if lines is not None else None
@@ -148,7 +154,7 @@ def validate(
         if not repair.drop_duplicates:
             raise _error(
                 origin,
-                "duplicate bar times (use Repair(drop_duplicates=True))",
+                "duplicate bar times (to keep the first of each: --repair, or Repair(drop_duplicates=True))",
                 df,
                 np.flatnonzero(dup),
                 lines,
@@ -161,7 +167,11 @@ def validate(
     if problems and not repair.drop_invalid:
         problem, bad = problems[0]
         raise _error(
-            origin, problem + " (use Repair(drop_invalid=True) to drop)", df, np.flatnonzero(bad), lines
+            origin,
+            problem + " (to drop them: --repair, or Repair(drop_invalid=True))",
+            df,
+            np.flatnonzero(bad),
+            lines,
         )
     if problems:
         drop = np.zeros(len(df), dtype=bool)

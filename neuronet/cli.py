@@ -57,6 +57,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = app(args=argv, standalone_mode=False)
         if isinstance(code, int) and code:  # Typer returns (not raises) the exit code of a Ctrl-C
+            if code == 130:
+                typer.echo("Interrupted.", err=True)
             raise SystemExit(code)
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None

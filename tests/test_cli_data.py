@@ -1,5 +1,8 @@
 """``neuronet data ...`` through the real entry point, ``neuronet.cli.main``."""
 
+import subprocess
+import sys
+
 import pytest
 
 from datafeeds import read_mt5_csv, read_sample, write_mt5_csv
@@ -114,9 +117,61 @@ def test_validate_repair_reports_what_it_would_drop(capsys, tmp_path):
         (["data", "show", "--from", "soon"], "cannot read start 'soon'"),
         (["data", "validate", "/nonexistent/x.csv"], "/nonexistent/x.csv: no such file"),
         (["data", "show", "--broker-tz", "Mars"], "cannot read broker time zone"),
+        (
+            ["data", "show", "-s", "synthetic", "-o", "bars=many"],
+            "'synthetic' rejects its options (bars='many')",
+        ),
+        (["data", "show", "-s", "synthetic", "-o", "sed=1"], "no option 'sed'; did you mean 'seed'?"),
+        (["data", "export", "--out", "x.csv", "--format", "xls"], "--format must be mt5 or csv, not 'xls'"),
     ],
 )
 def test_user_errors_are_one_line(capsys, args, message):
     code, _, err = run(capsys, *args)
     assert code == 2
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_export_to_a_folder_is_one_line(capsys, tmp_path):
+    code, _, err = run(capsys, "data", "export", "--out", str(tmp_path))
+    assert code == 2 and err == f"error: {tmp_path}: is a folder; give a file name to write\n"
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+
+
+def test_export_repair_writes_the_repaired_bars_and_says_what_changed(capsys, tmp_path):
+    lines = write_mt5_csv(read_sample().iloc[:5], tmp_path / "EURUSD_H1.csv").read_text().splitlines()
+    lines.insert(2, lines[1])
+    (tmp_path / "dup.csv").write_text("\n".join(lines) + "\n")
+    args = ["data", "export", "--path", str(tmp_path / "dup.csv"), "--out", str(tmp_path / "clean.csv")]
+    code, _, err = run(capsys, *args)
+    assert code == 2 and "duplicate bar times" in err and "--repair" in err
+    assert not (tmp_path / "clean.csv").exists()
+    code, out, _ = run(capsys, *args, "--repair")
+    assert code == 0 and "repaired    dropped 1 duplicate bars: 2017-04-19 09:00" in out
+    assert (tmp_path / "clean.csv").read_text() == (tmp_path / "EURUSD_H1.csv").read_text()
+
+
+def test_text_options_stay_text(capsys):
+    # "+2" would otherwise become the number 2, which is no broker clock.
+    code, out, err = run(
+        capsys, "data", "show", "-s", "synthetic", "-o", "clock=+2", "-o", "bars=50", "-n", "0"
+    )
+    assert code == 0, err
+    assert "clock        UTC+2, times shown in UTC" in out
+
+
+_INTERRUPTED = """
+import sys
+from neuronet.cli import app, main
+
+@app.command("interrupt-me")
+def _interrupt_me() -> None:
+    raise KeyboardInterrupt
+
+main(["interrupt-me"])
+"""
+
+
+def test_ctrl_c_exits_130_with_one_line():
+    proc = subprocess.run([sys.executable, "-c", _INTERRUPTED], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 130
+    assert proc.stderr == "Interrupted.\n" and proc.stdout == ""

@@ -137,15 +137,34 @@ def export(
     broker_tz: BrokerTz = None,
     seed: Seed = None,
     opt: Opts = None,
+    repair: RepairFlag = False,
     no_cache: NoCache = False,
     refresh: Refresh = False,
 ) -> None:
     """Write candles as a MetaTrader CSV file, times in the data's broker clock (--broker-tz)."""
-    args = (symbol, timeframe, source, path, start, end, broker_tz, seed, opt or [], False, no_cache, refresh)
-    frame = _load(*args).frame
+    if fmt not in ("mt5", "csv"):
+        raise ValueError(f"--format must be mt5 or csv, not {fmt!r}")
+    args = (
+        symbol,
+        timeframe,
+        source,
+        path,
+        start,
+        end,
+        broker_tz,
+        seed,
+        opt or [],
+        repair,
+        no_cache,
+        refresh,
+    )
+    report = _load(*args)
+    frame = report.frame
     written = write_mt5_csv(frame, out, dialect=fmt)
     meta = meta_of(frame)
     typer.echo(f"wrote {len(frame)} {meta.symbol} {meta.timeframe.name} bars to {written}")
+    for change in report.changes:
+        typer.echo(f"repaired    {change}")
 
 
 @app.command("validate")
@@ -308,10 +327,17 @@ def _stamp(t: pd.Timestamp) -> str:
     return t.strftime("%Y-%m-%d %H:%M")
 
 
+# Options whose values are text even when they look like numbers (a clock "+2", a digits-only password).
+_TEXT_OPTIONS = frozenset({"clock", "host", "password", "path", "server"})
+
+
 def _parse_opt(text: str) -> tuple[str, object]:
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise ValueError(f"--opt takes KEY=VALUE, not {text!r}")
+    key = key.strip().replace("-", "_")
+    if key in _TEXT_OPTIONS:
+        return key, raw
     value: object = raw
     for convert in (int, float):
         try:
@@ -321,4 +347,4 @@ def _parse_opt(text: str) -> tuple[str, object]:
             continue
     if raw.lower() in ("true", "false"):
         value = raw.lower() == "true"
-    return key.strip().replace("-", "_"), value
+    return key, value

@@ -45,6 +45,20 @@ def test_broker_clock_shifts_by_offset_and_dst():
     assert clock.to_broker_seconds(summer)[0] - summer[0] == 3 * 3600
 
 
+@pytest.mark.parametrize("rule,switch", [("us", 1_699_164_000), ("eu", 1_698_541_200)])
+def test_broker_hour_repeated_at_the_autumn_switch_reads_as_the_earlier_one(rule, switch):
+    # 2023-11-05 06:00 UTC (New York) and 2023-10-29 01:00 UTC (EU): clocks go back one hour.
+    clock = BrokerClock(2, rule)
+    hours = switch + 3600 * np.arange(-3, 4)
+    broker = clock.to_broker_seconds(hours)
+    assert list(np.diff(broker) // 3600) == [1, 1, 0, 1, 1, 1]  # the broker hour after the switch repeats
+    back = clock.to_utc_seconds(broker)
+    assert back[3] == switch - 3600  # the ambiguous reading resolves to the pre-switch hour
+    keep = np.arange(len(hours)) != 3
+    assert np.array_equal(back[keep], hours[keep])
+    assert np.array_equal(clock.to_broker_seconds(back), broker)  # broker seconds survive the round trip
+
+
 @pytest.mark.parametrize(
     "name,value", [("M1", 1), ("H1", 16385), ("D1", 16408), ("W1", 32769), ("MN1", 49153)]
 )

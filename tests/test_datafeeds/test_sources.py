@@ -31,7 +31,7 @@ def test_unknown_source_suggests_a_close_name():
 
 
 def test_unknown_option_lists_the_valid_ones():
-    with pytest.raises(ValueError, match=r"no option 'sead' \(it takes: seed, bars"):
+    with pytest.raises(ValueError, match=r"no option 'sead'; did you mean '.*'\? \(it takes: seed, bars"):
         get_source("synthetic", sead=1)
 
 
