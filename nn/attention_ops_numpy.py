@@ -171,7 +171,7 @@ class AttentionNumpyOps:
         return mean, np.sqrt(var + eps)
 
     def revin_normalize(self, x: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
-        """``(x − mean)/std`` row-wise for ``x (N, L)``; the statistics are constants of the window."""
+        """``(x − mean)/std`` row-wise for ``x (N, L)``; ``revin_norm_backward`` is its exact gradient."""
         return (x - mean[:, None]) / std[:, None]
 
     def revin_denormalize(self, y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
