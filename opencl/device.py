@@ -6,7 +6,7 @@ device index, as ``neuronet devices`` lists them) or a case-insensitive substrin
 name. Automatic choices skip devices whose compiler cannot build a trivial kernel (some packaged PoCL builds
 ship an LLVM that does not know the host CPU); an explicit choice is never second-guessed.
 
-``python -m opencl.device`` prints the list.
+``python -m opencl`` prints the list.
 """
 
 from __future__ import annotations
@@ -261,13 +261,9 @@ def get_runtime(device: str | DeviceInfo | None = None, dtype: np.dtype | type |
 
 
 def describe(infos: list[DeviceInfo]) -> str:
-    """A plain-text table of devices (used by ``python -m opencl.device``)."""
+    """A plain-text table of devices (used by ``python -m opencl``)."""
     rows = [f"{d.index:>5}  {d.kind:<4} {d.name} | {d.platform} | CUs {d.compute_units} | "
             f"{d.global_mem_bytes / 2**30:.1f} GiB | fp64 {'yes' if d.fp64 else 'no'} | "
             f"driver {d.driver_version}" for d in infos]
     return "\n".join(rows)
 
-
-if __name__ == "__main__":
-    print(describe(list_devices()))
-    print("default:", choose_device().reason)
