@@ -34,7 +34,7 @@ from datafeeds.sources import (
 from datafeeds.store import CandleStore, cache_root
 from datafeeds.synthetic import synthetic_candles
 from datafeeds.timeframes import Timeframe
-from datafeeds.validate import Gap, Repair, ValidationReport, validate
+from datafeeds.validate import Gap, Repair, ValidationReport, guess_clock, validate
 
 __all__ = [
     "COLUMNS",
@@ -57,6 +57,7 @@ __all__ = [
     "cache_root",
     "from_rates",
     "get_source",
+    "guess_clock",
     "load_candles",
     "load_validated",
     "make_frame",

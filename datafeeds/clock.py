@@ -67,6 +67,12 @@ class BrokerClock:
         guess = broker_seconds - base
         return broker_seconds - base - self._dst_seconds(guess - 3600)
 
+    def text(self) -> str:
+        """The clock as ``parse`` (and the CLI's ``--broker-tz``) takes it: ``UTC``, ``+2``, ``+2/us``."""
+        if self == UTC:
+            return "UTC"
+        return f"{self.utc_offset_hours:+g}" + (f"/{self.dst}" if self.dst != "none" else "")
+
     def to_dict(self) -> dict:
         return {"utc_offset_hours": self.utc_offset_hours, "dst": self.dst}
 

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from datafeeds.candles import COLUMN_DTYPES, COLUMNS, PRICE_COLUMNS, meta_of
+from datafeeds.clock import BrokerClock
 from datafeeds.errors import CandleDataError
 from datafeeds.timeframes import Timeframe
 
@@ -190,7 +191,14 @@ def validate(
     return ValidationReport(origin, df, gaps, earlier + changes)
 
 
-def find_gaps(broker_seconds: np.ndarray, timeframe: Timeframe, clock, *, holidays: bool = True) -> list[Gap]:
+def find_gaps(
+    broker_seconds: np.ndarray,
+    timeframe: Timeframe,
+    clock,
+    *,
+    holidays: bool = True,
+    tolerance_minutes: int = TOLERANCE_MINUTES,
+) -> list[Gap]:
     """Gaps between consecutive bars, each classified as expected (market closed) or not.
 
     Works on broker seconds so a D1 series in a DST-switching clock is a regular 86,400 s grid.
@@ -219,11 +227,46 @@ def find_gaps(broker_seconds: np.ndarray, timeframe: Timeframe, clock, *, holida
     else:
         start_utc = clock.to_utc_seconds(missing)
         end_utc = start_utc + step - 60
-        closed = market_closed(start_utc, holidays) & market_closed(end_utc, holidays)
+        closed = market_closed(start_utc, holidays, tolerance_minutes) & market_closed(
+            end_utc, holidays, tolerance_minutes
+        )
     open_missing = np.bincount(owner, weights=~closed, minlength=len(idx))
     return [
         _gap(t, i, int(c), bool(o == 0), clock) for i, c, o in zip(idx, counts, open_missing, strict=True)
     ]
+
+
+# Server clocks brokers commonly run, most common first: a frame read in UTC that is really in one of these
+# shows its weekend gaps shifted by hours, as "unexpected".
+COMMON_CLOCKS = (
+    BrokerClock(2, "us"),
+    BrokerClock(2, "eu"),
+    BrokerClock(3),
+    BrokerClock(2),
+    BrokerClock(0, "eu"),
+    BrokerClock(1, "eu"),
+    BrokerClock(-5, "us"),
+)
+
+
+def guess_clock(report: ValidationReport) -> BrokerClock | None:
+    """A common broker clock under which every gap of a UTC-stamped frame is a market closure, or None.
+
+    Bars exported from a terminal are in the broker's server time; read as UTC, each weekend gap looks like
+    it starts hours early or late. This only suggests a ``clock``: it changes nothing.
+    """
+    meta = meta_of(report.frame)
+    weekly = meta.timeframe in (Timeframe.W1, Timeframe.MN1)  # their gaps are never market closures
+    if meta.clock != BrokerClock() or not report.unexpected_gaps or weekly:
+        return None
+    stamped = report.frame.index.as_unit("s").asi8  # the file's own times, read as UTC
+    # Clocks an hour apart both pass with the usual tolerance: prefer one whose closures fit to the minute.
+    for tolerance in (0, TOLERANCE_MINUTES):
+        for clock in COMMON_CLOCKS:
+            gaps = find_gaps(stamped, meta.timeframe, clock, tolerance_minutes=tolerance)
+            if all(g.expected for g in gaps):
+                return clock
+    return None
 
 
 def market_closed(

@@ -175,3 +175,23 @@ def test_ctrl_c_exits_130_with_one_line():
     proc = subprocess.run([sys.executable, "-c", _INTERRUPTED], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 130
     assert proc.stderr == "Interrupted.\n" and proc.stdout == ""
+
+
+def test_a_file_in_broker_time_read_as_utc_gets_a_clock_hint(capsys, tmp_path):
+    code, out, _ = run(
+        capsys, "data", "export", "--broker-tz", "+2/us", "--out", str(tmp_path / "EURUSD_H1.csv")
+    )
+    assert code == 0
+    code, out, _ = run(capsys, "data", "validate", str(tmp_path / "EURUSD_H1.csv"))
+    assert code == 0 and "0 expected" in out
+    assert out.splitlines()[-1].startswith("hint: with --broker-tz +2/us every gap is a market closure")
+    code, out, _ = run(
+        capsys, "data", "show", "--path", str(tmp_path / "EURUSD_H1.csv"), "--broker-tz", "+2/us"
+    )
+    assert code == 0 and "42 expected" in out and "hint:" not in out
+
+
+def test_export_of_an_empty_window_writes_nothing(capsys, tmp_path):
+    code, _, err = run(capsys, "data", "export", "--from", "2019-01-01", "--out", str(tmp_path / "x.csv"))
+    assert code == 2 and "no bars to export from 2019-01-01" in err and err.count("\n") == 1
+    assert not (tmp_path / "x.csv").exists()

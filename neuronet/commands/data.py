@@ -17,6 +17,7 @@ from datafeeds import (
     BrokerClock,
     Repair,
     ValidationReport,
+    guess_clock,
     load_validated,
     meta_of,
     validate,
@@ -118,6 +119,7 @@ def show(
         symbol, timeframe, source, path, start, end, broker_tz, seed, opt or [], repair, no_cache, refresh
     )
     typer.echo(summary(report))
+    _clock_hint(report)
     if bars and len(report.frame):
         typer.echo("")
         typer.echo(f"last {min(bars, len(report.frame))} bars (UTC):")
@@ -160,6 +162,9 @@ def export(
     )
     report = _load(*args)
     frame = report.frame
+    if not len(frame):
+        window = f" from {start or 'the start'} to {end or 'the end'}" if start or end else ""
+        raise ValueError(f"no bars to export{window}; {out} was not written")
     written = write_mt5_csv(frame, out, dialect=fmt)
     meta = meta_of(frame)
     typer.echo(f"wrote {len(frame)} {meta.symbol} {meta.timeframe.name} bars to {written}")
@@ -187,6 +192,17 @@ def validate_file(
         clock = BrokerClock.parse(broker_tz) if broker_tz else BrokerClock()
         report = read_mt5_csv_report(file, symbol=symbol, timeframe=timeframe, clock=clock, repair=policy)
     typer.echo(report.format())
+    _clock_hint(report)
+
+
+def _clock_hint(report: ValidationReport) -> None:
+    """Say so when gaps read as UTC look like a broker's weekends (a file exported in server time)."""
+    clock = guess_clock(report)
+    if clock is not None:
+        typer.echo(
+            f"hint: with --broker-tz {clock.text()} every gap is a market closure; "
+            "if these times are the broker's server time, pass it"
+        )
 
 
 CacheSource = Annotated[str | None, typer.Option("--source", "-s", help="Only this source (mt5, dukascopy).")]
@@ -328,7 +344,7 @@ def _stamp(t: pd.Timestamp) -> str:
 
 
 # Options whose values are text even when they look like numbers (a clock "+2", a digits-only password).
-_TEXT_OPTIONS = frozenset({"clock", "host", "password", "path", "server"})
+_TEXT_OPTIONS = frozenset({"base_url", "cache_dir", "clock", "host", "password", "path", "server"})
 
 
 def _parse_opt(text: str) -> tuple[str, object]:

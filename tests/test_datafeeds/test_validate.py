@@ -1,8 +1,22 @@
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from datafeeds import CandleDataError, Repair, meta_of, read_sample, validate
+from datafeeds import (
+    UTC,
+    BrokerClock,
+    CandleDataError,
+    Repair,
+    from_rates,
+    guess_clock,
+    make_frame,
+    meta_of,
+    read_sample,
+    to_rates,
+    validate,
+)
 from datafeeds.validate import market_closed
 
 GOOD = (1.1000, 1.1010, 1.0990, 1.1005)
@@ -140,3 +154,29 @@ def test_frame_without_metadata_is_refused(candles):
     df.attrs.clear()
     with pytest.raises(ValueError, match="no candle metadata"):
         validate(df)
+
+
+def _stamped_in(clock: BrokerClock, drop: slice | None = None) -> pd.DataFrame:
+    """The sample as a file exported in ``clock`` and then read as if its times were UTC."""
+    sample = read_sample()
+    in_clock = make_frame(sample, sample.index, replace(meta_of(sample), clock=clock))
+    rates = to_rates(in_clock)
+    if drop is not None:
+        rates = np.delete(rates, np.arange(len(rates))[drop])
+    return from_rates(rates, meta_of(sample))
+
+
+@pytest.mark.parametrize(
+    "clock", [BrokerClock(2, "us"), BrokerClock(2, "eu"), BrokerClock(3), BrokerClock(-5, "us")]
+)
+def test_guess_clock_finds_the_server_clock_of_a_file_read_as_utc(clock):
+    report = validate(_stamped_in(clock))
+    assert report.unexpected_gaps  # the weekends are shifted off the New York close
+    assert guess_clock(report) == clock
+
+
+def test_guess_clock_stays_quiet_for_utc_data_and_real_holes():
+    assert guess_clock(validate(read_sample())) is None  # nothing unexpected
+    holed = validate(_stamped_in(BrokerClock(2, "us"), drop=slice(100, 103)))  # three bars of a Tuesday
+    assert guess_clock(holed) is None
+    assert guess_clock(validate(_stamped_in(UTC, drop=slice(100, 103)))) is None
