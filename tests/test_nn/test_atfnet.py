@@ -192,8 +192,13 @@ def test_frequency_block_gradients(length, horizon, rng, finite_difference):
 
 
 def test_atfnet_parameter_gradients(rng, finite_difference):
+    """On periodic windows (w well above 0), so that the F block's parameters are checked too; the input
+    gradient is left out: w has no gradient by design."""
     model = ATFNet(4, **SMALL, fnet_d_model=4, fnet_d_ff=6, fnet_layers=1, complex_dropout=0.0)
-    fd_check(model, (12, 2), 2, rng, finite_difference, check_input=False, params_every=3)
+    t = np.arange(24)[None, :, None]
+    x = np.sin(2 * np.pi * t / 8) + 0.3 * rng.normal(size=(2, 24, 2))
+    fd_check(model, (24, 2), 2, rng, finite_difference, check_input=False, x=x, params_every=3)
+    assert model.last_weight.min() > 0.3
 
 
 def test_atfnet_mixes_blocks_by_the_harmonic_weight(rng):
