@@ -182,12 +182,18 @@ def test_models_train_like_the_reference(rng, dtype, model):
     if model == "atfnet":
         sizes |= dict(fnet_d_model=4, fnet_d_ff=6, fnet_layers=1, complex_dropout=0.2)
     kind = ATFNet if model == "atfnet" else PatchTST
-    x, y = rng.normal(size=(12, 17, 3)), rng.normal(size=(12, 6, 3))
+    t = np.arange(24)[None, :, None]
+    x = np.sin(2 * np.pi * t / 8) + 0.3 * rng.normal(size=(12, 24, 3))  # periodic: the F block has weight
+    y = rng.normal(size=(12, 6, 3))
     runs = []
     for backend in (FullRef(), FullCL(dtype=dtype)):
-        net = Sequential([kind(6, **sizes)], (17, 3), "mse", {"type": "sgd", "lr": 0.05}, backend, seed=1)
+        net = Sequential([kind(6, **sizes)], (24, 3), "mse", {"type": "sgd", "lr": 0.05}, backend, seed=1)
+        params = net.layers[0].params
+        before = {k: backend.to_numpy(v).copy() for k, v in params.items()}
         history = net.fit(x, y, epochs=2, batch_size=5, shuffle=False, progress=False)
         runs.append((history.loss, net.export_arrays(), net.predict(x)))
+        still = [k for k, v in params.items() if np.array_equal(backend.to_numpy(v), before[k])]
+        assert not still, f"parameters that did not train: {still}"
     tol = 1e-9 if dtype == np.float64 else 3e-4
     np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=tol)
     for key, want in runs[0][1].items():
