@@ -130,3 +130,31 @@ def to_rates(df: pd.DataFrame) -> np.ndarray:
     for name in COLUMNS:
         out[name] = df[name].to_numpy()
     return out
+
+
+def utc_bound(value, name: str) -> pd.Timestamp | None:
+    """A window bound given as text, datetime or Timestamp, in UTC (naive times are UTC); None stays None."""
+    if value is None:
+        return None
+    try:
+        ts = pd.Timestamp(value)
+    except (ValueError, TypeError):
+        raise ValueError(
+            f"cannot read {name} {value!r} as a date (write 2017-06-01 or 2017-06-01 12:00)"
+        ) from None
+    return ts.tz_localize("UTC") if ts.tz is None else ts.tz_convert("UTC")
+
+
+def in_window(df: pd.DataFrame, start=None, end=None) -> pd.DataFrame:
+    """The bars of a candle frame that open in ``[start, end)`` (UTC), metadata kept."""
+    lo, hi = utc_bound(start, "start"), utc_bound(end, "end")
+    if lo is None and hi is None:
+        return df
+    keep = np.ones(len(df), dtype=bool)
+    if lo is not None:
+        keep &= df.index >= lo
+    if hi is not None:
+        keep &= df.index < hi
+    out = df.loc[keep]
+    out.attrs = dict(df.attrs)
+    return out

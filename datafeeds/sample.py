@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from datafeeds.candles import CandleMeta, make_frame, meta_of
+from datafeeds.candles import CandleMeta, in_window, make_frame, meta_of
 from datafeeds.clock import UTC, BrokerClock
 from datafeeds.errors import CandleDataError
 from datafeeds.resample import resample
@@ -66,7 +66,7 @@ class SampleSource:
             raise LookupError(f"the embedded sample holds only {SYMBOL}, not {symbol!r}")
         df = read_sample(spread=self.spread)
         df.attrs["candles"] = replace(meta_of(df), clock=self.clock)
-        return df if tf is Timeframe.H1 else resample(df, tf)
+        return in_window(df if tf is Timeframe.H1 else resample(df, tf), start, end)
 
 
 def read_sample(*, spread: int = 0) -> pd.DataFrame:

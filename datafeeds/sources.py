@@ -30,7 +30,7 @@ from typing import Protocol, runtime_checkable
 import pandas as pd
 
 from datafeeds.cache import CachedFeed, load_through, parse_mode
-from datafeeds.candles import meta_of
+from datafeeds.candles import in_window, meta_of, utc_bound
 from datafeeds.clock import UTC, BrokerClock
 from datafeeds.errors import UnknownSourceError
 from datafeeds.mt5_csv import read_mt5_csv
@@ -81,9 +81,9 @@ class CsvSource:
 
     def load(self, symbol: str | None = None, timeframe=None, start=None, end=None) -> pd.DataFrame:
         df = read_mt5_csv(self.path, symbol=symbol, digits=self.digits, clock=self.clock, repair=self.repair)
-        if timeframe is None or Timeframe.parse(timeframe) == meta_of(df).timeframe:
-            return df
-        return resample(df, timeframe)
+        if timeframe is not None and Timeframe.parse(timeframe) != meta_of(df).timeframe:
+            df = resample(df, timeframe)
+        return in_window(df, start, end)
 
 
 class SyntheticSource:
@@ -172,7 +172,7 @@ def load_validated(
         options.setdefault("repair", repair)  # a file is repaired on read, where its line numbers are known
     src = get_source(name, **options) if isinstance(source, str) else source
     mode = _cache_mode(cache, src, name)
-    lo, hi = _bound(start, "start"), _bound(end, "end")
+    lo, hi = utc_bound(start, "start"), utc_bound(end, "end")
     if lo is not None and hi is not None and lo >= hi:
         raise ValueError(f"start {lo} must come before end {hi}")
     try:
@@ -189,11 +189,7 @@ def load_validated(
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"candle source {name!r} returned {type(df).__name__}, not a DataFrame")
     meta = meta_of(df)
-    if lo is not None or hi is not None:
-        keep = (df.index >= lo if lo is not None else True) & (df.index < hi if hi is not None else True)
-        df = df.loc[keep]
-        df.attrs["candles"] = meta
-    return validate(df, meta.source or name, repair)
+    return validate(in_window(df, lo, hi), meta.source or name, repair)
 
 
 def load_candles(
@@ -227,15 +223,3 @@ def _cache_mode(cache: bool | str | None, src: CandleSource, name: str) -> bool 
         kept = " (it keeps its downloaded archive files itself)" if name == "dukascopy" else ""
         raise ValueError(f"candle source {name!r} has no read-through cache{kept}; only mt5 has one")
     return mode
-
-
-def _bound(value, name: str) -> pd.Timestamp | None:
-    if value is None:
-        return None
-    try:
-        ts = pd.Timestamp(value)
-    except (ValueError, TypeError):
-        raise ValueError(
-            f"cannot read {name} {value!r} as a date (write 2017-06-01 or 2017-06-01 12:00)"
-        ) from None
-    return ts.tz_localize("UTC") if ts.tz is None else ts.tz_convert("UTC")

@@ -50,6 +50,15 @@ def test_start_is_inclusive_and_end_exclusive():
     assert meta_of(df).symbol == "EURUSD"
 
 
+@pytest.mark.parametrize("name", ["sample", "csv", "synthetic"])
+def test_each_source_honours_the_window_itself(name, tmp_path):
+    # Callers of a source's own load() (not load_candles) must get the window too.
+    options = {"path": str(write_mt5_csv(read_sample(), tmp_path / "EURUSD_H1.csv"))} if name == "csv" else {}
+    df = get_source(name, **options).load("EURUSD", "H1", "2017-06-01 10:00", "2017-06-01 13:00")
+    assert [str(t) for t in df.index] == [f"2017-06-01 {h}:00:00+00:00" for h in (10, 11, 12)]
+    assert meta_of(df).symbol == "EURUSD"
+
+
 def test_bad_window():
     with pytest.raises(ValueError, match="must come before"):
         load_candles(start="2017-06-02", end="2017-06-01")
