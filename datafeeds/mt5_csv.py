@@ -446,7 +446,9 @@ def _infer_timeframe(broker: np.ndarray, origin: str) -> Timeframe:
     steps = np.diff(broker)
     steps = steps[steps > 0]
     if not len(steps):
-        raise CandleDataError(origin, "cannot infer the timeframe from fewer than two bars; pass timeframe")
+        raise CandleDataError(
+            origin, "cannot infer the timeframe from fewer than two bars; pass timeframe= (--timeframe)"
+        )
     values, counts = np.unique(steps, return_counts=True)
     step = int(values[np.argmax(counts)])
     if 28 * 86400 <= step <= 31 * 86400:
@@ -455,5 +457,5 @@ def _infer_timeframe(broker: np.ndarray, origin: str) -> Timeframe:
         if tf is not Timeframe.MN1 and tf.seconds == step:
             return tf
     raise CandleDataError(
-        origin, f"bars are {step} s apart, which is no MetaTrader timeframe; pass timeframe"
+        origin, f"bars are {step} s apart, which is no MetaTrader timeframe; pass timeframe= (--timeframe)"
     )

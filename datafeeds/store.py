@@ -110,6 +110,7 @@ def read_npz_entry(path: str | os.PathLike) -> tuple[pd.DataFrame, dict]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such candle file")
+    _require_npz(path)
     try:
         with np.load(path, allow_pickle=False) as z:
             rates = z["rates"]
@@ -126,11 +127,22 @@ def read_npz_entry(path: str | os.PathLike) -> tuple[pd.DataFrame, dict]:
 
 def read_npz_header(path: str | os.PathLike) -> dict:
     """Only the JSON header of a ``write_npz`` file (the rates are not read)."""
+    _require_npz(path)
     try:
         with np.load(path, allow_pickle=False) as z:
             return _header(z)
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
         raise CandleDataError(str(path), f"not a readable candle store file ({exc})") from None
+
+
+def _require_npz(path: str | os.PathLike) -> None:
+    """Refuse anything but a zip archive before numpy sees it (numpy would talk of pickles instead)."""
+    try:
+        is_zip = zipfile.is_zipfile(path)
+    except OSError as exc:
+        raise CandleDataError(str(path), f"not a readable candle store file ({exc})") from None
+    if not is_zip:
+        raise CandleDataError(str(path), "not a readable candle store file (not an .npz archive)")
 
 
 def _header(z) -> dict:

@@ -65,6 +65,11 @@ def test_corrupt_and_missing_files_name_the_file(tmp_path):
     bad.write_bytes(b"PK\x03\x04 not really a zip")
     with pytest.raises(CandleDataError, match=r"bad\.npz: not a readable candle store file"):
         read_npz(bad)
+    text = tmp_path / "text.npz"
+    text.write_text("<DATE>\t<TIME>\n")  # numpy alone would suggest loading it as a pickle
+    with pytest.raises(CandleDataError, match=r"text\.npz: not a readable .* \(not an \.npz") as err:
+        read_npz(text)
+    assert "pickle" not in str(err.value)
     with pytest.raises(FileNotFoundError, match=r"missing\.npz"):
         read_npz(tmp_path / "missing.npz")
     with pytest.raises(ValueError, match="store folder name"):
