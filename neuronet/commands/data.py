@@ -146,21 +146,9 @@ def export(
     """Write candles as a MetaTrader CSV file, times in the data's broker clock (--broker-tz)."""
     if fmt not in ("mt5", "csv"):
         raise ValueError(f"--format must be mt5 or csv, not {fmt!r}")
-    args = (
-        symbol,
-        timeframe,
-        source,
-        path,
-        start,
-        end,
-        broker_tz,
-        seed,
-        opt or [],
-        repair,
-        no_cache,
-        refresh,
+    report = _load(
+        symbol, timeframe, source, path, start, end, broker_tz, seed, opt or [], repair, no_cache, refresh
     )
-    report = _load(*args)
     frame = report.frame
     if not len(frame):
         window = f" from {start or 'the start'} to {end or 'the end'}" if start or end else ""
