@@ -46,14 +46,10 @@ def ours(
     cfg: dict, channels: int, rng: np.random.Generator, profile: bool = False
 ) -> tuple[str, Callable, Callable, Callable]:
     from nn.atfnet import ATFNet
-    from nn.attention_ops_opencl import AttentionOpenCLOps
-    from nn.complex_ops_opencl import ComplexOpenCLOps
     from nn.model import Sequential
     from nn.ops_opencl import OpenCLBackend
 
-    class Backend(AttentionOpenCLOps, ComplexOpenCLOps, OpenCLBackend):
-        """The OpenCL backend with the attention and complex mixins."""
-
+    Backend = OpenCLBackend
     be = Backend(dtype=np.float32, profile=profile)
     d, h, n, f = cfg["d_model"], cfg["heads"], cfg["layers"], cfg["d_ff"]
     layer = ATFNet(

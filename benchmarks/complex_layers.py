@@ -26,15 +26,13 @@ from collections.abc import Callable
 import numpy as np
 
 from nn.complex import ComplexDense, ComplexEncoderLayer
-from nn.complex_ops_opencl import ComplexOpenCLOps
 from nn.ops_opencl import OpenCLBackend
 from nn.spectral import ExtendedDFT, InverseExtendedDFT, SpectrumNorm
 
 STEPS = ("dense", "encoder", "spectral", "attn-core")
 
 
-class Backend(ComplexOpenCLOps, OpenCLBackend):
-    """The OpenCL backend with the complex mixin (as the package assembles it)."""
+Backend = OpenCLBackend
 
 
 def best_seconds(step: Callable[[], None], sync: Callable[[], None], rounds: int, reps: int) -> float:

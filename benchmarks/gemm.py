@@ -26,8 +26,9 @@ import numpy as np
 NETWORK = (240, 500, 250, 125, 62, 3)
 
 
-def best_seconds(fns: dict[str, tuple[Callable[[], None], Callable[[], None]]], min_time: float,
-                 rounds: int) -> dict[str, float]:
+def best_seconds(
+    fns: dict[str, tuple[Callable[[], None], Callable[[], None]]], min_time: float, rounds: int
+) -> dict[str, float]:
     """Best per-call seconds of each contestant.
 
     Contestants take turns round by round (each round runs a contestant's call enough times to last
@@ -100,6 +101,7 @@ def contestants(args) -> dict[str, Callable]:
         except ImportError:
             torch = None
         if torch is not None:
+
             def torch_on(device):
                 def make(a, b, ta, tb):
                     ta_, tb_ = torch.from_numpy(a).to(device), torch.from_numpy(b).to(device)
@@ -107,6 +109,7 @@ def contestants(args) -> dict[str, Callable]:
                     c = torch.empty((aa.shape[0], bb.shape[1]), dtype=torch.float32, device=device)
                     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
                     return (lambda: torch.mm(aa, bb, out=c)), sync
+
                 return make
 
             out["torch-cpu"] = torch_on("cpu")
@@ -122,8 +125,10 @@ def machine(rt) -> str:
             cpu = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return (f"CPU {cpu}, {os.cpu_count()} logical cores; OpenCL device {rt.info.index} {rt.info.name} "
-            f"({rt.info.platform_version}, driver {rt.info.driver_version}); numpy {np.__version__}")
+    return (
+        f"CPU {cpu}, {os.cpu_count()} logical cores; OpenCL device {rt.info.index} {rt.info.name} "
+        f"({rt.info.platform_version}, driver {rt.info.driver_version}); numpy {np.__version__}"
+    )
 
 
 def tune(args) -> None:
@@ -154,15 +159,22 @@ def tune(args) -> None:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.gemm", description=__doc__.splitlines()[0])
     p.add_argument("--device", default=None, help="OpenCL device: gpu, cpu, P:D or part of a name")
-    p.add_argument("--square", type=lambda s: [int(x) for x in s.split(",")], default=None,
-                   help="square sizes, comma-separated (default 256,512,1024,2048,4096; <=2048 on CPUs)")
+    p.add_argument(
+        "--square",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=None,
+        help="square sizes, comma-separated (default 256,512,1024,2048,4096; <=2048 on CPUs)",
+    )
     p.add_argument("--batches", type=lambda s: [int(x) for x in s.split(",")], default=[256, 32, 1])
     p.add_argument("--no-network", dest="network", action="store_false", help="skip the network's shapes")
     p.add_argument("--no-torch", dest="torch", action="store_false", help="skip the PyTorch peers")
     p.add_argument("--min-time", type=float, default=0.05, help="seconds per contestant and round")
     p.add_argument("--rounds", type=int, default=10)
-    p.add_argument("--tiles", default=None,
-                   help="GPU tuning: time these BMxBNxBKxTMxTN tile configurations (square sizes only)")
+    p.add_argument(
+        "--tiles",
+        default=None,
+        help="GPU tuning: time these BMxBNxBKxTMxTN tile configurations (square sizes only)",
+    )
     args = p.parse_args(argv)
     if args.tiles:
         tune(args)

@@ -22,7 +22,9 @@ import math
 
 import numpy as np
 
+from nn.attention_ops_numpy import AttentionNumpyOps
 from nn.backend import Activation
+from nn.complex_ops_numpy import ComplexNumpyOps
 from nn.random import uniform01
 
 _BCE_CLIP = 1e-7
@@ -107,8 +109,11 @@ def _regularised(w: np.ndarray, g: np.ndarray, l1: float, l2: float) -> np.ndarr
     return g + l1 * np.sign(w) + l2 * w
 
 
-class NumpyBackend:
-    """Float64 reference implementation of ``nn.backend.Backend``."""
+class NumpyBackend(AttentionNumpyOps, ComplexNumpyOps):
+    """Float64 reference implementation of ``nn.backend.Backend``.
+
+    The attention and complex-valued ops live in their own mixin modules (one job each) and are part of the
+    backend through inheritance, so every layer finds every op on ``backend``."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -27,7 +27,9 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from nn.attention_ops_opencl import AttentionOpenCLOps
 from nn.backend import ACTIVATIONS, Activation
+from nn.complex_ops_opencl import ComplexOpenCLOps
 from opencl import get_runtime, memory
 from opencl import kernels as build_kernels
 from opencl.blas import gemm
@@ -53,8 +55,10 @@ def _round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-class OpenCLBackend:
-    """``Backend`` on an OpenCL device (float32 by default, float64 where the device has fp64)."""
+class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
+    """``Backend`` on an OpenCL device (float32 by default, float64 where the device has fp64).
+
+    The attention and complex-valued ops come from their mixin modules, as on the NumPy backend."""
 
     def __init__(
         self, device=None, dtype=None, profile: bool | None = None, *, layout: str | None = None

@@ -100,33 +100,6 @@ def direction_accuracy(pred: np.ndarray, true: np.ndarray, last: np.ndarray) -> 
 MODELS = ("atfnet", "patchtst")
 
 
-def forecast_backend(name: str) -> Any:
-    """The backend by name, with the attention and complex ops ATFNet needs.
-
-    Until those mixins are part of the packaged backends, the composed classes are assembled here.
-    """
-    backend = get_backend(name)
-    if hasattr(backend, "linear_forward") and hasattr(backend, "complex_attention_forward"):
-        return backend
-    if backend.name == "numpy":
-        from nn.attention_ops_numpy import AttentionNumpyOps
-        from nn.complex_ops_numpy import ComplexNumpyOps
-        from nn.ops_numpy import NumpyBackend
-
-        class _Reference(AttentionNumpyOps, ComplexNumpyOps, NumpyBackend):
-            pass
-
-        return _Reference()
-    from nn.attention_ops_opencl import AttentionOpenCLOps
-    from nn.complex_ops_opencl import ComplexOpenCLOps
-    from nn.ops_opencl import OpenCLBackend
-
-    class _Device(AttentionOpenCLOps, ComplexOpenCLOps, OpenCLBackend):
-        pass
-
-    return _Device(device=backend.runtime.info, dtype=backend.dtype)
-
-
 def build_forecaster(
     model: str,
     seq_len: int,
@@ -145,7 +118,7 @@ def build_forecaster(
     kind = ATFNet if model == "atfnet" else PatchTST
     layer = kind(pred_len, seed=seed, **sizes)
     optimizer = {"type": "adam", "lr": lr, "schedule": {"type": "step", "step_size": 1, "gamma": 0.5}}
-    return Sequential([layer], (seq_len, channels), "mse", optimizer, forecast_backend(backend), seed)
+    return Sequential([layer], (seq_len, channels), "mse", optimizer, get_backend(backend), seed)
 
 
 def train_forecaster(

@@ -16,14 +16,10 @@ from nn.atfnet import (
     RevIN,
 )
 from nn.attention import TokenLinear
-from nn.attention_ops_numpy import AttentionNumpyOps
-from nn.complex_ops_numpy import ComplexNumpyOps
 from nn.layers import from_config
 from nn.ops_numpy import NumpyBackend
 
-
-class RefBackend(AttentionNumpyOps, ComplexNumpyOps, NumpyBackend):
-    """The NumPy backend with the attention and complex mixins, as the package assembles it."""
+RefBackend = NumpyBackend
 
 
 def bind_random(layer, input_shape, rng, backend=None, scale=0.5):

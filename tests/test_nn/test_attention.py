@@ -18,14 +18,10 @@ from nn.attention import (
     TransformerEncoderLayer,
     sinusoid_table,
 )
-from nn.attention_ops_numpy import AttentionNumpyOps
-from nn.complex_ops_numpy import ComplexNumpyOps
 from nn.layers import from_config
 from nn.ops_numpy import NumpyBackend
 
-
-class RefBackend(AttentionNumpyOps, ComplexNumpyOps, NumpyBackend):
-    """The NumPy backend with the attention and complex mixins, as the package assembles it."""
+RefBackend = NumpyBackend
 
 
 def bind_random(layer, input_shape, rng, scale=0.5):

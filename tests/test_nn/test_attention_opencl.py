@@ -5,26 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nn.attention_ops_numpy import AttentionNumpyOps
 from nn.ops_numpy import NumpyBackend
 
 cl = pytest.importorskip("pyopencl")
 try:
-    from nn.attention_ops_opencl import AttentionOpenCLOps
     from nn.ops_opencl import OpenCLBackend
     from opencl import memory
 
-    class CLBackend(AttentionOpenCLOps, OpenCLBackend):
-        """The OpenCL backend with the attention mixin."""
-
+    CLBackend = OpenCLBackend
     _DEVICE = CLBackend(dtype=np.float64)
 except Exception as exc:  # no OpenCL device or no fp64: nothing to compare here
     pytest.skip(f"no OpenCL float64 device ({exc})", allow_module_level=True)
 
 
-class Ref(AttentionNumpyOps, NumpyBackend):
-    pass
-
+Ref = NumpyBackend
 
 REF = Ref()
 
@@ -168,16 +162,10 @@ def test_models_train_like_the_reference(rng, dtype, model):
     """A whole PatchTST / ATFNet trains identically on both backends: same losses, weights and forecasts
     after two epochs with dropout in both blocks (the counter-based masks match)."""
     from nn.atfnet import ATFNet, PatchTST
-    from nn.complex_ops_numpy import ComplexNumpyOps
-    from nn.complex_ops_opencl import ComplexOpenCLOps
     from nn.model import Sequential
 
-    class FullRef(AttentionNumpyOps, ComplexNumpyOps, NumpyBackend):
-        pass
-
-    class FullCL(AttentionOpenCLOps, ComplexOpenCLOps, OpenCLBackend):
-        pass
-
+    FullRef = NumpyBackend
+    FullCL = OpenCLBackend
     sizes = dict(d_model=8, n_heads=2, e_layers=2, d_ff=12, dropout=0.2, patch_len=4, stride=2, seed=5)
     if model == "atfnet":
         sizes |= dict(fnet_d_model=4, fnet_d_ff=6, fnet_layers=1, complex_dropout=0.2)
@@ -224,16 +212,10 @@ def test_two_stage_column_sums(rng):
 def test_input_gradients_match_the_reference(rng, affine):
     """ATFNet's input gradient (RevIN and spectrum statistics included) on the device equals the reference."""
     from nn.atfnet import ATFNet
-    from nn.complex_ops_numpy import ComplexNumpyOps
-    from nn.complex_ops_opencl import ComplexOpenCLOps
     from nn.model import Sequential
 
-    class FullRef(AttentionNumpyOps, ComplexNumpyOps, NumpyBackend):
-        pass
-
-    class FullCL(AttentionOpenCLOps, ComplexOpenCLOps, OpenCLBackend):
-        pass
-
+    FullRef = NumpyBackend
+    FullCL = OpenCLBackend
     sizes = dict(d_model=4, n_heads=2, e_layers=1, d_ff=6, dropout=0.0, patch_len=4, stride=2, affine=affine)
     t = np.arange(24)[None, :, None]
     x = np.sin(2 * np.pi * t / 8) * 2 + 1 + rng.normal(size=(3, 24, 2)) * 0.5  # periodic: w > 0.3

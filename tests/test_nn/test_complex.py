@@ -18,13 +18,10 @@ from nn.complex import (
     ComplexLayerNorm,
     ComplexMultiHeadAttention,
 )
-from nn.complex_ops_numpy import ComplexNumpyOps
 from nn.layers import from_config
 from nn.ops_numpy import NumpyBackend
 
-
-class _B(ComplexNumpyOps, NumpyBackend):
-    pass
+_B = NumpyBackend
 
 
 def bind_random(layer, input_shape, rng, scale=0.5):

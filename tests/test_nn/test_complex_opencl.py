@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from nn.complex import ComplexEncoderLayer
-from nn.complex_ops_numpy import ComplexNumpyOps
 from nn.ops_numpy import NumpyBackend
 from nn.spectral import (
     ExtendedDFT,
@@ -32,17 +31,15 @@ DTYPES = _dtypes()
 pytestmark = pytest.mark.skipif(not DTYPES, reason="no OpenCL device")
 
 
-class _Ref(ComplexNumpyOps, NumpyBackend):
-    pass
+_Ref = NumpyBackend
 
 
 def _cl_backend_class():
-    from nn.complex_ops_opencl import ComplexOpenCLOps
     from nn.ops_opencl import OpenCLBackend
     from opencl import memory
 
-    class _CL(ComplexOpenCLOps, OpenCLBackend):
-        """The OpenCL backend plus the complex mixin; fresh outputs start as NaN (unwritten ones show)."""
+    class _CL(OpenCLBackend):
+        """The OpenCL backend; fresh outputs start as NaN (unwritten ones show)."""
 
         def empty(self, shape, dtype=None):
             return memory.poison(super().empty(shape, dtype))
