@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from nn import attention, complex, spectral  # noqa: F401  (register their layer types for load())
+from nn.atfnet import ATFNet, PatchTST
 from nn.backend import Backend
 from nn.callbacks import EarlyStopping, EpochRecord, History
 from nn.io import ModelFileError, load, save
@@ -15,6 +17,7 @@ from nn.optim import SGD, AdaDelta, AdaGrad, Adam, ExponentialDecay, Momentum, R
 
 __all__ = [
     "SGD",
+    "ATFNet",
     "ActivationLayer",
     "AdaDelta",
     "AdaGrad",
@@ -29,6 +32,7 @@ __all__ = [
     "History",
     "ModelFileError",
     "Momentum",
+    "PatchTST",
     "RMSProp",
     "Sequential",
     "Softmax",
