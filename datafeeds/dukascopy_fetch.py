@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import http.client
 import logging
+import socket
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -139,5 +141,13 @@ class Fetcher:
             except http.client.IncompleteRead as exc:
                 problem = f"the connection closed after {len(exc.partial)} bytes of the file"
             except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
-                problem = f"network failure ({getattr(exc, 'reason', None) or exc})"
+                reason = getattr(exc, "reason", None) or exc
+                if isinstance(reason, socket.gaierror):  # no DNS answer: offline, or a typo in base_url
+                    host = urllib.parse.urlsplit(url).hostname
+                    raise DownloadError(
+                        f"{url}: cannot resolve the host {host!r} ({reason.strerror}); check the network "
+                        "connection and base_url",
+                        url=url,
+                    ) from None
+                problem = f"network failure ({reason})"
         raise DownloadError(f"{url}: {problem}, after {self.retries + 1} attempts", url=url)

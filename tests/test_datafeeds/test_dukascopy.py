@@ -218,6 +218,15 @@ def test_network_failure_names_the_url(tmp_path):
             src.load("EURUSD", "M1", start="2023-01-30", end="2023-01-31")
 
 
+def test_a_host_that_does_not_resolve_is_not_retried(tmp_path):
+    # ".invalid" never resolves (RFC 6761): offline machines see the same DNS failure for the real host.
+    src = DukascopySource(tmp_path, "http://archive.invalid/datafeed", retries=3, backoff=30.0)
+    started = time.monotonic()
+    with pytest.raises(DownloadError, match=r"cannot resolve the host 'archive\.invalid'"):
+        src.load("EURUSD", "M1", start="2023-01-30", end="2023-01-31")
+    assert src.fetcher.requests == 1 and time.monotonic() - started < 30
+
+
 def test_corrupt_file_is_a_clear_error_and_is_not_cached(minute_archive, tmp_path):
     archive, _ = minute_archive
     path = day_path("EURUSD", "2023-01-30", "BID_candles_min_1.bi5")
