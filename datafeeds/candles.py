@@ -104,10 +104,32 @@ def make_frame(data: pd.DataFrame | dict, index: pd.DatetimeIndex, meta: CandleM
             raise ValueError(f"candle data from {meta.source or meta.symbol!r} has no {name!r} column")
         else:
             values = np.zeros(len(index))
+        if name not in PRICE_COLUMNS:
+            _check_integers(values, name, COLUMN_DTYPES[name], meta)
         cols[name] = values.astype(COLUMN_DTYPES[name], copy=False)
     df = pd.DataFrame(cols, index=index)
     df.attrs["candles"] = meta
     return df
+
+
+def _check_integers(values: np.ndarray, name: str, dtype: type, meta: CandleMeta) -> None:
+    """Refuse values a cast to ``dtype`` would wrap or truncate (a negative volume, NaN, 2.5 points)."""
+    if values.dtype == dtype or not len(values):
+        return
+    info = np.iinfo(dtype)
+    if values.dtype.kind in "iu":
+        bad = (values < info.min) | (values > info.max)
+    else:
+        with np.errstate(invalid="ignore"):
+            as_float = values.astype(np.float64)
+            bad = ~np.isfinite(as_float) | (as_float != np.round(as_float))
+            bad |= (as_float < info.min) | (as_float > info.max)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"candle data from {meta.source or meta.symbol!r}: {name} {values[first]} at row {first + 1} "
+            f"is not a whole number within {info.min}..{info.max}"
+        )
 
 
 def from_rates(rates: np.ndarray, meta: CandleMeta) -> pd.DataFrame:

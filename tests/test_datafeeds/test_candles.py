@@ -1,7 +1,8 @@
 import numpy as np
+import pandas as pd
 import pytest
 
-from datafeeds import RATES_DTYPE, BrokerClock, CandleMeta, Timeframe, from_rates, to_rates
+from datafeeds import RATES_DTYPE, BrokerClock, CandleMeta, Timeframe, from_rates, make_frame, to_rates
 
 
 def _rates(n: int, clock: BrokerClock, start: int = 1_500_000_000) -> np.ndarray:
@@ -70,3 +71,20 @@ def test_timeframe_constants_match_metatrader(name, value):
 def test_unknown_timeframe_lists_valid_names():
     with pytest.raises(ValueError, match="H1"):
         Timeframe.parse("H5")
+
+
+@pytest.mark.parametrize(
+    "column,values,shown",
+    [
+        ("tick_volume", [1, -2, 3], "-2"),
+        ("spread", [1.0, np.nan, 2.0], "nan"),
+        ("real_volume", [1, 2, 3.5], "3.5"),
+    ],
+)
+def test_integer_columns_refuse_values_a_cast_would_garble(column, values, shown):
+    index = pd.date_range("2017-06-06 10:00", periods=3, freq="h")
+    data = {"open": [1.1] * 3, "high": [1.2] * 3, "low": [1.0] * 3, "close": [1.1] * 3, column: values}
+    with pytest.raises(ValueError, match=rf"from 'mine': {column} {shown} at row \d is not a whole number"):
+        make_frame(data, index, CandleMeta("EURUSD", Timeframe.H1, source="mine"))
+    data[column] = [1.0, 2.0, 3.0]  # whole floats are fine
+    assert make_frame(data, index, CandleMeta("EURUSD", Timeframe.H1))[column].tolist() == [1, 2, 3]
