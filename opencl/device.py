@@ -63,16 +63,26 @@ class Choice:
     reason: str
 
 
-def install_hint() -> str:
-    """How to get an OpenCL device on this operating system."""
+def install_hint(compile_failed: bool = False) -> str:
+    """How to get a working OpenCL device on this operating system.
+
+    ``compile_failed``: devices exist but none compiles, typically pip's PoCL 3.0 (LLVM 14) on a CPU newer
+    than its LLVM knows; reinstalling the same package would not help, the distribution's PoCL does.
+    """
+    fallback = "; meanwhile the training commands run on the NumPy backend (--backend numpy)"
+    if compile_failed and sys.platform.startswith("linux"):
+        return (
+            "Install your distribution's PoCL (Debian/Ubuntu: `sudo apt-get install pocl-opencl-icd`), "
+            "which compiles for recent CPUs, or your GPU vendor's OpenCL driver" + fallback
+        )
     if sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64"):
         return (
-            "install a CPU device with `pip install pocl-binary-distribution` (or your distribution's "
-            "PoCL: `apt-get install pocl-opencl-icd`), or your GPU vendor's OpenCL driver"
+            "Install a CPU device with `pip install pocl-binary-distribution` (or your distribution's "
+            "PoCL: `sudo apt-get install pocl-opencl-icd`), or your GPU vendor's OpenCL driver" + fallback
         )
     if sys.platform == "darwin":
         return "macOS ships OpenCL with the system; check that pyopencl was installed for this Python"
-    return "install your GPU or CPU vendor's OpenCL driver (NVIDIA, AMD or Intel)"
+    return "Install your GPU or CPU vendor's OpenCL driver (NVIDIA, AMD or Intel)"
 
 
 def _kind(device: cl.Device) -> str:
@@ -178,7 +188,7 @@ def choose_device(device: str | DeviceInfo | None = None) -> Choice:
                 return Choice(d, f"default: first usable {kind.upper()}{note}")
             skipped.append(f"{d.index} {d.name}: {problem}")
     raise NoDeviceError(
-        "no OpenCL device can compile kernels: " + "; ".join(skipped) + f". {install_hint()}"
+        "no OpenCL device can compile kernels: " + "; ".join(skipped) + f". {install_hint(True)}"
     )
 
 
