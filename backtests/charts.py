@@ -74,18 +74,23 @@ def training(epochs: list[dict]) -> bytes:
             )
             twin.set_ylabel("% (in-sample)")
             twin.grid(False)
-            twin.legend(loc="center right", fontsize=7)
+            handles, labels = a1.get_legend_handles_labels()
+            more, names = twin.get_legend_handles_labels()
+            # One legend where the curves rarely are: losses fall low, the hit rate climbs high.
+            twin.legend(handles + more, labels + names, loc="center right", fontsize=7)
+        else:
+            a1.legend(loc="best")
         a1.set_xlabel("epoch")
         a1.set_ylabel("training loss")
         a1.set_title("Loss per epoch")
-        a1.legend(loc="best")
         x = np.arange(1, len(df) + 1)
         a2.bar(x, df["wall_s"], color="#8ab17d", label="wall")
-        if "device_s" in df and df["device_s"].notna().any():
+        profiled = "device_s" in df and df["device_s"].notna().any()
+        if profiled:
             a2.plot(x, df["device_s"].astype(float), color="#264653", marker=".", lw=1, label="device")
         a2.set_xlabel("epoch (all rounds)")
         a2.set_ylabel("seconds")
-        a2.set_title("Time per epoch")
+        a2.set_title("Time per epoch" if profiled else "Time per epoch (wall; device time: --profile)")
         a2.legend(loc="best")
         return _png(fig)
 
@@ -95,15 +100,18 @@ def confusion(cm: list[list[int]], classes: list[str]) -> bytes:
     with plt.rc_context({**_STYLE, "axes.grid": False}):
         fig, ax = plt.subplots(figsize=(4.2, 3.6))
         ax.imshow(m, cmap="Blues")
+        rows = m.sum(axis=1, keepdims=True)
+        share = np.divide(m, rows, out=np.zeros_like(m), where=rows > 0)
         for i in range(m.shape[0]):
             for j in range(m.shape[1]):
                 colour = "white" if m[i, j] > m.max() / 2 else "black"
-                ax.text(j, i, f"{int(m[i, j])}", ha="center", va="center", color=colour)
+                # count, and its share of the true class (the row): the recall sits on the diagonal
+                ax.text(j, i, f"{int(m[i, j])}\n{share[i, j]:.0%}", ha="center", va="center", color=colour)
         ax.set_xticks(range(len(classes)), classes)
         ax.set_yticks(range(len(classes)), classes)
         ax.set_xlabel("predicted")
         ax.set_ylabel("true")
-        ax.set_title("Confusion matrix (forward)")
+        ax.set_title("Confusion matrix (forward; % of true row)")
         return _png(fig)
 
 
@@ -143,20 +151,25 @@ def price(chart: dict, trades: pd.DataFrame, classes: list[str] | None) -> bytes
         if len(trades):
             first, last = int(idx[0]), int(idx[-1])
             inside = trades[(trades.entry_bar >= first) & (trades.entry_bar <= last)]
+            shown: set[str] = set()
             for row in inside.itertuples():
                 colour = "#1d3557" if row.type == "buy" else "#9d0208"
                 xs = [row.entry_bar - first, min(row.exit_bar, last) - first]
-                ax.plot(xs, [row.entry_price, row.exit_price], color=colour, lw=1.2)
+                label = None if row.type in shown else f"{row.type} trade (entry ●, exit ×)"
+                shown.add(row.type)
+                ax.plot(xs, [row.entry_price, row.exit_price], color=colour, lw=1.2, label=label)
                 ax.scatter(xs[:1], [row.entry_price], marker="o", s=14, color=colour)
+                ax.scatter(xs[1:], [row.exit_price], marker="x", s=18, color=colour)
         ticks = np.linspace(0, len(x) - 1, min(8, len(x))).astype(int)
         stamps = pd.DatetimeIndex(chart["time"])[ticks]
         ax.set_xticks(ticks, [f"{t:%Y-%m-%d %H:%M}" for t in stamps], rotation=15)
-        ax.set_title("Price, fractals and trades (last forward bars)")
+        ax.set_ylabel("price (bid)")
+        ax.set_title(f"Price, fractals and trades (last {len(x)} forward bars)")
         ax.legend(loc="best", fontsize=7, ncol=3)
         return _png(fig)
 
 
-def trade_breakdown(trades: pd.DataFrame) -> bytes:
+def trade_breakdown(trades: pd.DataFrame, currency: str = "") -> bytes:
     """MetaTrader's trade views: net profit by entry hour and weekday, MAE/MFE against the result, and
     holding times in bars."""
     entry = pd.DatetimeIndex(trades["entry_time"])
@@ -165,22 +178,29 @@ def trade_breakdown(trades: pd.DataFrame) -> bytes:
         fig, axes = plt.subplots(2, 2, figsize=(10, 5.6))
         for ax, key, labels, title in (
             (axes[0, 0], entry.hour, [str(h) for h in range(24)], "Net profit by entry hour (UTC)"),
-            (axes[0, 1], entry.day_of_week, ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], "by weekday"),
+            (
+                axes[0, 1],
+                entry.day_of_week,
+                ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"],
+                "Net profit by entry weekday (UTC)",
+            ),
         ):
             sums = pd.Series(net).groupby(np.asarray(key)).sum().reindex(range(len(labels)), fill_value=0.0)
             ax.bar(range(len(labels)), sums.to_numpy(), color=np.where(sums >= 0, "#2a9d8f", "#e76f51"))
             ax.set_xticks(range(len(labels)), labels, fontsize=7)
+            ax.set_ylabel(f"net profit {currency}".strip())
             ax.set_title(title)
         ax = axes[1, 0]
         ax.scatter(trades["mae"], net, s=8, color="#e76f51", alpha=0.6, label="MAE")
         ax.scatter(trades["mfe"], net, s=8, color="#2a9d8f", alpha=0.6, label="MFE")
-        ax.set_xlabel("excursion while open")
-        ax.set_ylabel("net profit")
+        ax.set_xlabel(f"excursion while open {currency}".strip())
+        ax.set_ylabel(f"net profit {currency}".strip())
         ax.set_title("MAE / MFE against the result")
         ax.legend(loc="best")
         ax = axes[1, 1]
         held = (trades["exit_bar"] - trades["entry_bar"]).to_numpy()
         ax.hist(held, bins=min(40, max(5, len(np.unique(held)))), color="#8ab17d")
         ax.set_xlabel("bars held")
+        ax.set_ylabel("trades")
         ax.set_title("Holding time")
         return _png(fig)

@@ -202,6 +202,8 @@ def write_report(result: Result, folder: str | Path, env: dict | None = None) ->
     model_file = None
     if result.ea_instance is not None:
         model_file = result.ea_instance.save_model(str(folder / "model"))
+        if model_file:
+            os.chmod(model_file, 0o644)  # readable like the rest of the folder (temp files start 0600)
     doc = report_dict(result, env)
     doc["files"] = {**files, "model": Path(model_file).name if model_file else None}
     trades = result.trades.copy()
@@ -293,7 +295,10 @@ def _html(result: Result, doc: dict) -> str:
         parts.append(_img(charts.drawdown(result.time, result.equity, result.account["deposit"]), "drawdown"))
     if len(result.trades):
         parts.append(
-            _img(charts.trade_breakdown(result.trades), "trades by hour, weekday, MAE/MFE, holding time")
+            _img(
+                charts.trade_breakdown(result.trades, result.account["currency"]),
+                "trades by hour, weekday, MAE/MFE, holding time",
+            )
         )
     pred = result.predictions
     if pred is not None:

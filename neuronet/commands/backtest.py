@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import inspect
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -130,6 +131,7 @@ def _execute(
     params: dict[str, Any],
     out: Path | None,
     progress: bool,
+    profile: bool = False,
 ) -> None:
     options = {"path": str(csv)} if csv is not None else {}
     if csv is not None and source == "sample":
@@ -156,14 +158,20 @@ def _execute(
         f"study {df.index[0]:%Y-%m-%d} .. {df.index[fs - 1]:%Y-%m-%d} ({fs}), "
         f"forward {df.index[fs]:%Y-%m-%d} .. {df.index[-1]:%Y-%m-%d} ({len(df) - fs})"
     )
+    if profile:  # OpenCL queues created from here on record kernel times: per-epoch device seconds
+        os.environ["NEURONET_PROFILE"] = "1"
     if params.get("backend") == "auto":  # decided after the data and periods passed their checks
         params["backend"] = _auto_backend("auto")
-    result = bt.run(**params)
+    chosen = params.get("backend", ea.param_defaults().get("backend"))
+    if profile and chosen is not None and not str(chosen).startswith("opencl"):
+        typer.echo("note: --profile measures device time on the OpenCL backend only", err=True)
     folder = (
         out
         or Path("reports")
         / f"{ea.__name__}-{meta.symbol}-{meta.timeframe.name}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
     )
+    _prepare_folder(folder)  # before training: a bad --out must not cost the user a whole run
+    result = bt.run(**params)
     env = environment()
     model = getattr(result.ea_instance, "model", None)
     if model is not None and getattr(model, "backend", None) is not None:
@@ -176,6 +184,16 @@ def _execute(
     _summary(result, page)
     if not result.complete:
         raise SystemExit(130)  # the report is written; exit as an interrupted command does
+
+
+def _prepare_folder(folder: Path) -> None:
+    """Create the report folder now, so an unusable ``--out`` fails in one line before any work."""
+    if folder.exists() and not folder.is_dir():
+        raise FileExistsError(f"--out {folder}: a file of that name exists; give a folder path")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OSError(f"--out {folder}: cannot create the report folder ({exc.strerror})") from None
 
 
 def _pct(v: float | None) -> str:
@@ -252,6 +270,9 @@ _BACKEND = typer.Option(None, "--backend", help="Network backend: auto, numpy, o
 _PARAM = typer.Option([], "--param", "-p", help="EA parameter NAME=VALUE (repeatable).")
 _OUT = typer.Option(None, "--out", help="Report folder (default: reports/<EA>-<SYMBOL>-<TF>-<time>).")
 _PROGRESS = typer.Option(True, "--progress/--no-progress", help="Progress bars for epochs and bars.")
+_PROFILE = typer.Option(
+    False, "--profile", help="Record OpenCL kernel time per epoch (device seconds); costs some host time."
+)
 
 
 def run(
@@ -271,6 +292,7 @@ def run(
     param: list[str] = _PARAM,
     out: Path | None = _OUT,
     progress: bool = _PROGRESS,
+    profile: bool = _PROFILE,
 ) -> None:
     """Run the Fractal EA on the embedded EURUSD H1 sample and write a report."""
     from strategies import FractalEA
@@ -291,6 +313,7 @@ def run(
         params=params,
         out=out,
         progress=progress and sys.stderr.isatty(),
+        profile=profile,
     )
 
 
@@ -318,6 +341,7 @@ def backtest(
     param: list[str] = _PARAM,
     out: Path | None = _OUT,
     progress: bool = _PROGRESS,
+    profile: bool = _PROFILE,
 ) -> None:
     """Backtest an expert advisor (built-in or your own class) and write a report."""
     cls = resolve_ea(ea)
@@ -346,4 +370,5 @@ def backtest(
         params=params,
         out=out,
         progress=progress and sys.stderr.isatty(),
+        profile=profile,
     )
