@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # the backend must be chosen first
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 _STYLE = {"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "font.size": 9}
 
@@ -88,9 +89,12 @@ def training(epochs: list[dict]) -> bytes:
         profiled = "device_s" in df and df["device_s"].notna().any()
         if profiled:
             a2.plot(x, df["device_s"].astype(float), color="#264653", marker=".", lw=1, label="device")
+        for ax in (a1, a2):  # epochs are whole numbers, also when there are only a few
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         a2.set_xlabel("epoch (all rounds)")
         a2.set_ylabel("seconds")
-        a2.set_title("Time per epoch" if profiled else "Time per epoch (wall; device time: --profile)")
+        note = "" if profiled else " (wall; device time: OpenCL with --profile)"
+        a2.set_title(f"Time per epoch{note}")
         a2.legend(loc="best")
         return _png(fig)
 

@@ -166,3 +166,13 @@ def test_run_with_defaults(tmp_path):
     doc = json.loads((tmp_path / "r" / "report.json").read_text())
     assert doc["complete"] and len(doc["training"]["epochs"]) == 30
     assert doc["data"]["bars"] == 5000 and doc["periods"]["forward_start"] == 3333
+
+
+def test_out_path_that_is_a_file_fails_before_any_work(tmp_path):
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder")
+    res = neuronet("backtest", "sma", "--out", str(taken), cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert last == f"error: --out {taken}: a file of that name exists; give a folder path"
+    assert "trading:" not in res.stdout  # refused before the replay, not after it
