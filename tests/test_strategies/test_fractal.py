@@ -7,7 +7,6 @@ import pytest
 
 import nn
 from backtests import Backtest
-from backtests.report import write_report
 from datafeeds import read_sample
 from strategies import EAError, FractalEA
 from strategies.features import UNKNOWN, bar_features, fractal_labels, windows
@@ -105,8 +104,9 @@ def test_default_network_is_the_part5_stack():
 
 def test_saved_model_carries_the_scaler_and_reloads(run, tmp_path):
     _, result = run
-    write_report(result, tmp_path)
-    model = nn.load(tmp_path / "model.nnz")
+    # save_model directly: the report tests cover write_report (its charts cost seconds)
+    written = result.ea_instance.save_model(str(tmp_path / "model"))
+    model = nn.load(written)
     meta = model.metadata
     assert meta["scaler"] == result.ea_instance.scaler.to_dict()
     assert meta["features"][0] == "close-open" and meta["depth"] == 20 and meta["rule"] == "3bar"
