@@ -1,15 +1,28 @@
-"""GPU path of ``blas.gemm``: picks a tile configuration for the problem and launches ``gemm_gpu.cl``.
+"""GPU path of ``blas.gemm``: chooses a tile configuration and a K split, then launches ``gemm_gpu.cl``.
 
-Big products use 128x128 blocks with 8x8 per item (256 items); when that leaves most compute units idle
-(the small matrices of a dense layer at batch 256) smaller blocks give more work-groups.
+Which tile configuration is fastest depends on the transposition and the shape more than on anything a
+rule can see: on an H200 the same 128x128 blocks run 1.3x faster with BK 8 than with BK 16 for x·wᵀ and
+1.4x slower for x·w (benchmarks/RESULTS.md). So products large enough for it to matter are tuned once per
+shape, the way BLAS autotuners do: every configuration that fits the device is timed on the real operands
+(into a scratch output) and the fastest is kept for the rest of the process. All configurations add the
+products along K in the same order, so the choice never changes a result.
+
+Products whose M x N has too few blocks to occupy the device (a weight gradient over 20,000 samples has
+K = 20,000 but M x N = 512 x 16) are split along K: each slice of K gets its own grid layer writing a
+partial sum, and a second launch adds them in a fixed order. The number of slices depends only on the
+shape and the device, so runs stay reproducible.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass
 
 from opencl import memory
 from opencl.program import kernels
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -24,33 +37,114 @@ class Tiles:
     def items(self) -> int:
         return (self.bm // self.tm) * (self.bn // self.tn)
 
+    def blocks(self, M: int, N: int, G: int) -> int:
+        return -(-M // self.bm) * -(-N // self.bn) * G
 
-# Measured on an H200 at 4096^3 (benchmarks/RESULTS.md): 128x128x16 with 8x8 per item was the fastest.
-CONFIGS = (Tiles(128, 128, 16, 8, 8), Tiles(64, 64, 16, 4, 4), Tiles(32, 32, 16, 4, 4))
+
+# The configurations measured on an H200 (benchmarks/RESULTS.md), largest blocks first.
+CONFIGS = (
+    Tiles(128, 128, 16, 8, 8), Tiles(128, 128, 8, 8, 8), Tiles(128, 64, 16, 8, 4), Tiles(128, 64, 8, 8, 4),
+    Tiles(64, 64, 16, 4, 4), Tiles(64, 64, 8, 4, 4), Tiles(32, 32, 16, 4, 4),
+)
+# Below this many multiply-adds a product takes a few microseconds, less than a launch costs: not worth
+# timing, any configuration that fills the device does.
+TUNE_MIN_MACS = 1 << 26
+MAX_SPLIT = 16
+MIN_SPLIT_K = 512  # each slice of K keeps at least this many steps
+
+_chosen: dict[tuple, Tiles] = {}
 
 
-def choose_tiles(rt, M: int, N: int) -> Tiles:
-    """The largest configuration that still gives every compute unit a work-group (and fits the device)."""
-    fitting = [t for t in CONFIGS if t.items <= rt.info.max_work_group_size
-               and 2 * t.bk * (max(t.bm, t.bn) + 4) * rt.dtype.itemsize <= rt.info.local_mem_bytes]
-    if not fitting:
-        fitting = [CONFIGS[-1]]
-    for t in fitting:
-        if -(-M // t.bm) * -(-N // t.bn) >= rt.info.compute_units:
+def fitting(rt) -> list[Tiles]:
+    """The configurations the device can run (work-group size, local memory)."""
+    out = [t for t in CONFIGS if t.items <= rt.info.max_work_group_size
+           and 2 * t.bk * (max(t.bm, t.bn) + 4) * rt.dtype.itemsize <= rt.info.local_mem_bytes]
+    return out or [CONFIGS[-1]]
+
+
+def choose_tiles(rt, M: int, N: int, G: int = 1) -> Tiles:
+    """The largest fitting configuration that still gives every compute unit a work-group."""
+    configs = fitting(rt)
+    for t in configs:
+        if t.blocks(M, N, G) >= rt.info.compute_units:
             return t
-    return fitting[-1]
+    return configs[-1]
 
 
-def gemm_gpu(rt, A, B, C, bias, p, tiles: Tiles | None = None) -> None:
-    """Launch ``gemm_gpu.cl`` for a validated ``blas._Problem``; one grid layer per product."""
-    t = tiles or choose_tiles(rt, p.M, p.N)
-    even = p.M % t.bm == 0 and p.N % t.bn == 0 and p.K % t.bk == 0
+def split_k(rt, M: int, N: int, K: int, G: int) -> int:
+    """Slices of K for a product whose 64x64 blocks number fewer than the compute units (1: no split).
+
+    Aims at about two work-groups per compute unit, each slice at least ``MIN_SPLIT_K`` long.
+    """
+    blocks = -(-M // 64) * -(-N // 64)
+    units = rt.info.compute_units
+    if G != 1 or blocks >= units:
+        return 1
+    return max(1, min(MAX_SPLIT, (2 * units) // blocks, K // MIN_SPLIT_K))
+
+
+def gemm_gpu(rt, A, B, C, bias, p, tiles: Tiles | None = None, split: int | None = None) -> None:
+    """Launch ``gemm_gpu.cl`` for a validated ``blas._Problem`` (tiles and split chosen unless given)."""
+    slices = split_k(rt, p.M, p.N, p.K, p.G) if split is None else split
+    if tiles is None:
+        tiles = _tuned(rt, A, B, C, bias, p, slices)
+    _enqueue(rt, A, B, C, bias, p, tiles, slices)
+
+
+def _tuned(rt, A, B, C, bias, p, slices: int) -> Tiles:
+    key = (rt.info.index, rt.info.name, rt.dtype.str, p.M, p.N, p.K, p.G, p.trans_a, p.trans_b, slices)
+    tiles = _chosen.get(key)
+    if tiles is not None:
+        return tiles
+    if p.M * p.N * p.K * p.G < TUNE_MIN_MACS:
+        tiles = choose_tiles(rt, p.M, p.N, p.G * slices)
+    else:
+        scratch = memory.empty(rt, C.shape)
+        trial = p._replace(beta=0.0)  # the scratch output is never read
+        seconds = {}
+        for t in fitting(rt):
+            _enqueue(rt, A, B, scratch, bias, trial, t, slices)  # builds the variant, warms caches
+            rt.synchronize()
+            start = time.perf_counter()
+            for _ in range(3):
+                _enqueue(rt, A, B, scratch, bias, trial, t, slices)
+            rt.synchronize()
+            seconds[t] = time.perf_counter() - start
+        tiles = min(seconds, key=seconds.get)
+        log.debug("gemm %dx%dx%d (G %d, %s%s, %d slices): %s, %.1f us", p.M, p.N, p.K, p.G,
+                  "T" if p.trans_a else "N", "T" if p.trans_b else "N", slices, tiles, seconds[tiles] / 3e-6)
+    _chosen[key] = tiles
+    return tiles
+
+
+def _enqueue(rt, A, B, C, bias, p, t: Tiles, slices: int) -> None:
+    kc = p.K
+    if slices > 1:
+        per_slice = -(-p.K // slices)
+        kc = -(-per_slice // t.bk) * t.bk  # a whole number of BK steps
+        slices = -(-p.K // kc)
+    even = p.M % t.bm == 0 and p.N % t.bn == 0 and p.K % t.bk == 0 and p.K % kc == 0
     k = kernels(rt, "gemm_gpu.cl", BM=t.bm, BN=t.bn, BK=t.bk, TM=t.tm, TN=t.tn, TRANS_A=p.trans_a,
-                TRANS_B=p.trans_b, EVEN=even)
+                TRANS_B=p.trans_b, SPLIT=slices > 1, EVEN=even)
     local = (t.bn // t.tn, t.bm // t.tm, 1)
-    grid = (-(-p.N // t.bn) * local[0], -(-p.M // t.bm) * local[1], p.G)
+    if slices == 1:
+        grid = (-(-p.N // t.bn) * local[0], -(-p.M // t.bm) * local[1], p.G)
+        rt.launch(
+            k.gemm_gpu, grid, local,
+            *memory.arg(A), *memory.arg(B), *memory.arg(C), *memory.arg(bias),
+            p.M, p.N, p.K, A.shape[-1], B.shape[-1], C.shape[-1], *p.tail, kc,
+        )
+        return
+    partial = memory.empty(rt, (slices, p.M, p.N))
+    grid = (-(-p.N // t.bn) * local[0], -(-p.M // t.bm) * local[1], slices)
     rt.launch(
         k.gemm_gpu, grid, local,
-        *memory.arg(A), *memory.arg(B), *memory.arg(C), *memory.arg(bias),
-        p.M, p.N, p.K, A.shape[-1], B.shape[-1], C.shape[-1], *p.tail,
+        *memory.arg(A), *memory.arg(B), *memory.arg(partial), *memory.arg(bias),
+        p.M, p.N, p.K, A.shape[-1], B.shape[-1], p.N, 1.0, 0.0, 0, 0, 1.0, 0.0, 0, 0, p.M * p.N, kc,
+    )
+    e = p.ep
+    rt.launch(
+        k.gemm_splitk_reduce, (p.N, p.M), None,
+        *memory.arg(partial), *memory.arg(C), *memory.arg(bias),
+        p.M, p.N, C.shape[-1], slices, p.alpha, p.beta, int(p.has_bias), e.code, e.a, e.b,
     )

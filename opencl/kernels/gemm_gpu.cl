@@ -9,8 +9,14 @@
 // row groups ty, ty + BM/TM, ..., so the vectors a warp reads are contiguous (no bank conflicts). Global reads are coalesced for either layout of each operand:
 // the mapping of items to tile elements follows the contiguous axis (TRANS_A / TRANS_B).
 //
-// Build-time macros: REAL, BM, BN, BK, TM, TN (multiples of 4), TRANS_A, TRANS_B (0/1), EVEN (1 when M % BM, N % BN and
-// K % BK are all 0: bounds checks compiled out).
+// Split K: when M x N has too few blocks to fill the device (a weight gradient over many samples), SPLIT = 1
+// makes grid layer z compute the partial product over K in [z * kc, z * kc + kc) into layer z of C (a
+// partial-sum buffer, no epilogue); gemm_splitk_reduce then adds the layers in a fixed order and applies
+// the epilogue, so the result does not depend on scheduling. Without SPLIT, kc = K and grid layer z is
+// product z of a batch.
+//
+// Build-time macros: REAL, BM, BN, BK, TM, TN (multiples of 4), TRANS_A, TRANS_B, SPLIT (0/1), EVEN (1 when
+// M % BM, N % BN, K % BK and kc % BK are all 0 and K % kc == 0: bounds checks compiled out).
 #include "common.h"
 
 #define NT ((BM / TM) * (BN / TN))  // items per work-group
@@ -23,6 +29,9 @@
 #else
 #define INSIDE(r, c, R, C) ((r) < (R) && (c) < (C))
 #endif
+#ifndef SPLIT
+#define SPLIT 0
+#endif
 
 __kernel __attribute__((reqd_work_group_size(BN / TN, BM / TM, 1)))
 void gemm_gpu(__global const REAL* restrict A, const uint a_off,
@@ -32,7 +41,7 @@ void gemm_gpu(__global const REAL* restrict A, const uint a_off,
               const int M, const int N, const int K, const int lda, const int ldb, const int ldc,
               const REAL alpha, const REAL beta, const int has_bias,
               const int act, const REAL act_a, const REAL act_b,
-              const int ga, const int gb, const int gc) {
+              const int ga, const int gb, const int gc, const int kc) {
     // Rows of BM + PAD elements keep every REAL4 of the compute loop aligned.
     __local REAL As[BK][BM + PAD] __attribute__((aligned(4 * sizeof(REAL))));
     __local REAL Bs[BK][BN + PAD] __attribute__((aligned(4 * sizeof(REAL))));
@@ -42,10 +51,19 @@ void gemm_gpu(__global const REAL* restrict A, const uint a_off,
     const int lid = ty * (BN / TN) + tx;
     const int m_blk = get_group_id(1) * BM;
     const int n_blk = get_group_id(0) * BN;
+#if SPLIT
+    const size_t g = 0;
+    const int k_begin = get_group_id(2) * kc;  // one grid layer per chunk of K
+    const int k_end = min(K, k_begin + kc);
+    C += c_off + get_group_id(2) * gc;
+#else
     const size_t g = get_group_id(2);  // batched products: one grid layer per product
+    const int k_begin = 0;
+    const int k_end = K;
+    C += c_off + g * gc;
+#endif
     A += a_off + g * ga;
     B += b_off + g * gb;
-    C += c_off + g * gc;
     bias += bias_off;
 
     REAL a_reg[A_PER];
@@ -76,12 +94,12 @@ void gemm_gpu(__global const REAL* restrict A, const uint a_off,
     for (int i = 0; i < A_PER; ++i) {                                 \
         int r, c;                                                                       \
         A_RC(lid + i * NT, r, c);                                                       \
-        a_reg[i] = INSIDE(m_blk + r, (k0) + c, M, K) ? A_AT(m_blk + r, (k0) + c) : 0;   \
+        a_reg[i] = INSIDE(m_blk + r, (k0) + c, M, k_end) ? A_AT(m_blk + r, (k0) + c) : 0;   \
     }                                                                                   \
     for (int i = 0; i < B_PER; ++i) {                                 \
         int kk, n;                                                                      \
         B_RC(lid + i * NT, kk, n);                                                      \
-        b_reg[i] = INSIDE((k0) + kk, n_blk + n, K, N) ? B_AT((k0) + kk, n_blk + n) : 0; \
+        b_reg[i] = INSIDE((k0) + kk, n_blk + n, k_end, N) ? B_AT((k0) + kk, n_blk + n) : 0; \
     }
 
 #define STORE_LOCAL()                                       \
@@ -96,11 +114,11 @@ void gemm_gpu(__global const REAL* restrict A, const uint a_off,
         Bs[kk][n] = b_reg[i];                               \
     }
 
-    FETCH(0);
-    for (int k0 = 0; k0 < K; k0 += BK) {
+    FETCH(k_begin);
+    for (int k0 = k_begin; k0 < k_end; k0 += BK) {
         STORE_LOCAL();
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (k0 + BK < K) {
+        if (k0 + BK < k_end) {
             FETCH(k0 + BK);
         }
 #pragma unroll
@@ -145,4 +163,25 @@ void gemm_gpu(__global const REAL* restrict A, const uint a_off,
             }
         }
     }
+}
+
+// Sums the S partial products of a split-K gemm_gpu launch (P: S layers of M x N, row-major) in layer order
+// and applies the epilogue: C = act(alpha * sum + beta * C + bias). Global size (N, M).
+__kernel void gemm_splitk_reduce(__global const REAL* restrict P, const uint p_off,
+                                 __global REAL* restrict C, const uint c_off,
+                                 __global const REAL* restrict bias, const uint bias_off,
+                                 const int M, const int N, const int ldc, const int S,
+                                 const REAL alpha, const REAL beta, const int has_bias,
+                                 const int act, const REAL act_a, const REAL act_b) {
+    const int n = get_global_id(0);
+    const int m = get_global_id(1);
+    P += p_off + (size_t)m * N + n;
+    const size_t layer = (size_t)M * N;
+    REAL sum = 0;
+    for (int s = 0; s < S; ++s) sum += P[s * layer];
+    REAL v = alpha * sum;
+    if (has_bias) v += bias[bias_off + n];
+    __global REAL* c = C + c_off + (size_t)m * ldc + n;
+    if (beta != (REAL)0) v += beta * *c;
+    *c = apply_activation(v, act, act_a, act_b);
 }

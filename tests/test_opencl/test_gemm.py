@@ -155,3 +155,48 @@ def test_gpu_kernel_on_every_device(rt, rng):
             rtol, atol = _tol(rt, k)
             msg = f"{tiles} {m}x{n}x{k} {ta} {tb}"
             np.testing.assert_allclose(c.get(), ref, rtol=rtol, atol=atol, err_msg=msg)
+
+
+@pytest.mark.parametrize("m,n,k,split", [(33, 17, 70, 3), (32, 64, 64, 2), (5, 130, 600, 4)])
+def test_gpu_kernel_split_along_k(rt, rng, m, n, k, split):
+    """Split-K partial products plus the ordered reduction; the epilogue (beta, bias, act) applies once."""
+    from opencl.blas import _Problem, epilogue
+    from opencl.gemm_gpu import CONFIGS, gemm_gpu
+
+    for ta, tb in ((True, False), (False, True)):
+        a = rng.standard_normal((k, m) if ta else (m, k))
+        b = rng.standard_normal((n, k) if tb else (k, n))
+        bias, c0 = rng.standard_normal(n), rng.standard_normal((m, n))
+        da, db, dbias, dc = (memory.to_device(rt, x) for x in (a, b, bias, c0))
+        problem = _Problem(m, n, k, 1, ta, tb, 0, 0, 0, 0.5, 2.0, True, epilogue("tanh"))
+        gemm_gpu(rt, da, db, dc, dbias, problem, tiles=CONFIGS[-1], split=split)
+        a, b, bias, c0 = (x.astype(rt.dtype).astype(np.float64) for x in (a, b, bias, c0))
+        ref = np.tanh(0.5 * (a.T if ta else a) @ (b.T if tb else b) + 2.0 * c0 + bias)
+        rtol, atol = _tol(rt, k)
+        np.testing.assert_allclose(dc.get(), ref, rtol=rtol, atol=atol, err_msg=f"{ta} {tb}")
+
+
+def test_gpu_tile_choice_is_timed_once_per_shape_and_kept(rt, rng, monkeypatch):
+    """Large products time every fitting configuration once; the winner is kept and computes the product."""
+    from opencl import gemm_gpu as gg
+    from opencl.blas import _Problem, epilogue
+
+    candidates = (gg.Tiles(32, 32, 16, 4, 4), gg.Tiles(32, 32, 8, 4, 4))
+    monkeypatch.setattr(gg, "CONFIGS", candidates)
+    monkeypatch.setattr(gg, "TUNE_MIN_MACS", 0)
+    monkeypatch.setattr(gg, "_chosen", {})
+    timed = []
+    real_enqueue = gg._enqueue
+    monkeypatch.setattr(gg, "_enqueue", lambda *a: timed.append(a[6]) or real_enqueue(*a))
+    m, n, k = 40, 33, 20
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    c0 = rng.standard_normal((m, n))
+    da, db, dc = memory.to_device(rt, a), memory.to_device(rt, b), memory.to_device(rt, c0)
+    problem = _Problem(m, n, k, 1, False, False, 0, 0, 0, 1.0, 1.0, False, epilogue(None))
+    for _ in range(2):
+        gg.gemm_gpu(rt, da, db, dc, dc, problem)
+    assert timed.count(candidates[0]) + timed.count(candidates[1]) == 2 * 4 + 2  # 4 trial runs each, 2 real
+    assert next(iter(gg._chosen.values())) in candidates
+    a, b, c0 = (x.astype(rt.dtype).astype(np.float64) for x in (a, b, c0))
+    rtol, atol = _tol(rt, k)
+    np.testing.assert_allclose(dc.get(), c0 + 2 * (a @ b), rtol=rtol, atol=atol)  # trials never touched C
