@@ -14,6 +14,7 @@ import pyopencl as cl
 from opencl.blas import gemm
 
 _GROUP = 64  # work-group size of the 1-D launches (kernels guard the rounded-up tail)
+_LN_GROUP = 64  # items per row of the layer-norm kernels on GPUs
 
 
 def _c_strides(shape: tuple[int, ...]) -> list[int]:
@@ -39,7 +40,7 @@ class AttentionOpenCLOps:
     def _attn_chunks(self, rows: int) -> int:
         """Row slices of the column reductions: 1 on CPUs (one item per column is best there), up to 64 on
         GPUs so that a few hundred columns still fill the device."""
-        return 1 if self.runtime.is_cpu else max(1, min(64, rows // 64))
+        return 1 if self._cpu else max(1, min(64, rows // 64))
 
     def _attn_column_sum(self, g2, out) -> None:
         """``out (cols,) = Σ_rows g2 (rows, cols)``, in two stages on GPUs."""
@@ -129,12 +130,17 @@ class AttentionOpenCLOps:
         return gx
 
     # --- layer normalisation ----------------------------------------------------------------------
+    def _ln_launch(self, name: str, rows: int, *args) -> None:
+        """A ``layernorm.cl`` kernel with one work-group per row: 1 item on CPUs, ``_LN_GROUP`` on GPUs."""
+        if rows > 0:
+            lg = 1 if self._cpu else _LN_GROUP
+            self.runtime.launch(self.kernels("layernorm.cl", LG=lg)[name], (lg * rows,), (lg,), *args)
+
     def layernorm_forward(self, x, gamma, beta, eps):
         d = x.shape[-1]
         rows = x.size // d
         y, xhat, inv = self.empty(x.shape), self.empty(x.shape), self.empty(x.shape[:-1])
-        self._attn_launch(
-            "layernorm.cl",
+        self._ln_launch(
             "layernorm_forward",
             rows,
             *self.arg(x),
@@ -157,10 +163,11 @@ class AttentionOpenCLOps:
         gg, gb = (
             (ggamma_out, gbeta_out) if chunks == 1 else (self.empty((chunks, d)), self.empty((chunks, d)))
         )
-        self._attn_launch(
-            "layernorm.cl",
-            "layernorm_backward_params",
-            d * chunks,
+        size = -(-d * chunks // _GROUP) * _GROUP
+        self.runtime.launch(
+            self.kernels("layernorm.cl", LG=1 if self._cpu else _LN_GROUP)["layernorm_backward_params"],
+            (size,),
+            (_GROUP,),
             *self.arg(gy),
             *self.arg(xhat),
             *self.arg(gg),
@@ -172,8 +179,7 @@ class AttentionOpenCLOps:
         if chunks > 1:
             self._attn_column_sum(gg, ggamma_out)
             self._attn_column_sum(gb, gbeta_out)
-        self._attn_launch(
-            "layernorm.cl",
+        self._ln_launch(
             "layernorm_backward_input",
             rows,
             *self.arg(gy),
@@ -195,7 +201,7 @@ class AttentionOpenCLOps:
         dims = [1] * (6 - len(axes)) + list(out_shape)
         steps = [0] * (6 - len(axes)) + [strides[a] for a in axes]
         y = self.empty(out_shape)
-        if x.size and axes[-1] == len(axes) - 1 and self.runtime.is_cpu:  # CPU: copy a whole row per item
+        if x.size and axes[-1] == len(axes) - 1 and self._cpu:  # CPU: copy a whole row per item
             rows = x.size // dims[5]
             self._attn_launch(
                 "attention.cl", "permute6_rows", rows, *self.arg(x), *self.arg(y), rows, *dims[1:], *steps[:5]

@@ -27,12 +27,12 @@ _ROW_KERNELS = frozenset(
         "spectrum_norm_forward",
         "spectrum_norm_backward",
         "spectrum_denorm_backward",
-        "harmonic_weight",
     }
 )
 # Kernels that run one work-group of LG items per row: gsize = (rows, ...) becomes (LG·rows, ...).
 _GROUP_ROW_KERNELS = frozenset(
-    {"complex_layernorm_forward", "complex_layernorm_backward_input", "complex_attention_grad_kv"}
+    {"complex_layernorm_forward", "complex_layernorm_backward_input", "complex_attention_grad_kv",
+     "harmonic_weight"}
 )
 _GPU_LG = 64  # items per row of the layer-norm kernels on GPUs
 _GPU_CHUNK = 64  # rows per partial column sum on GPUs
@@ -60,7 +60,7 @@ class ComplexOpenCLOps:
         """
         if min(gsize) <= 0:
             return
-        cpu = self.runtime.is_cpu
+        cpu = self._cpu
         lg = 1 if cpu else _GPU_LG
         kernel = getattr(self.kernels(filename, LG=lg), name)
         if name in _GROUP_ROW_KERNELS:
@@ -72,7 +72,7 @@ class ComplexOpenCLOps:
 
     def _cx_chunks(self, m: int) -> tuple[int, int]:
         """(rows per chunk, chunks) of a two-stage column sum over ``m`` rows: one chunk on CPUs."""
-        rows = m if self.runtime.is_cpu else _GPU_CHUNK
+        rows = m if self._cpu else _GPU_CHUNK
         return rows, -(-m // rows)
 
     def _cx_column_sum(self, g: cla.Array, out: cla.Array) -> None:

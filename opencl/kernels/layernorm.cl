@@ -2,64 +2,85 @@
  * xhat = (x - mean)/sqrt(biased var + eps), y = gamma xhat + beta. Reference: nn/attention_ops_numpy.py. */
 #include "common.h"
 
-/* One item per row; writes y, xhat and inv_std (rows,). */
+#ifndef LG
+#define LG 1
+#endif
+
+/* Sum of v over the LG items of a work-group, returned to every item (LG = 1: v itself, no barrier). */
+inline REAL2 row_sum2(REAL2 v, __local REAL2 *scratch) {
+#if LG > 1
+    const int lid = get_local_id(0);
+    scratch[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = LG / 2; s > 0; s >>= 1) {
+        if (lid < s) {
+            scratch[lid] += scratch[lid + s];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    v = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+    return v;
+}
+
+/* Writes y, xhat and inv_std (rows,). One work-group of LG items per row (global LG rows, local LG): on
+ * CPUs LG = 1 (an item walks its row), on GPUs the items of a group read consecutive elements. */
 __kernel void layernorm_forward(__global const REAL *x, const uint x_off, __global const REAL *gamma,
                                 const uint gamma_off, __global const REAL *beta, const uint beta_off,
                                 __global REAL *y, const uint y_off, __global REAL *xhat, const uint xhat_off,
                                 __global REAL *inv_std, const uint inv_std_off, const int rows, const int D,
                                 const REAL eps) {
-    const int r = get_global_id(0);
-    if (r >= rows) {
-        return;
-    }
+    __local REAL2 scratch[LG];
+    const int r = get_group_id(0);
+    const int lid = get_local_id(0);
     x += x_off + (size_t)r * D;
     y += y_off + (size_t)r * D;
     xhat += xhat_off + (size_t)r * D;
     gamma += gamma_off;
     beta += beta_off;
-    REAL mu = (REAL)0;
-    for (int j = 0; j < D; ++j) {
-        mu += x[j];
+    REAL part = (REAL)0;
+    for (int j = lid; j < D; j += LG) {
+        part += x[j];
     }
-    mu /= (REAL)D;
-    REAL var = (REAL)0;
-    for (int j = 0; j < D; ++j) {
+    const REAL mu = row_sum2((REAL2)(part, 0), scratch).x / (REAL)D;
+    part = (REAL)0;
+    for (int j = lid; j < D; j += LG) {
         const REAL d = x[j] - mu;
-        var += d * d;
+        part += d * d;
     }
-    const REAL inv = (REAL)1 / sqrt(var / (REAL)D + eps);
-    for (int j = 0; j < D; ++j) {
+    const REAL inv = (REAL)1 / sqrt(row_sum2((REAL2)(part, 0), scratch).x / (REAL)D + eps);
+    for (int j = lid; j < D; j += LG) {
         const REAL h = (x[j] - mu) * inv;
         xhat[j] = h;
         y[j] = gamma[j] * h + beta[j];
     }
-    inv_std[inv_std_off + r] = inv;
+    if (lid == 0) {
+        inv_std[inv_std_off + r] = inv;
+    }
 }
 
-/* gx = inv_std (g - mean(g) - xhat mean(g xhat)) with g = gy gamma. One item per row. */
+/* gx = inv_std (g - mean(g) - xhat mean(g xhat)) with g = gy gamma. One work-group of LG items per row. */
 __kernel void layernorm_backward_input(__global const REAL *gy, const uint gy_off, __global const REAL *xhat,
                                        const uint xhat_off, __global const REAL *inv_std, const uint inv_std_off,
                                        __global const REAL *gamma, const uint gamma_off, __global REAL *gx,
                                        const uint gx_off, const int rows, const int D) {
-    const int r = get_global_id(0);
-    if (r >= rows) {
-        return;
-    }
+    __local REAL2 scratch[LG];
+    const int r = get_group_id(0);
+    const int lid = get_local_id(0);
     gy += gy_off + (size_t)r * D;
     xhat += xhat_off + (size_t)r * D;
     gx += gx_off + (size_t)r * D;
     gamma += gamma_off;
-    REAL mg = (REAL)0, mgx = (REAL)0;
-    for (int j = 0; j < D; ++j) {
+    REAL2 part = (REAL2)(0, 0);
+    for (int j = lid; j < D; j += LG) {
         const REAL g = gy[j] * gamma[j];
-        mg += g;
-        mgx += g * xhat[j];
+        part += (REAL2)(g, g * xhat[j]);
     }
-    mg /= (REAL)D;
-    mgx /= (REAL)D;
+    const REAL2 means = row_sum2(part, scratch) / (REAL)D;
     const REAL inv = inv_std[inv_std_off + r];
-    for (int j = 0; j < D; ++j) {
-        gx[j] = inv * (gy[j] * gamma[j] - mg - xhat[j] * mgx);
+    for (int j = lid; j < D; j += LG) {
+        gx[j] = inv * (gy[j] * gamma[j] - means.x - xhat[j] * means.y);
     }
 }
 

@@ -143,25 +143,25 @@ inline REAL bin_energy(__global const REAL *x, const int L, const REAL mean, con
     return re * re + im * im;
 }
 
-/* w = (E[k0] + E[2 k0] + E[3 k0]) / (sum_k E[k] + 1e-5), k0 = argmax of |X_k| over [3, F/3) (first on ties,
- * else 0), F = L/2 + 1. One item per row: global (M,). */
+/* The harmonic-energy weight of each row: fundamental k0 = the strongest bin in [3, F/3) (the first one on
+ * ties; 0 when none has energy), w = energy of k0, 2 k0, 3 k0 over the total. One work-group of LG items per
+ * row, the items taking bins k = lid, lid + LG, ...: global (LG M), local (LG). */
 __kernel void harmonic_weight(__global const REAL *x, const uint x_off, __global REAL *w, const uint w_off,
                               const int M, const int L) {
-    const int m = get_global_id(0);
-    if (m >= M) {
-        return;
-    }
+    __local REAL2 scratch[LG];
+    const int m = get_group_id(0);
+    const int lid = get_local_id(0);
     x += x_off + (size_t)m * L;
-    REAL mean = (REAL)0;
-    for (int t = 0; t < L; ++t) {
-        mean += x[t];
+    REAL part = (REAL)0;
+    for (int t = lid; t < L; t += LG) {
+        part += x[t];
     }
-    mean /= (REAL)L;
+    const REAL mean = group_sum2((REAL2)(part, 0), scratch).x / (REAL)L;
     const int F = L / 2 + 1;
     REAL total = (REAL)0;
-    REAL best = (REAL)0; /* k0 stays 0 when the window is empty or silent, like numpy's argmax */
+    REAL best = (REAL)0;
     int k0 = 0;
-    for (int k = 0; k < F; ++k) {
+    for (int k = lid; k < F; k += LG) {
         const REAL e = bin_energy(x, L, mean, k);
         total += e;
         if (k >= 3 && k < F / 3 && e > best) {
@@ -169,6 +169,25 @@ __kernel void harmonic_weight(__global const REAL *x, const uint x_off, __global
             k0 = k;
         }
     }
-    const REAL harm = bin_energy(x, L, mean, k0) + bin_energy(x, L, mean, 2 * k0) + bin_energy(x, L, mean, 3 * k0);
-    w[w_off + m] = harm / (total + (REAL)1e-5);
+    total = group_sum2((REAL2)(total, 0), scratch).x;
+#if LG > 1
+    /* Strongest bin over the group: larger energy wins, the smaller bin on equal energy. */
+    scratch[lid] = (REAL2)(best, (REAL)k0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = LG / 2; s > 0; s >>= 1) {
+        if (lid < s) {
+            const REAL2 a = scratch[lid];
+            const REAL2 b = scratch[lid + s];
+            if (b.x > a.x || (b.x == a.x && b.x > (REAL)0 && b.y < a.y)) {
+                scratch[lid] = b;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    k0 = (int)scratch[0].y;
+#endif
+    if (lid == 0) {
+        const REAL harm = bin_energy(x, L, mean, k0) + bin_energy(x, L, mean, 2 * k0) + bin_energy(x, L, mean, 3 * k0);
+        w[w_off + m] = harm / (total + (REAL)1e-5);
+    }
 }

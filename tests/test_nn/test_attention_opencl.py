@@ -74,8 +74,10 @@ def test_softmax(dev, rng, s, causal):
     close(dev, dev.softmax_last_backward(y, up(dev, gy)), REF.softmax_last_backward(ry, gy))
 
 
+@pytest.mark.parametrize("layout", ["cpu", "gpu"])
 @pytest.mark.parametrize("d", [1, 5, 130])
-def test_layernorm(dev, rng, d):
+def test_layernorm(rng, d, layout):
+    dev = CLBackend(dtype=np.float64, layout=layout)  # both work-group layouts on any device
     x, gy = rng.normal(size=(3, 17, d)) * 2 + 1, rng.normal(size=(3, 17, d))
     gamma, beta = rng.normal(size=d), rng.normal(size=d)
     y, xhat, inv = dev.layernorm_forward(up(dev, x), up(dev, gamma), up(dev, beta), 1e-5)

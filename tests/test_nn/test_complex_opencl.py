@@ -55,6 +55,13 @@ def cl(request):
     return _cl_backend_class()(dtype=request.param)
 
 
+@pytest.fixture(params=[(dt, layout) for dt in DTYPES for layout in ("cpu", "gpu")], ids=str)
+def cl_layout(request):
+    """Every dtype in both work-group layouts (the GPU one runs on a CPU device too)."""
+    dtype, layout = request.param
+    return _cl_backend_class()(dtype=dtype, layout=layout)
+
+
 def _tol(cl) -> dict:
     return {"rtol": 1e-4, "atol": 2e-5} if cl.dtype == np.float32 else {"rtol": 1e-10, "atol": 1e-12}
 
@@ -208,7 +215,8 @@ def test_spectrum_norm(cl, ddof, m, f, rng):
 
 
 @pytest.mark.parametrize("length", [2, 7, 17, 96, 130])
-def test_harmonic_weight(cl, length, rng):
+def test_harmonic_weight(cl_layout, length, rng):
+    cl = cl_layout
     t = np.arange(length)
     k = max(3, length // 8)
     rows = [
