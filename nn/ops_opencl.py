@@ -34,6 +34,7 @@ from opencl import get_runtime, memory
 from opencl import kernels as build_kernels
 from opencl.blas import gemm
 from opencl.errors import ShapeError
+from opencl.memory import DeviceArray
 
 _FILES = (
     "elementwise.cl",
@@ -119,9 +120,9 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
             meta = self._describe(shape, dtype)
         shape, dt, strides, size = meta
         if not self._fast_arrays:
-            return cla.empty(self._queue, shape, dt, allocator=self._allocator)
-        return cla.Array(None, shape, dt, allocator=self._allocator, strides=strides, _fast=True, _size=size,
-                         _context=self._context, _queue=self._queue)
+            return DeviceArray(self._queue, shape, dt, allocator=self._allocator)
+        return DeviceArray(None, shape, dt, allocator=self._allocator, strides=strides, _fast=True,
+                           _size=size, _context=self._context, _queue=self._queue)
 
     def _describe(self, shape, dtype) -> tuple:
         dims = tuple(int(d) for d in shape)
@@ -180,7 +181,7 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
             raise ShapeError(f"view offset {offset} is not a multiple of the alignment {self.alignment}")
         if offset < 0 or offset + size > flat.size:
             raise ShapeError(f"view [{offset}, {offset + size}) exceeds the flat tensor of {flat.size}")
-        return cla.Array(None, shape, dt, data=flat.base_data, offset=flat.offset + offset * dt.itemsize,
+        return DeviceArray(None, shape, dt, data=flat.base_data, offset=flat.offset + offset * dt.itemsize,
                          strides=strides, _fast=True, _size=size, _context=self._context, _queue=self._queue)
 
     def fill_(self, t: cla.Array, value: float) -> None:

@@ -44,3 +44,25 @@ def test_poison_fills_nan(rt):
     x = memory.poison(memory.empty(rt, (5,)))
     assert np.isnan(x.get()).all()
     assert memory.aligned_size(5, 4) == 8 and memory.aligned_size(8, 4) == 8
+
+
+def test_reshape_shares_data_and_matches_numpy(rt):
+    host = np.arange(60, dtype=rt.dtype).reshape(3, 4, 5)
+    a = memory.to_device(rt, host)
+    for shape in ((12, 5), (-1, 10), (60,), (3, -1), ((5, 12),)):
+        got = a.reshape(*shape)
+        want = host.reshape(*shape)
+        assert got.shape == want.shape and got.strides == want.strides
+        np.testing.assert_array_equal(got.get(), want)
+    flat = a.reshape(-1)
+    memory.view(flat, 0, (2,)).fill(-1.0)  # writes through a reshaped view reach the original
+    assert a.get()[0, 0, :2].tolist() == [-1.0, -1.0]
+    with pytest.raises(ValueError, match="cannot reshape"):
+        a.reshape(7, 9)
+
+
+def test_reshape_of_a_strided_view_falls_back_to_pyopencl(rt):
+    a = memory.to_device(rt, np.arange(24, dtype=np.float32).reshape(4, 6))
+    sliced = a[:, :3]  # not contiguous: pyopencl's own reshape decides (and refuses a copy-needing one)
+    with pytest.raises((ValueError, NotImplementedError)):
+        sliced.reshape(12)
