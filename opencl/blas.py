@@ -26,8 +26,8 @@ from opencl.program import kernels
 _ACT_CODES = {"linear": 0, "sigmoid": 1, "tanh": 2, "relu": 3, "lrelu": 4}
 NR = 16  # panel width of the CPU kernel (gemm.cl)
 # Multiply-adds a CPU work-item should at least do: PoCL spends ~0.5 µs scheduling each work-group, so
-# small tiles are merged (a 6x16 tile at K = 240 is only 23k multiply-adds, ~1.5 µs).
-WORK_PER_ITEM = 65536
+# small tiles are merged (a 12x16 tile at K = 240 is only 46k multiply-adds, ~0.3 µs of arithmetic).
+WORK_PER_ITEM = 131072
 DOT_MAX_M = 128  # up to this many rows, A·Bᵀ on CPUs skips packing B (gemm_dot); set from benchmarks
 
 
@@ -65,7 +65,10 @@ def _check(rt, name: str, a: cla.Array, ndim: int) -> None:
 
 
 def _cpu_tm(rt) -> int:
-    return 4 if rt.dtype == np.float64 else 6
+    """Rows per CPU work-item: 12 float32 rows of 16 keep 12 independent AVX-512 accumulators in flight,
+    enough to hide the multiply-add latency (measured on Zen 5: 1.2-1.6x the 6-row tile on the network's
+    products, benchmarks/RESULTS.md); float64 rows are two vectors each, so 4 rows."""
+    return 4 if rt.dtype == np.float64 else 12
 
 
 def gemm(rt, A: cla.Array, B: cla.Array, C: cla.Array, *, trans_a: bool = False, trans_b: bool = False,

@@ -10,7 +10,7 @@
 // - op(A) is read through two strides (row, k), so transposed A costs nothing extra.
 // - The epilogue (alpha, beta, bias per column, activation) is fused: a dense layer is one product launch.
 //
-// Build-time macros: REAL (common.h), TM (rows per work-item, default 6).
+// Build-time macros: REAL (common.h), TM (rows per work-item, default 6; blas.py picks it).
 #include "common.h"
 
 #ifndef TM
