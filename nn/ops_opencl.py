@@ -6,7 +6,8 @@ and returns without waiting, so a training step is a stream of launches with no 
 batchnorm, dropout, optim, reduce, dense_small) and are built once per runtime with ``-D REAL=float|double``
 and the work-group layout chosen here for the device kind. Dense layers use ``opencl.blas.gemm`` with its
 fused bias + activation epilogue, except batches of at most ``SMALL_B`` rows (online training), which take
-matrix-vector kernels: one launch forward, two backward, no packing of the weight matrix.
+matrix-vector kernels: one launch forward, one backward on GPUs (two on CPUs), no packing of the weight
+matrix.
 
 Work-group layouts. CPU (PoCL): local-memory barriers are slow and PoCL cannot vectorise across items
 whose body is a loop, so reductions and column/row kernels give each item 8 adjacent columns (or one row)
@@ -49,6 +50,9 @@ _FILES = (
 _ACT_CODE = {kind: code for code, kind in enumerate(ACTIVATIONS)}
 _POINTWISE_LOSS = {"mse": 0, "mae": 1, "bce": 2}
 SMALL_B = 4  # batches up to this size take the matrix-vector kernels of dense_small.cl
+# GPU layout of the small-batch kernels (dense_small.cl defaults): forward groups of _FWD_ROWS neurons x
+# _FWD_LANES lanes; backward groups of _BW_GROUP items, input-gradient groups of _BX_COLS columns.
+_FWD_LANES, _FWD_ROWS, _BW_GROUP, _BX_COLS = 32, 2, 256, 8
 _PARTIALS = 64  # work-groups of the global-norm reduction (partial sums read by every item afterwards)
 
 
@@ -89,7 +93,8 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         self._neuron_group = 16 if cpu else 64
         defines = {"LWG": self._lwg, "RG": self._rg, "CG": self._cg, "SMALL_B": SMALL_B}
         if not cpu:
-            defines["NN_GPU"] = 1
+            defines |= {"NN_GPU": 1, "FWD_LANES": _FWD_LANES, "FWD_ROWS": _FWD_ROWS, "BW_GROUP": _BW_GROUP,
+                        "BX_COLS": _BX_COLS}
         self._k: dict[str, cl.Kernel] = {}
         for filename in _FILES:
             ks = self.kernels(filename, **defines)
@@ -137,8 +142,9 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         """Enqueue ``kernel``; its device time is recorded when the runtime profiles."""
         if self._profiling:
             self.runtime.launch(kernel, global_size, local_size, *args)
-        else:  # the hot path: straight to pyopencl's generated invoker
-            kernel(self._queue, global_size, local_size, *args)
+        else:  # the hot path: set_args + enqueue is ~1 us cheaper than calling the kernel object
+            kernel.set_args(*args)
+            cl.enqueue_nd_range_kernel(self._queue, kernel, global_size, local_size)
 
     @staticmethod
     def arg(t: cla.Array) -> tuple:
@@ -229,9 +235,13 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         outputs = w.shape[0]
         y = self.empty((batch, outputs))  # (B, O)
         if batch <= SMALL_B:
-            self._per_item("dense_small_forward", -(-outputs // 4), self._neuron_group, *self.arg(x),
-                           *self.arg(w), *self.arg(b), *self.arg(y), inputs, outputs, batch,
-                           _ACT_CODE[act.kind], act.alpha, act.beta)
+            args = (*self.arg(x), *self.arg(w), *self.arg(b), *self.arg(y), inputs, outputs, batch,
+                    _ACT_CODE[act.kind], act.alpha, act.beta)
+            if self._cpu:  # 4 neurons per item, 8-wide vectors
+                self._per_item("dense_small_forward", -(-outputs // 4), self._neuron_group, *args)
+            else:  # FWD_ROWS neurons per group, FWD_LANES lanes over the inputs of each
+                self.launch(self._k["dense_small_forward_gpu"], (_FWD_LANES, _round_up(outputs, _FWD_ROWS)),
+                            (_FWD_LANES, _FWD_ROWS), *args)
         else:
             gemm(self.runtime, x, w, y, trans_b=True, bias=b, activation=act)
         return y
@@ -240,6 +250,15 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         _same_shape("dense_backward", y, gy)
         batch, outputs = y.shape
         inputs = x.shape[1]
+        if batch <= SMALL_B and not self._cpu and outputs * inputs < 2**31:  # one launch (int indices)
+            gx = self.empty(x.shape) if need_input_grad else None
+            wg = -(-outputs * inputs // _BW_GROUP)
+            xg = -(-inputs // _BX_COLS) if need_input_grad else 0
+            self.launch(self._k["dense_small_backward_gpu"], ((wg + xg) * _BW_GROUP,), (_BW_GROUP,),
+                        *self.arg(gy), *self.arg(y), *self.arg(x), *self.arg(w), *self.arg(gw_out),
+                        *self.arg(gb_out), *self.arg(gy if gx is None else gx), inputs, outputs, batch,
+                        _ACT_CODE[act.kind], act.alpha, wg)
+            return gx
         dz = self.empty((batch, outputs))
         if batch <= SMALL_B:
             self._per_item("dense_small_backward_w", outputs, self._neuron_group, *self.arg(gy), *self.arg(y),

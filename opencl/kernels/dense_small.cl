@@ -2,10 +2,11 @@
  *
  * A GEMM tuned for big batches packs op(B) on every call; with one row that packing costs as much as the
  * product, and a layer's backward pass would take five launches. Here the forward pass is one launch and
- * the backward pass two: (dz, bias gradient, weight-gradient rows) then (input gradient).
+ * the backward pass two on CPUs: (dz, bias gradient, weight-gradient rows) then (input gradient); one on
+ * GPUs (the NN_GPU kernels at the end of this file).
  *   x (B, I), w (O, I), bias (O,), y / gy / dz (B, O), gw (O, I), gb (O,), gx (B, I); B <= SMALL_B.
- * Each item owns 4 neurons (4 independent vector accumulators: 5x faster under PoCL than one neuron per
- * item) or 8 inputs, and loops over the batch rows outside the vector loops (private arrays indexed by the
+ * CPU layout: each item owns 4 neurons (4 independent vector accumulators: 5x faster under PoCL than one
+ * neuron per item) or 8 inputs, and loops over the batch rows outside the vector loops (private arrays indexed by the
  * row cost another 3x). Rows are read 8 wide with LOAD8/STORE8 (nn_common.h). */
 #include "nn_common.h"
 
@@ -158,3 +159,131 @@ __kernel void dense_small_backward_x(__global const REAL *dz, const uint dz_off,
         }
     }
 }
+
+#ifdef NN_GPU
+/* GPU layouts (-D NN_GPU=1). The CPU kernels above leave a GPU idle: 125 items for a 500-neuron layer, each
+ * streaming whole rows (uncoalesced). Here every weight is read by its own lane, neighbouring lanes read
+ * neighbouring addresses, and sums over a row or column finish in a local-memory tree. The backward pass
+ * is ONE launch: the activation derivative dz = gy act'(y) is recomputed wherever it is needed (one
+ * multiply per use) instead of being stored by one kernel and read by a second. */
+
+#ifndef FWD_LANES
+#define FWD_LANES 32 /* lanes splitting the inputs of one neuron (a warp: one row read coalesced) */
+#endif
+#ifndef FWD_ROWS
+#define FWD_ROWS 2 /* neurons per work-group */
+#endif
+#ifndef BW_GROUP
+#define BW_GROUP 256 /* work-group of the backward kernel */
+#endif
+#ifndef BX_COLS
+#define BX_COLS 8 /* input-gradient columns per group: 8 lanes read one 32-byte piece of a weight row */
+#endif
+#define BX_ROWS (BW_GROUP / BX_COLS) /* lanes splitting the outputs o of those columns */
+
+/* y = act(x w^T + bias). Work-group (FWD_LANES, FWD_ROWS): row r of the group is neuron
+ * get_global_id(1); its lanes stride over the inputs. Range: (FWD_LANES, FWD_ROWS * ceil(O / FWD_ROWS)). */
+__kernel __attribute__((reqd_work_group_size(FWD_LANES, FWD_ROWS, 1))) void
+dense_small_forward_gpu(__global const REAL *x, const uint x_off, __global const REAL *w, const uint w_off,
+                        __global const REAL *bias, const uint bias_off, __global REAL *y, const uint y_off,
+                        const int I, const int O, const int B, const int act, const REAL alpha,
+                        const REAL beta) {
+    __local REAL red[FWD_ROWS][FWD_LANES];
+    x += x_off;
+    w += w_off;
+    bias += bias_off;
+    y += y_off;
+    const int l = get_local_id(0);
+    const int r = get_local_id(1);
+    const int o = get_global_id(1);
+    __global const REAL *wr = w + (size_t)min(o, O - 1) * I; /* rows past O repeat the last, unstored */
+    for (int b = 0; b < B; ++b) {
+        __global const REAL *xr = x + (size_t)b * I;
+        REAL acc = (REAL)0;
+        for (int i = l; i < I; i += FWD_LANES) {
+            acc += xr[i] * wr[i];
+        }
+        red[r][l] = acc;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int s = FWD_LANES / 2; s > 0; s >>= 1) {
+            if (l < s) {
+                red[r][l] += red[r][l + s];
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (l == 0 && o < O) {
+            y[(size_t)b * O + o] = nn_act(act, red[r][0] + bias[o], alpha, beta);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE); /* red is reused by the next row */
+    }
+}
+
+/* The whole backward pass in one launch of groups of BW_GROUP items (group-uniform roles):
+ *   groups [0, wg): one weight-gradient element per item, gw[o, i] = sum_b dz[b, o] x[b, i] (coalesced
+ *     rows); the items of column 0 also write gb[o] = sum_b dz[b, o]; wg = ceil(O I / BW_GROUP);
+ *   groups [wg, wg + xg): gx[b, i] = sum_o dz[b, o] w[o, i] for BX_COLS columns, BX_ROWS lanes splitting
+ *     o, then a local-memory tree; xg = ceil(I / BX_COLS), or 0 without the input gradient.
+ * dz[b, o] = gy[b, o] act'(y[b, o]) in both. Range: (wg + xg) * BW_GROUP items. */
+__kernel __attribute__((reqd_work_group_size(BW_GROUP, 1, 1))) void
+dense_small_backward_gpu(__global const REAL *gy, const uint gy_off, __global const REAL *y, const uint y_off,
+                         __global const REAL *x, const uint x_off, __global const REAL *w, const uint w_off,
+                         __global REAL *gw, const uint gw_off, __global REAL *gb, const uint gb_off,
+                         __global REAL *gx, const uint gx_off, const int I, const int O, const int B,
+                         const int act, const REAL alpha, const int wg) {
+    gy += gy_off;
+    y += y_off;
+    x += x_off;
+    w += w_off;
+    gw += gw_off;
+    gb += gb_off;
+    gx += gx_off;
+    const int g = get_group_id(0);
+    const int t = get_local_id(0);
+    if (g < wg) {
+        const int e = g * BW_GROUP + t;
+        if (e >= O * I) {
+            return;
+        }
+        const int o = e / I;
+        const int i = e - o * I;
+        REAL acc = (REAL)0;
+        REAL sum = (REAL)0;
+        for (int b = 0; b < B; ++b) {
+            const size_t k = (size_t)b * O + o;
+            const REAL d = gy[k] * nn_act_grad(act, (REAL)0, y[k], alpha);
+            acc += d * x[(size_t)b * I + i];
+            sum += d;
+        }
+        gw[e] = acc;
+        if (i == 0) {
+            gb[o] = sum;
+        }
+        return;
+    }
+    __local REAL red[BX_ROWS][BX_COLS];
+    const int c = t % BX_COLS;
+    const int r = t / BX_COLS;
+    const int i = (g - wg) * BX_COLS + c;
+    __global const REAL *wc = w + min(i, I - 1); /* columns past I repeat the last, unstored */
+    for (int b = 0; b < B; ++b) {
+        __global const REAL *gyr = gy + (size_t)b * O;
+        __global const REAL *yr = y + (size_t)b * O;
+        REAL acc = (REAL)0;
+        for (int o = r; o < O; o += BX_ROWS) {
+            acc += gyr[o] * nn_act_grad(act, (REAL)0, yr[o], alpha) * wc[(size_t)o * I];
+        }
+        red[r][c] = acc;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int s = BX_ROWS / 2; s > 0; s >>= 1) {
+            if (r < s) {
+                red[r][c] += red[r + s][c];
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (r == 0 && i < I) {
+            gx[(size_t)b * I + i] = red[0][c];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+#endif

@@ -142,8 +142,10 @@ def test_gather_rows(ob, rng, n, f, b):
 
 # --- dense --------------------------------------------------------------------------------------------
 # Batches of 1-4 rows take the matrix-vector kernels, larger ones the GEMM.
+# Online-training shapes (batch 1-4, layer sizes of the epoch benchmark and awkward ones) on both layouts.
 DENSE_SHAPES = [(1, 1, 1), (1, 130, 17), (3, 5, 17), (4, 17, 3), (5, 130, 130), (17, 130, 3), (130, 17, 5),
-                (130, 3, 1)]
+                (130, 3, 1), (1, 240, 500), (2, 500, 250), (3, 250, 125), (4, 125, 62), (1, 62, 3),
+                (1, 3, 500), (2, 500, 1), (4, 17, 130), (3, 1, 5)]
 FUSABLE = [
     Activation("linear", 0.7, -0.2),
     Activation("sigmoid"),
