@@ -234,9 +234,11 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         batch, inputs = x.shape
         outputs = w.shape[0]
         y = self.empty((batch, outputs))  # (B, O)
-        if batch <= SMALL_B:
-            args = (*self.arg(x), *self.arg(w), *self.arg(b), *self.arg(y), inputs, outputs, batch,
-                    _ACT_CODE[act.kind], act.alpha, act.beta)
+        if batch <= SMALL_B:  # the online-training hot path: (buffer, offset) pairs spelled out inline
+            n = y.dtype.itemsize
+            args = (x.base_data, x.offset // n, w.base_data, w.offset // n, b.base_data, b.offset // n,
+                    y.base_data, y.offset // n, inputs, outputs, batch, _ACT_CODE[act.kind], act.alpha,
+                    act.beta)
             if self._cpu:  # 4 neurons per item, 8-wide vectors
                 self._per_item("dense_small_forward", -(-outputs // 4), self._neuron_group, *args)
             else:  # FWD_ROWS neurons per group, FWD_LANES lanes over the inputs of each
@@ -254,9 +256,12 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
             gx = self.empty(x.shape) if need_input_grad else None
             wg = -(-outputs * inputs // _BW_GROUP)
             xg = -(-inputs // _BX_COLS) if need_input_grad else 0
+            g = gy if gx is None else gx  # gx groups absent: any buffer fills the slot
+            n = y.dtype.itemsize
             self.launch(self._k["dense_small_backward_gpu"], ((wg + xg) * _BW_GROUP,), (_BW_GROUP,),
-                        *self.arg(gy), *self.arg(y), *self.arg(x), *self.arg(w), *self.arg(gw_out),
-                        *self.arg(gb_out), *self.arg(gy if gx is None else gx), inputs, outputs, batch,
+                        gy.base_data, gy.offset // n, y.base_data, y.offset // n, x.base_data, x.offset // n,
+                        w.base_data, w.offset // n, gw_out.base_data, gw_out.offset // n, gb_out.base_data,
+                        gb_out.offset // n, g.base_data, g.offset // n, inputs, outputs, batch,
                         _ACT_CODE[act.kind], act.alpha, wg)
             return gx
         dz = self.empty((batch, outputs))
