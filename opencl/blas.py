@@ -13,10 +13,10 @@ use ``gemm.cl`` (B packed into 16-wide panels, register tiles, no local memory);
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import numpy as np
 import pyopencl.array as cla
 
 from opencl import memory
@@ -64,11 +64,24 @@ def _check(rt, name: str, a: cla.Array, ndim: int) -> None:
         raise ShapeError(f"gemm: {name} must be C-contiguous (row-major), got strides {a.strides}")
 
 
-def _cpu_tm(rt) -> int:
-    """Rows per CPU work-item: 12 float32 rows of 16 keep 12 independent AVX-512 accumulators in flight,
-    enough to hide the multiply-add latency (measured on Zen 5: 1.2-1.6x the 6-row tile on the network's
-    products, benchmarks/RESULTS.md); float64 rows are two vectors each, so 4 rows."""
-    return 4 if rt.dtype == np.float64 else 12
+@functools.cache
+def _cpu_tiles(device, itemsize: int) -> tuple[int, int, int]:
+    """(TM, DW, DN) of ``gemm.cl`` for a CPU device: sized so that the accumulators fill the vector register
+    file without spilling. One register holds ``native_vector_width_float`` floats (8 with AVX2, 16 with
+    AVX-512); AVX2 has 16 registers, AVX-512 32.
+
+    - ``gemm_tile`` keeps TM rows of a 16-wide panel in registers: 12 accumulator registers, so TM = 12 on
+      AVX-512 (float32) and 6 on AVX2, where a 12-row tile spills on every k step (Zen 3: 1024^3 at 37 vs
+      113 GFLOP/s, benchmarks/RESULTS.md).
+    - ``gemm_dot`` keeps a 4 x DN block of DW-wide dot-product accumulators (one register each) plus the
+      4 + DN operand vectors: DN = 4 with 32 registers, 2 with 16.
+    """
+    vec_bytes = max(16, 4 * int(device.native_vector_width_float))
+    regs_per_row = max(1, NR * itemsize // vec_bytes)
+    tm = max(2, 12 // regs_per_row)
+    dw = max(4, min(16, vec_bytes // itemsize))
+    dn = 4 if vec_bytes >= 64 else 2
+    return tm, dw, dn
 
 
 def gemm(rt, A: cla.Array, B: cla.Array, C: cla.Array, *, trans_a: bool = False, trans_b: bool = False,
@@ -170,15 +183,15 @@ def _direct_b(B: cla.Array, M: int, N: int, ldb: int) -> bool:
 
 
 def _gemm_cpu(rt, A, B, C, bias, p: _Problem) -> None:
-    tm = _cpu_tm(rt)
-    k = kernels(rt, "gemm.cl", TM=tm)
+    tm, dw, dn = _cpu_tiles(rt.info.device, rt.dtype.itemsize)
+    k = kernels(rt, "gemm.cl", TM=tm, DW=dw, DN=dn)
     M, N, K, G = p.M, p.N, p.K, p.G
     lda, ldb, ldc = A.shape[-1], B.shape[-1], C.shape[-1]
     sam, sak = (1, lda) if p.trans_a else (lda, 1)
     sbk, sbn = (1, ldb) if p.trans_b else (ldb, 1)
     if sbk == 1 and sak == 1 and M <= DOT_MAX_M:  # A·Bᵀ, both contiguous along K, few rows: dot products
-        blocks = -(-N // 4)
-        npi = min(blocks, -(-WORK_PER_ITEM // (16 * K)))  # 4x4 outputs of K multiply-adds per block
+        blocks = -(-N // dn)
+        npi = min(blocks, -(-WORK_PER_ITEM // (4 * dn * K)))  # 4 x dn outputs of K multiply-adds per block
         rt.launch(
             k.gemm_dot, (-(-M // 4), -(-blocks // npi), G), (1, 1, 1),
             *memory.arg(A), *memory.arg(B), *memory.arg(C), *memory.arg(bias),

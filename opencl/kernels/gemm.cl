@@ -10,13 +10,23 @@
 // - op(A) is read through two strides (row, k), so transposed A costs nothing extra.
 // - The epilogue (alpha, beta, bias per column, activation) is fused: a dense layer is one product launch.
 //
-// Build-time macros: REAL (common.h), TM (rows per work-item, default 6; blas.py picks it).
+// Build-time macros: REAL (common.h); TM (rows per work-item), DW and DN (vector width and columns of the
+// gemm_dot block). blas.py derives all three from the device's native vector width, so the accumulators
+// fill the register file without spilling, on 16-register AVX2 and 32-register AVX-512 alike.
 #include "common.h"
 
 #ifndef TM
 #define TM 6
 #endif
+#ifndef DW
+#define DW 16
+#endif
+#ifndef DN
+#define DN 4
+#endif
 #define NR 16
+#define REALD CONCAT(REAL, DW)
+typedef REAL REALD_u __attribute__((ext_vector_type(DW), aligned(sizeof(REAL))));
 
 // Packs op(B) (K, N), element (k, n) at B[k * sbk + n * sbn], into Bp (panels, K, NR).
 // One work-item per (k, panel, group): global size (K, ceil(N / NR), G); group g reads B + g * gb and
@@ -183,20 +193,25 @@ __kernel void gemm_tile(__global const REAL* restrict A, const uint a_off,
                    act_a, act_b, m0, panel);
 }
 
-inline REAL hsum16(REAL16 v) {
-    REAL8 s8 = v.lo + v.hi;
-    REAL4 s4 = s8.lo + s8.hi;
-    REAL2 s2 = s4.lo + s4.hi;
+inline REAL hsum_d(REALD v) {
+#if DW == 16
+    const REAL8 s8 = v.lo + v.hi;
+    const REAL4 s4 = s8.lo + s8.hi;
+#elif DW == 8
+    const REAL4 s4 = v.lo + v.hi;
+#else
+    const REAL4 s4 = v;
+#endif
+    const REAL2 s2 = s4.lo + s4.hi;
     return s2.x + s2.y;
 }
 
 // C = act(alpha * A Bᵀ + beta * C + bias) for row-major A (M, K) and B (N, K): both operands are contiguous
-// along K, so each work-item computes a DM x DN block as dot products of REAL16 vectors, with no packing
+// along K, so each work-item computes a DM x DN block as dot products of DW-wide vectors, with no packing
 // pass. Used for small M (the forward product of a dense layer at small batch), where packing B would
 // cost more than the product. Each work-item covers npi consecutive column blocks (enough arithmetic per
 // PoCL work-group). Global size (ceil(M / DM), ceil(ceil(N / DN) / npi), G), local size (1, 1, 1).
 #define DM 4
-#define DN 4
 inline void dot_block(__global const REAL* restrict A, __global const REAL* restrict B,
                       __global REAL* restrict C, __global const REAL* restrict bias,
                       const int M, const int N, const int K, const int lda, const int ldb, const int ldc,
@@ -209,18 +224,18 @@ inline void dot_block(__global const REAL* restrict A, __global const REAL* rest
 #pragma unroll
     for (int c = 0; c < DN; ++c) brow[c] = B + (size_t)min(n0 + c, N - 1) * ldb;
 
-    REAL16 acc[DM][DN];
+    REALD acc[DM][DN];
 #pragma unroll
     for (int r = 0; r < DM; ++r)
 #pragma unroll
-        for (int c = 0; c < DN; ++c) acc[r][c] = (REAL16)(0);
-    const int k16 = K & ~15;
-    for (int k = 0; k < k16; k += 16) {
-        REAL16 a[DM], b[DN];
+        for (int c = 0; c < DN; ++c) acc[r][c] = (REALD)(0);
+    const int kv = K - K % DW;
+    for (int k = 0; k < kv; k += DW) {
+        REALD a[DM], b[DN];
 #pragma unroll
-        for (int r = 0; r < DM; ++r) a[r] = *(__global const REAL16_u*)(arow[r] + k);
+        for (int r = 0; r < DM; ++r) a[r] = *(__global const REALD_u*)(arow[r] + k);
 #pragma unroll
-        for (int c = 0; c < DN; ++c) b[c] = *(__global const REAL16_u*)(brow[c] + k);
+        for (int c = 0; c < DN; ++c) b[c] = *(__global const REALD_u*)(brow[c] + k);
 #pragma unroll
         for (int r = 0; r < DM; ++r)
 #pragma unroll
@@ -231,8 +246,8 @@ inline void dot_block(__global const REAL* restrict A, __global const REAL* rest
     for (int r = 0; r < DM; ++r)
 #pragma unroll
         for (int c = 0; c < DN; ++c) {
-            REAL s = hsum16(acc[r][c]);
-            for (int k = k16; k < K; ++k) s += arow[r][k] * brow[c][k];
+            REAL s = hsum_d(acc[r][c]);
+            for (int k = kv; k < K; ++k) s += arow[r][k] * brow[c][k];
             out[r][c] = s;
         }
 #pragma unroll

@@ -157,6 +157,29 @@ def test_gpu_kernel_on_every_device(rt, rng):
             np.testing.assert_allclose(c.get(), ref, rtol=rtol, atol=atol, err_msg=msg)
 
 
+class _Device:  # the one attribute _cpu_tiles reads from a pyopencl Device
+    def __init__(self, width: int):
+        self.native_vector_width_float = width
+
+
+@pytest.mark.parametrize("width", [4, 8, 16], ids=["sse", "avx2", "avx512"])
+def test_cpu_register_tiles_for_every_vector_width(rt, rng, monkeypatch, width):
+    """The tile shapes chosen for other CPUs than this one (AVX2: 6-row tiles, 8-wide dot products in 4x2
+    blocks; AVX-512: 12 rows, 16-wide, 4x4) compute the same products: row and column remainders, K not a
+    multiple of the vector width, the dot-product path (few rows, B transposed) and the packed path."""
+    from opencl import blas
+
+    if not rt.is_cpu:
+        pytest.skip("CPU kernel")
+    tiles = blas._cpu_tiles(_Device(width), rt.dtype.itemsize)
+    monkeypatch.setattr(blas, "_cpu_tiles", lambda device, itemsize: tiles)
+    for (m, n, k), (ta, tb) in itertools.product(((130, 17, 5), (13, 130, 33), (3, 37, 200)), TRANS):
+        out, ref = _run(rt, rng, m, n, k, ta, tb, bias=True, act="tanh")
+        rtol, atol = _tol(rt, k)
+        np.testing.assert_allclose(out, np.tanh(ref), rtol=rtol, atol=atol,
+                                   err_msg=f"{tiles} {m}x{n}x{k} {ta} {tb}")
+
+
 @pytest.mark.parametrize("m,n,k,split", [(33, 17, 70, 3), (32, 64, 64, 2), (5, 130, 600, 4)])
 def test_gpu_kernel_split_along_k(rt, rng, m, n, k, split):
     """Split-K partial products plus the ordered reduction; the epilogue (beta, bias, act) applies once."""
