@@ -91,7 +91,9 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         self._ew = 1024 if cpu else 256
         self._row_group = 64 if cpu else 128
         self._neuron_group = 16 if cpu else 64
-        defines = {"LWG": self._lwg, "RG": self._rg, "CG": self._cg, "SMALL_B": SMALL_B}
+        self._vec = 8 if cpu else 1  # elements per optimizer work-item (optim.cl)
+        self._opt_group = 128 if cpu else 256
+        defines = {"LWG": self._lwg, "RG": self._rg, "CG": self._cg, "SMALL_B": SMALL_B, "VEC": self._vec}
         if not cpu:
             defines |= {"NN_GPU": 1, "FWD_LANES": _FWD_LANES, "FWD_ROWS": _FWD_ROWS, "BW_GROUP": _BW_GROUP,
                         "BX_COLS": _BX_COLS}
@@ -401,7 +403,7 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
                 raise ShapeError(f"{kernel}: buffers of {t.size} and {w.size} elements differ")
         args = [a for t in (w, *tensors) for a in self.arg(t)]
         if w.size:
-            self._ew_launch(self._k[kernel], w.size, *args, w.size, *scalars)
+            self._per_item(kernel, -(-w.size // self._vec), self._opt_group, *args, w.size, *scalars)
 
     def sgd_update(self, w, g, *, lr, l1, l2) -> None:
         self._update("sgd_update", w, (g,), lr, l1, l2)

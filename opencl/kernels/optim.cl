@@ -1,12 +1,50 @@
 /* Optimizer updates: one launch over the model's whole flat parameter buffer w (n,) with its gradient g
  * and state buffers. Textbook rules (see nn.backend), descent convention w -= step(g). Regularisation is
- * folded into the gradient first: g' = g + l1 * sign(w) + l2 * w (sign(0) = 0). */
+ * folded into the gradient first: g' = g + l1 * sign(w) + l2 * w (sign(0) = 0).
+ *
+ * Each work-item updates VEC consecutive elements as one REALV vector (-D VEC=8 on CPU devices, where
+ * PoCL does not vectorise these bodies across work-items: Adam over 284k parameters 490 -> 130 us on a
+ * 2-core Zen 3; VEC=1 on GPUs, one element per item). The last item masks the n % VEC tail. */
 #include "nn_common.h"
 
-inline REAL reg_grad(REAL g, REAL w, REAL l1, REAL l2) {
-    REAL r = g + l2 * w;
+#ifndef VEC
+#define VEC 1
+#endif
+#if VEC == 1
+#define REALV REAL
+#define REALV_u REAL
+#else
+#define REALV CONCAT(REAL, VEC)
+typedef REAL REALV_u __attribute__((ext_vector_type(VEC), aligned(sizeof(REAL))));
+#endif
+
+inline REALV load_v(__global const REAL *p, const int i, const int n) {
+    if (i + VEC <= n) {
+        return *(__global const REALV_u *)(p + i);
+    }
+    REAL tmp[VEC];
+    for (int c = 0; c < VEC; ++c) {
+        tmp[c] = i + c < n ? p[i + c] : (REAL)0;
+    }
+    return *(REALV *)tmp;
+}
+
+inline void store_v(__global REAL *p, const int i, const int n, const REALV v) {
+    if (i + VEC <= n) {
+        *(__global REALV_u *)(p + i) = v;
+        return;
+    }
+    REAL tmp[VEC];
+    *(REALV *)tmp = v;
+    for (int c = 0; i + c < n; ++c) {
+        p[i + c] = tmp[c];
+    }
+}
+
+inline REALV reg_grad(REALV g, REALV w, REAL l1, REAL l2) {
+    REALV r = g + l2 * w;
     if (l1 != (REAL)0) { /* uniform branch: the sign costs as much as the rest of the update */
-        r += l1 * (w > (REAL)0 ? (REAL)1 : (w < (REAL)0 ? (REAL)-1 : (REAL)0));
+        r += l1 * sign(w);
     }
     return r;
 }
@@ -15,10 +53,10 @@ __kernel void sgd_update(__global REAL *w, const uint w_off, __global const REAL
                          const int n, const REAL lr, const REAL l1, const REAL l2) {
     w += w_off;
     g += g_off;
-    const int i = get_global_id(0);
+    const int i = get_global_id(0) * VEC;
     if (i < n) {
-        const REAL wi = w[i];
-        w[i] = wi - lr * reg_grad(g[i], wi, l1, l2);
+        const REALV wi = load_v(w, i, n);
+        store_v(w, i, n, wi - lr * reg_grad(load_v(g, i, n), wi, l1, l2));
     }
 }
 
@@ -29,13 +67,13 @@ __kernel void momentum_update(__global REAL *w, const uint w_off, __global const
     w += w_off;
     g += g_off;
     v += v_off;
-    const int i = get_global_id(0);
+    const int i = get_global_id(0) * VEC;
     if (i < n) {
-        const REAL wi = w[i];
-        const REAL gi = reg_grad(g[i], wi, l1, l2);
-        const REAL vi = mu * v[i] + gi;
-        v[i] = vi;
-        w[i] = wi - lr * (nesterov ? gi + mu * vi : vi);
+        const REALV wi = load_v(w, i, n);
+        const REALV gi = reg_grad(load_v(g, i, n), wi, l1, l2);
+        const REALV vi = mu * load_v(v, i, n) + gi;
+        store_v(v, i, n, vi);
+        store_v(w, i, n, wi - lr * (nesterov ? gi + mu * vi : vi));
     }
 }
 
@@ -46,13 +84,13 @@ __kernel void adagrad_update(__global REAL *w, const uint w_off, __global const 
     w += w_off;
     g += g_off;
     acc += acc_off;
-    const int i = get_global_id(0);
+    const int i = get_global_id(0) * VEC;
     if (i < n) {
-        const REAL wi = w[i];
-        const REAL gi = reg_grad(g[i], wi, l1, l2);
-        const REAL a = acc[i] + gi * gi;
-        acc[i] = a;
-        w[i] = wi - lr * gi / (sqrt(a) + eps);
+        const REALV wi = load_v(w, i, n);
+        const REALV gi = reg_grad(load_v(g, i, n), wi, l1, l2);
+        const REALV a = load_v(acc, i, n) + gi * gi;
+        store_v(acc, i, n, a);
+        store_v(w, i, n, wi - lr * gi / (sqrt(a) + eps));
     }
 }
 
@@ -63,13 +101,13 @@ __kernel void rmsprop_update(__global REAL *w, const uint w_off, __global const 
     w += w_off;
     g += g_off;
     acc += acc_off;
-    const int i = get_global_id(0);
+    const int i = get_global_id(0) * VEC;
     if (i < n) {
-        const REAL wi = w[i];
-        const REAL gi = reg_grad(g[i], wi, l1, l2);
-        const REAL s = rho * acc[i] + ((REAL)1 - rho) * gi * gi;
-        acc[i] = s;
-        w[i] = wi - lr * gi / (sqrt(s) + eps);
+        const REALV wi = load_v(w, i, n);
+        const REALV gi = reg_grad(load_v(g, i, n), wi, l1, l2);
+        const REALV s = rho * load_v(acc, i, n) + ((REAL)1 - rho) * gi * gi;
+        store_v(acc, i, n, s);
+        store_v(w, i, n, wi - lr * gi / (sqrt(s) + eps));
     }
 }
 
@@ -83,16 +121,16 @@ __kernel void adadelta_update(__global REAL *w, const uint w_off, __global const
     g += g_off;
     acc_grad += acc_grad_off;
     acc_delta += acc_delta_off;
-    const int i = get_global_id(0);
+    const int i = get_global_id(0) * VEC;
     if (i < n) {
-        const REAL wi = w[i];
-        const REAL gi = reg_grad(g[i], wi, l1, l2);
-        const REAL eg = rho * acc_grad[i] + ((REAL)1 - rho) * gi * gi;
-        const REAL ed = acc_delta[i];
-        const REAL delta = -sqrt(ed + eps) / sqrt(eg + eps) * gi;
-        acc_grad[i] = eg;
-        acc_delta[i] = rho * ed + ((REAL)1 - rho) * delta * delta;
-        w[i] = wi + lr * delta;
+        const REALV wi = load_v(w, i, n);
+        const REALV gi = reg_grad(load_v(g, i, n), wi, l1, l2);
+        const REALV eg = rho * load_v(acc_grad, i, n) + ((REAL)1 - rho) * gi * gi;
+        const REALV ed = load_v(acc_delta, i, n);
+        const REALV delta = -sqrt(ed + eps) / sqrt(eg + eps) * gi;
+        store_v(acc_grad, i, n, eg);
+        store_v(acc_delta, i, n, rho * ed + ((REAL)1 - rho) * delta * delta);
+        store_v(w, i, n, wi + lr * delta);
     }
 }
 
@@ -107,14 +145,14 @@ __kernel void adam_update(__global REAL *w, const uint w_off, __global const REA
     g += g_off;
     m += m_off;
     v += v_off;
-    const int i = get_global_id(0);
+    const int i = get_global_id(0) * VEC;
     if (i < n) {
-        const REAL wi = w[i];
-        const REAL gi = reg_grad(g[i], wi, l1, l2);
-        const REAL mi = beta1 * m[i] + ((REAL)1 - beta1) * gi;
-        const REAL vi = beta2 * v[i] + ((REAL)1 - beta2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        w[i] = wi - lr * (mi * c1) / (sqrt(vi * c2) + eps);
+        const REALV wi = load_v(w, i, n);
+        const REALV gi = reg_grad(load_v(g, i, n), wi, l1, l2);
+        const REALV mi = beta1 * load_v(m, i, n) + ((REAL)1 - beta1) * gi;
+        const REALV vi = beta2 * load_v(v, i, n) + ((REAL)1 - beta2) * gi * gi;
+        store_v(m, i, n, mi);
+        store_v(v, i, n, vi);
+        store_v(w, i, n, wi - lr * (mi * c1) / (sqrt(vi * c2) + eps));
     }
 }
