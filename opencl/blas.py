@@ -204,14 +204,13 @@ def _gemm_cpu(rt, A, B, C, bias, p: _Problem) -> None:
         b_args, packed, bstep = memory.arg(B), 0, sbk
     else:
         gp = panels * K * NR
-        buf = memory.empty(rt, (G * gp,))
+        buf = memory.scratch(rt, G * gp)
         if sbk == 1:  # Bᵀ of a row-major (N, K) array: read along K, transpose 16 x 16 blocks
-            rt.launch(k.gemm_pack_bt, (-(-K // NR), panels, G), (1, 1, 1), *memory.arg(B), *memory.arg(buf),
+            rt.launch(k.gemm_pack_bt, (-(-K // NR), panels, G), (1, 1, 1), *memory.arg(B), *buf,
                       K, N, ldb, p.gb, gp)
         else:
-            rt.launch(k.gemm_pack_b, (K, panels, G), None, *memory.arg(B), *memory.arg(buf), K, N, sbk, sbn,
-                      p.gb, gp)
-        b_args, packed, bstep = memory.arg(buf), 1, NR
+            rt.launch(k.gemm_pack_b, (K, panels, G), None, *memory.arg(B), *buf, K, N, sbk, sbn, p.gb, gp)
+        b_args, packed, bstep = buf, 1, NR
         tail = (*tail[:-2], gp, tail[-1])
     ppi = min(panels, -(-WORK_PER_ITEM // (tm * NR * K)))  # panels per work-item
     rt.launch(

@@ -135,16 +135,16 @@ def _enqueue(rt, A, B, C, bias, p, t: Tiles, slices: int) -> None:
             p.M, p.N, p.K, A.shape[-1], B.shape[-1], C.shape[-1], *p.tail, kc,
         )
         return
-    partial = memory.empty(rt, (slices, p.M, p.N))
+    partial = memory.scratch(rt, slices * p.M * p.N)
     grid = (-(-p.N // t.bn) * local[0], -(-p.M // t.bm) * local[1], slices)
     rt.launch(
         k.gemm_gpu, grid, local,
-        *memory.arg(A), *memory.arg(B), *memory.arg(partial), *memory.arg(bias),
+        *memory.arg(A), *memory.arg(B), *partial, *memory.arg(bias),
         p.M, p.N, p.K, A.shape[-1], B.shape[-1], p.N, 1.0, 0.0, 0, 0, 1.0, 0.0, 0, 0, p.M * p.N, kc,
     )
     e = p.ep
     rt.launch(
         k.gemm_splitk_reduce, (p.N, p.M), None,
-        *memory.arg(partial), *memory.arg(C), *memory.arg(bias),
+        *partial, *memory.arg(C), *memory.arg(bias),
         p.M, p.N, C.shape[-1], slices, p.alpha, p.beta, int(p.has_bias), e.code, e.a, e.b,
     )
