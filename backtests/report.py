@@ -194,6 +194,28 @@ def report_dict(result: Result, env: dict | None = None) -> dict:
     )
 
 
+def training_outcome(epochs: list[dict]) -> str:
+    """Which epoch's weights each training round kept and why it stopped, from the outcome an EA writes on
+    a round's last epoch record (``kept_epoch``, ``epochs_run``, ``stopped_early``, ``stop_reason``, as
+    FractalEA does); ``""`` when the EA records none."""
+    ends = [r for r in epochs if r.get("kept_epoch") is not None]
+    if not ends:
+        return ""
+    if len(ends) == 1:
+        r = ends[0]
+        losses = []
+        if r.get("kept_loss") is not None:
+            losses.append(f"training loss {r['kept_loss']:.4f}")
+        if r.get("kept_val_loss") is not None:
+            losses.append(f"validation loss {r['kept_val_loss']:.4f}")
+        scores = f" ({', '.join(losses)})" if losses else ""
+        how = "stopped early" if r.get("stopped_early") else "stopped"
+        return f"kept epoch {r['kept_epoch']} of {r['epochs_run']}{scores}; {how}: {r['stop_reason']}"
+    kept = ", ".join(f"{r['kept_epoch']} of {r['epochs_run']}" for r in ends)
+    early = sum(bool(r.get("stopped_early")) for r in ends)
+    return f"kept epochs {kept} in {len(ends)} rounds; {early} of {len(ends)} rounds stopped early"
+
+
 def write_report(result: Result, folder: str | Path, env: dict | None = None) -> Path:
     """Write the run into ``folder`` (created) and return the path of report.html."""
     folder = Path(folder)
@@ -315,8 +337,10 @@ def _html(result: Result, doc: dict) -> str:
     )
     if result.training:
         total_wall = sum(r.get("wall_s") or 0.0 for r in result.training)
+        outcome = training_outcome(result.training)
         parts.append(
-            f"<h2>Training</h2><p>{len(result.training)} epochs, {total_wall:.2f} s wall in total.</p>"
+            f"<h2>Training</h2><p>{len(result.training)} epochs, {total_wall:.2f} s wall in total."
+            + (f" {html.escape(outcome[0].upper() + outcome[1:])}.</p>" if outcome else "</p>")
         )
         parts.append(_img(charts.training(result.training), "training"))
     parts.append("<h2>Timings</h2>" + _table([(k, f"{v:.3f} s") for k, v in result.timings.items()]))

@@ -8,7 +8,13 @@ What differs from the article, on purpose:
 - the buy-fractal inequalities are the right way round (see ``features.fractal_labels``);
 - the label of bar ``j`` needs bar ``j+1``, so training uses only bars whose label was known when the
   study window closed; the newest study bar is left out;
-- features are standardised with statistics of the study rows only, saved with the model;
+- features are standardised with statistics of the training rows only, saved with the model;
+- the newest ``validation`` share of the study rows (20 % by default) is held out, chronologically: never
+  used for weights or scaling; the training row before it is dropped, as its label reads the first held-out
+  bar. Training stops when the validation loss has not improved for ``patience`` epochs and the weights of
+  the best validation epoch are restored, so ``epochs`` is a maximum. ``validation=0`` trains on every
+  study row for exactly ``epochs`` epochs and keeps the last weights (``patience`` is then ignored: there
+  is nothing to stop on); ``patience=0`` keeps the validation curve but trains all ``epochs``;
 - predictions for the whole history are made in one batch (an indicator the harness checks for causality),
   so replaying is as fast as one ``predict`` call.
 
@@ -50,7 +56,7 @@ class FractalEA(ExpertAdvisor):
     hidden: str = PART5_HIDDEN  # hidden layer widths, comma-separated
     activation: str = "tanh"
     layers: str = ""  # JSON list of layer descriptions; replaces hidden/activation when given
-    epochs: int = 20
+    epochs: int = 100  # maximum; early stopping on the validation loss usually ends training sooner
     batch_size: int = 32  # 1 = the MQL5 online loop (one update per bar)
     optimizer: str = "adam"
     lr: float = 3e-4
@@ -62,7 +68,8 @@ class FractalEA(ExpertAdvisor):
     tp_points: float = 600.0  # 0 = no take-profit
     exit_bars: int = 12  # close positions after this many bars; 0 = never
     trade: bool = True  # False: predict and score only
-    validation: float = 0.0  # share of the newest study rows held out to report a validation loss
+    validation: float = 0.2  # share of the newest study rows held out (validation loss, early stopping)
+    patience: int = 5  # epochs without a lower validation loss before stopping; 0 = never stop early
     min_study_bars = 200
 
     # -- lifecycle ---------------------------------------------------------------------------------------
@@ -73,6 +80,8 @@ class FractalEA(ExpertAdvisor):
             raise EAError(f"FractalEA threshold must lie in [0, 1], got {self.threshold}")
         if self.depth < 1 or self.epochs < 0 or self.batch_size < 1 or not 0.0 <= self.validation < 1.0:
             raise EAError("FractalEA needs depth >= 1, epochs >= 0, batch_size >= 1 and 0 <= validation < 1")
+        if self.patience < 0:
+            raise EAError(f"FractalEA patience must be >= 0 (0 = no early stopping), got {self.patience}")
         self.specs = self.layer_specs()
         self.model = None
         self.scaler: Scaler | None = None
@@ -80,6 +89,7 @@ class FractalEA(ExpertAdvisor):
         self.rounds = 0
         self._decided: dict[int, np.ndarray] = {}
         self._study_span: list[tuple[str, str]] = []
+        self.outcomes: list[dict] = []  # per training round: epochs run, epoch kept, why training stopped
 
     def layer_specs(self) -> list[dict]:
         """The network as layer descriptions: ``layers`` JSON if given, else ``hidden`` + ``activation``."""
@@ -107,7 +117,7 @@ class FractalEA(ExpertAdvisor):
 
     def on_study(self, bars: Bars) -> None:
         """Fit the scaler and train a fresh network on the study window (closed bars only)."""
-        from nn import Sequential
+        from nn import EarlyStopping, Sequential
 
         x, rows = self._inputs(bars)
         labels = fractal_labels(bars.high, bars.low, self.rule)[rows]
@@ -144,7 +154,12 @@ class FractalEA(ExpertAdvisor):
         self._study_span.append((str(bars.time[0]), str(bars.time[-1])))
         log.info("training round %d on %d rows (%s .. %s)", self.rounds, len(x), bars.time[0], bars.time[-1])
         hook = _EpochHook(self, self.rounds, self.epochs, xs, y)
-        self.model.fit(
+        stopper = None
+        if validation is not None and self.patience > 0:
+            stopper = EarlyStopping("val_loss", patience=self.patience, restore_best=True)
+        elif self.validation > 0 and validation is None:
+            log.warning("FractalEA: validation=%s holds out no row; training without it", self.validation)
+        history = self.model.fit(
             xs,
             onehot,
             epochs=self.epochs,
@@ -152,9 +167,10 @@ class FractalEA(ExpertAdvisor):
             shuffle=True,
             seed=self.seed,
             validation_data=validation,
-            callbacks=[hook],
+            callbacks=[hook] if stopper is None else [hook, stopper],
             progress=False,
         )
+        self._record_outcome(hook.records, history, stopper)
         self.proba = self.indicator(self._predict_all, "fractal_proba")
 
     def on_bar(self) -> None:
@@ -216,10 +232,44 @@ class FractalEA(ExpertAdvisor):
             "scaler": self.scaler.to_dict(),
             "study_periods": self._study_span,
             "training_rounds": self.rounds,
+            "training_outcomes": self.outcomes,
         }
         return str(save(self.model, f"{path}.nnz", meta))
 
     # -- helpers -----------------------------------------------------------------------------------------
+    def _record_outcome(self, records: list[dict], history, stopper) -> None:
+        """Which epoch's weights the round kept and why it stopped, on its epoch records (for the console
+        summary and the report): ``kept`` on the kept epoch, the outcome on the round's last record."""
+        if not records:
+            return
+        best = None if stopper is None else stopper.best_epoch  # 0-based; None: no finite val_loss
+        kept = len(records) if best is None else best + 1
+        patience_ran_out = stopper is not None and history.stopped_early and stopper.wait >= stopper.patience
+        if patience_ran_out:
+            reason = f"validation loss not lower for {self.patience} epochs"
+        elif history.stopped_early:
+            reason = "training loss not finite"
+        else:
+            reason = f"{self.epochs}-epoch maximum reached"
+        if stopper is None:
+            rule = "no validation rows" if records[-1]["val_loss"] is None else "patience=0"
+            reason += f" (no early stopping: {rule})"
+        outcome = {
+            "round": records[-1]["round"],
+            "epochs_run": len(records),
+            "kept_epoch": kept,
+            "stopped_early": bool(history.stopped_early),
+            "stop_reason": reason,
+            "kept_loss": records[kept - 1]["loss"],
+            "kept_val_loss": records[kept - 1]["val_loss"],
+        }
+        self.outcomes.append(outcome)
+        records[kept - 1]["kept"] = True
+        records[-1].update({k: v for k, v in outcome.items() if k != "round"})
+        log.info(
+            "training round %d: %d epochs, kept epoch %d (%s)", outcome["round"], len(records), kept, reason
+        )
+
     def _inputs(self, bars: Bars) -> tuple[np.ndarray, np.ndarray]:
         feats = bar_features(bars.open, bars.high, bars.low, bars.close, bars.tick_volume, bars.time)
         return windows(feats, self.depth)
@@ -253,6 +303,7 @@ class _EpochHook:
     def __init__(self, ea: FractalEA, rnd: int, epochs: int, x: np.ndarray, y: np.ndarray):
         self.ea, self.round, self.epochs, self.x, self.y = ea, rnd, epochs, x, y
         self.model = None
+        self.records: list[dict] = []
 
     def on_train_begin(self, model) -> None:
         self.model = model
@@ -270,7 +321,7 @@ class _EpochHook:
             "n/a" if missed is None else f"{100 * missed:.1f}%",
             record.wall_s,
         )
-        self.ea.record_epoch(
+        self.records.append(
             {
                 "round": self.round,
                 "epoch": epoch,
@@ -284,3 +335,4 @@ class _EpochHook:
                 "device_s": None if record.device_s is None else float(record.device_s),
             }
         )
+        self.ea.record_epoch(self.records[-1])

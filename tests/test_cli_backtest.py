@@ -153,10 +153,15 @@ def test_run_fast_variant(tmp_path):
     )
     assert res.returncode == 0, res.stderr
     assert "predictions on" in res.stdout and "hit rate" in res.stdout
+    # --epochs is the maximum: one epoch, on 80 % of the study rows, then the cap ends training
+    assert "kept epoch 1 of 1 (training loss" in res.stdout and "1-epoch maximum reached" in res.stdout
     folder = tmp_path / "r"
     assert {p.name for p in folder.iterdir()} == {"report.html", "report.json", "trades.csv", "model.nnz"}
     doc = json.loads((folder / "report.json").read_text())
     assert len(doc["training"]["epochs"]) == 1 and doc["predictions"]["bars"] > 100
+    (epoch,) = doc["training"]["epochs"]
+    assert epoch["kept"] and epoch["kept_epoch"] == 1 and epoch["val_loss"] > 0 and not epoch["stopped_early"]
+    assert "Kept epoch 1 of 1 (training loss" in (folder / "report.html").read_text()
 
 
 @pytest.mark.slow
@@ -164,7 +169,12 @@ def test_run_with_defaults(tmp_path):
     res = neuronet("run", "--out", str(tmp_path / "r"), cwd=tmp_path, timeout=1200)
     assert res.returncode == 0, res.stderr
     doc = json.loads((tmp_path / "r" / "report.json").read_text())
-    assert doc["complete"] and len(doc["training"]["epochs"]) == 30
+    epochs = doc["training"]["epochs"]
+    # early stopping on the validation loss, not the 100-epoch maximum, ends training; the best epoch is kept
+    assert doc["complete"] and len(epochs) < 100 and epochs[-1]["stopped_early"]
+    kept = epochs[-1]["kept_epoch"]
+    assert epochs[kept - 1]["kept"] and epochs[kept - 1]["val_loss"] == min(e["val_loss"] for e in epochs)
+    assert "stopped early: validation loss not lower for 5 epochs" in res.stdout
     assert doc["data"]["bars"] == 5000 and doc["periods"]["forward_start"] == 3333
 
 

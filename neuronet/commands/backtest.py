@@ -19,7 +19,7 @@ from typing import Any
 import typer
 
 from backtests import AccountConfig, Backtest, Result
-from backtests.report import environment, write_report
+from backtests.report import environment, training_outcome, write_report
 from datafeeds import load_candles
 from strategies import BUILTIN, ExpertAdvisor
 
@@ -210,6 +210,7 @@ def _summary(result: Result, page: Path) -> None:
         typer.echo(
             f"training: {len(wall)} epochs in {sum(wall):.2f} s ({per_epoch:.3f} s/epoch{device}), "
             f"final loss {result.training[-1]['loss']:.4f}"
+            + (f"; {outcome}" if (outcome := training_outcome(result.training)) else "")
         )
     pred = result.predictions
     if pred is not None:
@@ -264,7 +265,12 @@ _SWAP_LONG = typer.Option(0.0, "--swap-long", help="Swap of long positions, poin
 _SWAP_SHORT = typer.Option(0.0, "--swap-short", help="Swap of short positions, points per lot per night.")
 _HEDGING = typer.Option(False, "--hedging", help="Hedging account (default: netting).")
 _SEED = typer.Option(0, "--seed", help="Seed of everything random (same seed, same numbers).")
-_EPOCHS = typer.Option(None, "--epochs", help="Training epochs (EAs that train).")
+_EPOCHS = typer.Option(
+    None,
+    "--epochs",
+    help="Training epochs (EAs that train); the maximum where the EA stops early "
+    "(FractalEA: on the validation loss, unless -p validation=0).",
+)
 _BATCH = typer.Option(None, "--batch-size", help="Training batch size; 1 = MQL5 online mode.")
 _BACKEND = typer.Option(None, "--backend", help="Network backend: auto, numpy, opencl or opencl:<device>.")
 _PARAM = typer.Option([], "--param", "-p", help="EA parameter NAME=VALUE (repeatable).")
@@ -274,9 +280,18 @@ _PROFILE = typer.Option(
     False, "--profile", help="Record OpenCL kernel time per epoch (device seconds); costs some host time."
 )
 
+_FRACTAL = BUILTIN["fractalea"].param_defaults()
+
 
 def run(
-    epochs: int = typer.Option(30, "--epochs", help="Training epochs."),
+    epochs: int | None = typer.Option(
+        None,
+        "--epochs",
+        help=f"Maximum training epochs (default: FractalEA's {_FRACTAL['epochs']}): training stops once the "
+        f"loss on the newest {_FRACTAL['validation']:.0%} of the study rows (-p validation) has not improved "
+        f"for {_FRACTAL['patience']} epochs (-p patience) and keeps the best epoch's weights; with "
+        "-p validation=0, exactly this many epochs on every study row.",
+    ),
     batch_size: int = typer.Option(32, "--batch-size", help="Training batch size; 1 = MQL5 online mode."),
     backend: str = typer.Option(
         "auto",

@@ -9,9 +9,10 @@ import nn
 from backtests import Backtest
 from datafeeds import read_sample
 from strategies import EAError, FractalEA
-from strategies.features import UNKNOWN, bar_features, fractal_labels, windows
+from strategies.features import UNKNOWN, Scaler, bar_features, fractal_labels, windows
 
-TINY = {"hidden": "12", "epochs": 2, "backend": "numpy", "batch_size": 64}
+# validation=0: every study row trains, for exactly `epochs` epochs (the tests of early stopping set it)
+TINY = {"hidden": "12", "epochs": 2, "backend": "numpy", "batch_size": 64, "validation": 0}
 
 
 @pytest.fixture(scope="module")
@@ -120,12 +121,101 @@ def test_too_short_study_period_is_refused(sample):
 
 
 def test_validation_rows_come_from_the_end_of_the_study_period(sample):
-    result = Backtest(sample, FractalEA).run(**TINY, validation=0.25)
+    result = Backtest(sample, FractalEA).run(**{**TINY, "validation": 0.25})
     plain = Backtest(sample, FractalEA).run(**TINY)
     rows, val = result.training[0]["rows"], plain.training[0]["rows"]
     assert rows == val - round(val * 0.25) - 1
     assert all(r["val_loss"] is not None and r["val_loss"] > 0 for r in result.training)
     assert all(r["val_loss"] is None for r in plain.training)
+
+
+def _study_rows(sample, fs, validation):
+    """The study period's labelled input rows split as FractalEA must: (training, validation) arrays."""
+    study = sample.iloc[:fs]
+    feats = bar_features(study.open, study.high, study.low, study.close, study.tick_volume, study.index)
+    x, rows = windows(feats, 20)
+    labels = fractal_labels(study.high.to_numpy(), study.low.to_numpy())[rows]
+    known = labels != UNKNOWN
+    x, y, rows = x[known], labels[known], rows[known]
+    n_val = round(len(x) * validation)
+    if n_val == 0:
+        return (x, y, rows), None
+    return (x[: -n_val - 1], y[: -n_val - 1], rows[: -n_val - 1]), (x[-n_val:], y[-n_val:], rows[-n_val:])
+
+
+# A small network with a high learning rate overfits 600 rows within a few epochs: early stopping must act.
+OVERFIT = {"hidden": "32", "lr": 0.01, "batch_size": 32, "backend": "numpy", "validation": 0.2}
+
+
+def test_early_stopping_restores_the_best_validation_epoch(sample):
+    bt = Backtest(sample, FractalEA, seed=2)
+    result = bt.run(**OVERFIT, epochs=60, patience=3)
+    log = result.training
+    val = [r["val_loss"] for r in log]
+    best = int(np.argmin(val)) + 1
+    assert len(log) == best + 3 < 60  # three epochs without a lower validation loss, then stop
+    last = log[-1]
+    assert last["stopped_early"] and last["kept_epoch"] == best and last["epochs_run"] == len(log)
+    assert last["stop_reason"] == "validation loss not lower for 3 epochs"
+    assert [r["epoch"] for r in log if r.get("kept")] == [best]
+    assert last["kept_val_loss"] == val[best - 1] < min(val[best:])
+    # The model holds the best epoch's weights: its loss on the held-out rows is that epoch's, not the last's.
+    ea = result.ea_instance
+    _, (x_val, y_val, _) = _study_rows(sample, bt.periods.forward_start, 0.2)
+    scores = ea.model.evaluate(ea.scaler.transform(x_val), np.eye(3)[y_val])
+    assert scores["loss"] == pytest.approx(val[best - 1], rel=1e-9)
+    assert ea.outcomes == [{"round": 1, **{k: last[k] for k in ea.outcomes[0] if k != "round"}}]
+
+
+def test_validation_zero_is_the_old_fixed_epoch_training(sample):
+    """validation=0: all labelled study rows, exactly `epochs` epochs, last weights; patience is ignored."""
+    bt = Backtest(sample, FractalEA, seed=4)
+    result = bt.run(**{**OVERFIT, "validation": 0}, epochs=6, patience=1)
+    assert [r["epoch"] for r in result.training] == [1, 2, 3, 4, 5, 6]
+    assert all(r["val_loss"] is None for r in result.training)
+    last = result.training[-1]
+    assert last["kept_epoch"] == 6 and not last["stopped_early"]
+    assert "no early stopping: no validation rows" in last["stop_reason"]
+    # The same network trained by hand the way FractalEA always did gives the same weights.
+    (x, y, _), _ = _study_rows(sample, bt.periods.forward_start, 0.0)
+    assert len(x) == last["rows"]
+    ea = result.ea_instance
+    scaler = Scaler.fit(x)
+    assert scaler == ea.scaler
+    ref = nn.Sequential.from_specs(
+        ea.specs, (240,), loss="cce", optimizer={"type": "adam", "lr": 0.01}, backend="numpy", seed=4
+    )
+    ref.fit(scaler.transform(x), np.eye(3)[y], epochs=6, batch_size=32, shuffle=True, seed=4, progress=False)
+    probe = scaler.transform(x[:50])
+    np.testing.assert_array_equal(ea.model.predict(probe), ref.predict(probe))
+
+
+def test_validation_rows_never_reach_training_or_the_scaler(sample, monkeypatch):
+    seen = {}
+    fit = nn.Sequential.fit
+
+    def spy(self, x, y, **kw):
+        seen["x"], seen["validation"] = x.copy(), kw["validation_data"]
+        return fit(self, x, y, **kw)
+
+    monkeypatch.setattr(nn.Sequential, "fit", spy)
+    bt = Backtest(sample, FractalEA, seed=1)
+    result = bt.run(**{**TINY, "validation": 0.3})
+    (x_tr, _, rows_tr), (x_val, _, rows_val) = _study_rows(sample, bt.periods.forward_start, 0.3)
+    ea = result.ea_instance
+    # No look-ahead: the newest training row's label reads bar j+1, which must precede the first held-out bar.
+    assert rows_tr[-1] + 1 < rows_val[0]
+    assert result.training[0]["rows"] == len(x_tr) == len(seen["x"])
+    # The scaler's statistics are the training rows' own; with the held-out rows they would differ.
+    assert ea.scaler == Scaler.fit(x_tr)
+    assert not np.allclose(ea.scaler.mean, Scaler.fit(np.concatenate([x_tr, x_val])).mean, rtol=1e-6)
+    np.testing.assert_allclose(seen["x"], ea.scaler.transform(x_tr), rtol=1e-12)
+    np.testing.assert_allclose(seen["validation"][0], ea.scaler.transform(x_val), rtol=1e-12)
+
+
+def test_patience_must_not_be_negative(sample):
+    with pytest.raises(EAError, match="patience"):
+        Backtest(sample, FractalEA).run(**TINY, patience=-1)
 
 
 def test_era_rates_match_a_fresh_prediction_on_the_training_rows(sample, run):
