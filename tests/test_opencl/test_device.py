@@ -83,7 +83,8 @@ def test_runtime_is_shared_per_device_and_dtype():
 
 def test_no_usable_device_message_names_the_fix(tmp_path):
     """With the system's OpenCL vendors hidden: a device still works, or the error says what to install."""
-    env = {**os.environ, "OCL_ICD_VENDORS": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "OCL_ICD_VENDORS": str(tmp_path), "PYTHONPATH": path}
     env.pop(ENV_DEVICE, None)
     code = (
         "from opencl import choose_device, NoDeviceError\n"
