@@ -91,8 +91,8 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         self._ew = 1024 if cpu else 256
         self._row_group = 64 if cpu else 128
         self._neuron_group = 16 if cpu else 64
-        self._vec = 8 if cpu else 1  # elements per optimizer work-item (optim.cl)
-        self._opt_group = 128 if cpu else 256
+        self._vec = 8 if cpu else 1  # elements per item of the optimizer and activation kernels
+        self._vec_group = 128 if cpu else 256
         defines = {"LWG": self._lwg, "RG": self._rg, "CG": self._cg, "SMALL_B": SMALL_B, "VEC": self._vec}
         if not cpu:
             defines |= {"NN_GPU": 1, "FWD_LANES": _FWD_LANES, "FWD_ROWS": _FWD_ROWS, "BW_GROUP": _BW_GROUP,
@@ -294,8 +294,8 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
     def activation_forward(self, x: cla.Array, act: Activation) -> cla.Array:
         y = self.empty(x.shape)
         if x.size:
-            self._ew_launch(self._k["activation_forward"], x.size, *self.arg(x), *self.arg(y), x.size,
-                            _ACT_CODE[act.kind], act.alpha, act.beta)
+            self._per_item("activation_forward", -(-x.size // self._vec), self._vec_group, *self.arg(x),
+                           *self.arg(y), x.size, _ACT_CODE[act.kind], act.alpha, act.beta)
         return y
 
     def activation_backward(self, x, y, gy, act: Activation) -> cla.Array:
@@ -304,8 +304,9 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         y = x if y is None else y
         gx = self.empty(gy.shape)
         if gy.size:
-            self._ew_launch(self._k["activation_backward"], gy.size, *self.arg(x), *self.arg(y),
-                            *self.arg(gy), *self.arg(gx), gy.size, _ACT_CODE[act.kind], act.alpha)
+            self._per_item("activation_backward", -(-gy.size // self._vec), self._vec_group, *self.arg(x),
+                           *self.arg(y), *self.arg(gy), *self.arg(gx), gy.size, _ACT_CODE[act.kind],
+                           act.alpha)
         return gx
 
     def _rows(self, kernel: str, c: int, b: int, *args) -> None:
@@ -403,7 +404,7 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
                 raise ShapeError(f"{kernel}: buffers of {t.size} and {w.size} elements differ")
         args = [a for t in (w, *tensors) for a in self.arg(t)]
         if w.size:
-            self._per_item(kernel, -(-w.size // self._vec), self._opt_group, *args, w.size, *scalars)
+            self._per_item(kernel, -(-w.size // self._vec), self._vec_group, *args, w.size, *scalars)
 
     def sgd_update(self, w, g, *, lr, l1, l2) -> None:
         self._update("sgd_update", w, (g,), lr, l1, l2)

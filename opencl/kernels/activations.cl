@@ -2,18 +2,19 @@
  * Activation codes are those of nn_common.h; alpha/beta follow nn.backend.Activation. */
 #include "nn_common.h"
 
+/* One item per VEC elements (nn_common.h). */
 __kernel void activation_forward(__global const REAL *x, const uint x_off, __global REAL *y, const uint y_off,
                                  const int n, const int act, const REAL alpha, const REAL beta) {
     x += x_off;
     y += y_off;
-    const int i = get_global_id(0);
+    const int i = get_global_id(0) * VEC;
     if (i < n) {
-        y[i] = nn_act(act, x[i], alpha, beta);
+        store_v(y, i, n, nn_act_v(act, load_v(x, i, n), alpha, beta));
     }
 }
 
 /* gx = gy * act'(x); y = act(x) is read for the output-derivable kinds (the host passes x again for the
- * others, whose derivative needs x only). */
+ * others, whose derivative needs x only). One item per VEC elements. */
 __kernel void activation_backward(__global const REAL *x, const uint x_off, __global const REAL *y,
                                   const uint y_off, __global const REAL *gy, const uint gy_off,
                                   __global REAL *gx, const uint gx_off, const int n, const int act,
@@ -22,9 +23,9 @@ __kernel void activation_backward(__global const REAL *x, const uint x_off, __gl
     y += y_off;
     gy += gy_off;
     gx += gx_off;
-    const int i = get_global_id(0);
+    const int i = get_global_id(0) * VEC;
     if (i < n) {
-        gx[i] = gy[i] * nn_act_grad(act, x[i], y[i], alpha);
+        store_v(gx, i, n, load_v(gy, i, n) * nn_act_grad_v(act, load_v(x, i, n), load_v(y, i, n), alpha));
     }
 }
 

@@ -102,7 +102,7 @@ __kernel void dense_dz_bias8(__global const REAL *gy, const uint gy_off, __globa
         for (int b = 0; b < B; ++b) {
             const size_t k = (size_t)b * O + o0;
             const REAL8 d = LOAD8(gy + k) *
-                            nn_act_grad8(act, LOAD8(y + k), alpha);
+                            nn_act_grad8(act, (REAL8)(0), LOAD8(y + k), alpha);
             STORE8(d, dz + k);
             sum += d;
         }

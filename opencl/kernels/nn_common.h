@@ -40,58 +40,90 @@
 #define STORE8(v, p) (*(__global REAL8_u *)(p) = (v))
 #endif
 
-/* Logistic function without overflow: exp of a non-positive number only. */
-inline REAL nn_sigmoid(REAL x) {
-    if (x >= (REAL)0) {
-        return (REAL)1 / ((REAL)1 + exp(-x));
+/* Every activation and its derivative, defined once for a scalar (nn_act, nn_act_grad: T = REAL) and for
+ * 8-wide vectors (nn_act8, nn_act_grad8: T = REAL8), which CPU kernels use because PoCL does not vectorise
+ * these switch bodies across work-items. The ternaries and built-ins below work on both kinds of T.
+ * The logistic function never overflows: exp of a non-positive number only. nn_act_grad: the
+ * output-derivable kinds (linear..lrelu) use y = act(x); the others use x. */
+#define NN_ACTIVATIONS(SFX, T)                                                                         \
+    inline T nn_sigmoid##SFX(T x) {                                                                    \
+        const T e = exp(-fabs(x));                                                                     \
+        const T s = (REAL)1 / ((REAL)1 + e);                                                           \
+        return x >= (REAL)0 ? s : e * s;                                                               \
+    }                                                                                                  \
+    inline T nn_act##SFX(int act, T x, REAL alpha, REAL beta) {                                        \
+        switch (act) {                                                                                 \
+        case ACT_LINEAR: return alpha * x + beta;                                                      \
+        case ACT_SIGMOID: return nn_sigmoid##SFX(x);                                                   \
+        case ACT_TANH: return tanh(x);                                                                 \
+        case ACT_RELU: return x > (REAL)0 ? x : (T)(0);                                                \
+        case ACT_LRELU: return x > (REAL)0 ? x : alpha * x;                                            \
+        case ACT_SWISH: return x * nn_sigmoid##SFX(alpha * x);                                         \
+        case ACT_SOFTPLUS: return fmax(x, (REAL)0) + log1p(exp(-fabs(x)));                             \
+        case ACT_GELU: return (REAL)0.5 * x * ((REAL)1 + erf(x * (REAL)0.70710678118654752440));       \
+        default: return x;                                                                             \
+        }                                                                                              \
+    }                                                                                                  \
+    inline T nn_act_grad##SFX(int act, T x, T y, REAL alpha) {                                         \
+        switch (act) {                                                                                 \
+        case ACT_LINEAR: return (T)(alpha);                                                            \
+        case ACT_SIGMOID: return y * ((REAL)1 - y);                                                    \
+        case ACT_TANH: return (REAL)1 - y * y;                                                         \
+        case ACT_RELU: return y > (REAL)0 ? (T)(1) : (T)(0);                                           \
+        case ACT_LRELU: return y > (REAL)0 ? (T)(1) : (T)(alpha);                                      \
+        case ACT_SWISH: {                                                                              \
+            const T s = nn_sigmoid##SFX(alpha * x);                                                    \
+            return s + alpha * x * s * ((REAL)1 - s);                                                  \
+        }                                                                                              \
+        case ACT_SOFTPLUS: return nn_sigmoid##SFX(x);                                                  \
+        case ACT_GELU: {                                                                               \
+            const T cdf = (REAL)0.5 * ((REAL)1 + erf(x * (REAL)0.70710678118654752440));               \
+            return cdf + x * exp((REAL)-0.5 * x * x) * (REAL)0.39894228040143267794;                   \
+        }                                                                                              \
+        default: return (T)(1);                                                                        \
+        }                                                                                              \
     }
-    REAL e = exp(x);
-    return e / ((REAL)1 + e);
+
+NN_ACTIVATIONS(, REAL)
+NN_ACTIVATIONS(8, REAL8)
+
+/* Items of VEC consecutive elements (-D VEC=8 on CPU devices, 1 elsewhere): REALV, and loads and stores at
+ * element i of n that mask the last item's tail. */
+#ifndef VEC
+#define VEC 1
+#endif
+#if VEC == 1
+#define REALV REAL
+#define REALV_u REAL
+#define nn_act_v nn_act
+#define nn_act_grad_v nn_act_grad
+#else
+#define REALV CONCAT(REAL, VEC)
+typedef REAL REALV_u __attribute__((ext_vector_type(VEC), aligned(sizeof(REAL))));
+#define nn_act_v CONCAT(nn_act, VEC)
+#define nn_act_grad_v CONCAT(nn_act_grad, VEC)
+#endif
+
+inline REALV load_v(__global const REAL *p, const int i, const int n) {
+    if (i + VEC <= n) {
+        return *(__global const REALV_u *)(p + i);
+    }
+    REAL tmp[VEC];
+    for (int c = 0; c < VEC; ++c) {
+        tmp[c] = i + c < n ? p[i + c] : (REAL)0;
+    }
+    return *(REALV *)tmp;
 }
 
-inline REAL nn_act(int act, REAL x, REAL alpha, REAL beta) {
-    switch (act) {
-    case ACT_LINEAR: return alpha * x + beta;
-    case ACT_SIGMOID: return nn_sigmoid(x);
-    case ACT_TANH: return tanh(x);
-    case ACT_RELU: return x > (REAL)0 ? x : (REAL)0;
-    case ACT_LRELU: return x > (REAL)0 ? x : alpha * x;
-    case ACT_SWISH: return x * nn_sigmoid(alpha * x);
-    case ACT_SOFTPLUS: return fmax(x, (REAL)0) + log1p(exp(-fabs(x)));
-    case ACT_GELU: return (REAL)0.5 * x * ((REAL)1 + erf(x * (REAL)0.70710678118654752440));
-    default: return x;
+inline void store_v(__global REAL *p, const int i, const int n, const REALV v) {
+    if (i + VEC <= n) {
+        *(__global REALV_u *)(p + i) = v;
+        return;
     }
-}
-
-/* d act / d x. The output-derivable kinds (linear..lrelu) use y = act(x); the others use x. */
-inline REAL nn_act_grad(int act, REAL x, REAL y, REAL alpha) {
-    switch (act) {
-    case ACT_LINEAR: return alpha;
-    case ACT_SIGMOID: return y * ((REAL)1 - y);
-    case ACT_TANH: return (REAL)1 - y * y;
-    case ACT_RELU: return y > (REAL)0 ? (REAL)1 : (REAL)0;
-    case ACT_LRELU: return y > (REAL)0 ? (REAL)1 : alpha;
-    case ACT_SWISH: {
-        REAL s = nn_sigmoid(alpha * x);
-        return s + alpha * x * s * ((REAL)1 - s);
-    }
-    case ACT_SOFTPLUS: return nn_sigmoid(x);
-    case ACT_GELU: {
-        REAL cdf = (REAL)0.5 * ((REAL)1 + erf(x * (REAL)0.70710678118654752440));
-        return cdf + x * exp((REAL)-0.5 * x * x) * (REAL)0.39894228040143267794;
-    }
-    default: return (REAL)1;
-    }
-}
-
-/* nn_act_grad for 8 outputs of an output-derivable kind (linear, sigmoid, tanh, relu, lrelu). */
-inline REAL8 nn_act_grad8(int act, REAL8 y, REAL alpha) {
-    switch (act) {
-    case ACT_SIGMOID: return y * ((REAL)1 - y);
-    case ACT_TANH: return (REAL)1 - y * y;
-    case ACT_RELU: return select((REAL8)(0), (REAL8)(1), y > (REAL)0);
-    case ACT_LRELU: return select((REAL8)(alpha), (REAL8)(1), y > (REAL)0);
-    default: return (REAL8)(alpha);
+    REAL tmp[VEC];
+    *(REALV *)tmp = v;
+    for (int c = 0; i + c < n; ++c) {
+        p[i + c] = tmp[c];
     }
 }
 

@@ -2,44 +2,10 @@
  * and state buffers. Textbook rules (see nn.backend), descent convention w -= step(g). Regularisation is
  * folded into the gradient first: g' = g + l1 * sign(w) + l2 * w (sign(0) = 0).
  *
- * Each work-item updates VEC consecutive elements as one REALV vector (-D VEC=8 on CPU devices, where
- * PoCL does not vectorise these bodies across work-items: Adam over 284k parameters 490 -> 130 us on a
- * 2-core Zen 3; VEC=1 on GPUs, one element per item). The last item masks the n % VEC tail. */
+ * Each work-item updates VEC consecutive elements as one REALV vector (nn_common.h: -D VEC=8 on CPU
+ * devices, where PoCL does not vectorise these bodies across work-items: Adam over 284k parameters
+ * 490 -> 130 us on a 2-core Zen 3; VEC=1 on GPUs, one element per item). */
 #include "nn_common.h"
-
-#ifndef VEC
-#define VEC 1
-#endif
-#if VEC == 1
-#define REALV REAL
-#define REALV_u REAL
-#else
-#define REALV CONCAT(REAL, VEC)
-typedef REAL REALV_u __attribute__((ext_vector_type(VEC), aligned(sizeof(REAL))));
-#endif
-
-inline REALV load_v(__global const REAL *p, const int i, const int n) {
-    if (i + VEC <= n) {
-        return *(__global const REALV_u *)(p + i);
-    }
-    REAL tmp[VEC];
-    for (int c = 0; c < VEC; ++c) {
-        tmp[c] = i + c < n ? p[i + c] : (REAL)0;
-    }
-    return *(REALV *)tmp;
-}
-
-inline void store_v(__global REAL *p, const int i, const int n, const REALV v) {
-    if (i + VEC <= n) {
-        *(__global REALV_u *)(p + i) = v;
-        return;
-    }
-    REAL tmp[VEC];
-    *(REALV *)tmp = v;
-    for (int c = 0; i + c < n; ++c) {
-        p[i + c] = tmp[c];
-    }
-}
 
 inline REALV reg_grad(REALV g, REALV w, REAL l1, REAL l2) {
     REALV r = g + l2 * w;
