@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pyopencl.array as cla
 
 from nn.complex_ops_numpy import COMPLEX_ACTIVATIONS, SCORE_MODES
@@ -27,6 +28,9 @@ _ROW_KERNELS = frozenset(
         "spectrum_norm_forward",
         "spectrum_norm_backward",
         "spectrum_denorm_backward",
+        "harmonic_weight_cpu",
+        "complex_attention_scores_cpu",
+        "complex_attention_grad_scores_cpu",
     }
 )
 # Kernels that run one work-group of LG items per row: gsize = (rows, ...) becomes (LG·rows, ...).
@@ -36,6 +40,8 @@ _GROUP_ROW_KERNELS = frozenset(
 )
 _GPU_LG = 64  # items per row of the layer-norm kernels on GPUs
 _GPU_CHUNK = 64  # rows per partial column sum on GPUs
+_HW_ROWS = 4  # rows per item of harmonic_weight_cpu (HW_ROWS in spectral.cl)
+_CPU_ATT_ITEMS = 64  # most items of the CPU attention-score kernels (each a run of whole score matrices)
 
 
 def _arg(a: cla.Array) -> tuple:
@@ -270,6 +276,13 @@ class ComplexOpenCLOps:
             raise ValueError(f"unknown score mode {mode!r}: expected one of {', '.join(SCORE_MODES)}")
         return SCORE_MODES.index(mode)
 
+    @staticmethod
+    def _cx_matrix_runs(count: int) -> tuple[int, int]:
+        """(items, matrices per item) of the CPU attention-score kernels over ``count`` (b, h) matrices: at
+        most ``_CPU_ATT_ITEMS`` items (PoCL pays a cost per work-group; a matrix is little work)."""
+        per = -(-count // _CPU_ATT_ITEMS)
+        return -(-count // per), per
+
     def complex_attention_forward(
         self, qkv: cla.Array, heads: int, mode: str, causal: bool, mask: cla.Array | None = None
     ) -> tuple[cla.Array, cla.Array, cla.Array]:
@@ -280,17 +293,33 @@ class ComplexOpenCLOps:
         s, p = self.empty((bsz, heads, n, n, 2)), self.empty((bsz, heads, n, n, 2))
         out = self.empty((bsz, n, heads * e_dim, 2))
         f, dims = "complex_attention.cl", (n, heads, e_dim)
-        self._cx_run(
-            f,
-            "complex_attention_scores",
-            (n, heads, bsz),
-            *_arg(qkv),
-            *_arg(s),
-            *_arg(p),
-            *dims,
-            self._cx_mode(mode),
-            int(causal),
-        )
+        if self._cpu:
+            items, per = self._cx_matrix_runs(bsz * heads)
+            self._cx_run(
+                f,
+                "complex_attention_scores_cpu",
+                (items,),
+                *_arg(qkv),
+                *_arg(s),
+                *_arg(p),
+                *dims,
+                bsz,
+                per,
+                self._cx_mode(mode),
+                int(causal),
+            )
+        else:
+            self._cx_run(
+                f,
+                "complex_attention_scores",
+                (n, heads, bsz),
+                *_arg(qkv),
+                *_arg(s),
+                *_arg(p),
+                *dims,
+                self._cx_mode(mode),
+                int(causal),
+            )
         pm = p if mask is None else self.complex_scale(p, mask)
         self._cx_run(
             f, "complex_attention_output", (n, heads * e_dim, bsz), *_arg(qkv), *_arg(pm), *_arg(out), *dims
@@ -313,21 +342,13 @@ class ComplexOpenCLOps:
         gs = self.empty(s.shape)
         gqkv = self.empty(qkv.shape)
         f, dims = "complex_attention.cl", (n, heads, e_dim)
-        self._cx_run(
-            f,
-            "complex_attention_grad_scores",
-            (n, heads, bsz),
-            *_arg(qkv),
-            *_arg(s),
-            *_arg(p),
-            *_arg(gout),
-            *_arg(p if mask is None else mask),  # read only with a mask
-            *_arg(gs),
-            *dims,
-            self._cx_mode(mode),
-            int(causal),
-            int(mask is not None),
-        )
+        args = (*_arg(qkv), *_arg(s), *_arg(p), *_arg(gout), *_arg(p if mask is None else mask), *_arg(gs))
+        flags = (self._cx_mode(mode), int(causal), int(mask is not None))  # the mask is read only with one
+        if self._cpu:
+            items, per = self._cx_matrix_runs(bsz * heads)
+            self._cx_run(f, "complex_attention_grad_scores_cpu", (items,), *args, *dims, bsz, per, *flags)
+        else:
+            self._cx_run(f, "complex_attention_grad_scores", (n, heads, bsz), *args, *dims, *flags)
         self._cx_run(
             f, "complex_attention_grad_q", (n, heads * e_dim, bsz), *_arg(qkv), *_arg(gs), *_arg(gqkv), *dims
         )
@@ -448,5 +469,21 @@ class ComplexOpenCLOps:
         """``x (M, L)`` -> ``(M,)``; see ``ComplexNumpyOps.harmonic_weight``."""
         m, length = x.shape
         w = self.empty((m,))
+        if self._cpu:  # 4 rows per item, 8 bins per vector, angles from a float64 twiddle table
+            tw = self._cx_twiddles(length)
+            items = -(-m // _HW_ROWS)
+            args = (*_arg(x), *_arg(tw), *_arg(w), m, length)
+            self._cx_run("spectral.cl", "harmonic_weight_cpu", (items,), *args)
+            return w
         self._cx_run("spectral.cl", "harmonic_weight", (m,), *_arg(x), *_arg(w), m, length)
         return w
+
+    def _cx_twiddles(self, length: int) -> cla.Array:
+        """``(cos, sin)(2π t / L)`` for ``t < L`` as an ``(L, 2)`` device array, computed in float64 once per
+        ``L`` and kept on the backend."""
+        cache = self.__dict__.setdefault("_cx_twiddle_cache", {})
+        tw = cache.get(length)
+        if tw is None:
+            ang = 2.0 * np.pi * np.arange(length) / length
+            tw = cache[length] = self.asarray(np.stack([np.cos(ang), np.sin(ang)], axis=1))
+        return tw

@@ -191,3 +191,102 @@ __kernel void harmonic_weight(__global const REAL *x, const uint x_off, __global
         w[w_off + m] = harm / (total + (REAL)1e-5);
     }
 }
+
+/* bin_energy with the angles read from tw: (cos, sin)(2 pi t / L) for t < L, interleaved. */
+inline REAL bin_energy_tw(__global const REAL *x, __global const REAL *tw, const int L, const REAL mean,
+                          const int k) {
+    REAL re = (REAL)0;
+    REAL im = (REAL)0;
+    int phase = 0;
+    for (int t = 0; t < L; ++t) {
+        const REAL v = x[t] - mean;
+        re += v * tw[2 * phase];
+        im -= v * tw[2 * phase + 1];
+        phase += k;
+        if (phase >= L) {
+            phase -= L;
+        }
+    }
+    return re * re + im * im;
+}
+
+/* harmonic_weight on CPUs: one item per HW_ROWS rows (groups of 1), 8 bins per vector. The angles
+ * 2 pi (k t mod L) / L come from the table tw (L x (cos, sin), computed in float64 on the host) instead of
+ * L x F cos/sin calls per row: the same values bin_energy computes, rounded once; each gathered vector of
+ * them serves the item's HW_ROWS rows. Same statistics, same order of summation. global (ceil(M / HW_ROWS)). */
+#define HW_ROWS 4
+__kernel void harmonic_weight_cpu(__global const REAL *x, const uint x_off, __global const REAL *tw,
+                                  const uint tw_off, __global REAL *w, const uint w_off, const int M,
+                                  const int L) {
+    const int m0 = get_global_id(0) * HW_ROWS;
+    if (m0 >= M) {
+        return;
+    }
+    x += x_off;
+    tw += tw_off;
+    __global const REAL *xr[HW_ROWS];
+    REAL mean[HW_ROWS];
+    REAL total[HW_ROWS];
+    REAL best[HW_ROWS];
+    int k0[HW_ROWS];
+    #pragma unroll
+    for (int r = 0; r < HW_ROWS; ++r) {
+        xr[r] = x + (size_t)min(m0 + r, M - 1) * L; /* rows past M repeat the last one, not written */
+        REAL part = (REAL)0;
+        for (int t = 0; t < L; ++t) {
+            part += xr[r][t];
+        }
+        mean[r] = part / (REAL)L;
+        total[r] = (REAL)0;
+        best[r] = (REAL)0;
+        k0[r] = 0;
+    }
+    const int F = L / 2 + 1;
+    for (int kb = 0; kb < F; kb += 8) {
+        /* lanes past the last bin repeat it (in range of the table; their energies are not used) */
+        const int8 k = min((int8)(kb) + (int8)(0, 1, 2, 3, 4, 5, 6, 7), (int8)(F - 1));
+        int8 ph = (int8)(0);
+        REAL8 re[HW_ROWS];
+        REAL8 im[HW_ROWS];
+        #pragma unroll
+        for (int r = 0; r < HW_ROWS; ++r) {
+            re[r] = (REAL8)(0);
+            im[r] = (REAL8)(0);
+        }
+        for (int t = 0; t < L; ++t) {
+            const int8 at = ph * 2;
+            const REAL8 c = (REAL8)(tw[at.s0], tw[at.s1], tw[at.s2], tw[at.s3], tw[at.s4], tw[at.s5], tw[at.s6],
+                                    tw[at.s7]);
+            const REAL8 s = (REAL8)(tw[at.s0 + 1], tw[at.s1 + 1], tw[at.s2 + 1], tw[at.s3 + 1], tw[at.s4 + 1],
+                                    tw[at.s5 + 1], tw[at.s6 + 1], tw[at.s7 + 1]);
+            #pragma unroll
+            for (int r = 0; r < HW_ROWS; ++r) {
+                const REAL v = xr[r][t] - mean[r];
+                re[r] += v * c;
+                im[r] -= v * s;
+            }
+            ph += k;
+            ph = select(ph, ph - L, ph >= L);
+        }
+        const int lanes = min(8, F - kb);
+        #pragma unroll
+        for (int r = 0; r < HW_ROWS; ++r) {
+            REAL8 energy = re[r] * re[r] + im[r] * im[r];
+            const REAL *e = (const REAL *)&energy;
+            for (int l = 0; l < lanes; ++l) {
+                const int kk = kb + l;
+                total[r] += e[l];
+                if (kk >= 3 && kk < F / 3 && e[l] > best[r]) {
+                    best[r] = e[l];
+                    k0[r] = kk;
+                }
+            }
+        }
+    }
+    for (int r = 0; r < HW_ROWS && m0 + r < M; ++r) {
+        const REAL harm = bin_energy_tw(xr[r], tw, L, mean[r], k0[r]) +
+                          bin_energy_tw(xr[r], tw, L, mean[r], 2 * k0[r]) +
+                          bin_energy_tw(xr[r], tw, L, mean[r], 3 * k0[r]);
+        w[w_off + m0 + r] = harm / (total[r] + (REAL)1e-5);
+    }
+}

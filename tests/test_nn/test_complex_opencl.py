@@ -146,13 +146,19 @@ def test_complex_layernorm(cl, m, d, rng):
 @pytest.mark.parametrize("mode", ["modulus", "holomorphic"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize(
-    ("b", "n", "h", "e"), [(1, 1, 1, 1), (2, 5, 3, 1), (3, 17, 2, 5), (1, 3, 1, 130), (2, 70, 2, 1)]
+    ("b", "n", "h", "e"),
+    # the CPU layout's 8 query rows per vector: tails only, full vectors (ATFNet's 16 slots), a tail of 1;
+    # more (b, h) matrices than its 64 items (runs of several per item)
+    [(1, 1, 1, 1), (2, 5, 3, 1), (3, 17, 2, 5), (1, 3, 1, 130), (2, 70, 2, 1), (2, 16, 8, 1), (33, 9, 3, 2)],
 )
-def test_complex_attention(cl, mode, causal, b, n, h, e, rng):
+def test_complex_attention(cl_layout, mode, causal, b, n, h, e, rng):
+    cl = cl_layout
     ref = _Ref()
     qkv = rng.normal(size=(b, n, 3 * h * e, 2)) / np.sqrt(e)
     if mode == "holomorphic" and n > 1:
         qkv[0, 0] *= 12.0  # push some scores past the ±20 clamp
+    if mode == "modulus" and n > 1:
+        qkv[-1, -1, : h * e] = 0.0  # a query of zeros: |s| = 0, whose gradient is defined as 0
     gout = rng.normal(size=(b, n, h * e, 2))
     out, s, p = ref.complex_attention_forward(qkv, h, mode, causal)
     outd, sd, pd = cl.complex_attention_forward(cl.asarray(qkv), h, mode, causal)
@@ -166,8 +172,9 @@ def test_complex_attention(cl, mode, causal, b, n, h, e, rng):
 
 
 @pytest.mark.parametrize("mode", ["modulus", "holomorphic"])
-@pytest.mark.parametrize(("b", "n", "h", "e"), [(2, 5, 3, 1), (3, 17, 2, 5)])
-def test_complex_attention_with_weight_dropout(cl, mode, b, n, h, e, rng):
+@pytest.mark.parametrize(("b", "n", "h", "e"), [(2, 5, 3, 1), (3, 17, 2, 5), (3, 16, 4, 1)])
+def test_complex_attention_with_weight_dropout(cl_layout, mode, b, n, h, e, rng):
+    cl = cl_layout
     ref = _Ref()
     qkv, gout = rng.normal(size=(b, n, 3 * h * e, 2)) / np.sqrt(e), rng.normal(size=(b, n, h * e, 2))
     mask = ref.complex_dropout_mask((b, h, n, n), 0.3, 5, 2)
@@ -214,7 +221,7 @@ def test_spectrum_norm(cl, ddof, m, f, rng):
     _close(cl, gxd, gx, 10)
 
 
-@pytest.mark.parametrize("length", [2, 7, 17, 96, 130])
+@pytest.mark.parametrize("length", [2, 7, 17, 30, 96, 130])
 def test_harmonic_weight(cl_layout, length, rng):
     cl = cl_layout
     t = np.arange(length)
@@ -224,7 +231,7 @@ def test_harmonic_weight(cl_layout, length, rng):
         np.full(length, 2.5),  # no energy at all
         rng.normal(size=length),
     ]
-    x = np.vstack(rows)
+    x = np.vstack(rows + [rng.normal(size=length) for _ in range(3)])  # 6 rows: the CPU layout's 4 per item
     want = _Ref().harmonic_weight(x)
     got = cl.to_numpy(cl.harmonic_weight(cl.asarray(x)))
     if cl.dtype == np.float64:
