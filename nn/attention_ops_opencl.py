@@ -15,6 +15,7 @@ from opencl.blas import gemm
 
 _GROUP = 64  # work-group size of the 1-D launches (kernels guard the rounded-up tail)
 _LN_GROUP = 64  # items per row of the layer-norm kernels on GPUs
+_CPU_BMM_ITEMS = 64  # most items of bmm_strided_cpu (PoCL pays per work-group; each item a run of matrices)
 
 
 def _c_strides(shape: tuple[int, ...]) -> list[int]:
@@ -89,25 +90,16 @@ class AttentionOpenCLOps:
         sam, sak = (1, ca) if trans_a else (ca, 1)
         sbk, sbn = (1, cb) if trans_b else (cb, 1)
         c = self.empty((g, m, n))
-        self._attn_launch(
-            "attention.cl",
-            "bmm_strided",
-            g * m * n,
-            *self.arg(a),
-            *self.arg(b),
-            *self.arg(c),
-            g,
-            m,
-            n,
-            k,
-            ra * ca,
-            sam,
-            sak,
-            rb * cb,
-            sbk,
-            sbn,
-            alpha,
-        )
+        args = (*self.arg(a), *self.arg(b), *self.arg(c), g, m, n, k)
+        args += (ra * ca, sam, sak, rb * cb, sbk, sbn, alpha)
+        if self._cpu:  # one item per run of whole matrices, 8-wide vectors along the rows of C
+            if g > 0:
+                per = -(-g // _CPU_BMM_ITEMS)
+                items = -(-g // per)
+                kernel = self._attn_kernel("attention.cl", "bmm_strided_cpu")
+                self.runtime.launch(kernel, (items,), (1,), *args, per)
+            return c
+        self._attn_launch("attention.cl", "bmm_strided", g * m * n, *args)
         return c
 
     def softmax_last_forward(self, x, causal=False):

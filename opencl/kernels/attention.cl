@@ -29,6 +29,77 @@ __kernel void bmm_strided(__global const REAL *a, const uint a_off, __global con
     c[i] = alpha * acc;
 }
 
+/* bmm_strided on CPUs, where PoCL pays a cost per work-group (one group per 64 elements of C was ~1 us of
+ * overhead per group) and does not vectorise these strided loops across items: one item per run of `per`
+ * matrices, groups of one item. Inside a matrix, BMM_ROWS rows m by 8 consecutive columns n (the lanes of
+ * an 8-wide vector) at a time: B's 8 columns at one k are one contiguous load when sbn == 1 (a gather
+ * otherwise) and serve the BMM_ROWS rows; C is written in contiguous 8-wide pieces. Every element is the
+ * same sum in the same order of k. global (ceil(G / per)). */
+#define BMM_ROWS 4
+__kernel void bmm_strided_cpu(__global const REAL *a, const uint a_off, __global const REAL *b, const uint b_off,
+                              __global REAL *c, const uint c_off, const int G, const int M, const int N,
+                              const int K, const int sag, const int sam, const int sak, const int sbg,
+                              const int sbk, const int sbn, const REAL alpha, const int per) {
+    a += a_off;
+    b += b_off;
+    c += c_off;
+    const int first = get_global_id(0) * per;
+    const int last = min(first + per, G);
+    for (int g = first; g < last; ++g) {
+        __global const REAL *ag = a + (size_t)g * sag;
+        __global const REAL *bg = b + (size_t)g * sbg;
+        __global REAL *cg = c + (size_t)g * M * N;
+        for (int n0 = 0; n0 < N; n0 += 8) {
+            const int nl = min(8, N - n0);
+            for (int m0 = 0; m0 < M; m0 += BMM_ROWS) {
+                __global const REAL *pa[BMM_ROWS];
+                REAL8 acc[BMM_ROWS];
+                #pragma unroll
+                for (int r = 0; r < BMM_ROWS; ++r) {
+                    pa[r] = ag + (size_t)min(m0 + r, M - 1) * sam; /* rows past M repeat the last, unstored */
+                    acc[r] = (REAL8)(0);
+                }
+                __global const REAL *pb = bg + (size_t)n0 * sbn;
+                if (sbn == 1 && nl == 8) {
+                    for (int k = 0; k < K; ++k) {
+                        const REAL8 bv = *(__global const REAL8_u *)(pb + (size_t)k * sbk);
+                        #pragma unroll
+                        for (int r = 0; r < BMM_ROWS; ++r) {
+                            acc[r] += pa[r][(size_t)k * sak] * bv;
+                        }
+                    }
+                } else {
+                    /* lanes past N repeat the last column (in bounds; not stored) */
+                    const size_t o1 = (size_t)min(1, nl - 1) * sbn, o2 = (size_t)min(2, nl - 1) * sbn;
+                    const size_t o3 = (size_t)min(3, nl - 1) * sbn, o4 = (size_t)min(4, nl - 1) * sbn;
+                    const size_t o5 = (size_t)min(5, nl - 1) * sbn, o6 = (size_t)min(6, nl - 1) * sbn;
+                    const size_t o7 = (size_t)min(7, nl - 1) * sbn;
+                    for (int k = 0; k < K; ++k) {
+                        __global const REAL *bk = pb + (size_t)k * sbk;
+                        const REAL8 bv = (REAL8)(bk[0], bk[o1], bk[o2], bk[o3], bk[o4], bk[o5], bk[o6], bk[o7]);
+                        #pragma unroll
+                        for (int r = 0; r < BMM_ROWS; ++r) {
+                            acc[r] += pa[r][(size_t)k * sak] * bv;
+                        }
+                    }
+                }
+                for (int r = 0; r < BMM_ROWS && m0 + r < M; ++r) {
+                    const REAL8 v = alpha * acc[r];
+                    __global REAL *pc = cg + (size_t)(m0 + r) * N + n0;
+                    if (nl == 8) {
+                        *(__global REAL8_u *)pc = v;
+                    } else {
+                        const REAL *t = (const REAL *)&v;
+                        for (int l = 0; l < nl; ++l) {
+                            pc[l] = t[l];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /* Row softmax over the last axis of (rows, S). With `causal`, row r is query q = r % Q and columns
  * j > q get probability 0. One item per row. */
 __kernel void softmax_rows_forward(__global const REAL *x, const uint x_off, __global REAL *y, const uint y_off,

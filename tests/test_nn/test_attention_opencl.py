@@ -55,9 +55,28 @@ def test_linear(dev, rng, shape):
     close(dev, gb, rgb)
 
 
-@pytest.mark.parametrize(("g", "m", "k", "n"), [(1, 1, 1, 1), (3, 5, 17, 3), (130, 3, 5, 1)])
+class _Poisoned(CLBackend):
+    """Fresh outputs start as NaN, so that an element a kernel leaves unwritten shows."""
+
+    def empty(self, shape, dtype=None):
+        return memory.poison(super().empty(shape, dtype))
+
+
+@pytest.fixture(params=["cpu", "gpu"])
+def dev_layout(request):
+    """Both work-group layouts (the GPU one runs on a CPU device too), outputs poisoned."""
+    return _Poisoned(dtype=np.float64, layout=request.param)
+
+
+# CPU layout: 8 columns of C per vector and 4 rows per block (full vectors, tails of both, one column);
+# more matrices than items (runs of several matrices per item, a short last run)
+@pytest.mark.parametrize(
+    ("g", "m", "k", "n"),
+    [(1, 1, 1, 1), (3, 5, 17, 3), (130, 3, 5, 1), (2, 13, 7, 19), (67, 12, 16, 16), (5, 4, 3, 8)],
+)
 @pytest.mark.parametrize(("ta", "tb"), [(False, False), (True, False), (False, True), (True, True)])
-def test_bmm(dev, rng, g, m, k, n, ta, tb):
+def test_bmm(dev_layout, rng, g, m, k, n, ta, tb):
+    dev = dev_layout
     a = rng.normal(size=(g, k, m) if ta else (g, m, k))
     b = rng.normal(size=(g, n, k) if tb else (g, k, n))
     got = dev.bmm(up(dev, a), up(dev, b), trans_a=ta, trans_b=tb, alpha=0.5)
