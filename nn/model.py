@@ -30,6 +30,7 @@ from nn.init import initial_values
 from nn.layer import Layer, ParamSpec
 from nn.layers import Dropout, from_config
 from nn.losses import accuracy, check_targets, resolve_loss
+from nn.online import OnlineEpoch
 from nn.optim import Optimizer, optimizer_from_config
 
 log = logging.getLogger(__name__)
@@ -164,6 +165,7 @@ class Sequential:
             )
         trainable = [i for i, _ in params]
         self._first_trainable = min(trainable) if trainable else len(self.layers)
+        self._online: OnlineEpoch | bool | None = False  # built on the first batch-1 epoch (nn.online)
 
     @staticmethod
     def _initial(entries: list[tuple[int, ParamSpec]], rng: np.random.Generator) -> np.ndarray:
@@ -311,7 +313,13 @@ class Sequential:
         self.optimizer.begin_epoch(epoch)
         acc_full, acc_last = be.zeros((1,)), be.zeros((1,))  # summed batch means: full batches, last one
         t0, d0 = time.perf_counter(), _device_seconds(be)
-        idx = be.asarray(table.reshape(-1))  # (n_batches·stride,)
+        if bs == 1 and not any(hasattr(h, "on_batch_end") for h in hooks):
+            if self._online is False:
+                self._online = OnlineEpoch.build(self)
+            if self._online is not None:  # the whole epoch in one launch
+                be.add_(acc_full, self._online.run(xd, yd, order))
+                sizes = []
+        idx = be.asarray(table.reshape(-1)) if sizes else None  # (n_batches·stride,)
         for k, size in enumerate(sizes):
             rows = be.view(idx, k * stride, (size,))
             value = self._train_step(be.gather_rows(xd, rows), be.gather_rows(yd, rows))

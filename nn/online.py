@@ -1,0 +1,112 @@
+"""A whole online (batch size 1) epoch of a dense network in one kernel launch, on NVIDIA GPUs.
+
+``Sequential.fit(batch_size=1)`` normally runs every sample as a separate training step of ~15 kernel
+launches; on a GPU the host's enqueue cost then bounds the epoch (microseconds per launch against
+sub-microsecond kernels). ``OnlineEpoch`` runs the same steps inside one persistent kernel
+(``opencl/kernels/online_dense.cl``) whose work-groups meet at grid-wide barriers between the phases of a
+step. It applies where that kernel computes exactly what the step-by-step path computes:
+
+- the OpenCL backend on an NVIDIA GPU, float32;
+- every layer a ``Dense`` with an output-derivable activation (linear, sigmoid, tanh, relu, lrelu), the
+  last one optionally followed by the ``Softmax`` that the cross-entropy loss skips;
+- loss ``cce`` (softmax + cross-entropy on the logits) or ``mse``;
+- optimizer Adam without gradient clipping (L1/L2 and learning-rate schedules included).
+
+Anything else trains step by step as before; ``OnlineEpoch.build`` returns ``None`` for it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nn.backend import Tensor
+
+_LOSS_KINDS = {"softmax_cce": 0, "mse": 1}
+_GROUP = 256  # items per work-group: 8 warps
+_MAX_WIDTH = 4096  # widest layer the kernel's local buffers hold (2 x 16 KiB)
+ENABLED = True  # tests switch the fused path off to compare it with the step-by-step one
+
+
+class OnlineEpoch:
+    """The fused batch-1 epoch of one ``Sequential`` (built once, reused every epoch)."""
+
+    def __init__(self, model, desc: np.ndarray, ab: np.ndarray, y_size: int, width: int) -> None:
+        be = model.backend
+        self.model, self.backend = model, be
+        self._desc = be.asarray(desc)
+        self._ab = be.asarray(ab)
+        self._y = be.zeros((y_size,))  # every layer's output, back to back
+        self._g = be.zeros((y_size,))  # the loss gradient with respect to each of them
+        self._sync = be.asarray(np.zeros(64, np.int32))  # barrier counter and generation (online_dense.cl)
+        self._layers = len(desc)
+        rt = be.runtime
+        self._kernel = be.kernels("online_dense.cl", WG=_GROUP, MAX_WIDTH=width).online_dense_epoch
+        self._groups = int(rt.info.device.max_compute_units)
+
+    @classmethod
+    def build(cls, model) -> OnlineEpoch | None:
+        """The fused epoch for ``model``, or ``None`` where it does not apply (see the module docstring)."""
+        from nn.layers import Dense, Softmax
+        from nn.ops_opencl import OpenCLBackend
+        from nn.optim import Adam
+
+        be = model.backend
+        if not ENABLED or not isinstance(be, OpenCLBackend) or be.dtype != np.float32:
+            return None
+        info = be.runtime.info
+        if be.runtime.is_cpu or "nvidia" not in f"{info.platform} {info.device.vendor}".lower():
+            return None
+        loss = model.loss.kernel
+        opt = model.optimizer
+        if loss not in _LOSS_KINDS or not isinstance(opt, Adam) or opt.clipnorm is not None:
+            return None
+        layers = list(model.layers)
+        if model.loss.skips_softmax:
+            if not isinstance(layers[-1], Softmax):
+                return None
+            layers = layers[:-1]
+        if not layers or not all(isinstance(ly, Dense) and ly.act.output_derivable for ly in layers):
+            return None
+        if len(model.input_shape) != 1 or model._first_trainable != 0:
+            return None
+        offsets = dict(zip(model._param_layout.entries, model._param_layout.offsets, strict=True))
+        by_layer = {(i, spec.name): off for (i, spec), off in offsets.items()}
+        desc, ab, cursor = [], [], 0
+        for i, layer in enumerate(layers):
+            desc.append([by_layer[(i, "w")], by_layer[(i, "b")], layer.n_in, layer.units,
+                         _act_code(layer.act.kind), cursor])
+            ab.append([layer.act.alpha, layer.act.beta])
+            cursor += -(-layer.units // be.alignment) * be.alignment
+        width = max(layer.units for layer in layers)
+        if width > _MAX_WIDTH:
+            return None
+        return cls(model, np.asarray(desc, np.int32), np.asarray(ab, np.float32), cursor, width)
+
+    def run(self, xd: Tensor, yd: Tensor, order: np.ndarray) -> Tensor:
+        """Train one sample at a time in ``order``; returns the summed per-sample loss (device, ``(1,)``)."""
+        be, opt = self.backend, self.model.optimizer
+        n = len(order)
+        t = opt.iterations + np.arange(1, n + 1, dtype=np.float64)
+        # Bias corrections of each step in float64 on the host, as adam_update computes them.
+        corr = np.stack([1.0 / (1.0 - opt.beta1**t), 1.0 / (1.0 - opt.beta2**t)], axis=1)
+        order_d = be.asarray(order.astype(np.int32))
+        corr_d = be.asarray(corr.astype(np.float32).reshape(-1))
+        loss_sum = be.zeros((1,))
+        self._sync.fill(0)
+        params, (m, v) = self.model._params, self.model._slots
+        arg = be.arg
+        be.launch(
+            self._kernel, (self._groups * _GROUP,), (_GROUP,),
+            *arg(xd), *arg(yd), *arg(order_d), *arg(corr_d), *arg(params), *arg(m), *arg(v),
+            self._y.base_data, self._g.base_data, self._desc.base_data, self._ab.base_data,
+            loss_sum.base_data, self._sync.base_data, self._layers, n, _LOSS_KINDS[self.model.loss.kernel],
+            opt.current_lr, opt.beta1, opt.beta2, opt.eps, opt.l1, opt.l2,
+        )  # fmt: skip
+        opt.iterations += n
+        return loss_sum
+
+
+def _act_code(kind: str) -> int:
+    from nn.backend import ACTIVATIONS
+
+    return ACTIVATIONS.index(kind)
