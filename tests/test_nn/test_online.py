@@ -32,6 +32,11 @@ CASES = {
     "mse-sigmoid-l1l2": ([{"type": "dense", "units": 33, "activation": "lrelu"},
                           {"type": "dense", "units": 5, "activation": "sigmoid"}], "mse",
                          {"type": "adam", "lr": 3e-3, "l1": 1e-4, "l2": 1e-3}),
+    "cce-one-layer": ([{"type": "dense", "units": 3, "activation": "softmax"}], "cce",
+                      {"type": "adam", "lr": 1e-2}),
+    "cce-five-layers": ([*({"type": "dense", "units": u, "activation": "tanh"} for u in (70, 9, 40, 5)),
+                         {"type": "dense", "units": 3, "activation": "softmax"}], "cce",
+                        {"type": "adam", "lr": 1e-3, "schedule": {"type": "exponential", "rate": 0.5}}),
 }
 
 
@@ -42,6 +47,7 @@ def test_fused_epoch_matches_step_by_step(case, monkeypatch):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(301, 17))
     y = np.eye(3)[rng.integers(0, 3, 301)] if loss == "cce" else rng.uniform(size=(301, 5))
+    assert specs[-1]["units"] == y.shape[1]
     fused = _model(specs, loss, opt, NVIDIA[0])
     h_fused = fused.fit(x, y, epochs=2, batch_size=1, seed=5, progress=False)
     assert isinstance(fused._online, online.OnlineEpoch)
