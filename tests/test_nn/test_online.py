@@ -37,7 +37,18 @@ CASES = {
     "cce-five-layers": ([*({"type": "dense", "units": u, "activation": "tanh"} for u in (70, 9, 40, 5)),
                          {"type": "dense", "units": 3, "activation": "softmax"}], "cce",
                         {"type": "adam", "lr": 1e-3, "schedule": {"type": "exponential", "rate": 0.5}}),
+    # Wide layers: several warps' worth of neurons per work-group and many groups per backward phase.
+    "cce-wide": ([{"type": "dense", "units": 2000, "activation": "tanh"},
+                           {"type": "dense", "units": 20, "activation": "sigmoid"},
+                           {"type": "dense", "units": 9, "activation": "relu"},
+                           {"type": "dense", "units": 3, "activation": "softmax"}], "cce",
+                          {"type": "adam", "lr": 1e-3}),
+    "mse-small-big-small": ([{"type": "dense", "units": 300, "activation": "tanh"},
+                             {"type": "dense", "units": 200, "activation": "lrelu"},
+                             {"type": "dense", "units": 5, "activation": "linear"}], "mse",
+                            {"type": "adam", "lr": 1e-3, "l2": 1e-3}),
 }
+
 
 
 @pytest.mark.skipif(not NVIDIA, reason="the fused online epoch runs on NVIDIA OpenCL GPUs only")
