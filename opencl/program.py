@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 from importlib import resources
 from pathlib import Path
 
@@ -140,12 +141,21 @@ def kernels(rt, filename: str, **defines: object) -> Kernels:
         raise KernelBuildError(f"cannot read kernel file {path}: {exc}") from None
     options = build_options(rt, defines)
     try:
-        program = cl.Program(rt.context, source).build(options=options)
+        # A successful build's remarks (PoCL notes vector ABIs on AVX2, NVIDIA its register use) go to the
+        # debug log (--debug / NEURONET_DEBUG=1), not to every user as pyopencl's CompilerWarning.
+        with warnings.catch_warnings(record=True) as remarks:
+            warnings.simplefilter("always", cl.CompilerWarning)
+            program = cl.Program(rt.context, source).build(options=options)
     except cl.Error as exc:
         raise KernelBuildError(
             f"building {path} for {rt.info.name!r} failed\noptions: {' '.join(options)}\ncompiler log:\n{exc}"
         ) from None
     log.debug("built %s with %s", path.name, " ".join(options))
+    for remark in remarks:
+        if issubclass(remark.category, cl.CompilerWarning):
+            log.debug("compiler output for %s: %s", path.name, remark.message)
+        else:
+            warnings.warn_explicit(remark.message, remark.category, remark.filename, remark.lineno)
     result = Kernels(program, path, source, rt.real)
     rt.programs[key] = rt.programs[fast_key] = result
     return result
