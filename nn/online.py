@@ -13,17 +13,25 @@ step. It applies where that kernel computes exactly what the step-by-step path c
 - optimizer Adam without gradient clipping (L1/L2 and learning-rate schedules included).
 
 Anything else trains step by step as before; ``OnlineEpoch.build`` returns ``None`` for it.
+
+The kernel's barrier needs all its work-groups resident at once: one group per compute unit, of the
+largest size the compiled kernel allows (``CL_KERNEL_WORK_GROUP_SIZE``: its registers and local memory).
+A GPU shared through MPS with a partition of its multiprocessors would not give that; use batch sizes
+above 1 there.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 
 from nn.backend import Tensor
 
 _LOSS_KINDS = {"softmax_cce": 0, "mse": 1}
-_GROUP = 1024  # items per work-group: 32 warps (H200: 0.491 -> 0.434 s per batch-1 epoch against 256)
-_MAX_WIDTH = 4096  # widest layer the kernel's local buffers hold (2 x 16 KiB)
+# Work-group sizes to try, largest first: the largest the compiled kernel allows wins (more items hide
+# more latency; H200, batch-1 Fractal epoch: 0.43 s with 1,024 items, 0.49 s with 256).
+_GROUPS = (1024, 512, 256, 128, 64, 32)
+_MAX_WIDTH = 4096  # widest layer the kernel's local buffers hold (2 x 16 KiB of its 48 KiB)
 ENABLED = True  # tests switch the fused path off to compare it with the step-by-step one
 
 
@@ -39,9 +47,14 @@ class OnlineEpoch:
         self._g = be.zeros((y_size,))  # the loss gradient with respect to each of them
         self._sync = be.asarray(np.zeros(64, np.int32))  # barrier counter and generation (online_dense.cl)
         self._layers = len(desc)
-        rt = be.runtime
-        self._kernel = be.kernels("online_dense.cl", WG=_GROUP, MAX_WIDTH=width).online_dense_epoch
-        self._groups = int(rt.info.device.max_compute_units)
+        device = be.runtime.info.device
+        self._kernel, self._group = None, 0
+        for group in _GROUPS:
+            kernel = be.kernels("online_dense.cl", WG=group, MAX_WIDTH=width).online_dense_epoch
+            if kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device) >= group:
+                self._kernel, self._group = kernel, group
+                break
+        self._groups = int(device.max_compute_units)
 
     @classmethod
     def build(cls, model) -> OnlineEpoch | None:
@@ -80,7 +93,8 @@ class OnlineEpoch:
         width = max(layer.units for layer in layers)
         if width > _MAX_WIDTH:
             return None
-        return cls(model, np.asarray(desc, np.int32), np.asarray(ab, np.float32), cursor, width)
+        epoch = cls(model, np.asarray(desc, np.int32), np.asarray(ab, np.float32), cursor, width)
+        return epoch if epoch._kernel is not None else None
 
     def run(self, xd: Tensor, yd: Tensor, order: np.ndarray) -> Tensor:
         """Train one sample at a time in ``order``; returns the summed per-sample loss (device, ``(1,)``)."""
@@ -96,7 +110,7 @@ class OnlineEpoch:
         params, (m, v) = self.model._params, self.model._slots
         arg = be.arg
         be.launch(
-            self._kernel, (self._groups * _GROUP,), (_GROUP,),
+            self._kernel, (self._groups * self._group,), (self._group,),
             *arg(xd), *arg(yd), *arg(order_d), *arg(corr_d), *arg(params), *arg(m), *arg(v),
             self._y.base_data, self._g.base_data, self._desc.base_data, self._ab.base_data,
             loss_sum.base_data, self._sync.base_data, self._layers, n, _LOSS_KINDS[self.model.loss.kernel],

@@ -64,15 +64,17 @@ inline REAL out_grad(__global const REAL *G, __global const REAL *Y, const int a
     return G[at] * nn_act_grad(act, (REAL)0, Y[at], alpha);
 }
 
-__kernel void online_dense_epoch(__global const REAL *X, const uint x_off, __global const REAL *T,
-                                 const uint t_off, __global const int *order, const uint order_off,
-                                 __global const REAL *corr, const uint corr_off, __global REAL *P,
-                                 const uint p_off, __global REAL *M, const uint m_off, __global REAL *V,
-                                 const uint v_off, __global REAL *Y, __global REAL *G,
-                                 __global const int *desc, __global const REAL *ab, __global REAL *loss_sum,
-                                 volatile __global int *sync, const int L,
-                                 const int steps, const int loss_kind, const REAL lr, const REAL beta1,
-                                 const REAL beta2, const REAL eps, const REAL l1, const REAL l2) {
+/* The group size is fixed at build time so that the compiler budgets registers for WG resident items. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void online_dense_epoch(__global const REAL *X, const uint x_off, __global const REAL *T,
+                        const uint t_off, __global const int *order, const uint order_off,
+                        __global const REAL *corr, const uint corr_off, __global REAL *P,
+                        const uint p_off, __global REAL *M, const uint m_off, __global REAL *V,
+                        const uint v_off, __global REAL *Y, __global REAL *G,
+                        __global const int *desc, __global const REAL *ab, __global REAL *loss_sum,
+                        volatile __global int *sync, const int L,
+                        const int steps, const int loss_kind, const REAL lr, const REAL beta1,
+                        const REAL beta2, const REAL eps, const REAL l1, const REAL l2) {
     X += x_off;
     T += t_off;
     order += order_off;
