@@ -165,7 +165,7 @@ class Sequential:
             )
         trainable = [i for i, _ in params]
         self._first_trainable = min(trainable) if trainable else len(self.layers)
-        self._online: OnlineEpoch | bool | None = False  # built on the first batch-1 epoch (nn.online)
+        self._online: OnlineEpoch | bool | None = False  # False: not built yet (see _online_epoch)
 
     @staticmethod
     def _initial(entries: list[tuple[int, ParamSpec]], rng: np.random.Generator) -> np.ndarray:
@@ -313,18 +313,16 @@ class Sequential:
         self.optimizer.begin_epoch(epoch)
         acc_full, acc_last = be.zeros((1,)), be.zeros((1,))  # summed batch means: full batches, last one
         t0, d0 = time.perf_counter(), _device_seconds(be)
-        if bs == 1 and not any(hasattr(h, "on_batch_end") for h in hooks):
-            if self._online is False:
-                self._online = OnlineEpoch.build(self)
-            if self._online is not None:  # the whole epoch in one launch
-                be.add_(acc_full, self._online.run(xd, yd, order))
-                sizes = []
-        idx = be.asarray(table.reshape(-1)) if sizes else None  # (n_batches·stride,)
-        for k, size in enumerate(sizes):
-            rows = be.view(idx, k * stride, (size,))
-            value = self._train_step(be.gather_rows(xd, rows), be.gather_rows(yd, rows))
-            be.add_(acc_full if size == bs else acc_last, value)
-            _call(hooks, "on_batch_end", epoch, k, size)
+        online = self._online_epoch(hooks) if bs == 1 else None
+        if online is not None:  # the whole batch-1 epoch in one launch
+            acc_full = online.run(xd, yd, order)
+        else:
+            idx = be.asarray(table.reshape(-1))  # (n_batches·stride,)
+            for k, size in enumerate(sizes):
+                rows = be.view(idx, k * stride, (size,))
+                value = self._train_step(be.gather_rows(xd, rows), be.gather_rows(yd, rows))
+                be.add_(acc_full if size == bs else acc_last, value)
+                _call(hooks, "on_batch_end", epoch, k, size)
         be.synchronize()
         wall, d1 = time.perf_counter() - t0, _device_seconds(be)
         full, last = float(be.to_numpy(acc_full)[0]), float(be.to_numpy(acc_last)[0])
@@ -336,6 +334,15 @@ class Sequential:
             lr=self.optimizer.current_lr,
             device_s=None if d0 is None or d1 is None else d1 - d0,
         )
+
+    def _online_epoch(self, hooks: list) -> OnlineEpoch | None:
+        """The fused batch-1 epoch (``nn.online``), built on first use; ``None`` where it does not apply or
+        a callback wants to see every batch."""
+        if any(hasattr(h, "on_batch_end") for h in hooks):
+            return None
+        if self._online is False:
+            self._online = OnlineEpoch.build(self)
+        return self._online
 
     def _infer(self, x: np.ndarray, batch_size: int, y: np.ndarray | None) -> tuple[np.ndarray, float]:
         """Outputs ``(N, *output_shape)`` in batches, and the mean loss against ``y`` (NaN without ``y``)."""

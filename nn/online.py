@@ -60,7 +60,7 @@ class OnlineEpoch:
     def build(cls, model) -> OnlineEpoch | None:
         """The fused epoch for ``model``, or ``None`` where it does not apply (see the module docstring)."""
         from nn.layers import Dense, Softmax
-        from nn.ops_opencl import OpenCLBackend
+        from nn.ops_opencl import _ACT_CODE, OpenCLBackend
         from nn.optim import Adam
 
         be = model.backend
@@ -87,7 +87,7 @@ class OnlineEpoch:
         desc, ab, cursor = [], [], 0
         for i, layer in enumerate(layers):
             desc.append([by_layer[(i, "w")], by_layer[(i, "b")], layer.n_in, layer.units,
-                         _act_code(layer.act.kind), cursor])
+                         _ACT_CODE[layer.act.kind], cursor])
             ab.append([layer.act.alpha, layer.act.beta])
             cursor += -(-layer.units // be.alignment) * be.alignment
         width = max(layer.units for layer in layers)
@@ -119,8 +119,3 @@ class OnlineEpoch:
         opt.iterations += n
         return loss_sum
 
-
-def _act_code(kind: str) -> int:
-    from nn.backend import ACTIVATIONS
-
-    return ACTIVATIONS.index(kind)

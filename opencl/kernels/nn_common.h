@@ -127,6 +127,25 @@ inline void store_v(__global REAL *p, const int i, const int n, const REALV v) {
     }
 }
 
+/* Optimizer helpers on REALV (so on VEC-wide items too), shared by optim.cl and online_dense.cl.
+ * Regularisation folded into the gradient: g' = g + l1 * sign(w) + l2 * w (sign(0) = 0). */
+inline REALV nn_reg_grad(const REALV g, const REALV w, const REAL l1, const REAL l2) {
+    REALV r = g + l2 * w;
+    if (l1 != (REAL)0) { /* uniform branch: the sign costs as much as the rest of the update */
+        r += l1 * sign(w);
+    }
+    return r;
+}
+
+/* Kingma & Ba's Adam step on the regularised gradient g: updates the moments *m and *v and returns the new
+ * weight; c1 = 1 / (1 - beta1^t) and c2 = 1 / (1 - beta2^t) are the bias corrections of step t. */
+inline REALV nn_adam_step(const REALV w, const REALV g, REALV *m, REALV *v, const REAL lr, const REAL beta1,
+                          const REAL beta2, const REAL eps, const REAL c1, const REAL c2) {
+    *m = beta1 * *m + ((REAL)1 - beta1) * g;
+    *v = beta2 * *v + ((REAL)1 - beta2) * g * g;
+    return w - lr * (*m * c1) / (sqrt(*v * c2) + eps);
+}
+
 /* nn.random.hash32: Wellons' lowbias32 finaliser on wrapping 32-bit unsigned arithmetic. */
 inline uint nn_hash32(uint x) {
     x ^= x >> 16;

@@ -28,6 +28,7 @@
 #define WARPS (WG / LANES)
 #define LOSS_SOFTMAX_CCE 0
 #define LOSS_MSE 1
+#define DESC 6 /* ints per layer in desc */
 
 inline float warp_sum(float v) {
     for (int offset = 16; offset > 0; offset >>= 1) {
@@ -95,7 +96,7 @@ void online_dense_epoch(__global const REAL *X, const uint x_off, __global const
     volatile __global int *count = sync; /* arrivals, and (a cache line away) the barrier generation */
     volatile __global int *gen = sync + 32;
     const int I0 = desc[2];
-    const int C = desc[(L - 1) * 6 + 3];
+    const int C = desc[(L - 1) * DESC + 3];
     int phase = 0;
 
     for (int s = 0; s < steps; ++s) {
@@ -104,9 +105,9 @@ void online_dense_epoch(__global const REAL *X, const uint x_off, __global const
 
         /* forward: one warp per neuron */
         for (int l = 0; l < L; ++l) {
-            __global const int *d = desc + l * 6;
+            __global const int *d = desc + l * DESC;
             const int I = d[2], O = d[3], act = d[4];
-            __global const REAL *in = l == 0 ? x0 : Y + desc[(l - 1) * 6 + 5];
+            __global const REAL *in = l == 0 ? x0 : Y + desc[(l - 1) * DESC + 5];
             for (int o = gwarp; o < O; o += warps) {
                 __global const REAL *w = P + d[0] + (size_t)o * I;
                 float acc = 0.0f;
@@ -122,7 +123,7 @@ void online_dense_epoch(__global const REAL *X, const uint x_off, __global const
         }
 
         /* loss: each group derives the output gradient; group 0 adds the loss value */
-        __global const int *dl = desc + (L - 1) * 6;
+        __global const int *dl = desc + (L - 1) * DESC;
         __global const REAL *z = Y + dl[5];
         __global const REAL *t = T + (size_t)r * C;
         if (lid == 0) {
@@ -157,10 +158,10 @@ void online_dense_epoch(__global const REAL *X, const uint x_off, __global const
 
         /* backward: g_(l-1)[i] = sum_o W_l[o, i] dz_l[o]; a group per 32 inputs, warps split the outputs */
         for (int l = L - 1; l >= 1; --l) {
-            __global const int *d = desc + l * 6;
+            __global const int *d = desc + l * DESC;
             const int I = d[2], O = d[3], act = d[4];
             const REAL alpha = ab[2 * l];
-            __global REAL *gin = G + desc[(l - 1) * 6 + 5];
+            __global REAL *gin = G + desc[(l - 1) * DESC + 5];
             __local const REAL *dz = dz_last;
             if (l < L - 1) {
                 for (int o = lid; o < O; o += WG) {
@@ -197,25 +198,22 @@ void online_dense_epoch(__global const REAL *X, const uint x_off, __global const
         const int item = get_global_id(0);
         const int items = get_global_size(0);
         for (int l = 0; l < L; ++l) {
-            __global const int *d = desc + l * 6;
+            __global const int *d = desc + l * DESC;
             const int I = d[2], O = d[3], act = d[4];
             const REAL alpha = ab[2 * l];
-            __global const REAL *in = l == 0 ? x0 : Y + desc[(l - 1) * 6 + 5];
+            __global const REAL *in = l == 0 ? x0 : Y + desc[(l - 1) * DESC + 5];
             for (int e = item; e < O * (I + 1); e += items) {
                 const int o = e / (I + 1);
                 const int k = e - o * (I + 1) - 1;
                 const REAL dz = l == L - 1 ? dz_last[o] : out_grad(G, Y, d[5] + o, act, alpha);
                 const int at = k < 0 ? d[1] + o : d[0] + o * I + k;
                 const REAL w = P[at];
-                REAL g = (k < 0 ? dz : dz * in[k]) + l2 * w;
-                if (l1 != (REAL)0) {
-                    g += l1 * sign(w);
-                }
-                const REAL m = beta1 * M[at] + ((REAL)1 - beta1) * g;
-                const REAL v = beta2 * V[at] + ((REAL)1 - beta2) * g * g;
+                REAL m = M[at];
+                REAL v = V[at];
+                P[at] = nn_adam_step(w, nn_reg_grad(k < 0 ? dz : dz * in[k], w, l1, l2), &m, &v, lr, beta1,
+                                     beta2, eps, c1, c2);
                 M[at] = m;
                 V[at] = v;
-                P[at] = w - lr * (m * c1) / (sqrt(v * c2) + eps);
             }
         }
         grid_sync(count, gen, groups, &phase);

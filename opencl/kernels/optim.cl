@@ -7,14 +7,6 @@
  * 490 -> 130 us on a 2-core Zen 3; VEC=1 on GPUs, one element per item). */
 #include "nn_common.h"
 
-inline REALV reg_grad(REALV g, REALV w, REAL l1, REAL l2) {
-    REALV r = g + l2 * w;
-    if (l1 != (REAL)0) { /* uniform branch: the sign costs as much as the rest of the update */
-        r += l1 * sign(w);
-    }
-    return r;
-}
-
 __kernel void sgd_update(__global REAL *w, const uint w_off, __global const REAL *g, const uint g_off,
                          const int n, const REAL lr, const REAL l1, const REAL l2) {
     w += w_off;
@@ -22,7 +14,7 @@ __kernel void sgd_update(__global REAL *w, const uint w_off, __global const REAL
     const int i = get_global_id(0) * VEC;
     if (i < n) {
         const REALV wi = load_v(w, i, n);
-        store_v(w, i, n, wi - lr * reg_grad(load_v(g, i, n), wi, l1, l2));
+        store_v(w, i, n, wi - lr * nn_reg_grad(load_v(g, i, n), wi, l1, l2));
     }
 }
 
@@ -36,7 +28,7 @@ __kernel void momentum_update(__global REAL *w, const uint w_off, __global const
     const int i = get_global_id(0) * VEC;
     if (i < n) {
         const REALV wi = load_v(w, i, n);
-        const REALV gi = reg_grad(load_v(g, i, n), wi, l1, l2);
+        const REALV gi = nn_reg_grad(load_v(g, i, n), wi, l1, l2);
         const REALV vi = mu * load_v(v, i, n) + gi;
         store_v(v, i, n, vi);
         store_v(w, i, n, wi - lr * (nesterov ? gi + mu * vi : vi));
@@ -53,7 +45,7 @@ __kernel void adagrad_update(__global REAL *w, const uint w_off, __global const 
     const int i = get_global_id(0) * VEC;
     if (i < n) {
         const REALV wi = load_v(w, i, n);
-        const REALV gi = reg_grad(load_v(g, i, n), wi, l1, l2);
+        const REALV gi = nn_reg_grad(load_v(g, i, n), wi, l1, l2);
         const REALV a = load_v(acc, i, n) + gi * gi;
         store_v(acc, i, n, a);
         store_v(w, i, n, wi - lr * gi / (sqrt(a) + eps));
@@ -70,7 +62,7 @@ __kernel void rmsprop_update(__global REAL *w, const uint w_off, __global const 
     const int i = get_global_id(0) * VEC;
     if (i < n) {
         const REALV wi = load_v(w, i, n);
-        const REALV gi = reg_grad(load_v(g, i, n), wi, l1, l2);
+        const REALV gi = nn_reg_grad(load_v(g, i, n), wi, l1, l2);
         const REALV s = rho * load_v(acc, i, n) + ((REAL)1 - rho) * gi * gi;
         store_v(acc, i, n, s);
         store_v(w, i, n, wi - lr * gi / (sqrt(s) + eps));
@@ -90,7 +82,7 @@ __kernel void adadelta_update(__global REAL *w, const uint w_off, __global const
     const int i = get_global_id(0) * VEC;
     if (i < n) {
         const REALV wi = load_v(w, i, n);
-        const REALV gi = reg_grad(load_v(g, i, n), wi, l1, l2);
+        const REALV gi = nn_reg_grad(load_v(g, i, n), wi, l1, l2);
         const REALV eg = rho * load_v(acc_grad, i, n) + ((REAL)1 - rho) * gi * gi;
         const REALV ed = load_v(acc_delta, i, n);
         const REALV delta = -sqrt(ed + eps) / sqrt(eg + eps) * gi;
@@ -114,11 +106,12 @@ __kernel void adam_update(__global REAL *w, const uint w_off, __global const REA
     const int i = get_global_id(0) * VEC;
     if (i < n) {
         const REALV wi = load_v(w, i, n);
-        const REALV gi = reg_grad(load_v(g, i, n), wi, l1, l2);
-        const REALV mi = beta1 * load_v(m, i, n) + ((REAL)1 - beta1) * gi;
-        const REALV vi = beta2 * load_v(v, i, n) + ((REAL)1 - beta2) * gi * gi;
+        REALV mi = load_v(m, i, n);
+        REALV vi = load_v(v, i, n);
+        const REALV wn = nn_adam_step(wi, nn_reg_grad(load_v(g, i, n), wi, l1, l2), &mi, &vi, lr, beta1,
+                                      beta2, eps, c1, c2);
         store_v(m, i, n, mi);
         store_v(v, i, n, vi);
-        store_v(w, i, n, wi - lr * (mi * c1) / (sqrt(vi * c2) + eps));
+        store_v(w, i, n, wn);
     }
 }
