@@ -167,18 +167,11 @@ __kernel void dense_small_backward_x(__global const REAL *dz, const uint dz_off,
  * is ONE launch: the activation derivative dz = gy act'(y) is recomputed wherever it is needed (one
  * multiply per use) instead of being stored by one kernel and read by a second. */
 
-#ifndef FWD_LANES
-#define FWD_LANES 32 /* lanes splitting the inputs of one neuron (a warp: one row read coalesced) */
-#endif
-#ifndef FWD_ROWS
-#define FWD_ROWS 2 /* neurons per work-group */
-#endif
-#ifndef BW_GROUP
-#define BW_GROUP 256 /* work-group of the backward kernel */
-#endif
-#ifndef BX_COLS
-#define BX_COLS 8 /* input-gradient columns per group: 8 lanes read one 32-byte piece of a weight row */
-#endif
+/* Build options from nn/ops_opencl.py (the launch sizes there use the same values):
+ *   FWD_LANES  lanes splitting the inputs of one neuron (a warp: one row read coalesced)
+ *   FWD_ROWS   neurons per forward work-group
+ *   BW_GROUP   work-group of the backward kernel
+ *   BX_COLS    input-gradient columns per group: 8 lanes read one 32-byte piece of a weight row */
 #define BX_ROWS (BW_GROUP / BX_COLS) /* lanes splitting the outputs o of those columns */
 
 /* y = act(x w^T + bias). Work-group (FWD_LANES, FWD_ROWS): row r of the group is neuron
