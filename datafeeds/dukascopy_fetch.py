@@ -2,8 +2,9 @@
 
 The cache mirrors the archive's paths under ``cache_dir`` (``EURUSD/2023/00/31/BID_candles_min_1.bi5``),
 holding the files exactly as downloaded, so a re-run fetches only what is missing. A file is checked
-(``check``) before it is cached and is written with ``datafeeds.store.atomic_write`` (temporary file,
-fsync, rename): an interrupted or corrupt download never leaves a file that looks complete. Files of
+(``check``) before it is cached and is written with ``datafeeds.files.atomic_write`` (temporary file,
+fsync, rename): an interrupted or corrupt download never leaves a file that looks complete. The cached
+file's path is checked to stay inside ``cache_dir`` before it is read or written. Files of
 periods that are not over yet are used but not cached, since the archive still grows them.
 
 Requests: one at a time, at most ``rate_limit`` per second, with a User-Agent naming neuronet. 5xx
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from datafeeds.errors import CandleDataError
-from datafeeds.store import atomic_write
+from datafeeds.files import atomic_write, inside
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class Fetcher:
         ``read`` decodes the file and raises ``CandleDataError`` on a bad one: a bad download is not
         cached (and the error names the URL); a bad cached file is logged, dropped and downloaded again.
         """
-        path = self.cache_dir / rel_path
+        path = inside(self.cache_dir, *rel_path.split("/"))
         if path.is_file():
             try:
                 return read(path.read_bytes(), str(path))

@@ -28,7 +28,7 @@ import pandas as pd
 from datafeeds.candles import CandleMeta, make_frame, meta_of
 from datafeeds.clock import UTC, BrokerClock
 from datafeeds.errors import CandleDataError
-from datafeeds.store import atomic_write
+from datafeeds.files import atomic_write
 from datafeeds.timeframes import Timeframe
 from datafeeds.validate import Repair, ValidationReport, validate
 

@@ -9,10 +9,14 @@ file is ``<root>/<source>/<feed>/<SYMBOL>/<TF>@<clock>.npz``, for example
 The header also carries the bar count, first and last bar and any extra fields of the writer, so a
 listing reads headers only.
 
-Every write goes to a temporary file in the same folder, is flushed and fsync'ed, then renamed over the old
-file (``os.replace`` is atomic on POSIX and Windows), and the folder is fsync'ed: a writer killed at any
-moment leaves either the old file or the new one, never a torn file. Temporary files left by killed
-writers are ignored by readers and removed by a later write to the same file once ten minutes old.
+Every write goes through ``datafeeds.files.atomic_write`` (temporary file, fsync, rename): a writer killed
+at any moment leaves either the old file or the new one, never a torn file. Temporary files left by killed
+writers are ignored by readers, listed by ``temp_files`` and removed by ``clear`` (or by a later write to
+the same file) once ten minutes old.
+
+Names from user input (source, symbol, feed) are checked to stay inside the store's root before a path is
+read, written or deleted (``datafeeds.files.inside``); files that a symlink leads out of the root are
+neither listed nor deleted.
 
 Location: ``$NEURONET_CACHE`` when set, else the platform cache folder (``$XDG_CACHE_HOME/neuronet`` or
 ``~/.cache/neuronet`` on Linux, ``~/Library/Caches/neuronet`` on macOS, ``%LOCALAPPDATA%\\neuronet`` on
@@ -25,10 +29,7 @@ import json
 import os
 import re
 import sys
-import tempfile
-import time
 import zipfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -39,11 +40,12 @@ import pandas as pd
 from datafeeds.candles import RATES_DTYPE, CandleMeta, from_rates, meta_of, to_rates
 from datafeeds.clock import BrokerClock
 from datafeeds.errors import CandleDataError
+from datafeeds.files import TMP_SUFFIX, UnsafePathError, atomic_write, inside, is_inside, is_stale
 from datafeeds.timeframes import Timeframe
 
-_TMP_SUFFIX = ".tmp"
+__all__ = ["CandleStore", "StoreEntry", "atomic_write", "cache_root", "read_npz", "write_npz"]
+
 FORMAT_VERSION = 1
-_STALE_AFTER_S = 600
 
 
 def cache_root() -> Path:
@@ -56,30 +58,6 @@ def cache_root() -> Path:
     if sys.platform == "darwin":
         return Path.home() / "Library" / "Caches" / "neuronet"
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "neuronet"
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> Path:
-    """Write a file atomically: ``write(f)`` fills a temporary file that then replaces ``path``.
-
-    If ``write`` raises, the temporary file is removed and ``path`` is untouched.
-    """
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(f"{path}: is a folder; give a file name to write")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=_TMP_SUFFIX, dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-    _remove_stale(path)
-    return path
 
 
 def write_npz(path: str | os.PathLike, df: pd.DataFrame, extra: dict | None = None) -> Path:
@@ -204,10 +182,11 @@ class CandleStore:
         if (feed is None) != (clock is None):
             raise ValueError("a store path takes both feed and clock, or neither")
         if feed is None or clock is None:
-            return self.root / source / symbol.upper() / f"{tf.name}.npz"
+            return inside(self.root, source, symbol.upper(), f"{tf.name}.npz")
         if not feed.strip():
             raise ValueError("a store feed name must not be empty")
-        return self.root / source / _folder_name(feed) / symbol.upper() / f"{tf.name}@{clock_tag(clock)}.npz"
+        name = f"{tf.name}@{clock_tag(clock)}.npz"
+        return inside(self.root, source, _folder_name(feed), symbol.upper(), name)
 
     def load(self, source: str, symbol: str, timeframe: Timeframe | str | int) -> pd.DataFrame | None:
         """The stored frame, or None when nothing is stored yet."""
@@ -242,11 +221,8 @@ class CandleStore:
 
     def entries(self, source: str | None = None) -> list[StoreEntry]:
         """Every stored file (of one source), read from headers only; unreadable files carry a problem."""
-        if source is not None:
-            _check_part(source)
-        folder = self.root / source if source else self.root
         found = []
-        for path in sorted(folder.rglob("*.npz")) if folder.is_dir() else ():
+        for path in self._files("*.npz", source):
             size = path.stat().st_size
             try:
                 h = read_npz_header(path)
@@ -273,8 +249,15 @@ class CandleStore:
             )
         return found
 
+    def temp_files(self, source: str | None = None) -> list[Path]:
+        """Temporary files of interrupted writers (of one source); ``clear`` removes the stale ones."""
+        return self._files(f"*{TMP_SUFFIX}", source)
+
     def clear(self, source: str | None = None, symbol: str | None = None) -> list[StoreEntry]:
-        """Delete stored files (of one source and/or symbol); returns what was deleted."""
+        """Delete stored files (of one source and/or symbol) and the stale temporary files of killed
+        writers among them; returns the stored series deleted."""
+        if symbol is not None:
+            _check_part(symbol)
         gone = []
         for entry in self.entries(source):
             if symbol and entry.path.parent.name != symbol.upper():  # the folder is the upper-case symbol
@@ -282,12 +265,28 @@ class CandleStore:
             entry.path.unlink(missing_ok=True)
             gone.append(entry)
             _prune(entry.path.parent, self.root)
+        for tmp in self.temp_files(source):
+            if (not symbol or tmp.parent.name == symbol.upper()) and is_stale(tmp):
+                tmp.unlink(missing_ok=True)
+                _prune(tmp.parent, self.root)
         return gone
+
+    def _files(self, pattern: str, source: str | None) -> list[Path]:
+        """Files matching ``pattern`` below the root (or a source's folder), none that leads outside."""
+        folder = inside(self.root, _checked(source)) if source else self.root
+        if not folder.is_dir() or not is_inside(self.root, folder):
+            return []
+        return [p for p in sorted(folder.rglob(pattern)) if p.is_file() and is_inside(self.root, p)]
 
 
 def _check_part(part: str) -> None:
-    if not part or any(ch in part for ch in '/\\:*?"<>|') or part.startswith("."):
-        raise ValueError(f"cannot use {part!r} as a store folder name")
+    if not part or any(ch in part for ch in '/\\:*?"<>|\0') or part.startswith("."):
+        raise UnsafePathError(repr(part), "cannot be used as a store folder name")
+
+
+def _checked(part: str) -> str:
+    _check_part(part)
+    return part
 
 
 def _stamp(seconds: int | None) -> pd.Timestamp | None:
@@ -302,28 +301,3 @@ def _prune(folder: Path, root: Path) -> None:
         except OSError:
             return
         folder = folder.parent
-
-
-def _remove_stale(path: Path) -> None:
-    """Delete temporary files of writers that died; a live concurrent writer's fresh file is left alone."""
-    cutoff = time.time() - _STALE_AFTER_S
-    for stale in path.parent.glob(f".{path.name}.*{_TMP_SUFFIX}"):
-        try:
-            if stale.stat().st_mtime < cutoff:
-                stale.unlink()
-        except OSError:
-            pass
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Persist the rename itself (POSIX); a no-op where folders cannot be opened (Windows)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

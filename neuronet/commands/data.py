@@ -23,6 +23,7 @@ from datafeeds import (
     validate,
     write_mt5_csv,
 )
+from datafeeds.files import inside, is_inside, is_stale, output_path
 from datafeeds.mt5_csv import read_mt5_csv_report
 from datafeeds.store import CandleStore, StoreEntry, cache_root, read_npz
 
@@ -146,6 +147,7 @@ def export(
     """Write candles as a MetaTrader CSV file, times in the data's broker clock (--broker-tz)."""
     if fmt not in ("mt5", "csv"):
         raise ValueError(f"--format must be mt5 or csv, not {fmt!r}")
+    out = output_path(out, "--out file")
     report = _load(
         symbol, timeframe, source, path, start, end, broker_tz, seed, opt or [], repair, no_cache, refresh
     )
@@ -198,8 +200,10 @@ CacheSource = Annotated[str | None, typer.Option("--source", "-s", help="Only th
 
 @cache_app.command("list")
 def cache_list(source: CacheSource = None) -> None:
-    """What the cache holds: per series its first and last bar, bar count and file size."""
-    entries = CandleStore().entries(_cache_source(source))
+    """What the cache holds: per series its first and last bar, bar count and file size; and the
+    temporary files left by interrupted writers."""
+    store = CandleStore()
+    entries = store.entries(_cache_source(source))
     typer.echo(f"cache folder {cache_root()}")
     if entries:
         typer.echo(cache_table(entries))
@@ -207,7 +211,14 @@ def cache_list(source: CacheSource = None) -> None:
     if archive:
         size = sum(p.stat().st_size for p in archive)
         typer.echo(f"dukascopy archive files: {len(archive)}, {_size(size)} in {cache_root() / 'dukascopy'}")
-    if not entries and not archive:
+    temps = _temp_files(store, source, None)
+    if temps:
+        stale, size = sum(is_stale(p) for p in temps), sum(p.stat().st_size for p in temps)
+        typer.echo(
+            f"temporary files of interrupted writes: {len(temps)}, {_size(size)} ({stale} older than "
+            "10 minutes, removed by `neuronet data cache clear`)"
+        )
+    if not entries and not archive and not temps:
         typer.echo("the cache is empty" + (f" for source {source}" if source else ""))
 
 
@@ -216,15 +227,20 @@ def cache_clear(
     source: CacheSource = None,
     symbol: Annotated[str | None, typer.Option("--symbol", help="Only this symbol.")] = None,
 ) -> None:
-    """Delete cached history (all of it, or of one source and/or symbol); it is fetched again when needed."""
-    gone = CandleStore().clear(_cache_source(source), symbol)
-    archive = _archive_files(source, symbol)
-    for path in archive:
+    """Delete cached history (all of it, or of one source and/or symbol); it is fetched again when needed.
+    Temporary files of interrupted writes older than 10 minutes go too."""
+    store = CandleStore()
+    stale = [p for p in _temp_files(store, source, symbol) if is_stale(p)]
+    archive = _archive_files(source, symbol)  # checked before anything is deleted
+    gone = store.clear(_cache_source(source), symbol)
+    for path in archive + stale:
         path.unlink(missing_ok=True)
     size = sum(e.size for e in gone)
     typer.echo(f"removed {len(gone)} cached series ({_size(size)})")
     if archive:
         typer.echo(f"removed {len(archive)} dukascopy archive files")
+    if stale:
+        typer.echo(f"removed {len(stale)} temporary files of interrupted writes")
 
 
 def cache_table(entries: list[StoreEntry]) -> str:
@@ -259,12 +275,25 @@ def _cache_source(source: str | None) -> str | None:
 
 def _archive_files(source: str | None, symbol: str | None) -> list[Path]:
     """Dukascopy's downloaded archive files in their default folder (what ``--source dukascopy`` adds)."""
+    return _dukascopy_files("*.bi5", source, symbol)
+
+
+def _dukascopy_files(pattern: str, source: str | None, symbol: str | None) -> list[Path]:
     if source is not None and source.strip().lower() != "dukascopy":
         return []
-    folder = cache_root() / "dukascopy"
+    root = cache_root() / "dukascopy"
+    folder = inside(root, symbol.strip().upper()) if symbol else root
+    if not folder.is_dir():
+        return []
+    return [p for p in sorted(folder.rglob(pattern)) if p.is_file() and is_inside(root, p)]
+
+
+def _temp_files(store: CandleStore, source: str | None, symbol: str | None) -> list[Path]:
+    """Temporary files of interrupted writes in the candle store and Dukascopy's archive folder."""
+    store_temps = store.temp_files(_cache_source(source))
     if symbol:
-        folder = folder / symbol.strip().upper()
-    return sorted(folder.rglob("*.bi5")) if folder.is_dir() else []
+        store_temps = [p for p in store_temps if p.parent.name == symbol.strip().upper()]
+    return store_temps + _dukascopy_files(".*.tmp", source, symbol)
 
 
 def _size(n: int) -> str:

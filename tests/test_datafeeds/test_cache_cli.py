@@ -100,3 +100,47 @@ def test_cache_flag_errors_are_one_line(capsys, args, message):
     code, _, err = run(capsys, *args)
     assert code == 2
     assert err.startswith(message) and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("symbol", ["../../X", "/", "../..", "EUR\0USD"], ids=repr)
+def test_clear_refuses_a_symbol_that_leaves_the_cache(capsys, cache_dir, tmp_path, symbol):
+    victim = tmp_path / "X" / "2023" / "BID_candles_hour_1.bi5"  # ../../X seen from cache/dukascopy/
+    victim.parent.mkdir(parents=True)
+    victim.write_bytes(b"someone else's file")
+    (cache_dir / "dukascopy").mkdir(parents=True)
+    code, _, err = run(capsys, "data", "cache", "clear", "--symbol", symbol)
+    assert code == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1
+    assert victim.is_file()
+
+
+def test_clear_does_not_follow_a_symlink_out_of_the_cache(capsys, cache_dir, tmp_path):
+    outside = tmp_path / "elsewhere"
+    (outside / "2023").mkdir(parents=True)
+    (outside / "2023" / "BID_candles_hour_1.bi5").write_bytes(b"keep me")
+    (cache_dir / "dukascopy").mkdir(parents=True)
+    (cache_dir / "dukascopy" / "EURUSD").symlink_to(outside, target_is_directory=True)
+    code, _, err = run(capsys, "data", "cache", "clear", "--symbol", "EURUSD")
+    assert code == 2 and "outside the folder" in err
+    code, out, _ = run(capsys, "data", "cache", "clear")
+    assert code == 0 and "dukascopy archive files" not in out
+    assert (outside / "2023" / "BID_candles_hour_1.bi5").is_file()
+
+
+def test_list_shows_and_clear_removes_stale_temp_files(capsys, cache_dir):
+    import os
+    import time
+
+    series = cache_dir / "candles" / "mt5" / "Broker" / "EURUSD"
+    series.mkdir(parents=True)
+    stale, fresh = series / ".H1@UTC.npz.0a1b.tmp", series / ".H1@UTC.npz.2c3d.tmp"
+    archive_tmp = cache_dir / "dukascopy" / "EURUSD" / "2023" / ".BID_candles_hour_1.bi5.4e5f.tmp"
+    archive_tmp.parent.mkdir(parents=True)
+    for path in (stale, fresh, archive_tmp):
+        path.write_bytes(b"x" * 1000)
+    for path in (stale, archive_tmp):
+        os.utime(path, (time.time() - 3600, time.time() - 3600))
+    code, out, _ = run(capsys, "data", "cache", "list")
+    assert code == 0 and "temporary files of interrupted writes: 3, 2.9 KiB (2 older than" in out
+    code, out, _ = run(capsys, "data", "cache", "clear")
+    assert code == 0 and "removed 2 temporary files" in out
+    assert fresh.is_file() and not stale.exists() and not archive_tmp.exists()

@@ -1,0 +1,106 @@
+"""``datafeeds.files``: paths from user input stay inside their folder, the one atomic writer (permissions,
+temporary files of killed writers)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from datafeeds.files import (
+    UnsafePathError,
+    atomic_write,
+    inside,
+    output_path,
+    remove_stale,
+    temp_files,
+)
+from datafeeds.store import CandleStore, write_npz
+
+
+@pytest.mark.parametrize(
+    "part", ["../../X", "..", "/", "/etc", "a/../../b", "EUR\0USD", "", "  "], ids=repr
+)
+def test_names_that_leave_the_folder_are_refused(tmp_path, part):
+    root = tmp_path / "root"
+    root.mkdir()
+    with pytest.raises(UnsafePathError):
+        inside(root, part)
+
+
+def test_a_symlink_that_points_outside_is_refused(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "EURUSD").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UnsafePathError, match="outside the folder"):
+        inside(root, "EURUSD", "H1.npz")
+    assert inside(root, "GBPUSD", "H1.npz") == root / "GBPUSD" / "H1.npz"
+
+
+def test_store_paths_refuse_traversal_and_nul(tmp_path):
+    store = CandleStore(tmp_path)
+    for symbol in ("../../X", "/", "EUR\0", ".hidden"):
+        with pytest.raises(ValueError, match="store folder name"):
+            store.path("mt5", symbol, "H1")
+    with pytest.raises(ValueError, match="store folder name"):
+        store.clear("mt5", "../../X")
+
+
+def test_store_listing_and_clearing_skip_files_a_symlink_leads_outside(tmp_path, candles):
+    root, outside = tmp_path / "cache", tmp_path / "outside"
+    write_npz(outside / "H1.npz", candles(["2023-01-02 00:00"], [(1, 1, 1, 1)]))
+    (root / "mt5").mkdir(parents=True)
+    (root / "mt5" / "EURUSD").symlink_to(outside, target_is_directory=True)
+    store = CandleStore(root)
+    assert store.entries() == []
+    store.clear()
+    store.clear("mt5", "EURUSD")
+    assert (outside / "H1.npz").is_file()
+
+
+def test_written_files_get_the_usual_permissions(tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = atomic_write(tmp_path / "out.csv", lambda f: f.write(b"x"))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_output_path_refuses_nul_and_folders(tmp_path):
+    with pytest.raises(UnsafePathError, match="NUL"):
+        output_path("out\0.csv")
+    with pytest.raises(UnsafePathError, match="is a folder"):
+        output_path(tmp_path)
+
+
+_KILLED_WRITER = """
+import os, sys
+from datafeeds.files import atomic_write
+
+def die(f):
+    f.write(b"PK\\x03\\x04 half of a file")
+    f.flush()
+    os._exit(9)
+
+atomic_write(sys.argv[1], die)
+"""
+
+
+def test_a_killed_writer_leaves_a_temp_file_no_reader_takes_for_data(tmp_path):
+    target = tmp_path / "candles" / "mt5" / "EURUSD" / "H1.npz"
+    proc = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(target)], timeout=60)
+    assert proc.returncode == 9
+    left = list(temp_files(target.parent))
+    assert len(left) == 1 and not target.exists()
+    store = CandleStore(tmp_path / "candles")
+    assert store.entries() == [] and store.temp_files() == left
+    assert remove_stale(target.parent) == []  # fresh: could be a live writer
+    os.utime(left[0], (time.time() - 3600, time.time() - 3600))
+    store.clear()
+    assert store.temp_files() == [] and not (tmp_path / "candles" / "mt5").exists()
