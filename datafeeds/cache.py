@@ -21,10 +21,13 @@ Modes (``load_candles(..., cache=...)``): ``True`` reads through; ``False`` bypa
 nor written); ``"refresh"`` fetches the whole window again and replaces the stored bars in it, keeping the
 rest of the entry. Refresh after a terminal has downloaded deeper history, or to repair an entry by hand.
 
-A stored file that cannot be read (truncated, edited, torn by something other than our atomic writer) is
-reported as a warning naming the file and the problem, deleted and fetched again: the source is the truth
-and the store only a copy. Fetched bars that fail validation are returned (so the caller's validation or
-repair policy decides) but not stored. Two processes filling one entry at the same time each replace the
+A stored file that cannot be read (truncated, edited, torn by something other than our atomic writer), or
+that reads but whose bars fail validation (only valid series are written), is reported as a warning naming
+the file and the problem, deleted and fetched again: the source is the truth and the store only a copy.
+Fetched bars that fail validation are returned (so the caller's validation or repair policy decides) but
+not stored. An answer without bars is never recorded as coverage, nor is the part of an answer after a
+page the terminal answered "not found" (it says so while it still downloads history): the next load asks
+again. Two processes filling one entry at the same time each replace the
 file with a whole, valid one; the last wins, and bars only the other had fetched are fetched again later.
 """
 
@@ -38,9 +41,10 @@ import numpy as np
 import pandas as pd
 
 from datafeeds.candles import meta_of
-from datafeeds.clock import BrokerClock
+from datafeeds.clock import BrokerClock, utc_seconds
 from datafeeds.errors import CandleDataError
 from datafeeds.store import CandleStore, read_npz_entry, write_npz
+from datafeeds.terminal import Fetched
 from datafeeds.terminal_errors import NoBarsError
 from datafeeds.timeframes import Timeframe
 from datafeeds.validate import validate
@@ -63,8 +67,9 @@ class CachedFeed(Protocol):
         """Where the bars come from, known without asking the source (a part of the cache key)."""
         ...
 
-    def fetch(self, symbol: str, timeframe, start=None, end=None) -> tuple[pd.DataFrame, pd.Timestamp]:
-        """Final bars opening in ``[start, end)`` (maybe none) and the UTC time before which all are final."""
+    def fetch(self, symbol: str, timeframe, start=None, end=None) -> Fetched:
+        """Final bars opening in ``[start, end)`` (maybe none), the UTC time before which all are final and
+        the UTC time up to which the answer is known complete."""
         ...
 
 
@@ -93,7 +98,7 @@ def load_through(
     tf = Timeframe.parse(timeframe)
     feed = src.cache_feed()
     path = store.path(src.name, symbol, tf, feed=feed, clock=src.clock)
-    window = (-_FAR if start is None else _seconds(start), _FAR if end is None else _seconds(end))
+    window = (-_FAR if start is None else utc_seconds(start), _FAR if end is None else utc_seconds(end))
     stored, header = _read(path)
     covered = _coverage(header) if stored is not None else []
     missing = [window] if refresh else _subtract(window, covered)
@@ -113,7 +118,7 @@ def load_through(
         stored, covered, missing = None, [], [window]
         fetched = _fetch(src, symbol, tf, missing)
 
-    new_coverage = [iv for _, iv in fetched if iv[0] < iv[1]]
+    new_coverage = [iv for df, iv in fetched if iv[0] < iv[1] and len(df)]  # never an empty answer
     parts = [df for df, _ in fetched if len(df)]
     meta = meta_of(fetched[-1][0])
     if stored is not None:
@@ -140,14 +145,14 @@ def _nonempty(df: pd.DataFrame, src: CachedFeed, feed: str, symbol: str, tf: Tim
 
 def _fetch(src: CachedFeed, symbol: str, tf: Timeframe, missing: list[Interval]):
     """Each missing interval's bars and the part of it now known in full (it ends where bars stop being
-    final)."""
+    final, or earlier where the source's answer is not known complete)."""
     out = []
     for lo, hi in missing:
-        df, final_until = src.fetch(symbol, tf, _stamp(lo), _stamp(hi))
-        meta, final = meta_of(df), _seconds(final_until)
+        df, final_until, complete_until = src.fetch(symbol, tf, _stamp(lo), _stamp(hi))
+        meta, final = meta_of(df), utc_seconds(final_until)
         df = df[df.index.as_unit("s").asi8 < final]  # never keep a bar still forming, whatever the source did
         df.attrs["candles"] = meta
-        out.append((df, (lo, min(hi, final))))
+        out.append((df, (lo, min(hi, final, utc_seconds(complete_until)))))
     return out
 
 
@@ -167,12 +172,14 @@ def _write(path: Path, df: pd.DataFrame, coverage: list[Interval], src: CachedFe
 
 
 def _read(path: Path) -> tuple[pd.DataFrame | None, dict]:
-    """The stored entry; a file that cannot be read is reported, deleted and treated as absent."""
+    """The stored entry; a file that cannot be read, or whose bars fail validation (only valid series are
+    written, so it was damaged since), is reported, deleted and treated as absent."""
     if not path.is_file():
         return None, {}
     try:
         df, header = read_npz_entry(path)
         _coverage(header)
+        validate(df, str(path))
     except (CandleDataError, ValueError, TypeError) as exc:
         log.warning("%s; deleting it and fetching the bars again", exc)
         path.unlink(missing_ok=True)
@@ -227,10 +234,6 @@ def _window(df: pd.DataFrame, window: Interval) -> pd.DataFrame:
     out = df[(t >= window[0]) & (t < window[1])]
     out.attrs["candles"] = meta_of(df)
     return out
-
-
-def _seconds(ts: pd.Timestamp) -> int:
-    return int(pd.Timestamp(ts).value // 10**9)
 
 
 def _stamp(seconds: int) -> pd.Timestamp | None:

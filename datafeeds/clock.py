@@ -17,6 +17,22 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+
+def utc_seconds(value: object, name: str = "time") -> int | None:
+    """A time given as text, datetime, Timestamp or datetime64 (naive means UTC) -> whole UTC seconds
+    since 1970 (rounded down); None stays None. The one conversion every source and the cache use."""
+    if value is None:
+        return None
+    try:
+        ts = pd.Timestamp(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} is not a date/time; write e.g. '2023-01-31 12:00'") from None
+    if ts is pd.NaT:
+        raise ValueError(f"{name}={value!r} is not a date/time; write e.g. '2023-01-31 12:00'")
+    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+    return int(ts.value // 10**9)
+
+
 _DST_ZONES = {"us": "America/New_York", "eu": "Europe/London"}
 
 

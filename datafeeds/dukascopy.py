@@ -46,7 +46,7 @@ import pandas as pd
 
 from datafeeds.bi5 import TICK_RECORD, read_candles, read_ticks
 from datafeeds.candles import CandleMeta, make_frame
-from datafeeds.clock import BrokerClock
+from datafeeds.clock import BrokerClock, utc_seconds
 from datafeeds.dukascopy_fetch import Fetcher, NotFoundError
 from datafeeds.resample import bucket_start, resample
 from datafeeds.store import cache_root
@@ -108,17 +108,6 @@ def plan_files(symbol: str, kind: str, side: str, start: int, end: int) -> list[
         files.append(ArchiveFile(path, int(t.timestamp()), int(nxt.timestamp())))
         t = nxt
     return files
-
-
-def _utc_seconds(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    try:
-        ts = pd.Timestamp(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}={value!r} is not a date/time; write e.g. '2023-01-31 12:00'") from None
-    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
-    return int(ts.value // 10**9)
 
 
 def _longest_bar(tf: Timeframe) -> int:
@@ -188,9 +177,9 @@ class DukascopySource:
         tf = Timeframe.parse(timeframe)
         kind = self._kind(tf)
         now = int(time.time())
-        end_s = _utc_seconds(end, "end")
+        end_s = utc_seconds(end, "end")
         end_s = now if end_s is None else end_s
-        start_s = _utc_seconds(start, "start")
+        start_s = utc_seconds(start, "start")
         start_s = end_s - DEFAULT_SPAN_S[kind] if start_s is None else start_s
         if start_s >= end_s:
             raise ValueError(f"start {start} must come before end {end}")

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from datafeeds.candles import CandleMeta, make_frame
-from datafeeds.clock import UTC, BrokerClock
+from datafeeds.clock import UTC, BrokerClock, utc_seconds
 from datafeeds.resample import bucket_start
 from datafeeds.timeframes import Timeframe
 from datafeeds.validate import market_closed, new_york_seconds
@@ -78,7 +78,7 @@ def synthetic_candles(
         raise ValueError(
             "synthetic candles need annual_vol > 0, price > 0, spread >= 0 and 0 <= digits <= 10"
         )
-    utc = _open_times(tf, clock, _utc(start), None if end is None else _utc(end), bars)
+    utc = _open_times(tf, clock, utc_seconds(start, "start"), utc_seconds(end, "end"), bars)
     n = len(utc)
     rng = np.random.default_rng(seed)
     step = tf.seconds
@@ -117,12 +117,6 @@ def synthetic_candles(
     }
     meta = CandleMeta(symbol.upper(), tf, digits, clock, "synthetic")
     return make_frame(data, pd.to_datetime(utc, unit="s", utc=True), meta)
-
-
-def _utc(t: str | pd.Timestamp) -> int:
-    ts = pd.Timestamp(t)
-    ts = ts.tz_localize("UTC") if ts.tz is None else ts.tz_convert("UTC")
-    return int(ts.value // 10**9)
 
 
 def _open_times(

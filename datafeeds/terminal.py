@@ -27,15 +27,16 @@ import difflib
 import importlib.util
 import logging
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from datafeeds.candles import RATES_DTYPE, CandleMeta, from_rates
-from datafeeds.clock import BrokerClock
+from datafeeds.clock import BrokerClock, utc_seconds
 from datafeeds.terminal_errors import (
     IPC_INIT_FAILED,
+    IPC_NO_CONNECTION,
     NoBarsError,
     NotLoggedInError,
     TerminalError,
@@ -51,16 +52,17 @@ DEFAULT_PORT = 18812
 MAX_PAGE = 100_000  # bars per call even when the terminal's maxbars allows more (bounded answer size)
 
 
-def _utc_seconds(value: Any, name: str) -> int | None:
-    """A bound given as text, datetime or Timestamp (naive = UTC) -> UTC seconds."""
-    if value is None:
-        return None
-    try:
-        ts = pd.Timestamp(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}={value!r} is not a date/time; write e.g. '2023-01-31 12:00'") from None
-    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
-    return int(ts.value // 10**9)
+class Fetched(NamedTuple):
+    """What ``TerminalSource.fetch`` gives: the bars, the UTC time before which every bar is final, and the
+    UTC time up to which the answer is known complete (at most the former)."""
+
+    frame: pd.DataFrame
+    final_until: pd.Timestamp
+    complete_until: pd.Timestamp
+
+
+def _utc_stamp(seconds: int) -> pd.Timestamp:
+    return pd.Timestamp(int(seconds), unit="s", tz="UTC")
 
 
 def _min_bar_seconds(tf: Timeframe) -> int:
@@ -166,15 +168,14 @@ class TerminalSource:
         return self._link.where if self._link else (self.host or "local")
 
     def close(self) -> None:
-        """Shut the terminal session down and drop the link (the next ``load`` reconnects)."""
-        link, self._link = self._link, None
-        if link is None:
-            return
-        try:
-            link.call("shutdown")
-        except TerminalError:
-            log.debug("shutdown() failed on a closing link", exc_info=True)
-        link.close()
+        """Drop the link (the next ``load`` reconnects).
+
+        The terminal's IPC session belongs to the process that runs the package, so it is shared: by every
+        client of one bridge, and by every source in this process. Ending it from one of them would make the
+        others' calls fail with -10004, so a bridge's session is never shut down from here, and the
+        in-process one only when its last user closes (``NativeLink.close``).
+        """
+        self._drop()
 
     def __enter__(self) -> TerminalSource:
         return self
@@ -199,8 +200,8 @@ class TerminalSource:
                     return None
                 return answer
             except TerminalError as exc:
-                if exc.code is None or exc.code == IPC_INIT_FAILED:
-                    self._drop()  # the link itself failed (dropped, timed out): the next call reconnects
+                if exc.code in (None, IPC_INIT_FAILED, IPC_NO_CONNECTION):
+                    self._drop()  # the link or the session failed: the next call reconnects, initialize()s
                 if not exc.transient or attempt == self.retries:
                     raise
                 wait = self.backoff * 2**attempt
@@ -222,7 +223,7 @@ class TerminalSource:
         Without ``start`` the whole history the terminal holds is returned; without ``end``, up to the
         last finished bar. No bar in the window raises ``NoBarsError``.
         """
-        df, _ = self.fetch(symbol, timeframe, start, end)
+        df = self.fetch(symbol, timeframe, start, end).frame
         if not len(df):
             tf = Timeframe.parse(timeframe)
             raise NoBarsError(
@@ -233,18 +234,21 @@ class TerminalSource:
 
     def fetch(
         self, symbol: str, timeframe: str | int | Timeframe, start: Any = None, end: Any = None
-    ) -> tuple[pd.DataFrame, pd.Timestamp]:
+    ) -> Fetched:
         """Like ``load``, but an empty window gives an empty frame, and with it the UTC open time of the
-        bar still forming: every bar before that time is final (what a cache may keep)."""
+        bar still forming (every bar before it is final) and the UTC time up to which the answer is known
+        complete (what a cache may record as covered): where a page answered "not found" instead of an
+        empty array — what a terminal says while it is still downloading that history — the answer is
+        complete only up to that page."""
         tf = Timeframe.parse(timeframe)
-        start_s, end_s = _utc_seconds(start, "start"), _utc_seconds(end, "end")
+        start_s, end_s = utc_seconds(start, "start"), utc_seconds(end, "end")
         if start_s is not None and end_s is not None and start_s >= end_s:
             raise ValueError(f"start {start} must come before end {end}")
         self._require_login()
         digits = self._select(symbol)
         page = self._page_size()
         current = self._rates("copy_rates_from_pos", symbol, tf, 0, 1)
-        if not len(current):
+        if current is None or not len(current):
             raise NoBarsError(f"the terminal at {self.where} has no {symbol} {tf.name} history")
         forming = int(current["time"][-1])
         last = forming - 1  # the forming bar is left out
@@ -252,17 +256,18 @@ class TerminalSource:
             last = min(last, int(self.clock.to_broker_seconds(np.array([end_s]))[0]) - 1)
         if start_s is None:
             first = None
-            pages = self._walk_back(symbol, tf, page)
+            pages, unknown = self._walk_back(symbol, tf, page), None
         else:
             first = int(self.clock.to_broker_seconds(np.array([start_s]))[0])
-            pages = self._walk_range(symbol, tf, first, last, page) if first <= last else []
+            pages, unknown = self._walk_range(symbol, tf, first, last, page) if first <= last else ([], None)
         rates = _stitch(pages)
         keep = rates["time"] <= last
         if first is not None:
             keep &= rates["time"] >= first
         meta = CandleMeta(symbol, tf, digits, self.clock, source=f"mt5:{self.where}")
-        final_until = pd.Timestamp(int(self.clock.to_utc_seconds(np.array([forming]))[0]), unit="s", tz="UTC")
-        return from_rates(rates[keep], meta), final_until
+        complete = forming if unknown is None else min(forming, unknown)
+        final, complete = self.clock.to_utc_seconds(np.array([forming, complete]))
+        return Fetched(from_rates(rates[keep], meta), _utc_stamp(final), _utc_stamp(complete))
 
     def cache_feed(self) -> str:
         """Which broker the bars come from, known without a terminal call (a read-through cache's key):
@@ -306,34 +311,39 @@ class TerminalSource:
         info = self._call("terminal_info")
         return max(1, min(int(info.maxbars), MAX_PAGE))
 
-    def _rates(self, call: str, symbol: str, tf: Timeframe, a: int, b: int) -> np.ndarray:
+    def _rates(self, call: str, symbol: str, tf: Timeframe, a: int, b: int) -> np.ndarray | None:
+        """The rates of one call; None for a "not found" answer (nothing known), unlike an empty array."""
         answer = self._call(call, symbol, int(tf), int(a), int(b), expect_none=True)
-        if answer is None:
-            return np.empty(0, dtype=RATES_DTYPE)
-        return _as_rates(answer, f"{call}()")
+        return None if answer is None else _as_rates(answer, f"{call}()")
 
-    def _walk_range(self, symbol: str, tf: Timeframe, first: int, last: int, page: int) -> list[np.ndarray]:
-        """``copy_rates_range`` over windows of at most ``page`` bars each, oldest first.
+    def _walk_range(
+        self, symbol: str, tf: Timeframe, first: int, last: int, page: int
+    ) -> tuple[list[np.ndarray], int | None]:
+        """``copy_rates_range`` over windows of at most ``page`` bars each, oldest first, and the broker
+        time of the first window answered "not found" (None when every window answered).
 
         Each window starts right after the last bar received, so an answer the terminal cut short (its cap
         below ``page``) is simply continued, and an empty window (a weekend, a holiday) is stepped over.
         """
         span = page * _min_bar_seconds(tf)
-        pages, t0 = [], first
+        pages, t0, unknown = [], first, None
         while t0 <= last:
             t1 = min(t0 + span - 1, last)
             part = self._rates("copy_rates_range", symbol, tf, t0, t1)
+            if part is None:
+                unknown = t0 if unknown is None else unknown
+                part = np.empty(0, dtype=RATES_DTYPE)
             pages.append(part)
             t0 = int(part["time"][-1]) + 1 if len(part) else t1 + 1
         log.debug("%s %s: %d range pages", symbol, tf.name, len(pages))
-        return pages
+        return pages, unknown
 
     def _walk_back(self, symbol: str, tf: Timeframe, page: int) -> list[np.ndarray]:
         """``copy_rates_from_pos`` from position 1 back to the oldest bar the terminal holds."""
         pages, pos = [], 1
         while True:
             part = self._rates("copy_rates_from_pos", symbol, tf, pos, page)
-            if not len(part):
+            if part is None or not len(part):
                 break
             pages.append(part)
             if len(part) < page:

@@ -58,11 +58,12 @@ def error_from_last_error(call: str, code: int, message: str) -> TerminalError:
             "the terminal and Python are both 64-bit and run as the same user",
             code=code,
         )
-    if code == IPC_NO_CONNECTION:
+    if code == IPC_NO_CONNECTION:  # also what every client sees after another one called shutdown()
         return TerminalError(
             f"{head}: no IPC connection to the terminal; start MetaTrader 5, log in, and make sure "
             "initialize() succeeded in this Python process (on Linux: in the bridge's Wine Python)",
             code=code,
+            transient=True,
         )
     if code == IPC_TIMEOUT:
         return TerminalTimeoutError(

@@ -11,8 +11,10 @@ travel, so neither side needs the other's numpy version or the ``MetaTrader5`` r
 pickle is involved. ``flatten`` and ``call_flat`` are plain, self-contained functions so that the same
 source runs on both sides (sent once over the bridge with ``conn.execute``).
 
-Every call is bounded: the bridge through RPyC's ``sync_request_timeout``, the native package by running
-the call in a worker thread and giving up waiting after ``timeout`` seconds.
+Every call is bounded: the bridge through RPyC's ``sync_request_timeout`` plus a deadline on every read
+of the socket and a cap on frame sizes (``datafeeds.terminal_wire``; the connection handshake included),
+the native package by running the call in a worker thread and giving up waiting after ``timeout``
+seconds.
 
 Security: RPyC classic mode executes arbitrary code on the server. Bind it to 127.0.0.1 and reach it
 from another machine only through an SSH tunnel.
@@ -23,6 +25,8 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
+import time
+import weakref
 from collections import namedtuple
 from typing import Any
 
@@ -117,6 +121,10 @@ def _plain(value):
 # Held while a call into the in-process package runs, including one whose caller stopped waiting: the
 # package keeps one IPC session per process, so nothing may call it while an earlier call still hangs.
 _NATIVE_BUSY = threading.Lock()
+# Open NativeLinks of this process: they share the package's one IPC session, which the last one ends (a
+# link dropped without close() stops counting once it is garbage).
+_NATIVE_OPEN: weakref.WeakSet[NativeLink] = weakref.WeakSet()
+_NATIVE_OPEN_LOCK = threading.Lock()
 
 
 class NativeLink:
@@ -126,6 +134,8 @@ class NativeLink:
         self.timeout = timeout
         self.module_name = module_name
         self.where = "local"
+        with _NATIVE_OPEN_LOCK:
+            _NATIVE_OPEN.add(self)
 
     def call(self, name: str, *args, **kwargs) -> tuple[Any, tuple[int, str] | None]:
         if not _NATIVE_BUSY.acquire(timeout=self.timeout):
@@ -154,7 +164,17 @@ class NativeLink:
         return unflatten(flat), error
 
     def close(self) -> None:
-        """Nothing to release: the package's session ends with ``shutdown()``."""
+        """End the package's session with ``shutdown()`` if no other link of this process still uses it."""
+        with _NATIVE_OPEN_LOCK:
+            if self not in _NATIVE_OPEN:
+                return
+            _NATIVE_OPEN.discard(self)
+            last = not _NATIVE_OPEN
+        if last:
+            try:
+                self.call("shutdown")
+            except TerminalError:
+                log.debug("shutdown() failed on a closing link", exc_info=True)
 
 
 def _refused_message(host: str, port: int, reason: str) -> str:
@@ -174,12 +194,14 @@ class BridgeLink:
     def __init__(self, host: str, port: int, timeout: float, connect_timeout: float) -> None:
         import rpyc
         from rpyc.core.service import MasterService
-        from rpyc.core.stream import SocketStream
+        from rpyc.utils.factory import connect_channel
+
+        from datafeeds import terminal_wire
 
         self.where = f"{host}:{port}"
         self.timeout = timeout
         try:
-            stream = SocketStream.connect(host, port, timeout=connect_timeout, attempts=1)
+            self._stream = terminal_wire.connect(host, port, connect_timeout)
         except ConnectionRefusedError:
             raise TerminalConnectionError(_refused_message(host, port, "connection refused")) from None
         except TimeoutError:
@@ -187,25 +209,30 @@ class BridgeLink:
                 _refused_message(host, port, f"no answer within {connect_timeout:g} s")) from None
         except OSError as exc:
             raise TerminalConnectionError(_refused_message(host, port, str(exc))) from None
+        self._stream.deadline = time.monotonic() + timeout  # the whole handshake is one bounded call
         try:
             # MasterService drives the server's classic service without exposing this process to it.
-            self.conn = rpyc.connect_stream(stream, MasterService, config={"sync_request_timeout": timeout})
+            channel = terminal_wire.BoundedChannel(self._stream)
+            self.conn = connect_channel(channel, MasterService, config={"sync_request_timeout": timeout})
             self.conn.execute(_REMOTE_SOURCE)
             self._call = self.conn.namespace["call_flat"]
         except TimeoutError:
-            stream.close()
+            self._stream.close()
             raise TerminalTimeoutError(
-                f"the RPyC server at {self.where} accepted the connection but did not answer within "
-                f"{timeout:g} s; is it an RPyC classic server with the same major version as here "
-                f"({rpyc.__version__})?") from None
+                f"the server at {self.where} accepted the connection but did not complete the RPyC "
+                f"handshake within {timeout:g} s; is it an RPyC classic server with the same major version "
+                f"as here ({rpyc.__version__})?") from None
         except Exception as exc:
-            stream.close()
+            self._stream.close()
             raise TerminalConnectionError(
                 f"the server at {self.where} does not speak RPyC classic ({type(exc).__name__}: {exc}); "
                 f"check that it is an RPyC classic server and that RPyC's major version matches "
                 f"({rpyc.__version__} here)") from None
 
     def call(self, name: str, *args, **kwargs) -> tuple[Any, tuple[int, str] | None]:
+        from datafeeds.terminal_wire import FrameError
+
+        self._stream.deadline = time.monotonic() + self.timeout
         try:
             flat, error = self._call(MODULE, name, tuple(map(_plain, args)),
                                      tuple((k, _plain(v)) for k, v in kwargs.items()))
@@ -218,6 +245,10 @@ class BridgeLink:
             raise TerminalConnectionError(
                 f"the bridge at {self.where} runs a Python without the MetaTrader5 package; install it "
                 "there (wine python -m pip install MetaTrader5)") from None
+        except FrameError as exc:
+            self.close()
+            raise TerminalConnectionError(
+                f"the bridge at {self.where} sent an answer to {name}() that is not RPyC ({exc})") from None
         except (EOFError, ConnectionError) as exc:
             self.close()
             raise TerminalConnectionError(
@@ -230,6 +261,7 @@ class BridgeLink:
         return unflatten(flat), error
 
     def close(self) -> None:
+        self._stream.deadline = time.monotonic() + min(self.timeout, 1.0)  # a close waits for no peer
         try:
             self.conn.close()
         except Exception:  # closing a dead connection has nothing left to report

@@ -29,3 +29,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not any(probe(d) is None for d in devices):
         reasons = "; ".join(f"{d.index} {d.name}: {probe(d)}" for d in devices) or "no OpenCL platform"
         raise pytest.UsageError(f"NEURONET_REQUIRE_OPENCL=1 but no usable OpenCL device: {reasons}")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test (and every process it starts) gets its own ``NEURONET_CACHE``: tests never write to the
+    user's real cache. A test that needs a particular folder sets the variable itself, after this."""
+    monkeypatch.setenv("NEURONET_CACHE", str(tmp_path_factory.mktemp("neuronet-cache")))

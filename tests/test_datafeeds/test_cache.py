@@ -245,14 +245,58 @@ def test_bars_of_another_trade_server_are_not_mixed_in(
     assert read_npz_entry(path)[1]["server"] == "Simulated-Demo"
 
 
-def test_an_empty_window_is_remembered(load, mt5sim):
+def test_an_empty_answer_is_never_cached_as_coverage(load, mt5sim, sim_market):
     saturday = (pd.Timestamp("2023-03-04 00:00", tz="UTC"), pd.Timestamp("2023-03-05 00:00", tz="UTC"))
     with pytest.raises(NoBarsError, match="no EURUSD H1 bars"):
         load(*saturday)
-    before = calls(mt5sim)
+    before = calls(mt5sim).get("copy_rates_range", 0)
     with pytest.raises(NoBarsError):
         load(*saturday)
-    assert calls(mt5sim) == before
+    assert calls(mt5sim)["copy_rates_range"] > before  # the terminal is asked again
+
+
+def test_a_not_found_answer_while_the_terminal_downloads_is_not_cached(load, mt5sim, sim_market):
+    t, close = truth(sim_market, 2000, 2100)
+    window = (stamp(t[0]), stamp(t[-1] + 3600))
+    mt5sim.configure(fail=(("copy_rates_range", 1, -1),))  # None + "Terminal: Call failed", once
+    with pytest.raises(NoBarsError):
+        load(*window)
+    df = load(*window)  # the terminal has the history now: it is asked, not the empty entry
+    np.testing.assert_array_equal(df["close"].to_numpy(), close)
+    assert range_calls(mt5sim, lambda: load(*window)) == 0  # and now it is cached
+
+
+def test_a_not_found_page_inside_a_window_limits_the_coverage(
+    load, mt5sim, sim_market, cache_dir, mt5_server
+):
+    mt5sim.configure(maxbars=50)
+    t, close = truth(sim_market, 2000, 2200)
+    window = (stamp(t[0]), stamp(t[-1] + 3600))
+    mt5sim.configure(fail=(("copy_rates_range", 3, -1),))  # the third page of four is "not found"
+    first = load(*window)
+    assert len(first) < len(t)  # a hole where the terminal had nothing yet
+    coverage = read_npz_entry(entry_path(cache_dir, mt5_server))[1]["coverage"]
+    assert coverage[-1][1] <= t[100]  # covered only up to the page that did not answer
+    df = load(*window)
+    np.testing.assert_array_equal(df["close"].to_numpy(), close)
+
+
+def test_a_stored_entry_that_fails_validation_is_fetched_again(
+    load, mt5sim, sim_market, cache_dir, mt5_server, caplog
+):
+    t, close = truth(sim_market, 3000, 3100)
+    window = (stamp(t[0]), stamp(t[-1] + 3600))
+    load(*window)
+    path = entry_path(cache_dir, mt5_server)
+    df, header = read_npz_entry(path)
+    df.iloc[5, df.columns.get_loc("high")] = df["low"].iloc[5] - 0.01  # reads fine, but high < low
+    write_npz(path, df, {k: header[k] for k in ("source", "feed", "server", "coverage")})
+    with caplog.at_level(logging.WARNING, logger="datafeeds.cache"):
+        out = load(*window)
+    assert any(str(path) in r.getMessage() and "fetching the bars again" in r.getMessage()
+               for r in caplog.records)
+    np.testing.assert_array_equal(out["close"].to_numpy(), close)
+    assert (read_npz_entry(path)[0]["high"] >= read_npz_entry(path)[0]["low"]).all()
 
 
 def test_cache_off_and_bad_modes(load, mt5sim, sim_market, cache_dir):

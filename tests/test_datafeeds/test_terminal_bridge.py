@@ -107,8 +107,36 @@ def test_initialize_failure_says_what_to_check_and_is_not_retried(mt5_server, mt
 
 def test_no_ipc_connection(mt5_server, mt5sim):
     mt5sim.configure(fail=(("account_info", 1, -10004),))
-    with source(mt5_server) as src, pytest.raises(TerminalError, match="no IPC connection"):
+    with source(mt5_server, retries=0) as src, pytest.raises(TerminalError, match="no IPC connection"):
         src.load("EURUSD", "H1")
+
+
+def test_no_ipc_connection_reconnects_and_retries(mt5_server, mt5sim, sim_market):
+    mt5sim.configure(fail=(("copy_rates_range", 1, -10004),))
+    rates, utc = sim_market.history("EURUSD", H1)
+    with source(mt5_server) as src:
+        df = src.load("EURUSD", "H1", start="2023-01-01")
+    assert_same_bars(df, rates[:-1], utc[:-1])
+    assert mt5sim.call_count("initialize") == 2
+
+
+def test_two_clients_of_one_bridge_do_not_end_each_others_session(mt5_server, mt5sim, sim_market):
+    import rpyc
+
+    rates, utc = sim_market.history("EURUSD", H1)
+    window = {"start": "2023-06-01", "end": "2023-06-03"}
+    a, b = source(mt5_server, retries=1), source(mt5_server, retries=1)
+    a.load("EURUSD", "H1", **window)
+    b.load("EURUSD", "H1", **window)
+    a.close()  # must not shut down the terminal session b uses
+    assert mt5sim.call_count("shutdown") == 0
+    assert len(b.load("EURUSD", "H1", **window)) == 45
+    other = rpyc.classic.connect(*mt5_server)  # a third client that does call shutdown()
+    other.modules.MetaTrader5.shutdown()
+    other.close()
+    df = b.load("EURUSD", "H1", start="2023-01-01")  # -10004, then a fresh initialize() and a retry
+    b.close()
+    assert_same_bars(df, rates[:-1], utc[:-1])
 
 
 def test_ipc_timeout_is_retried_and_the_data_is_complete(mt5_server, mt5sim, sim_market):

@@ -85,3 +85,18 @@ def test_stitch_orders_pages_and_keeps_each_bar_once():
     np.testing.assert_array_equal(out["time"], bars["time"])
     assert out["close"][9] == 99 and out["close"][10] == 10
     np.testing.assert_array_equal(_stitch([bars[10:], bars[:10]]), bars)  # out of order: sorted
+
+
+def test_native_sources_share_the_session_and_the_last_one_ends_it(native_mt5):
+    import gc
+
+    gc.collect()  # sources other tests left open no longer hold the session
+    window = {"start": "2023-06-01", "end": "2023-06-03"}
+    a, b = TerminalSource(retries=0), TerminalSource(retries=0)
+    a.load("EURUSD", "H1", **window)
+    b.load("EURUSD", "H1", **window)
+    a.close()
+    assert native_mt5.call_count("shutdown") == 0 and native_mt5.initialized
+    assert len(b.load("EURUSD", "H1", **window)) == 45
+    b.close()
+    assert native_mt5.call_count("shutdown") == 1 and not native_mt5.initialized
