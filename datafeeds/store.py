@@ -46,6 +46,8 @@ from datafeeds.timeframes import Timeframe
 __all__ = ["CandleStore", "StoreEntry", "atomic_write", "cache_root", "read_npz", "write_npz"]
 
 FORMAT_VERSION = 1
+MAX_HEADER_BYTES = 2**20
+MAX_RATES_BYTES = 4 * 2**30  # 70 million bars: decades of M1
 
 
 def cache_root() -> Path:
@@ -114,17 +116,42 @@ def read_npz_header(path: str | os.PathLike) -> dict:
 
 
 def _require_npz(path: str | os.PathLike) -> None:
-    """Refuse anything but a zip archive before numpy sees it (numpy would talk of pickles instead)."""
+    """Refuse anything but a store archive before numpy sees it: numpy would talk of pickles for a text
+    file, and inflate any member, however large, into memory. The members must be ``rates`` and ``meta``,
+    the header small, and the rates' own ``.npy`` header must declare ``RATES_DTYPE`` records whose size is
+    the entry's uncompressed size, at most ``MAX_RATES_BYTES``."""
     try:
-        is_zip = zipfile.is_zipfile(path)
-    except OSError as exc:
+        if not zipfile.is_zipfile(path):
+            raise CandleDataError(str(path), "not a readable candle store file (not an .npz archive)")
+        with zipfile.ZipFile(path) as zf:
+            infos = {i.filename: i for i in zf.infolist()}
+            if set(infos) != {"rates.npy", "meta.npy"}:
+                raise ValueError(f"it holds {sorted(infos)}, not rates.npy and meta.npy")
+            if infos["meta.npy"].file_size > MAX_HEADER_BYTES:
+                raise ValueError(f"its header is {infos['meta.npy'].file_size} bytes")
+            with zf.open(infos["rates.npy"]) as f:
+                version = np.lib.format.read_magic(f)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else (
+                    np.lib.format.read_array_header_2_0)
+                shape, fortran, dtype = read(f)
+                size = f.tell() + (shape[0] if len(shape) == 1 else -1) * dtype.itemsize
+        if dtype != RATES_DTYPE or len(shape) != 1 or fortran:
+            raise ValueError(f"its rates are {shape} {dtype}, expected ({RATES_DTYPE})")
+        if size != infos["rates.npy"].file_size or size > MAX_RATES_BYTES:
+            held = infos["rates.npy"].file_size
+            raise ValueError(f"its rates entry holds {held} bytes, its header declares {size} (at most "
+                             f"{MAX_RATES_BYTES})")
+    except CandleDataError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, RuntimeError, NotImplementedError) as exc:
         raise CandleDataError(str(path), f"not a readable candle store file ({exc})") from None
-    if not is_zip:
-        raise CandleDataError(str(path), "not a readable candle store file (not an .npz archive)")
 
 
 def _header(z) -> dict:
-    header = json.loads(str(z["meta"]))
+    try:
+        header = json.loads(str(z["meta"]))
+    except RecursionError:
+        raise ValueError("its header nests too deeply") from None
     if not isinstance(header, dict) or not isinstance(header.get("meta"), dict):
         raise ValueError("its header has no candle metadata")
     return header

@@ -1,45 +1,58 @@
 """Saving and loading models: a versioned, self-describing, pickle-free file.
 
-File format, version 1 (an uncompressed ZIP archive; the extension is free, ``.nnz`` is suggested)::
+File format, version 2 (an uncompressed ZIP archive; the extension is free, ``.nnz`` is suggested)::
 
     header.json           UTF-8 JSON, described below
-    params.npy            float64 (P,)  trainable parameters, layer by layer, no alignment padding
-    state.npy             float64 (S,)  non-trainable state (batch-norm running mean/variance)
-    optimizer_slot<k>.npy float64 (P,)  optimizer state, same order as params (Adam: m then v)
+    params.npy            (P,)  trainable parameters, layer by layer, no alignment padding
+    state.npy             (S,)  non-trainable state (batch-norm running mean/variance)
+    optimizer_slot<k>.npy (P,)  optimizer state, same order as params (Adam: m then v); only when saved
+                                with ``optimizer=True``
+
+Arrays are stored in the dtype the model was trained in (``float32`` on a float32 device, ``float64`` on
+the NumPy backend), so a file is about the size of its weights; ``load`` converts them to the target
+backend's dtype. The optimizer state doubles (Adam: triples) a file and is needed only to resume training
+exactly, so it is written only when asked for; without it, ``fit`` after ``load`` starts the optimizer
+afresh (zero moments, step 0).
 
 ``header.json`` holds:
 
-- ``format`` = ``"neuronet-model"`` and ``version`` = 1 (readers refuse other formats and newer versions);
+- ``format`` = ``"neuronet-model"`` and ``version`` = 2 (readers refuse other formats and newer versions;
+  version 1 files — every array float64, optimizer state always present — still load);
 - ``architecture``: ``Sequential.config()`` — ``input_shape``, ``layers`` (each layer's ``config()``),
   ``loss``, ``optimizer`` (type, hyper-parameters, schedule), ``seed``;
-- ``training``: ``epochs_trained``, ``optimizer_iterations`` (Adam's step ``t``) and the dropout counters, so
-  training resumes where it stopped;
-- ``saved_from``: backend name and element dtype at save time (arrays are always stored as float64, which
-  holds float32 values exactly, so a file moves between backends without loss);
+- ``training``: ``epochs_trained``, ``optimizer_iterations`` (Adam's step ``t``), ``optimizer_state``
+  (whether the slots are in the file) and the dropout counters, so training resumes where it stopped;
+- ``saved_from``: backend name and element dtype at save time;
 - ``arrays``: for each ``.npy`` member its shape, dtype and SHA-256; ``payload_sha256`` is the SHA-256 of the
   members' bytes concatenated in sorted member order;
 - ``metadata``: the caller's JSON-compatible dict (feature scaling, training period, metrics, ...); NumPy
   scalars and arrays are written as numbers and lists.
 
-Every member is also covered by the ZIP CRC-32. Arrays are read with ``allow_pickle=False``. ``load`` checks
-everything (archive, header, versions, checksums, shapes, architecture) before it builds the model, so a
-truncated or corrupted file raises ``ModelFileError`` instead of yielding a half-loaded model. ``save`` writes
-a temporary file next to the target and moves it into place with ``os.replace``, so a crash never leaves a
-partial file under the final name.
+Reading trusts nothing: the header is read only up to ``MAX_HEADER_BYTES`` and parsed with its nesting
+bounded; each array's declared shape and dtype (float32 or float64 only) must fit ``MAX_ARRAY_BYTES`` in
+all and agree with the ``.npy`` member's own header and with the ZIP entry's uncompressed size before a byte
+of data is read; data is read in chunks into the final array while its checksum is computed. So a small
+file that declares or inflates to a huge array is refused without allocating it, and every failure —
+archive, header, versions, checksums, shapes, architecture — raises ``ModelFileError`` with the reason
+before the model is built. ``save`` writes a temporary file next to the target and moves it into place with
+``os.replace``, so a crash never leaves a partial file under the final name.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import io
 import json
 import os
-import tempfile
+import secrets
+import struct
 import zipfile
 import zlib
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -47,7 +60,12 @@ from nn.backend import Backend
 from nn.model import Sequential
 
 FORMAT = "neuronet-model"
-VERSION = 1
+VERSION = 2
+MAX_HEADER_BYTES = 16 * 2**20
+MAX_HEADER_DEPTH = 64  # architecture and metadata nest a handful of levels; JSON's own limit is ~1000
+MAX_ARRAY_BYTES = 8 * 2**30  # all arrays of one file together (a 1-billion-parameter float64 model)
+_DTYPES = {"float32": np.dtype("<f4"), "float64": np.dtype("<f8")}
+_CHUNK = 2**20
 
 
 class ModelFileError(ValueError):
@@ -62,14 +80,21 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def _npy_bytes(a: np.ndarray) -> bytes:
+def _npy_bytes(a: np.ndarray, dtype: np.dtype) -> bytes:
     buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(a, dtype=np.float64), allow_pickle=False)
+    np.save(buf, np.ascontiguousarray(a, dtype=dtype), allow_pickle=False)
     return buf.getvalue()
 
 
-def save(model: Sequential, path: str | os.PathLike[str], metadata: dict[str, Any] | None = None) -> Path:
-    """Write ``model`` (architecture, weights, optimizer and training state) and ``metadata`` to ``path``."""
+def save(
+    model: Sequential,
+    path: str | os.PathLike[str],
+    metadata: dict[str, Any] | None = None,
+    *,
+    optimizer: bool = False,
+) -> Path:
+    """Write ``model`` (architecture, weights, training state) and ``metadata`` to ``path``; with
+    ``optimizer=True`` the optimizer's state too, so that ``fit`` after ``load`` continues exactly."""
     path = Path(path)
     metadata = dict(model.metadata if metadata is None else metadata)
     try:
@@ -78,7 +103,12 @@ def save(model: Sequential, path: str | os.PathLike[str], metadata: dict[str, An
         raise ValueError(
             f"save {path}: metadata must be JSON-compatible (numbers, strings, lists, dicts): {exc}"
         ) from None
-    members = {f"{name}.npy": _npy_bytes(a) for name, a in model.export_arrays().items()}
+    dtype = np.dtype(model.backend.dtype)
+    dtype = dtype if dtype.name in _DTYPES else np.dtype(np.float64)
+    arrays = model.export_arrays()
+    if not optimizer:
+        arrays = {k: v for k, v in arrays.items() if not k.startswith("optimizer_slot")}
+    members = {f"{name}.npy": _npy_bytes(a, dtype) for name, a in arrays.items()}
     payload = hashlib.sha256()
     for name in sorted(members):
         payload.update(members[name])
@@ -89,61 +119,191 @@ def save(model: Sequential, path: str | os.PathLike[str], metadata: dict[str, An
         "architecture": model.config(),
         "training": {
             "epochs_trained": model.epochs_trained,
-            "optimizer_iterations": model.optimizer.iterations,
+            "optimizer_iterations": model.optimizer.iterations if optimizer else 0,
+            "optimizer_state": bool(optimizer),
             "dropout_counters": {
                 str(i): layer.counter for i, layer in enumerate(model.layers) if hasattr(layer, "counter")
             },
         },
         "saved_from": {"backend": model.backend.name, "dtype": str(np.dtype(model.backend.dtype))},
         "arrays": {
-            name: {"sha256": hashlib.sha256(data).hexdigest(), **_npy_info(data)}
-            for name, data in members.items()
+            name: {"sha256": hashlib.sha256(members[name]).hexdigest(), "shape": list(a.shape),
+                   "dtype": dtype.name}
+            for name, a in ((f"{k}.npy", v) for k, v in arrays.items())
         },
         "payload_sha256": payload.hexdigest(),
         "metadata": meta_json,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
-                zf.writestr("header.json", json.dumps(header, indent=1, allow_nan=False))
-                for name, data in members.items():
-                    zf.writestr(name, data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    def write(f: IO[bytes]) -> None:
+        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
+            zf.writestr("header.json", json.dumps(header, indent=1, allow_nan=False))
+            for name, data in members.items():
+                zf.writestr(name, data)
+
+    _atomic_write(path, write)
     model.metadata = meta_json
     return path
 
 
-def _npy_info(data: bytes) -> dict[str, Any]:
-    a = np.load(io.BytesIO(data), allow_pickle=False)
-    return {"shape": list(a.shape), "dtype": str(a.dtype)}
+def _atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
+    """Temporary file (mode 0666 minus the umask, like any output), fsync, rename. ``nn`` imports no
+    ``datafeeds``, so this is the model layer's copy of ``datafeeds.files.atomic_write``."""
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: is a folder; give a model file name to write")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of JSON arrays/objects in ``text``, counted without parsing it."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _read_header(zf: zipfile.ZipFile, path: Path) -> dict[str, Any]:
+    try:
+        info = zf.getinfo("header.json")
+    except KeyError:
+        raise ModelFileError(f"{path}: not a {FORMAT} file (no header.json)") from None
+    if info.file_size > MAX_HEADER_BYTES:
+        raise ModelFileError(f"{path}: header.json of {info.file_size} bytes (at most {MAX_HEADER_BYTES})")
+    with zf.open(info) as f:
+        text = f.read(MAX_HEADER_BYTES + 1).decode("utf-8")
+    if _depth(text) > MAX_HEADER_DEPTH:
+        raise ModelFileError(f"{path}: header.json nests deeper than {MAX_HEADER_DEPTH} levels")
+    try:
+        header = json.loads(text)
+    except RecursionError:
+        raise ModelFileError(f"{path}: header.json nests too deeply") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ModelFileError(f"{path}: not a {FORMAT} file")
+    version = header.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= VERSION:
+        raise ModelFileError(
+            f"{path}: format version {version!r} is not one this library reads (1..{VERSION})"
+        )
+    if not isinstance(header.get("arrays"), dict):
+        raise ModelFileError(f"{path}: header.json has no arrays table")
+    return header
+
+
+def _declared(name: str, info: Any, path: Path) -> tuple[tuple[int, ...], np.dtype, int]:
+    """Shape, dtype and byte size an array's header entry declares, checked for sense."""
+    if not isinstance(info, dict):
+        raise ModelFileError(f"{path}: header entry of {name} is not a table")
+    shape, dtype_name = info.get("shape"), info.get("dtype", "float64")
+    if not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape) or len(shape) > 8:
+        raise ModelFileError(f"{path}: array {name} declares shape {shape!r} (not a list of sizes)")
+    if dtype_name not in _DTYPES:
+        raise ModelFileError(f"{path}: array {name} declares dtype {dtype_name!r} (float32 or float64 only)")
+    dtype = _DTYPES[dtype_name]
+    nbytes = dtype.itemsize * int(np.prod(shape, dtype=object))
+    return tuple(shape), dtype, nbytes
+
+
+def _npy_prefix(f: IO[bytes], name: str, path: Path) -> tuple[bytes, tuple[int, ...], np.dtype]:
+    """Read and parse a ``.npy`` member's own header (bounded), returning its bytes, shape and dtype."""
+    lead = f.read(10)
+    if len(lead) < 10 or lead[:6] != b"\x93NUMPY":
+        raise ModelFileError(f"{path}: {name} is not a .npy array")
+    if lead[6] == 1:
+        (hlen,), head = struct.unpack("<H", lead[8:10]), lead
+    elif lead[6] in (2, 3):
+        more = f.read(2)
+        (hlen,), head = struct.unpack("<I", lead[8:10] + more), lead + more
+    else:
+        raise ModelFileError(f"{path}: {name} has .npy version {lead[6]}")
+    if hlen > 65536:
+        raise ModelFileError(f"{path}: {name} has a .npy header of {hlen} bytes")
+    text = f.read(hlen)
+    try:
+        d = ast.literal_eval(text.decode("latin1"))
+        shape, dtype = tuple(d["shape"]), np.dtype(d["descr"])
+        if d["fortran_order"] or not all(type(n) is int for n in shape):
+            raise ValueError("not a C-ordered array")
+    except (ValueError, SyntaxError, TypeError, KeyError, MemoryError, RecursionError) as exc:
+        raise ModelFileError(f"{path}: {name} has an unreadable .npy header ({exc})") from None
+    return head + text, shape, dtype
+
+
+def _read_array(zf: zipfile.ZipFile, name: str, info: Any, path: Path, budget: int, payload) -> np.ndarray:
+    """One member, checked against its declaration before its data is read, then read in chunks that
+    feed its own checksum and the file's ``payload`` one."""
+    shape, dtype, nbytes = _declared(name, info, path)
+    if nbytes > budget:
+        raise ModelFileError(
+            f"{path}: array {name} declares {nbytes} bytes; a model file holds at most {MAX_ARRAY_BYTES}"
+        )
+    entry = zf.getinfo(name)
+    with zf.open(entry) as f:
+        prefix, npy_shape, npy_dtype = _npy_prefix(f, name, path)
+        if npy_shape != shape or npy_dtype != dtype:
+            raise ModelFileError(
+                f"{path}: array {name} is {npy_shape} {npy_dtype}, header says {list(shape)} {dtype}"
+            )
+        if entry.file_size != len(prefix) + nbytes:
+            raise ModelFileError(
+                f"{path}: {name} holds {entry.file_size} bytes, its shape needs {len(prefix) + nbytes}"
+            )
+        digest = hashlib.sha256(prefix)
+        payload.update(prefix)
+        out = np.empty(shape, dtype=dtype)
+        view = memoryview(out.reshape(-1).view(np.uint8))
+        done = 0
+        while done < nbytes:
+            n = f.readinto(view[done : done + _CHUNK])
+            if not n:
+                raise ModelFileError(f"{path}: {name} ends after {done} of {nbytes} bytes")
+            digest.update(view[done : done + n])
+            payload.update(view[done : done + n])
+            done += n
+    if digest.hexdigest() != info.get("sha256"):
+        raise ModelFileError(f"{path}: checksum mismatch in {name} (the file is corrupted)")
+    return out
 
 
 def _read(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Read and verify everything in the file; raise ``ModelFileError`` naming the first problem."""
     try:
         with zipfile.ZipFile(path) as zf:
-            names = set(zf.namelist())
-            if "header.json" not in names:
-                raise ModelFileError(f"{path}: not a {FORMAT} file (no header.json)")
-            header = json.loads(zf.read("header.json").decode("utf-8"))
-            if not isinstance(header, dict) or header.get("format") != FORMAT:
-                raise ModelFileError(f"{path}: not a {FORMAT} file")
-            version = header.get("version")
-            if not isinstance(version, int) or not 1 <= version <= VERSION:
-                raise ModelFileError(
-                    f"{path}: format version {version!r} is not one this library reads (1..{VERSION})"
-                )
-            blobs = {name: zf.read(name) for name in header["arrays"]}
+            header = _read_header(zf, path)
+            declared, payload, arrays, budget = header["arrays"], hashlib.sha256(), {}, MAX_ARRAY_BYTES
+            for name in sorted(declared):
+                a = _read_array(zf, name, declared[name], path, budget, payload)
+                budget -= a.nbytes
+                arrays[name.removesuffix(".npy")] = a
+        if payload.hexdigest() != header.get("payload_sha256"):
+            raise ModelFileError(f"{path}: payload checksum mismatch (the file is corrupted)")
     except ModelFileError:
         raise
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ModelFileError(f"{path}: corrupted header.json ({exc})") from None
     except (
         zipfile.BadZipFile,
@@ -153,36 +313,24 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         KeyError,
         TypeError,
         ValueError,
+        MemoryError,
+        RecursionError,
     ) as exc:
         raise ModelFileError(f"{path}: truncated or corrupted model file ({exc})") from None
     except OSError as exc:
         if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError):
             raise
         raise ModelFileError(f"{path}: truncated or corrupted model file ({exc})") from None
-    payload = hashlib.sha256()
-    arrays = {}
-    for name in sorted(blobs):
-        data, info = blobs[name], header["arrays"][name]
-        payload.update(data)
-        if hashlib.sha256(data).hexdigest() != info.get("sha256"):
-            raise ModelFileError(f"{path}: checksum mismatch in {name} (the file is corrupted)")
-        try:
-            a = np.load(io.BytesIO(data), allow_pickle=False)
-        except ValueError as exc:
-            raise ModelFileError(f"{path}: unreadable array {name} ({exc})") from None
-        if list(a.shape) != info.get("shape") or a.dtype != np.float64:
-            raise ModelFileError(f"{path}: array {name} has shape {a.shape} {a.dtype}, header says {info}")
-        arrays[name.removesuffix(".npy")] = a
-    if payload.hexdigest() != header.get("payload_sha256"):
-        raise ModelFileError(f"{path}: payload checksum mismatch (the file is corrupted)")
     return header, arrays
 
 
 def load(path: str | os.PathLike[str], backend: str | Backend | None = None) -> Sequential:
     """Rebuild a saved model on ``backend`` (default: the kind of backend it was saved from).
 
-    Weights, optimizer state, non-trainable state, training counters and ``model.metadata`` are restored,
-    so ``predict`` matches the saved model and ``fit`` continues where it stopped.
+    Weights, non-trainable state, training counters, ``model.metadata`` and, when the file holds it, the
+    optimizer state are restored, so ``predict`` matches the saved model and ``fit`` continues where it
+    stopped (with a fresh optimizer when the file was saved without ``optimizer=True``). Arrays are
+    converted to the backend's dtype.
     """
     from nn import get_backend
 
@@ -202,7 +350,9 @@ def load(path: str | os.PathLike[str], backend: str | Backend | None = None) -> 
                 backend=be,
                 seed=arch["seed"],
             )
-            model.import_arrays(arrays)
+            if not training.get("optimizer_state", True):  # version 2 without optimizer=True
+                arrays = {**model.export_arrays(), **arrays}  # a fresh model's zero slots
+            model.import_arrays({k: a.astype(np.float64, copy=False) for k, a in arrays.items()})
         except ValueError as exc:
             raise ModelFileError(f"{path}: the stored architecture does not rebuild: {exc}") from None
         model.epochs_trained = int(training["epochs_trained"])

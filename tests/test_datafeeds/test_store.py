@@ -1,3 +1,4 @@
+import json
 import os
 import random
 import signal
@@ -11,7 +12,7 @@ import pytest
 
 from datafeeds import BrokerClock, CandleDataError, CandleStore, cache_root, meta_of, read_sample, to_rates
 from datafeeds.sample import SampleSource
-from datafeeds.store import read_npz, write_npz
+from datafeeds.store import read_npz, read_npz_header, write_npz
 
 
 def test_cache_root_follows_the_environment(monkeypatch, tmp_path):
@@ -148,3 +149,61 @@ def test_store_writes_killed_at_random_moments_always_leave_a_loadable_file(tmp_
             proc.wait(timeout=10)
         back = read_npz(path)
         assert any(back.equals(v) for v in versions)
+
+
+def _npz_with(path, rates_prefix: bytes, rates_body_mib: int, extra: dict | None = None):
+    """A store-like ``.npz``: a deflated ``rates.npy`` of the given .npy header and zero bytes, a header."""
+    import io
+    import zipfile
+
+    meta = io.BytesIO()
+    np.save(meta, np.array(json.dumps({"meta": {}})))
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("meta.npy", meta.getvalue())
+        with zf.open("rates.npy", "w") as f:
+            f.write(rates_prefix)
+            for _ in range(rates_body_mib):
+                f.write(bytes(2**20))
+        for name, blob in (extra or {}).items():
+            zf.writestr(name, blob)
+    return path
+
+
+def _npy_prefix(dtype, shape) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buf, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": shape}
+    )
+    return buf.getvalue()
+
+
+def test_hostile_npz_files_are_refused_before_anything_is_inflated(tmp_path):
+    import tracemalloc
+
+    from datafeeds.candles import RATES_DTYPE
+
+    cases = {
+        # A 64 MiB entry of zeros (about 64 KB on disk) whose .npy header declares 2**36 bars.
+        "lying": _npz_with(tmp_path / "lying.npz", _npy_prefix(RATES_DTYPE, (2**36,)), 64),
+        # Consistent sizes, wrong dtype (objects would need a pickle; ints are not rates).
+        "object": _npz_with(tmp_path / "object.npz", _npy_prefix(object, (10,)), 0),
+        "ints": _npz_with(tmp_path / "ints.npz", _npy_prefix(np.int64, (2**20 // 8,)), 1),
+        "extra member": _npz_with(
+            tmp_path / "extra.npz", _npy_prefix(RATES_DTYPE, (0,)), 0, {"more.npy": b"x"}
+        ),
+    }
+    deep = tmp_path / "deep.npz"
+    with open(deep, "wb") as f:
+        np.savez(f, rates=np.empty(0, RATES_DTYPE), meta=np.array("[" * 100_000 + "]" * 100_000))
+    cases["deep header"] = deep
+    tracemalloc.start()
+    for path in cases.values():
+        with pytest.raises(CandleDataError, match="not a readable candle store file"):
+            read_npz(path)
+        with pytest.raises(CandleDataError):
+            read_npz_header(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 16 * 2**20

@@ -32,7 +32,7 @@ def test_save_load_predict_identical(backend, tmp_path):
     model = _model(backend)
     model.fit(x, y, epochs=2, batch_size=16, progress=False)
     meta = {"scaler": {"mean": np.zeros(6), "std": np.float64(1.5)}, "period": ["2020-01-01", "2023-12-31"]}
-    path = save(model, tmp_path / "model.nnz", meta)
+    path = save(model, tmp_path / "model.nnz", meta, optimizer=True)
     loaded = load(path, backend=backend)
     np.testing.assert_array_equal(loaded.predict(x), model.predict(x))
     assert loaded.metadata == {
@@ -52,7 +52,7 @@ def test_training_resumes_exactly_after_load(tmp_path):
     straight.fit(x, y, epochs=3, batch_size=16, progress=False)
     first = _model("numpy")
     first.fit(x, y, epochs=2, batch_size=16, progress=False)
-    resumed = load(save(first, tmp_path / "m.nnz"))
+    resumed = load(save(first, tmp_path / "m.nnz", optimizer=True))
     resumed.fit(x, y, epochs=1, batch_size=16, progress=False)
     np.testing.assert_array_equal(resumed.export_arrays()["params"], straight.export_arrays()["params"])
 
@@ -78,7 +78,9 @@ def test_file_layout_is_documented_and_pickle_free(tmp_path):
         names = set(zf.namelist())
         header = json.loads(zf.read("header.json"))
         params = np.load(zf.open("params.npy"), allow_pickle=False)
-    assert names == {"header.json", "params.npy", "state.npy", "optimizer_slot0.npy", "optimizer_slot1.npy"}
+    assert names == {"header.json", "params.npy", "state.npy"}  # the optimizer state only when asked
+    with zipfile.ZipFile(save(model, tmp_path / "o.nnz", optimizer=True)) as zf:
+        assert {"optimizer_slot0.npy", "optimizer_slot1.npy"} < set(zf.namelist())
     assert header["format"] == FORMAT and header["version"] == VERSION
     assert params.dtype == np.float64 and params.shape == (model.parameter_count,)
     assert header["arrays"]["params.npy"]["shape"] == [model.parameter_count]
@@ -165,3 +167,182 @@ def test_save_is_atomic(tmp_path):
     save(model, path, {"v": 2})
     assert load(path).metadata == {"v": 2}
     assert sorted(p.name for p in Path(tmp_path).iterdir()) == ["m.nnz"]  # no temporary files left
+
+
+def test_weights_are_stored_in_the_training_dtype_and_the_file_is_their_size(backend, tmp_path):
+    model = Sequential([Dense(300, "tanh"), Dense(200), Dense(3)], input_shape=(50,), backend=backend)
+    path = save(model, tmp_path / "m.nnz")
+    dtype = np.dtype(model.backend.dtype)
+    with zipfile.ZipFile(path) as zf:
+        assert np.load(zf.open("params.npy"), allow_pickle=False).dtype == dtype
+    weights = model.parameter_count * dtype.itemsize
+    assert weights < path.stat().st_size < weights + 16_000  # header and ZIP records only
+    x = np.random.default_rng(1).normal(size=(4, 50))
+    np.testing.assert_array_equal(load(path, backend=backend).predict(x), model.predict(x))
+    # Loading converts: a float32 file on the float64 reference gives the float32 weights exactly.
+    ref = load(path, backend="numpy")
+    np.testing.assert_array_equal(
+        ref.export_arrays()["params"], model.export_arrays()["params"].astype(dtype).astype(np.float64)
+    )
+
+
+def test_without_optimizer_state_training_restarts_the_optimizer(tmp_path):
+    x, y = _data()
+    model = _model("numpy")
+    model.fit(x, y, epochs=1, batch_size=16, progress=False)
+    loaded = load(save(model, tmp_path / "m.nnz"))
+    assert loaded.optimizer.iterations == 0 and loaded.epochs_trained == 1
+    assert not loaded.export_arrays()["optimizer_slot0"].any()
+    loaded.fit(x, y, epochs=1, batch_size=16, progress=False)  # trains on from the saved weights
+
+
+def test_version_1_files_still_load(tmp_path):
+    """A version 1 file (every array float64, optimizer slots always present), written as 0.1 did."""
+    import hashlib
+
+    x, y = _data()
+    model = _model("numpy")
+    model.fit(x, y, epochs=1, batch_size=16, progress=False)
+    members = {}
+    for name, a in model.export_arrays().items():
+        buf = io.BytesIO()
+        np.save(buf, a.astype(np.float64), allow_pickle=False)
+        members[f"{name}.npy"] = buf.getvalue()
+    payload = hashlib.sha256(b"".join(members[n] for n in sorted(members))).hexdigest()
+    header = {
+        "format": FORMAT, "version": 1, "architecture": model.config(),
+        "training": {"epochs_trained": 1, "optimizer_iterations": model.optimizer.iterations,
+                     "dropout_counters": {"2": model.layers[2].counter}},
+        "saved_from": {"backend": "numpy", "dtype": "float64"},
+        "arrays": {n: {"sha256": hashlib.sha256(b).hexdigest(), "shape": list(np.load(io.BytesIO(b)).shape),
+                       "dtype": "float64"} for n, b in members.items()},
+        "payload_sha256": payload, "metadata": {"old": True},
+    }  # fmt: skip
+    old = tmp_path / "v1.nnz"
+    with zipfile.ZipFile(old, "w") as zf:
+        zf.writestr("header.json", json.dumps(header))
+        for name, blob in members.items():
+            zf.writestr(name, blob)
+    loaded = load(old)
+    assert loaded.optimizer.iterations == model.optimizer.iterations and loaded.metadata == {"old": True}
+    for a, b in zip(loaded.export_arrays().values(), model.export_arrays().values(), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def _rewrite(src: Path, dst: Path, *, header=None, members=None, compress=None) -> Path:
+    """A copy of a model file with the header edited and members replaced."""
+    with zipfile.ZipFile(src) as zf:
+        old = {name: zf.read(name) for name in zf.namelist()}
+    head = json.loads(old.pop("header.json"))
+    if header is not None:
+        header(head)
+    old.update(members or {})
+    with zipfile.ZipFile(dst, "w", compression=compress or zipfile.ZIP_STORED) as zf:
+        zf.writestr("header.json", head if isinstance(head, str) else json.dumps(head))
+        for name, blob in old.items():
+            zf.writestr(name, blob)
+    return dst
+
+
+def _npy(a: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, a, allow_pickle=a.dtype == object)
+    return buf.getvalue()
+
+
+def _bomb(good: Path, path: Path, elements: int, declared: int) -> Path:
+    """``good`` plus a deflated all-zero float64 member ``big.npy`` of ``elements`` values, declared in the
+    header with ``declared`` elements: a file of a few hundred KB that inflates to ``8 * elements`` bytes."""
+    prefix = io.BytesIO()
+    declaration = {"descr": "<f8", "fortran_order": False, "shape": (elements,)}
+    np.lib.format.write_array_header_1_0(prefix, declaration)
+    big = {"shape": [declared], "dtype": "float64", "sha256": "0" * 64}
+    _rewrite(good, path, header=lambda h: h["arrays"].update({"big.npy": big}))
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as zf, zf.open("big.npy", "w") as f:
+        f.write(prefix.getvalue())
+        block = bytes(2**20)
+        for _ in range(elements * 8 // 2**20):
+            f.write(block)
+    return path
+
+
+def test_a_small_file_inflating_to_a_huge_array_is_refused_without_reading_it(tmp_path, monkeypatch):
+    import tracemalloc
+
+    import nn.io
+
+    good = save(Sequential([Dense(2)], input_shape=(3,), backend="numpy"), tmp_path / "m.nnz")
+    n = 2**23  # 64 MiB inflated
+    lying = _bomb(good, tmp_path / "lying.nnz", n, 2**36)  # the header declares 512 GiB
+    short = _bomb(good, tmp_path / "short.nnz", n, 2**30)  # the header declares more than the entry holds
+    honest = _bomb(good, tmp_path / "honest.nnz", n, n)  # consistent, but over the (lowered) cap
+    assert lying.stat().st_size < 2**20
+    monkeypatch.setattr(nn.io, "MAX_ARRAY_BYTES", 2**20)
+    tracemalloc.start()
+    for path, reason in ((lying, "declares"), (short, "declares|holds"), (honest, "at most")):
+        with pytest.raises(ModelFileError, match=rf"big\.npy.*({reason})|({reason}).*big\.npy"):
+            load(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 8 * 2**20  # nothing near the 64 MiB was ever allocated
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        (lambda h: h["arrays"]["params.npy"].update(shape=[2**36]), "declares 549755813888 bytes"),
+        (lambda h: h["arrays"]["params.npy"].update(shape=[-1]), "declares shape"),
+        (lambda h: h["arrays"]["params.npy"].update(shape="many"), "declares shape"),
+        (lambda h: h["arrays"]["params.npy"].update(dtype="object"), "declares dtype 'object'"),
+        (lambda h: h["arrays"]["params.npy"].update(dtype="int64"), "declares dtype 'int64'"),
+        (lambda h: h["arrays"].update({"params.npy": "x"}), "is not a table"),
+        (lambda h: h.update(arrays=[]), "no arrays table"),
+    ],
+    ids=["2^36 elements", "negative", "not a list", "object dtype", "int dtype", "entry", "table"],
+)
+def test_nonsense_declarations_are_the_model_file_error(tmp_path, edit, reason):
+    good = save(Sequential([Dense(2)], input_shape=(3,), backend="numpy"), tmp_path / "m.nnz")
+    with pytest.raises(ModelFileError, match=reason):
+        load(_rewrite(good, tmp_path / "bad.nnz", header=edit))
+
+
+def test_array_members_that_disagree_with_the_header_are_refused(tmp_path):
+    model = Sequential([Dense(2)], input_shape=(3,), backend="numpy")
+    good = save(model, tmp_path / "m.nnz")
+    n = model.parameter_count
+    cases = {
+        "object": _npy(np.array([{"a": 1}] * n, dtype=object)),
+        "int": _npy(np.zeros(n, dtype=np.int64)),
+        "float32": _npy(np.zeros(n, dtype=np.float32)),
+        "shape": _npy(np.zeros(n + 1)),
+        "fortran": _npy(np.asfortranarray(np.zeros((n, 2)))),
+        "not npy": b"\x00" * 200,
+    }
+    for label, blob in cases.items():
+        bad = _rewrite(good, tmp_path / f"{label}.nnz", members={"params.npy": blob})
+        with pytest.raises(ModelFileError, match=r"params\.npy"):
+            load(bad)
+
+
+def test_a_deeply_nested_header_is_the_model_file_error(tmp_path):
+    good = save(Sequential([Dense(2)], input_shape=(3,), backend="numpy"), tmp_path / "m.nnz")
+    deep = '{"format": "neuronet-model", "version": 2, "arrays": {}, "metadata": ' + "[" * 100_000
+    deep += "]" * 100_000 + "}"
+    bad = tmp_path / "deep.nnz"
+    with zipfile.ZipFile(bad, "w") as zf:
+        zf.writestr("header.json", deep)
+    with pytest.raises(ModelFileError, match="nests deeper"):
+        load(bad)
+    assert good.is_file()
+
+
+def test_model_files_get_the_usual_permissions(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        path = save(Sequential([Dense(2)], input_shape=(3,), backend="numpy"), tmp_path / "m.nnz")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
