@@ -9,9 +9,7 @@ from __future__ import annotations
 import base64
 import html
 import json
-import os
 import platform
-import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib import metadata
@@ -21,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from backtests.replay import Result
+from datafeeds.files import atomic_write
 
 REPORT_VERSION = 1
 
@@ -138,15 +137,7 @@ def environment() -> dict:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; reports are meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda fh: fh.write(data))  # usual permissions (0644 under the default umask)
 
 
 def _jsonable(obj):
@@ -224,8 +215,6 @@ def write_report(result: Result, folder: str | Path, env: dict | None = None) ->
     model_file = None
     if result.ea_instance is not None:
         model_file = result.ea_instance.save_model(str(folder / "model"))
-        if model_file:
-            os.chmod(model_file, 0o644)  # readable like the rest of the folder (temp files start 0600)
     doc = report_dict(result, env)
     doc["files"] = {**files, "model": Path(model_file).name if model_file else None}
     trades = result.trades.copy()

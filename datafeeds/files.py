@@ -19,6 +19,8 @@ pointing outside) before the path is read, written or deleted.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import secrets
 import time
@@ -76,14 +78,14 @@ def is_inside(root: str | os.PathLike, path: str | os.PathLike) -> bool:
     return True
 
 
-def output_path(path: str | os.PathLike, what: str = "output file") -> Path:
+def output_path(path: str | os.PathLike) -> Path:
     """A file name a user gave for writing: refused when it holds NUL bytes or names a folder."""
     text = os.fspath(path)
     if "\0" in text:
-        raise UnsafePathError(repr(text), f"an {what} name must not contain NUL bytes")
+        raise UnsafePathError(repr(text), "a file name must not contain NUL bytes")
     out = Path(text)
     if out.is_dir() or not out.name:
-        raise UnsafePathError(text, f"is a folder; give an {what} name to write")
+        raise UnsafePathError(text, "is a folder; give a file name to write")
     return out
 
 
@@ -115,6 +117,25 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     """``atomic_write`` of UTF-8 text."""
     data = text.encode("utf-8")
     return atomic_write(path, lambda f: f.write(data))
+
+
+def strict_json(value: object) -> object:
+    """``value`` with NumPy scalars and arrays as plain numbers and lists, and NaN/inf as ``null``: what
+    ``json`` writes then is valid JSON (Python's default writes a bare ``NaN`` no other reader accepts)."""
+    if isinstance(value, dict):
+        return {str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(v) for v in value]
+    if hasattr(value, "tolist") and hasattr(value, "dtype"):  # numpy arrays and scalars
+        return strict_json(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def atomic_write_json(path: str | os.PathLike, doc: object, *, indent: int | None = 1) -> Path:
+    """``atomic_write`` of ``doc`` as strict JSON (see ``strict_json``)."""
+    return atomic_write_text(path, json.dumps(strict_json(doc), indent=indent, allow_nan=False) + "\n")
 
 
 def temp_files(folder: str | os.PathLike, *, name: str = "*", recursive: bool = False) -> Iterator[Path]:

@@ -62,6 +62,13 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(code)
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
+    except (BrokenPipeError, SystemExit) as exc:  # `neuronet data show | head`: the reader has all it wants
+        # (Click turns EPIPE into exit 1 after wrapping stdout in its PacifyFlushWrapper.)
+        pacified = type(sys.stdout).__name__ == "PacifyFlushWrapper"
+        if isinstance(exc, SystemExit) and not (exc.code == 1 and pacified):
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())  # no error at the final flush
+        raise SystemExit(0) from None
     except typer.Abort:
         typer.echo("Aborted.", err=True)
         raise SystemExit(130) from None

@@ -195,3 +195,23 @@ def test_export_of_an_empty_window_writes_nothing(capsys, tmp_path):
     code, _, err = run(capsys, "data", "export", "--from", "2019-01-01", "--out", str(tmp_path / "x.csv"))
     assert code == 2 and "no bars to export from 2019-01-01" in err and err.count("\n") == 1
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_show_into_a_closed_pipe_exits_0_quietly():
+    """`neuronet data show -n 5000 | head -1`: the reader stops early; no exit 1, no traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from neuronet.cli import main; main(sys.argv[1:])",
+         "data", "show", "-n", "5000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    first = proc.stdout.readline()
+    proc.stdout.close()  # what head does after its line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert first.startswith(b"EURUSD H1") and err == ""
+
+
+def test_export_out_with_a_nul_byte_is_refused(capsys, tmp_path):
+    code, _, err = run(capsys, "data", "export", "--out", str(tmp_path / "a\0b.csv"))
+    assert code == 2 and "null byte" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []

@@ -147,7 +147,7 @@ def export(
     """Write candles as a MetaTrader CSV file, times in the data's broker clock (--broker-tz)."""
     if fmt not in ("mt5", "csv"):
         raise ValueError(f"--format must be mt5 or csv, not {fmt!r}")
-    out = output_path(out, "--out file")
+    out = output_path(out)
     report = _load(
         symbol, timeframe, source, path, start, end, broker_tz, seed, opt or [], repair, no_cache, refresh
     )

@@ -14,6 +14,7 @@ import pytest
 from datafeeds.files import (
     UnsafePathError,
     atomic_write,
+    atomic_write_json,
     inside,
     output_path,
     remove_stale,
@@ -104,3 +105,34 @@ def test_a_killed_writer_leaves_a_temp_file_no_reader_takes_for_data(tmp_path):
     os.utime(left[0], (time.time() - 3600, time.time() - 3600))
     store.clear()
     assert store.temp_files() == [] and not (tmp_path / "candles" / "mt5").exists()
+
+
+def test_json_is_strict_nan_and_inf_become_null(tmp_path):
+    import json
+
+    import numpy as np
+
+    doc = {"mse": float("nan"), "mae": np.float32("inf"), "steps": np.arange(3), "ok": np.float64(0.5),
+           "nested": [{"x": -float("inf")}], 7: True}  # fmt: skip
+    path = atomic_write_json(tmp_path / "metrics.json", doc)
+    text = path.read_text()
+    strict = json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in the JSON"))
+    assert strict == {"mse": None, "mae": None, "steps": [0, 1, 2], "ok": 0.5, "nested": [{"x": None}],
+                      "7": True}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("cell", "why"),
+    [("inf", "is infinite"), ("-inf", "is infinite"), ("1e39", "overflows float32"), ("nan", "not a number")],
+)
+def test_a_table_with_inf_or_float32_overflow_names_row_and_column(cell, why):
+    import numpy as np
+
+    from datafeeds.errors import CandleDataError
+    from datafeeds.tables import require_float32
+
+    values = np.ones((5, 2))
+    values[3, 1] = float(cell)
+    with pytest.raises(CandleDataError, match=rf"data\.csv: row 5, column 'OT': .* {why}"):
+        require_float32(values, ["HUFL", "OT"], "data.csv")
+    require_float32(np.full((2, 2), 3.4e38), ["a", "b"], "fine.csv")
