@@ -1,7 +1,12 @@
-"""Shared fixtures: a seeded RNG and the awkward sizes every kernel is tested on."""
+"""Shared fixtures: a seeded RNG and the awkward sizes every kernel is tested on; every test's own
+``NEURONET_CACHE``; and ``NEURONET_REQUIRE_OPENCL=1`` turning any OpenCL test's skip into a failure."""
+
+import os
 
 import numpy as np
 import pytest
+
+pytest_plugins = ["pytester"]
 
 # Sizes that are not multiples of 4, of a vector width or of a work-group size.
 AWKWARD = (1, 3, 5, 17, 130)
@@ -18,9 +23,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     The OpenCL tests skip themselves where no device exists, which is right on a user's machine but would let
     CI pass without testing a single kernel.
     """
-    import os
-
-    if os.environ.get("NEURONET_REQUIRE_OPENCL", "0") in ("", "0"):
+    if not _opencl_required():
         return
     from opencl import list_devices
     from opencl.device import probe
@@ -36,3 +39,33 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     """Every test (and every process it starts) gets its own ``NEURONET_CACHE``: tests never write to the
     user's real cache. A test that needs a particular folder sets the variable itself, after this."""
     monkeypatch.setenv("NEURONET_CACHE", str(tmp_path_factory.mktemp("neuronet-cache")))
+
+
+def _opencl_required() -> bool:
+    return os.environ.get("NEURONET_REQUIRE_OPENCL", "0") not in ("", "0")
+
+
+def _fail_opencl_skip(report: pytest.CollectReport | pytest.TestReport) -> None:
+    """With ``NEURONET_REQUIRE_OPENCL=1``, a skip whose reason names OpenCL (a module that could not get a
+    runtime, a device fixture with nothing to run on, ``importorskip("pyopencl")``) is a failure: CI must
+    not pass an OpenCL test module it never ran, whatever made getting the runtime fail."""
+    if not report.skipped or not _opencl_required():
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if "opencl" in reason.lower():
+        report.outcome = "failed"
+        report.longrepr = f"NEURONET_REQUIRE_OPENCL=1, but this OpenCL test was skipped: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    """Module-level skips (``pytest.skip(..., allow_module_level=True)``, ``importorskip``)."""
+    outcome = yield
+    _fail_opencl_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Skips of single tests (``skipif`` marks, ``pytest.skip`` in a fixture or test)."""
+    outcome = yield
+    _fail_opencl_skip(outcome.get_result())
