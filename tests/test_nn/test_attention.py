@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from layer_check import bind_random
 
 from nn.attention import (
     FeedForward,
@@ -19,24 +20,6 @@ from nn.attention import (
     sinusoid_table,
 )
 from nn.layers import from_config
-from nn.ops_numpy import NumpyBackend
-
-RefBackend = NumpyBackend
-
-
-def bind_random(layer, input_shape, rng, scale=0.5):
-    """Build ``layer`` and bind random parameters / zero gradients held in two flat buffers."""
-    be = RefBackend()
-    layer.build(tuple(input_shape))
-    specs = layer.param_specs()
-    total = sum(s.size for s in specs)
-    flat_p, flat_g = rng.normal(scale=scale, size=total), np.zeros(total)
-    params, grads, off = {}, {}, 0
-    for s in specs:
-        params[s.name], grads[s.name] = be.view(flat_p, off, s.shape), be.view(flat_g, off, s.shape)
-        off += s.size
-    layer.bind(be, params, grads, {})
-    return flat_p, flat_g
 
 
 def fd_check(layer, input_shape, batch, rng, fd, *, training=False, reset=None, x=None):

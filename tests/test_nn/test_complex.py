@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from layer_check import bind_random
 
 from nn.complex import (
     ComplexActivation,
@@ -22,21 +23,6 @@ from nn.layers import from_config
 from nn.ops_numpy import NumpyBackend
 
 _B = NumpyBackend
-
-
-def bind_random(layer, input_shape, rng, scale=0.5):
-    """Build and bind ``layer`` to random parameters and zero gradients in two flat float64 buffers."""
-    be = _B()
-    layer.build(tuple(input_shape))
-    specs = layer.param_specs()
-    total = sum(s.size for s in specs)
-    flat_p, flat_g = rng.normal(scale=scale, size=total), np.zeros(total)
-    params, grads, off = {}, {}, 0
-    for s in specs:
-        params[s.name], grads[s.name] = be.view(flat_p, off, s.shape), be.view(flat_g, off, s.shape)
-        off += s.size
-    layer.bind(be, params, grads, {})
-    return flat_p, flat_g
 
 
 def fd_check(layer, input_shape, batch, rng, fd, *, training=False, reset=None, x=None, tol=1e-6):
