@@ -11,7 +11,8 @@ Two record layouts (prices are integers counted in the instrument's point, 10**-
 The compression is the legacy ``.lzma`` container (``lzma.FORMAT_ALONE``); ``FORMAT_AUTO`` also takes
 ``.xz``. A 0-byte file is valid and means "no data in this period" (weekends, holidays). A stream that
 does not reach its end marker, or does not hold whole records, is a corrupt or truncated download and
-raises ``CandleDataError`` naming where it came from.
+raises ``CandleDataError`` naming where it came from, and so does one that inflates beyond ``MAX_PAYLOAD``
+(the busiest hour of ticks is a few MB; a small file that inflates to gigabytes is not a download).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import lzma
 import numpy as np
 
 from datafeeds.errors import CandleDataError
+
+MAX_PAYLOAD = 256 * 2**20
 
 TICK_RECORD = np.dtype(
     [("ms", ">u4"), ("ask", ">u4"), ("bid", ">u4"), ("ask_volume", ">f4"), ("bid_volume", ">f4")]
@@ -43,9 +46,11 @@ def decompress(raw: bytes, origin: str) -> bytes:
         return b""
     decoder = lzma.LZMADecompressor(format=lzma.FORMAT_AUTO)
     try:
-        payload = decoder.decompress(raw)
+        payload = decoder.decompress(raw, max_length=MAX_PAYLOAD)
     except lzma.LZMAError as exc:
         raise CandleDataError(origin, f"not a readable bi5 (LZMA) file: {exc}") from None
+    if not decoder.eof and len(payload) >= MAX_PAYLOAD:
+        raise CandleDataError(origin, f"bi5 file inflates beyond {MAX_PAYLOAD} bytes: not an archive file")
     if not decoder.eof:
         raise CandleDataError(origin, f"truncated bi5 file: the LZMA stream stops after {len(raw)} bytes")
     return payload

@@ -107,6 +107,21 @@ def unflatten(flat) -> Any:
     raise TerminalError(f"terminal sent an answer neuronet cannot read (tag {tag!r})")
 
 
+def read_answer(flat, error, where: str, name: str) -> tuple[Any, tuple[int, str] | None]:
+    """``unflatten`` an answer and check the ``last_error`` pair: anything else than what ``call_flat``
+    makes (an object array, nesting past Python's limit, a malformed error) is a ``TerminalError``."""
+    try:
+        answer = unflatten(flat)
+        if error is not None:
+            code, message = error
+            error = (int(code), str(message))
+    except (ValueError, TypeError, IndexError, KeyError, RecursionError, MemoryError) as exc:
+        raise TerminalError(
+            f"MetaTrader 5 {name}() at {where} sent an answer neuronet cannot read "
+            f"({type(exc).__name__}: {str(exc)[:200]})") from None
+    return answer, error
+
+
 def _plain(value):
     """Arguments cross as built-in types (an IntEnum or numpy integer would travel as a netref)."""
     if isinstance(value, bool) or value is None:
@@ -161,7 +176,7 @@ class NativeLink:
         if "error" in box:
             raise TerminalError(f"MetaTrader 5 {name}() raised {type(box['error']).__name__}: {box['error']}")
         flat, error = box["answer"]
-        return unflatten(flat), error
+        return read_answer(flat, error, self.where, name)
 
     def close(self) -> None:
         """End the package's session with ``shutdown()`` if no other link of this process still uses it."""
@@ -258,7 +273,7 @@ class BridgeLink:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             raise TerminalError(
                 f"MetaTrader 5 {name}() raised on the bridge: {type(exc).__name__}: {first}") from None
-        return unflatten(flat), error
+        return read_answer(flat, error, self.where, name)
 
     def close(self) -> None:
         self._stream.deadline = time.monotonic() + min(self.timeout, 1.0)  # a close waits for no peer

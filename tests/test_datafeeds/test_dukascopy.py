@@ -319,3 +319,19 @@ def test_a_damaged_cache_file_is_downloaded_again(minute_archive, tmp_path, capl
     assert archive.requests == [day_path("EURUSD", "2023-01-30", "BID_candles_min_1.bi5")]
     assert "downloading it again" in caplog.text
     assert cached.read_bytes() == archive.files[archive.requests[0]]
+
+
+def test_a_bi5_that_inflates_to_gigabytes_is_refused_without_inflating_it(monkeypatch):
+    import tracemalloc
+
+    from datafeeds import bi5
+
+    monkeypatch.setattr(bi5, "MAX_PAYLOAD", 2**20)
+    bomb = lzma.compress(bytes(64 * 2**20), format=lzma.FORMAT_ALONE)  # 64 MiB of zeros in ~10 KB
+    assert len(bomb) < 2**16
+    tracemalloc.start()
+    with pytest.raises(CandleDataError, match="inflates beyond"):
+        bi5.read_ticks(bomb, "EURUSD/2023/00/02/10h_ticks.bi5")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 24 * 2**20  # the decoder's 8 MiB dictionary and 1 MiB of output, not 64 MiB

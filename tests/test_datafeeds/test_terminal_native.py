@@ -100,3 +100,33 @@ def test_native_sources_share_the_session_and_the_last_one_ends_it(native_mt5):
     assert len(b.load("EURUSD", "H1", **window)) == 45
     b.close()
     assert native_mt5.call_count("shutdown") == 1 and not native_mt5.initialized
+
+
+@pytest.mark.parametrize(
+    ("flat", "error"),
+    [
+        (("a", (("", "|O"),), 2, b"\0" * 16), None),  # an object array: pointers, not values
+        (("a", (("time", "<i8"),), 3, b"\0" * 8), None),  # fewer bytes than records
+        (("zz", 1), None),  # an unknown tag
+        (("v", None), ("not a code", "x")),  # a malformed last_error
+        (("v", None), (1,)),
+    ],
+    ids=["object array", "short bytes", "unknown tag", "error text", "error length"],
+)
+def test_answers_neuronet_cannot_read_are_terminal_errors(flat, error):
+    from datafeeds.terminal_errors import TerminalError
+    from datafeeds.terminal_link import read_answer
+
+    with pytest.raises(TerminalError, match=r"sent an answer neuronet cannot read|sent \d+ bytes"):
+        read_answer(flat, error, "127.0.0.1:1", "copy_rates_range")
+
+
+def test_a_deeply_nested_answer_is_a_terminal_error():
+    from datafeeds.terminal_errors import TerminalError
+    from datafeeds.terminal_link import read_answer
+
+    flat = ("v", 1)
+    for _ in range(100_000):
+        flat = ("t", (flat,))
+    with pytest.raises(TerminalError, match="cannot read"):
+        read_answer(flat, None, "here", "account_info")
