@@ -21,6 +21,7 @@ import io
 import os
 import re
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
@@ -68,24 +69,25 @@ _CSV_HEADER = "Date,Time,Open,High,Low,Close,Volume"
 _DATE_RE = re.compile(r"^\d{4}([.\-/])\d{1,2}\1\d{1,2}")
 
 
-def read_mt5_csv(
-    path: str | os.PathLike,
-    *,
-    symbol: str | None = None,
-    timeframe: Timeframe | str | int | None = None,
-    digits: int | None = None,
-    clock: BrokerClock = UTC,
-    repair: Repair | None = None,
-) -> pd.DataFrame:
+class CsvOptions(TypedDict, total=False):
+    """The reading options of ``read_mt5_csv`` and ``read_mt5_csv_report`` (all keyword-only)."""
+
+    symbol: str | None
+    timeframe: Timeframe | str | int | None
+    digits: int | None
+    clock: BrokerClock
+    repair: Repair | None
+
+
+def read_mt5_csv(path: str | os.PathLike, **options: Unpack[CsvOptions]) -> pd.DataFrame:
     """Read a MetaTrader-style CSV file into a validated canonical frame.
 
     ``symbol`` defaults to the file name up to the first ``_`` (``EURUSD_H1.csv`` -> EURUSD); ``timeframe``
     is inferred from the most common spacing of bars when not given; ``digits`` from the longest decimal
-    part of the prices.
+    part of the prices; ``clock`` (default UTC) is the broker clock the file's times are in; ``repair``
+    opts in to dropping bad rows.
     """
-    return read_mt5_csv_report(
-        path, symbol=symbol, timeframe=timeframe, digits=digits, clock=clock, repair=repair
-    ).frame
+    return read_mt5_csv_report(path, **options).frame
 
 
 def read_mt5_csv_report(
