@@ -278,7 +278,7 @@ class CandleStore:
 
     def temp_files(self, source: str | None = None) -> list[Path]:
         """Temporary files of interrupted writers (of one source); ``clear`` removes the stale ones."""
-        return self._files(f"*{TMP_SUFFIX}", source)
+        return self._files(f".*{TMP_SUFFIX}", source)
 
     def clear(self, source: str | None = None, symbol: str | None = None) -> list[StoreEntry]:
         """Delete stored files (of one source and/or symbol) and the stale temporary files of killed

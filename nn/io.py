@@ -41,12 +41,15 @@ before the model is built. ``save`` writes a temporary file next to the target a
 from __future__ import annotations
 
 import ast
+import contextlib
+import glob
 import hashlib
 import io
 import json
 import os
 import secrets
 import struct
+import time
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -66,6 +69,7 @@ MAX_HEADER_DEPTH = 64  # architecture and metadata nest a handful of levels; JSO
 MAX_ARRAY_BYTES = 8 * 2**30  # all arrays of one file together (a 1-billion-parameter float64 model)
 _DTYPES = {"float32": np.dtype("<f4"), "float64": np.dtype("<f8")}
 _CHUNK = 2**20
+_STALE_AFTER_S = 600  # a temporary file this old belongs to a killed writer, not a live one
 
 
 class ModelFileError(ValueError):
@@ -147,7 +151,8 @@ def save(
 
 
 def _atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
-    """Temporary file (mode 0666 minus the umask, like any output), fsync, rename. ``nn`` imports no
+    """Temporary file (mode 0666 minus the umask, like any output), fsync, rename; the temporary files of
+    earlier writers of ``path`` that were killed are removed once ten minutes old. ``nn`` imports no
     ``datafeeds``, so this is the model layer's copy of ``datafeeds.files.atomic_write``."""
     if path.is_dir():
         raise IsADirectoryError(f"{path}: is a folder; give a model file name to write")
@@ -163,6 +168,10 @@ def _atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(OSError):
+            if stale.stat().st_mtime < time.time() - _STALE_AFTER_S:
+                stale.unlink()
 
 
 def _depth(text: str) -> int:

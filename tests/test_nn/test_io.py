@@ -346,3 +346,16 @@ def test_model_files_get_the_usual_permissions(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_a_killed_writers_temp_file_is_removed_by_a_later_save_once_stale(tmp_path):
+    import os
+    import time
+
+    model = Sequential([Dense(2)], input_shape=(3,), backend="numpy")
+    stale, fresh = tmp_path / ".m.nnz.0a1b2c.tmp", tmp_path / ".m.nnz.3d4e5f.tmp"
+    for p in (stale, fresh):
+        p.write_bytes(b"PK half a model")
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    save(model, tmp_path / "m.nnz")
+    assert not stale.exists() and fresh.exists()  # a fresh one may be a live writer's
