@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from datafeeds.clock import UTC, BrokerClock
+from datafeeds.clock import UTC, BrokerClock, utc_bound
 from datafeeds.timeframes import Timeframe
 
 PRICE_COLUMNS = ("open", "high", "low", "close")
@@ -152,19 +152,6 @@ def to_rates(df: pd.DataFrame) -> np.ndarray:
     for name in COLUMNS:
         out[name] = df[name].to_numpy()
     return out
-
-
-def utc_bound(value, name: str) -> pd.Timestamp | None:
-    """A window bound given as text, datetime or Timestamp, in UTC (naive times are UTC); None stays None."""
-    if value is None:
-        return None
-    try:
-        ts = pd.Timestamp(value)
-    except (ValueError, TypeError):
-        raise ValueError(
-            f"cannot read {name} {value!r} as a date (write 2017-06-01 or 2017-06-01 12:00)"
-        ) from None
-    return ts.tz_localize("UTC") if ts.tz is None else ts.tz_convert("UTC")
 
 
 def in_window(df: pd.DataFrame, start=None, end=None) -> pd.DataFrame:

@@ -18,19 +18,24 @@ import numpy as np
 import pandas as pd
 
 
-def utc_seconds(value: object, name: str = "time") -> int | None:
-    """A time given as text, datetime, Timestamp or datetime64 (naive means UTC) -> whole UTC seconds
-    since 1970 (rounded down); None stays None. The one conversion every source and the cache use."""
+def utc_bound(value: object, name: str = "time") -> pd.Timestamp | None:
+    """A time given as text, datetime, Timestamp or datetime64, as a UTC Timestamp (naive times are UTC);
+    None stays None. The one reading of a user's time bound that every source and the cache use."""
     if value is None:
         return None
     try:
         ts = pd.Timestamp(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}={value!r} is not a date/time; write e.g. '2023-01-31 12:00'") from None
+    except (ValueError, TypeError):
+        ts = pd.NaT
     if ts is pd.NaT:
-        raise ValueError(f"{name}={value!r} is not a date/time; write e.g. '2023-01-31 12:00'")
-    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
-    return int(ts.value // 10**9)
+        raise ValueError(f"cannot read {name} {value!r} as a date (write 2017-06-01 or 2017-06-01 12:00)")
+    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+
+
+def utc_seconds(value: object, name: str = "time") -> int | None:
+    """``utc_bound`` as whole seconds since 1970 (rounded down), what terminals and archives count in."""
+    ts = utc_bound(value, name)
+    return None if ts is None else int(ts.value // 10**9)
 
 
 _DST_ZONES = {"us": "America/New_York", "eu": "Europe/London"}

@@ -30,8 +30,8 @@ from typing import Protocol, runtime_checkable
 import pandas as pd
 
 from datafeeds.cache import CachedFeed, load_through, parse_mode
-from datafeeds.candles import in_window, meta_of, utc_bound
-from datafeeds.clock import UTC, BrokerClock
+from datafeeds.candles import in_window, meta_of
+from datafeeds.clock import UTC, BrokerClock, utc_bound
 from datafeeds.errors import UnknownSourceError
 from datafeeds.mt5_csv import read_mt5_csv
 from datafeeds.resample import resample

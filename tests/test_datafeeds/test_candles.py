@@ -88,3 +88,21 @@ def test_integer_columns_refuse_values_a_cast_would_garble(column, values, shown
         make_frame(data, index, CandleMeta("EURUSD", Timeframe.H1, source="mine"))
     data[column] = [1.0, 2.0, 3.0]  # whole floats are fine
     assert make_frame(data, index, CandleMeta("EURUSD", Timeframe.H1))[column].tolist() == [1, 2, 3]
+
+
+def test_one_utc_reading_of_time_bounds():
+    import datetime as dt
+
+    import pandas as pd
+
+    from datafeeds.clock import utc_bound, utc_seconds
+
+    noon = 1675166400  # 2023-01-31 12:00 UTC
+    assert utc_seconds("2023-01-31 12:00") == noon  # naive means UTC
+    assert utc_seconds(pd.Timestamp("2023-01-31 14:00", tz="Europe/Athens")) == noon
+    assert utc_seconds(dt.datetime(2023, 1, 31, 12, 0, 0, 999_999)) == noon  # rounded down
+    assert utc_seconds(None) is None and utc_bound(None) is None
+    assert utc_bound("2023-01-31 12:00").tz is not None
+    for bad in ("", "soon", "NaT", [1]):
+        with pytest.raises(ValueError, match="cannot read start"):
+            utc_seconds(bad, "start")
