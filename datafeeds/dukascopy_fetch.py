@@ -7,9 +7,11 @@ fsync, rename): an interrupted or corrupt download never leaves a file that look
 file's path is checked to stay inside ``cache_dir`` before it is read or written. Files of
 periods that are not over yet are used but not cached, since the archive still grows them.
 
-Requests: one at a time, at most ``rate_limit`` per second, with a User-Agent naming neuronet. 5xx
-answers, 429, time-outs, dropped connections and short bodies are retried with exponential backoff;
-404 and 403 are not (they will not change on a retry).
+Requests: one at a time, at most ``rate_limit`` per second, with a User-Agent naming neuronet. Each one,
+its body included, is bounded by ``timeout`` seconds in all (a socket time-out alone would let a server
+that sends a byte now and then hold a download for ever), and a body may hold at most
+``MAX_FILE_BYTES``. 5xx answers, 429, time-outs, dropped connections and short bodies are retried with
+exponential backoff; 404 and 403 are not (they will not change on a retry).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from datafeeds.files import atomic_write, inside
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+MAX_FILE_BYTES = 64 * 2**20  # an archive file is at most a few MB (the busiest hour of ticks)
+_CHUNK = 65536
 USER_AGENT = "neuronet-datafeeds/0.1 (+https://pypi.org/project/neuronet/; history download)"
 
 
@@ -106,6 +110,26 @@ class Fetcher:
         if wait > 0:
             time.sleep(wait)
 
+    def _body(self, response, url: str, deadline: float) -> bytes:
+        """The whole body by ``deadline``; a short one raises ``IncompleteRead``, an oversized one refuses."""
+        announced = response.headers.get("Content-Length")
+        expected = int(announced) if announced and announced.isdigit() else None
+        if expected is not None and expected > MAX_FILE_BYTES:
+            raise DownloadError(f"{url}: the server announces {expected} bytes; archive files are at most "
+                                f"{MAX_FILE_BYTES}", url=url)
+        parts, size = [], 0
+        while chunk := response.read1(_CHUNK):
+            size += len(chunk)
+            if size > MAX_FILE_BYTES:
+                raise DownloadError(f"{url}: more than {MAX_FILE_BYTES} bytes; not an archive file", url=url)
+            parts.append(chunk)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the file did not arrive within {self.timeout:g} s ({size} bytes so far)")
+        body = b"".join(parts)
+        if expected is not None and size < expected:
+            raise http.client.IncompleteRead(body, expected - size)
+        return body
+
     def _download(self, url: str) -> bytes:
         problem = ""
         for attempt in range(self.retries + 1):
@@ -118,7 +142,7 @@ class Fetcher:
             request = urllib.request.Request(url, headers={"User-Agent": self.user_agent})
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return response.read()
+                    return self._body(response, url, time.monotonic() + self.timeout)
             except urllib.error.HTTPError as exc:
                 exc.close()
                 if exc.code == 404:

@@ -132,7 +132,8 @@ def candles():
 class FakeArchive:
     """What the loopback archive serves. ``files``: path below the base URL -> bytes (404 when absent).
     ``plan``: path -> list of one-shot actions for the next requests of that path: an HTTP status to
-    answer with, or ``("truncate", n)`` to announce the full length but close after ``n`` bytes.
+    answer with, ``("truncate", n)`` to announce the full length but close after ``n`` bytes, or
+    ``("drip", seconds)`` to send the body one byte every ``seconds``.
     ``requests``/``agents``: the paths asked for and the User-Agent of each request, in order."""
 
     def __init__(self) -> None:
@@ -146,6 +147,7 @@ class FakeArchive:
 @pytest.fixture
 def archive():
     import threading
+    import time
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     state = FakeArchive()
@@ -168,6 +170,15 @@ def archive():
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
+            if action and action[0] == "drip":
+                for i in range(len(body)):
+                    time.sleep(action[1])
+                    try:
+                        self.wfile.write(body[i : i + 1])
+                        self.wfile.flush()
+                    except OSError:  # the client gave up
+                        return
+                return
             if action and action[0] == "truncate":
                 self.wfile.write(body[: action[1]])
                 self.wfile.flush()

@@ -335,3 +335,14 @@ def test_a_bi5_that_inflates_to_gigabytes_is_refused_without_inflating_it(monkey
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 24 * 2**20  # the decoder's 8 MiB dictionary and 1 MiB of output, not 64 MiB
+
+
+def test_a_server_that_drips_its_body_is_bounded_by_the_timeout(minute_archive, tmp_path):
+    archive, _ = minute_archive
+    path = day_path("EURUSD", "2023-01-30", "BID_candles_min_1.bi5")
+    archive.plan[path] = [("drip", 0.05)]  # each byte well inside the socket time-out, the file never
+    src = DukascopySource(tmp_path / "cache", archive.base_url, retries=0, timeout=0.5)
+    started = time.monotonic()
+    with pytest.raises(DownloadError, match=r"did not arrive within 0\.5 s"):
+        src.load("EURUSD", "M1", start="2023-01-30", end="2023-01-31")
+    assert time.monotonic() - started < 3
