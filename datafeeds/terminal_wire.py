@@ -32,9 +32,10 @@ class BoundedSocketStream(SocketStream):
 
     deadline: float | None = None
 
-    def _left(self) -> float:
+    def _left(self) -> float | None:
+        """Seconds left before the deadline (None: no deadline set, block); past it, close and raise."""
         if self.deadline is None:
-            return 3600.0
+            return None
         left = self.deadline - time.monotonic()
         if left <= 0:
             self.close()
