@@ -47,6 +47,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import secrets
 import struct
 import time
@@ -175,25 +176,11 @@ def _atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
 
 
 def _depth(text: str) -> int:
-    """The deepest nesting of JSON arrays/objects in ``text``, counted without parsing it."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
-    return deepest
+    """The deepest nesting of JSON arrays/objects in ``text``, counted without parsing it (strings first
+    removed, then a running sum of brackets)."""
+    bare = np.frombuffer(re.sub(r'"(?:[^"\\]|\\.)*"', '""', text).encode("utf-8"), dtype=np.uint8)
+    step = np.isin(bare, (ord("["), ord("{"))).astype(np.int64) - np.isin(bare, (ord("]"), ord("}")))
+    return int(np.cumsum(step).max(initial=0))
 
 
 def _read_header(zf: zipfile.ZipFile, path: Path) -> dict[str, Any]:
