@@ -2,6 +2,7 @@
 ``NEURONET_CACHE``; and ``NEURONET_REQUIRE_OPENCL=1`` turning any OpenCL test's skip into a failure."""
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -45,14 +46,21 @@ def _opencl_required() -> bool:
     return os.environ.get("NEURONET_REQUIRE_OPENCL", "0") not in ("", "0")
 
 
+# Reasons that say OpenCL could not be had (as opposed to "runs on NVIDIA OpenCL GPUs only").
+_OPENCL_MISSING = re.compile(
+    r"\bno\b.{0,20}\bopencl\b|pyopencl|opencl platforms exist but list no device|opencl backend cannot",
+    re.IGNORECASE,
+)
+
+
 def _fail_opencl_skip(report: pytest.CollectReport | pytest.TestReport) -> None:
-    """With ``NEURONET_REQUIRE_OPENCL=1``, a skip whose reason names OpenCL (a module that could not get a
-    runtime, a device fixture with nothing to run on, ``importorskip("pyopencl")``) is a failure: CI must
-    not pass an OpenCL test module it never ran, whatever made getting the runtime fail."""
+    """With ``NEURONET_REQUIRE_OPENCL=1``, a skip because OpenCL could not be had (a module that could not
+    get a runtime, a device fixture with nothing to run on, ``importorskip("pyopencl")``) is a failure: CI
+    must not pass an OpenCL test module it never ran, whatever made getting the runtime fail."""
     if not report.skipped or not _opencl_required():
         return
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-    if "opencl" in reason.lower():
+    if _OPENCL_MISSING.search(reason):
         report.outcome = "failed"
         report.longrepr = f"NEURONET_REQUIRE_OPENCL=1, but this OpenCL test was skipped: {reason}"
 

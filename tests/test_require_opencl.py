@@ -45,6 +45,8 @@ def test_never_runs():
 OTHERS = {
     "test_plain": "def test_ok():\n    pass\n",
     "test_gemm_opencl": "import pytest\n\ndef test_gpu_layout():\n    pytest.skip('CPU kernel')\n",
+    "test_online_opencl": "import pytest\n\n"
+    "@pytest.mark.skipif(True, reason='runs on NVIDIA OpenCL GPUs only')\ndef test_fused():\n    pass\n",
 }
 
 
@@ -59,13 +61,13 @@ def run(pytester, monkeypatch, required: str):
 def test_with_require_opencl_every_opencl_skip_fails(pytester, monkeypatch):
     result = run(pytester, monkeypatch, "1")
     assert result.ret != 0
-    # Two module-level skips become collection errors, the skipif-marked test an error at setup; a skip
-    # for another reason (a GPU-only test on a CPU device) stays a skip.
-    result.assert_outcomes(passed=1, errors=3, skipped=1)
+    # Two module-level skips become collection errors, the skipif-marked test an error at setup; skips for
+    # other reasons (a GPU-only test on a CPU device, an NVIDIA-only path) stay skips.
+    result.assert_outcomes(passed=1, errors=3, skipped=2)
     assert result.stdout.str().count("NEURONET_REQUIRE_OPENCL=1, but this OpenCL test was skipped") >= 3
 
 
 def test_without_it_they_skip(pytester, monkeypatch):
     result = run(pytester, monkeypatch, "0")
     assert result.ret == 0
-    result.assert_outcomes(passed=1, skipped=4)
+    result.assert_outcomes(passed=1, skipped=5)
