@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from datafeeds.errors import CandleDataError
 from datafeeds.store import atomic_write
+from neuronet.errors import NeuronetError
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ T = TypeVar("T")
 USER_AGENT = "neuronet-datafeeds/0.1 (+https://pypi.org/project/neuronet/; history download)"
 
 
-class DownloadError(OSError):
+class DownloadError(NeuronetError, OSError):
     """A file could not be downloaded; the message names the URL. ``status`` is the HTTP status if any."""
 
     def __init__(self, message: str, *, url: str, status: int | None = None) -> None:

@@ -1,7 +1,8 @@
 """Errors of the candle data layer, all one-liners a command line can print as they are.
 
-They subclass ``ValueError`` (bad data) or ``LookupError`` (an unknown name), so any caller, the CLI
-included, can tell a user's problem from a bug without importing this module.
+They derive from ``neuronet.errors.NeuronetError`` (a user-fixable error) and from ``ValueError`` (bad
+data) or ``LookupError`` (an unknown name), so any caller, the CLI included, tells a user's problem from a
+bug with one ``isinstance`` check.
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from neuronet.errors import NeuronetError
+
 MAX_ROWS_SHOWN = 5
 
 
-class CandleDataError(ValueError):
+class CandleDataError(NeuronetError, ValueError):
     """Candles that break a rule, naming where they came from and the first offending rows.
 
     ``origin`` is a file path or a source name; ``rows`` holds the offending bars (time + values) and
@@ -47,7 +50,7 @@ class CandleDataError(ValueError):
         super().__init__(text)
 
 
-class UnknownSourceError(LookupError):
+class UnknownSourceError(NeuronetError, LookupError):
     """A source name that is not in the registry."""
 
 

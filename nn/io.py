@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronet.errors import NeuronetError
 from nn.backend import Backend
 from nn.model import Sequential
 
@@ -50,7 +51,7 @@ FORMAT = "neuronet-model"
 VERSION = 1
 
 
-class ModelFileError(ValueError):
+class ModelFileError(NeuronetError, ValueError):
     """A model file is unreadable: truncated, corrupted, not a model file, or from a newer version."""
 
 

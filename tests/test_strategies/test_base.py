@@ -6,7 +6,7 @@ import pytest
 
 from backtests import AccountConfig, Backtest
 from datafeeds import CandleMeta, Timeframe, make_frame
-from strategies import EAError, ExpertAdvisor
+from strategies import EAError, EARuntimeError, ExpertAdvisor
 
 
 class Params(ExpertAdvisor):
@@ -84,5 +84,6 @@ def test_stop_as_price_and_points_together_is_refused():
         def on_bar(self):
             self.buy(0.1, sl=1.0, sl_points=10)
 
-    with pytest.raises(ValueError, match="price or in points"):
+    with pytest.raises(EARuntimeError, match=r"Both.on_bar raised at bar 40 .*EAError: .*price or in") as e:
         Backtest(_candles(), Both).run()
+    assert isinstance(e.value.original, EAError) and e.value.__cause__ is e.value.original
