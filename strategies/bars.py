@@ -67,7 +67,8 @@ class _Revealed:
         return self._view
 
     def blank(self) -> None:
-        """Forget everything revealed (after a one-off evaluation, so a kept reference shows nothing)."""
+        """Forget everything, revealed or not (after a one-off evaluation): a kept reference shows ``fill``."""
+        self._source = np.broadcast_to(np.array(self._fill, dtype=self._source.dtype), self._source.shape)
         if self._buffer is not None:
             self._buffer[...] = self._fill
 
@@ -190,7 +191,10 @@ class Bars:
         An ``end`` past the newest closed bar (or a ``start`` before ``offset``) is an ``EAError``: those bars
         are in the future (or outside this study window), and a silently shorter window would hide the bug.
         """
-        start, end = operator.index(start), operator.index(end)
+        try:
+            start, end = operator.index(start), operator.index(end)
+        except TypeError:
+            raise EAError(f"bars.window({start!r}, {end!r}): bar indices are integers") from None
         if not self._start <= start <= end <= self.end:
             raise EAError(
                 f"bars.window({start}, {end}): only bars {self._start}..{self.end - 1} are visible here "
