@@ -67,7 +67,7 @@ class _Revealed:
         return self._view
 
     def blank(self) -> None:
-        """Forget everything, revealed or not (after a one-off evaluation): a kept reference shows ``fill``."""
+        """Forget everything, revealed or not (after a one-off evaluation): kept views show ``fill``."""
         self._source = np.broadcast_to(np.array(self._fill, dtype=self._source.dtype), self._source.shape)
         if self._buffer is not None:
             self._buffer[...] = self._fill
