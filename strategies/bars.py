@@ -196,8 +196,9 @@ class Bars:
         except TypeError:
             raise EAError(f"bars.window({start!r}, {end!r}): bar indices are integers") from None
         if not self._start <= start <= end <= self.end:
+            shown = f"only bars {self._start}..{self.end - 1} are" if len(self) else "no bar is"
             raise EAError(
-                f"bars.window({start}, {end}): only bars {self._start}..{self.end - 1} are visible here "
+                f"bars.window({start}, {end}): {shown} visible here "
                 "(absolute indices; a window cannot reach past the newest closed bar)"
             )
         return Bars(self._feed, start, end)
