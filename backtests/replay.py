@@ -161,7 +161,7 @@ class Backtest:
         ctx = _Context(feed, probes, *columns, feed.time, self.meta.point, self.account)
         epoch_bar = _EpochProgress(self.progress)
         ea.attach(ctx, feed.bars, epoch_bar.update)
-        phase: str | None = "on_init"
+        phase, interrupted = "on_init", None
         try:
             call_hook(ea, "on_init", where="before the first bar")
             timings["init_s"] = _lap(clock)
@@ -177,8 +177,8 @@ class Backtest:
             timings["study_s"] = _lap(clock)
             clock, phase = time.perf_counter(), "replay"
             self._replay(ea, ctx, feed, periods, timings)
-            phase = None
         except KeyboardInterrupt:
+            interrupted = phase
             log.warning(
                 "interrupted in %s at bar %d (%s): keeping the partial run",
                 phase,
@@ -187,23 +187,21 @@ class Backtest:
             )
         finally:
             epoch_bar.close()
-            if phase != "replay":
-                timings.setdefault(
-                    {"on_init": "init_s", "on_study": "study_s"}.get(phase, "replay_s"), _lap(clock)
-                )
-            else:  # the bars only: retraining inside the forward period has its own timing
+            if phase == "replay":  # the bars only: retraining inside the forward period has its own timing
                 timings["replay_s"] = round(_lap(clock) - timings.get("retrain_s", 0.0), 6)
-        complete = phase is None
+            else:  # the phase that ended early keeps its time
+                timings.setdefault("init_s" if phase == "on_init" else "study_s", _lap(clock))
+        complete = interrupted is None
         # An interrupted bar already had its open; close the run at that bar's close.
         last = n - 1 if complete else max(fs, min(ctx.t, n - 1))
         clock = time.perf_counter()
         ctx.finish(last)
         feed.advance(max(feed.visible, last + 1))  # the run is over: its last bar has closed
-        ea.mark_run(complete=complete, interrupted=phase)
+        ea.mark_run(complete=complete, interrupted=interrupted)
         when = df.index[last]
         call_hook(ea, "on_deinit", where=f"after bar {last} ({when})", bar=last, time=when)
         result = self._score(ea, ctx, feed, periods, last, complete, timings, clock)
-        result.interrupted = phase
+        result.interrupted = interrupted
         return result
 
     def _make_ea(self, params: dict) -> ExpertAdvisor:

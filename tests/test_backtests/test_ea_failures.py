@@ -147,8 +147,9 @@ def test_ctrl_c_in_the_bar_loop_and_a_complete_run():
     result = Backtest(DF, _Sleeper).run(stop="bar")
     assert result.interrupted == "replay" and result.timings["study_s"] >= 0.2
     assert result.timings["replay_s"] < 0.2 and len(result.equity) == 11
-    done = Backtest(DF, _Sleeper).run(stop="never")
+    done = Backtest(DF, _Sleeper).run(stop="never", retrain_every=40)  # retrains at bars 240 and 280
     assert done.complete and done.interrupted is None
+    assert done.timings["retrain_s"] >= 0.4 and done.timings["replay_s"] < 0.2
     assert done.ea_instance.model_metadata()["run"] == {"complete": True, "interrupted": None}
 
 
