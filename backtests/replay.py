@@ -8,10 +8,12 @@ over the history and checked for causality by recomputing them on shorter prefix
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,6 +28,7 @@ from strategies.base import ExpertAdvisor, ReportSection, call_hook
 from strategies.errors import EARuntimeError
 
 log = logging.getLogger(__name__)
+_PREDICTION_KEYS = frozenset({"classes", "y_true", "y_pred", "proba"})
 
 __all__ = ["Backtest", "EARuntimeError", "IndicatorError", "LookAheadError", "Result"]
 
@@ -210,7 +213,7 @@ class Backtest:
             return self.ea_class(**params)
         except (NeuronetError, KeyboardInterrupt):
             raise
-        except (Exception, SystemExit) as exc:
+        except BaseException as exc:
             raise EARuntimeError(
                 self.ea_class.__name__, "__init__", "before the first bar", exc, None, None
             ) from exc
@@ -254,7 +257,7 @@ class Backtest:
                     on_bar()
                 except KeyboardInterrupt:
                     raise
-                except (Exception, SystemExit) as exc:
+                except BaseException as exc:
                     raise EARuntimeError(
                         type(ea).__name__, "on_bar", f"at bar {t} ({times[t]})", exc, t, times[t]
                     ) from exc
@@ -285,11 +288,18 @@ class Backtest:
         after = "after the run"
         predictions = None
         evaluated = call_hook(ea, "evaluate_predictions", feed.bars.window(0, last + 1), where=after)
+        if evaluated is not None and not (
+            isinstance(evaluated, dict) and evaluated.keys() >= _PREDICTION_KEYS
+        ):
+            problem = TypeError(
+                f"returned {type(evaluated).__name__}, not a dict with {sorted(_PREDICTION_KEYS)}"
+            )
+            raise EARuntimeError(type(ea).__name__, "evaluate_predictions", after, problem, None, None)
         if evaluated is not None:
             predictions = metrics.prediction_report(evaluated, fs, last + 1)
         section = call_hook(ea, "report_section", feed.bars.window(0, last + 1), where=after)
         timings["evaluate_s"] = _lap(clock)
-        criterion = call_hook(ea, "on_tester", stats, where=after)
+        criterion = _criterion(ea, call_hook(ea, "on_tester", copy.deepcopy(stats), where=after))
         return Result(
             ea=call_hook(ea, "describe", where=after),
             data={
@@ -313,11 +323,22 @@ class Backtest:
             rejected=list(ctx.rejected),
             complete=complete,
             seed=self.seed,
-            custom_criterion=None if criterion is None else float(criterion),
+            custom_criterion=criterion,
             chart_data=_chart_data(feed, evaluated, fs, last),
             section=section,
             ea_instance=ea,
         )
+
+
+def _criterion(ea: ExpertAdvisor, value: Any) -> float | None:
+    """``on_tester``'s return as a number (None when it returns None); anything else is the EA's failure."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        problem = TypeError(f"returned {value!r}, not a number")
+        raise EARuntimeError(type(ea).__name__, "on_tester", "after the run", problem, None, None) from None
 
 
 def _chart_data(feed: BarFeed, evaluated: dict | None, fs: int, last: int, span: int = 160) -> dict:

@@ -126,6 +126,11 @@ class ExpertAdvisor:
                     continue
                 if isinstance(value, (classmethod, staticmethod, property)):
                     continue
+                if klass is not ExpertAdvisor and key in _RESERVED:
+                    raise EAError(
+                        f"{cls.__name__}.{key}: a parameter of that name would hide "
+                        f"ExpertAdvisor.{key}; rename it"
+                    )
                 out[key] = value
         return out
 
@@ -296,6 +301,12 @@ class ExpertAdvisor:
         return ctx.order(side, float(lots), sl, tp, self.magic if magic is None else int(magic), comment)
 
 
+# Names an EA's parameters must not take: the base class's API and the attributes the harness sets.
+_RESERVED = frozenset(
+    {k for k in dir(ExpertAdvisor) if not k.startswith("_")} | {"bars", "params", "training_log", "run_info"}
+) - set(ExpertAdvisor.param_defaults())
+
+
 def call_hook(
     ea: ExpertAdvisor, hook: str, *args: Any, where: str, bar: int | None = None, time: Any = None
 ) -> Any:
@@ -305,14 +316,15 @@ def call_hook(
     original as its cause. Two exceptions pass as they are: ``KeyboardInterrupt`` (Ctrl-C ends the run, it is
     not the EA's failure), and a ``NeuronetError`` from ``on_init``, which is where an EA rejects its
     parameters (``EAError``) or finds no device: the user fixes those by changing the command, not the EA.
-    ``SystemExit`` is wrapped: an EA's ``sys.exit()`` must not end the program with a made-up status.
+    ``SystemExit`` (and any other ``BaseException``) is wrapped: an EA's ``sys.exit()`` must not end the
+    program with a made-up status.
     """
     try:
         value = getattr(ea, hook)
         return value(*args) if callable(value) else value
     except KeyboardInterrupt:
         raise
-    except (Exception, SystemExit) as exc:
+    except BaseException as exc:
         if hook == "on_init" and isinstance(exc, NeuronetError):
             raise
         raise EARuntimeError(type(ea).__name__, hook, where, exc, bar, time) from exc
@@ -347,7 +359,7 @@ def _coerce(cls_name: str, key: str, value: Any, default: Any) -> Any:
             )
         if isinstance(default, (tuple, list)) and isinstance(value, Sequence):
             return type(default)(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int("inf")
         pass
     else:
         return value

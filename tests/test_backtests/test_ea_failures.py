@@ -163,3 +163,35 @@ def test_an_interrupted_runs_model_file_says_so(tmp_path):
     written = result.ea_instance.save_model(str(tmp_path / "model"))
     meta = nn.load(written).metadata
     assert meta["run"] == {"complete": False, "interrupted": "on_study"} and meta["ea"] == "Saver"
+
+
+def test_on_tester_cannot_rewrite_the_reported_statistics():
+    class Liar(ExpertAdvisor):
+        def on_tester(self, stats):
+            stats["total_net_profit"] = 1e9
+            return 1
+
+    result = Backtest(DF, Liar).run()
+    assert result.stats["total_net_profit"] == 0 and result.custom_criterion == 1.0
+
+
+@pytest.mark.parametrize(
+    ("hook", "value", "message"),
+    [
+        ("on_tester", "good", r"Bad.on_tester raised after the run: TypeError: returned 'good', not a"),
+        ("evaluate_predictions", [1, 2], r"evaluate_predictions raised after the run: TypeError: .*list"),
+        ("evaluate_predictions", {"y_true": []}, r"returned dict, not a dict with \['classes'"),
+    ],
+)
+def test_malformed_hook_results_are_the_eas_failure(hook, value, message):
+    Bad = type("Bad", (ExpertAdvisor,), {hook: lambda self, arg: value})
+    with pytest.raises(EARuntimeError, match=message):
+        Backtest(DF, Bad).run()
+
+
+def test_any_base_exception_from_an_ea_is_wrapped_but_ctrl_c():
+    class Odd(BaseException):
+        pass
+
+    with pytest.raises(EARuntimeError, match=r"on_bar raised at bar 200 .*Odd: x"):
+        Backtest(DF, _raiser("on_bar", Odd("x"))).run()
