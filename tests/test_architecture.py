@@ -105,3 +105,35 @@ def test_no_kernel_source_in_python_strings():
         if any("__kernel" in s for s in _code_strings(p))
     ]
     assert not offenders
+
+
+def _private_names_defined(tree: ast.Module) -> set[str]:
+    """Private attribute names a module's own classes define (methods, ``self._x = ...``, ``__slots__``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("_"):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                names.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("_"):
+            names.add(node.value)  # __slots__ entries
+    return names
+
+
+@pytest.mark.parametrize("package", ["strategies", "backtests"])
+def test_no_module_reads_another_modules_private_parts(package):
+    """``obj._x`` is allowed only where ``_x`` belongs to the same module (e.g. Bars and its BarFeed)."""
+    offenders = []
+    for path in _modules(package):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        own = _private_names_defined(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")):
+                continue
+            if node.attr.startswith("__") or node.attr in own:
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue  # inherited private helpers are the class's own business
+            offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert not offenders, "\n".join(offenders)
