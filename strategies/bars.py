@@ -268,7 +268,8 @@ class Line:
         self.name = name
 
     def __getitem__(self, key: Any) -> Any:
-        stop = self._bars.end
+        bars = self._bars
+        stop = bars._feed._visible if bars._stop is None else bars._stop  # Bars.end, inlined: per bar
         if type(key) is int and self._flat:  # the per-bar case (line[-1]): a scalar, no view needed
             i = key + stop if key < 0 else key
             if not 0 <= i < stop:
