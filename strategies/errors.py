@@ -19,8 +19,13 @@ class EARuntimeError(Exception):
     """
 
     def __init__(self, ea: str, hook: str, where: str, original: BaseException, bar: int | None, time: Any):
-        self.ea, self.hook, self.bar, self.time, self.original = ea, hook, bar, time, original
+        self.ea, self.hook, self.where, self.original = ea, hook, where, original
+        self.bar, self.time = bar, time
         detail = str(original)
         super().__init__(
             f"{ea}.{hook} raised {where}: {type(original).__name__}" + (f": {detail}" if detail else "")
         )
+
+    def __reduce__(self) -> tuple:
+        """Picklable with its parts (a run in another process, e.g. a Dask worker, re-raises it whole)."""
+        return type(self), (self.ea, self.hook, self.where, self.original, self.bar, self.time)

@@ -195,3 +195,15 @@ def test_any_base_exception_from_an_ea_is_wrapped_but_ctrl_c():
 
     with pytest.raises(EARuntimeError, match=r"on_bar raised at bar 200 .*Odd: x"):
         Backtest(DF, _raiser("on_bar", Odd("x"))).run()
+
+
+def test_an_ea_failure_survives_pickling():
+    """A run in another process (a Dask worker) hands the failure back whole."""
+    import pickle
+
+    with pytest.raises(EARuntimeError) as info:
+        Backtest(DF, _raiser("on_bar", KeyError("missing"))).run()
+    again = pickle.loads(pickle.dumps(info.value))
+    assert str(again) == str(info.value)
+    assert (again.hook, again.bar, again.time) == ("on_bar", FS, DF.index[FS])
+    assert isinstance(again.original, KeyError)
