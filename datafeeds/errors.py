@@ -33,6 +33,8 @@ class CandleDataError(NeuronetError, ValueError):
         self.origin = origin
         self.problem = problem
         self.rows = rows
+        self.lines = lines
+        self._line_given = line  # the message names a line only when it was given
         self.line = (
             line if line is not None else (int(lines[0]) if lines is not None and len(lines) else None)
         )
@@ -48,6 +50,10 @@ class CandleDataError(NeuronetError, ValueError):
             if more:
                 text += f"; and {more} more"
         super().__init__(text)
+
+    def __reduce__(self) -> tuple:
+        """Picklable with its parts (data read in another process, e.g. a Dask worker, fails whole)."""
+        return type(self), (self.origin, self.problem, self.rows, self.lines, self._line_given)
 
 
 class UnknownSourceError(NeuronetError, LookupError):

@@ -99,3 +99,24 @@ def test_the_command_line_names_the_ea_hook_and_original_error(tmp_path, capsys)
     with pytest.raises(EARuntimeError) as raised:  # --debug: the traceback, down to the EA's line
         main(["--debug", *argv])
     assert isinstance(raised.value.__cause__, KeyError)
+
+
+def test_errors_with_parts_survive_pickling():
+    """Work done in another process (a Dask worker) hands its errors back whole."""
+    import pickle
+
+    import pandas as pd
+
+    from datafeeds.errors import CandleDataError
+    from datafeeds.terminal_errors import TerminalTimeoutError
+
+    rows = pd.DataFrame({"close": [1.0]}, index=pd.DatetimeIndex(["2020-01-01"], tz="UTC"))
+    for exc in (
+        CandleDataError("f.csv", "bad row", rows=rows, lines=pd.Series([7]).to_numpy()),
+        CandleDataError("f.csv", "no header", line=1),
+        TerminalTimeoutError("slow", code=-10005, transient=True),
+    ):
+        again = pickle.loads(pickle.dumps(exc))
+        assert type(again) is type(exc) and str(again) == str(exc)
+        assert getattr(again, "line", None) == getattr(exc, "line", None)
+        assert getattr(again, "code", None) == getattr(exc, "code", None)
