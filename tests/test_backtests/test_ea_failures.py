@@ -207,3 +207,9 @@ def test_an_ea_failure_survives_pickling():
     assert str(again) == str(info.value)
     assert (again.hook, again.bar, again.time) == ("on_bar", FS, DF.index[FS])
     assert isinstance(again.original, KeyError)
+
+
+def test_ctrl_c_in_on_init_keeps_a_result_with_no_training():
+    result = Backtest(DF, _raiser("on_init", KeyboardInterrupt())).run()
+    assert result.interrupted == "on_init" and not result.complete
+    assert "init_s" in result.timings and "study_s" not in result.timings and "replay_s" not in result.timings
