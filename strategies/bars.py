@@ -168,6 +168,11 @@ class Bars:
         self._stop = stop  # None: follows the feed's visible end
         self._time_cache: tuple[int, pd.DatetimeIndex] | None = None
 
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame, meta: Any, end: int | None = None) -> Bars:
+        """Bars ``0..end-1`` of a candle frame (all by default), outside a backtest: e.g. to test features."""
+        return BarFeed.from_frame(df, meta, len(df) if end is None else end).bars
+
     @property
     def meta(self) -> Any:
         return self._feed.meta

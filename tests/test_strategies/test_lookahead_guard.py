@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from datafeeds import CandleMeta, Timeframe, make_frame, meta_of
-from strategies import BarFeed, EAError, Line
+from strategies import BarFeed, Bars, EAError, Line
 from strategies.bars import COLUMNS
 
 N, K = 50, 20  # bars in the history, bars closed
@@ -154,3 +154,11 @@ def test_the_feed_never_moves_backwards_or_past_the_history(feed):
         feed.advance(K - 1)
     with pytest.raises(ValueError):
         feed.advance(N + 1)
+
+
+def test_bars_of_a_frame_outside_a_backtest():
+    df = _history()
+    bars = Bars.from_frame(df, meta_of(df), end=K)
+    assert len(bars) == K and bars.close[-1] == df.close.iloc[K - 1] and bars.meta.symbol == "EURUSD"
+    _no_future(bars.close, K, _future(df, "close"))
+    assert len(Bars.from_frame(df, meta_of(df))) == N
