@@ -4,6 +4,10 @@ At each forward bar ``t`` the broker first applies swaps and stops gapped throug
 decides with bars ``0..t-1`` visible, market orders fill at bar ``t``'s open, and stops are then checked
 on bar ``t``'s high/low. Training (``on_study``) sees only the study window. Indicators are computed once
 over the history and checked for causality by recomputing them on shorter prefixes.
+
+The harness holds the ``BarFeed`` and moves its visible end (``advance``); the EA gets only its ``Bars``
+(``strategies.bars`` keeps every route to them at the newest closed bar). Every EA method the harness
+calls goes through ``call_hook``, so whatever the EA raises names the EA, the hook and the bar.
 """
 
 from __future__ import annotations
