@@ -2,13 +2,14 @@
 
 from backtests.broker import AccountConfig
 from backtests.periods import PeriodError
-from backtests.replay import Backtest, EARuntimeError, LookAheadError, Result
+from backtests.replay import Backtest, EARuntimeError, IndicatorError, LookAheadError, Result
 from backtests.report import write_report
 
 __all__ = [
     "AccountConfig",
     "Backtest",
     "EARuntimeError",
+    "IndicatorError",
     "LookAheadError",
     "PeriodError",
     "Result",

@@ -12,10 +12,12 @@ from fractions import Fraction
 
 import pandas as pd
 
+from neuronet.errors import NeuronetError
+
 _DATE = re.compile(r"\d{4}[-.]\d{1,2}")
 
 
-class PeriodError(ValueError):
+class PeriodError(NeuronetError, ValueError):
     """The requested periods do not fit the data (too few bars, a date outside the range)."""
 
 

@@ -4,14 +4,20 @@ At each forward bar ``t`` the broker first applies swaps and stops gapped throug
 decides with bars ``0..t-1`` visible, market orders fill at bar ``t``'s open, and stops are then checked
 on bar ``t``'s high/low. Training (``on_study``) sees only the study window. Indicators are computed once
 over the history and checked for causality by recomputing them on shorter prefixes.
+
+The harness holds the ``BarFeed`` and moves its visible end (``advance``); the EA gets only its ``Bars``
+(``strategies.bars`` keeps every route to them at the newest closed bar). Every EA method the harness
+calls goes through ``call_hook``, so whatever the EA raises names the EA, the hook and the bar.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,20 +26,23 @@ from backtests import metrics
 from backtests.broker import AccountConfig, Broker
 from backtests.periods import Periods, resolve
 from datafeeds import meta_of
-from strategies.base import Bars, ExpertAdvisor, ReportSection
+from neuronet.errors import NeuronetError
+from strategies.bars import BarFeed, Bars
+from strategies.base import ExpertAdvisor, ReportSection, call_hook
+from strategies.errors import EARuntimeError
 
 log = logging.getLogger(__name__)
+_PREDICTION_KEYS = frozenset({"classes", "y_true", "y_pred", "proba"})
+
+__all__ = ["Backtest", "EARuntimeError", "IndicatorError", "LookAheadError", "Result"]
 
 
-class LookAheadError(ValueError):
+class IndicatorError(NeuronetError, ValueError):
+    """An indicator function returned something that is not one number (or row) per bar."""
+
+
+class LookAheadError(IndicatorError):
     """An indicator's past values changed when future bars were added: it peeks ahead."""
-
-
-class EARuntimeError(ValueError):
-    """The expert advisor's own code raised; the message names the hook, bar and time.
-
-    A ValueError so the command line reports it in one line: the fix is in the EA, not in neuronet.
-    """
 
 
 @dataclass
@@ -59,20 +68,22 @@ class Result:
     chart_data: dict = field(default_factory=dict)
     section: ReportSection | None = None
     ea_instance: ExpertAdvisor | None = None
+    interrupted: str | None = None  # the phase Ctrl-C cut short: "on_init", "on_study" or "replay"
 
 
 class _Context(Broker):
     """The broker plus indicator evaluation: everything an EA may reach during a run."""
 
-    def __init__(self, bars: Bars, probe_points: Callable[[], list[int]], *args, **kwargs):
+    def __init__(self, feed: BarFeed, probe_points: Callable[[], list[int]], *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._all = bars
+        self._feed = feed
         self._probe_points = probe_points
 
     def indicator(self, fn: Callable[[Bars], np.ndarray], name: str) -> np.ndarray:
-        full = self._evaluate(fn, self._all, name)
+        """``fn`` over the whole history, proved causal on shorter prefixes; each call sees its own copies."""
+        full = self._evaluate(fn, self._feed.snapshot(len(self._feed)), name)
         for m in self._probe_points():
-            prefix = self._evaluate(fn, self._all.window(0, m), name)
+            prefix = self._evaluate(fn, self._feed.snapshot(m), name)
             same = np.isclose(prefix, full[:m], rtol=1e-9, atol=1e-12, equal_nan=True)
             if not same.all():
                 bad = int(np.argwhere(~same.reshape(m, -1).all(axis=1))[0, 0])
@@ -83,10 +94,20 @@ class _Context(Broker):
         return full
 
     @staticmethod
-    def _evaluate(fn: Callable[[Bars], np.ndarray], bars: Bars, name: str) -> np.ndarray:
-        values = np.asarray(fn(bars), dtype=np.float64)
-        if values.shape[:1] != (len(bars),):
-            raise ValueError(f"indicator {name!r} returned shape {values.shape} for {len(bars)} bars")
+    def _evaluate(fn: Callable[[Bars], np.ndarray], feed: BarFeed, name: str) -> np.ndarray:
+        """One evaluation on ``feed``'s bars, which are blanked afterwards so ``fn`` cannot keep them."""
+        try:
+            raw = fn(feed.bars)
+            try:
+                values = np.array(raw, dtype=np.float64)  # a copy: the blanking below must not reach it
+            except (TypeError, ValueError) as exc:
+                raise IndicatorError(
+                    f"indicator {name!r} returned {type(raw).__name__}, not numbers: {exc}"
+                ) from None
+        finally:
+            feed.blank()
+        if values.shape[:1] != (len(feed),):
+            raise IndicatorError(f"indicator {name!r} returned shape {values.shape} for {len(feed)} bars")
         return values
 
 
@@ -122,18 +143,20 @@ class Backtest:
     def run(self, **params) -> Result:
         """Replay the forward period; ``params`` override the EA's class-attribute parameters.
 
-        A KeyboardInterrupt ends the replay early: the result is kept and marked incomplete.
+        A KeyboardInterrupt ends the run early: the result is kept, marked incomplete, and names the phase
+        it cut (``Result.interrupted``); each phase's time stays in its own timing (training is never
+        counted as replay).
         """
         timings: dict[str, float] = {}
         clock = time.perf_counter()
         if "seed" in self.ea_class.param_defaults() and "seed" not in params:
             params["seed"] = self.seed
-        ea = self.ea_class(**params)
+        ea = self._make_ea(params)
         periods = self.periods
         if periods.retrain_every == 0 and ea.retrain_every > 0:  # the EA asks for periodic retraining
             periods = replace(periods, retrain_every=int(ea.retrain_every))
         df = self.candles
-        bars = Bars.from_frame(df, self.meta, end=0)
+        feed = BarFeed.from_frame(df, self.meta)
         fs, n = periods.forward_start, periods.n
         rng = np.random.default_rng(self.seed)
 
@@ -141,96 +164,120 @@ class Backtest:
             points = {fs, n // 2, int(rng.integers(max(2, n // 4), n))}
             return sorted(m for m in points if 2 <= m < n)
 
-        ctx = _Context(
-            bars.window(0, n),
-            probes,
-            bars._cols["open"],
-            bars._cols["high"],
-            bars._cols["low"],
-            bars._cols["close"],
-            bars._cols["spread"],
-            df.index,
-            self.meta.point,
-            self.account,
-        )
+        columns = (feed.column(c) for c in ("open", "high", "low", "close", "spread"))
+        ctx = _Context(feed, probes, *columns, feed.time, self.meta.point, self.account)
         epoch_bar = _EpochProgress(self.progress)
-        ea.attach(ctx, bars, epoch_bar.update)
-        complete = True
+        ea.attach(ctx, feed.bars, epoch_bar.update)
+        phase, interrupted = "on_init", None
         try:
-            _guard(ea, "on_init", ea.on_init)
+            call_hook(ea, "on_init", where="before the first bar")
             timings["init_s"] = _lap(clock)
-            clock = time.perf_counter()
+            clock, phase = time.perf_counter(), "on_study"
             a, b = periods.study_range(fs)
-            bars._end = fs
+            feed.advance(fs)
             ctx.t = fs
-            _guard(ea, "on_study", ea.on_study, bars.window(a, b), when=f" before bar {fs} ({df.index[fs]})")
+            when = df.index[fs]
+            call_hook(
+                ea, "on_study", feed.bars.window(a, b), where=f"before bar {fs} ({when})", bar=fs, time=when
+            )
             epoch_bar.close()
             timings["study_s"] = _lap(clock)
-            clock = time.perf_counter()
-            self._replay(ea, ctx, bars, periods, timings)
-            timings["replay_s"] = round(_lap(clock) - timings.get("retrain_s", 0.0), 6)  # bars only
+            clock, phase = time.perf_counter(), "replay"
+            self._replay(ea, ctx, feed, periods, timings)
         except KeyboardInterrupt:
-            complete = False
+            interrupted = phase
             log.warning(
-                "interrupted at bar %d (%s): keeping the partial run", ctx.t, df.index[min(ctx.t, n - 1)]
+                "interrupted in %s at bar %d (%s): keeping the partial run",
+                phase,
+                ctx.t,
+                df.index[min(ctx.t, n - 1)],
             )
         finally:
             epoch_bar.close()
+            if phase == "replay":  # the bars only: retraining inside the forward period has its own timing
+                timings["replay_s"] = round(_lap(clock) - timings.get("retrain_s", 0.0), 6)
+            else:  # the phase that ended early keeps its time
+                timings.setdefault("init_s" if phase == "on_init" else "study_s", _lap(clock))
+        complete = interrupted is None
         # An interrupted bar already had its open; close the run at that bar's close.
         last = n - 1 if complete else max(fs, min(ctx.t, n - 1))
-        timings.setdefault("replay_s", _lap(clock))
         clock = time.perf_counter()
         ctx.finish(last)
-        _guard(ea, "on_deinit", ea.on_deinit)
-        return self._score(ea, ctx, bars, periods, last, complete, timings, clock)
+        feed.advance(max(feed.visible, last + 1))  # the run is over: its last bar has closed
+        ea.mark_run(complete=complete, interrupted=interrupted)
+        when = df.index[last]
+        call_hook(ea, "on_deinit", where=f"after bar {last} ({when})", bar=last, time=when)
+        result = self._score(ea, ctx, feed, periods, last, complete, timings, clock)
+        result.interrupted = interrupted
+        return result
 
-    def _replay(self, ea: ExpertAdvisor, ctx: _Context, bars: Bars, periods: Periods, timings: dict) -> None:
+    def _make_ea(self, params: dict) -> ExpertAdvisor:
+        """The EA with its parameters: a bad parameter is the user's error, any other failure the EA's."""
+        try:
+            return self.ea_class(**params)
+        except (NeuronetError, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            raise EARuntimeError(
+                self.ea_class.__name__, "__init__", "before the first bar", exc, None, None
+            ) from exc
+
+    def _replay(
+        self, ea: ExpertAdvisor, ctx: _Context, feed: BarFeed, periods: Periods, timings: dict
+    ) -> None:
         fs, n, every = periods.forward_start, periods.n, periods.retrain_every
-        study_s = 0.0
+        if every:
+            timings["retrain_s"] = 0.0
         progress = _BarProgress(self.progress, n - fs)
-        on_bar, bar_open, bar_range = ea.on_bar, ctx.bar_open, ctx.bar_range
+        on_bar, bar_open, bar_range, advance, times = (
+            ea.on_bar,
+            ctx.bar_open,
+            ctx.bar_range,
+            feed.advance,
+            feed.time,
+        )
         try:
             for t in range(fs, n):
                 if every and t > fs and (t - fs) % every == 0:
                     tick = time.perf_counter()
-                    bars._end = t
+                    advance(t)
                     ctx.t = t
                     a, b = periods.study_range(t)
-                    _guard(
-                        ea,
-                        "on_study",
-                        ea.on_study,
-                        bars.window(a, b),
-                        when=f" before bar {t} ({bars._time[t]})",
-                    )
-                    study_s += time.perf_counter() - tick
+                    try:
+                        when = times[t]
+                        call_hook(
+                            ea,
+                            "on_study",
+                            feed.bars.window(a, b),
+                            where=f"before bar {t} ({when})",
+                            bar=t,
+                            time=when,
+                        )
+                    finally:  # an interrupted retraining is still training time, not replay
+                        timings["retrain_s"] += time.perf_counter() - tick
                 bar_open(t)
-                bars._end = t
+                advance(t)
                 try:
                     on_bar()
                 except KeyboardInterrupt:
                     raise
-                except Exception as exc:
+                except BaseException as exc:
                     raise EARuntimeError(
-                        f"{type(ea).__name__}.on_bar raised at bar {t} ({bars._time[t]}): "
-                        f"{type(exc).__name__}: {exc}"
+                        type(ea).__name__, "on_bar", f"at bar {t} ({times[t]})", exc, t, times[t]
                     ) from exc
                 bar_range(t)
                 if progress.enabled and (t - fs) % 2048 == 0:
                     progress.to(t - fs)
         finally:
             progress.close()
-        if every:
-            timings["retrain_s"] = study_s
 
-    def _score(self, ea, ctx, bars, periods: Periods, last, complete, timings, clock) -> Result:
+    def _score(self, ea, ctx, feed: BarFeed, periods: Periods, last, complete, timings, clock) -> Result:
         fs = periods.forward_start
         df = self.candles
         balance, equity, margin = ctx.curves(fs)
         balance, equity, margin = balance[: last - fs + 1], equity[: last - fs + 1], margin[: last - fs + 1]
         times = df.index[fs : last + 1]
         trades = ctx.trades_frame()
-        close = bars._cols["close"]
         stats = metrics.trade_stats(
             trades,
             balance,
@@ -239,18 +286,26 @@ class Backtest:
             times,
             deposit=self.account.deposit,
             deals=ctx.deals,
-            first_open=float(bars._cols["open"][fs]),
-            last_close=float(close[last]),
+            first_open=float(feed.column("open")[fs]),
+            last_close=float(feed.column("close")[last]),
         )
+        after = "after the run"
         predictions = None
-        evaluated = ea.evaluate_predictions(bars.window(0, last + 1))
+        evaluated = call_hook(ea, "evaluate_predictions", feed.bars.window(0, last + 1), where=after)
+        if evaluated is not None and not (
+            isinstance(evaluated, dict) and evaluated.keys() >= _PREDICTION_KEYS
+        ):
+            problem = TypeError(
+                f"returned {type(evaluated).__name__}, not a dict with {sorted(_PREDICTION_KEYS)}"
+            )
+            raise EARuntimeError(type(ea).__name__, "evaluate_predictions", after, problem, None, None)
         if evaluated is not None:
             predictions = metrics.prediction_report(evaluated, fs, last + 1)
-        section = ea.report_section(bars.window(0, last + 1))
+        section = call_hook(ea, "report_section", feed.bars.window(0, last + 1), where=after)
         timings["evaluate_s"] = _lap(clock)
-        criterion = ea.on_tester(stats)
+        criterion = _criterion(ea, call_hook(ea, "on_tester", copy.deepcopy(stats), where=after))
         return Result(
-            ea=ea.describe,
+            ea=call_hook(ea, "describe", where=after),
             data={
                 **self.meta.to_dict(),
                 "bars": len(df),
@@ -272,38 +327,34 @@ class Backtest:
             rejected=list(ctx.rejected),
             complete=complete,
             seed=self.seed,
-            custom_criterion=None if criterion is None else float(criterion),
-            chart_data=_chart_data(bars, evaluated, fs, last),
+            custom_criterion=criterion,
+            chart_data=_chart_data(feed, evaluated, fs, last),
             section=section,
             ea_instance=ea,
         )
 
 
-def _chart_data(bars: Bars, evaluated: dict | None, fs: int, last: int, span: int = 160) -> dict:
+def _criterion(ea: ExpertAdvisor, value: Any) -> float | None:
+    """``on_tester``'s return as a number (None when it returns None); anything else is the EA's failure."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        problem = TypeError(f"returned {value!r}, not a number")
+        raise EARuntimeError(type(ea).__name__, "on_tester", "after the run", problem, None, None) from None
+
+
+def _chart_data(feed: BarFeed, evaluated: dict | None, fs: int, last: int, span: int = 160) -> dict:
     """The last ``span`` forward bars for the price chart: OHLC plus true/predicted classes if any."""
     a = max(fs, last + 1 - span)
-    out = {
-        "index": np.arange(a, last + 1),
-        "time": bars._time[a : last + 1],
-        "open": bars._cols["open"][a : last + 1],
-        "high": bars._cols["high"][a : last + 1],
-        "low": bars._cols["low"][a : last + 1],
-        "close": bars._cols["close"][a : last + 1],
-    }
+    out = {"index": np.arange(a, last + 1), "time": feed.time[a : last + 1]}
+    for name in ("open", "high", "low", "close"):
+        out[name] = feed.column(name)[a : last + 1]
     if evaluated is not None:
         out["y_true"] = np.asarray(evaluated["y_true"])[a : last + 1]
         out["y_pred"] = np.asarray(evaluated["y_pred"])[a : last + 1]
     return out
-
-
-def _guard(ea: ExpertAdvisor, hook: str, fn: Callable, *args, when: str = "") -> None:
-    """Run an EA hook; errors that are not already user errors are reported with the hook's name."""
-    try:
-        fn(*args)
-    except (KeyboardInterrupt, ValueError, OSError, LookupError):
-        raise
-    except Exception as exc:
-        raise EARuntimeError(f"{type(ea).__name__}.{hook} raised{when}: {type(exc).__name__}: {exc}") from exc
 
 
 def _lap(start: float) -> float:

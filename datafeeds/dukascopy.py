@@ -51,6 +51,7 @@ from datafeeds.dukascopy_fetch import Fetcher, NotFoundError
 from datafeeds.resample import bucket_start, resample
 from datafeeds.store import cache_root
 from datafeeds.timeframes import Timeframe
+from neuronet.errors import NeuronetError
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ DEFAULT_SPAN_S = {"minute": 30 * 86400, "hour": 365 * 86400, "ticks": 86400}
 SETTLE_S = 2 * 3600  # a file is final (cacheable) this long after its period ends
 
 
-class NoDataError(LookupError):
+class NoDataError(NeuronetError, LookupError):
     """The archive has no bars for the request (every file in the range was empty)."""
 
 

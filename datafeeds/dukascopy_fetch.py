@@ -30,6 +30,7 @@ from typing import TypeVar
 
 from datafeeds.errors import CandleDataError
 from datafeeds.files import atomic_write, inside
+from neuronet.errors import NeuronetError
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ _CHUNK = 65536
 USER_AGENT = "neuronet-datafeeds/0.1 (+https://pypi.org/project/neuronet/; history download)"
 
 
-class DownloadError(OSError):
+class DownloadError(NeuronetError, OSError):
     """A file could not be downloaded; the message names the URL. ``status`` is the HTTP status if any."""
 
     def __init__(self, message: str, *, url: str, status: int | None = None) -> None:

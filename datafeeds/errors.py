@@ -1,7 +1,8 @@
 """Errors of the candle data layer, all one-liners a command line can print as they are.
 
-They subclass ``ValueError`` (bad data) or ``LookupError`` (an unknown name), so any caller, the CLI
-included, can tell a user's problem from a bug without importing this module.
+They derive from ``neuronet.errors.NeuronetError`` (a user-fixable error) and from ``ValueError`` (bad
+data) or ``LookupError`` (an unknown name), so any caller, the CLI included, tells a user's problem from a
+bug with one ``isinstance`` check.
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from neuronet.errors import NeuronetError
+
 MAX_ROWS_SHOWN = 5
 
 
-class CandleDataError(ValueError):
+class CandleDataError(NeuronetError, ValueError):
     """Candles that break a rule, naming where they came from and the first offending rows.
 
     ``origin`` is a file path or a source name; ``rows`` holds the offending bars (time + values) and
@@ -30,6 +33,8 @@ class CandleDataError(ValueError):
         self.origin = origin
         self.problem = problem
         self.rows = rows
+        self.lines = lines
+        self._line_given = line  # the message names a line only when it was given
         self.line = (
             line if line is not None else (int(lines[0]) if lines is not None and len(lines) else None)
         )
@@ -46,8 +51,12 @@ class CandleDataError(ValueError):
                 text += f"; and {more} more"
         super().__init__(text)
 
+    def __reduce__(self) -> tuple:
+        """Picklable with its parts (data read in another process, e.g. a Dask worker, fails whole)."""
+        return type(self), (self.origin, self.problem, self.rows, self.lines, self._line_given)
 
-class UnknownSourceError(LookupError):
+
+class UnknownSourceError(NeuronetError, LookupError):
     """A source name that is not in the registry."""
 
 

@@ -38,6 +38,7 @@ from datafeeds.resample import resample
 from datafeeds.synthetic import synthetic_candles
 from datafeeds.timeframes import Timeframe
 from datafeeds.validate import Repair, ValidationReport, validate
+from neuronet.errors import NeuronetError
 
 DEFAULT_SOURCE = "sample"
 SOURCES: dict[str, str] = {
@@ -49,7 +50,7 @@ SOURCES: dict[str, str] = {
 }
 
 
-class SourceUnavailableError(LookupError):
+class SourceUnavailableError(NeuronetError, LookupError):
     """A registered source whose module (or one of its dependencies) cannot be imported here."""
 
 

@@ -1,11 +1,14 @@
 """Errors of the MetaTrader 5 terminal source, each one line that says what to check.
 
-They subclass the built-in families the CLI already turns into one-line messages: ``OSError`` for the
-terminal, its IPC link and the bridge (with ``ConnectionError``/``TimeoutError``/``PermissionError``
-where they fit), ``LookupError`` for a symbol or a range the terminal does not have.
+They derive from ``neuronet.errors.NeuronetError`` (a user-fixable error, one line on the command line)
+and from the built-in family that fits: ``OSError`` for the terminal, its IPC link and the bridge (with
+``ConnectionError``/``TimeoutError``/``PermissionError`` where they fit), ``LookupError`` for a symbol or
+a range the terminal does not have.
 """
 
 from __future__ import annotations
+
+from neuronet.errors import NeuronetError
 
 # last_error() codes of the terminal's IPC layer (MetaTrader5.RES_E_INTERNAL_FAIL_*).
 IPC_INIT_FAILED = -10003
@@ -15,7 +18,7 @@ AUTH_FAILED = -6
 INVALID_PARAMS = -2
 
 
-class TerminalError(OSError):
+class TerminalError(NeuronetError, OSError):
     """The terminal or the way to it failed. ``code`` is ``last_error()``'s code where there is one;
     ``transient`` says whether trying again may help (an IPC timeout, a dropped connection)."""
 
@@ -40,11 +43,11 @@ class NotLoggedInError(TerminalError, PermissionError):
     """The terminal runs but no trade account is logged in, or the login was refused."""
 
 
-class UnknownSymbolError(LookupError):
+class UnknownSymbolError(NeuronetError, LookupError):
     """The terminal has no such symbol."""
 
 
-class NoBarsError(LookupError):
+class NoBarsError(NeuronetError, LookupError):
     """The terminal has no bars for the request."""
 
 

@@ -1,7 +1,8 @@
 """The ``neuronet`` command line: one Typer app, one module per command group under ``commands/``.
 
-Errors a user can fix (bad files, bad parameters, no OpenCL device, an unreachable terminal) are printed as
-one line and exit with status 2; ``--debug`` (or ``NEURONET_DEBUG=1``) shows the traceback instead.
+Errors a user can fix (bad files, bad parameters, no OpenCL device, an unreachable terminal) and an expert
+advisor's own failures are printed as one line and exit with status 2 (``neuronet.failures`` decides);
+``--debug`` (or ``NEURONET_DEBUG=1``) shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import typer
 
 from neuronet import __version__
 from neuronet.commands import backtest, data, devices, forecast
-from neuronet.errors import USER_ERRORS
+from neuronet.failures import user_message
 
 app = typer.Typer(
     name="neuronet",
@@ -81,8 +82,9 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(exc.exit_code) from None
         if _debug:
             raise
-        if isinstance(exc, USER_ERRORS):
-            typer.echo(f"error: {exc}", err=True)
+        message = user_message(exc)  # a user's error or an EA's failure, in one line (neuronet.failures)
+        if message is not None:
+            typer.echo(message, err=True)
             raise SystemExit(2) from None
         typer.echo(
             f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", err=True

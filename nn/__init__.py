@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronet.errors import NeuronetError
 from nn import attention, complex, spectral  # noqa: F401  (register their layer types for load())
 from nn.atfnet import ATFNet, PatchTST
 from nn.backend import Backend
@@ -45,7 +46,7 @@ __all__ = [
 ]
 
 
-class BackendUnavailableError(OSError):
+class BackendUnavailableError(NeuronetError, OSError):
     """The requested backend cannot run here (e.g. no OpenCL platform); the message says what to do."""
 
 

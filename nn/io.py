@@ -60,6 +60,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from neuronet.errors import NeuronetError
 from nn.backend import Backend
 from nn.model import Sequential
 
@@ -73,7 +74,7 @@ _CHUNK = 2**20
 _STALE_AFTER_S = 600  # a temporary file this old belongs to a killed writer, not a live one
 
 
-class ModelFileError(ValueError):
+class ModelFileError(NeuronetError, ValueError):
     """A model file is unreadable: truncated, corrupted, not a model file, or from a newer version."""
 
 

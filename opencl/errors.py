@@ -1,14 +1,17 @@
 """Errors of the OpenCL runtime.
 
-They subclass ``OSError`` (the environment lacks something: no platform, no usable device) or ``ValueError``
-(the caller asked for something impossible: an unknown device, float64 without ``cl_khr_fp64``), so the
-command line prints them as one line instead of a traceback.
+All derive from ``neuronet.errors.NeuronetError`` (a user-fixable error: the command line prints it as one
+line instead of a traceback) and from ``OSError`` (the environment lacks something: no platform, no usable
+device) or ``ValueError`` (the caller asked for something impossible: an unknown device, float64 without
+``cl_khr_fp64``).
 """
 
 from __future__ import annotations
 
+from neuronet.errors import NeuronetError
 
-class OpenCLError(Exception):
+
+class OpenCLError(NeuronetError):
     """Base class of every error raised by ``opencl``."""
 
 

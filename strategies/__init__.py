@@ -1,6 +1,8 @@
 """Expert advisors: the base class users subclass, indicators with MetaTrader's definitions, built-in EAs."""
 
-from strategies.base import Account, Bars, EAError, ExpertAdvisor, Line, Position, ReportSection
+from strategies.bars import BarFeed, Bars, Line
+from strategies.base import Account, ExpertAdvisor, Position, ReportSection, call_hook
+from strategies.errors import EAError, EARuntimeError
 from strategies.forecast import ForecastEA
 from strategies.fractal import FractalEA
 from strategies.sma import SmaCrossEA
@@ -18,8 +20,10 @@ BUILTIN: dict[str, type[ExpertAdvisor]] = {
 __all__ = [
     "BUILTIN",
     "Account",
+    "BarFeed",
     "Bars",
     "EAError",
+    "EARuntimeError",
     "ExpertAdvisor",
     "ForecastEA",
     "FractalEA",
@@ -27,4 +31,5 @@ __all__ = [
     "Position",
     "ReportSection",
     "SmaCrossEA",
+    "call_hook",
 ]

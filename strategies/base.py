@@ -6,8 +6,9 @@ the EA a ``Bars`` view that grows by one closed bar per step and a trading conte
 the full frame. Indicators declared with ``indicator()`` are computed once over the whole history for
 speed, and the harness checks them for look-ahead by recomputing them on shorter prefixes.
 
-The guard is the API, not a sandbox: nothing public leads to a future bar, but Python cannot stop code
-that digs through private attributes on purpose.
+The look-ahead guard (``strategies.bars``) is the API, not a sandbox: nothing public leads to a future
+bar, but Python cannot stop code that digs through private attributes on purpose. Whatever an EA's hooks
+raise reaches the caller as an ``EARuntimeError`` naming the EA, the hook and the bar (``call_hook``).
 """
 
 from __future__ import annotations
@@ -20,122 +21,12 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from neuronet.errors import NeuronetError
+from strategies.bars import Bars, Line
+from strategies.errors import EAError, EARuntimeError
+
 # Public class attributes that describe the EA rather than configure it.
 _NOT_PARAMS = frozenset({"min_study_bars"})
-
-
-class EAError(ValueError):
-    """An EA was configured or used wrongly (bad parameter, trading outside a backtest)."""
-
-
-class Bars:
-    """A read-only, growing view of closed candles, oldest first (unlike MQL5's series indexing).
-
-    ``bars.close[-1]`` is the newest closed bar's close. Arrays are views of the visible bars only;
-    ``len(bars)`` is their count. ``start`` hides older bars (a study window).
-    """
-
-    __slots__ = ("_cols", "_end", "_start", "_time", "meta")
-
-    COLUMNS = ("open", "high", "low", "close", "tick_volume", "spread", "real_volume")
-
-    def __init__(
-        self, cols: dict[str, np.ndarray], time: pd.DatetimeIndex, meta: Any, end: int, start: int = 0
-    ):
-        self._cols = cols
-        self._time = time
-        self.meta = meta
-        self._start = start
-        self._end = end
-
-    @classmethod
-    def from_frame(cls, df: pd.DataFrame, meta: Any, end: int | None = None) -> Bars:
-        cols = {}
-        for name in cls.COLUMNS:
-            arr = np.ascontiguousarray(df[name].to_numpy(dtype=np.float64))
-            arr.flags.writeable = False
-            cols[name] = arr
-        return cls(cols, df.index, meta, len(df) if end is None else end)
-
-    def window(self, start: int, end: int) -> Bars:
-        """Bars ``start..end-1`` (absolute indices) as a new view sharing the same arrays."""
-        return Bars(self._cols, self._time, self.meta, end, start)
-
-    def __len__(self) -> int:
-        return self._end - self._start
-
-    @property
-    def open(self) -> np.ndarray:
-        return self._cols["open"][self._start : self._end]
-
-    @property
-    def high(self) -> np.ndarray:
-        return self._cols["high"][self._start : self._end]
-
-    @property
-    def low(self) -> np.ndarray:
-        return self._cols["low"][self._start : self._end]
-
-    @property
-    def close(self) -> np.ndarray:
-        return self._cols["close"][self._start : self._end]
-
-    @property
-    def tick_volume(self) -> np.ndarray:
-        return self._cols["tick_volume"][self._start : self._end]
-
-    @property
-    def spread(self) -> np.ndarray:
-        return self._cols["spread"][self._start : self._end]
-
-    @property
-    def real_volume(self) -> np.ndarray:
-        return self._cols["real_volume"][self._start : self._end]
-
-    @property
-    def time(self) -> pd.DatetimeIndex:
-        return self._time[self._start : self._end]
-
-    @property
-    def offset(self) -> int:
-        """Absolute index of the first visible bar in the tested history (0 unless this is a window)."""
-        return self._start
-
-    def frame(self) -> pd.DataFrame:
-        """The visible bars as a new DataFrame (a copy; convenient, not fast)."""
-        return pd.DataFrame(
-            {c: self._cols[c][self._start : self._end] for c in self.COLUMNS}, index=self.time
-        )
-
-
-class Line:
-    """An indicator revealed bar by bar: ``line[-1]`` is its value on the newest closed bar.
-
-    Values are computed once over the history by the harness; indexing is clipped to the visible bars.
-    """
-
-    __slots__ = ("_bars", "_values", "name")
-
-    def __init__(self, values: np.ndarray, bars: Bars, name: str):
-        values.flags.writeable = False
-        self._values = values
-        self._bars = bars
-        self.name = name
-
-    def __getitem__(self, key: int | slice) -> Any:
-        end = self._bars._end
-        if isinstance(key, int) and key < 0:
-            if -key > end:
-                raise IndexError(f"{self.name}[{key}]: only {end} bars are closed")
-            return self._values[end + key]
-        return self._values[:end][key]
-
-    def __len__(self) -> int:
-        return self._bars._end
-
-    @property
-    def values(self) -> np.ndarray:
-        return self._values[: self._bars._end]
 
 
 @dataclass(frozen=True)
@@ -218,6 +109,7 @@ class ExpertAdvisor:
             setattr(self, key, value)
         self.bars: Bars | None = None
         self.training_log: list[dict] = []
+        self.run_info: dict = {"complete": False, "interrupted": None}  # set by the harness at the end
         self._ctx: TradeContext | None = None
         self._epoch_hook: Callable[[dict], None] | None = None
 
@@ -234,6 +126,11 @@ class ExpertAdvisor:
                     continue
                 if isinstance(value, (classmethod, staticmethod, property)):
                     continue
+                if klass is not ExpertAdvisor and key in _RESERVED:
+                    raise EAError(
+                        f"{cls.__name__}.{key}: a parameter of that name would hide "
+                        f"ExpertAdvisor.{key}; rename it"
+                    )
                 out[key] = value
         return out
 
@@ -251,7 +148,7 @@ class ExpertAdvisor:
 
     # -- lifecycle (override) --------------------------------------------------------------------------
     def on_init(self) -> None:
-        """Declare indicators, check parameters. Bars are not visible yet beyond ``self.bars.meta``."""
+        """Declare indicators, check parameters (raise ``EAError``). No bar is closed yet."""
 
     def on_study(self, bars: Bars) -> None:
         """Train on the study window (closed bars only). The base EA has nothing to learn."""
@@ -292,7 +189,10 @@ class ExpertAdvisor:
         """Declare a causal series computed from bars (e.g. ``lambda b: sma(b.close, 10)``).
 
         The harness evaluates ``fn`` over the whole history once and recomputes it on shorter histories to
-        prove it causal (a ``LookAheadError`` otherwise); ``on_bar`` then sees it grow with the bars.
+        prove it causal (a ``LookAheadError`` otherwise); ``on_bar`` then sees it grow with the bars. The
+        bars ``fn`` receives are blanked (NaN) once it returns, so keeping them leads nowhere; ``fn`` must be
+        a pure function of its bars (one that copies data out on purpose is not stopped: the guard is the
+        API, not a sandbox).
         """
         ctx = self._require_ctx()
         label = name or getattr(fn, "__name__", "indicator")
@@ -363,6 +263,18 @@ class ExpertAdvisor:
         self.bars = bars
         self._epoch_hook = epoch_hook
 
+    def mark_run(self, *, complete: bool, interrupted: str | None) -> None:
+        """Called by the harness when the run ends: whether it ran to the end, else the phase Ctrl-C cut."""
+        self.run_info = {"complete": bool(complete), "interrupted": interrupted}
+
+    def model_metadata(self) -> dict:
+        """What a saved model should carry about its EA and run (``save_model`` puts it in the metadata).
+
+        An interrupted run's model says so (``run.complete`` false, ``run.interrupted`` the phase), so a
+        file trained by a cut-short ``on_study`` is never mistaken for a finished one.
+        """
+        return {"ea": type(self).__name__, "params": dict(self.params), "run": dict(self.run_info)}
+
     def record_epoch(self, record: dict) -> None:
         """Training code reports each epoch here (loss, wall and device s) for the progress bar and report."""
         self.training_log.append(record)
@@ -387,6 +299,35 @@ class ExpertAdvisor:
             if tp_points is not None and tp_points > 0:
                 tp = price + side * tp_points * ctx.point
         return ctx.order(side, float(lots), sl, tp, self.magic if magic is None else int(magic), comment)
+
+
+# Names an EA's parameters must not take: the base class's API and the attributes the harness sets.
+_RESERVED = frozenset(
+    {k for k in dir(ExpertAdvisor) if not k.startswith("_")} | {"bars", "params", "training_log", "run_info"}
+) - set(ExpertAdvisor.param_defaults())
+
+
+def call_hook(
+    ea: ExpertAdvisor, hook: str, *args: Any, where: str, bar: int | None = None, time: Any = None
+) -> Any:
+    """Run one of the EA's own methods (or properties, like ``describe``) on the harness's behalf.
+
+    Whatever escapes becomes an ``EARuntimeError`` naming the EA, the hook and ``where`` (the bar), with the
+    original as its cause. Two exceptions pass as they are: ``KeyboardInterrupt`` (Ctrl-C ends the run, it is
+    not the EA's failure), and a ``NeuronetError`` from ``on_init``, which is where an EA rejects its
+    parameters (``EAError``) or finds no device: the user fixes those by changing the command, not the EA.
+    ``SystemExit`` (and any other ``BaseException``) is wrapped: an EA's ``sys.exit()`` must not end the
+    program with a made-up status.
+    """
+    try:
+        value = getattr(ea, hook)
+        return value(*args) if callable(value) else value
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        if hook == "on_init" and isinstance(exc, NeuronetError):
+            raise
+        raise EARuntimeError(type(ea).__name__, hook, where, exc, bar, time) from exc
 
 
 def _coerce(cls_name: str, key: str, value: Any, default: Any) -> Any:
@@ -418,7 +359,7 @@ def _coerce(cls_name: str, key: str, value: Any, default: Any) -> Any:
             )
         if isinstance(default, (tuple, list)) and isinstance(value, Sequence):
             return type(default)(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int("inf")
         pass
     else:
         return value

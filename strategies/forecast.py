@@ -22,7 +22,7 @@ from nn import get_backend
 from nn.atfnet import ATFNet, PatchTST
 from nn.callbacks import EarlyStopping
 from nn.model import Sequential
-from strategies.base import Bars, ExpertAdvisor, ReportSection
+from strategies.base import Bars, EAError, ExpertAdvisor, ReportSection
 
 log = logging.getLogger(__name__)
 
@@ -176,13 +176,13 @@ class ForecastEA(ExpertAdvisor):
         self._cols = [c.strip() for c in self.channels.split(",") if c.strip()]
         unknown = [c for c in self._cols if c not in Bars.COLUMNS]
         if unknown or "close" not in self._cols:
-            raise ValueError(
+            raise EAError(
                 f"ForecastEA channels {self.channels!r}: use candle columns ({', '.join(Bars.COLUMNS)}) "
                 "including close"
             )
         self._step = self.horizon or self.pred_len
         if not 1 <= self._step <= self.pred_len:
-            raise ValueError(f"ForecastEA horizon must be in 1..pred_len={self.pred_len}, got {self.horizon}")
+            raise EAError(f"ForecastEA horizon must be in 1..pred_len={self.pred_len}, got {self.horizon}")
         self._close = self._cols.index("close")
         self._log: list[tuple[int, np.ndarray, float, float]] = []  # bar, forecast (T,), weight, threshold
         self.net: Sequential | None = None

@@ -223,8 +223,7 @@ class FractalEA(ExpertAdvisor):
         from nn import save
 
         meta = {
-            "ea": type(self).__name__,
-            "params": self.params,
+            **self.model_metadata(),
             "features": list(FEATURES),
             "depth": self.depth,
             "classes": list(CLASSES),

@@ -6,7 +6,7 @@ while below. Both SMAs are declared as indicators, so the harness computes them 
 
 from __future__ import annotations
 
-from strategies.base import ExpertAdvisor
+from strategies.base import EAError, ExpertAdvisor
 from strategies.indicators import sma
 
 
@@ -21,7 +21,7 @@ class SmaCrossEA(ExpertAdvisor):
 
     def on_init(self) -> None:
         if not 0 < self.fast < self.slow:
-            raise ValueError(f"SmaCrossEA needs 0 < fast < slow, got fast={self.fast} slow={self.slow}")
+            raise EAError(f"SmaCrossEA needs 0 < fast < slow, got fast={self.fast} slow={self.slow}")
         fast, slow = self.fast, self.slow
         self.fast_line = self.indicator(lambda b: sma(b.close, fast), f"sma{fast}")
         self.slow_line = self.indicator(lambda b: sma(b.close, slow), f"sma{slow}")

@@ -3,6 +3,9 @@
 Arrows point one way: datafeeds and opencl import nothing of ours; nn builds on opencl; strategies on nn and
 datafeeds; backtests on those; the neuronet CLI sits on top. A module that breaks an arrow would make a
 lower layer depend on a higher one (e.g. the data feeds pulling in OpenCL), which these tests forbid.
+
+One module crosses every arrow: ``neuronet.errors``, the base class of all user-fixable errors. It may be
+imported from anywhere because it imports nothing (checked below), so it adds no layer to its importers.
 """
 
 from __future__ import annotations
@@ -23,32 +26,43 @@ ALLOWED = {
     "neuronet": set(OURS),
 }
 MAX_LINES = 600
+SHARED = "neuronet.errors"  # importable by every package; must itself import nothing
 
 
 def _modules(package: str) -> list[Path]:
     return sorted((ROOT / package).rglob("*.py"))
 
 
-def _imported_top_levels(path: Path) -> set[str]:
+def _imported_modules(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
+            names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
+            names.add(node.module)
     return names
+
+
+def _imported_top_levels(path: Path, shared_ok: bool = False) -> set[str]:
+    return {m.split(".")[0] for m in _imported_modules(path) if not (shared_ok and m == SHARED)}
 
 
 @pytest.mark.parametrize("package", OURS)
 def test_import_arrows_point_one_way(package):
     offenders = []
     for path in _modules(package):
-        ours = (_imported_top_levels(path) & set(OURS)) - {package}
+        ours = (_imported_top_levels(path, shared_ok=True) & set(OURS)) - {package}
         bad = ours - ALLOWED[package]
         if bad:
             offenders.append(f"{path.relative_to(ROOT)} imports {sorted(bad)}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_the_shared_error_module_imports_nothing():
+    """``neuronet.errors`` (and the package's ``__init__`` that importing it runs) stay dependency-free."""
+    for path in (ROOT / "neuronet" / "errors.py", ROOT / "neuronet" / "__init__.py"):
+        assert _imported_modules(path) <= {"__future__"}, path
 
 
 def test_nn_does_not_depend_on_pandas():
@@ -91,3 +105,35 @@ def test_no_kernel_source_in_python_strings():
         if any("__kernel" in s for s in _code_strings(p))
     ]
     assert not offenders
+
+
+def _private_names_defined(tree: ast.Module) -> set[str]:
+    """Private attribute names a module's own classes define (methods, ``self._x = ...``, ``__slots__``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("_"):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                names.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("_"):
+            names.add(node.value)  # __slots__ entries
+    return names
+
+
+@pytest.mark.parametrize("package", ["strategies", "backtests"])
+def test_no_module_reads_another_modules_private_parts(package):
+    """``obj._x`` is allowed only where ``_x`` belongs to the same module (e.g. Bars and its BarFeed)."""
+    offenders = []
+    for path in _modules(package):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        own = _private_names_defined(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")):
+                continue
+            if node.attr.startswith("__") or node.attr in own:
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue  # inherited private helpers are the class's own business
+            offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert not offenders, "\n".join(offenders)

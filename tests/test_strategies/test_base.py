@@ -6,7 +6,7 @@ import pytest
 
 from backtests import AccountConfig, Backtest
 from datafeeds import CandleMeta, Timeframe, make_frame
-from strategies import EAError, ExpertAdvisor
+from strategies import EAError, EARuntimeError, ExpertAdvisor
 
 
 class Params(ExpertAdvisor):
@@ -84,5 +84,20 @@ def test_stop_as_price_and_points_together_is_refused():
         def on_bar(self):
             self.buy(0.1, sl=1.0, sl_points=10)
 
-    with pytest.raises(ValueError, match="price or in points"):
+    with pytest.raises(EARuntimeError, match=r"Both.on_bar raised at bar 40 .*EAError: .*price or in") as e:
         Backtest(_candles(), Both).run()
+    assert isinstance(e.value.original, EAError) and e.value.__cause__ is e.value.original
+
+
+@pytest.mark.parametrize("name", ["bars", "params", "position", "buy", "run_info", "describe"])
+def test_a_parameter_may_not_hide_the_base_classs_api(name):
+    """``bars = 24`` as a lookback would be silently replaced by the harness's Bars: refuse the name."""
+    Clash = type("Clash", (ExpertAdvisor,), {name: 24})
+    with pytest.raises(EAError, match=f"Clash.{name}: a parameter of that name would hide"):
+        Clash()
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e400"])
+def test_a_non_finite_integer_parameter_is_refused(value):
+    with pytest.raises(EAError, match="expects int"):
+        Params(period=value)
