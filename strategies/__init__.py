@@ -1,6 +1,6 @@
 """Expert advisors: the base class users subclass, indicators with MetaTrader's definitions, built-in EAs."""
 
-from strategies.base import Account, Bars, EAError, ExpertAdvisor, Line, Position, ReportSection
+from strategies.base import Account, Bars, EAError, ExpertAdvisor, Line, Order, Position, ReportSection
 from strategies.forecast import ForecastEA
 from strategies.fractal import FractalEA
 from strategies.sma import SmaCrossEA
@@ -24,6 +24,7 @@ __all__ = [
     "ForecastEA",
     "FractalEA",
     "Line",
+    "Order",
     "Position",
     "ReportSection",
     "SmaCrossEA",

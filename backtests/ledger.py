@@ -1,0 +1,153 @@
+"""The broker's result tables: trades (MAE/MFE), MetaTrader's orders and deals, balance/equity curves.
+
+A mix-in of ``Broker``, kept apart so the fill logic and the bookkeeping of its records read separately.
+Times are stored as bar indices while the run goes and turned into timestamps once, here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+TRADE_COLUMNS = (
+    "ticket",
+    "type",
+    "lots",
+    "entry_time",
+    "entry_price",
+    "exit_time",
+    "exit_price",
+    "sl",
+    "tp",
+    "exit_reason",
+    "commission",
+    "swap",
+    "profit",
+    "net_profit",
+    "entry_bar",
+    "exit_bar",
+    "magic",
+    "comment",
+)
+
+ORDER_COLUMNS = (
+    "ticket",
+    "time_setup",
+    "type",
+    "lots",
+    "price",
+    "stoplimit",
+    "sl",
+    "tp",
+    "expiration",
+    "time_done",
+    "fill_price",
+    "state",
+    "position",
+    "magic",
+    "comment",
+)
+DEAL_COLUMNS = (
+    "deal",
+    "time",
+    "order",
+    "position",
+    "type",
+    "entry",
+    "lots",
+    "price",
+    "commission",
+    "swap",
+    "profit",
+    "balance",
+    "magic",
+    "comment",
+)
+
+
+def json_safe(value: object) -> object:
+    """NaN and infinities as text, so a rejected request with such a value still makes valid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+class Ledger:
+    """Result tables of a ``Broker`` (which supplies the prices, records and configuration)."""
+
+    def trades_frame(self) -> pd.DataFrame:
+        """Closed trades in closing order, with MAE/MFE: the worst and best floating profit while open.
+
+        Excursions use the high/low of the bars from entry up to (not including) the exit bar, longs at the
+        bid and shorts at the ask, plus the exit price: in the exit bar the stop or take-profit is taken to
+        come first (the pessimistic rule), so that bar's range beyond the exit level does not count.
+        """
+        df = pd.DataFrame(self.trades, columns=list(TRADE_COLUMNS))
+        df["entry_time"] = self.time[df["entry_bar"].to_numpy(dtype=np.int64)]
+        df["exit_time"] = self.time[df["exit_bar"].to_numpy(dtype=np.int64)]
+        cs = self.config.contract_size
+        mae, mfe = np.zeros(len(df)), np.zeros(len(df))
+        for k, (side, lots, entry, exit_, a, b) in enumerate(
+            zip(
+                df["type"],
+                df["lots"],
+                df["entry_price"],
+                df["exit_price"],
+                df["entry_bar"],
+                df["exit_bar"],
+                strict=True,
+            )
+        ):
+            spr = self.spread[a:b] if side == "sell" else 0.0
+            lows = np.append(self.lows[a:b] + spr, exit_)
+            highs = np.append(self.highs[a:b] + spr, exit_)
+            sign = 1.0 if side == "buy" else -1.0
+            best = highs.max() if side == "buy" else lows.min()
+            worst = lows.min() if side == "buy" else highs.max()
+            mfe[k] = max(0.0, sign * (best - entry) * lots * cs)
+            mae[k] = min(0.0, sign * (worst - entry) * lots * cs)
+        df["mae"], df["mfe"] = mae, mfe
+        return df
+
+    def curves(self, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Balance, equity and used margin at each bar's close from bar ``first`` on (after ``finish``)."""
+        n = len(self.opens)
+        changes = np.zeros(n + 1)
+        for bar, amount in self._balance_events:
+            changes[bar] += amount
+        balance = self.config.deposit + np.cumsum(changes[:n])
+        floating = np.zeros(n)
+        margin_diff = np.zeros(n + 1)
+        cs, lev = self.config.contract_size, self.config.leverage
+        bid = self.closes
+        ask = self.closes + self.spread
+        for start, end, side, lots, price in self._segments:
+            if side > 0:
+                floating[start:end] += (bid[start:end] - price) * lots * cs
+            else:
+                floating[start:end] += (price - ask[start:end]) * lots * cs
+            margin_diff[start] += lots * cs * price / lev
+            margin_diff[end] -= lots * cs * price / lev
+        margin = np.cumsum(margin_diff[:n])
+        equity = balance + floating
+        return balance[first:], equity[first:], margin[first:]
+
+    def orders_frame(self) -> pd.DataFrame:
+        """Every accepted order, as MetaTrader's report lists them: market orders (the EA's and the closing
+        orders of SL, TP, stop-out and end of test) and pending orders with their final state."""
+        df = pd.DataFrame(self.order_log, columns=list(ORDER_COLUMNS))
+        for col in ("time_setup", "time_done"):
+            df[col] = pd.DatetimeIndex([pd.NaT if b is None else self.time[b] for b in df[col]])
+        for col in ("ticket", "position"):
+            df[col] = df[col].astype("Int64")
+        return df
+
+    def deals_frame(self) -> pd.DataFrame:
+        """Every deal in order: entries ("in"), exits ("out"; "out_by" for close-by), balance after each."""
+        df = pd.DataFrame(self.deal_log, columns=list(DEAL_COLUMNS))
+        df["time"] = self.time[df["time"].to_numpy(dtype=np.int64)]
+        for col in ("order", "position"):
+            df[col] = df[col].astype("Int64")
+        return df
