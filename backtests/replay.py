@@ -59,6 +59,8 @@ class Result:
     chart_data: dict = field(default_factory=dict)
     section: ReportSection | None = None
     ea_instance: ExpertAdvisor | None = None
+    orders: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's orders table
+    deals: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's deals table
 
 
 class _Context(Broker):
@@ -276,6 +278,8 @@ class Backtest:
             chart_data=_chart_data(bars, evaluated, fs, last),
             section=section,
             ea_instance=ea,
+            orders=ctx.orders_frame(),
+            deals=ctx.deals_frame(),
         )
 
 
