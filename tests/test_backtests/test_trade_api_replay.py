@@ -9,20 +9,18 @@ from strategies import ExpertAdvisor
 
 
 class TrailingBreakout(ExpertAdvisor):
-    """Buy stop above the last bar's high (good for the day); trail the stop 200 points behind the bid."""
+    """The README's trailing-stop example: a buy stop above the last high (good for the day), then the stop
+    trailed 200 points behind the bid."""
 
-    trail: float = 200.0
+    trail = 200
 
     def on_bar(self):
-        if len(self.bars) < 2:
-            return
         for pos in self.positions():
             sl = self.bid - self.trail * self.point
-            if pos.sl is None or sl > pos.sl + self.point:
+            if pos.side > 0 and (pos.sl is None or sl > pos.sl):
                 self.modify(pos.ticket, sl=sl)
         if not self.positions() and not self.orders():
-            above = max(self.bars.high[-1], self.ask)  # the open may have gapped above the last high
-            self.buy_stop(0.1, above + 50 * self.point, expiration="today")
+            self.buy_stop(0.1, max(self.bars.high[-1], self.ask) + 50 * self.point, expiration="today")
 
 
 @pytest.fixture(scope="module")
