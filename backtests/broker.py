@@ -336,23 +336,21 @@ class Broker(TradeRequests, Ledger):
     def _stop_out(self, t: int, at_open: bool) -> None:
         """Close everything where the margin level crosses ``stop_out_level``.
 
-        Equity is linear in the bid ``p`` (shorts valued at ``p`` + spread), so the crossing price solves
-        one equation. On the bar's adverse path (down for a net long) the stop-losses met before that price
-        are filled first; then, if the level is still crossed, every position is closed there, or at the
-        open when the open is already beyond it.
+        Equity is linear in the bid ``p`` (shorts valued at ``p`` + spread), so the level is checked at the
+        bar's adverse extreme (the open, at the open) with a few multiplications on cached sums, and the
+        crossing price solves one equation. On the bar's adverse path (down for a net long) the stop-losses
+        met before that price are filled first; then, if the level is still crossed, every position is
+        closed there, or at the open when the open is already beyond it.
         """
-        o, spr, level = self.opens[t], self.spread[t], self.config.stop_out_level / 100.0
-        cs = self.config.contract_size
-        for _ in range(len(self.open_positions) + 1):
+        if not self._level_crossed(t, at_open):
+            return
+        o, spr, cs = self.opens[t], self.spread[t], self.config.contract_size
+        level = self.config.stop_out_level / 100.0
+        while self._level_crossed(t, at_open):
             long_lots, long_value, short_lots, short_value, margin = self._exposure()
-            if margin <= 0:
-                return
             net = long_lots - short_lots
             fixed = self.balance + cs * (short_value - long_value - spr * short_lots)
-            extreme = o if at_open or abs(net) < 1e-12 else (self.lows[t] if net > 0 else self.highs[t])
-            if fixed + cs * net * extreme > level * margin:
-                return
-            if abs(net) < 1e-12 or at_open:
+            if at_open or abs(net) < 1e-12:
                 fill = o
             else:
                 cross = (level * margin - fixed) / (cs * net)
@@ -368,12 +366,22 @@ class Broker(TradeRequests, Ledger):
                     pos = max(first, key=lambda p: p.sl * (1 if net > 0 else -1))
                     self._close(pos, pos.lots, pos.sl, "sl")
                     continue
-            log.info(
-                "stop out at %s: margin level %.1f%%", self.time[t], 100 * (fixed + cs * net * fill) / margin
-            )
+            equity = fixed + cs * net * fill
+            log.info("stop out at %s: margin level %.1f%%", self.time[t], 100 * equity / margin)
             for pos in list(self.open_positions):
                 self._close(pos, pos.lots, fill if pos.side > 0 else fill + spr, "stop out")
-            return
+
+    def _level_crossed(self, t: int, at_open: bool) -> bool:
+        """Whether the margin level at the bar's adverse extreme (or its open) is at the stop-out level."""
+        long_lots, long_value, short_lots, short_value, margin = self._exposure_cache or self._exposure()
+        if margin <= 0:
+            return False
+        net = long_lots - short_lots
+        flat = at_open or abs(net) < 1e-12  # fully hedged: equity does not move with the price
+        price = self.opens[t] if flat else self.lows[t] if net > 0 else self.highs[t]
+        cs = self.config.contract_size
+        worst = self.balance + cs * (short_value - long_value - self.spread[t] * short_lots + net * price)
+        return worst <= self.config.stop_out_level / 100.0 * margin
 
     def _swap(self, day_from: int, day_to: int) -> None:
         cfg = self.config

@@ -144,4 +144,6 @@ def expiration_time(expiration: object, now: pd.Timestamp) -> pd.Timestamp | Non
         raise ValueError(f"expiration {expiration!r} is not a time")
     if ts.tzinfo is None and now.tzinfo is not None:
         ts = ts.tz_localize(now.tzinfo)
+    elif ts.tzinfo is not None and now.tzinfo is None:
+        ts = ts.tz_convert(None)  # a zone-aware time against naive bars (taken as UTC)
     return ts

@@ -139,7 +139,8 @@ class Ledger:
         orders of SL, TP, stop-out and end of test) and pending orders with their final state."""
         df = pd.DataFrame(self.order_log, columns=list(ORDER_COLUMNS))
         for col in ("time_setup", "time_done"):
-            df[col] = pd.DatetimeIndex([pd.NaT if b is None else self.time[b] for b in df[col]])
+            bars = np.array([-1 if b is None else b for b in df[col]], dtype=np.int64)
+            df[col] = self.time[np.maximum(bars, 0)].where(bars >= 0)
         for col in ("ticket", "position"):
             df[col] = df[col].astype("Int64")
         return df

@@ -292,3 +292,18 @@ def test_pending_orders_left_at_the_end_are_listed_as_cancelled():
     b = _broker([FLAT, FLAT])
     _run(b, {0: lambda ea: ea.buy_limit(1.0, 1.0)})
     assert b.orders_frame().iloc[0].state == "canceled"
+
+
+@pytest.mark.parametrize("naive_bars", [False, True])
+def test_expiration_times_with_or_without_a_zone_compare_with_the_bars(naive_bars):
+    b = _broker([FLAT] * 4)
+    if naive_bars:
+        b.time = b.time.tz_localize(None)
+    b.bar_open(0)
+    ea = _ea(b)
+    assert ea.buy_limit(1.0, 1.0, expiration="2024-01-01 02:00") == 1
+    assert ea.buy_limit(1.0, 1.0, expiration=pd.Timestamp("2024-01-01 02:00", tz="UTC")) == 2
+    for t in (1, 2):
+        b.bar_range(t - 1)
+        b.bar_open(t)
+    assert not b.pending_orders
