@@ -95,6 +95,7 @@ class _Pos:
         "swap",
         "ticket",
         "tp",
+        "tp_from",
     )
 
     def __init__(self, ticket, side, lots, price, bar, sl, tp, magic, comment, commission):
@@ -110,6 +111,7 @@ class _Pos:
         self.commission = commission  # entry commission not yet attributed to a closed trade
         self.swap = 0.0
         self.seg = bar  # bar where the current floating segment began
+        self.tp_from = bar  # first bar whose range may reach the TP (see _trigger)
 
 
 class Broker(TradeRequests, Ledger):
@@ -319,7 +321,7 @@ class Broker(TradeRequests, Ledger):
                         self._close(pos, pos.lots, o, "tp")
                 elif pos.sl is not None and lo <= pos.sl:
                     self._close(pos, pos.lots, pos.sl, "sl")
-                elif pos.tp is not None and h >= pos.tp:
+                elif pos.tp is not None and h >= pos.tp and t >= pos.tp_from:
                     self._close(pos, pos.lots, pos.tp, "tp")
             else:  # short: exits at the ask
                 ao, ah, alo = o + spr, h + spr, lo + spr
@@ -330,7 +332,7 @@ class Broker(TradeRequests, Ledger):
                         self._close(pos, pos.lots, ao, "tp")
                 elif pos.sl is not None and ah >= pos.sl:
                     self._close(pos, pos.lots, pos.sl, "sl")
-                elif pos.tp is not None and alo <= pos.tp:
+                elif pos.tp is not None and alo <= pos.tp and t >= pos.tp_from:
                     self._close(pos, pos.lots, pos.tp, "tp")
 
     def _stop_out(self, t: int, at_open: bool) -> None:
@@ -428,6 +430,12 @@ class Broker(TradeRequests, Ledger):
                 ticket=order.ticket,
                 reason=order.kind,
             )
+            if not at_open and "limit" in order.kind and ticket is not None:
+                # A limit reached inside the bar: the bar's extreme on the TP side may have come before the
+                # fill, so its TP counts from the next bar (its SL, beyond the fill, was reached after it).
+                for pos in self.open_positions:
+                    if pos.ticket == ticket:
+                        pos.tp_from = t + 1
             order.record.update(time_done=t, fill_price=price)
             order.record["state"] = "filled" if ticket is not None else "rejected"
             order.record["position"] = ticket

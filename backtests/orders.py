@@ -17,8 +17,10 @@ Trigger rules, checked first against the bar's open, then against its range:
   midnight); it can still trigger inside the bars opening before that time.
 
 The same bar's range is checked for an order placed at that bar's open (the decision is taken at the
-open, before the range), and SL/TP of the position it opens are checked in that bar too (the pessimistic
-rule of the broker: stop-loss first).
+open, before the range). The position a fill opens inside a bar has its SL checked in that bar too (for a
+limit, the price went through the fill to reach the SL; for a stop it is the pessimistic assumption), and
+its TP too after a stop fill (the price moved through the fill towards the TP), but not after a limit fill:
+the bar's extreme on the TP side may have come before the fill, so the TP counts from the next bar.
 """
 
 from __future__ import annotations

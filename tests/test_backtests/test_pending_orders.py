@@ -307,3 +307,23 @@ def test_expiration_times_with_or_without_a_zone_compare_with_the_bars(naive_bar
         b.bar_range(t - 1)
         b.bar_open(t)
     assert not b.pending_orders
+
+
+def test_after_a_limit_fill_inside_a_bar_its_sl_counts_there_but_its_tp_from_the_next_bar():
+    # Bar 1 reaches 1.1100 and 1.0900: the high may have come before the dip that filled the buy limit.
+    wide = (1.1000, 1.1100, 1.0940, 1.1000)
+    b = _broker([FLAT, wide, wide])
+    _run(b, {0: lambda ea: ea.buy_limit(1.0, 1.0950, tp=1.1050)})
+    trade = b.trades_frame().iloc[0]
+    assert (trade.entry_bar, trade.exit_bar, trade.exit_reason, trade.exit_price) == (1, 2, "tp", 1.1050)
+    b = _broker([FLAT, (1.1000, 1.1100, 1.0900, 1.1000)])
+    _run(b, {0: lambda ea: ea.buy_limit(1.0, 1.0950, sl=1.0920, tp=1.1050)})
+    trade = b.trades_frame().iloc[0]  # the dip through 1.0950 went on to 1.0900: the SL was reached
+    assert (trade.entry_bar, trade.exit_bar, trade.exit_reason, trade.exit_price) == (1, 1, "sl", 1.0920)
+
+
+def test_after_a_stop_fill_inside_a_bar_its_tp_counts_there():
+    b = _broker([FLAT, (1.1000, 1.1100, 1.0990, 1.1050)])
+    _run(b, {0: lambda ea: ea.buy_stop(1.0, 1.1020, tp=1.1080)})
+    trade = b.trades_frame().iloc[0]
+    assert (trade.entry_bar, trade.exit_bar, trade.exit_reason, trade.exit_price) == (1, 1, "tp", 1.1080)
