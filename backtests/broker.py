@@ -171,6 +171,10 @@ class Broker(TradeRequests, Ledger):
         t = self.t
         return self.opens[t] + self.spread[t] if side > 0 else self.opens[t]
 
+    def time_now(self) -> pd.Timestamp:
+        """The current bar's opening time: when the EA's decision is taken."""
+        return self.time[self.t]
+
     # -- per-bar events (called by the harness) -----------------------------------------------------------
     def bar_open(self, t: int) -> None:
         """Start of bar ``t``: swaps, stops gapped through, expiries and pending orders reached by the open,

@@ -122,6 +122,8 @@ class TradeContext(Protocol):
 
     def price(self, side: int) -> float: ...
 
+    def time_now(self) -> pd.Timestamp: ...
+
     def indicator(self, fn: Callable[[Bars], np.ndarray], name: str) -> np.ndarray: ...
 
 
@@ -260,6 +262,11 @@ class TradeMethods:
     @property
     def ask(self) -> float:
         return self._require_ctx().price(+1)
+
+    @property
+    def time_current(self) -> pd.Timestamp:
+        """The time of the current decision: the opening time of the bar now forming (MQL5's TimeCurrent)."""
+        return self._require_ctx().time_now()
 
     @property
     def point(self) -> float:
