@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from backtests.ledger import Ledger, json_safe
+from backtests.ledger import Ledger
 from backtests.trading import TradeRequests
 
 log = logging.getLogger(__name__)
@@ -159,6 +159,10 @@ class Broker(TradeRequests, Ledger):
         # (start_bar, end_bar, side, lots, price): floating P&L of a position state over bars [start, end)
         self._segments: list[tuple[int, int, int, float, float]] = []
         self._exposure_cache: tuple[float, float, float, float, float] | None = None
+        # Prices the checks read: (open, high, low, spread) of the bar, or of one stretch of an M1 path.
+        self._quote = (open_[0], high[0], low[0], self.spread[0])
+        self._path = None  # backtests.paths.M1Path in the "1 minute OHLC" model
+        self._walking = False  # True while an M1 path is walked: the order of prices inside it is known
 
     @property
     def deals(self) -> int:
@@ -180,25 +184,53 @@ class Broker(TradeRequests, Ledger):
         """Start of bar ``t``: swaps, stops gapped through, expiries and pending orders reached by the open,
         then the stop-out check at the open."""
         self.t = t
-        if self.open_positions:
-            if self._day[t] != self._day[t - 1] and (self.config.swap_long or self.config.swap_short):
-                self._swap(int(self._day[t - 1]), int(self._day[t]))
-            self._stops(t, gap_only=True)
+        self._quote = (self.opens[t], self.highs[t], self.lows[t], self.spread[t])
+        swaps = self.config.swap_long or self.config.swap_short
+        if self.open_positions and swaps and self._day[t] != self._day[t - 1]:
+            self._swap(int(self._day[t - 1]), int(self._day[t]))
         if self.pending_orders:
             self._expire(t)
+        self._at_open_checks(t)
+
+    def bar_range(self, t: int) -> None:
+        """During bar ``t``: pending orders reached by its high/low, the stop-out (with the stops nearer to
+        the open before it), then the stops touched (including positions opened at this bar).
+
+        With an M1 path attached (``attach_path``), the bar's prices are walked minute by minute instead.
+        """
+        if self._path is not None and self._path.covers(t):
+            self._path.walk(self, t)
+            return
+        self._quote = (self.opens[t], self.highs[t], self.lows[t], self.spread[t])
+        self._range_checks(t)
+
+    def attach_path(self, path) -> None:
+        """Work fills through M1 bars (``backtests.paths.M1Path``): MetaTrader's "1 minute OHLC" model."""
+        self._path = path
+
+    def _at_open_checks(self, t: int) -> None:
+        """At an opening price (``_quote``): stops gapped through, pending orders reached, the stop-out."""
+        if self.open_positions:
+            self._stops(t, gap_only=True)
+        if self.pending_orders:
             self._trigger(t, at_open=True)
         if self.open_positions and self.config.stop_out_level > 0:
             self._stop_out(t, at_open=True)
 
-    def bar_range(self, t: int) -> None:
-        """During bar ``t``: pending orders reached by its high/low, the stop-out (with the stops nearer to
-        the open before it), then the stops touched (including positions opened at this bar)."""
-        if self.pending_orders:
+    def _range_checks(self, t: int) -> None:
+        """Over a range of prices (``_quote``): pending orders, the stop-out, then SL/TP.
+
+        On an M1 path the range is a straight move ending at any pending price inside it, so the positions
+        open before it are checked first and an order filled at its end is checked from there on.
+        """
+        if self.pending_orders and not self._walking:
             self._trigger(t, at_open=False)
         if self.open_positions:
             if self.config.stop_out_level > 0:
                 self._stop_out(t, at_open=False)
             self._stops(t, gap_only=False)
+        if self.pending_orders and self._walking:
+            self._trigger(t, at_open=False)
 
     def finish(self, last: int) -> None:
         """Close what is still open at the last bar's close (MetaTrader's "end of test" deals); pending
@@ -313,7 +345,7 @@ class Broker(TradeRequests, Ledger):
             pos.lots, pos.commission, pos.swap = left, pos.commission - entry_comm, pos.swap - swap
 
     def _stops(self, t: int, gap_only: bool) -> None:
-        o, h, lo, spr = self.opens[t], self.highs[t], self.lows[t], self.spread[t]
+        o, h, lo, spr = self._quote
         for pos in list(self.open_positions):
             if pos.sl is None and pos.tp is None:
                 continue
@@ -350,7 +382,8 @@ class Broker(TradeRequests, Ledger):
         """
         if not self._level_crossed(t, at_open):
             return
-        o, spr, cs = self.opens[t], self.spread[t], self.config.contract_size
+        o, _, _, spr = self._quote
+        cs = self.config.contract_size
         level = self.config.stop_out_level / 100.0
         while self._level_crossed(t, at_open):
             long_lots, long_value, short_lots, short_value, margin = self._exposure()
@@ -377,6 +410,18 @@ class Broker(TradeRequests, Ledger):
             for pos in list(self.open_positions):
                 self._close(pos, pos.lots, fill if pos.side > 0 else fill + spr, "stop out")
 
+    def _stop_out_price(self, spread: float) -> float | None:
+        """The bid at which the margin level would reach the stop-out level, None when no price does."""
+        if not self.open_positions or self.config.stop_out_level <= 0:
+            return None
+        long_lots, long_value, short_lots, short_value, margin = self._exposure()
+        net = long_lots - short_lots
+        if margin <= 0 or abs(net) < 1e-12:
+            return None
+        cs = self.config.contract_size
+        fixed = self.balance + cs * (short_value - long_value - spread * short_lots)
+        return (self.config.stop_out_level / 100.0 * margin - fixed) / (cs * net)
+
     def _level_crossed(self, t: int, at_open: bool) -> bool:
         """Whether the margin level at the bar's adverse extreme (or its open) is at the stop-out level."""
         long_lots, long_value, short_lots, short_value, margin = self._exposure_cache or self._exposure()
@@ -384,9 +429,10 @@ class Broker(TradeRequests, Ledger):
             return False
         net = long_lots - short_lots
         flat = at_open or abs(net) < 1e-12  # fully hedged: equity does not move with the price
-        price = self.opens[t] if flat else self.lows[t] if net > 0 else self.highs[t]
+        o, h, lo, spr = self._quote
+        price = o if flat else lo if net > 0 else h
         cs = self.config.contract_size
-        worst = self.balance + cs * (short_value - long_value - self.spread[t] * short_lots + net * price)
+        worst = self.balance + cs * (short_value - long_value - spr * short_lots + net * price)
         return worst <= self.config.stop_out_level / 100.0 * margin
 
     def _swap(self, day_from: int, day_to: int) -> None:
@@ -404,13 +450,13 @@ class Broker(TradeRequests, Ledger):
             self._charge(amount)
 
     # -- pending orders ----------------------------------------------------------------------------------
-    def _expire(self, t: int) -> None:
-        now = self.time[t]
+    def _expire(self, t: int, now: pd.Timestamp | None = None) -> None:
+        now = self.time[t] if now is None else now
         for order in [o for o in self.pending_orders if o.expiration is not None and o.expiration <= now]:
             self._retire(order, "expired")
 
     def _trigger(self, t: int, at_open: bool) -> None:
-        o, h, lo, spr = self.opens[t], self.highs[t], self.lows[t], self.spread[t]
+        o, h, lo, spr = self._quote
         for order in list(self.pending_orders):
             if order.active_from > t:
                 continue
@@ -420,7 +466,7 @@ class Broker(TradeRequests, Ledger):
             if order.kind.endswith("stop_limit"):  # becomes a limit order at its stop-limit price
                 order.kind = order.kind.replace("stop_limit", "limit")
                 order.price, order.stoplimit = order.stoplimit, None
-                order.active_from = t if at_open else t + 1
+                order.active_from = t if at_open or self._walking else t + 1
                 continue
             self.pending_orders.remove(order)
             ticket = self._fill(
@@ -434,7 +480,7 @@ class Broker(TradeRequests, Ledger):
                 ticket=order.ticket,
                 reason=order.kind,
             )
-            if not at_open and "limit" in order.kind and ticket is not None:
+            if not (at_open or self._walking) and "limit" in order.kind and ticket is not None:
                 # A limit reached inside the bar: the bar's extreme on the TP side may have come before the
                 # fill, so its TP counts from the next bar (its SL, beyond the fill, was reached after it).
                 for pos in self.open_positions:
@@ -449,79 +495,6 @@ class Broker(TradeRequests, Ledger):
         order.record.update(state=state, time_done=self.t)
 
     # -- records and accounting ----------------------------------------------------------------------------
-    def _reject(self, action: str, side: int, lots: float, retcode: int, reason: str, **request) -> None:
-        self.last_retcode = retcode
-        self.rejected.append(
-            {
-                "time": str(self.time[self.t]),
-                "bar": self.t,
-                "action": action,
-                "side": side,
-                "lots": json_safe(lots),
-                **{k: json_safe(v) for k, v in request.items()},
-                "retcode": retcode,
-                "reason": reason,
-            }
-        )
-        log.info("request rejected at %s: %s (retcode %d)", self.time[self.t], reason, retcode)
-        return None
-
-    def _order_record(
-        self, ticket, kind, lots, price, sl, tp, state, position, magic, comment, **extra
-    ) -> dict:
-        record = {
-            "ticket": ticket,
-            "time_setup": self.t,
-            "type": kind,
-            "lots": lots,
-            "price": price,
-            "stoplimit": None,
-            "sl": sl,
-            "tp": tp,
-            "expiration": None,
-            "time_done": self.t if state == "filled" else None,
-            "fill_price": price if state == "filled" else None,
-            "state": state,
-            "position": position,
-            "magic": magic,
-            "comment": comment,
-            **extra,
-        }
-        self.order_log.append(record)
-        return record
-
-    def _deal(
-        self,
-        order,
-        pos: _Pos,
-        side: int,
-        entry: str,
-        lots,
-        price,
-        commission,
-        swap,
-        profit,
-        comment: str | None = None,
-    ) -> None:
-        self.deal_log.append(
-            (
-                len(self.deal_log) + 1,
-                self.t,
-                order,
-                pos.ticket,
-                "buy" if side > 0 else "sell",
-                entry,
-                lots,
-                price,
-                commission,
-                swap,
-                profit,
-                self.balance,
-                pos.magic,
-                pos.comment if comment is None else comment,
-            )
-        )
-
     def _charge(self, amount: float) -> None:
         if amount:
             self.balance += amount

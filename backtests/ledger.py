@@ -6,6 +6,7 @@ Times are stored as bar indices while the run goes and turned into timestamps on
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -49,6 +50,8 @@ ORDER_COLUMNS = (
     "magic",
     "comment",
 )
+log = logging.getLogger("backtests.broker")
+
 DEAL_COLUMNS = (
     "deal",
     "time",
@@ -75,7 +78,83 @@ def json_safe(value: object) -> object:
 
 
 class Ledger:
-    """Result tables of a ``Broker`` (which supplies the prices, records and configuration)."""
+    """Records and result tables of a ``Broker`` (which supplies the prices, state and configuration)."""
+
+    # -- records, appended while the run goes ------------------------------------------------------------
+    def _reject(self, action: str, side: int, lots: float, retcode: int, reason: str, **request) -> None:
+        self.last_retcode = retcode
+        self.rejected.append(
+            {
+                "time": str(self.time[self.t]),
+                "bar": self.t,
+                "action": action,
+                "side": side,
+                "lots": json_safe(lots),
+                **{k: json_safe(v) for k, v in request.items()},
+                "retcode": retcode,
+                "reason": reason,
+            }
+        )
+        log.info("request rejected at %s: %s (retcode %d)", self.time[self.t], reason, retcode)
+        return None
+
+    def _order_record(
+        self, ticket, kind, lots, price, sl, tp, state, position, magic, comment, **extra
+    ) -> dict:
+        record = {
+            "ticket": ticket,
+            "time_setup": self.t,
+            "type": kind,
+            "lots": lots,
+            "price": price,
+            "stoplimit": None,
+            "sl": sl,
+            "tp": tp,
+            "expiration": None,
+            "time_done": self.t if state == "filled" else None,
+            "fill_price": price if state == "filled" else None,
+            "state": state,
+            "position": position,
+            "magic": magic,
+            "comment": comment,
+            **extra,
+        }
+        self.order_log.append(record)
+        return record
+
+    def _deal(
+        self,
+        order,
+        pos,  # broker._Pos
+        side: int,
+        entry: str,
+        lots,
+        price,
+        commission,
+        swap,
+        profit,
+        comment: str | None = None,
+    ) -> None:
+        self.deal_log.append(
+            (
+                len(self.deal_log) + 1,
+                self.t,
+                order,
+                pos.ticket,
+                "buy" if side > 0 else "sell",
+                entry,
+                lots,
+                price,
+                commission,
+                swap,
+                profit,
+                self.balance,
+                pos.magic,
+                pos.comment if comment is None else comment,
+            )
+        )
+
+    # -- result tables -------------------------------------------------------------------------------------
 
     def trades_frame(self) -> pd.DataFrame:
         """Closed trades in closing order, with MAE/MFE: the worst and best floating profit while open.

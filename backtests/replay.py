@@ -18,6 +18,7 @@ import pandas as pd
 
 from backtests import metrics
 from backtests.broker import AccountConfig, Broker
+from backtests.paths import M1Path, check_model, model_data
 from backtests.periods import Periods, resolve
 from datafeeds import meta_of
 from strategies.base import Bars, ExpertAdvisor, ReportSection
@@ -109,6 +110,8 @@ class Backtest:
         walk_forward: tuple[int, int] | None = None,
         seed: int = 0,
         progress: bool = False,
+        model: str = "open",
+        m1: pd.DataFrame | None = None,
     ):
         if not (isinstance(ea, type) and issubclass(ea, ExpertAdvisor)):
             raise TypeError(f"{ea!r} is not an ExpertAdvisor subclass")
@@ -118,6 +121,7 @@ class Backtest:
         self.account = account or AccountConfig()
         self.seed = int(seed)
         self.progress = progress
+        self.model, self.m1 = check_model(model, m1)
         min_study = int(ea.min_study_bars)
         self.periods: Periods = resolve(candles.index, forward, walk_forward, min_study=min_study)
 
@@ -155,6 +159,8 @@ class Backtest:
             self.meta.point,
             self.account,
         )
+        if self.model == "ohlc1m":
+            ctx.attach_path(M1Path(df.index, self.m1, self.meta.point, self.account.spread))
         epoch_bar = _EpochProgress(self.progress)
         ea.attach(ctx, bars, epoch_bar.update)
         complete = True
@@ -260,6 +266,7 @@ class Backtest:
                 "last": str(df.index[-1]),
                 "forward_first": str(df.index[fs]),
                 "forward_last": str(df.index[last]),
+                **model_data(self.model, ctx, fs, last),
             },
             account=self.account.to_dict(),
             periods=periods.to_dict(),
