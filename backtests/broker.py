@@ -1,4 +1,4 @@
-"""A MetaTrader-style simulated broker for the "open prices only" model.
+"""A MetaTrader-style simulated broker: "open prices only", or "1 minute OHLC" with an M1 path attached.
 
 Fill rules (one symbol, prices are bid prices as in MT5 bars):
 - market orders fill at the current bar's open: buys at the ask (open + spread), sells at the bid (open);
@@ -17,7 +17,8 @@ Fill rules (one symbol, prices are bid prices as in MT5 bars):
   inside the bar; stop-losses nearer to the open than that price are filled first;
 - requests are checked as the trade server does (``backtests.checks``): volume, prices, stops level, freeze
   level, free margin; a refused request returns None/False and is recorded with MetaTrader's retcode;
-- pending orders (``backtests.orders``) trigger on the open, then on the bar's range.
+- pending orders (``backtests.orders``) trigger on the open, then on the bar's range;
+- with an M1 path (``backtests.paths``) the range checks follow the bar's minutes instead of its high/low.
 
 Profits are in the quote currency, taken as the deposit currency (true for EURUSD on a USD account).
 The equity curve is rebuilt after the run from position segments, so the per-bar loop stays cheap.

@@ -61,7 +61,7 @@ def check_volume(lots: float, lot_min: float, lot_max: float, lot_step: float) -
     if not math.isfinite(lots) or lots <= 0:
         return INVALID_VOLUME, f"invalid volume {lots}: must be a positive finite number of lots {limits}"
     steps = round(lots / lot_step)
-    if abs(steps * lot_step - lots) > 1e-9 * max(1.0, lots):
+    if abs(steps * lot_step - lots) > 1e-6 * lot_step:  # a float32 0.1 is 0.1 lots, 0.015 is not
         return INVALID_VOLUME, f"invalid volume {lots}: not a multiple of the lot step {limits}"
     if not lot_min - 1e-9 <= lots <= lot_max + 1e-9:
         return INVALID_VOLUME, f"invalid volume {lots}: outside {limits}"

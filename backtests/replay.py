@@ -98,6 +98,8 @@ class Backtest:
 
     ``forward``: ``"1/3"`` (default), ``"1/2"``, ``"1/4"``, any fraction, a date, or None (no held-out
     split). ``walk_forward=(train, test)`` trains on ``train`` bars and retrains every ``test`` bars.
+    ``model``: ``"open"`` (open prices only) or ``"ohlc1m"`` (fills worked through ``m1``, the M1 candles of
+    the same symbol; see ``backtests.paths``).
     """
 
     def __init__(

@@ -115,6 +115,14 @@ def test_wrong_argument_types_are_ea_errors_not_python_tracebacks(call):
         call(_ea(b))
 
 
+def test_volumes_from_float32_or_integer_arrays_are_the_lots_they_show():
+    b = _broker([FLAT])
+    b.bar_open(0)
+    ea = _ea(b)
+    assert ea.buy(np.float32(0.1)) == 1 and b.open_positions[0].lots == 0.1
+    assert ea.buy(np.int64(1)) == 1 and b.open_positions[0].lots == 1.1
+
+
 def test_orders_beyond_the_margin_are_refused_with_10019():
     b = _broker([FLAT], deposit=1000.0)
     b.bar_open(0)
