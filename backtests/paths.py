@@ -103,8 +103,8 @@ class M1Path:
         levels = _levels(broker, self.spread[m])
         if not len(levels):
             return end
-        spr = self.spread[m:end, None]
-        lo, hi = self.lows[m:end, None] - spr, self.highs[m:end, None] + spr
+        wide = self.spread[m:end].max()  # ask-side levels: any minute's spread either way
+        lo, hi = self.lows[m:end, None] - wide, self.highs[m:end, None] + wide
         touched = ((levels >= lo) & (levels <= hi)).any(axis=1)
         if broker.pending_orders and any(o.expiration is not None for o in broker.pending_orders):
             first_expiry = min(o.expiration for o in broker.pending_orders if o.expiration is not None)
@@ -141,13 +141,11 @@ def _pieces(broker, p: float, q: float, spread: float) -> list[tuple[float, floa
 
 
 def _levels(broker, spread: float) -> np.ndarray:
-    """Every bid price at which something can happen now (ask-side levels shifted by the spread)."""
-    out = []
-    for o in broker.pending_orders:
-        out.append(o.price - (spread if o.side > 0 else 0.0))
+    """Every price at which something can happen now: pending prices, SL/TP, the stop-out bid (compared
+    with minute ranges widened by the spread, so bid- and ask-side levels both count)."""
+    out = [o.price for o in broker.pending_orders]
     for p in broker.open_positions:
-        shift = 0.0 if p.side > 0 else spread
-        out.extend(v - shift for v in (p.sl, p.tp) if v is not None)
+        out.extend(v for v in (p.sl, p.tp) if v is not None)
     cross = broker._stop_out_price(spread)
     if cross is not None:
         out.append(cross)

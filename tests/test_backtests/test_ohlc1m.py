@@ -156,3 +156,69 @@ def test_pending_orders_through_the_minutes_balance_with_the_deals():
     result = Backtest(h1, _Hold, forward=None, model="ohlc1m", m1=m1).run()
     assert len(result.trades) > 10 and not result.rejected
     assert result.deals.balance.iloc[-1] == pytest.approx(result.balance[-1])
+
+
+def _reference(points, minute_open, entry_at, stop=None, sl=None, tp=None):
+    """A straight walk along every price of the path (spread 0), one long position: the first event wins.
+
+    ``points``: the path's prices; ``minute_open[i]``: point i opens a minute (the move to it is a jump).
+    ``entry_at``: the first point index where trading starts (a market buy there, or the buy stop waits).
+    Returns (entry price, exit reason, exit price) or None when nothing happened.
+    """
+    entry = None if stop is not None else points[entry_at]
+    for i in range(entry_at + 1, len(points)):
+        a, b, jump = points[i - 1], points[i], minute_open[i]
+        if entry is None:
+            if b >= stop and (jump or a < stop):
+                entry = b if jump else stop
+                a = entry
+            else:
+                continue
+        if jump:
+            if b <= sl:
+                return entry, "sl", b
+            if b >= tp:
+                return entry, "tp", b
+        elif b < a and b <= sl:
+            return entry, "sl", sl
+        elif b > a and b >= tp:
+            return entry, "tp", tp
+    return (entry, "end of test", None) if entry is not None else None
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("entry", ["market", "buy_stop"])
+def test_the_m1_walk_matches_a_straight_walk_along_every_price(seed, entry):
+    rng = np.random.default_rng(seed)
+    hours = []
+    price = 1.1
+    for _ in range(4):
+        rows = []
+        for _ in range(60):
+            o = round(price + rng.choice([0, 0, 0, 3e-5, -3e-5]), 5)  # sometimes a gap between minutes
+            c = round(o + rng.normal(0, 2e-4), 5)
+            h = round(max(o, c) + abs(rng.normal(0, 1e-4)), 5)
+            lo = round(min(o, c) - abs(rng.normal(0, 1e-4)), 5)
+            rows.append((o, h, lo, c))
+            price = c
+        hours.append(rows)
+    b, path = _pair(hours)
+    b.attach_path(path)
+    first = b.opens[1]
+    sl, tp = round(first - 0.0012, 5), round(first + 0.0012, 5)
+    stop = round(first + 0.0004, 5)
+    if entry == "market":
+        trades = _run(b, {1: lambda b: b.order(+1, 1.0, sl, tp, 0, "")})
+    else:
+        trades = _run(b, {1: lambda b: b.pending("buy_stop", 1.0, stop, None, sl, tp, None, 0, "")})
+    pts = path.points.reshape(-1)
+    opens = np.zeros(len(pts), bool)
+    opens[::4] = True
+    want = _reference(pts, opens, 60 * 4, stop if entry == "buy_stop" else None, sl, tp)
+    if want is None:
+        assert not len(trades)
+        return
+    got = trades.iloc[0]
+    assert got.entry_price == pytest.approx(want[0], abs=1e-12) and got.exit_reason == want[1]
+    if want[2] is not None:
+        assert got.exit_price == pytest.approx(want[2], abs=1e-12)
