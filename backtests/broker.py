@@ -160,6 +160,9 @@ class Broker(TradeRequests, Ledger):
         # (start_bar, end_bar, side, lots, price): floating P&L of a position state over bars [start, end)
         self._segments: list[tuple[int, int, int, float, float]] = []
         self._exposure_cache: tuple[float, float, float, float, float] | None = None
+        self._level_terms: tuple[float, float, float, float] | None = None  # see _level_crossed
+        self._stop_out_on = config.stop_out_level > 0
+        self._swaps = bool(config.swap_long or config.swap_short)
         # Prices the checks read: (open, high, low, spread) of the bar, or of one stretch of an M1 path.
         self._quote = (open_[0], high[0], low[0], self.spread[0])
         self._path = None  # backtests.paths.M1Path in the "1 minute OHLC" model
@@ -185,9 +188,10 @@ class Broker(TradeRequests, Ledger):
         """Start of bar ``t``: swaps, stops gapped through, expiries and pending orders reached by the open,
         then the stop-out check at the open."""
         self.t = t
+        if not (self.open_positions or self.pending_orders):
+            return
         self._quote = (self.opens[t], self.highs[t], self.lows[t], self.spread[t])
-        swaps = self.config.swap_long or self.config.swap_short
-        if self.open_positions and swaps and self._day[t] != self._day[t - 1]:
+        if self._swaps and self.open_positions and self._day[t] != self._day[t - 1]:
             self._swap(int(self._day[t - 1]), int(self._day[t]))
         if self.pending_orders:
             self._expire(t)
@@ -199,6 +203,8 @@ class Broker(TradeRequests, Ledger):
 
         With an M1 path attached (``attach_path``), the bar's prices are walked minute by minute instead.
         """
+        if not (self.open_positions or self.pending_orders):
+            return
         if self._path is not None and self._path.covers(t):
             self._path.walk(self, t)
             return
@@ -215,7 +221,7 @@ class Broker(TradeRequests, Ledger):
             self._stops(t, gap_only=True)
         if self.pending_orders:
             self._trigger(t, at_open=True)
-        if self.open_positions and self.config.stop_out_level > 0:
+        if self.open_positions and self._stop_out_on and self._level_crossed(t, at_open=True):
             self._stop_out(t, at_open=True)
 
     def _range_checks(self, t: int) -> None:
@@ -227,7 +233,7 @@ class Broker(TradeRequests, Ledger):
         if self.pending_orders and not self._walking:
             self._trigger(t, at_open=False)
         if self.open_positions:
-            if self.config.stop_out_level > 0:
+            if self._stop_out_on and self._level_crossed(t, at_open=False):
                 self._stop_out(t, at_open=False)
             self._stops(t, gap_only=False)
         if self.pending_orders and self._walking:
@@ -288,7 +294,7 @@ class Broker(TradeRequests, Ledger):
         pos = _Pos(ticket, side, remaining, price, self.t, sl, tp, magic, comment, comm)
         self._charge(-comm)
         self.open_positions.append(pos)
-        self._exposure_cache = None
+        self._exposure_cache = self._level_terms = None
         self._deal(ticket, pos, side, "in", remaining, price, -comm, 0.0, 0.0)
         return pos.ticket
 
@@ -424,17 +430,31 @@ class Broker(TradeRequests, Ledger):
         return (self.config.stop_out_level / 100.0 * margin - fixed) / (cs * net)
 
     def _level_crossed(self, t: int, at_open: bool) -> bool:
-        """Whether the margin level at the bar's adverse extreme (or its open) is at the stop-out level."""
-        long_lots, long_value, short_lots, short_value, margin = self._exposure_cache or self._exposure()
+        """Whether the margin level at the bar's adverse extreme (or its open) is at the stop-out level.
+
+        Runs twice a bar while positions are open: the terms of the linear equity are cached as Python
+        floats until the positions or the balance change.
+        """
+        terms = self._level_terms or self._stop_out_terms()
+        margin, base, short_cs, net_cs = terms
         if margin <= 0:
             return False
-        net = long_lots - short_lots
-        flat = at_open or abs(net) < 1e-12  # fully hedged: equity does not move with the price
         o, h, lo, spr = self._quote
-        price = o if flat else lo if net > 0 else h
+        price = o if at_open or abs(net_cs) < 1e-7 else lo if net_cs > 0 else h  # hedged: no price moves it
+        return base - short_cs * spr + net_cs * price <= 0.0
+
+    def _stop_out_terms(self) -> tuple[float, float, float, float]:
+        """(margin, balance - value of the positions - stop-out equity, contract x short lots, x net lots)."""
+        long_lots, long_value, short_lots, short_value, margin = self._exposure()
         cs = self.config.contract_size
-        worst = self.balance + cs * (short_value - long_value - spr * short_lots + net * price)
-        return worst <= self.config.stop_out_level / 100.0 * margin
+        base = self.balance + cs * (short_value - long_value) - self.config.stop_out_level / 100.0 * margin
+        self._level_terms = (
+            float(margin),
+            float(base),
+            float(cs * short_lots),
+            float(cs * (long_lots - short_lots)),
+        )
+        return self._level_terms
 
     def _swap(self, day_from: int, day_to: int) -> None:
         cfg = self.config
@@ -498,6 +518,7 @@ class Broker(TradeRequests, Ledger):
     # -- records and accounting ----------------------------------------------------------------------------
     def _charge(self, amount: float) -> None:
         if amount:
+            self._level_terms = None
             self.balance += amount
             self._balance_events.append((self.t, amount))
 
@@ -541,7 +562,7 @@ class Broker(TradeRequests, Ledger):
 
     def _end_segment(self, pos: _Pos) -> None:
         """A position is about to change (volume, price, closed): close its floating-profit segment."""
-        self._exposure_cache = None
+        self._exposure_cache = self._level_terms = None
         end = self.t
         if end > pos.seg:
             self._segments.append((pos.seg, end, pos.side, pos.lots, pos.price))
