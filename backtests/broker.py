@@ -275,9 +275,10 @@ class Broker(TradeRequests, Ledger):
                 total = pos.lots + remaining
                 pos.price = (pos.price * pos.lots + price * remaining) / total
                 pos.lots = round(total, 8)
-                pos.commission += remaining * cfg.commission
-                self._charge(-remaining * cfg.commission)
-                self._deal(ticket, pos, side, "in", remaining, price, -remaining * cfg.commission, 0.0, 0.0)
+                comm = remaining * cfg.commission
+                pos.commission += comm
+                self._charge(-comm)
+                self._deal(ticket, pos, side, "in", remaining, price, 0.0 - comm, 0.0, 0.0)
                 if sl is not None:
                     pos.sl = sl
                 if tp is not None:
@@ -295,7 +296,7 @@ class Broker(TradeRequests, Ledger):
         self._charge(-comm)
         self.open_positions.append(pos)
         self._exposure_cache = self._level_terms = None
-        self._deal(ticket, pos, side, "in", remaining, price, -comm, 0.0, 0.0)
+        self._deal(ticket, pos, side, "in", remaining, price, 0.0 - comm, 0.0, 0.0)  # 0.0 - x: never -0.0
         return pos.ticket
 
     def _close(
@@ -322,7 +323,7 @@ class Broker(TradeRequests, Ledger):
                 pos.magic,
                 reason,
             )
-        self._deal(order, pos, -pos.side, entry, lots, price, -exit_comm, swap, profit, reason)
+        self._deal(order, pos, -pos.side, entry, lots, price, 0.0 - exit_comm, swap, profit, reason)
         self.trades.append(
             (
                 pos.ticket,
@@ -335,7 +336,7 @@ class Broker(TradeRequests, Ledger):
                 pos.sl,
                 pos.tp,
                 reason,
-                -(entry_comm + exit_comm),
+                0.0 - (entry_comm + exit_comm),
                 swap,
                 profit,
                 profit - entry_comm - exit_comm + swap,

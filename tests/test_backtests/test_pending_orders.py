@@ -327,3 +327,10 @@ def test_after_a_stop_fill_inside_a_bar_its_tp_counts_there():
     _run(b, {0: lambda ea: ea.buy_stop(1.0, 1.1020, tp=1.1080)})
     trade = b.trades_frame().iloc[0]
     assert (trade.entry_bar, trade.exit_bar, trade.exit_reason, trade.exit_price) == (1, 1, "tp", 1.1080)
+
+
+def test_no_negative_zero_commission_in_the_tables():
+    b = _broker([FLAT, FLAT])
+    _run(b, {0: lambda ea: ea.buy(1.0)})
+    for values in (b.deals_frame().commission, b.trades_frame().commission):
+        assert not np.signbit(values.to_numpy()).any()
