@@ -222,3 +222,11 @@ def test_the_m1_walk_matches_a_straight_walk_along_every_price(seed, entry):
     assert got.entry_price == pytest.approx(want[0], abs=1e-12) and got.exit_reason == want[1]
     if want[2] is not None:
         assert got.exit_price == pytest.approx(want[2], abs=1e-12)
+
+
+def test_without_stops_or_orders_the_minutes_change_nothing():
+    m1, h1 = _m1_and_h1(days=6)
+    base = Backtest(h1, SmaCrossEA, forward=None).run()
+    fine = Backtest(h1, SmaCrossEA, forward=None, model="ohlc1m", m1=m1).run()
+    pd.testing.assert_frame_equal(base.trades, fine.trades)
+    np.testing.assert_array_equal(base.equity, fine.equity)
