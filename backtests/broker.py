@@ -27,6 +27,7 @@ The equity curve is rebuilt after the run from position segments, so the per-bar
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -74,6 +75,9 @@ class AccountConfig:
             "stops_level": self.stops_level >= 0,
             "freeze_level": self.freeze_level >= 0,
         }
+        numbers = {k: v for k, v in asdict(self).items() if isinstance(v, (int, float)) and v is not None}
+        checks.update({k: ok and math.isfinite(numbers.get(k, 0)) for k, ok in checks.items()})
+        checks.update({k: math.isfinite(v) for k, v in numbers.items() if k not in checks})
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
             raise ValueError(f"invalid account setting {bad[0]}={getattr(self, bad[0])!r}")

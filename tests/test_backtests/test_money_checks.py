@@ -236,3 +236,13 @@ def test_closing_a_bad_volume_is_refused(lots, retcode):
     ticket = b.order(+1, 0.1, None, None, 0, "")
     assert _ea(b).close(ticket, lots=lots) == 0
     assert b.rejected[-1]["retcode"] == retcode and b.open_positions[0].lots == 0.1
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [{"leverage": math.inf}, {"deposit": math.nan}, {"swap_long": math.nan}, {"commission": math.inf},
+     {"lot_max": math.inf}, {"stop_out_level": math.nan}, {"contract_size": math.inf}],
+)
+def test_account_settings_must_be_finite(setting):
+    with pytest.raises(ValueError, match=f"invalid account setting {next(iter(setting))}="):
+        AccountConfig(**setting)
