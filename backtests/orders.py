@@ -102,3 +102,52 @@ class Pending:
         if at_open:  # sell stop (and sell stop-limit), buy limit: reached from above
             return o if o <= p else None
         return p if lo <= p else None
+
+
+class PendingRules:
+    """Expiry and triggering of the broker's pending orders (a mix-in of ``Broker``)."""
+
+    def _expire(self, t: int, now: pd.Timestamp | None = None) -> None:
+        now = self.time[t] if now is None else now
+        for order in [o for o in self.pending_orders if o.expiration is not None and o.expiration <= now]:
+            self._retire(order, "expired")
+
+    def _trigger(self, t: int, at_open: bool) -> None:
+        o, h, lo, spr = self._quote
+        for order in list(self.pending_orders):
+            if order.active_from > t:
+                continue
+            price = order.trigger(o, h, lo, spr, at_open)
+            if price is None:
+                continue
+            if order.kind.endswith("stop_limit"):  # becomes a limit order at its stop-limit price
+                order.kind = order.kind.replace("stop_limit", "limit")
+                order.price, order.stoplimit = order.stoplimit, None
+                order.active_from = t if at_open or self._walking else t + 1
+                continue
+            self.pending_orders.remove(order)
+            ticket = self._fill(
+                order.side,
+                order.lots,
+                price,
+                order.sl,
+                order.tp,
+                order.magic,
+                order.comment,
+                ticket=order.ticket,
+                reason=order.kind,
+            )
+            if not (at_open or self._walking) and "limit" in order.kind and ticket is not None:
+                # A limit reached inside the bar: the bar's extreme on the TP side may have come before the
+                # fill, so its TP counts from the next bar (its SL, beyond the fill, was reached after it).
+                for pos in self.open_positions:
+                    if pos.ticket == ticket:
+                        pos.tp_from = t + 1
+            order.record.update(time_done=t, fill_price=price)
+            order.record["state"] = "filled" if ticket is not None else "rejected"
+            order.record["position"] = ticket
+
+    def _retire(self, order, state: str) -> None:
+        self.pending_orders.remove(order)
+        order.record.update(state=state, time_done=self.t)
+
