@@ -220,11 +220,15 @@ class Broker(TradeRequests, MarginRules, PendingRules, Ledger):
         self._path = path
 
     def _at_open_checks(self, t: int) -> None:
-        """At an opening price (``_quote``): stops gapped through, pending orders reached, the stop-out."""
-        if self.open_positions:
-            self._stops(t, gap_only=True)
+        """At an opening price (``_quote``): pending orders reached, stops gapped through, the stop-out.
+
+        Pending orders first: a position a gap fills at the open may already lie beyond its own SL or TP
+        (a buy limit gapped below its stop-loss), and then closes at that open, not at the level.
+        """
         if self.pending_orders:
             self._trigger(t, at_open=True)
+        if self.open_positions:
+            self._stops(t, gap_only=True)
         if self.open_positions and self._stop_out_on and self._level_crossed(t, at_open=True):
             self._stop_out(t, at_open=True)
 

@@ -334,3 +334,23 @@ def test_no_negative_zero_commission_in_the_tables():
     _run(b, {0: lambda ea: ea.buy(1.0)})
     for values in (b.deals_frame().commission, b.trades_frame().commission):
         assert not np.signbit(values.to_numpy()).any()
+
+
+@pytest.mark.parametrize(
+    ("place", "bar", "reason", "exit_price"),
+    [
+        # A buy limit at 1.0950 (SL 1.0900) gapped to 1.0850: filled at the ask 1.0851, beyond its SL at once.
+        (lambda ea: ea.buy_limit(1.0, 1.0950, sl=1.0900), (1.0850, 1.0860, 1.0840, 1.0855), "sl", 1.0850),
+        # A buy stop at 1.1050 (TP 1.1100) gapped to 1.1200: filled at 1.1201, already beyond its TP.
+        (lambda ea: ea.buy_stop(1.0, 1.1050, tp=1.1100), (1.1200, 1.1210, 1.1190, 1.1200), "tp", 1.1200),
+        # A sell stop at 1.0950 (TP 1.0900) gapped to 1.0850: filled at the bid, beyond its TP (ask 1.0851).
+        (lambda ea: ea.sell_stop(1.0, 1.0950, tp=1.0900), (1.0850, 1.0860, 1.0840, 1.0855), "tp", 1.0851),
+    ],
+)
+def test_a_gap_fill_beyond_its_own_stops_closes_at_the_open_not_at_the_level(place, bar, reason, exit_price):
+    b = _broker([FLAT, bar])
+    _run(b, {0: place})
+    trade = b.trades_frame().iloc[0]
+    assert (trade.exit_bar, trade.exit_reason) == (1, reason)
+    assert trade.exit_price == pytest.approx(exit_price, abs=1e-12)
+    assert trade.profit == pytest.approx(-0.0001 * 100_000)  # the spread, nothing more
