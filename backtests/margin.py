@@ -128,6 +128,8 @@ class MarginRules:
         return sum(p.lots * cs * p.price / lev for p in self.open_positions)
 
     def _margin_ok(self, lots: float, price: float) -> bool:
-        need = lots * self.config.contract_size * price / self.config.leverage
+        """The margin of the new volume and its entry commission fit in the free margin."""
+        cfg = self.config
+        need = lots * cfg.contract_size * price / cfg.leverage + lots * cfg.commission
         return need <= self.equity_now() - self.margin_now() + 1e-9
 

@@ -246,3 +246,12 @@ def test_closing_a_bad_volume_is_refused(lots, retcode):
 def test_account_settings_must_be_finite(setting):
     with pytest.raises(ValueError, match=f"invalid account setting {next(iter(setting))}="):
         AccountConfig(**setting)
+
+
+def test_the_entry_commission_must_fit_in_the_free_margin_too():
+    # 1,000 deposit: 0.5 lot needs 550 margin plus 500 commission: refused (it left a negative balance).
+    b = _broker([FLAT], deposit=1000.0, commission=1000.0)
+    b.bar_open(0)
+    assert b.order(+1, 0.5, None, None, 0, "") is None and b.rejected[-1]["retcode"] == 10019
+    assert b.balance == 1000.0
+    assert b.order(+1, 0.2, None, None, 0, "") == 1 and b.balance == 800.0
