@@ -57,6 +57,10 @@ class M1Path:
     """M1 prices grouped by the bars of the EA's timeframe (``starts[t]:starts[t + 1]`` are bar t's)."""
 
     def __init__(self, bar_time: pd.DatetimeIndex, m1: pd.DataFrame, point: float, fixed_spread: int | None):
+        missing = [c for c in ("open", "high", "low", "close", "spread") if c not in m1.columns]
+        if missing or not isinstance(m1.index, pd.DatetimeIndex):
+            need = "a time index and columns open, high, low, close, spread"
+            raise ValueError(f"M1 candles need {need} (missing: {', '.join(missing) or 'time index'})")
         cols = {c: m1[c].to_numpy(dtype=np.float64) for c in ("open", "high", "low", "close")}
         bad = ~np.isfinite(np.column_stack(list(cols.values()))).all(axis=1)
         if bad.any() or (cols["low"] <= 0).any():

@@ -145,6 +145,8 @@ def test_bad_model_requests_are_refused_in_one_line():
         Backtest(h1, _Hold, model="ticks")
     with pytest.raises(ValueError, match="needs M1 candles"):
         Backtest(h1, _Hold, model="ohlc1m")
+    with pytest.raises(ValueError, match="columns open, high, low, close, spread"):
+        Backtest(h1, _Hold, forward=None, model="ohlc1m", m1=m1.drop(columns="spread")).run()
     bad = m1.copy()
     bad.iloc[5, 0] = np.nan
     with pytest.raises(ValueError, match="M1 bar 5"):
