@@ -1,4 +1,4 @@
-"""A MetaTrader-style simulated broker for the "open prices only" model.
+"""A MetaTrader-style simulated broker: "open prices only", or "1 minute OHLC" with an M1 path attached.
 
 Fill rules (one symbol, prices are bid prices as in MT5 bars):
 - market orders fill at the current bar's open: buys at the ask (open + spread), sells at the bid (open);
@@ -11,8 +11,14 @@ Fill rules (one symbol, prices are bid prices as in MT5 bars):
 - margin = lots * contract size * price / leverage; an opening order needing more than the free margin
   is rejected, as the terminal does (no partial fills). Volumes are checked against lot min/max/step.
 - netting (one position per symbol, default) or hedging (each order its own position);
-- stop-out: when the margin level at a bar's worst prices falls to ``stop_out_level`` (50 % by default,
-  a common broker setting), every position is closed at those prices.
+- stop-out: when the margin level falls to ``stop_out_level`` (50 % by default, a common broker setting),
+  every position is closed at the price where the level was crossed: at the open when the open is already
+  beyond it (a gap: only then can equity end below zero, as in MetaTrader), else at the crossing price
+  inside the bar; stop-losses nearer to the open than that price are filled first;
+- requests are checked as the trade server does (``backtests.checks``): volume, prices, stops level, freeze
+  level, free margin; a refused request returns None/False and is recorded with MetaTrader's retcode;
+- pending orders (``backtests.orders``) trigger on the open, then on the bar's range;
+- with an M1 path (``backtests.paths``) the range checks follow the bar's minutes instead of its high/low.
 
 Profits are in the quote currency, taken as the deposit currency (true for EURUSD on a USD account).
 The equity curve is rebuilt after the run from position segments, so the per-bar loop stays cheap.
@@ -20,36 +26,16 @@ The equity curve is rebuilt after the run from position segments, so the per-bar
 
 from __future__ import annotations
 
-import logging
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
 
-from strategies.base import Account, Position
-
-log = logging.getLogger(__name__)
-
-TRADE_COLUMNS = (
-    "ticket",
-    "type",
-    "lots",
-    "entry_time",
-    "entry_price",
-    "exit_time",
-    "exit_price",
-    "sl",
-    "tp",
-    "exit_reason",
-    "commission",
-    "swap",
-    "profit",
-    "net_profit",
-    "entry_bar",
-    "exit_bar",
-    "magic",
-    "comment",
-)
+from backtests.ledger import Ledger
+from backtests.margin import MarginRules
+from backtests.orders import PendingRules
+from backtests.trading import TradeRequests
 
 
 @dataclass(frozen=True)
@@ -70,6 +56,8 @@ class AccountConfig:
     triple_swap_weekday: int = 2  # 0 = Monday; MT5 default Wednesday
     hedging: bool = False
     stop_out_level: float = 50.0  # margin level (equity / margin, %) that closes every position; 0 = off
+    stops_level: int = 0  # minimal distance of SL/TP and pending prices from the market, points
+    freeze_level: int = 0  # distance from the market within which orders and stops cannot be changed, points
 
     def __post_init__(self) -> None:
         checks = {
@@ -83,7 +71,12 @@ class AccountConfig:
             "commission": self.commission >= 0,
             "triple_swap_weekday": 0 <= self.triple_swap_weekday <= 6,
             "stop_out_level": self.stop_out_level >= 0,
+            "stops_level": self.stops_level >= 0,
+            "freeze_level": self.freeze_level >= 0,
         }
+        numbers = {k: v for k, v in asdict(self).items() if isinstance(v, (int, float)) and v is not None}
+        checks.update({k: ok and math.isfinite(numbers.get(k, 0)) for k, ok in checks.items()})
+        checks.update({k: math.isfinite(v) for k, v in numbers.items() if k not in checks})
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
             raise ValueError(f"invalid account setting {bad[0]}={getattr(self, bad[0])!r}")
@@ -106,6 +99,7 @@ class _Pos:
         "swap",
         "ticket",
         "tp",
+        "tp_from",
     )
 
     def __init__(self, ticket, side, lots, price, bar, sl, tp, magic, comment, commission):
@@ -121,10 +115,16 @@ class _Pos:
         self.commission = commission  # entry commission not yet attributed to a closed trade
         self.swap = 0.0
         self.seg = bar  # bar where the current floating segment began
+        self.tp_from = bar  # first bar whose range may reach the TP (see _trigger)
 
 
-class Broker:
-    """Positions, fills and the account for one replay; the harness advances ``t`` bar by bar."""
+class Broker(TradeRequests, MarginRules, PendingRules, Ledger):
+    """Positions, pending orders, fills and the account for one replay; the harness advances ``t`` bar by bar.
+
+    The requests an EA makes (market and pending orders, closes, modifications) are ``TradeRequests``;
+    margin and stop-out are ``MarginRules``', pending-order triggers ``PendingRules``', the result tables
+    ``Ledger``'s. This class holds the state and the fill rules.
+    """
 
     def __init__(
         self,
@@ -146,20 +146,36 @@ class Broker:
             if config.spread is not None
             else np.asarray(spread_points, float)
         )
+        _check_prices(time, open_, high, low, close, pts)
         self.spread = pts * point  # price units
         self.time = time
         self._day = (time.as_unit("ns").asi8 // 86_400_000_000_000).astype(np.int64)
         self.t = 0
         self.balance = config.deposit
         self.open_positions: list[_Pos] = []
+        self.pending_orders: list = []  # backtests.orders.Pending, by ticket
         self._next_ticket = 1
         self.trades: list[tuple] = []
-        self.deals = 0
+        self.order_log: list[dict] = []
+        self.deal_log: list[tuple] = []
         self.rejected: list[dict] = []
+        self.last_retcode = 0
         self._balance_events: list[tuple[int, float]] = []
         # (start_bar, end_bar, side, lots, price): floating P&L of a position state over bars [start, end)
         self._segments: list[tuple[int, int, int, float, float]] = []
         self._exposure_cache: tuple[float, float, float, float, float] | None = None
+        self._level_terms: tuple[float, float, float, float] | None = None  # see _level_crossed
+        self._stop_out_on = config.stop_out_level > 0
+        self._swaps = bool(config.swap_long or config.swap_short)
+        # Prices the checks read: (open, high, low, spread) of the bar, or of one stretch of an M1 path.
+        self.quote = (open_[0], high[0], low[0], self.spread[0])
+        self.m1_path = None  # backtests.paths.M1Path in the "1 minute OHLC" model
+        self.walking = False  # True while an M1 path is walked: the order of prices inside it is known
+
+    @property
+    def deals(self) -> int:
+        """Number of deals (entries and exits), MetaTrader's "Total Deals"."""
+        return len(self.deal_log)
 
     # -- prices ------------------------------------------------------------------------------------------
     def price(self, side: int) -> float:
@@ -167,213 +183,133 @@ class Broker:
         t = self.t
         return self.opens[t] + self.spread[t] if side > 0 else self.opens[t]
 
-    # -- TradeContext --------------------------------------------------------------------------------------
-    def order(self, side: int, lots: float, sl: float | None, tp: float | None, magic: int, comment: str):
-        """Market order now; returns the ticket of the position opened or changed, None when rejected."""
+    def time_now(self) -> pd.Timestamp:
+        """The current bar's opening time: when the EA's decision is taken."""
+        return self.time[self.t]
+
+    # -- per-bar events (called by the harness) -----------------------------------------------------------
+    def bar_open(self, t: int) -> None:
+        """Start of bar ``t``: swaps, stops gapped through, expiries and pending orders reached by the open,
+        then the stop-out check at the open."""
+        self.t = t
+        if not (self.open_positions or self.pending_orders):
+            return
+        self.quote = (self.opens[t], self.highs[t], self.lows[t], self.spread[t])
+        if self._swaps and self.open_positions and self._day[t] != self._day[t - 1]:
+            self._swap(int(self._day[t - 1]), int(self._day[t]))
+        if self.pending_orders:
+            self.expire(t)
+        self.at_open_checks(t)
+
+    def bar_range(self, t: int) -> None:
+        """During bar ``t``: pending orders reached by its high/low, the stop-out (with the stops nearer to
+        the open before it), then the stops touched (including positions opened at this bar).
+
+        With an M1 path attached (``attach_path``), the bar's prices are walked minute by minute instead.
+        """
+        if not (self.open_positions or self.pending_orders):
+            return
+        if self.m1_path is not None and self.m1_path.covers(t):
+            self.m1_path.walk(self, t)
+            return
+        self.quote = (self.opens[t], self.highs[t], self.lows[t], self.spread[t])
+        self.range_checks(t)
+
+    def attach_path(self, path) -> None:
+        """Work fills through M1 bars (``backtests.paths.M1Path``): MetaTrader's "1 minute OHLC" model."""
+        self.m1_path = path
+
+    def at_open_checks(self, t: int) -> None:
+        """At an opening price (``quote``): pending orders reached, stops gapped through, the stop-out.
+
+        Pending orders first: a position a gap fills at the open may already lie beyond its own SL or TP
+        (a buy limit gapped below its stop-loss), and then closes at that open, not at the level.
+        """
+        if self.pending_orders:
+            self._trigger(t, at_open=True)
+        if self.open_positions:
+            self._stops(t, gap_only=True)
+        if self.open_positions and self._stop_out_on and self._level_crossed(t, at_open=True):
+            self._stop_out(t, at_open=True)
+
+    def range_checks(self, t: int) -> None:
+        """Over a range of prices (``quote``): pending orders, the stop-out, then SL/TP.
+
+        On an M1 path the range is a straight move ending at any pending price inside it, so the positions
+        open before it are checked first and an order filled at its end is checked from there on.
+        """
+        if self.pending_orders and not self.walking:
+            self._trigger(t, at_open=False)
+        if self.open_positions:
+            if self._stop_out_on and self._level_crossed(t, at_open=False):
+                self._stop_out(t, at_open=False)
+            self._stops(t, gap_only=False)
+        if self.pending_orders and self.walking:
+            self._trigger(t, at_open=False)
+
+    def finish(self, last: int) -> None:
+        """Close what is still open at the last bar's close (MetaTrader's "end of test" deals); pending
+        orders are left unfilled and listed as cancelled."""
+        self.t = last
+        price_bid = self.closes[last]
+        for pos in list(self.open_positions):
+            price = price_bid if pos.side > 0 else price_bid + self.spread[last]
+            self._close(pos, pos.lots, price, "end of test")
+        for order in list(self.pending_orders):
+            self._retire(order, "canceled")
+
+    # -- fills ---------------------------------------------------------------------------------------------
+    def _fill(self, side, lots, price, sl, tp, magic, comment, ticket=None, reason="signal") -> int | None:
+        """A deal of ``lots`` at ``price``: netting first reduces or reverses an opposite position, hedging
+        opens its own. Returns the position's ticket, or None when the free margin is short (recorded)."""
         cfg = self.config
-        steps = round(lots / cfg.lot_step)
-        norm = round(steps * cfg.lot_step, 8)
-        if not (cfg.lot_min - 1e-9 <= norm <= cfg.lot_max + 1e-9) or abs(norm - lots) > 1e-9:
-            return self._reject(
-                side,
-                lots,
-                f"invalid volume {lots} (min {cfg.lot_min}, max {cfg.lot_max}, step {cfg.lot_step})",
-            )
-        price = self.price(side)
-        remaining = norm
-        ticket = None
+        remaining = lots
+        result = None
         if not cfg.hedging:
             for pos in [p for p in self.open_positions if p.side != side]:
                 if remaining <= 1e-12:
                     break
                 take = min(pos.lots, remaining)
-                ticket = pos.ticket
+                result = pos.ticket
                 # Margin is released by the closing part, so only the opening remainder is checked below.
-                self._close(pos, take, self.price(-pos.side), "signal")
+                self._close(pos, take, price, reason, order=ticket, record_order=False)
                 remaining = round(remaining - take, 8)
             same = [p for p in self.open_positions if p.side == side]
             if remaining > 1e-12 and same:
                 pos = same[0]
                 if not self._margin_ok(remaining, price):
-                    return self._reject(side, remaining, "not enough free margin")
+                    return self._reject("deal", side, remaining, 10019, "not enough free margin", price=price)
                 self._end_segment(pos)
                 total = pos.lots + remaining
                 pos.price = (pos.price * pos.lots + price * remaining) / total
                 pos.lots = round(total, 8)
-                pos.commission += remaining * cfg.commission
-                self._charge(-remaining * cfg.commission)
-                self.deals += 1
+                comm = remaining * cfg.commission
+                pos.commission += comm
+                self._charge(-comm)
+                self._deal(ticket, pos, side, "in", remaining, price, 0.0 - comm, 0.0, 0.0)
                 if sl is not None:
                     pos.sl = sl
                 if tp is not None:
                     pos.tp = tp
                 return pos.ticket
         if remaining <= 1e-12:
-            return ticket  # the order only reduced or closed an opposite position
+            return result  # the order only reduced or closed an opposite position
         if not self._margin_ok(remaining, price):
-            return self._reject(side, remaining, "not enough free margin")
-        pos = _Pos(
-            self._next_ticket,
-            side,
-            remaining,
-            price,
-            self.t,
-            sl,
-            tp,
-            magic,
-            comment,
-            remaining * cfg.commission,
-        )
-        self._next_ticket += 1
-        self._charge(-remaining * cfg.commission)
-        self.deals += 1
+            return self._reject("deal", side, remaining, 10019, "not enough free margin", price=price)
+        if ticket is None:
+            ticket = self._next_ticket
+            self._next_ticket += 1
+        comm = remaining * cfg.commission
+        pos = _Pos(ticket, side, remaining, price, self.t, sl, tp, magic, comment, comm)
+        self._charge(-comm)
         self.open_positions.append(pos)
-        self._exposure_cache = None
+        self._exposure_cache = self._level_terms = None
+        self._deal(ticket, pos, side, "in", remaining, price, 0.0 - comm, 0.0, 0.0)  # 0.0 - x: never -0.0
         return pos.ticket
 
-    def close(self, ticket: int | None, magic: int | None) -> int:
-        todo = [
-            p
-            for p in self.open_positions
-            if (ticket is None or p.ticket == ticket) and (magic is None or p.magic == magic)
-        ]
-        for pos in todo:
-            self._close(pos, pos.lots, self.price(-pos.side), "signal")
-        return len(todo)
-
-    def positions(self) -> list[Position]:
-        t = self.t
-        ref = self.closes[t - 1] if t > 0 else self.opens[t]
-        spr = self.spread[t - 1] if t > 0 else self.spread[t]
-        out = []
-        for p in self.open_positions:
-            exit_price = ref if p.side > 0 else ref + spr
-            out.append(
-                Position(
-                    p.ticket,
-                    p.side,
-                    p.lots,
-                    p.price,
-                    self.time[p.bar],
-                    p.bar,
-                    p.sl,
-                    p.tp,
-                    p.magic,
-                    p.comment,
-                    p.side * (exit_price - p.price) * p.lots * self.config.contract_size,
-                )
-            )
-        return out
-
-    def account(self) -> Account:
-        equity = self.equity_now()
-        margin = self.margin_now()
-        return Account(
-            self.balance, equity, margin, equity - margin, self.config.leverage, self.config.currency
-        )
-
-    # -- per-bar events (called by the harness) -----------------------------------------------------------
-    def bar_open(self, t: int) -> None:
-        """Start of bar ``t``: overnight swaps, then stops gapped through by the open."""
-        self.t = t
-        if self.open_positions:
-            if self._day[t] != self._day[t - 1] and (self.config.swap_long or self.config.swap_short):
-                self._swap(int(self._day[t - 1]), int(self._day[t]))
-            self._stops(t, gap_only=True)
-
-    def bar_range(self, t: int) -> None:
-        """During bar ``t``: stops touched by its high/low (including positions opened at this open), then
-        the stop-out check at the bar's worst prices."""
-        if self.open_positions:
-            self._stops(t, gap_only=False)
-            if self.open_positions and self.config.stop_out_level > 0:
-                self._stop_out(t)
-
-    def _stop_out(self, t: int) -> None:
-        """Close everything when the margin level at the bar's worst prices falls to the stop-out level.
-
-        Longs are valued at the bar's low (bid), shorts at its high plus spread (ask), and closed there:
-        the bar does not say when the level was crossed, so the fill is the pessimistic one.
-        """
-        long_lots, long_value, short_lots, short_value, margin = self._exposure()
-        if margin <= 0:
-            return
-        low, high_ask = self.lows[t], self.highs[t] + self.spread[t]
-        cs = self.config.contract_size
-        worst = self.balance + cs * (low * long_lots - long_value + short_value - high_ask * short_lots)
-        if worst / margin * 100.0 <= self.config.stop_out_level:
-            log.info("stop out at %s: margin level %.1f%%", self.time[t], worst / margin * 100.0)
-            for pos in list(self.open_positions):
-                self._close(pos, pos.lots, low if pos.side > 0 else high_ask, "stop out")
-
-    def finish(self, last: int) -> None:
-        """Close what is still open at the last bar's close (MetaTrader's "end of test" deals)."""
-        self.t = last
-        price_bid = self.closes[last]
-        for pos in list(self.open_positions):
-            price = price_bid if pos.side > 0 else price_bid + self.spread[last]
-            self._close(pos, pos.lots, price, "end of test")
-
-    # -- internals ----------------------------------------------------------------------------------------
-    def _reject(self, side: int, lots: float, reason: str) -> None:
-        self.rejected.append(
-            {"time": str(self.time[self.t]), "bar": self.t, "side": side, "lots": lots, "reason": reason}
-        )
-        log.info("order rejected at %s: %s", self.time[self.t], reason)
-        return None
-
-    def _charge(self, amount: float) -> None:
-        if amount:
-            self.balance += amount
-            self._balance_events.append((self.t, amount))
-
-    def equity_now(self) -> float:
-        """Balance plus floating profit at the current open (longs at the bid, shorts at the ask)."""
-        t = self.t
-        bid, ask = self.opens[t], self.opens[t] + self.spread[t]
-        cs = self.config.contract_size
-        return self.balance + sum(
-            (bid - p.price) * p.lots * cs if p.side > 0 else (p.price - ask) * p.lots * cs
-            for p in self.open_positions
-        )
-
-    def _exposure(self) -> tuple[float, float, float, float, float]:
-        """Long lots, sum of long lots x price, the same for shorts, and the used margin.
-
-        Worst-case equity is linear in these, so the per-bar stop-out check costs a few multiplications;
-        the sums are cached and rebuilt only after positions change (rare next to bars).
-        """
-        if self._exposure_cache is None:
-            lev, cs = self.config.leverage, self.config.contract_size
-            longs = [(p.lots, p.price) for p in self.open_positions if p.side > 0]
-            shorts = [(p.lots, p.price) for p in self.open_positions if p.side < 0]
-            margin = sum(lots * cs * price / lev for lots, price in longs + shorts)
-            self._exposure_cache = (
-                sum(lots for lots, _ in longs),
-                sum(lots * price for lots, price in longs),
-                sum(lots for lots, _ in shorts),
-                sum(lots * price for lots, price in shorts),
-                margin,
-            )
-        return self._exposure_cache
-
-    def margin_now(self) -> float:
-        cs, lev = self.config.contract_size, self.config.leverage
-        return sum(p.lots * cs * p.price / lev for p in self.open_positions)
-
-    def _margin_ok(self, lots: float, price: float) -> bool:
-        need = lots * self.config.contract_size * price / self.config.leverage
-        return need <= self.equity_now() - self.margin_now() + 1e-9
-
-    def _end_segment(self, pos: _Pos) -> None:
-        """A position is about to change (volume, price, closed): close its floating-profit segment."""
-        self._exposure_cache = None
-        end = self.t
-        if end > pos.seg:
-            self._segments.append((pos.seg, end, pos.side, pos.lots, pos.price))
-        pos.seg = end
-
-    def _close(self, pos: _Pos, lots: float, price: float, reason: str) -> None:
+    def _close(
+        self, pos: _Pos, lots: float, price: float, reason: str, order=None, record_order=True, entry="out"
+    ) -> None:
         cfg = self.config
         self._end_segment(pos)
         share = lots / pos.lots
@@ -382,7 +318,20 @@ class Broker:
         exit_comm = lots * cfg.commission
         profit = pos.side * (price - pos.price) * lots * cfg.contract_size
         self._charge(profit - exit_comm)
-        self.deals += 1
+        if record_order:  # the broker's own closing order (SL, TP, stop-out, close request, end of test)
+            self._order_record(
+                None,
+                "sell" if pos.side > 0 else "buy",
+                lots,
+                price,
+                None,
+                None,
+                "filled",
+                pos.ticket,
+                pos.magic,
+                reason,
+            )
+        self._deal(order, pos, -pos.side, entry, lots, price, 0.0 - exit_comm, swap, profit, reason)
         self.trades.append(
             (
                 pos.ticket,
@@ -395,7 +344,7 @@ class Broker:
                 pos.sl,
                 pos.tp,
                 reason,
-                -(entry_comm + exit_comm),
+                0.0 - (entry_comm + exit_comm),
                 swap,
                 profit,
                 profit - entry_comm - exit_comm + swap,
@@ -412,7 +361,7 @@ class Broker:
             pos.lots, pos.commission, pos.swap = left, pos.commission - entry_comm, pos.swap - swap
 
     def _stops(self, t: int, gap_only: bool) -> None:
-        o, h, lo, spr = self.opens[t], self.highs[t], self.lows[t], self.spread[t]
+        o, h, lo, spr = self.quote
         for pos in list(self.open_positions):
             if pos.sl is None and pos.tp is None:
                 continue
@@ -424,7 +373,7 @@ class Broker:
                         self._close(pos, pos.lots, o, "tp")
                 elif pos.sl is not None and lo <= pos.sl:
                     self._close(pos, pos.lots, pos.sl, "sl")
-                elif pos.tp is not None and h >= pos.tp:
+                elif pos.tp is not None and h >= pos.tp and t >= pos.tp_from:
                     self._close(pos, pos.lots, pos.tp, "tp")
             else:  # short: exits at the ask
                 ao, ah, alo = o + spr, h + spr, lo + spr
@@ -435,7 +384,7 @@ class Broker:
                         self._close(pos, pos.lots, ao, "tp")
                 elif pos.sl is not None and ah >= pos.sl:
                     self._close(pos, pos.lots, pos.sl, "sl")
-                elif pos.tp is not None and alo <= pos.tp:
+                elif pos.tp is not None and alo <= pos.tp and t >= pos.tp_from:
                     self._close(pos, pos.lots, pos.tp, "tp")
 
     def _swap(self, day_from: int, day_to: int) -> None:
@@ -452,60 +401,27 @@ class Broker:
             pos.swap += amount
             self._charge(amount)
 
-    # -- results -------------------------------------------------------------------------------------------
-    def trades_frame(self) -> pd.DataFrame:
-        """Closed trades in closing order, with MAE/MFE: the worst and best floating profit while open.
+    # -- records and accounting ----------------------------------------------------------------------------
+    def _charge(self, amount: float) -> None:
+        if amount:
+            self._level_terms = None
+            self.balance += amount
+            self._balance_events.append((self.t, amount))
 
-        Excursions use the high/low of the bars from entry up to (not including) the exit bar, longs at the
-        bid and shorts at the ask, plus the exit price: in the exit bar the stop or take-profit is taken to
-        come first (the pessimistic rule), so that bar's range beyond the exit level does not count.
-        """
-        df = pd.DataFrame(self.trades, columns=list(TRADE_COLUMNS))
-        df["entry_time"] = self.time[df["entry_bar"].to_numpy(dtype=np.int64)]
-        df["exit_time"] = self.time[df["exit_bar"].to_numpy(dtype=np.int64)]
-        cs = self.config.contract_size
-        mae, mfe = np.zeros(len(df)), np.zeros(len(df))
-        for k, (side, lots, entry, exit_, a, b) in enumerate(
-            zip(
-                df["type"],
-                df["lots"],
-                df["entry_price"],
-                df["exit_price"],
-                df["entry_bar"],
-                df["exit_bar"],
-                strict=True,
-            )
-        ):
-            spr = self.spread[a:b] if side == "sell" else 0.0
-            lows = np.append(self.lows[a:b] + spr, exit_)
-            highs = np.append(self.highs[a:b] + spr, exit_)
-            sign = 1.0 if side == "buy" else -1.0
-            best = highs.max() if side == "buy" else lows.min()
-            worst = lows.min() if side == "buy" else highs.max()
-            mfe[k] = max(0.0, sign * (best - entry) * lots * cs)
-            mae[k] = min(0.0, sign * (worst - entry) * lots * cs)
-        df["mae"], df["mfe"] = mae, mfe
-        return df
+    def _end_segment(self, pos: _Pos) -> None:
+        """A position is about to change (volume, price, closed): close its floating-profit segment."""
+        self._exposure_cache = self._level_terms = None
+        end = self.t
+        if end > pos.seg:
+            self._segments.append((pos.seg, end, pos.side, pos.lots, pos.price))
+        pos.seg = end
 
-    def curves(self, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Balance, equity and used margin at each bar's close from bar ``first`` on (after ``finish``)."""
-        n = len(self.opens)
-        changes = np.zeros(n + 1)
-        for bar, amount in self._balance_events:
-            changes[bar] += amount
-        balance = self.config.deposit + np.cumsum(changes[:n])
-        floating = np.zeros(n)
-        margin_diff = np.zeros(n + 1)
-        cs, lev = self.config.contract_size, self.config.leverage
-        bid = self.closes
-        ask = self.closes + self.spread
-        for start, end, side, lots, price in self._segments:
-            if side > 0:
-                floating[start:end] += (bid[start:end] - price) * lots * cs
-            else:
-                floating[start:end] += (price - ask[start:end]) * lots * cs
-            margin_diff[start] += lots * cs * price / lev
-            margin_diff[end] -= lots * cs * price / lev
-        margin = np.cumsum(margin_diff[:n])
-        equity = balance + floating
-        return balance[first:], equity[first:], margin[first:]
+
+def _check_prices(time: pd.DatetimeIndex, o, h, lo, c, spread_points) -> None:
+    """Refuse bars a fill could read garbage from: a NaN, infinite or non-positive price, a bad spread."""
+    for name, values in (("open", o), ("high", h), ("low", lo), ("close", c), ("spread", spread_points)):
+        values = np.asarray(values, dtype=float)
+        bad = ~np.isfinite(values) | ((values < 0) if name == "spread" else (values <= 0))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"bar {i} ({time[i]}): {name} {values[i]} cannot be traded on")

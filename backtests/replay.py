@@ -24,6 +24,7 @@ import pandas as pd
 
 from backtests import metrics
 from backtests.broker import AccountConfig, Broker
+from backtests.paths import M1Path, check_model, model_data
 from backtests.periods import Periods, resolve
 from datafeeds import meta_of
 from neuronet.errors import NeuronetError
@@ -69,6 +70,8 @@ class Result:
     section: ReportSection | None = None
     ea_instance: ExpertAdvisor | None = None
     interrupted: str | None = None  # the phase Ctrl-C cut short: "on_init", "on_study" or "replay"
+    orders: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's orders table
+    deals: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's deals table
 
 
 class _Context(Broker):
@@ -116,6 +119,8 @@ class Backtest:
 
     ``forward``: ``"1/3"`` (default), ``"1/2"``, ``"1/4"``, any fraction, a date, or None (no held-out
     split). ``walk_forward=(train, test)`` trains on ``train`` bars and retrains every ``test`` bars.
+    ``model``: ``"open"`` (open prices only) or ``"ohlc1m"`` (fills worked through ``m1``, the M1 candles of
+    the same symbol; see ``backtests.paths``).
     """
 
     def __init__(
@@ -128,6 +133,8 @@ class Backtest:
         walk_forward: tuple[int, int] | None = None,
         seed: int = 0,
         progress: bool = False,
+        model: str = "open",
+        m1: pd.DataFrame | None = None,
     ):
         if not (isinstance(ea, type) and issubclass(ea, ExpertAdvisor)):
             raise TypeError(f"{ea!r} is not an ExpertAdvisor subclass")
@@ -137,6 +144,7 @@ class Backtest:
         self.account = account or AccountConfig()
         self.seed = int(seed)
         self.progress = progress
+        self.model, self.m1 = check_model(model, m1)
         min_study = int(ea.min_study_bars)
         self.periods: Periods = resolve(candles.index, forward, walk_forward, min_study=min_study)
 
@@ -166,6 +174,8 @@ class Backtest:
 
         columns = (feed.column(c) for c in ("open", "high", "low", "close", "spread"))
         ctx = _Context(feed, probes, *columns, feed.time, self.meta.point, self.account)
+        if self.model == "ohlc1m":
+            ctx.attach_path(M1Path(df.index, self.m1, self.meta.point, self.account.spread))
         epoch_bar = _EpochProgress(self.progress)
         ea.attach(ctx, feed.bars, epoch_bar.update)
         phase, interrupted = "on_init", None
@@ -313,6 +323,7 @@ class Backtest:
                 "last": str(df.index[-1]),
                 "forward_first": str(df.index[fs]),
                 "forward_last": str(df.index[last]),
+                **model_data(self.model, ctx, fs, last),
             },
             account=self.account.to_dict(),
             periods=periods.to_dict(),
@@ -331,6 +342,8 @@ class Backtest:
             chart_data=_chart_data(feed, evaluated, fs, last),
             section=section,
             ea_instance=ea,
+            orders=ctx.orders_frame(),
+            deals=ctx.deals_frame(),
         )
 
 

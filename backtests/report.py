@@ -212,6 +212,7 @@ def write_report(result: Result, folder: str | Path, env: dict | None = None) ->
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     files = {"html": "report.html", "json": "report.json", "trades": "trades.csv"}
+    files.update(orders="orders.csv", deals="deals.csv", rejected="rejected.csv")
     model_file = None
     if result.ea_instance is not None:
         model_file = result.ea_instance.save_model(str(folder / "model"))
@@ -219,6 +220,8 @@ def write_report(result: Result, folder: str | Path, env: dict | None = None) ->
     doc["files"] = {**files, "model": Path(model_file).name if model_file else None}
     trades = result.trades.copy()
     _atomic_write(folder / files["trades"], trades.to_csv(index=False).encode())
+    for key, table in (("orders", result.orders), ("deals", result.deals), ("rejected", result.rejected)):
+        _atomic_write(folder / files[key], pd.DataFrame(table).to_csv(index=False).encode())
     _atomic_write(folder / files["json"], json.dumps(doc, indent=2, sort_keys=False).encode())
     _atomic_write(folder / files["html"], _html(result, doc).encode())
     return folder / files["html"]

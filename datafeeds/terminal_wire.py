@@ -19,11 +19,13 @@ import zlib
 from rpyc.core.channel import Channel
 from rpyc.core.stream import SocketStream
 
+from neuronet.errors import NeuronetError
+
 # The largest answer the terminal source asks for: 100,000 bars of 60 bytes, flattened; 64 MiB leaves room.
 MAX_FRAME = 64 * 2**20
 
 
-class FrameError(EOFError):
+class FrameError(NeuronetError, EOFError):
     """The peer sent a frame no RPyC server of ours would send (too large, or not inflatable)."""
 
 

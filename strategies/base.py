@@ -16,14 +16,19 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from neuronet.errors import NeuronetError
 from strategies.bars import Bars, Line
 from strategies.errors import EAError, EARuntimeError
+
+# The trade types live in strategies.trade; they are re-exported here, where EAs have always found them.
+from strategies.trade import Account as Account
+from strategies.trade import Order as Order
+from strategies.trade import Position as Position
+from strategies.trade import TradeContext, TradeMethods
 
 # Public class attributes that describe the EA rather than configure it.
 _NOT_PARAMS = frozenset({"min_study_bars"})
@@ -38,56 +43,7 @@ class ReportSection:
     charts: dict[str, bytes]
 
 
-@dataclass(frozen=True)
-class Position:
-    """An open position as the EA sees it (volume in lots, prices as filled)."""
-
-    ticket: int
-    side: int  # +1 long, -1 short
-    lots: float
-    price_open: float
-    time_open: pd.Timestamp
-    bar_open: int
-    sl: float | None
-    tp: float | None
-    magic: int
-    comment: str
-    profit: float  # floating profit at the last closed bar's close, in deposit currency
-
-
-@dataclass(frozen=True)
-class Account:
-    """Account state at the current decision time (deposit currency)."""
-
-    balance: float
-    equity: float
-    margin: float
-    free_margin: float
-    leverage: float
-    currency: str
-
-
-class TradeContext(Protocol):
-    """What the harness gives an EA to trade with (the broker of ``backtests`` plus indicator evaluation)."""
-
-    point: float
-
-    def order(
-        self, side: int, lots: float, sl: float | None, tp: float | None, magic: int, comment: str
-    ) -> int | None: ...
-
-    def close(self, ticket: int | None, magic: int | None) -> int: ...
-
-    def positions(self) -> list[Position]: ...
-
-    def account(self) -> Account: ...
-
-    def price(self, side: int) -> float: ...
-
-    def indicator(self, fn: Callable[[Bars], np.ndarray], name: str) -> np.ndarray: ...
-
-
-class ExpertAdvisor:
+class ExpertAdvisor(TradeMethods):
     """Base class of every expert advisor.
 
     Lifecycle (MetaTrader names): ``on_init`` once before the run; ``on_study(bars)`` with the study window
@@ -198,64 +154,6 @@ class ExpertAdvisor:
         label = name or getattr(fn, "__name__", "indicator")
         return Line(ctx.indicator(fn, label), self.bars, label)
 
-    # -- trading -----------------------------------------------------------------------------------------
-    def buy(
-        self,
-        lots: float,
-        *,
-        sl: float | None = None,
-        tp: float | None = None,
-        sl_points: float | None = None,
-        tp_points: float | None = None,
-        magic: int | None = None,
-        comment: str = "",
-    ) -> int | None:
-        """Market buy at the ask. Stops by price or by points from the fill; returns a ticket or None."""
-        return self._order(+1, lots, sl, tp, sl_points, tp_points, magic, comment)
-
-    def sell(
-        self,
-        lots: float,
-        *,
-        sl: float | None = None,
-        tp: float | None = None,
-        sl_points: float | None = None,
-        tp_points: float | None = None,
-        magic: int | None = None,
-        comment: str = "",
-    ) -> int | None:
-        """Market sell at the bid; see ``buy``."""
-        return self._order(-1, lots, sl, tp, sl_points, tp_points, magic, comment)
-
-    def close(self, ticket: int | None = None, *, magic: int | None = None) -> int:
-        """Close one position by ticket, or all (of one magic number); returns how many were closed."""
-        return self._require_ctx().close(ticket, magic)
-
-    def positions(self) -> list[Position]:
-        return self._require_ctx().positions()
-
-    @property
-    def position(self) -> float:
-        """Net open volume in lots: positive long, negative short, 0 flat."""
-        return sum(p.side * p.lots for p in self._require_ctx().positions())
-
-    @property
-    def account(self) -> Account:
-        return self._require_ctx().account()
-
-    @property
-    def bid(self) -> float:
-        """The current bar's opening bid (known at decision time in "open prices only")."""
-        return self._require_ctx().price(-1)
-
-    @property
-    def ask(self) -> float:
-        return self._require_ctx().price(+1)
-
-    @property
-    def point(self) -> float:
-        return self._require_ctx().point
-
     # -- harness plumbing --------------------------------------------------------------------------------
     def attach(self, ctx: TradeContext, bars: Bars, epoch_hook: Callable[[dict], None] | None = None) -> None:
         """Called by the harness before ``on_init``."""
@@ -287,18 +185,6 @@ class ExpertAdvisor:
                 f"{type(self).__name__} is not attached to a backtest; run it through backtests.Backtest"
             )
         return self._ctx
-
-    def _order(self, side, lots, sl, tp, sl_points, tp_points, magic, comment) -> int | None:
-        ctx = self._require_ctx()
-        if (sl is not None and sl_points is not None) or (tp is not None and tp_points is not None):
-            raise EAError("give a stop as a price or in points, not both")
-        if sl_points is not None or tp_points is not None:
-            price = ctx.price(side)
-            if sl_points is not None and sl_points > 0:
-                sl = price - side * sl_points * ctx.point
-            if tp_points is not None and tp_points > 0:
-                tp = price + side * tp_points * ctx.point
-        return ctx.order(side, float(lots), sl, tp, self.magic if magic is None else int(magic), comment)
 
 
 # Names an EA's parameters must not take: the base class's API and the attributes the harness sets.

@@ -156,7 +156,8 @@ def test_run_fast_variant(tmp_path):
     # --epochs is the maximum: one epoch, on 80 % of the study rows, then the cap ends training
     assert "kept epoch 1 of 1 (training loss" in res.stdout and "1-epoch maximum reached" in res.stdout
     folder = tmp_path / "r"
-    assert {p.name for p in folder.iterdir()} == {"report.html", "report.json", "trades.csv", "model.nnz"}
+    tables = {"trades.csv", "orders.csv", "deals.csv", "rejected.csv"}
+    assert {p.name for p in folder.iterdir()} == {"report.html", "report.json", "model.nnz", *tables}
     doc = json.loads((folder / "report.json").read_text())
     assert len(doc["training"]["epochs"]) == 1 and doc["predictions"]["bars"] > 100
     (epoch,) = doc["training"]["epochs"]

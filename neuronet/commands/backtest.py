@@ -20,7 +20,7 @@ import typer
 
 from backtests import AccountConfig, Backtest, Result
 from backtests.report import environment, training_outcome, write_report
-from datafeeds import load_candles
+from datafeeds import load_candles, resample
 from strategies import BUILTIN, ExpertAdvisor
 
 
@@ -132,11 +132,13 @@ def _execute(
     out: Path | None,
     progress: bool,
     profile: bool = False,
+    model: str = "open",
+    m1_csv: Path | None = None,
 ) -> None:
     options = {"path": str(csv)} if csv is not None else {}
     if csv is not None and source == "sample":
         source = "csv"
-    df = load_candles(source, symbol, timeframe, start, end, **options)
+    df, m1 = _candles(source, symbol, timeframe, start, end, options, model, m1_csv)
     bt = Backtest(
         df,
         ea,
@@ -145,6 +147,8 @@ def _execute(
         walk_forward=_walk_forward(walk_forward),
         seed=seed,
         progress=progress,
+        model=model,
+        m1=m1,
     )
     meta = bt.meta
     fs = bt.periods.forward_start
@@ -184,6 +188,27 @@ def _execute(
     _summary(result, page)
     if not result.complete:
         raise SystemExit(130)  # the report is written; exit as an interrupted command does
+
+
+def _candles(source, symbol, timeframe, start, end, options, model, m1_csv):
+    """The EA's candles and, for ``--model ohlc1m``, the M1 candles its fills are worked through.
+
+    M1 comes from ``--m1-csv`` or from the same source; synthetic bars are then built from the synthetic
+    minutes (resampled), so the two agree.
+    """
+    if model != "ohlc1m":
+        if m1_csv is not None:
+            raise ValueError("--m1-csv is only used with --model ohlc1m")
+        return load_candles(source, symbol, timeframe, start, end, **options), None
+    if m1_csv is not None:
+        m1 = load_candles("csv", symbol, "M1", start, end, path=str(m1_csv))
+    elif source in ("csv", "sample"):
+        raise ValueError(f"--model ohlc1m with --source {source} needs the minutes: --m1-csv FILE (M1 bars)")
+    else:
+        m1 = load_candles(source, symbol, "M1", start, end, **options)
+    if source == "synthetic" and m1_csv is None:
+        return resample(m1, timeframe or "H1"), m1
+    return load_candles(source, symbol, timeframe, start, end, **options), m1
 
 
 def _prepare_folder(folder: Path) -> None:
@@ -239,6 +264,9 @@ def _summary(result: Result, page: Path) -> None:
             f"account: {stopped} positions stopped out, {len(result.rejected)} orders rejected"
             + (f" ({'; '.join(reasons)})" if reasons else "")
         )
+    if result.data.get("history_quality") is not None:
+        quality = result.data["history_quality"]
+        typer.echo(f"model: {result.data['model_name']}, history quality {quality:.2f}%")
     t = result.timings
     typer.echo("timings: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f} s" for k, v in t.items()))
     if not result.complete:
@@ -276,6 +304,13 @@ _BACKEND = typer.Option(None, "--backend", help="Network backend: auto, numpy, o
 _PARAM = typer.Option([], "--param", "-p", help="EA parameter NAME=VALUE (repeatable).")
 _OUT = typer.Option(None, "--out", help="Report folder (default: reports/<EA>-<SYMBOL>-<TF>-<time>).")
 _PROGRESS = typer.Option(True, "--progress/--no-progress", help="Progress bars for epochs and bars.")
+_MODEL = typer.Option(
+    "open",
+    "--model",
+    help="Modelling: open (open prices only) or ohlc1m (1 minute OHLC: pending orders, SL/TP and stop-out "
+    "worked through M1 bars in MetaTrader's OHLC order).",
+)
+_M1_CSV = typer.Option(None, "--m1-csv", help="M1 candles (MetaTrader CSV) for --model ohlc1m.")
 _PROFILE = typer.Option(
     False, "--profile", help="Record OpenCL kernel time per epoch (device seconds); costs some host time."
 )
@@ -357,6 +392,8 @@ def backtest(
     out: Path | None = _OUT,
     progress: bool = _PROGRESS,
     profile: bool = _PROFILE,
+    model: str = _MODEL,
+    m1_csv: Path | None = _M1_CSV,
 ) -> None:
     """Backtest an expert advisor (built-in or your own class) and write a report."""
     cls = resolve_ea(ea)
@@ -386,4 +423,6 @@ def backtest(
         out=out,
         progress=progress and sys.stderr.isatty(),
         profile=profile,
+        model=model,
+        m1_csv=m1_csv,
     )

@@ -147,10 +147,10 @@ def test_mae_and_mfe_stop_at_the_exit_level():
 
 
 @pytest.mark.parametrize("split", [False, True], ids=["one-order", "two-orders"])
-def test_stop_out_closes_everything_at_the_bars_worst_price(split):
+def test_stop_out_closes_everything_where_the_margin_level_crosses(split):
     # 1,000 deposit, 1:100, 0.9 lot at 1.0 needs 900 margin; a fall to 0.995 leaves 1000 - 450 = 550 equity,
-    # a margin level of 61 %; a fall to 0.9945 leaves 505 (56 %); 0.994 leaves 460 (51 %): still open;
-    # 0.9939 leaves 451 (50.1 %); 0.9938 -> 442 (49.1 %): stopped out at that low.
+    # a margin level of 61 %: still open. Bar 2's low of 0.9938 would leave 442 (49.1 %): the level of 50 %
+    # (equity 450) is crossed on the way, at 1 - 550 / 90,000 = 0.993888..., where everything is closed.
     rows = [(1.0, 1.0, 1.0, 1.0), (1.0, 1.0, 0.995, 0.998), (0.998, 0.999, 0.9938, 0.999)]
     b = _broker(rows, deposit=1000.0, leverage=100.0)
     _step(b, 0, lambda b: b.order(+1, 0.45 if split else 0.9, None, None, 0, ""))
@@ -161,7 +161,8 @@ def test_stop_out_closes_everything_at_the_bars_worst_price(split):
     assert b.open_positions and b.open_positions[0].lots == pytest.approx(0.9)
     _step(b, 2)
     trade = b.trades_frame().iloc[0]
-    assert trade.exit_reason == "stop out" and trade.exit_price == 0.9938
+    assert trade.exit_reason == "stop out" and trade.exit_price == pytest.approx(1 - 550 / 90_000)
+    assert b.balance == pytest.approx(450.0)
 
 
 def test_stop_out_can_be_switched_off():

@@ -17,7 +17,8 @@ def test_report_folder_contents(tmp_path):
     ).run(sl_points=200, tp_points=400, lots=0.3)
     page = write_report(result, tmp_path / "run")
     folder = page.parent
-    assert sorted(p.name for p in folder.iterdir()) == ["report.html", "report.json", "trades.csv"]
+    names = ["deals.csv", "orders.csv", "rejected.csv", "report.html", "report.json", "trades.csv"]
+    assert sorted(p.name for p in folder.iterdir()) == names
     doc = json.loads((folder / "report.json").read_text())
     assert doc["complete"] is True and doc["seed"] == 0
     assert doc["data"]["symbol"] == "EURUSD" and doc["data"]["bars"] == 1500

@@ -1,0 +1,149 @@
+"""The request checks a MetaTrader trade server makes, as pure functions returning a retcode and a reason.
+
+Each check returns ``None`` when the request passes, else ``(retcode, reason)`` with MetaTrader's
+``TRADE_RETCODE_*`` value, so a rejected request reads the same here as in the terminal's journal.
+
+Stop rules (MQL5 "Requirements and Limitations in Making Trades"): a long position closes at the bid, so
+its SL must lie below the bid and its TP above it, each at least ``stops_level`` points away; a short
+closes at the ask, mirrored. A stop of 0 (or None) means "no stop". A level exactly at the reference price
+is refused even when ``stops_level`` is 0: it would fill at once, which no server accepts as a stop.
+Pending orders are checked against the market the same way, and their SL/TP against the order's price.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+
+import pandas as pd
+
+DONE = 10009
+PLACED = 10008
+INVALID = 10013  # invalid request (unknown order, wrong account type for the action)
+INVALID_VOLUME = 10014
+INVALID_PRICE = 10015
+INVALID_STOPS = 10016
+NO_MONEY = 10019
+INVALID_EXPIRATION = 10022
+NO_CHANGES = 10025
+FROZEN = 10029  # the order or position is within the freeze level of the market
+POSITION_CLOSED = 10036  # no open position with that ticket
+INVALID_CLOSE_VOLUME = 10038  # closing more than the position holds
+
+Check = tuple[int, str] | None
+
+# Pending order kinds and their direction (+1 buy, -1 sell).
+PENDING_KINDS = {
+    "buy_limit": +1,
+    "sell_limit": -1,
+    "buy_stop": +1,
+    "sell_stop": -1,
+    "buy_stop_limit": +1,
+    "sell_stop_limit": -1,
+}
+
+
+def is_number(value: object) -> bool:
+    """A real number (NaN and infinities included: they are refused by the checks with a reason)."""
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def stop_value(value: float | None) -> float | None:
+    """MQL5's convention: 0 (or None) is "no stop"; anything else is kept as given for ``check_stops``."""
+    if value is None:
+        return None
+    return None if value == 0 else float(value)
+
+
+def check_volume(lots: float, lot_min: float, lot_max: float, lot_step: float) -> Check:
+    """Volume within min/max and a whole number of steps (the terminal does not round for you)."""
+    limits = f"(min {lot_min}, max {lot_max}, step {lot_step})"
+    if not math.isfinite(lots) or lots <= 0:
+        return INVALID_VOLUME, f"invalid volume {lots}: must be a positive finite number of lots {limits}"
+    steps = round(lots / lot_step)
+    if abs(steps * lot_step - lots) > 1e-6 * lot_step:  # a float32 0.1 is 0.1 lots, 0.015 is not
+        return INVALID_VOLUME, f"invalid volume {lots}: not a multiple of the lot step {limits}"
+    if not lot_min - 1e-9 <= lots <= lot_max + 1e-9:
+        return INVALID_VOLUME, f"invalid volume {lots}: outside {limits}"
+    return None
+
+
+def check_price(price: float, what: str = "price") -> Check:
+    if not math.isfinite(price) or price <= 0:
+        return INVALID_PRICE, f"invalid {what} {price}: must be a positive finite price"
+    return None
+
+
+def check_stops(
+    side: int, ref: float, sl: float | None, tp: float | None, min_dist: float, what: str
+) -> Check:
+    """SL/TP of a position of direction ``side`` closing at ``ref`` (bid for longs, ask for shorts).
+
+    ``min_dist`` is the stops level in price units; ``what`` names the reference in the reason.
+    """
+    for name, level, below in (("sl", sl, side > 0), ("tp", tp, side < 0)):
+        if level is None:
+            continue
+        if not math.isfinite(level) or level < 0:
+            return INVALID_STOPS, f"invalid stops: {name}={level} is not a price (0 = none)"
+        dist = ref - level if below else level - ref
+        if dist <= 0 or dist < min_dist - 1e-12:
+            where = "below" if below else "above"
+            need = f" by at least {min_dist:.10g}" if min_dist > 0 else ""
+            return (
+                INVALID_STOPS,
+                f"invalid stops: {name}={level:.10g} must lie {where} the {what} {ref:.10g}{need}",
+            )
+    return None
+
+
+def check_pending(
+    kind: str, price: float, stoplimit: float | None, bid: float, ask: float, min_dist: float
+) -> Check:
+    """The order price on the right side of the market: limits below (buy) / above (sell), stops beyond."""
+    bad = check_price(price)
+    if bad:
+        return bad
+    side = PENDING_KINDS[kind]
+    ref, name = (ask, "ask") if side > 0 else (bid, "bid")
+    above = ("stop" in kind) == (side > 0)  # buy stop / sell limit lie above the market
+    dist = price - ref if above else ref - price
+    if dist <= 0 or dist < min_dist - 1e-12:
+        where = "above" if above else "below"
+        return INVALID_PRICE, f"invalid price: {kind} at {price:.10g} must lie {where} the {name} {ref:.10g}"
+    if kind.endswith("stop_limit"):
+        if stoplimit is None:
+            return INVALID_PRICE, f"invalid price: {kind} needs a stop-limit price"
+        bad = check_price(stoplimit, "stop-limit price")
+        if bad:
+            return bad
+        # The limit order placed at the trigger must itself be a valid limit: below (buy) / above (sell) it.
+        gap = price - stoplimit if side > 0 else stoplimit - price
+        if gap <= 0 or gap < min_dist - 1e-12:
+            return (
+                INVALID_PRICE,
+                f"invalid price: {kind} limit {stoplimit:.10g} must lie beyond its trigger {price:.10g}",
+            )
+    return None
+
+
+def expiration_time(expiration: object, now: pd.Timestamp) -> pd.Timestamp | None:
+    """None/"gtc" = good till cancelled; "today" = the end of the current server day; else a time.
+
+    Raises ValueError with a readable reason for anything else (the EA layer turns it into an EAError).
+    """
+    if expiration is None or (isinstance(expiration, str) and expiration.lower() == "gtc"):
+        return None
+    if isinstance(expiration, str) and expiration.lower() == "today":
+        return now.normalize() + pd.Timedelta(days=1)
+    try:
+        ts = pd.Timestamp(expiration)
+    except (TypeError, ValueError):
+        raise ValueError(f"expiration {expiration!r} is not None, 'gtc', 'today' or a time") from None
+    if ts is pd.NaT:
+        raise ValueError(f"expiration {expiration!r} is not a time")
+    if ts.tzinfo is None and now.tzinfo is not None:
+        ts = ts.tz_localize(now.tzinfo)
+    elif ts.tzinfo is not None and now.tzinfo is None:
+        ts = ts.tz_convert(None)  # a zone-aware time against naive bars (taken as UTC)
+    return ts

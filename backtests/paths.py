@@ -1,0 +1,156 @@
+"""MetaTrader's "1 minute OHLC" model: each bar's fills worked through its M1 bars.
+
+The EA still decides at the open of each bar of its own timeframe (market orders fill at that open). After
+the decision, pending orders, SL/TP and the stop-out are checked along the bar's M1 bars in time order, each
+M1 bar as four prices in MetaTrader's OHLC path: open, the extreme nearer to the open, the other extreme,
+close (a tie goes low first on a rising bar, high first on a falling one). Between two prices the path is a
+straight move, so a level it crosses fills at the level and the order of events is known: the pessimistic
+"stop-loss first" rule of the open-prices model is not needed. A jump from one M1 bar's close to the next
+one's open is a gap (a stop fills at the open). Spreads are each M1 bar's own (or the fixed spread).
+
+A bar without M1 data falls back to the open-prices rules on its own high and low; the share of bars with
+M1 data is the history quality the report states (MetaTrader's "History Quality"). Times in the trade
+records stay those of the bars of the EA's timeframe.
+
+Only minutes that can matter are walked: a vectorised test finds the next M1 bar whose range (with the
+gap from the previous close, widened by the spread) reaches any working level — a pending price, an SL or
+TP, the stop-out price — so a bar with nothing near its levels costs a few NumPy operations.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+MODELS = {"open": "Open prices only", "ohlc1m": "1 minute OHLC"}
+
+
+def check_model(model: str, m1: pd.DataFrame | None) -> tuple[str, pd.DataFrame | None]:
+    """The modelling mode by its command-line name; "ohlc1m" needs M1 candles."""
+    if model not in MODELS:
+        raise ValueError(f"unknown model {model!r}: choose {' or '.join(MODELS)}")
+    if model == "ohlc1m" and m1 is None:
+        raise ValueError("model 'ohlc1m' needs M1 candles of the same symbol (m1=...)")
+    if model == "open" and m1 is not None:
+        raise ValueError("M1 candles are only used by model 'ohlc1m'")
+    return model, m1
+
+
+def model_data(model: str, broker, first: int, last: int) -> dict:
+    """The report's modelling line: the mode by MetaTrader's name and the history quality in percent."""
+    path = broker.m1_path
+    quality = path.quality(first, last) if path is not None else None
+    return {"model": model, "model_name": MODELS[model], "history_quality": quality}
+
+
+def ohlc_points(o: np.ndarray, h: np.ndarray, lo: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """(n, 4) prices per M1 bar in MetaTrader's order: open, nearer extreme, farther extreme, close."""
+    low_first = (o - lo < h - o) | ((o - lo == h - o) & (c >= o))
+    first = np.where(low_first, lo, h)
+    second = np.where(low_first, h, lo)
+    return np.column_stack([o, first, second, c])
+
+
+class M1Path:
+    """M1 prices grouped by the bars of the EA's timeframe (``starts[t]:starts[t + 1]`` are bar t's)."""
+
+    def __init__(self, bar_time: pd.DatetimeIndex, m1: pd.DataFrame, point: float, fixed_spread: int | None):
+        missing = [c for c in ("open", "high", "low", "close", "spread") if c not in m1.columns]
+        if missing or not isinstance(m1.index, pd.DatetimeIndex):
+            need = "a time index and columns open, high, low, close, spread"
+            raise ValueError(f"M1 candles need {need} (missing: {', '.join(missing) or 'time index'})")
+        cols = {c: m1[c].to_numpy(dtype=np.float64) for c in ("open", "high", "low", "close")}
+        bad = ~np.isfinite(np.column_stack(list(cols.values()))).all(axis=1)
+        if bad.any() or (cols["low"] <= 0).any():
+            i = int(np.argmax(bad | (cols["low"] <= 0)))
+            raise ValueError(f"M1 bar {i} ({m1.index[i]}): prices cannot be traded on")
+        if not m1.index.is_monotonic_increasing:
+            raise ValueError("M1 bars must be in time order")
+        m1_ns = m1.index.as_unit("ns").asi8
+        bar_ns = bar_time.as_unit("ns").asi8
+        step = int(np.median(np.diff(bar_ns))) if len(bar_ns) > 1 else 60_000_000_000
+        self.starts = np.searchsorted(m1_ns, np.append(bar_ns, bar_ns[-1] + step), side="left")
+        self.points = ohlc_points(cols["open"], cols["high"], cols["low"], cols["close"])
+        if fixed_spread is None:
+            self.spread = m1["spread"].to_numpy(dtype=np.float64) * point
+        else:
+            self.spread = np.full(len(m1), fixed_spread * point)
+        self.time = m1.index
+        self.lows = np.minimum(self.points.min(axis=1), np.append(self.points[:1, 0], self.points[:-1, 3]))
+        self.highs = np.maximum(self.points.max(axis=1), np.append(self.points[:1, 0], self.points[:-1, 3]))
+
+    def covers(self, t: int) -> bool:
+        return self.starts[t + 1] > self.starts[t]
+
+    def quality(self, first: int, last: int) -> float:
+        """Share of bars ``first..last`` with M1 data, in percent."""
+        covered = self.starts[first + 1 : last + 2] > self.starts[first : last + 1]
+        return round(100.0 * float(covered.mean()), 2) if len(covered) else 0.0
+
+    def walk(self, broker, t: int) -> None:
+        """Bar ``t`` after the decision: every M1 bar that can reach a working level, in time order."""
+        m, end = int(self.starts[t]), int(self.starts[t + 1])
+        broker.walking = True
+        try:
+            while m < end and (broker.open_positions or broker.pending_orders):
+                m = self._next_touch(broker, m, end)
+                if m >= end:
+                    break
+                self._minute(broker, t, m)
+                m += 1
+        finally:
+            broker.walking = False
+
+    def _next_touch(self, broker, m: int, end: int) -> int:
+        levels = _levels(broker, self.spread[m])
+        if not len(levels):
+            return end
+        wide = self.spread[m:end].max()  # ask-side levels: any minute's spread either way
+        lo, hi = self.lows[m:end, None] - wide, self.highs[m:end, None] + wide
+        touched = ((levels >= lo) & (levels <= hi)).any(axis=1)
+        if broker.pending_orders and any(o.expiration is not None for o in broker.pending_orders):
+            first_expiry = min(o.expiration for o in broker.pending_orders if o.expiration is not None)
+            touched |= self.time[m:end] >= first_expiry
+        hit = np.flatnonzero(touched)
+        return m + int(hit[0]) if len(hit) else end
+
+    def _minute(self, broker, t: int, m: int) -> None:
+        pts, spr = self.points[m], self.spread[m]
+        if broker.pending_orders:
+            broker.expire(t, now=self.time[m])
+        broker.quote = (pts[0], pts[0], pts[0], spr)
+        broker.at_open_checks(t)
+        for i in range(3):
+            p, q = pts[i], pts[i + 1]
+            if p == q:
+                continue
+            for a, b in _pieces(broker, p, q, spr):
+                if not (broker.open_positions or broker.pending_orders):
+                    return
+                broker.quote = (a, max(a, b), min(a, b), spr)
+                broker.range_checks(t)
+
+
+def _pieces(broker, p: float, q: float, spread: float) -> list[tuple[float, float]]:
+    """The move p -> q cut at the pending prices inside it (bid terms), so each fill ends a piece."""
+    inside = sorted(
+        {o.price - (spread if o.side > 0 else 0.0) for o in broker.pending_orders} - {p, q},
+        reverse=bool(q < p),
+    )
+    cuts = [v for v in inside if min(p, q) < v < max(p, q)]
+    ends = [p, *cuts, q]
+    return list(itertools.pairwise(ends))
+
+
+def _levels(broker, spread: float) -> np.ndarray:
+    """Every price at which something can happen now: pending prices, SL/TP, the stop-out bid (compared
+    with minute ranges widened by the spread, so bid- and ask-side levels both count)."""
+    out = [o.price for o in broker.pending_orders]
+    for p in broker.open_positions:
+        out.extend(v for v in (p.sl, p.tp) if v is not None)
+    cross = broker.stop_out_price(spread)
+    if cross is not None:
+        out.append(cross)
+    return np.asarray(out, dtype=np.float64)

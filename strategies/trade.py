@@ -1,0 +1,339 @@
+"""The trade API an expert advisor uses: positions, pending orders, the account (MetaTrader's shapes).
+
+``TradeContext`` is the one interface behind it: the backtest broker implements it, and a live terminal is
+to implement the same. ``TradeMethods`` is the EA-facing half (``ExpertAdvisor`` inherits it): it checks
+argument types at the call (a wrong type is a bug in the EA: ``EAError``) and leaves the checks of values
+a trade server makes (NaN volume, stops on the wrong side, ...) to the context, which refuses such
+requests with MetaTrader's retcode, as the terminal would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from strategies.errors import EAError
+
+if TYPE_CHECKING:
+    from strategies.bars import Bars
+
+
+
+
+@dataclass(frozen=True)
+class Position:
+    """An open position as the EA sees it (volume in lots, prices as filled)."""
+
+    ticket: int
+    side: int  # +1 long, -1 short
+    lots: float
+    price_open: float
+    time_open: pd.Timestamp
+    bar_open: int
+    sl: float | None
+    tp: float | None
+    magic: int
+    comment: str
+    profit: float  # floating profit at the last closed bar's close, in deposit currency
+
+
+@dataclass(frozen=True)
+class Order:
+    """A working pending order as the EA sees it (``kind`` e.g. "buy_limit", "sell_stop_limit")."""
+
+    ticket: int
+    kind: str
+    side: int  # +1 buy, -1 sell
+    lots: float
+    price: float  # the limit or stop price
+    stoplimit: float | None  # the limit price placed when a stop-limit order's stop price is reached
+    sl: float | None
+    tp: float | None
+    expiration: pd.Timestamp | None  # None = good till cancelled
+    time_setup: pd.Timestamp
+    magic: int
+    comment: str
+
+
+@dataclass(frozen=True)
+class Account:
+    """Account state at the current decision time (deposit currency)."""
+
+    balance: float
+    equity: float
+    margin: float
+    free_margin: float
+    leverage: float
+    currency: str
+
+
+class TradeContext(Protocol):
+    """What the harness gives an EA to trade with: the backtest broker (``backtests``) implements it, and a
+    live terminal is to implement the same. Refused requests return None/False/0 and set ``last_retcode``
+    (MetaTrader's ``TRADE_RETCODE_*``); stops of 0 or None mean "no stop"."""
+
+    point: float
+    last_retcode: int
+
+    def order(
+        self, side: int, lots: float, sl: float | None, tp: float | None, magic: int, comment: str
+    ) -> int | None: ...
+
+    def pending(
+        self,
+        kind: str,
+        lots: float,
+        price: float,
+        stoplimit: float | None,
+        sl: float | None,
+        tp: float | None,
+        expiration: str | pd.Timestamp | None,
+        magic: int,
+        comment: str,
+    ) -> int | None: ...
+
+    def close(self, ticket: int | None, magic: int | None, lots: float | None = None) -> int: ...
+
+    def close_by(self, ticket: int, opposite: int) -> bool: ...
+
+    def modify(self, ticket: int, sl: float | None, tp: float | None) -> bool: ...
+
+    def orders(self) -> list[Order]: ...
+
+    def cancel(self, ticket: int) -> bool: ...
+
+    def modify_order(
+        self,
+        ticket: int,
+        price: float | None,
+        stoplimit: float | None,
+        sl: float | None,
+        tp: float | None,
+        expiration: str | pd.Timestamp | None = "keep",
+    ) -> bool: ...
+
+    def positions(self) -> list[Position]: ...
+
+    def account(self) -> Account: ...
+
+    def price(self, side: int) -> float: ...
+
+    def time_now(self) -> pd.Timestamp: ...
+
+    def indicator(self, fn: Callable[[Bars], np.ndarray], name: str) -> np.ndarray: ...
+
+
+class TradeMethods:
+    """The trading methods of ``ExpertAdvisor`` (needs ``magic`` and ``_require_ctx`` from it)."""
+
+    magic: int
+    _require_ctx: Callable[[], TradeContext]
+
+    # -- trading -----------------------------------------------------------------------------------------
+    def buy(
+        self,
+        lots: float,
+        *,
+        sl: float | None = None,
+        tp: float | None = None,
+        sl_points: float | None = None,
+        tp_points: float | None = None,
+        magic: int | None = None,
+        comment: str = "",
+    ) -> int | None:
+        """Market buy at the ask. Stops by price or by points from the fill; returns a ticket or None."""
+        return self._order(+1, lots, sl, tp, sl_points, tp_points, magic, comment)
+
+    def sell(
+        self,
+        lots: float,
+        *,
+        sl: float | None = None,
+        tp: float | None = None,
+        sl_points: float | None = None,
+        tp_points: float | None = None,
+        magic: int | None = None,
+        comment: str = "",
+    ) -> int | None:
+        """Market sell at the bid; see ``buy``."""
+        return self._order(-1, lots, sl, tp, sl_points, tp_points, magic, comment)
+
+    def close(self, ticket: int | None = None, *, magic: int | None = None, lots: float | None = None) -> int:
+        """Close one position by ticket, or all (of one magic number); ``lots`` closes part of one position.
+        Returns how many positions were closed (or reduced)."""
+        if lots is not None and ticket is None:
+            raise EAError("close(lots=...) closes part of one position: give its ticket")
+        return self._require_ctx().close(
+            _ticket(ticket, "ticket", optional=True),
+            None if magic is None else _ticket(magic, "magic"),
+            None if lots is None else _number(lots, "lots"),
+        )
+
+    def close_by(self, ticket: int, opposite: int) -> bool:
+        """Close a position by an opposite one (hedging accounts): one spread is saved."""
+        return self._require_ctx().close_by(_ticket(ticket, "ticket"), _ticket(opposite, "opposite"))
+
+    def modify(self, ticket: int, *, sl: float | None = None, tp: float | None = None) -> bool:
+        """New SL/TP of an open position: None keeps a level, 0 removes it (MQL5's PositionModify)."""
+        return self._require_ctx().modify(_ticket(ticket, "ticket"), _stop(sl, "sl"), _stop(tp, "tp"))
+
+    def buy_limit(self, lots: float, price: float, **kw: Any) -> int | None:
+        """Buy when the ask falls to ``price`` (below the ask). Keywords: sl, tp, expiration, magic, comment.
+
+        ``expiration``: None (good till cancelled), "today" (until the server day ends) or a time.
+        Returns the order's ticket (also the ticket of the position it opens), or None when refused.
+        """
+        return self._pending("buy_limit", lots, price, None, **kw)
+
+    def sell_limit(self, lots: float, price: float, **kw: Any) -> int | None:
+        """Sell when the bid rises to ``price`` (above the bid); see ``buy_limit``."""
+        return self._pending("sell_limit", lots, price, None, **kw)
+
+    def buy_stop(self, lots: float, price: float, **kw: Any) -> int | None:
+        """Buy when the ask rises to ``price`` (above the ask); see ``buy_limit``."""
+        return self._pending("buy_stop", lots, price, None, **kw)
+
+    def sell_stop(self, lots: float, price: float, **kw: Any) -> int | None:
+        """Sell when the bid falls to ``price`` (below the bid); see ``buy_limit``."""
+        return self._pending("sell_stop", lots, price, None, **kw)
+
+    def buy_stop_limit(self, lots: float, price: float, stoplimit: float, **kw: Any) -> int | None:
+        """When the ask rises to ``price``, place a buy limit at ``stoplimit`` (below ``price``)."""
+        return self._pending("buy_stop_limit", lots, price, stoplimit, **kw)
+
+    def sell_stop_limit(self, lots: float, price: float, stoplimit: float, **kw: Any) -> int | None:
+        """When the bid falls to ``price``, place a sell limit at ``stoplimit`` (above ``price``)."""
+        return self._pending("sell_stop_limit", lots, price, stoplimit, **kw)
+
+    def orders(self) -> list[Order]:
+        """The working pending orders."""
+        return self._require_ctx().orders()
+
+    def cancel(self, ticket: int) -> bool:
+        """Delete a pending order."""
+        return self._require_ctx().cancel(_ticket(ticket, "ticket"))
+
+    def modify_order(
+        self,
+        ticket: int,
+        *,
+        price: float | None = None,
+        stoplimit: float | None = None,
+        sl: float | None = None,
+        tp: float | None = None,
+        expiration: Any = "keep",
+    ) -> bool:
+        """Change a pending order: None keeps a value, sl/tp 0 removes a stop, expiration "keep" keeps it."""
+        return self._require_ctx().modify_order(
+            _ticket(ticket, "ticket"),
+            None if price is None else _number(price, "price"),
+            None if stoplimit is None else _number(stoplimit, "stoplimit"),
+            _stop(sl, "sl"),
+            _stop(tp, "tp"),
+            expiration if isinstance(expiration, str) and expiration == "keep" else _expiration(expiration),
+        )
+
+    @property
+    def last_retcode(self) -> int:
+        """MetaTrader's retcode of the last request (10009 done, 10008 placed, 10016 invalid stops, ...)."""
+        return self._require_ctx().last_retcode
+
+    def positions(self) -> list[Position]:
+        return self._require_ctx().positions()
+
+    @property
+    def position(self) -> float:
+        """Net open volume in lots: positive long, negative short, 0 flat."""
+        return sum(p.side * p.lots for p in self._require_ctx().positions())
+
+    @property
+    def account(self) -> Account:
+        return self._require_ctx().account()
+
+    @property
+    def bid(self) -> float:
+        """The current bar's opening bid (known at decision time in "open prices only")."""
+        return self._require_ctx().price(-1)
+
+    @property
+    def ask(self) -> float:
+        return self._require_ctx().price(+1)
+
+    @property
+    def time_current(self) -> pd.Timestamp:
+        """The time of the current decision: the opening time of the bar now forming (MQL5's TimeCurrent)."""
+        return self._require_ctx().time_now()
+
+    @property
+    def point(self) -> float:
+        return self._require_ctx().point
+
+    def _order(self, side, lots, sl, tp, sl_points, tp_points, magic, comment) -> int | None:
+        ctx = self._require_ctx()
+        if (sl is not None and sl_points is not None) or (tp is not None and tp_points is not None):
+            raise EAError("give a stop as a price or in points, not both")
+        lots, sl, tp = _number(lots, "lots"), _stop(sl, "sl"), _stop(tp, "tp")
+        for name, points in (("sl_points", sl_points), ("tp_points", tp_points)):
+            if points is not None and not (_number(points, name) >= 0 and np.isfinite(points)):
+                raise EAError(f"{name} must be a finite distance >= 0 in points (0 = none), got {points!r}")
+        if sl_points or tp_points:
+            price = ctx.price(side)
+            if sl_points:
+                sl = price - side * sl_points * ctx.point
+            if tp_points:
+                tp = price + side * tp_points * ctx.point
+        return ctx.order(side, lots, sl, tp, self._magic(magic), str(comment))
+
+    def _pending(
+        self, kind, lots, price, stoplimit, *, sl=None, tp=None, expiration=None, magic=None, comment=""
+    ):
+        return self._require_ctx().pending(
+            kind,
+            _number(lots, "lots"),
+            _number(price, "price"),
+            None if stoplimit is None else _number(stoplimit, "stoplimit"),
+            _stop(sl, "sl"),
+            _stop(tp, "tp"),
+            _expiration(expiration),
+            self._magic(magic),
+            str(comment),
+        )
+
+    def _magic(self, magic: Any) -> int:
+        return self.magic if magic is None else _ticket(magic, "magic")
+
+
+def _number(value: Any, name: str) -> float:
+    """A real number as float (NaN and infinities pass: the broker refuses them with a retcode)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise EAError(f"{name} must be a number, got {value!r}")
+    return float(value)
+
+
+def _stop(value: Any, name: str) -> float | None:
+    return None if value is None else _number(value, name)
+
+
+def _ticket(value: Any, name: str, optional: bool = False) -> int | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise EAError(f"{name} must be an integer, got {value!r}")
+    return int(value)
+
+
+def _expiration(value: Any) -> str | pd.Timestamp | None:
+    """None/"gtc" (good till cancelled), "today", or anything ``pandas.Timestamp`` reads as a time."""
+    if value is None or (isinstance(value, str) and value.lower() in ("gtc", "today")):
+        return None if value is None or value.lower() == "gtc" else "today"
+    try:
+        ts = pd.Timestamp(value)
+    except (TypeError, ValueError):
+        ts = pd.NaT
+    if ts is pd.NaT:
+        raise EAError(f"expiration must be None, 'gtc', 'today' or a time, got {value!r}")
+    return ts

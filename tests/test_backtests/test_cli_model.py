@@ -1,0 +1,24 @@
+"""``neuronet backtest --model ohlc1m`` as a user runs it: a real subprocess, M1 from a MetaTrader CSV."""
+
+import json
+import subprocess
+import sys
+
+from datafeeds import resample, synthetic_candles, write_mt5_csv
+
+
+def test_ohlc1m_from_csv_files_states_the_model_and_history_quality(tmp_path):
+    m1 = synthetic_candles("EURUSD", "M1", bars=5 * 1440, seed=1, start="2024-01-01")
+    write_mt5_csv(resample(m1, "H1"), tmp_path / "EURUSD_H1.csv")
+    m1 = m1[~((m1.index >= "2024-01-03") & (m1.index < "2024-01-03 06:00"))]  # six hours without minutes
+    write_mt5_csv(m1, tmp_path / "EURUSD_M1.csv")
+    res = subprocess.run(
+        [sys.executable, "-m", "neuronet", "backtest", "SmaCrossEA", "--csv", "EURUSD_H1.csv", "--forward",
+         "none", "--model", "ohlc1m", "--m1-csv", "EURUSD_M1.csv", "-p", "sl_points=100", "--out", "r",
+         "--no-progress"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "model: 1 minute OHLC, history quality" in res.stdout
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert doc["data"]["model"] == "ohlc1m" and 90 < doc["data"]["history_quality"] < 100
