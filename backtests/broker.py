@@ -231,14 +231,14 @@ class Broker:
         self._exposure_cache = None
         return pos.ticket
 
-    def close(self, ticket: int | None, magic: int | None) -> int:
+    def close(self, ticket: int | None, magic: int | None, reason: str = "signal") -> int:
         todo = [
             p
             for p in self.open_positions
             if (ticket is None or p.ticket == ticket) and (magic is None or p.magic == magic)
         ]
         for pos in todo:
-            self._close(pos, pos.lots, self.price(-pos.side), "signal")
+            self._close(pos, pos.lots, self.price(-pos.side), reason)
         return len(todo)
 
     def positions(self) -> list[Position]:
@@ -509,3 +509,49 @@ class Broker:
         margin = np.cumsum(margin_diff[:n])
         equity = balance + floating
         return balance[first:], equity[first:], margin[first:]
+
+    def worst_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
+        """Equity at each bar's worst prices, and the margin held at that moment, from bar ``first`` on.
+
+        The terminal tracks equity at every tick, so its equity drawdown sees the low of a long's bar, not
+        only the close. Here each position held in a bar is valued where that bar is worst for it: longs at
+        the low (bid), shorts at the high plus the spread (ask); all positions at their worst at once, a
+        lower bound when longs and shorts are open together. A position closed inside a bar counts with
+        the path the pessimistic rule gives it: closed at the open (a signal, a gap) or at a stop-loss or
+        stop-out, its worst is the exit itself, already in the balance; closed at a take-profit or at the
+        end of the test, the bar's worst extreme came first. Never above the equity at the close.
+        """
+        balance, equity, _ = self.curves(0)
+        n = len(self.opens)
+        cs, lev = self.config.contract_size, self.config.leverage
+        low_bid, high_ask = self.lows, self.highs + self.spread
+        floating = np.zeros(n)
+        margin_diff = np.zeros(n + 1)
+        for start, end, side, lots, price in self._segments:
+            worst = low_bid[start:end] - price if side > 0 else price - high_ask[start:end]
+            floating[start:end] += worst * lots * cs
+            margin_diff[start] += lots * cs * price / lev
+            margin_diff[end] -= lots * cs * price / lev
+        margin = np.cumsum(margin_diff[:n])
+        prices = (low_bid, high_ask, self.opens, self.spread)
+        _held_into_exit_bar(self.trades, prices, (cs, lev), floating, margin)
+        worst_equity = np.minimum(balance + floating, equity)
+        return worst_equity[first:], margin[first:]
+
+
+def _held_into_exit_bar(trades, prices, sizes, floating, margin) -> None:
+    """Add, in place, the exit-bar excursion of trades closed at a take-profit or at the end of the test:
+    the bar's worst extreme against the exit price (the realised part is in the balance already), and
+    their margin, held until that moment. ``prices``: (low bid, high ask, open, spread) per bar; ``sizes``:
+    (contract size, leverage)."""
+    low_bid, high_ask, opens, spread = prices
+    cs, lev = sizes
+    for row in trades:
+        side, lots, entry, exit_price, reason, bar = row[1], row[2], row[4], row[6], row[9], row[15]
+        long_ = side == "buy"
+        at_open = exit_price == (opens[bar] if long_ else opens[bar] + spread[bar])
+        if reason in ("sl", "stop out") or at_open:
+            continue
+        extreme = low_bid[bar] if long_ else high_ask[bar]
+        floating[bar] += min(0.0, (extreme - exit_price) if long_ else (exit_price - extreme)) * lots * cs
+        margin[bar] += lots * cs * entry / lev

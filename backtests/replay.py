@@ -59,6 +59,7 @@ class Result:
     chart_data: dict = field(default_factory=dict)
     section: ReportSection | None = None
     ea_instance: ExpertAdvisor | None = None
+    curves: pd.DataFrame | None = None  # metrics.curve_frame: the start row, then one row per forward bar
 
 
 class _Context(Broker):
@@ -226,21 +227,26 @@ class Backtest:
     def _score(self, ea, ctx, bars, periods: Periods, last, complete, timings, clock) -> Result:
         fs = periods.forward_start
         df = self.candles
-        balance, equity, margin = ctx.curves(fs)
-        balance, equity, margin = balance[: last - fs + 1], equity[: last - fs + 1], margin[: last - fs + 1]
+        k = last - fs + 1
+        balance, equity, _ = (c[:k] for c in ctx.curves(fs))
+        worst, worst_margin = (c[:k] for c in ctx.worst_curves(fs))
         times = df.index[fs : last + 1]
         trades = ctx.trades_frame()
         close = bars._cols["close"]
-        stats = metrics.trade_stats(
-            trades,
+        curves = metrics.curve_frame(
+            times,
+            close[fs : last + 1],
             balance,
             equity,
-            margin,
-            times,
+            worst,
+            worst_margin,
             deposit=self.account.deposit,
-            deals=ctx.deals,
-            first_open=float(bars._cols["open"][fs]),
-            last_close=float(close[last]),
+            start_time=df.index[fs - 1] if fs > 0 else df.index[0] - (df.index[1] - df.index[0]),
+            start_close=float(close[fs - 1] if fs > 0 else bars._cols["open"][0]),
+        )
+        acct = self.account
+        stats = metrics.trade_stats(
+            trades, curves, deposit=acct.deposit, deals=ctx.deals, contract_size=acct.contract_size
         )
         predictions = None
         evaluated = ea.evaluate_predictions(bars.window(0, last + 1))
@@ -276,6 +282,7 @@ class Backtest:
             chart_data=_chart_data(bars, evaluated, fs, last),
             section=section,
             ea_instance=ea,
+            curves=curves,
         )
 
 

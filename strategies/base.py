@@ -185,7 +185,7 @@ class TradeContext(Protocol):
         self, side: int, lots: float, sl: float | None, tp: float | None, magic: int, comment: str
     ) -> int | None: ...
 
-    def close(self, ticket: int | None, magic: int | None) -> int: ...
+    def close(self, ticket: int | None, magic: int | None, reason: str = "signal") -> int: ...
 
     def positions(self) -> list[Position]: ...
 
@@ -327,9 +327,10 @@ class ExpertAdvisor:
         """Market sell at the bid; see ``buy``."""
         return self._order(-1, lots, sl, tp, sl_points, tp_points, magic, comment)
 
-    def close(self, ticket: int | None = None, *, magic: int | None = None) -> int:
-        """Close one position by ticket, or all (of one magic number); returns how many were closed."""
-        return self._require_ctx().close(ticket, magic)
+    def close(self, ticket: int | None = None, *, magic: int | None = None, reason: str = "signal") -> int:
+        """Close one position by ticket, or all (of one magic number); returns how many were closed.
+        ``reason`` is the trade's exit reason in the report (e.g. "time" for a holding-time exit)."""
+        return self._require_ctx().close(ticket, magic, reason)
 
     def positions(self) -> list[Position]:
         return self._require_ctx().positions()

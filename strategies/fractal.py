@@ -187,7 +187,7 @@ class FractalEA(ExpertAdvisor):
         if self.exit_bars > 0:
             for pos in self.positions():
                 if now - pos.bar_open >= self.exit_bars:
-                    self.close(pos.ticket)
+                    self.close(pos.ticket, reason="time")
         k = int(np.argmax(p))
         if p[k] < self.threshold or k not in (BUY, SELL):
             return
