@@ -237,6 +237,7 @@ class ForecastEA(ExpertAdvisor):
                     "val_loss": r.val_loss,
                     "wall_s": r.wall_s,
                     "device_s": r.device_s,
+                    "build_s": r.build_s,
                 }
             )
         self.linear = LinearBaseline().fit(x, y)

@@ -333,6 +333,7 @@ class _EpochHook:
                 "train_missed_rate": missed,
                 "wall_s": float(record.wall_s),
                 "device_s": None if record.device_s is None else float(record.device_s),
+                "build_s": float(record.build_s),
             }
         )
         self.ea.record_epoch(self.records[-1])
