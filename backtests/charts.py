@@ -76,10 +76,11 @@ def _loss_panel(ax, df: pd.DataFrame) -> None:
         kept = part[part["kept"].fillna(False).astype(bool)] if "kept" in part else part.iloc[:0]
         for row in kept.itertuples():
             y = row.val_loss if "val_loss" in part and pd.notna(getattr(row, "val_loss", None)) else row.loss
-            label = "kept epoch" if k == 0 else None
-            ax.scatter([row.epoch], [y], s=70, facecolors="none", edgecolors="k", zorder=5, label=label)
+            ax.scatter([row.epoch], [y], s=70, facecolors="none", edgecolors="k", zorder=5)
     if many and "val_loss" in df and df["val_loss"].notna().any():
         ax.plot([], [], color="0.4", ls="--", lw=1, label="validation (dashed)")
+    if "kept" in df and df["kept"].fillna(False).astype(bool).any():
+        ax.scatter([], [], s=70, facecolors="none", edgecolors="k", label="kept epoch")
     ax.set_xlabel("epoch")
     ax.set_ylabel("loss")
     ax.set_title("Loss per epoch")

@@ -131,3 +131,17 @@ def test_trading_days_per_year_on_fx_hours():
     assert out["trading_days_per_year"] == pytest.approx(365.25 * 5 / 7, abs=0.01)
     calendar_days = pd.Series(equity, index=fx).resample("D").last().dropna()
     assert len(calendar_days) > 300  # what backtesting.py's daily resample counts
+
+
+def test_report_json_alone_gives_backtesting_py_the_same_figures(tmp_path):
+    import json
+
+    from backtests.report import write_report
+
+    result = Backtest(read_sample().iloc[:2500], SmaCrossEA, account=AccountConfig(commission=2.0)).run()
+    write_report(result, tmp_path)
+    doc = json.loads((tmp_path / "report.json").read_text())
+    curves = pd.DataFrame(doc["curves"]).set_index("time")
+    curves.index = pd.DatetimeIndex(curves.index)
+    trades = pd.DataFrame(doc["trades"])
+    assert_same_as_peer(doc["stats"], peer_stats(curves, trades, doc["account"]["contract_size"]))
