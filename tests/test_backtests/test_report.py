@@ -156,3 +156,46 @@ def test_report_json_recomputes_every_metatrader_figure(tmp_path):
     got["profit_trades"], got["loss_trades"] = len(wins), len(losses)
     for key, value in got.items():
         assert s[key] == pytest.approx(value, rel=1e-6, abs=0.006), key
+
+
+def test_trades_csv_reads_as_a_trader_expects(tmp_path):
+    class HoldThree(ExpertAdvisor):
+        def on_bar(self):
+            for p in self.positions():
+                if len(self.bars) + self.bars.offset - p.bar_open >= 3:
+                    self.close(p.ticket, reason="time")
+            if not self.positions():
+                self.buy(0.37)
+
+    result = Backtest(read_sample(spread=7).iloc[:600], HoldThree).run()
+    write_report(result, tmp_path)
+    text = (tmp_path / "trades.csv").read_text()
+    assert "-0.0," not in text and ",-0.0\n" not in text
+    rows = pd.read_csv(tmp_path / "trades.csv")
+    assert set(rows.exit_reason) <= {"time", "end of test"} and (rows.exit_reason == "time").sum() > 10
+    assert rows.entry_time.str.fullmatch(r"\d{4}\.\d\d\.\d\d \d\d:\d\d:\d\d").all()
+    for col, places in (("entry_price", 5), ("exit_price", 5), ("profit", 2), ("net_profit", 2), ("mae", 2)):
+        assert (rows[col].round(places) == rows[col]).all(), col
+    assert rows.net_profit.sum() == pytest.approx(result.trades.net_profit.sum(), abs=0.01 * len(rows))
+
+
+def test_prediction_rows_follow_the_eas_classes_and_expected_counts_read_as_such():
+    from backtests.metrics import prediction_report
+    from backtests.page import _prediction_tables
+
+    y_true = np.array([0, 1, 2, 0, 2, 1, 0, 2, 1, 1])
+    y_pred = np.array([-1] * 3 + [0, 2, 1, 1, 2, 0, 1])
+    evaluated = {"classes": ["no_trade", "down", "up"], "y_true": y_true, "y_pred": y_pred}
+    pred = prediction_report(evaluated, 3, 10)
+    table = _prediction_tables(pred)
+    assert "fractal" not in table.lower()
+    assert "Missed down/up (called no_trade)" in table and "Real down/up" in table
+    assert "always no_trade" in table
+    assert "≈" in table  # the class-prior baseline's signal count is an expectation, not a count
+
+
+def test_a_rise_is_drawn_as_an_up_triangle_whatever_the_class_order():
+    from backtests.charts import _direction
+
+    names = ("no_trade", "down", "up", "buy", "SELL", "undefined")
+    assert [_direction(c) for c in names] == [0, -1, 1, 1, -1, 0]
