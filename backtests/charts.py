@@ -92,7 +92,13 @@ def _time_panel(ax, df: pd.DataFrame) -> None:
     x = np.arange(1, len(df) + 1)
     wall = df["wall_s"].astype(float).to_numpy()
     build = df["build_s"].astype(float).fillna(0.0).to_numpy() if "build_s" in df else np.zeros(len(df))
-    ax.bar(x, wall - build, color="#8ab17d", label="training")
+    rounds = pd.factorize(df["round"])[0]
+    if rounds.max() > 0:  # walk-forward: each round's epochs in that round's colour of the loss panel
+        colours = plt.get_cmap("tab10" if rounds.max() < 10 else "tab20").colors
+        shades = [colours[r % len(colours)] for r in rounds]
+        ax.bar(x, wall - build, color=shades, label="training (by round)")
+    else:
+        ax.bar(x, wall - build, color="#8ab17d", label="training")
     if build.any():
         ax.bar(x, build, bottom=wall - build, color="#e9c46a", label="kernel builds")
     profiled = "device_s" in df and df["device_s"].notna().any()
