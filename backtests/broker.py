@@ -546,8 +546,10 @@ def _held_into_exit_bar(trades, prices, sizes, floating, margin) -> None:
     (contract size, leverage)."""
     low_bid, high_ask, opens, spread = prices
     cs, lev = sizes
+    names = ("type", "lots", "entry_price", "exit_price", "exit_reason", "exit_bar")
+    at = [TRADE_COLUMNS.index(name) for name in names]  # trades are rows in TRADE_COLUMNS order
     for row in trades:
-        side, lots, entry, exit_price, reason, bar = row[1], row[2], row[4], row[6], row[9], row[15]
+        side, lots, entry, exit_price, reason, bar = (row[k] for k in at)
         long_ = side == "buy"
         at_open = exit_price == (opens[bar] if long_ else opens[bar] + spread[bar])
         if reason in ("sl", "stop out") or at_open:
