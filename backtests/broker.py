@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from backtests.curves import worst_equity
 from strategies.base import Account, Position
 
 log = logging.getLogger(__name__)
@@ -511,49 +512,10 @@ class Broker:
         return balance[first:], equity[first:], margin[first:]
 
     def worst_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
-        """Equity at each bar's worst prices, and the margin held at that moment, from bar ``first`` on.
-
-        The terminal tracks equity at every tick, so its equity drawdown sees the low of a long's bar, not
-        only the close. Here each position held in a bar is valued where that bar is worst for it: longs at
-        the low (bid), shorts at the high plus the spread (ask); all positions at their worst at once, a
-        lower bound when longs and shorts are open together. A position closed inside a bar counts with
-        the path the pessimistic rule gives it: closed at the open (a signal, a gap) or at a stop-loss or
-        stop-out, its worst is the exit itself, already in the balance; closed at a take-profit or at the
-        end of the test, the bar's worst extreme came first. Never above the equity at the close.
-        """
+        """Equity at each bar's worst prices and the margin held then, from bar ``first`` on
+        (``backtests.curves.worst_equity`` says how)."""
         balance, equity, _ = self.curves(0)
-        n = len(self.opens)
-        cs, lev = self.config.contract_size, self.config.leverage
-        low_bid, high_ask = self.lows, self.highs + self.spread
-        floating = np.zeros(n)
-        margin_diff = np.zeros(n + 1)
-        for start, end, side, lots, price in self._segments:
-            worst = low_bid[start:end] - price if side > 0 else price - high_ask[start:end]
-            floating[start:end] += worst * lots * cs
-            margin_diff[start] += lots * cs * price / lev
-            margin_diff[end] -= lots * cs * price / lev
-        margin = np.cumsum(margin_diff[:n])
-        prices = (low_bid, high_ask, self.opens, self.spread)
-        _held_into_exit_bar(self.trades, prices, (cs, lev), floating, margin)
-        worst_equity = np.minimum(balance + floating, equity)
-        return worst_equity[first:], margin[first:]
-
-
-def _held_into_exit_bar(trades, prices, sizes, floating, margin) -> None:
-    """Add, in place, the exit-bar excursion of trades closed at a take-profit or at the end of the test:
-    the bar's worst extreme against the exit price (the realised part is in the balance already), and
-    their margin, held until that moment. ``prices``: (low bid, high ask, open, spread) per bar; ``sizes``:
-    (contract size, leverage)."""
-    low_bid, high_ask, opens, spread = prices
-    cs, lev = sizes
-    names = ("type", "lots", "entry_price", "exit_price", "exit_reason", "exit_bar")
-    at = [TRADE_COLUMNS.index(name) for name in names]  # trades are rows in TRADE_COLUMNS order
-    for row in trades:
-        side, lots, entry, exit_price, reason, bar = (row[k] for k in at)
-        long_ = side == "buy"
-        at_open = exit_price == (opens[bar] if long_ else opens[bar] + spread[bar])
-        if reason in ("sl", "stop out") or at_open:
-            continue
-        extreme = low_bid[bar] if long_ else high_ask[bar]
-        floating[bar] += min(0.0, (extreme - exit_price) if long_ else (exit_price - extreme)) * lots * cs
-        margin[bar] += lots * cs * entry / lev
+        trades = pd.DataFrame(self.trades, columns=list(TRADE_COLUMNS))
+        bars = (self.opens, self.highs, self.lows, self.spread)
+        worst, margin = worst_equity(self._segments, trades, bars, balance, equity, self.config)
+        return worst[first:], margin[first:]
