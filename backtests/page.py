@@ -222,11 +222,12 @@ def _prediction_tables(pred: dict) -> str:
 def _settings(result: Result) -> list[tuple[str, str]]:
     """MetaTrader's "Settings" block: expert, symbol, period, then the inputs one ``name=value`` a row."""
     data, acct, spread = result.data, result.account, result.account["spread"]
+    forward = f"{mt5_time(data['forward_first'])} - {mt5_time(data['forward_last'])}"
     rows = [
         ("Expert", result.ea["class"]),
         ("Symbol", data["symbol"]),
         ("Period", f"{data['timeframe']} ({mt5_time(data['first'])} - {mt5_time(data['last'])})"),
-        ("Forward", f"{mt5_time(data['forward_first'])} - {mt5_time(data['forward_last'])}"),
+        ("Forward", forward + _retrain(result)),
         ("Modelling", "Open prices only"),
     ]
     params = result.ea["params"] or {"": ""}
@@ -245,6 +246,14 @@ def _settings(result: Result) -> list[tuple[str, str]]:
         ("Seed", str(result.seed)),
     ]
     return rows
+
+
+def _retrain(result: Result) -> str:
+    every, window = result.periods.get("retrain_every"), result.periods.get("study_window")
+    if not every:
+        return ""
+    on = f"the last {window} bars" if window else "every earlier bar"
+    return f"; walk-forward: retrained every {every} bars on {on}"
 
 
 def _glossary() -> str:
