@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # the backend must be chosen first
 import numpy as np
 import pandas as pd
+from matplotlib.dates import AutoDateLocator, DateFormatter
 from matplotlib.ticker import MaxNLocator
 
 _STYLE = {"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "font.size": 9}
@@ -23,79 +24,116 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def balance_equity(time: pd.DatetimeIndex, balance: np.ndarray, equity: np.ndarray, currency: str) -> bytes:
+def _dates(ax) -> None:
+    """Date ticks in MetaTrader's form, few enough to read."""
+    ax.xaxis.set_major_locator(AutoDateLocator(minticks=3, maxticks=8))
+    ax.xaxis.set_major_formatter(DateFormatter("%Y.%m.%d"))
+
+
+def balance_equity(curves: pd.DataFrame, currency: str) -> bytes:
+    """Balance and equity at bar closes, and equity at each bar's worst prices (what the drawdowns use)."""
+    time = curves.index.tz_localize(None)
     with plt.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(10, 3.6))
-        ax.plot(time, equity, color="#2a9d8f", lw=0.9, label="equity")
-        ax.plot(time, balance, color="#264653", lw=1.2, label="balance")
+        worst = curves["equity_worst"]
+        ax.plot(time, worst, color="#e76f51", lw=0.6, alpha=0.7, label="equity at worst prices")
+        ax.plot(time, curves["equity"], color="#2a9d8f", lw=0.9, label="equity at close")
+        ax.plot(time, curves["balance"], color="#264653", lw=1.2, label="balance")
         ax.set_ylabel(currency)
         ax.set_title("Balance and equity (forward period)")
         ax.legend(loc="best")
+        _dates(ax)
         return _png(fig)
 
 
-def drawdown(time: pd.DatetimeIndex, equity: np.ndarray, deposit: float) -> bytes:
-    peak = np.maximum.accumulate(np.concatenate(([deposit], equity)))[1:]
-    dd = (equity - peak) / peak * 100.0
+def drawdown(curves: pd.DataFrame, deposit: float) -> bytes:
+    """The equity drawdown MetaTrader reports: from the running peak at closes to each bar's worst prices."""
+    peak = np.maximum.accumulate(np.concatenate(([deposit], curves["equity"].to_numpy())))[:-1]
+    dd = (curves["equity_worst"].to_numpy() - peak) / peak * 100.0
     with plt.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(10, 2.4))
-        ax.fill_between(time, dd, 0, color="#e76f51", alpha=0.6, lw=0)
+        ax.fill_between(curves.index.tz_localize(None), dd, 0, color="#e76f51", alpha=0.6, lw=0)
         ax.set_ylabel("%")
-        ax.set_title("Equity drawdown from the running peak")
+        ax.set_title("Equity drawdown: each bar's worst prices against the running peak")
+        _dates(ax)
         return _png(fig)
+
+
+def _loss_panel(ax, df: pd.DataFrame) -> None:
+    """Training (solid) and validation (dashed) loss, one colour per training round, the kept epoch ringed.
+
+    One legend, outside the axes on the right, so it never hides a curve."""
+    rounds = list(df.groupby("round"))
+    colours = plt.get_cmap("tab10" if len(rounds) <= 10 else "tab20").colors
+    many = len(rounds) > 1
+    for k, (rnd, part) in enumerate(rounds):
+        colour = colours[k % len(colours)]
+        name = f"round {rnd}" if many else "training loss"
+        ax.plot(part["epoch"], part["loss"], color=colour, marker=".", lw=1, label=name)
+        if "val_loss" in part and part["val_loss"].notna().any():
+            label = None if many else "validation loss"
+            ax.plot(part["epoch"], part["val_loss"], color=colour, ls="--", lw=1, label=label)
+        kept = part[part["kept"].fillna(False).astype(bool)] if "kept" in part else part.iloc[:0]
+        for row in kept.itertuples():
+            y = row.val_loss if "val_loss" in part and pd.notna(getattr(row, "val_loss", None)) else row.loss
+            ax.scatter([row.epoch], [y], s=70, facecolors="none", edgecolors="k", zorder=5)
+    if many and "val_loss" in df and df["val_loss"].notna().any():
+        ax.plot([], [], color="0.4", ls="--", lw=1, label="validation (dashed)")
+    if "kept" in df and df["kept"].fillna(False).astype(bool).any():
+        ax.scatter([], [], s=70, facecolors="none", edgecolors="k", label="kept epoch")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("loss")
+    ax.set_title("Loss per epoch")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, borderaxespad=0)
+
+
+def _time_panel(ax, df: pd.DataFrame) -> None:
+    """Seconds per epoch: training apart from the kernel builds the first epoch of a process pays."""
+    x = np.arange(1, len(df) + 1)
+    wall = df["wall_s"].astype(float).to_numpy()
+    build = df["build_s"].astype(float).fillna(0.0).to_numpy() if "build_s" in df else np.zeros(len(df))
+    rounds = pd.factorize(df["round"])[0]
+    if rounds.max() > 0:  # walk-forward: each round's epochs in that round's colour of the loss panel
+        colours = plt.get_cmap("tab10" if rounds.max() < 10 else "tab20").colors
+        shades = [colours[r % len(colours)] for r in rounds]
+        ax.bar(x, wall - build, color=shades, label="training (by round)")
+    else:
+        ax.bar(x, wall - build, color="#8ab17d", label="training")
+    if build.any():
+        ax.bar(x, build, bottom=wall - build, color="#e9c46a", label="kernel builds")
+    profiled = "device_s" in df and df["device_s"].notna().any()
+    if profiled:
+        ax.plot(x, df["device_s"].astype(float), color="#264653", marker=".", lw=1, label="device")
+    ax.set_xlabel("epoch (all rounds)")
+    ax.set_ylabel("seconds")
+    note = "" if profiled else "\n(wall; device time: OpenCL with --profile)"
+    ax.set_title(f"Time per epoch{note}", fontsize=9)
+    ax.legend(loc="upper right", fontsize=7)
 
 
 def training(epochs: list[dict]) -> bytes:
-    """Loss per epoch (each training round its own line) and wall/device seconds per epoch."""
+    """Loss per epoch (each training round its own colour), in-sample hit rates, and seconds per epoch."""
     df = pd.DataFrame(epochs)
     if "round" not in df:  # EAs that train once need not number their rounds
         df["round"] = 1
+    rates = "train_hit_rate" in df and df["train_hit_rate"].notna().any() and df["round"].nunique() == 1
     with plt.rc_context(_STYLE):
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.2))
-        for rnd, part in df.groupby("round"):
-            label = f"round {rnd}" if df["round"].nunique() > 1 else "training loss"
-            a1.plot(part["epoch"], part["loss"], marker=".", lw=1, label=label)
-            if "val_loss" in part and part["val_loss"].notna().any():
-                a1.plot(part["epoch"], part["val_loss"], ls="--", lw=1, label=f"{label} (validation)")
-        if "train_hit_rate" in df and df["train_hit_rate"].notna().any() and df["round"].nunique() == 1:
-            twin = a1.twinx()
-            twin.plot(
-                df["epoch"],
-                100 * df["train_hit_rate"].astype(float),
-                color="#e9c46a",
-                lw=1,
-                label="forecast %",
-            )
-            twin.plot(
-                df["epoch"],
-                100 * df["train_missed_rate"].astype(float),
-                color="#9d0208",
-                lw=1,
-                label="undefine %",
-            )
-            twin.set_ylabel("% (in-sample)")
-            twin.grid(False)
-            handles, labels = a1.get_legend_handles_labels()
-            more, names = twin.get_legend_handles_labels()
-            # One legend where the curves rarely are: losses fall low, the hit rate climbs high.
-            twin.legend(handles + more, labels + names, loc="center right", fontsize=7)
-        else:
-            a1.legend(loc="best")
-        a1.set_xlabel("epoch")
-        a1.set_ylabel("training loss")
-        a1.set_title("Loss per epoch")
-        x = np.arange(1, len(df) + 1)
-        a2.bar(x, df["wall_s"], color="#8ab17d", label="wall")
-        profiled = "device_s" in df and df["device_s"].notna().any()
-        if profiled:
-            a2.plot(x, df["device_s"].astype(float), color="#264653", marker=".", lw=1, label="device")
-        for ax in (a1, a2):  # epochs are whole numbers, also when there are only a few
+        fig, axes = plt.subplots(1, 3 if rates else 2, figsize=(12 if rates else 10, 3.4))
+        _loss_panel(axes[0], df)
+        if rates:
+            ax = axes[1]
+            for key, colour, label in (
+                ("train_hit_rate", "#e9c46a", "forecast %"),
+                ("train_missed_rate", "#9d0208", "undefine %"),
+            ):
+                ax.plot(df["epoch"], 100 * df[key].astype(float), color=colour, label=label)
+            ax.set_xlabel("epoch")
+            ax.set_ylabel("% of training rows")
+            ax.set_title("In-sample rates (MQL5's)")
+            ax.legend(loc="best", fontsize=7)
+        _time_panel(axes[-1], df)
+        for ax in axes:  # epochs are whole numbers, also when there are only a few
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        a2.set_xlabel("epoch (all rounds)")
-        a2.set_ylabel("seconds")
-        note = "" if profiled else " (wall; device time: OpenCL with --profile)"
-        a2.set_title(f"Time per epoch{note}")
-        a2.legend(loc="best")
         return _png(fig)
 
 
@@ -120,7 +158,10 @@ def confusion(cm: list[list[int]], classes: list[str]) -> bytes:
 
 
 def price(chart: dict, trades: pd.DataFrame, classes: list[str] | None) -> bytes:
-    """The last forward bars: high/low range and close, true fractals (filled), predicted (hollow), trades."""
+    """The last forward bars: high/low range and close, true classes (filled), predicted (hollow), trades.
+
+    A class named as a rise (buy, up, long) is a green up-triangle under the bar, a fall (sell, down, short)
+    a red down-triangle over it, whatever its position in the EA's class list."""
     idx = chart["index"]
     x = np.arange(len(idx))  # bar positions: weekends and holidays leave no gaps
     with plt.rc_context(_STYLE):
@@ -132,26 +173,19 @@ def price(chart: dict, trades: pd.DataFrame, classes: list[str] | None) -> bytes
         if classes is not None and "y_true" in chart:
             for arr, hollow, what in ((chart["y_true"], False, "true"), (chart["y_pred"], True, "predicted")):
                 off = pad * (2.2 if hollow else 1.0)
-                buy, sell = arr == 1, arr == 2
-                face = "none" if hollow else None
-                ax.scatter(
-                    x[buy],
-                    chart["low"][buy] - off,
-                    marker="^",
-                    s=22,
-                    color="#2a9d8f",
-                    facecolors=face,
-                    label=f"{what} {classes[1]}",
-                )
-                ax.scatter(
-                    x[sell],
-                    chart["high"][sell] + off,
-                    marker="v",
-                    s=22,
-                    color="#e76f51",
-                    facecolors=face,
-                    label=f"{what} {classes[2]}",
-                )
+                for k, name in enumerate(classes[1:], start=1):
+                    hit = arr == k
+                    side = _direction(name)
+                    y = chart["low"][hit] - off if side >= 0 else chart["high"][hit] + off
+                    ax.scatter(
+                        x[hit],
+                        y,
+                        marker={1: "^", -1: "v", 0: "o"}[side],
+                        s=22,
+                        color={1: "#2a9d8f", -1: "#e76f51", 0: "#6c757d"}[side],
+                        facecolors="none" if hollow else None,
+                        label=f"{what} {name}",
+                    )
         if len(trades):
             first, last = int(idx[0]), int(idx[-1])
             inside = trades[(trades.entry_bar >= first) & (trades.entry_bar <= last)]
@@ -166,11 +200,18 @@ def price(chart: dict, trades: pd.DataFrame, classes: list[str] | None) -> bytes
                 ax.scatter(xs[1:], [row.exit_price], marker="x", s=18, color=colour)
         ticks = np.linspace(0, len(x) - 1, min(8, len(x))).astype(int)
         stamps = pd.DatetimeIndex(chart["time"])[ticks]
-        ax.set_xticks(ticks, [f"{t:%Y-%m-%d %H:%M}" for t in stamps], rotation=15)
+        ax.set_xticks(ticks, [f"{t:%Y.%m.%d %H:%M}" for t in stamps], rotation=15)
         ax.set_ylabel("price (bid)")
-        ax.set_title(f"Price, fractals and trades (last {len(x)} forward bars)")
+        what = f"true and predicted {'/'.join(classes[1:])}, " if classes is not None else ""
+        ax.set_title(f"Price, {what}trades (last {len(x)} forward bars)")
         ax.legend(loc="best", fontsize=7, ncol=3)
         return _png(fig)
+
+
+def _direction(name: str) -> int:
+    """+1 for a class that means a rise, -1 for a fall, 0 for anything else."""
+    word = name.lower()
+    return 1 if word in ("buy", "up", "long") else -1 if word in ("sell", "down", "short") else 0
 
 
 def trade_breakdown(trades: pd.DataFrame, currency: str = "") -> bytes:

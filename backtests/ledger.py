@@ -12,6 +12,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from backtests.curves import worst_equity
+
 TRADE_COLUMNS = (
     "ticket",
     "type",
@@ -231,3 +233,12 @@ class Ledger:
         for col in ("order", "position"):
             df[col] = df[col].astype("Int64")
         return df
+
+    def worst_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
+        """Equity at each bar's worst prices and the margin held then, from bar ``first`` on
+        (``backtests.curves.worst_equity`` says how)."""
+        balance, equity, _ = self.curves(0)
+        trades = pd.DataFrame(self.trades, columns=list(TRADE_COLUMNS))
+        bars = (self.opens, self.highs, self.lows, self.spread)
+        worst, margin = worst_equity(self._segments, trades, bars, balance, equity, self.config)
+        return worst[first:], margin[first:]

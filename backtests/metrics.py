@@ -119,82 +119,86 @@ def _per_trade(net: np.ndarray, deposit: float) -> dict:
         "ghpr": _num(ghpr),
         "sharpe_ratio": _ratio(ahpr - 1.0, sd) if sd > 1e-15 else None,
     }
-    if len(after) >= 3:
-        x = np.arange(1, len(after) + 1, dtype=np.float64)
-        slope, icept = np.polyfit(x, after, 1)
-        resid = after - (slope * x + icept)
-        corr = np.corrcoef(x, after)[0, 1] if after.std() > 0 else None
-        out["lr_correlation"] = _num(corr)
-        out["lr_standard_error"] = _num(math.sqrt(float(resid @ resid) / (len(after) - 2)))
-    else:
-        out["lr_correlation"] = out["lr_standard_error"] = None
+    # MetaTrader's balance graph starts at the deposit: x = 0..n, y = deposit, balance after each trade.
+    y = np.concatenate(([deposit], after))
+    x = np.arange(len(y), dtype=np.float64)
+    slope, icept = np.polyfit(x, y, 1)
+    resid = y - (slope * x + icept)
+    out["lr_correlation"] = _num(np.corrcoef(x, y)[0, 1]) if y.std() > 0 else None
+    out["lr_standard_error"] = _num(math.sqrt(float(resid @ resid) / (len(y) - 2))) if len(y) > 2 else None
     return out
 
 
-def _annualised(equity: np.ndarray, times: pd.DatetimeIndex, deposit: float) -> dict:
-    """Daily-equity figures: CAGR, volatility, Sharpe, Sortino, Calmar (risk-free rate 0)."""
-    empty = {k: None for k in ("return_ann_pct", "volatility_ann_pct", "sharpe_ann", "sortino_ann", "calmar")}
-    if len(equity) < 2:
-        return empty
-    daily = pd.Series(equity, index=times).resample("1D").last().dropna()
-    daily = pd.concat([pd.Series([deposit], index=[daily.index[0] - pd.Timedelta(days=1)]), daily])
-    span_days = (times[-1] - times[0]).total_seconds() / 86400.0
-    if span_days <= 0 or len(daily) < 3:
-        return empty
-    periods = (len(daily) - 1) / (span_days / 365.25)  # observed trading days per year (FX: about 260)
-    rets = daily.pct_change().dropna().to_numpy()
-    final = equity[-1] / deposit
-    years = span_days / 365.25
-    cagr = (final ** (1.0 / years) - 1.0) * 100.0 if final > 0 else -100.0
-    sd = rets.std(ddof=1) if len(rets) > 1 else 0.0
-    downside = math.sqrt(float(np.mean(np.minimum(rets, 0.0) ** 2)))
-    out = {
-        "return_ann_pct": _num(cagr, 4),
-        "volatility_ann_pct": _num(sd * math.sqrt(periods) * 100.0, 4),
-        "sharpe_ann": _num(rets.mean() / sd * math.sqrt(periods), 4) if sd > 0 else None,
-        "sortino_ann": _num(rets.mean() / downside * math.sqrt(periods), 4) if downside > 0 else None,
-    }
-    max_dd = drawdowns(equity, deposit)["relative_pct"]
-    out["calmar"] = _num(cagr / max_dd, 4) if max_dd else None
-    return out
+def equity_drawdowns(equity: np.ndarray, worst: np.ndarray, deposit: float) -> dict:
+    """MetaTrader's equity drawdowns on the path a bar's prices allow: in each bar the worst moment (every
+    position at its worst price) comes before the close, peaks are reached at closes."""
+    path = np.column_stack((worst, equity)).reshape(-1)  # (2F,): worst_0, close_0, worst_1, close_1, ...
+    return drawdowns(path, deposit)
+
+
+def curve_frame(
+    time: pd.DatetimeIndex,
+    close: np.ndarray,
+    balance: np.ndarray,
+    equity: np.ndarray,
+    worst: np.ndarray,
+    worst_margin: np.ndarray,
+    *,
+    deposit: float,
+    start_time: pd.Timestamp,
+    start_close: float,
+) -> pd.DataFrame:
+    """The report's curve: one row per forward bar after a first row for the start (the deposit at the
+    close of the last study bar), with the bar's close price, balance and equity at the close, equity at
+    the bar's worst prices and the margin level there (equity / margin, %; None without positions)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        level = np.where(worst_margin > 1e-12, worst / worst_margin * 100.0, np.nan)
+    frame = pd.DataFrame(
+        {
+            "close": np.concatenate(([start_close], close)),
+            "balance": np.concatenate(([deposit], balance)),
+            "equity": np.concatenate(([deposit], equity)),
+            "equity_worst": np.concatenate(([deposit], worst)),
+            "margin_level": np.concatenate(([np.nan], level)),
+        },
+        index=pd.DatetimeIndex([start_time]).append(pd.DatetimeIndex(time)),
+    )
+    frame.index.name = "time"
+    return frame
 
 
 def trade_stats(
-    trades: pd.DataFrame,
-    balance: np.ndarray,
-    equity: np.ndarray,
-    margin: np.ndarray,
-    times: pd.DatetimeIndex,
-    *,
-    deposit: float,
-    deals: int,
-    first_open: float,
-    last_close: float,
+    trades: pd.DataFrame, curves: pd.DataFrame, *, deposit: float, deals: int, contract_size: float
 ) -> dict:
-    """Every MetaTrader report field that bar data supports, plus annualised figures and buy-and-hold."""
+    """Every MetaTrader report field that bar data supports, backtesting.py's ``stats`` and the annualised
+    figures on trading days, from the closed trades and the report's curve (``curve_frame``)."""
+    from backtests.peers import backtesting_stats, trading_day_stats
+
+    times = pd.DatetimeIndex(curves.index)
+    balance, equity = curves["balance"].to_numpy(float), curves["equity"].to_numpy(float)
+    level = curves["margin_level"].to_numpy(float)
     net = trades["net_profit"].to_numpy(dtype=np.float64) if len(trades) else np.empty(0)
     wins, losses = net[net > 0], net[net <= 0]
     long_ = trades["type"].to_numpy() == "buy" if len(trades) else np.empty(0, bool)
     n = len(net)
     gross_profit, gross_loss = float(wins.sum()), float(losses.sum())
-    bal_dd, eq_dd = drawdowns(balance, deposit), drawdowns(equity, deposit)
+    bal_dd = drawdowns(balance, deposit)
+    eq_dd = equity_drawdowns(equity, curves["equity_worst"].to_numpy(float), deposit)
     streaks = _streaks(net)
     z, z_prob = _z_score(net, streaks.pop("runs"))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        level = np.where(margin > 0, equity / margin * 100.0, np.inf)
     stats = {
-        "start": str(times[0]) if len(times) else None,
-        "end": str(times[-1]) if len(times) else None,
-        "bars": len(times),
+        "start": str(times[0]),
+        "end": str(times[-1]),
+        "bars": len(times) - 1,
         "initial_deposit": _num(deposit, 2),
         "total_net_profit": _num(net.sum(), 2),
         "gross_profit": _num(gross_profit, 2),
         "gross_loss": _num(gross_loss, 2),
         "profit_factor": _ratio(gross_profit, -gross_loss),
         "expected_payoff": _ratio(float(net.sum()), n),
-        "recovery_factor": _ratio(float(net.sum()), eq_dd["maximal"] or 0.0),
-        "final_balance": _num(balance[-1], 2) if len(balance) else _num(deposit, 2),
-        "final_equity": _num(equity[-1], 2) if len(equity) else _num(deposit, 2),
+        "recovery_factor": _ratio(float(net.sum()), bal_dd["maximal"] or 0.0),
+        "final_balance": _num(balance[-1], 2),
+        "final_equity": _num(equity[-1], 2),
         "balance_drawdown_absolute": bal_dd["absolute"],
         "balance_drawdown_maximal": bal_dd["maximal"],
         "balance_drawdown_maximal_pct": bal_dd["maximal_pct"],
@@ -205,7 +209,7 @@ def trade_stats(
         "equity_drawdown_maximal_pct": eq_dd["maximal_pct"],
         "equity_drawdown_relative_pct": eq_dd["relative_pct"],
         "equity_drawdown_relative": eq_dd["relative"],
-        "margin_level_min_pct": _num(level.min(), 2) if len(level) and np.isfinite(level.min()) else None,
+        "margin_level_min_pct": _num(np.nanmin(level), 2) if np.isfinite(level).any() else None,
         "z_score": z,
         "z_score_probability_pct": z_prob,
         **_per_trade(net, deposit),
@@ -226,11 +230,8 @@ def trade_stats(
         **streaks,
         "commission": _num(trades["commission"].sum(), 2) if n else 0.0,
         "swap": _num(trades["swap"].sum(), 2) if n else 0.0,
-        "return_pct": _num((equity[-1] / deposit - 1.0) * 100.0, 4) if len(equity) else 0.0,
-        "exposure_pct": _num(float((margin > 0).mean()) * 100.0, 2) if len(margin) else 0.0,
-        **_annualised(equity, times, deposit),
-        "max_drawdown_pct": eq_dd["relative_pct"],
-        "buy_and_hold_return_pct": _num((last_close / first_open - 1.0) * 100.0, 4),
+        **backtesting_stats(curves, trades, contract_size),
+        **trading_day_stats(curves),
     }
     return stats
 

@@ -72,6 +72,7 @@ class Result:
     interrupted: str | None = None  # the phase Ctrl-C cut short: "on_init", "on_study" or "replay"
     orders: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's orders table
     deals: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's deals table
+    curves: pd.DataFrame | None = None  # metrics.curve_frame: the start row, then one row per forward bar
 
 
 class _Context(Broker):
@@ -284,20 +285,26 @@ class Backtest:
     def _score(self, ea, ctx, feed: BarFeed, periods: Periods, last, complete, timings, clock) -> Result:
         fs = periods.forward_start
         df = self.candles
-        balance, equity, margin = ctx.curves(fs)
-        balance, equity, margin = balance[: last - fs + 1], equity[: last - fs + 1], margin[: last - fs + 1]
+        k = last - fs + 1
+        balance, equity, _ = (c[:k] for c in ctx.curves(fs))
+        worst, worst_margin = (c[:k] for c in ctx.worst_curves(fs))
         times = df.index[fs : last + 1]
         trades = ctx.trades_frame()
-        stats = metrics.trade_stats(
-            trades,
+        close = feed.column("close")
+        curves = metrics.curve_frame(
+            times,
+            close[fs : last + 1],
             balance,
             equity,
-            margin,
-            times,
+            worst,
+            worst_margin,
             deposit=self.account.deposit,
-            deals=ctx.deals,
-            first_open=float(feed.column("open")[fs]),
-            last_close=float(feed.column("close")[last]),
+            start_time=df.index[fs - 1] if fs > 0 else df.index[0] - (df.index[1] - df.index[0]),
+            start_close=float(close[fs - 1] if fs > 0 else feed.column("open")[0]),
+        )
+        acct = self.account
+        stats = metrics.trade_stats(
+            trades, curves, deposit=acct.deposit, deals=ctx.deals, contract_size=acct.contract_size
         )
         after = "after the run"
         predictions = None
@@ -344,6 +351,7 @@ class Backtest:
             ea_instance=ea,
             orders=ctx.orders_frame(),
             deals=ctx.deals_frame(),
+            curves=curves,
         )
 
 

@@ -58,8 +58,12 @@ class TradeRequests:
         )
         return ticket
 
-    def close(self, ticket: int | None, magic: int | None, lots: float | None = None) -> int:
-        """Close positions by ticket and/or magic (``lots``: part of one position); returns how many."""
+    def close(
+        self, ticket: int | None, magic: int | None, lots: float | None = None, reason: str = "signal"
+    ) -> int:
+        """Close positions by ticket and/or magic (``lots``: part of one position); returns how many.
+
+        ``reason`` is the exit reason the trade records (e.g. "time" for a holding-time exit)."""
         todo = [
             p
             for p in self.open_positions
@@ -88,12 +92,12 @@ class TradeRequests:
                 pos,
                 min(pos.lots, round(round(lots / cfg.lot_step) * cfg.lot_step, 8)),
                 self.price(-pos.side),
-                "signal",
+                reason,
             )
             self.last_retcode = checks.DONE
             return 1
         for pos in todo:
-            self._close(pos, pos.lots, self.price(-pos.side), "signal")
+            self._close(pos, pos.lots, self.price(-pos.side), reason)
         if todo:
             self.last_retcode = checks.DONE
         return len(todo)

@@ -28,6 +28,7 @@ class EpochRecord:
     wall_s: float
     lr: float
     device_s: float | None = None
+    build_s: float = 0.0  # part of wall_s spent compiling kernel programs (the first epoch's builds)
     val_loss: float | None = None
     val_accuracy: float | None = None
 

@@ -312,7 +312,7 @@ class Sequential:
         table[:, :bs] = np.pad(order, (0, len(sizes) * bs - n)).reshape(len(sizes), bs)
         self.optimizer.begin_epoch(epoch)
         acc_full, acc_last = be.zeros((1,)), be.zeros((1,))  # summed batch means: full batches, last one
-        t0, d0 = time.perf_counter(), _device_seconds(be)
+        t0, d0, b0 = time.perf_counter(), _device_seconds(be), getattr(be, "build_seconds", lambda: 0.0)()
         online = self._online_epoch(hooks) if bs == 1 else None
         if online is not None:  # the whole batch-1 epoch in one launch
             acc_full = online.run(xd, yd, order)
@@ -333,6 +333,7 @@ class Sequential:
             wall_s=wall,
             lr=self.optimizer.current_lr,
             device_s=None if d0 is None or d1 is None else d1 - d0,
+            build_s=getattr(be, "build_seconds", lambda: 0.0)() - b0,
         )
 
     def _online_epoch(self, hooks: list) -> OnlineEpoch | None:

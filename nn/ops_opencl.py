@@ -229,6 +229,10 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         """Cumulative kernel time on the device when profiling is on (else ``None``); waits for the queue."""
         return self.runtime.profiler.device_seconds()
 
+    def build_seconds(self) -> float:
+        """Cumulative wall time spent compiling kernel programs (a first epoch pays it)."""
+        return self.runtime.build_seconds
+
     # --- dense --------------------------------------------------------------------------------------
     def dense_forward(self, x: cla.Array, w: cla.Array, b: cla.Array, act: Activation) -> cla.Array:
         if not act.output_derivable:

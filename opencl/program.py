@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 import warnings
 from importlib import resources
 from pathlib import Path
@@ -143,9 +144,11 @@ def kernels(rt, filename: str, **defines: object) -> Kernels:
     try:
         # A successful build's remarks (PoCL notes vector ABIs on AVX2, NVIDIA its register use) go to the
         # debug log (--debug / NEURONET_DEBUG=1), not to every user as pyopencl's CompilerWarning.
+        started = time.perf_counter()
         with warnings.catch_warnings(record=True) as remarks:
             warnings.simplefilter("always", cl.CompilerWarning)
             program = cl.Program(rt.context, source).build(options=options)
+        rt.build_seconds += time.perf_counter() - started
     except cl.Error as exc:
         raise KernelBuildError(
             f"building {path} for {rt.info.name!r} failed\noptions: {' '.join(options)}\ncompiler log:\n{exc}"

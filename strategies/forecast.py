@@ -229,14 +229,19 @@ class ForecastEA(ExpertAdvisor):
             epochs=self.epochs,
             batch_size=self.batch_size,
         )
-        for r in history.epochs:
+        # The weights kept: the best validation epoch (EarlyStopping restores it), else the last one.
+        scores = [r.val_loss if r.val_loss is not None else np.inf for r in history.epochs]
+        kept = int(np.argmin(scores)) if np.isfinite(scores).any() else len(history.epochs) - 1
+        for k, r in enumerate(history.epochs):
             self.record_epoch(
                 {
-                    "epoch": r.epoch,
+                    "epoch": r.epoch + 1,
+                    "kept": k == kept,
                     "loss": r.loss,
                     "val_loss": r.val_loss,
                     "wall_s": r.wall_s,
                     "device_s": r.device_s,
+                    "build_s": r.build_s,
                 }
             )
         self.linear = LinearBaseline().fit(x, y)
@@ -344,6 +349,8 @@ def forecast_charts(section: dict) -> dict[str, bytes]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import pandas as pd
+    from matplotlib.dates import AutoDateLocator, DateFormatter
 
     def png(fig) -> bytes:
         buf = io.BytesIO()
@@ -359,7 +366,7 @@ def forecast_charts(section: dict) -> dict[str, bytes]:
         ax.plot(range(n), ex["history"], color="0.5", lw=1)
         ax.plot(range(n, n + t), ex["actual"], color="k", lw=1, label="actual")
         ax.plot(range(n, n + t), ex["forecast"], color="tab:blue", lw=1.2, label="forecast")
-        ax.set_title(ex["time"][:16], fontsize=8)
+        ax.set_title(pd.Timestamp(ex["time"]).strftime("%Y.%m.%d %H:%M"), fontsize=8)
         ax.tick_params(labelsize=7)
     axes[0][0].legend(fontsize=7)
     charts["forecast_vs_actual"] = png(fig)
@@ -376,6 +383,9 @@ def forecast_charts(section: dict) -> dict[str, bytes]:
         ax.plot(_times(section["weight"]["time"]), values, lw=0.8)
         ax.set_ylabel("harmonic weight w")
         ax.set_ylim(0, 1)
+        ax.xaxis.set_major_locator(AutoDateLocator(minticks=3, maxticks=6))
+        ax.xaxis.set_major_formatter(DateFormatter("%Y.%m.%d"))
+        ax.tick_params(axis="x", labelsize=8)
         charts["harmonic_weight"] = png(fig)
     return charts
 

@@ -187,7 +187,7 @@ class FractalEA(ExpertAdvisor):
         if self.exit_bars > 0:
             for pos in self.positions():
                 if now - pos.bar_open >= self.exit_bars:
-                    self.close(pos.ticket)
+                    self.close(pos.ticket, reason="time")
         k = int(np.argmax(p))
         if p[k] < self.threshold or k not in (BUY, SELL):
             return
@@ -332,6 +332,7 @@ class _EpochHook:
                 "train_missed_rate": missed,
                 "wall_s": float(record.wall_s),
                 "device_s": None if record.device_s is None else float(record.device_s),
+                "build_s": float(record.build_s),
             }
         )
         self.ea.record_epoch(self.records[-1])

@@ -96,7 +96,9 @@ class TradeContext(Protocol):
         comment: str,
     ) -> int | None: ...
 
-    def close(self, ticket: int | None, magic: int | None, lots: float | None = None) -> int: ...
+    def close(
+        self, ticket: int | None, magic: int | None, lots: float | None = None, reason: str = "signal"
+    ) -> int: ...
 
     def close_by(self, ticket: int, opposite: int) -> bool: ...
 
@@ -162,8 +164,16 @@ class TradeMethods:
         """Market sell at the bid; see ``buy``."""
         return self._order(-1, lots, sl, tp, sl_points, tp_points, magic, comment)
 
-    def close(self, ticket: int | None = None, *, magic: int | None = None, lots: float | None = None) -> int:
+    def close(
+        self,
+        ticket: int | None = None,
+        *,
+        magic: int | None = None,
+        lots: float | None = None,
+        reason: str = "signal",
+    ) -> int:
         """Close one position by ticket, or all (of one magic number); ``lots`` closes part of one position.
+        ``reason`` is the trade's exit reason in the report (e.g. "time" for a holding-time exit).
         Returns how many positions were closed (or reduced)."""
         if lots is not None and ticket is None:
             raise EAError("close(lots=...) closes part of one position: give its ticket")
@@ -171,6 +181,7 @@ class TradeMethods:
             _ticket(ticket, "ticket", optional=True),
             None if magic is None else _ticket(magic, "magic"),
             None if lots is None else _number(lots, "lots"),
+            str(reason),
         )
 
     def close_by(self, ticket: int, opposite: int) -> bool:

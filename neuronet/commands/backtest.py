@@ -246,9 +246,10 @@ def _summary(result: Result, page: Path) -> None:
         )
         typer.echo(
             f"predictions on {pred['bars']} forward bars: balanced accuracy {_pct(m['balanced_accuracy'])} "
-            f"(always-undefined {_pct(always['balanced_accuracy'])}, prior-random "
+            f"(always-{pred['classes'][0]} {_pct(always['balanced_accuracy'])}, prior-random "
             f"{_pct(prior['balanced_accuracy'])}); hit rate {_pct(m['hit_rate'])} (prior-random "
-            f"{_pct(prior['hit_rate'])}); missed fractals {_pct(m['missed_rate'])}"
+            f"{_pct(prior['hit_rate'])}); missed {'/'.join(pred['classes'][1:])} (called "
+            f"{pred['classes'][0]}) {_pct(m['missed_rate'])}"
         )
     pf = s["profit_factor"]
     typer.echo(

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backtests.metrics import drawdowns, prediction_report, trade_stats
+from backtests.metrics import curve_frame, drawdowns, prediction_report, trade_stats
 
 
 def test_three_drawdowns_by_hand():
@@ -30,27 +30,32 @@ def test_relative_drawdown_can_come_from_a_different_fall():
 
 def _stats(net, types=None):
     n = len(net)
+    times = pd.date_range("2024-01-01", periods=n + 1, freq="D", tz="UTC")
     trades = pd.DataFrame(
         {
             "net_profit": net,
             "type": types or ["buy"] * n,
+            "lots": np.ones(n),
+            "entry_price": np.ones(n),
+            "entry_time": times[:-1],
+            "exit_time": times[1:],
             "commission": np.zeros(n),
             "swap": np.zeros(n),
         }
     )
     balance = 1000.0 + np.cumsum(net)
-    times = pd.date_range("2024-01-01", periods=n, freq="D", tz="UTC")
-    return trade_stats(
-        trades,
+    curves = curve_frame(
+        times[1:],
+        np.linspace(1.0, 1.1, n),
         balance,
         balance.copy(),
+        balance.copy(),
         np.ones(n),
-        times,
         deposit=1000.0,
-        deals=2 * n,
-        first_open=1.0,
-        last_close=1.1,
+        start_time=times[0],
+        start_close=1.0,
     )
+    return trade_stats(trades, curves, deposit=1000.0, deals=2 * n, contract_size=1000.0)
 
 
 def test_trade_counts_streaks_and_ratios():

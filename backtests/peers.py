@@ -1,0 +1,196 @@
+"""The figures that carry backtesting.py's names, computed exactly as backtesting.py 0.6 computes them, and
+the same annualised figures on the data's real trading days.
+
+A trader puts our report next to backtesting.py's ``stats``; a figure of the same name must be the same
+number, so ``backtesting_stats`` follows ``backtesting._stats.compute_stats`` step by step (a test runs both
+on the same equity and trades). Its input is the report's own curve: the equity at each bar's close,
+starting with the deposit at the close of the last study bar (backtesting.py's equity starts at the cash
+before the first trade, and its buy & hold starts at the close of the first bar the strategy decides on).
+
+backtesting.py annualises with a fixed 252 periods a year (365 when a fifth of the bars fall on weekends)
+and groups returns by calendar day, so an FX week's Sunday-evening bars make a sixth "day" (about 312 a
+year). ``trading_day_stats`` therefore gives the annualised figures again under their own names, on
+trading days (weekend bars count to the next Monday) and with the periods per year measured from the data.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from backtests.metrics import _num
+
+
+def _timedelta(value) -> str | None:
+    return str(value) if isinstance(value, pd.Timedelta) and not pd.isna(value) else None
+
+
+def _geometric_mean(returns: pd.Series) -> float:
+    """backtesting.py's geometric mean: 0 when any return is -100 % or worse."""
+    r = returns.fillna(0) + 1
+    if np.any(r <= 0):
+        return 0.0
+    return float(np.exp(np.log(r).sum() / (len(r) or np.nan)) - 1)
+
+
+def _drawdown_runs(dd: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Duration and depth of each drawdown, indexed at the bar where it ends (backtesting.py's rule: a
+    drawdown ends at the next bar at a new peak, or at the last bar)."""
+    iloc = np.unique(np.r_[(dd == 0).to_numpy().nonzero()[0], len(dd) - 1])
+    prev = np.r_[np.nan, iloc[:-1]]
+    keep = iloc > prev + 1
+    ends, starts = iloc[keep], prev[keep].astype(np.int64)
+    if not len(ends):
+        return pd.Series(dtype=object), pd.Series(dtype=float)
+    duration = pd.Series(dd.index[ends] - dd.index[starts], index=dd.index[ends])
+    depth = [dd.iloc[a : b + 1].max() for a, b in zip(starts, ends, strict=True)]
+    return duration, pd.Series(depth, index=dd.index[ends])
+
+
+def _ceil(value, period: pd.Timedelta):
+    """Durations rounded up to the data's resolution, as backtesting.py shows them."""
+    if not isinstance(value, pd.Timedelta) or pd.isna(value):
+        return value
+    resolution = getattr(period, "resolution_string", None) or period.resolution
+    return value.ceil(resolution)
+
+
+def trade_returns(trades: pd.DataFrame, contract_size: float) -> pd.Series:
+    """Each trade's net profit over its entry value (backtesting.py's ``ReturnPct``; swap included)."""
+    if not len(trades):
+        return pd.Series(dtype=float)
+    notional = trades["lots"].to_numpy(float) * contract_size * trades["entry_price"].to_numpy(float)
+    return pd.Series(trades["net_profit"].to_numpy(float) / notional)
+
+
+def _periods_per_year(index: pd.DatetimeIndex) -> tuple[int, bool]:
+    period = pd.Series(index[-100:]).diff().dropna().median()
+    freq_days = period.days
+    weekends = bool(index.day_of_week.to_series().between(5, 6).mean() > 2 / 7 * 0.6)
+    annual = {7: 52, 31: 12, 365: 1}.get(freq_days, 365 if weekends else 252)
+    return annual, weekends
+
+
+def backtesting_stats(curves: pd.DataFrame, trades: pd.DataFrame, contract_size: float) -> dict:
+    """backtesting.py's ``stats`` on the report's curve (``equity`` and ``close`` columns, first row the
+    start) and trades; keys are the names in snake case, percentages as backtesting.py prints them."""
+    index = pd.DatetimeIndex(curves.index)
+    equity = curves["equity"].to_numpy(np.float64)
+    close = curves["close"].to_numpy(np.float64)
+    period = pd.Series(index[-100:]).diff().dropna().median()
+    dd = pd.Series(1 - equity / np.maximum.accumulate(equity), index=index)
+    dd_dur, dd_depth = _drawdown_runs(dd)
+    entry = index.searchsorted(pd.DatetimeIndex(trades["entry_time"])) if len(trades) else []
+    exit_ = index.searchsorted(pd.DatetimeIndex(trades["exit_time"])) if len(trades) else []
+    held = np.zeros(len(index), dtype=np.int64)
+    for a, b in zip(entry, exit_, strict=True):
+        held[a : b + 1] = 1
+    duration = index[-1] - index[0]
+    ret_pct = (equity[-1] - equity[0]) / equity[0] * 100
+    bh_pct = (close[-1] - close[0]) / close[0] * 100
+    annual, _ = _periods_per_year(index)
+    freq = {7: "W", 31: "ME", 365: "YE"}.get(period.days, "D")
+    day = pd.Series(equity, index=index).resample(freq).last().dropna().pct_change().dropna()
+    g = _geometric_mean(day)
+    ann = (1 + g) ** annual - 1
+    var = day.var(ddof=1)
+    vol = math.sqrt((var + (1 + g) ** 2) ** annual - (1 + g) ** (2 * annual)) * 100 if len(day) > 1 else None
+    years = (duration.days + duration.seconds / 86400) / 365.25
+    downside = float(np.sqrt(np.mean(day.clip(-np.inf, 0) ** 2)) * np.sqrt(annual)) if len(day) else 0.0
+    max_dd = float(np.nan_to_num(dd.max()))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eq_log = np.log(equity[1:] / equity[:-1])
+    mkt_log = np.log(close[1:] / close[:-1])
+    beta = None
+    if len(eq_log) > 1:
+        cov = np.cov(eq_log, mkt_log)
+        beta = cov[0, 1] / cov[1, 1] if cov[1, 1] else None
+    pl = trades["net_profit"].astype(float).reset_index(drop=True) if len(trades) else pd.Series(dtype=float)
+    rets = trade_returns(trades, contract_size)
+    n = len(trades)
+    win = float((pl > 0).mean()) if n else None
+    held_for = pd.DatetimeIndex(trades["exit_time"]) - pd.DatetimeIndex(trades["entry_time"])
+    with np.errstate(divide="ignore", invalid="ignore"):  # backtesting.py's NaN cases become None
+        loss_sum = np.float64(abs(rets[rets < 0].sum()))
+        pf = np.float64(rets[rets > 0].sum()) / loss_sum
+        pl_sd = np.float64(pl.std()) if n > 1 else np.float64("nan")
+        sqn = math.sqrt(n) * np.float64(pl.mean()) / pl_sd if n > 1 else None
+        payoff = np.float64(pl[pl > 0].mean()) / -np.float64(pl[pl < 0].mean())
+        kelly = win - (1 - win) / payoff if n else None
+    return {
+        "duration": _timedelta(duration),
+        "exposure_time_pct": _num(held.mean() * 100, 4),
+        "equity_final": _num(equity[-1], 2),
+        "equity_peak": _num(equity.max(), 2),
+        "return_pct": _num(ret_pct, 4),
+        "buy_and_hold_return_pct": _num(bh_pct, 4),
+        "return_ann_pct": _num(ann * 100, 4),
+        "volatility_ann_pct": _num(vol, 4),
+        "cagr_pct": _num(((equity[-1] / equity[0]) ** (1 / years) - 1) * 100, 4) if years else None,
+        "sharpe_ratio_ann": _num(ann * 100 / vol, 4) if vol else None,
+        "sortino_ratio": _num(ann / downside, 4) if downside else None,
+        "calmar_ratio": _num(ann / max_dd, 4) if max_dd else None,
+        "alpha_pct": _num(ret_pct - beta * bh_pct, 4) if beta is not None else None,
+        "beta": _num(beta, 4),
+        "max_drawdown_pct": _num(-max_dd * 100, 4),
+        "avg_drawdown_pct": _num(-dd_depth.mean() * 100, 4) if len(dd_depth) else None,
+        "max_drawdown_duration": _timedelta(_ceil(dd_dur.max(), period)) if len(dd_dur) else None,
+        "avg_drawdown_duration": _timedelta(_ceil(dd_dur.mean(), period)) if len(dd_dur) else None,
+        "win_rate_pct": _num(win * 100, 4) if n else None,
+        "best_trade_pct": _num(rets.max() * 100, 4) if n else None,
+        "worst_trade_pct": _num(rets.min() * 100, 4) if n else None,
+        "avg_trade_pct": _num(_geometric_mean(rets) * 100, 4) if n else None,
+        "max_trade_duration": _timedelta(_ceil(held_for.max(), period)) if n else None,
+        "avg_trade_duration": _timedelta(_ceil(held_for.mean(), period)) if n else None,
+        "profit_factor_returns": _num(pf, 4),
+        "expectancy_pct": _num(rets.mean() * 100, 4) if n else None,
+        "sqn": _num(sqn, 4),
+        "kelly_criterion": _num(kelly, 4),
+    }
+
+
+def trading_days(index: pd.DatetimeIndex, weekends: bool) -> pd.DatetimeIndex:
+    """Each bar's trading day (midnight UTC): without weekend trading, Saturday and Sunday bars (the FX
+    week opens on Sunday evening) belong to the following Monday."""
+    day = index.normalize()
+    if weekends:
+        return day
+    shift = np.where(index.day_of_week == 5, 2, np.where(index.day_of_week == 6, 1, 0))
+    return day + pd.to_timedelta(shift, unit="D")
+
+
+def trading_day_stats(curves: pd.DataFrame) -> dict:
+    """Annualised return, volatility, Sharpe and Sortino as backtesting.py defines them (geometric mean
+    daily return compounded over a year), on trading-day returns with the periods per year measured: the
+    share of weekdays (or calendar days, for data that trades at weekends) that hold bars, times their
+    number in a year."""
+    keys = ("trading_days_per_year", "td_return_ann_pct", "td_volatility_ann_pct", "td_sharpe_ratio")
+    empty = dict.fromkeys((*keys, "td_sortino_ratio"))
+    index = pd.DatetimeIndex(curves.index)
+    if len(index) < 3:
+        return empty
+    equity = curves["equity"].to_numpy(np.float64)
+    _, weekends = _periods_per_year(index[1:])
+    days = trading_days(index[1:], weekends)
+    last = pd.Series(equity[1:]).groupby(days.asi8).last()
+    daily = np.concatenate(([equity[0]], last.to_numpy()))
+    rets = pd.Series(daily[1:] / daily[:-1] - 1)
+    span = pd.date_range(days[0], days[-1], freq="D")
+    if not weekends:
+        span = span[span.day_of_week < 5]
+    per_year = len(last) / len(span) * (365.25 if weekends else 365.25 * 5 / 7)
+    if len(rets) < 2:
+        return empty
+    g = _geometric_mean(rets)
+    ann = (1 + g) ** per_year - 1
+    vol = math.sqrt((rets.var(ddof=1) + (1 + g) ** 2) ** per_year - (1 + g) ** (2 * per_year))
+    downside = float(np.sqrt(np.mean(rets.clip(-np.inf, 0) ** 2)) * np.sqrt(per_year))
+    return {
+        "trading_days_per_year": _num(per_year, 2),
+        "td_return_ann_pct": _num(ann * 100, 4),
+        "td_volatility_ann_pct": _num(vol * 100, 4),
+        "td_sharpe_ratio": _num(ann / vol, 4) if vol else None,
+        "td_sortino_ratio": _num(ann / downside, 4) if downside else None,
+    }

@@ -1,0 +1,147 @@
+"""Figures named after backtesting.py's equal backtesting.py's own ``compute_stats`` on the same equity and
+trades; the annualisation on trading days counts FX weeks as five days."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from backtesting._stats import compute_stats
+
+from backtests import AccountConfig, Backtest
+from backtests.peers import trading_day_stats, trading_days
+from datafeeds import read_sample
+from strategies import SmaCrossEA
+
+# our stats key -> backtesting.py's name
+NAMES = {
+    "exposure_time_pct": "Exposure Time [%]",
+    "equity_final": "Equity Final [$]",
+    "equity_peak": "Equity Peak [$]",
+    "return_pct": "Return [%]",
+    "buy_and_hold_return_pct": "Buy & Hold Return [%]",
+    "return_ann_pct": "Return (Ann.) [%]",
+    "volatility_ann_pct": "Volatility (Ann.) [%]",
+    "cagr_pct": "CAGR [%]",
+    "sharpe_ratio_ann": "Sharpe Ratio",
+    "sortino_ratio": "Sortino Ratio",
+    "calmar_ratio": "Calmar Ratio",
+    "alpha_pct": "Alpha [%]",
+    "beta": "Beta",
+    "max_drawdown_pct": "Max. Drawdown [%]",
+    "avg_drawdown_pct": "Avg. Drawdown [%]",
+    "win_rate_pct": "Win Rate [%]",
+    "best_trade_pct": "Best Trade [%]",
+    "worst_trade_pct": "Worst Trade [%]",
+    "avg_trade_pct": "Avg. Trade [%]",
+    "profit_factor_returns": "Profit Factor",
+    "expectancy_pct": "Expectancy [%]",
+    "sqn": "SQN",
+    "kelly_criterion": "Kelly Criterion",
+}
+DURATIONS = {
+    "duration": "Duration",
+    "max_drawdown_duration": "Max. Drawdown Duration",
+    "avg_drawdown_duration": "Avg. Drawdown Duration",
+    "max_trade_duration": "Max. Trade Duration",
+    "avg_trade_duration": "Avg. Trade Duration",
+}
+
+
+def peer_stats(curves: pd.DataFrame, trades: pd.DataFrame, contract_size: float) -> pd.Series:
+    """backtesting.py's compute_stats on the report's curve and trades, in its own trade-table format."""
+    index = pd.DatetimeIndex(curves.index)
+    entry_time, exit_time = pd.DatetimeIndex(trades["entry_time"]), pd.DatetimeIndex(trades["exit_time"])
+    peer_trades = pd.DataFrame(
+        {
+            "EntryBar": index.searchsorted(entry_time),
+            "ExitBar": index.searchsorted(exit_time),
+            "PnL": trades["net_profit"].to_numpy(float),
+            "ReturnPct": trades["net_profit"].to_numpy(float)
+            / (trades["lots"].to_numpy(float) * contract_size * trades["entry_price"].to_numpy(float)),
+            "EntryTime": entry_time,
+            "ExitTime": exit_time,
+        }
+    )
+    peer_trades["Duration"] = peer_trades["ExitTime"] - peer_trades["EntryTime"]
+    ohlc = pd.DataFrame({"Close": curves["close"].to_numpy(float)}, index=index)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return compute_stats(peer_trades, curves["equity"].to_numpy(float), ohlc, None)
+
+
+def assert_same_as_peer(stats: dict, theirs: pd.Series) -> None:
+    for key, name in NAMES.items():
+        want = theirs[name]
+        if want is None or not np.isfinite(want):
+            assert stats[key] is None, key
+        else:
+            assert stats[key] == pytest.approx(want, rel=1e-6, abs=1e-4), key
+    for key, name in DURATIONS.items():
+        want = theirs[name]
+        assert (None if pd.isna(want) else pd.Timedelta(want)) == (
+            None if stats[key] is None else pd.Timedelta(stats[key])
+        ), key
+    assert stats["start"] == str(theirs["Start"]) and stats["end"] == str(theirs["End"])
+    assert stats["total_trades"] == theirs["# Trades"]
+
+
+@pytest.mark.parametrize(
+    ("params", "account"),
+    [
+        ({}, AccountConfig()),
+        ({"sl_points": 150, "tp_points": 300, "lots": 0.5}, AccountConfig(commission=3.5, swap_long=-2)),
+    ],
+    ids=["signals", "stops-costs"],
+)
+def test_backtesting_py_named_figures_equal_compute_stats(params, account):
+    result = Backtest(read_sample(), SmaCrossEA, account=account).run(**params)
+    assert len(result.trades) > 50
+    theirs = peer_stats(result.curves, result.trades, account.contract_size)
+    assert_same_as_peer(result.stats, theirs)
+
+
+def test_no_trades_gives_the_peer_figures_or_none():
+    from strategies import ExpertAdvisor
+
+    class Idle(ExpertAdvisor):
+        pass
+
+    result = Backtest(read_sample().iloc[:600], Idle).run()
+    theirs = peer_stats(result.curves, result.trades, 100_000.0)
+    assert_same_as_peer(result.stats, theirs)
+    assert result.stats["return_pct"] == 0.0 and result.stats["sharpe_ratio_ann"] is None
+
+
+def test_sunday_evening_bars_belong_to_monday():
+    idx = pd.DatetimeIndex(["2024-01-05 22:00", "2024-01-07 22:00", "2024-01-08 01:00"], tz="UTC")
+    days = trading_days(idx, weekends=False)
+    assert list(days.strftime("%a %d")) == ["Fri 05", "Mon 08", "Mon 08"]
+    assert list(trading_days(idx, weekends=True).strftime("%a")) == ["Fri", "Sun", "Mon"]
+
+
+def test_trading_days_per_year_on_fx_hours():
+    # Sunday 22:00 .. Friday 21:00, 52 weeks of hourly bars: 5 trading days a week, not 6 calendar days.
+    hours = pd.date_range("2023-01-01 22:00", "2023-12-29 21:00", freq="h", tz="UTC")
+    fx = hours[(hours.day_of_week < 5) | ((hours.day_of_week == 6) & (hours.hour >= 22))]
+    fx = fx[~((fx.day_of_week == 4) & (fx.hour >= 22))]
+    equity = 10_000 * np.exp(np.cumsum(np.random.default_rng(1).normal(0, 1e-3, len(fx))))
+    curves = pd.DataFrame({"equity": equity, "close": 1.0}, index=fx)
+    out = trading_day_stats(curves)
+    assert out["trading_days_per_year"] == pytest.approx(365.25 * 5 / 7, abs=0.01)
+    calendar_days = pd.Series(equity, index=fx).resample("D").last().dropna()
+    assert len(calendar_days) > 300  # what backtesting.py's daily resample counts
+
+
+def test_report_json_alone_gives_backtesting_py_the_same_figures(tmp_path):
+    import json
+
+    from backtests.report import write_report
+
+    result = Backtest(read_sample().iloc[:2500], SmaCrossEA, account=AccountConfig(commission=2.0)).run()
+    write_report(result, tmp_path)
+    doc = json.loads((tmp_path / "report.json").read_text())
+    curves = pd.DataFrame(doc["curves"]).set_index("time")
+    curves.index = pd.DatetimeIndex(curves.index)
+    trades = pd.DataFrame(doc["trades"])
+    assert_same_as_peer(doc["stats"], peer_stats(curves, trades, doc["account"]["contract_size"]))
