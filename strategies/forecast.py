@@ -166,7 +166,7 @@ class ForecastEA(ExpertAdvisor):
     epochs: int = 5
     batch_size: int = 64
     lr: float = 1e-3
-    backend: str = "opencl"
+    backend: str = "auto"  # "auto" (OpenCL where a device works, else NumPy), "numpy", "opencl[:<device>]"
     seed: int = 0
     lots: float = 0.1
     cost_multiple: float = 1.0
@@ -185,7 +185,7 @@ class ForecastEA(ExpertAdvisor):
             raise ValueError(f"ForecastEA horizon must be in 1..pred_len={self.pred_len}, got {self.horizon}")
         self._close = self._cols.index("close")
         self._log: list[tuple[int, np.ndarray, float, float]] = []  # bar, forecast (T,), weight, threshold
-        self.net: Sequential | None = None
+        self.model: Sequential | None = None
 
     def _matrix(self, bars: Bars) -> np.ndarray:
         return np.stack([getattr(bars, c) for c in self._cols], axis=1)  # (N, C)
@@ -212,7 +212,7 @@ class ForecastEA(ExpertAdvisor):
                 fnet_layers=self.layers,
                 complex_dropout=self.dropout,
             )
-        self.net = build_forecaster(
+        self.model = build_forecaster(
             self.model,
             self.seq_len,
             len(self._cols),
@@ -223,7 +223,7 @@ class ForecastEA(ExpertAdvisor):
             **sizes,
         )
         history = train_forecaster(
-            self.net,
+            self.model,
             (x[:cut], y[:cut]),
             (x[cut:], y[cut:]) if cut < len(x) else None,
             epochs=self.epochs,
@@ -244,15 +244,15 @@ class ForecastEA(ExpertAdvisor):
     def _forecast(self, data: np.ndarray) -> tuple[np.ndarray, float]:
         """``data (seq_len, C)`` prices -> forecast ``(pred_len, C)`` prices and the harmonic weight."""
         z = ((data - self._mean) / self._std)[None]
-        pred = self.net.predict(z, batch_size=1)[0] * self._std + self._mean
-        layer = self.net.layers[0]
+        pred = self.model.predict(z, batch_size=1)[0] * self._std + self._mean
+        layer = self.model.layers[0]
         weight = getattr(layer, "last_weight", None)
-        w = float(self.net.backend.to_numpy(weight)[0, self._close]) if weight is not None else float("nan")
+        w = float(self.model.backend.to_numpy(weight)[0, self._close]) if weight is not None else float("nan")
         return pred, w
 
     def on_bar(self) -> None:
         bars = self.bars
-        if self.net is None or len(bars) < self.seq_len:
+        if self.model is None or len(bars) < self.seq_len:
             return
         pred, w = self._forecast(self._matrix(bars)[-self.seq_len :])
         last = float(bars.close[-1])

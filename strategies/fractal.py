@@ -60,7 +60,7 @@ class FractalEA(ExpertAdvisor):
     batch_size: int = 32  # 1 = the MQL5 online loop (one update per bar)
     optimizer: str = "adam"
     lr: float = 3e-4
-    backend: str = "numpy"  # "numpy", "opencl" or "opencl:<device>"
+    backend: str = "auto"  # "auto" (OpenCL where a device works, else NumPy), "numpy", "opencl[:<device>]"
     seed: int = 0
     threshold: float = 0.5  # minimum class probability for a trade
     lots: float = 0.1
