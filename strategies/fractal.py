@@ -357,6 +357,7 @@ class _EpochHook:
                 "train_missed_rate": missed,
                 "wall_s": float(record.wall_s),
                 "device_s": None if record.device_s is None else float(record.device_s),
+                "backend": self.model.backend.name,
             }
         )
         self.ea.record_epoch(self.records[-1])

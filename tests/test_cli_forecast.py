@@ -10,10 +10,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from neuronet.commands.forecast import run_forecast
 from nn.io import load
+from strategies.forecasting import Preset, run_protocol
 
-TINY = dict(d_model=4, n_heads=2, e_layers=1, d_ff=8, dropout=0.0)
+TINY = Preset(d_model=4, n_heads=2, layers=1, d_ff=8, dropout=0.0, lr=1e-3, batch_size=64)
+
+
+def run_forecast(csv, target, *, sizes=None, lr=1e-3, batch_size=64, **kw):
+    preset = Preset(**{**TINY.__dict__, "lr": lr, "batch_size": batch_size})
+    return run_protocol(csv, target, preset=preset, sizes=sizes, **kw)[0]
 
 
 @pytest.fixture
@@ -71,7 +76,7 @@ def test_cli_end_to_end_in_a_subprocess(csv_path, tmp_path):
 @pytest.mark.parametrize("features", ["S", "MS"])
 def test_single_target_scoring(features, csv_path):
     doc = run_forecast(csv_path, "OT", features=features, seq_len=24, pred_len=8, model="patchtst", epochs=1,
-                       batch_size=64, backend="numpy", sizes=TINY)  # fmt: skip
+                       batch_size=64, backend="numpy")  # fmt: skip
     assert doc["channels"][-1] == "OT" and len(doc["channels"]) == (1 if features == "S" else 3)
     assert doc["mse"]["naive"] == pytest.approx(_naive_mse_by_hand(csv_path, 24, 8, "OT"), rel=1e-9)
     assert len(doc["per_step"]["patchtst"]["mae"]) == 8
@@ -79,7 +84,7 @@ def test_single_target_scoring(features, csv_path):
 
 def test_training_improves_on_a_periodic_series(csv_path):
     doc = run_forecast(csv_path, "OT", features="S", seq_len=24, pred_len=8, epochs=6, batch_size=16, lr=3e-3,
-                       patience=6, backend="numpy", sizes=dict(TINY, d_model=8, d_ff=16, fnet_d_model=8,
+                       patience=6, backend="numpy", sizes=dict(d_model=8, d_ff=16, fnet_d_model=8,
                        fnet_d_ff=16, fnet_layers=1))  # fmt: skip
     assert doc["epochs"][-1]["loss"] < doc["epochs"][0]["loss"]
     assert doc["mse"]["atfnet"] < doc["mse"]["naive"]  # a 12-point sine: repeating the last value is poor

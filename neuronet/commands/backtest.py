@@ -174,8 +174,7 @@ def _execute(
         prepare_out(folder, force=False)
     result = bt.run(**params)
     env = environment()
-    model = getattr(result.ea_instance, "model", None)
-    trained_on = getattr(getattr(model, "backend", None), "name", None)
+    trained_on = result.training[-1].get("backend") if result.training else None
     if trained_on is not None:
         env["nn_backend"] = trained_on
     try:
