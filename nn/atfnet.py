@@ -499,8 +499,8 @@ class ATFNet(Composite):
     ``fnet_attn_dropout`` drops the F block's attention weights (``None``: ``complex_dropout``; the official
     code always uses 0.1). ``f_scaling``: ``"exact"`` (default; the F block's inverse DFT is the exact inverse
     of its forward DFT) or ``"official"`` (the official code's scaling by the number of bins F instead of
-    N = L+T, to reproduce its numbers). ``backward`` treats ``w`` as a constant (it has no gradient, as in the official
-    code), so the input gradient is exact only within each block; parameter gradients are exact.
+    N = L+T, to reproduce its numbers). ``backward`` treats ``w`` as a constant (it has no gradient, as in the
+    official code), so the input gradient is exact only within each block; parameter gradients are exact.
     """
 
     type_name = "atfnet"

@@ -133,7 +133,7 @@ def test_ctrl_c_still_writes_a_report_marked_incomplete(tmp_path, ea_file):
     assert res.returncode == 130, res.stderr
     doc = json.loads((tmp_path / "r" / "report.json").read_text())
     assert doc["complete"] is False and doc["stats"]["total_trades"] == 1
-    assert "INCOMPLETE" in res.stderr
+    assert "INCOMPLETE" in res.stderr and res.stderr.rstrip().endswith("Interrupted.")
 
 
 def test_run_fast_variant(tmp_path):
