@@ -66,7 +66,9 @@ def _numeric(column: pd.Series, name: str, path: Path) -> pd.Series:
     for bad, what in problems:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{path}: channel {name!r} {what} at row {i + 2}: {column.iloc[i]!r}")
+            text = column.iloc[i]
+            shown = repr(text) if isinstance(text, str) else f"{float(text):g}"
+            raise ValueError(f"{path}: channel {name!r} {what} at row {i + 2}: {shown}")
     return values
 
 

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from nn.io import load
-from strategies.forecasting import Preset, run_protocol
+from strategies.forecast_data import read_series, split_spans
+from strategies.forecasting import Preset, preset_for, run_protocol
 
 TINY = Preset(d_model=4, n_heads=2, layers=1, d_ff=8, dropout=0.0, lr=1e-3, batch_size=64)
 
@@ -143,3 +144,88 @@ def test_option_errors_name_the_option(csv_path, tmp_path, capsys):
     )
     assert "--lr must be > 0" in _error([*base, "--lr", "0"], capsys)
     assert "--d-ff must be >= 1" in _error([*base, "--d-ff", "0"], capsys)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [("inf", "an infinite value"), ("-inf", "an infinite value"),
+     ("1e39", "a value beyond float32's range (3.4e38)")],
+)  # fmt: skip
+def test_values_a_float32_model_cannot_take_are_refused_by_row_and_column(csv_path, tmp_path, value, problem):
+    frame = pd.read_csv(csv_path)
+    frame["HUFL"] = frame["HUFL"].astype(object)
+    frame.loc[9, "HUFL"] = value
+    bad = tmp_path / "bad.csv"
+    frame.to_csv(bad, index=False)
+    with pytest.raises(ValueError) as exc:
+        read_series(bad, "OT", "all")
+    shown = f"{float(value):g}"
+    assert str(exc.value) == f"{bad}: channel 'HUFL' has {problem} at row 11: {shown}"
+
+
+def test_metrics_json_is_strict_json_with_null_for_undefined_figures(tmp_path, capsys):
+    n = 300
+    frame = pd.DataFrame({"date": pd.date_range("2021-01-01", periods=n, freq="h").astype(str),
+                          "OT": np.full(n, 5.0)})  # fmt: skip
+    path = tmp_path / "flat.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "result"
+    argv = ["forecast", "--csv", str(path), "--target", "OT", "--seq-len", "24", "--pred-len", "8",
+            "--epochs", "1", "--model", "patchtst", "--backend", "numpy", "--d-model", "4", "--n-heads", "2",
+            "--layers", "1", "--d-ff", "8", "--out", str(out)]  # fmt: skip
+    code, _, err = _main(argv, capsys)
+    assert code == 0, err
+
+    def refuse(name):
+        raise AssertionError(f"metrics.json holds the bare constant {name}")
+
+    doc = json.loads((out / "metrics.json").read_text(), parse_constant=refuse)
+    # a flat series never moves: the direction accuracy is undefined, written as null
+    assert doc["direction_accuracy"]["linear"] is None and doc["mse"]["naive"] == 0.0
+
+
+def _main(argv, capsys):
+    from neuronet.cli import main
+
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_ett_splits_are_12_4_4_months_of_rows():
+    month = 30 * 24
+    assert split_spans(25 * month, 96, 96, "ett-hour") == [
+        (0, 12 * month), (12 * month - 96, 16 * month), (16 * month - 96, 20 * month)
+    ]  # fmt: skip
+    quarter = 4 * month
+    assert split_spans(20 * quarter, 96, 24, "ett-minute")[2] == (16 * quarter - 96, 20 * quarter)
+    assert split_spans(1000, 96, 24, "70/10/20") == [(0, 700), (604, 800), (704, 1000)]
+    with pytest.raises(ValueError, match="too short for --split ett-hour: it takes 12/4/4 months"):
+        split_spans(2000, 96, 24, "ett-hour", "x.csv")
+    with pytest.raises(ValueError, match="--split must be one of 70/10/20, ett-hour, ett-minute"):
+        split_spans(2000, 96, 24, "60/20/20")
+
+
+def test_preset_is_chosen_by_device_and_said(csv_path, capsys):
+    class Gpu:
+        name = "opencl:H200"
+        runtime = type("Runtime", (), {"is_cpu": False})()
+
+    assert preset_for(Gpu())[0] == "paper"
+    code, _, err = _main(["forecast", "--csv", str(csv_path), "--target", "OT", "--seq-len", "24",
+                            "--pred-len", "8", "--epochs", "1", "--backend", "numpy", "--d-model", "8",
+                            "--layers", "1", "--f-scaling", "official"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "atfnet on numpy, preset cpu (chosen for the device: numpy is not a GPU" in err
+    assert "d_model 8, n_heads 4, layers 1, d_ff 128" in err  # explicit options win over the preset
+    assert "epoch 1: loss" in err  # progress reaches the console even without a terminal
+
+
+def test_official_f_scaling_reaches_the_model(csv_path):
+    doc = run_forecast(csv_path, "OT", features="S", seq_len=24, pred_len=8, epochs=1, backend="numpy",
+                       f_scaling="official")  # fmt: skip
+    assert doc["layer"]["f_scaling"] == "official" and doc["split"] == "70/10/20"
