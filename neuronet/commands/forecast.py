@@ -116,7 +116,10 @@ def _choose_preset(name: str | None, backend: Any, overrides: dict[str, Any]) ->
         raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {name!r}")
     preset = replace(PRESETS[name], **{k: v for k, v in overrides.items() if v is not None})
     sizes = ", ".join(f"{k} {v:g}" for k, v in asdict(preset).items())
-    return preset, f"preset {name} ({origin}): {sizes}"
+    line = f"preset {name} ({origin}): {sizes}"
+    if name == "paper" and preset_for(backend)[0] != "paper":
+        line += "\nnote: the paper's size on a CPU takes minutes per epoch (--preset cpu: seconds)"
+    return preset, line
 
 
 def _check(preset: Preset) -> None:
@@ -190,6 +193,8 @@ def forecast(
     """Train and evaluate a forecaster on a CSV with the ATFNet paper's protocol."""
     if model not in MODELS:
         raise ValueError(f"--model must be one of {', '.join(MODELS)}, got {model!r}")
+    if split not in SPLITS:
+        raise ValueError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
     if f_scaling not in F_SCALINGS:
         raise ValueError(f"--f-scaling must be one of {', '.join(F_SCALINGS)}, got {f_scaling!r}")
     overrides = dict(d_model=d_model, n_heads=n_heads, layers=layers, d_ff=d_ff, dropout=dropout, lr=lr,
