@@ -229,3 +229,15 @@ def test_official_f_scaling_reaches_the_model(csv_path):
     doc = run_forecast(csv_path, "OT", features="S", seq_len=24, pred_len=8, epochs=1, backend="numpy",
                        f_scaling="official")  # fmt: skip
     assert doc["layer"]["f_scaling"] == "official" and doc["split"] == "70/10/20"
+
+
+def test_an_occupied_out_folder_is_refused_before_any_work(csv_path, tmp_path, capsys):
+    out = tmp_path / "finished"
+    out.mkdir()
+    (out / "metrics.json").write_text("{}")
+    argv = ["forecast", "--csv", str(tmp_path / "not-read.csv"), "--target", "OT", "--out", str(out)]
+    code, _, err = _main(argv, capsys)
+    assert code == 2 and "the folder is not empty" in err and "not-read.csv" not in err
+    assert (out / "metrics.json").read_text() == "{}"
+    bad_split = ["--csv", str(csv_path), "--target", "OT", "--split", "x"]
+    assert "--split must be one of" in _error(bad_split, capsys)
