@@ -15,7 +15,6 @@ from strategies.baselines import LinearBaseline
 from strategies.features import Scaler
 from strategies.forecast_data import sliding_windows
 from strategies.forecasting import (
-    MODELS,
     Preset,
     build_forecaster,
     direction_accuracy,
@@ -84,8 +83,6 @@ class ForecastEA(ExpertAdvisor):
         need = self.seq_len + self.pred_len + 10
         if len(data) < need:
             raise ValueError(f"ForecastEA needs a study window of at least {need} bars, got {len(data)}")
-        if self.model not in MODELS:
-            raise ValueError(f"ForecastEA model must be one of {', '.join(MODELS)}, got {self.model!r}")
         windows = len(data) - self.seq_len - self.pred_len + 1
         cut = max(1, windows - max(1, windows // 10))  # chronological: the newest windows validate
         self.scaler = Scaler.fit(data[: cut - 1 + self.seq_len + self.pred_len])

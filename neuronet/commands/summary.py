@@ -11,6 +11,10 @@ from backtests import Result
 from backtests.report import training_outcome
 
 
+def _num(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.4f}"
+
+
 def _pct(v: float | None) -> str:
     return "n/a" if v is None else f"{100 * v:.1f}%"
 
@@ -25,7 +29,7 @@ def print_summary(result: Result, page: Path, trained_on: str | None = None) -> 
         per_epoch = sum(wall) / len(wall)
         typer.echo(
             f"training: {len(wall)} epochs in {sum(wall):.2f} s ({per_epoch:.3f} s/epoch{device}), "
-            f"final loss {result.training[-1]['loss']:.4f}"
+            f"final loss {_num(result.training[-1]['loss'])}"
             + (f", on {trained_on}" if trained_on else "")
             + (f"; {outcome}" if (outcome := training_outcome(result.training)) else "")
         )
@@ -37,7 +41,7 @@ def print_summary(result: Result, page: Path, trained_on: str | None = None) -> 
         )
         line = f"predictions on {pred['bars']} forward bars: "
         line += f"balanced accuracy {_pct(m['balanced_accuracy'])} ({others})"
-        if "hit_rate" in m and "prior_random" in base:
+        if "undefined" in pred["classes"]:  # the fractal classifier's own figures
             line += (
                 f"; hit rate {_pct(m['hit_rate'])} (prior random {_pct(base['prior_random']['hit_rate'])}); "
                 f"missed fractals {_pct(m['missed_rate'])}"
