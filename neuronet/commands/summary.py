@@ -36,8 +36,10 @@ def print_summary(result: Result, page: Path, trained_on: str | None = None) -> 
     pred = result.predictions
     if pred is not None:
         m, base = pred["model"], pred["baselines"]
+        first = str(pred["classes"][0]).replace("_", " ")  # the "no signal" class the constant baseline says
+        names = {"always_undefined": f"always {first}"}
         others = ", ".join(
-            f"{name.replace('_', ' ')} {_pct(b['balanced_accuracy'])}" for name, b in base.items()
+            f"{names.get(k, k.replace('_', ' '))} {_pct(b['balanced_accuracy'])}" for k, b in base.items()
         )
         line = f"predictions on {pred['bars']} forward bars: "
         line += f"balanced accuracy {_pct(m['balanced_accuracy'])} ({others})"
