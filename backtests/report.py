@@ -250,8 +250,9 @@ def _rows(spec, stats: dict) -> list[tuple[str, str]]:
 
 def _prediction_tables(pred: dict) -> str:
     classes = pred["classes"]
-    heads = ["", "model", "always undefined", "class-prior random"]
-    blocks = [pred["model"], pred["baselines"]["always_undefined"], pred["baselines"]["prior_random"]]
+    names = {"always_undefined": f"always {classes[0]}", "prior_random": "class-prior random"}
+    heads = ["", "model", *(html.escape(names.get(k, k.replace("_", " "))) for k in pred["baselines"])]
+    blocks = [pred["model"], *pred["baselines"].values()]  # the EA's own baselines too (logistic regression)
     metrics = [
         ("Accuracy", "accuracy"),
         ("Balanced accuracy", "balanced_accuracy"),

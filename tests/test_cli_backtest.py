@@ -161,7 +161,9 @@ def test_run_fast_variant(tmp_path):
     assert len(doc["training"]["epochs"]) == 1 and doc["predictions"]["bars"] > 100
     (epoch,) = doc["training"]["epochs"]
     assert epoch["kept"] and epoch["kept_epoch"] == 1 and epoch["val_loss"] > 0 and not epoch["stopped_early"]
-    assert "Kept epoch 1 of 1 (training loss" in (folder / "report.html").read_text()
+    page = (folder / "report.html").read_text()
+    assert "Kept epoch 1 of 1 (training loss" in page
+    assert "<th>logistic regression</th>" in page and "logistic regression" in res.stdout
 
 
 @pytest.mark.slow
