@@ -78,11 +78,13 @@ def _num(v: float | None) -> str:
 
 
 class _Progress:
-    """Batches inside each epoch (a paper-size epoch on a CPU takes minutes) and one line per epoch."""
+    """Batches inside each epoch (a paper-size epoch on a CPU takes minutes) and one line per epoch; from the
+    second epoch on, the bar knows its total (the first epoch's batch count)."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self._bar = None
+        self._batches: int | None = None
 
     def on_batch_end(self, epoch: int, batch: int, size: int) -> None:
         if not self.enabled:
@@ -90,11 +92,12 @@ class _Progress:
         if self._bar is None:
             from tqdm import tqdm
 
-            self._bar = tqdm(unit="batch", desc=f"epoch {epoch + 1}", leave=False)
+            self._bar = tqdm(total=self._batches, unit="batch", desc=f"epoch {epoch + 1}", leave=False)
         self._bar.update(1)
 
     def on_epoch_end(self, record: Any) -> None:
         if self._bar is not None:
+            self._batches = self._bar.n
             self._bar.close()
             self._bar = None
         val = "n/a" if record.val_loss is None else f"{record.val_loss:.4f}"
