@@ -54,10 +54,9 @@ def test_non_empty_out_is_refused_unless_forced(capsys, tmp_path):
     assert json.loads((folder / "report.json").read_text())["complete"] is True
 
 
-@pytest.mark.slow
 def test_same_ea_same_data_same_result_from_every_entry_point(capsys, tmp_path):
     """run, backtest and Backtest(...) share every default: costs, backend, seed, periods."""
-    args = ["--to", "2017-07-01", "--epochs", "1", "-p", "hidden=8"]
+    args = ["--to", "2017-06-01", "--epochs", "1", "-p", "hidden=8"]
     results = []
     for cmd in (["run"], ["backtest", "FractalEA"]):
         folder = tmp_path / cmd[0]
@@ -66,7 +65,7 @@ def test_same_ea_same_data_same_result_from_every_entry_point(capsys, tmp_path):
         assert "10 points" in err  # the sample has no spread: the documented default applies, and is said
         assert ", on " in out  # the console names the backend that trained the model
         results.append(json.loads((folder / "report.json").read_text()))
-    py = Backtest(load_candles(end="2017-07-01"), FractalEA).run(epochs=1, hidden="8")
+    py = Backtest(load_candles(end="2017-06-01"), FractalEA).run(epochs=1, hidden="8")
     a, b = results
     assert a["stats"]["total_trades"] > 0
     for key in ("total_net_profit", "total_trades", "gross_profit"):
