@@ -134,3 +134,9 @@ def test_walk_forward_epoch_bar_never_runs_past_its_total(monkeypatch):
             progress.update({"round": rnd, "epochs": 10, "loss": 0.1})
     progress.close()
     assert len(bars) == 3 and all(b.n <= b.total for b in bars)
+
+
+def test_an_unknown_backend_is_refused_before_any_work(capsys, tmp_path):
+    code, out, err = run(capsys, "run", "--backend", "cuda", "--out", str(tmp_path / "r"))
+    assert code == 2 and "--backend 'cuda': expected auto, numpy, opencl or opencl:<device>" in err
+    assert not (tmp_path / "r").exists() and "FractalEA on" not in out

@@ -308,6 +308,9 @@ def backtest(
         hedging=hedging,
     )
     params = _params(param or [], cls, epochs=epochs, batch_size=batch_size, backend=backend)
+    known = ("auto", "numpy", "opencl")
+    if backend is not None and not (backend.lower() in known or backend.lower().startswith("opencl:")):
+        raise ValueError(f"--backend {backend!r}: expected auto, numpy, opencl or opencl:<device>")
     if out is not None:  # before any work: a bad or occupied --out must not cost the user a whole run
         prepare_out(out, force)
     name, options = data_request(source, path, opt, broker_tz, seed, seed_is_data=False)
