@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench bench-tiny clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit("neuronet needs Python >= 3.11, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -35,6 +35,10 @@ test-slow: $(VENV)/.installed-dev
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m pip install -q -e '.[bench]'
 	$(BIN)/python -m benchmarks
+
+## bench-tiny: every benchmark at a toy size (seconds; checks they run, measures nothing; PyTorch optional)
+bench-tiny: $(VENV)/.installed-dev
+	$(BIN)/python -m benchmarks --tiny
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -50,6 +50,7 @@ class AccountConfig:
     lot_max: float = 100.0
     lot_step: float = 0.01
     spread: int | None = None  # fixed spread in points; None = each bar's own spread
+    missing_spread: int = 10  # points, where spread is None and the candles carry none (all 0)
     commission: float = 0.0  # money per lot per deal (entry and exit each)
     swap_long: float = 0.0  # points per lot per night
     swap_short: float = 0.0
@@ -68,6 +69,7 @@ class AccountConfig:
             "lot_max": self.lot_max >= self.lot_min,
             "lot_step": self.lot_step > 0,
             "spread": self.spread is None or self.spread >= 0,
+            "missing_spread": self.missing_spread >= 0,
             "commission": self.commission >= 0,
             "triple_swap_weekday": 0 <= self.triple_swap_weekday <= 6,
             "stop_out_level": self.stop_out_level >= 0,
@@ -141,11 +143,9 @@ class Broker(TradeRequests, MarginRules, PendingRules, Ledger):
         self.point = point
         self.opens, self.highs, self.lows, self.closes = open_, high, low, close
         n = len(open_)
-        pts = (
-            np.full(n, float(config.spread))
-            if config.spread is not None
-            else np.asarray(spread_points, float)
-        )
+        pts = np.asarray(spread_points, float)
+        if config.spread is not None or not pts.any():
+            pts = np.full(n, float(config.missing_spread if config.spread is None else config.spread))
         _check_prices(time, open_, high, low, close, pts)
         self.spread = pts * point  # price units
         self.time = time

@@ -277,8 +277,10 @@ def _scores(cm: np.ndarray, classes: list[str]) -> dict:
 def prediction_report(evaluated: dict, forward_start: int, end: int) -> dict:
     """Confusion matrix and scores on forward bars ``[forward_start, end)`` only, and the same for baselines.
 
-    Baselines: always predicting class 0 ("undefined"), and drawing classes at random with the class
-    frequencies of the study labels (its expected confusion matrix, so no seed is involved).
+    Baselines: always predicting class 0 ("undefined"), drawing classes at random with the class
+    frequencies of the study labels (its expected confusion matrix, so no seed is involved), and any the
+    EA supplies as ``evaluated["baselines"]`` (name -> ``y_pred (N,)``, ``-1`` where it made none), such as
+    a logistic regression fitted on the EA's training rows: each is scored on the same forward bars.
     """
     classes = list(evaluated["classes"])
     c = len(classes)
@@ -286,23 +288,34 @@ def prediction_report(evaluated: dict, forward_start: int, end: int) -> dict:
     y_pred = np.asarray(evaluated["y_pred"], dtype=np.int64)
     idx = np.arange(len(y_true))
     fwd = (idx >= forward_start) & (idx < end) & (y_true >= 0) & (y_pred >= 0)
-    cm = np.zeros((c, c), dtype=np.int64)
-    np.add.at(cm, (y_true[fwd], y_pred[fwd]), 1)
+    cm = _confusion(y_true, y_pred, fwd, c)
     study = (idx < forward_start) & (y_true >= 0)
     prior = np.bincount(y_true[study], minlength=c).astype(np.float64)
     prior = prior / prior.sum() if prior.sum() > 0 else np.full(c, 1.0 / c)
     true_counts = cm.sum(axis=1).astype(np.float64)
     always = np.zeros((c, c))
     always[:, 0] = true_counts
+    baselines = {
+        "always_undefined": _scores(always, classes),
+        "prior_random": _scores(np.outer(true_counts, prior), classes),
+    }
+    for name, pred in (evaluated.get("baselines") or {}).items():
+        pred = np.asarray(pred, dtype=np.int64)
+        scores = _scores(_confusion(y_true, pred, fwd & (pred >= 0), c).astype(np.float64), classes)
+        baselines[name] = scores
     return {
         "classes": classes,
         "bars": int(fwd.sum()),
         "first_bar": forward_start,
         "confusion": cm.tolist(),
         "model": _scores(cm.astype(np.float64), classes),
-        "baselines": {
-            "always_undefined": _scores(always, classes),
-            "prior_random": _scores(np.outer(true_counts, prior), classes),
-        },
+        "baselines": baselines,
         "study_prior": [_num(p) for p in prior],
     }
+
+
+def _confusion(y_true: np.ndarray, y_pred: np.ndarray, rows: np.ndarray, c: int) -> np.ndarray:
+    """``(C, C)`` counts over ``rows`` (a boolean mask): rows true class, columns predicted."""
+    cm = np.zeros((c, c), dtype=np.int64)
+    np.add.at(cm, (y_true[rows], y_pred[rows]), 1)
+    return cm

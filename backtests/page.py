@@ -198,8 +198,9 @@ def _count(v: object) -> str:
 def _prediction_tables(pred: dict) -> str:
     classes = pred["classes"]
     events = "/".join(classes[1:])
-    heads = ["", "model", f"always {classes[0]}", "class-prior random"]
-    blocks = [pred["model"], pred["baselines"]["always_undefined"], pred["baselines"]["prior_random"]]
+    names = {"always_undefined": f"always {classes[0]}", "prior_random": "class-prior random"}
+    heads = ["", "model", *(names.get(k, k.replace("_", " ")) for k in pred["baselines"])]
+    blocks = [pred["model"], *pred["baselines"].values()]  # the EA's own baselines too (logistic regression)
     metrics = [
         ("Accuracy", "accuracy", _fmt),
         ("Balanced accuracy", "balanced_accuracy", _fmt),

@@ -405,19 +405,29 @@ class _BarProgress:
 
 
 class _EpochProgress:
-    """Epoch progress from the EA's training records: loss and seconds per epoch."""
+    """Epoch progress from the EA's training records: loss and seconds per epoch.
+
+    One bar per training round (walk-forward retrains, or a record count reaching the announced total, start
+    a new one), so the count never runs past its total."""
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
         self._bar = None
+        self._round = None
 
     def update(self, record: dict) -> None:
         if not self.enabled:
             return
+        total = record.get("epochs")
+        full = self._bar is not None and total is not None and self._bar.n >= (self._bar.total or 0)
+        if self._bar is not None and (record.get("round") != self._round or full):
+            self.close()
         if self._bar is None:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=record.get("epochs"), unit="epoch", desc="training", leave=False)
+            self._round = record.get("round")
+            desc = "training" if self._round is None else f"training round {self._round}"
+            self._bar = tqdm(total=total, unit="epoch", desc=desc, leave=False)
         self._bar.update(1)
         shown = {"loss": f"{record.get('loss') or float('nan'):.4f}", "s": f"{record.get('wall_s') or 0:.2f}"}
         for key, label in (("train_hit_rate", "forecast"), ("train_missed_rate", "undefine")):

@@ -1,20 +1,23 @@
-"""Run every benchmark module of this package in turn (``python -m benchmarks``); results go to stdout."""
+"""Run every benchmark module of this package in turn (``python -m benchmarks [--tiny]``); results go to
+stdout. ``--tiny`` runs each at a toy size, in seconds: a check that none has rotted, not a measurement."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 
 import benchmarks
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
     names = sorted(m.name for m in pkgutil.iter_modules(benchmarks.__path__) if not m.name.startswith("_"))
     for mod in names:
         module = importlib.import_module(f"benchmarks.{mod}")
         if hasattr(module, "main"):
             print(f"== benchmarks.{mod}", flush=True)
-            module.main([])
+            module.main(args)
 
 
 if __name__ == "__main__":

@@ -172,7 +172,10 @@ def torch_steps(args, device: str, rng) -> dict[str, Callable[[], None]]:
     }
 
 
-def main() -> None:
+TINY = dict(batch=2, channels=2, d_model=8, heads=2, seq_len=16, pred_len=8, rounds=1, reps=1)
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--channels", type=int, default=7)
@@ -185,7 +188,10 @@ def main() -> None:
     ap.add_argument(
         "--profile", action="store_true", help="per-kernel device time of the OpenCL encoder step"
     )
-    args = ap.parse_args()
+    ap.add_argument("--tiny", action="store_true", help="toy sizes: checks the benchmark runs")
+    args = ap.parse_args(argv)
+    if args.tiny:
+        vars(args).update(TINY)
     rng = np.random.default_rng(0)
     ours = opencl_steps(args, rng)
     be = ours["_backend"]
@@ -198,6 +204,7 @@ def main() -> None:
     try:
         import torch
     except ImportError:
+        print("PyTorch not installed: pip install torch (peer skipped)")
         torch = None
     if torch is not None:
         devices = ["cuda"] if torch.cuda.is_available() else ["cpu"]
@@ -209,10 +216,9 @@ def main() -> None:
                 )
     print(f"{'step (fwd+bwd)':<16}" + "".join(f"{k:>14}" for k in results["dense"]) + f"{'ratio':>10}")
     for name, row in results.items():
-        ratio = (
-            row["opencl"] / min(v for k, v in row.items() if k != "opencl") if len(row) > 1 else float("nan")
-        )
-        print(f"{name:<16}" + "".join(f"{v * 1e3:>12.2f}ms" for v in row.values()) + f"{ratio:>9.2f}x")
+        peer = min((v for k, v in row.items() if k != "opencl"), default=None)
+        ratio = f"{row['opencl'] / peer:>9.2f}x" if peer else f"{'-':>10}"
+        print(f"{name:<16}" + "".join(f"{v * 1e3:>12.2f}ms" for v in row.values()) + ratio)
     if args.profile:
         prof_be = Backend(profile=True)
         step = opencl_steps_on(prof_be, args, np.random.default_rng(1))

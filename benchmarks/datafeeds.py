@@ -28,7 +28,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.datafeeds")
     parser.add_argument("--bars", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tiny", action="store_true", help="toy sizes: checks the benchmark runs")
     args = parser.parse_args(argv)
+    if args.tiny:
+        args.bars, args.repeats = 2_000, 1
 
     from datafeeds import (
         BrokerClock,

@@ -31,10 +31,10 @@ SEED_EPOCH_S = 4 * 60 + 22  # the article: 75 epochs in 5 h 27 min
 LR = 3e-4
 
 
-def make_data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def make_data(seed: int = 0, samples: int = SAMPLES) -> tuple[np.ndarray, np.ndarray]:
     """Features (N, 240) float32 and one-hot labels (N, 3) of a fixed random linear rule."""
     rng = np.random.default_rng(seed)
-    x = rng.standard_normal((SAMPLES, SIZES[0])).astype(np.float32)
+    x = rng.standard_normal((samples, SIZES[0])).astype(np.float32)
     labels = np.argmax(x @ rng.standard_normal((SIZES[0], SIZES[-1])), axis=1)
     return x, np.eye(SIZES[-1], dtype=np.float32)[labels]
 
@@ -77,12 +77,14 @@ def time_torch(device: str, x, y, batch: int, repeats: int) -> float:
     xd = torch.from_numpy(x).to(device)
     yd = torch.from_numpy(np.argmax(y, axis=1)).to(device)
 
+    samples = len(x)
+
     def epoch(seed: int) -> float:
-        order = torch.randperm(SAMPLES, generator=torch.Generator().manual_seed(seed)).to(device)
+        order = torch.randperm(samples, generator=torch.Generator().manual_seed(seed)).to(device)
         if device == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
-        for start in range(0, SAMPLES, batch):
+        for start in range(0, samples, batch):
             idx = order[start:start + batch]
             opt.zero_grad(set_to_none=True)
             loss_fn(net(xd[idx]), yd[idx]).backward()
@@ -118,11 +120,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--numpy-max-batch1", action="store_true",
                     help="also time the NumPy backend at batch 1 (slow: ~10k Python steps)")
     ap.add_argument("--profile", action="store_true", help="per-kernel device time of the OpenCL epochs")
+    ap.add_argument("--tiny", action="store_true", help="toy sizes: checks the benchmark runs")
     args = ap.parse_args(argv)
+    if args.tiny:
+        args.batch, args.repeats = [64], 1
 
-    x, y = make_data()
+    x, y = make_data(samples=256 if args.tiny else SAMPLES)
     print(f"machine: {machine()}")
-    print(f"workload: {SAMPLES} samples, {' -> '.join(map(str, SIZES))}, tanh, softmax+CCE, Adam lr {LR}")
+    print(f"workload: {len(x)} samples, {' -> '.join(map(str, SIZES))}, tanh, softmax+CCE, Adam lr {LR}")
     rows: list[tuple[str, int, float, float | None]] = []
     ocl = None
     if "opencl" in args.only:
@@ -161,10 +166,10 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(("pytorch cpu", batch, time_torch("cpu", x, y, batch, args.repeats), None))
         if "torch-cuda" in args.only and have_cuda:
             rows.append(("pytorch cuda", batch, time_torch("cuda", x, y, batch, args.repeats), None))
-        _print_batch(rows, batch)
+        _print_batch(rows, batch, len(x))
 
 
-def _print_batch(rows, batch: int) -> None:
+def _print_batch(rows, batch: int, samples: int) -> None:
     mine = [r for r in rows if r[1] == batch]
     peers = {r[0]: r[2] for r in mine}
     print(f"\nbatch {batch}")
@@ -173,7 +178,7 @@ def _print_batch(rows, batch: int) -> None:
     for name, _, wall, _dev in mine:
         cpu = peers.get("pytorch cpu")
         cuda = peers.get("pytorch cuda")
-        print(f"{name:<18} {wall:>9.3f} {SAMPLES / wall:>11.0f} "
+        print(f"{name:<18} {wall:>9.3f} {samples / wall:>11.0f} "
               f"{(f'{cpu / wall:.2f}x' if cpu else '-'):>13} {(f'{cuda / wall:.2f}x' if cuda else '-'):>14} "
               f"{SEED_EPOCH_S / wall:>8.0f}x")
 

@@ -181,7 +181,10 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="GPU tuning: time these BMxBNxBKxTMxTN tile configurations (square sizes only)",
     )
+    p.add_argument("--tiny", action="store_true", help="toy sizes: checks the benchmark runs")
     args = p.parse_args(argv)
+    if args.tiny:
+        args.square, args.batches, args.network, args.rounds, args.min_time = [64], [8], False, 1, 0.001
     if args.tiles:
         tune(args)
         return

@@ -92,7 +92,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bars", type=int, default=1_000_000, help="synthetic bars (0 = sample only)")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--tiny", action="store_true", help="toy sizes: checks the benchmark runs")
     args = parser.parse_args(argv)
+    if args.tiny:
+        args.bars, args.repeats = 2_000, 1
     head = f"{'data':<28} {'bars':>9} {'backtesting.py':>16} {'neuronet':>14} {'(loop only)':>14}"
     print(f"{head} {'ratio':>7}")
     for name, df in datasets(args.bars):

@@ -41,9 +41,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    debug: bool = typer.Option(False, "--debug", help="Show full tracebacks and debug logging."),
+    debug: bool = typer.Option(False, "--debug", help="Show full tracebacks and debug logging.", metavar=""),
     version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit.", metavar=""
     ),
 ) -> None:
     global _debug
@@ -53,10 +53,21 @@ def _root(
     )
 
 
+def _quiet_help_flags(command: typer.core.TyperCommand | typer.core.TyperGroup) -> None:
+    """``--help`` takes no value: show it without the ``<bool>`` type Typer gives every flag by default."""
+    option = command.get_help_option(typer.Context(command))
+    if option is not None:
+        option.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _quiet_help_flags(sub)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app and turn user errors into a one-line message."""
     try:
-        code = app(args=argv, standalone_mode=False)
+        command = typer.main.get_command(app)
+        _quiet_help_flags(command)
+        code = command(args=argv, standalone_mode=False)
         if isinstance(code, int) and code:  # Typer returns (not raises) the exit code of a Ctrl-C
             if code == 130:
                 typer.echo("Interrupted.", err=True)

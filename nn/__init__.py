@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -50,8 +51,9 @@ class BackendUnavailableError(NeuronetError, OSError):
     """The requested backend cannot run here (e.g. no OpenCL platform); the message says what to do."""
 
 
-def get_backend(name: str | Backend = "opencl", device: Any = None, dtype: Any = None) -> Backend:
-    """A backend by name: ``"numpy"`` (float64 reference) or ``"opencl"`` (``device``/``dtype`` optional).
+def get_backend(name: str | Backend = "auto", device: Any = None, dtype: Any = None) -> Backend:
+    """A backend by name: ``"numpy"`` (float64 reference), ``"opencl"`` (``device``/``dtype`` optional) or
+    ``"auto"`` (the default everywhere: the best usable OpenCL device, else NumPy with a logged warning).
 
     A ``Backend`` instance is returned unchanged. The OpenCL backend is imported only when asked for, so
     the NumPy backend works on machines without any OpenCL runtime.
@@ -61,6 +63,12 @@ def get_backend(name: str | Backend = "opencl", device: Any = None, dtype: Any =
             return name
         raise ValueError(f"backend must be 'numpy', 'opencl' or a Backend object, got {name!r}")
     key = name.lower()
+    if key == "auto":
+        try:
+            return get_backend("opencl", device, dtype)
+        except (OSError, ValueError) as exc:
+            logging.getLogger(__name__).warning("training on the NumPy backend: %s", exc)
+            return get_backend("numpy")
     if key == "numpy":
         if device is not None or (dtype is not None and np.dtype(dtype) != np.float64):
             raise ValueError(
@@ -87,4 +95,4 @@ def get_backend(name: str | Backend = "opencl", device: Any = None, dtype: Any =
             raise BackendUnavailableError(
                 f"no usable OpenCL device ({type(exc).__name__}: {exc}); use backend='numpy' instead"
             ) from None
-    raise ValueError(f"unknown backend {name!r}: expected 'opencl' or 'numpy'")
+    raise ValueError(f"unknown backend {name!r}: expected 'auto', 'opencl' or 'numpy'")

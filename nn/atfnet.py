@@ -14,8 +14,10 @@ points). Every channel is forecast on its own ("channel independence"): internal
 
 Defaults follow the official implementation (github YHYHYHYHYHY/ATFNet): d_model 512, 8 heads, 2 layers,
 d_ff 2048, dropout 0.1 in both blocks (the F block's attention weights included), RevIN without affine.
-One deliberate difference: the inverse DFT always has length L+T (the official ``irfft`` default loses a
-point when L+T is odd).
+Deliberate differences: the inverse DFT always has length L+T (the official ``irfft`` default loses a
+point when L+T is odd); the F block's inverse DFT multiplies the spectrum back by N = L+T, the exact
+inverse of the forward DFT's 1/N, where the official code multiplies by the number of bins F
+(``f_scaling="official"`` reproduces that: the F block's output times F/N).
 
 Complex attention, official layout: the projected ``d_model`` features of a row are viewed as ``(d_model/H,
 H)``; each head attends across the ``d_model/H`` feature slots (width-1 keys/values), with
@@ -37,7 +39,15 @@ from nn.attention import (
 from nn.complex import AttentionDropout, ComplexDense, ComplexDropout, ComplexEncoderLayer
 from nn.layer import Layer, ParamSpec
 from nn.layers import register_layer
-from nn.spectral import ExtendedDFT, InverseExtendedDFT, SpectrumNorm, harmonic_weight
+from nn.spectral import (
+    ExtendedDFT,
+    InverseExtendedDFT,
+    SpectrumNorm,
+    harmonic_weight,
+    inverse_extended_dft_basis,
+)
+
+F_SCALINGS = ("exact", "official")
 
 
 @register_layer
@@ -367,8 +377,12 @@ class FrequencyBlock(Composite):
         score: str = "modulus",
         seed: int = 0,
         attn_dropout: float | None = None,
+        f_scaling: str = "exact",
     ) -> None:
         super().__init__()
+        if f_scaling not in F_SCALINGS:
+            raise ValueError(f"f_scaling must be one of {', '.join(F_SCALINGS)}, got {f_scaling!r}")
+        self.f_scaling = f_scaling
         self.pred_len, self.d_model, self.n_heads, self.layers = pred_len, d_model, n_heads, layers
         self.d_ff, self.dropout, self.score, self.seed = d_ff, dropout, score, seed
         self.attn_dropout = attn_dropout
@@ -402,6 +416,10 @@ class FrequencyBlock(Composite):
         super().bind(backend, params, grads, state)
         self._dft.bind(backend, {}, {}, {})
         self._idft.bind(backend, {}, {}, {})
+        if self.f_scaling == "official":  # irfft(X·F) instead of irfft(X·N): the output times F/N
+            length = self.input_shape[0]
+            basis = inverse_extended_dft_basis(length, self.pred_len)
+            self._idft.basis = backend.asarray(basis * ((basis.shape[0] // 2) / (length + self.pred_len)))
 
     def _chain(self) -> list[Layer]:
         c = self.children
@@ -439,6 +457,7 @@ class FrequencyBlock(Composite):
             "score": self.score,
             "seed": self.seed,
             "attn_dropout": self.attn_dropout,
+            "f_scaling": self.f_scaling,
         }
 
 
@@ -478,8 +497,10 @@ class ATFNet(Composite):
 
     ``last_weight`` keeps the ``(B, C)`` weights of the latest forward pass (for reports).
     ``fnet_attn_dropout`` drops the F block's attention weights (``None``: ``complex_dropout``; the official
-    code always uses 0.1). ``backward`` treats ``w`` as a constant (it has no gradient, as in the official
-    code), so the input gradient is exact only within each block; parameter gradients are exact.
+    code always uses 0.1). ``f_scaling``: ``"exact"`` (default; the F block's inverse DFT is the exact inverse
+    of its forward DFT) or ``"official"`` (the official code's scaling by the number of bins F instead of
+    N = L+T, to reproduce its numbers). ``backward`` treats ``w`` as a constant (it has no gradient, as in the
+    official code), so the input gradient is exact only within each block; parameter gradients are exact.
     """
 
     type_name = "atfnet"
@@ -503,12 +524,13 @@ class ATFNet(Composite):
         score: str = "modulus",
         seed: int = 0,
         fnet_attn_dropout: float | None = None,
+        f_scaling: str = "exact",
     ) -> None:
         self.cfg = {k: v for k, v in locals().items() if k not in ("self", "__class__")}  # the signature
         super().__init__()
         fblock = FrequencyBlock(
             pred_len, fnet_d_model, n_heads, fnet_layers, fnet_d_ff, complex_dropout, score, seed + 1000,
-            fnet_attn_dropout,
+            fnet_attn_dropout, f_scaling,
         )  # fmt: skip
         self.children = {
             "t": PatchTST(pred_len, d_model, n_heads, e_layers, d_ff, dropout, patch_len, stride, activation,

@@ -78,7 +78,8 @@ class Sequential:
     ``layers``: ``Layer`` objects (``Dense(500, activation="tanh")``, ...); ``input_shape``: per-sample shape
     without the batch axis; ``loss``: ``mse``, ``mae``, ``cce`` (after a softmax output), ``softmax_cce``
     (on logits) or ``bce``; ``optimizer``: an ``Optimizer``, its name or its config dict; ``backend``:
-    ``"opencl"`` (default), ``"numpy"`` or a backend object; ``seed``: initial weights and dropout masks.
+    ``"auto"`` (default: OpenCL where a device works, else NumPy), ``"opencl"``, ``"numpy"`` or a
+    backend object; ``seed``: initial weights and dropout masks.
     """
 
     def __init__(
@@ -87,7 +88,7 @@ class Sequential:
         input_shape: Sequence[int],
         loss: str = "mse",
         optimizer: Optimizer | dict[str, Any] | str = "adam",
-        backend: str | Backend = "opencl",
+        backend: str | Backend = "auto",
         seed: int = 0,
     ) -> None:
         from nn import get_backend  # the package's backend factory (lazy OpenCL import)
@@ -120,7 +121,7 @@ class Sequential:
         input_shape: Sequence[int],
         loss: str = "mse",
         optimizer: Optimizer | dict[str, Any] | str = "adam",
-        backend: str | Backend = "opencl",
+        backend: str | Backend = "auto",
         seed: int = 0,
     ) -> Sequential:
         """Build from plain layer descriptions: ``{"type": "dense", "units": 500, "activation": "tanh"}``."""

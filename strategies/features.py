@@ -130,7 +130,8 @@ def windows(features: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class Scaler:
-    """Per-column standardisation ``(x - mean) / std`` fitted on training rows only.
+    """Per-column standardisation ``(x - mean) / std`` fitted on training rows only: the one standardiser
+    of the project (features, forecast channels, the forecasting protocol).
 
     The articles feed raw values; standardising keeps tanh units out of saturation (tick volume and CCI are
     hundreds of times larger than candle bodies). Constant columns get ``std = 1`` so they pass through.
@@ -150,6 +151,10 @@ class Scaler:
 
     def transform(self, x: np.ndarray) -> np.ndarray:
         return (x - np.asarray(self.mean)) / np.asarray(self.std)
+
+    def inverse(self, z: np.ndarray) -> np.ndarray:
+        """Standardised values back to the original units (forecasts back to prices)."""
+        return z * np.asarray(self.std) + np.asarray(self.mean)
 
     def to_dict(self) -> dict:
         return {"mean": list(self.mean), "std": list(self.std)}

@@ -1,156 +1,42 @@
-"""Forecasting with ATFNet/PatchTST: sliding windows, honest baselines and error metrics, and ``ForecastEA``.
-
-The helpers implement the long-horizon forecasting protocol of the ATFNet paper (and of the DLinear/PatchTST
-line of work): windows of ``seq_len`` past points predict the next ``pred_len`` points of every channel.
-Every model is reported next to two baselines, because on financial series the naive forecast is hard to
-beat (on the daily Exchange-rate benchmark it ties or beats most deep models):
-- naive: repeat the last known value over the whole horizon;
-- linear: the best linear map from the ``seq_len`` past points to the ``pred_len`` future points, shared by
-  all channels, fitted by least squares on the training windows. DLinear (Zeng et al. 2023) is a linear map
-  of exactly this kind (trend + remainder, each mapped linearly), so its class is covered and the least-
-  squares fit is the best of it on the training data.
+"""``ForecastEA``: trades the forecast of an ATFNet (or PatchTST) through the backtest harness, and its
+report section. The models, training, baselines and metrics are ``strategies.forecasting``'s, shared with
+``neuronet forecast``.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import numpy as np
 
-from nn import get_backend
-from nn.atfnet import ATFNet, PatchTST
-from nn.callbacks import EarlyStopping
 from nn.model import Sequential
 from strategies.base import Bars, EAError, ExpertAdvisor, ReportSection
+from strategies.baselines import LinearBaseline
+from strategies.features import Scaler
+from strategies.forecast_data import sliding_windows
+from strategies.forecasting import (
+    Preset,
+    build_forecaster,
+    direction_accuracy,
+    horizon_errors,
+    layer_sizes,
+    train_forecaster,
+)
 
 log = logging.getLogger(__name__)
-
-
-# --- data ----------------------------------------------------------------------------------------------
-def sliding_windows(
-    data: np.ndarray, seq_len: int, pred_len: int, start: int = 0, stop: int | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """``data (N, C)`` rows ``[start, stop)`` -> ``X (M, seq_len, C)``, ``Y (M, pred_len, C)``.
-
-    Window ``m`` sees rows ``start+m .. start+m+seq_len-1`` and targets the next ``pred_len`` rows;
-    ``M = stop − start − seq_len − pred_len + 1`` (0 when the span is too short).
-    """
-    stop = len(data) if stop is None else stop
-    m = stop - start - seq_len - pred_len + 1
-    c = data.shape[1]
-    if m <= 0:
-        return np.zeros((0, seq_len, c)), np.zeros((0, pred_len, c))
-    span = data[start:stop]
-    win = np.lib.stride_tricks.sliding_window_view(span, seq_len + pred_len, axis=0)  # (M, C, L+T)
-    win = np.transpose(win[:m], (0, 2, 1))  # (M, L+T, C)
-    return np.ascontiguousarray(win[:, :seq_len]), np.ascontiguousarray(win[:, seq_len:])
-
-
-def naive_forecast(x: np.ndarray, pred_len: int) -> np.ndarray:
-    """``x (M, L, C)`` -> ``(M, pred_len, C)``: the last known value repeated."""
-    return np.repeat(x[:, -1:, :], pred_len, axis=1)
-
-
-class LinearBaseline:
-    """Least-squares linear forecaster ``y = W·x + b`` (``x`` of L points -> T points), one map for all
-    channels; a tiny ridge term (``l2``) keeps the normal equations well conditioned."""
-
-    def __init__(self, l2: float = 1e-6) -> None:
-        self.l2 = l2
-        self.coef: np.ndarray | None = None  # (L + 1, T)
-
-    def fit(self, x: np.ndarray, y: np.ndarray) -> LinearBaseline:
-        a = _rows(x)  # (M·C, L + 1)
-        t = np.transpose(y, (0, 2, 1)).reshape(-1, y.shape[1])  # (M·C, T)
-        gram = a.T @ a + self.l2 * len(a) * np.eye(a.shape[1])
-        self.coef = np.linalg.solve(gram, a.T @ t)
-        return self
-
-    def predict(self, x: np.ndarray) -> np.ndarray:
-        if self.coef is None:
-            raise ValueError("LinearBaseline.predict: call fit first")
-        m, _, c = x.shape
-        return np.transpose((_rows(x) @ self.coef).reshape(m, c, -1), (0, 2, 1))  # (M, T, C)
-
-
-def _rows(x: np.ndarray) -> np.ndarray:
-    m, length, c = x.shape
-    flat = np.transpose(x, (0, 2, 1)).reshape(m * c, length)  # (M·C, L): one row per series
-    return np.hstack([flat, np.ones((m * c, 1))])
-
-
-def horizon_errors(pred: np.ndarray, true: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-horizon MSE and MAE ``(T,)`` over windows and channels of ``(M, T, C)`` arrays."""
-    err = pred - true
-    return {"mse": (err**2).mean(axis=(0, 2)), "mae": np.abs(err).mean(axis=(0, 2))}
-
-
-def direction_accuracy(pred: np.ndarray, true: np.ndarray, last: np.ndarray) -> float:
-    """Share of (window, step, channel) where the forecast move from the last known value has the sign of
-    the actual move; steps where the actual value equals the last value are left out. ``last (M, 1, C)``."""
-    actual = np.sign(true - last)
-    mask = actual != 0
-    if not mask.any():
-        return float("nan")
-    return float((np.sign(pred - last)[mask] == actual[mask]).mean())
-
-
-# --- models ----------------------------------------------------------------------------------------------
-MODELS = ("atfnet", "patchtst")
-
-
-def build_forecaster(
-    model: str,
-    seq_len: int,
-    channels: int,
-    pred_len: int,
-    *,
-    lr: float = 1e-4,
-    backend: str = "opencl",
-    seed: int = 0,
-    **sizes: Any,
-) -> Sequential:
-    """A compiled ATFNet or PatchTST model ``(seq_len, C) -> (pred_len, C)`` trained with MSE and Adam whose
-    learning rate halves every epoch (the official ``type1`` schedule). ``sizes``: the layer's keywords."""
-    if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}: expected one of {', '.join(MODELS)}")
-    kind = ATFNet if model == "atfnet" else PatchTST
-    layer = kind(pred_len, seed=seed, **sizes)
-    optimizer = {"type": "adam", "lr": lr, "schedule": {"type": "step", "step_size": 1, "gamma": 0.5}}
-    return Sequential([layer], (seq_len, channels), "mse", optimizer, get_backend(backend), seed)
-
-
-def train_forecaster(
-    net: Sequential,
-    train: tuple[np.ndarray, np.ndarray],
-    val: tuple[np.ndarray, np.ndarray] | None,
-    *,
-    epochs: int,
-    batch_size: int,
-    patience: int = 3,
-    progress: bool = False,
-    callbacks: tuple = (),
-):
-    """Fit with early stopping on the validation loss (best weights restored), as the paper's protocol."""
-    hooks = list(callbacks)
-    if val is not None:
-        hooks.append(EarlyStopping("val_loss", patience, restore_best=True))
-    return net.fit(
-        *train, epochs=epochs, batch_size=batch_size, validation_data=val, callbacks=hooks, progress=progress
-    )
 
 
 # --- the expert advisor -------------------------------------------------------------------------------
 class ForecastEA(ExpertAdvisor):
     """Trades the direction of an ATFNet (or PatchTST) forecast of the next ``pred_len`` bars.
 
-    ``on_study`` standardises the ``channels`` with the study window's own mean and deviation (never later
-    bars), trains on every window of the study period (the last 10% of windows for early stopping) and fits
-    the linear baseline. At each bar's open the model forecasts the closes of the next ``pred_len`` bars from
-    the last ``seq_len`` closed bars; the move to step ``horizon`` (default: the last step) is compared with
-    the cost of a round trip (the current spread, times ``cost_multiple``): long above it, short below minus
-    it, flat in between. The position is reversed or closed when the decision changes.
+    ``on_study`` standardises the ``channels`` with the statistics of the study rows its training windows
+    cover (never validation or later bars), trains on the study period's windows (the newest 10% for early
+    stopping) and fits the linear baseline on the same training windows. At each bar's open the model
+    forecasts the closes of the next ``pred_len`` bars from the last ``seq_len`` closed bars; the move to
+    step ``horizon`` (default: the last step) is compared with the cost of a round trip (the current spread,
+    times ``cost_multiple``): long above it, short below minus it, flat in between. The position is
+    reversed or closed when the decision changes.
     """
 
     channels: str = "close"  # comma-separated candle columns, e.g. "open,high,low,close"; must include close
@@ -166,7 +52,7 @@ class ForecastEA(ExpertAdvisor):
     epochs: int = 5
     batch_size: int = 64
     lr: float = 1e-3
-    backend: str = "opencl"
+    backend: str = "auto"  # "auto" (OpenCL where a device works, else NumPy), "numpy", "opencl[:<device>]"
     seed: int = 0
     lots: float = 0.1
     cost_multiple: float = 1.0
@@ -191,27 +77,19 @@ class ForecastEA(ExpertAdvisor):
         return np.stack([getattr(bars, c) for c in self._cols], axis=1)  # (N, C)
 
     def on_study(self, bars: Bars) -> None:
+        """Train on the study window's windows (the newest tenth validates), scaled with the statistics of
+        the rows the training windows cover: the forecasting protocol's rule, as ``neuronet forecast``."""
         data = self._matrix(bars)
         need = self.seq_len + self.pred_len + 10
         if len(data) < need:
             raise ValueError(f"ForecastEA needs a study window of at least {need} bars, got {len(data)}")
-        self._mean, self._std = data.mean(axis=0), data.std(axis=0) + 1e-12
-        x, y = sliding_windows((data - self._mean) / self._std, self.seq_len, self.pred_len)
-        cut = max(1, len(x) - max(1, len(x) // 10))  # chronological: the newest windows validate
-        sizes = dict(
-            d_model=self.d_model,
-            n_heads=self.n_heads,
-            e_layers=self.layers,
-            d_ff=self.d_ff,
-            dropout=self.dropout,
+        windows = len(data) - self.seq_len - self.pred_len + 1
+        cut = max(1, windows - max(1, windows // 10))  # chronological: the newest windows validate
+        self.scaler = Scaler.fit(data[: cut - 1 + self.seq_len + self.pred_len])
+        x, y = sliding_windows(self.scaler.transform(data), self.seq_len, self.pred_len)
+        size = Preset(
+            self.d_model, self.n_heads, self.layers, self.d_ff, self.dropout, self.lr, self.batch_size
         )
-        if self.model == "atfnet":
-            sizes |= dict(
-                fnet_d_model=self.d_model,
-                fnet_d_ff=self.d_ff,
-                fnet_layers=self.layers,
-                complex_dropout=self.dropout,
-            )
         self.net = build_forecaster(
             self.model,
             self.seq_len,
@@ -220,7 +98,7 @@ class ForecastEA(ExpertAdvisor):
             lr=self.lr,
             backend=self.backend,
             seed=self.seed,
-            **sizes,
+            **layer_sizes(self.model, size),
         )
         history = train_forecaster(
             self.net,
@@ -242,14 +120,14 @@ class ForecastEA(ExpertAdvisor):
                     "wall_s": r.wall_s,
                     "device_s": r.device_s,
                     "build_s": r.build_s,
+                    "backend": self.net.backend.name,
                 }
             )
-        self.linear = LinearBaseline().fit(x, y)
+        self.linear = LinearBaseline().fit(x[:cut], y[:cut])
 
     def _forecast(self, data: np.ndarray) -> tuple[np.ndarray, float]:
         """``data (seq_len, C)`` prices -> forecast ``(pred_len, C)`` prices and the harmonic weight."""
-        z = ((data - self._mean) / self._std)[None]
-        pred = self.net.predict(z, batch_size=1)[0] * self._std + self._mean
+        pred = self.scaler.inverse(self.net.predict(self.scaler.transform(data)[None], batch_size=1)[0])
         layer = self.net.layers[0]
         weight = getattr(layer, "last_weight", None)
         w = float(self.net.backend.to_numpy(weight)[0, self._close]) if weight is not None else float("nan")
@@ -279,12 +157,24 @@ class ForecastEA(ExpertAdvisor):
         """Per bar: the traded direction (no trade / down / up) against the realised move to ``horizon``."""
         close = bars.close
         n = len(close)
-        y_true, y_pred = np.full(n, -1), np.full(n, -1)
-        for bar, path, _, threshold in self._log:
+        y_true, y_pred, y_linear = np.full(n, -1), np.full(n, -1), np.full(n, -1)
+        logged = [entry for entry in self._log if entry[0] < n]
+        if logged:  # the linear baseline's forecast from the same closed bars, traded by the same rule
+            data = self._matrix(bars)
+            hist = np.stack([data[b - self.seq_len : b] for b, _, _, _ in logged])  # (M, L, C)
+            linear = self.scaler.inverse(self.linear.predict(self.scaler.transform(hist)))
+        for i, (bar, path, _, threshold) in enumerate(logged):
             y_pred[bar] = _direction(path[self._step - 1] - close[bar - 1], threshold)
+            y_linear[bar] = _direction(linear[i, self._step - 1, self._close] - close[bar - 1], threshold)
             if bar - 1 + self._step < n:
                 y_true[bar] = _direction(close[bar - 1 + self._step] - close[bar - 1], threshold)
-        return {"classes": ["no_trade", "down", "up"], "y_true": y_true, "y_pred": y_pred, "proba": None}
+        return {
+            "classes": ["no_trade", "down", "up"],
+            "y_true": y_true,
+            "y_pred": y_pred,
+            "proba": None,
+            "baselines": {"linear_forecast": y_linear},
+        }
 
     def report_section(self, bars: Bars) -> ReportSection | None:
         """The report's forecast part: the data of ``forecast_section`` and its charts."""
@@ -307,11 +197,11 @@ class ForecastEA(ExpertAdvisor):
         pred = np.stack([p for _, p, _ in done])[:, :, None]
         last = close[idx - 1][:, None, None]
         hist = np.stack([self._matrix(bars)[b - self.seq_len : b] for b in idx])  # (M, L, C)
-        lin = self.linear.predict((hist - self._mean) / self._std) * self._std + self._mean
+        lin = self.scaler.inverse(self.linear.predict(self.scaler.transform(hist)))
         c = self._close
         models = {"model": pred, "naive": np.repeat(last, t, axis=1), "linear": lin[:, :, c : c + 1]}
         errors = {k: {m: v.tolist() for m, v in horizon_errors(p, true).items()} for k, p in models.items()}
-        sd = float(self._std[c])  # fitted on the study window only
+        sd = self.scaler.std[c]  # fitted on the study window's training rows only
         errors_std = {
             k: {m: v.tolist() for m, v in horizon_errors(p / sd, true / sd).items()}
             for k, p in models.items()

@@ -16,7 +16,10 @@ What differs from the article, on purpose:
   study row for exactly ``epochs`` epochs and keeps the last weights (``patience`` is then ignored: there
   is nothing to stop on); ``patience=0`` keeps the validation curve but trains all ``epochs``;
 - predictions for the whole history are made in one batch (an indicator the harness checks for causality),
-  so replaying is as fast as one ``predict`` call.
+  so replaying is as fast as one ``predict`` call;
+- next to the network, a multinomial logistic regression is fitted on the same scaled training rows (never
+  the validation or forward rows) and its forward predictions are scored as a baseline: the report shows
+  whether the network beats a linear model, not only chance.
 
 Trading rule: when the bar that just closed is predicted a lower fractal with probability >= ``threshold``
 buy (an upper one: sell), with SL/TP in points, and close positions older than ``exit_bars`` bars.
@@ -31,6 +34,7 @@ import math
 import numpy as np
 
 from strategies.base import Bars, EAError, ExpertAdvisor
+from strategies.baselines import LogisticRegression
 from strategies.features import (
     BUY,
     CLASSES,
@@ -60,7 +64,7 @@ class FractalEA(ExpertAdvisor):
     batch_size: int = 32  # 1 = the MQL5 online loop (one update per bar)
     optimizer: str = "adam"
     lr: float = 3e-4
-    backend: str = "numpy"  # "numpy", "opencl" or "opencl:<device>"
+    backend: str = "auto"  # "auto" (OpenCL where a device works, else NumPy), "numpy", "opencl[:<device>]"
     seed: int = 0
     threshold: float = 0.5  # minimum class probability for a trade
     lots: float = 0.1
@@ -86,8 +90,11 @@ class FractalEA(ExpertAdvisor):
         self.model = None
         self.scaler: Scaler | None = None
         self.proba = None
+        self.linear_proba = None
+        self.linear: LogisticRegression | None = None
         self.rounds = 0
         self._decided: dict[int, np.ndarray] = {}
+        self._decided_linear: dict[int, int] = {}
         self._study_span: list[tuple[str, str]] = []
         self.outcomes: list[dict] = []  # per training round: epochs run, epoch kept, why training stopped
 
@@ -172,6 +179,8 @@ class FractalEA(ExpertAdvisor):
         )
         self._record_outcome(hook.records, history, stopper)
         self.proba = self.indicator(self._predict_all, "fractal_proba")
+        self.linear = LogisticRegression().fit(xs, y, len(CLASSES))  # the same training rows
+        self.linear_proba = self.indicator(self._predict_linear, "logistic_proba")
 
     def on_bar(self) -> None:
         if self.proba is None:
@@ -181,6 +190,9 @@ class FractalEA(ExpertAdvisor):
             return
         j = len(self.bars) - 1 + self.bars.offset
         self._decided[j] = p
+        q = self.linear_proba[-1]
+        if np.isfinite(q).all():
+            self._decided_linear[j] = int(np.argmax(q))
         if not self.trade:
             return
         now = len(self.bars) + self.bars.offset
@@ -210,11 +222,16 @@ class FractalEA(ExpertAdvisor):
             if j < n:
                 y_pred[j] = int(np.argmax(p))
                 proba[j] = p
+        y_linear = np.full(n, UNKNOWN, dtype=np.int64)
+        for j, k in self._decided_linear.items():
+            if j < n:
+                y_linear[j] = k
         return {
             "classes": CLASSES,
             "y_true": fractal_labels(bars.high, bars.low, self.rule),
             "y_pred": y_pred,
             "proba": proba,
+            "baselines": {"logistic_regression": y_linear},
         }
 
     def save_model(self, path: str) -> str | None:
@@ -275,10 +292,17 @@ class FractalEA(ExpertAdvisor):
 
     def _predict_all(self, bars: Bars) -> np.ndarray:
         """``(N, 3)`` class probabilities for every bar with a full window (NaN before), in one batch."""
+        return self._probabilities(bars, lambda xs: self.model.predict(xs, batch_size=4096))
+
+    def _predict_linear(self, bars: Bars) -> np.ndarray:
+        """The logistic-regression baseline's ``(N, 3)`` probabilities, as ``_predict_all``."""
+        return self._probabilities(bars, self.linear.predict_proba)
+
+    def _probabilities(self, bars: Bars, predict) -> np.ndarray:
         out = np.full((len(bars), len(CLASSES)), np.nan)
         x, rows = self._inputs(bars)
         if len(rows):
-            out[rows] = self.model.predict(self.scaler.transform(x), batch_size=4096)
+            out[rows] = predict(self.scaler.transform(x))
         return out
 
 
@@ -333,6 +357,7 @@ class _EpochHook:
                 "wall_s": float(record.wall_s),
                 "device_s": None if record.device_s is None else float(record.device_s),
                 "build_s": float(record.build_s),
+                "backend": self.model.backend.name,
             }
         )
         self.ea.record_epoch(self.records[-1])

@@ -133,7 +133,7 @@ def test_ctrl_c_still_writes_a_report_marked_incomplete(tmp_path, ea_file):
     assert res.returncode == 130, res.stderr
     doc = json.loads((tmp_path / "r" / "report.json").read_text())
     assert doc["complete"] is False and doc["stats"]["total_trades"] == 1
-    assert "INCOMPLETE" in res.stderr
+    assert "INCOMPLETE" in res.stderr and res.stderr.rstrip().endswith("Interrupted.")
 
 
 def test_run_fast_variant(tmp_path):
@@ -162,7 +162,9 @@ def test_run_fast_variant(tmp_path):
     assert len(doc["training"]["epochs"]) == 1 and doc["predictions"]["bars"] > 100
     (epoch,) = doc["training"]["epochs"]
     assert epoch["kept"] and epoch["kept_epoch"] == 1 and epoch["val_loss"] > 0 and not epoch["stopped_early"]
-    assert "Kept epoch 1 of 1 (training loss" in (folder / "report.html").read_text()
+    page = (folder / "report.html").read_text()
+    assert "Kept epoch 1 of 1 (training loss" in page
+    assert "<th>logistic regression</th>" in page and "logistic regression" in res.stdout
 
 
 @pytest.mark.slow

@@ -10,10 +10,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from neuronet.commands.forecast import run_forecast
 from nn.io import load
+from strategies.forecast_data import read_series, split_spans
+from strategies.forecasting import Preset, preset_for, run_protocol
 
-TINY = dict(d_model=4, n_heads=2, e_layers=1, d_ff=8, dropout=0.0)
+TINY = Preset(d_model=4, n_heads=2, layers=1, d_ff=8, dropout=0.0, lr=1e-3, batch_size=64)
+
+
+def run_forecast(csv, target, *, sizes=None, lr=1e-3, batch_size=64, **kw):
+    preset = Preset(**{**TINY.__dict__, "lr": lr, "batch_size": batch_size})
+    return run_protocol(csv, target, preset=preset, sizes=sizes, **kw)[0]
 
 
 @pytest.fixture
@@ -71,7 +77,7 @@ def test_cli_end_to_end_in_a_subprocess(csv_path, tmp_path):
 @pytest.mark.parametrize("features", ["S", "MS"])
 def test_single_target_scoring(features, csv_path):
     doc = run_forecast(csv_path, "OT", features=features, seq_len=24, pred_len=8, model="patchtst", epochs=1,
-                       batch_size=64, backend="numpy", sizes=TINY)  # fmt: skip
+                       batch_size=64, backend="numpy")  # fmt: skip
     assert doc["channels"][-1] == "OT" and len(doc["channels"]) == (1 if features == "S" else 3)
     assert doc["mse"]["naive"] == pytest.approx(_naive_mse_by_hand(csv_path, 24, 8, "OT"), rel=1e-9)
     assert len(doc["per_step"]["patchtst"]["mae"]) == 8
@@ -79,7 +85,7 @@ def test_single_target_scoring(features, csv_path):
 
 def test_training_improves_on_a_periodic_series(csv_path):
     doc = run_forecast(csv_path, "OT", features="S", seq_len=24, pred_len=8, epochs=6, batch_size=16, lr=3e-3,
-                       patience=6, backend="numpy", sizes=dict(TINY, d_model=8, d_ff=16, fnet_d_model=8,
+                       patience=6, backend="numpy", sizes=dict(d_model=8, d_ff=16, fnet_d_model=8,
                        fnet_d_ff=16, fnet_layers=1))  # fmt: skip
     assert doc["epochs"][-1]["loss"] < doc["epochs"][0]["loss"]
     assert doc["mse"]["atfnet"] < doc["mse"]["naive"]  # a 12-point sine: repeating the last value is poor
@@ -138,3 +144,100 @@ def test_option_errors_name_the_option(csv_path, tmp_path, capsys):
     )
     assert "--lr must be > 0" in _error([*base, "--lr", "0"], capsys)
     assert "--d-ff must be >= 1" in _error([*base, "--d-ff", "0"], capsys)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [("inf", "an infinite value"), ("-inf", "an infinite value"),
+     ("1e39", "a value beyond float32's range (3.4e38)")],
+)  # fmt: skip
+def test_values_a_float32_model_cannot_take_are_refused_by_row_and_column(csv_path, tmp_path, value, problem):
+    frame = pd.read_csv(csv_path)
+    frame["HUFL"] = frame["HUFL"].astype(object)
+    frame.loc[9, "HUFL"] = value
+    bad = tmp_path / "bad.csv"
+    frame.to_csv(bad, index=False)
+    with pytest.raises(ValueError) as exc:
+        read_series(bad, "OT", "all")
+    shown = f"{float(value):g}"
+    assert str(exc.value) == f"{bad}: channel 'HUFL' has {problem} at row 11: {shown}"
+
+
+def test_metrics_json_is_strict_json_with_null_for_undefined_figures(tmp_path, capsys):
+    n = 300
+    frame = pd.DataFrame({"date": pd.date_range("2021-01-01", periods=n, freq="h").astype(str),
+                          "OT": np.full(n, 5.0)})  # fmt: skip
+    path = tmp_path / "flat.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "result"
+    argv = ["forecast", "--csv", str(path), "--target", "OT", "--seq-len", "24", "--pred-len", "8",
+            "--epochs", "1", "--model", "patchtst", "--backend", "numpy", "--d-model", "4", "--n-heads", "2",
+            "--layers", "1", "--d-ff", "8", "--out", str(out)]  # fmt: skip
+    code, _, err = _main(argv, capsys)
+    assert code == 0, err
+
+    def refuse(name):
+        raise AssertionError(f"metrics.json holds the bare constant {name}")
+
+    doc = json.loads((out / "metrics.json").read_text(), parse_constant=refuse)
+    # a flat series never moves: the direction accuracy is undefined, written as null
+    assert doc["direction_accuracy"]["linear"] is None and doc["mse"]["naive"] == 0.0
+
+
+def _main(argv, capsys):
+    from neuronet.cli import main
+
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_ett_splits_are_12_4_4_months_of_rows():
+    month = 30 * 24
+    assert split_spans(25 * month, 96, 96, "ett-hour") == [
+        (0, 12 * month), (12 * month - 96, 16 * month), (16 * month - 96, 20 * month)
+    ]  # fmt: skip
+    quarter = 4 * month
+    assert split_spans(20 * quarter, 96, 24, "ett-minute")[2] == (16 * quarter - 96, 20 * quarter)
+    assert split_spans(1000, 96, 24, "70/10/20") == [(0, 700), (604, 800), (704, 1000)]
+    with pytest.raises(ValueError, match="too short for --split ett-hour: it takes 12/4/4 months"):
+        split_spans(2000, 96, 24, "ett-hour", "x.csv")
+    with pytest.raises(ValueError, match="--split must be one of 70/10/20, ett-hour, ett-minute"):
+        split_spans(2000, 96, 24, "60/20/20")
+
+
+def test_preset_is_chosen_by_device_and_said(csv_path, capsys):
+    class Gpu:
+        name = "opencl:H200"
+        runtime = type("Runtime", (), {"is_cpu": False})()
+
+    assert preset_for(Gpu())[0] == "paper"
+    code, _, err = _main(["forecast", "--csv", str(csv_path), "--target", "OT", "--seq-len", "24",
+                            "--pred-len", "8", "--epochs", "1", "--backend", "numpy", "--d-model", "8",
+                            "--layers", "1", "--f-scaling", "official"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "atfnet on numpy, preset cpu (chosen for the device: numpy is not a GPU" in err
+    assert "d_model 8, n_heads 4, layers 1, d_ff 128" in err  # explicit options win over the preset
+    assert "epoch 1: loss" in err  # progress reaches the console even without a terminal
+
+
+def test_official_f_scaling_reaches_the_model(csv_path):
+    doc = run_forecast(csv_path, "OT", features="S", seq_len=24, pred_len=8, epochs=1, backend="numpy",
+                       f_scaling="official")  # fmt: skip
+    assert doc["layer"]["f_scaling"] == "official" and doc["split"] == "70/10/20"
+
+
+def test_an_occupied_out_folder_is_refused_before_any_work(csv_path, tmp_path, capsys):
+    out = tmp_path / "finished"
+    out.mkdir()
+    (out / "metrics.json").write_text("{}")
+    argv = ["forecast", "--csv", str(tmp_path / "not-read.csv"), "--target", "OT", "--out", str(out)]
+    code, _, err = _main(argv, capsys)
+    assert code == 2 and "the folder is not empty" in err and "not-read.csv" not in err
+    assert (out / "metrics.json").read_text() == "{}"
+    bad_split = ["--csv", str(csv_path), "--target", "OT", "--split", "x"]
+    assert "--split must be one of" in _error(bad_split, capsys)

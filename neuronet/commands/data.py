@@ -26,6 +26,16 @@ from datafeeds import (
 from datafeeds.files import inside, is_inside, is_stale, output_path
 from datafeeds.mt5_csv import read_mt5_csv_report
 from datafeeds.store import CandleStore, StoreEntry, cache_root, read_npz
+from neuronet.commands.options import (
+    BrokerTz,
+    CsvPath,
+    End,
+    Opts,
+    Source,
+    Start,
+    data_request,
+    flag,
+)
 
 app = typer.Typer(help="Inspect, export and validate candle data.", no_args_is_help=True)
 cache_app = typer.Typer(
@@ -33,13 +43,6 @@ cache_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(cache_app, name="cache")
-
-_SOURCE_HELP = f"Candle source: {', '.join(SOURCES)}."
-_CLOCK_HELP = (
-    "Broker clock, e.g. UTC, UTC+2, +2/us (UTC+2 with US daylight saving): the clock a CSV file or terminal "
-    "stamps bars in; for the sample and synthetic data, the clock to present them in (where D1 bars start)."
-)
-
 
 def _load(
     symbol: str | None,
@@ -57,22 +60,7 @@ def _load(
 ) -> ValidationReport:
     if no_cache and refresh:
         raise ValueError("--no-cache and --refresh exclude each other")
-    source = source.strip().lower()
-    if path is not None and source == "sample":
-        source = "csv"
-    options: dict[str, object] = dict(_parse_opt(o) for o in opts)
-    if source == "csv":
-        if path is None:
-            raise ValueError("--source csv needs --path FILE")
-        options["path"] = str(path)
-    elif path is not None:
-        raise ValueError(f"--path is for --source csv, not --source {source}")
-    if broker_tz is not None:
-        options["clock"] = BrokerClock.parse(broker_tz)
-    if seed is not None:
-        if source != "synthetic":
-            raise ValueError("--seed is for --source synthetic")
-        options["seed"] = seed
+    source, options = data_request(source, path, opts, broker_tz, seed)
     cache = False if no_cache else ("refresh" if refresh else None)
     policy = Repair.all() if repair else None
     return load_validated(source, symbol, timeframe, start, end, repair=policy, cache=cache, **options)
@@ -80,22 +68,14 @@ def _load(
 
 Symbol = Annotated[str | None, typer.Argument(help="Symbol, e.g. EURUSD (default: the source's own).")]
 Frame = Annotated[str | None, typer.Argument(help="Timeframe M1 .. MN1 (default: the source's own, H1).")]
-Source = Annotated[str, typer.Option("--source", "-s", help=_SOURCE_HELP)]
-CsvPath = Annotated[Path | None, typer.Option("--path", help="CSV file for --source csv (implies it).")]
-Start = Annotated[
-    str | None, typer.Option("--from", help="First bar time, inclusive (UTC), e.g. 2017-06-01.")
-]
-End = Annotated[str | None, typer.Option("--to", help="End time, exclusive (UTC).")]
-BrokerTz = Annotated[str | None, typer.Option("--broker-tz", help=_CLOCK_HELP)]
 Seed = Annotated[int | None, typer.Option("--seed", help="Seed for --source synthetic.")]
-Opts = Annotated[list[str] | None, typer.Option("--opt", "-o", help="Source option KEY=VALUE (repeatable).")]
-RepairFlag = Annotated[bool, typer.Option("--repair", help="Drop duplicate/invalid bars and report them.")]
+RepairFlag = Annotated[bool, flag("--repair", help="Drop duplicate/invalid bars and report them.")]
 NoCache = Annotated[
     bool,
-    typer.Option("--no-cache", help="Bypass the local cache of a remote source (mt5): fetch everything."),
+    flag("--no-cache", help="Bypass the local cache of a remote source (mt5): fetch everything."),
 ]
 Refresh = Annotated[
-    bool, typer.Option("--refresh", help="Fetch the window again and replace it in the local cache (mt5).")
+    bool, flag("--refresh", help="Fetch the window again and replace it in the local cache (mt5).")
 ]
 
 
@@ -358,26 +338,3 @@ def bar_table(df: pd.DataFrame) -> str:
 
 def _stamp(t: pd.Timestamp) -> str:
     return t.strftime("%Y-%m-%d %H:%M")
-
-
-# Options whose values are text even when they look like numbers (a clock "+2", a digits-only password).
-_TEXT_OPTIONS = frozenset({"base_url", "cache_dir", "clock", "host", "password", "path", "server"})
-
-
-def _parse_opt(text: str) -> tuple[str, object]:
-    key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise ValueError(f"--opt takes KEY=VALUE, not {text!r}")
-    key = key.strip().replace("-", "_")
-    if key in _TEXT_OPTIONS:
-        return key, raw
-    value: object = raw
-    for convert in (int, float):
-        try:
-            value = convert(raw)
-            break
-        except ValueError:
-            continue
-    if raw.lower() in ("true", "false"):
-        value = raw.lower() == "true"
-    return key, value

@@ -14,8 +14,8 @@ def devices(
         str | None,
         typer.Option(
             "--device",
-            help=f"Preview a choice: 'gpu', 'cpu', 'P:D' (platform:device) or part of a name; "
-            f"overrides {ENV_DEVICE} like the --device option of other commands.",
+            help=f"Preview a choice: 'gpu', 'cpu', 'P:D' (platform:device) or part of a name; overrides "
+            f"{ENV_DEVICE} as --backend opencl:<device> does in run, backtest and forecast.",
         ),
     ] = None,
 ) -> None:

@@ -75,7 +75,7 @@ def test_same_trades_and_pnl_as_backtesting_py(stops):
     theirs = peer._trades.reset_index(drop=True)
 
     ours = Backtest(
-        df, OurCross, forward=None, account=AccountConfig(deposit=1e6, commission=COMMISSION)
+        df, OurCross, forward=None, account=AccountConfig(deposit=1e6, commission=COMMISSION, spread=0)
     ).run(stops=stops)
     mine = ours.trades[ours.trades.exit_reason != "end of test"].reset_index(drop=True)
     if stops:

@@ -21,7 +21,7 @@ FLAT = (1.1, 1.1, 1.1, 1.1)
 def _broker(rows, spread=0, **cfg):
     a = np.array(rows, dtype=float)
     time = pd.date_range("2024-01-01", periods=len(a), freq="h", tz="UTC")
-    config = AccountConfig(**{"deposit": 10_000.0, **cfg})
+    config = AccountConfig(**{"deposit": 10_000.0, "missing_spread": 0, **cfg})
     return Broker(a[:, 0], a[:, 1], a[:, 2], a[:, 3], np.full(len(a), spread), time, POINT, config)
 
 

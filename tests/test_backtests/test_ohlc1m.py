@@ -38,7 +38,7 @@ def _pair(minutes):
     hours = [np.array(h) for h in minutes]
     h1 = np.array([[h[0, 0], h[:, 1].max(), h[:, 2].min(), h[-1, 3]] for h in hours])
     time = pd.date_range("2024-01-01", periods=len(h1), freq="h", tz="UTC")
-    config = AccountConfig(deposit=100_000.0)
+    config = AccountConfig(deposit=100_000.0, missing_spread=0)
     b = Broker(h1[:, 0], h1[:, 1], h1[:, 2], h1[:, 3], np.zeros(len(h1)), time, POINT, config)
     return b, M1Path(time, m1, POINT, None)
 

@@ -25,10 +25,10 @@ def _runs() -> dict:
     df = read_sample()
     tiny = {"hidden": "12", "epochs": 2, "backend": "numpy", "batch_size": 64, "validation": 0}
     return {
-        "sma_plain": Backtest(df, SmaCrossEA).run(),
-        "sma_stops_commission": Backtest(df, SmaCrossEA, account=AccountConfig(commission=3.5)).run(
-            sl_points=300, tp_points=600
-        ),
+        "sma_plain": Backtest(df, SmaCrossEA, account=AccountConfig(missing_spread=0)).run(),
+        "sma_stops_commission": Backtest(
+            df, SmaCrossEA, account=AccountConfig(commission=3.5, missing_spread=0)
+        ).run(sl_points=300, tp_points=600),
         "fractal_tiny": Backtest(read_sample(spread=10).iloc[:900], FractalEA, forward="1/3", seed=7).run(
             **tiny
         ),

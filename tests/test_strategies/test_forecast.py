@@ -11,15 +11,10 @@ import pytest
 from backtests import Backtest
 from backtests.report import write_report
 from datafeeds import CandleMeta, Timeframe, make_frame
-from strategies.forecast import (
-    ForecastEA,
-    LinearBaseline,
-    direction_accuracy,
-    forecast_charts,
-    horizon_errors,
-    naive_forecast,
-    sliding_windows,
-)
+from strategies.baselines import LinearBaseline
+from strategies.forecast import ForecastEA, forecast_charts
+from strategies.forecast_data import sliding_windows
+from strategies.forecasting import direction_accuracy, horizon_errors, naive_forecast
 
 
 def test_sliding_windows():
@@ -82,11 +77,12 @@ def test_forecast_ea_through_the_harness(model):
     assert len(result.trades) > 0  # a 16-bar cycle of 40 points against a 5-point spread gets traded
     pred = result.predictions
     assert pred["classes"] == ["no_trade", "down", "up"] and pred["bars"] > 0
+    assert "linear_forecast" in pred["baselines"]  # the linear forecast, traded by the same rule
     section = ea.forecast_section(ea.bars.window(0, len(candles)))
     assert set(section["errors"]) == {"model", "naive", "linear"}
     assert len(section["errors"]["model"]["mse"]) == 8 and len(section["examples"]) == 4
     assert min(bar for bar, *_ in ea._log) >= int(len(candles) * 0.75)  # forward period only
-    sd = ea._std[ea._close]  # the study window's close deviation
+    sd = ea.scaler.std[ea._close]  # the training rows' close deviation
     for name, err in section["errors"].items():
         std_err = section["errors_std"][name]
         np.testing.assert_allclose(np.array(std_err["mae"]) * sd, err["mae"], rtol=1e-12)
@@ -127,3 +123,21 @@ def test_forecast_ea_uses_only_closed_bars():
 def test_forecast_ea_rejects_bad_channels():
     with pytest.raises(ValueError, match="including close"):
         Backtest(_candles(), ForecastEA, forward=0.25).run(channels="open,volume", **PARAMS)
+
+
+def test_forecast_ea_scales_with_its_training_rows_only():
+    """The scaler sees the rows of the training windows, not the validation windows' newer rows."""
+    candles = _candles()
+    bt = Backtest(candles, ForecastEA, forward=0.25)
+    ea = bt.run(model="patchtst", **PARAMS).ea_instance
+    study = candles["close"].to_numpy()[: bt.periods.forward_start]
+    windows = len(study) - 32 - 8 + 1
+    cut = windows - windows // 10
+    rows = study[: cut - 1 + 32 + 8]
+    assert ea.scaler.mean == pytest.approx((rows.mean(),), rel=1e-12)
+    assert ea.scaler.std == pytest.approx((rows.std(),), rel=1e-12)
+    assert ea.scaler.mean != pytest.approx((study.mean(),), rel=1e-9)
+
+
+def test_forecast_ea_defaults_to_the_auto_backend():
+    assert ForecastEA.param_defaults()["backend"] == "auto"

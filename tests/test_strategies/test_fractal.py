@@ -9,6 +9,7 @@ import nn
 from backtests import Backtest
 from datafeeds import read_sample
 from strategies import EAError, FractalEA
+from strategies.baselines import LogisticRegression
 from strategies.features import UNKNOWN, Scaler, bar_features, fractal_labels, windows
 
 # validation=0: every study row trains, for exactly `epochs` epochs (the tests of early stopping set it)
@@ -243,3 +244,53 @@ def test_signal_rates_by_hand():
     y_pred = np.array([1, 1, 0, 2, 0, 2])
     hit, missed = signal_rates(y_true, y_pred)
     assert hit == pytest.approx(2 / 4) and missed == pytest.approx(1 / 4)
+
+
+def test_logistic_baseline_sees_the_training_rows_only(sample, monkeypatch):
+    seen = {}
+    fit = LogisticRegression.fit
+
+    def spy(self, x, y, classes):
+        seen["x"], seen["y"] = x.copy(), y.copy()
+        return fit(self, x, y, classes)
+
+    monkeypatch.setattr(LogisticRegression, "fit", spy)
+    bt = Backtest(sample, FractalEA, seed=1)
+    result = bt.run(**{**TINY, "validation": 0.3})
+    (x_tr, y_tr, _), _ = _study_rows(sample, bt.periods.forward_start, 0.3)
+    ea = result.ea_instance
+    # the network's own training rows, scaled by the training scaler: no validation or forward row
+    np.testing.assert_allclose(seen["x"], ea.scaler.transform(x_tr), rtol=1e-12)
+    np.testing.assert_array_equal(seen["y"], y_tr)
+    base = result.predictions["baselines"]
+    assert set(base) == {"always_undefined", "prior_random", "logistic_regression"}
+    # scored on the same forward bars as the network
+    counts = sum(v["support"] for v in base["logistic_regression"]["per_class"].values())
+    assert counts == result.predictions["bars"]
+
+
+def test_logistic_baseline_predictions_are_its_own_forward_decisions(sample, run):
+    bt, result = run
+    ea = result.ea_instance
+    ev = ea.evaluate_predictions(ea.bars.window(0, len(sample)))
+    lin = ev["baselines"]["logistic_regression"]
+    assert (np.nonzero(lin != UNKNOWN)[0] == np.nonzero(ev["y_pred"] != UNKNOWN)[0]).all()
+    part = sample.iloc[: bt.periods.forward_start + 30]
+    feats = bar_features(part.open, part.high, part.low, part.close, part.tick_volume, part.index)
+    x, rows = windows(feats, 20)
+    expected = np.argmax(ea.linear.predict_proba(ea.scaler.transform(x[-1:])), axis=1)[0]
+    assert lin[rows[-1]] == expected
+
+
+def test_logistic_regression_reaches_the_penalised_optimum():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 7))
+    y = np.argmax(x @ rng.normal(size=(7, 3)) + rng.gumbel(size=(400, 3)), axis=1)
+    model = LogisticRegression(l2=0.1).fit(x, y, 3)
+    a = np.hstack([x, np.ones((400, 1))])
+    penalty = np.full((8, 3), 0.1)
+    penalty[-1] = 0.0
+    grad = a.T @ (model.predict_proba(x) - np.eye(3)[y]) / 400 + penalty * model.coef
+    assert np.abs(grad).max() < 1e-8  # the first-order condition of the convex objective
+    assert np.allclose(model.predict_proba(x).sum(axis=1), 1.0)
+    assert (model.predict_proba(x).argmax(axis=1) == y).mean() > 0.6  # far above the 1/3 of chance
