@@ -84,7 +84,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--years", type=float, default=10.0, help="years of synthetic M1 candles")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--tiny", action="store_true", help="toy sizes: checks the benchmark runs")
     args = parser.parse_args(argv)
+    if args.tiny:
+        args.years, args.repeats = 0.02, 1
     m1 = synthetic_candles("EURUSD", "M1", int(args.years * 365 * 1440), seed=5, start="2010-01-01")
     h1 = resample(m1, "H1")
     peer_s = time_peer(h1, args.repeats)
