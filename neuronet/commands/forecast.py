@@ -7,15 +7,13 @@ the results.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from datafeeds.files import atomic_write_json, atomic_write_text
 from neuronet.commands.options import Force, flag, prepare_out
 from nn import get_backend
 from nn.atfnet import F_SCALINGS
@@ -48,17 +46,6 @@ def format_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_results(doc: dict[str, Any], out: Path) -> list[Path]:
     """``metrics.json`` (everything; strict JSON) and ``per_horizon.csv`` (one row per step), atomically."""
     keys = list(doc["per_step"])
@@ -68,8 +55,8 @@ def write_results(doc: dict[str, Any], out: Path) -> list[Path]:
         vals = ",".join(f"{_num(per[k]['mse'][s])},{_num(per[k]['mae'][s])}" for k in keys)
         rows.append(f"{s + 1},{vals}")
     paths = [out / "metrics.json", out / "per_horizon.csv"]
-    _atomic_write(paths[0], json.dumps(doc, indent=1, allow_nan=False))
-    _atomic_write(paths[1], "\n".join(rows) + "\n")
+    atomic_write_json(paths[0], doc)
+    atomic_write_text(paths[1], "\n".join(rows) + "\n")
     return paths
 
 
