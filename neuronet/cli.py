@@ -29,7 +29,10 @@ app.command("run")(backtest.run)
 app.command("backtest")(backtest.backtest)
 app.command("forecast")(forecast.forecast)
 
-_debug = False
+
+def _debug_wanted(debug: bool = False) -> bool:
+    """``--debug`` or ``NEURONET_DEBUG=1`` (the environment read here only)."""
+    return debug or os.environ.get("NEURONET_DEBUG", "0") not in ("", "0")
 
 
 def _version(value: bool) -> None:
@@ -45,15 +48,16 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
-    global _debug
-    _debug = debug or os.environ.get("NEURONET_DEBUG", "0") not in ("", "0")
     logging.basicConfig(
-        level=logging.DEBUG if _debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+        level=logging.DEBUG if _debug_wanted(debug) else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
     )
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app and turn user errors into a one-line message."""
+    argv = sys.argv[1:] if argv is None else argv
+    debug = _debug_wanted("--debug" in argv)  # a root option: it precedes the command
     try:
         code = app(args=argv, standalone_mode=False)
         if isinstance(code, int) and code:  # Typer returns (not raises) the exit code of a Ctrl-C
@@ -72,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # usage errors of the CLI framework
             exc.show()
             raise SystemExit(exc.exit_code) from None
-        if _debug:
+        if debug:
             raise
         if isinstance(exc, USER_ERRORS):
             typer.echo(f"error: {exc}", err=True)
