@@ -109,9 +109,6 @@ class LayerNorm(Layer):
         gx = self.backend.layernorm_backward(gy, self._xhat, self._inv_std, p["gamma"], g["gamma"], g["beta"])
         return gx if need_input_grad else None
 
-    def config(self):
-        return {"type": self.type_name, "eps": self.eps}
-
 
 @register_layer
 class MultiHeadSelfAttention(Layer):
@@ -189,15 +186,6 @@ class MultiHeadSelfAttention(Layer):
         gqkv = be.permute(gqkv, (1, 3, 0, 2, 4)).reshape(b, s, 3 * d)  # (B, S, 3D)
         return be.linear_backward(x, p["wqkv"], gqkv, g["wqkv"], g["bqkv"], need_input_grad)
 
-    def config(self):
-        return {
-            "type": self.type_name,
-            "n_heads": self.n_heads,
-            "causal": self.causal,
-            "dropout": self.dropout,
-            "seed": self.seed,
-        }
-
 
 def sinusoid_table(length: int, d_model: int) -> np.ndarray:
     """``(length, d_model)`` table: ``sin(pos/10000^(2i/D))`` at even, ``cos`` at odd columns."""
@@ -231,9 +219,6 @@ class SinusoidalPositionalEncoding(Layer):
     def backward(self, gy, need_input_grad=True):
         return gy if need_input_grad else None
 
-    def config(self):
-        return {"type": self.type_name}
-
 
 @register_layer
 class LearnablePositionalEncoding(Layer):
@@ -256,9 +241,6 @@ class LearnablePositionalEncoding(Layer):
     def backward(self, gy, need_input_grad=True):
         self.backend.sum_batch(gy, self.grads["table"])
         return gy if need_input_grad else None
-
-    def config(self):
-        return {"type": self.type_name}
 
 
 @register_layer
@@ -294,14 +276,6 @@ class Patching(Layer):
     def backward(self, gy, need_input_grad=True):
         return self.backend.patch_backward(gy, self.input_shape[0], self.stride) if need_input_grad else None
 
-    def config(self):
-        return {
-            "type": self.type_name,
-            "patch_len": self.patch_len,
-            "stride": self.stride,
-            "padding": self.padding,
-        }
-
 
 @register_layer
 class TokenLinear(Layer):
@@ -331,9 +305,6 @@ class TokenLinear(Layer):
         return self.backend.linear_backward(
             self._x, self.params["w"], gy, self.grads["w"], self.grads.get("b"), need_input_grad
         )
-
-    def config(self):
-        return {"type": self.type_name, "units": self.units, "bias": self.bias}
 
 
 @register_layer
@@ -387,15 +358,6 @@ class FeedForward(Layer):
         gz = be.activation_backward(z, h, DropoutMask.grad(be, ghd, m1), self._act)
         return be.linear_backward(x, p["w1"], gz, g["w1"], g["b1"], need_input_grad)
 
-    def config(self):
-        return {
-            "type": self.type_name,
-            "d_ff": self.d_ff,
-            "activation": self.activation,
-            "dropout": self.dropout,
-            "seed": self.seed,
-        }
-
 
 @register_layer
 class TransformerEncoderLayer(Composite):
@@ -447,15 +409,3 @@ class TransformerEncoderLayer(Composite):
         g0 = c["norm1"].backward(g1)  # reaches x directly and through attention
         ga = c["attn"].backward(DropoutMask.grad(be, g0, self._mask), need_input_grad)
         return be.add(g0, ga) if need_input_grad else None
-
-    def config(self):
-        return {
-            "type": self.type_name,
-            "n_heads": self.n_heads,
-            "d_ff": self.d_ff,
-            "dropout": self.dropout,
-            "activation": self.activation,
-            "causal": self.causal,
-            "eps": self.eps,
-            "seed": self.seed,
-        }

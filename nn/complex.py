@@ -22,7 +22,7 @@ Layers (type names for ``from_config`` in brackets):
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from nn.attention import Composite
 from nn.backend import Tensor
@@ -83,9 +83,6 @@ class ComplexDense(Layer):
         )
         return None if gx is None else gx.reshape(gy.shape[0], *self.input_shape)
 
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name, "units": self.units, "use_bias": self.use_bias, "init": self.init}
-
 
 @register_layer
 class ComplexActivation(Layer):
@@ -120,9 +117,6 @@ class ComplexActivation(Layer):
 
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
         return self.backend.complex_activation_backward(self._x, self._y, gy, self.kind, self.alpha)
-
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name, "kind": self.kind, "alpha": self.alpha}
 
 
 @register_layer
@@ -202,9 +196,6 @@ class ComplexLayerNorm(Layer):
             self.grads["b"],
         )
         return gx.reshape(gy.shape)
-
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name, "eps": self.eps}
 
 
 @register_layer
@@ -308,16 +299,6 @@ class ComplexMultiHeadAttention(Layer):
         )
         return None if gx is None else gx.reshape(gy.shape)
 
-    def config(self) -> dict[str, Any]:
-        return {
-            "type": self.type_name,
-            "heads": self.heads,
-            "score": self.score,
-            "causal": self.causal,
-            "dropout": self.dropout,
-            "seed": self.seed,
-        }
-
 
 @register_layer
 class ComplexEncoderLayer(Composite):
@@ -395,16 +376,3 @@ class ComplexEncoderLayer(Composite):
         gh = c["norm1"].backward(be.complex_add(gsum, gf))
         ga = c["attn"].backward(c["drop1"].backward(gh), need_input_grad)
         return be.complex_add(gh, ga) if need_input_grad else None
-
-    def config(self) -> dict[str, Any]:
-        return {
-            "type": self.type_name,
-            "heads": self.heads,
-            "d_ff": self.d_ff,
-            "dropout": self.dropout,
-            "score": self.score,
-            "causal": self.causal,
-            "eps": self.eps,
-            "seed": self.seed,
-            "attn_dropout": self.attn_dropout,
-        }

@@ -194,9 +194,6 @@ class Softmax(Layer):
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
         return self.backend.softmax_backward(self._y, gy) if need_input_grad else None
 
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name}
-
 
 class DropoutMask:
     """Inverted-dropout masks, the one dropout helper of every layer: ``1/(1−rate)`` or 0 per element.
@@ -257,9 +254,6 @@ class Dropout(DropoutMask, Layer):
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
         return self.grad(self.backend, gy, self._mask) if need_input_grad else None
 
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name, "rate": self.rate, "seed": self.seed}
-
 
 @register_layer
 class BatchNorm(Layer):
@@ -305,6 +299,3 @@ class BatchNorm(Layer):
         p, g = self.params, self.grads
         gx = self.backend.batchnorm_backward(gy, self._xhat, self._inv_std, p["gamma"], g["gamma"], g["beta"])
         return gx if need_input_grad else None
-
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name, "momentum": self.momentum, "eps": self.eps}
