@@ -23,8 +23,8 @@ from opencl.launch import KernelSpec, Launcher, kernel_specs
 
 _LG = {"cpu": 1, "gpu": 64}  # items per row of the one-group-per-row kernels (LG in the kernels)
 # Work-groups are FIXED per kernel, along the first axis: PoCL compiles a specialisation per distinct local
-# size, and letting the driver choose per global size recompiled on every new shape (a cold test run took
-# 67 s instead of 19 s). Kernels that loop over a whole row per item use one item per group on CPUs (PoCL
+# size, and letting the driver choose per global size recompiled on every new shape (cold test runs took
+# several times longer). Kernels that loop over a whole row per item use one item per group on CPUs (PoCL
 # runs groups on its threads) and 32 on GPUs; elementwise kernels 256 / 128 items; the one-group-per-row
 # kernels LG items per row.
 _ROW, _ELEMENT, _GROUP_ROW = ((1,), (32,)), ((256,), (128,)), ((_LG["cpu"],), (_LG["gpu"],))

@@ -124,8 +124,8 @@ class Launcher:
         return t.base_data, t.offset // t.dtype.itemsize
 
     def empty(self, shape: tuple[int, ...], dtype=None) -> cla.Array:
-        """An uninitialised pooled array. Uses pyopencl's fast constructor (~2 µs instead of ~15 µs) with
-        the shape, strides and size worked out once per (shape, dtype)."""
+        """An uninitialised pooled array. Uses pyopencl's fast constructor (several times cheaper than the
+        public one) with the shape, strides and size worked out once per (shape, dtype)."""
         try:
             meta = self._meta.get((shape, dtype))
         except TypeError:  # an unhashable shape (a list)

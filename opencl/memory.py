@@ -39,8 +39,9 @@ class DeviceArray(cla.Array):
     """A ``pyopencl.array.Array`` whose ``reshape`` of a C-contiguous array is cheap.
 
     Layers reshape activations on every call (N-D attention inputs to 2-D products and back); pyopencl's
-    general reshape re-derives strides and flags through NumPy each time, ~10 µs against ~2 µs here, which
-    was a third of the host time of a small ATFNet forward pass. Other layouts take pyopencl's path.
+    general reshape re-derives strides and flags through NumPy each time, several times the cost of this
+    one, which made it a large share of the host time of a small ATFNet forward pass. Other layouts take
+    pyopencl's path.
     """
 
     def reshape(self, *shape, order: str = "C") -> cla.Array:
@@ -104,8 +105,8 @@ def aligned_size(n: int, alignment: int) -> int:
 def view(flat: cla.Array, offset: int, shape: tuple[int, ...], alignment: int = 1) -> cla.Array:
     """A ``shape`` view of 1-D ``flat`` from element ``offset`` (a multiple of ``alignment``).
 
-    Built with pyopencl's fast constructor (~3 µs) rather than slicing (~50 µs): layers create views of the
-    flat parameter and gradient buffers on every bind.
+    Built with pyopencl's fast constructor rather than slicing (an order of magnitude slower): layers create
+    views of the flat parameter and gradient buffers on every bind.
     """
     if flat.ndim != 1:
         raise ShapeError(f"view() needs a 1-D flat array, got shape {flat.shape}")
