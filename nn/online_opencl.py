@@ -30,6 +30,7 @@ import numpy as np
 import pyopencl as cl
 
 from nn.backend import Tensor
+from opencl import memory
 from opencl.launch import KernelSpec
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ class OnlineEpoch:
         order_d = be.asarray(order.astype(np.int32))
         corr_d = be.asarray(corr.astype(np.float32).reshape(-1))
         loss_sum = be.zeros((1,))
-        self._sync.fill(0)
+        memory.fill(self._sync, 0)
         params, (m, v) = self.model.params, self.model.optimizer_slots
         arg = be.arg
         self._kernel(

@@ -74,10 +74,22 @@ def scratch(rt, n: int) -> tuple[cl.MemoryObjectHolder, np.uint32]:
     return rt.allocator(max(n, 1) * rt.dtype.itemsize), np.uint32(0)
 
 
-def zeros(rt, shape: tuple[int, ...] | int, dtype=None) -> cla.Array:
-    a = empty(rt, shape, dtype)
-    a.fill(0)
+def fill(a: cla.Array, value: float) -> cla.Array:
+    """Set every element of ``a`` to ``value`` with ``clEnqueueFillBuffer``: no kernel, so no program build
+    (pyopencl's ``Array.fill`` compiles a kernel of its own, whose compiler remarks bypass
+    ``opencl.program``'s quiet build). Non-contiguous arrays fall back to ``Array.fill``."""
+    if not a.size:
+        return a
+    if not a.flags.c_contiguous:
+        a.fill(value)
+        return a
+    pattern = np.asarray(value, dtype=a.dtype).reshape(1)
+    cl.enqueue_fill_buffer(a.queue, a.base_data, pattern, a.offset, a.nbytes)
     return a
+
+
+def zeros(rt, shape: tuple[int, ...] | int, dtype=None) -> cla.Array:
+    return fill(empty(rt, shape, dtype), 0)
 
 
 def to_device(rt, host: np.ndarray, dtype=None) -> cla.Array:
@@ -93,8 +105,7 @@ def to_device(rt, host: np.ndarray, dtype=None) -> cla.Array:
 
 def poison(a: cla.Array) -> cla.Array:
     """Fill with NaN (floats) or -1 (integers) so that tests catch elements a kernel never wrote."""
-    a.fill(np.nan if np.issubdtype(a.dtype, np.floating) else -1)
-    return a
+    return fill(a, np.nan if np.issubdtype(a.dtype, np.floating) else -1)
 
 
 def aligned_size(n: int, alignment: int) -> int:

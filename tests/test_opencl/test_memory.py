@@ -66,3 +66,23 @@ def test_reshape_of_a_strided_view_falls_back_to_pyopencl(rt):
     sliced = a[:, :3]  # not contiguous: pyopencl's own reshape decides (and refuses a copy-needing one)
     with pytest.raises((ValueError, NotImplementedError)):
         sliced.reshape(12)
+
+
+def test_fill_zeros_and_poison_build_no_program(rt):
+    """memory.fill uses clEnqueueFillBuffer: no pyopencl kernel is compiled, so no compiler remark can
+    surface as a CompilerWarning (NVIDIA prints remarks for pyopencl's own fill kernel)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        flat = memory.zeros(rt, (37,))
+        view = memory.view(flat, rt.alignment, (5,), rt.alignment)
+        memory.fill(view, 2.5)
+        ints = memory.poison(memory.empty(rt, (7,), np.int32))
+        floats = memory.poison(memory.empty(rt, (3, 3)))
+    host = flat.get()
+    a = rt.alignment
+    np.testing.assert_array_equal(host[a : a + 5], 2.5)
+    assert not host[:a].any() and not host[a + 5 :].any()
+    np.testing.assert_array_equal(ints.get(), -1)
+    assert np.isnan(floats.get()).all()
