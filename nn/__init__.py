@@ -49,10 +49,20 @@ class BackendUnavailableError(OSError):
     """The requested backend cannot run here (e.g. no OpenCL platform); the message says what to do."""
 
 
-def get_backend(name: str | Backend = "opencl", device: Any = None, dtype: Any = None) -> Backend:
+def get_backend(
+    name: str | Backend = "opencl",
+    device: Any = None,
+    dtype: Any = None,
+    *,
+    profile: bool | None = None,
+    fused_online: bool = True,
+) -> Backend:
     """A backend by name: ``"numpy"`` (float64 reference) or ``"opencl"`` (``device``/``dtype`` optional).
 
-    A ``Backend`` instance is returned unchanged. The OpenCL backend is imported only when asked for, so
+    OpenCL options, passed explicitly: ``profile`` records per-kernel device time (``None``: the
+    ``NEURONET_PROFILE`` environment variable, read in ``opencl.device`` only); ``fused_online=False``
+    trains batch 1 step by step where the fused epoch would apply. A ``Backend`` instance is returned
+    unchanged. The OpenCL backend is imported only when asked for, so
     the NumPy backend works on machines without any OpenCL runtime.
     """
     if not isinstance(name, str):
@@ -79,7 +89,7 @@ def get_backend(name: str | Backend = "opencl", device: Any = None, dtype: Any =
         if device is None and key.startswith("opencl:"):
             device = name.split(":", 1)[1]
         try:
-            return OpenCLBackend(device=device, dtype=dtype)
+            return OpenCLBackend(device=device, dtype=dtype, profile=profile, fused_online=fused_online)
         except (ValueError, OSError):
             raise  # already a one-line user error from the OpenCL layer
         except Exception as exc:  # a raw pyopencl/driver error: say which backend failed and the fallback
