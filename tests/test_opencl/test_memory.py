@@ -55,7 +55,7 @@ def test_reshape_shares_data_and_matches_numpy(rt):
         assert got.shape == want.shape and got.strides == want.strides
         np.testing.assert_array_equal(got.get(), want)
     flat = a.reshape(-1)
-    memory.view(flat, 0, (2,)).fill(-1.0)  # writes through a reshaped view reach the original
+    memory.fill(memory.view(flat, 0, (2,)), -1.0)  # writes through a reshaped view reach the original
     assert a.get()[0, 0, :2].tolist() == [-1.0, -1.0]
     with pytest.raises(ValueError, match="cannot reshape"):
         a.reshape(7, 9)
