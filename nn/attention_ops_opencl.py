@@ -67,14 +67,11 @@ class AttentionOpenCLOps:
         rows, cols = g2.shape
         chunks = self._chunks(rows)
         if chunks == 1:
-            self._k["column_sum"]((cols,), *self.arg(g2), *self.arg(out), rows, cols, 1
-            )
+            self._k["column_sum"]((cols,), *self.arg(g2), *self.arg(out), rows, cols, 1)
             return
         part = self.empty((chunks, cols))
-        self._k["column_sum"]((cols * chunks,), *self.arg(g2), *self.arg(part), rows, cols, chunks
-        )
-        self._k["column_sum"]((cols,), *self.arg(part), *self.arg(out), chunks, cols, 1
-        )
+        self._k["column_sum"]((cols * chunks,), *self.arg(g2), *self.arg(part), rows, cols, chunks)
+        self._k["column_sum"]((cols,), *self.arg(part), *self.arg(out), chunks, cols, 1)
 
     # --- linear maps over the last axis -----------------------------------------------------------
     def linear_forward(self, x, w, b):
@@ -122,16 +119,14 @@ class AttentionOpenCLOps:
         rows = x.size // s
         q = x.shape[-2] if causal else 1
         y = self.empty(x.shape)
-        self._k["softmax_rows_forward"]((rows,), *self.arg(x), *self.arg(y), rows, s, q, int(causal)
-        )
+        self._k["softmax_rows_forward"]((rows,), *self.arg(x), *self.arg(y), rows, s, q, int(causal))
         return y
 
     def softmax_last_backward(self, y, gy):
         s = y.shape[-1]
         rows = y.size // s
         gx = self.empty(y.shape)
-        self._k["softmax_rows_backward"]((rows,), *self.arg(y), *self.arg(gy), *self.arg(gx), rows, s
-        )
+        self._k["softmax_rows_backward"]((rows,), *self.arg(y), *self.arg(gy), *self.arg(gx), rows, s)
         return gx
 
     # --- layer normalisation ----------------------------------------------------------------------
@@ -139,7 +134,8 @@ class AttentionOpenCLOps:
         d = x.shape[-1]
         rows = x.size // d
         y, xhat, inv = self.empty(x.shape), self.empty(x.shape), self.empty(x.shape[:-1])
-        self._k["layernorm_forward"]((rows,),
+        self._k["layernorm_forward"](
+            (rows,),
             *self.arg(x),
             *self.arg(gamma),
             *self.arg(beta),
@@ -173,7 +169,8 @@ class AttentionOpenCLOps:
         if chunks > 1:
             self._column_sum(gg, ggamma_out)
             self._column_sum(gb, gbeta_out)
-        self._k["layernorm_backward_input"]((rows,),
+        self._k["layernorm_backward_input"](
+            (rows,),
             *self.arg(gy),
             *self.arg(xhat),
             *self.arg(inv_std),
@@ -195,16 +192,15 @@ class AttentionOpenCLOps:
         y = self.empty(out_shape)
         if x.size and axes[-1] == len(axes) - 1 and self._cpu:  # CPU: copy a whole row per item
             rows = x.size // dims[5]
-            self._k["permute6_rows"]((rows,), *self.arg(x), *self.arg(y), rows, *dims[1:], *steps[:5]
-            )
+            self._k["permute6_rows"]((rows,), *self.arg(x), *self.arg(y), rows, *dims[1:], *steps[:5])
         else:
-            self._k["permute6"]((x.size,), *self.arg(x), *self.arg(y), x.size, *dims[1:], *steps
-            )
+            self._k["permute6"]((x.size,), *self.arg(x), *self.arg(y), x.size, *dims[1:], *steps)
         return y
 
     def _axpby(self, a, b, period: int, alpha: float, beta: float):
         out = self.empty(a.shape)
-        self._k["axpby"]((a.size,),
+        self._k["axpby"](
+            (a.size,),
             *self.arg(a),
             *self.arg(b),
             *self.arg(out),
@@ -230,7 +226,8 @@ class AttentionOpenCLOps:
     def mix_forward(self, a, b, w):
         out = self.empty(a.shape)
         _, t, c = a.shape
-        self._k["atfnet_mix"]((a.size,),
+        self._k["atfnet_mix"](
+            (a.size,),
             *self.arg(a),
             *self.arg(b),
             *self.arg(w),
@@ -246,7 +243,8 @@ class AttentionOpenCLOps:
     def mix_backward(self, gy, w):
         ga, gb = self.empty(gy.shape), self.empty(gy.shape)
         _, t, c = gy.shape
-        self._k["atfnet_mix"]((gy.size,),
+        self._k["atfnet_mix"](
+            (gy.size,),
             *self.arg(gy),
             *self.arg(gy),
             *self.arg(w),
@@ -279,7 +277,8 @@ class AttentionOpenCLOps:
         rows, length = x.shape
         n_patches = (length + pad - patch_len) // stride + 1
         y = self.empty((rows, n_patches, patch_len))
-        self._k["patch_forward"]((y.size,),
+        self._k["patch_forward"](
+            (y.size,),
             *self.arg(x),
             *self.arg(y),
             y.size,
@@ -293,7 +292,8 @@ class AttentionOpenCLOps:
     def patch_backward(self, gy, length, stride):
         rows, n_patches, patch_len = gy.shape
         gx = self.empty((rows, length))
-        self._k["patch_backward"]((gx.size,),
+        self._k["patch_backward"](
+            (gx.size,),
             *self.arg(gy),
             *self.arg(gx),
             gx.size,
@@ -308,7 +308,8 @@ class AttentionOpenCLOps:
     def revin_stats(self, x, eps):
         rows, length = x.shape
         mean, std = self.empty((rows,)), self.empty((rows,))
-        self._k["revin_stats"]((rows,),
+        self._k["revin_stats"](
+            (rows,),
             *self.arg(x),
             *self.arg(mean),
             *self.arg(std),
@@ -320,7 +321,8 @@ class AttentionOpenCLOps:
 
     def _row_affine(self, x, shift, scale, mode: int):
         y = self.empty(x.shape)
-        self._k["row_affine"]((x.size,),
+        self._k["row_affine"](
+            (x.size,),
             *self.arg(x),
             *self.arg(shift),
             *self.arg(scale),
@@ -340,7 +342,8 @@ class AttentionOpenCLOps:
     def revin_denorm_backward(self, gy, h, std):
         rows, t = gy.shape
         gh, g_mean, g_std = self.empty(gy.shape), self.empty((rows,)), self.empty((rows,))
-        self._k["revin_denorm_backward"]((rows,),
+        self._k["revin_denorm_backward"](
+            (rows,),
             *self.arg(gy),
             *self.arg(h),
             *self.arg(std),
@@ -355,7 +358,8 @@ class AttentionOpenCLOps:
     def revin_norm_backward(self, gxn, xn, std, g_mean, g_std):
         rows, length = gxn.shape
         gx = self.empty(gxn.shape)
-        self._k["revin_norm_backward"]((rows,),
+        self._k["revin_norm_backward"](
+            (rows,),
             *self.arg(gxn),
             *self.arg(xn),
             *self.arg(std),
@@ -370,7 +374,8 @@ class AttentionOpenCLOps:
     def channel_affine_forward(self, x, gamma, beta, inverse):
         _, c, length = x.shape
         y = self.empty(x.shape)
-        self._k["channel_affine_forward"]((x.size,),
+        self._k["channel_affine_forward"](
+            (x.size,),
             *self.arg(x),
             *self.arg(gamma),
             *self.arg(beta),
@@ -384,7 +389,8 @@ class AttentionOpenCLOps:
 
     def channel_affine_backward(self, gy, x, y, gamma, inverse, ggamma_out, gbeta_out):
         b, c, length = gy.shape
-        self._k["channel_affine_backward_params"]((c,),
+        self._k["channel_affine_backward_params"](
+            (c,),
             *self.arg(gy),
             *self.arg(x),
             *self.arg(y),
@@ -397,7 +403,8 @@ class AttentionOpenCLOps:
             int(inverse),
         )
         gx = self.empty(gy.shape)
-        self._k["channel_affine_backward_input"]((gy.size,),
+        self._k["channel_affine_backward_input"](
+            (gy.size,),
             *self.arg(gy),
             *self.arg(gamma),
             *self.arg(gx),

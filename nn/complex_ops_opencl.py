@@ -73,7 +73,6 @@ class ComplexOpenCLOps:
     def __init__(self, launcher: Launcher) -> None:
         self.runtime = launcher.runtime
         self.empty = launcher.empty
-        self.asarray = lambda a: memory.to_device(launcher.runtime, np.asarray(a))
         self._cpu = launcher.cpu
         self._k = launcher.bind(KERNELS, LG=_LG[launcher.layout])
         self._twiddle_cache: dict[int, cla.Array] = {}
@@ -455,5 +454,5 @@ class ComplexOpenCLOps:
         tw = cache.get(length)
         if tw is None:
             ang = 2.0 * np.pi * np.arange(length) / length
-            tw = cache[length] = self.asarray(np.stack([np.cos(ang), np.sin(ang)], axis=1))
+            tw = cache[length] = memory.to_device(self.runtime, np.stack([np.cos(ang), np.sin(ang)], axis=1))
         return tw
