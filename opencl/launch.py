@@ -51,12 +51,16 @@ def kernel_specs(file: str, names: str, cpu: tuple[int, ...], gpu: tuple[int, ..
 class BoundKernel:
     """A ``KernelSpec`` bound to a launcher and build defines; calling it launches the kernel."""
 
-    __slots__ = ("_defines", "_kernel", "_launcher", "local", "per_group", "spec")
+    __slots__ = ("_defines", "_enqueue", "_group", "_kernel", "_launcher", "_local1", "local", "per_group",
+                 "spec")
 
     def __init__(self, launcher: Launcher, spec: KernelSpec, defines: dict[str, object]) -> None:
         self._launcher, self.spec, self._defines = launcher, spec, defines
         self.local = spec.cpu if launcher.cpu else spec.gpu
         self.per_group = spec.per_group
+        self._group = self.local[0]
+        self._local1 = (self._group,)  # the work-group of a one-axis launch
+        self._enqueue = launcher.enqueue
         self._kernel: cl.Kernel | None = None
 
     @property
@@ -70,22 +74,21 @@ class BoundKernel:
     def __call__(self, items: tuple[int, ...], *args) -> None:
         """Launch over ``items`` (work items per axis, or work-groups on axis 0 with ``per_group``);
         nothing is enqueued when an axis is empty."""
-        local = self.local
-        if len(items) == 1:
+        if len(items) == 1:  # the hot path: one axis
             n = items[0]
             if n <= 0:
                 return
-            g = local[0]
+            g = self._group
             size = (n * g,) if self.per_group else ((n + g - 1) // g * g,)
-            self._launcher.enqueue(self._kernel or self.kernel, size, (g,), *args)
+            self._enqueue(self._kernel or self.kernel, size, self._local1, *args)
             return
         if min(items) <= 0:
             return
-        local = local + (1,) * (len(items) - len(local))
+        local = self.local + (1,) * (len(items) - len(self.local))
         size = tuple((n + g - 1) // g * g for n, g in zip(items, local, strict=True))
         if self.per_group:
             size = (items[0] * local[0], *size[1:])
-        self._launcher.enqueue(self._kernel or self.kernel, size, local, *args)
+        self._enqueue(self._kernel or self.kernel, size, local, *args)
 
 
 class Launcher:
