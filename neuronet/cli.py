@@ -30,7 +30,10 @@ app.command("run")(backtest.run)
 app.command("backtest")(backtest.backtest)
 app.command("forecast")(forecast.forecast)
 
-_debug = False
+
+def _debug_wanted(debug: bool = False) -> bool:
+    """``--debug`` or ``NEURONET_DEBUG=1`` (the environment read here only)."""
+    return debug or os.environ.get("NEURONET_DEBUG", "0") not in ("", "0")
 
 
 def _version(value: bool) -> None:
@@ -46,10 +49,9 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit.", metavar=""
     ),
 ) -> None:
-    global _debug
-    _debug = debug or os.environ.get("NEURONET_DEBUG", "0") not in ("", "0")
     logging.basicConfig(
-        level=logging.DEBUG if _debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+        level=logging.DEBUG if _debug_wanted(debug) else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
     )
 
 
@@ -64,6 +66,8 @@ def _quiet_help_flags(command: typer.core.TyperCommand | typer.core.TyperGroup) 
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app and turn user errors into a one-line message."""
+    argv = sys.argv[1:] if argv is None else argv
+    debug = _debug_wanted("--debug" in argv)  # a root option: it precedes the command
     try:
         command = typer.main.get_command(app)
         _quiet_help_flags(command)
@@ -91,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # usage errors of the CLI framework
             exc.show()
             raise SystemExit(exc.exit_code) from None
-        if _debug:
+        if debug:
             raise
         message = user_message(exc)  # a user's error or an EA's failure, in one line (neuronet.failures)
         if message is not None:

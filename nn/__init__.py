@@ -51,11 +51,21 @@ class BackendUnavailableError(NeuronetError, OSError):
     """The requested backend cannot run here (e.g. no OpenCL platform); the message says what to do."""
 
 
-def get_backend(name: str | Backend = "auto", device: Any = None, dtype: Any = None) -> Backend:
+def get_backend(
+    name: str | Backend = "auto",
+    device: Any = None,
+    dtype: Any = None,
+    *,
+    profile: bool | None = None,
+    fused_online: bool = True,
+) -> Backend:
     """A backend by name: ``"numpy"`` (float64 reference), ``"opencl"`` (``device``/``dtype`` optional) or
     ``"auto"`` (the default everywhere: the best usable OpenCL device, else NumPy with a logged warning).
 
-    A ``Backend`` instance is returned unchanged. The OpenCL backend is imported only when asked for, so
+    OpenCL options, passed explicitly: ``profile`` records per-kernel device time (``None``: the
+    ``NEURONET_PROFILE`` environment variable, read in ``opencl.device`` only); ``fused_online=False``
+    trains batch 1 step by step where the fused epoch would apply. A ``Backend`` instance is returned
+    unchanged. The OpenCL backend is imported only when asked for, so
     the NumPy backend works on machines without any OpenCL runtime.
     """
     if not isinstance(name, str):
@@ -65,7 +75,7 @@ def get_backend(name: str | Backend = "auto", device: Any = None, dtype: Any = N
     key = name.lower()
     if key == "auto":
         try:
-            return get_backend("opencl", device, dtype)
+            return get_backend("opencl", device, dtype, profile=profile, fused_online=fused_online)
         except (OSError, ValueError) as exc:
             logging.getLogger(__name__).warning("training on the NumPy backend: %s", exc)
             return get_backend("numpy")
@@ -88,7 +98,7 @@ def get_backend(name: str | Backend = "auto", device: Any = None, dtype: Any = N
         if device is None and key.startswith("opencl:"):
             device = name.split(":", 1)[1]
         try:
-            return OpenCLBackend(device=device, dtype=dtype)
+            return OpenCLBackend(device=device, dtype=dtype, profile=profile, fused_online=fused_online)
         except (ValueError, OSError):
             raise  # already a one-line user error from the OpenCL layer
         except Exception as exc:  # a raw pyopencl/driver error: say which backend failed and the fallback

@@ -33,12 +33,11 @@ from nn.attention import (
     SinusoidalPositionalEncoding,
     TokenLinear,
     TransformerEncoderLayer,
-    _Dropout,
     _layer,
 )
-from nn.complex import AttentionDropout, ComplexDense, ComplexDropout, ComplexEncoderLayer
+from nn.complex import ComplexDense, ComplexDropout, ComplexEncoderLayer
 from nn.layer import Layer, ParamSpec
-from nn.layers import register_layer
+from nn.layers import DropoutMask, register_layer
 from nn.spectral import (
     ExtendedDFT,
     InverseExtendedDFT,
@@ -197,7 +196,7 @@ class PatchTSTBackbone(Composite):
             )
         self.children["norm"] = LayerNorm()
         self.children["head"] = TokenLinear(pred_len)
-        self._drop_in, self._drop_out = _Dropout(dropout, seed + 1), _Dropout(dropout, seed + 2)
+        self._drop_in, self._drop_out = DropoutMask(dropout, seed + 1), DropoutMask(dropout, seed + 2)
 
     def build(self, input_shape):
         if len(input_shape) != 1:
@@ -224,14 +223,14 @@ class PatchTSTBackbone(Composite):
 
     def backward(self, gy, need_input_grad=True):
         be, c = self.backend, self.children
-        g = c["head"].backward(_Dropout.grad(be, gy, self._m_out))  # (N, D·P)
+        g = c["head"].backward(DropoutMask.grad(be, gy, self._m_out))  # (N, D·P)
         n = g.shape[0]
         p, d = c["norm"].input_shape
         g = be.permute(g.reshape(n, d, p), (0, 2, 1))  # (N, P, D)
         g = c["norm"].backward(g)
         for i in reversed(range(self.e_layers)):
             g = c[f"enc{i}"].backward(g)
-        g = _Dropout.grad(be, g, self._m_in)
+        g = DropoutMask.grad(be, g, self._m_in)
         g = c["embed"].backward(c["pos"].backward(g), need_input_grad)
         return c["patch"].backward(g) if need_input_grad else None
 
@@ -274,7 +273,7 @@ class ComplexFeatureAttention(Layer):
     ) -> None:
         super().__init__()
         self.heads, self.score, self.causal, self.dropout, self.seed = heads, score, causal, dropout, seed
-        self._drop = AttentionDropout(dropout, seed)
+        self._drop = DropoutMask(dropout, seed, "attention dropout")
 
     @property
     def counter(self) -> int:
@@ -308,7 +307,7 @@ class ComplexFeatureAttention(Layer):
         xf = x.reshape(m, d, 2)
         qkv = be.complex_dense_forward(xf, p["w_qkv"], p["b_qkv"])  # (M, 3d, 2)
         qkv = be.permute(qkv.reshape(m, 3, d // h, h, 2), (0, 2, 1, 3, 4)).reshape(m, d // h, 3 * h, 2)
-        mask = self._drop.mask(be, (m, h, d // h, d // h), training)
+        mask = self._drop.draw(be, (m, h, d // h, d // h), training, complex_values=True)
         att, s, pr = be.complex_attention_forward(qkv, h, self.score, self.causal, mask)  # (M, d/H, H, 2)
         att = att.reshape(m, d, 2)  # slot-major: feature index = slot·H + head, as the official view
         self._cache = (xf, qkv, s, pr, att, mask)
@@ -345,19 +344,8 @@ class FeatureAttentionEncoderLayer(ComplexEncoderLayer):
 
     type_name = "complex_feature_encoder_layer"
 
-    def __init__(
-        self,
-        heads: int = 8,
-        d_ff: int = 2048,
-        dropout: float = 0.1,
-        score: str = "modulus",
-        causal: bool = False,
-        eps: float = 1e-5,
-        seed: int = 0,
-        attn_dropout: float | None = None,
-    ) -> None:
-        super().__init__(heads, d_ff, dropout, score, causal, eps, seed, attn_dropout)
-        self.attn = ComplexFeatureAttention(heads, score, causal, self._attn_rate, seed + 3)
+    def _attention(self) -> Layer:
+        return ComplexFeatureAttention(self.heads, self.score, self.causal, self._attn_rate, self.seed + 3)
 
 
 @register_layer

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from nn.backend import Activation, Tensor
+from nn.backend import Activation
 from nn.layer import Layer, ParamSpec
-from nn.layers import from_config, register_layer
+from nn.layers import DropoutMask, from_config, register_layer
 
 
 class Composite(Layer):
@@ -44,8 +44,9 @@ class Composite(Layer):
         return [_prefixed(p, s) for p, c in self.children.items() for s in c.state_specs()]
 
     def _counted(self) -> list[Any]:
-        """Everything below that draws dropout masks: own ``_Dropout``s and children with a ``counter``."""
-        own = [v for v in vars(self).values() if isinstance(v, _Dropout)]
+        """Everything below that draws dropout masks: own ``DropoutMask`` objects, children with a
+        ``counter``."""
+        own = [v for v in vars(self).values() if isinstance(v, DropoutMask)]
         return own + [c for c in self.children.values() if hasattr(c, "counter")]
 
     @property
@@ -79,26 +80,6 @@ def _layer(spec: Layer | dict[str, Any]) -> Layer:
     return spec if isinstance(spec, Layer) else from_config(spec)
 
 
-class _Dropout:
-    """Inverted dropout with counter-based masks: one counter per layer, advanced once per training pass."""
-
-    def __init__(self, rate: float, seed: int) -> None:
-        if not 0.0 <= rate < 1.0:
-            raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
-        self.rate, self.seed, self.counter = rate, seed, 0
-
-    def apply(self, backend, x: Tensor, training: bool) -> tuple[Tensor, Tensor | None]:
-        if not training or self.rate == 0.0:
-            return x, None
-        self.counter += 1
-        mask = backend.dropout_mask(tuple(x.shape), self.rate, self.seed, self.counter)
-        return backend.mul(x, mask), mask
-
-    @staticmethod
-    def grad(backend, g: Tensor, mask: Tensor | None) -> Tensor:
-        return g if mask is None else backend.mul(g, mask)
-
-
 @register_layer
 class LayerNorm(Layer):
     """Normalise each vector over its last axis (``D``), then scale/shift by learned ``gamma``/``beta``."""
@@ -128,9 +109,6 @@ class LayerNorm(Layer):
         gx = self.backend.layernorm_backward(gy, self._xhat, self._inv_std, p["gamma"], g["gamma"], g["beta"])
         return gx if need_input_grad else None
 
-    def config(self):
-        return {"type": self.type_name, "eps": self.eps}
-
 
 @register_layer
 class MultiHeadSelfAttention(Layer):
@@ -146,7 +124,7 @@ class MultiHeadSelfAttention(Layer):
     def __init__(self, n_heads: int = 8, causal: bool = False, dropout: float = 0.0, seed: int = 0) -> None:
         super().__init__()
         self.n_heads, self.causal, self.dropout, self.seed = n_heads, causal, dropout, seed
-        self._drop = _Dropout(dropout, seed)
+        self._drop = DropoutMask(dropout, seed)
 
     def build(self, input_shape):
         if len(input_shape) != 2:
@@ -199,7 +177,7 @@ class MultiHeadSelfAttention(Layer):
         go = be.linear_backward(o, p["wo"], gy, g["wo"], g["bo"], True)  # (B, S, D)
         go = be.permute(go.reshape(b, s, h, dk), (0, 2, 1, 3)).reshape(b * h, s, dk)  # (BH, S, dk)
         gv = be.bmm(ad, go, trans_a=True)  # (BH, S, dk)
-        ga = _Dropout.grad(be, be.bmm(go, v, trans_b=True), mask)  # (BH, S, S)
+        ga = DropoutMask.grad(be, be.bmm(go, v, trans_b=True), mask)  # (BH, S, S)
         gs = be.softmax_last_backward(a, ga)
         scale = 1.0 / math.sqrt(dk)
         gq = be.bmm(gs, k, alpha=scale)
@@ -207,15 +185,6 @@ class MultiHeadSelfAttention(Layer):
         gqkv = be.stack([gq, gk, gv]).reshape(3, b, h, s, dk)
         gqkv = be.permute(gqkv, (1, 3, 0, 2, 4)).reshape(b, s, 3 * d)  # (B, S, 3D)
         return be.linear_backward(x, p["wqkv"], gqkv, g["wqkv"], g["bqkv"], need_input_grad)
-
-    def config(self):
-        return {
-            "type": self.type_name,
-            "n_heads": self.n_heads,
-            "causal": self.causal,
-            "dropout": self.dropout,
-            "seed": self.seed,
-        }
 
 
 def sinusoid_table(length: int, d_model: int) -> np.ndarray:
@@ -250,9 +219,6 @@ class SinusoidalPositionalEncoding(Layer):
     def backward(self, gy, need_input_grad=True):
         return gy if need_input_grad else None
 
-    def config(self):
-        return {"type": self.type_name}
-
 
 @register_layer
 class LearnablePositionalEncoding(Layer):
@@ -275,9 +241,6 @@ class LearnablePositionalEncoding(Layer):
     def backward(self, gy, need_input_grad=True):
         self.backend.sum_batch(gy, self.grads["table"])
         return gy if need_input_grad else None
-
-    def config(self):
-        return {"type": self.type_name}
 
 
 @register_layer
@@ -313,14 +276,6 @@ class Patching(Layer):
     def backward(self, gy, need_input_grad=True):
         return self.backend.patch_backward(gy, self.input_shape[0], self.stride) if need_input_grad else None
 
-    def config(self):
-        return {
-            "type": self.type_name,
-            "patch_len": self.patch_len,
-            "stride": self.stride,
-            "padding": self.padding,
-        }
-
 
 @register_layer
 class TokenLinear(Layer):
@@ -351,9 +306,6 @@ class TokenLinear(Layer):
             self._x, self.params["w"], gy, self.grads["w"], self.grads.get("b"), need_input_grad
         )
 
-    def config(self):
-        return {"type": self.type_name, "units": self.units, "bias": self.bias}
-
 
 @register_layer
 class FeedForward(Layer):
@@ -365,7 +317,7 @@ class FeedForward(Layer):
         super().__init__()
         self.d_ff, self.activation, self.dropout, self.seed = d_ff, activation, dropout, seed
         self._act = Activation.of(activation)
-        self._drop1, self._drop2 = _Dropout(dropout, seed), _Dropout(dropout, seed + 1)
+        self._drop1, self._drop2 = DropoutMask(dropout, seed), DropoutMask(dropout, seed + 1)
 
     def build(self, input_shape):
         self.input_shape = self.output_shape = tuple(input_shape)
@@ -401,19 +353,10 @@ class FeedForward(Layer):
     def backward(self, gy, need_input_grad=True):
         be, p, g = self.backend, self.params, self.grads
         x, z, h, hd, m1, m2 = self._cache
-        gy = _Dropout.grad(be, gy, m2)
+        gy = DropoutMask.grad(be, gy, m2)
         ghd = be.linear_backward(hd, p["w2"], gy, g["w2"], g["b2"], True)
-        gz = be.activation_backward(z, h, _Dropout.grad(be, ghd, m1), self._act)
+        gz = be.activation_backward(z, h, DropoutMask.grad(be, ghd, m1), self._act)
         return be.linear_backward(x, p["w1"], gz, g["w1"], g["b1"], need_input_grad)
-
-    def config(self):
-        return {
-            "type": self.type_name,
-            "d_ff": self.d_ff,
-            "activation": self.activation,
-            "dropout": self.dropout,
-            "seed": self.seed,
-        }
 
 
 @register_layer
@@ -445,7 +388,7 @@ class TransformerEncoderLayer(Composite):
             "ffn": FeedForward(d_ff, activation, dropout, seed + 2),
             "norm2": LayerNorm(eps),
         }
-        self._drop = _Dropout(dropout, seed + 4)
+        self._drop = DropoutMask(dropout, seed + 4)
 
     def build(self, input_shape):
         for child in self.children.values():
@@ -464,17 +407,5 @@ class TransformerEncoderLayer(Composite):
         g1 = c["norm2"].backward(gy)  # reaches x1 directly and through the FFN
         g1 = be.add(g1, c["ffn"].backward(g1))
         g0 = c["norm1"].backward(g1)  # reaches x directly and through attention
-        ga = c["attn"].backward(_Dropout.grad(be, g0, self._mask), need_input_grad)
+        ga = c["attn"].backward(DropoutMask.grad(be, g0, self._mask), need_input_grad)
         return be.add(g0, ga) if need_input_grad else None
-
-    def config(self):
-        return {
-            "type": self.type_name,
-            "n_heads": self.n_heads,
-            "d_ff": self.d_ff,
-            "dropout": self.dropout,
-            "activation": self.activation,
-            "causal": self.causal,
-            "eps": self.eps,
-            "seed": self.seed,
-        }

@@ -1,10 +1,10 @@
 """Float64 reference of the extra primitive ops the attention layers and ATFNet need.
 
-``AttentionNumpyOps`` is a mixin for ``NumpyBackend``: it adds N-D linear maps, batched matrix products,
-softmax over the last axis (with an optional causal mask), layer normalisation, transposes, PatchTST patching
-and RevIN statistics. Every formula is written out directly from its textbook definition so that the OpenCL
-versions (``AttentionOpenCLOps``) have an independent reference to be tested against; the reference itself is
-checked by central finite differences in ``tests/test_nn/test_attention_ops.py``.
+``AttentionNumpyOps`` is the ``AttentionOps`` family of ``NumpyBackend``: N-D linear maps, batched matrix
+products, softmax over the last axis (with an optional causal mask), layer normalisation, transposes,
+PatchTST patching and RevIN statistics. Every formula is written out directly from its textbook definition
+so that the OpenCL versions (``AttentionOpenCLOps``) have an independent reference to be tested against;
+the reference itself is checked by central finite differences in ``tests/test_nn/test_attention_ops.py``.
 
 Conventions follow ``nn.backend``: batch-first shapes, descent-convention gradients, parameter gradients are
 written (overwritten) into caller-given ``out`` views, everything else returns a fresh array.
@@ -16,7 +16,7 @@ import numpy as np
 
 
 class AttentionNumpyOps:
-    """Mixin of attention/ATFNet primitives for the NumPy backend (float64)."""
+    """Attention/ATFNet primitives for the NumPy backend, float64 (its ``AttentionOps`` family)."""
 
     # --- linear maps over the last axis -----------------------------------------------------------
     def linear_forward(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:

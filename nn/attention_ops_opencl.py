@@ -1,7 +1,8 @@
 """OpenCL versions of the attention/ATFNet ops, tested against ``AttentionNumpyOps`` (the reference).
 
-``AttentionOpenCLOps`` is a mixin for ``OpenCLBackend``: it uses the backend's ``runtime``, ``kernels``,
-``empty`` and ``arg`` helpers. Kernels live in ``opencl/kernels/attention.cl`` and ``layernorm.cl``; every
+``AttentionOpenCLOps`` is the ``AttentionOps`` family of ``OpenCLBackend``, built on its shared
+``opencl.launch.Launcher``; its kernels and their work-groups are declared in ``KERNELS``.
+Kernels live in ``opencl/kernels/attention.cl`` and ``layernorm.cl``; every
 op is one or two launches on device-resident tensors (no host transfers). N-D linear maps reshape to 2-D
 and run through ``opencl.blas.gemm``; batched attention products use one strided kernel over all heads
 (one launch instead of one GEMM per head).
@@ -12,9 +13,9 @@ from __future__ import annotations
 import pyopencl as cl
 
 from opencl.blas import gemm
+from opencl.launch import KernelSpec, Launcher, kernel_specs
 
 _GROUP = 64  # work-group size of the 1-D launches (kernels guard the rounded-up tail)
-_LN_GROUP = 64  # items per row of the layer-norm kernels on GPUs
 _CPU_BMM_ITEMS = 64  # most items of bmm_strided_cpu (PoCL pays per work-group; each item a run of matrices)
 
 
@@ -26,39 +27,51 @@ def _c_strides(shape: tuple[int, ...]) -> list[int]:
     return strides[::-1]
 
 
+_LG = {"cpu": 1, "gpu": 64}  # items per row of the layer-norm kernels (LG in layernorm.cl)
+_ROWS = ((1,), (_LG["gpu"],))  # one work-group per row
+KERNELS: tuple[KernelSpec, ...] = (
+    *kernel_specs(
+        "attention.cl",
+        "bmm_strided softmax_rows_forward softmax_rows_backward permute6 permute6_rows axpby column_sum "
+        "atfnet_mix patch_forward patch_backward revin_stats row_affine revin_denorm_backward "
+        "revin_norm_backward channel_affine_forward channel_affine_backward_input "
+        "channel_affine_backward_params",
+        (_GROUP,),
+        (_GROUP,),
+    ),
+    KernelSpec("attention.cl", "bmm_strided_cpu", (1,), (1,)),
+    KernelSpec("layernorm.cl", "layernorm_forward", *_ROWS, per_group=True),
+    KernelSpec("layernorm.cl", "layernorm_backward_input", *_ROWS, per_group=True),
+    KernelSpec("layernorm.cl", "layernorm_backward_params", (_GROUP,), (_GROUP,)),
+)
+
+
 class AttentionOpenCLOps:
-    """Mixin of attention/ATFNet primitives for the OpenCL backend."""
+    """The ``AttentionOps`` family on the OpenCL backend's shared ``Launcher``."""
 
-    def _attn_kernel(self, filename: str, name: str) -> cl.Kernel:
-        return self.kernels(filename)[name]
+    def __init__(self, launcher: Launcher) -> None:
+        self.runtime = launcher.runtime
+        self.empty, self.arg = launcher.empty, launcher.arg
+        self._cpu = launcher.cpu
+        attention = tuple(k for k in KERNELS if k.file == "attention.cl")
+        layernorm = tuple(k for k in KERNELS if k.file == "layernorm.cl")
+        self._k = launcher.bind(attention) | launcher.bind(layernorm, LG=_LG[launcher.layout])
 
-    def _attn_launch(self, filename: str, name: str, n: int, *args) -> None:
-        """One work item per index in ``[0, n)`` (rounded up to the group size)."""
-        if n > 0:
-            size = -(-n // _GROUP) * _GROUP
-            self.runtime.launch(self._attn_kernel(filename, name), (size,), (_GROUP,), *args)
-
-    def _attn_chunks(self, rows: int) -> int:
+    def _chunks(self, rows: int) -> int:
         """Row slices of the column reductions: 1 on CPUs (one item per column is best there), up to 64 on
         GPUs so that a few hundred columns still fill the device."""
         return 1 if self._cpu else max(1, min(64, rows // 64))
 
-    def _attn_column_sum(self, g2, out) -> None:
+    def _column_sum(self, g2, out) -> None:
         """``out (cols,) = Σ_rows g2 (rows, cols)``, in two stages on GPUs."""
         rows, cols = g2.shape
-        chunks = self._attn_chunks(rows)
+        chunks = self._chunks(rows)
         if chunks == 1:
-            self._attn_launch(
-                "attention.cl", "column_sum", cols, *self.arg(g2), *self.arg(out), rows, cols, 1
-            )
+            self._k["column_sum"]((cols,), *self.arg(g2), *self.arg(out), rows, cols, 1)
             return
         part = self.empty((chunks, cols))
-        self._attn_launch(
-            "attention.cl", "column_sum", cols * chunks, *self.arg(g2), *self.arg(part), rows, cols, chunks
-        )
-        self._attn_launch(
-            "attention.cl", "column_sum", cols, *self.arg(part), *self.arg(out), chunks, cols, 1
-        )
+        self._k["column_sum"]((cols * chunks,), *self.arg(g2), *self.arg(part), rows, cols, chunks)
+        self._k["column_sum"]((cols,), *self.arg(part), *self.arg(out), chunks, cols, 1)
 
     # --- linear maps over the last axis -----------------------------------------------------------
     def linear_forward(self, x, w, b):
@@ -74,7 +87,7 @@ class AttentionOpenCLOps:
         g2, x2 = gy.reshape(rows, o), x.reshape(rows, i)
         gemm(self.runtime, g2, x2, gw_out, trans_a=True)  # (M, O)ᵀ·(M, I) -> (O, I)
         if gb_out is not None:
-            self._attn_column_sum(g2, gb_out)
+            self._column_sum(g2, gb_out)
         if not need_input_grad:
             return None
         gx = self.empty((rows, i))
@@ -96,10 +109,9 @@ class AttentionOpenCLOps:
             if g > 0:
                 per = -(-g // _CPU_BMM_ITEMS)
                 items = -(-g // per)
-                kernel = self._attn_kernel("attention.cl", "bmm_strided_cpu")
-                self.runtime.launch(kernel, (items,), (1,), *args, per)
+                self._k["bmm_strided_cpu"]((items,), *args, per)
             return c
-        self._attn_launch("attention.cl", "bmm_strided", g * m * n, *args)
+        self._k["bmm_strided"]((g * m * n,), *args)
         return c
 
     def softmax_last_forward(self, x, causal=False):
@@ -107,34 +119,23 @@ class AttentionOpenCLOps:
         rows = x.size // s
         q = x.shape[-2] if causal else 1
         y = self.empty(x.shape)
-        self._attn_launch(
-            "attention.cl", "softmax_rows_forward", rows, *self.arg(x), *self.arg(y), rows, s, q, int(causal)
-        )
+        self._k["softmax_rows_forward"]((rows,), *self.arg(x), *self.arg(y), rows, s, q, int(causal))
         return y
 
     def softmax_last_backward(self, y, gy):
         s = y.shape[-1]
         rows = y.size // s
         gx = self.empty(y.shape)
-        self._attn_launch(
-            "attention.cl", "softmax_rows_backward", rows, *self.arg(y), *self.arg(gy), *self.arg(gx), rows, s
-        )
+        self._k["softmax_rows_backward"]((rows,), *self.arg(y), *self.arg(gy), *self.arg(gx), rows, s)
         return gx
 
     # --- layer normalisation ----------------------------------------------------------------------
-    def _ln_launch(self, name: str, rows: int, *args) -> None:
-        """A ``layernorm.cl`` kernel with one work-group per row: 1 item on CPUs, ``_LN_GROUP`` on GPUs."""
-        if rows > 0:
-            lg = 1 if self._cpu else _LN_GROUP
-            self.runtime.launch(self.kernels("layernorm.cl", LG=lg)[name], (lg * rows,), (lg,), *args)
-
     def layernorm_forward(self, x, gamma, beta, eps):
         d = x.shape[-1]
         rows = x.size // d
         y, xhat, inv = self.empty(x.shape), self.empty(x.shape), self.empty(x.shape[:-1])
-        self._ln_launch(
-            "layernorm_forward",
-            rows,
+        self._k["layernorm_forward"](
+            (rows,),
             *self.arg(x),
             *self.arg(gamma),
             *self.arg(beta),
@@ -151,15 +152,12 @@ class AttentionOpenCLOps:
         d = gy.shape[-1]
         rows = gy.size // d
         gx = self.empty(gy.shape)
-        chunks = self._attn_chunks(rows)
+        chunks = self._chunks(rows)
         gg, gb = (
             (ggamma_out, gbeta_out) if chunks == 1 else (self.empty((chunks, d)), self.empty((chunks, d)))
         )
-        size = -(-d * chunks // _GROUP) * _GROUP
-        self.runtime.launch(
-            self.kernels("layernorm.cl", LG=1 if self._cpu else _LN_GROUP)["layernorm_backward_params"],
-            (size,),
-            (_GROUP,),
+        self._k["layernorm_backward_params"](
+            (d * chunks,),
             *self.arg(gy),
             *self.arg(xhat),
             *self.arg(gg),
@@ -169,11 +167,10 @@ class AttentionOpenCLOps:
             chunks,
         )
         if chunks > 1:
-            self._attn_column_sum(gg, ggamma_out)
-            self._attn_column_sum(gb, gbeta_out)
-        self._ln_launch(
-            "layernorm_backward_input",
-            rows,
+            self._column_sum(gg, ggamma_out)
+            self._column_sum(gb, gbeta_out)
+        self._k["layernorm_backward_input"](
+            (rows,),
             *self.arg(gy),
             *self.arg(xhat),
             *self.arg(inv_std),
@@ -195,21 +192,15 @@ class AttentionOpenCLOps:
         y = self.empty(out_shape)
         if x.size and axes[-1] == len(axes) - 1 and self._cpu:  # CPU: copy a whole row per item
             rows = x.size // dims[5]
-            self._attn_launch(
-                "attention.cl", "permute6_rows", rows, *self.arg(x), *self.arg(y), rows, *dims[1:], *steps[:5]
-            )
+            self._k["permute6_rows"]((rows,), *self.arg(x), *self.arg(y), rows, *dims[1:], *steps[:5])
         else:
-            self._attn_launch(
-                "attention.cl", "permute6", x.size, *self.arg(x), *self.arg(y), x.size, *dims[1:], *steps
-            )
+            self._k["permute6"]((x.size,), *self.arg(x), *self.arg(y), x.size, *dims[1:], *steps)
         return y
 
-    def _attn_axpby(self, a, b, period: int, alpha: float, beta: float):
+    def _axpby(self, a, b, period: int, alpha: float, beta: float):
         out = self.empty(a.shape)
-        self._attn_launch(
-            "attention.cl",
-            "axpby",
-            a.size,
+        self._k["axpby"](
+            (a.size,),
             *self.arg(a),
             *self.arg(b),
             *self.arg(out),
@@ -221,24 +212,22 @@ class AttentionOpenCLOps:
         return out
 
     def add(self, a, b):
-        return self._attn_axpby(a, b, a.size, 1.0, 1.0)
+        return self._axpby(a, b, a.size, 1.0, 1.0)
 
     def scale(self, x, alpha):
-        return self._attn_axpby(x, x, x.size, alpha, 0.0)
+        return self._axpby(x, x, x.size, alpha, 0.0)
 
     def add_broadcast(self, x, p):
-        return self._attn_axpby(x, p, p.size, 1.0, 1.0)
+        return self._axpby(x, p, p.size, 1.0, 1.0)
 
     def sum_batch(self, g, out):
-        self._attn_column_sum(g.reshape(g.shape[0], -1), out.reshape(-1))
+        self._column_sum(g.reshape(g.shape[0], -1), out.reshape(-1))
 
     def mix_forward(self, a, b, w):
         out = self.empty(a.shape)
         _, t, c = a.shape
-        self._attn_launch(
-            "attention.cl",
-            "atfnet_mix",
-            a.size,
+        self._k["atfnet_mix"](
+            (a.size,),
             *self.arg(a),
             *self.arg(b),
             *self.arg(w),
@@ -254,10 +243,8 @@ class AttentionOpenCLOps:
     def mix_backward(self, gy, w):
         ga, gb = self.empty(gy.shape), self.empty(gy.shape)
         _, t, c = gy.shape
-        self._attn_launch(
-            "attention.cl",
-            "atfnet_mix",
-            gy.size,
+        self._k["atfnet_mix"](
+            (gy.size,),
             *self.arg(gy),
             *self.arg(gy),
             *self.arg(w),
@@ -290,10 +277,8 @@ class AttentionOpenCLOps:
         rows, length = x.shape
         n_patches = (length + pad - patch_len) // stride + 1
         y = self.empty((rows, n_patches, patch_len))
-        self._attn_launch(
-            "attention.cl",
-            "patch_forward",
-            y.size,
+        self._k["patch_forward"](
+            (y.size,),
             *self.arg(x),
             *self.arg(y),
             y.size,
@@ -307,10 +292,8 @@ class AttentionOpenCLOps:
     def patch_backward(self, gy, length, stride):
         rows, n_patches, patch_len = gy.shape
         gx = self.empty((rows, length))
-        self._attn_launch(
-            "attention.cl",
-            "patch_backward",
-            gx.size,
+        self._k["patch_backward"](
+            (gx.size,),
             *self.arg(gy),
             *self.arg(gx),
             gx.size,
@@ -325,10 +308,8 @@ class AttentionOpenCLOps:
     def revin_stats(self, x, eps):
         rows, length = x.shape
         mean, std = self.empty((rows,)), self.empty((rows,))
-        self._attn_launch(
-            "attention.cl",
-            "revin_stats",
-            rows,
+        self._k["revin_stats"](
+            (rows,),
             *self.arg(x),
             *self.arg(mean),
             *self.arg(std),
@@ -338,12 +319,10 @@ class AttentionOpenCLOps:
         )
         return mean, std
 
-    def _attn_row_affine(self, x, shift, scale, mode: int):
+    def _row_affine(self, x, shift, scale, mode: int):
         y = self.empty(x.shape)
-        self._attn_launch(
-            "attention.cl",
-            "row_affine",
-            x.size,
+        self._k["row_affine"](
+            (x.size,),
             *self.arg(x),
             *self.arg(shift),
             *self.arg(scale),
@@ -355,18 +334,16 @@ class AttentionOpenCLOps:
         return y
 
     def revin_normalize(self, x, mean, std):
-        return self._attn_row_affine(x, mean, std, 0)
+        return self._row_affine(x, mean, std, 0)
 
     def revin_denormalize(self, y, mean, std):
-        return self._attn_row_affine(y, mean, std, 1)
+        return self._row_affine(y, mean, std, 1)
 
     def revin_denorm_backward(self, gy, h, std):
         rows, t = gy.shape
         gh, g_mean, g_std = self.empty(gy.shape), self.empty((rows,)), self.empty((rows,))
-        self._attn_launch(
-            "attention.cl",
-            "revin_denorm_backward",
-            rows,
+        self._k["revin_denorm_backward"](
+            (rows,),
             *self.arg(gy),
             *self.arg(h),
             *self.arg(std),
@@ -381,10 +358,8 @@ class AttentionOpenCLOps:
     def revin_norm_backward(self, gxn, xn, std, g_mean, g_std):
         rows, length = gxn.shape
         gx = self.empty(gxn.shape)
-        self._attn_launch(
-            "attention.cl",
-            "revin_norm_backward",
-            rows,
+        self._k["revin_norm_backward"](
+            (rows,),
             *self.arg(gxn),
             *self.arg(xn),
             *self.arg(std),
@@ -399,10 +374,8 @@ class AttentionOpenCLOps:
     def channel_affine_forward(self, x, gamma, beta, inverse):
         _, c, length = x.shape
         y = self.empty(x.shape)
-        self._attn_launch(
-            "attention.cl",
-            "channel_affine_forward",
-            x.size,
+        self._k["channel_affine_forward"](
+            (x.size,),
             *self.arg(x),
             *self.arg(gamma),
             *self.arg(beta),
@@ -416,10 +389,8 @@ class AttentionOpenCLOps:
 
     def channel_affine_backward(self, gy, x, y, gamma, inverse, ggamma_out, gbeta_out):
         b, c, length = gy.shape
-        self._attn_launch(
-            "attention.cl",
-            "channel_affine_backward_params",
-            c,
+        self._k["channel_affine_backward_params"](
+            (c,),
             *self.arg(gy),
             *self.arg(x),
             *self.arg(y),
@@ -432,10 +403,8 @@ class AttentionOpenCLOps:
             int(inverse),
         )
         gx = self.empty(gy.shape)
-        self._attn_launch(
-            "attention.cl",
-            "channel_affine_backward_input",
-            gy.size,
+        self._k["channel_affine_backward_input"](
+            (gy.size,),
             *self.arg(gy),
             *self.arg(gamma),
             *self.arg(gx),

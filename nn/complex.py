@@ -22,12 +22,13 @@ Layers (type names for ``from_config`` in brackets):
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from nn.backend import Backend, Tensor
+from nn.attention import Composite
+from nn.backend import Tensor
 from nn.complex_ops_numpy import COMPLEX_ACTIVATIONS, SCORE_MODES
 from nn.layer import Layer, ParamSpec
-from nn.layers import Dropout, register_layer
+from nn.layers import Dropout, DropoutMask, register_layer
 
 
 def _complex_input(layer: str, input_shape: tuple[int, ...], min_rank: int = 2) -> None:
@@ -82,9 +83,6 @@ class ComplexDense(Layer):
         )
         return None if gx is None else gx.reshape(gy.shape[0], *self.input_shape)
 
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name, "units": self.units, "use_bias": self.use_bias, "init": self.init}
-
 
 @register_layer
 class ComplexActivation(Layer):
@@ -120,9 +118,6 @@ class ComplexActivation(Layer):
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
         return self.backend.complex_activation_backward(self._x, self._y, gy, self.kind, self.alpha)
 
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name, "kind": self.kind, "alpha": self.alpha}
-
 
 @register_layer
 class ComplexDropout(Dropout):
@@ -143,14 +138,8 @@ class ComplexDropout(Dropout):
         return super().build(input_shape)
 
     def forward(self, x: Tensor, training: bool) -> Tensor:
-        if not training or self.rate == 0.0:
-            self._mask = None
-            return x
-        self.counter += 1
-        self._mask = self.backend.complex_dropout_mask(
-            tuple(x.shape[:-1]), self.rate, self.seed or 0, self.counter
-        )
-        return self.backend.complex_scale(x, self._mask)
+        self._mask = self.draw(self.backend, x.shape[:-1], training, complex_values=True)
+        return x if self._mask is None else self.backend.complex_scale(x, self._mask)
 
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
         if not need_input_grad:
@@ -208,28 +197,6 @@ class ComplexLayerNorm(Layer):
         )
         return gx.reshape(gy.shape)
 
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name, "eps": self.eps}
-
-
-class AttentionDropout:
-    """Inverted dropout on attention weights ``(B, H, N, N)``: one counter-based mask per training pass.
-
-    The mask is handed to the attention ops, which apply it after the score softmax; both backends draw the
-    same bits from ``uniform01(seed, counter, index)``.
-    """
-
-    def __init__(self, rate: float, seed: int) -> None:
-        if not 0.0 <= rate < 1.0:
-            raise ValueError(f"attention dropout rate must be in [0, 1), got {rate}")
-        self.rate, self.seed, self.counter = rate, seed, 0
-
-    def mask(self, backend: Backend, shape: tuple[int, ...], training: bool) -> Tensor | None:
-        if not training or self.rate == 0.0:
-            return None
-        self.counter += 1
-        return backend.complex_dropout_mask(shape, self.rate, self.seed, self.counter)
-
 
 @register_layer
 class ComplexMultiHeadAttention(Layer):
@@ -258,7 +225,7 @@ class ComplexMultiHeadAttention(Layer):
         seed: int = 0,
     ) -> None:
         super().__init__()
-        self._drop = AttentionDropout(dropout, seed)
+        self._drop = DropoutMask(dropout, seed, "attention dropout")
         self.dropout, self.seed = dropout, seed
         if score not in SCORE_MODES:
             raise ValueError(
@@ -301,7 +268,7 @@ class ComplexMultiHeadAttention(Layer):
         qkv = be.complex_dense_forward(xf, self.params["w_qkv"], self.params["b_qkv"]).reshape(
             bsz, n, 3 * d, 2
         )
-        mask = self._drop.mask(be, (bsz, self.heads, n, n), training)
+        mask = self._drop.draw(be, (bsz, self.heads, n, n), training, complex_values=True)
         att, s, p = be.complex_attention_forward(qkv, self.heads, self.score, self.causal, mask)
         att = att.reshape(bsz * n, d, 2)  # (B·N, d, 2): heads concatenated
         self._cache = (xf, qkv, s, p, att, mask)
@@ -332,19 +299,9 @@ class ComplexMultiHeadAttention(Layer):
         )
         return None if gx is None else gx.reshape(gy.shape)
 
-    def config(self) -> dict[str, Any]:
-        return {
-            "type": self.type_name,
-            "heads": self.heads,
-            "score": self.score,
-            "causal": self.causal,
-            "dropout": self.dropout,
-            "seed": self.seed,
-        }
-
 
 @register_layer
-class ComplexEncoderLayer(Layer):
+class ComplexEncoderLayer(Composite):
     """One complex transformer encoder layer (post-norm), as in the official ATFNet ``ComplexEncoderLayer``:
 
     ``h = LN1(x + drop(MHA(x)))``; ``y = LN2(h + drop(W2·drop(splitReLU(W1·h))))``, W1: d -> d_ff,
@@ -373,104 +330,49 @@ class ComplexEncoderLayer(Layer):
             raise ValueError(f"complex_encoder_layer: d_ff must be >= 1, got {d_ff}")
         self.heads, self.d_ff, self.dropout, self.score = heads, d_ff, dropout, score
         self.causal, self.eps, self.seed, self.attn_dropout = causal, eps, seed, attn_dropout
-        self.attn: Layer = ComplexMultiHeadAttention(heads, score, causal, self._attn_rate, seed + 3)
-        self.drop1 = ComplexDropout(dropout, seed)
-        self.norm1 = ComplexLayerNorm(eps)
-        self.ff1 = ComplexDense(d_ff)
-        self.act = ComplexActivation("relu")
-        self.drop2 = ComplexDropout(dropout, seed + 1)
-        self.ff2 = ComplexDense(1)  # placeholder until build knows d_model
-        self.drop3 = ComplexDropout(dropout, seed + 2)
-        self.norm2 = ComplexLayerNorm(eps)
+        # The chain in forward order; parameters are named after the parametrised children.
+        self.children = {
+            "attn": self._attention(),
+            "drop1": ComplexDropout(dropout, seed),
+            "norm1": ComplexLayerNorm(eps),
+            "ff1": ComplexDense(d_ff),
+            "act": ComplexActivation("relu"),
+            "drop2": ComplexDropout(dropout, seed + 1),
+            "ff2": ComplexDense(1),  # placeholder until build knows d_model
+            "drop3": ComplexDropout(dropout, seed + 2),
+            "norm2": ComplexLayerNorm(eps),
+        }
 
-    _PARAMETRISED: ClassVar[tuple[str, ...]] = ("attn", "norm1", "ff1", "ff2", "norm2")
+    def _attention(self) -> Layer:
+        """The token-mixing attention (subclasses substitute theirs); dropout seed ``seed + 3``."""
+        return ComplexMultiHeadAttention(self.heads, self.score, self.causal, self._attn_rate, self.seed + 3)
 
     @property
     def _attn_rate(self) -> float:
         return self.dropout if self.attn_dropout is None else self.attn_dropout
 
-    @property
-    def counter(self) -> int:
-        """The dropout counter (the inner dropouts advance together); saved in model files."""
-        return max(self.drop1.counter, self.attn.counter)
-
-    @counter.setter
-    def counter(self, value: int) -> None:
-        for part in (self.drop1, self.drop2, self.drop3, self.attn):
-            part.counter = value
-
-    def _chain(self) -> list[Layer]:
-        return [
-            self.attn,
-            self.drop1,
-            self.norm1,
-            self.ff1,
-            self.act,
-            self.drop2,
-            self.ff2,
-            self.drop3,
-            self.norm2,
-        ]
-
     def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
         self.input_shape = self.output_shape = tuple(input_shape)
-        self.attn.build(input_shape)  # validates (tokens, d_model, 2)
-        self.ff2 = ComplexDense(input_shape[1])
-        self.drop1.build(input_shape)
-        self.norm1.build(input_shape)
-        hidden = self.ff1.build(input_shape)
-        self.act.build(hidden)
-        self.drop2.build(hidden)
-        self.ff2.build(hidden)
-        self.drop3.build(input_shape)
-        self.norm2.build(input_shape)
+        self.children["attn"].build(input_shape)  # validates (tokens, d_model, 2)
+        self.children["ff2"] = ComplexDense(input_shape[1])
+        shape = tuple(input_shape)
+        for name, child in self.children.items():
+            shape = child.build(shape) if name != "attn" else shape
         return self.output_shape
 
-    def param_specs(self) -> list[ParamSpec]:
-        return [
-            ParamSpec(f"{name}.{s.name}", s.shape, s.init, s.fan_in, s.fan_out)
-            for name in self._PARAMETRISED
-            for s in getattr(self, name).param_specs()
-        ]
-
-    def bind(self, backend: Backend, params: dict, grads: dict, state: dict) -> None:
-        super().bind(backend, params, grads, state)
-        for layer in self._chain():
-            name = next((n for n in self._PARAMETRISED if getattr(self, n) is layer), None)
-            if name is None:  # dropout and activation: no parameters
-                layer.bind(backend, {}, {}, {})
-                continue
-            cut = len(name) + 1  # strip "name."
-            sub_p = {k[cut:]: v for k, v in params.items() if k.startswith(f"{name}.")}
-            sub_g = {k[cut:]: v for k, v in grads.items() if k.startswith(f"{name}.")}
-            layer.bind(backend, sub_p, sub_g, {})
-
     def forward(self, x: Tensor, training: bool) -> Tensor:
-        be = self.backend
-        a = self.drop1.forward(self.attn.forward(x, training), training)
-        h = self.norm1.forward(be.complex_add(x, a), training)
-        f = self.drop2.forward(self.act.forward(self.ff1.forward(h, training), training), training)
-        f = self.drop3.forward(self.ff2.forward(f, training), training)
-        return self.norm2.forward(be.complex_add(h, f), training)
+        be, c = self.backend, self.children
+        a = c["drop1"].forward(c["attn"].forward(x, training), training)
+        h = c["norm1"].forward(be.complex_add(x, a), training)
+        f = c["drop2"].forward(c["act"].forward(c["ff1"].forward(h, training), training), training)
+        f = c["drop3"].forward(c["ff2"].forward(f, training), training)
+        return c["norm2"].forward(be.complex_add(h, f), training)
 
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
-        be = self.backend
-        gsum = self.norm2.backward(gy)  # reaches h directly and through the FFN
-        gf = self.ff2.backward(self.drop3.backward(gsum))
-        gf = self.ff1.backward(self.act.backward(self.drop2.backward(gf)))
-        gh = self.norm1.backward(be.complex_add(gsum, gf))
-        ga = self.attn.backward(self.drop1.backward(gh), need_input_grad)
+        be, c = self.backend, self.children
+        gsum = c["norm2"].backward(gy)  # reaches h directly and through the FFN
+        gf = c["ff2"].backward(c["drop3"].backward(gsum))
+        gf = c["ff1"].backward(c["act"].backward(c["drop2"].backward(gf)))
+        gh = c["norm1"].backward(be.complex_add(gsum, gf))
+        ga = c["attn"].backward(c["drop1"].backward(gh), need_input_grad)
         return be.complex_add(gh, ga) if need_input_grad else None
-
-    def config(self) -> dict[str, Any]:
-        return {
-            "type": self.type_name,
-            "heads": self.heads,
-            "d_ff": self.d_ff,
-            "dropout": self.dropout,
-            "score": self.score,
-            "causal": self.causal,
-            "eps": self.eps,
-            "seed": self.seed,
-            "attn_dropout": self.attn_dropout,
-        }

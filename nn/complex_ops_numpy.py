@@ -1,4 +1,4 @@
-"""Float64 reference of the complex-valued and spectral ops (a mixin for ``NumpyBackend``).
+"""Float64 reference of the complex-valued and spectral ops (families of ``NumpyBackend``).
 
 Representation: a complex tensor of logical shape ``S`` is a real array of shape ``(*S, 2)`` holding
 (Re, Im) pairs — exactly the ``float2`` layout of the OpenCL kernels — so complex parameters live in the
@@ -36,7 +36,7 @@ def _r(z: np.ndarray) -> np.ndarray:
 
 
 class ComplexNumpyOps:
-    """Complex layer and spectral primitives, NumPy float64. Mixed into ``NumpyBackend`` by the lead."""
+    """Complex layer and spectral primitives, NumPy float64: ``ComplexOps`` and ``SpectralOps``."""
 
     # --- complex dense -----------------------------------------------------------------------------
     def complex_dense_forward(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:

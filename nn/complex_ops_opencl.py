@@ -1,4 +1,4 @@
-"""OpenCL versions of the complex-valued and spectral ops (a mixin for ``OpenCLBackend``).
+"""OpenCL versions of the complex-valued and spectral ops (two op families of ``OpenCLBackend``).
 
 Same names, shapes and maths as ``nn.complex_ops_numpy`` (the float64 reference they are tested against).
 Kernels live in ``opencl/kernels/complex.cl``, ``complex_attention.cl`` and ``spectral.cl``; complex
@@ -19,26 +19,45 @@ import pyopencl.array as cla
 
 from nn.complex_ops_numpy import COMPLEX_ACTIVATIONS, SCORE_MODES
 from opencl import blas, memory
+from opencl.launch import KernelSpec, Launcher, kernel_specs
 
-# Kernels whose items each loop over a whole row (softmax rows, spectra).
-_ROW_KERNELS = frozenset(
-    {
-        "complex_attention_scores",
-        "complex_attention_grad_scores",
-        "spectrum_norm_forward",
-        "spectrum_norm_backward",
-        "spectrum_denorm_backward",
-        "harmonic_weight_cpu",
-        "complex_attention_scores_cpu",
-        "complex_attention_grad_scores_cpu",
-    }
+_LG = {"cpu": 1, "gpu": 64}  # items per row of the one-group-per-row kernels (LG in the kernels)
+# Work-groups are FIXED per kernel, along the first axis: PoCL compiles a specialisation per distinct local
+# size, and letting the driver choose per global size recompiled on every new shape (cold test runs took
+# several times longer). Kernels that loop over a whole row per item use one item per group on CPUs (PoCL
+# runs groups on its threads) and 32 on GPUs; elementwise kernels 256 / 128 items; the one-group-per-row
+# kernels LG items per row.
+_ROW, _ELEMENT, _GROUP_ROW = ((1,), (32,)), ((256,), (128,)), ((_LG["cpu"],), (_LG["gpu"],))
+KERNELS: tuple[KernelSpec, ...] = (
+    *kernel_specs(
+        "complex.cl",
+        "complex_expand_weight complex_fold_weight_grad complex_column_partial_sum "
+        "complex_column_partial_conj_product complex_sum_chunks complex_activation_forward "
+        "complex_activation_backward complex_dropout_mask complex_scale complex_add",
+        *_ELEMENT,
+    ),
+    *kernel_specs(
+        "complex.cl",
+        "complex_layernorm_forward complex_layernorm_backward_input",
+        *_GROUP_ROW,
+        per_group=True,
+    ),
+    *kernel_specs(
+        "complex_attention.cl",
+        "complex_attention_scores complex_attention_grad_scores "
+        "complex_attention_scores_cpu complex_attention_grad_scores_cpu",
+        *_ROW,
+    ),
+    *kernel_specs("complex_attention.cl", "complex_attention_output complex_attention_grad_q", *_ELEMENT),
+    *kernel_specs("complex_attention.cl", "complex_attention_grad_kv", *_GROUP_ROW, per_group=True),
+    *kernel_specs(
+        "spectral.cl",
+        "spectrum_norm_forward spectrum_norm_backward spectrum_denorm_backward harmonic_weight_cpu",
+        *_ROW,
+    ),
+    *kernel_specs("spectral.cl", "spectrum_denorm_forward", *_ELEMENT),
+    *kernel_specs("spectral.cl", "harmonic_weight", *_GROUP_ROW, per_group=True),
 )
-# Kernels that run one work-group of LG items per row: gsize = (rows, ...) becomes (LG·rows, ...).
-_GROUP_ROW_KERNELS = frozenset(
-    {"complex_layernorm_forward", "complex_layernorm_backward_input", "complex_attention_grad_kv",
-     "harmonic_weight"}
-)
-_GPU_LG = 64  # items per row of the layer-norm kernels on GPUs
 _GPU_CHUNK = 64  # rows per partial column sum on GPUs
 _HW_ROWS = 4  # rows per item of harmonic_weight_cpu (HW_ROWS in spectral.cl)
 _CPU_ATT_ITEMS = 64  # most items of the CPU attention-score kernels (each a run of whole score matrices)
@@ -49,53 +68,33 @@ def _arg(a: cla.Array) -> tuple:
 
 
 class ComplexOpenCLOps:
-    """Complex layer and spectral primitives on the device. Mixed into ``OpenCLBackend`` by the lead.
+    """The ``ComplexOps`` and ``SpectralOps`` families on the OpenCL backend's shared ``Launcher``."""
 
-    Uses the backend's extension helpers: ``self.runtime``, ``self.kernels(file)``, ``self.empty(shape)``.
-    Its own helpers are prefixed ``_cx_`` so that they cannot collide with other mixins in the MRO.
-    """
+    def __init__(self, launcher: Launcher) -> None:
+        self.runtime = launcher.runtime
+        self.empty = launcher.empty
+        self._cpu = launcher.cpu
+        self._k = launcher.bind(KERNELS, LG=_LG[launcher.layout])
+        self._twiddle_cache: dict[int, cla.Array] = {}
 
-    def _cx_run(self, filename: str, name: str, gsize: tuple[int, ...], *args) -> None:
-        """Launch kernel ``name`` of ``filename`` over ``gsize``; every kernel guards its first axis.
-
-        Work-groups have a FIXED size per kernel, along the first axis (rounded up to it): PoCL compiles a
-        specialisation per distinct local size, and letting the driver choose per global size recompiled
-        on every new shape (measured: a cold test run took 67 s instead of 19 s). Kernels that loop over a
-        whole row per item (``_ROW_KERNELS``) use one item per group on CPUs (PoCL runs groups on its
-        threads) and 32 on GPUs; elementwise kernels use 256 / 128 items.
-        """
-        if min(gsize) <= 0:
-            return
-        cpu = self._cpu
-        lg = 1 if cpu else _GPU_LG
-        kernel = getattr(self.kernels(filename, LG=lg), name)
-        if name in _GROUP_ROW_KERNELS:
-            self.runtime.launch(kernel, (lg * gsize[0], *gsize[1:]), (lg,) + (1,) * (len(gsize) - 1), *args)
-            return
-        group = (1 if cpu else 32) if name in _ROW_KERNELS else (256 if cpu else 128)
-        rounded = (-(-gsize[0] // group) * group, *gsize[1:])
-        self.runtime.launch(kernel, rounded, (group,) + (1,) * (len(gsize) - 1), *args)
-
-    def _cx_chunks(self, m: int) -> tuple[int, int]:
+    def _chunks(self, m: int) -> tuple[int, int]:
         """(rows per chunk, chunks) of a two-stage column sum over ``m`` rows: one chunk on CPUs."""
         rows = m if self._cpu else _GPU_CHUNK
         return rows, -(-m // rows)
 
-    def _cx_column_sum(self, g: cla.Array, out: cla.Array) -> None:
+    def _column_sum(self, g: cla.Array, out: cla.Array) -> None:
         """``out (C,) = Σ_m g (M, C)`` (real columns), written into the caller's view ``out``."""
         m, c = g.shape
-        rows, chunks = self._cx_chunks(m)
+        rows, chunks = self._chunks(m)
         part = self.empty((chunks, c))
-        self._cx_run(
-            "complex.cl", "complex_column_partial_sum", (c, chunks), *_arg(g), *_arg(part), m, c, rows
-        )
-        self._cx_run("complex.cl", "complex_sum_chunks", (c,), *_arg(part), *_arg(out), chunks, c)
+        self._k["complex_column_partial_sum"]((c, chunks), *_arg(g), *_arg(part), m, c, rows)
+        self._k["complex_sum_chunks"]((c,), *_arg(part), *_arg(out), chunks, c)
 
     # --- complex dense -----------------------------------------------------------------------------
-    def _cx_block_weight(self, w: cla.Array) -> cla.Array:
+    def _block_weight(self, w: cla.Array) -> cla.Array:
         o, i = w.shape[0], w.shape[1]
         wr = self.empty((2 * o, 2 * i))
-        self._cx_run("complex.cl", "complex_expand_weight", (i, o), *_arg(w), *_arg(wr), o, i)
+        self._k["complex_expand_weight"]((i, o), *_arg(w), *_arg(wr), o, i)
         return wr
 
     def complex_dense_forward(self, x: cla.Array, w: cla.Array, b: cla.Array | None) -> cla.Array:
@@ -106,7 +105,7 @@ class ComplexOpenCLOps:
         blas.gemm(
             self.runtime,
             x.reshape(m, 2 * n_in),
-            self._cx_block_weight(w),
+            self._block_weight(w),
             y.reshape(m, 2 * n_out),
             trans_b=True,
             bias=bias,
@@ -126,20 +125,18 @@ class ComplexOpenCLOps:
         g2 = gy.reshape(m, 2 * n_out)  # (M, 2O) real
         gwr = self.empty((2 * n_out, 2 * n_in))
         blas.gemm(self.runtime, g2, x.reshape(m, 2 * n_in), gwr, trans_a=True)
-        self._cx_run(
-            "complex.cl", "complex_fold_weight_grad", (n_in, n_out), *_arg(gwr), *_arg(gw_out), n_out, n_in
-        )
+        self._k["complex_fold_weight_grad"]((n_in, n_out), *_arg(gwr), *_arg(gw_out), n_out, n_in)
         if gb_out is not None:
-            self._cx_column_sum(g2, gb_out.reshape(2 * n_out))
+            self._column_sum(g2, gb_out.reshape(2 * n_out))
         if not need_input_grad:
             return None
         gx = self.empty((m, n_in, 2))
-        blas.gemm(self.runtime, g2, self._cx_block_weight(w), gx.reshape(m, 2 * n_in))
+        blas.gemm(self.runtime, g2, self._block_weight(w), gx.reshape(m, 2 * n_in))
         return gx
 
     # --- elementwise ---------------------------------------------------------------------------------
     @staticmethod
-    def _cx_act_code(kind: str) -> int:
+    def _act_code(kind: str) -> int:
         if kind not in COMPLEX_ACTIVATIONS:
             raise ValueError(
                 f"unknown complex activation {kind!r}: expected one of {', '.join(COMPLEX_ACTIVATIONS)}"
@@ -149,14 +146,12 @@ class ComplexOpenCLOps:
     def complex_activation_forward(self, x: cla.Array, kind: str, alpha: float = 0.01) -> cla.Array:
         y = self.empty(x.shape)
         n = x.size // 2
-        self._cx_run(
-            "complex.cl",
-            "complex_activation_forward",
+        self._k["complex_activation_forward"](
             (n,),
             *_arg(x),
             *_arg(y),
             n,
-            self._cx_act_code(kind),
+            self._act_code(kind),
             alpha,
         )
         return y
@@ -166,32 +161,28 @@ class ComplexOpenCLOps:
     ) -> cla.Array:
         gx = self.empty(x.shape)
         n = x.size // 2
-        self._cx_run(
-            "complex.cl",
-            "complex_activation_backward",
+        self._k["complex_activation_backward"](
             (n,),
             *_arg(x),
             *_arg(y),
             *_arg(gy),
             *_arg(gx),
             n,
-            self._cx_act_code(kind),
+            self._act_code(kind),
             alpha,
         )
         return gx
 
     def complex_add(self, a: cla.Array, b: cla.Array) -> cla.Array:
         y = self.empty(a.shape)
-        self._cx_run("complex.cl", "complex_add", (a.size,), *_arg(a), *_arg(b), *_arg(y), a.size)
+        self._k["complex_add"]((a.size,), *_arg(a), *_arg(b), *_arg(y), a.size)
         return y
 
     def complex_dropout_mask(self, shape: tuple[int, ...], rate: float, seed: int, counter: int) -> cla.Array:
         """Same bits as the reference: dropped when ``uniform01(seed, counter, k) < rate``."""
         mask = self.empty(tuple(shape))
         threshold = math.ceil(rate * (1 << 24))
-        self._cx_run(
-            "complex.cl",
-            "complex_dropout_mask",
+        self._k["complex_dropout_mask"](
             (mask.size,),
             *_arg(mask),
             mask.size,
@@ -204,7 +195,7 @@ class ComplexOpenCLOps:
 
     def complex_scale(self, x: cla.Array, s: cla.Array) -> cla.Array:
         y = self.empty(x.shape)
-        self._cx_run("complex.cl", "complex_scale", (s.size,), *_arg(x), *_arg(s), *_arg(y), s.size)
+        self._k["complex_scale"]((s.size,), *_arg(x), *_arg(s), *_arg(y), s.size)
         return y
 
     # --- complex layer normalization ----------------------------------------------------------------
@@ -213,9 +204,7 @@ class ComplexOpenCLOps:
     ) -> tuple[cla.Array, cla.Array, cla.Array]:
         m, d = x.shape[0], x.shape[1]
         y, xhat, inv_std = self.empty(x.shape), self.empty(x.shape), self.empty((m,))
-        self._cx_run(
-            "complex.cl",
-            "complex_layernorm_forward",
+        self._k["complex_layernorm_forward"](
             (m,),
             *_arg(x),
             *_arg(w),
@@ -239,12 +228,10 @@ class ComplexOpenCLOps:
         gb_out: cla.Array,
     ) -> cla.Array:
         m, d = gy.shape[0], gy.shape[1]
-        self._cx_column_sum(gy.reshape(m, 2 * d), gb_out.reshape(2 * d))
-        rows, chunks = self._cx_chunks(m)
+        self._column_sum(gy.reshape(m, 2 * d), gb_out.reshape(2 * d))
+        rows, chunks = self._chunks(m)
         part = self.empty((chunks, d, 2))
-        self._cx_run(
-            "complex.cl",
-            "complex_column_partial_conj_product",
+        self._k["complex_column_partial_conj_product"](
             (d, chunks),
             *_arg(gy),
             *_arg(xhat),
@@ -253,11 +240,9 @@ class ComplexOpenCLOps:
             d,
             rows,
         )
-        self._cx_run("complex.cl", "complex_sum_chunks", (2 * d,), *_arg(part), *_arg(gw_out), chunks, 2 * d)
+        self._k["complex_sum_chunks"]((2 * d,), *_arg(part), *_arg(gw_out), chunks, 2 * d)
         gx = self.empty(gy.shape)
-        self._cx_run(
-            "complex.cl",
-            "complex_layernorm_backward_input",
+        self._k["complex_layernorm_backward_input"](
             (m,),
             *_arg(gy),
             *_arg(xhat),
@@ -271,13 +256,13 @@ class ComplexOpenCLOps:
 
     # --- complex multi-head attention core ----------------------------------------------------------
     @staticmethod
-    def _cx_mode(mode: str) -> int:
+    def _mode(mode: str) -> int:
         if mode not in SCORE_MODES:
             raise ValueError(f"unknown score mode {mode!r}: expected one of {', '.join(SCORE_MODES)}")
         return SCORE_MODES.index(mode)
 
     @staticmethod
-    def _cx_matrix_runs(count: int) -> tuple[int, int]:
+    def _matrix_runs(count: int) -> tuple[int, int]:
         """(items, matrices per item) of the CPU attention-score kernels over ``count`` (b, h) matrices: at
         most ``_CPU_ATT_ITEMS`` items (PoCL pays a cost per work-group; a matrix is little work)."""
         per = -(-count // _CPU_ATT_ITEMS)
@@ -292,12 +277,10 @@ class ComplexOpenCLOps:
         e_dim = width // (3 * heads)
         s, p = self.empty((bsz, heads, n, n, 2)), self.empty((bsz, heads, n, n, 2))
         out = self.empty((bsz, n, heads * e_dim, 2))
-        f, dims = "complex_attention.cl", (n, heads, e_dim)
+        dims = (n, heads, e_dim)
         if self._cpu:
-            items, per = self._cx_matrix_runs(bsz * heads)
-            self._cx_run(
-                f,
-                "complex_attention_scores_cpu",
+            items, per = self._matrix_runs(bsz * heads)
+            self._k["complex_attention_scores_cpu"](
                 (items,),
                 *_arg(qkv),
                 *_arg(s),
@@ -305,25 +288,21 @@ class ComplexOpenCLOps:
                 *dims,
                 bsz,
                 per,
-                self._cx_mode(mode),
+                self._mode(mode),
                 int(causal),
             )
         else:
-            self._cx_run(
-                f,
-                "complex_attention_scores",
+            self._k["complex_attention_scores"](
                 (n, heads, bsz),
                 *_arg(qkv),
                 *_arg(s),
                 *_arg(p),
                 *dims,
-                self._cx_mode(mode),
+                self._mode(mode),
                 int(causal),
             )
         pm = p if mask is None else self.complex_scale(p, mask)
-        self._cx_run(
-            f, "complex_attention_output", (n, heads * e_dim, bsz), *_arg(qkv), *_arg(pm), *_arg(out), *dims
-        )
+        self._k["complex_attention_output"]((n, heads * e_dim, bsz), *_arg(qkv), *_arg(pm), *_arg(out), *dims)
         return out, s, p
 
     def complex_attention_backward(
@@ -341,20 +320,18 @@ class ComplexOpenCLOps:
         e_dim = width // (3 * heads)
         gs = self.empty(s.shape)
         gqkv = self.empty(qkv.shape)
-        f, dims = "complex_attention.cl", (n, heads, e_dim)
+        dims = (n, heads, e_dim)
         args = (*_arg(qkv), *_arg(s), *_arg(p), *_arg(gout), *_arg(p if mask is None else mask), *_arg(gs))
-        flags = (self._cx_mode(mode), int(causal), int(mask is not None))  # the mask is read only with one
+        flags = (self._mode(mode), int(causal), int(mask is not None))  # the mask is read only with one
         if self._cpu:
-            items, per = self._cx_matrix_runs(bsz * heads)
-            self._cx_run(f, "complex_attention_grad_scores_cpu", (items,), *args, *dims, bsz, per, *flags)
+            items, per = self._matrix_runs(bsz * heads)
+            self._k["complex_attention_grad_scores_cpu"]((items,), *args, *dims, bsz, per, *flags)
         else:
-            self._cx_run(f, "complex_attention_grad_scores", (n, heads, bsz), *args, *dims, *flags)
-        self._cx_run(
-            f, "complex_attention_grad_q", (n, heads * e_dim, bsz), *_arg(qkv), *_arg(gs), *_arg(gqkv), *dims
+            self._k["complex_attention_grad_scores"]((n, heads, bsz), *args, *dims, *flags)
+        self._k["complex_attention_grad_q"](
+            (n, heads * e_dim, bsz), *_arg(qkv), *_arg(gs), *_arg(gqkv), *dims
         )
-        self._cx_run(
-            f,
-            "complex_attention_grad_kv",
+        self._k["complex_attention_grad_kv"](
             (n, heads * e_dim, bsz),
             *_arg(qkv),
             *_arg(p if mask is None else self.complex_scale(p, mask)),
@@ -383,9 +360,7 @@ class ComplexOpenCLOps:
     ) -> tuple[cla.Array, cla.Array, cla.Array]:
         m, f = x.shape[0], x.shape[1]
         y, mean, std = self.empty(x.shape), self.empty((m, 2)), self.empty((m,))
-        self._cx_run(
-            "spectral.cl",
-            "spectrum_norm_forward",
+        self._k["spectrum_norm_forward"](
             (m,),
             *_arg(x),
             *_arg(y),
@@ -411,9 +386,7 @@ class ComplexOpenCLOps:
         m, f = x.shape[0], x.shape[1]
         gx = self.empty(x.shape)
         has_stats = g_mean is not None and g_std is not None
-        self._cx_run(
-            "spectral.cl",
-            "spectrum_norm_backward",
+        self._k["spectrum_norm_backward"](
             (m,),
             *_arg(x),
             *_arg(y),
@@ -432,9 +405,7 @@ class ComplexOpenCLOps:
     def spectrum_denorm_forward(self, y: cla.Array, mean: cla.Array, std: cla.Array) -> cla.Array:
         m, f = y.shape[0], y.shape[1]
         out = self.empty(y.shape)
-        self._cx_run(
-            "spectral.cl",
-            "spectrum_denorm_forward",
+        self._k["spectrum_denorm_forward"](
             (f, m),
             *_arg(y),
             *_arg(mean),
@@ -450,9 +421,7 @@ class ComplexOpenCLOps:
     ) -> tuple[cla.Array, cla.Array, cla.Array]:
         m, f = gy.shape[0], gy.shape[1]
         gx, g_mean, g_std = self.empty(gy.shape), self.empty((m, 2)), self.empty((m,))
-        self._cx_run(
-            "spectral.cl",
-            "spectrum_denorm_backward",
+        self._k["spectrum_denorm_backward"](
             (m,),
             *_arg(gy),
             *_arg(y),
@@ -470,20 +439,20 @@ class ComplexOpenCLOps:
         m, length = x.shape
         w = self.empty((m,))
         if self._cpu:  # 4 rows per item, 8 bins per vector, angles from a float64 twiddle table
-            tw = self._cx_twiddles(length)
+            tw = self._twiddles(length)
             items = -(-m // _HW_ROWS)
             args = (*_arg(x), *_arg(tw), *_arg(w), m, length)
-            self._cx_run("spectral.cl", "harmonic_weight_cpu", (items,), *args)
+            self._k["harmonic_weight_cpu"]((items,), *args)
             return w
-        self._cx_run("spectral.cl", "harmonic_weight", (m,), *_arg(x), *_arg(w), m, length)
+        self._k["harmonic_weight"]((m,), *_arg(x), *_arg(w), m, length)
         return w
 
-    def _cx_twiddles(self, length: int) -> cla.Array:
+    def _twiddles(self, length: int) -> cla.Array:
         """``(cos, sin)(2π t / L)`` for ``t < L`` as an ``(L, 2)`` device array, computed in float64 once per
         ``L`` and kept on the backend."""
-        cache = self.__dict__.setdefault("_cx_twiddle_cache", {})
+        cache = self._twiddle_cache
         tw = cache.get(length)
         if tw is None:
             ang = 2.0 * np.pi * np.arange(length) / length
-            tw = cache[length] = self.asarray(np.stack([np.cos(ang), np.sin(ang)], axis=1))
+            tw = cache[length] = memory.to_device(self.runtime, np.stack([np.cos(ang), np.sin(ang)], axis=1))
         return tw

@@ -12,6 +12,7 @@ per batch. ``config()`` returns the layer's serialisable description (``{"type":
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -90,6 +91,12 @@ class Layer(ABC):
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
         """Given ``dL/dy``, overwrite ``self.grads`` with ``dL/dθ`` and return ``dL/dx`` (or ``None``)."""
 
-    @abstractmethod
     def config(self) -> dict[str, Any]:
-        """JSON-serialisable description; ``config()["type"] == type_name``."""
+        """JSON-serialisable description: ``type`` and every ``__init__`` argument by name.
+
+        The configuration is stated once, in the constructor's signature: each argument is read back from
+        the attribute of the same name, so a layer that keeps its arguments needs no ``config()`` of its own
+        (one that stores a transformed form, as ``Dense`` its ``Activation``, overrides this).
+        """
+        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+        return {"type": self.type_name, **{name: getattr(self, name) for name in names}}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nn.backend import ACTIVATIONS, Activation, Tensor
+from nn.backend import ACTIVATIONS, Activation, Backend, Tensor
 from nn.layer import INITIALISERS, Layer, ParamSpec
 
 _REGISTRY: dict[str, type[Layer]] = {}
@@ -194,46 +194,65 @@ class Softmax(Layer):
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
         return self.backend.softmax_backward(self._y, gy) if need_input_grad else None
 
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name}
+
+class DropoutMask:
+    """Inverted-dropout masks, the one dropout helper of every layer: ``1/(1−rate)`` or 0 per element.
+
+    Masks come from the counter-based hash (``backend.dropout_mask``, or ``complex_dropout_mask`` for one
+    draw per complex element) with ``seed`` and a ``counter`` advanced once per training pass, so NumPy and
+    OpenCL draw the same masks and runs repeat exactly; model files save the counter. Inference and rate 0
+    draw nothing (``None``).
+    """
+
+    def __init__(self, rate: float, seed: int | None = None, what: str = "dropout") -> None:
+        if not isinstance(rate, int | float) or not 0.0 <= rate < 1.0:
+            raise ValueError(f"{what} rate must be in [0, 1), got {rate!r}")
+        self.rate, self.seed, self.counter = float(rate), seed, 0
+
+    def draw(
+        self, backend: Backend, shape: tuple[int, ...], training: bool, complex_values: bool = False
+    ) -> Tensor | None:
+        """The next mask of ``shape`` (logical complex shape with ``complex_values``), or ``None``."""
+        if not training or self.rate == 0.0:
+            return None
+        self.counter += 1
+        op = backend.complex_dropout_mask if complex_values else backend.dropout_mask
+        return op(tuple(shape), self.rate, self.seed or 0, self.counter)
+
+    def apply(self, backend: Backend, x: Tensor, training: bool) -> tuple[Tensor, Tensor | None]:
+        """``(x ⊙ mask, mask)`` for a real tensor; ``(x, None)`` when nothing is dropped."""
+        mask = self.draw(backend, x.shape, training)
+        return (x, None) if mask is None else (backend.mul(x, mask), mask)
+
+    @staticmethod
+    def grad(backend: Backend, g: Tensor, mask: Tensor | None) -> Tensor:
+        """The gradient through ``apply``: the same mask."""
+        return g if mask is None else backend.mul(g, mask)
 
 
 @register_layer
-class Dropout(Layer):
-    """Inverted dropout: in training multiply by a mask of ``1/(1−rate)`` or 0; identity in inference.
+class Dropout(DropoutMask, Layer):
+    """Inverted dropout as a layer: in training multiply by a ``DropoutMask``; identity in inference.
 
-    Masks come from the counter-based hash (``backend.dropout_mask``) with this layer's ``seed`` and a
-    counter advanced once per training pass, so NumPy and OpenCL draw the same masks and runs repeat
-    exactly. ``seed=None`` lets the model derive one from its own seed and the layer's position.
+    ``seed=None`` lets the model derive a seed from its own seed and the layer's position.
     """
 
     type_name = "dropout"
 
     def __init__(self, rate: float, seed: int | None = None) -> None:
-        super().__init__()
-        if not isinstance(rate, int | float) or not 0.0 <= rate < 1.0:
-            raise ValueError(f"dropout rate must be in [0, 1), got {rate!r}")
-        self.rate, self.seed, self.counter = float(rate), seed, 0
+        Layer.__init__(self)
+        DropoutMask.__init__(self, rate, seed)
 
     def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
         self.input_shape = self.output_shape = tuple(input_shape)
         return self.output_shape
 
     def forward(self, x: Tensor, training: bool) -> Tensor:
-        if not training or self.rate == 0.0:
-            self._mask = None
-            return x
-        self.counter += 1
-        self._mask = self.backend.dropout_mask(tuple(x.shape), self.rate, self.seed or 0, self.counter)
-        return self.backend.mul(x, self._mask)
+        y, self._mask = self.apply(self.backend, x, training)
+        return y
 
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
-        if not need_input_grad:
-            return None
-        return gy if self._mask is None else self.backend.mul(gy, self._mask)
-
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name, "rate": self.rate, "seed": self.seed}
+        return self.grad(self.backend, gy, self._mask) if need_input_grad else None
 
 
 @register_layer
@@ -280,6 +299,3 @@ class BatchNorm(Layer):
         p, g = self.params, self.grads
         gx = self.backend.batchnorm_backward(gy, self._xhat, self._inv_std, p["gamma"], g["gamma"], g["beta"])
         return gx if need_input_grad else None
-
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name, "momentum": self.momentum, "eps": self.eps}

@@ -24,13 +24,12 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from nn.backend import Backend, Tensor
+from nn.backend import Backend, FusedEpoch, Tensor
 from nn.callbacks import EpochRecord, History
 from nn.init import initial_values
 from nn.layer import Layer, ParamSpec
 from nn.layers import Dropout, from_config
 from nn.losses import accuracy, check_targets, resolve_loss
-from nn.online import OnlineEpoch
 from nn.optim import Optimizer, optimizer_from_config
 
 log = logging.getLogger(__name__)
@@ -166,12 +165,34 @@ class Sequential:
             )
         trainable = [i for i, _ in params]
         self._first_trainable = min(trainable) if trainable else len(self.layers)
-        self._online: OnlineEpoch | bool | None = False  # False: not built yet (see _online_epoch)
+        self._online: FusedEpoch | bool | None = False  # False: not built yet (see _online_epoch)
 
     @staticmethod
     def _initial(entries: list[tuple[int, ParamSpec]], rng: np.random.Generator) -> np.ndarray:
         parts = [initial_values(spec, rng).ravel() for _, spec in entries]
         return np.concatenate(parts) if parts else np.zeros(0)
+
+    @property
+    def params(self) -> Tensor:
+        """The flat parameter buffer ``(P,)`` on the backend (every layer's weights are views of it)."""
+        return self._params
+
+    @property
+    def optimizer_slots(self) -> list[Tensor]:
+        """The optimizer's per-parameter state buffers, each shaped like ``params`` (Adam: ``[m, v]``)."""
+        return self._slots
+
+    @property
+    def first_trainable(self) -> int:
+        """Index of the first layer with parameters (no input gradient is computed below it)."""
+        return self._first_trainable
+
+    def param_offset(self, layer: int, name: str) -> int:
+        """Element offset in ``params`` of parameter ``name`` (e.g. ``"w"``) of layer number ``layer``."""
+        for (i, spec), off in zip(self._param_layout.entries, self._param_layout.offsets, strict=True):
+            if i == layer and spec.name == name:
+                return off
+        raise KeyError(f"layer {layer} has no parameter {name!r}")
 
     @property
     def parameter_count(self) -> int:
@@ -337,13 +358,13 @@ class Sequential:
             build_s=getattr(be, "build_seconds", lambda: 0.0)() - b0,
         )
 
-    def _online_epoch(self, hooks: list) -> OnlineEpoch | None:
-        """The fused batch-1 epoch (``nn.online``), built on first use; ``None`` where it does not apply or
-        a callback wants to see every batch."""
+    def _online_epoch(self, hooks: list) -> FusedEpoch | None:
+        """The backend's fused batch-1 epoch (``Backend.online_epoch``), built on first use; ``None`` where
+        it does not apply or a callback wants to see every batch."""
         if any(hasattr(h, "on_batch_end") for h in hooks):
             return None
         if self._online is False:
-            self._online = OnlineEpoch.build(self)
+            self._online = self.backend.online_epoch(self)
         return self._online
 
     def _infer(self, x: np.ndarray, batch_size: int, y: np.ndarray | None) -> tuple[np.ndarray, float]:

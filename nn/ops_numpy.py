@@ -19,11 +19,12 @@ Conventions that the protocol pins down here (``nn.backend`` docstrings) and ``o
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
 from nn.attention_ops_numpy import AttentionNumpyOps
-from nn.backend import Activation
+from nn.backend import Activation, AttentionOps, ComplexOps, SpectralOps, bind_families
 from nn.complex_ops_numpy import ComplexNumpyOps
 from nn.random import uniform01
 
@@ -109,14 +110,24 @@ def _regularised(w: np.ndarray, g: np.ndarray, l1: float, l2: float) -> np.ndarr
     return g + l1 * np.sign(w) + l2 * w
 
 
-class NumpyBackend(AttentionNumpyOps, ComplexNumpyOps):
+class NumpyBackend:
     """Float64 reference implementation of ``nn.backend.Backend``.
 
-    The attention and complex-valued ops live in their own mixin modules (one job each) and are part of the
-    backend through inheritance, so every layer finds every op on ``backend``."""
+    The core ops are this class's methods; every other op family is one object of ``FAMILY_OPS`` (its own
+    module, one job each) whose ops ``bind_families`` exposes on the backend, so every layer finds every op
+    on ``backend``."""
+
+    FAMILY_OPS: ClassVar[dict[type, type]] = {
+        AttentionOps: AttentionNumpyOps,
+        ComplexOps: ComplexNumpyOps,
+        SpectralOps: ComplexNumpyOps,
+    }
 
     def __init__(self) -> None:
-        super().__init__()
+        objects: dict[type, object] = {}
+        for cls in set(self.FAMILY_OPS.values()):
+            objects[cls] = cls()
+        bind_families(self, {family: objects[cls] for family, cls in self.FAMILY_OPS.items()})
         self.name = "numpy"
         self.dtype = np.dtype(np.float64)
         self.alignment = 1
@@ -154,6 +165,10 @@ class NumpyBackend(AttentionNumpyOps, ComplexNumpyOps):
 
     def synchronize(self) -> None:
         """Nothing is queued: NumPy runs synchronously."""
+
+    def online_epoch(self, model: object) -> None:
+        """No fused epoch: NumPy trains batch 1 step by step."""
+        return None
 
     # --- dense --------------------------------------------------------------------------------------
     def dense_forward(self, x: np.ndarray, w: np.ndarray, b: np.ndarray, act: Activation) -> np.ndarray:

@@ -1,11 +1,11 @@
-"""The OpenCL backend: every ``nn.backend.Backend`` op as one kernel launch on device-resident tensors.
+"""The OpenCL backend: every ``nn.backend.Backend`` op as kernel launches on device-resident tensors.
 
 Tensors are ``pyopencl.array.Array`` allocated from the runtime's memory pool; an op enqueues its kernel
 and returns without waiting, so a training step is a stream of launches with no host round trip (only
-``to_numpy`` reads back). Kernels live in ``opencl/kernels/*.cl`` (elementwise, activations, softmax_loss,
-batchnorm, dropout, optim, reduce, dense_small) and are built once per runtime with ``-D REAL=float|double``
-and the work-group layout chosen here for the device kind. Dense layers use ``opencl.blas.gemm`` with its
-fused bias + activation epilogue, except batches of at most ``SMALL_B`` rows (online training), which take
+``to_numpy`` reads back). Kernels live in ``opencl/kernels/*.cl`` and are launched through one
+``opencl.launch.Launcher``; each family declares its kernels and their work-groups in a ``KernelSpec``
+table next to its code (``CORE_KERNELS`` here). Dense layers use ``opencl.blas.gemm`` with its fused bias +
+activation epilogue, except batches of at most ``SMALL_B`` rows (online training), which take
 matrix-vector kernels: one launch forward, one backward on GPUs (two on CPUs), no packing of the weight
 matrix.
 
@@ -15,156 +15,119 @@ as explicit 8-wide vectors and loop over the other axis; single-group reductions
 reductions use 256-item groups with local-memory trees, column kernels (32 columns x 8 row lanes) groups.
 Both layouts are tested on any device (``layout=``).
 
-Extension mixins (attention, complex ops) build on four helpers: ``self.runtime``, ``self.kernels(file,
-**defines)``, ``self.empty(shape)`` and ``self.launch(kernel, global_size, local_size, *args)`` with
-array arguments expanded by ``self.arg(t)`` into (buffer, element offset) as ``opencl.memory`` describes.
+The other op families (attention, complex, spectral) are objects built on the same launcher
+(``FAMILY_OPS``); ``nn.backend.bind_families`` exposes their ops on the backend.
 """
 
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
 from nn.attention_ops_opencl import AttentionOpenCLOps
-from nn.backend import ACTIVATIONS, Activation
+from nn.backend import ACTIVATIONS, Activation, AttentionOps, ComplexOps, SpectralOps, bind_families
 from nn.complex_ops_opencl import ComplexOpenCLOps
+from nn.online_opencl import OnlineEpoch
 from opencl import get_runtime, memory
 from opencl import kernels as build_kernels
 from opencl.blas import gemm
 from opencl.errors import ShapeError
-from opencl.memory import DeviceArray
+from opencl.launch import KernelSpec, Launcher, kernel_specs
 
-_FILES = (
-    "elementwise.cl",
-    "activations.cl",
-    "softmax_loss.cl",
-    "batchnorm.cl",
-    "dropout.cl",
-    "optim.cl",
-    "reduce.cl",
-    "dense_small.cl",
-)
-_ACT_CODE = {kind: code for code, kind in enumerate(ACTIVATIONS)}
+ACT_CODE = {kind: code for code, kind in enumerate(ACTIVATIONS)}
+"""The activation codes the kernels' ``act`` argument takes (``nn_common.h``)."""
 _POINTWISE_LOSS = {"mse": 0, "mae": 1, "bce": 2}
 SMALL_B = 4  # batches up to this size take the matrix-vector kernels of dense_small.cl
-# GPU layout of the small-batch kernels (dense_small.cl defaults): forward groups of _FWD_ROWS neurons x
-# _FWD_LANES lanes; backward groups of _BW_GROUP items, input-gradient groups of _BX_COLS columns.
+# GPU layout of the small-batch kernels: forward groups of _FWD_ROWS neurons x _FWD_LANES lanes; backward
+# groups of _BW_GROUP items, input-gradient groups of _BX_COLS columns (passed to dense_small.cl as -D).
 _FWD_LANES, _FWD_ROWS, _BW_GROUP, _BX_COLS = 32, 2, 256, 8
 _PARTIALS = 64  # work-groups of the global-norm reduction (partial sums read by every item afterwards)
+_LWG = {"cpu": 1, "gpu": 256}  # single-group reduction width (LWG in the kernels)
+_RG, _CG = {"cpu": 1, "gpu": 8}, {"cpu": 16, "gpu": 32}  # column kernels: CG columns x RG row lanes
+_VEC = {"cpu": 8, "gpu": 1}  # elements per item of the optimizer and activation kernels
 
 
-def _round_up(n: int, m: int) -> int:
-    return -(-n // m) * m
+_EW = ((1024,), (256,))  # elementwise: one item per element
+_VECG = ((128,), (256,))  # VEC elements per item
+_NEURON = ((16,), (64,))  # small-batch dense kernels
+_COL = ((_CG["cpu"], _RG["cpu"]), (_CG["gpu"], _RG["gpu"]))
+_REDUCE = ((_LWG["cpu"],), (_LWG["gpu"],))
+CORE_KERNELS: tuple[KernelSpec, ...] = (
+    *kernel_specs("elementwise.cl", "fill add_inplace mul gather_rows", *_EW),
+    *kernel_specs("elementwise.cl", "gather_rows8", (8,), (8,)),
+    *kernel_specs("activations.cl", "activation_forward activation_backward", *_VECG),
+    *kernel_specs("activations.cl", "softmax_forward softmax_backward", (64,), (128,)),
+    *kernel_specs("softmax_loss.cl", "softmax_cce_loss pointwise_loss", *_REDUCE, per_group=True),
+    *kernel_specs("batchnorm.cl", "batchnorm_forward_infer", *_EW),
+    *kernel_specs("batchnorm.cl", "batchnorm_forward_train8 batchnorm_backward8", (4,), (4,)),
+    *kernel_specs("batchnorm.cl", "batchnorm_forward_train batchnorm_backward", *_COL),
+    *kernel_specs("dropout.cl", "dropout_mask", *_EW),
+    *kernel_specs("optim.cl", "sgd_update momentum_update adagrad_update rmsprop_update adadelta_update "
+            "adam_update", *_VECG),
+    *kernel_specs("reduce.cl", "sumsq_partials clip_by_norm", *_REDUCE, per_group=True),
+    *kernel_specs("dense_small.cl", "dense_small_forward dense_small_backward_w dense_small_backward_x",
+                  *_NEURON),
+    *kernel_specs("dense_small.cl", "dense_small_forward_gpu", (1, 1), (_FWD_LANES, _FWD_ROWS)),
+    *kernel_specs("dense_small.cl", "dense_small_backward_gpu", (1,), (_BW_GROUP,), per_group=True),
+    *kernel_specs("elementwise.cl", "dense_dz_bias8", (4,), (4,)),
+    *kernel_specs("elementwise.cl", "dense_dz_bias", *_COL),
+)
 
 
-class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
+class OpenCLBackend:
     """``Backend`` on an OpenCL device (float32 by default, float64 where the device has fp64).
 
-    The attention and complex-valued ops come from their mixin modules, as on the NumPy backend."""
+    The core ops are this class's methods; the attention, complex and spectral families are objects of
+    ``FAMILY_OPS`` sharing its ``Launcher``, as on the NumPy backend."""
+
+    FAMILY_OPS: ClassVar[dict[type, type]] = {
+        AttentionOps: AttentionOpenCLOps,
+        ComplexOps: ComplexOpenCLOps,
+        SpectralOps: ComplexOpenCLOps,
+    }
 
     def __init__(
-        self, device=None, dtype=None, profile: bool | None = None, *, layout: str | None = None
+        self,
+        device=None,
+        dtype=None,
+        profile: bool | None = None,
+        *,
+        layout: str | None = None,
+        fused_online: bool = True,
     ) -> None:
         """``device``/``dtype`` as ``opencl.get_runtime`` takes them; ``profile`` records per-kernel device
         time (default: the ``NEURONET_PROFILE`` environment variable). ``layout`` ("cpu" or "gpu") overrides
-        the work-group layout chosen from the device kind, so the GPU kernels can be tested on a CPU."""
-        super().__init__()
+        the work-group layout chosen from the device kind, so the GPU kernels can be tested on a CPU.
+        ``fused_online=False`` trains batch 1 step by step even where the fused epoch applies."""
         rt = get_runtime(device, dtype, profile)
+        self.fused_online = fused_online
         self.runtime = rt
+        self.launcher = launcher = Launcher(rt, layout)
         self.name = f"opencl:{rt.info.name}"
         self.dtype = rt.dtype
         self.alignment = rt.alignment
         self._queue = rt.queue
-        self._context = rt.context
-        self._profiling = rt.profiler.enabled
-        layout = layout or ("cpu" if rt.is_cpu else "gpu")
-        if layout not in ("cpu", "gpu"):
-            raise ValueError(f"layout must be 'cpu' or 'gpu', got {layout!r}")
-        cpu = self._cpu = layout == "cpu"
-        # LWG: single-group reduction width; RG x CG: column-kernel work-group; EW: elementwise group.
-        self._lwg = 1 if cpu else 256
-        self._rg = 1 if cpu else 8
-        self._cg = 16 if cpu else 32
-        self._ew = 1024 if cpu else 256
-        self._row_group = 64 if cpu else 128
-        self._neuron_group = 16 if cpu else 64
-        self._vec = 8 if cpu else 1  # elements per item of the optimizer and activation kernels
-        self._vec_group = 128 if cpu else 256
-        defines = {"LWG": self._lwg, "RG": self._rg, "CG": self._cg, "SMALL_B": SMALL_B, "VEC": self._vec}
+        lay = launcher.layout
+        cpu = self._cpu = launcher.cpu
+        self._lwg, self._rg = _LWG[lay], _RG[lay]
+        self._vec = _VEC[lay]
+        defines = {"LWG": self._lwg, "RG": self._rg, "CG": _CG[lay], "SMALL_B": SMALL_B, "VEC": self._vec}
         if not cpu:
             defines |= {"NN_GPU": 1, "FWD_LANES": _FWD_LANES, "FWD_ROWS": _FWD_ROWS, "BW_GROUP": _BW_GROUP,
                         "BX_COLS": _BX_COLS}
-        self._k: dict[str, cl.Kernel] = {}
-        for filename in _FILES:
-            ks = self.kernels(filename, **defines)
-            for name in ks.names:
-                self._k[name] = ks[name]
-        self._allocator = rt.allocator
-        self._meta: dict[tuple, tuple] = {}  # (shape, dtype) -> (shape, dtype, strides, size) for empty()
-        self._fast_arrays = True
-        try:
-            self.empty((1,))
-        except TypeError:  # a pyopencl without the fast constructor: use the public one
-            self._fast_arrays = False
+        self.build_defines = defines
+        self._k = launcher.bind(CORE_KERNELS, **defines)
+        for file in dict.fromkeys(spec.file for spec in CORE_KERNELS):  # built now: every model runs them
+            build_kernels(rt, file, **defines)
+        self.empty = launcher.empty
+        self.arg = launcher.arg
         self._partials = self.empty((_PARTIALS,))
-
-    # --- helpers shared with extension mixins -------------------------------------------------------
-    def kernels(self, filename: str, **defines: object):
-        """The kept kernels of ``opencl/kernels/<filename>`` for this backend's runtime."""
-        return build_kernels(self.runtime, filename, **defines)
-
-    def empty(self, shape: tuple[int, ...], dtype=None) -> cla.Array:
-        """An uninitialised pooled array. Uses pyopencl's fast constructor (~2 µs instead of ~15 µs) with
-        the shape, strides and size worked out once per (shape, dtype)."""
-        try:
-            meta = self._meta.get((shape, dtype))
-        except TypeError:  # an unhashable shape (a list)
-            shape, meta = tuple(shape), None
-        if meta is None:
-            meta = self._describe(shape, dtype)
-        shape, dt, strides, size = meta
-        if not self._fast_arrays:
-            return DeviceArray(self._queue, shape, dt, allocator=self._allocator)
-        return DeviceArray(None, shape, dt, allocator=self._allocator, strides=strides, _fast=True,
-                           _size=size, _context=self._context, _queue=self._queue)
-
-    def _describe(self, shape, dtype) -> tuple:
-        dims = tuple(int(d) for d in shape)
-        dt = self.dtype if dtype is None else np.dtype(dtype)
-        strides = cla.empty(self._queue, dims, dt, allocator=self._allocator).strides
-        meta = (dims, dt, strides, math.prod(dims))
-        self._meta[(shape, dtype)] = meta
-        return meta
-
-    def launch(self, kernel: cl.Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
-               *args) -> None:
-        """Enqueue ``kernel``; its device time is recorded when the runtime profiles."""
-        if self._profiling:
-            self.runtime.launch(kernel, global_size, local_size, *args)
-        else:  # the hot path: set_args + enqueue is ~1 us cheaper than calling the kernel object
-            kernel.set_args(*args)
-            cl.enqueue_nd_range_kernel(self._queue, kernel, global_size, local_size)
-
-    @staticmethod
-    def arg(t: cla.Array) -> tuple:
-        """(base buffer, element offset): how every kernel of ours receives an array."""
-        return t.base_data, t.offset // t.dtype.itemsize
-
-    def _ew_launch(self, kernel: cl.Kernel, n: int, *args) -> None:
-        """One item per element, global size rounded up to the elementwise group (kernels guard n).
-
-        The group size is fixed: PoCL compiles one work-group function per distinct local size."""
-        ew = self._ew
-        self.launch(kernel, ((n + ew - 1) // ew * ew,), (ew,), *args)
-
-    def _per_item(self, kernel: str, items: int, group: int, *args) -> None:
-        self.launch(self._k[kernel], ((items + group - 1) // group * group,), (group,), *args)
-
-    def _col_launch(self, kernel: cl.Kernel, cols: int, *args) -> None:
-        self.launch(kernel, (_round_up(cols, self._cg), self._rg), (self._cg, self._rg), *args)
+        objects = {cls: cls(launcher) for cls in set(self.FAMILY_OPS.values())}
+        bind_families(self, {family: objects[cls] for family, cls in self.FAMILY_OPS.items()})
 
     # --- memory -------------------------------------------------------------------------------------
     def asarray(self, a: np.ndarray) -> cla.Array:
@@ -179,22 +142,22 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         return t
 
     def view(self, flat: cla.Array, offset: int, shape: tuple[int, ...]) -> cla.Array:
-        if not self._fast_arrays:
+        if not self.launcher.fast_arrays:
             return memory.view(flat, offset, tuple(shape), self.alignment)
-        # Same checks as opencl.memory.view, without pyopencl's slicing (~0.1 ms per call).
-        shape, dt, strides, size = self._meta.get((shape, flat.dtype)) or self._describe(shape, flat.dtype)
+        # Same checks as opencl.memory.view, without pyopencl's slicing.
+        meta = self.launcher.describe(shape, flat.dtype)
+        size = meta[3]
         if flat.ndim != 1:
             raise ShapeError(f"view() needs a 1-D flat tensor, got shape {flat.shape}")
         if offset % self.alignment:
             raise ShapeError(f"view offset {offset} is not a multiple of the alignment {self.alignment}")
         if offset < 0 or offset + size > flat.size:
             raise ShapeError(f"view [{offset}, {offset + size}) exceeds the flat tensor of {flat.size}")
-        return DeviceArray(None, shape, dt, data=flat.base_data, offset=flat.offset + offset * dt.itemsize,
-                         strides=strides, _fast=True, _size=size, _context=self._context, _queue=self._queue)
+        return self.launcher.view_of(flat, offset, meta)
 
     def fill_(self, t: cla.Array, value: float) -> None:
         if t.size:
-            self._ew_launch(self._k["fill"], t.size, *self.arg(t), value, t.size)
+            self._k["fill"]((t.size,), *self.arg(t), value, t.size)
 
     def copy_(self, dst: cla.Array, src: cla.Array) -> None:
         _same_shape("copy_", dst, src)
@@ -205,7 +168,7 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
     def add_(self, dst: cla.Array, src: cla.Array) -> None:
         _same_shape("add_", dst, src)
         if dst.size:
-            self._ew_launch(self._k["add_inplace"], dst.size, *self.arg(dst), *self.arg(src), dst.size)
+            self._k["add_inplace"]((dst.size,), *self.arg(dst), *self.arg(src), dst.size)
 
     def gather_rows(self, src: cla.Array, rows: cla.Array) -> cla.Array:
         if rows.dtype != np.int32 or rows.ndim != 1:
@@ -215,15 +178,19 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         if not out.size:
             return out
         if self._cpu:  # one item per row, 8-wide copies
-            self._per_item("gather_rows8", rows.shape[0], 8, *self.arg(src), *self.arg(rows), *self.arg(out),
+            self._k["gather_rows8"]((rows.shape[0],), *self.arg(src), *self.arg(rows), *self.arg(out),
                            f, rows.shape[0])
         else:  # one item per element: coalesced
-            self._ew_launch(self._k["gather_rows"], out.size, *self.arg(src), *self.arg(rows), *self.arg(out),
+            self._k["gather_rows"]((out.size,), *self.arg(src), *self.arg(rows), *self.arg(out),
                             f, out.size)
         return out
 
     def synchronize(self) -> None:
         self.runtime.synchronize()
+
+    def online_epoch(self, model) -> OnlineEpoch | None:
+        """The fused batch-1 epoch (``nn.online_opencl``) where it applies and ``fused_online`` is on."""
+        return OnlineEpoch.build(model) if self.fused_online else None
 
     def device_seconds(self) -> float | None:
         """Cumulative kernel time on the device when profiling is on (else ``None``); waits for the queue."""
@@ -243,13 +210,12 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         if batch <= SMALL_B:  # the online-training hot path: (buffer, offset) pairs spelled out inline
             n = y.dtype.itemsize
             args = (x.base_data, x.offset // n, w.base_data, w.offset // n, b.base_data, b.offset // n,
-                    y.base_data, y.offset // n, inputs, outputs, batch, _ACT_CODE[act.kind], act.alpha,
+                    y.base_data, y.offset // n, inputs, outputs, batch, ACT_CODE[act.kind], act.alpha,
                     act.beta)
             if self._cpu:  # 4 neurons per item, 8-wide vectors
-                self._per_item("dense_small_forward", -(-outputs // 4), self._neuron_group, *args)
+                self._k["dense_small_forward"]((-(-outputs // 4),), *args)
             else:  # FWD_ROWS neurons per group, FWD_LANES lanes over the inputs of each
-                self.launch(self._k["dense_small_forward_gpu"], (_FWD_LANES, _round_up(outputs, _FWD_ROWS)),
-                            (_FWD_LANES, _FWD_ROWS), *args)
+                self._k["dense_small_forward_gpu"]((1, outputs), *args)
         else:
             gemm(self.runtime, x, w, y, trans_b=True, bias=b, activation=act)
         return y
@@ -264,29 +230,29 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
             xg = -(-inputs // _BX_COLS) if need_input_grad else 0
             g = gy if gx is None else gx  # gx groups absent: any buffer fills the slot
             n = y.dtype.itemsize
-            self.launch(self._k["dense_small_backward_gpu"], ((wg + xg) * _BW_GROUP,), (_BW_GROUP,),
-                        gy.base_data, gy.offset // n, y.base_data, y.offset // n, x.base_data, x.offset // n,
-                        w.base_data, w.offset // n, gw_out.base_data, gw_out.offset // n, gb_out.base_data,
-                        gb_out.offset // n, g.base_data, g.offset // n, inputs, outputs, batch,
-                        _ACT_CODE[act.kind], act.alpha, wg)
+            self._k["dense_small_backward_gpu"](
+                (wg + xg,), gy.base_data, gy.offset // n, y.base_data, y.offset // n, x.base_data,
+                x.offset // n, w.base_data, w.offset // n, gw_out.base_data, gw_out.offset // n,
+                gb_out.base_data, gb_out.offset // n, g.base_data, g.offset // n, inputs, outputs, batch,
+                ACT_CODE[act.kind], act.alpha, wg)
             return gx
         dz = self.empty((batch, outputs))
         if batch <= SMALL_B:
-            self._per_item("dense_small_backward_w", outputs, self._neuron_group, *self.arg(gy), *self.arg(y),
+            self._k["dense_small_backward_w"]((outputs,), *self.arg(gy), *self.arg(y),
                            *self.arg(x), *self.arg(dz), *self.arg(gw_out), *self.arg(gb_out), inputs, outputs,
-                           batch, _ACT_CODE[act.kind], act.alpha)
+                           batch, ACT_CODE[act.kind], act.alpha)
             if not need_input_grad:
                 return None
             gx = self.empty(x.shape)
-            self._per_item("dense_small_backward_x", -(-inputs // 8), self._neuron_group, *self.arg(dz),
+            self._k["dense_small_backward_x"]((-(-inputs // 8),), *self.arg(dz),
                            *self.arg(w), *self.arg(gx), inputs, outputs, batch)
             return gx
         dz_args = (*self.arg(gy), *self.arg(y), *self.arg(dz), *self.arg(gb_out), outputs, batch,
-                   _ACT_CODE[act.kind], act.alpha)
+                   ACT_CODE[act.kind], act.alpha)
         if self._cpu:  # one item per 8 columns, explicit vectors
-            self._per_item("dense_dz_bias8", -(-outputs // 8), 4, *dz_args)
+            self._k["dense_dz_bias8"]((-(-outputs // 8),), *dz_args)
         else:
-            self._col_launch(self._k["dense_dz_bias"], outputs, *dz_args)
+            self._k["dense_dz_bias"]((outputs, 1), *dz_args)
         gemm(self.runtime, dz, x, gw_out, trans_a=True)  # (B, O)ᵀ·(B, I) -> (O, I)
         if not need_input_grad:
             return None
@@ -298,8 +264,8 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
     def activation_forward(self, x: cla.Array, act: Activation) -> cla.Array:
         y = self.empty(x.shape)
         if x.size:
-            self._per_item("activation_forward", -(-x.size // self._vec), self._vec_group, *self.arg(x),
-                           *self.arg(y), x.size, _ACT_CODE[act.kind], act.alpha, act.beta)
+            self._k["activation_forward"]((-(-x.size // self._vec),), *self.arg(x),
+                           *self.arg(y), x.size, ACT_CODE[act.kind], act.alpha, act.beta)
         return y
 
     def activation_backward(self, x, y, gy, act: Activation) -> cla.Array:
@@ -308,14 +274,13 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         y = x if y is None else y
         gx = self.empty(gy.shape)
         if gy.size:
-            self._per_item("activation_backward", -(-gy.size // self._vec), self._vec_group, *self.arg(x),
-                           *self.arg(y), *self.arg(gy), *self.arg(gx), gy.size, _ACT_CODE[act.kind],
+            self._k["activation_backward"]((-(-gy.size // self._vec),), *self.arg(x),
+                           *self.arg(y), *self.arg(gy), *self.arg(gx), gy.size, ACT_CODE[act.kind],
                            act.alpha)
         return gx
 
     def _rows(self, kernel: str, c: int, b: int, *args) -> None:
-        group = self._row_group
-        self.launch(self._k[kernel], (_round_up(b, group),), (group,), *args, c, b)
+        self._k[kernel]((b,), *args, c, b)
 
     def softmax_forward(self, x: cla.Array) -> cla.Array:
         y = self.empty(x.shape)
@@ -343,7 +308,7 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         # uniform01 < rate  <=>  its 24-bit integer < ceil(rate * 2^24): exact integer comparison.
         threshold = math.ceil(rate * (1 << 24))
         if n:
-            self._ew_launch(self._k["dropout_mask"], n, *self.arg(mask), n, seed & 0xFFFFFFFF,
+            self._k["dropout_mask"]((n,), *self.arg(mask), n, seed & 0xFFFFFFFF,
                             counter & 0xFFFFFFFF, threshold, 1.0 / (1.0 - rate))
         return mask
 
@@ -351,7 +316,7 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         _same_shape("mul", a, b)
         out = self.empty(a.shape)
         if a.size:
-            self._ew_launch(self._k["mul"], a.size, *self.arg(a), *self.arg(b), *self.arg(out), a.size)
+            self._k["mul"]((a.size,), *self.arg(a), *self.arg(b), *self.arg(out), a.size)
         return out
 
     # --- batch normalization ------------------------------------------------------------------------
@@ -364,11 +329,11 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
                 *self.arg(running_var), *self.arg(y), *self.arg(xhat), *self.arg(inv_std), features)
         if training and batch > 1:
             if self._cpu:
-                self._per_item("batchnorm_forward_train8", -(-features // 8), 4, *args, batch, momentum, eps)
+                self._k["batchnorm_forward_train8"]((-(-features // 8),), *args, batch, momentum, eps)
             else:
-                self._col_launch(self._k["batchnorm_forward_train"], features, *args, batch, momentum, eps)
+                self._k["batchnorm_forward_train"]((features, 1), *args, batch, momentum, eps)
         elif x.size:
-            self._ew_launch(self._k["batchnorm_forward_infer"], x.size, *args, x.size, eps)
+            self._k["batchnorm_forward_infer"]((x.size,), *args, x.size, eps)
         return y, xhat, inv_std
 
     def batchnorm_backward(self, gy, xhat, inv_std, gamma, ggamma_out, gbeta_out) -> cla.Array:
@@ -378,9 +343,9 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         args = (*self.arg(gy), *self.arg(xhat), *self.arg(inv_std), *self.arg(gamma), *self.arg(gx),
                 *self.arg(ggamma_out), *self.arg(gbeta_out), features, batch)
         if self._cpu:
-            self._per_item("batchnorm_backward8", -(-features // 8), 4, *args)
+            self._k["batchnorm_backward8"]((-(-features // 8),), *args)
         else:
-            self._col_launch(self._k["batchnorm_backward"], features, *args)
+            self._k["batchnorm_backward"]((features, 1), *args)
         return gx
 
     # --- losses -------------------------------------------------------------------------------------
@@ -389,14 +354,12 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
             raise ValueError(f"loss {kind!r}: prediction {pred.shape} and target {target.shape} differ")
         value = self.empty((1,))
         grad = self.empty(pred.shape)
-        group = (self._lwg,)
         arrays = (*self.arg(pred), *self.arg(target), *self.arg(grad), *self.arg(value))
         if kind == "softmax_cce":
             c = pred.shape[-1]
-            self.launch(self._k["softmax_cce_loss"], group, group, *arrays, c, pred.size // c)
+            self._k["softmax_cce_loss"]((1,), *arrays, c, pred.size // c)
         elif kind in _POINTWISE_LOSS:
-            self.launch(self._k["pointwise_loss"], group, group, *arrays, pred.size,
-                                _POINTWISE_LOSS[kind])
+            self._k["pointwise_loss"]((1,), *arrays, pred.size, _POINTWISE_LOSS[kind])
         else:
             raise ValueError(f"unknown loss {kind!r}: expected mse, mae, softmax_cce or bce")
         return value, grad
@@ -408,7 +371,7 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
                 raise ShapeError(f"{kernel}: buffers of {t.size} and {w.size} elements differ")
         args = [a for t in (w, *tensors) for a in self.arg(t)]
         if w.size:
-            self._per_item(kernel, -(-w.size // self._vec), self._vec_group, *args, w.size, *scalars)
+            self._k[kernel]((-(-w.size // self._vec),), *args, w.size, *scalars)
 
     def sgd_update(self, w, g, *, lr, l1, l2) -> None:
         self._update("sgd_update", w, (g,), lr, l1, l2)
@@ -436,12 +399,9 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
     def clip_by_global_norm_(self, g: cla.Array, max_norm: float) -> None:
         if g.size == 0:
             return
-        size = (_PARTIALS * self._lwg,)
-        local = (self._lwg,)
-        self.launch(self._k["sumsq_partials"], size, local, *self.arg(g), *self.arg(self._partials),
-                            g.size)
-        self.launch(self._k["clip_by_norm"], size, local, *self.arg(g), *self.arg(self._partials),
-                            _PARTIALS, g.size, max_norm)
+        partials = self.arg(self._partials)
+        self._k["sumsq_partials"]((_PARTIALS,), *self.arg(g), *partials, g.size)
+        self._k["clip_by_norm"]((_PARTIALS,), *self.arg(g), *partials, _PARTIALS, g.size, max_norm)
 
 
 def _same_shape(op: str, a: cla.Array, b: cla.Array) -> None:

@@ -15,7 +15,7 @@ bases are exact to float64 rounding for any N.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -94,9 +94,6 @@ class ExtendedDFT(Layer):
         gx = self.backend.spectral_backward(gy.reshape(-1, 2 * self.output_shape[-2]), self.basis)  # (M, L)
         return gx.reshape(gy.shape[0], *self.input_shape)
 
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name, "pred_len": self.pred_len}
-
 
 @register_layer
 class InverseExtendedDFT(Layer):
@@ -139,9 +136,6 @@ class InverseExtendedDFT(Layer):
             return None
         gx = self.backend.spectral_backward(gy.reshape(-1, self.pred_len), self.basis)  # (M, 2F)
         return gx.reshape(gy.shape[0], *self.input_shape)
-
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name, "seq_len": self.seq_len, "pred_len": self.pred_len}
 
 
 @register_layer
@@ -221,9 +215,6 @@ class SpectrumNorm(Layer):
                 f"spectrum_norm: cannot denormalize shape {tuple(y.shape)}: the statistics cover"
                 f" {self.std.shape[0]} rows of (F, 2) complex bins"
             )
-
-    def config(self) -> dict[str, Any]:
-        return {"type": self.type_name, "eps": self.eps, "ddof": self.ddof}
 
 
 def harmonic_weight(backend: Backend, x: Tensor) -> Tensor:

@@ -172,9 +172,9 @@ def _direct_b(B: cla.Array, M: int, N: int, ldb: int) -> bool:
     """Whether the CPU kernel should read a row-major op(B) in place instead of packing it.
 
     Packing costs one pass over B and pays back over many row tiles; reading in place is fastest when every
-    16-wide panel row is a whole, aligned vector (N and the offset multiples of 16). Measured on a 2-core
-    Zen 5 under PoCL 3.1: in place wins up to M = 512 with aligned rows (256x240x500: 257 vs 207 GFLOP/s),
-    packing wins for large M (1024^3: 269 vs 103, 4 KiB row strides alias in L1) and for unaligned rows.
+    16-wide panel row is a whole, aligned vector (N and the offset multiples of 16). Under PoCL in place wins
+    up to M = 512 with aligned rows; packing wins for large M (4 KiB row strides alias in L1) and for
+    unaligned rows (benchmarks/RESULTS.md, GEMM).
     """
     if M <= 32:
         return True

@@ -25,6 +25,7 @@ import pyopencl.tools
 
 from opencl.errors import DeviceChoiceError, DtypeError, NoDeviceError
 from opencl.profile import Profiler
+from opencl.program import build_quietly
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,7 @@ def probe(info: DeviceInfo) -> str | None:
         source = resources.files("opencl").joinpath("kernels", "probe.cl").read_text()
         try:
             ctx = cl.Context([info.device])
-            cl.Program(ctx, source).build()
+            build_quietly(ctx, source, [], "probe.cl")
             _probe_results[info.index] = None
         except cl.Error as exc:
             lines = [ln.strip() for ln in str(exc).splitlines() if "error" in ln.lower()]

@@ -39,8 +39,9 @@ class DeviceArray(cla.Array):
     """A ``pyopencl.array.Array`` whose ``reshape`` of a C-contiguous array is cheap.
 
     Layers reshape activations on every call (N-D attention inputs to 2-D products and back); pyopencl's
-    general reshape re-derives strides and flags through NumPy each time, ~10 µs against ~2 µs here, which
-    was a third of the host time of a small ATFNet forward pass. Other layouts take pyopencl's path.
+    general reshape re-derives strides and flags through NumPy each time, several times the cost of this
+    one, which made it a large share of the host time of a small ATFNet forward pass. Other layouts take
+    pyopencl's path.
     """
 
     def reshape(self, *shape, order: str = "C") -> cla.Array:
@@ -73,10 +74,22 @@ def scratch(rt, n: int) -> tuple[cl.MemoryObjectHolder, np.uint32]:
     return rt.allocator(max(n, 1) * rt.dtype.itemsize), np.uint32(0)
 
 
-def zeros(rt, shape: tuple[int, ...] | int, dtype=None) -> cla.Array:
-    a = empty(rt, shape, dtype)
-    a.fill(0)
+def fill(a: cla.Array, value: float) -> cla.Array:
+    """Set every element of ``a`` to ``value`` with ``clEnqueueFillBuffer``: no kernel, so no program build
+    (pyopencl's ``Array.fill`` compiles a kernel of its own, whose compiler remarks bypass
+    ``opencl.program``'s quiet build). Non-contiguous arrays fall back to ``Array.fill``."""
+    if not a.size:
+        return a
+    if not a.flags.c_contiguous:
+        a.fill(value)
+        return a
+    pattern = np.asarray(value, dtype=a.dtype).reshape(1)
+    cl.enqueue_fill_buffer(a.queue, a.base_data, pattern, a.offset, a.nbytes)
     return a
+
+
+def zeros(rt, shape: tuple[int, ...] | int, dtype=None) -> cla.Array:
+    return fill(empty(rt, shape, dtype), 0)
 
 
 def to_device(rt, host: np.ndarray, dtype=None) -> cla.Array:
@@ -92,8 +105,7 @@ def to_device(rt, host: np.ndarray, dtype=None) -> cla.Array:
 
 def poison(a: cla.Array) -> cla.Array:
     """Fill with NaN (floats) or -1 (integers) so that tests catch elements a kernel never wrote."""
-    a.fill(np.nan if np.issubdtype(a.dtype, np.floating) else -1)
-    return a
+    return fill(a, np.nan if np.issubdtype(a.dtype, np.floating) else -1)
 
 
 def aligned_size(n: int, alignment: int) -> int:
@@ -104,8 +116,8 @@ def aligned_size(n: int, alignment: int) -> int:
 def view(flat: cla.Array, offset: int, shape: tuple[int, ...], alignment: int = 1) -> cla.Array:
     """A ``shape`` view of 1-D ``flat`` from element ``offset`` (a multiple of ``alignment``).
 
-    Built with pyopencl's fast constructor (~3 µs) rather than slicing (~50 µs): layers create views of the
-    flat parameter and gradient buffers on every bind.
+    Built with pyopencl's fast constructor rather than slicing (an order of magnitude slower): layers create
+    views of the flat parameter and gradient buffers on every bind.
     """
     if flat.ndim != 1:
         raise ShapeError(f"view() needs a 1-D flat array, got shape {flat.shape}")

@@ -142,23 +142,32 @@ def kernels(rt, filename: str, **defines: object) -> Kernels:
         raise KernelBuildError(f"cannot read kernel file {path}: {exc}") from None
     options = build_options(rt, defines)
     try:
-        # A successful build's remarks (PoCL notes vector ABIs on AVX2, NVIDIA its register use) go to the
-        # debug log (--debug / NEURONET_DEBUG=1), not to every user as pyopencl's CompilerWarning.
         started = time.perf_counter()
-        with warnings.catch_warnings(record=True) as remarks:
-            warnings.simplefilter("always", cl.CompilerWarning)
-            program = cl.Program(rt.context, source).build(options=options)
+        program = build_quietly(rt.context, source, options, path.name)
         rt.build_seconds += time.perf_counter() - started
     except cl.Error as exc:
         raise KernelBuildError(
             f"building {path} for {rt.info.name!r} failed\noptions: {' '.join(options)}\ncompiler log:\n{exc}"
         ) from None
-    log.debug("built %s with %s", path.name, " ".join(options))
-    for remark in remarks:
-        if issubclass(remark.category, cl.CompilerWarning):
-            log.debug("compiler output for %s: %s", path.name, remark.message)
-        else:
-            warnings.warn_explicit(remark.message, remark.category, remark.filename, remark.lineno)
     result = Kernels(program, path, source, rt.real)
     rt.programs[key] = rt.programs[fast_key] = result
     return result
+
+
+def build_quietly(context: cl.Context, source: str, options: list[str], name: str) -> cl.Program:
+    """Build ``source``; raises ``cl.Error`` on failure. Every build of the library goes through here.
+
+    A successful build's remarks (PoCL notes vector ABIs on AVX2, NVIDIA its register use) go to the debug
+    log (--debug / NEURONET_DEBUG=1), not to every user as pyopencl's ``CompilerWarning``; other warnings
+    pass through unchanged.
+    """
+    with warnings.catch_warnings(record=True) as remarks:
+        warnings.simplefilter("always", cl.CompilerWarning)
+        program = cl.Program(context, source).build(options=options)
+    log.debug("built %s with %s", name, " ".join(options))
+    for remark in remarks:
+        if issubclass(remark.category, cl.CompilerWarning):
+            log.debug("compiler output for %s: %s", name, remark.message)
+        else:
+            warnings.warn_explicit(remark.message, remark.category, remark.filename, remark.lineno)
+    return program

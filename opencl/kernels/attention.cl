@@ -29,8 +29,8 @@ __kernel void bmm_strided(__global const REAL *a, const uint a_off, __global con
     c[i] = alpha * acc;
 }
 
-/* bmm_strided on CPUs, where PoCL pays a cost per work-group (one group per 64 elements of C was ~1 us of
- * overhead per group) and does not vectorise these strided loops across items: one item per run of `per`
+/* bmm_strided on CPUs, where PoCL pays a cost per work-group (one group per 64 elements of C spent more
+ * on group overhead than on arithmetic) and does not vectorise these strided loops across items: one item per run of `per`
  * matrices, groups of one item. Inside a matrix, BMM_ROWS rows m by 8 consecutive columns n (the lanes of
  * an 8-wide vector) at a time: B's 8 columns at one k are one contiguous load when sbn == 1 (a gather
  * otherwise) and serve the BMM_ROWS rows; C is written in contiguous 8-wide pieces. Every element is the

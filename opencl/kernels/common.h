@@ -10,7 +10,7 @@
 // multiples of the device's base-address alignment.
 //
 // Vector loads: on pip's PoCL 3.0 the vloadN/vstoreN built-ins and fma() are not inlined (real calls,
-// 5-10x slower), so kernels read vectors through a pointer cast to the aligned typedefs below, or to the
+// several times slower), so kernels read vectors through a pointer cast to the aligned typedefs below, or to the
 // `_u` typedefs (element alignment) when the address may not be a multiple of the vector size.
 #ifndef NEURONET_COMMON_H
 #define NEURONET_COMMON_H

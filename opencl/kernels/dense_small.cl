@@ -5,9 +5,9 @@
  * the backward pass two on CPUs: (dz, bias gradient, weight-gradient rows) then (input gradient); one on
  * GPUs (the NN_GPU kernels at the end of this file).
  *   x (B, I), w (O, I), bias (O,), y / gy / dz (B, O), gw (O, I), gb (O,), gx (B, I); B <= SMALL_B.
- * CPU layout: each item owns 4 neurons (4 independent vector accumulators: 5x faster under PoCL than one
- * neuron per item) or 8 inputs, and loops over the batch rows outside the vector loops (private arrays indexed by the
- * row cost another 3x). Rows are read 8 wide with LOAD8/STORE8 (nn_common.h). */
+ * CPU layout: each item owns 4 neurons (4 independent vector accumulators: much faster under PoCL than
+ * one neuron per item) or 8 inputs, and loops over the batch rows outside the vector loops (private arrays
+ * indexed by the row are slower again). Rows are read 8 wide with LOAD8/STORE8 (nn_common.h). */
 #include "nn_common.h"
 
 #ifndef SMALL_B

@@ -1,28 +1,6 @@
 /* Layer normalisation over the last axis D of (rows, D) (Ba, Kiros & Hinton 2016; torch.nn.LayerNorm):
  * xhat = (x - mean)/sqrt(biased var + eps), y = gamma xhat + beta. Reference: nn/attention_ops_numpy.py. */
-#include "common.h"
-
-#ifndef LG
-#define LG 1
-#endif
-
-/* Sum of v over the LG items of a work-group, returned to every item (LG = 1: v itself, no barrier). */
-inline REAL2 row_sum2(REAL2 v, __local REAL2 *scratch) {
-#if LG > 1
-    const int lid = get_local_id(0);
-    scratch[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = LG / 2; s > 0; s >>= 1) {
-        if (lid < s) {
-            scratch[lid] += scratch[lid + s];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    v = scratch[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-#endif
-    return v;
-}
+#include "complex.h" /* group_sum2: the LG-item work-group sum (LG defaults to 1 there) */
 
 /* Writes y, xhat and inv_std (rows,). One work-group of LG items per row (global LG rows, local LG): on
  * CPUs LG = 1 (an item walks its row), on GPUs the items of a group read consecutive elements. */
@@ -43,13 +21,13 @@ __kernel void layernorm_forward(__global const REAL *x, const uint x_off, __glob
     for (int j = lid; j < D; j += LG) {
         part += x[j];
     }
-    const REAL mu = row_sum2((REAL2)(part, 0), scratch).x / (REAL)D;
+    const REAL mu = group_sum2((REAL2)(part, 0), scratch).x / (REAL)D;
     part = (REAL)0;
     for (int j = lid; j < D; j += LG) {
         const REAL d = x[j] - mu;
         part += d * d;
     }
-    const REAL inv = (REAL)1 / sqrt(row_sum2((REAL2)(part, 0), scratch).x / (REAL)D + eps);
+    const REAL inv = (REAL)1 / sqrt(group_sum2((REAL2)(part, 0), scratch).x / (REAL)D + eps);
     for (int j = lid; j < D; j += LG) {
         const REAL h = (x[j] - mu) * inv;
         xhat[j] = h;
@@ -77,7 +55,7 @@ __kernel void layernorm_backward_input(__global const REAL *gy, const uint gy_of
         const REAL g = gy[j] * gamma[j];
         part += (REAL2)(g, g * xhat[j]);
     }
-    const REAL2 means = row_sum2(part, scratch) / (REAL)D;
+    const REAL2 means = group_sum2(part, scratch) / (REAL)D;
     const REAL inv = inv_std[inv_std_off + r];
     for (int j = lid; j < D; j += LG) {
         gx[j] = inv * (gy[j] * gamma[j] - means.x - xhat[j] * means.y);

@@ -2,7 +2,7 @@
  * launch, for NVIDIA GPUs.
  *
  * At batch 1 an epoch is thousands of dependent steps of ~15 tiny kernels each; the host's enqueue cost
- * (6-11 us per launch on NVIDIA's OpenCL) bounds it, not the GPU. Here one persistent kernel runs every
+ * (microseconds per launch on NVIDIA's OpenCL) bounds it, not the GPU. Here one persistent kernel runs every
  * step: its work-groups (one per compute unit, all resident) split each phase of a step and meet at a
  * grid-wide barrier between phases. A step is, for the L layers y_l = act_l(W_l y_(l-1) + b_l):
  *   forward    L phases: one warp per output neuron, lanes striding over the inputs, shuffle sum;

@@ -3,8 +3,8 @@
  * folded into the gradient first: g' = g + l1 * sign(w) + l2 * w (sign(0) = 0).
  *
  * Each work-item updates VEC consecutive elements as one REALV vector (nn_common.h: -D VEC=8 on CPU
- * devices, where PoCL does not vectorise these bodies across work-items: Adam over 284k parameters
- * 490 -> 130 us on a 2-core Zen 3; VEC=1 on GPUs, one element per item). */
+ * devices, where PoCL does not vectorise these bodies across work-items; VEC=1 on GPUs, one element per
+ * item). */
 #include "nn_common.h"
 
 __kernel void sgd_update(__global REAL *w, const uint w_off, __global const REAL *g, const uint g_off,

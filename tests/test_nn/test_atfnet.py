@@ -150,11 +150,11 @@ def test_feature_attention_drops_weights_in_training_only(rng):
 
 def test_frequency_block_drops_attention_weights_by_default():
     block = FrequencyBlock(4, d_model=4, n_heads=2, layers=1, d_ff=6)
-    assert block.children["enc0"].attn.dropout == 0.1
-    assert FrequencyBlock(4, dropout=0.2).children["enc0"].attn.dropout == 0.2
-    assert FrequencyBlock(4, dropout=0.2, attn_dropout=0.1).children["enc0"].attn.dropout == 0.1
+    assert block.children["enc0"].children["attn"].dropout == 0.1
+    assert FrequencyBlock(4, dropout=0.2).children["enc0"].children["attn"].dropout == 0.2
+    assert FrequencyBlock(4, dropout=0.2, attn_dropout=0.1).children["enc0"].children["attn"].dropout == 0.1
     model = ATFNet(8, **SMALL, fnet_layers=1, complex_dropout=0.3, fnet_attn_dropout=0.0)
-    assert model.children["f"].children["0"].children["enc0"].attn.dropout == 0.0
+    assert model.children["f"].children["0"].children["enc0"].children["attn"].dropout == 0.0
 
 
 @pytest.mark.parametrize("score", ["modulus", "holomorphic"])
@@ -233,14 +233,14 @@ def test_model_files_keep_the_dropout_counters_of_every_nested_part(rng, tmp_pat
     x, y = rng.normal(size=(4, 12, 2)), rng.normal(size=(4, 4, 2))
     net.fit(x, y, epochs=2, batch_size=2)
     assert model.counter == 4
-    attn = model.children["f"].children["0"].children["enc0"].attn
+    attn = model.children["f"].children["0"].children["enc0"].children["attn"]
     t_attn = model.children["t"].children["0"].children["enc0"].children["attn"]
     assert attn.counter == 4 and t_attn.counter == 4
     save(net, tmp_path / "m")
     again = load(tmp_path / "m", backend=RefBackend())
     layer = again.layers[0]
     assert layer.counter == 4
-    assert layer.children["f"].children["0"].children["enc0"].attn.counter == 4
+    assert layer.children["f"].children["0"].children["enc0"].children["attn"].counter == 4
     first = layer.forward(x, True)
     layer.counter = 4
     np.testing.assert_array_equal(layer.forward(x, True), first)

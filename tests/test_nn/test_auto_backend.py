@@ -20,7 +20,7 @@ def test_auto_falls_back_to_numpy_and_says_why(monkeypatch, caplog):
     import nn.ops_opencl
 
     class NoDevice:
-        def __init__(self, device=None, dtype=None):
+        def __init__(self, device=None, dtype=None, **options):
             raise RuntimeError("clGetPlatformIDs failed")  # a raw driver error
 
     monkeypatch.setattr(nn.ops_opencl, "OpenCLBackend", NoDevice)

@@ -284,6 +284,6 @@ def test_dropout_seeds_and_counters_follow_the_model(rng):
     x = rng.normal(size=(2, 2, 3, 2))
     first = layer.forward(x, True)
     layer.forward(x, True)
-    assert layer.counter == 2 and layer.drop3.counter == 2
+    assert layer.counter == 2 and layer.children["drop3"].counter == 2
     layer.counter = 0
     np.testing.assert_array_equal(layer.forward(x, True), first)  # same masks again

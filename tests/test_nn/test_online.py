@@ -1,4 +1,4 @@
-"""The fused batch-1 epoch (nn.online, one launch per epoch on NVIDIA GPUs) trains exactly like the
+"""The fused batch-1 epoch (nn.online_opencl, one launch per epoch on NVIDIA GPUs) trains exactly like the
 step-by-step path: same weights, Adam moments and loss after an epoch, up to float32 summation order."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nn import Sequential, online
+from nn import Sequential
 from opencl import NoDeviceError, list_devices
 from opencl.device import probe
 
@@ -17,11 +17,11 @@ except NoDeviceError:
     NVIDIA = []
 
 
-def _model(specs, loss, optimizer, device):
+def _model(specs, loss, optimizer, device, fused_online=True):
     from nn.ops_opencl import OpenCLBackend
 
-    return Sequential.from_specs(specs, (17,), loss=loss, optimizer=optimizer,
-                                 backend=OpenCLBackend(device, np.float32), seed=3)
+    backend = OpenCLBackend(device, np.float32, fused_online=fused_online)
+    return Sequential.from_specs(specs, (17,), loss=loss, optimizer=optimizer, backend=backend, seed=3)
 
 
 CASES = {
@@ -53,7 +53,7 @@ CASES = {
 
 @pytest.mark.skipif(not NVIDIA, reason="the fused online epoch runs on NVIDIA OpenCL GPUs only")
 @pytest.mark.parametrize("case", list(CASES))
-def test_fused_epoch_matches_step_by_step(case, monkeypatch):
+def test_fused_epoch_matches_step_by_step(case):
     specs, loss, opt = CASES[case]
     rng = np.random.default_rng(0)
     x = rng.normal(size=(301, 17))
@@ -61,13 +61,15 @@ def test_fused_epoch_matches_step_by_step(case, monkeypatch):
     assert specs[-1]["units"] == y.shape[1]
     fused = _model(specs, loss, opt, NVIDIA[0])
     h_fused = fused.fit(x, y, epochs=2, batch_size=1, seed=5, progress=False)
-    assert isinstance(fused._online, online.OnlineEpoch)
-    monkeypatch.setattr(online, "ENABLED", False)
-    steps = _model(specs, loss, opt, NVIDIA[0])
+    from nn.online_opencl import OnlineEpoch
+
+    assert isinstance(fused._online, OnlineEpoch)
+    steps = _model(specs, loss, opt, NVIDIA[0], fused_online=False)
     h_steps = steps.fit(x, y, epochs=2, batch_size=1, seed=5, progress=False)
     assert steps._online is None
     be = fused.backend
-    for a, b in [(fused._params, steps._params), *zip(fused._slots, steps._slots, strict=True)]:
+    for a, b in [(fused.params, steps.params),
+                 *zip(fused.optimizer_slots, steps.optimizer_slots, strict=True)]:
         np.testing.assert_allclose(be.to_numpy(a), be.to_numpy(b), rtol=2e-3, atol=2e-5)
     for rf, rs in zip(h_fused.epochs, h_steps.epochs, strict=True):
         assert rf.loss == pytest.approx(rs.loss, rel=1e-4)
@@ -79,16 +81,16 @@ def test_fused_epoch_applies_only_where_it_computes_the_same():
     """NumPy backend, CPU devices, other layers, losses or optimizers: the step-by-step path."""
     specs, loss, opt = CASES["cce-tanh"]
     model = Sequential.from_specs(specs, (17,), loss=loss, optimizer=opt, backend="numpy")
-    assert online.OnlineEpoch.build(model) is None
+    assert model.backend.online_epoch(model) is None
     if NVIDIA:
         from nn.ops_opencl import OpenCLBackend
 
         gpu = OpenCLBackend(NVIDIA[0], np.float32)
         for other in ({"type": "sgd", "lr": 0.1}, {"type": "adam", "clipnorm": 1.0}):
             model = Sequential.from_specs(specs, (17,), loss=loss, optimizer=other, backend=gpu)
-            assert online.OnlineEpoch.build(model) is None
+            assert model.backend.online_epoch(model) is None
         dropout = [specs[0], {"type": "dropout", "rate": 0.1}, *specs[1:]]
         model = Sequential.from_specs(dropout, (17,), loss=loss, optimizer=opt, backend=gpu)
-        assert online.OnlineEpoch.build(model) is None
-        assert online.OnlineEpoch.build(Sequential.from_specs(specs, (17,), loss=loss, optimizer=opt,
-                                                              backend=gpu)) is not None
+        assert model.backend.online_epoch(model) is None
+        model = Sequential.from_specs(specs, (17,), loss=loss, optimizer=opt, backend=gpu)
+        assert model.backend.online_epoch(model) is not None

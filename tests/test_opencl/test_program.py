@@ -48,3 +48,22 @@ def test_signature_parser_agrees_with_driver_argument_info(rt):
         source = (kernels_dir() / filename).read_text()
         for name in k.names:
             assert _signature_dtypes(name, source, rt.real, k.path) == _arg_dtypes(k[name], k.path)
+
+
+def test_successful_builds_stay_quiet(rt, caplog):
+    """A build whose compiler prints remarks raises no pyopencl CompilerWarning (they go to the debug log),
+    for the library's programs, the device probe and a source that certainly has compiler output."""
+    import logging
+    import warnings
+
+    from opencl.device import _probe_results, probe
+    from opencl.program import build_quietly
+
+    source = '#warning "a remark from the compiler"\n__kernel void k(__global float *x) { x[0] = 1.0f; }\n'
+    with warnings.catch_warnings(), caplog.at_level(logging.DEBUG, logger="opencl.program"):
+        warnings.simplefilter("error")
+        build_quietly(rt.context, source, [], "remark.cl")
+        kernels(rt, "probe.cl", QUIET_BUILD_TEST=1)  # a fresh build, not the runtime's memo
+        _probe_results.pop(rt.info.index, None)
+        assert probe(rt.info) is None
+    assert any("remark.cl" in r.getMessage() for r in caplog.records)

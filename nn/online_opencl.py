@@ -12,7 +12,9 @@ step. It applies where that kernel computes exactly what the step-by-step path c
 - loss ``cce`` (softmax + cross-entropy on the logits) or ``mse``;
 - optimizer Adam without gradient clipping (L1/L2 and learning-rate schedules included).
 
-Anything else trains step by step as before; ``OnlineEpoch.build`` returns ``None`` for it.
+Anything else trains step by step as before; ``OnlineEpoch.build`` returns ``None`` for it, and so does a
+backend made with ``fused_online=False`` (the tests compare both paths that way). This module belongs to the
+OpenCL side of ``nn``: ``OpenCLBackend.online_epoch`` builds it; nothing imports it on the NumPy backend.
 
 The kernel's barrier needs all its work-groups resident at once: one group per compute unit, of the
 largest size the compiled kernel allows (``CL_KERNEL_WORK_GROUP_SIZE``: its registers and local memory).
@@ -22,24 +24,31 @@ above 1 there.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyopencl as cl
 
 from nn.backend import Tensor
+from opencl import memory
+from opencl.launch import KernelSpec
+
+if TYPE_CHECKING:
+    from nn.model import Sequential
+    from nn.ops_opencl import OpenCLBackend
 
 _LOSS_KINDS = {"softmax_cce": 0, "mse": 1}
 # Work-group sizes to try, largest first: the largest the compiled kernel allows wins (more items hide
-# more latency; H200, batch-1 Fractal epoch: 0.43 s with 1,024 items, 0.49 s with 256).
+# more latency; benchmarks/RESULTS.md has the figures).
 _GROUPS = (1024, 512, 256, 128, 64, 32)
 _MAX_WIDTH = 4096  # widest layer the kernel's local buffers hold (2 x 16 KiB of its 48 KiB)
-ENABLED = True  # tests switch the fused path off to compare it with the step-by-step one
 
 
 class OnlineEpoch:
     """The fused batch-1 epoch of one ``Sequential`` (built once, reused every epoch)."""
 
-    def __init__(self, model, desc: np.ndarray, ab: np.ndarray, y_size: int, width: int) -> None:
-        be = model.backend
+    def __init__(self, model: Sequential, desc: np.ndarray, ab: np.ndarray, y_size: int, width: int) -> None:
+        be: OpenCLBackend = model.backend
         self.model, self.backend = model, be
         self._desc = be.asarray(desc)
         self._ab = be.asarray(ab)
@@ -48,23 +57,24 @@ class OnlineEpoch:
         self._sync = be.asarray(np.zeros(64, np.int32))  # barrier counter and generation (online_dense.cl)
         self._layers = len(desc)
         device = be.runtime.info.device
-        self._kernel, self._group = None, 0
+        self._kernel = None  # the bound kernel, its work-group the largest the compiled kernel allows
         for group in _GROUPS:
-            kernel = be.kernels("online_dense.cl", WG=group, MAX_WIDTH=width).online_dense_epoch
-            if kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device) >= group:
-                self._kernel, self._group = kernel, group
+            spec = KernelSpec("online_dense.cl", "online_dense_epoch", (group,), (group,), per_group=True)
+            bound = be.launcher.bind((spec,), WG=group, MAX_WIDTH=width)[spec.name]
+            if bound.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device) >= group:
+                self._kernel = bound
                 break
         self._groups = int(device.max_compute_units)
 
     @classmethod
-    def build(cls, model) -> OnlineEpoch | None:
+    def build(cls, model: Sequential) -> OnlineEpoch | None:
         """The fused epoch for ``model``, or ``None`` where it does not apply (see the module docstring)."""
         from nn.layers import Dense, Softmax
-        from nn.ops_opencl import _ACT_CODE, OpenCLBackend
+        from nn.ops_opencl import ACT_CODE, OpenCLBackend
         from nn.optim import Adam
 
         be = model.backend
-        if not ENABLED or not isinstance(be, OpenCLBackend) or be.dtype != np.float32:
+        if not isinstance(be, OpenCLBackend) or not be.fused_online or be.dtype != np.float32:
             return None
         info = be.runtime.info
         if be.runtime.is_cpu or "nvidia" not in f"{info.platform} {info.device.vendor}".lower():
@@ -80,14 +90,12 @@ class OnlineEpoch:
             layers = layers[:-1]
         if not layers or not all(isinstance(ly, Dense) and ly.act.output_derivable for ly in layers):
             return None
-        if len(model.input_shape) != 1 or model._first_trainable != 0:
+        if len(model.input_shape) != 1 or model.first_trainable != 0:
             return None
-        offsets = dict(zip(model._param_layout.entries, model._param_layout.offsets, strict=True))
-        by_layer = {(i, spec.name): off for (i, spec), off in offsets.items()}
         desc, ab, cursor = [], [], 0
         for i, layer in enumerate(layers):
-            desc.append([by_layer[(i, "w")], by_layer[(i, "b")], layer.n_in, layer.units,
-                         _ACT_CODE[layer.act.kind], cursor])
+            desc.append([model.param_offset(i, "w"), model.param_offset(i, "b"), layer.n_in, layer.units,
+                         ACT_CODE[layer.act.kind], cursor])
             ab.append([layer.act.alpha, layer.act.beta])
             cursor += -(-layer.units // be.alignment) * be.alignment
         width = max(layer.units for layer in layers)
@@ -106,11 +114,11 @@ class OnlineEpoch:
         order_d = be.asarray(order.astype(np.int32))
         corr_d = be.asarray(corr.astype(np.float32).reshape(-1))
         loss_sum = be.zeros((1,))
-        self._sync.fill(0)
-        params, (m, v) = self.model._params, self.model._slots
+        memory.fill(self._sync, 0)
+        params, (m, v) = self.model.params, self.model.optimizer_slots
         arg = be.arg
-        be.launch(
-            self._kernel, (self._groups * self._group,), (self._group,),
+        self._kernel(
+            (self._groups,),
             *arg(xd), *arg(yd), *arg(order_d), *arg(corr_d), *arg(params), *arg(m), *arg(v),
             self._y.base_data, self._g.base_data, self._desc.base_data, self._ab.base_data,
             loss_sum.base_data, self._sync.base_data, self._layers, n, _LOSS_KINDS[self.model.loss.kernel],
