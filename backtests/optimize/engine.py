@@ -1,0 +1,130 @@
+"""Where passes run: a Dask distributed cluster (local worker processes or a running scheduler), or inline.
+
+The client scatters the candles to every worker once and streams tasks, each a batch of passes, keeping
+a few tasks per worker in flight so no worker waits on the client. When a worker dies mid-task the
+scheduler runs its tasks again elsewhere (Dask's own recovery; ``allowed-failures`` bounds retries), so a
+lost worker costs only the passes it was running.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class Engine:
+    """Runs ``fn(shared, *args)`` tasks and yields ``(tag, result)`` in completion order.
+
+    ``workers=0`` runs tasks inline in this process (debugging, tiny studies); otherwise a Dask
+    ``LocalCluster`` of ``workers`` single-threaded processes (default: one per core), or the cluster at
+    ``scheduler`` (``tcp://HOST:8786``).
+    """
+
+    def __init__(self, workers: int | None = None, scheduler: str | None = None):
+        if workers is not None and workers < 0:
+            raise ValueError(f"--workers {workers}: give 0 (inline) or a positive count")
+        if workers is not None and scheduler:
+            raise ValueError("give --workers or --scheduler, not both")
+        self.workers = (os.cpu_count() or 1) if workers is None and not scheduler else workers
+        self.scheduler = scheduler
+        self._client = None
+        self._cluster = None
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+    def __enter__(self) -> Engine:
+        if self.scheduler:
+            from distributed import Client
+
+            try:
+                self._client = Client(self.scheduler, timeout="10s")
+            except (OSError, TimeoutError) as exc:
+                raise OSError(f"cannot reach the Dask scheduler at {self.scheduler}: {exc}") from None
+        elif self.workers:
+            from distributed import Client, LocalCluster
+
+            self._cluster = LocalCluster(
+                n_workers=self.workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                scheduler_kwargs={"dashboard": False},
+                silence_logs=logging.ERROR,
+            )
+            self._client = Client(self._cluster)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._client is not None:
+            self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+        self._client = self._cluster = None
+
+    @property
+    def size(self) -> int:
+        """Workers available now (1 inline)."""
+        if self._client is None:
+            return 1
+        return max(1, len(self._client.scheduler_info(n_workers=-1)["workers"]))
+
+    @property
+    def where(self) -> str:
+        if self._client is None:
+            return "inline (this process)"
+        if self.scheduler:
+            return f"Dask cluster {self.scheduler} ({self.size} workers)"
+        return f"local Dask cluster ({self.size} worker processes)"
+
+    # -- work ------------------------------------------------------------------------------------------
+    def share(self, obj: Any) -> Any:
+        """Send ``obj`` to every worker once; tasks then receive it by reference."""
+        if self._client is None:
+            return obj
+        return self._client.scatter(obj, broadcast=True, hash=False)
+
+    def stream(
+        self,
+        fn: Callable[..., Any],
+        shared: Any,
+        tasks: Iterable[tuple[Any, tuple]],
+        inflight: int | None = None,
+    ) -> Iterator[tuple[Any, Any]]:
+        """Run ``fn(shared, *args)`` for each ``(tag, args)``; tasks are drawn lazily as slots free up.
+
+        On an exception (Ctrl-C included) the tasks still in flight are cancelled before it propagates.
+        """
+        it = iter(tasks)
+        if self._client is None:
+            for tag, args in it:
+                yield tag, fn(shared, *args)
+            return
+        from distributed import as_completed
+
+        limit = inflight or 2 * self.size
+        pending = as_completed()
+        live: dict[str, tuple[Any, Any]] = {}  # future key -> (future, tag)
+
+        def submit_next() -> bool:
+            for tag, args in it:
+                future = self._client.submit(fn, shared, *args, pure=False)
+                live[future.key] = (future, tag)
+                pending.add(future)
+                return True
+            return False
+
+        try:
+            for _ in range(limit):
+                if not submit_next():
+                    break
+            for future in pending:
+                result = future.result()
+                _, tag = live.pop(future.key)
+                submit_next()
+                yield tag, result
+        finally:
+            if live:
+                self._client.cancel([f for f, _ in live.values()])
