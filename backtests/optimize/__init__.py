@@ -9,6 +9,7 @@ from backtests.optimize.criteria import CRITERIA, Criterion, get_criterion
 from backtests.optimize.engine import Engine
 from backtests.optimize.search import METHODS, Plan
 from backtests.optimize.space import ParamSpace, SpaceError, parse_space
+from backtests.optimize.walkforward import WalkForwardResult, walk_forward
 
 __all__ = [
     "CRITERIA",
@@ -18,7 +19,9 @@ __all__ = [
     "ParamSpace",
     "Plan",
     "SpaceError",
+    "WalkForwardResult",
     "get_criterion",
     "optimize",
     "parse_space",
+    "walk_forward",
 ]

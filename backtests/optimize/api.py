@@ -30,7 +30,13 @@ from backtests.periods import resolve
 from datafeeds import meta_of
 from strategies.base import ExpertAdvisor
 
-FORWARD_STATS = ("final_balance", "total_net_profit", "profit_factor", "equity_drawdown_relative_pct", "total_trades")
+FORWARD_STATS = (
+    "final_balance",
+    "total_net_profit",
+    "profit_factor",
+    "equity_drawdown_relative_pct",
+    "total_trades",
+)
 
 
 @dataclass

@@ -102,9 +102,8 @@ class Search:
         missing = self.target - len(self.done)
         if missing <= 0:
             return 0
-        driver = optuna.create_study(
-            direction=self.job.criterion.direction, sampler=make_sampler(self.plan, self.space, len(self.done))
-        )
+        sampler = make_sampler(self.plan, self.space, len(self.done))
+        driver = optuna.create_study(direction=self.job.criterion.direction, sampler=sampler)
         if self.plan.method != "grid":
             driver.add_trials([self._for_sampler(t) for t in self.done.values()])
         before = len(self.done)
@@ -165,7 +164,8 @@ class Search:
                 yield chunk, (self.job, self.window, [p for _, p in chunk])
 
         for chunk, rows in self.engine.stream(run_batch, self.shared, tasks()):
-            trials = [self._finish(driver, trial, params, row) for (trial, params), row in zip(chunk, rows)]
+            pairs = zip(chunk, rows, strict=True)
+            trials = [self._finish(driver, trial, params, row) for (trial, params), row in pairs]
             store.record(self.durable, trials)
             for t in trials:
                 self.done[store.params_key(t.params)] = t
@@ -213,9 +213,9 @@ class Search:
 
     # -- progress --------------------------------------------------------------------------------------
     def _track(self, t: FrozenTrial) -> None:
-        if t.state == TrialState.COMPLETE and not t.user_attrs.get("undefined"):
-            if self.job.criterion.better(t.value, self.best):
-                self.best = t.value
+        defined = t.state == TrialState.COMPLETE and not t.user_attrs.get("undefined")
+        if defined and self.job.criterion.better(t.value, self.best):
+            self.best = t.value
 
     def _best_text(self) -> str:
         return "n/a" if self.best is None else f"{self.best:.4g}"

@@ -108,7 +108,7 @@ def parse_space(
             raise SpaceError(f"--param {name}={spec}: a value is listed twice")
         dims.append(Dimension(name, tuple(values), kind if kind in ("int", "float") else "choice"))
     if not dims:
-        raise SpaceError("nothing to optimise: give at least one parameter a range (a:b:step) or a list (a,b)")
+        raise SpaceError("nothing to optimise: give a parameter a range (a:b:step) or a list (a,b)")
     space = ParamSpace(ea, tuple(dims), fixed)
     if space.grid_size > MAX_GRID:
         raise SpaceError(f"the grid has {space.grid_size:,} passes (limit {MAX_GRID:,}); use coarser steps")
@@ -170,7 +170,7 @@ def _range(ea: type[ExpertAdvisor], name: str, spec: str, integer: bool) -> tupl
         raise SpaceError(f"--param {name}={spec}: {count:,} values; use a coarser step")
     digits = max(0, -math.floor(math.log10(step))) + 6
     raw = [start + i * step for i in range(count)]
-    values = [int(round(v)) if integer else round(v, digits) for v in raw]
+    values = [round(v) if integer else round(v, digits) for v in raw]
     return [_typed(ea, name, v, spec) for v in values], ("int" if integer else "float")
 
 
