@@ -13,7 +13,7 @@ import sys
 import typer
 
 from neuronet import __version__
-from neuronet.commands import backtest, data, devices, forecast
+from neuronet.commands import backtest, data, devices, forecast, optimize
 from neuronet.errors import USER_ERRORS
 
 app = typer.Typer(
@@ -28,6 +28,7 @@ app.command("devices")(devices.devices)
 app.command("run")(backtest.run)
 app.command("backtest")(backtest.backtest)
 app.command("forecast")(forecast.forecast)
+app.command("optimize")(optimize.optimize_command)
 
 _debug = False
 

@@ -42,6 +42,7 @@ class WalkForwardResult:
     stability: pd.DataFrame
     efficiency: float | None
     summary: dict = field(default_factory=dict)
+    passes: pd.DataFrame = field(default_factory=pd.DataFrame)  # every window's passes, ``window`` column
 
 
 def windows(n: int, train: int, test: int, anchored: bool = False) -> list[tuple[Window, Window]]:
@@ -92,7 +93,7 @@ def walk_forward(
         population=population, batch=batch,
     )  # fmt: skip
     pairs = windows(len(candles), int(train), int(test), anchored)
-    rows, winners = [], []
+    rows, winners, tables = [], [], []
     with session(candles, workers, scheduler) as (engine, shared):
         for i, (tw, _) in enumerate(pairs):
             study = s.search(tw, engine, shared, label=f"window {i + 1}/{len(pairs)}")
@@ -102,9 +103,13 @@ def walk_forward(
                 raise ValueError(f"walk-forward window {i + 1}: no pass has a defined {s.job.criterion.name}")
             winners.append(best[0])
             rows.append((table.iloc[0], len(table)))
+            tables.append(table.assign(window=i + 1))
         tasks = [(i, (s.job, [(ow, winners[i])])) for i, (_, ow) in enumerate(pairs)]
         tests = {i: out[0] for i, out in engine.stream(run_curves, shared, tasks)}
-    return _assemble(candles, s, pairs, rows, winners, tests, anchored)
+    result = _assemble(candles, s, pairs, rows, winners, tests, anchored)
+    result.passes = pd.concat(tables, ignore_index=True)
+    result.passes.attrs["criterion"] = s.job.criterion.name
+    return result
 
 
 def _assemble(candles, s, pairs, rows, winners, tests, anchored) -> WalkForwardResult:
