@@ -1,8 +1,9 @@
 """A grid optimisation of the SMA-cross EA agrees pass by pass with backtesting.py's ``Backtest.optimize``.
 
-Fill rules are matched as in test_crosscheck.py (zero spread, the same per-lot commission, next-bar-open
-fills, the same SMA function and crossing rule on both sides, so exact ties resolve alike). The one convention that differs, how a run ends with a position open, is removed by flattening
-both sides at the last bar's open; every pass then ends flat and the final balances must agree exactly.
+Fill rules are matched as in test_crosscheck.py: zero spread, the same per-lot commission, next-bar-open
+fills; both sides use the same SMA function and crossing rule, so exact ties resolve alike. The one
+convention that differs, how a run ends with a position open, is removed by flattening both sides at the
+last bar's open; every pass then ends flat and the final balances must agree exactly.
 """
 
 import multiprocessing.dummy
