@@ -71,11 +71,14 @@ class Setup:
             return optuna.create_study(direction=self.job.criterion.direction, study_name=name)
         return store.open_study(self.storage, name, self.job.criterion.direction, identity)
 
-    def search(self, window: Window, engine: Engine, shared: Any, label: str = "optimise") -> optuna.Study:
+    def search(
+        self, window: Window, engine: Engine, shared: Any, label: str = "optimise"
+    ) -> tuple[optuna.Study, int]:
+        """Fill the window's study; returns it and how many passes ran now (the rest were recorded)."""
         make_backtest(self.candles, self.job, window)  # bad periods fail here, in one line, before any pass
         study = self.study(window)
-        Search(study, self.space, self.job, window, self.plan, engine, shared, self.progress, label).run()
-        return study
+        search = Search(study, self.space, self.job, window, self.plan, engine, shared, self.progress, label)
+        return study, search.run()
 
 
 def setup(
@@ -162,7 +165,7 @@ def optimize(
     fs = n if forward is None else resolve(candles.index, forward, min_study=ea.min_study_bars).forward_start
     window = Window(0, fs)
     with session(candles, workers, scheduler) as (engine, shared):
-        study = s.search(window, engine, shared)
+        study, ran = s.search(window, engine, shared)
         table = results_table(study, s.space, s.job.criterion)
         if fs < n and top > 0:
             table = add_forward(table, s, engine, shared, Window(0, n, trade_from=fs), top)
@@ -175,6 +178,7 @@ def optimize(
         optimisation=[str(candles.index[0]), str(candles.index[fs - 1])],
         forward=[str(candles.index[fs]), str(candles.index[-1])] if fs < n else None,
         where=engine.where,
+        ran=ran,
     )
     return table
 

@@ -15,6 +15,8 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+CONNECT_TIMEOUT = "10s"  # how long to wait for a --scheduler address before giving up
+
 
 class Engine:
     """Runs ``fn(shared, *args)`` tasks and yields ``(tag, result)`` in completion order.
@@ -40,7 +42,7 @@ class Engine:
             from distributed import Client
 
             try:
-                self._client = Client(self.scheduler, timeout="10s")
+                self._client = Client(self.scheduler, timeout=CONNECT_TIMEOUT)
             except (OSError, TimeoutError) as exc:
                 raise OSError(f"cannot reach the Dask scheduler at {self.scheduler}: {exc}") from None
         elif self.workers:

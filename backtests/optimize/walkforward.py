@@ -94,9 +94,11 @@ def walk_forward(
     )  # fmt: skip
     pairs = windows(len(candles), int(train), int(test), anchored)
     rows, winners, tables = [], [], []
+    ran = 0
     with session(candles, workers, scheduler) as (engine, shared):
         for i, (tw, _) in enumerate(pairs):
-            study = s.search(tw, engine, shared, label=f"window {i + 1}/{len(pairs)}")
+            study, now = s.search(tw, engine, shared, label=f"window {i + 1}/{len(pairs)}")
+            ran += now
             table = results_table(study, s.space, s.job.criterion)
             best = top_passes(table, s.space, 1)
             if not best:
@@ -109,6 +111,7 @@ def walk_forward(
     result = _assemble(candles, s, pairs, rows, winners, tests, anchored)
     result.passes = pd.concat(tables, ignore_index=True)
     result.passes.attrs["criterion"] = s.job.criterion.name
+    result.summary["ran"] = ran
     return result
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 import typer
 
 from backtests import AccountConfig
-from backtests.optimize import CRITERIA, METHODS, get_criterion, optimize, parse_space, walk_forward
+from backtests.optimize import CRITERIA, METHODS, Plan, get_criterion, optimize, parse_space, walk_forward
 from backtests.optimize.report import write_report
 from datafeeds import load_candles, meta_of
 from neuronet.commands.backtest import (
@@ -106,6 +106,7 @@ def optimize_command(
     )  # fmt: skip
     sets = _params(fixed, cls, epochs=epochs, batch_size=batch_size, backend=backend)
     space = parse_space(cls, param, sets)  # every spec checked before data or workers
+    Plan(method, passes, seed)
     pair = _heat_pair(heatmap, space.names)
     wf = _walk_forward(walk)
     no_forward = forward.strip().lower() in _NONE
@@ -177,6 +178,9 @@ def _heat_pair(text: str | None, names: list[str]) -> tuple[str, str] | None:
 
 
 def _summary(table: pd.DataFrame, names: list[str], result, page: Path) -> None:
+    ran = table.attrs.get("ran") if result is None else result.summary["ran"]
+    total = len(table) if result is None else len(result.passes)
+    typer.echo(f"passes run now: {ran}; already in the study store: {total - ran}")
     if result is not None:
         s = result.summary
         eff = "undefined" if result.efficiency is None else f"{result.efficiency:.2f}"
