@@ -165,6 +165,7 @@ def optimize(
     fs = n if forward is None else resolve(candles.index, forward, min_study=ea.min_study_bars).forward_start
     window = Window(0, fs)
     with session(candles, workers, scheduler) as (engine, shared):
+        where = engine.where
         study, ran = s.search(window, engine, shared)
         table = results_table(study, s.space, s.job.criterion)
         if fs < n and top > 0:
@@ -177,7 +178,7 @@ def optimize(
         storage=s.storage,
         optimisation=[str(candles.index[0]), str(candles.index[fs - 1])],
         forward=[str(candles.index[fs]), str(candles.index[-1])] if fs < n else None,
-        where=engine.where,
+        where=where,
         ran=ran,
     )
     return table
