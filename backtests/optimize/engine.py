@@ -16,6 +16,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = "10s"  # how long to wait for a --scheduler address before giving up
+MAX_RESUBMITS = 3  # times one task may be cancelled by the cluster (lost data) before the run gives up
 
 
 class Engine:
@@ -82,39 +83,46 @@ class Engine:
         return f"local Dask cluster ({self.size} worker processes)"
 
     # -- work ------------------------------------------------------------------------------------------
-    def share(self, obj: Any) -> Any:
+    def share(self, obj: Any) -> Shared:
         """Send ``obj`` to every worker once; tasks then receive it by reference."""
-        if self._client is None:
-            return obj
-        return self._client.scatter(obj, broadcast=True, hash=False)
+        shared = Shared(obj)
+        if self._client is not None:
+            shared.future = self._client.scatter(obj, broadcast=True, hash=False)
+        return shared
 
     def stream(
         self,
         fn: Callable[..., Any],
-        shared: Any,
+        shared: Shared,
         tasks: Iterable[tuple[Any, tuple]],
         inflight: int | None = None,
     ) -> Iterator[tuple[Any, Any]]:
         """Run ``fn(shared, *args)`` for each ``(tag, args)``; tasks are drawn lazily as slots free up.
 
+        A task cancelled by the cluster (its worker died holding the only copy of the shared data: Dask's
+        memory manager keeps one replica of scattered data, and scattered data cannot be recomputed) is
+        submitted again, after the data is scattered again if it was lost, up to ``MAX_RESUBMITS`` times.
         On an exception (Ctrl-C included) the tasks still in flight are cancelled before it propagates.
         """
         it = iter(tasks)
         if self._client is None:
             for tag, args in it:
-                yield tag, fn(shared, *args)
+                yield tag, fn(shared.obj, *args)
             return
         from distributed import as_completed
 
         limit = inflight or 2 * self.size
         pending = as_completed()
-        live: dict[str, tuple[Any, Any]] = {}  # future key -> (future, tag)
+        live: dict[str, tuple[Any, Any, tuple, int]] = {}  # future key -> (future, tag, args, resubmits)
+
+        def submit(tag: Any, args: tuple, tries: int) -> None:
+            future = self._client.submit(fn, shared.future, *args, pure=False)
+            live[future.key] = (future, tag, args, tries)
+            pending.add(future)
 
         def submit_next() -> bool:
             for tag, args in it:
-                future = self._client.submit(fn, shared, *args, pure=False)
-                live[future.key] = (future, tag)
-                pending.add(future)
+                submit(tag, args, 0)
                 return True
             return False
 
@@ -123,10 +131,26 @@ class Engine:
                 if not submit_next():
                     break
             for future in pending:
+                _, tag, args, tries = live.pop(future.key)
+                if future.status == "cancelled":
+                    if tries >= MAX_RESUBMITS:
+                        raise OSError(f"a task was cancelled by the cluster {tries + 1} times; giving up")
+                    log.warning("a task was lost with its worker; submitting it again")
+                    if shared.future.status != "finished":
+                        shared.future = self._client.scatter(shared.obj, broadcast=True, hash=False)
+                    submit(tag, args, tries + 1)
+                    continue
                 result = future.result()
-                _, tag = live.pop(future.key)
                 submit_next()
                 yield tag, result
         finally:
             if live:
-                self._client.cancel([f for f, _ in live.values()])
+                self._client.cancel([entry[0] for entry in live.values()])
+
+
+class Shared:
+    """Data every task needs: the object itself and, on a cluster, the future of its scattered copies."""
+
+    def __init__(self, obj: Any):
+        self.obj = obj
+        self.future: Any = None
