@@ -23,32 +23,31 @@ from pathlib import Path
 
 os.environ.setdefault("TQDM_DISABLE", "1")  # backtesting.py's progress bars would drown the table
 
+from backtesting import Strategy  # after the environment variable it reads
+from backtesting.lib import crossover
+from backtesting.test import SMA
+
 FAST = list(range(2, 42, 2))  # 20 values
 SLOW = list(range(50, 150, 10))  # 10 values: 200 passes, all with fast < slow
 
 
-def _peer_strategy():
-    from backtesting import Strategy
-    from backtesting.lib import crossover
-    from backtesting.test import SMA
+class PeerSmaCross(Strategy):
+    """The SMA crossover in backtesting.py (module level: its process pool pickles the class)."""
 
-    class SmaCross(Strategy):
-        fast = 10
-        slow = 20
+    fast = 10
+    slow = 20
 
-        def init(self):
-            self.f = self.I(SMA, self.data.Close, self.fast)
-            self.s = self.I(SMA, self.data.Close, self.slow)
+    def init(self):
+        self.f = self.I(SMA, self.data.Close, self.fast)
+        self.s = self.I(SMA, self.data.Close, self.slow)
 
-        def next(self):
-            if crossover(self.f, self.s):
-                self.position.close()
-                self.buy(size=100_000)
-            elif crossover(self.s, self.f):
-                self.position.close()
-                self.sell(size=100_000)
-
-    return SmaCross
+    def next(self):
+        if crossover(self.f, self.s):
+            self.position.close()
+            self.buy(size=100_000)
+        elif crossover(self.s, self.f):
+            self.position.close()
+            self.sell(size=100_000)
 
 
 def time_peer(df) -> float:
@@ -58,7 +57,7 @@ def time_peer(df) -> float:
     data.index = data.index.tz_localize(None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        bt = Backtest(data, _peer_strategy(), cash=1e9)
+        bt = Backtest(data, PeerSmaCross, cash=1e9)
         t0 = time.perf_counter()
         _, heat = bt.optimize(fast=FAST, slow=SLOW, maximize="Equity Final [$]", return_heatmap=True)
         elapsed = time.perf_counter() - t0
