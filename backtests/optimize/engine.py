@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -49,15 +52,18 @@ class Engine:
         elif self.workers:
             from distributed import Client, LocalCluster
 
-            self._cluster = LocalCluster(
-                n_workers=self.workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                scheduler_kwargs={"dashboard": False},
-                silence_logs=logging.ERROR,
-            )
+            with _workers_ignore_ctrl_c():
+                self._cluster = LocalCluster(
+                    n_workers=self.workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    scheduler_kwargs={"dashboard": False},
+                    silence_logs=logging.ERROR,
+                )
             self._client = Client(self._cluster)
+        if logging.getLogger().getEffectiveLevel() > logging.INFO:  # Dask's INFO chatter unless --debug
+            logging.getLogger("distributed").setLevel(logging.WARNING)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -146,6 +152,20 @@ class Engine:
         finally:
             if live:
                 self._client.cancel([entry[0] for entry in live.values()])
+
+
+@contextmanager
+def _workers_ignore_ctrl_c():
+    """Worker processes started inside inherit an ignored SIGINT: Ctrl-C reaches the client alone, which
+    stops the search, keeps the finished passes and closes the cluster (no traceback from every worker)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class Shared:
