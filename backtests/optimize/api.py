@@ -22,7 +22,7 @@ from backtests.broker import AccountConfig
 from backtests.optimize import store
 from backtests.optimize.criteria import Criterion, get_criterion
 from backtests.optimize.engine import Engine
-from backtests.optimize.passes import Job, Window, make_backtest, run_curves
+from backtests.optimize.passes import Job, Window, in_sample, make_backtest, run_curves
 from backtests.optimize.results import results_table, top_passes
 from backtests.optimize.search import Plan, Search
 from backtests.optimize.space import ParamSpace, parse_space
@@ -49,6 +49,10 @@ class Setup:
     plan: Plan
     storage: str | None
     progress: bool
+    split: str | float | None = None  # each pass's own study/judged split of its window
+
+    def window(self, start: int, stop: int) -> Window:
+        return in_sample(self.candles, self.job, start, stop, self.split)
 
     def identity(self, window: Window) -> dict:
         """Everything that changes the passes' figures; the study name is its hash."""
@@ -97,6 +101,7 @@ def setup(
     round_size: int,
     population: int,
     batch: int | None,
+    split: str | float | None = None,
 ) -> Setup:
     if not isinstance(space, ParamSpace):
         space = parse_space(ea, space, fixed)
@@ -104,7 +109,7 @@ def setup(
     job = Job(ea, crit, account or AccountConfig(), int(seed), dict(space.fixed))
     plan = Plan(method, passes, int(seed), round_size, population, batch)
     storage = None if store_path is None else store.storage_url(store_path)
-    return Setup(candles, space, job, plan, storage, progress)
+    return Setup(candles, space, job, plan, storage, progress, split)
 
 
 def fingerprint(candles: pd.DataFrame) -> dict:
@@ -148,22 +153,24 @@ def optimize(
     round_size: int = 16,
     population: int = 20,
     batch: int | None = None,
+    split: str | float | None = None,
 ) -> pd.DataFrame:
     """Optimise ``ea``'s parameters over ``space`` and return the results table, best pass first.
 
     ``space``: ``{"fast": "5:50:5", "slow": [20, 30]}`` or ``["fast=5:50:5", ...]``. ``forward``: as
     ``Backtest`` (``"1/3"``, a date; None: optimise on every bar, no forward test). ``store_path``: the
     SQLite file (or an RDB URL) that keeps every pass; the same call resumes from it. ``workers=0`` runs
-    inline; ``scheduler="tcp://HOST:8786"`` uses a running Dask cluster.
+    inline; ``scheduler="tcp://HOST:8786"`` uses a running Dask cluster. ``split``: each pass's own
+    forward split of the optimisation period (for EAs that train: score them on bars they did not learn).
     """
     s = setup(
         candles, ea, space, method=method, criterion=criterion, passes=passes, seed=seed, account=account,
         fixed=fixed, store_path=store_path, progress=progress, round_size=round_size,
-        population=population, batch=batch,
+        population=population, batch=batch, split=split,
     )  # fmt: skip
     n = len(candles)
     fs = n if forward is None else resolve(candles.index, forward, min_study=ea.min_study_bars).forward_start
-    window = Window(0, fs)
+    window = s.window(0, fs)
     with session(candles, workers, scheduler) as (engine, shared):
         where = engine.where
         study, ran = s.search(window, engine, shared)

@@ -16,6 +16,7 @@ import pandas as pd
 
 from backtests.broker import AccountConfig
 from backtests.optimize.criteria import PASS_STATS, Criterion
+from backtests.periods import resolve
 from backtests.replay import Backtest, Result
 from strategies.base import ExpertAdvisor
 
@@ -42,6 +43,16 @@ class Window:
     start: int
     stop: int
     trade_from: int | None = None
+
+
+def in_sample(candles: pd.DataFrame, job: Job, start: int, stop: int, split: str | float | None) -> Window:
+    """The optimisation window ``[start, stop)``; with ``split`` (``"1/3"``, a fraction, a date) each pass
+    trains on the first part and is judged on the last, so an EA that learns is scored on bars it did
+    not train on. Without it the whole window is traded after the EA's ``min_study_bars``."""
+    if split is None:
+        return Window(start, stop)
+    periods = resolve(candles.index[start:stop], split, min_study=job.ea.min_study_bars)
+    return Window(start, stop, trade_from=start + periods.forward_start)
 
 
 def make_backtest(candles: pd.DataFrame, job: Job, window: Window) -> Backtest:

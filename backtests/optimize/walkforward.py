@@ -85,19 +85,21 @@ def walk_forward(
     round_size: int = 16,
     population: int = 20,
     batch: int | None = None,
+    split: str | float | None = None,
 ) -> WalkForwardResult:
     """Run the analysis; arguments as ``optimize``, plus ``train``/``test`` window sizes in bars."""
     s = setup(
         candles, ea, space, method=method, criterion=criterion, passes=passes, seed=seed, account=account,
         fixed=fixed, store_path=store_path, progress=progress, round_size=round_size,
-        population=population, batch=batch,
+        population=population, batch=batch, split=split,
     )  # fmt: skip
     pairs = windows(len(candles), int(train), int(test), anchored)
     rows, winners, tables = [], [], []
     ran = 0
     with session(candles, workers, scheduler) as (engine, shared):
         for i, (tw, _) in enumerate(pairs):
-            study, now = s.search(tw, engine, shared, label=f"window {i + 1}/{len(pairs)}")
+            label = f"window {i + 1}/{len(pairs)}"
+            study, now = s.search(s.window(tw.start, tw.stop), engine, shared, label=label)
             ran += now
             table = results_table(study, s.space, s.job.criterion)
             best = top_passes(table, s.space, 1)
@@ -126,7 +128,8 @@ def _assemble(candles, s, pairs, rows, winners, tests, anchored) -> WalkForwardR
         if test.get("error"):
             raise ValueError(f"walk-forward window {i + 1}: the winner failed on its test: {test['error']}")
         idx = candles.index
-        is_span = _span(idx, tw.start, tw.stop)
+        judged = s.window(tw.start, tw.stop).trade_from or tw.start
+        is_span = _span(idx, judged, tw.stop)
         oos_span = _span(idx, ow.trade_from, ow.stop)
         is_net = float(best["total_net_profit"])
         oos_net = float(test["stats"].get("total_net_profit") or 0.0)

@@ -60,6 +60,9 @@ _SPREAD = typer.Option(None, "--spread", help="Fixed spread in points (default: 
 _OUTDIR = typer.Option(None, "--out", help="Report folder (default: reports/optimize-EA-SYMBOL-TF).")
 _STORE = typer.Option(None, "--store", help="Study store: SQLite file or RDB URL (default: OUT/study.db).")
 _BAR = typer.Option(True, "--progress/--no-progress", help="Progress bar of passes.")
+_SPLIT = typer.Option(
+    "none", "--pass-forward", help="Each pass's own split (1/3, ...): EAs that train are judged unseen."
+)
 
 
 def optimize_command(
@@ -96,6 +99,7 @@ def optimize_command(
     out: Path | None = _OUTDIR,
     store: str | None = _STORE,
     progress: bool = _BAR,
+    pass_forward: str = _SPLIT,
 ) -> None:
     """Optimise an EA's parameters (grid, genetic, random, TPE) with forward test or walk-forward analysis."""
     cls = resolve_ea(ea)
@@ -125,6 +129,7 @@ def optimize_command(
         "method": method, "criterion": crit, "passes": passes, "seed": seed, "account": account,
         "workers": workers, "scheduler": scheduler, "store_path": store_path,
         "progress": progress and sys.stderr.isatty(),
+        "split": None if pass_forward.strip().lower() in _NONE else pass_forward,
     }  # fmt: skip
     typer.echo(
         f"{cls.__name__} on {meta.symbol} {meta.timeframe.name}: {len(df)} bars, {space.grid_size} grid "

@@ -214,3 +214,15 @@ def test_walk_forward_windows():
         windows(100, 80, 50)
     with pytest.raises(PeriodError, match="at least 2"):
         windows(100, 1, 5)
+
+
+def test_pass_forward_split_scores_each_pass_on_bars_it_did_not_study():
+    from backtests import Backtest
+
+    df = load_candles("synthetic", bars=600, seed=6)
+    table = optimize(df, SmaCrossEA, {"fast": [3, 5]}, fixed={"slow": 30}, forward="1/3", split="1/2", workers=0)
+    fs = 400  # the optimisation period is the first two thirds
+    for _, row in table.iterrows():
+        alone = Backtest(df.iloc[:fs], SmaCrossEA, forward="1/2").run(fast=int(row["fast"]), slow=30)
+        assert row["final_balance"] == alone.stats["final_balance"]
+        assert row["total_trades"] == alone.stats["total_trades"]
