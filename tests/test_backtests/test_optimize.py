@@ -220,7 +220,9 @@ def test_pass_forward_split_scores_each_pass_on_bars_it_did_not_study():
     from backtests import Backtest
 
     df = load_candles("synthetic", bars=600, seed=6)
-    table = optimize(df, SmaCrossEA, {"fast": [3, 5]}, fixed={"slow": 30}, forward="1/3", split="1/2", workers=0)
+    table = optimize(
+        df, SmaCrossEA, {"fast": [3, 5]}, fixed={"slow": 30}, forward="1/3", split="1/2", workers=0
+    )
     fs = 400  # the optimisation period is the first two thirds
     for _, row in table.iterrows():
         alone = Backtest(df.iloc[:fs], SmaCrossEA, forward="1/2").run(fast=int(row["fast"]), slow=30)
