@@ -108,21 +108,26 @@ def _task_overhead(engine) -> tuple[float, float]:
 
 
 def client_cost(folder: Path, n: int = 200) -> float:
-    """Seconds per pass on the client: a GridSampler proposal in memory plus the SQLite record."""
+    """Seconds per pass on the client: a GridSampler proposal in memory plus the SQLite record, with the
+    same attributes as a real pass (its statistics, the grid bookkeeping)."""
     import optuna
     from optuna.trial import create_trial
 
     from backtests.optimize import store
+    from backtests.optimize.criteria import PASS_STATS
 
     grid = {"fast": FAST, "slow": SLOW}
     dist = {k: optuna.distributions.CategoricalDistribution(v) for k, v in grid.items()}
     durable = store.open_study(store.storage_url(folder / "client.db"), "cost", "maximize", {})
     driver = optuna.create_study(sampler=optuna.samplers.GridSampler(grid, seed=0))
+    stats = {k: 1.0 for k in (*PASS_STATS, "custom")}
     t0 = time.perf_counter()
     for i in range(n):
         trial = driver.ask(dist)
-        store.record(durable, [create_trial(value=float(i), params=trial.params, distributions=dist,
-                                            user_attrs={"stats": {"x": 1.0}})])  # fmt: skip
+        system = {"grid_id": driver._storage.get_trial_system_attrs(trial._trial_id)["grid_id"]}
+        record = create_trial(value=float(i), params=trial.params, distributions=dist, system_attrs=system,
+                              user_attrs={"stats": stats, "seconds": 0.03})  # fmt: skip
+        store.record(durable, [record])
     return (time.perf_counter() - t0) / n
 
 

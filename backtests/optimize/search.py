@@ -186,7 +186,10 @@ class Search:
         told = crit.worst() if value is None else value
         if self.plan.method != "grid":
             driver.tell(trial, told)
-        system = driver._storage.get_trial_system_attrs(trial._trial_id)
+        # The sampler's bookkeeping (NSGA-II's generations) goes with the pass; GridSampler's copy of the
+        # whole grid would be written once per pass, and a resumed grid skips points by their parameters.
+        system = dict(driver._storage.get_trial_system_attrs(trial._trial_id))
+        system.pop("search_space", None)
         distributions = self.space.distributions()
         if row["error"] is not None:
             return create_trial(
