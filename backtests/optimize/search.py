@@ -88,6 +88,7 @@ class Search:
         self.done: dict[str, FrozenTrial] = {}
         self.best: float | None = None
         self._bar = None
+        self._twins: list[tuple[optuna.Trial, str]] = []
 
     @property
     def target(self) -> int:
@@ -118,6 +119,8 @@ class Search:
                         log.warning("the sampler proposes only passes already run: stopping early")
                         break
                     self._execute(driver, iter(proposals), len(proposals))
+                    for trial, key in self._twins:  # proposed twice in one round: the same figure
+                        self._tell(driver, trial, self.done[key])
         finally:
             if self._bar is not None:
                 self._bar.close()
@@ -135,6 +138,7 @@ class Search:
         """Up to ``n`` new proposals; repeats of recorded passes are answered from the record."""
         out: list[tuple[optuna.Trial, dict]] = []
         keys: set[str] = set()
+        self._twins = []
         for _ in range(50 * n):
             if len(out) == n:
                 break
@@ -142,8 +146,8 @@ class Search:
             key = store.params_key(trial.params)
             if key in self.done:
                 self._tell(driver, trial, self.done[key])
-            elif key in keys:  # proposed twice in one round: the sampler gets the worst figure
-                driver.tell(trial, self.job.criterion.worst())
+            elif key in keys:  # proposed twice in one round: told the first one's figure once it is back
+                self._twins.append((trial, key))
             else:
                 keys.add(key)
                 out.append((trial, trial.params))

@@ -201,6 +201,9 @@ def _summary(table: pd.DataFrame, names: list[str], result, page: Path) -> None:
     else:
         done = table[table["criterion"].notna()]
         typer.echo(f"{len(table)} passes, {len(done)} with a defined criterion; best:")
+        errors = table["error"].dropna()
+        if len(done) == 0 and len(errors):
+            typer.echo(f"  every pass failed; the first error: {errors.iloc[0]}", err=True)
         for _, row in done.head(5).iterrows():
             params = ", ".join(f"{n}={row[n]}" for n in names)
             fwd = row.get("forward_criterion")
