@@ -31,7 +31,10 @@ def storage_url(path: str | Path) -> str:
     file = Path(text)
     if file.exists() and file.is_dir():
         raise IsADirectoryError(f"study store {file}: a folder of that name exists; give a file path")
-    file.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OSError(f"study store {file}: cannot create its folder ({exc.strerror})") from None
     return f"sqlite:///{file.resolve()}"
 
 
@@ -52,7 +55,8 @@ def open_study(storage: str, name: str, direction: str, identity: dict) -> optun
             load_if_exists=True,
         )
     except Exception as exc:  # sqlalchemy's errors: a damaged or foreign file
-        raise OSError(f"cannot open the study store {storage.removeprefix('sqlite:///')}: {exc}") from None
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise OSError(f"cannot open the study store {storage.removeprefix('sqlite:///')}: {reason}") from None
     if "identity" not in study.user_attrs:
         study.set_user_attr("identity", json.loads(json.dumps(identity, default=str)))
     return study

@@ -200,6 +200,10 @@ def test_hostile_arguments(candles, tmp_path):
         optimize(candles, Bowl, SPACE, method="random", passes=3, workers=-1)
     with pytest.raises(IsADirectoryError, match="folder"):
         storage_url(tmp_path)
+    garbage = tmp_path / "garbage.db"
+    garbage.write_text("not a database")
+    with pytest.raises(OSError, match=r"cannot open the study store .*file is not a database$"):
+        optimize(candles, Bowl, SPACE, method="random", passes=2, workers=0, store_path=str(garbage))
     with pytest.raises(PeriodError):
         optimize(candles.iloc[:3], SmaCrossEA, {"fast": [3, 4]}, forward="1/3", workers=0)
 
