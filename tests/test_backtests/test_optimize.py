@@ -235,3 +235,38 @@ def test_pass_forward_split_scores_each_pass_on_bars_it_did_not_study():
         alone = Backtest(df.iloc[:fs], SmaCrossEA, forward="1/2").run(fast=int(row["fast"]), slow=30)
         assert row["final_balance"] == alone.stats["final_balance"]
         assert row["total_trades"] == alone.stats["total_trades"]
+
+
+def test_forward_figures_are_a_backtest_of_the_forward_period():
+    from backtests import Backtest
+
+    df = load_candles("synthetic", bars=600, seed=5)
+    table = optimize(df, SmaCrossEA, {"fast": [3, 5, 8], "slow": [20, 30]}, forward="1/3", top=3, workers=0)
+    for _, row in table.head(3).iterrows():
+        run = Backtest(df, SmaCrossEA, forward="1/3").run(fast=int(row["fast"]), slow=int(row["slow"]))
+        assert row["forward_final_balance"] == run.stats["final_balance"]
+        assert row["forward_total_trades"] == run.stats["total_trades"]
+
+
+def test_walk_forward_winners_see_only_their_train_window():
+    from backtests import Backtest
+    from backtests.optimize import walk_forward
+
+    df = load_candles("synthetic", bars=900, seed=8)
+    space = {"fast": [3, 5, 8], "slow": [20, 40]}
+    wf = walk_forward(df, SmaCrossEA, space, 400, 250, workers=0)
+    assert list(wf.windows["window"]) == [1, 2]
+    for (tw, ow), (_, row) in zip(windows(len(df), 400, 250), wf.windows.iterrows(), strict=True):
+        alone = optimize(df.iloc[tw.start : tw.stop], SmaCrossEA, space, workers=0)
+        assert (row["fast"], row["slow"]) == (alone.iloc[0]["fast"], alone.iloc[0]["slow"])
+        assert row["is_net_profit"] == alone.iloc[0]["total_net_profit"]
+        test = Backtest(df.iloc[ow.start : ow.stop], SmaCrossEA, forward=df.index[ow.trade_from])
+        assert row["oos_net_profit"] == test.run(fast=int(row["fast"]), slow=int(row["slow"])).stats[
+            "total_net_profit"
+        ]
+    assert wf.equity.iloc[-1] - 10_000 == pytest.approx(wf.windows["oos_net_profit"].sum())
+    assert wf.equity.index[0] == df.index[400] and wf.equity.index[-1] == df.index[-1]
+    s = wf.summary
+    if s["is_return_ann_pct"] > 0:
+        assert wf.efficiency == pytest.approx(s["oos_return_ann_pct"] / s["is_return_ann_pct"])
+    assert set(wf.stability["parameter"]) == {"fast", "slow"}
