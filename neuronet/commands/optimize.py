@@ -158,10 +158,12 @@ def optimize_command(
         info["optimisation period"] = " .. ".join(table.attrs["optimisation"])
         info["forward period"] = " .. ".join(table.attrs["forward"]) if table.attrs["forward"] else "none"
         info["engine"] = table.attrs["where"]
+        info["study"] = table.attrs["study"]
     else:
         kind = "anchored" if anchored else "rolling"
         info["walk-forward"] = f"train {wf[0]} bars, test {wf[1]} bars, {kind}"
         info["passes shown"] = "the last window's optimisation"
+        info["study"] = "one per train window, in the same store"
     page = write_report(folder, table, space.names, info, pair, top, result)
     _summary(table, space.names, result, page)
 
