@@ -21,7 +21,7 @@ def results_table(study: optuna.Study, space: ParamSpace, criterion: Criterion) 
         row = {"pass": t.number, **{n: t.params.get(n) for n in space.names}}
         row["criterion"] = t.value if defined else np.nan
         row.update({k: stats.get(k) for k in (*PASS_STATS, "custom")})
-        row["seconds"] = t.user_attrs.get("seconds")
+        row["seconds"] = stats.get("seconds")
         row["error"] = t.user_attrs.get("error")
         rows.append(row)
     columns = ["pass", *space.names, "criterion", *PASS_STATS, "custom", "seconds", "error"]

@@ -182,7 +182,8 @@ class Search:
         """Tell the sampler (unless grid) and build the durable record of one pass."""
         crit = self.job.criterion
         value = row["value"]
-        attrs = {"stats": row["stats"], "seconds": round(row["seconds"], 6)}
+        # One user attribute per pass where possible: each attribute is a row and an INSERT in the store.
+        attrs = {"stats": {**row["stats"], "seconds": round(row["seconds"], 6)}}
         if row["error"] is not None:
             attrs["error"] = row["error"]
         if value is None:
@@ -190,10 +191,9 @@ class Search:
         told = crit.worst() if value is None else value
         if self.plan.method != "grid":
             driver.tell(trial, told)
-        # The sampler's bookkeeping (NSGA-II's generations) goes with the pass; GridSampler's copy of the
-        # whole grid would be written once per pass, and a resumed grid skips points by their parameters.
-        system = dict(driver._storage.get_trial_system_attrs(trial._trial_id))
-        system.pop("search_space", None)
+        # The sampler's bookkeeping (NSGA-II's generations) goes with the pass so a resumed study continues
+        # it; GridSampler's (grid id, a copy of the grid) is not needed: a resumed grid skips by parameters.
+        system = {} if self.plan.method == "grid" else driver._storage.get_trial_system_attrs(trial._trial_id)
         distributions = self.space.distributions()
         if row["error"] is not None:
             return create_trial(
