@@ -103,7 +103,6 @@ def run_curve(candles: pd.DataFrame, job: Job, window: Window, params: dict) -> 
     row = summarize(result, job)
     row["time"] = np.asarray(result.time.asi8)
     row["equity"] = np.asarray(result.equity, dtype=np.float64)
-    row["balance"] = np.asarray(result.balance, dtype=np.float64)
     return row
 
 
