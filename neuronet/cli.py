@@ -14,7 +14,7 @@ import sys
 import typer
 
 from neuronet import __version__
-from neuronet.commands import backtest, data, devices, forecast
+from neuronet.commands import backtest, data, devices, forecast, optimize
 from neuronet.failures import user_message
 
 app = typer.Typer(
@@ -29,6 +29,7 @@ app.command("devices")(devices.devices)
 app.command("run")(backtest.run)
 app.command("backtest")(backtest.backtest)
 app.command("forecast")(forecast.forecast)
+app.command("optimize")(optimize.optimize_command)
 
 
 def _debug_wanted(debug: bool = False) -> bool:

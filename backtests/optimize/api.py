@@ -1,0 +1,212 @@
+"""``optimize``: the Python entry point of the Strategy Tester's optimisation, with forward testing.
+
+The optimisation period is the data before the forward split (all of it without one); each pass trades
+that period as an in-sample backtest. The best ``top`` passes are then run again on the forward period,
+with the optimisation period as their study and warm-up history, and their figures are added to the table
+as ``forward_*`` columns (MetaTrader's "Forward results").
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import optuna
+import pandas as pd
+
+from backtests.broker import AccountConfig
+from backtests.optimize import store
+from backtests.optimize.criteria import Criterion, get_criterion
+from backtests.optimize.engine import Engine
+from backtests.optimize.passes import Job, Window, in_sample, make_backtest, run_curves
+from backtests.optimize.results import results_table, top_passes
+from backtests.optimize.search import Plan, Search
+from backtests.optimize.space import ParamSpace, parse_space
+from backtests.periods import resolve
+from datafeeds import meta_of
+from strategies.base import ExpertAdvisor
+
+FORWARD_STATS = (
+    "final_balance",
+    "total_net_profit",
+    "profit_factor",
+    "equity_drawdown_relative_pct",
+    "total_trades",
+)
+
+
+@dataclass
+class Setup:
+    """What ``optimize`` and ``walk_forward`` share: the parsed space, the job, the plan, the store."""
+
+    candles: pd.DataFrame
+    space: ParamSpace
+    job: Job
+    plan: Plan
+    storage: str | None
+    progress: bool
+    split: str | float | None = None  # each pass's own study/judged split of its window
+
+    def window(self, start: int, stop: int) -> Window:
+        return in_sample(self.candles, self.job, start, stop, self.split)
+
+    def identity(self, window: Window) -> dict:
+        """Everything that changes the passes' figures; the study name is its hash."""
+        return {
+            **self.space.describe(),
+            "criterion": self.job.criterion.name,
+            "method": self.plan.method,
+            "seed": self.plan.seed,
+            "round_size": self.plan.round_size if self.plan.method in ("tpe", "genetic") else None,
+            "population": self.plan.population if self.plan.method == "genetic" else None,
+            "account": self.job.account.to_dict(),
+            "data": fingerprint(self.candles),
+            "window": [window.start, window.stop, window.trade_from],
+        }
+
+    def study(self, window: Window) -> optuna.Study:
+        identity = self.identity(window)
+        name = store.study_name(identity)
+        if self.storage is None:
+            return optuna.create_study(direction=self.job.criterion.direction, study_name=name)
+        return store.open_study(self.storage, name, self.job.criterion.direction, identity)
+
+    def search(
+        self, window: Window, engine: Engine, shared: Any, label: str = "optimise"
+    ) -> tuple[optuna.Study, int]:
+        """Fill the window's study; returns it and how many passes ran now (the rest were recorded)."""
+        make_backtest(self.candles, self.job, window)  # bad periods fail here, in one line, before any pass
+        study = self.study(window)
+        search = Search(study, self.space, self.job, window, self.plan, engine, shared, self.progress, label)
+        return study, search.run()
+
+
+def setup(
+    candles: pd.DataFrame,
+    ea: type[ExpertAdvisor],
+    space: ParamSpace | Mapping[str, Any] | Iterable[str],
+    *,
+    method: str,
+    criterion: str | Criterion,
+    passes: int | None,
+    seed: int,
+    account: AccountConfig | None,
+    fixed: Mapping[str, Any] | None,
+    store_path: str | None,
+    progress: bool,
+    round_size: int,
+    population: int,
+    batch: int | None,
+    split: str | float | None = None,
+) -> Setup:
+    if not isinstance(space, ParamSpace):
+        space = parse_space(ea, space, fixed)
+    crit = criterion if isinstance(criterion, Criterion) else get_criterion(criterion)
+    job = Job(ea, crit, account or AccountConfig(), int(seed), dict(space.fixed))
+    plan = Plan(method, passes, int(seed), round_size, population, batch)
+    storage = None if store_path is None else store.storage_url(store_path)
+    return Setup(candles, space, job, plan, storage, progress, split)
+
+
+def fingerprint(candles: pd.DataFrame) -> dict:
+    """Symbol, timeframe, range and a hash of the prices: a study never resumes on other data."""
+    meta = meta_of(candles)
+    prices = np.ascontiguousarray(candles[["open", "high", "low", "close", "spread"]].to_numpy(np.float64))
+    return {
+        "symbol": meta.symbol,
+        "timeframe": meta.timeframe.name,
+        "bars": len(candles),
+        "first": str(candles.index[0]) if len(candles) else None,
+        "last": str(candles.index[-1]) if len(candles) else None,
+        "sha1": hashlib.sha1(prices.tobytes() + candles.index.asi8.tobytes()).hexdigest(),
+    }
+
+
+@contextmanager
+def session(candles: pd.DataFrame, workers: int | None, scheduler: str | None):
+    """An engine with the candles already on every worker."""
+    with Engine(workers, scheduler) as engine:
+        yield engine, engine.share(candles)
+
+
+def optimize(
+    candles: pd.DataFrame,
+    ea: type[ExpertAdvisor],
+    space: ParamSpace | Mapping[str, Any] | Iterable[str],
+    *,
+    method: str = "grid",
+    criterion: str | Criterion = "balance",
+    passes: int | None = None,
+    forward: str | float | pd.Timestamp | None = None,
+    top: int = 10,
+    seed: int = 0,
+    account: AccountConfig | None = None,
+    fixed: Mapping[str, Any] | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    store_path: str | None = None,
+    progress: bool = False,
+    round_size: int = 16,
+    population: int = 20,
+    batch: int | None = None,
+    split: str | float | None = None,
+) -> pd.DataFrame:
+    """Optimise ``ea``'s parameters over ``space`` and return the results table, best pass first.
+
+    ``space``: ``{"fast": "5:50:5", "slow": [20, 30]}`` or ``["fast=5:50:5", ...]``. ``forward``: as
+    ``Backtest`` (``"1/3"``, a date; None: optimise on every bar, no forward test). ``store_path``: the
+    SQLite file (or an RDB URL) that keeps every pass; the same call resumes from it. ``workers=0`` runs
+    inline; ``scheduler="tcp://HOST:8786"`` uses a running Dask cluster. ``split``: each pass's own
+    forward split of the optimisation period (for EAs that train: score them on bars they did not learn).
+    """
+    s = setup(
+        candles, ea, space, method=method, criterion=criterion, passes=passes, seed=seed, account=account,
+        fixed=fixed, store_path=store_path, progress=progress, round_size=round_size,
+        population=population, batch=batch, split=split,
+    )  # fmt: skip
+    n = len(candles)
+    fs = n if forward is None else resolve(candles.index, forward, min_study=ea.min_study_bars).forward_start
+    window = s.window(0, fs)
+    with session(candles, workers, scheduler) as (engine, shared):
+        where = engine.where
+        study, ran = s.search(window, engine, shared)
+        table = results_table(study, s.space, s.job.criterion)
+        if fs < n and top > 0:
+            table = add_forward(table, s, engine, shared, Window(0, n, trade_from=fs), top)
+    table.attrs.update(
+        criterion=s.job.criterion.name,
+        direction=s.job.criterion.direction,
+        method=method,
+        study=study.study_name,
+        storage=s.storage,
+        optimisation=[str(candles.index[0]), str(candles.index[fs - 1])],
+        forward=[str(candles.index[fs]), str(candles.index[-1])] if fs < n else None,
+        where=where,
+        ran=ran,
+    )
+    return table
+
+
+def add_forward(
+    table: pd.DataFrame, s: Setup, engine: Engine, shared: Any, window: Window, top: int
+) -> pd.DataFrame:
+    """Run the ``top`` best passes on the forward window and add ``forward_*`` columns."""
+    chosen = top_passes(table, s.space, top)
+    tasks = [(i, (s.job, [(window, p)])) for i, p in enumerate(chosen)]
+    forward: dict[int, dict] = dict(engine.stream(run_curves, shared, tasks))
+    table = table.copy()
+    table["forward_criterion"] = np.nan
+    for k in FORWARD_STATS:
+        table[f"forward_{k}"] = np.nan
+    for i in range(len(chosen)):
+        row = forward[i][0]
+        idx = table.index[i]
+        table.loc[idx, "forward_criterion"] = np.nan if row["value"] is None else row["value"]
+        for k in FORWARD_STATS:
+            value = row["stats"].get(k)
+            table.loc[idx, f"forward_{k}"] = np.nan if value is None else value
+    return table

@@ -1,0 +1,117 @@
+"""One optimisation pass and batches of them: the code that runs on a Dask worker.
+
+A pass is one ``Backtest.run`` of the EA with one parameter set over one window of the candles. Workers
+get the candles once (scattered by the client) and a batch of parameter sets per task; they return plain
+dicts and never touch the study store, so only the client writes to the database.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from backtests.broker import AccountConfig
+from backtests.optimize.criteria import PASS_STATS, Criterion
+from backtests.periods import resolve
+from backtests.replay import Backtest, Result
+from strategies.base import ExpertAdvisor
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every pass of one optimisation shares (picklable: sent with each task)."""
+
+    ea: type[ExpertAdvisor]
+    criterion: Criterion
+    account: AccountConfig = field(default_factory=AccountConfig)
+    seed: int = 0
+    fixed: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Window:
+    """Bars ``[start, stop)`` of the candles; trading starts at ``trade_from`` (None: as soon as the EA may).
+
+    With ``trade_from`` set, the bars before it are the study period (training, indicator warm-up), as a
+    backtest's forward split; without it the whole window is traded, as an in-sample optimisation pass.
+    """
+
+    start: int
+    stop: int
+    trade_from: int | None = None
+
+
+def in_sample(candles: pd.DataFrame, job: Job, start: int, stop: int, split: str | float | None) -> Window:
+    """The optimisation window ``[start, stop)``; with ``split`` (``"1/3"``, a fraction, a date) each pass
+    trains on the first part and is judged on the last, so an EA that learns is scored on bars it did
+    not train on. Without it the whole window is traded after the EA's ``min_study_bars``."""
+    if split is None:
+        return Window(start, stop)
+    periods = resolve(candles.index[start:stop], split, min_study=job.ea.min_study_bars)
+    return Window(start, stop, trade_from=start + periods.forward_start)
+
+
+def make_backtest(candles: pd.DataFrame, job: Job, window: Window) -> Backtest:
+    df = candles.iloc[window.start : window.stop]
+    forward = None if window.trade_from is None else df.index[window.trade_from - window.start]
+    return Backtest(df, job.ea, account=job.account, forward=forward, seed=job.seed)
+
+
+def run_one(bt: Backtest, job: Job, params: dict) -> Result:
+    """Run one pass; a Ctrl-C inside the replay must stop the optimisation, not record a partial pass."""
+    result = bt.run(**{**job.fixed, **params})
+    if not result.complete:
+        raise KeyboardInterrupt
+    return result
+
+
+def summarize(result: Result, job: Job) -> dict[str, Any]:
+    """The figures the results table keeps for one pass (JSON-ready)."""
+    stats = {k: result.stats.get(k) for k in PASS_STATS}
+    stats["custom"] = result.custom_criterion
+    return {"value": job.criterion.value(result.stats, result.custom_criterion), "stats": stats}
+
+
+def run_batch(candles: pd.DataFrame, job: Job, window: Window, batch: list[dict]) -> list[dict]:
+    """Run parameter sets one after another; a set the EA refuses is a failed pass, not a failed task.
+
+    Each output dict has ``value`` (the criterion or None), ``stats``, ``seconds`` and ``error`` (None, or
+    the EA's one-line complaint such as ``fast < slow`` violated).
+    """
+    bt = make_backtest(candles, job, window)
+    out = []
+    for params in batch:
+        tick = time.perf_counter()
+        try:
+            row = summarize(run_one(bt, job, params), job)
+            row["error"] = None
+        except (ValueError, LookupError, ArithmeticError) as exc:
+            row = {"value": None, "stats": {}, "error": f"{type(exc).__name__}: {exc}"}
+        row["seconds"] = time.perf_counter() - tick
+        out.append(row)
+    return out
+
+
+def run_curve(candles: pd.DataFrame, job: Job, window: Window, params: dict) -> dict[str, Any]:
+    """One pass with its equity curve (forward tests and walk-forward test windows)."""
+    bt = make_backtest(candles, job, window)
+    result = run_one(bt, job, params)
+    row = summarize(result, job)
+    row["time"] = np.asarray(result.time.asi8)
+    row["equity"] = np.asarray(result.equity, dtype=np.float64)
+    return row
+
+
+def run_curves(candles: pd.DataFrame, job: Job, tasks: list[tuple[Window, dict]]) -> list[dict]:
+    """Several ``run_curve`` calls in one task; a refused parameter set gives ``{"error": ...}``."""
+    out = []
+    for window, params in tasks:
+        try:
+            out.append(run_curve(candles, job, window, params))
+        except (ValueError, LookupError, ArithmeticError) as exc:
+            out.append({"value": None, "stats": {}, "error": f"{type(exc).__name__}: {exc}"})
+    return out
