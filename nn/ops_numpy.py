@@ -26,6 +26,7 @@ from nn.attention_ops_numpy import AttentionNumpyOps
 from nn.backend import Activation
 from nn.complex_ops_numpy import ComplexNumpyOps
 from nn.random import uniform01
+from nn.rbm_ops_numpy import RBMNumpyOps
 
 _BCE_CLIP = 1e-7
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -118,6 +119,7 @@ class NumpyBackend(AttentionNumpyOps, ComplexNumpyOps):
     def __init__(self) -> None:
         super().__init__()
         self.name = "numpy"
+        self.rbm = RBMNumpyOps()  # the RBM op family (nn.rbm_ops)
         self.dtype = np.dtype(np.float64)
         self.alignment = 1
 

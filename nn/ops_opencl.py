@@ -31,6 +31,7 @@ import pyopencl.array as cla
 from nn.attention_ops_opencl import AttentionOpenCLOps
 from nn.backend import ACTIVATIONS, Activation
 from nn.complex_ops_opencl import ComplexOpenCLOps
+from nn.rbm_ops_opencl import RBMOpenCLOps
 from opencl import get_runtime, memory
 from opencl import kernels as build_kernels
 from opencl.blas import gemm
@@ -110,6 +111,7 @@ class OpenCLBackend(AttentionOpenCLOps, ComplexOpenCLOps):
         except TypeError:  # a pyopencl without the fast constructor: use the public one
             self._fast_arrays = False
         self._partials = self.empty((_PARTIALS,))
+        self.rbm = RBMOpenCLOps(self)  # the RBM op family (nn.rbm_ops); rbm.cl is built on first use
 
     # --- helpers shared with extension mixins -------------------------------------------------------
     def kernels(self, filename: str, **defines: object):
