@@ -20,6 +20,7 @@ Decisions where the book is ambiguous or wrong (§8):
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -86,6 +87,7 @@ class EpochLog:
     cosine: float
     rms_gradient: float
     no_improvement: int
+    seconds: float  # wall time of the epoch
 
 
 @dataclass
@@ -102,16 +104,19 @@ class RBMFit:
 
 def data_means(x: np.ndarray) -> np.ndarray:
     """Column means clamped to [1e-8, 1 − 1e-8] (spec §3.5)."""
-    return np.clip(x.mean(axis=0), 1e-8, 1.0 - 1e-8)
+    return np.clip(x.mean(axis=0, dtype=np.float64), 1e-8, 1.0 - 1e-8)
 
 
 def check_unit_interval(x: np.ndarray, what: str = "RBM input") -> np.ndarray:
-    """A 2-D float64 array of finite values in [0, 1], or a one-line error."""
-    x = np.asarray(x, dtype=np.float64)
+    """A 2-D floating array (float32 kept, anything else float64) of values in [0, 1], or a one-line error."""
+    x = np.asarray(x)
+    if x.dtype != np.float32:
+        x = x.astype(np.float64, copy=False)
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
         raise ValueError(f"{what} must be a non-empty (cases, inputs) matrix, got shape {x.shape}")
-    bad = ~np.isfinite(x) | (x < 0.0) | (x > 1.0)
-    if bad.any():
+    low, high = x.min(), x.max()  # NaN propagates into both
+    if not (low >= 0.0 and high <= 1.0):
+        bad = ~np.isfinite(x) | (x < 0.0) | (x > 1.0)
         r, c = np.argwhere(bad)[0]
         raise ValueError(f"{what} must lie in [0, 1]: row {r}, column {c} holds {x[r, c]}")
     return x
@@ -215,6 +220,7 @@ def train_rbm(be, x: np.ndarray, config: RBMConfig, *, sample_input: bool = Fals
     chain, momentum = float(cfg.chain_start), cfg.momentum_start
     best_ratio, no_imp = math.inf, 0
     for epoch in range(cfg.max_epochs):
+        t0 = time.perf_counter()
         be.copy_(order, be.asarray(rng.permutation(n).astype(np.int32)))
         k_chain = int(chain + 0.5)
         err = be.zeros((1,))
@@ -242,7 +248,7 @@ def train_rbm(be, x: np.ndarray, config: RBMConfig, *, sample_input: bool = Fals
             no_imp += 1
         line = EpochLog(epoch + 1, math.sqrt(total) if cfg.recon == "mse" else total, float(hy[LR]),
                         float(hy[MOMENTUM]), k_chain, ratio, float(hy[COSINE]),
-                        math.sqrt(hy[LEN2] / (nh * nv)), no_imp)
+                        math.sqrt(hy[LEN2] / (nh * nv)), no_imp, time.perf_counter() - t0)
         fit.history.append(line)
         if on_epoch is not None:
             on_epoch(line)

@@ -23,18 +23,23 @@ class RBMOpenCLOps:
         self._cpu = backend._cpu
         self._wg = 8 if self._cpu else 256  # items of a reducing group (power of two)
         self._np = 8 if self._cpu else 160  # partials of the first reduction stage
+        self._cw, self._rl = (8, 1) if self._cpu else (32, 16)  # columns x row lanes of column kernels
         self._ks = None
 
     @property
     def _k(self):
         if self._ks is None:  # built on first use: programs without an RBM never compile rbm.cl
-            self._ks = self._be.kernels("rbm.cl", WG=self._wg)
+            self._ks = self._be.kernels("rbm.cl", WG=self._wg, CW=self._cw, RL=self._rl)
         return self._ks
 
     def _run(self, name: str, n: int, *args, group: int | None = None) -> None:
         group = group or (64 if self._cpu else 256)
         if n > 0:
             self._be.launch(self._k[name], (-(-n // group) * group,), (group,), *args)
+
+    def _columns(self, name: str, cols: int, *args) -> None:
+        cw, rl = self._cw, self._rl
+        self._be.launch(self._k[name], (-(-cols // cw) * cw, rl), (cw, rl), *args)
 
     def _reduce(self, name: str, *args) -> None:
         self._be.launch(self._k[name], (self._np * self._wg,), (self._wg,), *args)
@@ -111,7 +116,7 @@ class RBMOpenCLOps:
         if state.hyper.shape != (HYPER,):
             raise ShapeError(f"rbm update: hyper must have shape ({HYPER},), got {state.hyper.shape}")
         sp = be.empty((nh,))
-        self._run("rbm_hidden_update", nh, *self._a(q1), *self._a(h_data), *self._a(q2), n, nh,
+        self._columns("rbm_hidden_update", nh, *self._a(q1), *self._a(h_data), *self._a(q2), n, nh,
                   *self._a(state.on_frac), *self._a(state.c), *self._a(state.c_inc), *self._a(sp),
                   *self._a(state.hyper), sparsity_penalty, sparsity_target)
         gw = be.empty((nh, nv))
@@ -121,7 +126,7 @@ class RBMOpenCLOps:
         self._reduce("rbm_weight_update", *self._a(gw), *self._a(state.w), *self._a(state.w_inc),
                      *self._a(state.g_prev), *self._a(sp), *self._a(x_mean), nh, nv, *self._a(state.hyper),
                      weight_penalty, *self._a(part))
-        self._run("rbm_visible_update", nv, *self._a(v1), *self._a(v2), n, nv, *self._a(state.b),
+        self._columns("rbm_visible_update", nv, *self._a(v1), *self._a(v2), n, nv, *self._a(state.b),
                   *self._a(state.b_inc), *self._a(state.hyper))
         be.launch(self._k["rbm_adapt"], (self._wg,), (self._wg,), *self._a(part), self._np,
                   *self._a(state.hyper))

@@ -1,6 +1,7 @@
 /* Restricted Boltzmann machine kernels (nn/rbm_ops_opencl.py); the matrix products run through GEMM.
  *
- * Build-time macros: WG (power of two) = items of every reducing work-group. Reductions are two-stage:
+ * Build-time macros: WG (power of two) = items of every reducing work-group; CW x RL (RL a power of two)
+ * = columns x row lanes of the column kernels. Reductions are two-stage:
  * NP groups of WG items stride over the elements and write one partial each; a single group finishes.
  * Hyper-parameter slots (nn/rbm_ops.py): 0 lr, 1 momentum, 2 max |w_inc|, 3 |g_prev|^2, 4 cosine, 5 |g|^2.
  */
@@ -27,6 +28,23 @@ inline REAL rbm_group(REAL v, __local REAL *s, int op) {
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     REAL r = s[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
+/* Column kernels: a (CW, RL) work-group owns CW adjacent columns; row lane ly sums rows ly, ly + RL, ...
+ * Returns the column's total to every lane. */
+inline REAL rbm_col_total(REAL v, __local REAL *s) {
+    const int lx = get_local_id(0), ly = get_local_id(1);
+    s[ly * CW + lx] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k = RL / 2; k > 0; k >>= 1) {
+        if (ly < k) {
+            s[ly * CW + lx] += s[(ly + k) * CW + lx];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    REAL r = s[lx];
     barrier(CLK_LOCAL_MEM_FENCE);
     return r;
 }
@@ -85,7 +103,7 @@ __kernel void rbm_finish(__global const REAL *part, const uint part_off, const i
     }
 }
 
-/* One item per hidden neuron: smoothed on-fraction, sparsity + saturation term sp, hidden-bias step. */
+/* One column per hidden neuron: smoothed on-fraction, sparsity + saturation term sp, hidden-bias step. */
 __kernel void rbm_hidden_update(__global const REAL *q1, const uint q1_off, __global const REAL *hd,
                                 const uint hd_off, __global const REAL *q2, const uint q2_off, const int n,
                                 const int nh, __global REAL *on, const uint on_off, __global REAL *c,
@@ -100,14 +118,18 @@ __kernel void rbm_hidden_update(__global const REAL *q1, const uint q1_off, __gl
     c_inc += ci_off;
     sp += sp_off;
     hyper += hy_off;
+    __local REAL scratch[CW * RL];
     const int i = get_global_id(0);
-    if (i >= nh) {
-        return;
-    }
+    const int ic = i < nh ? i : nh - 1;  // tail items read a valid column and help the reduction
     REAL frac = 0, diff = 0;
-    for (int r = 0; r < n; r++) {
-        frac += q1[r * nh + i];
-        diff += hd[r * nh + i] - q2[r * nh + i];
+    for (int r = get_local_id(1); r < n; r += RL) {
+        frac += q1[r * nh + ic];
+        diff += hd[r * nh + ic] - q2[r * nh + ic];
+    }
+    frac = rbm_col_total(frac, scratch);
+    diff = rbm_col_total(diff, scratch);
+    if (i >= nh || get_local_id(1) != 0) {
+        return;
     }
     const REAL s = (REAL)0.95 * on[i] + (REAL)0.05 * (frac / n);
     on[i] = s;
@@ -124,7 +146,7 @@ __kernel void rbm_hidden_update(__global const REAL *q1, const uint q1_off, __gl
     c[i] += inc;
 }
 
-/* One item per visible input: visible-bias step. */
+/* One column per visible input: visible-bias step. */
 __kernel void rbm_visible_update(__global const REAL *v1, const uint v1_off, __global const REAL *v2,
                                  const uint v2_off, const int n, const int nv, __global REAL *b,
                                  const uint b_off, __global REAL *b_inc, const uint bi_off,
@@ -134,13 +156,16 @@ __kernel void rbm_visible_update(__global const REAL *v1, const uint v1_off, __g
     b += b_off;
     b_inc += bi_off;
     hyper += hy_off;
+    __local REAL scratch[CW * RL];
     const int j = get_global_id(0);
-    if (j >= nv) {
-        return;
-    }
+    const int jc = j < nv ? j : nv - 1;
     REAL diff = 0;
-    for (int r = 0; r < n; r++) {
-        diff += v1[r * nv + j] - v2[r * nv + j];
+    for (int r = get_local_id(1); r < n; r += RL) {
+        diff += v1[r * nv + jc] - v2[r * nv + jc];
+    }
+    diff = rbm_col_total(diff, scratch);
+    if (j >= nv || get_local_id(1) != 0) {
+        return;
     }
     const REAL inc = hyper[H_MOM] * b_inc[j] + hyper[H_LR] * (diff / n);
     b_inc[j] = inc;
