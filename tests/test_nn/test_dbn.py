@@ -146,3 +146,14 @@ def test_bad_config(kw, match):
 def test_classifier_needs_two_targets():
     with pytest.raises(ValueError, match="2 target"):
         train_dbn(np.zeros((4, 2)), np.zeros((4, 1)), SMALL, nn.get_backend("numpy"))
+
+
+def test_sequential_holds_the_same_net_and_fine_tunes():
+    from nn.dbn_finetune import fine_tune_sequential, to_sequential
+
+    x, t, labels = _data(seed=3)
+    m = train_dbn(x, t, SMALL, nn.get_backend("numpy"))
+    np.testing.assert_allclose(to_sequential(m).predict(x), m.predict(x), atol=1e-12)
+    before = (m.predict(x).argmax(1) == labels).mean()
+    fine_tune_sequential(m, x, t, epochs=5)
+    assert m.fine_tuned and (m.predict(x).argmax(1) == labels).mean() >= before - 0.02
