@@ -13,7 +13,7 @@ import sys
 import typer
 
 from neuronet import __version__
-from neuronet.commands import backtest, data, devices, forecast
+from neuronet.commands import backtest, data, deep, devices, forecast
 from neuronet.errors import USER_ERRORS
 
 app = typer.Typer(
@@ -24,6 +24,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(data.app, name="data")
+app.add_typer(deep.app, name="deep")
 app.command("devices")(devices.devices)
 app.command("run")(backtest.run)
 app.command("backtest")(backtest.backtest)
