@@ -109,8 +109,12 @@ class CGResult:
 
 def conjugate_gradient(fg: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *,
                        max_iter: int = 1000, tol: float = 5e-5,
-                       on_iter: Callable[[int, float], None] | None = None) -> CGResult:
-    """Minimise ``f`` (``fg(x) -> (f, ∇f)``) by Polak–Ribière CG with exact line searches."""
+                       on_iter: Callable[[int, float], None] | None = None,
+                       f: Callable[[np.ndarray], float] | None = None) -> CGResult:
+    """Minimise ``f`` (``fg(x) -> (f, ∇f)``) by Polak–Ribière CG with exact line searches.
+
+    ``f`` (the value alone) makes the line searches skip the gradient they do not use."""
+    value = f or (lambda p: fg(p)[0])
     x = np.array(x0, dtype=np.float64)
     fx, grad = fg(x)
     g = -grad
@@ -122,7 +126,7 @@ def conjugate_gradient(fg: Callable[[np.ndarray], tuple[float, np.ndarray]], x0:
             break
         scale = math.sqrt(float(x @ x) / x.size) if x.size else 1.0
         step = max(1e-3, min(1.0, scale)) / math.sqrt(hh)
-        t, f_new = line_minimum(lambda s, x=x, h=h: fg(x + s * h)[0], fx, step)
+        t, f_new = line_minimum(lambda s, x=x, h=h: value(x + s * h), fx, step)
         x = x + t * h
         res.points.append(x.copy())
         res.steps.append(t)

@@ -189,7 +189,11 @@ def _cg(net, x, t, start, penalty, max_iter, tol, on_iter) -> float:
     if max_iter == 0:
         net.set_flat(start)
         return criterion(net, x, t, penalty, grad=False)
-    res = conjugate_gradient(fg, start, max_iter=max_iter, tol=tol, on_iter=on_iter)
+    def f(theta):
+        net.set_flat(theta)
+        return criterion(net, x, t, penalty, grad=False)
+
+    res = conjugate_gradient(fg, start, max_iter=max_iter, tol=tol, on_iter=on_iter, f=f)
     net.set_flat(res.x)
     return res.value
 

@@ -122,11 +122,16 @@ def check_unit_interval(x: np.ndarray, what: str = "RBM input") -> np.ndarray:
     return x
 
 
-def random_tries(rng: np.random.Generator, tries: int, n_hidden: int, means: np.ndarray):
-    """``tries`` candidate (w, b, c) of spec §3.5, stacked: ``(T, H, V)``, ``(T, V)``, ``(T, H)``."""
+def random_tries(seeds: np.ndarray, n_hidden: int, means: np.ndarray):
+    """One candidate (w, b, c) of spec §3.5 per seed, stacked: ``(T, H, V)``, ``(T, V)``, ``(T, H)``.
+
+    Each try draws from its own seeded stream, so how the tries are grouped never changes them."""
     nv = means.size
-    scale = 4.0 * rng.uniform(size=(tries, 1, 1)) / math.sqrt(math.sqrt(nv * n_hidden))
-    w = scale * (rng.uniform(size=(tries, n_hidden, nv)) - 0.5)
+    w = np.empty((len(seeds), n_hidden, nv))
+    for k, seed in enumerate(seeds):
+        r = np.random.default_rng(int(seed))
+        scale = 4.0 * r.uniform() / math.sqrt(math.sqrt(nv * n_hidden))
+        w[k] = scale * (r.uniform(size=(n_hidden, nv)) - 0.5)
     c = -w @ means  # zero net input for the average case (Eq. 3-18)
     b = np.log(means / (1.0 - means)) - 0.5 * w.sum(axis=1)  # Eq. 3-20 with q = 0.5
     return w, b, c
@@ -138,10 +143,11 @@ def initial_weights(be, x_dev, means: np.ndarray, n_hidden: int, n_rand: int, rn
     n, nv = x_dev.shape
     per_group = max(1, min(n_rand, _TRY_ELEMENTS // (n_hidden * nv)))
     best = (math.inf, None)
+    seeds = rng.integers(0, 2**63, size=n_rand)
     done = 0
     while done < n_rand:
         t = min(per_group, n_rand - done)
-        w, b, c = random_tries(rng, t, n_hidden, means)
+        w, b, c = random_tries(seeds[done:done + t], n_hidden, means)
         wd, bd, cd = be.asarray(w), be.asarray(b), be.asarray(c)
         chunk = max(1, _TRY_ELEMENTS // (t * nv))
         total = be.zeros((t,))

@@ -123,3 +123,17 @@ def test_bad_input_is_one_clear_error(x, match):
 def test_bad_config_names_the_parameter(field, value):
     with pytest.raises(ValueError, match=field):
         RBMConfig(**{"n_hidden": 3, field: value})
+
+
+def test_initial_search_in_chunks_and_groups_finds_the_same_weights(backend, monkeypatch):
+    """Tries split into groups and cases into chunks (small memory bounds) pick the same best try."""
+    import nn.rbm as rbm_mod
+
+    be = nn.get_backend(backend)
+    x = _toy(np.random.default_rng(6), 50)
+    means = rbm_mod.data_means(x)
+    whole = rbm_mod.initial_weights(be, be.asarray(x), means, 3, 7, np.random.default_rng(1))
+    monkeypatch.setattr(rbm_mod, "_TRY_ELEMENTS", 3 * 6 * 2)  # groups of 2 tries, chunks of 3 cases
+    parts = rbm_mod.initial_weights(be, be.asarray(x), means, 3, 7, np.random.default_rng(1))
+    np.testing.assert_array_equal(whole[0], parts[0])
+    assert parts[3] == pytest.approx(whole[3], rel=1e-5)
