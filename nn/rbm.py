@@ -29,7 +29,7 @@ import numpy as np
 from nn.rbm_ops import COSINE, HYPER, LEN2, LR, MAX_INC, MOMENTUM, RECON_KINDS, RBMState
 
 _LR_CAPS = ((250, 0.002), (200, 0.005), (150, 0.01), (100, 0.02), (50, 0.03))
-_TRY_ELEMENTS = 1 << 23  # tries x cases x inputs evaluated per call of the initial-weight search
+_TRY_ELEMENTS = 1 << 23  # tries x cases x max(inputs, hidden) per call of the initial-weight search
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def initial_weights(be, x_dev, means: np.ndarray, n_hidden: int, n_rand: int, rn
         t = min(per_group, n_rand - done)
         w, b, c = random_tries(seeds[done:done + t], n_hidden, means)
         wd, bd, cd = be.asarray(w), be.asarray(b), be.asarray(c)
-        chunk = max(1, _TRY_ELEMENTS // (t * nv))
+        chunk = max(1, _TRY_ELEMENTS // (t * max(nv, n_hidden)))
         total = be.zeros((t,))
         for start in range(0, n, chunk):
             be.add_(total, be.rbm.try_errors(x_dev[start:start + chunk], wd, bd, cd))

@@ -12,7 +12,7 @@ from nn.rbm_ops import HYPER, RECON_KINDS, RBMState
 from opencl.blas import gemm, gemm_batched
 from opencl.errors import ShapeError
 
-_TRY_BYTES = 64 << 20  # bound on the (T, cases, V) scratch of one chunk of the initial-weight search
+_TRY_BYTES = 64 << 20  # bound on the (T, cases, max(V, H)) scratch of one chunk of the initial-weight search
 
 
 class RBMOpenCLOps:
@@ -59,8 +59,8 @@ class RBMOpenCLOps:
         return out
 
     def sample(self, p, seed: int, counter: int):
-        if p.size >= 2**32:
-            raise ShapeError(f"rbm sample: {p.size} elements exceed the 32-bit counter space")
+        if p.size >= 2**31:
+            raise ShapeError(f"rbm sample: {p.size} elements exceed the kernel's 31-bit index")
         s = self._be.empty(p.shape)
         self._run("rbm_sample", p.size, *self._a(p), *self._a(s), p.size, seed & 0xFFFFFFFF,
                   counter & 0xFFFFFFFF)
@@ -91,7 +91,7 @@ class RBMOpenCLOps:
         n, nv = x.shape
         tries, nh, _ = w.shape
         out = be.zeros((tries,))
-        chunk = max(1, min(n, _TRY_BYTES // max(1, tries * nv * x.dtype.itemsize)))
+        chunk = max(1, min(n, _TRY_BYTES // max(1, tries * max(nv, nh) * x.dtype.itemsize)))
         w_rows = w.reshape(tries * nh, nv)
         part = be.empty((tries, self._np))
         for start in range(0, n, chunk):
