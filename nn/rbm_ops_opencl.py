@@ -122,12 +122,17 @@ class RBMOpenCLOps:
         gw = be.empty((nh, nv))
         gemm(rt, h_data, v1, gw, trans_a=True, alpha=1.0 / n)
         gemm(rt, q2, v2, gw, trans_a=True, alpha=-1.0 / n, beta=1.0)
-        part = be.empty((3 * self._np,))
-        self._reduce("rbm_weight_update", *self._a(gw), *self._a(state.w), *self._a(state.w_inc),
-                     *self._a(state.g_prev), *self._a(sp), *self._a(x_mean), nh, nv, *self._a(state.hyper),
-                     weight_penalty, *self._a(part))
+        args = (*self._a(gw), *self._a(state.w), *self._a(state.w_inc), *self._a(state.g_prev), *self._a(sp),
+                *self._a(x_mean), nh, nv, *self._a(state.hyper), weight_penalty)
+        if self._cpu:  # one item per hidden row: a vectorisable loop over the inputs
+            np_ = nh
+            part = be.empty((3 * np_,))
+            self._run("rbm_weight_update_rows", nh, *args, *self._a(part), group=8)
+        else:  # items striding over all elements, group reductions
+            np_ = self._np
+            part = be.empty((3 * np_,))
+            self._reduce("rbm_weight_update", *args, *self._a(part))
         self._columns("rbm_visible_update", nv, *self._a(v1), *self._a(v2), n, nv, *self._a(state.b),
                   *self._a(state.b_inc), *self._a(state.hyper))
-        be.launch(self._k["rbm_adapt"], (self._wg,), (self._wg,), *self._a(part), self._np,
-                  *self._a(state.hyper))
+        be.launch(self._k["rbm_adapt"], (self._wg,), (self._wg,), *self._a(part), np_, *self._a(state.hyper))
 

@@ -215,6 +215,42 @@ __kernel void rbm_weight_update(__global const REAL *gw, const uint gw_off, __gl
     }
 }
 
+/* CPU layout of the weight step: one item per hidden neuron (row), a plain loop over its inputs that the
+ * compiler can vectorise. Partials (3 x nh) as in rbm_weight_update. */
+__kernel void rbm_weight_update_rows(__global const REAL *gw, const uint gw_off, __global REAL *w,
+                                     const uint w_off, __global REAL *w_inc, const uint wi_off,
+                                     __global REAL *g_prev, const uint gp_off, __global const REAL *sp,
+                                     const uint sp_off, __global const REAL *xm, const uint xm_off,
+                                     const int nh, const int nv, __global const REAL *hyper, const uint hy_off,
+                                     const REAL lam_w, __global REAL *part, const uint part_off) {
+    const int i = get_global_id(0);
+    if (i >= nh) {
+        return;
+    }
+    const REAL lr = hyper[hy_off + H_LR], mom = hyper[hy_off + H_MOM], spi = sp[sp_off + i];
+    gw += gw_off + (size_t)i * nv;
+    w += w_off + (size_t)i * nv;
+    w_inc += wi_off + (size_t)i * nv;
+    g_prev += gp_off + (size_t)i * nv;
+    xm += xm_off;
+    REAL len2 = 0, dot = 0, mx = 0;
+    for (int j = 0; j < nv; j++) {
+        const REAL wk = w[j];
+        const REAL g = gw[j] - lam_w * wk - xm[j] * spi;
+        const REAL inc = mom * w_inc[j] + lr * g;
+        w_inc[j] = inc;
+        w[j] = wk + inc;
+        len2 += g * g;
+        dot += g * g_prev[j];
+        g_prev[j] = g;
+        mx = fmax(mx, fabs(inc));
+    }
+    part += part_off;
+    part[i] = len2;
+    part[nh + i] = dot;
+    part[2 * nh + i] = mx;
+}
+
 /* One group: finish the weight partials and adapt the learning rate and momentum (spec §3.7). */
 __kernel void rbm_adapt(__global const REAL *part, const uint part_off, const int np, __global REAL *hyper,
                         const uint hy_off) {
