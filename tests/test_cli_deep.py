@@ -62,10 +62,12 @@ def test_mnist_files_train_and_make_pictures(tmp_path, capsys):
     assert code == 0, err
     code, _, err = _run(capsys, "deep", "sample", model, "--out", tmp_path / "s.png", "--chain", "3",
                         "--backend", "numpy", "--rows", "2", "--cols", "3")
-    assert code == 0, err and (tmp_path / "s.png").stat().st_size > 0
+    assert code == 0, err
+    assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     code, _, err = _run(capsys, "deep", "analyze", model, "--mnist-images", img, "--mnist-labels", lab,
                         "--fields", tmp_path / "f.png")
-    assert code == 0, err and (tmp_path / "f.png").stat().st_size > 0
+    assert code == 0, err
+    assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize(
@@ -91,3 +93,13 @@ def test_bad_idx_and_missing_file(tmp_path, capsys):
     assert code == 2 and "IDX header" in err
     code, _, err = _run(capsys, "deep", "test", tmp_path / "none.dbn", tmp_path / "x.csv")
     assert code == 2 and "none.dbn" in err
+
+
+def test_candle_features_train_and_test(tmp_path, capsys):
+    model = tmp_path / "c.dbn"
+    code, _, err = _run(capsys, "deep", "train", "--candles", "sample", "--depth", "2", "--max-cases", "300",
+                        "--layers", "6", "--model", model, "--log", tmp_path / "L", *FAST)
+    assert code == 0, err
+    code, out, err = _run(capsys, "deep", "test", model, "--candles", "sample", "--max-cases", "50")
+    assert code == 0, err
+    assert "Total misclassification" in out

@@ -137,3 +137,27 @@ def test_initial_search_in_chunks_and_groups_finds_the_same_weights(backend, mon
     parts = rbm_mod.initial_weights(be, be.asarray(x), means, 3, 7, np.random.default_rng(1))
     np.testing.assert_array_equal(whole[0], parts[0])
     assert parts[3] == pytest.approx(whole[3], rel=1e-5)
+
+
+@pytest.mark.parametrize(("recon", "direct"), [("ce", False), ("mse", True), ("ce", True)])
+def test_error_measures_and_forms(backend, recon, direct):
+    """Cross entropy and the direct (mean-field) form: finite, falling, and equal to a host recomputation
+    of the direct MSE at the final weights within the last epoch's drift."""
+    be = nn.get_backend(backend)
+    x = _toy(np.random.default_rng(8), 120)
+    fit = train_rbm(be, x, RBMConfig(n_hidden=4, n_rand=5, n_batches=4, max_epochs=25, seed=3, recon=recon,
+                                     direct_error=direct))
+    errs = [h.recon_rms for h in fit.history]
+    assert all(np.isfinite(errs)) and errs[-1] < errs[0]
+    if recon == "mse" and direct:
+        from nn.rbm_ops_numpy import sigmoid
+
+        p = sigmoid(sigmoid(x @ fit.w.T + fit.c) @ fit.w + fit.b)
+        assert np.sqrt(((p - x) ** 2).mean()) == pytest.approx(errs[-1], rel=0.1)
+
+
+def test_sampled_feed_of_upper_layers(backend):
+    be = nn.get_backend(backend)
+    probs = np.random.default_rng(2).uniform(size=(60, 5))
+    fit = train_rbm(be, probs, RBMConfig(n_hidden=3, n_rand=3, n_batches=3, max_epochs=3), sample_input=True)
+    assert np.isfinite(fit.w).all() and len(fit.history) == 3
