@@ -39,8 +39,9 @@ def test_train_test_analyze_from_a_table(tmp_path, capsys):
     assert "Training unsupervised layer 1" in text and "Weights for final (output) layer" in text
     code, out, _ = _run(capsys, "deep", "test", model, other)
     assert code == 0 and "Total misclassification" in out
-    code, out, _ = _run(capsys, "deep", "analyze", model, other, "--activations", tmp_path / "a.txt")
-    assert code == 0 and "Reconstructed" in out
+    code, out, _ = _run(capsys, "deep", "analyze", model, other, "--activations", tmp_path / "a.txt", "--log",
+                        tmp_path / "A.LOG")
+    assert code == 0 and "Reconstructed" in out and "Top unsupervised" in (tmp_path / "A.LOG").read_text()
     assert len((tmp_path / "a.txt").read_text().splitlines()) == 100
 
 

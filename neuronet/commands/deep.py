@@ -271,6 +271,7 @@ def analyze(
     activations: Annotated[Path | None, typer.Option(help="Write one neuron's activation per case.")] = None,
     section: Annotated[str, typer.Option(help="unsupervised or supervised")] = "unsupervised",
     layer: int = 1, neuron: int = 1,
+    log: Annotated[Path | None, typer.Option(help="Also write the tables to this file.")] = None,
 ) -> None:
     """Visible vs reconstructed means, top-layer activations; receptive fields; activation export."""
     m, meta, x, _ = _model_data(model, data, inputs, targets, mnist_images, mnist_labels, candles, max_cases)
@@ -281,6 +282,8 @@ def analyze(
     top = m.features(x)
     lines += ["", "Top unsupervised layer mean activations:", " ".join(f"{v:.4f}" for v in top.mean(0))]
     typer.echo("\n".join(lines))
+    if log is not None:
+        write_atomic(log, "\n".join(lines) + "\n")
     if fields is not None:
         if not m.layers:
             raise ValueError("receptive fields need at least one unsupervised layer")
