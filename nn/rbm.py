@@ -172,6 +172,18 @@ def _batch_bounds(n: int, n_batches: int) -> list[tuple[int, int]]:
     return bounds
 
 
+def epoch_schedule(lr: float, momentum: float, chain: float, no_imp: int, cfg: RBMConfig):
+    """End-of-epoch updates (spec §3.6): momentum creeps toward its end value, the chain length toward its
+    end value (rounded when used), and the learning rate is capped after long stalls."""
+    momentum = 0.99 * momentum + 0.01 * cfg.momentum_end
+    chain = (1.0 - cfg.chain_rate) * chain + cfg.chain_rate * cfg.chain_end
+    for after, cap in _LR_CAPS:
+        if no_imp > after:
+            lr = min(lr, cap)
+            break
+    return lr, momentum, chain
+
+
 def cd_chain(ops, st: RBMState, v1, q1, k: int, mean_field: bool, seed: int, counter: int):
     """The CD-k chain of spec §3.3 from data ``v1`` with ``q1 = P(h | v1)``.
 
@@ -223,7 +235,7 @@ def train_rbm(be, x: np.ndarray, config: RBMConfig, *, sample_input: bool = Fals
     batches = [order[lo:hi] for lo, hi in _batch_bounds(n, n_batches)]
     fit = RBMFit(w, b, c, init_rms)
     ops, counter = be.rbm, 0
-    chain, momentum = float(cfg.chain_start), cfg.momentum_start
+    chain = float(cfg.chain_start)
     best_ratio, no_imp = math.inf, 0
     for epoch in range(cfg.max_epochs):
         t0 = time.perf_counter()
@@ -267,14 +279,8 @@ def train_rbm(be, x: np.ndarray, config: RBMConfig, *, sample_input: bool = Fals
         if no_imp > cfg.max_no_improvement:
             fit.stop_reason = f"{no_imp} epochs without a lower increment ratio"
             break
-        momentum = 0.99 * hy[MOMENTUM] + 0.01 * cfg.momentum_end
-        chain = (1.0 - cfg.chain_rate) * chain + cfg.chain_rate * cfg.chain_end
-        lr = hy[LR]
-        for after, cap in _LR_CAPS:
-            if no_imp > after:
-                lr = min(lr, cap)
-                break
-        hy[LR], hy[MOMENTUM], hy[MAX_INC] = lr, momentum, 0.0
+        hy[LR], hy[MOMENTUM], chain = epoch_schedule(hy[LR], hy[MOMENTUM], chain, no_imp, cfg)
+        hy[MAX_INC] = 0.0
         be.copy_(st.hyper, be.asarray(hy))
     else:
         fit.stop_reason = f"max_epochs ({cfg.max_epochs}) reached"

@@ -161,3 +161,23 @@ def test_sampled_feed_of_upper_layers(backend):
     probs = np.random.default_rng(2).uniform(size=(60, 5))
     fit = train_rbm(be, probs, RBMConfig(n_hidden=3, n_rand=3, n_batches=3, max_epochs=3), sample_input=True)
     assert np.isfinite(fit.w).all() and len(fit.history) == 3
+
+
+@pytest.mark.parametrize(("no_imp", "lr_out"), [(0, 0.5), (50, 0.5), (51, 0.03), (101, 0.02), (151, 0.01),
+                                                 (201, 0.005), (251, 0.002), (1000, 0.002)])
+def test_epoch_schedule_caps_creep_and_chain(no_imp, lr_out):
+    from nn.rbm import epoch_schedule
+
+    cfg = RBMConfig(n_hidden=2, momentum_end=0.9, chain_start=1, chain_end=5, chain_rate=0.1)
+    lr, mom, chain = epoch_schedule(0.5, 0.1, 1.0, no_imp, cfg)
+    assert lr == pytest.approx(lr_out)
+    assert mom == pytest.approx(0.99 * 0.1 + 0.01 * 0.9) and chain == pytest.approx(0.9 + 0.5)
+    assert epoch_schedule(0.001, 0.1, 1.0, 300, cfg)[0] == 0.001  # caps never raise the rate
+
+
+def test_adapt_lr_matches_the_rule():
+    from nn.rbm_ops_numpy import adapt_lr
+
+    assert adapt_lr(0.1, 0.6) == pytest.approx(0.12) and adapt_lr(0.1, 0.4) == pytest.approx(0.11)
+    assert adapt_lr(0.1, -0.6) == pytest.approx(0.1 / 1.2) and adapt_lr(0.1, -0.4) == pytest.approx(0.1 / 1.1)
+    assert adapt_lr(0.1, 0.0) == 0.1 and adapt_lr(0.9, 0.9) == 1.0 and adapt_lr(0.001, -0.9) == 0.001
