@@ -104,3 +104,16 @@ def test_candle_features_train_and_test(tmp_path, capsys):
     code, out, err = _run(capsys, "deep", "test", model, "--candles", "sample", "--max-cases", "50")
     assert code == 0, err
     assert "Total misclassification" in out
+
+
+def test_kernel_log_on_opencl(tmp_path, capsys):
+    pytest.importorskip("pyopencl")
+    data = _table(tmp_path / "d.csv", 60, 3)
+    fast = [a for a in FAST if a not in ("--backend", "numpy")]
+    code, _, err = _run(capsys, "deep", "train", data, "--targets", "A,B", "--classifier", "--layers", "3",
+                        "--model", tmp_path / "m.dbn", "--log", tmp_path / "L", "--kernel-log",
+                        tmp_path / "K", *fast)
+    if code == 2 and "OpenCL" in err:
+        pytest.skip(f"no OpenCL device: {err}")
+    assert code == 0, err
+    assert "rbm_adapt" in (tmp_path / "K").read_text()

@@ -96,6 +96,7 @@ def train(
     anneal: int = 100, anneal_range: float = 1.0, sup_iter: int = 1000, sup_tol: float = 5e-5,
     fine_tune: Annotated[bool, typer.Option("--fine-tune/--no-fine-tune")] = False,
     fine_iter: int = 2000, fine_tol: float = 1e-5, sup_penalty: float = 1e-3, seed: int = 1,
+    kernel_log: Annotated[Path | None, typer.Option(help="OpenCL kernel times (DEEP's CUDA.LOG).")] = None,
 ) -> None:
     """Train a deep belief net: RBM layers greedily, then the supervised head (and optional fine-tune)."""
     import nn
@@ -116,6 +117,10 @@ def train(
     x = scaling.apply(ds.x)
     names = [ds.inputs[i] for i in scaling.keep]
     be = nn.get_backend(backend)
+    if kernel_log is not None and backend.lower().startswith("opencl"):  # a separate, profiling runtime
+        from nn.ops_opencl import OpenCLBackend
+
+        be = OpenCLBackend(device=backend.split(":", 1)[1] if ":" in backend else None, profile=True)
     out = DeepLog(log)
     out.add(f"Found {len(ds.inputs) + len(ds.targets)} variables, {len(x)} cases read", "",
             *variable_table(ds.inputs + ds.targets, np.hstack([ds.x, ds.t])), "",
@@ -164,6 +169,8 @@ def train(
     if is_class:
         out.add("In-sample " + confusion(pred.argmax(1), ds.t.argmax(1), ds.t.shape[1])[1][-1])
     out.flush()
+    if kernel_log is not None and hasattr(be, "runtime"):
+        write_atomic(kernel_log, be.runtime.profiler.table() + "\n")
     typer.echo(f"model written to {model}; log in {log}")
 
 
