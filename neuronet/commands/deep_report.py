@@ -68,6 +68,8 @@ def weight_tables(model: DBN, inputs: list[str], targets: list[str]) -> list[str
         out.append(f"{'BIAS':<16s}" + "".join(f"{v:11.4f}" for v in layer.c[:cols]))
         names = [f"Unsupervised output {j + 1}" for j in range(layer.w.shape[0])]
     w, b = model.head.layers[-1]
+    if len(model.head.layers) > 1:  # the output reads the last supervised hidden layer
+        names = [f"Supervised hidden {j + 1}" for j in range(w.shape[1])]
     out += ["", "Weights for final (output) layer"]
     for k, target in enumerate(targets):
         out.append(f"Target {k + 1} of {len(targets)}: {target}")
