@@ -177,7 +177,10 @@ def _head_fit(net: Net, x: np.ndarray, t: np.ndarray, cfg: DBNConfig, rng: np.ra
         net.set_flat(theta)
         return criterion(net, x, t, cfg.weight_penalty, grad=False)
 
-    start = anneal(evaluate, net.n_weights, cfg.anneal_iters, cfg.anneal_range, rng, fill)
+    if use_svd and len(net.layers) == 1:  # SVD sets every weight: all annealing tries would be this one
+        start = fill(np.zeros(net.n_weights))
+    else:
+        start = anneal(evaluate, net.n_weights, cfg.anneal_iters, cfg.anneal_range, rng, fill)
     return _cg(net, x, t, start, cfg.weight_penalty, cfg.sup_max_iter, cfg.sup_tol, on_iter)
 
 
