@@ -117,3 +117,18 @@ def test_kernel_log_on_opencl(tmp_path, capsys):
         pytest.skip(f"no OpenCL device: {err}")
     assert code == 0, err
     assert "rbm_adapt" in (tmp_path / "K").read_text()
+
+
+def test_binary_splits(tmp_path, capsys):
+    from nn.dbn_io import load_dbn
+
+    data = _table(tmp_path / "d.csv", 80, 4)
+    model = tmp_path / "m.dbn"
+    code, _, err = _run(capsys, "deep", "train", data, "--targets", "A", "--regression", "--layers", "3",
+                        "--binary-splits", "--model", model, "--log", tmp_path / "L", *FAST)
+    assert code == 0, err
+    _, meta = load_dbn(model)
+    assert len(meta["scaling"]["mean"]) == 4
+    code, out, err = _run(capsys, "deep", "test", model, data)
+    assert code == 0, err
+    assert "RMS error of A" in out

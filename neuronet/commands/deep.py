@@ -96,6 +96,7 @@ def train(
     anneal: int = 100, anneal_range: float = 1.0, sup_iter: int = 1000, sup_tol: float = 5e-5,
     fine_tune: Annotated[bool, typer.Option("--fine-tune/--no-fine-tune")] = False,
     fine_iter: int = 2000, fine_tol: float = 1e-5, sup_penalty: float = 1e-3, seed: int = 1,
+    binary_splits: Annotated[bool, typer.Option(help="Inputs 1 above their training mean, else 0.")] = False,
     kernel_log: Annotated[Path | None, typer.Option(help="OpenCL kernel times (DEEP's CUDA.LOG).")] = None,
 ) -> None:
     """Train a deep belief net: RBM layers greedily, then the supervised head (and optional fine-tune)."""
@@ -113,7 +114,7 @@ def train(
                     classifier=is_class, head_hidden=_sizes(head_hidden, "head-hidden"), anneal_iters=anneal,
                     anneal_range=anneal_range, sup_max_iter=sup_iter, sup_tol=sup_tol, fine_tune=fine_tune,
                     fine_max_iter=fine_iter, fine_tol=fine_tol, weight_penalty=sup_penalty, seed=seed)
-    scaling = Scaling.fit(ds.x)
+    scaling = Scaling.fit(ds.x, binary_splits)
     x = scaling.apply(ds.x)
     names = [ds.inputs[i] for i in scaling.keep]
     be = nn.get_backend(backend)

@@ -4,8 +4,9 @@ Tables (spec dbn.md §6.2): a header line of variable names, then one case per l
 spaces or tabs, no missing values. Inputs and targets are chosen by name or 1-based column number
 (``RAND1,RAND2``, ``2-7``). MNIST: IDX images (magic 2051) and labels (magic 2049, ten one-hot targets).
 Candles: the Fractal EA's causal bar features over a window of bars, targets its three fractal classes.
-Inputs feeding an RBM are min/max scaled to [0, 1] over the training set; constant inputs are dropped
-(§6.4). Test data outside the training range is clipped to [0, 1] (a decision: the RBM needs [0, 1]).
+Inputs feeding an RBM are min/max scaled to [0, 1] over the training set, or split at their training mean
+("binary splits"); constant inputs are dropped (§6.4). Test data outside the training range is clipped
+to [0, 1] (a decision: the RBM needs [0, 1]).
 """
 
 from __future__ import annotations
@@ -137,26 +138,34 @@ def read_candles(source: str, depth: int, rule: str = "3bar") -> Dataset:
 
 @dataclass
 class Scaling:
-    """Min/max scaling to [0, 1] of the non-constant training columns (``keep``)."""
+    """Min/max scaling to [0, 1] of the non-constant training columns (``keep``), or DEEP's "binary
+    splits": 1 where a value exceeds its training mean, else 0."""
 
     keep: np.ndarray
     low: np.ndarray
     high: np.ndarray
+    mean: np.ndarray | None = None  # set for binary splits
 
     @classmethod
-    def fit(cls, x: np.ndarray) -> Scaling:
+    def fit(cls, x: np.ndarray, binary: bool = False) -> Scaling:
         low, high = x.min(axis=0), x.max(axis=0)
         keep = np.flatnonzero(high > low)
         if keep.size == 0:
             raise ValueError("every input is constant over the training cases: nothing to learn from")
-        return cls(keep, low[keep], high[keep])
+        return cls(keep, low[keep], high[keep], x[:, keep].mean(axis=0) if binary else None)
 
     def apply(self, x: np.ndarray) -> np.ndarray:
+        if self.mean is not None:
+            return (x[:, self.keep] > self.mean).astype(np.float64)
         return np.clip((x[:, self.keep] - self.low) / (self.high - self.low), 0.0, 1.0)
 
     def to_json(self) -> dict:
-        return {"keep": self.keep.tolist(), "low": self.low.tolist(), "high": self.high.tolist()}
+        out = {"keep": self.keep.tolist(), "low": self.low.tolist(), "high": self.high.tolist()}
+        if self.mean is not None:
+            out["mean"] = self.mean.tolist()
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> Scaling:
-        return cls(np.asarray(d["keep"], dtype=np.int64), np.asarray(d["low"]), np.asarray(d["high"]))
+        mean = np.asarray(d["mean"]) if "mean" in d else None
+        return cls(np.asarray(d["keep"], dtype=np.int64), np.asarray(d["low"]), np.asarray(d["high"]), mean)
