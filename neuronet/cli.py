@@ -14,7 +14,7 @@ import sys
 import typer
 
 from neuronet import __version__
-from neuronet.commands import backtest, data, devices, forecast, optimize
+from neuronet.commands import backtest, data, deep, devices, forecast, optimize
 from neuronet.failures import user_message
 
 app = typer.Typer(
@@ -25,6 +25,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(data.app, name="data")
+app.add_typer(deep.app, name="deep")
 app.command("devices")(devices.devices)
 app.command("run")(backtest.run)
 app.command("backtest")(backtest.backtest)

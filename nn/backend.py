@@ -54,6 +54,10 @@ OUTPUT_DERIVABLE = ("linear", "sigmoid", "tanh", "relu", "lrelu")
 LOSSES = ("mse", "mae", "softmax_cce", "bce")
 
 
+if TYPE_CHECKING:
+    from nn.rbm_ops import RBMOps
+
+
 @dataclass(frozen=True)
 class Activation:
     """An elementwise activation and its parameters.
@@ -526,7 +530,13 @@ FAMILIES: tuple[type, ...] = (CoreOps, AttentionOps, ComplexOps, SpectralOps)
 
 @runtime_checkable
 class Backend(CoreOps, AttentionOps, ComplexOps, SpectralOps, Protocol):
-    """Every family's ops on one object. Implementations: ``NumpyBackend`` (reference), ``OpenCLBackend``."""
+    """Every family's ops on one object. Implementations: ``NumpyBackend`` (reference), ``OpenCLBackend``.
+
+    The restricted Boltzmann machine ops are a family object of their own, ``backend.rbm``
+    (``nn.rbm_ops.RBMOps``, whose trainer also uses the core ops above).
+    """
+
+    rbm: RBMOps
 
 
 def family_ops(family: type) -> tuple[str, ...]:

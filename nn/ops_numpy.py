@@ -27,6 +27,7 @@ from nn.attention_ops_numpy import AttentionNumpyOps
 from nn.backend import Activation, AttentionOps, ComplexOps, SpectralOps, bind_families
 from nn.complex_ops_numpy import ComplexNumpyOps
 from nn.random import uniform01
+from nn.rbm_ops_numpy import RBMNumpyOps
 
 _BCE_CLIP = 1e-7
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -129,6 +130,7 @@ class NumpyBackend:
             objects[cls] = cls()
         bind_families(self, {family: objects[cls] for family, cls in self.FAMILY_OPS.items()})
         self.name = "numpy"
+        self.rbm = RBMNumpyOps()  # the RBM op family (nn.rbm_ops)
         self.dtype = np.dtype(np.float64)
         self.alignment = 1
 

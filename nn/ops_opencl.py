@@ -32,6 +32,7 @@ from nn.attention_ops_opencl import AttentionOpenCLOps
 from nn.backend import ACTIVATIONS, Activation, AttentionOps, ComplexOps, SpectralOps, bind_families
 from nn.complex_ops_opencl import ComplexOpenCLOps
 from nn.online_opencl import OnlineEpoch
+from nn.rbm_ops_opencl import RBMOpenCLOps
 from opencl import get_runtime, memory
 from opencl import kernels as build_kernels
 from opencl.blas import gemm
@@ -128,6 +129,7 @@ class OpenCLBackend:
         self._partials = self.empty((_PARTIALS,))
         objects = {cls: cls(launcher) for cls in set(self.FAMILY_OPS.values())}
         bind_families(self, {family: objects[cls] for family, cls in self.FAMILY_OPS.items()})
+        self.rbm = RBMOpenCLOps(self)  # the RBM op family (nn.rbm_ops); rbm.cl is built on first use
 
     # --- memory -------------------------------------------------------------------------------------
     def asarray(self, a: np.ndarray) -> cla.Array:

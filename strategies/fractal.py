@@ -74,6 +74,9 @@ class FractalEA(ExpertAdvisor):
     trade: bool = True  # False: predict and score only
     validation: float = 0.2  # share of the newest study rows held out (validation loss, early stopping)
     patience: int = 5  # epochs without a lower validation loss before stopping; 0 = never stop early
+    model: str = "dense"  # "dense" (the network above) or "dbn" (deep belief net, strategies/fractal_dbn.py)
+    dbn_layers: str = "100,50"  # RBM layer widths of model=dbn
+    dbn_epochs: int = 100  # maximum RBM epochs per layer of model=dbn
     min_study_bars = 200
 
     # -- lifecycle ---------------------------------------------------------------------------------------
@@ -86,6 +89,9 @@ class FractalEA(ExpertAdvisor):
             raise EAError("FractalEA needs depth >= 1, epochs >= 0, batch_size >= 1 and 0 <= validation < 1")
         if self.patience < 0:
             raise EAError(f"FractalEA patience must be >= 0 (0 = no early stopping), got {self.patience}")
+        self.kind = self.params["model"]  # self.model holds the trained network below
+        if self.kind not in ("dense", "dbn"):
+            raise EAError(f"FractalEA model must be 'dense' or 'dbn', got {self.kind!r}")
         self.specs = self.layer_specs()
         self.model = None
         self.scaler: Scaler | None = None
@@ -149,6 +155,16 @@ class FractalEA(ExpertAdvisor):
         onehot = np.eye(len(CLASSES))[y]
         if n_val > 0:
             validation = (self.scaler.transform(x_val), np.eye(len(CLASSES))[y_val])
+        if self.kind == "dbn":
+            from strategies.fractal_dbn import fit_dbn
+
+            self.rounds += 1
+            self._study_span.append((str(bars.time[0]), str(bars.time[-1])))
+            self.model = fit_dbn(self, xs, onehot, validation, self.rounds)
+            self.proba = self.indicator(self._predict_all, "fractal_proba")
+            self.linear = LogisticRegression().fit(xs, y, len(CLASSES))  # the same training rows
+            self.linear_proba = self.indicator(self._predict_linear, "logistic_proba")
+            return
         self.model = Sequential.from_specs(
             self.specs,
             input_shape=(x.shape[1],),
@@ -250,6 +266,8 @@ class FractalEA(ExpertAdvisor):
             "training_rounds": self.rounds,
             "training_outcomes": self.outcomes,
         }
+        if self.kind == "dbn":
+            return self.model.save(path, meta)
         return str(save(self.model, f"{path}.nnz", meta))
 
     # -- helpers -----------------------------------------------------------------------------------------

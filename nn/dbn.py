@@ -1,0 +1,265 @@
+"""Deep belief nets (spec dbn.md §5): greedy RBM stack, supervised head, fine-tune, generative sampling.
+
+``train_dbn(x, t, DBNConfig(...), backend)`` trains each RBM (``nn.rbm.train_rbm``, on the backend) on the
+deterministic activations of the layers below, sampled 0/1 per batch when ``greedy_mean_field`` is off;
+sorts each layer's hidden neurons by Σ|w| (descending); then fits the supervised head (host float64: simulated
+annealing with SVD output weights, then Polak–Ribière CG) and, optionally, fine-tunes the whole stack as
+one logistic feed-forward net by the same CG. Decisions the book leaves open (§8): the annealing scores the
+training criterion including the weight penalty; regression targets are used as given (not rescaled).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+
+import numpy as np
+
+from nn.cg import SVD_MAX_INPUTS, anneal, conjugate_gradient, svd_weights
+from nn.mlfn import Net, criterion
+from nn.rbm import EpochLog, RBMConfig, check_unit_interval, train_rbm
+from nn.rbm_ops_numpy import sigmoid
+
+
+@dataclass(frozen=True)
+class DBNConfig:
+    """Architecture and supervised parameters with DEEP's defaults (spec §6.3, §6.6)."""
+
+    hidden: tuple[int, ...] = (100,)  # unsupervised layer sizes, bottom first (may be empty)
+    rbm: RBMConfig = field(default_factory=lambda: RBMConfig(n_hidden=1))  # n_hidden is set per layer
+    greedy_mean_field: bool = True
+    classifier: bool = True
+    head_hidden: tuple[int, ...] = ()  # logistic supervised hidden layers before the output
+    anneal_iters: int = 100
+    anneal_range: float = 1.0
+    sup_max_iter: int = 1000
+    sup_tol: float = 5e-5
+    fine_tune: bool = False
+    fine_max_iter: int = 2000
+    fine_tol: float = 1e-5
+    weight_penalty: float = 0.001
+    allow_svd: bool = True
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("hidden", "head_hidden"):
+            sizes = tuple(getattr(self, name))
+            if any(int(s) < 1 for s in sizes):
+                raise ValueError(f"DBN parameter {name} must hold layer sizes >= 1, got {sizes}")
+            object.__setattr__(self, name, tuple(int(s) for s in sizes))
+        for name in ("anneal_iters", "sup_max_iter", "fine_max_iter"):
+            if int(getattr(self, name)) < 0:
+                raise ValueError(f"DBN parameter {name} must be >= 0, got {getattr(self, name)}")
+        for name in ("anneal_range", "sup_tol", "fine_tol", "weight_penalty"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v >= 0.0):
+                raise ValueError(f"DBN parameter {name} must be a finite number >= 0, got {v}")
+
+
+@dataclass
+class RBMLayer:
+    """One trained unsupervised layer with DEEP's per-neuron statistics (spec §5.1, §6.10)."""
+
+    w: np.ndarray  # (H, V)
+    b: np.ndarray  # (V,) visible bias (generation and reconstruction only)
+    c: np.ndarray  # (H,)
+    q_mean: np.ndarray  # mean activation over the training set
+    skewness: np.ndarray
+    initial_error: float = 0.0
+    history: list[EpochLog] = field(default_factory=list)
+
+    def up(self, x: np.ndarray) -> np.ndarray:
+        return sigmoid(x @ self.w.T + self.c)
+
+    def down(self, h: np.ndarray) -> np.ndarray:
+        return sigmoid(h @ self.w + self.b)
+
+
+@dataclass
+class DBN:
+    """A trained model. ``predict`` runs the stack deterministically, then the head."""
+
+    layers: list[RBMLayer]
+    head: Net
+    config: DBNConfig
+    n_inputs: int
+    fine_tuned: bool = False
+    log: dict = field(default_factory=dict)  # criteria after each phase, for reports
+
+    def features(self, x: np.ndarray, depth: int | None = None) -> np.ndarray:
+        """Activation probabilities of unsupervised layer ``depth`` (default: the top; 0 = the input)."""
+        h = np.asarray(x, dtype=np.float64)
+        for layer in self.layers[: len(self.layers) if depth is None else depth]:
+            h = layer.up(h)
+        return h
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Class probabilities (classifier) or outputs (regression), ``(N, K)``."""
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim != 2 or x.shape[1] != self.n_inputs:
+            raise ValueError(f"DBN input must be (cases, {self.n_inputs}), got shape {x.shape}")
+        return self.head.predict(self.features(x))
+
+    def reconstruct(self, x: np.ndarray) -> np.ndarray:
+        """Deterministic pass up through every layer and back down (Analyze, spec §8)."""
+        h = self.features(x)
+        for layer in reversed(self.layers):
+            h = layer.down(h)
+        return h
+
+    def generate(self, backend, n_chain: int, *, start: np.ndarray | None = None, count: int = 1,
+                 seed: int = 1) -> np.ndarray:
+        """Generative samples (spec §5.3) as visible probabilities ``(N, V)``.
+
+        From ``start`` cases (pushed up deterministically to the top RBM's visible side, then a Gibbs chain
+        whose hidden states are always sampled) or from ``count`` random 0/1 top hidden states (the first
+        visible-to-hidden half-step skipped). The visible side of the chain and the way down are mean field,
+        each layer with its own visible bias. ``n_chain = 0`` returns ``start`` unchanged.
+        """
+        if not self.layers:
+            raise ValueError("generation needs at least one unsupervised layer")
+        be, top = backend, self.layers[-1]
+        w, b, c = be.asarray(top.w), be.asarray(top.b), be.asarray(top.c)
+        counter = 0
+        if start is not None:
+            start = np.asarray(start, dtype=np.float64)
+            if n_chain == 0:
+                return start
+            v = be.asarray(self.features(start, len(self.layers) - 1))
+            h = None
+        else:
+            rng = np.random.default_rng(seed)
+            h = be.asarray((rng.uniform(size=(count, top.w.shape[0])) < 0.5).astype(np.float64))
+        for _ in range(max(n_chain, 1)):
+            if h is None:
+                h, counter = be.rbm.sample(be.rbm.hidden_probs(v, w, c), seed, counter), counter + 1
+            v = be.rbm.visible_probs(h, w, b)
+            h = None
+        out = be.to_numpy(v).astype(np.float64)
+        for layer in reversed(self.layers[:-1]):
+            out = layer.down(out)
+        return out
+
+
+def sort_hidden(w: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Order of hidden neurons by descending Σ_j |w_ij| (stable)."""
+    return np.argsort(-np.abs(w).sum(axis=1), kind="stable")
+
+
+def _stats(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean = h.mean(axis=0)
+    sd = h.std(axis=0)
+    skew = ((h - mean) ** 3).mean(axis=0) / np.where(sd > 0, sd**3, 1.0)
+    return mean, np.where(sd > 0, skew, 0.0)
+
+
+def _head_fit(net: Net, x: np.ndarray, t: np.ndarray, cfg: DBNConfig, rng: np.random.Generator,
+              on_iter: Callable[[int, float], None] | None) -> float:
+    """Annealing start (with SVD output weights where allowed), then CG; returns the final criterion."""
+    n_in_out = net.layers[-1][0].shape[1]
+    use_svd = cfg.allow_svd and n_in_out <= SVD_MAX_INPUTS
+    out_size = net.layers[-1][0].size + net.layers[-1][1].size
+
+    def fill(theta: np.ndarray) -> np.ndarray:
+        if not use_svd:
+            return theta
+        net.set_flat(theta)
+        ws = svd_weights(net.hidden(x)[-1], t)
+        if not np.isfinite(ws).all():
+            return theta
+        theta = theta.copy()
+        theta[-out_size:] = np.concatenate([ws[:, :-1].ravel(), ws[:, -1]])
+        return theta
+
+    def evaluate(theta: np.ndarray) -> float:
+        net.set_flat(theta)
+        return criterion(net, x, t, cfg.weight_penalty, grad=False)
+
+    if use_svd and len(net.layers) == 1:  # SVD sets every weight: all annealing tries would be this one
+        start = fill(np.zeros(net.n_weights))
+    else:
+        start = anneal(evaluate, net.n_weights, cfg.anneal_iters, cfg.anneal_range, rng, fill)
+    return _cg(net, x, t, start, cfg.weight_penalty, cfg.sup_max_iter, cfg.sup_tol, on_iter)
+
+
+def _cg(net, x, t, start, penalty, max_iter, tol, on_iter) -> float:
+    def fg(theta):
+        net.set_flat(theta)
+        return criterion(net, x, t, penalty)
+
+    if max_iter == 0:
+        net.set_flat(start)
+        return criterion(net, x, t, penalty, grad=False)
+    def f(theta):
+        net.set_flat(theta)
+        return criterion(net, x, t, penalty, grad=False)
+
+    res = conjugate_gradient(fg, start, max_iter=max_iter, tol=tol, on_iter=on_iter, f=f)
+    net.set_flat(res.x)
+    return res.value
+
+
+def train_dbn(x: np.ndarray, t: np.ndarray, config: DBNConfig, backend, *,
+              on_epoch: Callable[[int, EpochLog], None] | None = None,
+              on_phase: Callable[[str], None] | None = None) -> DBN:
+    """Train on inputs ``x (N, V)`` in [0, 1] and targets ``t (N, K)`` (one-hot rows for classifiers)."""
+    x = check_unit_interval(x, "DBN input").astype(np.float64)
+    t = np.asarray(t, dtype=np.float64)
+    if t.ndim != 2 or t.shape[0] != x.shape[0] or not np.isfinite(t).all():
+        raise ValueError(f"DBN targets must be finite (cases, outputs) with {x.shape[0]} rows, got {t.shape}")
+    if config.classifier and t.shape[1] < 2:
+        raise ValueError("a classifier needs at least 2 target columns (the class is the largest)")
+    phase = on_phase or (lambda _s: None)
+    rng = np.random.default_rng(config.seed)
+    layers, feed = [], x
+    for depth, nh in enumerate(config.hidden):
+        phase(f"unsupervised layer {depth + 1} of {len(config.hidden)}: {nh} hidden")
+        rcfg = replace(config.rbm, n_hidden=nh, seed=config.rbm.seed + 7919 * depth)
+        fit = train_rbm(backend, feed, rcfg, sample_input=depth > 0 and not config.greedy_mean_field,
+                        on_epoch=None if on_epoch is None else (lambda line, d=depth: on_epoch(d, line)))
+        order = sort_hidden(fit.w, fit.c)
+        layer = RBMLayer(fit.w[order], fit.b, fit.c[order], np.zeros(nh), np.zeros(nh), fit.initial_error,
+                         fit.history)
+        feed = layer.up(feed)
+        layer.q_mean, layer.skewness = _stats(feed)
+        layers.append(layer)
+    sizes = [feed.shape[1], *config.head_hidden, t.shape[1]]
+    head = Net([(np.zeros((o, i)), np.zeros(o)) for i, o in itertools.pairwise(sizes)],
+               config.classifier)
+    phase("supervised section: annealing, then conjugate gradients")
+    model = DBN(layers, head, config, x.shape[1])
+    model.log["supervised"] = _head_fit(head, feed, t, config, rng, None)
+    if config.fine_tune and layers:
+        phase("fine-tuning the complete model")
+        fine_tune(model, x, t)
+    return model
+
+
+def fine_tune(model: DBN, x: np.ndarray, t: np.ndarray) -> float:
+    """Train stack and head together as one logistic net by CG (spec §5.2); visible biases are unused."""
+    cfg = model.config
+    full = Net([(ly.w, ly.c) for ly in model.layers] + list(model.head.layers), model.head.classifier)
+    value = _cg(full, x, t, full.flat(), cfg.weight_penalty, cfg.fine_max_iter, cfg.fine_tol, None)
+    for ly, (w, c) in zip(model.layers, full.layers, strict=False):
+        ly.w, ly.c = w, c
+    model.head.layers = full.layers[len(model.layers):]
+    model.fine_tuned = True
+    model.log["fine_tune"] = value
+    return value
+
+
+def config_dict(cfg: DBNConfig) -> dict:
+    """JSON-compatible form of a config (for model files and logs)."""
+    out = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name != "rbm"}
+    out["hidden"], out["head_hidden"] = list(cfg.hidden), list(cfg.head_hidden)
+    out["rbm"] = {f.name: getattr(cfg.rbm, f.name) for f in fields(cfg.rbm)}
+    return out
+
+
+def config_from_dict(d: dict) -> DBNConfig:
+    d = dict(d)
+    d["rbm"] = RBMConfig(**d["rbm"])
+    d["hidden"], d["head_hidden"] = tuple(d["hidden"]), tuple(d["head_hidden"])
+    return DBNConfig(**d)

@@ -1,0 +1,159 @@
+"""DBN pieces: CG on the book's quadratic, SVD output weights, head gradients, stacking, files."""
+
+from __future__ import annotations
+
+import zipfile
+
+import numpy as np
+import pytest
+
+import nn
+from nn.cg import anneal, conjugate_gradient, line_minimum, svd_weights
+from nn.dbn import DBNConfig, train_dbn
+from nn.dbn_io import load_dbn, save_dbn
+from nn.io import ModelFileError
+from nn.mlfn import Net, criterion
+from nn.rbm import RBMConfig
+
+
+def _quadratic(p):
+    x, y = p
+    return x * x + y * y - 1.5 * x * y, np.array([2 * x - 1.5 * y, 2 * y - 1.5 * x])
+
+
+def test_cg_book_example_two_line_searches():
+    res = conjugate_gradient(_quadratic, np.array([6.0, 4.0]), max_iter=10, tol=1e-12)
+    # The book steps along the gradient (6, -1), t* = -0.4022; CG here steps along -gradient: t* = +0.4022.
+    assert res.steps[0] == pytest.approx(0.4022, abs=1e-4)
+    np.testing.assert_allclose(res.points[0], [3.587, 4.402], atol=1e-3)
+    np.testing.assert_allclose(res.points[1], [0.0, 0.0], atol=1e-6)
+    # the second direction is conjugate: 13.5x - 11y = 0 through the first point (the book misprints +11y)
+    d = res.points[1] - res.points[0]
+    assert 13.5 * d[0] - 11.0 * d[1] == pytest.approx(0.0, abs=1e-5 * np.linalg.norm(d))
+
+
+def test_line_minimum_on_a_parabola():
+    t, f = line_minimum(lambda s: (s - 3.0) ** 2 + 1.0, 10.0, 0.1)
+    assert t == pytest.approx(3.0, abs=1e-6) and f == pytest.approx(1.0)
+
+
+def test_svd_weights_equal_lstsq(rng):
+    a, t = rng.normal(size=(60, 5)), rng.normal(size=(60, 3))
+    want = np.linalg.lstsq(np.hstack([a, np.ones((60, 1))]), t, rcond=None)[0].T
+    np.testing.assert_allclose(svd_weights(a, t), want, atol=1e-12)
+    collinear = np.hstack([a, a[:, :1]])  # an exactly repeated column: the truncated solution is minimum-norm
+    got = svd_weights(collinear, t)
+    want = np.linalg.lstsq(np.hstack([collinear, np.ones((60, 1))]), t, rcond=1e-2)[0].T
+    np.testing.assert_allclose(got, want, atol=1e-10)
+
+
+@pytest.mark.parametrize("classifier", [True, False])
+def test_head_gradient_by_finite_differences(rng, classifier, finite_difference):
+    net = Net([(rng.normal(size=(4, 3)), rng.normal(size=4)), (rng.normal(size=(3, 4)), rng.normal(size=3))],
+              classifier)
+    x, t = rng.uniform(size=(7, 3)), np.eye(3)[rng.integers(0, 3, 7)]
+    theta = net.flat()
+    _, g = criterion(net, x, t, 0.3)
+
+    def f():
+        net.set_flat(theta)
+        return criterion(net, x, t, 0.3, grad=False)
+
+    np.testing.assert_allclose(g, finite_difference(f, theta), rtol=1e-6, atol=1e-8)
+
+
+def test_penalty_excludes_biases():
+    net = Net([(np.zeros((2, 2)), np.full(2, 5.0))], False)
+    x, t = np.zeros((3, 2)), np.zeros((3, 2))
+    e, g = criterion(net, x, t, 1.0)
+    assert e == pytest.approx(25.0 * 2 * 3 / 6)  # only the bias error, no penalty on the 5.0 biases
+    assert g[-2:] == pytest.approx([5.0, 5.0])  # Σ 2(o − t)/(N·K) = 3·10/6, no 2λ/n·b term
+
+
+def test_anneal_returns_the_best_try():
+    seen = []
+
+    def f(w):
+        seen.append(float(((w - 0.3) ** 2).sum()))
+        return seen[-1]
+
+    best = anneal(f, 2, 150, 1.0, np.random.default_rng(0))
+    assert float(((best - 0.3) ** 2).sum()) == pytest.approx(min(seen))
+
+
+def _data(n=240, seed=0):
+    rng = np.random.default_rng(seed)
+    proto = rng.uniform(size=(3, 12)) < 0.5
+    labels = rng.integers(0, 3, n)
+    x = np.where(rng.uniform(size=(n, 12)) < 0.1, ~proto[labels], proto[labels]).astype(float)
+    return x, np.eye(3)[labels], labels
+
+
+SMALL = DBNConfig(hidden=(8, 6), rbm=RBMConfig(n_hidden=1, n_rand=5, n_batches=6, max_epochs=30),
+                  anneal_iters=10, sup_max_iter=60)
+
+
+def test_stack_sorted_trains_and_round_trips(tmp_path):
+    x, t, labels = _data()
+    m = train_dbn(x, t, SMALL, nn.get_backend("numpy"))
+    for layer in m.layers:
+        s = np.abs(layer.w).sum(axis=1)
+        assert np.all(np.diff(s) <= 0)
+        assert layer.q_mean.shape == layer.c.shape
+    assert (m.predict(x).argmax(1) == labels).mean() > 0.9
+    path = save_dbn(m, tmp_path / "m.dbn", {"inputs": ["a"] * 12})
+    back, meta = load_dbn(path)
+    np.testing.assert_array_equal(back.predict(x), m.predict(x))
+    assert meta == {"inputs": ["a"] * 12} and back.config == m.config
+    gen = back.generate(nn.get_backend("numpy"), 5, start=x[:4], seed=2)
+    np.testing.assert_array_equal(gen, m.generate(nn.get_backend("numpy"), 5, start=x[:4], seed=2))
+    assert gen.shape == (4, 12) and ((gen >= 0) & (gen <= 1)).all()
+    assert back.generate(nn.get_backend("numpy"), 3, count=2).shape == (2, 12)
+
+
+def test_fine_tune_lowers_the_criterion():
+    x, t, _ = _data(seed=1)
+    m = train_dbn(x, t, DBNConfig(**{**SMALL.__dict__, "fine_tune": True, "fine_max_iter": 40}),
+                  nn.get_backend("numpy"))
+    assert m.fine_tuned and m.log["fine_tune"] <= m.log["supervised"]
+
+
+def test_damaged_file_is_one_clear_error(tmp_path):
+    x, t, _ = _data(60)
+    cfg = DBNConfig(hidden=(4,), rbm=RBMConfig(n_hidden=1, n_rand=2, n_batches=2, max_epochs=2),
+                    anneal_iters=2, sup_max_iter=2)
+    path = save_dbn(train_dbn(x, t, cfg, nn.get_backend("numpy")), tmp_path / "m.dbn")
+    with zipfile.ZipFile(path) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    members["layer0_w.npy"] = members["layer0_w.npy"][:-8] + b"\0" * 8
+    bad = tmp_path / "bad.dbn"
+    with zipfile.ZipFile(bad, "w") as zf:
+        for n, d in members.items():
+            zf.writestr(n, d)
+    with pytest.raises(ModelFileError, match=r"layer0_w\.npy"):
+        load_dbn(bad)
+    (tmp_path / "junk.dbn").write_bytes(b"not a zip")
+    with pytest.raises(ModelFileError, match=r"junk\.dbn"):
+        load_dbn(tmp_path / "junk.dbn")
+
+
+@pytest.mark.parametrize(("kw", "match"), [({"hidden": (0,)}, "hidden"), ({"sup_tol": -1.0}, "sup_tol")])
+def test_bad_config(kw, match):
+    with pytest.raises(ValueError, match=match):
+        DBNConfig(**kw)
+
+
+def test_classifier_needs_two_targets():
+    with pytest.raises(ValueError, match="2 target"):
+        train_dbn(np.zeros((4, 2)), np.zeros((4, 1)), SMALL, nn.get_backend("numpy"))
+
+
+def test_sequential_holds_the_same_net_and_fine_tunes():
+    from nn.dbn_finetune import fine_tune_sequential, to_sequential
+
+    x, t, labels = _data(seed=3)
+    m = train_dbn(x, t, SMALL, nn.get_backend("numpy"))
+    np.testing.assert_allclose(to_sequential(m).predict(x), m.predict(x), atol=1e-12)
+    before = (m.predict(x).argmax(1) == labels).mean()
+    fine_tune_sequential(m, x, t, epochs=5)
+    assert m.fine_tuned and (m.predict(x).argmax(1) == labels).mean() >= before - 0.02
