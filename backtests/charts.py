@@ -13,10 +13,10 @@ import pandas as pd
 from matplotlib.dates import AutoDateLocator, DateFormatter
 from matplotlib.ticker import MaxNLocator
 
-_STYLE = {"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "font.size": 9}
+CHART_STYLE = {"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "font.size": 9}
 
 
-def _png(fig) -> bytes:
+def png_bytes(fig) -> bytes:
     buf = io.BytesIO()
     fig.tight_layout()
     fig.savefig(buf, format="png", metadata={"Software": None})
@@ -33,7 +33,7 @@ def _dates(ax) -> None:
 def balance_equity(curves: pd.DataFrame, currency: str) -> bytes:
     """Balance and equity at bar closes, and equity at each bar's worst prices (what the drawdowns use)."""
     time = curves.index.tz_localize(None)
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(CHART_STYLE):
         fig, ax = plt.subplots(figsize=(10, 3.6))
         worst = curves["equity_worst"]
         ax.plot(time, worst, color="#e76f51", lw=0.6, alpha=0.7, label="equity at worst prices")
@@ -43,20 +43,20 @@ def balance_equity(curves: pd.DataFrame, currency: str) -> bytes:
         ax.set_title("Balance and equity (forward period)")
         ax.legend(loc="best")
         _dates(ax)
-        return _png(fig)
+        return png_bytes(fig)
 
 
 def drawdown(curves: pd.DataFrame, deposit: float) -> bytes:
     """The equity drawdown MetaTrader reports: from the running peak at closes to each bar's worst prices."""
     peak = np.maximum.accumulate(np.concatenate(([deposit], curves["equity"].to_numpy())))[:-1]
     dd = (curves["equity_worst"].to_numpy() - peak) / peak * 100.0
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(CHART_STYLE):
         fig, ax = plt.subplots(figsize=(10, 2.4))
         ax.fill_between(curves.index.tz_localize(None), dd, 0, color="#e76f51", alpha=0.6, lw=0)
         ax.set_ylabel("%")
         ax.set_title("Equity drawdown: each bar's worst prices against the running peak")
         _dates(ax)
-        return _png(fig)
+        return png_bytes(fig)
 
 
 def _loss_panel(ax, df: pd.DataFrame) -> None:
@@ -117,7 +117,7 @@ def training(epochs: list[dict]) -> bytes:
     if "round" not in df:  # EAs that train once need not number their rounds
         df["round"] = 1
     rates = "train_hit_rate" in df and df["train_hit_rate"].notna().any() and df["round"].nunique() == 1
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(CHART_STYLE):
         fig, axes = plt.subplots(1, 3 if rates else 2, figsize=(12 if rates else 10, 3.4))
         _loss_panel(axes[0], df)
         if rates:
@@ -134,12 +134,12 @@ def training(epochs: list[dict]) -> bytes:
         _time_panel(axes[-1], df)
         for ax in axes:  # epochs are whole numbers, also when there are only a few
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        return _png(fig)
+        return png_bytes(fig)
 
 
 def confusion(cm: list[list[int]], classes: list[str]) -> bytes:
     m = np.asarray(cm, dtype=float)
-    with plt.rc_context({**_STYLE, "axes.grid": False}):
+    with plt.rc_context({**CHART_STYLE, "axes.grid": False}):
         fig, ax = plt.subplots(figsize=(4.2, 3.6))
         ax.imshow(m, cmap="Blues")
         rows = m.sum(axis=1, keepdims=True)
@@ -154,7 +154,7 @@ def confusion(cm: list[list[int]], classes: list[str]) -> bytes:
         ax.set_xlabel("predicted")
         ax.set_ylabel("true")
         ax.set_title("Confusion matrix (forward; % of true row)")
-        return _png(fig)
+        return png_bytes(fig)
 
 
 def price(chart: dict, trades: pd.DataFrame, classes: list[str] | None) -> bytes:
@@ -164,7 +164,7 @@ def price(chart: dict, trades: pd.DataFrame, classes: list[str] | None) -> bytes
     a red down-triangle over it, whatever its position in the EA's class list."""
     idx = chart["index"]
     x = np.arange(len(idx))  # bar positions: weekends and holidays leave no gaps
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(CHART_STYLE):
         fig, ax = plt.subplots(figsize=(10, 4.2))
         ax.vlines(x, chart["low"], chart["high"], color="#adb5bd", lw=0.8)
         ax.plot(x, chart["close"], color="#495057", lw=0.8, label="close")
@@ -205,7 +205,7 @@ def price(chart: dict, trades: pd.DataFrame, classes: list[str] | None) -> bytes
         what = f"true and predicted {'/'.join(classes[1:])}, " if classes is not None else ""
         ax.set_title(f"Price, {what}trades (last {len(x)} forward bars)")
         ax.legend(loc="best", fontsize=7, ncol=3)
-        return _png(fig)
+        return png_bytes(fig)
 
 
 def _direction(name: str) -> int:
@@ -219,7 +219,7 @@ def trade_breakdown(trades: pd.DataFrame, currency: str = "") -> bytes:
     holding times in bars."""
     entry = pd.DatetimeIndex(trades["entry_time"])
     net = trades["net_profit"].to_numpy(dtype=float)
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(CHART_STYLE):
         fig, axes = plt.subplots(2, 2, figsize=(10, 5.6))
         for ax, key, labels, title in (
             (axes[0, 0], entry.hour, [str(h) for h in range(24)], "Net profit by entry hour (UTC)"),
@@ -248,4 +248,4 @@ def trade_breakdown(trades: pd.DataFrame, currency: str = "") -> bytes:
         ax.set_xlabel("bars held")
         ax.set_ylabel("trades")
         ax.set_title("Holding time")
-        return _png(fig)
+        return png_bytes(fig)

@@ -23,31 +23,12 @@ from pathlib import Path
 
 os.environ.setdefault("TQDM_DISABLE", "1")  # backtesting.py's progress bars would drown the table
 
-from backtesting import Strategy  # after the environment variable it reads
-from backtesting.lib import crossover
-from backtesting.test import SMA
+from benchmarks._peer_sma import PeerSmaCross  # after the environment variable backtesting.py reads
 
 FAST = list(range(2, 42, 2))  # 20 values
 SLOW = list(range(50, 150, 10))  # 10 values: 200 passes, all with fast < slow
 
 
-class PeerSmaCross(Strategy):
-    """The SMA crossover in backtesting.py (module level: its process pool pickles the class)."""
-
-    fast = 10
-    slow = 20
-
-    def init(self):
-        self.f = self.I(SMA, self.data.Close, self.fast)
-        self.s = self.I(SMA, self.data.Close, self.slow)
-
-    def next(self):
-        if crossover(self.f, self.s):
-            self.position.close()
-            self.buy(size=100_000)
-        elif crossover(self.s, self.f):
-            self.position.close()
-            self.sell(size=100_000)
 
 
 def time_peer(df) -> float:

@@ -21,27 +21,9 @@ import pandas as pd
 
 
 def _peer_strategy():
-    from backtesting import Strategy
-    from backtesting.lib import crossover
-    from backtesting.test import SMA
+    from benchmarks._peer_sma import PeerSmaCross  # imports backtesting.py only when its run is timed
 
-    class SmaCross(Strategy):
-        fast = 10
-        slow = 20
-
-        def init(self):
-            self.f = self.I(SMA, self.data.Close, self.fast)
-            self.s = self.I(SMA, self.data.Close, self.slow)
-
-        def next(self):
-            if crossover(self.f, self.s):
-                self.position.close()
-                self.buy(size=100_000)
-            elif crossover(self.s, self.f):
-                self.position.close()
-                self.sell(size=100_000)
-
-    return SmaCross
+    return PeerSmaCross
 
 
 def time_peer(df: pd.DataFrame, repeats: int) -> tuple[float, int]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -11,22 +9,14 @@ import matplotlib.pyplot as plt  # the backend must be chosen first
 import numpy as np
 import pandas as pd
 
-_STYLE = {"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "font.size": 9}
-
-
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+from backtests.charts import CHART_STYLE, png_bytes
 
 
 def heatmap(table: pd.DataFrame, x: str, y: str, label: str, maximize: bool) -> bytes:
     """The criterion over two parameters; with more parameters each cell shows the best pass of that pair."""
     data = table[table["criterion"].notna()]
     pivot = data.pivot_table(index=y, columns=x, values="criterion", aggfunc="max" if maximize else "min")
-    with plt.rc_context({**_STYLE, "axes.grid": False}):
+    with plt.rc_context({**CHART_STYLE, "axes.grid": False}):
         width = min(12.0, 2 + 0.5 * max(4, pivot.shape[1]))
         height = min(9.0, 2 + 0.35 * max(4, pivot.shape[0]))
         fig, ax = plt.subplots(figsize=(width, height))
@@ -38,7 +28,7 @@ def heatmap(table: pd.DataFrame, x: str, y: str, label: str, maximize: bool) -> 
         ax.set_ylabel(y)
         ax.set_title(f"{label} by {x} and {y} (blank: refused or undefined)")
         fig.colorbar(im, ax=ax, shrink=0.8)
-        return _png(fig)
+        return png_bytes(fig)
 
 
 def param_scatter(table: pd.DataFrame, names: list[str], label: str) -> bytes:
@@ -46,7 +36,7 @@ def param_scatter(table: pd.DataFrame, names: list[str], label: str) -> bytes:
     data = table[table["criterion"].notna()]
     cols = min(3, len(names))
     rows = -(-len(names) // cols)
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(CHART_STYLE):
         fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
         for ax, name in zip(axes.flat, names, strict=False):
             values = data[name]
@@ -62,24 +52,24 @@ def param_scatter(table: pd.DataFrame, names: list[str], label: str) -> bytes:
             ax.set_ylabel(label)
         for ax in list(axes.flat)[len(names) :]:
             ax.set_visible(False)
-        return _png(fig)
+        return png_bytes(fig)
 
 
 def stitched_equity(equity: pd.Series, boundaries: list[pd.Timestamp], currency: str) -> bytes:
     """The walk-forward out-of-sample equity, with each test window's start marked."""
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(CHART_STYLE):
         fig, ax = plt.subplots(figsize=(10, 3.6))
         ax.plot(equity.index, equity.to_numpy(), color="#2a9d8f", lw=1.0)
         for t in boundaries:
             ax.axvline(t, color="#999999", lw=0.6, ls="--")
         ax.set_ylabel(currency)
         ax.set_title("Walk-forward: stitched out-of-sample equity (dashed: window starts)")
-        return _png(fig)
+        return png_bytes(fig)
 
 
 def is_vs_oos(windows: pd.DataFrame) -> bytes:
     """In-sample against out-of-sample annualised return per window."""
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(CHART_STYLE):
         fig, ax = plt.subplots(figsize=(8, 3.2))
         x = np.arange(len(windows))
         ax.bar(x - 0.2, windows["is_return_ann_pct"], 0.4, label="in sample", color="#264653")
@@ -89,4 +79,4 @@ def is_vs_oos(windows: pd.DataFrame) -> bytes:
         ax.set_ylabel("% of deposit per year")
         ax.axhline(0, color="black", lw=0.6)
         ax.legend(loc="best")
-        return _png(fig)
+        return png_bytes(fig)
