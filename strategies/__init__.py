@@ -1,7 +1,7 @@
 """Expert advisors: the base class users subclass, indicators with MetaTrader's definitions, built-in EAs."""
 
 from strategies.bars import BarFeed, Bars, Line
-from strategies.base import Account, ExpertAdvisor, Order, Position, ReportSection, call_hook
+from strategies.base import Account, ExpertAdvisor, Order, Position, ReportSection, Tick, call_hook
 from strategies.errors import EAError, EARuntimeError
 from strategies.forecast import ForecastEA
 from strategies.fractal import FractalEA
@@ -32,5 +32,6 @@ __all__ = [
     "Position",
     "ReportSection",
     "SmaCrossEA",
+    "Tick",
     "call_hook",
 ]

@@ -28,6 +28,7 @@ from strategies.errors import EAError, EARuntimeError
 from strategies.trade import Account as Account
 from strategies.trade import Order as Order
 from strategies.trade import Position as Position
+from strategies.trade import Tick as Tick
 from strategies.trade import TradeContext, TradeMethods
 
 # Public class attributes that describe the EA rather than configure it.
@@ -111,6 +112,19 @@ class ExpertAdvisor(TradeMethods):
 
     def on_bar(self) -> None:
         """Decide at the open of a new bar; ``self.bars`` holds every bar closed before it."""
+
+    def on_tick(self, tick: Tick) -> None:
+        """React to a price change inside the current bar (``--model ticks`` and live trading only).
+
+        Optional: the harness calls it only where a subclass overrides it (``wants_ticks``), so an EA without
+        it costs nothing per tick. ``self.bars`` still ends at the newest closed bar; ``on_bar`` fires as
+        before when a bar closes, before the first tick of the next bar.
+        """
+
+    @classmethod
+    def wants_ticks(cls) -> bool:
+        """Whether this EA overrides ``on_tick`` (the harness skips the per-tick hook otherwise)."""
+        return cls.on_tick is not ExpertAdvisor.on_tick
 
     def on_deinit(self) -> None:
         """Release resources at the end of the run."""

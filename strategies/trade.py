@@ -59,6 +59,20 @@ class Order:
     comment: str
 
 
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """One price change as ``on_tick`` receives it (MetaTrader's ``MqlTick``): UTC time, bid and ask.
+
+    ``last`` and ``volume`` are NaN / 0 where the source has none (FX quotes carry no trades).
+    """
+
+    time: pd.Timestamp
+    bid: float
+    ask: float
+    last: float = float("nan")
+    volume: float = 0.0
+
+
 @dataclass(frozen=True)
 class Account:
     """Account state at the current decision time (deposit currency)."""
