@@ -58,12 +58,16 @@ class Limits:
     def __post_init__(self) -> None:
         for name in ("max_lots", "max_daily_loss"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                math.isfinite(value) and value > 0
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not (math.isfinite(value) and value > 0)
             ):
                 raise LimitsError(f"limit {name} must be a positive number, got {value!r}")
-        if isinstance(self.max_positions, bool) or not isinstance(self.max_positions, int) or (
-            self.max_positions < 1
+        if (
+            isinstance(self.max_positions, bool)
+            or not isinstance(self.max_positions, int)
+            or (self.max_positions < 1)
         ):
             raise LimitsError(f"limit max_positions must be a whole number >= 1, got {self.max_positions!r}")
         symbols = (self.symbols,) if isinstance(self.symbols, str) else self.symbols

@@ -176,7 +176,7 @@ class Book:
 
     # -- the account ----------------------------------------------------------------------------------------
     def account(self) -> dict:
-        floating = sum(p["profit"] for p in positions(self))
+        floating = sum(p.profit for p in positions(self))
         margin = round(
             sum(margin_of(p["symbol"], p["volume"], p["price_open"]) for p in self.positions.values()), 2
         )
