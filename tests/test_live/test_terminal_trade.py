@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from datafeeds.terminal import TerminalSource
@@ -209,6 +210,16 @@ def test_a_stop_limit_order_becomes_a_limit_when_reached(terminal):
     terminal.sim.book.move("EURUSD", 250)
     (order,) = trade.orders()
     assert (order.kind, order.price, order.stoplimit) == ("buy_limit", pytest.approx(ask + 0.001), None)
+
+
+def test_an_expiration_crosses_in_broker_time_and_comes_back_in_utc(terminal):
+    terminal.sim.configure(trade={"stops_level": 0})  # the switches also come through SIM.configure
+    trade = terminal.trade()
+    _, _, ask = tick(terminal)
+    when = pd.Timestamp("2024-01-05 20:00", tz="UTC")  # the simulated now is 13:37 UTC, broker UTC+2
+    ticket = trade.pending("buy_limit", 0.1, ask - 0.002, None, None, None, when, MAGIC, "")
+    assert trade.orders()[0].expiration == when
+    assert terminal.sim.book.orders[ticket]["expiration"] == (when + pd.Timedelta(hours=2)).value // 10**9
 
 
 # -- rejections --------------------------------------------------------------------------------------------
