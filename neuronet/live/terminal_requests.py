@@ -30,6 +30,7 @@ from typing import Any
 
 from datafeeds.files import strict_json
 from datafeeds.terminal_errors import TerminalError, error_from_last_error
+from neuronet.errors import NeuronetError
 from neuronet.live import retcodes
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ ACTIONS = {1: "deal", 5: "pending", 6: "sltp", 7: "modify", 8: "remove", 10: "cl
 COMMENT_MAX = 31  # characters the terminal keeps of a request's comment
 _TAG = re.compile(r"^nn[0-9a-f]{8}(?: |$)")
 IPC_ERRORS = -10000  # last_error() codes at or below this are the link's, not the trade server's
+RES_S_OK = 1  # last_error() after a call that found nothing
 
 
 FOK, IOC, RETURN = 0, 1, 2  # ORDER_FILLING_*
@@ -107,6 +109,10 @@ def user_comment(comment: str) -> str:
     return _TAG.sub("", comment, count=1)
 
 
+class TradeSetupError(NeuronetError, ValueError):
+    """A live trade context was given an unusable setting (magic number, deviation, symbol)."""
+
+
 class TerminalRequests:
     """Sending requests and reading state for ``TerminalTrade`` (which supplies symbol, clock and link)."""
 
@@ -124,13 +130,18 @@ class TerminalRequests:
     # -- reading ---------------------------------------------------------------------------------------------
     def _read(self, name: str, *args: Any, none_ok: bool = False, **kwargs: Any) -> Any:
         """A read-only call, retried on a dropped link or a transient error (reading twice is harmless).
-        A ``None`` answer raises the error ``last_error()`` names, unless ``none_ok``."""
+
+        ``None`` with ``last_error()`` "success" is an empty answer (None). ``None`` with an error raises
+        the error it names, except that with ``none_ok`` a trade-server error ("not found") gives None:
+        a position list that failed must never read as "no positions"."""
         for attempt in range(self.retries + 1):
             try:
                 answer, error = self.link.call(name, *args, **kwargs)
-                if error is not None and (not none_ok or error[0] <= IPC_ERRORS):
+                if error is None or error[0] == RES_S_OK:
+                    return answer
+                if not none_ok or error[0] <= IPC_ERRORS:
                     raise error_from_last_error(f"{name}()", *error)
-                return answer
+                return None
             except TerminalError as exc:
                 if not (exc.transient or exc.code is None) or attempt == self.retries:
                     raise
@@ -286,7 +297,7 @@ class TerminalRequests:
     def _find_tagged(self, request: dict, tag: str) -> Outcome | None:
         """The deal, position or pending order that carries ``tag`` in its comment."""
         now = int(self._read("symbol_info_tick", self.symbol).time)
-        for deal in self._read("history_deals_get", now - 86400, now + 86400, none_ok=True) or ():
+        for deal in self._read("history_deals_get", now - 86400, now + 86400) or ():
             if deal.symbol == self.symbol and deal.comment.startswith(tag):
                 return Outcome(
                     retcodes.DONE,
@@ -297,7 +308,7 @@ class TerminalRequests:
                     float(deal.volume),
                     int(deal.position_id),
                 )
-        for pos in self._read("positions_get", symbol=self.symbol, none_ok=True) or ():
+        for pos in self._read("positions_get", symbol=self.symbol) or ():
             if pos.comment.startswith(tag):
                 return Outcome(
                     retcodes.DONE,
@@ -308,7 +319,7 @@ class TerminalRequests:
                     float(pos.volume),
                     int(pos.ticket),
                 )
-        for order in self._read("orders_get", symbol=self.symbol, none_ok=True) or ():
+        for order in self._read("orders_get", symbol=self.symbol) or ():
             if order.comment.startswith(tag):
                 return Outcome(
                     retcodes.PLACED,

@@ -46,6 +46,7 @@ from neuronet.live.terminal_requests import (
     Outcome,
     SymbolSpec,
     TerminalRequests,
+    TradeSetupError,
     user_comment,
 )
 from strategies.trade import Account, Order, Position
@@ -84,9 +85,9 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         lost_reply_wait: float = 1.0,
     ) -> None:
         if isinstance(magic, bool) or not isinstance(magic, (int, np.integer)) or magic < 0:
-            raise ValueError(f"magic must be a whole number >= 0, got {magic!r}")
+            raise TradeSetupError(f"magic must be a whole number >= 0, got {magic!r}")
         if isinstance(deviation, bool) or not isinstance(deviation, (int, np.integer)) or deviation < 0:
-            raise ValueError(f"deviation must be a whole number of points >= 0, got {deviation!r}")
+            raise TradeSetupError(f"deviation must be a whole number of points >= 0, got {deviation!r}")
         self.link, self.symbol, self.magic = link, str(symbol), int(magic)
         self.limits, self.deviation, self._record = limits, int(deviation), record
         self.clock, self.bar_of = clock, bar_of
@@ -104,7 +105,10 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         if self._spec is None or refresh:
             info = self._read("symbol_info", self.symbol, none_ok=True)
             if info is None:
-                raise UnknownSymbolError(f"the terminal has no symbol {self.symbol!r}")
+                where = getattr(self.link, "where", "")
+                raise UnknownSymbolError(
+                    f"the terminal {where} has no symbol {self.symbol!r}".replace("  ", " ")
+                )
             if self._spec is None:
                 self._read("symbol_select", self.symbol, True)
             self._spec = SymbolSpec.from_info(info)
@@ -128,7 +132,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
     # -- state ----------------------------------------------------------------------------------------------
     def positions(self) -> list[Position]:
         out = []
-        for p in self._read("positions_get", symbol=self.symbol, none_ok=True) or ():
+        for p in self._read("positions_get", symbol=self.symbol) or ():
             if p.symbol != self.symbol or p.magic not in self.magics:
                 continue
             opened = self._utc(p.time)
@@ -151,7 +155,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
 
     def orders(self) -> list[Order]:
         out = []
-        for o in self._read("orders_get", symbol=self.symbol, none_ok=True) or ():
+        for o in self._read("orders_get", symbol=self.symbol) or ():
             if o.symbol != self.symbol or o.magic not in self.magics or o.type not in KINDS:
                 continue
             expiration = (
@@ -193,7 +197,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         start = now - now % 86400
         done = sum(
             float(d.profit) + float(d.commission) + float(d.swap) + float(d.fee)
-            for d in self._read("history_deals_get", start, now + 86400, none_ok=True) or ()
+            for d in self._read("history_deals_get", start, now + 86400) or ()
             if d.symbol == self.symbol and d.magic in self.magics
         )
         return done + sum(p.profit for p in self.positions())

@@ -19,8 +19,10 @@ import pandas as pd
 import pytest
 
 from datafeeds.terminal import TerminalSource
+from datafeeds.terminal_errors import TerminalError, UnknownSymbolError
 from neuronet.live import retcodes
 from neuronet.live.limits import Limits
+from neuronet.live.terminal_requests import TradeSetupError
 from neuronet.live.terminal_trade import TerminalTrade
 
 MT5SIM_DIR = Path(__file__).resolve().parents[1] / "mt5sim"
@@ -387,3 +389,21 @@ def test_retcode_messages_are_one_line():
     assert retcodes.message(10016) == "10016 invalid stops in the request"
     assert retcodes.message(12345) == "12345 unknown trade server return code"
     assert all("\n" not in text for text in retcodes.MESSAGES.values())
+
+
+def test_a_failed_read_raises_instead_of_looking_flat(terminal):
+    trade = terminal.trade(retries=0)
+    trade.order(+1, 0.1, None, None, MAGIC, "")
+    terminal.sim.configure(fail=(("positions_get", 1, -1),))  # "call failed": not "no positions"
+    with pytest.raises(TerminalError, match="positions_get"):
+        trade.positions()
+    assert len(trade.positions()) == 1
+
+
+def test_setup_errors_name_the_setting(terminal):
+    with pytest.raises(TradeSetupError, match="magic"):
+        terminal.trade(magic=-1)
+    with pytest.raises(TradeSetupError, match="deviation"):
+        terminal.trade(deviation=1.5)
+    with pytest.raises(UnknownSymbolError, match="'EURUSX'"):
+        terminal.trade(symbol="EURUSX").order(+1, 0.1, None, None, MAGIC, "")
