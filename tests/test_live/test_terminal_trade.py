@@ -407,3 +407,24 @@ def test_setup_errors_name_the_setting(terminal):
         terminal.trade(deviation=1.5)
     with pytest.raises(UnknownSymbolError, match="'EURUSX'"):
         terminal.trade(symbol="EURUSX").order(+1, 0.1, None, None, MAGIC, "")
+
+
+def test_on_a_netting_account_orders_change_the_one_position(terminal):
+    terminal.sim.book.configure(hedging=False)
+    trade = terminal.trade()
+    first = trade.order(+1, 0.2, None, None, MAGIC, "")
+    assert trade.order(+1, 0.1, None, None, MAGIC, "") == first  # the position it added to
+    assert trade.order(-1, 0.5, None, None, MAGIC, "") == first  # reversed: the same position
+    (pos,) = trade.positions()
+    assert (pos.ticket, pos.side, pos.lots) == (first, -1, 0.2)
+    assert not trade.close_by(first, first) and "hedging account" in trade_reason(terminal)
+    assert trade.close(None, MAGIC) == 1 and trade.positions() == []
+
+
+def test_a_request_crosses_the_bridge_as_a_real_dict(terminal):
+    """The official package's ``order_send`` takes a real dict only: an RPyC proxy of one would be refused
+    (the simulator refuses it the same way)."""
+    trade = terminal.trade()
+    request = {"action": 1, "symbol": "EURUSD", "volume": 0.1, "type": 0, "type_filling": FOK, "magic": 1}
+    answer, error = trade.link.call("order_check", request)
+    assert error is None and answer.retcode == 0 and answer.request.volume == 0.1

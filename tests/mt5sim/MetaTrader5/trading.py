@@ -1,28 +1,29 @@
-"""Order handling of the simulated terminal: a hedging account that a trade server would run.
+"""Order handling of the simulated terminal: a hedging account (or a netting one) as a trade server runs it.
 
-What it does, like a real hedging account: ``TRADE_ACTION_DEAL`` buys at the ask and sells at the bid of
-the current quote; without ``position`` a deal opens a new position, with ``position`` it closes (all or
-part of) that one; each fill adds a deal to the history. ``TRADE_ACTION_PENDING`` places limit, stop and
-stop-limit orders (``PLACED``), which ``Book.move`` fills when the price reaches them (a stop-limit turns
-into a limit order first), as it closes positions whose SL or TP the price reaches. ``SLTP`` changes a
-position's stops, ``MODIFY`` and ``REMOVE`` change and delete pending orders, ``CLOSE_BY`` closes two
-opposite positions against each other at the second one's opening price.
+What it does, like a real hedging account: ``TRADE_ACTION_DEAL`` buys at the ask and sells at the bid of the
+current quote; without ``position`` a deal opens a new position, with ``position`` it closes (all or part
+of) that one; each fill adds a deal to the history. On a netting account (``hedging=False``) a deal adds to,
+reduces, closes or reverses the symbol's one position, which keeps its ticket. ``TRADE_ACTION_PENDING``
+places limit, stop and stop-limit orders (``PLACED``), which ``Book.move`` fills when the price reaches them
+(a stop-limit turns into a limit order first), as it closes positions whose SL or TP the price reaches.
+``SLTP`` changes a position's stops, ``MODIFY`` and ``REMOVE`` change and delete pending orders,
+``CLOSE_BY`` closes two opposite positions against each other at the second one's opening price.
 
 Requests are checked the way users meet rejections, in the order a server checks them: unknown symbol
 (``None``), a request dictionary that is not a real ``dict`` (``None``: the C package's answer to an RPyC
 proxy), market closed (10018), volume outside min/max or off the step (10014), a filling mode the symbol
-does not allow (10030), a pending price on the wrong side of the market (10015), stops on the wrong side
-or nearer than the stops level (10016), a bad expiration (10022), not enough free margin (10019), an
-unknown position (10036) or order (10013), a close in the position's own direction (10013) or for more
-than its volume (10038), a change that changes nothing (10025). ``order_check`` makes the same checks
-without executing (retcode 0, "Done", when the request would pass).
+does not allow (10030), a pending price on the wrong side of the market (10015), stops on the wrong side or
+nearer than the stops level (10016), a bad expiration (10022), not enough free margin (10019), an unknown
+position (10036) or order (10013), a close in the position's own direction (10013) or for more than its
+volume (10038), a change that changes nothing (10025). ``order_check`` makes the same checks without
+executing (retcode 0, "Done", when the request would pass).
 
 Switches (``Book.configure``; a new book, as ``SIM.reset()`` makes, has none): ``market_closed``,
-``filling_mode`` (the symbol's mask), ``stops_level`` (points), ``balance``; ``requotes``/``price_changes``:
-the next n deals answer 10004/10020 after the price moved by ``requote_points`` (signed points);
-``lost_replies``: error codes for the next deals that execute and then lose their reply (0: the link
-drops, ``ConnectionResetError``; else ``None`` with that ``last_error()`` code, such as an IPC timeout).
-"""
+``filling_mode`` (the symbol's mask), ``stops_level`` (points), ``balance``, ``hedging``;
+``requotes``/``price_changes``: the next n deals answer 10004/10020 after the price moved by
+``requote_points`` (signed points); ``lost_replies``: error codes for the next deals that execute and then
+lose their reply (0: the link drops, ``ConnectionResetError``; else ``None`` with that ``last_error()``
+code, such as an IPC timeout)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ import math
 from MetaTrader5 import market
 from MetaTrader5.constants import (
     DEAL_ENTRY_IN,
+    DEAL_ENTRY_INOUT,
     DEAL_ENTRY_OUT,
     DEAL_ENTRY_OUT_BY,
     ORDER_FILLING_FOK,
@@ -112,6 +114,12 @@ class Book:
         self.requotes = self.price_changes = 0
         self.requote_points = 5.0
         self.lost_replies: list[int] = []
+        self.hedging = True
+
+    @property
+    def margin_mode(self) -> int:
+        """``account_info().margin_mode``: 2 hedging, 0 netting (one position per symbol)."""
+        return 2 if self.hedging else 0
 
     def configure(
         self,
@@ -124,6 +132,7 @@ class Book:
         price_changes=None,
         requote_points=None,
         lost_replies=(),
+        hedging=None,
     ) -> None:
         for name, value in (
             ("filling_mode", filling_mode),
@@ -133,6 +142,7 @@ class Book:
             ("requotes", requotes),
             ("price_changes", price_changes),
             ("requote_points", requote_points),
+            ("hedging", hedging),
         ):
             if value is not None:
                 setattr(self, name, type(getattr(self, name))(value))
@@ -165,7 +175,11 @@ class Book:
                 order["type"], order["price"], order["stoplimit"] = order["type"] - 4, order["stoplimit"], 0.0
                 continue
             del self.orders[order["ticket"]]
-            self._open(order, order["type"] % 2, order["price"], ticket=order["ticket"])
+            held = [p for p in self.positions.values() if p["symbol"] == symbol]
+            if held and not self.hedging:
+                self._net(held[0], order, order["type"] % 2, order["price"])
+            else:
+                self._open(order, order["type"] % 2, order["price"], ticket=order["ticket"])
         for pos in [p for p in self.positions.values() if p["symbol"] == symbol]:
             close_at = bid if pos["type"] == ORDER_TYPE_BUY else ask
             sign = 1 if pos["type"] == ORDER_TYPE_BUY else -1
@@ -238,6 +252,28 @@ class Book:
             reason,
         )
         return deal, order
+
+    def _net(self, pos: dict, req: dict, side: int, price: float) -> tuple[int, int]:
+        """A deal on a netting account that holds ``pos``: adds to it, reduces or closes it, or reverses it
+        (the position keeps its ticket, as MetaTrader's netting positions keep their identifier)."""
+        volume, order = float(req["volume"]), next(self.tickets)
+        pnl = 0.0
+        if pos["type"] == side:
+            total = round(pos["volume"] + volume, 2)
+            pos["price_open"] = round((pos["price_open"] * pos["volume"] + price * volume) / total, 8)
+            pos["volume"], entry = total, DEAL_ENTRY_IN
+        else:
+            pnl = profit(pos["symbol"], pos["type"], min(volume, pos["volume"]), pos["price_open"], price)
+            self.balance += pnl
+            left = round(volume - pos["volume"], 2)
+            entry = DEAL_ENTRY_INOUT if left > 0 else DEAL_ENTRY_OUT
+            if left > 0:
+                pos.update(type=side, volume=left, price_open=price, time=market.now_broker())
+            elif left == 0:
+                del self.positions[pos["ticket"]]
+            else:
+                pos["volume"] = -left
+        return self._deal(order, side, entry, req, pos["ticket"], volume, price, pnl), order
 
     def _deal(self, order, side, entry, req, position_id, volume, price, pnl, reason=REASON_EXPERT) -> int:
         now = market.now_broker()
@@ -376,7 +412,7 @@ def validate(book: Book, req: dict) -> None:
         b = book.positions.get(int(req.get("position_by", 0) or 0))
         if a is None or b is None:
             raise Rejected(TRADE_RETCODE_POSITION_CLOSED, "Position doesn't exist")
-        if a["type"] == b["type"] or a["symbol"] != b["symbol"]:
+        if not book.hedging or a["type"] == b["type"] or a["symbol"] != b["symbol"]:
             raise Rejected(TRADE_RETCODE_INVALID, "Invalid request (close by)")
     else:
         raise Rejected(TRADE_RETCODE_INVALID, "Invalid request")
@@ -446,8 +482,11 @@ def send(book: Book, req: dict) -> OrderSendResult | None:
         price = ask if req["type"] == ORDER_TYPE_BUY else bid
         volume = float(req["volume"])
         closing = int(req.get("position", 0) or 0)
+        held = [p for p in book.positions.values() if p["symbol"] == symbol]
         if closing:
             deal, order = book._close(book.positions[closing], volume, price, req)
+        elif held and not book.hedging:
+            deal, order = book._net(held[0], req, req["type"], price)
         else:
             deal, order = book._open(req, req["type"], price)
         return _result(
