@@ -295,19 +295,27 @@ class TerminalRequests:
 
     # -- finding a request by its id -------------------------------------------------------------------------
     def _find_tagged(self, request: dict, tag: str) -> Outcome | None:
-        """The deal, position or pending order that carries ``tag`` in its comment."""
+        """The deal, position or pending order that carries ``tag`` in its comment (or, on a server that
+        drops comments, the market deal ``_untagged_match`` finds)."""
         now = int(self._read("symbol_info_tick", self.symbol).time)
-        for deal in self._read("history_deals_get", now - 86400, now + 86400) or ():
-            if deal.symbol == self.symbol and deal.comment.startswith(tag):
-                return Outcome(
-                    retcodes.DONE,
-                    "found after a lost reply",
-                    int(deal.order),
-                    int(deal.ticket),
-                    float(deal.price),
-                    float(deal.volume),
-                    int(deal.position_id),
-                )
+        deals = [
+            d
+            for d in self._read("history_deals_get", now - 86400, now + 86400) or ()
+            if d.symbol == self.symbol
+        ]
+        deal = next((d for d in deals if d.comment.startswith(tag)), None) or _untagged_match(
+            request, deals, now
+        )
+        if deal is not None:
+            return Outcome(
+                retcodes.DONE,
+                "found after a lost reply",
+                int(deal.order),
+                int(deal.ticket),
+                float(deal.price),
+                float(deal.volume),
+                int(deal.position_id),
+            )
         for pos in self._read("positions_get", symbol=self.symbol) or ():
             if pos.comment.startswith(tag):
                 return Outcome(
@@ -330,3 +338,46 @@ class TerminalRequests:
                     float(order.volume_current),
                 )
         return None
+
+    def resolve(self) -> dict[str, Outcome | None]:
+        """Look up again the requests whose reply was lost while the terminal could not be asked (after a
+        reconnect): each found one is recorded as "recovered", each missing one as "not executed"; both
+        leave ``unresolved``. Returns id -> outcome (None: it did not execute). Raises ``TerminalError``
+        while the terminal still cannot be asked, keeping them for the next try."""
+        out: dict[str, Outcome | None] = {}
+        for tag, request in list(self.unresolved.items()):
+            found = self._find_tagged(request, tag)
+            out[tag] = found
+            del self.unresolved[tag]
+            if found is None:
+                self._note("not executed", id=tag)
+                log.warning("%s: request %s whose reply was lost did not execute", self.symbol, tag)
+            else:
+                self._note("recovered", id=tag, retcode=found.retcode, order=found.order)
+                log.warning(
+                    "%s: request %s whose reply was lost did execute (#%s)", self.symbol, tag, found.order
+                )
+        return out
+
+
+RECENT_S = 120  # how far back a lost market deal is looked for when the server dropped its comment
+
+
+def _untagged_match(request: dict, deals: list, now: int):
+    """The market deal a request made, on a server that keeps no comments: same magic, direction and
+    volume (and position, for a close), without any request id, in the last ``RECENT_S`` seconds. A false
+    match can only hide a request (it is then not sent again), never duplicate one."""
+    if request["action"] != DEAL:
+        return None
+    closing = int(request.get("position", 0) or 0)
+    for deal in reversed(deals):
+        if (
+            deal.time >= now - RECENT_S
+            and not _TAG.match(deal.comment)
+            and deal.magic == request["magic"]
+            and deal.type == request["type"]
+            and abs(deal.volume - request["volume"]) < 1e-9
+            and (not closing or deal.position_id == closing)
+        ):
+            return deal
+    return None

@@ -428,3 +428,26 @@ def test_a_request_crosses_the_bridge_as_a_real_dict(terminal):
     request = {"action": 1, "symbol": "EURUSD", "volume": 0.1, "type": 0, "type_filling": FOK, "magic": 1}
     answer, error = trade.link.call("order_check", request)
     assert error is None and answer.retcode == 0 and answer.request.volume == 0.1
+
+
+def test_a_lost_reply_is_found_on_a_server_that_drops_comments(terminal):
+    terminal.sim.book.configure(keep_comments=False)
+    trade = terminal.trade()
+    ticket = trade.order(+1, 0.1, None, None, MAGIC, "")
+    terminal.sim.book.configure(lost_replies=(0, 0))
+    assert trade.order(+1, 0.2, None, None, MAGIC, "") is not None  # a different volume: not the first
+    assert trade.close(ticket, None, 0.1) == 1
+    assert terminal.sim.book.executed == 3 and terminal.calls("order_send") == 3
+    assert sorted(p.lots for p in trade.positions()) == [0.2]
+
+
+def test_a_lost_request_is_resolved_once_the_terminal_answers_again(terminal):
+    trade = terminal.trade(retries=0)
+    trade.spec()
+    terminal.sim.book.configure(lost_replies=(-10005,))
+    terminal.sim.configure(fail=(("symbol_info_tick", 2, -10004),))
+    assert trade.order(+1, 0.1, None, None, MAGIC, "") is None and trade.last_retcode == 10012
+    (tag,) = trade.unresolved
+    found = trade.resolve()
+    assert found[tag].ok and found[tag].position == trade.positions()[0].ticket and trade.unresolved == {}
+    assert terminal.records[-1]["event"] == "recovered"

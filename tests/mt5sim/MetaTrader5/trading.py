@@ -19,7 +19,8 @@ volume (10038), a change that changes nothing (10025). ``order_check`` makes the
 executing (retcode 0, "Done", when the request would pass).
 
 Switches (``Book.configure``; a new book, as ``SIM.reset()`` makes, has none): ``market_closed``,
-``filling_mode`` (the symbol's mask), ``stops_level`` (points), ``balance``, ``hedging``;
+``filling_mode`` (the symbol's mask), ``stops_level`` (points), ``balance``, ``hedging``, ``keep_comments``
+(False: a server that drops request comments from positions and deals);
 ``requotes``/``price_changes``: the next n deals answer 10004/10020 after the price moved by
 ``requote_points`` (signed points); ``lost_replies``: error codes for the next deals that execute and then
 lose their reply (0: the link drops, ``ConnectionResetError``; else ``None`` with that ``last_error()``
@@ -115,6 +116,7 @@ class Book:
         self.requote_points = 5.0
         self.lost_replies: list[int] = []
         self.hedging = True
+        self.keep_comments = True
 
     @property
     def margin_mode(self) -> int:
@@ -133,6 +135,7 @@ class Book:
         requote_points=None,
         lost_replies=(),
         hedging=None,
+        keep_comments=None,
     ) -> None:
         for name, value in (
             ("filling_mode", filling_mode),
@@ -143,6 +146,7 @@ class Book:
             ("price_changes", price_changes),
             ("requote_points", requote_points),
             ("hedging", hedging),
+            ("keep_comments", keep_comments),
         ):
             if value is not None:
                 setattr(self, name, type(getattr(self, name))(value))
@@ -219,7 +223,7 @@ class Book:
             "sl": float(req.get("sl", 0.0) or 0.0),
             "tp": float(req.get("tp", 0.0) or 0.0),
             "symbol": req["symbol"],
-            "comment": req.get("comment", ""),
+            "comment": req.get("comment", "") if self.keep_comments else "",
         }
         deal = self._deal(ticket, side, DEAL_ENTRY_IN, req, ticket, float(req["volume"]), price, 0.0)
         return deal, ticket
@@ -296,7 +300,7 @@ class Book:
                 pnl,
                 0.0,
                 req["symbol"],
-                req.get("comment", ""),
+                req.get("comment", "") if self.keep_comments else "",
                 "",
             )
         )
