@@ -114,8 +114,9 @@ def test_a_live_session_never_writes_the_credentials(monkeypatch, tmp_path, capl
         with caplog.at_level(logging.DEBUG):
             source = TerminalSource(**creds.initialize_kwargs(), backoff=0.01)
             limits = Limits(max_lots=1, max_positions=1, max_daily_loss=10, symbols=("EURUSD",))
-            trade = TerminalTrade(source, "EURUSD", magic=1, limits=limits, record=records.append,
-                                  lost_reply_wait=0.0)
+            trade = TerminalTrade(
+                source, "EURUSD", magic=1, limits=limits, record=records.append, lost_reply_wait=0.0
+            )
             MetaTrader5.SIM.book.configure(lost_replies=(0,))
             trade.order(+1, 0.1, None, None, 1, "x")
             trade.order(+1, 0.1, None, None, 1, "refused: max positions")

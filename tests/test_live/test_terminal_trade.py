@@ -130,7 +130,13 @@ def test_market_orders_fill_with_the_filling_mode_the_symbol_allows(terminal):
     assert ticket is not None and trade.last_retcode == retcodes.DONE
     (pos,) = trade.positions()
     assert (pos.ticket, pos.side, pos.lots, pos.price_open, pos.sl, pos.comment) == (
-        ticket, 1, 0.1, ask, bid - 0.002, "first")
+        ticket,
+        1,
+        0.1,
+        ask,
+        bid - 0.002,
+        "first",
+    )
     sent = [r["request"] for r in terminal.records if r["event"] == "request"]
     assert sent[0]["type_filling"] == IOC and sent[0]["comment"].endswith(" first")
     assert trade.order(-1, 0.2, None, None, MAGIC, "") is not None
@@ -451,3 +457,55 @@ def test_a_lost_request_is_resolved_once_the_terminal_answers_again(terminal):
     found = trade.resolve()
     assert found[tag].ok and found[tag].position == trade.positions()[0].ticket and trade.unresolved == {}
     assert terminal.records[-1]["event"] == "recovered"
+
+
+TRADING = (
+    "order",
+    "pending",
+    "close",
+    "close_by",
+    "modify",
+    "orders",
+    "cancel",
+    "modify_order",
+    "positions",
+    "account",
+    "price",
+)
+
+
+def test_the_trading_half_of_the_trade_context_has_the_protocols_signatures():
+    import inspect
+
+    from strategies.trade import TradeContext
+
+    for name in TRADING:
+        want = list(inspect.signature(getattr(TradeContext, name)).parameters)
+        got = list(inspect.signature(getattr(TerminalTrade, name)).parameters)
+        assert got == want, name
+
+
+def test_an_expert_advisor_trades_through_it_unchanged(terminal):
+    """The EA-facing methods (``buy(sl_points=...)``, ``position``, ``close``) on a context made of the
+    terminal trade plus the parts a runner supplies (here only ``time_now``)."""
+    from strategies.base import ExpertAdvisor
+
+    class Context:
+        def __init__(self, trade):
+            self.trade = trade
+
+        def __getattr__(self, name):
+            return getattr(self.trade, name)
+
+        def time_now(self):
+            return pd.Timestamp("2024-01-05 13:00", tz="UTC")
+
+    ea = ExpertAdvisor()
+    ea.magic = MAGIC
+    ea.attach(Context(terminal.trade()), bars=None)
+    _, bid, ask = tick(terminal)
+    ticket = ea.buy(0.1, sl_points=100, comment="ea")
+    assert ticket is not None and ea.last_retcode == 10009 and ea.position == pytest.approx(0.1)
+    assert ea.positions()[0].sl == pytest.approx(ask - 0.001)
+    assert ea.bid == bid and ea.ask == ask and ea.point == 1e-5
+    assert ea.close() == 1 and ea.position == 0
