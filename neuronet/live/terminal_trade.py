@@ -218,6 +218,14 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         state = TradeState(len(self.positions()) + len(self.orders()), pnl, self._halted_day == day)
         return self.limits.check(Request(self.symbol, lots), state)
 
+    def _only_reduces(self, side: int, volume: float) -> bool:
+        """On a netting account, a market order against the position that does not reverse it only takes
+        risk off: the limits let it through, as they let closes through."""
+        if self.limits is None or int(self._read("account_info").margin_mode) == HEDGING:
+            return False
+        net = sum(p.side * p.lots for p in self.positions())
+        return net * side < 0 and volume <= abs(net) + 1e-9
+
     # -- local checks ----------------------------------------------------------------------------------------
     def _volume(self, lots: float, spec: SymbolSpec) -> float | None:
         """``lots`` rounded to the step and clamped to min/max; None when it is not a positive number."""
@@ -271,7 +279,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         bad = self._mode_refusal(spec, side) or checks.check_stops(
             side, ref, sl, tp, spec.stops_level * spec.point, what
         )
-        reason = None if bad else self._limit(volume)
+        reason = None if bad or self._only_reduces(side, volume) else self._limit(volume)
         if bad or reason:
             return self._refuse("deal", *(bad or (retcodes.CLIENT_DISABLES_AT, reason)), **desc)
         request = {

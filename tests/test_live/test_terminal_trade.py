@@ -509,3 +509,15 @@ def test_an_expert_advisor_trades_through_it_unchanged(terminal):
     assert ea.positions()[0].sl == pytest.approx(ask - 0.001)
     assert ea.bid == bid and ea.ask == ask and ea.point == 1e-5
     assert ea.close() == 1 and ea.position == 0
+
+
+def test_on_a_netting_account_an_order_that_only_reduces_passes_the_limits(terminal, tmp_path):
+    terminal.sim.book.configure(hedging=False)
+    stop = tmp_path / "STOP"
+    trade = terminal.trade(limits=limits(max_positions=1, kill_switch=stop))
+    assert trade.order(+1, 0.3, None, None, MAGIC, "") is not None
+    stop.touch()
+    assert trade.order(-1, 0.1, None, None, MAGIC, "") is not None  # takes risk off
+    assert trade.order(-1, 0.5, None, None, MAGIC, "") is None  # would reverse: a new position
+    assert "kill-switch" in trade_reason(terminal)
+    assert trade.positions()[0].lots == pytest.approx(0.2)
