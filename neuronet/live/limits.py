@@ -79,7 +79,15 @@ class Limits:
             raise LimitsError(f"limit symbols must name at least one symbol, got {self.symbols!r}")
         object.__setattr__(self, "symbols", symbols)
         if self.kill_switch is not None:
-            object.__setattr__(self, "kill_switch", Path(self.kill_switch))
+            if not str(self.kill_switch).strip():
+                raise LimitsError("limit kill_switch must name a file (an empty path is the current folder)")
+            path = Path(self.kill_switch)
+            if not path.parent.is_dir():
+                raise LimitsError(
+                    f"limit kill_switch: the folder of {path} does not exist, so the file could never be "
+                    "created there to stop trading"
+                )
+            object.__setattr__(self, "kill_switch", path)
 
     def check(self, request: Request, state: TradeState) -> str | None:
         """The reason ``request`` is refused, or None when every limit lets it through."""

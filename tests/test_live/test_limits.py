@@ -73,6 +73,13 @@ def test_unusable_limits_are_refused_naming_the_limit(field, value):
     assert isinstance(err.value, NeuronetError) and isinstance(err.value, ValueError)
 
 
+def test_a_kill_switch_that_could_never_be_created_is_refused(tmp_path):
+    with pytest.raises(LimitsError, match="empty path"):
+        limits(kill_switch="")
+    with pytest.raises(LimitsError, match="does not exist"):
+        limits(kill_switch=tmp_path / "no-such-folder" / "STOP")
+
+
 def test_one_symbol_given_as_text_is_one_symbol():
     assert limits(symbols="EURUSD").symbols == ("EURUSD",)
     assert limits().to_dict()["symbols"] == ["EURUSD", "GBPUSD"]
