@@ -7,15 +7,23 @@ out, the terminal answered ``None`` with an IPC error), the request may or may n
 positions, pending orders and today's deals are then searched for that id (for a change of stops or of an
 order, the state itself is compared with the one asked for): found, it is reported as done and never sent
 again; not found after a second look, it is sent again with the same id; when the terminal cannot be asked
-at all, it is not sent again and is reported as "request canceled by timeout" (10012) with the id, so the
-journal and the terminal's history can be matched by hand.
+at all, it is not sent again and is reported as "request canceled by timeout" (10012) with the id, kept
+in ``unresolved`` until ``resolve()`` (after a reconnect) looks it up again. A server that drops request
+comments is met by a second rule: an untagged market deal of the same magic, direction and volume in the
+last two minutes counts as the request's (``_untagged_match``).
 
 Requotes (10004) and "prices changed" (10020): the request is sent again at the new price as long as that
 price lies within ``deviation`` points of the price the EA decided at, at most ``requote_retries`` times;
 a price that ran further is refused with the terminal's retcode.
 
-Every request and every result goes to ``record`` as one JSON-ready dict (the journal writes them), and a
-refusal is logged as a warning with its one-line retcode message.
+Every request and every result goes to ``record`` as one JSON-ready dict (the journal writes them), with
+``event`` one of: "request" (``id``, ``action``, the ``request`` sent), "result" (``id``, ``retcode``,
+``message``, ``reason``, ``order``, ``deal``, ``price``, ``volume``, ``position``, ``bid``, ``ask``),
+"refused" (refused here, before the terminal: ``retcode``, ``message``, ``reason``, ``request``),
+"requote" (``id``, ``retcode``, the new ``price``, ``points`` from the decision price), "recovered" /
+"unresolved" / "not executed" (a lost reply's fate), "halted" (the daily loss limit reached: ``day_pnl``).
+Each carries ``symbol``; none carries a time (the journal stamps it). A refusal is also logged as a warning
+with its one-line retcode message.
 """
 
 from __future__ import annotations
