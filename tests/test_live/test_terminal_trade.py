@@ -521,3 +521,11 @@ def test_on_a_netting_account_an_order_that_only_reduces_passes_the_limits(termi
     assert trade.order(-1, 0.5, None, None, MAGIC, "") is None  # would reverse: a new position
     assert "kill-switch" in trade_reason(terminal)
     assert trade.positions()[0].lots == pytest.approx(0.2)
+
+
+def test_a_market_without_quotes_is_refused_before_the_terminal(terminal):
+    trade = terminal.trade()
+    terminal.sim.book.move("EURUSD", -(10**6))  # a bid of zero or below: no quote to trade at
+    assert trade.order(+1, 0.1, None, None, MAGIC, "") is None and trade.last_retcode == 10021
+    assert trade.pending("sell_stop", 0.1, 0.5, None, None, None, None, MAGIC, "") is None
+    assert trade.last_retcode == 10021 and terminal.calls("order_check") == 0
