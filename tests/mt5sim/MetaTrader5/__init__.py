@@ -149,9 +149,8 @@ def account_info():
     return AccountInfo(
         login=5012345, trade_mode=ACCOUNT_TRADE_MODE_DEMO, leverage=100, limit_orders=200, margin_so_mode=0,
         trade_allowed=True, trade_expert=True, margin_mode=SIM.book.margin_mode, currency_digits=2,
-        fifo_close=False,
-        credit=0.0, **SIM.book.account(), margin_so_call=50.0, margin_so_so=30.0, name="Sim Trader",
-        server="Simulated-Demo", currency="USD", company="Simulated Markets Ltd.",
+        fifo_close=False, credit=0.0, **SIM.book.account(), margin_so_call=50.0, margin_so_so=30.0,
+        name="Sim Trader", server="Simulated-Demo", currency="USD", company="Simulated Markets Ltd.",
     )
 
 
@@ -167,8 +166,7 @@ def _symbol_record(spec: market.SymbolSpec) -> SymbolInfo:
         custom=False, chart_mode=0, select=True, visible=True, session_deals=0, time=int(last["time"]),
         digits=spec.digits, spread=int(last["spread"]), spread_float=True, trade_calc_mode=0,
         trade_mode=SYMBOL_TRADE_MODE_FULL, trade_stops_level=SIM.book.stops_level, trade_freeze_level=0,
-        trade_exemode=2,
-        swap_mode=1, swap_rollover3days=3, expiration_mode=15,
+        trade_exemode=2, swap_mode=1, swap_rollover3days=3, expiration_mode=15,
         filling_mode=SIM.book.filling_mode, order_mode=127, bid=bid, ask=ask, last=0.0,
         point=point, trade_tick_value=tick_value, trade_tick_size=point,
         trade_contract_size=trading.CONTRACT_SIZE, volume_min=trading.VOLUME_MIN,
