@@ -209,6 +209,21 @@ class TerminalSource:
                 time.sleep(wait)
         raise AssertionError("unreachable: the loop returns or raises")
 
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, tuple[int, str] | None]:
+        """One terminal call as the link answers it, ``(answer, last_error() or None)``, connecting (and
+        ``initialize()``-ing) first when there is no live link. Never retried: the caller decides what may
+        be repeated (a trade request whose reply was lost may not). A link that failed, or a session the
+        terminal lost, is dropped so that the next call reconnects."""
+        try:
+            answer, error = self._connect().call(name, *args, **kwargs)
+        except TerminalError as exc:
+            if exc.code in (None, IPC_INIT_FAILED, IPC_NO_CONNECTION):
+                self._drop()
+            raise
+        if error is not None and error[0] in (IPC_INIT_FAILED, IPC_NO_CONNECTION):
+            self._drop()
+        return answer, error
+
     def _drop(self) -> None:
         link, self._link = self._link, None
         if link is not None:

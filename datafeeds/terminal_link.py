@@ -69,8 +69,13 @@ def call_flat(module_name, name, args, kwargs):
     """
     import importlib
 
+    def real(value):  # a dict crosses as ("\x00dict", pairs): an RPyC proxy is no dict to the C package
+        if type(value) is tuple and len(value) == 2 and value[0] == "\x00dict":
+            return {k: real(v) for k, v in value[1]}
+        return value
+
     api = importlib.import_module(module_name)
-    answer = getattr(api, name)(*args, **dict(kwargs))
+    answer = getattr(api, name)(*map(real, args), **{k: real(v) for k, v in kwargs})
     error = None
     if answer is None or answer is False:
         code, message = api.last_error()
@@ -123,13 +128,16 @@ def read_answer(flat, error, where: str, name: str) -> tuple[Any, tuple[int, str
 
 
 def _plain(value):
-    """Arguments cross as built-in types (an IntEnum or numpy integer would travel as a netref)."""
+    """Arguments cross as built-in types (an IntEnum or numpy integer would travel as a netref, and so
+    would a dict, which the official package's ``order_send`` refuses: it wants a real dict)."""
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, (int, np.integer)):
         return int(value)
     if isinstance(value, (float, np.floating)):
         return float(value)
+    if isinstance(value, dict):  # a trade request: rebuilt as a real dict by ``call_flat`` on the far side
+        return ("\x00dict", tuple((str(k), _plain(v)) for k, v in value.items()))
     return value
 
 

@@ -148,10 +148,9 @@ def account_info():
         return None
     return AccountInfo(
         login=5012345, trade_mode=ACCOUNT_TRADE_MODE_DEMO, leverage=100, limit_orders=200, margin_so_mode=0,
-        trade_allowed=True, trade_expert=True, margin_mode=2, currency_digits=2, fifo_close=False,
-        balance=10000.0, credit=0.0, profit=0.0, equity=10000.0, margin=0.0, margin_free=10000.0,
-        margin_level=0.0, margin_so_call=50.0, margin_so_so=30.0, name="Sim Trader",
-        server="Simulated-Demo", currency="USD", company="Simulated Markets Ltd.",
+        trade_allowed=True, trade_expert=True, margin_mode=SIM.book.margin_mode, currency_digits=2,
+        fifo_close=False, credit=0.0, **SIM.book.account(), margin_so_call=50.0, margin_so_so=30.0,
+        name="Sim Trader", server="Simulated-Demo", currency="USD", company="Simulated Markets Ltd.",
     )
 
 
@@ -166,9 +165,9 @@ def _symbol_record(spec: market.SymbolSpec) -> SymbolInfo:
     return SymbolInfo(
         custom=False, chart_mode=0, select=True, visible=True, session_deals=0, time=int(last["time"]),
         digits=spec.digits, spread=int(last["spread"]), spread_float=True, trade_calc_mode=0,
-        trade_mode=SYMBOL_TRADE_MODE_FULL, trade_stops_level=0, trade_freeze_level=0, trade_exemode=2,
-        swap_mode=1, swap_rollover3days=3, expiration_mode=15,
-        filling_mode=trading.FILLING_MODE, order_mode=127, bid=bid, ask=ask, last=0.0,
+        trade_mode=SYMBOL_TRADE_MODE_FULL, trade_stops_level=SIM.book.stops_level, trade_freeze_level=0,
+        trade_exemode=2, swap_mode=1, swap_rollover3days=3, expiration_mode=15,
+        filling_mode=SIM.book.filling_mode, order_mode=127, bid=bid, ask=ask, last=0.0,
         point=point, trade_tick_value=tick_value, trade_tick_size=point,
         trade_contract_size=trading.CONTRACT_SIZE, volume_min=trading.VOLUME_MIN,
         volume_max=trading.VOLUME_MAX, volume_step=trading.VOLUME_STEP, swap_long=-6.5, swap_short=1.2,
@@ -219,11 +218,7 @@ def symbol_info_tick(symbol):
     spec = _spec(symbol)
     if spec is None:
         return None
-    rates, _ = market.history(symbol, TIMEFRAME_H1)
-    last = rates[-1]
-    bid = float(last["close"])
-    ask = round(bid + int(last["spread"]) * 10.0**-spec.digits, spec.digits)
-    seconds = market.now_broker()
+    seconds, bid, ask = SIM.book.quote(symbol)
     return Tick(time=seconds, bid=bid, ask=ask, last=0.0, volume=0, time_msc=seconds * 1000, flags=6,
                 volume_real=0.0)
 
@@ -287,9 +282,21 @@ def copy_ticks_from(symbol, date_from, count, flags):
 
 @_api()
 def order_send(request):
-    answer = trading.send(SIM.book, dict(request))
+    """Execute a request; a planned lost reply (``Book.lost_replies``) executes it and then drops the link
+    (code 0) or answers None with that ``last_error()`` code."""
+    if type(request) is not dict:  # the C package takes a real dict only (not an RPyC proxy of one)
+        SIM.set_error(RES_E_INVALID_PARAMS)
+        return None
+    answer = trading.send(SIM.book, request)
     if answer is None:
         SIM.set_error(RES_E_INVALID_PARAMS)
+        return None
+    lost = SIM.book.lose_reply()
+    if lost == 0:
+        raise ConnectionResetError("order_send: the link dropped before the reply (simulated)")
+    if lost is not None:
+        SIM.set_error(lost)
+        return None
     return answer
 
 
@@ -305,12 +312,12 @@ def positions_total():
 
 @_api()
 def orders_get(symbol=None, group=None, ticket=None):
-    return ()  # pending orders are not simulated
+    return trading.orders(SIM.book, symbol=symbol, group=group, ticket=ticket)
 
 
 @_api()
 def orders_total():
-    return 0
+    return len(SIM.book.orders)
 
 
 @_api()
@@ -323,3 +330,14 @@ def history_deals_get(date_from=None, date_to=None, group=None, ticket=None, pos
 @_api()
 def history_deals_total(date_from, date_to):
     return len(trading.deals(SIM.book, _seconds(date_from), _seconds(date_to)))
+
+
+@_api()
+def order_check(request):
+    if type(request) is not dict:
+        SIM.set_error(RES_E_INVALID_PARAMS)
+        return None
+    answer = trading.check(SIM.book, request)
+    if answer is None:
+        SIM.set_error(RES_E_INVALID_PARAMS)
+    return answer

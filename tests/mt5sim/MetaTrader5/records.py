@@ -52,3 +52,15 @@ TradeDeal = namedtuple(
     "ticket order time time_msc type entry magic position_id reason volume price commission swap profit fee "
     "symbol comment external_id",
 )
+
+TradeOrder = namedtuple(
+    "TradeOrder",
+    "ticket time_setup time_setup_msc time_done time_done_msc time_expiration type type_time type_filling "
+    "state magic position_id position_by_id reason volume_initial volume_current price_open sl tp "
+    "price_current price_stoplimit symbol comment external_id",
+)
+
+OrderCheckResult = namedtuple(
+    "OrderCheckResult",
+    "retcode balance equity profit margin margin_free margin_level comment request",
+)

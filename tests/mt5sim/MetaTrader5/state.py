@@ -43,10 +43,13 @@ class SimState:
         init_error: int | None = None,
         fail: tuple[tuple[str, int, int], ...] = (),
         delay: tuple[tuple[str, float], ...] = (),
+        trade: dict | None = None,
     ) -> None:
         """Set switches. ``fail``: ``(function, nth_call, error_code)`` — the nth call from now fails with
         that ``last_error()`` code; code 0 makes it raise ``ConnectionResetError`` instead (a dropped link).
-        ``delay``: ``(function, seconds)`` — that function sleeps before answering (a stalled terminal)."""
+        ``delay``: ``(function, seconds)`` — that function sleeps before answering (a stalled terminal).
+        ``trade``: the trade server's switches, ``trading.Book.configure``'s keywords (requotes, lost
+        replies, market closed, ...)."""
         with self.lock:
             if maxbars is not None:
                 self.maxbars = int(maxbars)
@@ -58,6 +61,8 @@ class SimState:
                 self.failures.append((str(name), self.calls[str(name)] + int(nth), int(code)))
             for name, seconds in delay:
                 self.delays[str(name)] = float(seconds)
+            if trade:
+                self.book.configure(**{str(k): v for k, v in dict(trade).items()})
 
     def call_count(self, name: str) -> int:
         with self.lock:
@@ -86,4 +91,5 @@ if os.environ.get("MT5SIM"):
         init_error=_cfg.get("init_error"),
         fail=tuple(tuple(f) for f in _cfg.get("fail", ())),
         delay=tuple(tuple(d) for d in _cfg.get("delay", ())),
+        trade=_cfg.get("trade"),
     )

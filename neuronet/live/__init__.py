@@ -1,0 +1,1 @@
+"""Live trading: an expert advisor against a MetaTrader 5 terminal, paper by default."""

@@ -1,0 +1,123 @@
+"""The safety limits of a live run, checked before every request reaches ``order_send``.
+
+    limits = Limits(max_lots=0.5, max_positions=2, max_daily_loss=200.0, symbols=("EURUSD",),
+                    kill_switch=Path("STOP"))
+
+- ``max_lots``: the most lots one order may carry (after rounding to the symbol's step);
+- ``max_positions``: open positions plus working pending orders of this EA (a pending order may become a
+  position at any tick, so it counts before it does);
+- ``max_daily_loss``: deposit currency; once today's P&L of this EA (closed deals plus open positions'
+  floating profit, the server's day) reaches ``-max_daily_loss``, new orders are refused until the server
+  day ends, even if the loss shrinks again (``TradeState.halted`` carries that);
+- ``symbols``: the symbols orders may be placed on;
+- ``kill_switch``: a file whose existence stops new orders (``touch STOP`` from another shell).
+
+Limits refuse what adds risk: new positions and pending orders, and changes of a pending order's volume.
+Closing, deleting pending orders and moving stops are always allowed, so a halted EA can still get flat.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from neuronet.errors import NeuronetError
+
+
+class LimitsError(NeuronetError, ValueError):
+    """A limit given to a live run is missing or not a usable value."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a limit looks at in a request that adds risk: the symbol and the lots it carries."""
+
+    symbol: str
+    lots: float
+
+
+@dataclass(frozen=True)
+class TradeState:
+    """The EA's state when a request is checked: its open positions plus pending orders, today's P&L in
+    deposit currency, and whether the daily loss limit was already reached today."""
+
+    exposures: int
+    day_pnl: float
+    halted: bool = False
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_lots: float
+    max_positions: int
+    max_daily_loss: float
+    symbols: tuple[str, ...]
+    kill_switch: Path | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_lots", "max_daily_loss"):
+            value = getattr(self, name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not (math.isfinite(value) and value > 0)
+            ):
+                raise LimitsError(f"limit {name} must be a positive number, got {value!r}")
+        if (
+            isinstance(self.max_positions, bool)
+            or not isinstance(self.max_positions, int)
+            or (self.max_positions < 1)
+        ):
+            raise LimitsError(f"limit max_positions must be a whole number >= 1, got {self.max_positions!r}")
+        symbols = (self.symbols,) if isinstance(self.symbols, str) else self.symbols
+        try:
+            symbols = tuple(str(s).strip() for s in symbols)
+        except TypeError:
+            raise LimitsError(f"limit symbols must be symbol names, got {self.symbols!r}") from None
+        if not symbols or not all(symbols):
+            raise LimitsError(f"limit symbols must name at least one symbol, got {self.symbols!r}")
+        object.__setattr__(self, "symbols", symbols)
+        if self.kill_switch is not None:
+            if not str(self.kill_switch).strip():
+                raise LimitsError("limit kill_switch must name a file (an empty path is the current folder)")
+            path = Path(self.kill_switch)
+            if not path.parent.is_dir():
+                raise LimitsError(
+                    f"limit kill_switch: the folder of {path} does not exist, so the file could never be "
+                    "created there to stop trading"
+                )
+            object.__setattr__(self, "kill_switch", path)
+
+    def check(self, request: Request, state: TradeState) -> str | None:
+        """The reason ``request`` is refused, or None when every limit lets it through."""
+        if self.kill_switch is not None and self.kill_switch.exists():
+            return f"kill-switch file {self.kill_switch} exists: no new orders (closing is still allowed)"
+        if state.halted or state.day_pnl <= -self.max_daily_loss:
+            return (
+                f"daily loss limit {self.max_daily_loss:g} reached (today's P&L {state.day_pnl:.2f}): "
+                "no new orders until the server day ends"
+            )
+        if request.symbol not in self.symbols:
+            return f"symbol {request.symbol} is not among the allowed symbols {', '.join(self.symbols)}"
+        if request.lots > self.max_lots + 1e-9:
+            return f"{request.lots:g} lots exceed the limit of {self.max_lots:g} lots per order"
+        if state.exposures >= self.max_positions:
+            return (
+                f"{state.exposures} open positions and pending orders already: the limit is "
+                f"{self.max_positions}"
+            )
+        return None
+
+    def daily_loss_reached(self, day_pnl: float) -> bool:
+        return day_pnl <= -self.max_daily_loss
+
+    def to_dict(self) -> dict:
+        """JSON-ready, for the journal's header."""
+        return {
+            "max_lots": self.max_lots,
+            "max_positions": self.max_positions,
+            "max_daily_loss": self.max_daily_loss,
+            "symbols": list(self.symbols),
+            "kill_switch": None if self.kill_switch is None else str(self.kill_switch),
+        }

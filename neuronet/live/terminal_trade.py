@@ -1,0 +1,428 @@
+"""The trading half of ``strategies.trade.TradeContext`` against a MetaTrader 5 terminal.
+
+    source = TerminalSource("127.0.0.1", 18812)            # or TerminalSource() on Windows
+    trade = TerminalTrade(source, "EURUSD", magic=20240101, limits=Limits(...), record=journal.write)
+
+``link`` is anything with ``call(name, *args, **kwargs) -> (answer, last_error or None)``: a
+``datafeeds.terminal.TerminalSource`` (reconnects after a drop: what a live run uses), or one of the
+links of ``datafeeds.terminal_link``.
+
+Each request is checked here first, with the backtest broker's checks (``backtests.checks``) and the
+same retcodes: volume (10014), pending prices (10015), stops on the wrong side or nearer than the symbol's
+stops level (10016), expiration (10022), no change (10025), freeze level (10029), unknown position
+(10036), close volume (10038); then against the ``Limits`` (10027, "trading disabled on the client
+side"). Only then does it go to the terminal (``TerminalRequests``: ``order_check``, ``order_send``,
+requotes, lost replies). A refusal returns None/False/0, sets ``last_retcode``, is recorded and logged,
+and never raises; reading the state (positions, orders, prices) on a terminal that cannot be reached
+raises ``TerminalError``, since an empty answer would look like a flat account.
+
+Volumes are rounded to the symbol's step and clamped to its min/max (logged when that changes them);
+the filling mode is the first the symbol allows of FOK, IOC (``symbol_info().filling_mode``), else RETURN.
+Positions and orders are those of this symbol whose magic number this context uses (the one it was given,
+and any an order of this run carried), so a restarted EA adopts its own positions and leaves the others'.
+Times are UTC, converted from broker time with ``clock``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from backtests import checks
+from datafeeds.clock import BrokerClock
+from datafeeds.terminal_errors import UnknownSymbolError
+from neuronet.live import retcodes
+from neuronet.live.limits import Limits, Request, TradeState
+from neuronet.live.terminal_orders import GTC, KINDS, SPECIFIED, PendingOrders
+from neuronet.live.terminal_requests import (
+    CLOSE_BY,
+    DEAL,
+    SLTP,
+    Outcome,
+    SymbolSpec,
+    TerminalRequests,
+    TradeSetupError,
+    user_comment,
+)
+from strategies.trade import Account, Order, Position
+
+log = logging.getLogger(__name__)
+
+HEDGING = 2  # account_info().margin_mode of a hedging account
+TRADE_DISABLED, LONG_ONLY, SHORT_ONLY, CLOSE_ONLY = 0, 1, 2, 3  # symbol_info().trade_mode
+
+
+class TerminalTrade(PendingOrders, TerminalRequests):
+    """Market and pending orders, closes and changes on a terminal, checked and limited (module docstring).
+
+    Keywords: ``magic`` (this EA's number), ``limits`` (None: no limits, for a demo account or tests),
+    ``deviation`` (points a market price may move before the request is refused), ``record`` (receives
+    one JSON-ready dict per request, result and refusal), ``clock`` (the broker's server clock),
+    ``bar_of`` (UTC time -> bar number, for ``Position.bar_open``; -1 without it), ``retries``/``backoff``
+    (reads retried on a dropped link), ``requote_retries``, ``lost_reply_wait`` (seconds before the second
+    look for a request whose reply was lost).
+    """
+
+    def __init__(
+        self,
+        link: Any,
+        symbol: str,
+        *,
+        magic: int,
+        limits: Limits | None = None,
+        deviation: int = 10,
+        record: Callable[[dict], None] | None = None,
+        clock: BrokerClock = BrokerClock(2.0, "us"),  # noqa: B008 - frozen dataclass, safe as a default
+        bar_of: Callable[[pd.Timestamp], int] | None = None,
+        retries: int = 3,
+        backoff: float = 0.5,
+        requote_retries: int = 3,
+        lost_reply_wait: float = 1.0,
+    ) -> None:
+        if isinstance(magic, bool) or not isinstance(magic, (int, np.integer)) or magic < 0:
+            raise TradeSetupError(f"magic must be a whole number >= 0, got {magic!r}")
+        if isinstance(deviation, bool) or not isinstance(deviation, (int, np.integer)) or deviation < 0:
+            raise TradeSetupError(f"deviation must be a whole number of points >= 0, got {deviation!r}")
+        self.link, self.symbol, self.magic = link, str(symbol), int(magic)
+        self.limits, self.deviation, self._record = limits, int(deviation), record
+        self.clock, self.bar_of = clock, bar_of
+        self.retries, self.backoff = int(retries), float(backoff)
+        self.requote_retries, self.lost_reply_wait = int(requote_retries), float(lost_reply_wait)
+        self.last_retcode = 0
+        self.magics = {self.magic}
+        self.unresolved: dict[str, dict] = {}  # request id -> request whose outcome could not be learnt
+        self._spec: SymbolSpec | None = None
+        self._halted_day: int | None = None
+
+    # -- the symbol and the market ------------------------------------------------------------------------
+    def spec(self, refresh: bool = False) -> SymbolSpec:
+        """The symbol's trading conditions (read again with ``refresh``: brokers change stops levels)."""
+        if self._spec is None or refresh:
+            info = self._read("symbol_info", self.symbol, none_ok=True)
+            if info is None:
+                where = getattr(self.link, "where", "")
+                raise UnknownSymbolError(
+                    f"the terminal {where} has no symbol {self.symbol!r}".replace("  ", " ")
+                )
+            if self._spec is None:
+                self._read("symbol_select", self.symbol, True)
+            self._spec = SymbolSpec.from_info(info)
+        return self._spec
+
+    @property
+    def point(self) -> float:
+        return self.spec().point
+
+    def _tick(self) -> Any:
+        return self._read("symbol_info_tick", self.symbol)
+
+    def price(self, side: int) -> float:
+        """The current ask (``side`` +1, what a buy pays) or bid (-1)."""
+        tick = self._tick()
+        return float(tick.ask if side > 0 else tick.bid)
+
+    def _utc(self, broker_seconds: int) -> pd.Timestamp:
+        return pd.Timestamp(int(self.clock.to_utc_seconds(np.array([broker_seconds]))[0]), unit="s", tz="UTC")
+
+    # -- state ----------------------------------------------------------------------------------------------
+    def positions(self) -> list[Position]:
+        out = []
+        for p in self._read("positions_get", symbol=self.symbol) or ():
+            if p.symbol != self.symbol or p.magic not in self.magics:
+                continue
+            opened = self._utc(p.time)
+            out.append(
+                Position(
+                    int(p.ticket),
+                    +1 if p.type == 0 else -1,
+                    float(p.volume),
+                    float(p.price_open),
+                    opened,
+                    self.bar_of(opened) if self.bar_of else -1,
+                    p.sl or None,
+                    p.tp or None,
+                    int(p.magic),
+                    user_comment(p.comment),
+                    float(p.profit) + float(p.swap),
+                )
+            )
+        return out
+
+    def orders(self) -> list[Order]:
+        out = []
+        for o in self._read("orders_get", symbol=self.symbol) or ():
+            if o.symbol != self.symbol or o.magic not in self.magics or o.type not in KINDS:
+                continue
+            expiration = (
+                self._utc(o.time_expiration) if o.type_time == SPECIFIED and o.time_expiration else None
+            )
+            out.append(
+                Order(
+                    int(o.ticket),
+                    KINDS[o.type],
+                    1 if o.type % 2 == 0 else -1,
+                    float(o.volume_current),
+                    float(o.price_open),
+                    o.price_stoplimit or None,
+                    o.sl or None,
+                    o.tp or None,
+                    expiration,
+                    self._utc(o.time_setup),
+                    int(o.magic),
+                    user_comment(o.comment),
+                )
+            )
+        return out
+
+    def account(self) -> Account:
+        a = self._read("account_info")
+        return Account(
+            float(a.balance),
+            float(a.equity),
+            float(a.margin),
+            float(a.margin_free),
+            float(a.leverage),
+            str(a.currency),
+        )
+
+    def day_pnl(self) -> float:
+        """Today's P&L of this EA on this symbol (the server's day): closed deals with their costs, plus
+        the open positions' floating profit and swap."""
+        now = int(self._tick().time)
+        start = now - now % 86400
+        done = sum(
+            float(d.profit) + float(d.commission) + float(d.swap) + float(d.fee)
+            for d in self._read("history_deals_get", start, now + 86400) or ()
+            if d.symbol == self.symbol and d.magic in self.magics
+        )
+        return done + sum(p.profit for p in self.positions())
+
+    # -- limits ---------------------------------------------------------------------------------------------
+    def _limit(self, lots: float) -> str | None:
+        """The reason a request adding ``lots`` of risk is refused by the limits, or None."""
+        if self.limits is None:
+            return None
+        day = int(self._tick().time) // 86400
+        pnl = self.day_pnl()
+        if self.limits.daily_loss_reached(pnl) and self._halted_day != day:
+            self._halted_day = day
+            log.error(
+                "%s: daily loss limit reached (today's P&L %.2f): no new orders today", self.symbol, pnl
+            )
+            self._note("halted", day_pnl=pnl, limit=self.limits.max_daily_loss)
+        state = TradeState(len(self.positions()) + len(self.orders()), pnl, self._halted_day == day)
+        return self.limits.check(Request(self.symbol, lots), state)
+
+    def _only_reduces(self, side: int, volume: float) -> bool:
+        """On a netting account, a market order against the position that does not reverse it only takes
+        risk off: the limits let it through, as they let closes through."""
+        if self.limits is None or int(self._read("account_info").margin_mode) == HEDGING:
+            return False
+        net = sum(p.side * p.lots for p in self.positions())
+        return net * side < 0 and volume <= abs(net) + 1e-9
+
+    # -- local checks ----------------------------------------------------------------------------------------
+    def _volume(self, lots: float, spec: SymbolSpec) -> float | None:
+        """``lots`` rounded to the step and clamped to min/max; None when it is not a positive number."""
+        if not math.isfinite(lots) or lots <= 0:
+            return None
+        decimals = max(0, -math.floor(math.log10(spec.volume_step)) + 2)
+        steps = math.floor(lots / spec.volume_step + 0.5 + 1e-9)
+        volume = round(min(max(steps * spec.volume_step, spec.volume_min), spec.volume_max), decimals)
+        if abs(volume - lots) > 1e-9:
+            log.warning(
+                "%s: volume %.10g lots sent as %g (step %g, min %g, max %g)",
+                self.symbol,
+                lots,
+                volume,
+                spec.volume_step,
+                spec.volume_min,
+                spec.volume_max,
+            )
+        return volume
+
+    def _mode_refusal(self, spec: SymbolSpec, side: int, tick: Any) -> tuple[int, str] | None:
+        """What the symbol's trade mode, or a market without quotes, refuses before any other check."""
+        if not (float(tick.bid) > 0 and float(tick.ask) > 0):
+            return retcodes.PRICE_OFF, f"no quotes for {self.symbol} (bid {tick.bid}, ask {tick.ask})"
+        if spec.trade_mode == TRADE_DISABLED:
+            return retcodes.TRADE_DISABLED, f"trading {self.symbol} is disabled"
+        if spec.trade_mode == CLOSE_ONLY:
+            return 10044, f"{self.symbol} accepts closing orders only"
+        if (spec.trade_mode, side) in ((LONG_ONLY, -1), (SHORT_ONLY, +1)):
+            return (10042 if side < 0 else 10043), f"{self.symbol} accepts one direction only"
+        return None
+
+    def _base(self, magic: int, comment: str) -> dict:
+        return {
+            "symbol": self.symbol,
+            "deviation": self.deviation,
+            "magic": int(magic),
+            "comment": str(comment),
+        }
+
+    # -- market orders and closes ---------------------------------------------------------------------------
+    def order(
+        self, side: int, lots: float, sl: float | None, tp: float | None, magic: int, comment: str
+    ) -> int | None:
+        """A market order now; the ticket of the position it opened or changed, None when refused."""
+        spec = self.spec(refresh=True)
+        sl, tp = checks.stop_value(sl), checks.stop_value(tp)
+        desc = {"side": side, "lots": lots, "sl": sl, "tp": tp, "magic": magic}
+        volume = self._volume(lots, spec)
+        if volume is None:
+            return self._refuse("deal", checks.INVALID_VOLUME, f"invalid volume {lots}", **desc)
+        tick = self._tick()
+        ref, what = (float(tick.bid), "bid") if side > 0 else (float(tick.ask), "ask")
+        bad = self._mode_refusal(spec, side, tick) or checks.check_stops(
+            side, ref, sl, tp, spec.stops_level * spec.point, what
+        )
+        reason = None if bad or self._only_reduces(side, volume) else self._limit(volume)
+        if bad or reason:
+            return self._refuse("deal", *(bad or (retcodes.CLIENT_DISABLES_AT, reason)), **desc)
+        request = {
+            "action": DEAL,
+            **self._base(magic, comment),
+            "volume": volume,
+            "type": 0 if side > 0 else 1,
+            "price": float(tick.ask if side > 0 else tick.bid),
+            "sl": sl or 0.0,
+            "tp": tp or 0.0,
+            "type_time": GTC,
+            "type_filling": spec.filling,
+        }
+        self.magics.add(int(magic))
+        out = self._submit(request)
+        return self._position_of(out) if out.ok else None
+
+    def _position_of(self, out: Outcome) -> int:
+        """The position a filled deal opened or changed (on a netting account not the order's ticket)."""
+        if out.position:
+            return out.position
+        deals = self._read("history_deals_get", ticket=out.deal, none_ok=True) if out.deal else ()
+        return int(deals[0].position_id) if deals else out.order
+
+    def close(
+        self, ticket: int | None, magic: int | None, lots: float | None = None, reason: str = "signal"
+    ) -> int:
+        """Close this EA's positions by ticket and/or magic (``lots``: part of one); how many were closed."""
+        todo = [
+            p
+            for p in self.positions()
+            if (ticket is None or p.ticket == ticket) and (magic is None or p.magic == magic)
+        ]
+        if ticket is not None and not todo:
+            self._refuse("close", checks.POSITION_CLOSED, f"no open position #{ticket}", ticket=ticket)
+            return 0
+        if lots is not None and ticket is None:
+            self._refuse("close", checks.INVALID, "a partial close needs a position ticket", lots=lots)
+            return 0
+        spec = self.spec(refresh=True)
+        done = 0
+        for pos in todo:
+            volume = pos.lots if lots is None else self._volume(lots, spec)
+            if volume is None or volume > pos.lots + 1e-9:
+                code = checks.INVALID_VOLUME if volume is None else checks.INVALID_CLOSE_VOLUME
+                self._refuse(
+                    "close",
+                    code,
+                    f"close volume {lots} for position #{pos.ticket} of {pos.lots} lots",
+                    ticket=pos.ticket,
+                )
+                continue
+            request = {
+                "action": DEAL,
+                **self._base(pos.magic, reason),
+                "volume": volume,
+                "type": 1 if pos.side > 0 else 0,
+                "position": pos.ticket,
+                "price": self.price(-pos.side),
+                "type_time": GTC,
+                "type_filling": spec.filling,
+            }
+            done += self._submit(request).ok
+        return done
+
+    def close_by(self, ticket: int, opposite: int) -> bool:
+        """Close position ``ticket`` by the opposite position ``opposite`` (hedging accounts only)."""
+        found = {p.ticket: p for p in self.positions()}
+        bad = None
+        if int(self._read("account_info").margin_mode) != HEDGING:
+            bad = checks.INVALID, "close by needs a hedging account"
+        elif ticket not in found or opposite not in found:
+            bad = checks.POSITION_CLOSED, f"no open position #{ticket if ticket not in found else opposite}"
+        elif ticket == opposite or found[ticket].side == found[opposite].side:
+            bad = checks.INVALID, f"close by needs two opposite positions, got #{ticket} and #{opposite}"
+        if bad:
+            return self._refuse("close_by", *bad, ticket=ticket, opposite=opposite) is not None
+        request = {
+            "action": CLOSE_BY,
+            **self._base(found[ticket].magic, f"close #{ticket} by #{opposite}"),
+            "position": ticket,
+            "position_by": opposite,
+        }
+
+        def verify(req: dict, tag: str) -> Outcome | None:
+            alive = {p.ticket for p in self.positions()}
+            if ticket not in alive or opposite not in alive:
+                return Outcome(retcodes.DONE, "found closed after a lost reply")
+            return self._find_tagged(req, tag)
+
+        return self._submit(request, verify).ok
+
+    def modify(self, ticket: int, sl: float | None, tp: float | None) -> bool:
+        """New SL/TP of an open position (None keeps a level, 0 removes it)."""
+        pos = next((p for p in self.positions() if p.ticket == ticket), None)
+        if pos is None:
+            return (
+                self._refuse("modify", checks.POSITION_CLOSED, f"no open position #{ticket}", ticket=ticket)
+                is not None
+            )
+        spec = self.spec(refresh=True)
+        new_sl = pos.sl if sl is None else checks.stop_value(sl)
+        new_tp = pos.tp if tp is None else checks.stop_value(tp)
+        ref = self.price(-pos.side)
+        what = "bid" if pos.side > 0 else "ask"
+        bad = checks.check_stops(
+            pos.side,
+            ref,
+            new_sl if new_sl != pos.sl else None,
+            new_tp if new_tp != pos.tp else None,
+            spec.stops_level * spec.point,
+            what,
+        )
+        if not bad and (new_sl, new_tp) == (pos.sl, pos.tp):
+            bad = checks.NO_CHANGES, f"position #{ticket} already has sl={pos.sl} tp={pos.tp}"
+        if not bad and self._frozen(spec, ref, pos.sl, pos.tp):
+            bad = checks.FROZEN, f"position #{ticket}'s stops lie within the freeze level of the {what} {ref}"
+        if bad:
+            return self._refuse("modify", *bad, ticket=ticket, sl=sl, tp=tp) is not None
+        request = {
+            "action": SLTP,
+            **self._base(pos.magic, ""),
+            "position": ticket,
+            "sl": new_sl or 0.0,
+            "tp": new_tp or 0.0,
+        }
+
+        def verify(req: dict, tag: str) -> Outcome | None:
+            now = next((p for p in self.positions() if p.ticket == ticket), None)
+            if now is None:
+                return Outcome(checks.POSITION_CLOSED, f"position #{ticket} closed meanwhile")
+            return (
+                Outcome(retcodes.DONE, "found changed after a lost reply")
+                if (now.sl, now.tp) == (new_sl, new_tp)
+                else None
+            )
+
+        return self._submit(request, verify).ok
+
+    @staticmethod
+    def _frozen(spec: SymbolSpec, ref: float, *levels: float | None) -> bool:
+        freeze = spec.freeze_level * spec.point
+        return freeze > 0 and any(v is not None and abs(ref - v) <= freeze for v in levels)
