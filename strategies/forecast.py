@@ -96,7 +96,7 @@ class ForecastEA(ExpertAdvisor):
             len(self._cols),
             self.pred_len,
             lr=self.lr,
-            backend=self.backend,
+            backend=self.nn_backend(),
             seed=self.seed,
             **layer_sizes(self.model, size),
         )

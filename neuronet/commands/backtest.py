@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import inspect
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -150,6 +149,7 @@ def _execute(
         walk_forward=_walk_forward(walk_forward),
         seed=seed,
         progress=progress,
+        profile=profile,
     )
     meta = bt.meta
     fs = bt.periods.forward_start
@@ -164,8 +164,6 @@ def _execute(
         f"study {df.index[0]:%Y-%m-%d} .. {df.index[fs - 1]:%Y-%m-%d} ({fs}), "
         f"forward {df.index[fs]:%Y-%m-%d} .. {df.index[-1]:%Y-%m-%d} ({len(df) - fs})"
     )
-    if profile:  # OpenCL queues created from here on record kernel times: per-epoch device seconds
-        os.environ["NEURONET_PROFILE"] = "1"
     chosen = str(params.get("backend", ea.param_defaults().get("backend", "")))
     if profile and chosen.startswith("numpy"):
         typer.echo("note: --profile measures device time on the OpenCL backend only", err=True)
