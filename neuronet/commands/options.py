@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from datafeeds import SOURCES, BrokerClock
+from neuronet.commands.errors import CommandError, CommandOSError
 
 SOURCE_HELP = f"Candle source: {', '.join(SOURCES)}."
 CLOCK_HELP = (
@@ -48,7 +49,7 @@ def parse_opt(text: str) -> tuple[str, object]:
     """``KEY=VALUE`` of ``--opt`` -> the source keyword and its value (int, float, bool or text)."""
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
-        raise ValueError(f"--opt takes KEY=VALUE, not {text!r}")
+        raise CommandError(f"--opt takes KEY=VALUE, not {text!r}")
     key = key.strip().replace("-", "_")
     if key in _TEXT_OPTIONS:
         return key, raw
@@ -85,18 +86,18 @@ def data_request(
     options: dict[str, object] = dict(parse_opt(o) for o in opts or [])
     if source == "csv":
         if path is None and "path" not in options:
-            raise ValueError("--source csv needs --path FILE (or --csv FILE)")
+            raise CommandError("--source csv needs --path FILE (or --csv FILE)")
         if path is not None:
             options["path"] = str(path)
     elif path is not None:
-        raise ValueError(f"--path/--csv is for --source csv, not --source {source}")
+        raise CommandError(f"--path/--csv is for --source csv, not --source {source}")
     if broker_tz is not None:
         options["clock"] = BrokerClock.parse(broker_tz)
     if seed is not None:
         if source == "synthetic":
             options.setdefault("seed", seed)
         elif seed_is_data:
-            raise ValueError("--seed is for --source synthetic")
+            raise CommandError("--seed is for --source synthetic")
     return source, options
 
 
@@ -116,4 +117,4 @@ def prepare_out(folder: Path, force: bool) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise OSError(f"--out {folder}: cannot create the folder ({exc.strerror})") from None
+        raise CommandOSError(f"--out {folder}: cannot create the folder ({exc.strerror})") from None
