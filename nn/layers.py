@@ -230,6 +230,21 @@ class DropoutMask:
         return g if mask is None else backend.mul(g, mask)
 
 
+class DropsWeights:
+    """For layers that draw their masks from a ``DropoutMask`` in ``self._drop`` (attention weights): its
+    ``counter`` is the layer's, so model files save it and composites advance it with their other parts."""
+
+    _drop: DropoutMask
+
+    @property
+    def counter(self) -> int:
+        return self._drop.counter
+
+    @counter.setter
+    def counter(self, value: int) -> None:
+        self._drop.counter = value
+
+
 @register_layer
 class Dropout(DropoutMask, Layer):
     """Inverted dropout as a layer: in training multiply by a ``DropoutMask``; identity in inference.
