@@ -20,16 +20,23 @@ import pandas as pd
 from datafeeds.errors import DataError
 
 
+def read_timestamp(value: object) -> pd.Timestamp | None:
+    """``pandas.Timestamp(value)``, or None where pandas cannot read ``value`` as a time (NaT included):
+    the caller raises its own error, naming the parameter the value came from."""
+    try:
+        ts = pd.Timestamp(value)
+    except (ValueError, TypeError):
+        return None
+    return None if ts is pd.NaT else ts
+
+
 def utc_bound(value: object, name: str = "time") -> pd.Timestamp | None:
     """A time given as text, datetime, Timestamp or datetime64, as a UTC Timestamp (naive times are UTC);
     None stays None. The one reading of a user's time bound that every source and the cache use."""
     if value is None:
         return None
-    try:
-        ts = pd.Timestamp(value)
-    except (ValueError, TypeError):
-        ts = pd.NaT
-    if ts is pd.NaT:
+    ts = read_timestamp(value)
+    if ts is None:
         raise DataError(f"cannot read {name} {value!r} as a date (write 2017-06-01 or 2017-06-01 12:00)")
     return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
 

@@ -12,6 +12,9 @@ a dot and end in ``.tmp``, so no reader's pattern (``*.npz``, ``*.bi5``, ``*.csv
 ``temp_files`` finds them and ``remove_stale`` deletes those older than ``STALE_AFTER_S`` (a live writer's
 file is younger than that).
 
+Tables a user names: ``read_csv_file`` reads one with pandas and words every way it can fail (missing, a
+folder, not readable, not a table) as one line naming the file.
+
 Paths from user input: ``inside(root, *parts)`` joins names a user typed (a symbol, a source, a feed)
 below ``root`` and refuses anything that would leave it (``..``, absolute paths, NUL bytes, a symlink
 pointing outside) before the path is read, written or deleted.
@@ -26,9 +29,11 @@ import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from datafeeds.errors import CandleDataError
+import pandas as pd
+
+from datafeeds.errors import CandleDataError, DataError
 
 TMP_SUFFIX = ".tmp"
 STALE_AFTER_S = 600
@@ -169,6 +174,21 @@ def remove_stale(
             except OSError:
                 pass
     return gone
+
+
+def read_csv_file(path: str | os.PathLike, what: str = "CSV file", **options: Any) -> pd.DataFrame:
+    """``pandas.read_csv(path, **options)`` with one-line errors that name the file: no such file, a
+    folder, permission denied, or not readable as a table (``DataError``, ``what`` says what was expected)."""
+    try:
+        return pd.read_csv(path, **options)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"{path}: is a folder, not a {what}") from None
+    except PermissionError:
+        raise PermissionError(f"{path}: not readable (permission denied)") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: not a readable {what} ({exc})") from None
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from datafeeds.files import read_csv_file
+
 FEATURES = ("all", "M", "S", "MS")
 SPLITS = ("70/10/20", "ett-hour", "ett-minute")
 _MONTH_ROWS = {"ett-hour": 30 * 24, "ett-minute": 30 * 24 * 4}
@@ -31,16 +33,7 @@ def read_series(path: Path, target: str, features: str) -> tuple[list[str], np.n
     """
     if features not in FEATURES:
         raise ValueError(f"--features must be one of {', '.join(FEATURES)}, got {features!r}")
-    try:
-        frame = pd.read_csv(path)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise IsADirectoryError(f"{path}: is a folder, not a CSV file") from None
-    except PermissionError:
-        raise PermissionError(f"{path}: not readable (permission denied)") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable CSV ({exc})") from None
+    frame = read_csv_file(path)
     lower = {str(c).strip().lower(): c for c in frame.columns}
     if "date" not in lower:
         raise ValueError(f"{path}: no 'date' column; expected the layout date,<channel>,<channel>,...")

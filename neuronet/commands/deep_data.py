@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from datafeeds.files import read_csv_file
 from neuronet.commands.errors import CommandError
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -55,14 +56,7 @@ def _pick(spec: str | None, names: list[str], what: str, path: Path) -> list[int
 
 def read_table(path: Path, inputs: str | None, targets: str | None) -> Dataset:
     """A numeric table; inputs default to every column that is not a target."""
-    try:
-        frame = pd.read_csv(path, sep=r"[,\s]+", engine="python")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise IsADirectoryError(f"{path}: is a folder, not a data file") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise CommandError(f"{path}: not a readable table ({exc})") from None
+    frame = read_csv_file(path, "table", sep=r"[,\s]+", engine="python")
     names = [str(c) for c in frame.columns]
     for name in names:
         if not _NAME.match(name):
