@@ -138,7 +138,7 @@ class ComplexDropout(Dropout):
         return super().build(input_shape)
 
     def forward(self, x: Tensor, training: bool) -> Tensor:
-        self._mask = self.draw(self.backend, x.shape[:-1], training, complex_values=True)
+        self._mask = self.draw(self.backend, x.shape[:-1], training)
         return x if self._mask is None else self.backend.complex_scale(x, self._mask)
 
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
@@ -273,7 +273,7 @@ class ComplexMultiHeadAttention(DropsWeights, Layer):
         xf = x.reshape(samples * n, d, 2)  # (B·N, d, 2)
         qkv = self._to_heads(be.complex_dense_forward(xf, p["w_qkv"], p["b_qkv"]), samples)
         rows, tokens = qkv.shape[0], qkv.shape[1]
-        mask = self._drop.draw(be, (rows, self.heads, tokens, tokens), training, complex_values=True)
+        mask = self._drop.draw(be, (rows, self.heads, tokens, tokens), training)
         att, s, pr = be.complex_attention_forward(qkv, self.heads, self.score, self.causal, mask)
         att = att.reshape(samples * n, d, 2)  # (B·N, d, 2): heads concatenated
         self._cache = (xf, qkv, s, pr, att, mask)

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from nn.random import uniform01
-
 COMPLEX_ACTIVATIONS = ("relu", "lrelu", "tanh", "sigmoid")
 SCORE_MODES = ("modulus", "holomorphic")
 EXP_CLAMP = 20.0  # the holomorphic softmax clamps Re of its exponent to ±20, as the MQL5 port does
@@ -95,13 +93,6 @@ class ComplexNumpyOps:
 
     def complex_add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return a + b
-
-    def complex_dropout_mask(
-        self, shape: tuple[int, ...], rate: float, seed: int, counter: int
-    ) -> np.ndarray:
-        n = int(np.prod(shape))
-        keep = uniform01(seed, counter, np.arange(n, dtype=np.uint32)) >= rate
-        return (keep / (1.0 - rate)).reshape(shape)
 
     def complex_scale(self, x: np.ndarray, s: np.ndarray) -> np.ndarray:
         return x * s[..., None]
