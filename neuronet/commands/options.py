@@ -41,6 +41,9 @@ BrokerTz = Annotated[str | None, typer.Option("--broker-tz", help=CLOCK_HELP)]
 Opts = Annotated[list[str] | None, typer.Option("--opt", "-o", help="Source option KEY=VALUE (repeatable).")]
 Force = Annotated[bool, flag("--force", help="Write into a non-empty --out folder (its files are replaced).")]
 
+# What the commands themselves set on a load (``datafeeds.load_candles``'s own parameters): ``-o`` may not.
+_LOAD_OPTIONS = {"source": "--source", "symbol": "the SYMBOL argument", "timeframe": "the TIMEFRAME argument",
+                 "start": "--from", "end": "--to", "repair": "--repair", "cache": "--no-cache/--refresh"}
 # Options whose values are text even when they look like numbers (a clock "+2", a digits-only password).
 _TEXT_OPTIONS = frozenset({"base_url", "cache_dir", "clock", "host", "password", "path", "server"})
 
@@ -84,6 +87,10 @@ def data_request(
     if path is not None and source == "sample":
         source = "csv"
     options: dict[str, object] = dict(parse_opt(o) for o in opts or [])
+    clash = sorted(options.keys() & _LOAD_OPTIONS.keys())
+    if clash:
+        key = clash[0]
+        raise CommandError(f"--opt {key}=...: not an option of the {source} source; use {_LOAD_OPTIONS[key]}")
     if source == "csv":
         if path is None and "path" not in options:
             raise CommandError("--source csv needs --path FILE (or --csv FILE)")
