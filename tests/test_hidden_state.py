@@ -9,6 +9,7 @@ each documented in the README's configuration table.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,21 @@ def test_the_allowlist_names_real_functions():
 def test_the_checker_finds_a_hidden_switch():
     tree = ast.parse("import os\nfrom os import environ\ndef f():\n    return os.environ.get('X')\n")
     assert _env_uses(tree) == [(2, "<module>"), (4, "f")]
+
+
+DOCUMENTED_VARIABLES = {"NEURONET_CACHE", "NEURONET_DEVICE", "NEURONET_DEBUG"}  # the README's table
+
+
+def test_only_the_documented_variables_are_named():
+    """A variable nothing reads any more (a benchmark still setting it) would switch nothing, silently."""
+    offenders = []
+    for path in _sources() + sorted((ROOT / "benchmarks").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                for word in re.findall(r"\bNEURONET_[A-Z_]+\b", node.value):
+                    if word not in DOCUMENTED_VARIABLES:
+                        offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {word}")
+    assert not offenders, "\n".join(offenders)
 
 
 def test_no_module_keeps_global_flags():
