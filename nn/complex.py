@@ -255,8 +255,9 @@ class ComplexMultiHeadAttention(DropsWeights, Layer):
             ParamSpec("b_out", (d, 2), "zeros"),
         ]
 
-    # The attention op sees (batch, tokens, 3·heads·E, 2). Here a batch row is a sample and a token a token;
-    # a subclass may regroup the projected features otherwise (``nn.atfnet.ComplexFeatureAttention``).
+    # The attention op takes (batch, tokens, 3·heads·E, 2). Attention across tokens hands it the samples as
+    # the batch and the layer's tokens as its tokens; a subclass may regroup the projected features
+    # otherwise (``nn.atfnet.ComplexFeatureAttention``: each token's feature slots become the op's tokens).
     def _to_heads(self, qkv: Tensor, samples: int) -> Tensor:
         """The fused projection ``(samples·N, 3d, 2)`` in the attention op's layout."""
         n, d, _ = self.input_shape
