@@ -95,6 +95,19 @@ def test_no_module_keeps_global_flags():
     assert not offenders, "global statements: " + ", ".join(offenders)
 
 
+def test_no_module_level_boolean_switches():
+    """A module-level ``FUSED = True`` is a switch that callers (and tests) flip for everyone in the process;
+    a choice like that is a parameter (``get_backend(..., fused_online=False)``)."""
+    offenders = []
+    for path in _sources():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            value = getattr(node, "value", None)
+            constant = value.value if isinstance(value, ast.Constant) else None
+            if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(constant, bool):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders, "module-level booleans: " + ", ".join(offenders)
+
+
 def test_profiling_reaches_the_ea_as_an_argument(monkeypatch):
     """``Backtest(profile=True)`` configures the EA's backend; nothing is left in the environment."""
     pytest.importorskip("pyopencl")
