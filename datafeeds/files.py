@@ -1,5 +1,5 @@
-"""Files on disk: the one atomic writer, temporary files left by killed writers, and paths kept inside
-their folder.
+"""Files on disk: atomic writes to the paths users give, tables users name, and paths kept inside their
+folder.
 
 Atomic write: ``atomic_write`` checks the file name a user gave, then writes through
 ``neuronet.atomic`` (temporary file, fsync, rename; its temporary files and their cleanup are re-exported
