@@ -122,6 +122,8 @@ class Backtest:
     split). ``walk_forward=(train, test)`` trains on ``train`` bars and retrains every ``test`` bars.
     ``model``: ``"open"`` (open prices only) or ``"ohlc1m"`` (fills worked through ``m1``, the M1 candles of
     the same symbol; see ``backtests.paths``).
+    ``profile=True`` hands the EA an nn backend that records OpenCL kernel time
+    (``ExpertAdvisor.nn_backend``), so each training epoch reports device seconds.
     """
 
     def __init__(
@@ -136,6 +138,7 @@ class Backtest:
         progress: bool = False,
         model: str = "open",
         m1: pd.DataFrame | None = None,
+        profile: bool = False,
     ):
         if not (isinstance(ea, type) and issubclass(ea, ExpertAdvisor)):
             raise TypeError(f"{ea!r} is not an ExpertAdvisor subclass")
@@ -145,6 +148,7 @@ class Backtest:
         self.account = account or AccountConfig()
         self.seed = int(seed)
         self.progress = progress
+        self.profile = bool(profile)
         self.model, self.m1 = check_model(model, m1)
         min_study = int(ea.min_study_bars)
         self.periods: Periods = resolve(candles.index, forward, walk_forward, min_study=min_study)
@@ -178,7 +182,7 @@ class Backtest:
         if self.model == "ohlc1m":
             ctx.attach_path(M1Path(df.index, self.m1, self.meta.point, self.account.spread))
         epoch_bar = _EpochProgress(self.progress)
-        ea.attach(ctx, feed.bars, epoch_bar.update)
+        ea.attach(ctx, feed.bars, epoch_bar.update, profile=self.profile)
         phase, interrupted = "on_init", None
         try:
             call_hook(ea, "on_init", where="before the first bar")

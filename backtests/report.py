@@ -18,6 +18,7 @@ import pandas as pd
 from backtests.page import MT5_ROWS, html_page, training_outcome
 from backtests.replay import Result
 from datafeeds.files import atomic_write
+from strategies.base import call_hook
 
 __all__ = ["MT5_ROWS", "environment", "report_dict", "trades_csv", "training_outcome", "write_report"]
 
@@ -115,7 +116,9 @@ def write_report(result: Result, folder: str | Path, env: dict | None = None) ->
     files.update(orders="orders.csv", deals="deals.csv", rejected="rejected.csv")
     model_file = None
     if result.ea_instance is not None:
-        model_file = result.ea_instance.save_model(str(folder / "model"))
+        model_file = call_hook(
+            result.ea_instance, "save_model", str(folder / "model"), where="after the run, saving its model"
+        )
     doc = report_dict(result, env)
     doc["files"] = {**files, "model": Path(model_file).name if model_file else None}
     _atomic_write(folder / files["trades"], trades_csv(result.trades, int(result.data.get("digits") or 5)))

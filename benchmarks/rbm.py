@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import time
 
 import numpy as np
@@ -43,7 +42,7 @@ def time_neuronet(name: str, x: np.ndarray, args) -> tuple[float, float, float]:
     import nn
     from nn.rbm import train_rbm
 
-    be = nn.get_backend(name)
+    be = nn.get_backend(name, profile=args.profile)
     train_rbm(be, x, _config(args, 1))  # warm-up: kernel builds, GEMM tile timing per shape, pools
     if args.profile and hasattr(be, "runtime"):
         be.runtime.profiler.reset()
@@ -133,8 +132,6 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.tiny:
         args.cases, args.visible, args.hidden, args.epochs, args.batches = 300, 20, 10, 1, 3
-    if args.profile:
-        os.environ["NEURONET_PROFILE"] = "1"
     x = make_data(args.cases, args.visible)
     print(f"machine: {machine()}")
     print(f"RBM {args.visible} x {args.hidden}, {args.cases} cases, {args.epochs} epochs of {args.batches} "

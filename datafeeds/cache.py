@@ -42,7 +42,7 @@ import pandas as pd
 
 from datafeeds.candles import meta_of
 from datafeeds.clock import BrokerClock, utc_seconds
-from datafeeds.errors import CandleDataError
+from datafeeds.errors import CandleDataError, DataError
 from datafeeds.store import CandleStore, read_npz_entry, write_npz
 from datafeeds.terminal import Fetched
 from datafeeds.terminal_errors import NoBarsError
@@ -79,7 +79,7 @@ def parse_mode(cache: bool | str) -> bool | str:
         return cache
     if isinstance(cache, str) and cache.strip().lower() == "refresh":
         return "refresh"
-    raise ValueError(f"cache must be True, False or 'refresh', not {cache!r}")
+    raise DataError(f"cache must be True, False or 'refresh', not {cache!r}")
 
 
 def load_through(
@@ -190,11 +190,11 @@ def _read(path: Path) -> tuple[pd.DataFrame | None, dict]:
 def _coverage(header: dict) -> list[Interval]:
     raw = header.get("coverage")
     if not isinstance(raw, list):
-        raise ValueError("its header has no coverage list")
+        raise DataError("its header has no coverage list")
     try:
         return [(-_FAR if lo is None else int(lo), int(hi)) for lo, hi in raw]
     except (TypeError, ValueError):
-        raise ValueError(f"its coverage {raw!r} is not a list of [start, end] seconds") from None
+        raise DataError(f"its coverage {raw!r} is not a list of [start, end] seconds") from None
 
 
 def _subtract(window: Interval, covered: list[Interval]) -> list[Interval]:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from datafeeds.clock import UTC, BrokerClock, utc_bound
+from datafeeds.errors import DataError
 from datafeeds.timeframes import Timeframe
 
 PRICE_COLUMNS = ("open", "high", "low", "close")
@@ -81,7 +82,7 @@ def meta_of(df: pd.DataFrame) -> CandleMeta:
     """The ``CandleMeta`` of a frame; a clear error when the frame was not made by ``make_frame``."""
     meta = df.attrs.get("candles")
     if not isinstance(meta, CandleMeta):
-        raise ValueError(
+        raise DataError(
             "this DataFrame carries no candle metadata; build it with datafeeds.make_frame() "
             "or load it through a datafeeds source"
         )
@@ -101,7 +102,7 @@ def make_frame(data: pd.DataFrame | dict, index: pd.DatetimeIndex, meta: CandleM
         if name in data:
             values = np.asarray(data[name])
         elif name in PRICE_COLUMNS:
-            raise ValueError(f"candle data from {meta.source or meta.symbol!r} has no {name!r} column")
+            raise DataError(f"candle data from {meta.source or meta.symbol!r} has no {name!r} column")
         else:
             values = np.zeros(len(index))
         if name not in PRICE_COLUMNS:
@@ -126,7 +127,7 @@ def _check_integers(values: np.ndarray, name: str, dtype: type, meta: CandleMeta
             bad |= (as_float < info.min) | (as_float > info.max)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        raise ValueError(
+        raise DataError(
             f"candle data from {meta.source or meta.symbol!r}: {name} {values[first]} at row {first + 1} "
             f"is not a whole number within {info.min}..{info.max}"
         )
@@ -137,7 +138,7 @@ def from_rates(rates: np.ndarray, meta: CandleMeta) -> pd.DataFrame:
     rates = np.asarray(rates)
     missing = [n for n in RATES_DTYPE.names if rates.dtype.names is None or n not in rates.dtype.names]
     if missing:
-        raise ValueError(f"rates array from {meta.source or meta.symbol!r} lacks fields {missing}")
+        raise DataError(f"rates array from {meta.source or meta.symbol!r} lacks fields {missing}")
     utc_seconds = meta.clock.to_utc_seconds(rates["time"].astype(np.int64))
     index = pd.to_datetime(utc_seconds, unit="s", utc=True)
     return make_frame({n: rates[n] for n in COLUMNS}, index, meta)

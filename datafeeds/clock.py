@@ -17,18 +17,27 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from datafeeds.errors import DataError
+
+
+def read_timestamp(value: object) -> pd.Timestamp | None:
+    """``pandas.Timestamp(value)``, or None where pandas cannot read ``value`` as a time (NaT included):
+    the caller raises its own error, naming the parameter the value came from."""
+    try:
+        ts = pd.Timestamp(value)
+    except (ValueError, TypeError):
+        return None
+    return None if ts is pd.NaT else ts
+
 
 def utc_bound(value: object, name: str = "time") -> pd.Timestamp | None:
     """A time given as text, datetime, Timestamp or datetime64, as a UTC Timestamp (naive times are UTC);
     None stays None. The one reading of a user's time bound that every source and the cache use."""
     if value is None:
         return None
-    try:
-        ts = pd.Timestamp(value)
-    except (ValueError, TypeError):
-        ts = pd.NaT
-    if ts is pd.NaT:
-        raise ValueError(f"cannot read {name} {value!r} as a date (write 2017-06-01 or 2017-06-01 12:00)")
+    ts = read_timestamp(value)
+    if ts is None:
+        raise DataError(f"cannot read {name} {value!r} as a date (write 2017-06-01 or 2017-06-01 12:00)")
     return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
 
 
@@ -50,9 +59,9 @@ class BrokerClock:
 
     def __post_init__(self) -> None:
         if self.dst not in ("none", *_DST_ZONES):
-            raise ValueError(f"BrokerClock dst must be 'none', 'us' or 'eu', not {self.dst!r}")
+            raise DataError(f"BrokerClock dst must be 'none', 'us' or 'eu', not {self.dst!r}")
         if not -14 <= self.utc_offset_hours <= 14:
-            raise ValueError(f"BrokerClock utc_offset_hours must be within ±14, not {self.utc_offset_hours}")
+            raise DataError(f"BrokerClock utc_offset_hours must be within ±14, not {self.utc_offset_hours}")
 
     @classmethod
     def parse(cls, text: str) -> BrokerClock:
@@ -62,7 +71,7 @@ class BrokerClock:
         try:
             hours = float(offset) if offset else 0.0
         except ValueError:
-            raise ValueError(f"cannot read broker time zone {text!r}: write UTC+2 or +2/us") from None
+            raise DataError(f"cannot read broker time zone {text!r}: write UTC+2 or +2/us") from None
         return cls(hours, rule.lower() or "none")
 
     def _dst_seconds(self, utc_seconds: np.ndarray) -> np.ndarray:

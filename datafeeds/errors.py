@@ -56,7 +56,22 @@ class CandleDataError(NeuronetError, ValueError):
         return type(self), (self.origin, self.problem, self.rows, self.lines, self._line_given)
 
 
-class UnknownSourceError(NeuronetError, LookupError):
+class DataError(NeuronetError, ValueError):
+    """A bad argument or input to the data layer (an option, a date, a file's layout); the message names it.
+
+    A ``ValueError`` too, so code written against the built-in type keeps catching it.
+    """
+
+
+class DataTypeError(DataError, TypeError):
+    """A value of the wrong kind where the data layer expected another (e.g. a source returning no frame)."""
+
+
+class UnknownNameError(NeuronetError, LookupError):
+    """A name the data layer does not hold (a symbol the embedded sample lacks, a source in a registry)."""
+
+
+class UnknownSourceError(UnknownNameError):
     """A source name that is not in the registry."""
 
 

@@ -1,16 +1,12 @@
-"""Files on disk: the one atomic writer, temporary files left by killed writers, and paths kept inside
-their folder.
+"""Files on disk: atomic writes to the paths users give, tables users name, and paths kept inside their
+folder.
 
-Atomic write: the bytes go to a temporary file in the target's folder (``.<name>.<random>.tmp``), are
-flushed and fsync'ed, then renamed over the target (``os.replace`` is atomic on POSIX and Windows) and the
-folder is fsync'ed, so a writer killed at any moment leaves the old file or the new one, never a torn one.
-The temporary file is created with mode 0666 minus the umask, like any file a program writes (0644 under
-the usual umask), so outputs can be shared; ``mkstemp``'s 0600 would make every report private.
+Atomic write: ``atomic_write`` checks the file name a user gave, then writes through
+``neuronet.atomic`` (temporary file, fsync, rename; its temporary files and their cleanup are re-exported
+here: ``temp_files``, ``is_stale``, ``remove_stale``).
 
-Temporary files of a writer that was killed stay behind. They never look like data: their names start with
-a dot and end in ``.tmp``, so no reader's pattern (``*.npz``, ``*.bi5``, ``*.csv``) matches them.
-``temp_files`` finds them and ``remove_stale`` deletes those older than ``STALE_AFTER_S`` (a live writer's
-file is younger than that).
+Tables a user names: ``read_csv_file`` reads one with pandas and words every way it can fail (missing, a
+folder, not readable, not a table) as one line naming the file.
 
 Paths from user input: ``inside(root, *parts)`` joins names a user typed (a symbol, a source, a feed)
 below ``root`` and refuses anything that would leave it (``..``, absolute paths, NUL bytes, a symlink
@@ -22,16 +18,19 @@ from __future__ import annotations
 import json
 import math
 import os
-import secrets
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from datafeeds.errors import CandleDataError
+import pandas as pd
 
-TMP_SUFFIX = ".tmp"
-STALE_AFTER_S = 600
+from datafeeds.errors import CandleDataError, DataError
+from neuronet.atomic import STALE_AFTER_S as STALE_AFTER_S
+from neuronet.atomic import TMP_SUFFIX as TMP_SUFFIX
+from neuronet.atomic import is_stale as is_stale
+from neuronet.atomic import remove_stale as remove_stale
+from neuronet.atomic import replace_atomically
+from neuronet.atomic import temp_files as temp_files
 
 
 class UnsafePathError(CandleDataError):
@@ -97,19 +96,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -
     """
     path = output_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}{TMP_SUFFIX}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-    remove_stale(path.parent, name=path.name)
+    replace_atomically(path, write)
     return path
 
 
@@ -138,48 +125,16 @@ def atomic_write_json(path: str | os.PathLike, doc: object, *, indent: int | Non
     return atomic_write_text(path, json.dumps(strict_json(doc), indent=indent, allow_nan=False) + "\n")
 
 
-def temp_files(folder: str | os.PathLike, *, name: str = "*", recursive: bool = False) -> Iterator[Path]:
-    """Temporary files of ``atomic_write`` (of target ``name``) in ``folder`` (and below it)."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        return iter(())
-    pattern = f".{name}.*{TMP_SUFFIX}"
-    found = folder.rglob(pattern) if recursive else folder.glob(pattern)
-    return (p for p in found if p.is_file() and not p.is_symlink())
-
-
-def is_stale(path: Path, older_than: float = STALE_AFTER_S) -> bool:
-    """Whether a temporary file was last written more than ``older_than`` seconds ago."""
+def read_csv_file(path: str | os.PathLike, what: str = "CSV file", **options: Any) -> pd.DataFrame:
+    """``pandas.read_csv(path, **options)`` with one-line errors that name the file: no such file, a
+    folder, permission denied, or not readable as a table (``DataError``, ``what`` says what was expected)."""
     try:
-        return path.stat().st_mtime < time.time() - older_than
-    except OSError:
-        return False
-
-
-def remove_stale(
-    folder: str | os.PathLike, *, name: str = "*", recursive: bool = False, older_than: float = STALE_AFTER_S
-) -> list[Path]:
-    """Delete the temporary files of writers that died; a live writer's fresh file is left alone."""
-    gone = []
-    for stale in list(temp_files(folder, name=name, recursive=recursive)):
-        if is_stale(stale, older_than):
-            try:
-                stale.unlink()
-                gone.append(stale)
-            except OSError:
-                pass
-    return gone
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Persist the rename itself (POSIX); a no-op where folders cannot be opened (Windows)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        return pd.read_csv(path, **options)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"{path}: is a folder, not a {what}") from None
+    except PermissionError:
+        raise PermissionError(f"{path}: not readable (permission denied)") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: not a readable {what} ({exc})") from None

@@ -28,7 +28,7 @@ import pandas as pd
 
 from datafeeds.candles import CandleMeta, make_frame, meta_of
 from datafeeds.clock import UTC, BrokerClock
-from datafeeds.errors import CandleDataError
+from datafeeds.errors import CandleDataError, DataError
 from datafeeds.files import atomic_write
 from datafeeds.timeframes import Timeframe
 from datafeeds.validate import Repair, ValidationReport, validate
@@ -130,7 +130,7 @@ def write_mt5_csv(
     an error rather than a silent rounding.
     """
     if dialect not in ("mt5", "csv"):
-        raise ValueError(f"CSV dialect must be 'mt5' or 'csv', not {dialect!r}")
+        raise DataError(f"CSV dialect must be 'mt5' or 'csv', not {dialect!r}")
     meta = meta_of(df)
     digits = meta.digits if digits is None else int(digits)
     broker = meta.clock.to_broker_seconds(df.index.as_unit("s").asi8)
@@ -189,7 +189,7 @@ def _fixed(values: np.ndarray, digits: int, name: str, df: pd.DataFrame) -> Fiel
     wrong = ~(points / scale == values)
     if wrong.any():
         first = int(np.flatnonzero(wrong)[0])
-        raise ValueError(
+        raise DataError(
             f"{meta_of(df).symbol} {name} {values[first]!r} at {df.index[first]} needs more than {digits} "
             "digits; pass digits= to write it"
         )
@@ -415,7 +415,7 @@ def _ints(col, name, dtype, line_numbers, origin) -> np.ndarray:
 def _whole(s: str, dtype) -> int:
     v = int(s)
     if np.dtype(dtype).kind == "u" and v < 0:
-        raise ValueError(s)
+        raise DataError(s)
     return v
 
 

@@ -22,6 +22,7 @@ import pandas as pd
 
 from datafeeds.candles import CandleMeta, make_frame, meta_of
 from datafeeds.clock import BrokerClock
+from datafeeds.errors import DataError
 from datafeeds.timeframes import Timeframe
 
 _SUNDAY_EPOCH = 3 * 86400  # 1970-01-04 00:00, a Sunday
@@ -52,10 +53,10 @@ def resample(
     meta = meta_of(df)
     target = Timeframe.parse(timeframe)
     if spread not in _SPREAD_RULES:
-        raise ValueError(f"spread rule must be one of {', '.join(_SPREAD_RULES)}, not {spread!r}")
+        raise DataError(f"spread rule must be one of {', '.join(_SPREAD_RULES)}, not {spread!r}")
     if not can_resample(meta.timeframe, target):
         direction = "lower" if target.seconds < meta.timeframe.seconds else "non-multiple"
-        raise ValueError(
+        raise DataError(
             f"cannot resample {meta.symbol} {meta.timeframe.name} to {target.name}: resampling goes from a "
             f"lower to a higher timeframe made of whole bars ({direction} target); "
             f"load {target.name} data directly"
@@ -68,7 +69,7 @@ def resample(
         return out
     utc = df.index.as_unit("s").asi8
     if len(utc) > 1 and np.any(np.diff(utc) <= 0):
-        raise ValueError(
+        raise DataError(
             f"{meta.symbol} {meta.timeframe.name}: bar times must increase; validate the frame first"
         )
     key = bucket_start(clock.to_broker_seconds(utc), target)

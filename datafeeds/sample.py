@@ -23,7 +23,7 @@ import pandas as pd
 
 from datafeeds.candles import CandleMeta, in_window, make_frame, meta_of
 from datafeeds.clock import UTC, BrokerClock
-from datafeeds.errors import CandleDataError
+from datafeeds.errors import CandleDataError, DataError, UnknownNameError
 from datafeeds.resample import resample
 from datafeeds.timeframes import Timeframe
 
@@ -54,16 +54,16 @@ class SampleSource:
 
     def __init__(self, *, spread: int = 0, clock: BrokerClock | str = UTC) -> None:
         if int(spread) < 0:
-            raise ValueError(f"sample spread must be >= 0 points, not {spread}")
+            raise DataError(f"sample spread must be >= 0 points, not {spread}")
         self.spread = int(spread)
         self.clock = BrokerClock.parse(clock) if isinstance(clock, str) else clock
         if self.clock.utc_offset_hours != int(self.clock.utc_offset_hours):
-            raise ValueError("the sample's H1 bars need a broker clock with a whole-hour offset")
+            raise DataError("the sample's H1 bars need a broker clock with a whole-hour offset")
 
     def load(self, symbol: str = SYMBOL, timeframe: Timeframe | str | int = "H1", start=None, end=None):
         tf = Timeframe.parse(timeframe)
         if symbol.upper() != SYMBOL:
-            raise LookupError(f"the embedded sample holds only {SYMBOL}, not {symbol!r}")
+            raise UnknownNameError(f"the embedded sample holds only {SYMBOL}, not {symbol!r}")
         df = read_sample(spread=self.spread)
         df.attrs["candles"] = replace(meta_of(df), clock=self.clock)
         return in_window(df if tf is Timeframe.H1 else resample(df, tf), start, end)

@@ -32,7 +32,7 @@ import pandas as pd
 from datafeeds.cache import CachedFeed, load_through, parse_mode
 from datafeeds.candles import in_window, meta_of
 from datafeeds.clock import UTC, BrokerClock, utc_bound
-from datafeeds.errors import UnknownSourceError
+from datafeeds.errors import DataError, DataTypeError, UnknownSourceError
 from datafeeds.mt5_csv import read_mt5_csv
 from datafeeds.resample import resample
 from datafeeds.synthetic import synthetic_candles
@@ -147,13 +147,13 @@ def get_source(name: str, **options) -> CandleSource:
             takes = ", ".join(p for p in params if p != "self") or "no options"
             close = difflib.get_close_matches(unknown[0], params, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"candle source {key!r} has no option {unknown[0]!r}{hint} (it takes: {takes})")
+            raise DataError(f"candle source {key!r} has no option {unknown[0]!r}{hint} (it takes: {takes})")
     try:
         return cls(**options)
     except (TypeError, ValueError) as exc:
         # A constructor's own message may not say which option it choked on (int("abc")): name them all.
         given = ", ".join(f"{k}={'***' if 'password' in k else repr(v)}" for k, v in options.items())
-        raise ValueError(f"candle source {key!r} rejects its options ({given}): {exc}") from None
+        raise DataError(f"candle source {key!r} rejects its options ({given}): {exc}") from None
 
 
 def load_validated(
@@ -175,7 +175,7 @@ def load_validated(
     mode = _cache_mode(cache, src, name)
     lo, hi = utc_bound(start, "start"), utc_bound(end, "end")
     if lo is not None and hi is not None and lo >= hi:
-        raise ValueError(f"start {lo} must come before end {hi}")
+        raise DataError(f"start {lo} must come before end {hi}")
     try:
         if mode:
             tf = timeframe if timeframe is not None else "H1"
@@ -188,7 +188,7 @@ def load_validated(
         if isinstance(source, str) and callable(getattr(src, "close", None)):
             src.close()  # sources made here hold no connection past the call
     if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"candle source {name!r} returned {type(df).__name__}, not a DataFrame")
+        raise DataTypeError(f"candle source {name!r} returned {type(df).__name__}, not a DataFrame")
     meta = meta_of(df)
     return validate(in_window(df, lo, hi), meta.source or name, repair)
 
@@ -222,5 +222,5 @@ def _cache_mode(cache: bool | str | None, src: CandleSource, name: str) -> bool 
     mode = parse_mode(cache)
     if mode and not isinstance(src, CachedFeed):
         kept = " (it keeps its downloaded archive files itself)" if name == "dukascopy" else ""
-        raise ValueError(f"candle source {name!r} has no read-through cache{kept}; only mt5 has one")
+        raise DataError(f"candle source {name!r} has no read-through cache{kept}; only mt5 has one")
     return mode

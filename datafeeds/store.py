@@ -39,7 +39,7 @@ import pandas as pd
 
 from datafeeds.candles import RATES_DTYPE, CandleMeta, from_rates, meta_of, to_rates
 from datafeeds.clock import BrokerClock
-from datafeeds.errors import CandleDataError
+from datafeeds.errors import CandleDataError, DataError
 from datafeeds.files import TMP_SUFFIX, UnsafePathError, atomic_write, inside, is_inside, is_stale
 from datafeeds.timeframes import Timeframe
 
@@ -126,9 +126,9 @@ def _require_npz(path: str | os.PathLike) -> None:
         with zipfile.ZipFile(path) as zf:
             infos = {i.filename: i for i in zf.infolist()}
             if set(infos) != {"rates.npy", "meta.npy"}:
-                raise ValueError(f"it holds {sorted(infos)}, not rates.npy and meta.npy")
+                raise DataError(f"it holds {sorted(infos)}, not rates.npy and meta.npy")
             if infos["meta.npy"].file_size > MAX_HEADER_BYTES:
-                raise ValueError(f"its header is {infos['meta.npy'].file_size} bytes")
+                raise DataError(f"its header is {infos['meta.npy'].file_size} bytes")
             with zf.open(infos["rates.npy"]) as f:
                 version = np.lib.format.read_magic(f)
                 read = np.lib.format.read_array_header_1_0 if version == (1, 0) else (
@@ -136,10 +136,10 @@ def _require_npz(path: str | os.PathLike) -> None:
                 shape, fortran, dtype = read(f)
                 size = f.tell() + (shape[0] if len(shape) == 1 else -1) * dtype.itemsize
         if dtype != RATES_DTYPE or len(shape) != 1 or fortran:
-            raise ValueError(f"its rates are {shape} {dtype}, expected ({RATES_DTYPE})")
+            raise DataError(f"its rates are {shape} {dtype}, expected ({RATES_DTYPE})")
         if size != infos["rates.npy"].file_size or size > MAX_RATES_BYTES:
             held = infos["rates.npy"].file_size
-            raise ValueError(f"its rates entry holds {held} bytes, its header declares {size} (at most "
+            raise DataError(f"its rates entry holds {held} bytes, its header declares {size} (at most "
                              f"{MAX_RATES_BYTES})")
     except CandleDataError:
         raise
@@ -151,9 +151,9 @@ def _header(z) -> dict:
     try:
         header = json.loads(str(z["meta"]))
     except RecursionError:
-        raise ValueError("its header nests too deeply") from None
+        raise DataError("its header nests too deeply") from None
     if not isinstance(header, dict) or not isinstance(header.get("meta"), dict):
-        raise ValueError("its header has no candle metadata")
+        raise DataError("its header has no candle metadata")
     return header
 
 
@@ -207,11 +207,11 @@ class CandleStore:
         _check_part(source)
         _check_part(symbol)
         if (feed is None) != (clock is None):
-            raise ValueError("a store path takes both feed and clock, or neither")
+            raise DataError("a store path takes both feed and clock, or neither")
         if feed is None or clock is None:
             return inside(self.root, source, symbol.upper(), f"{tf.name}.npz")
         if not feed.strip():
-            raise ValueError("a store feed name must not be empty")
+            raise DataError("a store feed name must not be empty")
         name = f"{tf.name}@{clock_tag(clock)}.npz"
         return inside(self.root, source, _folder_name(feed), symbol.upper(), name)
 
@@ -236,7 +236,7 @@ class CandleStore:
         if old is not None:
             old_meta = meta_of(old)
             if (old_meta.timeframe, old_meta.clock) != (meta.timeframe, meta.clock):
-                raise ValueError(
+                raise DataError(
                     f"cannot merge {meta.symbol} {meta.timeframe.name} ({meta.clock}) into the stored "
                     f"history with {old_meta.timeframe.name} ({old_meta.clock})"
                 )

@@ -19,6 +19,7 @@ import pandas as pd
 
 from datafeeds.candles import CandleMeta, make_frame
 from datafeeds.clock import UTC, BrokerClock, utc_seconds
+from datafeeds.errors import DataError
 from datafeeds.resample import bucket_start
 from datafeeds.timeframes import Timeframe
 from datafeeds.validate import market_closed, new_york_seconds
@@ -71,11 +72,11 @@ def synthetic_candles(
     price = d_price if price is None else float(price)
     spread = d_spread if spread is None else int(spread)
     if bars is None and end is None:
-        raise ValueError("synthetic candles need bars= or end=")
+        raise DataError("synthetic candles need bars= or end=")
     if bars is not None and not 0 <= int(bars) <= MAX_BARS:
-        raise ValueError(f"synthetic bars must be within 0..{MAX_BARS}, not {bars}")
+        raise DataError(f"synthetic bars must be within 0..{MAX_BARS}, not {bars}")
     if not (annual_vol > 0 and price > 0 and spread >= 0 and 0 <= digits <= 10):
-        raise ValueError(
+        raise DataError(
             "synthetic candles need annual_vol > 0, price > 0, spread >= 0 and 0 <= digits <= 10"
         )
     utc = _open_times(tf, clock, utc_seconds(start, "start"), utc_seconds(end, "end"), bars)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from datafeeds.errors import CandleDataError
+from datafeeds.errors import CandleDataError, DataError
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -23,7 +23,7 @@ def require_float32(
     float32's range; rows are numbered from ``first_row`` (2: the line after a CSV's header)."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 2 or values.shape[1] != len(columns):
-        raise ValueError(f"values {values.shape} do not match {len(columns)} columns")
+        raise DataError(f"values {values.shape} do not match {len(columns)} columns")
     bad = ~(np.abs(values) <= FLOAT32_MAX)  # NaN compares False: caught too
     if not bad.any():
         return

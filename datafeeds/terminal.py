@@ -34,6 +34,7 @@ import pandas as pd
 
 from datafeeds.candles import RATES_DTYPE, CandleMeta, from_rates
 from datafeeds.clock import BrokerClock, utc_seconds
+from datafeeds.errors import DataError
 from datafeeds.terminal_errors import (
     IPC_INIT_FAILED,
     IPC_NO_CONNECTION,
@@ -119,13 +120,13 @@ class TerminalSource:
         page_size: int | None = None,
     ) -> None:
         if not 0 < int(port) < 65536:
-            raise ValueError(f"port must be 1..65535, not {port}")
+            raise DataError(f"port must be 1..65535, not {port}")
         if timeout <= 0 or connect_timeout <= 0:
-            raise ValueError("timeout and connect_timeout are seconds and must be > 0")
+            raise DataError("timeout and connect_timeout are seconds and must be > 0")
         if retries < 0 or backoff < 0:
-            raise ValueError("retries and backoff must be >= 0")
+            raise DataError("retries and backoff must be >= 0")
         if page_size is not None and page_size < 1:
-            raise ValueError(f"page_size must be >= 1, not {page_size}")
+            raise DataError(f"page_size must be >= 1, not {page_size}")
         self.host, self.port = host, int(port)
         self.timeout, self.connect_timeout = float(timeout), float(connect_timeout)
         self.clock = BrokerClock.parse(clock) if isinstance(clock, str) else clock
@@ -258,7 +259,7 @@ class TerminalSource:
         tf = Timeframe.parse(timeframe)
         start_s, end_s = utc_seconds(start, "start"), utc_seconds(end, "end")
         if start_s is not None and end_s is not None and start_s >= end_s:
-            raise ValueError(f"start {start} must come before end {end}")
+            raise DataError(f"start {start} must come before end {end}")
         self._require_login()
         digits = self._select(symbol)
         page = self._page_size()

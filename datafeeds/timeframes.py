@@ -11,6 +11,8 @@ from enum import IntEnum
 
 import pandas as pd
 
+from datafeeds.errors import DataError
+
 
 class Timeframe(IntEnum):
     M1 = 1
@@ -52,7 +54,7 @@ class Timeframe(IntEnum):
             if name.isdigit():
                 return cls.parse(int(name))
         valid = ", ".join(cls.__members__)
-        raise ValueError(f"unknown timeframe {value!r}: expected one of {valid}")
+        raise DataError(f"unknown timeframe {value!r}: expected one of {valid}")
 
     @property
     def seconds(self) -> int:

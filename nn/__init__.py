@@ -56,14 +56,14 @@ def get_backend(
     device: Any = None,
     dtype: Any = None,
     *,
-    profile: bool | None = None,
+    profile: bool = False,
     fused_online: bool = True,
 ) -> Backend:
     """A backend by name: ``"numpy"`` (float64 reference), ``"opencl"`` (``device``/``dtype`` optional) or
     ``"auto"`` (the default everywhere: the best usable OpenCL device, else NumPy with a logged warning).
 
-    OpenCL options, passed explicitly: ``profile`` records per-kernel device time (``None``: the
-    ``NEURONET_PROFILE`` environment variable, read in ``opencl.device`` only); ``fused_online=False``
+    OpenCL options, passed explicitly: ``profile`` records per-kernel device time (off unless asked for;
+    ``backtests.Backtest(profile=True)`` asks for it on an EA's behalf); ``fused_online=False``
     trains batch 1 step by step where the fused epoch would apply. A ``Backend`` instance is returned
     unchanged. The OpenCL backend is imported only when asked for, so
     the NumPy backend works on machines without any OpenCL runtime.

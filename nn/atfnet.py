@@ -35,7 +35,7 @@ from nn.attention import (
     TransformerEncoderLayer,
     _layer,
 )
-from nn.complex import ComplexDense, ComplexDropout, ComplexEncoderLayer
+from nn.complex import ComplexDense, ComplexDropout, ComplexEncoderLayer, ComplexMultiHeadAttention
 from nn.layer import Layer, ParamSpec
 from nn.layers import DropoutMask, register_layer
 from nn.spectral import (
@@ -234,24 +234,9 @@ class PatchTSTBackbone(Composite):
         g = c["embed"].backward(c["pos"].backward(g), need_input_grad)
         return c["patch"].backward(g) if need_input_grad else None
 
-    def config(self):
-        return {
-            "type": self.type_name,
-            "pred_len": self.pred_len,
-            "d_model": self.d_model,
-            "n_heads": self.n_heads,
-            "e_layers": self.e_layers,
-            "d_ff": self.d_ff,
-            "dropout": self.dropout,
-            "patch_len": self.patch_len,
-            "stride": self.stride,
-            "activation": self.activation,
-            "seed": self.seed,
-        }
-
 
 @register_layer
-class ComplexFeatureAttention(Layer):
+class ComplexFeatureAttention(ComplexMultiHeadAttention):
     """The official ATFNet complex attention on ``(N, d, 2)``: per token, heads attend over feature slots.
 
     ``Q, K, V = x·W_qkvᵀ + b`` (complex, ``(N, 3d)``); each of Q/K/V is viewed as ``(d/H, H)`` (slot, head);
@@ -263,78 +248,18 @@ class ComplexFeatureAttention(Layer):
 
     type_name = "complex_feature_attention"
 
-    def __init__(
-        self,
-        heads: int = 8,
-        score: str = "modulus",
-        causal: bool = False,
-        dropout: float = 0.0,
-        seed: int = 0,
-    ) -> None:
-        super().__init__()
-        self.heads, self.score, self.causal, self.dropout, self.seed = heads, score, causal, dropout, seed
-        self._drop = DropoutMask(dropout, seed, "attention dropout")
-
-    @property
-    def counter(self) -> int:
-        return self._drop.counter
-
-    @counter.setter
-    def counter(self, value: int) -> None:
-        self._drop.counter = value
-
-    def build(self, input_shape):
-        if len(input_shape) != 3 or input_shape[-1] != 2:
-            raise ValueError(f"{self.type_name}: input shape {input_shape} must be (tokens, d_model, 2)")
-        if self.heads < 1 or input_shape[1] % self.heads:
-            raise ValueError(f"{self.type_name}: d_model {input_shape[1]} % heads {self.heads} != 0")
-        self.input_shape = self.output_shape = tuple(input_shape)
-        return self.output_shape
-
-    def param_specs(self):
-        d = self.input_shape[1]
-        return [
-            ParamSpec("w_qkv", (3 * d, d, 2), "xavier_uniform", fan_in=2 * d, fan_out=2 * d),
-            ParamSpec("b_qkv", (3 * d, 2), "zeros"),
-            ParamSpec("w_out", (d, d, 2), "xavier_uniform", fan_in=2 * d, fan_out=2 * d),
-            ParamSpec("b_out", (d, 2), "zeros"),
-        ]
-
-    def forward(self, x, training):
-        be, p = self.backend, self.params
+    def _to_heads(self, qkv, samples):
+        """``(M, 3d, 2)`` -> ``(M, d/H, 3H, 2)``: Q/K/V each viewed as (slot, head); slots are the tokens."""
         n, d, _ = self.input_shape
-        m, h = x.shape[0] * n, self.heads
-        xf = x.reshape(m, d, 2)
-        qkv = be.complex_dense_forward(xf, p["w_qkv"], p["b_qkv"])  # (M, 3d, 2)
-        qkv = be.permute(qkv.reshape(m, 3, d // h, h, 2), (0, 2, 1, 3, 4)).reshape(m, d // h, 3 * h, 2)
-        mask = self._drop.draw(be, (m, h, d // h, d // h), training, complex_values=True)
-        att, s, pr = be.complex_attention_forward(qkv, h, self.score, self.causal, mask)  # (M, d/H, H, 2)
-        att = att.reshape(m, d, 2)  # slot-major: feature index = slot·H + head, as the official view
-        self._cache = (xf, qkv, s, pr, att, mask)
-        return be.complex_dense_forward(att, p["w_out"], p["b_out"]).reshape(x.shape)
+        m, h = samples * n, self.heads
+        qkv = self.backend.permute(qkv.reshape(m, 3, d // h, h, 2), (0, 2, 1, 3, 4))
+        return qkv.reshape(m, d // h, 3 * h, 2)
 
-    def backward(self, gy, need_input_grad=True):
-        be, p, g = self.backend, self.params, self.grads
+    def _from_heads(self, gqkv, samples):
         n, d, _ = self.input_shape
-        m, h = gy.shape[0] * n, self.heads
-        xf, qkv, s, pr, att, mask = self._cache
-        gatt = be.complex_dense_backward(att, p["w_out"], gy.reshape(m, d, 2), g["w_out"], g["b_out"], True)
-        gqkv = be.complex_attention_backward(
-            qkv, s, pr, gatt.reshape(m, d // h, h, 2), h, self.score, self.causal, mask
-        )  # (M, d/H, 3H, 2)
-        gqkv = be.permute(gqkv.reshape(m, d // h, 3, h, 2), (0, 2, 1, 3, 4)).reshape(m, 3 * d, 2)
-        gx = be.complex_dense_backward(xf, p["w_qkv"], gqkv, g["w_qkv"], g["b_qkv"], need_input_grad)
-        return None if gx is None else gx.reshape(gy.shape)
-
-    def config(self):
-        return {
-            "type": self.type_name,
-            "heads": self.heads,
-            "score": self.score,
-            "causal": self.causal,
-            "dropout": self.dropout,
-            "seed": self.seed,
-        }
+        m, h = samples * n, self.heads
+        gqkv = self.backend.permute(gqkv.reshape(m, d // h, 3, h, 2), (0, 2, 1, 3, 4))
+        return gqkv.reshape(m, 3 * d, 2)
 
 
 @register_layer
@@ -433,21 +358,6 @@ class FrequencyBlock(Composite):
             return None
         return self._dft.backward(norm.backward(g.reshape(m, bins, 2)))
 
-    def config(self):
-        return {
-            "type": self.type_name,
-            "pred_len": self.pred_len,
-            "d_model": self.d_model,
-            "n_heads": self.n_heads,
-            "layers": self.layers,
-            "d_ff": self.d_ff,
-            "dropout": self.dropout,
-            "score": self.score,
-            "seed": self.seed,
-            "attn_dropout": self.attn_dropout,
-            "f_scaling": self.f_scaling,
-        }
-
 
 @register_layer
 class PatchTST(RevIN):
@@ -514,8 +424,13 @@ class ATFNet(Composite):
         fnet_attn_dropout: float | None = None,
         f_scaling: str = "exact",
     ) -> None:
-        self.cfg = {k: v for k, v in locals().items() if k not in ("self", "__class__")}  # the signature
         super().__init__()
+        self.pred_len, self.d_model, self.n_heads, self.e_layers = pred_len, d_model, n_heads, e_layers
+        self.d_ff, self.dropout, self.patch_len, self.stride = d_ff, dropout, patch_len, stride
+        self.activation, self.affine, self.score, self.seed = activation, affine, score, seed
+        self.fnet_d_model, self.fnet_d_ff, self.fnet_layers = fnet_d_model, fnet_d_ff, fnet_layers
+        self.complex_dropout, self.fnet_attn_dropout = complex_dropout, fnet_attn_dropout
+        self.f_scaling = f_scaling
         fblock = FrequencyBlock(
             pred_len, fnet_d_model, n_heads, fnet_layers, fnet_d_ff, complex_dropout, score, seed + 1000,
             fnet_attn_dropout, f_scaling,
@@ -548,6 +463,3 @@ class ATFNet(Composite):
         gx_t = self.children["t"].backward(g_t, need_input_grad)
         gx_f = self.children["f"].backward(g_f, need_input_grad)
         return be.add(gx_t, gx_f) if need_input_grad else None
-
-    def config(self):
-        return {"type": self.type_name, **self.cfg}

@@ -21,7 +21,7 @@ import numpy as np
 
 from nn.backend import Activation
 from nn.layer import Layer, ParamSpec
-from nn.layers import DropoutMask, from_config, register_layer
+from nn.layers import DropoutMask, DropsWeights, from_config, register_layer
 
 
 class Composite(Layer):
@@ -111,7 +111,7 @@ class LayerNorm(Layer):
 
 
 @register_layer
-class MultiHeadSelfAttention(Layer):
+class MultiHeadSelfAttention(DropsWeights, Layer):
     """Scaled dot-product self-attention over ``(S, D)`` token sequences (Vaswani et al. 2017).
 
     ``softmax(q·kᵀ/√d_k)·v`` per head, with fused q/k/v projection ``wqkv (3D, D)`` and output projection
@@ -159,14 +159,6 @@ class MultiHeadSelfAttention(Layer):
         o = be.permute(o.reshape(b, h, s, dk), (0, 2, 1, 3)).reshape(b, s, d)  # (B, S, D)
         self._cache = (x, q, k, v, a, ad, mask, o)
         return be.linear_forward(o, p["wo"], p["bo"])
-
-    @property
-    def counter(self) -> int:
-        return self._drop.counter
-
-    @counter.setter
-    def counter(self, value: int) -> None:
-        self._drop.counter = value
 
     def backward(self, gy, need_input_grad=True):
         be, p, g = self.backend, self.params, self.grads

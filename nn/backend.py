@@ -430,10 +430,6 @@ class ComplexOps(Protocol):
     def complex_add(self, a: Tensor, b: Tensor) -> Tensor:
         """``a + b`` (same shape): residual connections and gradient accumulation."""
 
-    def complex_dropout_mask(self, shape: tuple[int, ...], rate: float, seed: int, counter: int) -> Tensor:
-        """Inverted-dropout mask of the LOGICAL complex shape ``S`` (no trailing 2): one draw per complex
-        element, ``uniform01(seed, counter, flat index)``, so Re and Im are kept or dropped together."""
-
     def complex_scale(self, x: Tensor, s: Tensor) -> Tensor:
         """``x (*S, 2)`` times the real ``s (*S,)``: applies a dropout mask (forward and backward)."""
 

@@ -28,7 +28,7 @@ from nn.attention import Composite
 from nn.backend import Tensor
 from nn.complex_ops_numpy import COMPLEX_ACTIVATIONS, SCORE_MODES
 from nn.layer import Layer, ParamSpec
-from nn.layers import Dropout, DropoutMask, register_layer
+from nn.layers import Dropout, DropoutMask, DropsWeights, register_layer
 
 
 def _complex_input(layer: str, input_shape: tuple[int, ...], min_rank: int = 2) -> None:
@@ -138,7 +138,7 @@ class ComplexDropout(Dropout):
         return super().build(input_shape)
 
     def forward(self, x: Tensor, training: bool) -> Tensor:
-        self._mask = self.draw(self.backend, x.shape[:-1], training, complex_values=True)
+        self._mask = self.draw(self.backend, x.shape[:-1], training)
         return x if self._mask is None else self.backend.complex_scale(x, self._mask)
 
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
@@ -199,7 +199,7 @@ class ComplexLayerNorm(Layer):
 
 
 @register_layer
-class ComplexMultiHeadAttention(Layer):
+class ComplexMultiHeadAttention(DropsWeights, Layer):
     """Complex multi-head self-attention over tokens: ``(N, d) -> (N, d)`` (complex).
 
     ``Q, K, V = x·W_qkvᵀ + b`` (one fused complex dense), per head ``s_ij = Σ_e q_ie·k_je`` (unconjugated),
@@ -236,19 +236,13 @@ class ComplexMultiHeadAttention(Layer):
         self.heads, self.score, self.causal = heads, score, causal
         self._cache: tuple[Tensor, ...] = ()
 
-    @property
-    def counter(self) -> int:
-        return self._drop.counter
-
-    @counter.setter
-    def counter(self, value: int) -> None:
-        self._drop.counter = value
-
     def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
         if len(input_shape) != 3 or input_shape[-1] != 2:
-            raise ValueError(f"complex_mha: input shape {input_shape} must be (tokens, d_model, 2)")
+            raise ValueError(f"{self.type_name}: input shape {input_shape} must be (tokens, d_model, 2)")
         if input_shape[1] % self.heads:
-            raise ValueError(f"complex_mha: d_model {input_shape[1]} is not divisible by heads {self.heads}")
+            raise ValueError(
+                f"{self.type_name}: d_model {input_shape[1]} is not divisible by heads {self.heads}"
+            )
         self.input_shape = self.output_shape = tuple(input_shape)
         return self.output_shape
 
@@ -261,43 +255,42 @@ class ComplexMultiHeadAttention(Layer):
             ParamSpec("b_out", (d, 2), "zeros"),
         ]
 
+    # The attention op takes (batch, tokens, 3·heads·E, 2). Attention across tokens hands it the samples as
+    # the batch and the layer's tokens as its tokens; a subclass may regroup the projected features
+    # otherwise (``nn.atfnet.ComplexFeatureAttention``: each token's feature slots become the op's tokens).
+    def _to_heads(self, qkv: Tensor, samples: int) -> Tensor:
+        """The fused projection ``(samples·N, 3d, 2)`` in the attention op's layout."""
+        n, d, _ = self.input_shape
+        return qkv.reshape(samples, n, 3 * d, 2)
+
+    def _from_heads(self, gqkv: Tensor, samples: int) -> Tensor:
+        """The inverse of ``_to_heads``: the op's gradient back to ``(samples·N, 3d, 2)``."""
+        n, d, _ = self.input_shape
+        return gqkv.reshape(samples * n, 3 * d, 2)
+
     def forward(self, x: Tensor, training: bool) -> Tensor:
-        be, (n, d, _) = self.backend, self.input_shape
-        bsz = x.shape[0]
-        xf = x.reshape(bsz * n, d, 2)  # (B·N, d, 2)
-        qkv = be.complex_dense_forward(xf, self.params["w_qkv"], self.params["b_qkv"]).reshape(
-            bsz, n, 3 * d, 2
-        )
-        mask = self._drop.draw(be, (bsz, self.heads, n, n), training, complex_values=True)
-        att, s, p = be.complex_attention_forward(qkv, self.heads, self.score, self.causal, mask)
-        att = att.reshape(bsz * n, d, 2)  # (B·N, d, 2): heads concatenated
-        self._cache = (xf, qkv, s, p, att, mask)
-        return be.complex_dense_forward(att, self.params["w_out"], self.params["b_out"]).reshape(x.shape)
+        be, p, (n, d, _) = self.backend, self.params, self.input_shape
+        samples = x.shape[0]
+        xf = x.reshape(samples * n, d, 2)  # (B·N, d, 2)
+        qkv = self._to_heads(be.complex_dense_forward(xf, p["w_qkv"], p["b_qkv"]), samples)
+        rows, tokens = qkv.shape[0], qkv.shape[1]
+        mask = self._drop.draw(be, (rows, self.heads, tokens, tokens), training)
+        att, s, pr = be.complex_attention_forward(qkv, self.heads, self.score, self.causal, mask)
+        att = att.reshape(samples * n, d, 2)  # (B·N, d, 2): heads concatenated
+        self._cache = (xf, qkv, s, pr, att, mask)
+        return be.complex_dense_forward(att, p["w_out"], p["b_out"]).reshape(x.shape)
 
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
-        be, (n, d, _) = self.backend, self.input_shape
-        bsz = gy.shape[0]
-        xf, qkv, s, p, att, mask = self._cache
-        gatt = be.complex_dense_backward(
-            att,
-            self.params["w_out"],
-            gy.reshape(bsz * n, d, 2),
-            self.grads["w_out"],
-            self.grads["b_out"],
-            True,
-        )
-        gqkv = be.complex_attention_backward(
-            qkv, s, p, gatt.reshape(bsz, n, d, 2), self.heads, self.score, self.causal, mask
-        )
-        gx = be.complex_dense_backward(
-            xf,
-            self.params["w_qkv"],
-            gqkv.reshape(bsz * n, 3 * d, 2),
-            self.grads["w_qkv"],
-            self.grads["b_qkv"],
-            need_input_grad,
-        )
-        return None if gx is None else gx.reshape(gy.shape)
+        be, p, g, (n, d, _) = self.backend, self.params, self.grads, self.input_shape
+        samples = gy.shape[0]
+        xf, qkv, s, pr, att, mask = self._cache
+        gy = gy.reshape(samples * n, d, 2)
+        gatt = be.complex_dense_backward(att, p["w_out"], gy, g["w_out"], g["b_out"], True)
+        gatt = gatt.reshape(*qkv.shape[:2], qkv.shape[2] // 3, 2)  # the op's layout of its output
+        gqkv = be.complex_attention_backward(qkv, s, pr, gatt, self.heads, self.score, self.causal, mask)
+        gqkv = self._from_heads(gqkv, samples)
+        gx = be.complex_dense_backward(xf, p["w_qkv"], gqkv, g["w_qkv"], g["b_qkv"], need_input_grad)
+        return None if gx is None else gx.reshape(samples, n, d, 2)
 
 
 @register_layer

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from nn.random import uniform01
-
 COMPLEX_ACTIVATIONS = ("relu", "lrelu", "tanh", "sigmoid")
 SCORE_MODES = ("modulus", "holomorphic")
 EXP_CLAMP = 20.0  # the holomorphic softmax clamps Re of its exponent to ±20, as the MQL5 port does
@@ -36,11 +34,12 @@ def _r(z: np.ndarray) -> np.ndarray:
 
 
 class ComplexNumpyOps:
-    """Complex layer and spectral primitives, NumPy float64: ``ComplexOps`` and ``SpectralOps``."""
+    """Complex layer and spectral primitives, NumPy float64: ``ComplexOps`` and ``SpectralOps``.
+
+    Each op's shapes and formula are documented once, on those ``nn.backend`` Protocols."""
 
     # --- complex dense -----------------------------------------------------------------------------
     def complex_dense_forward(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-        """``x (M, I, 2)``, ``w (O, I, 2)``, ``b (O, 2)`` or ``None`` -> ``y = x·wᵀ + b (M, O, 2)``."""
         y = _c(x) @ _c(w).T
         if b is not None:
             y = y + _c(b)
@@ -55,7 +54,6 @@ class ComplexNumpyOps:
         gb_out: np.ndarray | None,
         need_input_grad: bool,
     ) -> np.ndarray | None:
-        """``gw = gyᵀ·conj(x) (O, I)``, ``gb = Σ_M gy (O,)``; returns ``gx = gy·conj(w) (M, I)`` or None."""
         g = _c(gy)
         gw_out[...] = _r(g.T @ np.conj(_c(x)))
         if gb_out is not None:
@@ -64,8 +62,6 @@ class ComplexNumpyOps:
 
     # --- elementwise ---------------------------------------------------------------------------------
     def complex_activation_forward(self, x: np.ndarray, kind: str, alpha: float = 0.01) -> np.ndarray:
-        """Any ``(*S, 2)``. ``relu``/``lrelu``: applied to Re and Im separately (split); ``tanh``,
-        ``sigmoid``: the holomorphic complex functions (poles where ``cosh z = 0`` / ``1 + e^-z = 0``)."""
         if kind == "relu":
             return np.maximum(x, 0.0)
         if kind == "lrelu":
@@ -82,7 +78,6 @@ class ComplexNumpyOps:
     def complex_activation_backward(
         self, x: np.ndarray, y: np.ndarray, gy: np.ndarray, kind: str, alpha: float = 0.01
     ) -> np.ndarray:
-        """Split kinds: per real component. Holomorphic kinds: ``gx = conj(f'(z))·gy`` with f' from y."""
         if kind == "relu":
             return np.where(x > 0, gy, 0.0)
         if kind == "lrelu":
@@ -97,30 +92,15 @@ class ComplexNumpyOps:
         return _r(np.conj(d) * _c(gy))
 
     def complex_add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """``a + b`` (same shape): residual connections and gradient accumulation."""
         return a + b
 
-    def complex_dropout_mask(
-        self, shape: tuple[int, ...], rate: float, seed: int, counter: int
-    ) -> np.ndarray:
-        """Inverted-dropout mask of the LOGICAL complex shape ``S`` (no trailing 2): one draw per complex
-        element, ``uniform01(seed, counter, flat index)``, so Re and Im are kept or dropped together."""
-        n = int(np.prod(shape))
-        keep = uniform01(seed, counter, np.arange(n, dtype=np.uint32)) >= rate
-        return (keep / (1.0 - rate)).reshape(shape)
-
     def complex_scale(self, x: np.ndarray, s: np.ndarray) -> np.ndarray:
-        """``x (*S, 2)`` times the real ``s (*S,)``: applies a dropout mask (forward and backward)."""
         return x * s[..., None]
 
     # --- complex layer normalization ----------------------------------------------------------------
     def complex_layernorm_forward(
         self, x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Over the last complex axis D: ``c = z − mean(z)``, ``v = mean(|c|²)`` (real, biased),
-        ``ẑ = c/√(v + eps)``, ``y = w·ẑ + b`` (complex products).
-
-        ``x (M, D, 2)`` -> ``(y, ẑ, inv_std (M,))``."""
         z = _c(x)
         c = z - z.mean(axis=-1, keepdims=True)
         inv_std = 1.0 / np.sqrt((np.abs(c) ** 2).mean(axis=-1) + eps)
@@ -136,7 +116,6 @@ class ComplexNumpyOps:
         gw_out: np.ndarray,
         gb_out: np.ndarray,
     ) -> np.ndarray:
-        """Exact gradient through the mean and the variance; writes ``gw``/``gb (D, 2)``, returns gx."""
         g, h = _c(gy), _c(xhat)
         gb_out[...] = _r(g.sum(axis=0))
         gw_out[...] = _r((g * np.conj(h)).sum(axis=0))
@@ -151,17 +130,6 @@ class ComplexNumpyOps:
     def complex_attention_forward(
         self, qkv: np.ndarray, heads: int, mode: str, causal: bool, mask: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``qkv (B, N, 3·H·E, 2)`` (Q, K, V blocks, each head-major) -> ``(out (B, N, H·E, 2), s, p)``.
-
-        Scores ``s = Σ_e q_e·k_e`` (complex, unconjugated, as both the official code and the port do).
-        ``s, p (B, H, N, N, 2)`` are returned KEY-major, element ``[b, h, j, i]`` = ``s_ij``: the
-        layout the OpenCL kernels use for coalesced access; callers only pass them on to backward.
-        ``modulus``: ``p = softmax_j |s_ij|`` (real, no 1/√E; the official ATFNet code).
-        ``holomorphic``: ``e = exp(clamp(Re t, ±20) + i·Im t)`` with ``t = s/√E`` and ``p = e/Σ_j e``
-        (the MQL5 port). ``out_i = Σ_j p_ij·m_ij·v_j``. ``causal`` drops ``j > i`` from every row.
-        ``mask (B, H, N, N)``, real and key-major like ``p``: dropout on the attention weights (the official
-        code drops them); ``None`` = all ones. The returned ``p`` is the weight before the mask.
-        """
         bsz, n, width, _ = qkv.shape
         e_dim = width // (3 * heads)
         z = _c(qkv).reshape(bsz, n, 3, heads, e_dim)  # (B, N, 3, H, E)
@@ -193,7 +161,6 @@ class ComplexNumpyOps:
         causal: bool,
         mask: np.ndarray | None = None,
     ) -> np.ndarray:
-        """``gout (B, N, H·E, 2)`` -> ``gqkv (B, N, 3·H·E, 2)``; ``s``, ``p``, ``mask`` as in the forward."""
         bsz, n, width, _ = qkv.shape
         e_dim = width // (3 * heads)
         z = _c(qkv).reshape(bsz, n, 3, heads, e_dim)
@@ -226,18 +193,14 @@ class ComplexNumpyOps:
 
     # --- spectral ------------------------------------------------------------------------------------
     def spectral_forward(self, x: np.ndarray, basis: np.ndarray) -> np.ndarray:
-        """``x (M, K)``, constant ``basis (K, P)`` -> ``x·basis (M, P)`` (DFT as a matrix product)."""
         return x @ basis
 
     def spectral_backward(self, gy: np.ndarray, basis: np.ndarray) -> np.ndarray:
-        """``gy (M, P)`` -> ``gy·basisᵀ (M, K)``: the map is real-linear, so this is its exact gradient."""
         return gy @ basis.T
 
     def spectrum_norm_forward(
         self, x: np.ndarray, eps: float, ddof: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``x (M, F, 2)`` -> ``(y, mean (M, 2), std (M,))``: ``y = (X − mean_k X)/σ`` with
-        ``σ = √(var_k |X_k| + eps)`` (variance of the magnitudes of X itself, ``ddof`` as in numpy)."""
         z = _c(x)
         mean = z.mean(axis=-1)
         std = np.sqrt(np.abs(z).var(axis=-1, ddof=ddof) + eps)
@@ -253,13 +216,6 @@ class ComplexNumpyOps:
         g_mean: np.ndarray | None = None,
         g_std: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Exact gradient through the mean and σ: ``gX_k = (g_k − ḡ)/σ − R·(a_k − ā)·X_k/(a_k·σ²·(F − ddof))``
-        with ``a = |X|`` and ``R = Σ_k Re(conj(g_k)·y_k)``.
-
-        ``g_mean (M, 2)``, ``g_std (M,)``: gradients that reach the same statistics from elsewhere (the
-        de-normalisation, ``spectrum_denorm_backward``); they add ``g_mean/F + g_std·(a_k − ā)·X_k/(a_k·σ·(F −
-        ddof))``, since ``∂mean/∂X_k = 1/F`` and ``∂σ/∂a_k = (a_k − ā)/(σ·(F − ddof))``.
-        """
         z, g = _c(x), _c(gy)
         f = z.shape[-1]
         a = np.abs(z)
@@ -274,24 +230,15 @@ class ComplexNumpyOps:
         return _r(gx)
 
     def spectrum_denorm_forward(self, y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
-        """``y (M, F, 2)`` -> ``y·σ + mean`` with the statistics of a ``spectrum_norm_forward``."""
         return _r(_c(y) * std[:, None] + _c(mean)[:, None])
 
     def spectrum_denorm_backward(
         self, gy: np.ndarray, y: np.ndarray, std: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Backward of ``out = y·σ + mean`` for ``gy, y (M, F, 2)``: ``(gy·σ, Σ_k gy_k (M, 2),
-        Σ_k Re(conj(gy_k)·y_k) (M,))`` — the gradients of ``y``, of the mean and of σ; the last two go to
-        ``spectrum_norm_backward``, because the statistics are functions of the normalised spectrum."""
         g = _c(gy)
         return gy * std[:, None, None], _r(g.sum(axis=-1)), np.real(np.conj(g) * _c(y)).sum(axis=-1)
 
     def harmonic_weight(self, x: np.ndarray) -> np.ndarray:
-        """``x (M, L)`` real -> ``(M,)``: ATFNet's share of spectral energy in the dominant harmonic set.
-
-        ``A = |rfft(x − mean x)|`` with ``F = L//2 + 1`` bins; ``k0`` = argmax of A over ``[3, F//3)`` (first
-        on ties; 0 when that range is empty); ``w = (A²[k0] + A²[2k0] + A²[3k0]) / (Σ A² + 1e-5)``.
-        """
         amp = np.abs(np.fft.rfft(x - x.mean(axis=-1, keepdims=True), axis=-1))
         f = amp.shape[-1]
         window = amp.copy()

@@ -12,8 +12,6 @@ extended DFT and its inverse are GEMMs against constant bases.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pyopencl.array as cla
 
@@ -33,7 +31,7 @@ KERNELS: tuple[KernelSpec, ...] = (
         "complex.cl",
         "complex_expand_weight complex_fold_weight_grad complex_column_partial_sum "
         "complex_column_partial_conj_product complex_sum_chunks complex_activation_forward "
-        "complex_activation_backward complex_dropout_mask complex_scale complex_add",
+        "complex_activation_backward complex_scale complex_add",
         *_ELEMENT,
     ),
     *kernel_specs(
@@ -177,21 +175,6 @@ class ComplexOpenCLOps:
         y = self.empty(a.shape)
         self._k["complex_add"]((a.size,), *_arg(a), *_arg(b), *_arg(y), a.size)
         return y
-
-    def complex_dropout_mask(self, shape: tuple[int, ...], rate: float, seed: int, counter: int) -> cla.Array:
-        """Same bits as the reference: dropped when ``uniform01(seed, counter, k) < rate``."""
-        mask = self.empty(tuple(shape))
-        threshold = math.ceil(rate * (1 << 24))
-        self._k["complex_dropout_mask"](
-            (mask.size,),
-            *_arg(mask),
-            mask.size,
-            seed & 0xFFFFFFFF,
-            counter & 0xFFFFFFFF,
-            threshold,
-            1.0 / (1.0 - rate),
-        )
-        return mask
 
     def complex_scale(self, x: cla.Array, s: cla.Array) -> cla.Array:
         y = self.empty(x.shape)

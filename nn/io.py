@@ -41,16 +41,12 @@ before the model is built. ``save`` writes a temporary file next to the target a
 from __future__ import annotations
 
 import ast
-import contextlib
-import glob
 import hashlib
 import io
 import json
 import os
 import re
-import secrets
 import struct
-import time
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -60,6 +56,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from neuronet.atomic import replace_atomically
 from neuronet.errors import NeuronetError
 from nn.backend import Backend
 from nn.model import Sequential
@@ -71,7 +68,6 @@ MAX_HEADER_DEPTH = 64  # architecture and metadata nest a handful of levels; JSO
 MAX_ARRAY_BYTES = 8 * 2**30  # all arrays of one file together (a 1-billion-parameter float64 model)
 _DTYPES = {"float32": np.dtype("<f4"), "float64": np.dtype("<f8")}
 _CHUNK = 2**20
-_STALE_AFTER_S = 600  # a temporary file this old belongs to a killed writer, not a live one
 
 
 class ModelFileError(NeuronetError, ValueError):
@@ -153,27 +149,12 @@ def save(
 
 
 def _atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
-    """Temporary file (mode 0666 minus the umask, like any output), fsync, rename; the temporary files of
-    earlier writers of ``path`` that were killed are removed once ten minutes old. ``nn`` imports no
-    ``datafeeds``, so this is the model layer's copy of ``datafeeds.files.atomic_write``."""
+    """The shared atomic writer (``neuronet.atomic``: temporary file, fsync, rename, stale temporary files
+    removed), after the model layer's own check of the path."""
     if path.is_dir():
         raise IsADirectoryError(f"{path}: is a folder; give a model file name to write")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-        with contextlib.suppress(OSError):
-            if stale.stat().st_mtime < time.time() - _STALE_AFTER_S:
-                stale.unlink()
+    replace_atomically(path, write)
 
 
 def _depth(text: str) -> int:

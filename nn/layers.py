@@ -198,10 +198,10 @@ class Softmax(Layer):
 class DropoutMask:
     """Inverted-dropout masks, the one dropout helper of every layer: ``1/(1−rate)`` or 0 per element.
 
-    Masks come from the counter-based hash (``backend.dropout_mask``, or ``complex_dropout_mask`` for one
-    draw per complex element) with ``seed`` and a ``counter`` advanced once per training pass, so NumPy and
-    OpenCL draw the same masks and runs repeat exactly; model files save the counter. Inference and rate 0
-    draw nothing (``None``).
+    Masks come from the counter-based hash (``backend.dropout_mask``; complex layers draw one per complex
+    element, with the logical shape, and scale both parts by it) with ``seed`` and a ``counter`` advanced
+    once per training pass, so NumPy and OpenCL draw the same masks and runs repeat exactly; model files
+    save the counter. Inference and rate 0 draw nothing (``None``).
     """
 
     def __init__(self, rate: float, seed: int | None = None, what: str = "dropout") -> None:
@@ -209,15 +209,13 @@ class DropoutMask:
             raise ValueError(f"{what} rate must be in [0, 1), got {rate!r}")
         self.rate, self.seed, self.counter = float(rate), seed, 0
 
-    def draw(
-        self, backend: Backend, shape: tuple[int, ...], training: bool, complex_values: bool = False
-    ) -> Tensor | None:
-        """The next mask of ``shape`` (logical complex shape with ``complex_values``), or ``None``."""
+    def draw(self, backend: Backend, shape: tuple[int, ...], training: bool) -> Tensor | None:
+        """The next mask of ``shape`` (for complex values their logical shape, without the trailing 2),
+        or ``None``."""
         if not training or self.rate == 0.0:
             return None
         self.counter += 1
-        op = backend.complex_dropout_mask if complex_values else backend.dropout_mask
-        return op(tuple(shape), self.rate, self.seed or 0, self.counter)
+        return backend.dropout_mask(tuple(shape), self.rate, self.seed or 0, self.counter)
 
     def apply(self, backend: Backend, x: Tensor, training: bool) -> tuple[Tensor, Tensor | None]:
         """``(x ⊙ mask, mask)`` for a real tensor; ``(x, None)`` when nothing is dropped."""
@@ -228,6 +226,21 @@ class DropoutMask:
     def grad(backend: Backend, g: Tensor, mask: Tensor | None) -> Tensor:
         """The gradient through ``apply``: the same mask."""
         return g if mask is None else backend.mul(g, mask)
+
+
+class DropsWeights:
+    """For layers that draw their masks from a ``DropoutMask`` in ``self._drop`` (attention weights): its
+    ``counter`` is the layer's, so model files save it and composites advance it with their other parts."""
+
+    _drop: DropoutMask
+
+    @property
+    def counter(self) -> int:
+        return self._drop.counter
+
+    @counter.setter
+    def counter(self, value: int) -> None:
+        self._drop.counter = value
 
 
 @register_layer

@@ -95,15 +95,15 @@ class OpenCLBackend:
         self,
         device=None,
         dtype=None,
-        profile: bool | None = None,
+        profile: bool = False,
         *,
         layout: str | None = None,
         fused_online: bool = True,
     ) -> None:
         """``device``/``dtype`` as ``opencl.get_runtime`` takes them; ``profile`` records per-kernel device
-        time (default: the ``NEURONET_PROFILE`` environment variable). ``layout`` ("cpu" or "gpu") overrides
-        the work-group layout chosen from the device kind, so the GPU kernels can be tested on a CPU.
-        ``fused_online=False`` trains batch 1 step by step even where the fused epoch applies."""
+        time (passed explicitly: no environment variable switches it on). ``layout`` ("cpu" or "gpu")
+        overrides the work-group layout chosen from the device kind, so the GPU kernels can be tested on a
+        CPU. ``fused_online=False`` trains batch 1 step by step even where the fused epoch applies."""
         rt = get_runtime(device, dtype, profile)
         self.fused_online = fused_online
         self.runtime = rt

@@ -30,7 +30,6 @@ from opencl.program import build_quietly
 log = logging.getLogger(__name__)
 
 ENV_DEVICE = "NEURONET_DEVICE"
-ENV_PROFILE = "NEURONET_PROFILE"
 
 
 @dataclass(frozen=True)
@@ -193,10 +192,6 @@ def choose_device(device: str | DeviceInfo | None = None) -> Choice:
     )
 
 
-def _env_profiling() -> bool:
-    return os.environ.get(ENV_PROFILE, "0").strip() not in ("", "0", "false", "no")
-
-
 class Runtime:
     """One device in use: context, in-order queue, memory pool, element type, compiled programs.
 
@@ -253,14 +248,14 @@ _lock = threading.Lock()
 
 
 def get_runtime(device: str | DeviceInfo | None = None, dtype: np.dtype | type | str | None = None,
-                profile: bool | None = None) -> Runtime:
+                profile: bool = False) -> Runtime:
     """The shared ``Runtime`` for the chosen device and dtype (created on first use).
 
-    ``profile=None`` follows ``NEURONET_PROFILE=1``; a profiling runtime is a separate one (its queue
+    ``profile=True`` gives a profiling runtime, a separate one (its queue
     records event times, which costs a little per launch).
     """
     choice = choose_device(device)
-    profiling = _env_profiling() if profile is None else bool(profile)
+    profiling = bool(profile)
     key = (choice.info.index, choice.info.name, np.dtype(dtype or np.float32).name, profiling)
     with _lock:
         rt = _runtimes.get(key)

@@ -1,6 +1,6 @@
 """Device time per kernel name, from OpenCL profiling events.
 
-Enabled by ``NEURONET_PROFILE=1`` or ``get_runtime(profile=True)`` (the queue must be created with profiling
+Enabled by ``get_runtime(profile=True)`` (the queue must be created with profiling
 on). Launches made through ``Runtime.launch`` are recorded; event times are read lazily, after the queue has
 drained, so recording adds no host/device synchronisation to a training step. ``device_seconds()`` is the
 cumulative device time, which the model samples at epoch boundaries (device time per epoch = difference).

@@ -69,6 +69,7 @@ class ExpertAdvisor(TradeMethods):
         self.run_info: dict = {"complete": False, "interrupted": None}  # set by the harness at the end
         self._ctx: TradeContext | None = None
         self._epoch_hook: Callable[[dict], None] | None = None
+        self._profile = False
 
     # -- parameters ------------------------------------------------------------------------------------
     @classmethod
@@ -169,11 +170,28 @@ class ExpertAdvisor(TradeMethods):
         return Line(ctx.indicator(fn, label), self.bars, label)
 
     # -- harness plumbing --------------------------------------------------------------------------------
-    def attach(self, ctx: TradeContext, bars: Bars, epoch_hook: Callable[[dict], None] | None = None) -> None:
-        """Called by the harness before ``on_init``."""
+    def attach(
+        self,
+        ctx: TradeContext,
+        bars: Bars,
+        epoch_hook: Callable[[dict], None] | None = None,
+        *,
+        profile: bool = False,
+    ) -> None:
+        """Called by the harness before ``on_init``; ``profile``: record kernel time (``nn_backend``)."""
         self._ctx = ctx
         self.bars = bars
         self._epoch_hook = epoch_hook
+        self._profile = bool(profile)
+
+    def nn_backend(self, name: Any = None) -> Any:
+        """The ``nn`` backend to train on: ``name`` (default: the EA's ``backend`` parameter, else "auto")
+        configured by the harness, which passes the run's choices explicitly (kernel profiling when the
+        backtest records device time) instead of through process-wide state."""
+        from nn import get_backend
+
+        chosen = name if name is not None else getattr(self, "backend", "auto")
+        return get_backend(chosen, profile=self._profile)
 
     def mark_run(self, *, complete: bool, interrupted: str | None) -> None:
         """Called by the harness when the run ends: whether it ran to the end, else the phase Ctrl-C cut."""

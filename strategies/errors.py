@@ -11,6 +11,11 @@ class EAError(NeuronetError, ValueError):
     """An EA was configured or used wrongly (bad parameter, trading outside a backtest, future bars)."""
 
 
+class ForecastError(NeuronetError, ValueError):
+    """A forecasting run's data file or settings are unusable (the forecast protocol of ``neuronet forecast``
+    and ``ForecastEA``); the message names the file, row, column or option."""
+
+
 class EARuntimeError(Exception):
     """An expert advisor's hook raised: names the EA, the hook, the bar and the original error.
 

@@ -82,7 +82,7 @@ class ForecastEA(ExpertAdvisor):
         data = self._matrix(bars)
         need = self.seq_len + self.pred_len + 10
         if len(data) < need:
-            raise ValueError(f"ForecastEA needs a study window of at least {need} bars, got {len(data)}")
+            raise EAError(f"ForecastEA needs a study window of at least {need} bars, got {len(data)}")
         windows = len(data) - self.seq_len - self.pred_len + 1
         cut = max(1, windows - max(1, windows // 10))  # chronological: the newest windows validate
         self.scaler = Scaler.fit(data[: cut - 1 + self.seq_len + self.pred_len])
@@ -96,7 +96,7 @@ class ForecastEA(ExpertAdvisor):
             len(self._cols),
             self.pred_len,
             lr=self.lr,
-            backend=self.backend,
+            backend=self.nn_backend(),
             seed=self.seed,
             **layer_sizes(self.model, size),
         )

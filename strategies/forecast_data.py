@@ -17,6 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from datafeeds.files import read_csv_file
+from strategies.errors import ForecastError
+
 FEATURES = ("all", "M", "S", "MS")
 SPLITS = ("70/10/20", "ett-hour", "ett-minute")
 _MONTH_ROWS = {"ett-hour": 30 * 24, "ett-minute": 30 * 24 * 4}
@@ -30,23 +33,14 @@ def read_series(path: Path, target: str, features: str) -> tuple[list[str], np.n
     Row numbers in messages are the file's line numbers (the header is line 1).
     """
     if features not in FEATURES:
-        raise ValueError(f"--features must be one of {', '.join(FEATURES)}, got {features!r}")
-    try:
-        frame = pd.read_csv(path)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise IsADirectoryError(f"{path}: is a folder, not a CSV file") from None
-    except PermissionError:
-        raise PermissionError(f"{path}: not readable (permission denied)") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable CSV ({exc})") from None
+        raise ForecastError(f"--features must be one of {', '.join(FEATURES)}, got {features!r}")
+    frame = read_csv_file(path)
     lower = {str(c).strip().lower(): c for c in frame.columns}
     if "date" not in lower:
-        raise ValueError(f"{path}: no 'date' column; expected the layout date,<channel>,<channel>,...")
+        raise ForecastError(f"{path}: no 'date' column; expected the layout date,<channel>,<channel>,...")
     channels = [c for c in frame.columns if c != lower["date"]]
     if target not in channels:
-        raise ValueError(f"{path}: no target column {target!r}; channels: {', '.join(map(str, channels))}")
+        raise ForecastError(f"{path}: no target column {target!r}; channels: {', '.join(map(str, channels))}")
     for name in channels:
         frame[name] = _numeric(frame[name], name, path)
     names = [target] if features == "S" else [c for c in channels if c != target] + [target]
@@ -68,7 +62,7 @@ def _numeric(column: pd.Series, name: str, path: Path) -> pd.Series:
             i = int(np.flatnonzero(bad)[0])
             text = column.iloc[i]
             shown = repr(text) if isinstance(text, str) else f"{float(text):g}"
-            raise ValueError(f"{path}: channel {name!r} {what} at row {i + 2}: {shown}")
+            raise ForecastError(f"{path}: channel {name!r} {what} at row {i + 2}: {shown}")
     return values
 
 
@@ -83,16 +77,16 @@ def split_spans(
         month = _MONTH_ROWS[split]
         borders = (12 * month, 16 * month, 20 * month)
         if n < borders[2]:
-            raise ValueError(
+            raise ForecastError(
                 f"{origin}: {n} rows are too short for --split {split}: it takes 12/4/4 months of "
                 f"{month} rows each ({borders[2]} rows)"
             )
     else:
-        raise ValueError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
+        raise ForecastError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
     spans = [(0, borders[0]), (borders[0] - seq_len, borders[1]), (borders[1] - seq_len, borders[2])]
     if min(a for a, _ in spans) < 0 or any(b - a < seq_len + pred_len for a, b in spans):
         need = int(np.ceil((seq_len + pred_len) / 0.1))  # the 10% validation split must hold one window
-        raise ValueError(
+        raise ForecastError(
             f"{origin}: {n} rows are too short for seq_len={seq_len} + pred_len={pred_len}: every split of "
             f"the {split} protocol needs one full window (about {need} rows); lower --seq-len/--pred-len"
         )

@@ -24,6 +24,7 @@ from nn.atfnet import ATFNet, PatchTST
 from nn.callbacks import EarlyStopping
 from nn.model import Sequential
 from strategies.baselines import LinearBaseline
+from strategies.errors import ForecastError
 from strategies.features import Scaler
 from strategies.forecast_data import read_series, sliding_windows, split_spans
 
@@ -115,7 +116,7 @@ def build_forecaster(
     """A compiled ATFNet or PatchTST model ``(seq_len, C) -> (pred_len, C)`` trained with MSE and Adam whose
     learning rate halves every epoch (the official ``type1`` schedule). ``sizes``: the layer's keywords."""
     if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}: expected one of {', '.join(MODELS)}")
+        raise ForecastError(f"unknown model {model!r}: expected one of {', '.join(MODELS)}")
     kind = ATFNet if model == "atfnet" else PatchTST
     layer = kind(pred_len, seed=seed, **sizes)
     optimizer = {"type": "adam", "lr": lr, "schedule": {"type": "step", "step_size": 1, "gamma": 0.5}}
@@ -168,9 +169,9 @@ def run_protocol(
     """
     for name, value in (("--seq-len", seq_len), ("--pred-len", pred_len), ("--epochs", epochs)):
         if value < 1:
-            raise ValueError(f"{name} must be >= 1, got {value}")
+            raise ForecastError(f"{name} must be >= 1, got {value}")
     if patience < 0:
-        raise ValueError(f"--patience must be >= 0, got {patience}")
+        raise ForecastError(f"--patience must be >= 0, got {patience}")
     names, data = read_series(csv, target, features)
     spans = split_spans(len(data), seq_len, pred_len, split, csv)
     scaler = Scaler.fit(data[: spans[0][1]])  # the training rows only

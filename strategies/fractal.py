@@ -170,7 +170,7 @@ class FractalEA(ExpertAdvisor):
             input_shape=(x.shape[1],),
             loss="cce",
             optimizer={"type": self.optimizer, "lr": self.lr},
-            backend=self.backend,
+            backend=self.nn_backend(),
             seed=self.seed + self.rounds,
         )
         self.rounds += 1

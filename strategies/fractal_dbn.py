@@ -50,15 +50,13 @@ def _layers(text: str) -> tuple[int, ...]:
 
 def fit_dbn(ea, x: np.ndarray, onehot: np.ndarray, validation, rnd: int) -> FractalDBN:
     """Train on standardised training rows ``x`` (targets one-hot); record the round in ``ea``'s log."""
-    import nn
-
     t0 = time.perf_counter()
     low, high = x.min(axis=0), x.max(axis=0)
     span = np.where(high > low, high - low, 1.0)
     rbm = RBMConfig(n_hidden=1, max_epochs=max(1, ea.dbn_epochs), seed=ea.seed + rnd + 1)
     cfg = DBNConfig(hidden=_layers(ea.dbn_layers), rbm=rbm, classifier=True, seed=ea.seed + rnd + 1)
     model = FractalDBN(None, low, span)
-    model.dbn = train_dbn(model.unit(x), onehot, cfg, nn.get_backend(ea.backend))
+    model.dbn = train_dbn(model.unit(x), onehot, cfg, ea.nn_backend())
     val_loss = None
     if validation is not None:
         val_loss = raw_error(model.predict(validation[0]), validation[1], True) * onehot.shape[1]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import pandas as pd
 
+from datafeeds.clock import read_timestamp
 from strategies.errors import EAError
 
 if TYPE_CHECKING:
@@ -355,10 +356,7 @@ def _expiration(value: Any) -> str | pd.Timestamp | None:
     """None/"gtc" (good till cancelled), "today", or anything ``pandas.Timestamp`` reads as a time."""
     if value is None or (isinstance(value, str) and value.lower() in ("gtc", "today")):
         return None if value is None or value.lower() == "gtc" else "today"
-    try:
-        ts = pd.Timestamp(value)
-    except (TypeError, ValueError):
-        ts = pd.NaT
-    if ts is pd.NaT:
+    ts = read_timestamp(value)
+    if ts is None:
         raise EAError(f"expiration must be None, 'gtc', 'today' or a time, got {value!r}")
     return ts

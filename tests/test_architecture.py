@@ -4,13 +4,16 @@ Arrows point one way: datafeeds and opencl import nothing of ours; nn builds on 
 datafeeds; backtests on those; the neuronet CLI sits on top. A module that breaks an arrow would make a
 lower layer depend on a higher one (e.g. the data feeds pulling in OpenCL), which these tests forbid.
 
-One module crosses every arrow: ``neuronet.errors``, the base class of all user-fixable errors. It may be
-imported from anywhere because it imports nothing (checked below), so it adds no layer to its importers.
+Two modules cross every arrow: ``neuronet.errors``, the base class of all user-fixable errors, and
+``neuronet.atomic``, the one atomic file writer (the data feeds and the model files both write). They may be
+imported from anywhere because they import nothing of ours (checked below), so they add no layer to their
+importers.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,7 +29,7 @@ ALLOWED = {
     "neuronet": set(OURS),
 }
 MAX_LINES = 600
-SHARED = "neuronet.errors"  # importable by every package; must itself import nothing
+SHARED = {"neuronet.errors", "neuronet.atomic"}  # importable by every package; import nothing of ours
 
 
 def _modules(package: str) -> list[Path]:
@@ -45,7 +48,7 @@ def _imported_modules(path: Path) -> set[str]:
 
 
 def _imported_top_levels(path: Path, shared_ok: bool = False) -> set[str]:
-    return {m.split(".")[0] for m in _imported_modules(path) if not (shared_ok and m == SHARED)}
+    return {m.split(".")[0] for m in _imported_modules(path) if not (shared_ok and m in SHARED)}
 
 
 @pytest.mark.parametrize("package", OURS)
@@ -63,6 +66,12 @@ def test_the_shared_error_module_imports_nothing():
     """``neuronet.errors`` (and the package's ``__init__`` that importing it runs) stay dependency-free."""
     for path in (ROOT / "neuronet" / "errors.py", ROOT / "neuronet" / "__init__.py"):
         assert _imported_modules(path) <= {"__future__"}, path
+
+
+def test_the_shared_writer_imports_only_the_standard_library():
+    """``neuronet.atomic`` is imported by the lowest layers: nothing of ours, nothing third-party."""
+    imported = _imported_top_levels(ROOT / "neuronet" / "atomic.py")
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
 
 
 def test_nn_does_not_depend_on_pandas():

@@ -96,9 +96,11 @@ def _error(argv, capsys):
     from typer.main import get_command
 
     from neuronet.cli import app
+    from neuronet.failures import user_message
 
     with pytest.raises((ValueError, OSError)) as exc:
         get_command(app).main(["forecast", *argv], standalone_mode=False)
+    assert user_message(exc.value) is not None, f"shown as an internal error: {exc.value!r}"
     return str(exc.value)
 
 

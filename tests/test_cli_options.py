@@ -140,3 +140,11 @@ def test_an_unknown_backend_is_refused_before_any_work(capsys, tmp_path):
     code, out, err = run(capsys, "run", "--backend", "cuda", "--out", str(tmp_path / "r"))
     assert code == 2 and "--backend 'cuda': expected auto, numpy, opencl or opencl:<device>" in err
     assert not (tmp_path / "r").exists() and "FractalEA on" not in out
+
+
+@pytest.mark.parametrize(
+    ("opt", "use"), [("start=2020-06-01", "--from"), ("end=2021", "--to"), ("symbol=GBPUSD", "SYMBOL")]
+)
+def test_an_opt_that_names_a_load_parameter_points_to_the_commands_option(capsys, opt, use):
+    code, _, err = run(capsys, "data", "show", "--source", "synthetic", "-o", opt)
+    assert code == 2 and err.startswith(f"error: --opt {opt.split('=')[0]}=...: ") and use in err

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from datafeeds.errors import DataError, UnknownNameError
 from neuronet.cli import main
+from neuronet.commands.errors import CommandError, CommandOSError
 from neuronet.errors import NeuronetError
 from neuronet.failures import user_message
 from strategies import EARuntimeError
@@ -54,8 +56,12 @@ def _raise_in(module_name: str, exc: BaseException) -> BaseException:
         ("backtests.broker", KeyError("missing"), False),
         ("my_eas", KeyError("missing"), False),
         ("nn.io", ConnectionResetError(errno.ECONNRESET, "reset"), False),  # not a file-system problem
-        ("neuronet.commands.data", ValueError("--format must be mt5 or csv"), True),  # option checks
-        ("datafeeds.timeframes", ValueError("unknown timeframe 'H7'"), True),  # input checks
+        ("neuronet.commands.data", CommandError("--format must be mt5 or csv"), True),  # option checks
+        ("datafeeds.timeframes", DataError("unknown timeframe 'H7'"), True),  # input checks
+        ("datafeeds.sample", UnknownNameError("the embedded sample holds only EURUSD"), True),
+        ("neuronet.commands.options", CommandOSError("--out r: cannot create the folder"), True),
+        ("datafeeds.candles", ValueError("cannot reshape array"), False),  # a built-in: a bug wherever raised
+        ("neuronet.commands.data", KeyError("close"), False),
         ("nn.io", PermissionError("model.nnz: permission denied"), True),
         ("backtests.report", OSError(errno.ENOSPC, "No space left on device"), True),
         ("nn.model", NeuronetError("a user-fixable problem"), True),
@@ -120,3 +126,42 @@ def test_errors_with_parts_survive_pickling():
         assert type(again) is type(exc) and str(again) == str(exc)
         assert getattr(again, "line", None) == getattr(exc, "line", None)
         assert getattr(again, "code", None) == getattr(exc, "code", None)
+
+
+BUILTIN_RAISES = {
+    "ValueError", "TypeError", "LookupError", "KeyError", "IndexError", "OSError", "RuntimeError"
+}
+INPUT_LAYERS = ("datafeeds", "neuronet")  # the code that checks what the user typed and the files they gave
+NOT_YET_CONVERTED = {"datafeeds/dukascopy.py", "datafeeds/dukascopy_fetch.py"}  # built-in raises still there
+
+
+def _builtin_raises(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(target, ast.Name) and target.id in BUILTIN_RAISES:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} raises {target.id}")
+    return found
+
+
+def test_input_checks_raise_their_packages_error_classes():
+    """A built-in error is a bug (``internal error``); a check of the user's input says so by its class."""
+    offenders = [
+        hit
+        for package in INPUT_LAYERS
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path.relative_to(ROOT).as_posix() not in NOT_YET_CONVERTED
+        for hit in _builtin_raises(path)
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_new_error_classes_keep_the_builtin_families():
+    """Callers that caught ``ValueError``/``LookupError``/``OSError`` before keep working."""
+    from datafeeds.errors import DataTypeError
+    from neuronet.commands.errors import CommandLookupError
+
+    assert issubclass(DataError, ValueError) and issubclass(DataTypeError, TypeError)
+    assert issubclass(UnknownNameError, LookupError) and issubclass(CommandLookupError, LookupError)
+    assert issubclass(CommandError, ValueError) and issubclass(CommandOSError, OSError)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import inspect
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +23,7 @@ import typer
 from backtests import AccountConfig, Backtest
 from backtests.report import environment, write_report
 from datafeeds import load_candles, resample
+from neuronet.commands.errors import CommandError, CommandLookupError
 from neuronet.commands.options import (
     BrokerTz,
     CsvPath,
@@ -47,7 +47,7 @@ def resolve_ea(target: str) -> type[ExpertAdvisor]:
             return BUILTIN[target.lower()]
         close = difflib.get_close_matches(target.lower(), list(BUILTIN), n=1)
         hint = f"did you mean {BUILTIN[close[0]].__name__}? " if close else ""
-        raise LookupError(
+        raise CommandLookupError(
             f"unknown EA {target!r}: {hint}use a built-in ({', '.join(_names())}) or FILE.py:ClassName"
         )
     head, _, name = target.partition(".py")
@@ -61,9 +61,9 @@ def resolve_ea(target: str) -> type[ExpertAdvisor]:
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
-        raise ValueError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
+        raise CommandError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
     except Exception as exc:
-        raise ValueError(f"cannot import {path}: {type(exc).__name__}: {exc}") from None
+        raise CommandError(f"cannot import {path}: {type(exc).__name__}: {exc}") from None
     found = {
         n: obj
         for n, obj in vars(module).items()
@@ -72,16 +72,16 @@ def resolve_ea(target: str) -> type[ExpertAdvisor]:
     if not name:
         if len(found) != 1:
             listed = ", ".join(sorted(found)) or "none"
-            raise LookupError(
+            raise CommandLookupError(
                 f"{path} defines {len(found)} expert advisors ({listed}); name one as {path}:ClassName"
             )
         return next(iter(found.values()))
     obj = getattr(module, name, None)
     if obj is None:
         listed = ", ".join(sorted(found)) or "none"
-        raise LookupError(f"{path} has no class {name!r} (expert advisors there: {listed})")
+        raise CommandLookupError(f"{path} has no class {name!r} (expert advisors there: {listed})")
     if not (inspect.isclass(obj) and issubclass(obj, ExpertAdvisor)):
-        raise ValueError(
+        raise CommandError(
             f"{path}:{name} is not an expert advisor: derive it from strategies.ExpertAdvisor "
             "and implement on_bar()"
         )
@@ -102,7 +102,7 @@ def _params(pairs: list[str], ea: type[ExpertAdvisor], **shortcuts: Any) -> dict
             continue
         if key not in defaults:
             option = "--" + key.replace("_", "-")
-            raise ValueError(
+            raise CommandError(
                 f"{option}: {ea.__name__} has no {key!r} parameter, so the option would do nothing; "
                 f"its parameters: {', '.join(sorted(defaults)) or 'none'}"
             )
@@ -110,7 +110,7 @@ def _params(pairs: list[str], ea: type[ExpertAdvisor], **shortcuts: Any) -> dict
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"--param {pair!r}: expected NAME=VALUE")
+            raise CommandError(f"--param {pair!r}: expected NAME=VALUE")
         out[key.strip()] = value.strip()
     return out
 
@@ -121,7 +121,7 @@ def _walk_forward(text: str | None) -> tuple[int, int] | None:
     try:
         train, test = (int(v) for v in text.split(","))
     except ValueError:
-        raise ValueError(f"--walk-forward {text!r}: expected TRAIN,TEST bar counts like 2000,500") from None
+        raise CommandError(f"--walk-forward {text!r}: expected TRAIN,TEST bar counts like 2000,500") from None
     return train, test
 
 
@@ -150,6 +150,7 @@ def _execute(
         walk_forward=_walk_forward(walk_forward),
         seed=seed,
         progress=progress,
+        profile=profile,
     )
     meta = bt.meta
     fs = bt.periods.forward_start
@@ -164,8 +165,6 @@ def _execute(
         f"study {df.index[0]:%Y-%m-%d} .. {df.index[fs - 1]:%Y-%m-%d} ({fs}), "
         f"forward {df.index[fs]:%Y-%m-%d} .. {df.index[-1]:%Y-%m-%d} ({len(df) - fs})"
     )
-    if profile:  # OpenCL queues created from here on record kernel times: per-epoch device seconds
-        os.environ["NEURONET_PROFILE"] = "1"
     chosen = str(params.get("backend", ea.param_defaults().get("backend", "")))
     if profile and chosen.startswith("numpy"):
         typer.echo("note: --profile measures device time on the OpenCL backend only", err=True)
@@ -327,7 +326,7 @@ def backtest(
     params = _params(param or [], cls, epochs=epochs, batch_size=batch_size, backend=backend)
     known = ("auto", "numpy", "opencl")
     if backend is not None and not (backend.lower() in known or backend.lower().startswith("opencl:")):
-        raise ValueError(f"--backend {backend!r}: expected auto, numpy, opencl or opencl:<device>")
+        raise CommandError(f"--backend {backend!r}: expected auto, numpy, opencl or opencl:<device>")
     if out is not None:  # before any work: a bad or occupied --out must not cost the user a whole run
         prepare_out(out, force)
     name, options = data_request(source, path, opt, broker_tz, seed, seed_is_data=False)
@@ -356,12 +355,14 @@ def _candles(source, symbol, timeframe, start, end, options, model, m1_csv):
     """
     if model != "ohlc1m":
         if m1_csv is not None:
-            raise ValueError("--m1-csv is only used with --model ohlc1m")
+            raise CommandError("--m1-csv is only used with --model ohlc1m")
         return load_candles(source, symbol, timeframe, start, end, **options), None
     if m1_csv is not None:
         m1 = load_candles("csv", symbol, "M1", start, end, path=str(m1_csv))
     elif source in ("csv", "sample"):
-        raise ValueError(f"--model ohlc1m with --source {source} needs the minutes: --m1-csv FILE (M1 bars)")
+        raise CommandError(
+            f"--model ohlc1m with --source {source} needs the minutes: --m1-csv FILE (M1 bars)"
+        )
     else:
         m1 = load_candles(source, symbol, "M1", start, end, **options)
     if source == "synthetic" and m1_csv is None:

@@ -26,6 +26,7 @@ from datafeeds import (
 from datafeeds.files import inside, is_inside, is_stale, output_path
 from datafeeds.mt5_csv import read_mt5_csv_report
 from datafeeds.store import CandleStore, StoreEntry, cache_root, read_npz
+from neuronet.commands.errors import CommandError
 from neuronet.commands.options import (
     BrokerTz,
     CsvPath,
@@ -59,7 +60,7 @@ def _load(
     refresh: bool = False,
 ) -> ValidationReport:
     if no_cache and refresh:
-        raise ValueError("--no-cache and --refresh exclude each other")
+        raise CommandError("--no-cache and --refresh exclude each other")
     source, options = data_request(source, path, opts, broker_tz, seed)
     cache = False if no_cache else ("refresh" if refresh else None)
     policy = Repair.all() if repair else None
@@ -126,7 +127,7 @@ def export(
 ) -> None:
     """Write candles as a MetaTrader CSV file, times in the data's broker clock (--broker-tz)."""
     if fmt not in ("mt5", "csv"):
-        raise ValueError(f"--format must be mt5 or csv, not {fmt!r}")
+        raise CommandError(f"--format must be mt5 or csv, not {fmt!r}")
     out = output_path(out)
     report = _load(
         symbol, timeframe, source, path, start, end, broker_tz, seed, opt or [], repair, no_cache, refresh
@@ -134,7 +135,7 @@ def export(
     frame = report.frame
     if not len(frame):
         window = f" from {start or 'the start'} to {end or 'the end'}" if start or end else ""
-        raise ValueError(f"no bars to export{window}; {out} was not written")
+        raise CommandError(f"no bars to export{window}; {out} was not written")
     written = write_mt5_csv(frame, out, dialect=fmt)
     meta = meta_of(frame)
     typer.echo(f"wrote {len(frame)} {meta.symbol} {meta.timeframe.name} bars to {written}")
@@ -249,7 +250,7 @@ def _cache_source(source: str | None) -> str | None:
         return None
     key = source.strip().lower()
     if key not in SOURCES:
-        raise ValueError(f"unknown candle source {source!r}; choose one of {', '.join(SOURCES)}")
+        raise CommandError(f"unknown candle source {source!r}; choose one of {', '.join(SOURCES)}")
     return key
 
 

@@ -31,6 +31,7 @@ from neuronet.commands.deep_report import (
     weight_tables,
     write_atomic,
 )
+from neuronet.commands.errors import CommandError
 from nn.dbn import DBNConfig, train_dbn
 from nn.dbn_io import load_dbn, save_dbn
 from nn.mlfn import raw_error
@@ -53,7 +54,7 @@ Backend = Annotated[str, typer.Option(help="opencl (default device) or numpy (fl
 def _load(data, inputs, targets, mnist_images, mnist_labels, candles, depth, max_cases) -> Dataset:
     given = sum(v is not None for v in (data, mnist_images, candles))
     if given != 1:
-        raise ValueError("give exactly one data source: a table file, --mnist-images or --candles")
+        raise CommandError("give exactly one data source: a table file, --mnist-images or --candles")
     if data is not None:
         ds = read_table(data, inputs, targets)
     elif mnist_images is not None:
@@ -61,11 +62,11 @@ def _load(data, inputs, targets, mnist_images, mnist_labels, candles, depth, max
     else:
         ds = read_candles(candles, depth)
     if max_cases < 0:
-        raise ValueError(f"--max-cases must be >= 0, got {max_cases}")
+        raise CommandError(f"--max-cases must be >= 0, got {max_cases}")
     if max_cases:
         ds.x, ds.t = ds.x[:max_cases], ds.t[:max_cases]
     if len(ds.x) == 0:
-        raise ValueError("the data source holds no cases")
+        raise CommandError("the data source holds no cases")
     return ds
 
 
@@ -73,7 +74,9 @@ def _sizes(text: str, what: str) -> tuple[int, ...]:
     try:
         sizes = tuple(int(s) for s in text.split(",") if s.strip())
     except ValueError:
-        raise ValueError(f"--{what} must be comma-separated layer sizes, e.g. 100,50; got {text!r}") from None
+        raise CommandError(
+            f"--{what} must be comma-separated layer sizes, e.g. 100,50; got {text!r}"
+        ) from None
     return sizes
 
 
@@ -182,7 +185,7 @@ def _model_data(model: Path, data, inputs, targets, mnist_images, mnist_labels, 
         inputs, targets = ",".join(meta["inputs"]), ",".join(meta["targets"])
     ds = _load(data, inputs, targets, mnist_images, mnist_labels, candles, depth, max_cases)
     if ds.inputs != meta["inputs"]:
-        raise ValueError(f"the data's inputs ({len(ds.inputs)}) are not the model's {len(meta['inputs'])} "
+        raise CommandError(f"the data's inputs ({len(ds.inputs)}) are not the model's {len(meta['inputs'])} "
                          "training inputs in the same order")
     return m, meta, Scaling.from_json(meta["scaling"]).apply(ds.x), ds
 
@@ -197,7 +200,7 @@ def test(
     """Evaluate a trained model on (new) data: the criterion, and the confusion matrix of a classifier."""
     m, meta, x, ds = _model_data(model, data, inputs, targets, mnist_images, mnist_labels, candles, max_cases)
     if ds.t.shape[1] != m.head.layers[-1][0].shape[0]:
-        raise ValueError(f"the data has {ds.t.shape[1]} targets, the model predicts "
+        raise CommandError(f"the data has {ds.t.shape[1]} targets, the model predicts "
                          f"{m.head.layers[-1][0].shape[0]}")
     pred = m.predict(x)
     crit = "negative log likelihood" if m.head.classifier else "mean squared error"
@@ -218,7 +221,7 @@ def _shape(meta: dict, n: int, option: str | None) -> tuple[int, int]:
         try:
             r, c = (int(v) for v in option.lower().split("x"))
         except ValueError:
-            raise ValueError(f"--image must look like 28x28, got {option!r}") from None
+            raise CommandError(f"--image must look like 28x28, got {option!r}") from None
         shape = (r, c)
     elif meta.get("image_shape"):
         shape = tuple(meta["image_shape"])
@@ -226,7 +229,9 @@ def _shape(meta: dict, n: int, option: str | None) -> tuple[int, int]:
         side = math.isqrt(n)
         shape = (side, side)
     if shape[0] * shape[1] != n:
-        raise ValueError(f"images of {shape[0]}x{shape[1]} do not hold the model's {n} inputs (use --image)")
+        raise CommandError(
+            f"images of {shape[0]}x{shape[1]} do not hold the model's {n} inputs (use --image)"
+        )
     return shape
 
 
@@ -252,13 +257,13 @@ def sample(
     import nn
 
     if rows < 1 or cols < 1 or chain < 0:
-        raise ValueError("--rows and --cols must be >= 1 and --chain >= 0")
+        raise CommandError("--rows and --cols must be >= 1 and --chain >= 0")
     m, meta = load_dbn(model)
     count = rows * cols
     if first_case > 0:
         m, meta, x, _ = _model_data(model, data, inputs, targets, mnist_images, mnist_labels, None, 0)
         if first_case - 1 + count > len(x):
-            raise ValueError(f"--first-case {first_case} + {count} cells exceeds the {len(x)} cases")
+            raise CommandError(f"--first-case {first_case} + {count} cells exceeds the {len(x)} cases")
         start = x[first_case - 1:first_case - 1 + count]
         v = m.generate(nn.get_backend(backend), chain, start=start, seed=seed)
     else:
@@ -294,7 +299,7 @@ def analyze(
         write_atomic(log, "\n".join(lines) + "\n")
     if fields is not None:
         if not m.layers:
-            raise ValueError("receptive fields need at least one unsupervised layer")
+            raise CommandError("receptive fields need at least one unsupervised layer")
         w = m.layers[0].w[: max(1, neurons)]
         full = _full_inputs(meta, w) - 0.5 * np.isin(np.arange(len(meta["inputs"])), meta["scaling"]["keep"],
                                                      invert=True)
@@ -304,7 +309,7 @@ def analyze(
     if activations is not None:
         acts = _activations(m, x, section, layer)
         if not 1 <= neuron <= acts.shape[1]:
-            raise ValueError(f"--neuron must be in 1-{acts.shape[1]} for that layer, got {neuron}")
+            raise CommandError(f"--neuron must be in 1-{acts.shape[1]} for that layer, got {neuron}")
         write_atomic(activations, "".join(f"{v:.6f}\n" for v in acts[:, neuron - 1]))
         typer.echo(f"{len(acts)} activations written to {activations}")
 
@@ -312,11 +317,11 @@ def analyze(
 def _activations(m, x: np.ndarray, section: str, layer: int) -> np.ndarray:
     if section == "unsupervised":
         if not 1 <= layer <= len(m.layers):
-            raise ValueError(f"--layer must be in 1-{len(m.layers)} for unsupervised layers, got {layer}")
+            raise CommandError(f"--layer must be in 1-{len(m.layers)} for unsupervised layers, got {layer}")
         return m.features(x, layer)
     if section != "supervised":
-        raise ValueError(f"--section must be unsupervised or supervised, got {section!r}")
+        raise CommandError(f"--section must be unsupervised or supervised, got {section!r}")
     acts = [*m.head.hidden(m.features(x))[1:], m.head.predict(m.features(x))]
     if not 1 <= layer <= len(acts):
-        raise ValueError(f"--layer must be in 1-{len(acts)} for the supervised section, got {layer}")
+        raise CommandError(f"--layer must be in 1-{len(acts)} for the supervised section, got {layer}")
     return acts[layer - 1]

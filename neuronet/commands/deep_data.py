@@ -19,6 +19,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from datafeeds.files import read_csv_file
+from neuronet.commands.errors import CommandError
+
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
@@ -43,41 +46,34 @@ def _pick(spec: str | None, names: list[str], what: str, path: Path) -> list[int
             continue
         m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
         if not m:
-            raise ValueError(f"{path}: {what} {part!r} is neither a column name nor a column number")
+            raise CommandError(f"{path}: {what} {part!r} is neither a column name nor a column number")
         lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
         if not 1 <= lo <= hi <= len(names):
-            raise ValueError(f"{path}: {what} columns {part} outside 1-{len(names)}")
+            raise CommandError(f"{path}: {what} columns {part} outside 1-{len(names)}")
         out += list(range(lo - 1, hi))
     return out
 
 
 def read_table(path: Path, inputs: str | None, targets: str | None) -> Dataset:
     """A numeric table; inputs default to every column that is not a target."""
-    try:
-        frame = pd.read_csv(path, sep=r"[,\s]+", engine="python")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise IsADirectoryError(f"{path}: is a folder, not a data file") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable table ({exc})") from None
+    frame = read_csv_file(path, "table", sep=r"[,\s]+", engine="python")
     names = [str(c) for c in frame.columns]
     for name in names:
         if not _NAME.match(name):
-            raise ValueError(f"{path}: variable name {name!r} must start with a letter and hold only "
+            raise CommandError(f"{path}: variable name {name!r} must start with a letter and hold only "
                              "letters, digits and _")
     values = frame.apply(pd.to_numeric, errors="coerce")
     bad = values.isna().to_numpy()
     if bad.any():
         r, c = np.argwhere(bad)[0]
-        raise ValueError(f"{path}: line {r + 2}, variable {names[c]!r}: missing or not a number "
+        raise CommandError(f"{path}: line {r + 2}, variable {names[c]!r}: missing or not a number "
                          f"({frame.iat[r, c]!r})")
     tcols = _pick(targets, names, "target", path)
     if not tcols:
-        raise ValueError(f"{path}: choose the target column(s) with --targets (names or numbers)")
+        raise CommandError(f"{path}: choose the target column(s) with --targets (names or numbers)")
     icols = _pick(inputs, names, "input", path) or [i for i in range(len(names)) if i not in tcols]
     if not icols:
-        raise ValueError(f"{path}: no input columns left")
+        raise CommandError(f"{path}: no input columns left")
     data = values.to_numpy(dtype=np.float64)
     return Dataset(data[:, icols], data[:, tcols], [names[i] for i in icols], [names[i] for i in tcols])
 
@@ -88,12 +84,12 @@ def _idx(path: Path, magic: int) -> tuple[list[int], bytes]:
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no such file") from None
     if len(raw) < 8 or struct.unpack(">i", raw[:4])[0] != magic:
-        raise ValueError(f"{path}: not an IDX file with magic number {magic}")
+        raise CommandError(f"{path}: not an IDX file with magic number {magic}")
     ndim = 3 if magic == 2051 else 1
     dims = list(struct.unpack(f">{ndim}i", raw[4:4 + 4 * ndim]))
     body = raw[4 + 4 * ndim:]
     if any(d <= 0 for d in dims) or len(body) != int(np.prod(dims)):
-        raise ValueError(f"{path}: IDX header says {dims} but the file holds {len(body)} bytes of data")
+        raise CommandError(f"{path}: IDX header says {dims} but the file holds {len(body)} bytes of data")
     return dims, body
 
 
@@ -101,17 +97,17 @@ def read_mnist(images: Path, labels: Path | None) -> Dataset:
     """Pixels ``P_row_col`` (0-255) and, with a label file, one-hot targets ``Label_0..Label_9``."""
     (n, rows, cols), body = _idx(images, 2051)
     if rows * cols > 4086:
-        raise ValueError(f"{images}: {rows} x {cols} images exceed DEEP's 4086 inputs")
+        raise CommandError(f"{images}: {rows} x {cols} images exceed DEEP's 4086 inputs")
     x = np.frombuffer(body, dtype=np.uint8).reshape(n, rows * cols).astype(np.float64)
     names = [f"P_{r}_{c}" for r in range(rows) for c in range(cols)]
     t = np.zeros((n, 10))
     if labels is not None:
         (m,), lab = _idx(labels, 2049)
         if m != n:
-            raise ValueError(f"{labels}: {m} labels for {n} images in {images}")
+            raise CommandError(f"{labels}: {m} labels for {n} images in {images}")
         y = np.frombuffer(lab, dtype=np.uint8)
         if y.max() > 9:
-            raise ValueError(f"{labels}: label {int(y.max())} outside 0-9")
+            raise CommandError(f"{labels}: label {int(y.max())} outside 0-9")
         t[np.arange(n), y] = 1.0
     return Dataset(x, t, names, [f"Label_{d}" for d in range(10)], (rows, cols), True)
 
@@ -151,7 +147,7 @@ class Scaling:
         low, high = x.min(axis=0), x.max(axis=0)
         keep = np.flatnonzero(high > low)
         if keep.size == 0:
-            raise ValueError("every input is constant over the training cases: nothing to learn from")
+            raise CommandError("every input is constant over the training cases: nothing to learn from")
         return cls(keep, low[keep], high[keep], x[:, keep].mean(axis=0) if binary else None)
 
     def apply(self, x: np.ndarray) -> np.ndarray:

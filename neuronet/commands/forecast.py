@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from datafeeds.files import atomic_write_json, atomic_write_text
+from neuronet.commands.errors import CommandError
 from neuronet.commands.options import Force, flag, prepare_out
 from nn import get_backend
 from nn.atfnet import F_SCALINGS
@@ -103,7 +104,7 @@ def _choose_preset(name: str | None, backend: Any, overrides: dict[str, Any]) ->
     elif name in PRESETS:
         origin = "--preset"
     else:
-        raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {name!r}")
+        raise CommandError(f"--preset must be one of {', '.join(PRESETS)}, got {name!r}")
     preset = replace(PRESETS[name], **{k: v for k, v in overrides.items() if v is not None})
     sizes = ", ".join(f"{k} {v:g}" for k, v in asdict(preset).items())
     line = f"preset {name} ({origin}): {sizes}"
@@ -121,13 +122,13 @@ def _check(preset: Preset) -> None:
         ("--batch-size", preset.batch_size),
     ):
         if value < 1:
-            raise ValueError(f"{name} must be >= 1, got {value}")
+            raise CommandError(f"{name} must be >= 1, got {value}")
     if preset.d_model % preset.n_heads:
-        raise ValueError(f"--d-model {preset.d_model} must be a multiple of --n-heads {preset.n_heads}")
+        raise CommandError(f"--d-model {preset.d_model} must be a multiple of --n-heads {preset.n_heads}")
     if not 0.0 <= preset.dropout < 1.0:
-        raise ValueError(f"--dropout must be in [0, 1), got {preset.dropout}")
+        raise CommandError(f"--dropout must be in [0, 1), got {preset.dropout}")
     if not preset.lr > 0:
-        raise ValueError(f"--lr must be > 0, got {preset.lr}")
+        raise CommandError(f"--lr must be > 0, got {preset.lr}")
 
 
 Size = Annotated[int | None, typer.Option(help="Model size (default: the preset's).")]
@@ -182,11 +183,11 @@ def forecast(
 ) -> None:
     """Train and evaluate a forecaster on a CSV with the ATFNet paper's protocol."""
     if model not in MODELS:
-        raise ValueError(f"--model must be one of {', '.join(MODELS)}, got {model!r}")
+        raise CommandError(f"--model must be one of {', '.join(MODELS)}, got {model!r}")
     if split not in SPLITS:
-        raise ValueError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
+        raise CommandError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
     if f_scaling not in F_SCALINGS:
-        raise ValueError(f"--f-scaling must be one of {', '.join(F_SCALINGS)}, got {f_scaling!r}")
+        raise CommandError(f"--f-scaling must be one of {', '.join(F_SCALINGS)}, got {f_scaling!r}")
     overrides = dict(d_model=d_model, n_heads=n_heads, layers=layers, d_ff=d_ff, dropout=dropout, lr=lr,
                      batch_size=batch_size)  # fmt: skip
     if out is not None:  # before any work: an occupied --out must not be found after training

@@ -34,6 +34,7 @@ from neuronet.commands.backtest import (
     _walk_forward,
     resolve_ea,
 )
+from neuronet.commands.errors import CommandError
 from neuronet.commands.options import CsvPath, End, Source, Start, data_request, prepare_out
 
 _NONE = ("none", "off", "0", "")
@@ -110,9 +111,9 @@ def optimize_command(
     wf = _walk_forward(walk)
     no_forward = forward.strip().lower() in _NONE
     if wf is not None and not no_forward:
-        raise ValueError("give --forward or --walk-forward, not both")
+        raise CommandError("give --forward or --walk-forward, not both")
     if anchored and wf is None:
-        raise ValueError("--anchored applies to --walk-forward TRAIN,TEST only")
+        raise CommandError("--anchored applies to --walk-forward TRAIN,TEST only")
     name, options = data_request(source, csv, None, None, seed, seed_is_data=False)
     df = load_candles(name, symbol, timeframe, start, end, **options)
     meta = meta_of(df)
@@ -167,7 +168,7 @@ def _heat_pair(text: str | None, names: list[str]) -> tuple[str, str] | None:
         return None
     parts = tuple(p.strip() for p in text.split(","))
     if len(parts) != 2 or parts[0] == parts[1] or not set(parts) <= set(names):
-        raise ValueError(f"--heatmap {text!r}: expected two different searched parameters X,Y of {names}")
+        raise CommandError(f"--heatmap {text!r}: expected two different searched parameters X,Y of {names}")
     return parts
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from datafeeds import SOURCES, BrokerClock
+from neuronet.commands.errors import CommandError, CommandOSError
 
 SOURCE_HELP = f"Candle source: {', '.join(SOURCES)}."
 CLOCK_HELP = (
@@ -40,6 +41,9 @@ BrokerTz = Annotated[str | None, typer.Option("--broker-tz", help=CLOCK_HELP)]
 Opts = Annotated[list[str] | None, typer.Option("--opt", "-o", help="Source option KEY=VALUE (repeatable).")]
 Force = Annotated[bool, flag("--force", help="Write into a non-empty --out folder (its files are replaced).")]
 
+# What the commands themselves set on a load (``datafeeds.load_candles``'s own parameters): ``-o`` may not.
+_LOAD_OPTIONS = {"source": "--source", "symbol": "the SYMBOL argument", "timeframe": "the TIMEFRAME argument",
+                 "start": "--from", "end": "--to", "repair": "--repair", "cache": "--no-cache/--refresh"}
 # Options whose values are text even when they look like numbers (a clock "+2", a digits-only password).
 _TEXT_OPTIONS = frozenset({"base_url", "cache_dir", "clock", "host", "password", "path", "server"})
 
@@ -48,7 +52,7 @@ def parse_opt(text: str) -> tuple[str, object]:
     """``KEY=VALUE`` of ``--opt`` -> the source keyword and its value (int, float, bool or text)."""
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
-        raise ValueError(f"--opt takes KEY=VALUE, not {text!r}")
+        raise CommandError(f"--opt takes KEY=VALUE, not {text!r}")
     key = key.strip().replace("-", "_")
     if key in _TEXT_OPTIONS:
         return key, raw
@@ -83,20 +87,24 @@ def data_request(
     if path is not None and source == "sample":
         source = "csv"
     options: dict[str, object] = dict(parse_opt(o) for o in opts or [])
+    clash = sorted(options.keys() & _LOAD_OPTIONS.keys())
+    if clash:
+        key = clash[0]
+        raise CommandError(f"--opt {key}=...: not an option of the {source} source; use {_LOAD_OPTIONS[key]}")
     if source == "csv":
         if path is None and "path" not in options:
-            raise ValueError("--source csv needs --path FILE (or --csv FILE)")
+            raise CommandError("--source csv needs --path FILE (or --csv FILE)")
         if path is not None:
             options["path"] = str(path)
     elif path is not None:
-        raise ValueError(f"--path/--csv is for --source csv, not --source {source}")
+        raise CommandError(f"--path/--csv is for --source csv, not --source {source}")
     if broker_tz is not None:
         options["clock"] = BrokerClock.parse(broker_tz)
     if seed is not None:
         if source == "synthetic":
             options.setdefault("seed", seed)
         elif seed_is_data:
-            raise ValueError("--seed is for --source synthetic")
+            raise CommandError("--seed is for --source synthetic")
     return source, options
 
 
@@ -116,4 +124,4 @@ def prepare_out(folder: Path, force: bool) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise OSError(f"--out {folder}: cannot create the folder ({exc.strerror})") from None
+        raise CommandOSError(f"--out {folder}: cannot create the folder ({exc.strerror})") from None

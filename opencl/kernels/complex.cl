@@ -151,17 +151,6 @@ __kernel void complex_activation_backward(__global const REAL *x, const uint x_o
     c_st(gx, k, r);
 }
 
-/* Inverted-dropout mask with one draw per complex element: dropped when the 24 random bits of
- * nn.random.uniform01(seed, counter, k) are below `threshold` = ceil(rate 2^24), else `scale`. */
-__kernel void complex_dropout_mask(__global REAL *mask, const uint mask_off, const int n, const uint seed,
-                                   const uint counter, const uint threshold, const REAL scale) {
-    mask += mask_off;
-    const int k = get_global_id(0);
-    if (k < n) {
-        mask[k] = nn_uniform_bits(seed, counter, (uint)k) < threshold ? (REAL)0 : scale;
-    }
-}
-
 /* y = x * s for n complex values x and n real factors s (applies a dropout mask, forward and backward). */
 __kernel void complex_scale(__global const REAL *x, const uint x_off, __global const REAL *s, const uint s_off,
                             __global REAL *y, const uint y_off, const int n) {

@@ -213,3 +213,14 @@ def test_ctrl_c_in_on_init_keeps_a_result_with_no_training():
     result = Backtest(DF, _raiser("on_init", KeyboardInterrupt())).run()
     assert result.interrupted == "on_init" and not result.complete
     assert "init_s" in result.timings and "study_s" not in result.timings and "replay_s" not in result.timings
+
+
+def test_a_failing_save_model_names_the_ea_and_hook(tmp_path):
+    from backtests.report import write_report
+
+    result = Backtest(DF, _raiser("save_model", OSError("disk full"))).run()
+    with pytest.raises(EARuntimeError) as info:
+        write_report(result, tmp_path / "report")
+    exc = info.value
+    assert (exc.ea, exc.hook) == ("Broken", "save_model")
+    assert str(exc) == "Broken.save_model raised after the run, saving its model: OSError: disk full"

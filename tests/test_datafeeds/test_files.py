@@ -136,3 +136,39 @@ def test_a_table_with_inf_or_float32_overflow_names_row_and_column(cell, why):
     with pytest.raises(CandleDataError, match=rf"data\.csv: row 5, column 'OT': .* {why}"):
         require_float32(values, ["HUFL", "OT"], "data.csv")
     require_float32(np.full((2, 2), 3.4e38), ["a", "b"], "fine.csv")
+
+
+def test_read_csv_file_names_the_file_in_every_failure(tmp_path):
+    from datafeeds.errors import DataError
+    from datafeeds.files import read_csv_file
+
+    good = tmp_path / "good.csv"
+    good.write_text("date,x\n2020-01-01,1.5\n")
+    assert read_csv_file(good)["x"].tolist() == [1.5]
+    with pytest.raises(FileNotFoundError, match=r"missing\.csv: no such file"):
+        read_csv_file(tmp_path / "missing.csv")
+    with pytest.raises(IsADirectoryError, match="is a folder, not a table"):
+        read_csv_file(tmp_path, "table")
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(DataError, match=r"empty\.csv: not a readable CSV file"):
+        read_csv_file(empty)
+    binary = tmp_path / "binary.csv"
+    binary.write_bytes(b"\xff\xfe\x00\x81" * 50)
+    with pytest.raises(DataError, match=r"binary\.csv: not a readable CSV file"):
+        read_csv_file(binary)
+
+
+@pytest.mark.parametrize("value", ["2021-02-30", "soon", "", None, [1, 2]])
+def test_read_timestamp_returns_none_for_what_is_not_a_time(value):
+    from datafeeds.clock import read_timestamp
+
+    assert read_timestamp(value) is None
+
+
+def test_read_timestamp_reads_a_time():
+    import pandas as pd
+
+    from datafeeds.clock import read_timestamp
+
+    assert read_timestamp("2021-02-03 04:05") == pd.Timestamp("2021-02-03 04:05")

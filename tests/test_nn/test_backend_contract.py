@@ -75,7 +75,7 @@ def test_families_are_disjoint_and_the_core_is_complete():
             assert op not in seen, f"{op} declared by {seen[op]} and {family.__name__}"
             seen[op] = family.__name__
     assert {"dense_forward", "loss", "adam_update", "online_epoch"} <= set(family_ops(CoreOps))
-    assert len(seen) >= 70
+    assert len(seen) >= 69  # complex layers draw their dropout masks with the core dropout_mask
 
 
 def _backend_expr(node: ast.expr) -> bool:

@@ -170,7 +170,7 @@ def test_attention_weight_dropout(score, rng, finite_difference):
     """A mask on the weights: the output is Σ_j p_ij·m_ij·v_j and the gradient follows the mask."""
     be = _B()
     qkv = rng.normal(size=(2, 4, 3 * 2 * 3, 2)) * 0.5
-    mask = be.complex_dropout_mask((2, 2, 4, 4), 0.4, 7, 1)
+    mask = be.dropout_mask((2, 2, 4, 4), 0.4, 7, 1)
     assert (mask == 0).any() and (mask > 1).any()
     out, s, p = be.complex_attention_forward(qkv, 2, score, False, mask)
     z = qkv[..., 0] + 1j * qkv[..., 1]

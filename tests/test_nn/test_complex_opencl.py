@@ -114,10 +114,11 @@ def test_complex_tanh_sigmoid_do_not_overflow(cl):
 
 
 @pytest.mark.parametrize("shape", [(1,), (3, 5), (17, 130)])
-def test_complex_dropout_mask_matches_bit_for_bit(cl, shape, rng):
+def test_complex_dropout_scale_and_add(cl, shape, rng):
+    """A complex layer's dropout: the real mask of the logical shape scales Re and Im together."""
     ref = _Ref()
-    want = ref.complex_dropout_mask(shape, 0.3, 11, 5)
-    got = cl.to_numpy(cl.complex_dropout_mask(shape, 0.3, 11, 5))
+    want = ref.dropout_mask(shape, 0.3, 11, 5)
+    got = cl.to_numpy(cl.dropout_mask(shape, 0.3, 11, 5))
     assert np.array_equal(got == 0, want == 0)
     _close(cl, cl.asarray(got), want)
     x = rng.normal(size=(*shape, 2))
@@ -177,8 +178,8 @@ def test_complex_attention_with_weight_dropout(cl_layout, mode, b, n, h, e, rng)
     cl = cl_layout
     ref = _Ref()
     qkv, gout = rng.normal(size=(b, n, 3 * h * e, 2)) / np.sqrt(e), rng.normal(size=(b, n, h * e, 2))
-    mask = ref.complex_dropout_mask((b, h, n, n), 0.3, 5, 2)
-    maskd = cl.complex_dropout_mask((b, h, n, n), 0.3, 5, 2)
+    mask = ref.dropout_mask((b, h, n, n), 0.3, 5, 2)
+    maskd = cl.dropout_mask((b, h, n, n), 0.3, 5, 2)
     _close(cl, maskd, mask, 1)
     out, s, p = ref.complex_attention_forward(qkv, h, mode, False, mask)
     outd, sd, pd = cl.complex_attention_forward(cl.asarray(qkv), h, mode, False, maskd)
