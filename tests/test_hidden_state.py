@@ -20,6 +20,7 @@ ENV_READERS = {  # module -> the one function in it that may read the environmen
     "datafeeds/store.py": "cache_root",  # NEURONET_CACHE, XDG_CACHE_HOME, LOCALAPPDATA: the cache folder
     "opencl/device.py": "choose_device",  # NEURONET_DEVICE: the device when none is given
     "neuronet/cli.py": "_debug_wanted",  # NEURONET_DEBUG: the CLI's --debug default
+    "neuronet/live/credentials.py": "from_env",  # NEURONET_MT5_LOGIN/PASSWORD/SERVER: terminal login
 }
 ENV_NAMES = {"environ", "getenv", "putenv", "unsetenv", "environb"}
 
@@ -69,7 +70,14 @@ def test_the_checker_finds_a_hidden_switch():
     assert _env_uses(tree) == [(2, "<module>"), (4, "f")]
 
 
-DOCUMENTED_VARIABLES = {"NEURONET_CACHE", "NEURONET_DEVICE", "NEURONET_DEBUG"}  # the README's table
+DOCUMENTED_VARIABLES = {  # the README's table
+    "NEURONET_CACHE",
+    "NEURONET_DEVICE",
+    "NEURONET_DEBUG",
+    "NEURONET_MT5_LOGIN",
+    "NEURONET_MT5_PASSWORD",
+    "NEURONET_MT5_SERVER",
+}
 
 
 def test_only_the_documented_variables_are_named():
