@@ -134,8 +134,8 @@ class DBN:
             h = be.asarray((rng.uniform(size=(count, top.w.shape[0])) < 0.5).astype(np.float64))
         for _ in range(max(n_chain, 1)):
             if h is None:
-                h, counter = be.rbm.sample(be.rbm.hidden_probs(v, w, c), seed, counter), counter + 1
-            v = be.rbm.visible_probs(h, w, b)
+                h, counter = be.rbm_sample(be.rbm_hidden_probs(v, w, c), seed, counter), counter + 1
+            v = be.rbm_visible_probs(h, w, b)
             h = None
         out = be.to_numpy(v).astype(np.float64)
         for layer in reversed(self.layers[:-1]):
