@@ -2,9 +2,10 @@
 
 ``train_dbn(x, t, DBNConfig(...), backend)`` trains each RBM (``nn.rbm.train_rbm``, on the backend) on the
 deterministic activations of the layers below, sampled 0/1 per batch when ``greedy_mean_field`` is off;
-sorts each layer's hidden neurons by Σ|w| (descending); then fits the supervised head (host float64: simulated
-annealing with SVD output weights, then Polak–Ribière CG) and, optionally, fine-tunes the whole stack as
-one logistic feed-forward net by the same CG. Decisions the book leaves open (§8): the annealing scores the
+sorts each layer's hidden neurons by Σ|w| (descending); then fits the supervised head (simulated annealing
+with SVD output weights, then Polak–Ribière CG, every criterion and gradient evaluated on the backend by
+``nn.mlfn_device``) and, optionally, fine-tunes the whole stack as one logistic feed-forward net by the same
+CG. Decisions the book leaves open (§8): the annealing scores the
 training criterion including the weight penalty; regression targets are used as given (not rescaled).
 """
 
@@ -18,7 +19,8 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 from nn.cg import SVD_MAX_INPUTS, anneal, conjugate_gradient, svd_weights
-from nn.mlfn import Net, criterion
+from nn.mlfn import Net
+from nn.mlfn_device import BackendSpace, DeviceCriterion
 from nn.rbm import EpochLog, RBMConfig, check_unit_interval, train_rbm
 from nn.rbm_ops_numpy import sigmoid
 
@@ -155,12 +157,16 @@ def _stats(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, np.where(sd > 0, skew, 0.0)
 
 
-def _head_fit(net: Net, x: np.ndarray, t: np.ndarray, cfg: DBNConfig, rng: np.random.Generator,
+def _head_fit(net: Net, x: np.ndarray, t: np.ndarray, cfg: DBNConfig, rng: np.random.Generator, backend,
               on_iter: Callable[[int, float], None] | None) -> float:
-    """Annealing start (with SVD output weights where allowed), then CG; returns the final criterion."""
+    """Annealing start (with SVD output weights where allowed), then CG; returns the final criterion.
+
+    Every criterion evaluation runs on ``backend`` (``DeviceCriterion``); the SVD of the output layer's
+    inputs is host float64 (a starting point, computed once when the head has no hidden layer)."""
     n_in_out = net.layers[-1][0].shape[1]
     use_svd = cfg.allow_svd and n_in_out <= SVD_MAX_INPUTS
     out_size = net.layers[-1][0].size + net.layers[-1][1].size
+    crit = DeviceCriterion(backend, net, x, t, cfg.weight_penalty)
 
     def fill(theta: np.ndarray) -> np.ndarray:
         if not use_svd:
@@ -173,32 +179,27 @@ def _head_fit(net: Net, x: np.ndarray, t: np.ndarray, cfg: DBNConfig, rng: np.ra
         theta[-out_size:] = np.concatenate([ws[:, :-1].ravel(), ws[:, -1]])
         return theta
 
-    def evaluate(theta: np.ndarray) -> float:
-        net.set_flat(theta)
-        return criterion(net, x, t, cfg.weight_penalty, grad=False)
-
     if use_svd and len(net.layers) == 1:  # SVD sets every weight: all annealing tries would be this one
         start = fill(np.zeros(net.n_weights))
     else:
-        start = anneal(evaluate, net.n_weights, cfg.anneal_iters, cfg.anneal_range, rng, fill)
-    return _cg(net, x, t, start, cfg.weight_penalty, cfg.sup_max_iter, cfg.sup_tol, on_iter)
+        start = anneal(lambda theta: crit.value(crit.to_device(theta)), net.n_weights, cfg.anneal_iters,
+                       cfg.anneal_range, rng, fill)
+    return _cg(net, crit, start, cfg.sup_max_iter, cfg.sup_tol, on_iter)
 
 
-def _cg(net, x, t, start, penalty, max_iter, tol, on_iter) -> float:
-    def fg(theta):
-        net.set_flat(theta)
-        return criterion(net, x, t, penalty)
-
+def _cg(net: Net, crit: DeviceCriterion, start: np.ndarray, max_iter: int, tol: float,
+        on_iter: Callable[[int, float], None] | None) -> float:
+    """CG from ``start`` with the parameters, directions and gradients on ``crit``'s backend; the result is
+    written back into ``net`` (host float64) and its criterion returned."""
+    theta = crit.to_device(start)
     if max_iter == 0:
-        net.set_flat(start)
-        return criterion(net, x, t, penalty, grad=False)
-    def f(theta):
-        net.set_flat(theta)
-        return criterion(net, x, t, penalty, grad=False)
-
-    res = conjugate_gradient(fg, start, max_iter=max_iter, tol=tol, on_iter=on_iter, f=f)
-    net.set_flat(res.x)
-    return res.value
+        value = crit.value(theta)
+    else:
+        res = conjugate_gradient(crit.value_grad, theta, max_iter=max_iter, tol=tol, on_iter=on_iter,
+                                 f=crit.value, space=BackendSpace(crit.backend))
+        theta, value = res.x, res.value
+    net.set_flat(crit.to_host(theta))
+    return value
 
 
 def train_dbn(x: np.ndarray, t: np.ndarray, config: DBNConfig, backend, *,
@@ -230,18 +231,21 @@ def train_dbn(x: np.ndarray, t: np.ndarray, config: DBNConfig, backend, *,
                config.classifier)
     phase("supervised section: annealing, then conjugate gradients")
     model = DBN(layers, head, config, x.shape[1])
-    model.log["supervised"] = _head_fit(head, feed, t, config, rng, None)
+    model.log["supervised"] = _head_fit(head, feed, t, config, rng, backend, None)
     if config.fine_tune and layers:
         phase("fine-tuning the complete model")
-        fine_tune(model, x, t)
+        fine_tune(model, x, t, backend)
     return model
 
 
-def fine_tune(model: DBN, x: np.ndarray, t: np.ndarray) -> float:
-    """Train stack and head together as one logistic net by CG (spec §5.2); visible biases are unused."""
+def fine_tune(model: DBN, x: np.ndarray, t: np.ndarray, backend) -> float:
+    """Train stack and head together as one logistic net by CG on ``backend`` (spec §5.2); visible biases
+    are unused."""
     cfg = model.config
     full = Net([(ly.w, ly.c) for ly in model.layers] + list(model.head.layers), model.head.classifier)
-    value = _cg(full, x, t, full.flat(), cfg.weight_penalty, cfg.fine_max_iter, cfg.fine_tol, None)
+    crit = DeviceCriterion(backend, full, np.asarray(x, dtype=np.float64), np.asarray(t, dtype=np.float64),
+                           cfg.weight_penalty)
+    value = _cg(full, crit, full.flat(), cfg.fine_max_iter, cfg.fine_tol, None)
     for ly, (w, c) in zip(model.layers, full.layers, strict=False):
         ly.w, ly.c = w, c
     model.head.layers = full.layers[len(model.layers):]
