@@ -14,7 +14,8 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import ClassVar
 
 import numpy as np
 
@@ -81,14 +82,20 @@ class RBMLayer:
 
 @dataclass
 class DBN:
-    """A trained model. ``predict`` runs the stack deterministically, then the head."""
+    """A trained model. ``predict`` runs the stack deterministically, then the head.
 
+    Saved and loaded by ``nn.save``/``nn.load`` (kind ``"dbn"``): the arrays ``layer<k>_{w,b,c,q_mean,
+    skewness}`` and ``head<k>_{w,b}``, the config and layer sizes as the architecture, the phase criteria
+    and every layer's epoch log as the training records."""
+
+    model_kind: ClassVar[str] = "dbn"
     layers: list[RBMLayer]
     head: Net
     config: DBNConfig
     n_inputs: int
     fine_tuned: bool = False
     log: dict = field(default_factory=dict)  # criteria after each phase, for reports
+    metadata: dict = field(default_factory=dict)  # the caller's JSON-compatible dict, saved with the model
 
     def features(self, x: np.ndarray, depth: int | None = None) -> np.ndarray:
         """Activation probabilities of unsupervised layer ``depth`` (default: the top; 0 = the input)."""
@@ -143,6 +150,60 @@ class DBN:
         for layer in reversed(self.layers[:-1]):
             out = layer.down(out)
         return out
+
+    # --- the model file (nn.io.SavedModel) -----------------------------------------------------------
+    def architecture(self) -> dict:
+        """The architecture record of the model file: the config and the layer sizes."""
+        return {"config": config_dict(self.config), "n_inputs": self.n_inputs,
+                "hidden": [int(ly.w.shape[0]) for ly in self.layers],
+                "head": [int(w.shape[0]) for w, _ in self.head.layers], "classifier": self.head.classifier,
+                "fine_tuned": self.fine_tuned}
+
+    def export_arrays(self) -> dict[str, np.ndarray]:
+        out = {f"layer{k}_{name}": getattr(ly, name) for k, ly in enumerate(self.layers) for name in _LAYER}
+        for k, (w, b) in enumerate(self.head.layers):
+            out[f"head{k}_w"], out[f"head{k}_b"] = w, b
+        return out
+
+    def training_state(self) -> dict:
+        return {"log": self.log, "initial_error": [ly.initial_error for ly in self.layers],
+                "history": [[asdict(line) for line in ly.history] for ly in self.layers]}
+
+    @classmethod
+    def from_saved(cls, architecture: dict, arrays: dict[str, np.ndarray], training: dict) -> DBN:
+        """Rebuild from a model file's records; ``ValueError`` names the first array that does not fit."""
+        arch = architecture
+        cfg = config_from_dict(arch["config"])
+        n_in, hidden, head = int(arch["n_inputs"]), list(arch["hidden"]), list(arch["head"])
+        sizes = [n_in, *hidden]
+        shapes = {}
+        for k, (nv, nh) in enumerate(itertools.pairwise(sizes)):
+            shapes |= {f"layer{k}_w": (nh, nv), f"layer{k}_b": (nv,), f"layer{k}_c": (nh,),
+                       f"layer{k}_q_mean": (nh,), f"layer{k}_skewness": (nh,)}
+        for k, (i, o) in enumerate(itertools.pairwise([sizes[-1], *head])):
+            shapes |= {f"head{k}_w": (o, i), f"head{k}_b": (o,)}
+        expect = set(shapes)
+        if set(arrays) != expect:
+            raise ValueError(f"arrays {sorted(set(arrays) ^ expect)} missing or unexpected")
+        for name, shape in shapes.items():
+            a = arrays[name]
+            if a.shape != shape:
+                raise ValueError(f"array {name} has shape {a.shape}, the architecture needs {shape}")
+            if not np.isfinite(a).all():
+                raise ValueError(f"array {name} holds values that are not finite")
+        if not head or bool(arch["classifier"]) != cfg.classifier or (cfg.classifier and head[-1] < 2):
+            kind = "classifier" if cfg.classifier else "regression"
+            raise ValueError(f"head sizes {head} do not fit a {kind}")
+        f64 = {k: np.asarray(a, dtype=np.float64) for k, a in arrays.items()}
+        histories = training.get("history") or [[] for _ in hidden]
+        errors = training.get("initial_error") or [0.0 for _ in hidden]
+        layers = [RBMLayer(*(f64[f"layer{k}_{n}"] for n in _LAYER), float(errors[k]),
+                           [EpochLog(**line) for line in histories[k]]) for k in range(len(hidden))]
+        net = Net([(f64[f"head{k}_w"], f64[f"head{k}_b"]) for k in range(len(head))], cfg.classifier)
+        return cls(layers, net, cfg, n_in, bool(arch["fine_tuned"]), dict(training.get("log") or {}))
+
+
+_LAYER = ("w", "b", "c", "q_mean", "skewness")  # the arrays of one unsupervised layer in a model file
 
 
 def sort_hidden(w: np.ndarray, c: np.ndarray) -> np.ndarray:
