@@ -184,3 +184,20 @@ def test_head_vector_ops_refuse_mismatched_shapes(ob):
         ob.dbn_dot(a, b)
     with pytest.raises(ValueError, match="differ"):
         ob.dbn_axpby(1.0, a, 1.0, b)
+
+
+def test_every_rbm_kernel_is_declared_once_with_its_work_group():
+    """rbm.cl's kernels and the family's KERNELS table name the same kernels, each declared once with a
+    work-group for both layouts (the launcher's one declaration per kernel)."""
+    import re
+    from pathlib import Path
+
+    from nn.backend import FAMILIES
+    from nn.rbm_ops_opencl import KERNELS
+
+    assert RBMOps in FAMILIES
+    source = (Path(__file__).resolve().parents[2] / "opencl" / "kernels" / "rbm.cl").read_text()
+    defined = set(re.findall(r"__kernel\s+void\s+(\w+)", source))
+    declared = [k.name for k in KERNELS]
+    assert sorted(declared) == sorted(defined) and len(set(declared)) == len(declared)
+    assert all(k.file == "rbm.cl" and k.cpu and k.gpu for k in KERNELS)
