@@ -7,13 +7,12 @@ Layers call only the methods declared here (``tests/test_nn/test_backend_contrac
 sources to check it), so a layer is written once and runs on both.
 
 Op families. The contract is split into one ``Protocol`` per family (``CoreOps``, ``AttentionOps``,
-``ComplexOps``, ``SpectralOps``), listed in ``FAMILIES``; ``Backend`` is their union. Each backend builds one
-object per family (composition, no mixins) and exposes the family's declared ops as its own methods
-(``bind_families``), so a layer still calls ``backend.bmm(...)``. Adding a family (say ``RBMOps`` for deep
-belief nets) takes:
+``ComplexOps``, ``SpectralOps``, ``RBMOps``), listed in ``FAMILIES``; ``Backend`` is their union. Each
+backend builds one object per family (composition, no mixins) and exposes the family's declared ops as its
+own methods (``bind_families``), so a layer still calls ``backend.bmm(...)``. Adding a family takes:
 
-1. one ``Protocol`` here with every op, typed and documented, appended to ``FAMILIES`` and to ``Backend``'s
-   bases;
+1. one ``Protocol`` with every op, typed and documented (here, or in its own module as ``nn.rbm_ops.RBMOps``
+   for deep belief nets), appended to ``FAMILIES`` and to ``Backend``'s bases;
 2. one implementation per backend: a plain class in ``nn/<family>_ops_numpy.py`` (no constructor arguments)
    and one in ``nn/<family>_ops_opencl.py`` (``__init__(self, launcher)``, with its kernels declared as
    ``KernelSpec`` entries next to it, launched through ``opencl.launch.Launcher``);
@@ -40,6 +39,8 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 
+from nn.rbm_ops import RBMOps
+
 if TYPE_CHECKING:  # the NumPy backend must work without pyopencl installed
     import pyopencl.array as cla
 
@@ -52,10 +53,6 @@ ACTIVATIONS = ("linear", "sigmoid", "tanh", "relu", "lrelu", "swish", "softplus"
 # Activations whose derivative is a function of the output y alone: these may be fused into dense layers.
 OUTPUT_DERIVABLE = ("linear", "sigmoid", "tanh", "relu", "lrelu")
 LOSSES = ("mse", "mae", "softmax_cce", "bce")
-
-
-if TYPE_CHECKING:
-    from nn.rbm_ops import RBMOps
 
 
 @dataclass(frozen=True)
@@ -520,19 +517,13 @@ class SpectralOps(Protocol):
         on ties; 0 when that range is empty); ``w = (A²[k0] + A²[2k0] + A²[3k0]) / (Σ A² + 1e-5)``."""
 
 
-FAMILIES: tuple[type, ...] = (CoreOps, AttentionOps, ComplexOps, SpectralOps)
+FAMILIES: tuple[type, ...] = (CoreOps, AttentionOps, ComplexOps, SpectralOps, RBMOps)
 """Every op family of the contract; a new family appends its ``Protocol`` here (see the module docstring)."""
 
 
 @runtime_checkable
-class Backend(CoreOps, AttentionOps, ComplexOps, SpectralOps, Protocol):
-    """Every family's ops on one object. Implementations: ``NumpyBackend`` (reference), ``OpenCLBackend``.
-
-    The restricted Boltzmann machine ops are a family object of their own, ``backend.rbm``
-    (``nn.rbm_ops.RBMOps``, whose trainer also uses the core ops above).
-    """
-
-    rbm: RBMOps
+class Backend(CoreOps, AttentionOps, ComplexOps, SpectralOps, RBMOps, Protocol):
+    """Every family's ops on one object. Implementations: ``NumpyBackend`` (reference), ``OpenCLBackend``."""
 
 
 def family_ops(family: type) -> tuple[str, ...]:

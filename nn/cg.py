@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -100,51 +101,74 @@ def line_minimum(f: Callable[[float], float], f0: float, step: float = 1.0, tol:
 
 @dataclass
 class CGResult:
-    x: np.ndarray
+    x: Any  # the minimum: a host array, or a backend tensor when CG ran on the backend
     value: float
     iterations: int
     points: list[np.ndarray] = field(default_factory=list)  # the point after each line search
     steps: list[float] = field(default_factory=list)  # t* of each line search along its direction
 
 
-def conjugate_gradient(fg: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *,
-                       max_iter: int = 1000, tol: float = 5e-5,
-                       on_iter: Callable[[int, float], None] | None = None,
-                       f: Callable[[np.ndarray], float] | None = None) -> CGResult:
+class HostSpace:
+    """The vector operations of ``conjugate_gradient`` on host arrays (``nn.mlfn_device.BackendSpace``:
+    the same on backend tensors)."""
+
+    @staticmethod
+    def axpby(alpha: float, x: np.ndarray, beta: float, y: np.ndarray) -> np.ndarray:
+        return alpha * x + beta * y
+
+    @staticmethod
+    def dot(a: np.ndarray, b: np.ndarray) -> float:
+        return float(np.vdot(a, b))
+
+
+def conjugate_gradient(fg: Callable[[Any], tuple[float, Any]], x0: Any, *, max_iter: int = 1000,
+                       tol: float = 5e-5, on_iter: Callable[[int, float], None] | None = None,
+                       f: Callable[[Any], float] | None = None, space: Any = None) -> CGResult:
     """Minimise ``f`` (``fg(x) -> (f, ∇f)``) by Polak–Ribière CG with exact line searches.
 
-    ``f`` (the value alone) makes the line searches skip the gradient they do not use."""
+    ``f`` (the value alone) makes the line searches skip the gradient they do not use. Vectors are touched
+    only through ``space`` (default ``HostSpace``): ``axpby`` forms trial points and directions, ``dot`` the
+    scalars of Polak–Ribière, so with backend tensors and ``BackendSpace`` only scalars reach the host.
+    ``points`` (the point after each line search) is recorded for host vectors only."""
+    sp = space or HostSpace()
     value = f or (lambda p: fg(p)[0])
-    x = np.array(x0, dtype=np.float64)
+    x = np.array(x0, dtype=np.float64) if space is None else x0
+    size = _size(x)
     fx, grad = fg(x)
-    g = -grad
-    h = g.copy()
+    h = sp.axpby(-1.0, grad, 0.0, grad)  # steepest descent
+    gg = sp.dot(grad, grad)
     res = CGResult(x, fx, 0)
     for it in range(max_iter):
-        hh = float(h @ h)
-        if hh == 0.0:
+        hh = sp.dot(h, h)
+        if hh == 0.0 or not math.isfinite(hh):
             break
-        scale = math.sqrt(float(x @ x) / x.size) if x.size else 1.0
+        scale = math.sqrt(sp.dot(x, x) / size) if size else 1.0
         step = max(1e-3, min(1.0, scale)) / math.sqrt(hh)
-        t, f_new = line_minimum(lambda s, x=x, h=h: value(x + s * h), fx, step)
-        x = x + t * h
-        res.points.append(x.copy())
+        t, f_new = line_minimum(lambda s, x=x, h=h: value(sp.axpby(1.0, x, s, h)), fx, step)
+        x = sp.axpby(1.0, x, t, h)
+        if isinstance(x, np.ndarray):
+            res.points.append(x.copy())
         res.steps.append(t)
         f_prev, fx = fx, f_new
         res.iterations = it + 1
         if on_iter is not None:
             on_iter(it + 1, fx)
-        fx, grad = fg(x)
-        g_new = -grad
-        if not fx < f_prev or abs(f_prev - fx) / max(abs(f_prev), 1e-30) < tol or not g_new.any():
+        fx, grad_new = fg(x)
+        gg_new = sp.dot(grad_new, grad_new)
+        if not fx < f_prev or abs(f_prev - fx) / max(abs(f_prev), 1e-30) < tol or gg_new == 0.0:
             break
-        gamma = float((g_new - g) @ g_new) / max(float(g @ g), 1e-300)
-        h = g_new + max(gamma, 0.0) * h
-        if float(h @ g_new) <= 0.0:
-            h = g_new.copy()
-        g = g_new
+        # γ = (g_new − g)·g_new / (g·g), with g = −∇f: the signs cancel
+        gamma = (gg_new - sp.dot(grad, grad_new)) / max(gg, 1e-300)
+        h = sp.axpby(-1.0, grad_new, max(gamma, 0.0), h)
+        if sp.dot(h, grad_new) >= 0.0:  # not downhill: restart along −∇f
+            h = sp.axpby(-1.0, grad_new, 0.0, grad_new)
+        grad, gg = grad_new, gg_new
     res.x, res.value = x, fx
     return res
+
+
+def _size(x: Any) -> int:
+    return int(np.prod(x.shape))
 
 
 def anneal(evaluate: Callable[[np.ndarray], float], n: int, iters: int, rng_range: float,

@@ -2,9 +2,10 @@
 
 ``train_dbn(x, t, DBNConfig(...), backend)`` trains each RBM (``nn.rbm.train_rbm``, on the backend) on the
 deterministic activations of the layers below, sampled 0/1 per batch when ``greedy_mean_field`` is off;
-sorts each layer's hidden neurons by Σ|w| (descending); then fits the supervised head (host float64: simulated
-annealing with SVD output weights, then Polak–Ribière CG) and, optionally, fine-tunes the whole stack as
-one logistic feed-forward net by the same CG. Decisions the book leaves open (§8): the annealing scores the
+sorts each layer's hidden neurons by Σ|w| (descending); then fits the supervised head (simulated annealing
+with SVD output weights, then Polak–Ribière CG, every criterion and gradient evaluated on the backend by
+``nn.mlfn_device``) and, optionally, fine-tunes the whole stack as one logistic feed-forward net by the same
+CG. Decisions the book leaves open (§8): the annealing scores the
 training criterion including the weight penalty; regression targets are used as given (not rescaled).
 """
 
@@ -13,12 +14,14 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import ClassVar
 
 import numpy as np
 
 from nn.cg import SVD_MAX_INPUTS, anneal, conjugate_gradient, svd_weights
-from nn.mlfn import Net, criterion
+from nn.mlfn import Net
+from nn.mlfn_device import BackendSpace, DeviceCriterion
 from nn.rbm import EpochLog, RBMConfig, check_unit_interval, train_rbm
 from nn.rbm_ops_numpy import sigmoid
 
@@ -79,14 +82,20 @@ class RBMLayer:
 
 @dataclass
 class DBN:
-    """A trained model. ``predict`` runs the stack deterministically, then the head."""
+    """A trained model. ``predict`` runs the stack deterministically, then the head.
 
+    Saved and loaded by ``nn.save``/``nn.load`` (kind ``"dbn"``): the arrays ``layer<k>_{w,b,c,q_mean,
+    skewness}`` and ``head<k>_{w,b}``, the config and layer sizes as the architecture, the phase criteria
+    and every layer's epoch log as the training records."""
+
+    model_kind: ClassVar[str] = "dbn"
     layers: list[RBMLayer]
     head: Net
     config: DBNConfig
     n_inputs: int
     fine_tuned: bool = False
     log: dict = field(default_factory=dict)  # criteria after each phase, for reports
+    metadata: dict = field(default_factory=dict)  # the caller's JSON-compatible dict, saved with the model
 
     def features(self, x: np.ndarray, depth: int | None = None) -> np.ndarray:
         """Activation probabilities of unsupervised layer ``depth`` (default: the top; 0 = the input)."""
@@ -134,13 +143,67 @@ class DBN:
             h = be.asarray((rng.uniform(size=(count, top.w.shape[0])) < 0.5).astype(np.float64))
         for _ in range(max(n_chain, 1)):
             if h is None:
-                h, counter = be.rbm.sample(be.rbm.hidden_probs(v, w, c), seed, counter), counter + 1
-            v = be.rbm.visible_probs(h, w, b)
+                h, counter = be.rbm_sample(be.rbm_hidden_probs(v, w, c), seed, counter), counter + 1
+            v = be.rbm_visible_probs(h, w, b)
             h = None
         out = be.to_numpy(v).astype(np.float64)
         for layer in reversed(self.layers[:-1]):
             out = layer.down(out)
         return out
+
+    # --- the model file (nn.io.SavedModel) -----------------------------------------------------------
+    def architecture(self) -> dict:
+        """The architecture record of the model file: the config and the layer sizes."""
+        return {"config": config_dict(self.config), "n_inputs": self.n_inputs,
+                "hidden": [int(ly.w.shape[0]) for ly in self.layers],
+                "head": [int(w.shape[0]) for w, _ in self.head.layers], "classifier": self.head.classifier,
+                "fine_tuned": self.fine_tuned}
+
+    def export_arrays(self) -> dict[str, np.ndarray]:
+        out = {f"layer{k}_{name}": getattr(ly, name) for k, ly in enumerate(self.layers) for name in _LAYER}
+        for k, (w, b) in enumerate(self.head.layers):
+            out[f"head{k}_w"], out[f"head{k}_b"] = w, b
+        return out
+
+    def training_state(self) -> dict:
+        return {"log": self.log, "initial_error": [ly.initial_error for ly in self.layers],
+                "history": [[asdict(line) for line in ly.history] for ly in self.layers]}
+
+    @classmethod
+    def from_saved(cls, architecture: dict, arrays: dict[str, np.ndarray], training: dict) -> DBN:
+        """Rebuild from a model file's records; ``ValueError`` names the first array that does not fit."""
+        arch = architecture
+        cfg = config_from_dict(arch["config"])
+        n_in, hidden, head = int(arch["n_inputs"]), list(arch["hidden"]), list(arch["head"])
+        sizes = [n_in, *hidden]
+        shapes = {}
+        for k, (nv, nh) in enumerate(itertools.pairwise(sizes)):
+            shapes |= {f"layer{k}_w": (nh, nv), f"layer{k}_b": (nv,), f"layer{k}_c": (nh,),
+                       f"layer{k}_q_mean": (nh,), f"layer{k}_skewness": (nh,)}
+        for k, (i, o) in enumerate(itertools.pairwise([sizes[-1], *head])):
+            shapes |= {f"head{k}_w": (o, i), f"head{k}_b": (o,)}
+        expect = set(shapes)
+        if set(arrays) != expect:
+            raise ValueError(f"arrays {sorted(set(arrays) ^ expect)} missing or unexpected")
+        for name, shape in shapes.items():
+            a = arrays[name]
+            if a.shape != shape:
+                raise ValueError(f"array {name} has shape {a.shape}, the architecture needs {shape}")
+            if not np.isfinite(a).all():
+                raise ValueError(f"array {name} holds values that are not finite")
+        if not head or bool(arch["classifier"]) != cfg.classifier or (cfg.classifier and head[-1] < 2):
+            kind = "classifier" if cfg.classifier else "regression"
+            raise ValueError(f"head sizes {head} do not fit a {kind}")
+        f64 = {k: np.asarray(a, dtype=np.float64) for k, a in arrays.items()}
+        histories = training.get("history") or [[] for _ in hidden]
+        errors = training.get("initial_error") or [0.0 for _ in hidden]
+        layers = [RBMLayer(*(f64[f"layer{k}_{n}"] for n in _LAYER), float(errors[k]),
+                           [EpochLog(**line) for line in histories[k]]) for k in range(len(hidden))]
+        net = Net([(f64[f"head{k}_w"], f64[f"head{k}_b"]) for k in range(len(head))], cfg.classifier)
+        return cls(layers, net, cfg, n_in, bool(arch["fine_tuned"]), dict(training.get("log") or {}))
+
+
+_LAYER = ("w", "b", "c", "q_mean", "skewness")  # the arrays of one unsupervised layer in a model file
 
 
 def sort_hidden(w: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -155,12 +218,16 @@ def _stats(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, np.where(sd > 0, skew, 0.0)
 
 
-def _head_fit(net: Net, x: np.ndarray, t: np.ndarray, cfg: DBNConfig, rng: np.random.Generator,
+def _head_fit(net: Net, x: np.ndarray, t: np.ndarray, cfg: DBNConfig, rng: np.random.Generator, backend,
               on_iter: Callable[[int, float], None] | None) -> float:
-    """Annealing start (with SVD output weights where allowed), then CG; returns the final criterion."""
+    """Annealing start (with SVD output weights where allowed), then CG; returns the final criterion.
+
+    Every criterion evaluation runs on ``backend`` (``DeviceCriterion``); the SVD of the output layer's
+    inputs is host float64 (a starting point, computed once when the head has no hidden layer)."""
     n_in_out = net.layers[-1][0].shape[1]
     use_svd = cfg.allow_svd and n_in_out <= SVD_MAX_INPUTS
     out_size = net.layers[-1][0].size + net.layers[-1][1].size
+    crit = DeviceCriterion(backend, net, x, t, cfg.weight_penalty)
 
     def fill(theta: np.ndarray) -> np.ndarray:
         if not use_svd:
@@ -173,32 +240,27 @@ def _head_fit(net: Net, x: np.ndarray, t: np.ndarray, cfg: DBNConfig, rng: np.ra
         theta[-out_size:] = np.concatenate([ws[:, :-1].ravel(), ws[:, -1]])
         return theta
 
-    def evaluate(theta: np.ndarray) -> float:
-        net.set_flat(theta)
-        return criterion(net, x, t, cfg.weight_penalty, grad=False)
-
     if use_svd and len(net.layers) == 1:  # SVD sets every weight: all annealing tries would be this one
         start = fill(np.zeros(net.n_weights))
     else:
-        start = anneal(evaluate, net.n_weights, cfg.anneal_iters, cfg.anneal_range, rng, fill)
-    return _cg(net, x, t, start, cfg.weight_penalty, cfg.sup_max_iter, cfg.sup_tol, on_iter)
+        start = anneal(lambda theta: crit.value(crit.to_device(theta)), net.n_weights, cfg.anneal_iters,
+                       cfg.anneal_range, rng, fill)
+    return _cg(net, crit, start, cfg.sup_max_iter, cfg.sup_tol, on_iter)
 
 
-def _cg(net, x, t, start, penalty, max_iter, tol, on_iter) -> float:
-    def fg(theta):
-        net.set_flat(theta)
-        return criterion(net, x, t, penalty)
-
+def _cg(net: Net, crit: DeviceCriterion, start: np.ndarray, max_iter: int, tol: float,
+        on_iter: Callable[[int, float], None] | None) -> float:
+    """CG from ``start`` with the parameters, directions and gradients on ``crit``'s backend; the result is
+    written back into ``net`` (host float64) and its criterion returned."""
+    theta = crit.to_device(start)
     if max_iter == 0:
-        net.set_flat(start)
-        return criterion(net, x, t, penalty, grad=False)
-    def f(theta):
-        net.set_flat(theta)
-        return criterion(net, x, t, penalty, grad=False)
-
-    res = conjugate_gradient(fg, start, max_iter=max_iter, tol=tol, on_iter=on_iter, f=f)
-    net.set_flat(res.x)
-    return res.value
+        value = crit.value(theta)
+    else:
+        res = conjugate_gradient(crit.value_grad, theta, max_iter=max_iter, tol=tol, on_iter=on_iter,
+                                 f=crit.value, space=BackendSpace(crit.backend))
+        theta, value = res.x, res.value
+    net.set_flat(crit.to_host(theta))
+    return value
 
 
 def train_dbn(x: np.ndarray, t: np.ndarray, config: DBNConfig, backend, *,
@@ -230,18 +292,21 @@ def train_dbn(x: np.ndarray, t: np.ndarray, config: DBNConfig, backend, *,
                config.classifier)
     phase("supervised section: annealing, then conjugate gradients")
     model = DBN(layers, head, config, x.shape[1])
-    model.log["supervised"] = _head_fit(head, feed, t, config, rng, None)
+    model.log["supervised"] = _head_fit(head, feed, t, config, rng, backend, None)
     if config.fine_tune and layers:
         phase("fine-tuning the complete model")
-        fine_tune(model, x, t)
+        fine_tune(model, x, t, backend)
     return model
 
 
-def fine_tune(model: DBN, x: np.ndarray, t: np.ndarray) -> float:
-    """Train stack and head together as one logistic net by CG (spec §5.2); visible biases are unused."""
+def fine_tune(model: DBN, x: np.ndarray, t: np.ndarray, backend) -> float:
+    """Train stack and head together as one logistic net by CG on ``backend`` (spec §5.2); visible biases
+    are unused."""
     cfg = model.config
     full = Net([(ly.w, ly.c) for ly in model.layers] + list(model.head.layers), model.head.classifier)
-    value = _cg(full, x, t, full.flat(), cfg.weight_penalty, cfg.fine_max_iter, cfg.fine_tol, None)
+    crit = DeviceCriterion(backend, full, np.asarray(x, dtype=np.float64), np.asarray(t, dtype=np.float64),
+                           cfg.weight_penalty)
+    value = _cg(full, crit, full.flat(), cfg.fine_max_iter, cfg.fine_tol, None)
     for ly, (w, c) in zip(model.layers, full.layers, strict=False):
         ly.w, ly.c = w, c
     model.head.layers = full.layers[len(model.layers):]

@@ -1,6 +1,7 @@
 """Saving and loading models: a versioned, self-describing, pickle-free file.
 
-File format, version 2 (an uncompressed ZIP archive; the extension is free, ``.nnz`` is suggested)::
+File format, version 3 (an uncompressed ZIP archive; the extension is free, ``.nnz`` is suggested). One
+container for every model kind; the members of a ``Sequential`` (kind ``"sequential"``) are::
 
     header.json           UTF-8 JSON, described below
     params.npy            (P,)  trainable parameters, layer by layer, no alignment padding
@@ -14,10 +15,16 @@ backend's dtype. The optimizer state doubles (Adam: triples) a file and is neede
 exactly, so it is written only when asked for; without it, ``fit`` after ``load`` starts the optimizer
 afresh (zero moments, step 0).
 
+Any other model kind (``MODEL_KINDS``: a deep belief net, ``"dbn"``) stores its own named arrays
+(``export_arrays``), architecture (``architecture``) and training records (``training_state``) in the same
+members and fields, checked the same way on reading; its class rebuilds it (``from_saved``) and says what
+does not fit.
+
 ``header.json`` holds:
 
-- ``format`` = ``"neuronet-model"`` and ``version`` = 2 (readers refuse other formats and newer versions;
-  version 1 files — every array float64, optimizer state always present — still load);
+- ``format`` = ``"neuronet-model"`` and ``version`` = 3 (readers refuse other formats and newer versions;
+  version 1 files — every array float64, optimizer state always present — and version 2 files still load);
+- ``kind``: ``"sequential"`` (absent before version 3) or another key of ``MODEL_KINDS``;
 - ``architecture``: ``Sequential.config()`` — ``input_shape``, ``layers`` (each layer's ``config()``),
   ``loss``, ``optimizer`` (type, hyper-parameters, schedule), ``seed``;
 - ``training``: ``epochs_trained``, ``optimizer_iterations`` (Adam's step ``t``), ``optimizer_state``
@@ -52,17 +59,18 @@ import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from neuronet.atomic import replace_atomically
 from neuronet.errors import NeuronetError
 from nn.backend import Backend
+from nn.dbn import DBN
 from nn.model import Sequential
 
 FORMAT = "neuronet-model"
-VERSION = 2
+VERSION = 3
 MAX_HEADER_BYTES = 16 * 2**20
 MAX_HEADER_DEPTH = 64  # architecture and metadata nest a handful of levels; JSON's own limit is ~1000
 MAX_ARRAY_BYTES = 8 * 2**30  # all arrays of one file together (a 1-billion-parameter float64 model)
@@ -72,6 +80,28 @@ _CHUNK = 2**20
 
 class ModelFileError(NeuronetError, ValueError):
     """A model file is unreadable: truncated, corrupted, not a model file, or from a newer version."""
+
+
+@runtime_checkable
+class SavedModel(Protocol):
+    """A model kind other than ``Sequential`` that this format stores (registered in ``MODEL_KINDS``).
+
+    ``architecture()`` is the JSON architecture, ``export_arrays()`` the named arrays, ``training_state()``
+    JSON training records (logs); ``from_saved(architecture, arrays, training)`` rebuilds the model and raises
+    ``ValueError`` naming what does not fit, which ``load`` reports as a ``ModelFileError``."""
+
+    model_kind: ClassVar[str]
+    metadata: dict
+
+    def architecture(self) -> dict: ...
+
+    def export_arrays(self) -> dict[str, np.ndarray]: ...
+
+    def training_state(self) -> dict: ...
+
+
+MODEL_KINDS: dict[str, type] = {"dbn": DBN}
+"""Stored model kinds besides ``"sequential"``, by the ``kind`` field of the header."""
 
 
 def _json_default(value: Any) -> Any:
@@ -89,14 +119,16 @@ def _npy_bytes(a: np.ndarray, dtype: np.dtype) -> bytes:
 
 
 def save(
-    model: Sequential,
+    model: Sequential | SavedModel,
     path: str | os.PathLike[str],
     metadata: dict[str, Any] | None = None,
     *,
     optimizer: bool = False,
 ) -> Path:
-    """Write ``model`` (architecture, weights, training state) and ``metadata`` to ``path``; with
-    ``optimizer=True`` the optimizer's state too, so that ``fit`` after ``load`` continues exactly."""
+    """Write ``model`` (architecture, weights, training state) and ``metadata`` to ``path``.
+
+    ``model`` is a ``Sequential`` (with ``optimizer=True`` its optimizer state too, so that ``fit`` after
+    ``load`` continues exactly) or any other model kind of ``MODEL_KINDS`` (a ``SavedModel``)."""
     path = Path(path)
     metadata = dict(model.metadata if metadata is None else metadata)
     try:
@@ -105,11 +137,39 @@ def save(
         raise ValueError(
             f"save {path}: metadata must be JSON-compatible (numbers, strings, lists, dicts): {exc}"
         ) from None
+    if not isinstance(model, Sequential):
+        kind = getattr(model, "model_kind", None)
+        if MODEL_KINDS.get(kind) is not type(model):
+            raise TypeError(f"save {path}: {type(model).__name__} is not a model kind this format stores")
+        arrays = model.export_arrays()
+        dtypes = {np.dtype(a.dtype).name for a in arrays.values()}
+        dtype = _DTYPES["float32"] if dtypes == {"float32"} else _DTYPES["float64"]
+        saved_from = {"backend": "numpy", "dtype": dtype.name}
+        _write(path, kind, model.architecture(), model.training_state(), saved_from, arrays, dtype, meta_json)
+        model.metadata = meta_json
+        return path
     dtype = np.dtype(model.backend.dtype)
     dtype = dtype if dtype.name in _DTYPES else np.dtype(np.float64)
     arrays = model.export_arrays()
     if not optimizer:
         arrays = {k: v for k, v in arrays.items() if not k.startswith("optimizer_slot")}
+    training = {
+        "epochs_trained": model.epochs_trained,
+        "optimizer_iterations": model.optimizer.iterations if optimizer else 0,
+        "optimizer_state": bool(optimizer),
+        "dropout_counters": {
+            str(i): layer.counter for i, layer in enumerate(model.layers) if hasattr(layer, "counter")
+        },
+    }
+    saved_from = {"backend": model.backend.name, "dtype": str(np.dtype(model.backend.dtype))}
+    _write(path, "sequential", model.config(), training, saved_from, arrays, dtype, meta_json)
+    model.metadata = meta_json
+    return path
+
+
+def _write(path: Path, kind: str, architecture: dict, training: dict, saved_from: dict,
+           arrays: dict[str, np.ndarray], dtype: np.dtype, metadata: dict) -> None:
+    """The one container of every model kind: header plus checksummed ``.npy`` members, written atomically."""
     members = {f"{name}.npy": _npy_bytes(a, dtype) for name, a in arrays.items()}
     payload = hashlib.sha256()
     for name in sorted(members):
@@ -117,35 +177,28 @@ def save(
     header = {
         "format": FORMAT,
         "version": VERSION,
+        "kind": kind,
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "architecture": model.config(),
-        "training": {
-            "epochs_trained": model.epochs_trained,
-            "optimizer_iterations": model.optimizer.iterations if optimizer else 0,
-            "optimizer_state": bool(optimizer),
-            "dropout_counters": {
-                str(i): layer.counter for i, layer in enumerate(model.layers) if hasattr(layer, "counter")
-            },
-        },
-        "saved_from": {"backend": model.backend.name, "dtype": str(np.dtype(model.backend.dtype))},
+        "architecture": architecture,
+        "training": training,
+        "saved_from": saved_from,
         "arrays": {
             name: {"sha256": hashlib.sha256(members[name]).hexdigest(), "shape": list(a.shape),
                    "dtype": dtype.name}
             for name, a in ((f"{k}.npy", v) for k, v in arrays.items())
         },
         "payload_sha256": payload.hexdigest(),
-        "metadata": meta_json,
+        "metadata": metadata,
     }
+    text = json.dumps(header, indent=1, allow_nan=False, default=_json_default)
 
     def write(f: IO[bytes]) -> None:
         with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
-            zf.writestr("header.json", json.dumps(header, indent=1, allow_nan=False))
+            zf.writestr("header.json", text)
             for name, data in members.items():
                 zf.writestr(name, data)
 
     _atomic_write(path, write)
-    model.metadata = meta_json
-    return path
 
 
 def _atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
@@ -302,18 +355,38 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return header, arrays
 
 
-def load(path: str | os.PathLike[str], backend: str | Backend | None = None) -> Sequential:
-    """Rebuild a saved model on ``backend`` (default: the kind of backend it was saved from).
+def load(path: str | os.PathLike[str], backend: str | Backend | None = None, *,
+         kind: str | None = None) -> Any:
+    """Rebuild a saved model; ``kind`` (``"sequential"``, ``"dbn"``) refuses a file holding another kind.
 
-    Weights, non-trainable state, training counters, ``model.metadata`` and, when the file holds it, the
-    optimizer state are restored, so ``predict`` matches the saved model and ``fit`` continues where it
-    stopped (with a fresh optimizer when the file was saved without ``optimizer=True``). Arrays are
-    converted to the backend's dtype.
+    A ``Sequential`` is built on ``backend`` (default: the kind of backend it was saved from) with its
+    weights, non-trainable state, training counters, ``model.metadata`` and, when the file holds it, the
+    optimizer state, so ``predict`` matches the saved model and ``fit`` continues where it stopped (with a
+    fresh optimizer when the file was saved without ``optimizer=True``); arrays are converted to the
+    backend's dtype. Other kinds are rebuilt by their class's ``from_saved`` as host float64 models
+    (``backend`` unused: they take one per call).
     """
-    from nn import get_backend
-
     path = Path(path)
     header, arrays = _read(path)
+    stored = header.get("kind", "sequential")  # versions 1 and 2 held only Sequential models
+    if kind is not None and stored != kind:
+        raise ModelFileError(f"{path}: holds a {stored!r} model, not a {kind!r} one")
+    if stored != "sequential":
+        cls = MODEL_KINDS.get(stored) if isinstance(stored, str) else None
+        if cls is None:
+            raise ModelFileError(f"{path}: model kind {stored!r} is not one this library reads")
+        try:
+            model = cls.from_saved(header["architecture"], arrays, header["training"])
+            model.metadata = header["metadata"]
+        except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
+            raise ModelFileError(f"{path}: the stored {stored} model does not rebuild: {exc}") from None
+        return model
+    return _load_sequential(path, header, arrays, backend)
+
+
+def _load_sequential(path: Path, header: dict, arrays: dict[str, np.ndarray], backend) -> Sequential:
+    from nn import get_backend
+
     try:
         if backend is None:
             backend = "numpy" if header["saved_from"]["backend"] == "numpy" else "opencl"

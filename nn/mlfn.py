@@ -1,5 +1,8 @@
 """The supervised feed-forward net of a DBN (spec dbn.md §1), float64 on the host, full batch.
 
+``criterion`` is the reference that ``nn.mlfn_device.DeviceCriterion`` (the same criterion on a backend,
+which training uses) is tested against; ``Net`` holds the weights between and after training.
+
 Layers are ``(W (O, I), b (O,))``: logistic hidden layers, then a linear (regression) or SoftMax
 (classifier) output. The criterion is DEEP's: MSE or negative log likelihood of the true class (the argmax
 of the target row, so continuous targets make a "forced" classifier), both divided by ``cases·outputs``,

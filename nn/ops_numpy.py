@@ -24,7 +24,7 @@ from typing import ClassVar
 import numpy as np
 
 from nn.attention_ops_numpy import AttentionNumpyOps
-from nn.backend import Activation, AttentionOps, ComplexOps, SpectralOps, bind_families
+from nn.backend import Activation, AttentionOps, ComplexOps, RBMOps, SpectralOps, bind_families
 from nn.complex_ops_numpy import ComplexNumpyOps
 from nn.random import uniform01
 from nn.rbm_ops_numpy import RBMNumpyOps
@@ -122,6 +122,7 @@ class NumpyBackend:
         AttentionOps: AttentionNumpyOps,
         ComplexOps: ComplexNumpyOps,
         SpectralOps: ComplexNumpyOps,
+        RBMOps: RBMNumpyOps,
     }
 
     def __init__(self) -> None:
@@ -130,7 +131,6 @@ class NumpyBackend:
             objects[cls] = cls()
         bind_families(self, {family: objects[cls] for family, cls in self.FAMILY_OPS.items()})
         self.name = "numpy"
-        self.rbm = RBMNumpyOps()  # the RBM op family (nn.rbm_ops)
         self.dtype = np.dtype(np.float64)
         self.alignment = 1
 

@@ -15,7 +15,7 @@ as explicit 8-wide vectors and loop over the other axis; single-group reductions
 reductions use 256-item groups with local-memory trees, column kernels (32 columns x 8 row lanes) groups.
 Both layouts are tested on any device (``layout=``).
 
-The other op families (attention, complex, spectral) are objects built on the same launcher
+The other op families (attention, complex, spectral, RBM) are objects built on the same launcher
 (``FAMILY_OPS``); ``nn.backend.bind_families`` exposes their ops on the backend.
 """
 
@@ -29,7 +29,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from nn.attention_ops_opencl import AttentionOpenCLOps
-from nn.backend import ACTIVATIONS, Activation, AttentionOps, ComplexOps, SpectralOps, bind_families
+from nn.backend import ACTIVATIONS, Activation, AttentionOps, ComplexOps, RBMOps, SpectralOps, bind_families
 from nn.complex_ops_opencl import ComplexOpenCLOps
 from nn.online_opencl import OnlineEpoch
 from nn.rbm_ops_opencl import RBMOpenCLOps
@@ -82,13 +82,14 @@ CORE_KERNELS: tuple[KernelSpec, ...] = (
 class OpenCLBackend:
     """``Backend`` on an OpenCL device (float32 by default, float64 where the device has fp64).
 
-    The core ops are this class's methods; the attention, complex and spectral families are objects of
+    The core ops are this class's methods; the attention, complex, spectral and RBM families are objects of
     ``FAMILY_OPS`` sharing its ``Launcher``, as on the NumPy backend."""
 
     FAMILY_OPS: ClassVar[dict[type, type]] = {
         AttentionOps: AttentionOpenCLOps,
         ComplexOps: ComplexOpenCLOps,
         SpectralOps: ComplexOpenCLOps,
+        RBMOps: RBMOpenCLOps,
     }
 
     def __init__(
@@ -129,7 +130,6 @@ class OpenCLBackend:
         self._partials = self.empty((_PARTIALS,))
         objects = {cls: cls(launcher) for cls in set(self.FAMILY_OPS.values())}
         bind_families(self, {family: objects[cls] for family, cls in self.FAMILY_OPS.items()})
-        self.rbm = RBMOpenCLOps(self)  # the RBM op family (nn.rbm_ops); rbm.cl is built on first use
 
     # --- memory -------------------------------------------------------------------------------------
     def asarray(self, a: np.ndarray) -> cla.Array:

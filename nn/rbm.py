@@ -1,8 +1,8 @@
 """Bernoulli RBM training by contrastive divergence, after Masters' DEEP (spec dbn.md §3).
 
 ``train_rbm(backend, x, RBMConfig(...))`` runs the random-try initial-weight search (§3.5) and the SGD loop
-(§3.6, §3.7) in ``backend.rbm`` ops only: the data, the parameters, the momentum increments and even the
-adaptive learning rate and momentum stay on the device; the host reads a few scalars once per epoch (log,
+(§3.6, §3.7) in the backend's ``rbm_*`` ops only: the data, the parameters, the momentum increments and even
+the adaptive learning rate and momentum stay on the device; the host reads a few scalars once per epoch (log,
 stopping tests, momentum creep, learning-rate caps). Same seed, backend and device give the same weights.
 
 Decisions where the book is ambiguous or wrong (§8):
@@ -139,7 +139,7 @@ def random_tries(seeds: np.ndarray, n_hidden: int, means: np.ndarray):
 
 def initial_weights(be, x_dev, means: np.ndarray, n_hidden: int, n_rand: int, rng: np.random.Generator):
     """Best of ``n_rand`` random tries by direct reconstruction error; each group of tries is one batched
-    computation (``backend.rbm.try_errors``). Returns ``(w, b, c, rms error)``."""
+    computation (``backend.rbm_try_errors``). Returns ``(w, b, c, rms error)``."""
     n, nv = x_dev.shape
     per_group = max(1, min(n_rand, _TRY_ELEMENTS // (n_hidden * nv)))
     best = (math.inf, None)
@@ -152,7 +152,7 @@ def initial_weights(be, x_dev, means: np.ndarray, n_hidden: int, n_rand: int, rn
         chunk = max(1, _TRY_ELEMENTS // (t * max(nv, n_hidden)))
         total = be.zeros((t,))
         for start in range(0, n, chunk):
-            be.add_(total, be.rbm.try_errors(x_dev[start:start + chunk], wd, bd, cd))
+            be.add_(total, be.rbm_try_errors(x_dev[start:start + chunk], wd, bd, cd))
         errors = be.to_numpy(total)
         k = int(np.argmin(errors))  # first of equal minima: strict < across groups too
         if errors[k] < best[0]:
@@ -184,7 +184,7 @@ def epoch_schedule(lr: float, momentum: float, chain: float, no_imp: int, cfg: R
     return lr, momentum, chain
 
 
-def cd_chain(ops, st: RBMState, v1, q1, k: int, mean_field: bool, seed: int, counter: int):
+def cd_chain(be, st: RBMState, v1, q1, k: int, mean_field: bool, seed: int, counter: int):
     """The CD-k chain of spec §3.3 from data ``v1`` with ``q1 = P(h | v1)``.
 
     Hidden states inside the chain are always sampled; the visible side is ``p`` (mean field) or a sample of
@@ -194,18 +194,18 @@ def cd_chain(ops, st: RBMState, v1, q1, k: int, mean_field: bool, seed: int, cou
     """
     q2, p1, v2 = q1, None, v1
     for step in range(k):
-        h, counter = ops.sample(q2, seed, counter), counter + 1
-        p = ops.visible_probs(h, st.w, st.b)
+        h, counter = be.rbm_sample(q2, seed, counter), counter + 1
+        p = be.rbm_visible_probs(h, st.w, st.b)
         if step == 0:
             p1 = p
         if mean_field:
             v2 = p
         else:
-            v2, counter = ops.sample(p, seed, counter), counter + 1
-        q2 = ops.hidden_probs(v2, st.w, st.c)
+            v2, counter = be.rbm_sample(p, seed, counter), counter + 1
+        q2 = be.rbm_hidden_probs(v2, st.w, st.c)
     h_data = q1
     if not mean_field:
-        h_data, counter = ops.sample(q1, seed, counter), counter + 1
+        h_data, counter = be.rbm_sample(q1, seed, counter), counter + 1
     return h_data, v2, q2, p1, counter
 
 
@@ -234,7 +234,7 @@ def train_rbm(be, x: np.ndarray, config: RBMConfig, *, sample_input: bool = Fals
     order = be.asarray(np.arange(n, dtype=np.int32))
     batches = [order[lo:hi] for lo, hi in _batch_bounds(n, n_batches)]
     fit = RBMFit(w, b, c, init_rms)
-    ops, counter = be.rbm, 0
+    counter = 0
     chain = float(cfg.chain_start)
     best_ratio, no_imp = math.inf, 0
     for epoch in range(cfg.max_epochs):
@@ -245,20 +245,20 @@ def train_rbm(be, x: np.ndarray, config: RBMConfig, *, sample_input: bool = Fals
         for rows in batches:
             v1 = be.gather_rows(x_dev, rows)
             if sample_input:
-                v1, counter = ops.sample(v1, cfg.seed, counter), counter + 1
-            q1 = ops.hidden_probs(v1, st.w, st.c)
+                v1, counter = be.rbm_sample(v1, cfg.seed, counter), counter + 1
+            q1 = be.rbm_hidden_probs(v1, st.w, st.c)
             if cfg.direct_error:
-                be.add_(err, ops.recon_error(v1, ops.visible_probs(q1, st.w, st.b), cfg.recon))
-            h_data, v2, q2, p1, counter = cd_chain(ops, st, v1, q1, k_chain, cfg.mean_field, cfg.seed,
+                be.add_(err, be.rbm_recon_error(v1, be.rbm_visible_probs(q1, st.w, st.b), cfg.recon))
+            h_data, v2, q2, p1, counter = cd_chain(be, st, v1, q1, k_chain, cfg.mean_field, cfg.seed,
                                                    counter)
             if not cfg.direct_error:
-                be.add_(err, ops.recon_error(v1, p1, cfg.recon))
-            ops.update(st, v1, h_data, q1, v2, q2, xm, weight_penalty=cfg.weight_penalty,
+                be.add_(err, be.rbm_recon_error(v1, p1, cfg.recon))
+            be.rbm_update(st, v1, h_data, q1, v2, q2, xm, weight_penalty=cfg.weight_penalty,
                        sparsity_penalty=cfg.sparsity_penalty, sparsity_target=cfg.sparsity_target)
         # epoch end: the only host reads of the loop
         total = float(be.to_numpy(err)[0]) / (n * nv)
         hy = be.to_numpy(st.hyper).astype(np.float64)
-        max_w = float(be.to_numpy(ops.max_abs(st.w))[0])
+        max_w = float(be.to_numpy(be.rbm_max_abs(st.w))[0])
         ratio = hy[MAX_INC] / max(max_w, 1e-30)
         if epoch == 0 or ratio < best_ratio:
             best_ratio, no_imp = ratio, 0

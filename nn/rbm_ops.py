@@ -1,9 +1,16 @@
 """The RBM op family: the primitives a restricted Boltzmann machine trains with, on every backend.
 
 Implementations: ``rbm_ops_numpy.RBMNumpyOps`` (float64, written from the formulas; the reference) and
-``rbm_ops_opencl.RBMOpenCLOps`` (one or a few launches per op, GEMM for the products). A backend exposes
-its family as ``backend.rbm``; ``nn.rbm.RBMTrainer`` is written only in these ops and the backend's memory
-ops (``asarray``, ``to_numpy``, ``gather_rows``, ``add_``), so one trainer runs on both.
+``rbm_ops_opencl.RBMOpenCLOps`` (one or a few launches per op, GEMM for the products, kernels declared
+in its ``KERNELS`` table). ``RBMOps`` is one of ``nn.backend.FAMILIES``: each backend lists its
+implementation in ``FAMILY_OPS`` and exposes the ops as its own methods (``backend.rbm_update``), and the
+contract test checks both. ``nn.rbm.train_rbm`` is written only in these ops and the backend's memory ops
+(``asarray``, ``to_numpy``, ``gather_rows``, ``add_``), so one trainer runs on both.
+
+The family also holds the three vector ops the DBN's supervised head needs on the device (``dbn_dot``,
+``dbn_axpby``, ``dbn_weight_penalty``): with the core dense and loss ops they let ``nn.mlfn_device``
+evaluate the head's criterion and gradient, and ``nn.cg`` run its line searches, without moving a weight
+vector to the host.
 
 Conventions (spec dbn.md §3):
 - ``w (H, V)``: row i holds hidden neuron i's weights; ``b (V,)`` visible bias, ``c (H,)`` hidden bias.
@@ -53,34 +60,35 @@ class RBMState:
 
 @runtime_checkable
 class RBMOps(Protocol):
-    """RBM primitives. Every op leaves its inputs unchanged except ``update`` (which edits ``state``)."""
+    """The deep-belief-net family. Every op leaves its inputs unchanged except ``rbm_update`` (which edits
+    ``state``) and ``dbn_weight_penalty`` (which adds to ``grad``)."""
 
-    def hidden_probs(self, v: Tensor, w: Tensor, c: Tensor) -> Tensor:
+    def rbm_hidden_probs(self, v: Tensor, w: Tensor, c: Tensor) -> Tensor:
         """``v (B, V)`` -> ``σ(v·Wᵀ + c) (B, H)``: P(h = 1 | v)."""
 
-    def visible_probs(self, h: Tensor, w: Tensor, b: Tensor) -> Tensor:
+    def rbm_visible_probs(self, h: Tensor, w: Tensor, b: Tensor) -> Tensor:
         """``h (B, H)`` -> ``σ(h·W + b) (B, V)``: P(v = 1 | h)."""
 
-    def sample(self, p: Tensor, seed: int, counter: int) -> Tensor:
+    def rbm_sample(self, p: Tensor, seed: int, counter: int) -> Tensor:
         """Bernoulli states of the probabilities ``p`` (any shape): 1 where ``uniform01 < p``, else 0."""
 
-    def recon_error(self, x: Tensor, p: Tensor, kind: str) -> Tensor:
+    def rbm_recon_error(self, x: Tensor, p: Tensor, kind: str) -> Tensor:
         """``(1,)`` sum over the batch and the inputs of the reconstruction error of ``p`` against ``x``.
 
         ``mse``: ``(p − x)²``; ``ce``: ``−[x·log(p + 1e−10) + (1 − x)·log(1 − p + 1e−10)]`` (spec §3.2).
         """
 
-    def max_abs(self, t: Tensor) -> Tensor:
+    def rbm_max_abs(self, t: Tensor) -> Tensor:
         """``(1,)`` largest ``|t|`` (0 for an empty tensor)."""
 
-    def try_errors(self, x: Tensor, w: Tensor, b: Tensor, c: Tensor) -> Tensor:
+    def rbm_try_errors(self, x: Tensor, w: Tensor, b: Tensor, c: Tensor) -> Tensor:
         """Direct reconstruction error of T candidate RBMs at once (the initial-weight search, §3.5).
 
         ``x (N, V)``, ``w (T, H, V)``, ``b (T, V)``, ``c (T, H)`` -> ``(T,)`` with, for try t, the sum over
         cases and inputs of ``(σ(b_t + W_tᵀ·σ(c_t + W_t·x)) − x)²``.
         """
 
-    def update(
+    def rbm_update(
         self,
         state: RBMState,
         v1: Tensor,
@@ -110,3 +118,15 @@ class RBMOps(Protocol):
         ``h_data`` is ``q1`` (mean-field data term) or a Bernoulli sample of it. The saturation terms test the
         smoothed on-fraction (the book's CUDA choice; its CPU code tests the raw batch fraction).
         """
+
+    def dbn_dot(self, a: Tensor, b: Tensor) -> Tensor:
+        """``(1,)`` ``Σ a·b`` over all elements of two same-shape tensors (Polak–Ribière's products)."""
+
+    def dbn_axpby(self, alpha: float, x: Tensor, beta: float, y: Tensor) -> Tensor:
+        """A new tensor ``alpha·x + beta·y`` (same shapes): line-search trial points and CG directions."""
+
+    def dbn_weight_penalty(self, theta: Tensor, mask: Tensor, coef: float, grad: Tensor | None) -> Tensor:
+        """``(1,)`` ``coef·Σ mask·θ²``; with ``grad``, also ``grad += 2·coef·mask·θ`` in place.
+
+        ``mask`` is 1 at weights and 0 at biases and padding: the supervised weight penalty of spec §1.5,
+        which leaves biases out."""

@@ -44,30 +44,30 @@ def recon_terms(x: np.ndarray, p: np.ndarray, kind: str) -> np.ndarray:
 
 
 class RBMNumpyOps:
-    """``RBMOps`` on host float64 arrays."""
+    """``RBMOps`` on host float64 arrays (``NumpyBackend.FAMILY_OPS``)."""
 
-    def hidden_probs(self, v: np.ndarray, w: np.ndarray, c: np.ndarray) -> np.ndarray:
+    def rbm_hidden_probs(self, v: np.ndarray, w: np.ndarray, c: np.ndarray) -> np.ndarray:
         return sigmoid(v @ w.T + c)
 
-    def visible_probs(self, h: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def rbm_visible_probs(self, h: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
         return sigmoid(h @ w + b)
 
-    def sample(self, p: np.ndarray, seed: int, counter: int) -> np.ndarray:
+    def rbm_sample(self, p: np.ndarray, seed: int, counter: int) -> np.ndarray:
         u = uniform01(seed, counter, np.arange(p.size, dtype=np.uint32)).reshape(p.shape)
         return (u < p).astype(np.float64)
 
-    def recon_error(self, x: np.ndarray, p: np.ndarray, kind: str) -> np.ndarray:
+    def rbm_recon_error(self, x: np.ndarray, p: np.ndarray, kind: str) -> np.ndarray:
         return np.array([recon_terms(x, p, kind).sum()])
 
-    def max_abs(self, t: np.ndarray) -> np.ndarray:
+    def rbm_max_abs(self, t: np.ndarray) -> np.ndarray:
         return np.array([np.abs(t).max() if t.size else 0.0])
 
-    def try_errors(self, x: np.ndarray, w: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    def rbm_try_errors(self, x: np.ndarray, w: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         h = sigmoid(np.einsum("nv,thv->tnh", x, w) + c[:, None, :])
         p = sigmoid(np.einsum("tnh,thv->tnv", h, w) + b[:, None, :])
         return ((p - x[None]) ** 2).sum(axis=(1, 2))
 
-    def update(self, state: RBMState, v1, h_data, q1, v2, q2, x_mean, *, weight_penalty, sparsity_penalty,
+    def rbm_update(self, state: RBMState, v1, h_data, q1, v2, q2, x_mean, *, weight_penalty, sparsity_penalty,
                sparsity_target) -> None:
         n = v1.shape[0]
         hy = state.hyper
@@ -99,6 +99,18 @@ class RBMNumpyOps:
         hy[PREV_LEN2] = len2
         hy[LEN2] = len2
         state.g_prev[:] = g
+
+    def dbn_dot(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.array([float(np.vdot(a, b))])
+
+    def dbn_axpby(self, alpha: float, x: np.ndarray, beta: float, y: np.ndarray) -> np.ndarray:
+        return alpha * x + beta * y
+
+    def dbn_weight_penalty(self, theta: np.ndarray, mask: np.ndarray, coef: float,
+                           grad: np.ndarray | None) -> np.ndarray:
+        if grad is not None:
+            grad += 2.0 * coef * mask * theta
+        return np.array([coef * float((mask * theta * theta).sum())])
 
 
 def adapt_lr(lr: float, cos: float) -> float:

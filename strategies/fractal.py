@@ -77,6 +77,7 @@ class FractalEA(ExpertAdvisor):
     model: str = "dense"  # "dense" (the network above) or "dbn" (deep belief net, strategies/fractal_dbn.py)
     dbn_layers: str = "100,50"  # RBM layer widths of model=dbn
     dbn_epochs: int = 100  # maximum RBM epochs per layer of model=dbn
+    dbn_fine_tune: int = 200  # CG iterations fine-tuning the whole model=dbn stack (0: the head alone)
     min_study_bars = 200
 
     # -- lifecycle ---------------------------------------------------------------------------------------
@@ -89,6 +90,8 @@ class FractalEA(ExpertAdvisor):
             raise EAError("FractalEA needs depth >= 1, epochs >= 0, batch_size >= 1 and 0 <= validation < 1")
         if self.patience < 0:
             raise EAError(f"FractalEA patience must be >= 0 (0 = no early stopping), got {self.patience}")
+        if self.dbn_fine_tune < 0:
+            raise EAError(f"FractalEA dbn_fine_tune must be >= 0, got {self.dbn_fine_tune}")
         self.kind = self.params["model"]  # self.model holds the trained network below
         if self.kind not in ("dense", "dbn"):
             raise EAError(f"FractalEA model must be 'dense' or 'dbn', got {self.kind!r}")

@@ -120,14 +120,14 @@ def test_kernel_log_on_opencl(tmp_path, capsys):
 
 
 def test_binary_splits(tmp_path, capsys):
-    from nn.dbn_io import load_dbn
+    from nn.io import load
 
     data = _table(tmp_path / "d.csv", 80, 4)
     model = tmp_path / "m.dbn"
     code, _, err = _run(capsys, "deep", "train", data, "--targets", "A", "--regression", "--layers", "3",
                         "--binary-splits", "--model", model, "--log", tmp_path / "L", *FAST)
     assert code == 0, err
-    _, meta = load_dbn(model)
+    meta = load(model, kind="dbn").metadata
     assert len(meta["scaling"]["mean"]) == 4
     code, out, err = _run(capsys, "deep", "test", model, data)
     assert code == 0, err

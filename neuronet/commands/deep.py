@@ -33,7 +33,8 @@ from neuronet.commands.deep_report import (
 )
 from neuronet.commands.errors import CommandError
 from nn.dbn import DBNConfig, train_dbn
-from nn.dbn_io import load_dbn, save_dbn
+from nn.io import load as load_model
+from nn.io import save as save_model
 from nn.mlfn import raw_error
 from nn.rbm import RBMConfig
 
@@ -167,7 +168,7 @@ def train(
     out.add("", *weight_tables(m, names, ds.targets))
     meta = {"inputs": ds.inputs, "targets": ds.targets, "scaling": scaling.to_json(),
             "image_shape": list(ds.image_shape) if ds.image_shape else None, "candle_depth": depth}
-    save_dbn(m, model, meta)
+    save_model(m, model, meta)
     pred = m.predict(x)
     out.add("", f"In-sample (training cases) {crit} = {raw_error(pred, ds.t, is_class):.6f}")
     if is_class:
@@ -179,7 +180,8 @@ def train(
 
 
 def _model_data(model: Path, data, inputs, targets, mnist_images, mnist_labels, candles, max_cases):
-    m, meta = load_dbn(model)
+    m = load_model(model, kind="dbn")
+    meta = m.metadata
     depth = int(meta.get("candle_depth") or 4)
     if data is not None and inputs is None and targets is None:  # the training columns, by name
         inputs, targets = ",".join(meta["inputs"]), ",".join(meta["targets"])
@@ -258,7 +260,8 @@ def sample(
 
     if rows < 1 or cols < 1 or chain < 0:
         raise CommandError("--rows and --cols must be >= 1 and --chain >= 0")
-    m, meta = load_dbn(model)
+    m = load_model(model, kind="dbn")
+    meta = m.metadata
     count = rows * cols
     if first_case > 0:
         m, meta, x, _ = _model_data(model, data, inputs, targets, mnist_images, mnist_labels, None, 0)

@@ -1,53 +1,9 @@
-/* Restricted Boltzmann machine kernels (nn/rbm_ops_opencl.py); the matrix products run through GEMM.
- *
- * Build-time macros: WG (power of two) = items of every reducing work-group; CW x RL (RL a power of two)
- * = columns x row lanes of the column kernels. Reductions are two-stage:
- * NP groups of WG items stride over the elements and write one partial each; a single group finishes.
- * Hyper-parameter slots (nn/rbm_ops.py): 0 lr, 1 momentum, 2 max |w_inc|, 3 |g_prev|^2, 4 cosine, 5 |g|^2.
+/* Deep-belief-net kernels (nn/rbm_ops_opencl.py, which declares each kernel's work-group): the RBM's
+ * sampling, reductions, parameter steps and initial-weight search, and the supervised head's vector ops.
+ * The matrix products run through GEMM. Reductions are two-stage: NP groups of WG items stride over the
+ * elements and write one partial each; a single group finishes. Shared helpers: rbm_common.h.
  */
-#include "nn_common.h"
-
-#define H_LR 0
-#define H_MOM 1
-#define H_MAX_INC 2
-#define H_PREV_LEN2 3
-#define H_COS 4
-#define H_LEN2 5
-
-inline REAL rbm_sigmoid(REAL x) { return (REAL)1 / ((REAL)1 + exp(-x)); }
-
-/* Tree reduction over the WG items of a group (op 0: sum, 1: max); every item gets the result. */
-inline REAL rbm_group(REAL v, __local REAL *s, int op) {
-    const int lid = get_local_id(0);
-    s[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = WG / 2; k > 0; k >>= 1) {
-        if (lid < k) {
-            s[lid] = op ? fmax(s[lid], s[lid + k]) : s[lid] + s[lid + k];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    REAL r = s[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
-}
-
-/* Column kernels: a (CW, RL) work-group owns CW adjacent columns; row lane ly sums rows ly, ly + RL, ...
- * Returns the column's total to every lane. */
-inline REAL rbm_col_total(REAL v, __local REAL *s) {
-    const int lx = get_local_id(0), ly = get_local_id(1);
-    s[ly * CW + lx] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = RL / 2; k > 0; k >>= 1) {
-        if (ly < k) {
-            s[ly * CW + lx] += s[(ly + k) * CW + lx];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    REAL r = s[lx];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
-}
+#include "rbm_common.h"
 
 /* Bernoulli states: 1 where uniform01(seed, counter, i) < p[i] (nn.random, bit for bit). */
 __kernel void rbm_sample(__global const REAL *p, const uint p_off, __global REAL *s, const uint s_off,
@@ -61,7 +17,8 @@ __kernel void rbm_sample(__global const REAL *p, const uint p_off, __global REAL
     }
 }
 
-/* Partial sums of an elementwise quantity. mode 0: (p - x)^2; 1: cross entropy; 2: max |x| (p unused). */
+/* Partial sums of an elementwise quantity. mode 0: (p - x)^2; 1: cross entropy; 2: max |x| (p unused);
+ * 3: x * p (dot product); 4: p * x^2 (masked sum of squares). */
 __kernel void rbm_partials(__global const REAL *x, const uint x_off, __global const REAL *p, const uint p_off,
                            const int n, const int mode, __global REAL *part, const uint part_off) {
     __local REAL scratch[WG];
@@ -76,18 +33,22 @@ __kernel void rbm_partials(__global const REAL *x, const uint x_off, __global co
         } else if (mode == 0) {
             const REAL d = p[i] - xi;
             acc += d * d;
-        } else {
+        } else if (mode == 1) {
             const REAL pi = p[i];
             acc -= xi * log(pi + (REAL)1e-10) + ((REAL)1 - xi) * log((REAL)1 - pi + (REAL)1e-10);
+        } else if (mode == 3) {
+            acc += xi * p[i];
+        } else {
+            acc += p[i] * xi * xi;
         }
     }
-    acc = rbm_group(acc, scratch, mode == 2);
+    acc = rbm_group(acc, scratch, mode == 2 ? OP_MAX : OP_SUM);
     if (get_local_id(0) == 0) {
         part[get_group_id(0)] = acc;
     }
 }
 
-/* out[0] = sum (op 0) or max (op 1) of np partials; one group of WG items. */
+/* out[0] = sum (OP_SUM) or max (OP_MAX) of np partials; one group of WG items. */
 __kernel void rbm_finish(__global const REAL *part, const uint part_off, const int np, const int op,
                          __global REAL *out, const uint out_off) {
     __local REAL scratch[WG];
@@ -95,7 +56,7 @@ __kernel void rbm_finish(__global const REAL *part, const uint part_off, const i
     out += out_off;
     REAL acc = 0;
     for (int i = get_local_id(0); i < np; i += WG) {
-        acc = op ? fmax(acc, part[i]) : acc + part[i];
+        acc = op == OP_MAX ? fmax(acc, part[i]) : acc + part[i];
     }
     acc = rbm_group(acc, scratch, op);
     if (get_local_id(0) == 0) {
@@ -118,16 +79,16 @@ __kernel void rbm_hidden_update(__global const REAL *q1, const uint q1_off, __gl
     c_inc += ci_off;
     sp += sp_off;
     hyper += hy_off;
-    __local REAL scratch[CW * RL];
+    __local REAL scratch[CG * RG];
     const int i = get_global_id(0);
     const int ic = i < nh ? i : nh - 1;  // tail items read a valid column and help the reduction
     REAL frac = 0, diff = 0;
-    for (int r = get_local_id(1); r < n; r += RL) {
+    for (int r = get_local_id(1); r < n; r += RG) {
         frac += q1[r * nh + ic];
         diff += hd[r * nh + ic] - q2[r * nh + ic];
     }
-    frac = rbm_col_total(frac, scratch);
-    diff = rbm_col_total(diff, scratch);
+    frac = nn_col_sum(frac, scratch);
+    diff = nn_col_sum(diff, scratch);
     if (i >= nh || get_local_id(1) != 0) {
         return;
     }
@@ -141,9 +102,7 @@ __kernel void rbm_hidden_update(__global const REAL *q1, const uint q1_off, __gl
         pen += (REAL)0.5 * (s - (REAL)0.99);
     }
     sp[i] = pen;
-    const REAL inc = hyper[H_MOM] * c_inc[i] + hyper[H_LR] * (diff / n - pen);
-    c_inc[i] = inc;
-    c[i] += inc;
+    rbm_bias_step(c, c_inc, i, diff / n - pen, hyper);
 }
 
 /* One column per visible input: visible-bias step. */
@@ -156,20 +115,18 @@ __kernel void rbm_visible_update(__global const REAL *v1, const uint v1_off, __g
     b += b_off;
     b_inc += bi_off;
     hyper += hy_off;
-    __local REAL scratch[CW * RL];
+    __local REAL scratch[CG * RG];
     const int j = get_global_id(0);
     const int jc = j < nv ? j : nv - 1;
     REAL diff = 0;
-    for (int r = get_local_id(1); r < n; r += RL) {
+    for (int r = get_local_id(1); r < n; r += RG) {
         diff += v1[r * nv + jc] - v2[r * nv + jc];
     }
-    diff = rbm_col_total(diff, scratch);
+    diff = nn_col_sum(diff, scratch);
     if (j >= nv || get_local_id(1) != 0) {
         return;
     }
-    const REAL inc = hyper[H_MOM] * b_inc[j] + hyper[H_LR] * (diff / n);
-    b_inc[j] = inc;
-    b[j] += inc;
+    rbm_bias_step(b, b_inc, j, diff / n, hyper);
 }
 
 /* Weight step over all H x V elements (grid-stride). gw holds the CD statistics on entry; g_prev gets the
@@ -190,28 +147,20 @@ __kernel void rbm_weight_update(__global const REAL *gw, const uint gw_off, __gl
     hyper += hy_off;
     part += part_off;
     const REAL lr = hyper[H_LR], mom = hyper[H_MOM];
-    REAL len2 = 0, dot = 0, mx = 0;
+    rbm_wsums acc = {0, 0, 0};
     const int n = nh * nv;
     for (int k = get_global_id(0); k < n; k += get_global_size(0)) {
-        const int i = k / nv, j = k - (k / nv) * nv;
-        const REAL wk = w[k];
-        const REAL g = gw[k] - lam_w * wk - xm[j] * sp[i];
-        const REAL inc = mom * w_inc[k] + lr * g;
-        w_inc[k] = inc;
-        w[k] = wk + inc;
-        len2 += g * g;
-        dot += g * g_prev[k];
-        g_prev[k] = g;
-        mx = fmax(mx, fabs(inc));
+        const int i = k / nv;
+        rbm_weight_step(k, sp[i], xm[k - i * nv], gw, w, w_inc, g_prev, lr, mom, lam_w, &acc);
     }
     const int np = get_num_groups(0), gid = get_group_id(0);
-    len2 = rbm_group(len2, scratch, 0);
-    dot = rbm_group(dot, scratch, 0);
-    mx = rbm_group(mx, scratch, 1);
+    acc.len2 = rbm_group(acc.len2, scratch, OP_SUM);
+    acc.dot = rbm_group(acc.dot, scratch, OP_SUM);
+    acc.mx = rbm_group(acc.mx, scratch, OP_MAX);
     if (get_local_id(0) == 0) {
-        part[gid] = len2;
-        part[np + gid] = dot;
-        part[2 * np + gid] = mx;
+        part[gid] = acc.len2;
+        part[np + gid] = acc.dot;
+        part[2 * np + gid] = acc.mx;
     }
 }
 
@@ -233,22 +182,14 @@ __kernel void rbm_weight_update_rows(__global const REAL *gw, const uint gw_off,
     w_inc += wi_off + (size_t)i * nv;
     g_prev += gp_off + (size_t)i * nv;
     xm += xm_off;
-    REAL len2 = 0, dot = 0, mx = 0;
+    rbm_wsums acc = {0, 0, 0};
     for (int j = 0; j < nv; j++) {
-        const REAL wk = w[j];
-        const REAL g = gw[j] - lam_w * wk - xm[j] * spi;
-        const REAL inc = mom * w_inc[j] + lr * g;
-        w_inc[j] = inc;
-        w[j] = wk + inc;
-        len2 += g * g;
-        dot += g * g_prev[j];
-        g_prev[j] = g;
-        mx = fmax(mx, fabs(inc));
+        rbm_weight_step(j, spi, xm[j], gw, w, w_inc, g_prev, lr, mom, lam_w, &acc);
     }
     part += part_off;
-    part[i] = len2;
-    part[nh + i] = dot;
-    part[2 * nh + i] = mx;
+    part[i] = acc.len2;
+    part[nh + i] = acc.dot;
+    part[2 * nh + i] = acc.mx;
 }
 
 /* One group: finish the weight partials and adapt the learning rate and momentum (spec §3.7). */
@@ -263,9 +204,9 @@ __kernel void rbm_adapt(__global const REAL *part, const uint part_off, const in
         dot += part[np + i];
         mx = fmax(mx, part[2 * np + i]);
     }
-    len2 = rbm_group(len2, scratch, 0);
-    dot = rbm_group(dot, scratch, 0);
-    mx = rbm_group(mx, scratch, 1);
+    len2 = rbm_group(len2, scratch, OP_SUM);
+    dot = rbm_group(dot, scratch, OP_SUM);
+    mx = rbm_group(mx, scratch, OP_MAX);
     if (get_local_id(0) != 0) {
         return;
     }
@@ -273,17 +214,7 @@ __kernel void rbm_adapt(__global const REAL *part, const uint part_off, const in
     const REAL prev = hyper[H_PREV_LEN2];
     if (prev > (REAL)0 && len2 > (REAL)0) {
         const REAL cs = dot / sqrt(len2 * prev);
-        REAL lr = hyper[H_LR];
-        if (cs > (REAL)0.5) {
-            lr *= (REAL)1.2;
-        } else if (cs > (REAL)0.3) {
-            lr *= (REAL)1.1;
-        } else if (cs < (REAL)-0.5) {
-            lr /= (REAL)1.2;
-        } else if (cs < (REAL)-0.3) {
-            lr /= (REAL)1.1;
-        }
-        hyper[H_LR] = fmin(fmax(lr, (REAL)0.001), (REAL)1.0);
+        hyper[H_LR] = fmin(fmax(hyper[H_LR] * rbm_lr_factor(cs), (REAL)0.001), (REAL)1.0);
         if (fabs(cs) > (REAL)0.3) {
             hyper[H_MOM] /= (REAL)1.5;
         }
@@ -300,7 +231,7 @@ __kernel void rbm_row_bias_sigmoid(__global REAL *a, const uint a_off, __global 
     bias += bias_off;
     const int k = get_global_id(0);
     if (k < rows * cols) {
-        a[k] = rbm_sigmoid(a[k] + bias[k / cols]);
+        a[k] = nn_sigmoid(a[k] + bias[k / cols]);
     }
 }
 
@@ -317,18 +248,18 @@ __kernel void rbm_try_partials(__global const REAL *pre, const uint pre_off, __g
     REAL acc = 0;
     const int n = m * nv;
     for (int k = get_global_id(0); k < n; k += get_global_size(0)) {
-        const REAL d = rbm_sigmoid(pre[k] + b[k % nv]) - x[k];
+        const REAL d = nn_sigmoid(pre[k] + b[k % nv]) - x[k];
         acc += d * d;
     }
-    acc = rbm_group(acc, scratch, 0);
+    acc = rbm_group(acc, scratch, OP_SUM);
     if (get_local_id(0) == 0) {
         part[t * get_num_groups(0) + get_group_id(0)] = acc;
     }
 }
 
-/* out[t] += sum of the np partials of try t; one item per try. */
+/* out[t] = (accumulate ? out[t] : 0) + the sum of the np partials of try t; one item per try. */
 __kernel void rbm_try_finish(__global const REAL *part, const uint part_off, const int np, const int ntry,
-                             __global REAL *out, const uint out_off) {
+                             const int accumulate, __global REAL *out, const uint out_off) {
     part += part_off;
     out += out_off;
     const int t = get_global_id(0);
@@ -337,6 +268,32 @@ __kernel void rbm_try_finish(__global const REAL *part, const uint part_off, con
         for (int i = 0; i < np; i++) {
             acc += part[t * np + i];
         }
-        out[t] += acc;
+        out[t] = accumulate ? out[t] + acc : acc;
+    }
+}
+
+/* out = alpha * x + beta * y (CG trial points and directions). */
+__kernel void dbn_axpby(const REAL alpha, __global const REAL *x, const uint x_off, const REAL beta,
+                        __global const REAL *y, const uint y_off, __global REAL *out, const uint out_off,
+                        const int n) {
+    x += x_off;
+    y += y_off;
+    out += out_off;
+    const int i = get_global_id(0);
+    if (i < n) {
+        out[i] = alpha * x[i] + beta * y[i];
+    }
+}
+
+/* grad += 2 * coef * mask * theta: the weight penalty's gradient, biases masked out. */
+__kernel void dbn_penalty_grad(__global const REAL *theta, const uint theta_off, __global const REAL *mask,
+                               const uint mask_off, const REAL coef, __global REAL *grad, const uint grad_off,
+                               const int n) {
+    theta += theta_off;
+    mask += mask_off;
+    grad += grad_off;
+    const int i = get_global_id(0);
+    if (i < n) {
+        grad[i] += (REAL)2 * coef * mask[i] * theta[i];
     }
 }

@@ -22,7 +22,7 @@ from nn.backend import FAMILIES, Backend, CoreOps, family_ops
 NN = Path(__file__).resolve().parents[2] / "nn"
 # Modules that implement the contract (they call their own helpers, not the contract).
 IMPLEMENTATIONS = {"backend.py", "ops_numpy.py", "ops_opencl.py", "online_opencl.py"}
-ATTRIBUTES = {"name", "dtype", "alignment", "rbm"}  # the contract's data members (rbm: nn.rbm_ops.RBMOps)
+ATTRIBUTES = {"name", "dtype", "alignment"}  # the contract's data members
 
 
 def _declared() -> dict[str, inspect.Signature]:

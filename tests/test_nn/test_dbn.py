@@ -10,8 +10,7 @@ import pytest
 import nn
 from nn.cg import anneal, conjugate_gradient, line_minimum, svd_weights
 from nn.dbn import DBNConfig, train_dbn
-from nn.dbn_io import load_dbn, save_dbn
-from nn.io import ModelFileError
+from nn.io import ModelFileError, load, save
 from nn.mlfn import Net, criterion
 from nn.rbm import RBMConfig
 
@@ -23,6 +22,8 @@ def _quadratic(p):
 
 def test_cg_book_example_two_line_searches():
     res = conjugate_gradient(_quadratic, np.array([6.0, 4.0]), max_iter=10, tol=1e-12)
+    # the minimum (0, 0), f = 0, after the second line search (later ones only polish rounding)
+    assert abs(_quadratic(res.points[1])[0]) < 1e-11 and abs(_quadratic(res.points[0])[0]) > 1.0
     # The book steps along the gradient (6, -1), t* = -0.4022; CG here steps along -gradient: t* = +0.4022.
     assert res.steps[0] == pytest.approx(0.4022, abs=1e-4)
     np.testing.assert_allclose(res.points[0], [3.587, 4.402], atol=1e-3)
@@ -101,10 +102,13 @@ def test_stack_sorted_trains_and_round_trips(tmp_path):
         assert np.all(np.diff(s) <= 0)
         assert layer.q_mean.shape == layer.c.shape
     assert (m.predict(x).argmax(1) == labels).mean() > 0.9
-    path = save_dbn(m, tmp_path / "m.dbn", {"inputs": ["a"] * 12})
-    back, meta = load_dbn(path)
+    path = save(m, tmp_path / "m.dbn", {"inputs": ["a"] * 12})
+    back = load(path, kind="dbn")
     np.testing.assert_array_equal(back.predict(x), m.predict(x))
-    assert meta == {"inputs": ["a"] * 12} and back.config == m.config
+    assert back.metadata == {"inputs": ["a"] * 12} and back.config == m.config and back.log == m.log
+    for got, want in zip(back.layers, m.layers, strict=True):
+        assert got.history == want.history and got.initial_error == want.initial_error
+        np.testing.assert_array_equal(got.q_mean, want.q_mean)
     gen = back.generate(nn.get_backend("numpy"), 5, start=x[:4], seed=2)
     np.testing.assert_array_equal(gen, m.generate(nn.get_backend("numpy"), 5, start=x[:4], seed=2))
     assert gen.shape == (4, 12) and ((gen >= 0) & (gen <= 1)).all()
@@ -118,11 +122,53 @@ def test_fine_tune_lowers_the_criterion():
     assert m.fine_tuned and m.log["fine_tune"] <= m.log["supervised"]
 
 
-def test_damaged_file_is_one_clear_error(tmp_path):
+def _saved_small(tmp_path):
     x, t, _ = _data(60)
     cfg = DBNConfig(hidden=(4,), rbm=RBMConfig(n_hidden=1, n_rand=2, n_batches=2, max_epochs=2),
                     anneal_iters=2, sup_max_iter=2)
-    path = save_dbn(train_dbn(x, t, cfg, nn.get_backend("numpy")), tmp_path / "m.dbn")
+    return save(train_dbn(x, t, cfg, nn.get_backend("numpy")), tmp_path / "m.dbn")
+
+
+def _rewrite(path, out, edit_header=None, edit_members=None):
+    """A copy of a model file with its header and/or members edited, checksums recomputed to match, so
+    only the edit itself can make loading fail."""
+    import hashlib
+    import io
+    import json
+
+    with zipfile.ZipFile(path) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    header = json.loads(members.pop("header.json"))
+    if edit_members:
+        edit_members(members)
+    for name, data in members.items():
+        shape = np.load(io.BytesIO(data), allow_pickle=False).shape
+        header["arrays"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "shape": list(shape),
+                                  "dtype": header["arrays"]["layer0_w.npy"]["dtype"]}
+    header["arrays"] = {k: v for k, v in header["arrays"].items() if k in members}
+    payload = hashlib.sha256()
+    for name in sorted(members):
+        payload.update(members[name])
+    header["payload_sha256"] = payload.hexdigest()
+    if edit_header:
+        edit_header(header)
+    with zipfile.ZipFile(out, "w") as zf:
+        zf.writestr("header.json", json.dumps(header))
+        for n, d in members.items():
+            zf.writestr(n, d)
+    return out
+
+
+def _npy(a):
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, a, allow_pickle=False)
+    return buf.getvalue()
+
+
+def test_damaged_file_is_one_clear_error(tmp_path):
+    path = _saved_small(tmp_path)
     with zipfile.ZipFile(path) as zf:
         members = {n: zf.read(n) for n in zf.namelist()}
     members["layer0_w.npy"] = members["layer0_w.npy"][:-8] + b"\0" * 8
@@ -131,10 +177,50 @@ def test_damaged_file_is_one_clear_error(tmp_path):
         for n, d in members.items():
             zf.writestr(n, d)
     with pytest.raises(ModelFileError, match=r"layer0_w\.npy"):
-        load_dbn(bad)
+        load(bad)
     (tmp_path / "junk.dbn").write_bytes(b"not a zip")
     with pytest.raises(ModelFileError, match=r"junk\.dbn"):
-        load_dbn(tmp_path / "junk.dbn")
+        load(tmp_path / "junk.dbn")
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # truncated
+    with pytest.raises(ModelFileError, match=r"m\.dbn"):
+        load(path)
+
+
+def test_dbn_file_is_the_model_format_with_its_kind(tmp_path):
+    """One container: a DBN file is a neuronet-model file of kind "dbn"; asking for another kind, or a
+    Sequential file asked for as a DBN, is refused by name."""
+    import json
+
+    path = _saved_small(tmp_path)
+    with zipfile.ZipFile(path) as zf:
+        header = json.loads(zf.read("header.json"))
+    assert header["format"] == "neuronet-model" and header["kind"] == "dbn"
+    assert header["arrays"]["layer0_w.npy"]["shape"] == [4, 12]
+    with pytest.raises(ModelFileError, match="not a 'sequential'"):
+        load(path, kind="sequential")
+    seq = nn.Sequential.from_specs([{"type": "dense", "units": 2}], input_shape=(3,), backend="numpy")
+    with pytest.raises(ModelFileError, match="not a 'dbn'"):
+        load(save(seq, tmp_path / "s.nnz"), kind="dbn")
+    with pytest.raises(TypeError, match="not a model kind"):
+        save(object(), tmp_path / "o.nnz", {})
+
+
+@pytest.mark.parametrize(("edit_header", "edit_members", "match"), [
+    (None, lambda m: m.pop("head0_b.npy"), "missing or unexpected"),
+    (None, lambda m: m.update({"extra.npy": _npy(np.zeros(2))}), "missing or unexpected"),
+    (None, lambda m: m.update({"layer0_c.npy": _npy(np.zeros(5))}), r"layer0_c has shape \(5,\)"),
+    (None, lambda m: m.update({"head0_w.npy": _npy(np.full((3, 4), np.nan))}), "not finite"),
+    (lambda h: h["architecture"].update({"hidden": [5]}), None, "layer0_w has shape"),
+    (lambda h: h["architecture"].update({"n_inputs": 10**12}), None, "layer0_w has shape"),
+    (lambda h: h["architecture"]["config"].update({"bogus": 1}), None, "bogus"),
+    (lambda h: h["architecture"].pop("head"), None, "head"),
+    (lambda h: h.update({"kind": "martian"}), None, "model kind 'martian'"),
+    (lambda h: h["training"].update({"history": [[{"epoch": "x", "nope": 1}]]}), None, "nope"),
+])
+def test_hostile_dbn_files_are_refused_by_name(tmp_path, edit_header, edit_members, match):
+    bad = _rewrite(_saved_small(tmp_path), tmp_path / "bad.dbn", edit_header, edit_members)
+    with pytest.raises(ModelFileError, match=match):
+        load(bad)
 
 
 @pytest.mark.parametrize(("kw", "match"), [({"hidden": (0,)}, "hidden"), ({"sup_tol": -1.0}, "sup_tol")])

@@ -229,6 +229,20 @@ def test_version_1_files_still_load(tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
+def test_version_2_files_without_a_kind_load_as_sequential(tmp_path):
+    """Version 2 headers had no ``kind``: such a file is a Sequential model, also when asked for by kind."""
+    x, _ = _data()
+    model = _model("numpy")
+    path = save(model, tmp_path / "m.nnz")
+
+    def as_version_2(h):
+        h["version"] = 2
+        del h["kind"]
+
+    old = _rewrite(path, tmp_path / "v2.nnz", header=as_version_2)
+    np.testing.assert_array_equal(load(old, kind="sequential").predict(x), model.predict(x))
+
+
 def _rewrite(src: Path, dst: Path, *, header=None, members=None, compress=None) -> Path:
     """A copy of a model file with the header edited and members replaced."""
     with zipfile.ZipFile(src) as zf:

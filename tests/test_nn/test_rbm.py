@@ -46,9 +46,9 @@ def test_cd1_statistics_match_exact_expectation(backend, mean_field):
     v1 = np.array([1.0, 0.0, 1.0, 1.0])
     st = _state(be, w, b, c)
     x = be.asarray(np.tile(v1, (n, 1)))
-    q1 = be.rbm.hidden_probs(x, st.w, st.c)
-    h_data, v2, q2, _, _ = cd_chain(be.rbm, st, x, q1, 1, mean_field, seed=11, counter=0)
-    be.rbm.update(st, x, h_data, q1, v2, q2, be.zeros((nv,)), weight_penalty=0.0, sparsity_penalty=0.0,
+    q1 = be.rbm_hidden_probs(x, st.w, st.c)
+    h_data, v2, q2, _, _ = cd_chain(be, st, x, q1, 1, mean_field, seed=11, counter=0)
+    be.rbm_update(st, x, h_data, q1, v2, q2, be.zeros((nv,)), weight_penalty=0.0, sparsity_penalty=0.0,
                   sparsity_target=0.0)
     got = be.to_numpy(st.g_prev)
     want = _exact_cd1(v1, w, b, c, mean_field)

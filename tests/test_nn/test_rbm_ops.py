@@ -23,6 +23,13 @@ def _backends() -> list:
         pytest.skip(f"no pyopencl: {exc}", allow_module_level=True)
 
     class Poisoned(OpenCLBackend):
+        """Every fresh array is NaN first: the core ops' (``empty``) and the families' (the launcher's)."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            fresh = self.launcher.empty
+            self.launcher.empty = lambda shape, dtype=None: memory.poison(fresh(shape, dtype))
+
         def empty(self, shape, dtype=None):
             return memory.poison(super().empty(shape, dtype))
 
@@ -60,7 +67,7 @@ def _close(ob, got, want, tol=None):
 
 
 def test_protocol(ob):
-    assert isinstance(ob.rbm, RBMOps) and isinstance(REF, RBMOps)
+    assert isinstance(ob, RBMOps) and isinstance(REF, RBMOps)
 
 
 @pytest.mark.parametrize("n", AWKWARD)
@@ -71,23 +78,23 @@ def test_conditionals(ob, rng, n):
     c, c64 = _up(ob, rng.normal(size=nh))
     v, v64 = _up(ob, rng.uniform(size=(n, nv)))
     h, h64 = _up(ob, rng.uniform(size=(n, nh)) < 0.5)
-    _close(ob, ob.rbm.hidden_probs(v, w, c), REF.hidden_probs(v64, w64, c64))
-    _close(ob, ob.rbm.visible_probs(h, w, b), REF.visible_probs(h64, w64, b64))
+    _close(ob, ob.rbm_hidden_probs(v, w, c), REF.rbm_hidden_probs(v64, w64, c64))
+    _close(ob, ob.rbm_visible_probs(h, w, b), REF.rbm_visible_probs(h64, w64, b64))
 
 
 @pytest.mark.parametrize("n", AWKWARD)
 def test_sample_bit_for_bit(ob, rng, n):
     p, p64 = _up(ob, rng.uniform(size=(n, 7)))
-    got = ob.to_numpy(ob.rbm.sample(p, seed=12345, counter=n))
-    np.testing.assert_array_equal(got, REF.sample(p64, 12345, n))
+    got = ob.to_numpy(ob.rbm_sample(p, seed=12345, counter=n))
+    np.testing.assert_array_equal(got, REF.rbm_sample(p64, 12345, n))
     assert set(np.unique(got)) <= {0.0, 1.0}
-    other = ob.to_numpy(ob.rbm.sample(p, seed=12346, counter=n))
+    other = ob.to_numpy(ob.rbm_sample(p, seed=12346, counter=n))
     assert n < 17 or not np.array_equal(got, other)
 
 
 def test_sample_frequency(ob):
     p, _ = _up(ob, np.full(20000, 0.3))
-    assert abs(ob.to_numpy(ob.rbm.sample(p, 7, 0)).mean() - 0.3) < 0.015
+    assert abs(ob.to_numpy(ob.rbm_sample(p, 7, 0)).mean() - 0.3) < 0.015
 
 
 @pytest.mark.parametrize("kind", ["mse", "ce"])
@@ -95,16 +102,16 @@ def test_sample_frequency(ob):
 def test_recon_error_and_max(ob, rng, n, kind):
     x, x64 = _up(ob, rng.uniform(size=(n, 13)))
     p, p64 = _up(ob, rng.uniform(0.01, 0.99, size=(n, 13)))
-    want = REF.recon_error(x64, p64, kind)
-    _close(ob, ob.rbm.recon_error(x, p, kind), want, tol=_tol(ob) * max(1.0, want[0]))
+    want = REF.rbm_recon_error(x64, p64, kind)
+    _close(ob, ob.rbm_recon_error(x, p, kind), want, tol=_tol(ob) * max(1.0, want[0]))
     t, t64 = _up(ob, rng.normal(size=(n, 5)))
-    _close(ob, ob.rbm.max_abs(t), REF.max_abs(t64))
+    _close(ob, ob.rbm_max_abs(t), REF.rbm_max_abs(t64))
 
 
 def test_recon_error_rejects_unknown_kind(ob, rng):
     x, _ = _up(ob, rng.uniform(size=(3, 3)))
     with pytest.raises(ValueError, match="kind"):
-        ob.rbm.recon_error(x, x, "rmse")
+        ob.rbm_recon_error(x, x, "rmse")
 
 
 @pytest.mark.parametrize(("n", "tries"), [(1, 1), (17, 3), (130, 5)])
@@ -114,8 +121,8 @@ def test_try_errors(ob, rng, n, tries):
     w, w64 = _up(ob, rng.normal(size=(tries, nh, nv)))
     b, b64 = _up(ob, rng.normal(size=(tries, nv)))
     c, c64 = _up(ob, rng.normal(size=(tries, nh)))
-    want = REF.try_errors(x64, w64, b64, c64)
-    _close(ob, ob.rbm.try_errors(x, w, b, c), want, tol=_tol(ob) * max(1.0, want.max()))
+    want = REF.rbm_try_errors(x64, w64, b64, c64)
+    _close(ob, ob.rbm_try_errors(x, w, b, c), want, tol=_tol(ob) * max(1.0, want.max()))
 
 
 def _state(make, rng, nh, nv, lr, mom, prev_len2):
@@ -144,10 +151,53 @@ def test_update(ob, rng, n, prev_len2):
     xm, xm64 = _up(ob, rng.uniform(size=nv))
     kw = dict(weight_penalty=0.01, sparsity_penalty=0.1, sparsity_target=0.2)
     for _ in range(2):  # the second step sees a gradient close to the first: cosine near 1, lr and mu adapt
-        ob.rbm.update(dev, *(batch[k][0] for k in ("v1", "h", "q1", "v2", "q2")), xm, **kw)
-        REF.update(ref, *(batch[k][1] for k in ("v1", "h", "q1", "v2", "q2")), xm64, **kw)
+        ob.rbm_update(dev, *(batch[k][0] for k in ("v1", "h", "q1", "v2", "q2")), xm, **kw)
+        REF.rbm_update(ref, *(batch[k][1] for k in ("v1", "h", "q1", "v2", "q2")), xm64, **kw)
     assert ref.hyper[COSINE] > 0.5 and ref.hyper[MOMENTUM] < 0.5
     tol = 1e-9 if ob.dtype == np.float64 else 1e-4
     for name in ("w", "b", "c", "w_inc", "b_inc", "c_inc", "on_frac", "g_prev", "hyper"):
         np.testing.assert_allclose(ob.to_numpy(getattr(dev, name)), getattr(ref, name), rtol=tol, atol=tol,
                                    err_msg=name)
+
+
+@pytest.mark.parametrize("n", AWKWARD)
+def test_head_vector_ops(ob, rng, n):
+    """dot, axpby and the bias-free weight penalty (value and gradient) of the supervised head's CG."""
+    x, x64 = _up(ob, rng.normal(size=(n, 3)))
+    y, y64 = _up(ob, rng.normal(size=(n, 3)))
+    mask64 = (rng.uniform(size=(n, 3)) < 0.7).astype(np.float64)
+    mask = ob.asarray(mask64)
+    scale = _tol(ob) * max(1.0, float(np.abs(x64 * y64).sum()))
+    _close(ob, ob.dbn_dot(x, y), REF.dbn_dot(x64, y64), tol=scale)
+    _close(ob, ob.dbn_axpby(0.5, x, -2.0, y), REF.dbn_axpby(0.5, x64, -2.0, y64))
+    g, g64 = _up(ob, rng.normal(size=(n, 3)))
+    want = REF.dbn_weight_penalty(x64, mask64, 0.25, g64)
+    _close(ob, ob.dbn_weight_penalty(x, mask, 0.25, g), want, tol=scale)
+    _close(ob, g, g64)
+    assert want[0] == pytest.approx(0.25 * float((mask64 * x64**2).sum()))
+    _close(ob, ob.dbn_weight_penalty(x, mask, 0.25, None), want, tol=scale)
+
+
+def test_head_vector_ops_refuse_mismatched_shapes(ob):
+    a, b = ob.zeros((3,)), ob.zeros((4,))
+    with pytest.raises(ValueError, match="differ"):
+        ob.dbn_dot(a, b)
+    with pytest.raises(ValueError, match="differ"):
+        ob.dbn_axpby(1.0, a, 1.0, b)
+
+
+def test_every_rbm_kernel_is_declared_once_with_its_work_group():
+    """rbm.cl's kernels and the family's KERNELS table name the same kernels, each declared once with a
+    work-group for both layouts (the launcher's one declaration per kernel)."""
+    import re
+    from pathlib import Path
+
+    from nn.backend import FAMILIES
+    from nn.rbm_ops_opencl import KERNELS
+
+    assert RBMOps in FAMILIES
+    source = (Path(__file__).resolve().parents[2] / "opencl" / "kernels" / "rbm.cl").read_text()
+    defined = set(re.findall(r"__kernel\s+void\s+(\w+)", source))
+    declared = [k.name for k in KERNELS]
+    assert sorted(declared) == sorted(defined) and len(set(declared)) == len(declared)
+    assert all(k.file == "rbm.cl" and k.cpu and k.gpu for k in KERNELS)
