@@ -95,8 +95,7 @@ class MarginRules:
 
     def equity_now(self) -> float:
         """Balance plus floating profit at the current open (longs at the bid, shorts at the ask)."""
-        t = self.t
-        bid, ask = self.opens[t], self.opens[t] + self.spread[t]
+        bid, ask = self.price(-1), self.price(+1)  # the bar's open, or the tick being worked
         cs = self.config.contract_size
         return self.balance + sum(
             (bid - p.price) * p.lots * cs if p.side > 0 else (p.price - ask) * p.lots * cs

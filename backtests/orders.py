@@ -124,6 +124,7 @@ class PendingRules:
                 order.kind = order.kind.replace("stop_limit", "limit")
                 order.price, order.stoplimit = order.stoplimit, None
                 order.active_from = t if at_open or self.walking else t + 1
+                self.revision += 1
                 continue
             self.pending_orders.remove(order)
             ticket = self._fill(
@@ -143,11 +144,12 @@ class PendingRules:
                 for pos in self.open_positions:
                     if pos.ticket == ticket:
                         pos.tp_from = t + 1
-            order.record.update(time_done=t, fill_price=price)
+            order.record.update(time_done=t, done_ns=self.stamp(), fill_price=price)
             order.record["state"] = "filled" if ticket is not None else "rejected"
             order.record["position"] = ticket
 
     def _retire(self, order, state: str) -> None:
         self.pending_orders.remove(order)
-        order.record.update(state=state, time_done=self.t)
+        self.revision += 1
+        order.record.update(state=state, time_done=self.t, done_ns=self.stamp())
 

@@ -146,6 +146,7 @@ class TradeRequests:
         if bad:
             return self._refuse("modify", *bad, ticket, sl, tp)
         pos.sl, pos.tp = new_sl, new_tp
+        self.revision += 1
         self.last_retcode = checks.DONE
         return True
 
@@ -261,6 +262,7 @@ class TradeRequests:
             if key in order.record:
                 order.record[key] = value
         order.expiration = order.record["expiration"] = when
+        self.revision += 1
         self.last_retcode = checks.DONE
         return True
 
@@ -273,7 +275,7 @@ class TradeRequests:
         return freeze > 0 and any(v is not None and abs(ref - v) <= freeze for v in levels)
 
     def _expiration(self, expiration):
-        now = self.time[self.t]
+        now = self.time_now()
         try:
             when = checks.expiration_time(expiration, now)
         except ValueError as exc:
