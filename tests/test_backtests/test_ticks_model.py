@@ -91,7 +91,7 @@ def test_a_short_is_stopped_at_the_ask():
 
 
 def test_a_gap_through_a_pending_order():
-    # The next bar opens with the ask at 1.0942, below the buy limit at 1.0960: filled there, the better price;
+    # The next bar opens with the ask at 1.0942, below the buy limit at 1.0960: filled there (a better price);
     # a sell stop at 1.0930 is jumped over from 1.0940 to 1.0920 and fills at that tick's bid.
     hour = [(0, 1.0940), (30, 1.0940), (31, 1.0920), (40, 1.0925)]
     b = _broker([FLAT, hour])
@@ -186,6 +186,11 @@ def _m1_hours(minutes):
     return m1, ticks
 
 
+def _long_and_sell_stop(b):
+    b.order(+1, 1.0, 1.0960, 1.1050, 0, "")
+    b.pending("sell_stop", 1.0, 1.0960, None, None, None, None, 0, "")
+
+
 def test_ohlc1m_and_ticks_agree_where_the_ticks_are_the_m1_path_points():
     # Levels at path points: the M1 path fills at the level, the ticks at the same price, in the same minute:
     # the TP 1.1050 is the first minute's high (after its low 1.0998), the sell stop 1.0960 the second's low.
@@ -198,8 +203,7 @@ def test_ohlc1m_and_ticks_agree_where_the_ticks_are_the_m1_path_points():
         b = Broker(*(h1[c].to_numpy() for c in ("open", "high", "low", "close")), np.zeros(len(h1)), h1.index,
                    POINT, AccountConfig(deposit=100_000.0, missing_spread=0))  # fmt: skip
         attach(b)
-        out.append(_run(b, {0: lambda b: (b.order(+1, 1.0, 1.0960, 1.1050, 0, ""),
-                                          b.pending("sell_stop", 1.0, 1.0960, None, None, None, None, 0, ""))}))  # fmt: skip
+        out.append(_run(b, {0: _long_and_sell_stop}))
     cols = ["entry_price", "exit_price", "exit_reason"]
     pd.testing.assert_frame_equal(out[0][cols], out[1][cols])
     # The M1 path records the minute, the ticks their own time (15 s apart on this path).
