@@ -60,8 +60,10 @@ def make_ticks(
     last: np.ndarray | None = None,
     volume: np.ndarray | None = None,
     lines: np.ndarray | None = None,
+    origin: str | None = None,
 ) -> pd.DataFrame:
-    """A checked tick frame from UTC nanoseconds and prices (``lines``: file line of each row, for errors)."""
+    """A checked tick frame from UTC nanoseconds and prices; errors name ``origin`` (default: the source)
+    and, given ``lines`` (each row's line in a file), the lines."""
     index = pd.DatetimeIndex(pd.to_datetime(np.asarray(time_ns, dtype=np.int64), utc=True), name="time")
     data = {"bid": np.asarray(bid, dtype=np.float64), "ask": np.asarray(ask, dtype=np.float64)}
     if last is not None:
@@ -70,7 +72,7 @@ def make_ticks(
         data["volume"] = np.asarray(volume, dtype=np.float64)
     df = pd.DataFrame(data, index=index, copy=False)
     df.attrs["ticks"] = meta
-    check_ticks(df, meta.source, lines)
+    check_ticks(df, origin or meta.source, lines)
     return df
 
 
