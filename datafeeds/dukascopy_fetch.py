@@ -116,10 +116,8 @@ class Fetcher:
         announced = response.headers.get("Content-Length")
         expected = int(announced) if announced and announced.isdigit() else None
         if expected is not None and expected > MAX_FILE_BYTES:
-            raise DownloadError(
-                f"{url}: the server announces {expected} bytes; archive files are at most {MAX_FILE_BYTES}",
-                url=url,
-            )
+            raise DownloadError(f"{url}: the server announces {expected} bytes; archive files are at most "
+                                f"{MAX_FILE_BYTES}", url=url)
         parts, size = [], 0
         while chunk := response.read1(_CHUNK):
             size += len(chunk)

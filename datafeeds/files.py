@@ -64,7 +64,9 @@ def check_inside(root: str | os.PathLike, path: str | os.PathLike, *, given: str
     real_root = Path(root).resolve()
     real = Path(path).resolve()
     if real != real_root and real_root not in real.parents:
-        raise UnsafePathError(given or str(path), f"leads to {real}, outside the folder {real_root}; refused")
+        raise UnsafePathError(
+            given or str(path), f"leads to {real}, outside the folder {real_root}; refused"
+        )
 
 
 def is_inside(root: str | os.PathLike, path: str | os.PathLike) -> bool:
