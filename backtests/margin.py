@@ -66,6 +66,12 @@ class MarginRules:
         fixed = self.balance + cs * (short_value - long_value - spread * short_lots)
         return (self.config.stop_out_level / 100.0 * margin - fixed) / (cs * net)
 
+    def stop_out_spread(self) -> float | None:
+        """The spread at which the margin level reaches the stop-out level when no price moves it (every
+        long hedged by a short: only the shorts' ask moves with the spread); None when none does."""
+        margin, base, short_cs, _ = self._level_terms or self._stop_out_terms()
+        return base / short_cs if margin > 0 and short_cs > 0 else None
+
     def _level_crossed(self, t: int, at_open: bool) -> bool:
         """Whether the margin level at the bar's adverse extreme (or its open) is at the stop-out level.
 

@@ -223,9 +223,8 @@ class TickPath(PricePath):
                 elif cross is not None:
                     up_bid = min(up_bid, cross)
             else:  # hedged: only the spread moves the equity
-                margin, base, short_cs, _ = broker._level_terms or broker._stop_out_terms()
-                if margin > 0 and short_cs > 0:
-                    wide = base / short_cs
+                cross = broker.stop_out_spread()
+                wide = math.inf if cross is None else cross
         return up_bid, up_ask, down_bid, down_ask, expiry, wide
 
     def _widest(self, t: int) -> float:
