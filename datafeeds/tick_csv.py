@@ -25,12 +25,14 @@ import numpy as np
 import pandas as pd
 
 from datafeeds.clock import UTC, BrokerClock, utc_bound
+from datafeeds.files import atomic_write_text
 from datafeeds.mt5_csv import _decode
 from datafeeds.synthetic import symbol_defaults
-from datafeeds.ticks import TickDataError, TickMeta, make_ticks
+from datafeeds.ticks import TickDataError, TickMeta, make_ticks, tick_meta
 
 NEEDED = ("<DATE>", "<TIME>", "<BID>", "<ASK>")
 OPTIONAL = ("<LAST>", "<VOLUME>", "<FLAGS>")
+HEADER = "\t".join(NEEDED + OPTIONAL) + "\n"
 
 
 def read_tick_csv(
@@ -132,3 +134,20 @@ class TickCsvSource:
         out = ticks[keep]
         out.attrs["ticks"] = ticks.attrs["ticks"]
         return out
+
+
+def write_tick_csv(ticks: pd.DataFrame, path: str | os.PathLike, *, clock: BrokerClock = UTC) -> Path:
+    """Write ticks as the terminal exports them (every field given, ``FLAGS`` 6: bid and ask), in the
+    broker time of ``clock``; atomically. ``read_tick_csv`` reads the file back exactly."""
+    meta = tick_meta(ticks)
+    ns = ticks.index.as_unit("ns").asi8
+    seconds = ns // 1_000_000_000
+    broker = pd.to_datetime(clock.to_broker_seconds(seconds) * 1_000_000_000 + (ns - seconds * 1_000_000_000))
+    stamps = broker.strftime("%Y.%m.%d\t%H:%M:%S.") + pd.Index(
+        (ns // 1_000_000 % 1000).astype(str)
+    ).str.zfill(3)
+    fmt = f"%.{meta.digits}f"
+    bid = np.char.mod(fmt, ticks["bid"].to_numpy())
+    ask = np.char.mod(fmt, ticks["ask"].to_numpy())
+    rows = pd.Series(stamps) + "\t" + bid + "\t" + ask + "\t\t\t6"
+    return atomic_write_text(path, HEADER + "\n".join(rows) + "\n")
