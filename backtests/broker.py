@@ -95,6 +95,7 @@ class _Pos:
         "entry_ns",
         "lots",
         "magic",
+        "opened",
         "price",
         "seg",
         "side",
@@ -120,6 +121,7 @@ class _Pos:
         self.seg = bar  # bar where the current floating segment began
         self.tp_from = bar  # first bar whose range may reach the TP (see _trigger)
         self.entry_ns = None  # UTC ns of the minute or tick that filled it, None = the bar's open
+        self.opened = None  # its opening time as a pd.Timestamp, made when an EA first asks
 
 
 class Broker(TradeRequests, MarginRules, PendingRules, Ledger):

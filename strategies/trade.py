@@ -37,7 +37,7 @@ class Position:
     tp: float | None
     magic: int
     comment: str
-    profit: float  # floating profit at the last closed bar's close, in deposit currency
+    profit: float  # floating profit at the last closed bar's close (ticks model: the tick's), money
 
 
 @dataclass(frozen=True)
