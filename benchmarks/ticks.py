@@ -1,6 +1,7 @@
 """The tick model's speed: ticks per second through ``--model ticks``, with and without an ``on_tick`` EA.
 
-A year of synthetic EURUSD ticks (``datafeeds.synthetic_ticks``: about 80 a minute, some 30 M in a year)
+A year of synthetic EURUSD ticks (``datafeeds.synthetic_ticks``: about 80 a minute, some 30 M in the 260
+trading days of a year)
 makes up synthetic M1 candles exactly; the EA trades on the H1 bars built from them. Two EAs run:
 
 - ``BreakoutTickEA`` overrides ``on_tick`` (so it runs on every tick): it buys when a tick's bid breaks the
@@ -52,7 +53,8 @@ class BreakoutTickEA(ExpertAdvisor):
                 self.entry = tick.ask
         elif bid > self.entry + self.trail * self.point:
             self.entry = math.inf  # once
-            self.modify(self.ticket, sl=self.positions()[0].price_open)
+            for pos in self.positions():  # none when its SL or TP came first
+                self.modify(pos.ticket, sl=pos.price_open)
 
 
 def time_run(h1, ticks, ea, repeats: int, **params) -> tuple[float, float, int, int]:
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.tiny:
         args.years, args.repeats = 0.01, 1
     t0 = time.perf_counter()
-    m1 = synthetic_candles("EURUSD", "M1", int(args.years * 365 * 1440), seed=5, start="2023-01-01")
+    m1 = synthetic_candles("EURUSD", "M1", int(args.years * 260 * 1440), seed=5, start="2023-01-01")
     ticks = synthetic_ticks(m1, seed=5)
     h1 = resample(bars_from_ticks(ticks, "M1"), "H1")
     made = time.perf_counter() - t0
