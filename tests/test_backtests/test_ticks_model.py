@@ -273,3 +273,43 @@ def test_bars_without_ticks_fall_back_to_their_own_ohlc_and_lower_the_quality():
     # Forward bars 1..3 (bar 0 is the history the first decision sees); bar 1 has ticks.
     assert r.data["forward_first"] == str(h1.index[1])
     assert r.data["history_quality"] == 33.33 and r.data["history_quality_of"] == "ticks"
+
+
+def test_a_tick_through_the_stop_out_price_closes_everything_at_that_tick():
+    # 1 lot bought at the ask 1.1002, 1,200 deposit at 1:100: margin 1,100.20, so the 50 % level is crossed
+    # where 1,200 + (bid - 1.1002) * 100,000 <= 550.10, i.e. bid <= 1.093701: the tick at 1.0930 (01:00:20).
+    ticks = _ticks([FLAT, [(0, 1.0990), (10, 1.0950), (20, 1.0930), (30, 1.0900)]])
+    h1 = bars_from_ticks(ticks, "H1")
+    config = AccountConfig(deposit=1_200.0, missing_spread=0)
+    b = Broker(*(h1[c].to_numpy() for c in ("open", "high", "low", "close")), np.zeros(len(h1)), h1.index,
+               POINT, config)  # fmt: skip
+    b.attach_path(TickPath(h1.index, ticks, POINT, None))
+    trade = _run(b, {0: lambda b: b.order(+1, 1.0, None, None, 0, "")}).iloc[0]
+    assert (trade.exit_reason, trade.exit_price) == ("stop out", 1.0930)
+    assert trade.exit_time == T0 + pd.Timedelta(hours=1, seconds=20)
+
+
+def test_ohlc1m_records_a_fill_inside_a_bar_at_its_minute():
+    hour = [
+        (1.1000, 1.1005, 1.0995, 1.1000),
+        (1.1000, 1.1003, 1.0990, 1.0992),
+        (1.0992, 1.0995, 1.0950, 1.0960),
+    ]
+    m1, _ = _m1_hours([[(1.1000, 1.1000, 1.1000, 1.1000)], hour])
+    h1 = resample(m1.assign(tick_volume=1).pipe(_as_candles), "H1")
+    b = Broker(*(h1[c].to_numpy() for c in ("open", "high", "low", "close")), np.zeros(len(h1)), h1.index,
+               POINT, AccountConfig(deposit=100_000.0, missing_spread=0))  # fmt: skip
+    b.attach_path(M1Path(h1.index, m1, POINT, None))
+    trade = _run(b, {0: lambda b: b.order(+1, 1.0, 1.0970, None, 0, "")}).iloc[0]
+    assert (trade.exit_reason, trade.exit_price, trade.exit_bar) == ("sl", 1.0970, 1)
+    assert trade.exit_time == T0 + pd.Timedelta(hours=1, minutes=2)  # the third minute, not the bar's 01:00
+    assert b.deals_frame().time.iloc[-1] == T0 + pd.Timedelta(hours=1, minutes=2)
+
+
+def _as_candles(df):
+    from datafeeds import UTC, CandleMeta, Timeframe, make_frame
+
+    data = {c: df[c].to_numpy() for c in ("open", "high", "low", "close")}
+    data["spread"] = np.zeros(len(df), dtype=np.int32)
+    return make_frame(data, df.index.tz_localize("UTC") if df.index.tz is None else df.index,
+                      CandleMeta("EURUSD", Timeframe.M1, 5, UTC, "hand-made"))  # fmt: skip
