@@ -313,3 +313,29 @@ def _as_candles(df):
     data["spread"] = np.zeros(len(df), dtype=np.int32)
     return make_frame(data, df.index.tz_localize("UTC") if df.index.tz is None else df.index,
                       CandleMeta("EURUSD", Timeframe.M1, 5, UTC, "hand-made"))  # fmt: skip
+
+
+class _StopFromTick(ExpertAdvisor):
+    """Places a buy stop 100 points above the ask at 01:00:05 (from on_tick) and a sell stop-limit."""
+
+    min_study_bars = 0
+
+    def on_tick(self, tick):
+        if tick.time == T0 + pd.Timedelta(hours=1, seconds=5):
+            self.buy_stop(1.0, round(tick.ask + 100 * self.point, 5))
+            self.sell_stop_limit(1.0, 1.0980, 1.0990)
+
+
+def test_orders_placed_in_on_tick_are_searched_from_the_next_tick():
+    # ask 1.1004 at 01:00:05: the buy stop at 1.1014 is reached by the ask 1.1017 at 01:00:07; then the bid falls
+    # to 1.0975 (01:00:09), reaching the stop-limit's stop 1.0980: its sell limit at 1.0990 is placed and filled
+    # by the next tick (bid 1.0995 at 01:00:10), at that bid; with netting it closes the long.
+    hours = [FLAT, [(0, 1.1000), (5, 1.1002), (6, 1.1010), (7, 1.1015), (9, 1.0975), (10, 1.0995)], FLAT]
+    ticks = _ticks(hours)
+    h1 = bars_from_ticks(ticks, "H1")
+    r = Backtest(h1, _StopFromTick, forward=None, model="ticks", ticks=ticks,
+                 account=AccountConfig(deposit=100_000.0, missing_spread=0)).run()  # fmt: skip
+    trade = r.trades.iloc[0]
+    assert (trade.entry_price, trade.exit_price) == (1.1017, 1.0995)
+    assert trade.entry_time == T0 + pd.Timedelta(hours=1, seconds=7)
+    assert trade.exit_time == T0 + pd.Timedelta(hours=1, seconds=10)
