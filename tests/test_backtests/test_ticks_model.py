@@ -327,9 +327,9 @@ class _StopFromTick(ExpertAdvisor):
 
 
 def test_orders_placed_in_on_tick_are_searched_from_the_next_tick():
-    # ask 1.1004 at 01:00:05: the buy stop at 1.1014 is reached by the ask 1.1017 at 01:00:07; then the bid falls
-    # to 1.0975 (01:00:09), reaching the stop-limit's stop 1.0980: its sell limit at 1.0990 is placed and filled
-    # by the next tick (bid 1.0995 at 01:00:10), at that bid; with netting it closes the long.
+    # ask 1.1004 at 01:00:05: the buy stop at 1.1014 is reached by the ask 1.1017 at 01:00:07; then the bid
+    # falls to 1.0975 (01:00:09), reaching the stop-limit's stop 1.0980: its sell limit at 1.0990 is placed
+    # and filled by the next tick (bid 1.0995 at 01:00:10), at that bid; with netting it closes the long.
     hours = [FLAT, [(0, 1.1000), (5, 1.1002), (6, 1.1010), (7, 1.1015), (9, 1.0975), (10, 1.0995)], FLAT]
     ticks = _ticks(hours)
     h1 = bars_from_ticks(ticks, "H1")
