@@ -22,6 +22,7 @@ order or a position (``Broker.revision``).
 from __future__ import annotations
 
 import math
+from itertools import repeat
 
 import numpy as np
 import pandas as pd
@@ -126,13 +127,15 @@ class TickPath(PricePath):
         """``on_tick`` for ticks ``i..j-1``; returns where it stopped: ``j``, or the tick after one at which
         the EA changed something (its levels must be searched again)."""
         ns, bid, ask = rows
-        ea, new, tick_type = self.hook, tuple.__new__, Tick
+        ea = self.hook
         hook = ea.on_tick
         revision = broker.revision
+        a, b = i - s, j - s
+        # The ticks are built in C (zip, map): the loop body is the hook and one comparison.
+        fields = zip(ns[a:b], bid[a:b], ask[a:b], repeat(_NAN), repeat(0.0))
         k = i
         try:
-            for k in range(i, j):
-                tick = new(tick_type, (ns[k - s], bid[k - s], ask[k - s], _NAN, 0.0))
+            for k, tick in enumerate(map(tuple.__new__, repeat(Tick), fields), i):
                 broker.now = tick
                 hook(tick)
                 if broker.revision != revision:

@@ -35,14 +35,14 @@ class BreakoutTickEA(ExpertAdvisor):
     tp_points: float = 600.0
 
     def on_init(self) -> None:
-        self.level = math.inf
-        self.entry = math.inf
+        self.level = math.inf  # the bid that triggers a buy
+        self.ahead = math.inf  # the bid that moves the stop to the entry
         self.ticket = None
 
     def on_bar(self) -> None:
         self.level = self.bars.high[-1] + self.breakout * self.point
         if self.ticket is not None and not self.positions():
-            self.ticket, self.entry = None, math.inf
+            self.ticket, self.ahead = None, math.inf
 
     def on_tick(self, tick) -> None:
         bid = tick.bid
@@ -50,9 +50,9 @@ class BreakoutTickEA(ExpertAdvisor):
             self.level = math.inf  # one try a bar
             if self.ticket is None:
                 self.ticket = self.buy(0.1, sl_points=self.sl_points, tp_points=self.tp_points)
-                self.entry = tick.ask
-        elif bid > self.entry + self.trail * self.point:
-            self.entry = math.inf  # once
+                self.ahead = tick.ask + self.trail * self.point
+        elif bid > self.ahead:
+            self.ahead = math.inf  # once
             for pos in self.positions():  # none when its SL or TP came first
                 self.modify(pos.ticket, sl=pos.price_open)
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 import pandas as pd
@@ -61,13 +60,21 @@ class Order:
 _NAN = float("nan")
 
 
-class Tick(tuple):
+class _TickFields(NamedTuple):
+    time_ns: int  # UTC nanoseconds since the epoch
+    bid: float
+    ask: float
+    last: float  # last trade price (NaN where the source has no trades)
+    volume: float  # volume of the last trade (0 where none)
+
+
+class Tick(_TickFields):
     """One price change as ``on_tick`` receives it (MetaTrader's ``MqlTick``): UTC time, bid and ask.
 
     ``Tick(time, bid, ask, last=nan, volume=0.0)``; ``last`` and ``volume`` are NaN / 0 where the source has
-    none (FX quotes carry no trades). An immutable tuple holding the time as UTC nanoseconds
-    (``time_ns``): a backtest hands millions of these to ``on_tick``, and a tuple is built several times
-    faster than a dataclass, while ``time`` makes the ``pd.Timestamp`` only when it is read.
+    none (FX quotes carry no trades). An immutable named tuple holding the time as UTC nanoseconds
+    (``time_ns``): a backtest hands millions of these to ``on_tick``, and a tuple is built and read several
+    times faster than a dataclass, while ``time`` makes the ``pd.Timestamp`` only when it is read.
     """
 
     __slots__ = ()
@@ -82,12 +89,6 @@ class Tick(tuple):
     def at(cls, time_ns: int, bid: float, ask: float) -> Tick:
         """A tick from UTC nanoseconds, without converting anything (the backtest's hot path)."""
         return tuple.__new__(cls, (time_ns, bid, ask, _NAN, 0.0))
-
-    time_ns = property(itemgetter(0), doc="UTC nanoseconds since the epoch")
-    bid = property(itemgetter(1), doc="bid price")
-    ask = property(itemgetter(2), doc="ask price")
-    last = property(itemgetter(3), doc="last trade price (NaN where the source has no trades)")
-    volume = property(itemgetter(4), doc="volume of the last trade (0 where none)")
 
     @property
     def time(self) -> pd.Timestamp:
