@@ -339,3 +339,26 @@ def test_orders_placed_in_on_tick_are_searched_from_the_next_tick():
     assert (trade.entry_price, trade.exit_price) == (1.1017, 1.0995)
     assert trade.entry_time == T0 + pd.Timedelta(hours=1, seconds=7)
     assert trade.exit_time == T0 + pd.Timedelta(hours=1, seconds=10)
+
+
+def test_a_hedged_account_is_stopped_out_by_a_tick_whose_spread_is_wide_enough():
+    # Long 1 lot at 1.1002 and short 1 lot at 1.1000 (hedging), 2,300 deposit at 1:100: margin 2,200.20, equity
+    # 2,300 + (1.1000 - 1.1002 - spread) * 100,000, so the 50 % level is crossed at a spread of 0.011799:
+    # no price moves this equity, only the spread. The tick at 01:00:20 (spread 0.0150) crosses it.
+    ns = [
+        (T0 + pd.Timedelta(hours=h, seconds=s)).value for h, s in ((0, 0), (0, 60), (1, 0), (1, 10), (1, 20))
+    ]
+    bid = np.array([1.1000, 1.1000, 1.1000, 1.1000, 1.1000])
+    ask = np.array([1.1002, 1.1002, 1.1002, 1.1100, 1.1150])  # spreads 0.0002, ..., 0.0100, 0.0150
+    ticks = make_ticks(np.array(ns), bid, ask, META)
+    h1 = bars_from_ticks(ticks, "H1")
+    config = AccountConfig(deposit=2_300.0, missing_spread=0, hedging=True)
+    b = Broker(*(h1[c].to_numpy() for c in ("open", "high", "low", "close")), np.zeros(len(h1)), h1.index,
+               POINT, config)  # fmt: skip
+    b.attach_path(TickPath(h1.index, ticks, POINT, None))
+    trades = _run(
+        b, {0: lambda b: (b.order(+1, 1.0, None, None, 0, ""), b.order(-1, 1.0, None, None, 0, ""))}
+    )
+    assert list(trades.exit_reason) == ["stop out", "stop out"]
+    assert sorted(trades.exit_price) == [1.1000, 1.1150]  # the long at the bid, the short at the ask
+    assert set(trades.exit_time) == {T0 + pd.Timedelta(hours=1, seconds=20)}
