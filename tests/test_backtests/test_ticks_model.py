@@ -342,7 +342,7 @@ def test_orders_placed_in_on_tick_are_searched_from_the_next_tick():
 
 
 def test_a_hedged_account_is_stopped_out_by_a_tick_whose_spread_is_wide_enough():
-    # Long 1 lot at 1.1002 and short 1 lot at 1.1000 (hedging), 2,300 deposit at 1:100: margin 2,200.20, equity
+    # Long 1 lot at 1.1002, short 1 lot at 1.1000 (hedging), 2,300 deposit at 1:100: margin 2,200.20, equity
     # 2,300 + (1.1000 - 1.1002 - spread) * 100,000, so the 50 % level is crossed at a spread of 0.011799:
     # no price moves this equity, only the spread. The tick at 01:00:20 (spread 0.0150) crosses it.
     ns = [
