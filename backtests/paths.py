@@ -78,7 +78,8 @@ class PricePath:
         """``starts`` from the rows' sorted UTC ns: a row belongs to the last bar opening at or before it."""
         bar_ns = bar_time.as_unit("ns").asi8
         step = int(np.median(np.diff(bar_ns))) if len(bar_ns) > 1 else 60_000_000_000
-        self.starts = np.searchsorted(row_ns, np.append(bar_ns, bar_ns[-1] + step), side="left")
+        self.edges_ns = np.append(bar_ns, bar_ns[-1] + step)  # bar opens, then the last bar's close
+        self.starts = np.searchsorted(row_ns, self.edges_ns, side="left")
 
     def covers(self, t: int) -> bool:
         return self.starts[t + 1] > self.starts[t]

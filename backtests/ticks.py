@@ -61,7 +61,7 @@ class TickPath(PricePath):
             if rows.any():
                 raise TickDataError(origin, problem, ticks.iloc[np.flatnonzero(rows)[:5]][["bid", "ask"]])
         self.group(bar_time, self.ns)
-        outside = (self.ns < self.starts_ns[0]) | (self.ns >= self.starts_ns[-1])
+        outside = (self.ns < self.edges_ns[0]) | (self.ns >= self.edges_ns[-1])
         if outside.any():
             raise TickDataError(
                 origin,
@@ -69,12 +69,6 @@ class TickPath(PricePath):
                 ticks.iloc[np.flatnonzero(outside)[:5]][["bid", "ask"]],
             )
         self._bar_spread: tuple[int, float] = (-1, 0.0)
-
-    def group(self, bar_time: pd.DatetimeIndex, row_ns: np.ndarray) -> None:
-        super().group(bar_time, row_ns)
-        bar_ns = bar_time.as_unit("ns").asi8
-        step = int(np.median(np.diff(bar_ns))) if len(bar_ns) > 1 else 60_000_000_000
-        self.starts_ns = np.append(bar_ns, bar_ns[-1] + step)
 
     # -- the broker's hooks ----------------------------------------------------------------------------
     def open_bar(self, broker, t: int) -> tuple | None:
