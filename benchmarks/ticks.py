@@ -10,7 +10,7 @@ makes up synthetic M1 candles exactly; the EA trades on the H1 bars built from t
 - ``SmaCrossEA`` with SL/TP has no ``on_tick``: only the ticks that can reach a level are visited.
 
 Each ``run()`` is timed end to end after one untimed warm-up run, best of ``--repeats``; the rate counts
-the forward bars' ticks. The target (issue 13): at least 1 M ticks/s with the rarely trading on_tick EA.
+XX with the rarely trading on_tick EA.
 For the "1 minute OHLC" model against backtesting.py's H1 bar rate, see ``benchmarks.ohlc1m``.
 
     python -m benchmarks.ticks                 # a year of ticks
