@@ -20,7 +20,7 @@ from datafeeds.candles import meta_of
 from datafeeds.ticks import TickMeta, make_ticks
 from datafeeds.timeframes import Timeframe
 
-CHUNK_MINUTES = 50_000
+CHUNK_MINUTES = 5_000  # about 400,000 ticks: the temporaries stay near 50 MB
 
 
 def synthetic_ticks(m1: pd.DataFrame, *, seed: int = 0, ticks_per_minute: float = 80.0) -> pd.DataFrame:
