@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pandas as pd
+
 from datafeeds import resample, synthetic_candles, write_mt5_csv
 
 
@@ -52,3 +54,20 @@ def test_ticks_from_an_exported_tick_file_state_the_model_and_history_quality(tm
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert bad.returncode != 0 and "--ticks-csv FILE" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_ticks_from_the_synthetic_source_make_its_bars(tmp_path):
+    res = subprocess.run(
+        [sys.executable, "-m", "neuronet", "backtest", "SmaCrossEA", "--source", "synthetic", "-o",
+         "bars=2880", "--forward", "none", "--model", "ticks", "-p", "fast=3", "-p", "slow=6", "-p",
+         "sl_points=50", "--out", "r", "--no-progress"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "history quality 100.00% (forward bars with ticks)" in res.stdout
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert doc["data"]["bars"] == 48 and doc["data"]["model"] == "ticks"
+    exits = [t for t in doc["trades"] if t["exit_reason"] == "sl"]
+    # stamped with the time of the tick that hit the stop, not the bar's opening time
+    times = [pd.Timestamp(t["exit_time"]) for t in exits]
+    assert times and all(t != t.floor("h") for t in times)
