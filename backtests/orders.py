@@ -69,6 +69,7 @@ class Pending:
         return +1 if self.kind.startswith("buy") else -1
 
     def public(self, time: pd.DatetimeIndex) -> Order:
+        ns = self.record.get("setup_ns")  # placed at a tick: its time, else the bar's
         return Order(
             self.ticket,
             self.kind,
@@ -79,7 +80,7 @@ class Pending:
             self.sl,
             self.tp,
             self.expiration,
-            time[self.time_setup],
+            time[self.time_setup] if ns is None else pd.Timestamp(ns, tz="UTC"),
             self.magic,
             self.comment,
         )

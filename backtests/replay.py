@@ -179,6 +179,9 @@ class Backtest:
 
         columns = (feed.column(c) for c in ("open", "high", "low", "close", "spread"))
         ctx = _Context(feed, probes, *columns, feed.time, self.meta.point, self.account)
+        if ea.wants_ticks() and self.model != "ticks":
+            name = type(ea).__name__
+            log.warning("%s.on_tick runs only with model 'ticks'; this run calls on_bar only", name)
         if self.model == "ohlc1m":
             ctx.attach_path(M1Path(df.index, self.m1, self.meta.point, self.account.spread))
         elif self.model == "ticks":

@@ -362,3 +362,21 @@ def test_a_hedged_account_is_stopped_out_by_a_tick_whose_spread_is_wide_enough()
     assert list(trades.exit_reason) == ["stop out", "stop out"]
     assert sorted(trades.exit_price) == [1.1000, 1.1150]  # the long at the bid, the short at the ask
     assert set(trades.exit_time) == {T0 + pd.Timedelta(hours=1, seconds=20)}
+
+
+class _SeesItsOrder(_StopFromTick):
+    def on_tick(self, tick):
+        super().on_tick(tick)
+        if self.orders() and not hasattr(self, "setup"):
+            self.setup = [o.time_setup for o in self.orders()]
+
+
+def test_an_on_tick_ea_in_another_model_is_warned_and_its_orders_show_the_tick_they_were_placed_at(caplog):
+    ticks = _ticks([FLAT, [(0, 1.1000), (5, 1.1002), (6, 1.1003)], FLAT])
+    h1 = bars_from_ticks(ticks, "H1")
+    Backtest(h1, _SeesItsOrder, forward=None).run()
+    assert "on_tick runs only with model 'ticks'" in caplog.text
+    r = Backtest(h1, _SeesItsOrder, forward=None, model="ticks", ticks=ticks).run()
+    placed = T0 + pd.Timedelta(hours=1, seconds=5)
+    assert r.ea_instance.setup == [placed, placed]
+    assert list(r.orders.time_setup) == [placed, placed]
