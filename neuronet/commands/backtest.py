@@ -378,8 +378,13 @@ def _ticks(source, symbol, timeframe, start, end, options, ticks_csv, m1_csv):
     meta = meta_of(df)
     span = (df.index[0], df.index[-1] + pd.Timedelta(seconds=meta.timeframe.seconds))
     if ticks_csv is not None:
-        return df, load_ticks("csv", meta.symbol, *span, path=str(ticks_csv))
-    return df, load_ticks(source, meta.symbol, *span, **options)
+        ticks = load_ticks("csv", meta.symbol, *span, path=str(ticks_csv))
+    else:
+        ticks = load_ticks(source, meta.symbol, *span, **options)
+    if not len(ticks):
+        where = ticks_csv or f"--source {source}"
+        raise ValueError(f"{where}: no ticks between {span[0]} and {span[1]} (UTC), the candles' span")
+    return df, ticks
 
 
 def _candles(source, symbol, timeframe, start, end, options, model, m1_csv):

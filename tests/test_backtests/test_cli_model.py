@@ -54,6 +54,15 @@ def test_ticks_from_an_exported_tick_file_state_the_model_and_history_quality(tm
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert bad.returncode != 0 and "--ticks-csv FILE" in bad.stderr and "Traceback" not in bad.stderr
+    old = ticks[ticks.index < "2024-01-02"]
+    old.attrs = ticks.attrs
+    write_tick_csv(old, tmp_path / "old_ticks.csv")  # none in the span of the bars from 2024-01-03
+    none = subprocess.run(
+        [sys.executable, "-m", "neuronet", "backtest", "SmaCrossEA", "--csv", "EURUSD_H1.csv", "--from",
+         "2024-01-03", "--model", "ticks", "--ticks-csv", "old_ticks.csv"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert none.returncode != 0 and "no ticks between" in none.stderr and "Traceback" not in none.stderr
 
 
 def test_ticks_from_the_synthetic_source_make_its_bars(tmp_path):
