@@ -198,13 +198,8 @@ class DukascopySource:
         build = self._ticks_frame if kind == "ticks" else self._candle_frame
         asked = self.fetcher.requests
         df = build(files, now, meta)
-        log.info(
-            "dukascopy %s: %d files, %d HTTP requests (cache: %s)",
-            symbol,
-            len(files),
-            self.fetcher.requests - asked,
-            self.fetcher.cache_dir,
-        )
+        log.info("dukascopy %s: %d files, %d HTTP requests (cache: %s)", symbol, len(files),
+                 self.fetcher.requests - asked, self.fetcher.cache_dir)
         if len(df):
             df = resample(df, tf) if tf != base_tf else df
             df = self._trim(df, tf, start_s, end_s, now)
@@ -221,8 +216,8 @@ class DukascopySource:
         if not symbol.isalnum():
             raise ValueError(f"{symbol!r} is not a Dukascopy instrument name (letters and digits: EURUSD)")
         now = int(time.time())
-        end_ns = utc_seconds(end, "end")
-        end_s = now if end_ns is None else end_ns
+        end_s = utc_seconds(end, "end")
+        end_s = now if end_s is None else end_s
         start_s = utc_seconds(start, "start")
         start_s = end_s - DEFAULT_SPAN_S["ticks"] if start_s is None else start_s
         if start_s >= end_s:
