@@ -36,7 +36,7 @@ class Position:
     tp: float | None
     magic: int
     comment: str
-    profit: float  # floating profit at the last closed bar's close (ticks model: the tick's), money
+    profit: float  # floating, deposit currency: at the last closed bar's close (ticks model: the tick)
 
 
 @dataclass(frozen=True)
