@@ -92,8 +92,10 @@ class _Pos:
         "bar",
         "comment",
         "commission",
+        "entry_ns",
         "lots",
         "magic",
+        "opened",
         "price",
         "seg",
         "side",
@@ -118,6 +120,8 @@ class _Pos:
         self.swap = 0.0
         self.seg = bar  # bar where the current floating segment began
         self.tp_from = bar  # first bar whose range may reach the TP (see _trigger)
+        self.entry_ns = None  # UTC ns of the minute or tick that filled it, None = the bar's open
+        self.opened = None  # its opening time as a pd.Timestamp, made when an EA first asks
 
 
 class Broker(TradeRequests, MarginRules, PendingRules, Ledger):
@@ -158,6 +162,7 @@ class Broker(TradeRequests, MarginRules, PendingRules, Ledger):
         self.trades: list[tuple] = []
         self.order_log: list[dict] = []
         self.deal_log: list[tuple] = []
+        self._deal_ns: list[int | None] = []  # each deal's UTC ns inside its bar (see Ledger._times)
         self.rejected: list[dict] = []
         self.last_retcode = 0
         self._balance_events: list[tuple[int, float]] = []
@@ -169,8 +174,13 @@ class Broker(TradeRequests, MarginRules, PendingRules, Ledger):
         self._swaps = bool(config.swap_long or config.swap_short)
         # Prices the checks read: (open, high, low, spread) of the bar, or of one stretch of an M1 path.
         self.quote = (open_[0], high[0], low[0], self.spread[0])
-        self.m1_path = None  # backtests.paths.M1Path in the "1 minute OHLC" model
-        self.walking = False  # True while an M1 path is walked: the order of prices inside it is known
+        self.price_path = None  # backtests.paths.M1Path ("1 minute OHLC") or backtests.ticks.TickPath
+        self.walking = False  # True while a price path is walked: the order of prices inside it is known
+        # Inside a bar: the tick being worked (its bid and ask are the market), or the UTC ns of the minute
+        # being walked; the records take their times from these, so a fill shows when it happened.
+        self.now = None  # strategies.trade.Tick
+        self.now_ns: int | None = None
+        self.revision = 0  # counts changes of positions and orders (a tick walk re-reads its levels then)
 
     @property
     def deals(self) -> int:
@@ -180,21 +190,37 @@ class Broker(TradeRequests, MarginRules, PendingRules, Ledger):
     # -- prices ------------------------------------------------------------------------------------------
     def price(self, side: int) -> float:
         """Fill price at the current open for a deal in direction ``side`` (+1 buy at ask, -1 sell at bid)."""
+        now = self.now
+        if now is not None:  # a tick: (time_ns, bid, ask, ...)
+            return now[2] if side > 0 else now[1]
         t = self.t
         return self.opens[t] + self.spread[t] if side > 0 else self.opens[t]
 
     def time_now(self) -> pd.Timestamp:
-        """The current bar's opening time: when the EA's decision is taken."""
-        return self.time[self.t]
+        """When the EA's decision is taken: the current tick's time, else the current bar's opening time."""
+        ns = self.stamp()
+        return self.time[self.t] if ns is None else pd.Timestamp(ns, tz="UTC")
+
+    def stamp(self) -> int | None:
+        """UTC ns of the tick or minute being worked; None at a bar's open (records use the bar's time)."""
+        now = self.now
+        return now[0] if now is not None else self.now_ns
 
     # -- per-bar events (called by the harness) -----------------------------------------------------------
     def bar_open(self, t: int) -> None:
         """Start of bar ``t``: swaps, stops gapped through, expiries and pending orders reached by the open,
-        then the stop-out check at the open."""
+        then the stop-out check at the open. On a tick path the open is the bar's first tick (its bid and
+        ask are then the market for the EA's decision too)."""
         self.t = t
+        self.now = self.now_ns = None
+        path = self.price_path
+        first = path.open_bar(self, t) if path is not None else None
         if not (self.open_positions or self.pending_orders):
             return
-        self.quote = (self.opens[t], self.highs[t], self.lows[t], self.spread[t])
+        if first is None:
+            self.quote = (self.opens[t], self.highs[t], self.lows[t], self.spread[t])
+        else:
+            self.quote = first
         if self._swaps and self.open_positions and self._day[t] != self._day[t - 1]:
             self._swap(int(self._day[t - 1]), int(self._day[t]))
         if self.pending_orders:
@@ -205,19 +231,22 @@ class Broker(TradeRequests, MarginRules, PendingRules, Ledger):
         """During bar ``t``: pending orders reached by its high/low, the stop-out (with the stops nearer to
         the open before it), then the stops touched (including positions opened at this bar).
 
-        With an M1 path attached (``attach_path``), the bar's prices are walked minute by minute instead.
+        With a price path attached (``attach_path``), the bar's minutes or ticks are walked instead; a tick
+        path with an ``on_tick`` hook is walked even with nothing open (the hook runs on every tick).
         """
-        if not (self.open_positions or self.pending_orders):
+        path = self.price_path
+        if path is not None and path.covers(t) and (self.open_positions or self.pending_orders or path.hook):
+            path.walk(self, t)
             return
-        if self.m1_path is not None and self.m1_path.covers(t):
-            self.m1_path.walk(self, t)
+        if not (self.open_positions or self.pending_orders):
             return
         self.quote = (self.opens[t], self.highs[t], self.lows[t], self.spread[t])
         self.range_checks(t)
 
     def attach_path(self, path) -> None:
-        """Work fills through M1 bars (``backtests.paths.M1Path``): MetaTrader's "1 minute OHLC" model."""
-        self.m1_path = path
+        """Work fills through M1 bars (``backtests.paths.M1Path``: MetaTrader's "1 minute OHLC" model) or
+        ticks (``backtests.ticks.TickPath``: "Every tick based on real ticks")."""
+        self.price_path = path
 
     def at_open_checks(self, t: int) -> None:
         """At an opening price (``quote``): pending orders reached, stops gapped through, the stop-out.
@@ -251,6 +280,7 @@ class Broker(TradeRequests, MarginRules, PendingRules, Ledger):
         """Close what is still open at the last bar's close (MetaTrader's "end of test" deals); pending
         orders are left unfilled and listed as cancelled."""
         self.t = last
+        self.now = self.now_ns = None
         price_bid = self.closes[last]
         for pos in list(self.open_positions):
             price = price_bid if pos.side > 0 else price_bid + self.spread[last]
@@ -301,6 +331,7 @@ class Broker(TradeRequests, MarginRules, PendingRules, Ledger):
             self._next_ticket += 1
         comm = remaining * cfg.commission
         pos = _Pos(ticket, side, remaining, price, self.t, sl, tp, magic, comment, comm)
+        pos.entry_ns = self.stamp()
         self._charge(-comm)
         self.open_positions.append(pos)
         self._exposure_cache = self._level_terms = None
@@ -337,9 +368,9 @@ class Broker(TradeRequests, MarginRules, PendingRules, Ledger):
                 pos.ticket,
                 "buy" if pos.side > 0 else "sell",
                 lots,
-                None,  # entry and exit times are filled in by trades_frame, in one vectorised lookup
+                pos.entry_ns,  # UTC ns or None (the bar's time): trades_frame turns both into times
                 pos.price,
-                None,
+                self.stamp(),
                 price,
                 pos.sl,
                 pos.tp,

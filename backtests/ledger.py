@@ -87,7 +87,7 @@ class Ledger:
         self.last_retcode = retcode
         self.rejected.append(
             {
-                "time": str(self.time[self.t]),
+                "time": str(self.time_now()),
                 "bar": self.t,
                 "action": action,
                 "side": side,
@@ -97,7 +97,7 @@ class Ledger:
                 "reason": reason,
             }
         )
-        log.info("request rejected at %s: %s (retcode %d)", self.time[self.t], reason, retcode)
+        log.info("request rejected at %s: %s (retcode %d)", self.time_now(), reason, retcode)
         return None
 
     def _order_record(
@@ -120,7 +120,10 @@ class Ledger:
             "magic": magic,
             "comment": comment,
             **extra,
+            "setup_ns": self.stamp(),  # UTC ns inside the bar, None = the bar's time (see _times)
+            "done_ns": self.stamp() if state == "filled" else None,
         }
+        self.revision += 1
         self.order_log.append(record)
         return record
 
@@ -137,6 +140,8 @@ class Ledger:
         profit,
         comment: str | None = None,
     ) -> None:
+        self.revision += 1
+        self._deal_ns.append(self.stamp())
         self.deal_log.append(
             (
                 len(self.deal_log) + 1,
@@ -166,8 +171,9 @@ class Ledger:
         come first (the pessimistic rule), so that bar's range beyond the exit level does not count.
         """
         df = pd.DataFrame(self.trades, columns=list(TRADE_COLUMNS))
-        df["entry_time"] = self.time[df["entry_bar"].to_numpy(dtype=np.int64)]
-        df["exit_time"] = self.time[df["exit_bar"].to_numpy(dtype=np.int64)]
+        # The stamps from the tuples, not the frame: a column of ints and Nones would turn them into floats.
+        df["entry_time"] = self._times(df["entry_bar"], [tr[3] for tr in self.trades])
+        df["exit_time"] = self._times(df["exit_bar"], [tr[5] for tr in self.trades])
         cs = self.config.contract_size
         mae, mfe = np.zeros(len(df)), np.zeros(len(df))
         for k, (side, lots, entry, exit_, a, b) in enumerate(
@@ -219,9 +225,10 @@ class Ledger:
         """Every accepted order, as MetaTrader's report lists them: market orders (the EA's and the closing
         orders of SL, TP, stop-out and end of test) and pending orders with their final state."""
         df = pd.DataFrame(self.order_log, columns=list(ORDER_COLUMNS))
-        for col in ("time_setup", "time_done"):
+        for col, ns in (("time_setup", "setup_ns"), ("time_done", "done_ns")):
             bars = np.array([-1 if b is None else b for b in df[col]], dtype=np.int64)
-            df[col] = self.time[np.maximum(bars, 0)].where(bars >= 0)
+            stamps = [r.get(ns) for r in self.order_log]
+            df[col] = self._times(np.maximum(bars, 0), stamps).where(bars >= 0)
         for col in ("ticket", "position"):
             df[col] = df[col].astype("Int64")
         return df
@@ -229,10 +236,22 @@ class Ledger:
     def deals_frame(self) -> pd.DataFrame:
         """Every deal in order: entries ("in"), exits ("out"; "out_by" for close-by), balance after each."""
         df = pd.DataFrame(self.deal_log, columns=list(DEAL_COLUMNS))
-        df["time"] = self.time[df["time"].to_numpy(dtype=np.int64)]
+        df["time"] = self._times(df["time"], self._deal_ns)
         for col in ("order", "position"):
             df[col] = df[col].astype("Int64")
         return df
+
+    def _times(self, bars, stamps) -> pd.DatetimeIndex:
+        """Record times: the UTC ns of the minute or tick that made them where one was recorded, else the
+        opening time of their bar (a decision at the open, or the open-prices model)."""
+        at_bar = self.time[np.asarray(bars, dtype=np.int64)]
+        ns = np.array([-1 if v is None else v for v in stamps], dtype=np.int64)
+        inside = ns >= 0
+        if not inside.any():
+            return at_bar
+        out = at_bar.as_unit("ns").asi8.copy()
+        out[inside] = ns[inside]
+        return pd.DatetimeIndex(pd.to_datetime(out, utc=True), name=at_bar.name)
 
     def worst_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
         """Equity at each bar's worst prices and the margin held then, from bar ``first`` on

@@ -66,6 +66,12 @@ class MarginRules:
         fixed = self.balance + cs * (short_value - long_value - spread * short_lots)
         return (self.config.stop_out_level / 100.0 * margin - fixed) / (cs * net)
 
+    def stop_out_spread(self) -> float | None:
+        """The spread at which the margin level reaches the stop-out level when no price moves it (every
+        long hedged by a short: only the shorts' ask moves with the spread); None when none does."""
+        margin, base, short_cs, _ = self._level_terms or self._stop_out_terms()
+        return base / short_cs if margin > 0 and short_cs > 0 else None
+
     def _level_crossed(self, t: int, at_open: bool) -> bool:
         """Whether the margin level at the bar's adverse extreme (or its open) is at the stop-out level.
 
@@ -95,8 +101,7 @@ class MarginRules:
 
     def equity_now(self) -> float:
         """Balance plus floating profit at the current open (longs at the bid, shorts at the ask)."""
-        t = self.t
-        bid, ask = self.opens[t], self.opens[t] + self.spread[t]
+        bid, ask = self.price(-1), self.price(+1)  # the bar's open, or the tick being worked
         cs = self.config.contract_size
         return self.balance + sum(
             (bid - p.price) * p.lots * cs if p.side > 0 else (p.price - ask) * p.lots * cs

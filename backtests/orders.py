@@ -69,6 +69,7 @@ class Pending:
         return +1 if self.kind.startswith("buy") else -1
 
     def public(self, time: pd.DatetimeIndex) -> Order:
+        ns = self.record.get("setup_ns")  # placed at a tick: its time, else the bar's
         return Order(
             self.ticket,
             self.kind,
@@ -79,7 +80,7 @@ class Pending:
             self.sl,
             self.tp,
             self.expiration,
-            time[self.time_setup],
+            time[self.time_setup] if ns is None else pd.Timestamp(ns, tz="UTC"),
             self.magic,
             self.comment,
         )
@@ -124,6 +125,7 @@ class PendingRules:
                 order.kind = order.kind.replace("stop_limit", "limit")
                 order.price, order.stoplimit = order.stoplimit, None
                 order.active_from = t if at_open or self.walking else t + 1
+                self.revision += 1
                 continue
             self.pending_orders.remove(order)
             ticket = self._fill(
@@ -143,11 +145,12 @@ class PendingRules:
                 for pos in self.open_positions:
                     if pos.ticket == ticket:
                         pos.tp_from = t + 1
-            order.record.update(time_done=t, fill_price=price)
+            order.record.update(time_done=t, done_ns=self.stamp(), fill_price=price)
             order.record["state"] = "filled" if ticket is not None else "rejected"
             order.record["position"] = ticket
 
     def _retire(self, order, state: str) -> None:
         self.pending_orders.remove(order)
-        order.record.update(state=state, time_done=self.t)
+        self.revision += 1
+        order.record.update(state=state, time_done=self.t, done_ns=self.stamp())
 

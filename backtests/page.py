@@ -229,8 +229,10 @@ def _settings(result: Result) -> list[tuple[str, str]]:
         ("Symbol", data["symbol"]),
         ("Period", f"{data['timeframe']} ({mt5_time(data['first'])} - {mt5_time(data['last'])})"),
         ("Forward", forward + _retrain(result)),
-        ("Modelling", "Open prices only"),
+        ("Modelling", data.get("model_name") or "Open prices only"),
     ]
+    if data.get("history_quality") is not None:  # MetaTrader's "History Quality"
+        rows.append(("History Quality", history_quality(data)))
     params = result.ea["params"] or {"": ""}
     rows += [("Inputs" if k == 0 else "", f"{n}={v}") for k, (n, v) in enumerate(params.items())]
     rows += [
@@ -239,7 +241,7 @@ def _settings(result: Result) -> list[tuple[str, str]]:
         ("Leverage", f"1:{acct['leverage']:g}"),
         (
             "Costs",
-            f"spread {'per bar' if spread is None else spread} points, commission "
+            f"spread {_spread_from(data) if spread is None else spread} points, commission "
             f"{_fmt(acct['commission'])} per lot per deal, swap {acct['swap_long']:g}/{acct['swap_short']:g} "
             "points (long/short)",
         ),
@@ -247,6 +249,17 @@ def _settings(result: Result) -> list[tuple[str, str]]:
         ("Seed", str(result.seed)),
     ]
     return rows
+
+
+def history_quality(data: dict) -> str:
+    """The share of forward bars the model's finer data covers, and what became of the others."""
+    quality, of = data["history_quality"], data.get("history_quality_of") or "finer data"
+    text = f"{quality:.2f}% (forward bars with {of})"
+    return text if quality >= 100 else text + "; bars without them were worked on their own OHLC"
+
+
+def _spread_from(data: dict) -> str:
+    return "per tick" if data.get("model") == "ticks" else "per bar"
 
 
 def _retrain(result: Result) -> str:

@@ -9,8 +9,11 @@ straight move, so a level it crosses fills at the level and the order of events 
 one's open is a gap (a stop fills at the open). Spreads are each M1 bar's own (or the fixed spread).
 
 A bar without M1 data falls back to the open-prices rules on its own high and low; the share of bars with
-M1 data is the history quality the report states (MetaTrader's "History Quality"). Times in the trade
-records stay those of the bars of the EA's timeframe.
+M1 data is the history quality the report states (MetaTrader's "History Quality"). A fill inside a bar is
+recorded at the time of the M1 bar it happened in (orders, deals and trades tables).
+
+``PricePath`` is what the M1 path and the tick path (``backtests.ticks``) share: the grouping of their
+rows by the bars of the EA's timeframe, the coverage, and the broker's hooks.
 
 Only minutes that can matter are walked: a vectorised test finds the next M1 bar whose range (with the
 gap from the previous close, widened by the spread) reaches any working level — a pending price, an SL or
@@ -24,25 +27,36 @@ import itertools
 import numpy as np
 import pandas as pd
 
-MODELS = {"open": "Open prices only", "ohlc1m": "1 minute OHLC"}
+MODELS = {"open": "Open prices only", "ohlc1m": "1 minute OHLC", "ticks": "Every tick based on real ticks"}
+COVERAGE = {"ohlc1m": "M1 bars", "ticks": "ticks"}  # what the history quality counts, per model
 
 
-def check_model(model: str, m1: pd.DataFrame | None) -> tuple[str, pd.DataFrame | None]:
-    """The modelling mode by its command-line name; "ohlc1m" needs M1 candles."""
+def check_model(model: str, m1: pd.DataFrame | None, ticks: pd.DataFrame | None = None) -> str:
+    """The modelling mode by its command-line name; "ohlc1m" needs M1 candles, "ticks" needs ticks."""
     if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}: choose {' or '.join(MODELS)}")
+        raise ValueError(f"unknown model {model!r}: choose {', '.join(MODELS)}")
     if model == "ohlc1m" and m1 is None:
         raise ValueError("model 'ohlc1m' needs M1 candles of the same symbol (m1=...)")
-    if model == "open" and m1 is not None:
+    if model == "ticks" and ticks is None:
+        raise ValueError("model 'ticks' needs ticks of the same symbol (ticks=..., see datafeeds.load_ticks)")
+    if model != "ohlc1m" and m1 is not None:
         raise ValueError("M1 candles are only used by model 'ohlc1m'")
-    return model, m1
+    if model != "ticks" and ticks is not None:
+        raise ValueError("ticks are only used by model 'ticks'")
+    return model
 
 
 def model_data(model: str, broker, first: int, last: int) -> dict:
-    """The report's modelling line: the mode by MetaTrader's name and the history quality in percent."""
-    path = broker.m1_path
+    """The report's modelling line: the mode by MetaTrader's name and the history quality in percent
+    (the share of forward bars covered by M1 bars or ticks; the others fell back to their own OHLC)."""
+    path = broker.price_path
     quality = path.quality(first, last) if path is not None else None
-    return {"model": model, "model_name": MODELS[model], "history_quality": quality}
+    return {
+        "model": model,
+        "model_name": MODELS[model],
+        "history_quality": quality,
+        "history_quality_of": COVERAGE.get(model),
+    }
 
 
 def ohlc_points(o: np.ndarray, h: np.ndarray, lo: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -53,7 +67,37 @@ def ohlc_points(o: np.ndarray, h: np.ndarray, lo: np.ndarray, c: np.ndarray) -> 
     return np.column_stack([o, first, second, c])
 
 
-class M1Path:
+class PricePath:
+    """Rows of finer prices (M1 bars, ticks) grouped by the bars of the EA's timeframe: ``starts[t]`` to
+    ``starts[t + 1]`` are bar t's. ``hook`` is the EA's per-tick hook (tick paths only)."""
+
+    hook = None
+    starts: np.ndarray
+
+    def group(self, bar_time: pd.DatetimeIndex, row_ns: np.ndarray) -> None:
+        """``starts`` from the rows' sorted UTC ns: a row belongs to the last bar opening at or before it."""
+        bar_ns = bar_time.as_unit("ns").asi8
+        step = int(np.median(np.diff(bar_ns))) if len(bar_ns) > 1 else 60_000_000_000
+        self.edges_ns = np.append(bar_ns, bar_ns[-1] + step)  # bar opens, then the last bar's close
+        self.starts = np.searchsorted(row_ns, self.edges_ns, side="left")
+
+    def covers(self, t: int) -> bool:
+        return self.starts[t + 1] > self.starts[t]
+
+    def quality(self, first: int, last: int) -> float:
+        """Share of bars ``first..last`` with data, in percent."""
+        covered = self.starts[first + 1 : last + 2] > self.starts[first : last + 1]
+        return round(100.0 * float(covered.mean()), 2) if len(covered) else 0.0
+
+    def open_bar(self, broker, t: int) -> tuple | None:
+        """The quote bar ``t`` opens at, where the path sets it (None: the bar's own open)."""
+        return None
+
+    def walk(self, broker, t: int) -> None:
+        raise NotImplementedError
+
+
+class M1Path(PricePath):
     """M1 prices grouped by the bars of the EA's timeframe (``starts[t]:starts[t + 1]`` are bar t's)."""
 
     def __init__(self, bar_time: pd.DatetimeIndex, m1: pd.DataFrame, point: float, fixed_spread: int | None):
@@ -68,10 +112,8 @@ class M1Path:
             raise ValueError(f"M1 bar {i} ({m1.index[i]}): prices cannot be traded on")
         if not m1.index.is_monotonic_increasing:
             raise ValueError("M1 bars must be in time order")
-        m1_ns = m1.index.as_unit("ns").asi8
-        bar_ns = bar_time.as_unit("ns").asi8
-        step = int(np.median(np.diff(bar_ns))) if len(bar_ns) > 1 else 60_000_000_000
-        self.starts = np.searchsorted(m1_ns, np.append(bar_ns, bar_ns[-1] + step), side="left")
+        self.group(bar_time, m1.index.as_unit("ns").asi8)
+        self.time_ns = m1.index.as_unit("ns").asi8
         self.points = ohlc_points(cols["open"], cols["high"], cols["low"], cols["close"])
         if fixed_spread is None:
             self.spread = m1["spread"].to_numpy(dtype=np.float64) * point
@@ -80,14 +122,6 @@ class M1Path:
         self.time = m1.index
         self.lows = np.minimum(self.points.min(axis=1), np.append(self.points[:1, 0], self.points[:-1, 3]))
         self.highs = np.maximum(self.points.max(axis=1), np.append(self.points[:1, 0], self.points[:-1, 3]))
-
-    def covers(self, t: int) -> bool:
-        return self.starts[t + 1] > self.starts[t]
-
-    def quality(self, first: int, last: int) -> float:
-        """Share of bars ``first..last`` with M1 data, in percent."""
-        covered = self.starts[first + 1 : last + 2] > self.starts[first : last + 1]
-        return round(100.0 * float(covered.mean()), 2) if len(covered) else 0.0
 
     def walk(self, broker, t: int) -> None:
         """Bar ``t`` after the decision: every M1 bar that can reach a working level, in time order."""
@@ -102,6 +136,7 @@ class M1Path:
                 m += 1
         finally:
             broker.walking = False
+            broker.now_ns = None
 
     def _next_touch(self, broker, m: int, end: int) -> int:
         levels = _levels(broker, self.spread[m])
@@ -118,6 +153,7 @@ class M1Path:
 
     def _minute(self, broker, t: int, m: int) -> None:
         pts, spr = self.points[m], self.spread[m]
+        broker.now_ns = int(self.time_ns[m])
         if broker.pending_orders:
             broker.expire(t, now=self.time[m])
         broker.quote = (pts[0], pts[0], pts[0], spr)

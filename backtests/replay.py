@@ -26,6 +26,7 @@ from backtests import metrics
 from backtests.broker import AccountConfig, Broker
 from backtests.paths import M1Path, check_model, model_data
 from backtests.periods import Periods, resolve
+from backtests.ticks import TickPath
 from datafeeds import meta_of
 from neuronet.errors import NeuronetError
 from strategies.bars import BarFeed, Bars
@@ -120,8 +121,9 @@ class Backtest:
 
     ``forward``: ``"1/3"`` (default), ``"1/2"``, ``"1/4"``, any fraction, a date, or None (no held-out
     split). ``walk_forward=(train, test)`` trains on ``train`` bars and retrains every ``test`` bars.
-    ``model``: ``"open"`` (open prices only) or ``"ohlc1m"`` (fills worked through ``m1``, the M1 candles of
-    the same symbol; see ``backtests.paths``).
+    ``model``: ``"open"`` (open prices only), ``"ohlc1m"`` (fills worked through ``m1``, the M1 candles of
+    the same symbol; see ``backtests.paths``) or ``"ticks"`` (through ``ticks``, a tick frame of
+    ``datafeeds.ticks``; an EA's ``on_tick`` runs on each; see ``backtests.ticks``).
     ``profile=True`` hands the EA an nn backend that records OpenCL kernel time
     (``ExpertAdvisor.nn_backend``), so each training epoch reports device seconds.
     """
@@ -139,6 +141,7 @@ class Backtest:
         model: str = "open",
         m1: pd.DataFrame | None = None,
         profile: bool = False,
+        ticks: pd.DataFrame | None = None,
     ):
         if not (isinstance(ea, type) and issubclass(ea, ExpertAdvisor)):
             raise TypeError(f"{ea!r} is not an ExpertAdvisor subclass")
@@ -149,7 +152,8 @@ class Backtest:
         self.seed = int(seed)
         self.progress = progress
         self.profile = bool(profile)
-        self.model, self.m1 = check_model(model, m1)
+        self.model = check_model(model, m1, ticks)
+        self.m1, self.ticks = m1, ticks
         min_study = int(ea.min_study_bars)
         self.periods: Periods = resolve(candles.index, forward, walk_forward, min_study=min_study)
 
@@ -179,8 +183,15 @@ class Backtest:
 
         columns = (feed.column(c) for c in ("open", "high", "low", "close", "spread"))
         ctx = _Context(feed, probes, *columns, feed.time, self.meta.point, self.account)
+        if ea.wants_ticks() and self.model != "ticks":
+            name = type(ea).__name__
+            log.warning("%s.on_tick runs only with model 'ticks'; this run calls on_bar only", name)
         if self.model == "ohlc1m":
             ctx.attach_path(M1Path(df.index, self.m1, self.meta.point, self.account.spread))
+        elif self.model == "ticks":
+            path = TickPath(df.index, self.ticks, self.meta.point, self.account.spread)
+            path.hook = ea if ea.wants_ticks() else None
+            ctx.attach_path(path)
         epoch_bar = _EpochProgress(self.progress)
         ea.attach(ctx, feed.bars, epoch_bar.update, profile=self.profile)
         phase, interrupted = "on_init", None

@@ -13,6 +13,8 @@ positions at the price of the second one's opening: one spread is saved, as in M
 
 from __future__ import annotations
 
+import pandas as pd
+
 from backtests import checks
 from backtests.orders import Pending
 from strategies.trade import Account, Order, Position
@@ -146,23 +148,30 @@ class TradeRequests:
         if bad:
             return self._refuse("modify", *bad, ticket, sl, tp)
         pos.sl, pos.tp = new_sl, new_tp
+        self.revision += 1
         self.last_retcode = checks.DONE
         return True
 
     def positions(self) -> list[Position]:
-        t = self.t
-        ref = self.closes[t - 1] if t > 0 else self.opens[t]
-        spr = self.spread[t - 1] if t > 0 else self.spread[t]
+        """Open positions, valued at the last closed bar's close, or at the current tick (ticks model)."""
+        t, now = self.t, self.now
+        if now is not None:
+            bid, ask = now[1], now[2]
+        else:
+            bid = self.closes[t - 1] if t > 0 else self.opens[t]
+            ask = bid + (self.spread[t - 1] if t > 0 else self.spread[t])
         out = []
         for p in self.open_positions:
-            exit_price = ref if p.side > 0 else ref + spr
+            exit_price = bid if p.side > 0 else ask
+            if p.opened is None:  # made once: an EA may ask on every tick
+                p.opened = self.time[p.bar] if p.entry_ns is None else pd.Timestamp(p.entry_ns, tz="UTC")
             out.append(
                 Position(
                     p.ticket,
                     p.side,
                     p.lots,
                     p.price,
-                    self.time[p.bar],
+                    p.opened,
                     p.bar,
                     p.sl,
                     p.tp,
@@ -261,6 +270,7 @@ class TradeRequests:
             if key in order.record:
                 order.record[key] = value
         order.expiration = order.record["expiration"] = when
+        self.revision += 1
         self.last_retcode = checks.DONE
         return True
 
@@ -273,7 +283,7 @@ class TradeRequests:
         return freeze > 0 and any(v is not None and abs(ref - v) <= freeze for v in levels)
 
     def _expiration(self, expiration):
-        now = self.time[self.t]
+        now = self.time_now()
         try:
             when = checks.expiration_time(expiration, now)
         except ValueError as exc:

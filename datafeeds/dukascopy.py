@@ -30,6 +30,9 @@ Prices: the archive counts prices in points of 10**-digits: 5 digits for most cu
 quoted in yen and for gold and silver (``DIGITS``); pass ``digits=`` for any other instrument.
 
 Downloads are cached, resumable, rate-limited and retried (``datafeeds.dukascopy_fetch``).
+
+Ticks themselves (``load_ticks``, a tick frame of ``datafeeds.ticks``: bid and ask of every tick, in UTC)
+come from the same hourly tick files and the same cache, for the backtest's tick model.
 """
 
 from __future__ import annotations
@@ -48,8 +51,10 @@ from datafeeds.bi5 import TICK_RECORD, read_candles, read_ticks
 from datafeeds.candles import CandleMeta, make_frame
 from datafeeds.clock import BrokerClock, utc_seconds
 from datafeeds.dukascopy_fetch import Fetcher, NotFoundError
+from datafeeds.errors import DataError
 from datafeeds.resample import bucket_start, resample
 from datafeeds.store import cache_root
+from datafeeds.ticks import TickMeta, make_ticks
 from datafeeds.timeframes import Timeframe
 from neuronet.errors import NeuronetError
 
@@ -144,11 +149,11 @@ class DukascopySource:
     ) -> None:
         side = str(price_side).upper()
         if side not in ("BID", "ASK"):
-            raise ValueError(f"price_side must be 'BID' or 'ASK', not {price_side!r}")
+            raise DataError(f"price_side must be 'BID' or 'ASK', not {price_side!r}")
         if data not in DATA_KINDS:
-            raise ValueError(f"data must be one of {', '.join(DATA_KINDS)}, not {data!r}")
+            raise DataError(f"data must be one of {', '.join(DATA_KINDS)}, not {data!r}")
         if digits is not None and not 0 <= digits <= 8:
-            raise ValueError(f"digits must be 0..8, not {digits}")
+            raise DataError(f"digits must be 0..8, not {digits}")
         self.side, self.data, self.digits = side, data, digits
         self.clock = BrokerClock.parse(clock) if isinstance(clock, str) else clock
         self.keep_flats, self.volume_scale = bool(keep_flats), float(volume_scale)
@@ -163,7 +168,7 @@ class DukascopySource:
         if self.data == "auto":
             return "hour" if hourly_ok else "minute"
         if self.data == "hour" and not hourly_ok:
-            raise ValueError(
+            raise DataError(
                 f"hourly archive files cannot give {tf.name} bars in a {self.clock} clock; use data='minute'"
             )
         return self.data
@@ -174,7 +179,7 @@ class DukascopySource:
         """Bars of ``symbol`` opening in ``[start, end)`` (UTC; naive times are UTC)."""
         symbol = str(symbol).strip().upper()
         if not symbol.isalnum():
-            raise ValueError(f"{symbol!r} is not a Dukascopy instrument name (letters and digits: EURUSD)")
+            raise DataError(f"{symbol!r} is not a Dukascopy instrument name (letters and digits: EURUSD)")
         tf = Timeframe.parse(timeframe)
         kind = self._kind(tf)
         now = int(time.time())
@@ -183,7 +188,7 @@ class DukascopySource:
         start_s = utc_seconds(start, "start")
         start_s = end_s - DEFAULT_SPAN_S[kind] if start_s is None else start_s
         if start_s >= end_s:
-            raise ValueError(f"start {start} must come before end {end}")
+            raise DataError(f"start {start} must come before end {end}")
         digits = self.digits if self.digits is not None else default_digits(symbol)
         # Fetch up to the close of the last bar that opens before ``end``, so that bar is complete.
         last_open = bucket_start(self.clock.to_broker_seconds(np.array([end_s - 1])), tf)
@@ -205,6 +210,42 @@ class DukascopySource:
                 f"{pd.Timestamp(end_s, unit='s')} UTC (market closed, or before the instrument's history)"
             )
         return df
+
+    def load_ticks(self, symbol: str = "EURUSD", start: Any = None, end: Any = None) -> pd.DataFrame:
+        """Every tick of ``symbol`` in ``[start, end)`` (UTC; without ``start``, the day before ``end``)."""
+        symbol = str(symbol).strip().upper()
+        if not symbol.isalnum():
+            raise DataError(f"{symbol!r} is not a Dukascopy instrument name (letters and digits: EURUSD)")
+        now = int(time.time())
+        end_s = utc_seconds(end, "end")
+        end_s = now if end_s is None else end_s
+        start_s = utc_seconds(start, "start")
+        start_s = end_s - DEFAULT_SPAN_S["ticks"] if start_s is None else start_s
+        if start_s >= end_s:
+            raise DataError(f"start {start} must come before end {end}")
+        digits = self.digits if self.digits is not None else default_digits(symbol)
+        files = [f for f in plan_files(symbol, "ticks", self.side, start_s, end_s) if f.start < now]
+        parts = [(f.start * 1000, self._fetch(f, now, read_ticks)) for f in files]
+        ms = (
+            np.concatenate([t0 + r["ms"].astype(np.int64) for t0, r in parts])
+            if parts
+            else np.zeros(0, np.int64)
+        )
+        rec = np.concatenate([r for _, r in parts]) if parts else np.empty(0, dtype=TICK_RECORD)
+        keep = (ms >= start_s * 1000) & (ms < end_s * 1000)
+        ms, rec = ms[keep], rec[keep]
+        if not len(ms):
+            raise NoDataError(
+                f"Dukascopy has no {symbol} ticks between {pd.Timestamp(start_s, unit='s')} and "
+                f"{pd.Timestamp(end_s, unit='s')} UTC (market closed, or before the instrument's history)"
+            )
+        scale = float(10**digits)
+        meta = TickMeta(symbol, digits, "dukascopy:ticks")
+        volume = (
+            rec["bid_volume"].astype(np.float64) + rec["ask_volume"].astype(np.float64)
+        ) * self.volume_scale
+        bid, ask = rec["bid"].astype(np.float64) / scale, rec["ask"].astype(np.float64) / scale
+        return make_ticks(ms * 1_000_000, bid, ask, meta, volume=volume)
 
     def _fetch(self, f: ArchiveFile, now: int, read):
         """One file's records. A file of a period not yet settled is not cached, and a 404 for it means

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from datafeeds.errors import CandleDataError
+from datafeeds.errors import CandleDataError, DataError
 from datafeeds.files import atomic_write, inside
 from neuronet.errors import NeuronetError
 
@@ -71,9 +71,9 @@ class Fetcher:
         user_agent: str = USER_AGENT,
     ) -> None:
         if rate_limit <= 0:
-            raise ValueError(f"rate_limit is requests per second and must be > 0, not {rate_limit}")
+            raise DataError(f"rate_limit is requests per second and must be > 0, not {rate_limit}")
         if retries < 0 or backoff < 0 or timeout <= 0:
-            raise ValueError("retries and backoff must be >= 0 and timeout > 0")
+            raise DataError("retries and backoff must be >= 0 and timeout > 0")
         self.base_url = base_url.rstrip("/")
         self.cache_dir = Path(cache_dir)
         self.interval = 1.0 / rate_limit

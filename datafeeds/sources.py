@@ -15,6 +15,12 @@ Remote sources are read through the local store (``datafeeds.cache``): ``cache=T
 again, ``cache=False`` bypasses the store. ``dukascopy`` keeps the archive files it downloads in its own
 cache instead (exact copies, settled periods only), so it takes no ``cache`` option.
 
+Ticks (``load_ticks``, for the backtest's tick model) come from the same registry: a source that has
+them offers ``load_ticks(symbol, start=None, end=None)`` returning a tick frame (``datafeeds.ticks``):
+``mt5`` (``copy_ticks_range``), ``dukascopy`` (the hourly tick files, cached like its candles) and
+``synthetic`` (ticks making up its M1 candles exactly); ``csv`` reads a tick file of the terminal's
+"Export ticks" (``datafeeds.tick_csv``) instead of a candle file.
+
 Time window: ``start`` is inclusive and ``end`` exclusive, both on bar open times in UTC (naive times are
 taken as UTC), so consecutive windows never share a bar. Note that the terminal's ``copy_rates_range``
 includes its end.
@@ -44,6 +50,14 @@ DEFAULT_SOURCE = "sample"
 SOURCES: dict[str, str] = {
     "sample": "datafeeds.sample:SampleSource",
     "csv": "datafeeds.sources:CsvSource",
+    "mt5": "datafeeds.terminal:TerminalSource",
+    "synthetic": "datafeeds.sources:SyntheticSource",
+    "dukascopy": "datafeeds.dukascopy:DukascopySource",
+}
+
+
+TICK_SOURCES: dict[str, str] = {
+    "csv": "datafeeds.tick_csv:TickCsvSource",
     "mt5": "datafeeds.terminal:TerminalSource",
     "synthetic": "datafeeds.sources:SyntheticSource",
     "dukascopy": "datafeeds.dukascopy:DukascopySource",
@@ -107,6 +121,16 @@ class SyntheticSource:
         self.annual_vol = float(annual_vol)
         self.spread = spread
 
+    def load_ticks(
+        self, symbol: str = "EURUSD", start=None, end=None, *, ticks_per_minute: float = 80.0
+    ) -> pd.DataFrame:
+        """Ticks making up this source's M1 candles exactly (``datafeeds.synthetic_ticks``), so bars
+        built from them equal ``load(symbol, "M1", ...)`` and its resamples."""
+        from datafeeds.synthetic_ticks import synthetic_ticks
+
+        m1 = self.load(symbol, "M1", start, end)
+        return synthetic_ticks(m1, seed=self.seed, ticks_per_minute=ticks_per_minute)
+
     def load(self, symbol: str = "EURUSD", timeframe="H1", start=None, end=None) -> pd.DataFrame:
         return synthetic_candles(
             symbol,
@@ -125,20 +149,22 @@ def source_names() -> list[str]:
     return list(SOURCES)
 
 
-def get_source(name: str, **options) -> CandleSource:
+def get_source(name: str, *, _registry: dict[str, str] | None = None, **options) -> CandleSource:
     """Instantiate a registered source by name with its keyword options (errors name what is valid)."""
+    registry = SOURCES if _registry is None else _registry
+    what = "candle" if _registry is None else "tick"
     key = str(name).strip().lower()
-    if key not in SOURCES:
-        close = difflib.get_close_matches(key, SOURCES, n=1)
+    if key not in registry:
+        close = difflib.get_close_matches(key, registry, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise UnknownSourceError(f"unknown candle source {name!r}{hint}; choose one of {', '.join(SOURCES)}")
-    module_name, _, class_name = SOURCES[key].partition(":")
+        raise UnknownSourceError(f"unknown {what} source {name!r}{hint}; choose one of {', '.join(registry)}")
+    module_name, _, class_name = registry[key].partition(":")
     try:
         cls = getattr(importlib.import_module(module_name), class_name)
     except ImportError as exc:
         missing = getattr(exc, "name", None) or str(exc)
         raise SourceUnavailableError(
-            f"candle source {key!r} is not available here: cannot import {missing}"
+            f"{what} source {key!r} is not available here: cannot import {missing}"
         ) from None
     params = inspect.signature(cls).parameters
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
@@ -147,13 +173,32 @@ def get_source(name: str, **options) -> CandleSource:
             takes = ", ".join(p for p in params if p != "self") or "no options"
             close = difflib.get_close_matches(unknown[0], params, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise DataError(f"candle source {key!r} has no option {unknown[0]!r}{hint} (it takes: {takes})")
+            raise DataError(f"{what} source {key!r} has no option {unknown[0]!r}{hint} (it takes: {takes})")
     try:
         return cls(**options)
     except (TypeError, ValueError) as exc:
         # A constructor's own message may not say which option it choked on (int("abc")): name them all.
         given = ", ".join(f"{k}={'***' if 'password' in k else repr(v)}" for k, v in options.items())
-        raise DataError(f"candle source {key!r} rejects its options ({given}): {exc}") from None
+        raise DataError(f"{what} source {key!r} rejects its options ({given}): {exc}") from None
+
+
+def load_ticks(source: str, symbol: str | None = None, start=None, end=None, **options) -> pd.DataFrame:
+    """Ticks in ``[start, end)`` (UTC) from a tick source by name (``TICK_SOURCES``), checked: in time
+    order, finite positive prices, ask not below bid (``datafeeds.ticks``). Other keywords go to the
+    source's constructor (``path=`` for ``csv``)."""
+    from datafeeds.ticks import check_ticks, tick_meta
+
+    src = get_source(source, _registry=TICK_SOURCES, **options)
+    lo, hi = utc_bound(start, "start"), utc_bound(end, "end")
+    if lo is not None and hi is not None and lo >= hi:
+        raise DataError(f"start {lo} must come before end {hi}")
+    try:
+        ticks = src.load_ticks(symbol if source == "csv" else symbol or "EURUSD", lo, hi)
+    finally:
+        if callable(getattr(src, "close", None)):
+            src.close()
+    check_ticks(ticks, tick_meta(ticks).source)
+    return ticks
 
 
 def load_validated(

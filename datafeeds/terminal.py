@@ -45,11 +45,16 @@ from datafeeds.terminal_errors import (
     error_from_last_error,
 )
 from datafeeds.terminal_link import BridgeLink, NativeLink
+from datafeeds.ticks import TickMeta, make_ticks
 from datafeeds.timeframes import Timeframe
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 18812
+COPY_TICKS_ALL = -1  # MetaTrader5.COPY_TICKS_ALL: every tick, quotes and trades
+TICKS_DTYPE = np.dtype(
+    [("time_msc", "<i8"), ("bid", "<f8"), ("ask", "<f8"), ("last", "<f8"), ("volume_real", "<f8")]
+)
 MAX_PAGE = 100_000  # bars per call even when the terminal's maxbars allows more (bounded answer size)
 
 
@@ -285,6 +290,37 @@ class TerminalSource:
         final, complete = self.clock.to_utc_seconds(np.array([forming, complete]))
         return Fetched(from_rates(rates[keep], meta), _utc_stamp(final), _utc_stamp(complete))
 
+    def load_ticks(self, symbol: str, start: Any = None, end: Any = None) -> pd.DataFrame:
+        """Every tick of ``symbol`` in ``[start, end)`` (UTC) through ``copy_ticks_range``, a day per call;
+        an answer cut at the terminal's cap is continued from its last second (asked again whole)."""
+        start_s, end_s = utc_seconds(start, "start"), utc_seconds(end, "end")
+        if start_s is None or end_s is None or start_s >= end_s:
+            raise DataError(f"ticks from the terminal need a start before the end, got {start} .. {end}")
+        self._require_login()
+        digits = self._select(symbol)
+        page = self._page_size()
+        first, last = (int(v) for v in self.clock.to_broker_seconds(np.array([start_s, end_s - 1])))
+        parts, t0 = [], first
+        while t0 <= last:
+            t1 = min(t0 + 86400 - 1, last)
+            answer = self._call("copy_ticks_range", symbol, t0, t1, COPY_TICKS_ALL, expect_none=True)
+            part = _as_ticks(answer, "copy_ticks_range()") if answer is not None else _as_ticks(None, "")
+            if len(part) >= page:
+                cut = int(part["time_msc"][-1] // 1000)
+                if cut <= t0:
+                    raise TerminalError(f"more than {page} {symbol} ticks in one second at broker time {cut}")
+                part, t1 = part[part["time_msc"] // 1000 < cut], cut - 1
+            parts.append(part)
+            t0 = t1 + 1
+        ticks = np.concatenate(parts) if parts else _as_ticks(None, "")
+        ms = ticks["time_msc"].astype(np.int64)
+        utc_s = self.clock.to_utc_seconds(ms // 1000)
+        ns = (utc_s * 1000 + ms % 1000) * 1_000_000
+        meta = TickMeta(symbol, digits, f"mt5:{self.where}")
+        return make_ticks(
+            ns, ticks["bid"], ticks["ask"], meta, last=ticks["last"], volume=ticks["volume_real"]
+        )
+
     def cache_feed(self) -> str:
         """Which broker the bars come from, known without a terminal call (a read-through cache's key):
         the ``server`` option when given, else where the terminal is reached. ``trade_server`` holds the
@@ -367,6 +403,20 @@ class TerminalSource:
             pos += len(part)
         log.debug("%s %s: %d position pages", symbol, tf.name, len(pages))
         return pages[::-1]  # oldest first
+
+
+def _as_ticks(answer: Any, call: str) -> np.ndarray:
+    """The terminal's ticks array in exactly ``TICKS_DTYPE`` (so pages concatenate); None gives none."""
+    if answer is None:
+        return np.empty(0, dtype=TICKS_DTYPE)
+    names = getattr(getattr(answer, "dtype", None), "names", None) or ()
+    missing = [n for n in TICKS_DTYPE.names if n not in names]
+    if missing:
+        raise TerminalError(f"MetaTrader 5 {call} answered without fields {missing}")
+    out = np.empty(len(answer), dtype=TICKS_DTYPE)
+    for n in TICKS_DTYPE.names:
+        out[n] = answer[n]
+    return out
 
 
 def _stitch(pages: list[np.ndarray]) -> np.ndarray:

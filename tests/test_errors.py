@@ -132,7 +132,6 @@ BUILTIN_RAISES = {
     "ValueError", "TypeError", "LookupError", "KeyError", "IndexError", "OSError", "RuntimeError"
 }
 INPUT_LAYERS = ("datafeeds", "neuronet")  # the code that checks what the user typed and the files they gave
-NOT_YET_CONVERTED = {"datafeeds/dukascopy.py", "datafeeds/dukascopy_fetch.py"}  # built-in raises still there
 
 
 def _builtin_raises(path: Path) -> list[str]:
@@ -151,7 +150,6 @@ def test_input_checks_raise_their_packages_error_classes():
         hit
         for package in INPUT_LAYERS
         for path in sorted((ROOT / package).rglob("*.py"))
-        if path.relative_to(ROOT).as_posix() not in NOT_YET_CONVERTED
         for hit in _builtin_raises(path)
     ]
     assert not offenders, "\n".join(offenders)

@@ -22,7 +22,7 @@ import typer
 
 from backtests import AccountConfig, Backtest
 from backtests.report import environment, write_report
-from datafeeds import load_candles, resample
+from datafeeds import bars_from_ticks, load_candles, load_ticks, meta_of, resample
 from neuronet.commands.errors import CommandError, CommandLookupError
 from neuronet.commands.options import (
     BrokerTz,
@@ -139,12 +139,14 @@ def _execute(
     profile: bool = False,
     model: str = "open",
     m1: pd.DataFrame | None = None,
+    ticks: pd.DataFrame | None = None,
 ) -> None:
     bt = Backtest(
         df,
         ea,
         model=model,
         m1=m1,
+        ticks=ticks,
         account=account,
         forward=forward,
         walk_forward=_walk_forward(walk_forward),
@@ -268,9 +270,14 @@ Model = Annotated[
     str,
     typer.Option(
         "--model",
-        help="Modelling: open (open prices only) or ohlc1m (1 minute OHLC: pending orders, SL/TP and "
-        "stop-out worked through M1 bars in MetaTrader's OHLC order).",
+        help="Modelling: open (open prices only), ohlc1m (1 minute OHLC: pending orders, SL/TP and "
+        "stop-out worked through M1 bars in MetaTrader's OHLC order) or ticks (every tick based on real "
+        "ticks: fills at each tick's bid/ask, the EA's on_tick on every tick).",
     ),
+]
+TicksCsv = Annotated[
+    Path | None,
+    typer.Option("--ticks-csv", help="Ticks (MetaTrader 5 'Export ticks' file) for --model ticks."),
 ]
 M1Csv = Annotated[
     Path | None, typer.Option("--m1-csv", help="M1 candles (MetaTrader CSV) for --model ohlc1m.")
@@ -311,6 +318,7 @@ def backtest(
     profile: Profile = False,
     model: Model = "open",
     m1_csv: M1Csv = None,
+    ticks_csv: TicksCsv = None,
 ) -> None:
     """Backtest an expert advisor (built-in or your own class) and write a report."""
     cls = resolve_ea(ea)
@@ -330,7 +338,13 @@ def backtest(
     if out is not None:  # before any work: a bad or occupied --out must not cost the user a whole run
         prepare_out(out, force)
     name, options = data_request(source, path, opt, broker_tz, seed, seed_is_data=False)
-    df, m1 = _candles(name, symbol, timeframe, start, end, options, model, m1_csv)
+    m1 = ticks = None
+    if model == "ticks":
+        df, ticks = _ticks(name, symbol, timeframe, start, end, options, ticks_csv, m1_csv)
+    elif ticks_csv is not None:
+        raise CommandError("--ticks-csv is only used with --model ticks")
+    else:
+        df, m1 = _candles(name, symbol, timeframe, start, end, options, model, m1_csv)
     _execute(
         cls,
         df,
@@ -344,7 +358,34 @@ def backtest(
         profile=profile,
         model=model,
         m1=m1,
+        ticks=ticks,
     )
+
+
+def _ticks(source, symbol, timeframe, start, end, options, ticks_csv, m1_csv):
+    """The EA's candles and, for ``--model ticks``, the ticks its fills are worked through: from
+    ``--ticks-csv`` or from the same source (mt5, dukascopy, synthetic), over the candles' span. Synthetic
+    candles are then built from the synthetic ticks, so the two agree."""
+    if m1_csv is not None:
+        raise CommandError("--m1-csv is only used with --model ohlc1m")
+    if ticks_csv is None and source in ("csv", "sample"):
+        raise CommandError(
+            f"--model ticks with --source {source} needs ticks: --ticks-csv FILE (tick export)"
+        )
+    if source == "synthetic" and ticks_csv is None:
+        ticks = load_ticks(source, symbol, start, end, **options)
+        return resample(bars_from_ticks(ticks, "M1"), timeframe or "H1"), ticks
+    df = load_candles(source, symbol, timeframe, start, end, **options)
+    meta = meta_of(df)
+    span = (df.index[0], df.index[-1] + pd.Timedelta(seconds=meta.timeframe.seconds))
+    if ticks_csv is not None:
+        ticks = load_ticks("csv", meta.symbol, *span, path=str(ticks_csv))
+    else:
+        ticks = load_ticks(source, meta.symbol, *span, **options)
+    if not len(ticks):
+        where = ticks_csv or f"--source {source}"
+        raise CommandError(f"{where}: no ticks between {span[0]} and {span[1]} (UTC), the candles' span")
+    return df, ticks
 
 
 def _candles(source, symbol, timeframe, start, end, options, model, m1_csv):

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from backtests import Result
+from backtests.page import history_quality
 from backtests.report import training_outcome
 
 
@@ -64,8 +65,7 @@ def print_summary(result: Result, page: Path, trained_on: str | None = None) -> 
             + (f" ({'; '.join(reasons)})" if reasons else "")
         )
     if result.data.get("history_quality") is not None:
-        quality = result.data["history_quality"]
-        typer.echo(f"model: {result.data['model_name']}, history quality {quality:.2f}%")
+        typer.echo(f"model: {result.data['model_name']}, history quality {history_quality(result.data)}")
     t = result.timings
     typer.echo("timings: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f} s" for k, v in t.items()))
     if not result.complete:

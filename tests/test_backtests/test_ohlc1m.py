@@ -141,8 +141,12 @@ class _Hold(ExpertAdvisor):
 
 def test_bad_model_requests_are_refused_in_one_line():
     m1, h1 = _m1_and_h1(days=1)
-    with pytest.raises(ValueError, match="unknown model 'ticks'"):
+    with pytest.raises(ValueError, match="unknown model 'tick'"):
+        Backtest(h1, _Hold, model="tick")
+    with pytest.raises(ValueError, match="needs ticks"):
         Backtest(h1, _Hold, model="ticks")
+    with pytest.raises(ValueError, match="only used by model 'ticks'"):
+        Backtest(h1, _Hold, model="ohlc1m", m1=m1, ticks=m1)
     with pytest.raises(ValueError, match="needs M1 candles"):
         Backtest(h1, _Hold, model="ohlc1m")
     with pytest.raises(ValueError, match="columns open, high, low, close, spread"):
