@@ -341,7 +341,7 @@ class Backtest:
             complete=complete,
             seed=self.seed,
             custom_criterion=criterion,
-            chart_data=_chart_data(feed, evaluated, fs, last),
+            chart_data=chart_data(feed, evaluated, fs, last),
             section=section,
             ea_instance=ea,
             orders=ctx.orders_frame(),
@@ -388,7 +388,7 @@ def _criterion(ea: ExpertAdvisor, value: Any) -> float | None:
         raise EARuntimeError(type(ea).__name__, "on_tester", "after the run", problem, None, None) from None
 
 
-def _chart_data(feed: BarFeed, evaluated: dict | None, fs: int, last: int, span: int = 160) -> dict:
+def chart_data(feed: BarFeed, evaluated: dict | None, fs: int, last: int, span: int = 160) -> dict:
     """The last ``span`` forward bars for the price chart: OHLC plus true/predicted classes if any."""
     a = max(fs, last + 1 - span)
     out = {"index": np.arange(a, last + 1), "time": feed.time[a : last + 1]}
