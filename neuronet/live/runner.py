@@ -109,14 +109,14 @@ class LiveRunner:
         settings: LiveSettings,
         *,
         trading: Callable[..., Any] | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
         status: Callable[[str], None] | None = None,
     ):
         if settings.mode == "live" and trading is None:
             raise LiveError("a live run needs a trade context factory")
         self.ea_class, self.params, self.source, self.s = ea_class, dict(params), source, settings
         self._trading_factory = trading
-        self._sleep = sleep
+        self._sleep = sleep or time.sleep
         self._status = StatusLine(status or log.info, settings.symbol, settings.timeframe.name)
         self.summary = LiveSummary(settings.journal)
 
