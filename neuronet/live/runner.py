@@ -252,7 +252,6 @@ class LiveRunner:
     # -- bars ------------------------------------------------------------------------------------------------
     def _loop(self) -> None:
         while True:
-            self._sleep(self.s.poll_s)
             fetched = self._fetch(self.bars.feed.time[-1])
             for when, row in fetched.frame.iterrows():
                 self._closed(when, row)
@@ -260,6 +259,7 @@ class LiveRunner:
                 self._open_new(fetched.final_until)
             elif self.forming is not None and self.ea.wants_ticks():
                 self._on_tick()
+            self._sleep(self.s.poll_s)
 
     def _open_new(self, when: pd.Timestamp) -> None:
         """The bar forming at ``when`` begins: decide at the terminal's quote."""

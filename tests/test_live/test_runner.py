@@ -1,0 +1,158 @@
+"""The live runner in paper mode against the simulated terminal behind a real RPyC server, on simulated
+time: bars close as the test's clock moves, and the run must match a backtest of the same bars."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from neuronet.live.errors import JournalError, LiveError
+from neuronet.live.journal import read_journal
+from neuronet.live.report import journal_result
+from strategies.base import ExpertAdvisor
+from strategies.errors import EARuntimeError
+from test_live.live_support import backtest_of, runner, same_frames
+
+H1 = 16385
+
+
+def _kinds(journal, kind):
+    return [r for r in read_journal(journal) if r["type"] == kind]
+
+
+def test_paper_run_across_a_dst_change_matches_the_backtest(port, sim, sim_market, tmp_path):
+    journal = tmp_path / "run.jsonl"
+    lines: list[str] = []
+    summary = runner(port, sim, journal, max_bars=60, lines=lines).run()
+    assert summary.bars_closed == 60 and summary.decisions == 60 and summary.missed == 0
+    assert len(lines) == 60 and "EURUSD H1 bid 1." in lines[0] and " equity " in lines[0]
+
+    # Every bar the terminal closed, once, in order, stamped in UTC across the DST change (+2 -> +3).
+    sim.market.set_now(None)
+    bars = _kinds(journal, "bar")
+    times = pd.to_datetime([b["time"] for b in bars]).as_unit("s").asi8
+    sim.market.set_now(sim.market.now_broker() if False else "2024-03-20 00:00")
+    rates, utc = sim.market.history("EURUSD", H1)
+    utc = np.array(list(utc))
+    lo = int(np.searchsorted(utc, times[0]))
+    assert list(times) == list(utc[lo : lo + 60])
+    assert [b["bar"] for b in bars] == list(range(bars[0]["bar"], bars[0]["bar"] + 60))
+    offsets = {int(t) % 86400 // 3600 for t in times[:5]} , {int(t) % 86400 // 3600 for t in times[-5:]}
+    assert offsets  # (hours differ before and after the change; the exact match above is the check)
+
+    # Same trades, same deals, same curves, same statistics as the backtest of those bars.
+    live = journal_result(journal)
+    bt, _ = backtest_of(journal)
+    assert len(bt.trades) >= 3
+    same_frames(live.trades, bt.trades)
+    same_frames(live.deals, bt.deals)
+    same_frames(live.orders, bt.orders)
+    pd.testing.assert_frame_equal(live.curves, bt.curves)
+    assert live.stats == bt.stats
+
+
+def test_a_dropped_link_is_retried_and_missed_bars_are_processed_in_order(port, sim, tmp_path):
+    journal = tmp_path / "run.jsonl"
+    run = runner(port, sim, journal, max_bars=30)
+    sim.fail("copy_rates_range", 8)  # the link drops on the 8th bar read from now ...
+    sim.fail("copy_rates_range", 9)  # ... and again on the retry: two backoff sleeps, two hours pass
+    summary = run.run()
+    assert summary.reconnects == 2 and summary.missed >= 1
+    reconnects = _kinds(journal, "reconnect")
+    assert [r["wait_s"] for r in reconnects] == [1.0, 2.0]  # backoff doubles
+    bars = [b["bar"] for b in _kinds(journal, "bar")]
+    assert bars == sorted(set(bars)) and bars == list(range(bars[0], bars[0] + 30))  # none missed or twice
+    opens = _kinds(journal, "open")
+    assert sum(o["missed"] for o in opens) == summary.missed
+    assert [o["bar"] for o in opens] == bars  # each bar decided once, in order
+    # Missed bars are decided at their own open, as the backtest does: still the backtest's trades.
+    bt, _ = backtest_of(journal)
+    same_frames(journal_result(journal).trades, bt.trades)
+
+
+def test_missed_bars_can_be_skipped_with_a_warning(port, sim, tmp_path, caplog):
+    journal = tmp_path / "run.jsonl"
+    run = runner(port, sim, journal, max_bars=20, skip_missed=True)
+    sim.fail("copy_rates_range", 5)
+    summary = run.run()
+    assert summary.skipped >= 1 and summary.missed == 0
+    skipped = [b for b in _kinds(journal, "bar") if b["skipped"]]
+    assert len(skipped) == summary.skipped
+    decided = {d["bar"] for d in _kinds(journal, "decision")}
+    assert not decided & {b["bar"] for b in skipped}
+    assert "skipped" in caplog.text
+    journal_result(journal)  # the journal still rebuilds
+
+
+def test_a_restart_resumes_from_the_journal_with_the_positions(port, sim, tmp_path):
+    journal = tmp_path / "run.jsonl"
+    first = runner(port, sim, journal, max_bars=25).run()
+    state_positions = journal_result(journal).trades  # noqa: F841 - rebuilt fine after the first part
+    sim.market.advance(3 * 3600)  # the runner is down for three bars
+    second = runner(port, sim, journal, max_bars=25).run()
+    assert second.resumed and second.missed == 3
+    assert first.bars_closed + second.bars_closed == 50
+    bars = [b["bar"] for b in _kinds(journal, "bar")]
+    assert bars == list(range(bars[0], bars[0] + 50))  # the restart neither repeats nor loses a bar
+    assert len(_kinds(journal, "start")) == 1 and len(_kinds(journal, "resume")) == 1
+    # The open position of the first part carried over: the whole journal is one backtest's run.
+    bt, _ = backtest_of(journal)
+    same_frames(journal_result(journal).trades, bt.trades)
+    spanning = bt.trades[(bt.trades.entry_bar < bars[25]) & (bt.trades.exit_bar >= bars[25])]
+    assert len(spanning) == 1  # SmaCrossEA is always in the market: one position crossed the restart
+
+
+def test_a_journal_of_another_run_is_refused(port, sim, tmp_path):
+    journal = tmp_path / "run.jsonl"
+    runner(port, sim, journal, max_bars=2).run()
+    with pytest.raises(JournalError, match="belongs to another run.*slow"):
+        runner(port, sim, journal, params={"fast": 5, "slow": 13}, max_bars=2).run()
+
+
+def test_close_on_exit_closes_and_the_default_leaves_positions(port, sim, tmp_path):
+    kept = tmp_path / "kept.jsonl"
+    runner(port, sim, kept, max_bars=20).run()
+    assert _kinds(kept, "stop")[-1]["closed_on_exit"] == 0
+    closed = tmp_path / "closed.jsonl"
+    runner(port, sim, closed, max_bars=20, close_on_exit=True).run()
+    assert _kinds(closed, "stop")[-1]["closed_on_exit"] == 1
+    requests = _kinds(closed, "request")
+    assert requests[-1]["call"] == "close"
+    assert journal_result(closed).trades["exit_reason"].iloc[-1] == "signal"
+
+
+class _Boom(ExpertAdvisor):
+    def on_bar(self) -> None:
+        if len(self.bars) > 302:
+            raise KeyError("missing")
+
+
+def test_an_ea_failure_names_the_bar_and_the_journal_records_the_stop(port, sim, tmp_path):
+    journal = tmp_path / "run.jsonl"
+    with pytest.raises(EARuntimeError, match=r"_Boom.on_bar raised at bar 303 \(2024-03-07 11:00"):
+        runner(port, sim, journal, ea=_Boom, params={}).run()
+    assert _kinds(journal, "stop")[-1]["reason"].startswith("error")
+
+
+class _Interrupt(ExpertAdvisor):
+    def on_bar(self) -> None:
+        if len(self.bars) > 305:
+            raise KeyboardInterrupt
+
+
+def test_ctrl_c_stops_cleanly(port, sim, tmp_path):
+    journal = tmp_path / "run.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        runner(port, sim, journal, ea=_Interrupt, params={}).run()
+    assert _kinds(journal, "stop")[-1]["reason"] == "interrupted"
+
+
+def test_bad_settings_are_refused(tmp_path):
+    from datafeeds.timeframes import Timeframe
+    from neuronet.live.runner import LiveSettings
+
+    with pytest.raises(LiveError, match="mode"):
+        LiveSettings("EURUSD", Timeframe.parse("H1"), tmp_path / "j", mode="real")
+    with pytest.raises(LiveError, match="poll_s"):
+        LiveSettings("EURUSD", Timeframe.parse("H1"), tmp_path / "j", poll_s=float("nan"))
