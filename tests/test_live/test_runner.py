@@ -6,13 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from rpyc.utils.classic import obtain
+from test_live.live_support import backtest_of, runner, same_frames
 
 from neuronet.live.errors import JournalError, LiveError
 from neuronet.live.journal import read_journal
 from neuronet.live.report import journal_result
 from strategies.base import ExpertAdvisor
 from strategies.errors import EARuntimeError
-from test_live.live_support import backtest_of, runner, same_frames
 
 H1 = 16385
 
@@ -21,7 +22,7 @@ def _kinds(journal, kind):
     return [r for r in read_journal(journal) if r["type"] == kind]
 
 
-def test_paper_run_across_a_dst_change_matches_the_backtest(port, sim, sim_market, tmp_path):
+def test_paper_run_across_a_dst_change_matches_the_backtest(port, sim, tmp_path):
     journal = tmp_path / "run.jsonl"
     lines: list[str] = []
     summary = runner(port, sim, journal, max_bars=60, lines=lines).run()
@@ -29,17 +30,14 @@ def test_paper_run_across_a_dst_change_matches_the_backtest(port, sim, sim_marke
     assert len(lines) == 60 and "EURUSD H1 bid 1." in lines[0] and " equity " in lines[0]
 
     # Every bar the terminal closed, once, in order, stamped in UTC across the DST change (+2 -> +3).
-    sim.market.set_now(None)
     bars = _kinds(journal, "bar")
     times = pd.to_datetime([b["time"] for b in bars]).as_unit("s").asi8
-    sim.market.set_now(sim.market.now_broker() if False else "2024-03-20 00:00")
-    rates, utc = sim.market.history("EURUSD", H1)
-    utc = np.array(list(utc))
+    sim.market.set_now("2024-03-20 00:00")
+    rates, utc = obtain(sim.market.history("EURUSD", H1))
     lo = int(np.searchsorted(utc, times[0]))
     assert list(times) == list(utc[lo : lo + 60])
+    assert set((rates["time"][lo : lo + 60] - utc[lo : lo + 60]).tolist()) == {7200, 10800}
     assert [b["bar"] for b in bars] == list(range(bars[0]["bar"], bars[0]["bar"] + 60))
-    offsets = {int(t) % 86400 // 3600 for t in times[:5]} , {int(t) % 86400 // 3600 for t in times[-5:]}
-    assert offsets  # (hours differ before and after the change; the exact match above is the check)
 
     # Same trades, same deals, same curves, same statistics as the backtest of those bars.
     live = journal_result(journal)
@@ -88,7 +86,7 @@ def test_missed_bars_can_be_skipped_with_a_warning(port, sim, tmp_path, caplog):
 def test_a_restart_resumes_from_the_journal_with_the_positions(port, sim, tmp_path):
     journal = tmp_path / "run.jsonl"
     first = runner(port, sim, journal, max_bars=25).run()
-    state_positions = journal_result(journal).trades  # noqa: F841 - rebuilt fine after the first part
+    assert len(journal_result(journal).trades) >= 1  # the first part's journal is a report already
     sim.market.advance(3 * 3600)  # the runner is down for three bars
     second = runner(port, sim, journal, max_bars=25).run()
     assert second.resumed and second.missed == 3
@@ -106,7 +104,7 @@ def test_a_restart_resumes_from_the_journal_with_the_positions(port, sim, tmp_pa
 def test_a_journal_of_another_run_is_refused(port, sim, tmp_path):
     journal = tmp_path / "run.jsonl"
     runner(port, sim, journal, max_bars=2).run()
-    with pytest.raises(JournalError, match="belongs to another run.*slow"):
+    with pytest.raises(JournalError, match=r"belongs to another run.*slow"):
         runner(port, sim, journal, params={"fast": 5, "slow": 13}, max_bars=2).run()
 
 
