@@ -90,8 +90,10 @@ class PaperBroker(Broker):
     def open_bar(self, when: pd.Timestamp, bid: float, ask: float) -> int:
         """A new bar begins at ``when`` with the live ``bid``/``ask``: swaps, expiries, gaps and pending
         orders at that price, as ``Broker.bar_open`` does at a backtest bar's open. Returns its index."""
+        if not (math.isfinite(bid) and bid > 0):
+            raise LiveError(f"quote at {when}: bid {bid} cannot be traded on")
         if not (math.isfinite(ask) and ask >= bid):
-            raise LiveError(f"quote at {when}: ask {ask} below bid {bid}")
+            raise LiveError(f"quote at {when}: ask {ask} cannot be traded on with bid {bid}")
         t = self._append(when, bid, bid, bid, bid, self._spread_price(ask - bid))
         self.bar_open(t)
         return t
