@@ -119,6 +119,7 @@ class LiveRunner:
         self._sleep = sleep or time.sleep
         self._status = StatusLine(status or log.info, settings.symbol, settings.timeframe.name)
         self.summary = LiveSummary(settings.journal)
+        self._started = False
 
     # -- terminal calls, surviving drops ------------------------------------------------------------------
     def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
@@ -127,8 +128,8 @@ class LiveRunner:
             try:
                 return call()
             except TerminalError as exc:
-                if not (exc.transient or isinstance(exc, TerminalConnectionError)):
-                    raise
+                if not self._started or not (exc.transient or isinstance(exc, TerminalConnectionError)):
+                    raise  # a terminal that cannot be reached at the start is a setting to fix, not a drop
                 self.summary.reconnects += 1
                 log.warning("%s: %s; trying again in %.1f s", what, exc, wait)
                 if self.journal is not None:
@@ -227,6 +228,7 @@ class LiveRunner:
         when = self.bars.feed.time[self.fs - 1]
         call_hook(self.ea, "on_study", self.bars.feed.bars.window(a, self.fs),
                   where=f"before bar {self.fs}", bar=self.fs, time=when)
+        self._started = True
         if state is None:
             self._open_new(first_open)
 
