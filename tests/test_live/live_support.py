@@ -19,14 +19,14 @@ PARAMS = {"fast": 5, "slow": 12}
 
 
 def runner(
-    port: int, sim, journal: Path, *, ea=SmaCrossEA, params=PARAMS, lines=None, **settings
+    port: int, sim, journal: Path, *, ea=SmaCrossEA, params=PARAMS, lines=None, sleep=None, **settings
 ) -> LiveRunner:
     settings.setdefault("history_bars", 300)
     settings.setdefault("max_bars", 40)
     source = TerminalSource("127.0.0.1", port, retries=0, timeout=10.0)
     s = LiveSettings("EURUSD", Timeframe.parse("H1"), journal, **settings)
     status = lines.append if lines is not None else None
-    return LiveRunner(ea, params, source, s, sleep=sim.sleep, status=status)
+    return LiveRunner(ea, params, source, s, sleep=sleep or sim.sleep, status=status)
 
 
 def backtest_of(journal: Path, ea=SmaCrossEA, params=PARAMS, account: AccountConfig | None = None):

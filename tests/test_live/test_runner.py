@@ -154,3 +154,27 @@ def test_bad_settings_are_refused(tmp_path):
         LiveSettings("EURUSD", Timeframe.parse("H1"), tmp_path / "j", mode="real")
     with pytest.raises(LiveError, match="poll_s"):
         LiveSettings("EURUSD", Timeframe.parse("H1"), tmp_path / "j", poll_s=float("nan"))
+
+
+class _Ticks(ExpertAdvisor):
+    def on_init(self) -> None:
+        self.seen: list = []
+
+    def on_tick(self, tick) -> None:
+        self.seen.append(tick)
+        if len(self.seen) == 1:
+            self.buy(0.1)
+
+
+def test_on_tick_gets_the_quotes_inside_a_bar_and_trades_at_them(port, sim, tmp_path):
+    journal = tmp_path / "run.jsonl"
+    run = runner(
+        port, sim, journal, ea=_Ticks, params={}, max_bars=3, sleep=lambda s: sim.market.advance(1200)
+    )  # three looks per H1 bar
+    run.run()
+    ticks = _kinds(journal, "tick")
+    assert len(run.ea.seen) == len(ticks) >= 4
+    assert all(t.ask >= t.bid > 0 for t in run.ea.seen)
+    first = ticks[0]
+    deal = journal_result(journal).deals.iloc[0]  # rebuilt from the journal, ticks included
+    assert deal["price"] == pytest.approx(first["ask"]) and deal["type"] == "buy"
