@@ -67,7 +67,8 @@ def print_summary(result: Result, page: Path, trained_on: str | None = None) -> 
         quality = result.data["history_quality"]
         typer.echo(f"model: {result.data['model_name']}, history quality {quality:.2f}%")
     t = result.timings
-    typer.echo("timings: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f} s" for k, v in t.items()))
+    if t:  # a report made from a live journal has no replay timings
+        typer.echo("timings: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f} s" for k, v in t.items()))
     if not result.complete:
         typer.echo("INCOMPLETE: interrupted; the report covers the bars replayed so far", err=True)
     typer.echo(f"report: {page}")

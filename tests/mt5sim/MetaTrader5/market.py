@@ -14,11 +14,15 @@ the terminal serves a longer history (up to ``LIVE_END``, across the US daylight
 exist yet, the bar containing it is still forming (position 0 of ``copy_rates_from_pos``; at its opening
 second its open, high, low and close are all the open, then its close moves linearly towards its final
 value), and ``symbol_info_tick`` quotes that forming close. ``advance(seconds)`` moves the present on;
-``set_now(None)`` returns to the fixed present ``NOW``.
+``set_now(None)`` returns to the fixed present ``NOW``. A server started with ``MT5SIM_START`` (broker time)
+and ``MT5SIM_SPEED`` (simulated seconds per real second) in its environment runs that clock by itself, for
+a demonstration of ``neuronet live`` without a terminal.
 """
 
 from __future__ import annotations
 
+import os
+import time
 import zlib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -54,7 +58,7 @@ TICKS_DTYPE = np.dtype(
 HISTORY_START = "2023-01-02 00:00"  # broker time, a Monday
 NOW = "2024-01-05 15:37:20"  # broker time of the simulated present (a Friday afternoon)
 LIVE_END = "2024-04-26 00:00"  # broker time: the end of the longer history served once set_now() is used
-_CLOCK: dict[str, int | None] = {"now": None}  # the moving present (broker seconds), None = NOW
+_CLOCK: dict[str, float | None] = {"now": None, "speed": None, "since": None}  # now None = NOW
 
 
 @dataclass(frozen=True)
@@ -83,13 +87,28 @@ def broker_to_utc(broker_seconds: np.ndarray) -> np.ndarray:
     return utc.tz_localize(None).as_unit("s").asi8.astype(np.int64)
 
 
+def _present() -> int | None:
+    """The moving present in broker seconds (None: the fixed NOW); a running clock moves with real time."""
+    now, speed = _CLOCK["now"], _CLOCK["speed"]
+    if now is None or not speed:
+        return None if now is None else int(now)
+    return min(int(now + (time.monotonic() - _CLOCK["since"]) * speed), _seconds(LIVE_END) - 1)
+
+
 def now_broker() -> int:
-    now = _CLOCK["now"]
+    now = _present()
     return _seconds(NOW) if now is None else now
+
+
+def run_clock(start: str, speed: float) -> None:
+    """Start the present at ``start`` (broker time) and let it run ``speed`` times faster than real time."""
+    set_now(start)
+    _CLOCK["speed"], _CLOCK["since"] = float(speed), time.monotonic()
 
 
 def set_now(broker_time: int | str | None) -> None:
     """Move the simulated present (broker seconds or text such as "2024-03-08 10:00"); None = fixed NOW."""
+    _CLOCK["speed"] = None  # a present set by hand stands still
     if broker_time is None:
         _CLOCK["now"] = None
         return
@@ -103,7 +122,7 @@ def advance(seconds: float) -> int:
     """Move the present on by ``seconds`` (after ``set_now``); returns the new present (broker seconds)."""
     if _CLOCK["now"] is None:
         raise RuntimeError("call set_now() before advance()")
-    set_now(_CLOCK["now"] + int(seconds))
+    set_now(now_broker() + int(seconds))
     return now_broker()
 
 
@@ -132,7 +151,7 @@ def history(symbol: str, timeframe: int) -> tuple[np.ndarray, np.ndarray]:
 
     The last bar is the one still forming at the present (position 0 for ``copy_rates_from_pos``).
     """
-    now = _CLOCK["now"]
+    now = _present()
     if now is None:
         return _history(symbol, timeframe, NOW)
     rates, utc = _history(symbol, timeframe, LIVE_END)
@@ -201,3 +220,7 @@ def ticks_between(symbol: str, broker_from: int, broker_to: int) -> np.ndarray:
     ticks["flags"] = 6
     keep = (ticks["time"] >= broker_from) & (ticks["time"] <= broker_to)
     return ticks[keep]
+
+
+if os.environ.get("MT5SIM_START"):
+    run_clock(os.environ["MT5SIM_START"], float(os.environ.get("MT5SIM_SPEED", "1")))
