@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_datafeeds.conftest import mt5_server, sim_market  # noqa: F401 - the same server fixtures
+from test_datafeeds.conftest import mt5_server, native_mt5, sim_market  # noqa: F401 - the same fixtures
 
 START = "2024-03-07 10:00"  # broker time (a Thursday): H1 bars then run across the US DST change of 03-10
 HOUR = 3600
@@ -43,6 +43,15 @@ def sim(mt5_server):  # noqa: F811 - the imported fixture
         s.market.set_now(None)
         s.state.reset()
         conn.close()
+
+
+@pytest.fixture(autouse=True)
+def _close_sources():
+    from test_live.live_support import OPEN_SOURCES
+
+    yield
+    while OPEN_SOURCES:
+        OPEN_SOURCES.pop().close()
 
 
 @pytest.fixture

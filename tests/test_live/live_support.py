@@ -16,6 +16,7 @@ from neuronet.live.runner import LiveRunner, LiveSettings
 from strategies.sma import SmaCrossEA
 
 PARAMS = {"fast": 5, "slow": 12}
+OPEN_SOURCES: list[TerminalSource] = []  # closed after each test (conftest), so no link is left to the GC
 
 
 def runner(
@@ -24,6 +25,7 @@ def runner(
     settings.setdefault("history_bars", 300)
     settings.setdefault("max_bars", 40)
     source = TerminalSource("127.0.0.1", port, retries=0, timeout=10.0)
+    OPEN_SOURCES.append(source)
     s = LiveSettings("EURUSD", Timeframe.parse("H1"), journal, **settings)
     status = lines.append if lines is not None else None
     return LiveRunner(ea, params, source, s, sleep=sleep or sim.sleep, status=status)

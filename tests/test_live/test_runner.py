@@ -178,3 +178,43 @@ def test_on_tick_gets_the_quotes_inside_a_bar_and_trades_at_them(port, sim, tmp_
     first = ticks[0]
     deal = journal_result(journal).deals.iloc[0]  # rebuilt from the journal, ticks included
     assert deal["price"] == pytest.approx(first["ask"]) and deal["type"] == "buy"
+
+
+class _Study(ExpertAdvisor):
+    def on_study(self, bars) -> None:
+        self.window = (bars.offset, len(bars), bars.time[-1])
+
+
+def test_on_study_gets_the_backtests_study_window(port, sim, tmp_path):
+    run = runner(port, sim, tmp_path / "all.jsonl", ea=_Study, params={}, max_bars=1)
+    run.run()
+    assert run.ea.window[:2] == (0, 300)
+    last = run.ea.window[2]
+    run = runner(port, sim, tmp_path / "some.jsonl", ea=_Study, params={}, max_bars=1, study_bars=120)
+    run.run()
+    assert run.ea.window[:2] == (180, 120) and run.ea.window[2] > last  # the clock moved on one bar
+
+
+def test_the_windows_path_through_the_in_process_package(native_mt5, tmp_path):
+    import sys
+
+    from datafeeds.terminal import TerminalSource
+    from datafeeds.timeframes import Timeframe
+    from neuronet.live.runner import LiveRunner, LiveSettings
+    from strategies.sma import SmaCrossEA
+
+    market = sys.modules["MetaTrader5.market"]
+    market.set_now("2024-03-07 10:00")
+    try:
+        journal = tmp_path / "run.jsonl"
+        source = TerminalSource(retries=0)
+        settings = LiveSettings("EURUSD", Timeframe.H1, journal, history_bars=300, max_bars=30)
+        LiveRunner(
+            SmaCrossEA, {"fast": 5, "slow": 12}, source, settings, sleep=lambda s: market.advance(3600)
+        ).run()
+        assert source.where == "local"
+        source.close()
+    finally:
+        market.set_now(None)
+    bt, _ = backtest_of(journal)
+    same_frames(journal_result(journal).trades, bt.trades)
