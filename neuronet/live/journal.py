@@ -58,9 +58,12 @@ class Journal:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._repair_tail()
-        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the run
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._repair_tail()
+            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the run
+        except OSError as exc:
+            raise JournalError(f"journal {self.path}: cannot write it ({exc.strerror or exc})") from None
 
     def _repair_tail(self) -> None:
         """A line cut short by a crash would glue onto the next record: cut it off before appending."""

@@ -215,6 +215,9 @@ class LiveRunner:
             self.journal.write("resume", after_bar=len(hist) - 1, forming=None if self.forming is None
                                else self.forming[0], at=pd.Timestamp.now(tz="UTC"))
             log.info("resuming %s after bar %d (%s)", s.journal, len(hist) - 1, hist.index[-1])
+            if self.forming is not None and self.forming[0] not in self.decided:
+                log.warning("on_bar at bar %d was cut short by the stop: the requests it made stand, "
+                            "it is not run again", self.forming[0])
         self.bars = LiveBars(hist, self.meta)
         self.ea = self._make_ea()
         trading = self.broker

@@ -74,9 +74,12 @@ def _live_args(port, journal, *extra):
 
 def test_live_paper_run_then_its_report(port, clock, tmp_path):
     journal = tmp_path / "run.jsonl"
-    res = neuronet(*_live_args(port, journal, "--max-bars", "4"), cwd=tmp_path)
+    secret = "pw-Zq81-never-shown"
+    login = ("-o", "login=5012345", "-o", f"password={secret}", "-o", "server=Simulated-Demo")
+    res = neuronet(*_live_args(port, journal, "--max-bars", "4", *login), cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert "SmaCrossEA paper on EURUSD H1 at 127.0.0.1:" in res.stdout
+    assert secret not in res.stdout + res.stderr + journal.read_text()
+    assert "SmaCrossEA paper on EURUSD H1 at Simulated-Demo; journal" in res.stdout
     status = [line for line in res.stdout.splitlines() if " EURUSD H1 bid " in line]
     assert len(status) == 4 and all(" equity " in s and " today " in s for s in status)
     assert "stopped after 4 bars" in res.stdout

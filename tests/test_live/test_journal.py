@@ -92,3 +92,9 @@ def test_missing_and_binary_files(tmp_path):
 def test_unknown_record_types_cannot_be_written(tmp_path):
     with Journal(tmp_path / "j.jsonl") as j, pytest.raises(ValueError, match="unknown journal record"):
         j.write("launch")
+
+
+def test_a_journal_that_cannot_be_written_is_one_error(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(JournalError, match="cannot write it"):
+        Journal(tmp_path / "file" / "j.jsonl")
