@@ -112,6 +112,24 @@ def live(
     swap_long: SwapLong = 0.0,
     swap_short: SwapShort = 0.0,
     hedging: Hedging = False,
+    max_lots: Annotated[float | None, typer.Option("--max-lots", help="--live: most lots per order.")] = None,
+    max_positions: Annotated[
+        int | None, typer.Option("--max-positions", help="--live: most open positions.")
+    ] = None,
+    max_daily_loss: Annotated[
+        float | None,
+        typer.Option(
+            "--max-daily-loss", help="--live: loss of the day (deposit currency) that stops trading."
+        ),
+    ] = None,
+    allow_symbol: Annotated[
+        list[str] | None,
+        typer.Option("--allow-symbol", help="--live: a symbol orders may be sent for (repeatable)."),
+    ] = None,
+    kill_switch: Annotated[
+        Path | None, typer.Option("--kill-switch", help="--live: while this file exists, no new orders.")
+    ] = None,
+    deviation: Annotated[int, typer.Option("--deviation", help="--live: accepted slippage, points.")] = 10,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -164,7 +182,23 @@ def live(
         close_on_exit=close_on_exit,
         max_bars=max_bars,
     )
-    trading = None if paper else _terminal_trading()
+    trading = None
+    if not paper:
+        limits = {
+            "max_lots": max_lots,
+            "max_positions": max_positions,
+            "max_daily_loss": max_daily_loss,
+            "symbols": tuple(allow_symbol or ()),
+        }
+        missing = [k for k, v in limits.items() if v is None or v == ()]
+        if missing:
+            options = ", ".join(
+                "--" + ("allow-symbol" if k == "symbols" else k.replace("_", "-")) for k in missing
+            )
+            raise LiveError(f"--live trades real money and needs explicit limits: give {options}")
+        if symbol not in limits["symbols"]:
+            raise LiveError(f"--live: {symbol} is not among --allow-symbol {', '.join(limits['symbols'])}")
+        trading = _terminal_trading(limits, kill_switch, deviation)
     typer.echo(
         f"{cls.__name__} {mode} on {symbol} {tf.name} at {source.cache_feed()}; journal {path}; Ctrl-C stops"
     )
@@ -186,18 +220,20 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _terminal_trading() -> Any:
-    """The terminal trade context of ``--live`` (``neuronet.live.terminal_trade``), with its limits."""
+def _terminal_trading(limits: dict, kill_switch: Path | None, deviation: int) -> Any:
+    """The terminal trade context of ``--live`` (``neuronet.live.terminal_trade``) under its limits."""
     try:
+        from neuronet.live.limits import Limits
         from neuronet.live.terminal_trade import TerminalTrade
     except ImportError:
         raise LiveError(
             "--live needs the terminal trade context (neuronet.live.terminal_trade), which this "
             "installation lacks; run --paper"
         ) from None
+    checked = Limits(**limits, kill_switch=kill_switch)
 
     def make(link: Any, symbol: str, magic: int, record: Any) -> Any:
-        return TerminalTrade(link, symbol, magic=magic, record=record)
+        return TerminalTrade(link, symbol, magic=magic, limits=checked, deviation=deviation, record=record)
 
     return make
 

@@ -122,7 +122,23 @@ def test_ctrl_c_stops_cleanly_and_leaves_the_journal_resumable(port, clock, tmp_
         (("live", "SmaCrossEA", "extra"), "unexpected argument 'extra'"),
         (("live", "SmaCrossEA", "-p", "fats=3"), "did you mean 'fast'"),
         (("live", "SmaCrossEA", "-o", "colour=red"), "-o colour=...: not a terminal option"),
-        (("live", "SmaCrossEA", "--live"), "--live needs the terminal trade context"),
+        (("live", "SmaCrossEA", "--live"), "needs explicit limits: give --max-lots, --max-positions"),
+        (
+            (
+                "live",
+                "SmaCrossEA",
+                "--live",
+                "--max-lots",
+                "1",
+                "--max-positions",
+                "2",
+                "--max-daily-loss",
+                "100",
+                "--allow-symbol",
+                "GBPUSD",
+            ),
+            "EURUSD is not among --allow-symbol GBPUSD",
+        ),
         (("live", "NoSuchEA"), "unknown EA"),
     ],
 )
@@ -142,3 +158,21 @@ def test_a_garbage_journal_is_refused_with_its_line(tmp_path):
     path.write_text('{"type": "start", "version": 1}\nhello\n{"type": "stop"}\n')
     res = neuronet("live", "report", str(path), cwd=tmp_path)
     assert res.returncode == 2 and "line 2: not JSON" in res.stderr
+
+
+def test_live_with_its_limits_goes_as_far_as_the_terminal(tmp_path):
+    limits = (
+        "--max-lots",
+        "1",
+        "--max-positions",
+        "2",
+        "--max-daily-loss",
+        "100",
+        "--allow-symbol",
+        "EURUSD",
+    )
+    res = neuronet(
+        "live", "SmaCrossEA", "--live", *limits, "-o", "port=1", "-o", "connect_timeout=1", cwd=tmp_path
+    )
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "needs the terminal trade context" in res.stderr or "cannot reach" in res.stderr

@@ -7,13 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from rpyc.utils.classic import obtain
-from test_live.live_support import backtest_of, runner, same_frames
+from test_live.live_support import PARAMS, backtest_of, runner, same_frames
 
 from neuronet.live.errors import JournalError, LiveError
 from neuronet.live.journal import read_journal
 from neuronet.live.report import journal_result
 from strategies.base import ExpertAdvisor
 from strategies.errors import EARuntimeError
+from strategies.sma import SmaCrossEA
 
 H1 = 16385
 
@@ -218,3 +219,70 @@ def test_the_windows_path_through_the_in_process_package(native_mt5, tmp_path):
         market.set_now(None)
     bt, _ = backtest_of(journal)
     same_frames(journal_result(journal).trades, bt.trades)
+
+
+class _FakeTerminalTrade:
+    """What ``--live`` gives the runner: a trade context of the terminal (here a stub that records)."""
+
+    point = 1e-5
+
+    def __init__(self, link, symbol, magic, record):
+        self.symbol, self.magic, self.record, self.last_retcode = symbol, magic, record, 0
+        self.sent: list = []
+        assert hasattr(link, "call")  # the source's connected link
+
+    def order(self, side, lots, sl, tp, magic, comment):
+        self.sent.append((side, lots))
+        self.record({"request": "order", "side": side, "lots": lots})
+        self.last_retcode = 10009
+        self.record({"retcode": 10009, "order": len(self.sent)})
+        return len(self.sent)
+
+    def close(self, ticket, magic, lots=None, reason="signal"):
+        return 0
+
+    def positions(self):
+        return []
+
+    def account(self):
+        from strategies.trade import Account
+
+        return Account(10_000.0, 10_000.0, 0.0, 10_000.0, 100.0, "USD")
+
+    def price(self, side):
+        return 1.1
+
+
+def test_a_live_account_run_journals_the_terminals_records_and_resumes(port, sim, tmp_path):
+    journal = tmp_path / "live.jsonl"
+    made: list = []
+
+    def factory(*args):
+        made.append(_FakeTerminalTrade(*args))
+        return made[-1]
+
+    from datafeeds.terminal import TerminalSource
+    from datafeeds.timeframes import Timeframe
+    from neuronet.live.runner import LiveRunner, LiveSettings
+
+    def run(bars):
+        source = TerminalSource("127.0.0.1", port, retries=0)
+        settings = LiveSettings("EURUSD", Timeframe.H1, journal, mode="live", history_bars=300, max_bars=bars)
+        lines: list[str] = []
+        LiveRunner(
+            SmaCrossEA, PARAMS, source, settings, trading=factory, sleep=sim.sleep, status=lines.append
+        ).run()
+        source.close()
+        return lines
+
+    lines = run(30)
+    assert made[0].magic == SmaCrossEA.magic and made[0].sent
+    assert "equity 10000.00" in lines[0]
+    terminal = [r for r in read_journal(journal) if r.get("source") == "terminal"]
+    assert {r["type"] for r in terminal} == {"request", "result"}
+    run(5)
+    assert len(_kinds(journal, "resume")) == 1
+    with pytest.raises(JournalError, match="'live' run"):
+        journal_result(journal)
+    with pytest.raises(LiveError, match="trade context factory"):
+        LiveRunner(SmaCrossEA, PARAMS, None, LiveSettings("EURUSD", Timeframe.H1, journal, mode="live"))
