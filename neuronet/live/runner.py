@@ -36,7 +36,7 @@ from datafeeds.timeframes import Timeframe
 from neuronet.errors import NeuronetError
 from neuronet.live.context import LiveBars, LiveContext
 from neuronet.live.errors import JournalError, LiveError
-from neuronet.live.journal import JOURNAL_VERSION, Journal, read_journal
+from neuronet.live.journal import JOURNAL_VERSION, Journal, json_ready, read_journal
 from neuronet.live.paper import PaperBroker
 from neuronet.live.rebuild import JournalState, bar_record, history_record, read_state
 from neuronet.live.status import StatusLine
@@ -171,7 +171,7 @@ class LiveRunner:
 
     def _check_resume(self, path: Path, records: list[dict]) -> JournalState:
         start, s = records[0], self.s
-        mine = {"ea": self.ea_class.__name__, "params": self._params(), "symbol": s.symbol,
+        mine = {"ea": self.ea_class.__name__, "params": json_ready(self._params()), "symbol": s.symbol,
                 "timeframe": s.timeframe.name, "mode": s.mode}
         theirs = {k: start.get(k) for k in mine}
         if theirs != mine:
@@ -246,7 +246,8 @@ class LiveRunner:
 
     def _record_trade(self, record: dict) -> None:
         """The terminal trade context's own records (requests sent, answers) go to the journal too."""
-        self.journal.write("result" if "retcode" in record else "request", source="terminal", **record)
+        kind = "result" if "retcode" in record else "request"
+        self.journal.write(kind, source="terminal", terminal=record)  # nested: its keys are its own
 
     def _now(self) -> pd.Timestamp:
         return self.forming[1] if self.forming else self.bars.feed.time[-1]

@@ -233,7 +233,7 @@ class _FakeTerminalTrade:
 
     def order(self, side, lots, sl, tp, magic, comment):
         self.sent.append((side, lots))
-        self.record({"request": "order", "side": side, "lots": lots})
+        self.record({"action": 1, "type": 0 if side > 0 else 1, "volume": lots, "comment": "nn-1"})
         self.last_retcode = 10009
         self.record({"retcode": 10009, "order": len(self.sent)})
         return len(self.sent)
@@ -280,6 +280,7 @@ def test_a_live_account_run_journals_the_terminals_records_and_resumes(port, sim
     assert "equity 10000.00" in lines[0]
     terminal = [r for r in read_journal(journal) if r.get("source") == "terminal"]
     assert {r["type"] for r in terminal} == {"request", "result"}
+    assert {r["terminal"]["type"] for r in terminal if r["type"] == "request"} <= {0, 1}  # its own keys
     run(5)
     assert len(_kinds(journal, "resume")) == 1
     with pytest.raises(JournalError, match="'live' run"):
