@@ -98,3 +98,15 @@ def test_a_journal_that_cannot_be_written_is_one_error(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(JournalError, match="cannot write it"):
         Journal(tmp_path / "file" / "j.jsonl")
+
+
+def test_every_record_is_fsynced_as_it_is_written(tmp_path, monkeypatch):
+    import os
+
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd)))
+    with Journal(tmp_path / "j.jsonl") as j:
+        for k in range(3):
+            j.write("warning", message=f"m{k}")
+            assert len(synced) == k + 1  # on disk before write returns

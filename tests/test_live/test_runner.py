@@ -287,3 +287,12 @@ def test_a_live_account_run_journals_the_terminals_records_and_resumes(port, sim
         journal_result(journal)
     with pytest.raises(LiveError, match="trade context factory"):
         LiveRunner(SmaCrossEA, PARAMS, None, LiveSettings("EURUSD", Timeframe.H1, journal, mode="live"))
+
+
+def test_a_journal_of_other_account_settings_is_refused(port, sim, tmp_path):
+    from backtests import AccountConfig
+
+    journal = tmp_path / "run.jsonl"
+    runner(port, sim, journal, max_bars=2).run()
+    with pytest.raises(JournalError, match="other account settings"):
+        runner(port, sim, journal, max_bars=2, account=AccountConfig(spread=5)).run()
