@@ -58,7 +58,7 @@ _SOURCE_KEYS = frozenset(
 JournalArg = Annotated[
     str | None,
     typer.Argument(
-        help="With 'report': the journal of a paper run.", show_default=False, metavar="[JOURNAL]"
+        help="With 'report': the journal of a paper run.", show_default=False, metavar="JOURNAL"
     ),
 ]
 
