@@ -296,3 +296,28 @@ def test_a_journal_of_other_account_settings_is_refused(port, sim, tmp_path):
     runner(port, sim, journal, max_bars=2).run()
     with pytest.raises(JournalError, match="other account settings"):
         runner(port, sim, journal, max_bars=2, account=AccountConfig(spread=5)).run()
+
+
+@pytest.mark.slow
+def test_a_trained_network_ea_trades_live_as_in_the_backtest(native_mt5, tmp_path):
+    import sys
+
+    from datafeeds.terminal import TerminalSource
+    from datafeeds.timeframes import Timeframe
+    from neuronet.live.runner import LiveRunner, LiveSettings
+    from strategies.fractal import FractalEA
+
+    market = sys.modules["MetaTrader5.market"]
+    market.set_now("2024-03-07 10:00")
+    params = {"epochs": 2, "backend": "numpy", "seed": 0}
+    journal = tmp_path / "run.jsonl"
+    try:
+        source = TerminalSource(retries=0)
+        settings = LiveSettings("EURUSD", Timeframe.H1, journal, history_bars=1500, max_bars=40)
+        LiveRunner(FractalEA, params, source, settings, sleep=lambda s: market.advance(3600)).run()
+        source.close()
+    finally:
+        market.set_now(None)
+    bt, _ = backtest_of(journal, FractalEA, params)
+    assert len(bt.trades) >= 1
+    same_frames(journal_result(journal).trades, bt.trades)
