@@ -60,10 +60,23 @@ class Journal:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._repair_tail()
             self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the run
         except OSError as exc:
             raise JournalError(f"journal {self.path}: cannot write it ({exc.strerror or exc})") from None
+        self._lock()
+        self._repair_tail()
+
+    def _lock(self) -> None:
+        """One writer per journal: a second run on it would interleave records (POSIX; not on Windows)."""
+        try:
+            import fcntl
+        except ImportError:
+            return
+        try:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._file.close()
+            raise JournalError(f"journal {self.path} is in use by another run; stop it first") from None
 
     def _repair_tail(self) -> None:
         """A line cut short by a crash would glue onto the next record: cut it off before appending."""

@@ -259,8 +259,15 @@ class LiveRunner:
     def _loop(self) -> None:
         while True:
             fetched = self._fetch(self.bars.feed.time[-1])
-            for when, row in fetched.frame.iterrows():
-                self._closed(when, row)
+            before = self.summary.missed + self.summary.skipped
+            try:
+                for when, row in fetched.frame.iterrows():
+                    self._closed(when, row)
+            finally:
+                late = self.summary.missed + self.summary.skipped - before
+                if late:
+                    what = "skipped (no on_bar)" if self.s.skip_missed else "processed in order"
+                    log.warning("%d bars closed while the terminal was unreachable: %s", late, what)
             if self.forming is None and fetched.final_until > self.bars.feed.time[-1]:
                 self._open_new(fetched.final_until)
             elif self.forming is not None and self.ea.wants_ticks():
@@ -284,13 +291,13 @@ class LiveRunner:
         if self.forming is None:  # closed before the runner saw it open: missed while unreachable
             if self.s.skip_missed:
                 self.summary.skipped += 1
-                log.warning("bar %s closed while the terminal was unreachable: skipped (no on_bar)", when)
+                log.info("bar %s closed while the terminal was unreachable: skipped (no on_bar)", when)
                 self.journal.write("warning", bar=t, message=f"bar {when} skipped: missed while unreachable")
                 if self.broker is not None:
                     self.broker.add_bar(when, float(row["open"]), float(row["spread"]))
             else:
                 self.summary.missed += 1
-                log.warning("bar %s closed while the terminal was unreachable: processed now", when)
+                log.info("bar %s closed while the terminal was unreachable: processed now", when)
                 spread = float(row["spread"])
                 bid = float(row["open"])
                 if self.broker is not None:

@@ -110,3 +110,12 @@ def test_every_record_is_fsynced_as_it_is_written(tmp_path, monkeypatch):
         for k in range(3):
             j.write("warning", message=f"m{k}")
             assert len(synced) == k + 1  # on disk before write returns
+
+
+def test_one_writer_per_journal(tmp_path):
+    pytest.importorskip("fcntl")
+    path = tmp_path / "j.jsonl"
+    with Journal(path), pytest.raises(JournalError, match="in use by another run"):
+        Journal(path)
+    with Journal(path) as j:  # free again once the first is closed
+        j.write("stop", reason="test")
