@@ -47,6 +47,11 @@ from strategies.trade import Tick
 log = logging.getLogger(__name__)
 
 
+# The command-line option of each setting, named in errors (the settings are also set from Python).
+_OPTION = {"poll_s": " (--poll)", "history_bars": " (--history)", "study_bars": " (--study-bars)",
+           "max_bars": " (--max-bars)"}
+
+
 @dataclass(frozen=True)
 class LiveSettings:
     """How a live run goes (times in seconds)."""
@@ -69,10 +74,13 @@ class LiveSettings:
         if self.mode not in ("paper", "live"):
             raise LiveError(f"mode must be 'paper' or 'live', not {self.mode!r}")
         for name in ("poll_s", "backoff_s", "backoff_max_s"):
-            if not getattr(self, name) >= 0:
-                raise LiveError(f"{name} must be >= 0 seconds, not {getattr(self, name)!r}")
-        if self.history_bars < 0 or self.study_bars < 0 or (self.max_bars is not None and self.max_bars < 1):
-            raise LiveError("history_bars and study_bars must be >= 0 and max_bars >= 1")
+            value = getattr(self, name)
+            if not value >= 0:
+                raise LiveError(f"{name}{_OPTION.get(name, '')} must be >= 0 seconds, not {value!r}")
+        for name, least in (("history_bars", 0), ("study_bars", 0), ("max_bars", 1)):
+            value = getattr(self, name)
+            if value is not None and value < least:
+                raise LiveError(f"{name}{_OPTION[name]} must be >= {least}, not {value}")
 
 
 @dataclass

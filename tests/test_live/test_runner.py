@@ -153,6 +153,8 @@ def test_bad_settings_are_refused(tmp_path):
 
     with pytest.raises(LiveError, match="mode"):
         LiveSettings("EURUSD", Timeframe.parse("H1"), tmp_path / "j", mode="real")
+    with pytest.raises(LiveError, match=r"max_bars \(--max-bars\) must be >= 1, not 0"):
+        LiveSettings("EURUSD", Timeframe.parse("H1"), tmp_path / "j", max_bars=0)
     with pytest.raises(LiveError, match="poll_s"):
         LiveSettings("EURUSD", Timeframe.parse("H1"), tmp_path / "j", poll_s=float("nan"))
 
