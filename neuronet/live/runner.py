@@ -235,13 +235,22 @@ class LiveRunner:
         self.ctx = LiveContext(trading, self.bars, self.journal.write, self._now, self._bar)
         self.ea.attach(self.ctx, self.bars.feed.bars)
         call_hook(self.ea, "on_init", where="before the first live bar")
-        a = 0 if s.study_bars <= 0 else max(0, self.fs - s.study_bars)
-        when = self.bars.feed.time[self.fs - 1]
-        call_hook(self.ea, "on_study", self.bars.feed.bars.window(a, self.fs),
-                  where=f"before bar {self.fs}", bar=self.fs, time=when)
+        at = self.fs
+        every = int(self.ea.retrain_every)
+        upcoming = len(self.bars.feed)  # the next bar to decide on (a resumed run is past fs)
+        if every and upcoming > self.fs + 1:  # resumed: the latest retraining before it, as the run had it
+            at = self.fs + (upcoming - 1 - self.fs) // every * every
+        self._study(at, self.bars.feed.time[at - 1])
         self._started = True
         if state is None:
             self._open_new(first_open)
+
+    def _study(self, t: int, when: pd.Timestamp) -> None:
+        """``on_study`` before bar ``t`` on the backtest's study window: every earlier bar, or the last
+        ``study_bars``."""
+        a = 0 if self.s.study_bars <= 0 else max(0, t - self.s.study_bars)
+        call_hook(self.ea, "on_study", self.bars.feed.bars.window(a, t), where=f"before bar {t} ({when})",
+                  bar=t, time=when)
 
     def _make_ea(self) -> ExpertAdvisor:
         try:
@@ -326,6 +335,9 @@ class LiveRunner:
     def _decide(self, t: int, when: pd.Timestamp) -> None:
         self.forming = (t, when)
         self.bars.show(self.ea)
+        every = int(self.ea.retrain_every)
+        if every and t > self.fs and (t - self.fs) % every == 0:  # walk-forward retraining, as the backtest
+            self._study(t, when)
         try:
             self.ea.on_bar()
         except KeyboardInterrupt:

@@ -323,3 +323,30 @@ def test_a_trained_network_ea_trades_live_as_in_the_backtest(native_mt5, tmp_pat
     bt, _ = backtest_of(journal, FractalEA, params)
     assert len(bt.trades) >= 1
     same_frames(journal_result(journal).trades, bt.trades)
+
+
+class _Retrains(ExpertAdvisor):
+    retrain_every = 7
+
+    def on_init(self) -> None:
+        self.studies: list = []
+
+    def on_study(self, bars) -> None:
+        self.studies.append((bars.offset, bars.end))
+
+
+def test_retraining_every_n_bars_follows_the_backtest_and_survives_a_restart(port, sim, tmp_path):
+    from backtests import AccountConfig, Backtest
+    from neuronet.live.journal import read_journal as _read
+    from neuronet.live.rebuild import read_state
+
+    journal = tmp_path / "run.jsonl"
+    run = runner(port, sim, journal, ea=_Retrains, params={}, max_bars=25)
+    run.run()
+    assert run.ea.studies == [(0, 300), (0, 307), (0, 314), (0, 321)]
+    state = read_state(str(journal), _read(journal))
+    bt = Backtest(state.bars, _Retrains, account=AccountConfig(), forward=state.bars.index[300]).run()
+    assert bt.ea_instance.studies == run.ea.studies
+    again = runner(port, sim, journal, ea=_Retrains, params={}, max_bars=5)
+    again.run()  # resumed before bar 325: trained as the run was (at 321), then again at 328
+    assert again.ea.studies == [(0, 321), (0, 328)]
