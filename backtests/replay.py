@@ -86,34 +86,48 @@ class _Context(Broker):
 
     def indicator(self, fn: Callable[[Bars], np.ndarray], name: str) -> np.ndarray:
         """``fn`` over the whole history, proved causal on shorter prefixes; each call sees its own copies."""
-        full = self._evaluate(fn, self._feed.snapshot(len(self._feed)), name)
-        for m in self._probe_points():
-            prefix = self._evaluate(fn, self._feed.snapshot(m), name)
-            same = np.isclose(prefix, full[:m], rtol=1e-9, atol=1e-12, equal_nan=True)
-            if not same.all():
-                bad = int(np.argwhere(~same.reshape(m, -1).all(axis=1))[0, 0])
-                raise LookAheadError(
-                    f"indicator {name!r} looks ahead: its value on bar {bad} ({self.time[bad]}) changes when "
-                    f"bars after bar {m - 1} are added"
-                )
-        return full
+        return causal_indicator(fn, self._feed, name, self._probe_points())
 
-    @staticmethod
-    def _evaluate(fn: Callable[[Bars], np.ndarray], feed: BarFeed, name: str) -> np.ndarray:
-        """One evaluation on ``feed``'s bars, which are blanked afterwards so ``fn`` cannot keep them."""
+
+def causal_indicator(
+    fn: Callable[[Bars], np.ndarray], feed: BarFeed, name: str, probes: list[int]
+) -> np.ndarray:
+    """``fn`` over every bar of ``feed``, recomputed on the prefixes of ``probes`` bars: a value that
+    changes when later bars are added is a ``LookAheadError`` (the backtest and live trading share this)."""
+    full = evaluate_indicator(fn, feed.snapshot(len(feed)), name)
+    for m in probes:
+        prefix = evaluate_indicator(fn, feed.snapshot(m), name)
+        check_causal(name, prefix, full, feed.time)
+    return full
+
+
+def check_causal(name: str, prefix: np.ndarray, full: np.ndarray, time: pd.DatetimeIndex) -> None:
+    """Raise ``LookAheadError`` unless ``full`` starts with ``prefix`` (NaN equal to NaN)."""
+    m = len(prefix)
+    same = np.isclose(prefix, full[:m], rtol=1e-9, atol=1e-12, equal_nan=True)
+    if not same.all():
+        bad = int(np.argwhere(~same.reshape(m, -1).all(axis=1))[0, 0])
+        raise LookAheadError(
+            f"indicator {name!r} looks ahead: its value on bar {bad} ({time[bad]}) changes when "
+            f"bars after bar {m - 1} are added"
+        )
+
+
+def evaluate_indicator(fn: Callable[[Bars], np.ndarray], feed: BarFeed, name: str) -> np.ndarray:
+    """One evaluation on ``feed``'s bars, which are blanked afterwards so ``fn`` cannot keep them."""
+    try:
+        raw = fn(feed.bars)
         try:
-            raw = fn(feed.bars)
-            try:
-                values = np.array(raw, dtype=np.float64)  # a copy: the blanking below must not reach it
-            except (TypeError, ValueError) as exc:
-                raise IndicatorError(
-                    f"indicator {name!r} returned {type(raw).__name__}, not numbers: {exc}"
-                ) from None
-        finally:
-            feed.blank()
-        if values.shape[:1] != (len(feed),):
-            raise IndicatorError(f"indicator {name!r} returned shape {values.shape} for {len(feed)} bars")
-        return values
+            values = np.array(raw, dtype=np.float64)  # a copy: the blanking below must not reach it
+        except (TypeError, ValueError) as exc:
+            raise IndicatorError(
+                f"indicator {name!r} returned {type(raw).__name__}, not numbers: {exc}"
+            ) from None
+    finally:
+        feed.blank()
+    if values.shape[:1] != (len(feed),):
+        raise IndicatorError(f"indicator {name!r} returned shape {values.shape} for {len(feed)} bars")
+    return values
 
 
 class Backtest:
@@ -300,27 +314,8 @@ class Backtest:
     def _score(self, ea, ctx, feed: BarFeed, periods: Periods, last, complete, timings, clock) -> Result:
         fs = periods.forward_start
         df = self.candles
-        k = last - fs + 1
-        balance, equity, _ = (c[:k] for c in ctx.curves(fs))
-        worst, worst_margin = (c[:k] for c in ctx.worst_curves(fs))
+        trades, curves, stats, balance, equity = broker_figures(ctx, fs, last, self.account)
         times = df.index[fs : last + 1]
-        trades = ctx.trades_frame()
-        close = feed.column("close")
-        curves = metrics.curve_frame(
-            times,
-            close[fs : last + 1],
-            balance,
-            equity,
-            worst,
-            worst_margin,
-            deposit=self.account.deposit,
-            start_time=df.index[fs - 1] if fs > 0 else df.index[0] - (df.index[1] - df.index[0]),
-            start_close=float(close[fs - 1] if fs > 0 else feed.column("open")[0]),
-        )
-        acct = self.account
-        stats = metrics.trade_stats(
-            trades, curves, deposit=acct.deposit, deals=ctx.deals, contract_size=acct.contract_size
-        )
         after = "after the run"
         predictions = None
         evaluated = call_hook(ea, "evaluate_predictions", feed.bars.window(0, last + 1), where=after)
@@ -361,13 +356,40 @@ class Backtest:
             complete=complete,
             seed=self.seed,
             custom_criterion=criterion,
-            chart_data=_chart_data(feed, evaluated, fs, last),
+            chart_data=chart_data(feed, evaluated, fs, last),
             section=section,
             ea_instance=ea,
             orders=ctx.orders_frame(),
             deals=ctx.deals_frame(),
             curves=curves,
         )
+
+
+def broker_figures(
+    ctx: Broker, fs: int, last: int, account: AccountConfig
+) -> tuple[pd.DataFrame, pd.DataFrame, dict, np.ndarray, np.ndarray]:
+    """The trades, curves, MT5 statistics, balance and equity (at each bar's close) of a finished broker
+    over the forward bars ``fs..last`` (the backtest and a live run's report share this)."""
+    k = last - fs + 1
+    balance, equity, _ = (c[:k] for c in ctx.curves(fs))
+    worst, worst_margin = (c[:k] for c in ctx.worst_curves(fs))
+    index, close = ctx.time, ctx.closes
+    curves = metrics.curve_frame(
+        index[fs : last + 1],
+        close[fs : last + 1],
+        balance,
+        equity,
+        worst,
+        worst_margin,
+        deposit=account.deposit,
+        start_time=index[fs - 1] if fs > 0 else index[0] - (index[1] - index[0]),
+        start_close=float(close[fs - 1] if fs > 0 else ctx.opens[0]),
+    )
+    trades = ctx.trades_frame()
+    stats = metrics.trade_stats(
+        trades, curves, deposit=account.deposit, deals=ctx.deals, contract_size=account.contract_size
+    )
+    return trades, curves, stats, balance, equity
 
 
 def _criterion(ea: ExpertAdvisor, value: Any) -> float | None:
@@ -381,7 +403,7 @@ def _criterion(ea: ExpertAdvisor, value: Any) -> float | None:
         raise EARuntimeError(type(ea).__name__, "on_tester", "after the run", problem, None, None) from None
 
 
-def _chart_data(feed: BarFeed, evaluated: dict | None, fs: int, last: int, span: int = 160) -> dict:
+def chart_data(feed: BarFeed, evaluated: dict | None, fs: int, last: int, span: int = 160) -> dict:
     """The last ``span`` forward bars for the price chart: OHLC plus true/predicted classes if any."""
     a = max(fs, last + 1 - span)
     out = {"index": np.arange(a, last + 1), "time": feed.time[a : last + 1]}

@@ -321,6 +321,18 @@ class TerminalSource:
             ns, ticks["bid"], ticks["ask"], meta, last=ticks["last"], volume=ticks["volume_real"]
         )
 
+    def tick(self, symbol: str) -> tuple[pd.Timestamp, float, float]:
+        """The latest quote of ``symbol``: ``(UTC time, bid, ask)``, the time read with the broker clock."""
+        answer = self._call("symbol_info_tick", symbol, expect_none=True)
+        if answer is None:
+            raise UnknownSymbolError(f"the terminal at {self.where} has no quote for {symbol!r}")
+        seconds = int(self.clock.to_utc_seconds(np.array([int(answer.time)]))[0])
+        return _utc_stamp(seconds), float(answer.bid), float(answer.ask)
+
+    def link(self) -> NativeLink | BridgeLink:
+        """The connected link (``initialize()`` done): live trading sends its trade requests through it."""
+        return self._connect()
+
     def cache_feed(self) -> str:
         """Which broker the bars come from, known without a terminal call (a read-through cache's key):
         the ``server`` option when given, else where the terminal is reached. ``trade_server`` holds the

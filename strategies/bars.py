@@ -66,6 +66,21 @@ class _Revealed:
         self._stop, self._view = stop, self._readonly[:stop]
         return self._view
 
+    def grow(self, source: np.ndarray) -> None:
+        """Take a longer ``source`` whose first rows are the old ones (a live history that grew).
+
+        The revealed rows move to a new buffer; views handed out before keep the old one, which never
+        shows more than it did.
+        """
+        self._source = source
+        if self._buffer is not None:
+            old, count = self._buffer, self.count
+            self._buffer = np.full_like(source, self._fill)
+            self._buffer[:count] = old[:count]
+            self._readonly = self._buffer.view()
+            self._readonly.flags.writeable = False
+        self._stop, self._view = -1, None
+
     def blank(self) -> None:
         """Forget everything, revealed or not (after a one-off evaluation): kept views show ``fill``."""
         self._source = np.broadcast_to(np.array(self._fill, dtype=self._source.dtype), self._source.shape)
@@ -117,6 +132,25 @@ class BarFeed:
         if not self._visible <= visible <= self._n:
             raise ValueError(f"cannot move the visible end from {self._visible} to {visible} of {self._n}")
         self._visible = visible
+
+    def extend(self, cols: dict[str, np.ndarray], time: pd.DatetimeIndex) -> None:
+        """Append bars that closed after the history (live trading: the history grows as bars close).
+
+        The new bars are not visible until ``advance`` reaches them; ``time`` must follow the last bar's.
+        """
+        if not len(time):
+            return
+        if self._n and time[0] <= self._index[-1]:
+            raise ValueError(f"bar {time[0]} does not follow the last bar {self._index[-1]}")
+        for name in COLUMNS:
+            arr = np.concatenate([self._cols[name], np.asarray(cols[name], dtype=np.float64)])
+            arr.flags.writeable = False
+            self._cols[name] = arr
+            self._shown[name].grow(arr)
+        self._index = self._index.append(time)
+        self._n = len(self._index)
+        self._time.grow(np.asarray(self._index.asi8, dtype=np.int64))
+        self._time_index = None
 
     def column(self, name: str) -> np.ndarray:
         """The whole read-only history of one column, for the harness only."""
@@ -284,6 +318,16 @@ class Line:
 
     def __len__(self) -> int:
         return self._bars.end
+
+    def extend(self, values: np.ndarray) -> None:
+        """The harness's: the line recomputed over a history that grew (live trading); the caller has
+        checked that the values already revealed did not change."""
+        values = np.array(values, dtype=np.float64)
+        if values.shape[1:] != self._values.shape[1:] or len(values) < len(self._values):
+            raise ValueError(f"{self.name}: cannot extend {self._values.shape} with {values.shape}")
+        values.flags.writeable = False
+        self._values = values
+        self._shown.grow(values)
 
     @property
     def values(self) -> np.ndarray:

@@ -70,6 +70,7 @@ class ExpertAdvisor(TradeMethods):
         self._ctx: TradeContext | None = None
         self._epoch_hook: Callable[[dict], None] | None = None
         self._profile = False
+        self._lines: list[tuple[Line, Callable[[Bars], np.ndarray]]] = []
 
     # -- parameters ------------------------------------------------------------------------------------
     @classmethod
@@ -167,7 +168,14 @@ class ExpertAdvisor(TradeMethods):
         """
         ctx = self._require_ctx()
         label = name or getattr(fn, "__name__", "indicator")
-        return Line(ctx.indicator(fn, label), self.bars, label)
+        line = Line(ctx.indicator(fn, label), self.bars, label)
+        self._lines.append((line, fn))
+        return line
+
+    def declared_indicators(self) -> list[tuple[Line, Callable[[Bars], np.ndarray]]]:
+        """The harness's: each line ``indicator`` made and its function (live trading recomputes them as
+        bars close)."""
+        return list(self._lines)
 
     # -- harness plumbing --------------------------------------------------------------------------------
     def attach(

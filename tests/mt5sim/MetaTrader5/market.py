@@ -7,10 +7,22 @@ its true UTC open time, computed here with the ``zoneinfo`` database independent
 ``BrokerClock``, so tests can check the client's conversion against it.
 
 Prices are a seeded random walk per (symbol, timeframe): the same on every run and in every process.
+
+Time passing (live trading tests): ``set_now(broker_time)`` moves the simulated present, and from then on
+the terminal serves a longer history (up to ``LIVE_END``, across the US daylight-saving change of
+2024-03-10, when the broker's UTC offset goes from +2 to +3) cut at that moment: bars after it do not
+exist yet, the bar containing it is still forming (position 0 of ``copy_rates_from_pos``; at its opening
+second its open, high, low and close are all the open, then its close moves linearly towards its final
+value), and ``symbol_info_tick`` quotes that forming close. ``advance(seconds)`` moves the present on;
+``set_now(None)`` returns to the fixed present ``NOW``. A server started with ``MT5SIM_START`` (broker time)
+and ``MT5SIM_SPEED`` (simulated seconds per real second) in its environment runs that clock by itself, for
+a demonstration of ``neuronet live`` without a terminal.
 """
 
 from __future__ import annotations
 
+import os
+import time
 import zlib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -45,6 +57,8 @@ TICKS_DTYPE = np.dtype(
 
 HISTORY_START = "2023-01-02 00:00"  # broker time, a Monday
 NOW = "2024-01-05 15:37:20"  # broker time of the simulated present (a Friday afternoon)
+LIVE_END = "2024-04-26 00:00"  # broker time: the end of the longer history served once set_now() is used
+_CLOCK: dict[str, float | None] = {"now": None, "speed": None, "since": None}  # now None = NOW
 
 
 @dataclass(frozen=True)
@@ -73,15 +87,50 @@ def broker_to_utc(broker_seconds: np.ndarray) -> np.ndarray:
     return utc.tz_localize(None).as_unit("s").asi8.astype(np.int64)
 
 
+def _present() -> int | None:
+    """The moving present in broker seconds (None: the fixed NOW); a running clock moves with real time."""
+    now, speed = _CLOCK["now"], _CLOCK["speed"]
+    if now is None or not speed:
+        return None if now is None else int(now)
+    return min(int(now + (time.monotonic() - _CLOCK["since"]) * speed), _seconds(LIVE_END) - 1)
+
+
 def now_broker() -> int:
-    return _seconds(NOW)
+    now = _present()
+    return _seconds(NOW) if now is None else now
 
 
-def _grid(timeframe: int) -> np.ndarray:
-    """Open times (broker seconds) of every bar from HISTORY_START up to the bar containing NOW."""
-    start, now = _seconds(HISTORY_START), now_broker()
+def run_clock(start: str, speed: float) -> None:
+    """Start the present at ``start`` (broker time) and let it run ``speed`` times faster than real time."""
+    set_now(start)
+    _CLOCK["speed"], _CLOCK["since"] = float(speed), time.monotonic()
+
+
+def set_now(broker_time: int | str | None) -> None:
+    """Move the simulated present (broker seconds or text such as "2024-03-08 10:00"); None = fixed NOW."""
+    _CLOCK["speed"] = None  # a present set by hand stands still
+    if broker_time is None:
+        _CLOCK["now"] = None
+        return
+    seconds = _seconds(broker_time) if isinstance(broker_time, str) else int(broker_time)
+    if not _seconds(HISTORY_START) < seconds < _seconds(LIVE_END):
+        raise ValueError(f"the simulated present must lie between {HISTORY_START} and {LIVE_END}")
+    _CLOCK["now"] = seconds
+
+
+def advance(seconds: float) -> int:
+    """Move the present on by ``seconds`` (after ``set_now``); returns the new present (broker seconds)."""
+    if _CLOCK["now"] is None:
+        raise RuntimeError("call set_now() before advance()")
+    set_now(now_broker() + int(seconds))
+    return now_broker()
+
+
+def _grid(timeframe: int, end: str = NOW) -> np.ndarray:
+    """Open times (broker seconds) of every bar from HISTORY_START up to the bar containing ``end``."""
+    start, now = _seconds(HISTORY_START), _seconds(end)
     if timeframe == 49153:  # MN1: first day of each month
-        months = np.arange(np.datetime64(HISTORY_START[:7], "M"), np.datetime64(NOW[:7], "M") + 1)
+        months = np.arange(np.datetime64(HISTORY_START[:7], "M"), np.datetime64(end[:7], "M") + 1)
         return months.astype("datetime64[s]").astype(np.int64)
     if timeframe == 32769:  # W1: weeks open on Sunday
         first_sunday = start - 86400  # HISTORY_START is a Monday
@@ -97,14 +146,37 @@ def _grid(timeframe: int) -> np.ndarray:
     return times[weekday < 5]
 
 
-@lru_cache(maxsize=32)
 def history(symbol: str, timeframe: int) -> tuple[np.ndarray, np.ndarray]:
     """``(rates, utc_seconds)``: the symbol's full history on this timeframe, oldest first.
 
-    The last bar is the one still forming at NOW (position 0 for ``copy_rates_from_pos``).
+    The last bar is the one still forming at the present (position 0 for ``copy_rates_from_pos``).
     """
+    now = _present()
+    if now is None:
+        return _history(symbol, timeframe, NOW)
+    rates, utc = _history(symbol, timeframe, LIVE_END)
+    end = int(np.searchsorted(rates["time"], now, side="right"))
+    if end == 0:
+        return rates[:0], utc[:0]
+    rates = rates[:end].copy()
+    forming = rates[-1:].copy()
+    length = int(rates["time"][1] - rates["time"][0]) if end > 1 else 60
+    frac = min(1.0, (now - int(forming["time"][0])) / max(1, length))
+    digits = SYMBOLS[symbol].digits
+    o, c = float(forming["open"][0]), float(forming["close"][0])
+    partial = round(o + frac * (c - o), digits)
+    forming["close"] = partial
+    forming["high"] = max(o, partial)
+    forming["low"] = min(o, partial)
+    rates[-1] = forming[0]
+    rates.setflags(write=False)
+    return rates, utc[:end]
+
+
+@lru_cache(maxsize=32)
+def _history(symbol: str, timeframe: int, end: str) -> tuple[np.ndarray, np.ndarray]:
     spec = SYMBOLS[symbol]
-    times = _grid(timeframe)
+    times = _grid(timeframe, end)
     n = len(times)
     rng = np.random.default_rng(zlib.crc32(f"{symbol}/{timeframe}".encode()))
     step_minutes = max(1.0, float(np.median(np.diff(times))) / 60 if n > 1 else 1.0)
@@ -148,3 +220,7 @@ def ticks_between(symbol: str, broker_from: int, broker_to: int) -> np.ndarray:
     ticks["flags"] = 6
     keep = (ticks["time"] >= broker_from) & (ticks["time"] <= broker_to)
     return ticks[keep]
+
+
+if os.environ.get("MT5SIM_START"):
+    run_clock(os.environ["MT5SIM_START"], float(os.environ.get("MT5SIM_SPEED", "1")))

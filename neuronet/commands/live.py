@@ -1,0 +1,243 @@
+"""``neuronet live EA``: run an expert advisor on a MetaTrader 5 terminal (paper by default), and
+``neuronet live report JOURNAL``: the backtest's report from a paper run's journal.
+
+The terminal is reached as the ``mt5`` data source reaches it (``-o host=... -o port=...``; the bridge
+address defaults to 127.0.0.1). The EA, its ``-p`` parameters and the account options are the
+backtest's. The journal defaults to ``journals/<EA>-<SYMBOL>-<TF>-<mode>.jsonl``; starting again with the
+same journal resumes the run.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from backtests import AccountConfig
+from backtests.report import environment, write_report
+from datafeeds.terminal import TerminalSource
+from datafeeds.timeframes import Timeframe
+from neuronet.commands.backtest import (
+    Commission,
+    Deposit,
+    EaArg,
+    Hedging,
+    Leverage,
+    Param,
+    Spread,
+    SwapLong,
+    SwapShort,
+    _params,
+    resolve_ea,
+)
+from neuronet.commands.options import BrokerTz, Force, Opts, data_request, flag, prepare_out
+from neuronet.commands.summary import print_summary
+from neuronet.live.errors import LiveError
+from neuronet.live.limits import Limits
+from neuronet.live.report import journal_result
+from neuronet.live.runner import LiveRunner, LiveSettings
+from neuronet.live.terminal_trade import TerminalTrade
+
+# TerminalSource keywords a user may give with -o (the rest of its settings belong to the runner).
+_SOURCE_KEYS = frozenset(
+    {
+        "host",
+        "port",
+        "timeout",
+        "connect_timeout",
+        "clock",
+        "login",
+        "password",
+        "server",
+        "path",
+        "portable",
+        "page_size",
+    }
+)
+
+JournalArg = Annotated[
+    str | None,
+    typer.Argument(
+        help="With 'report': the journal of a paper run.", show_default=False, metavar="JOURNAL"
+    ),
+]
+
+
+def live(
+    ea: EaArg,
+    journal_arg: JournalArg = None,
+    symbol: Annotated[str, typer.Option("--symbol", help="Symbol to trade.")] = "EURUSD",
+    timeframe: Annotated[str, typer.Option("--timeframe", help="Bar timeframe, e.g. H1.")] = "H1",
+    opt: Opts = None,
+    broker_tz: BrokerTz = None,
+    paper: Annotated[
+        bool,
+        typer.Option(
+            "--paper/--live",
+            help="Paper trading (default) or the terminal's account (needs the limits).",
+            metavar="",
+        ),
+    ] = True,
+    param: Param = None,
+    journal: Annotated[
+        Path | None,
+        typer.Option(
+            "--journal",
+            help="Journal file (default journals/<EA>-<SYMBOL>-<TF>-<mode>.jsonl); an existing "
+            "one is resumed.",
+        ),
+    ] = None,
+    history: Annotated[
+        int, typer.Option("--history", help="Closed bars taken at the start (0 = all the terminal holds).")
+    ] = 5000,
+    study_bars: Annotated[
+        int, typer.Option("--study-bars", help="on_study's window in bars (0 = the whole history).")
+    ] = 0,
+    poll: Annotated[float, typer.Option("--poll", help="Seconds between looks at the terminal.")] = 1.0,
+    skip_missed: Annotated[
+        bool,
+        flag(
+            "--skip-missed",
+            help="Skip (with a warning) bars that closed while "
+            "the terminal was unreachable, instead of processing them in order.",
+        ),
+    ] = False,
+    close_on_exit: Annotated[
+        bool, flag("--close-on-exit", help="Close the EA's positions at the stop (default: leave them).")
+    ] = False,
+    max_bars: Annotated[
+        int | None, typer.Option("--max-bars", help="Stop after this many bars closed.")
+    ] = None,
+    deposit: Deposit = 10_000.0,
+    leverage: Leverage = 100.0,
+    spread: Spread = None,
+    commission: Commission = 0.0,
+    swap_long: SwapLong = 0.0,
+    swap_short: SwapShort = 0.0,
+    hedging: Hedging = False,
+    max_lots: Annotated[float | None, typer.Option("--max-lots", help="--live: most lots per order.")] = None,
+    max_positions: Annotated[
+        int | None, typer.Option("--max-positions", help="--live: most open positions.")
+    ] = None,
+    max_daily_loss: Annotated[
+        float | None,
+        typer.Option(
+            "--max-daily-loss", help="--live: loss of the day (deposit currency) that stops trading."
+        ),
+    ] = None,
+    allow_symbol: Annotated[
+        list[str] | None,
+        typer.Option("--allow-symbol", help="--live: a symbol orders may be sent for (repeatable)."),
+    ] = None,
+    kill_switch: Annotated[
+        Path | None, typer.Option("--kill-switch", help="--live: while this file exists, no new orders.")
+    ] = None,
+    deviation: Annotated[int, typer.Option("--deviation", help="--live: accepted slippage, points.")] = 10,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="With 'report': the report folder (default reports/<journal name>); must be new or empty.",
+        ),
+    ] = None,
+    force: Force = False,
+) -> None:
+    """Run an expert advisor on a MetaTrader 5 terminal, paper by default; or 'live report JOURNAL'."""
+    if ea == "report":
+        if journal_arg is None:
+            raise LiveError("neuronet live report JOURNAL: give the journal file")
+        _report(Path(journal_arg), out, force)
+        return
+    if journal_arg is not None:
+        raise LiveError(f"unexpected argument {journal_arg!r}: 'neuronet live EA [options]' takes one EA")
+    cls = resolve_ea(ea)
+    params = _params(param or [], cls)
+    cls.resolve_params(params)  # a bad -p fails here, before the terminal is reached
+    account = AccountConfig(
+        deposit=deposit,
+        leverage=leverage,
+        spread=spread,
+        commission=commission,
+        swap_long=swap_long,
+        swap_short=swap_short,
+        hedging=hedging,
+    )
+    _, options = data_request("mt5", None, opt, broker_tz)
+    unknown = sorted(set(options) - _SOURCE_KEYS)
+    if unknown:
+        raise ValueError(
+            f"-o {unknown[0]}=...: not a terminal option (known: {', '.join(sorted(_SOURCE_KEYS))})"
+        )
+    source = TerminalSource(**{**options, "retries": 0})
+    tf = Timeframe.parse(timeframe)
+    mode = "paper" if paper else "live"
+    path = journal or Path("journals") / f"{cls.__name__}-{symbol}-{tf.name}-{mode}.jsonl"
+    settings = LiveSettings(
+        symbol,
+        tf,
+        path,
+        mode=mode,
+        account=account,
+        history_bars=history,
+        study_bars=study_bars,
+        poll_s=poll,
+        skip_missed=skip_missed,
+        close_on_exit=close_on_exit,
+        max_bars=max_bars,
+    )
+    trading = None
+    if not paper:
+        limits = {
+            "max_lots": max_lots,
+            "max_positions": max_positions,
+            "max_daily_loss": max_daily_loss,
+            "symbols": tuple(allow_symbol or ()),
+        }
+        missing = [k for k, v in limits.items() if v is None or v == ()]
+        if missing:
+            options = ", ".join(
+                "--" + ("allow-symbol" if k == "symbols" else k.replace("_", "-")) for k in missing
+            )
+            raise LiveError(f"--live trades real money and needs explicit limits: give {options}")
+        if symbol not in limits["symbols"]:
+            raise LiveError(f"--live: {symbol} is not among --allow-symbol {', '.join(limits['symbols'])}")
+        trading = _terminal_trading(limits, kill_switch, deviation)
+    typer.echo(
+        f"{cls.__name__} {mode} on {symbol} {tf.name} at {source.cache_feed()}; journal {path}; Ctrl-C stops"
+    )
+    runner = LiveRunner(cls, params, source, settings, trading=trading, status=typer.echo)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # a service manager's stop: as clean as Ctrl-C
+    try:
+        summary = runner.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        source.close()
+    typer.echo(
+        f"stopped after {summary.bars_closed} bars ({summary.decisions} decisions, {summary.missed} "
+        f"missed and processed, {summary.skipped} skipped, {summary.reconnects} reconnects); "
+        f"journal {path}"
+    )
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _terminal_trading(limits: dict, kill_switch: Path | None, deviation: int) -> Any:
+    """The terminal trade context of ``--live`` (``neuronet.live.terminal_trade``) under its limits."""
+    checked = Limits(**limits, kill_switch=kill_switch)
+
+    def make(source: TerminalSource, symbol: str, magic: int, record: Any) -> TerminalTrade:
+        return TerminalTrade(source, symbol, magic=magic, limits=checked, deviation=deviation, record=record)
+
+    return make
+
+
+def _report(path: Path, out: Path | None, force: bool) -> None:
+    folder = out or Path("reports") / path.stem
+    prepare_out(folder, force)
+    result = journal_result(path)
+    page = write_report(result, folder, environment())
+    print_summary(result, page, None)

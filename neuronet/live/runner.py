@@ -1,0 +1,385 @@
+"""The live lifecycle: an expert advisor on bars as a MetaTrader 5 terminal closes them.
+
+As in the backtest: ``on_init``; ``on_study`` on the study window before the first live bar (the bars the
+terminal held at the start, or the last ``study_bars`` of them); ``on_bar`` each time a bar closes, with the
+closed bars in ``self.bars`` and orders filled at the prices of the bar now forming; ``on_tick`` on every
+new quote where the EA overrides it; ``on_deinit`` at the stop.
+
+A bar's close is read from the terminal's rates in broker time (``TerminalSource.fetch``: every bar
+before the one forming is final), never from the local clock. When the terminal or the bridge drops, the
+runner waits ``backoff_s``, then twice that, up to ``backoff_max_s``, and tries again; the bars that closed
+meanwhile are then processed in order (``on_bar`` at each one's own open) or, with ``skip_missed``,
+journaled and skipped with a warning — never twice, and never out of order.
+
+Every bar, decision, trade request and result goes to the journal (``journal``). Started again with the
+same journal, the run resumes after the last bar it processed, with its paper account rebuilt from the
+journal (``rebuild``); on a live account the terminal holds the positions, found by the EA's magic number.
+``sleep`` is injectable, so tests run on simulated time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from backtests.broker import AccountConfig
+from datafeeds.candles import meta_of
+from datafeeds.terminal import TerminalSource
+from datafeeds.terminal_errors import TerminalConnectionError, TerminalError
+from datafeeds.timeframes import Timeframe
+from neuronet.errors import NeuronetError
+from neuronet.live.context import LiveBars, LiveContext
+from neuronet.live.errors import JournalError, LiveError
+from neuronet.live.journal import JOURNAL_VERSION, Journal, json_ready, read_journal
+from neuronet.live.paper import PaperBroker
+from neuronet.live.rebuild import JournalState, bar_record, history_record, read_state
+from neuronet.live.status import StatusLine
+from strategies.base import ExpertAdvisor, call_hook
+from strategies.errors import EARuntimeError
+from strategies.trade import Tick
+
+log = logging.getLogger(__name__)
+
+
+# The command-line option of each setting, named in errors (the settings are also set from Python).
+_OPTION = {"poll_s": " (--poll)", "history_bars": " (--history)", "study_bars": " (--study-bars)",
+           "max_bars": " (--max-bars)"}
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    """How a live run goes (times in seconds)."""
+
+    symbol: str
+    timeframe: Timeframe
+    journal: Path
+    mode: str = "paper"  # "paper" (the backtest broker on live prices) or "live" (the terminal trades)
+    account: AccountConfig = field(default_factory=AccountConfig)
+    history_bars: int = 0  # closed bars taken from the terminal at the start; 0 = all it holds
+    study_bars: int = 0  # bars of on_study's window; 0 = the whole history
+    poll_s: float = 1.0  # between two looks at the terminal
+    backoff_s: float = 1.0  # first wait after a dropped link; doubled after each failure
+    backoff_max_s: float = 60.0
+    skip_missed: bool = False  # bars closed while unreachable: skipped (True) or processed in order
+    close_on_exit: bool = False
+    max_bars: int | None = None  # stop after this many bars closed (None: until Ctrl-C)
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("paper", "live"):
+            raise LiveError(f"mode must be 'paper' or 'live', not {self.mode!r}")
+        for name in ("poll_s", "backoff_s", "backoff_max_s"):
+            value = getattr(self, name)
+            if not value >= 0:
+                raise LiveError(f"{name}{_OPTION.get(name, '')} must be >= 0 seconds, not {value!r}")
+        for name, least in (("history_bars", 0), ("study_bars", 0), ("max_bars", 1)):
+            value = getattr(self, name)
+            if value is not None and value < least:
+                raise LiveError(f"{name}{_OPTION[name]} must be >= {least}, not {value}")
+
+
+@dataclass
+class LiveSummary:
+    """What a run did (this session only)."""
+
+    journal: Path
+    bars_closed: int = 0
+    decisions: int = 0
+    missed: int = 0
+    skipped: int = 0
+    reconnects: int = 0
+    resumed: bool = False
+    interrupted: bool = False
+
+
+class _Stop(Exception):
+    """Internal: the run reached ``max_bars``."""
+
+
+class LiveRunner:
+    """Run ``ea_class(**params)`` live (see the module docstring).
+
+    ``trading``: for ``mode="live"``, a factory ``(source, symbol, magic, record) -> trade object`` (the
+    terminal trade context, ``TerminalTrade``); paper runs build their ``PaperBroker`` themselves.
+    ``status``: where the one line per bar goes (default: the log).
+    """
+
+    def __init__(
+        self,
+        ea_class: type[ExpertAdvisor],
+        params: dict[str, Any],
+        source: TerminalSource,
+        settings: LiveSettings,
+        *,
+        trading: Callable[..., Any] | None = None,
+        sleep: Callable[[float], None] | None = None,
+        status: Callable[[str], None] | None = None,
+    ):
+        if settings.mode == "live" and trading is None:
+            raise LiveError("a live run needs a trade context factory")
+        self.ea_class, self.params, self.source, self.s = ea_class, dict(params), source, settings
+        self._trading_factory = trading
+        self._sleep = sleep or time.sleep
+        self._status = StatusLine(status or log.info, settings.symbol, settings.timeframe.name)
+        self.summary = LiveSummary(settings.journal)
+        self._started = False
+
+    # -- terminal calls, surviving drops ------------------------------------------------------------------
+    def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
+        wait = self.s.backoff_s
+        while True:
+            try:
+                return call()
+            except TerminalError as exc:
+                if not self._started or not (exc.transient or isinstance(exc, TerminalConnectionError)):
+                    raise  # a terminal that cannot be reached at the start is a setting to fix, not a drop
+                self.summary.reconnects += 1
+                log.warning("%s: %s; trying again in %.1f s", what, exc, wait)
+                if self.journal is not None:
+                    self.journal.write("reconnect", during=what, error=str(exc), wait_s=wait)
+                self._sleep(wait)
+                wait = min(max(wait * 2, 0.001), self.s.backoff_max_s)
+
+    def _fetch(self, after: pd.Timestamp | None):
+        start = None if after is None else after + pd.Timedelta(seconds=1)
+        s = self.s
+        return self._retrying("reading bars", lambda: self.source.fetch(s.symbol, s.timeframe, start))
+
+    def _tick(self) -> tuple[pd.Timestamp, float, float]:
+        return self._retrying("reading the quote", lambda: self.source.tick(self.s.symbol))
+
+    # -- the run ---------------------------------------------------------------------------------------------
+    def run(self) -> LiveSummary:
+        """Run until ``max_bars`` bars closed or Ctrl-C (re-raised after a clean stop)."""
+        path = Path(self.s.journal)
+        records = read_journal(path) if path.exists() and path.stat().st_size else []
+        self.journal: Journal | None = None
+        state = self._check_resume(path, records) if records else None
+        self.journal = Journal(path)
+        try:
+            self._start(state)
+            self._loop()
+        except KeyboardInterrupt:
+            self.summary.interrupted = True
+            self._finish("interrupted")
+            raise
+        except _Stop:
+            self._finish("max_bars")
+        except BaseException as exc:
+            self._finish(f"error: {type(exc).__name__}", deinit=not isinstance(exc, EARuntimeError))
+            raise
+        finally:
+            self.journal.close()
+        return self.summary
+
+    def _check_resume(self, path: Path, records: list[dict]) -> JournalState:
+        start, s = records[0], self.s
+        mine = {"ea": self.ea_class.__name__, "params": json_ready(self._params()), "symbol": s.symbol,
+                "timeframe": s.timeframe.name, "mode": s.mode}
+        theirs = {k: start.get(k) for k in mine}
+        if theirs != mine:
+            diff = ", ".join(f"{k} {theirs[k]!r} here {mine[k]!r}" for k in mine if theirs[k] != mine[k])
+            raise JournalError(f"journal {path} belongs to another run ({diff}); give a new --journal")
+        state = read_state(str(path), records)
+        if AccountConfig(**start["account"]) != s.account:
+            raise JournalError(
+                f"journal {path} was written with other account settings; give a new --journal")
+        return state
+
+    def _params(self) -> dict:
+        return self.ea_class.resolve_params(self.params)
+
+    def _start(self, state: JournalState | None) -> None:
+        s = self.s
+        if state is None:
+            fetched = self._fetch(None)
+            hist = fetched.frame
+            if s.history_bars:
+                hist = hist.iloc[-s.history_bars :]
+            if len(hist) < 2:
+                raise LiveError(f"the terminal has {len(hist)} closed {s.symbol} {s.timeframe.name} bars; "
+                                "a live run needs history to start from")
+            self.meta = meta_of(fetched.frame)
+            self.fs = len(hist)
+            self.journal.write(
+                "start", version=JOURNAL_VERSION, ea=self.ea_class.__name__, params=self._params(),
+                symbol=s.symbol, timeframe=s.timeframe.name, mode=s.mode, meta=self.meta.to_dict(),
+                account=asdict(s.account), forward_start=self.fs, study_bars=s.study_bars,
+                started=pd.Timestamp.now(tz="UTC"))
+            self.journal.write("history", **history_record(hist))
+            self.broker = PaperBroker(hist, self.meta.point, s.account) if s.mode == "paper" else None
+            self.forming: tuple[int, pd.Timestamp] | None = None
+            self.decided: set[int] = set()
+            first_open = fetched.final_until
+        else:
+            self.summary.resumed = True
+            hist, self.meta, self.fs = state.bars, state.meta, state.forward_start
+            self.broker, self.forming, self.decided = state.broker, state.forming, state.decided
+            self.journal.write("resume", after_bar=len(hist) - 1, forming=None if self.forming is None
+                               else self.forming[0], at=pd.Timestamp.now(tz="UTC"))
+            log.info("resuming %s after bar %d (%s)", s.journal, len(hist) - 1, hist.index[-1])
+            if self.forming is not None and self.forming[0] not in self.decided:
+                log.warning("on_bar at bar %d was cut short by the stop: the requests it made stand, "
+                            "it is not run again", self.forming[0])
+        self.bars = LiveBars(hist, self.meta)
+        self.ea = self._make_ea()
+        trading = self.broker
+        if trading is None:
+            self._retrying("connecting", self.source.link)  # fail early, with backoff, if it is down
+            # The source, not the raw link: its ``call`` reconnects after a drop (``TerminalSource.call``).
+            trading = self._trading_factory(self.source, s.symbol, self.ea.magic, self._record_trade)
+        self.ctx = LiveContext(trading, self.bars, self.journal.write, self._now, self._bar)
+        self.ea.attach(self.ctx, self.bars.feed.bars)
+        call_hook(self.ea, "on_init", where="before the first live bar")
+        at = self.fs
+        every = int(self.ea.retrain_every)
+        upcoming = len(self.bars.feed)  # the next bar to decide on (a resumed run is past fs)
+        if every and upcoming > self.fs + 1:  # resumed: the latest retraining before it, as the run had it
+            at = self.fs + (upcoming - 1 - self.fs) // every * every
+        self._study(at, self.bars.feed.time[at - 1])
+        self._started = True
+        if state is None:
+            self._open_new(first_open)
+
+    def _study(self, t: int, when: pd.Timestamp) -> None:
+        """``on_study`` before bar ``t`` on the backtest's study window: every earlier bar, or the last
+        ``study_bars``."""
+        a = 0 if self.s.study_bars <= 0 else max(0, t - self.s.study_bars)
+        call_hook(self.ea, "on_study", self.bars.feed.bars.window(a, t), where=f"before bar {t} ({when})",
+                  bar=t, time=when)
+
+    def _make_ea(self) -> ExpertAdvisor:
+        try:
+            return self.ea_class(**self.params)
+        except (NeuronetError, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            raise EARuntimeError(self.ea_class.__name__, "__init__", "before the first bar", exc, None,
+                                 None) from exc
+
+    def _record_trade(self, record: dict) -> None:
+        """The terminal trade context's own records (requests sent, answers) go to the journal too."""
+        kind = "result" if "retcode" in record else "request"
+        self.journal.write(kind, source="terminal", terminal=record)  # nested: its keys are its own
+
+    def _now(self) -> pd.Timestamp:
+        return self.forming[1] if self.forming else self.bars.feed.time[-1]
+
+    def _bar(self) -> int:
+        return self.forming[0] if self.forming else len(self.bars.feed) - 1
+
+    # -- bars ------------------------------------------------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            fetched = self._fetch(self.bars.feed.time[-1])
+            before = self.summary.missed + self.summary.skipped
+            try:
+                for when, row in fetched.frame.iterrows():
+                    self._closed(when, row)
+            finally:
+                late = self.summary.missed + self.summary.skipped - before
+                if late:
+                    what = "skipped (no on_bar)" if self.s.skip_missed else "processed in order"
+                    log.warning("%d bars closed while the terminal was unreachable: %s", late, what)
+            if self.forming is None and fetched.final_until > self.bars.feed.time[-1]:
+                self._open_new(fetched.final_until)
+            elif self.forming is not None and self.ea.wants_ticks():
+                self._on_tick()
+            self._sleep(self.s.poll_s)
+
+    def _open_new(self, when: pd.Timestamp) -> None:
+        """The bar forming at ``when`` begins: decide at the terminal's quote."""
+        _, bid, ask = self._tick()
+        t = len(self.bars.feed)
+        if self.broker is not None:
+            self.broker.open_bar(when, bid, ask)
+        self.journal.write("open", bar=t, time=when, bid=bid, ask=ask, missed=False)
+        self._decide(t, when)
+
+    def _closed(self, when: pd.Timestamp, row: pd.Series) -> None:
+        t = len(self.bars.feed)
+        if self.forming is not None and self.forming[1] != when:
+            raise LiveError(f"the terminal's bar {when} is not the bar forming at {self.forming[1]}: "
+                            "its history changed under the run; start a new journal")
+        if self.forming is None:  # closed before the runner saw it open: missed while unreachable
+            if self.s.skip_missed:
+                self.summary.skipped += 1
+                log.info("bar %s closed while the terminal was unreachable: skipped (no on_bar)", when)
+                self.journal.write("warning", bar=t, message=f"bar {when} skipped: missed while unreachable")
+                if self.broker is not None:
+                    self.broker.add_bar(when, float(row["open"]), float(row["spread"]))
+            else:
+                self.summary.missed += 1
+                log.info("bar %s closed while the terminal was unreachable: processed now", when)
+                spread = float(row["spread"])
+                bid = float(row["open"])
+                if self.broker is not None:
+                    self.broker.add_bar(when, bid, spread)
+                self.journal.write("open", bar=t, time=when, bid=bid, ask=bid + spread * self.meta.point,
+                                   spread_points=spread, missed=True)
+                self._decide(t, when)
+        if self.broker is not None:
+            self.broker.close_bar(t, float(row["high"]), float(row["low"]), float(row["close"]))
+        self.bars.append(row.to_frame().T.astype(float).set_axis(pd.DatetimeIndex([when]), axis=0))
+        self.forming = None
+        self.journal.write("bar", **bar_record(t, when, row, skipped=t not in self.decided))
+        self.summary.bars_closed += 1
+        self._status.show(when, row, self.meta, self.ctx.trading, self.broker)
+        if self.s.max_bars is not None and self.summary.bars_closed >= self.s.max_bars:
+            raise _Stop
+
+    def _decide(self, t: int, when: pd.Timestamp) -> None:
+        self.forming = (t, when)
+        self.bars.show(self.ea)
+        every = int(self.ea.retrain_every)
+        if every and t > self.fs and (t - self.fs) % every == 0:  # walk-forward retraining, as the backtest
+            self._study(t, when)
+        try:
+            self.ea.on_bar()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            name = type(self.ea).__name__
+            raise EARuntimeError(name, "on_bar", f"at bar {t} ({when})", exc, t, when) from exc
+        self.decided.add(t)
+        self.summary.decisions += 1
+        net = sum(p.side * p.lots for p in self.ctx.positions())
+        self.journal.write("decision", bar=t, time=when, position=net, retcode=self.ctx.last_retcode)
+
+    def _on_tick(self) -> None:
+        stamp, bid, ask = self._tick()
+        if getattr(self, "_last_quote", None) == (bid, ask):
+            return
+        self._last_quote = (bid, ask)
+        if self.broker is not None:
+            self.broker.set_tick(bid, ask)
+        self.journal.write("tick", bar=self.forming[0], time=stamp, bid=bid, ask=ask)
+        call_hook(self.ea, "on_tick", Tick(stamp, bid, ask), where=f"at {stamp}", bar=self.forming[0],
+                  time=stamp)
+
+    # -- the stop --------------------------------------------------------------------------------------------
+    def _finish(self, reason: str, deinit: bool = True) -> None:
+        """Stop cleanly: positions left open unless ``close_on_exit``; ``on_deinit``; a stop record."""
+        if not hasattr(self, "ea") or self.journal is None:
+            if self.journal is not None:
+                self.journal.write("stop", reason=reason, at=pd.Timestamp.now(tz="UTC"))
+            return
+        closed = 0
+        try:
+            if self.s.close_on_exit:
+                if self.broker is not None:
+                    _, bid, ask = self._tick()
+                    self.broker.set_tick(bid, ask)
+                    self.journal.write("tick", bar=self._bar(), time=self._now(), bid=bid, ask=ask)
+                closed = self.ctx.close(None, self.ea.magic)
+            if deinit:
+                self.ea.mark_run(complete=reason == "max_bars", interrupted=None if reason == "max_bars"
+                                 else reason)
+                call_hook(self.ea, "on_deinit", where="at the stop")
+        finally:
+            self.journal.write("stop", reason=reason, closed_on_exit=closed, at=pd.Timestamp.now(tz="UTC"))

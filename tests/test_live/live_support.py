@@ -1,0 +1,43 @@
+"""Shared helpers of the live tests: a paper runner on the simulated terminal, and the backtest of the
+same bars."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from backtests import AccountConfig, Backtest
+from datafeeds.terminal import TerminalSource
+from datafeeds.timeframes import Timeframe
+from neuronet.live.journal import read_journal
+from neuronet.live.rebuild import read_state
+from neuronet.live.runner import LiveRunner, LiveSettings
+from strategies.sma import SmaCrossEA
+
+PARAMS = {"fast": 5, "slow": 12}
+OPEN_SOURCES: list[TerminalSource] = []  # closed after each test (conftest), so no link is left to the GC
+
+
+def runner(
+    port: int, sim, journal: Path, *, ea=SmaCrossEA, params=PARAMS, lines=None, sleep=None, **settings
+) -> LiveRunner:
+    settings.setdefault("history_bars", 300)
+    settings.setdefault("max_bars", 40)
+    source = TerminalSource("127.0.0.1", port, retries=0, timeout=10.0)
+    OPEN_SOURCES.append(source)
+    s = LiveSettings("EURUSD", Timeframe.parse("H1"), journal, **settings)
+    status = lines.append if lines is not None else None
+    return LiveRunner(ea, params, source, s, sleep=sleep or sim.sleep, status=status)
+
+
+def backtest_of(journal: Path, ea=SmaCrossEA, params=PARAMS, account: AccountConfig | None = None):
+    """The backtest over exactly the journal's bars, forward from the run's first live bar."""
+    state = read_state(str(journal), read_journal(journal))
+    bars = state.bars
+    bt = Backtest(bars, ea, account=account or AccountConfig(), forward=bars.index[state.forward_start])
+    return bt.run(**params), state
+
+
+def same_frames(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))
