@@ -167,7 +167,7 @@ def live(
     _, options = data_request("mt5", None, opt, broker_tz)
     unknown = sorted(set(options) - _SOURCE_KEYS)
     if unknown:
-        raise ValueError(
+        raise LiveError(
             f"-o {unknown[0]}=...: not a terminal option (known: {', '.join(sorted(_SOURCE_KEYS))})"
         )
     source = TerminalSource(**{**options, "retries": 0})

@@ -94,7 +94,7 @@ class Journal:
 
     def write(self, kind: str, **fields: Any) -> dict:
         if kind not in TYPES:
-            raise ValueError(f"unknown journal record type {kind!r}")
+            raise JournalError(f"unknown journal record type {kind!r}")
         record = {"type": kind, **json_ready(fields)}
         line = json.dumps(record, separators=(",", ":"), allow_nan=False)
         self._file.write(line + "\n")
