@@ -68,6 +68,18 @@ def check_volume(lots: float, lot_min: float, lot_max: float, lot_step: float) -
     return None
 
 
+def check_close_by(sides: dict[int, int], ticket: int, opposite: int, hedging: bool) -> Check:
+    """Closing ``ticket`` by ``opposite``: both open (``sides``: ticket -> +1/-1), opposite directions,
+    on a hedging account (a netting account never holds two positions of a symbol)."""
+    if not hedging:
+        return INVALID, "close by needs a hedging account"
+    if ticket not in sides or opposite not in sides:
+        return POSITION_CLOSED, f"no open position #{ticket if ticket not in sides else opposite}"
+    if ticket == opposite or sides[ticket] == sides[opposite]:
+        return INVALID, f"close by needs two opposite positions, got #{ticket} and #{opposite}"
+    return None
+
+
 def check_price(price: float, what: str = "price") -> Check:
     if not math.isfinite(price) or price <= 0:
         return INVALID_PRICE, f"invalid {what} {price}: must be a positive finite price"

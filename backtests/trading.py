@@ -107,13 +107,8 @@ class TradeRequests:
     def close_by(self, ticket: int, opposite: int) -> bool:
         """Close position ``ticket`` by the opposite position ``opposite`` (hedging accounts)."""
         found = {p.ticket: p for p in self.open_positions}
-        bad = None
-        if not self.config.hedging:
-            bad = checks.INVALID, "close by needs a hedging account"
-        elif ticket not in found or opposite not in found:
-            bad = checks.POSITION_CLOSED, f"no open position #{ticket if ticket not in found else opposite}"
-        elif ticket == opposite or found[ticket].side == found[opposite].side:
-            bad = checks.INVALID, f"close by needs two opposite positions, got #{ticket} and #{opposite}"
+        sides = {t: p.side for t, p in found.items()}
+        bad = checks.check_close_by(sides, ticket, opposite, self.config.hedging)
         if bad:
             return self._reject("close_by", 0, None, *bad, ticket=ticket, opposite=opposite) is not None
         a, b = found[ticket], found[opposite]

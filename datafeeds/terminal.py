@@ -76,14 +76,16 @@ def _min_bar_seconds(tf: Timeframe) -> int:
     return 28 * 86400 if tf is Timeframe.MN1 else tf.seconds
 
 
-def _as_rates(answer: Any, call: str) -> np.ndarray:
-    """The terminal's rates array in exactly ``RATES_DTYPE`` (so pages concatenate)."""
+def _as_records(answer: Any, dtype: np.dtype, call: str) -> np.ndarray:
+    """The terminal's structured array in exactly ``dtype`` (so pages concatenate); None gives none."""
+    if answer is None:
+        return np.empty(0, dtype=dtype)
     names = getattr(getattr(answer, "dtype", None), "names", None) or ()
-    missing = [n for n in RATES_DTYPE.names if n not in names]
+    missing = [n for n in dtype.names if n not in names]
     if missing:
         raise TerminalError(f"MetaTrader 5 {call} answered without fields {missing}")
-    out = np.empty(len(answer), dtype=RATES_DTYPE)
-    for n in RATES_DTYPE.names:
+    out = np.empty(len(answer), dtype=dtype)
+    for n in dtype.names:
         out[n] = answer[n]
     return out
 
@@ -304,7 +306,7 @@ class TerminalSource:
         while t0 <= last:
             t1 = min(t0 + 86400 - 1, last)
             answer = self._call("copy_ticks_range", symbol, t0, t1, COPY_TICKS_ALL, expect_none=True)
-            part = _as_ticks(answer, "copy_ticks_range()") if answer is not None else _as_ticks(None, "")
+            part = _as_records(answer, TICKS_DTYPE, "copy_ticks_range()")
             if len(part) >= page:
                 cut = int(part["time_msc"][-1] // 1000)
                 if cut <= t0:
@@ -312,7 +314,7 @@ class TerminalSource:
                 part, t1 = part[part["time_msc"] // 1000 < cut], cut - 1
             parts.append(part)
             t0 = t1 + 1
-        ticks = np.concatenate(parts) if parts else _as_ticks(None, "")
+        ticks = np.concatenate(parts) if parts else _as_records(None, TICKS_DTYPE, "")
         ms = ticks["time_msc"].astype(np.int64)
         utc_s = self.clock.to_utc_seconds(ms // 1000)
         ns = (utc_s * 1000 + ms % 1000) * 1_000_000
@@ -378,7 +380,7 @@ class TerminalSource:
     def _rates(self, call: str, symbol: str, tf: Timeframe, a: int, b: int) -> np.ndarray | None:
         """The rates of one call; None for a "not found" answer (nothing known), unlike an empty array."""
         answer = self._call(call, symbol, int(tf), int(a), int(b), expect_none=True)
-        return None if answer is None else _as_rates(answer, f"{call}()")
+        return None if answer is None else _as_records(answer, RATES_DTYPE, f"{call}()")
 
     def _walk_range(
         self, symbol: str, tf: Timeframe, first: int, last: int, page: int
@@ -415,20 +417,6 @@ class TerminalSource:
             pos += len(part)
         log.debug("%s %s: %d position pages", symbol, tf.name, len(pages))
         return pages[::-1]  # oldest first
-
-
-def _as_ticks(answer: Any, call: str) -> np.ndarray:
-    """The terminal's ticks array in exactly ``TICKS_DTYPE`` (so pages concatenate); None gives none."""
-    if answer is None:
-        return np.empty(0, dtype=TICKS_DTYPE)
-    names = getattr(getattr(answer, "dtype", None), "names", None) or ()
-    missing = [n for n in TICKS_DTYPE.names if n not in names]
-    if missing:
-        raise TerminalError(f"MetaTrader 5 {call} answered without fields {missing}")
-    out = np.empty(len(answer), dtype=TICKS_DTYPE)
-    for n in TICKS_DTYPE.names:
-        out[n] = answer[n]
-    return out
 
 
 def _stitch(pages: list[np.ndarray]) -> np.ndarray:

@@ -351,13 +351,8 @@ class TerminalTrade(PendingOrders, TerminalRequests):
     def close_by(self, ticket: int, opposite: int) -> bool:
         """Close position ``ticket`` by the opposite position ``opposite`` (hedging accounts only)."""
         found = {p.ticket: p for p in self.positions()}
-        bad = None
-        if int(self._read("account_info").margin_mode) != HEDGING:
-            bad = checks.INVALID, "close by needs a hedging account"
-        elif ticket not in found or opposite not in found:
-            bad = checks.POSITION_CLOSED, f"no open position #{ticket if ticket not in found else opposite}"
-        elif ticket == opposite or found[ticket].side == found[opposite].side:
-            bad = checks.INVALID, f"close by needs two opposite positions, got #{ticket} and #{opposite}"
+        hedging = int(self._read("account_info").margin_mode) == HEDGING
+        bad = checks.check_close_by({t: p.side for t, p in found.items()}, ticket, opposite, hedging)
         if bad:
             return self._refuse("close_by", *bad, ticket=ticket, opposite=opposite) is not None
         request = {
