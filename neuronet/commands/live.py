@@ -1,5 +1,6 @@
 """``neuronet live EA``: run an expert advisor on a MetaTrader 5 terminal (paper by default), and
-``neuronet live report JOURNAL``: the backtest's report from a paper run's journal.
+``neuronet live report JOURNAL``: the backtest's report from a run's journal (a live account's from the
+journal and the terminal's deal history, reached with the same ``-o`` options).
 
 The terminal is reached as the ``mt5`` data source reaches it (``-o host=... -o port=...``; the bridge
 address defaults to 127.0.0.1). The EA, its ``-p`` parameters and the account options are the
@@ -60,7 +61,9 @@ _SOURCE_KEYS = frozenset(
 JournalArg = Annotated[
     str | None,
     typer.Argument(
-        help="With 'report': the journal of a paper run.", show_default=False, metavar="JOURNAL"
+        help="With 'report': the journal of a run (a live account's also needs -o host=... -o port=...).",
+        show_default=False,
+        metavar="JOURNAL",
     ),
 ]
 
@@ -148,7 +151,7 @@ def live(
     if ea == "report":
         if journal_arg is None:
             raise LiveError("neuronet live report JOURNAL: give the journal file")
-        _report(Path(journal_arg), out, force)
+        _report(Path(journal_arg), out, force, opt, broker_tz)
         return
     if journal_arg is not None:
         raise LiveError(f"unexpected argument {journal_arg!r}: 'neuronet live EA [options]' takes one EA")
@@ -164,13 +167,7 @@ def live(
         swap_short=swap_short,
         hedging=hedging,
     )
-    _, options = data_request("mt5", None, opt, broker_tz)
-    unknown = sorted(set(options) - _SOURCE_KEYS)
-    if unknown:
-        raise LiveError(
-            f"-o {unknown[0]}=...: not a terminal option (known: {', '.join(sorted(_SOURCE_KEYS))})"
-        )
-    source = TerminalSource(**{**options, "retries": 0})
+    source = _source(opt, broker_tz)
     tf = Timeframe.parse(timeframe)
     mode = "paper" if paper else "live"
     path = journal or Path("journals") / f"{cls.__name__}-{symbol}-{tf.name}-{mode}.jsonl"
@@ -230,14 +227,32 @@ def _terminal_trading(limits: dict, kill_switch: Path | None, deviation: int) ->
     checked = Limits(**limits, kill_switch=kill_switch)
 
     def make(source: TerminalSource, symbol: str, magic: int, record: Any) -> TerminalTrade:
-        return TerminalTrade(source, symbol, magic=magic, limits=checked, deviation=deviation, record=record)
+        return TerminalTrade(source, symbol, magic=magic, limits=checked, deviation=deviation, record=record,
+                             clock=source.clock)
 
     return make
 
 
-def _report(path: Path, out: Path | None, force: bool) -> None:
+def _report(path: Path, out: Path | None, force: bool, opt: list[str] | None, broker_tz: str | None) -> None:
+    """A paper journal is scored by itself; a live account's also needs the terminal's deal history,
+    reached with the same -o options as the run (connected only when the journal asks for it)."""
     folder = out or Path("reports") / path.stem
     prepare_out(folder, force)
-    result = journal_result(path)
+    source = _source(opt, broker_tz)
+    try:
+        result = journal_result(path, source)
+    finally:
+        source.close()
     page = write_report(result, folder, environment())
     print_summary(result, page, None)
+
+
+def _source(opt: list[str] | None, broker_tz: str | None) -> TerminalSource:
+    """The terminal of ``-o host=... -o port=...`` (not connected until first used)."""
+    _, options = data_request("mt5", None, opt, broker_tz)
+    unknown = sorted(set(options) - _SOURCE_KEYS)
+    if unknown:
+        raise LiveError(
+            f"-o {unknown[0]}=...: not a terminal option (known: {', '.join(sorted(_SOURCE_KEYS))})"
+        )
+    return TerminalSource(**{**options, "retries": 0})

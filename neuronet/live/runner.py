@@ -233,6 +233,12 @@ class LiveRunner:
             self._retrying("connecting", self.source.link)  # fail early, with backoff, if it is down
             # The source, not the raw link: its ``call`` reconnects after a drop (``TerminalSource.call``).
             trading = self._trading_factory(self.source, s.symbol, self.ea.magic, self._record_trade)
+            if state is not None and state.halted_day is not None:
+                trading.restore_halt(state.halted_day)  # a restart does not lift the day's halt
+            acc = self._retrying("reading the account", trading.account)
+            # Who the run is, for ``neuronet live report``: its magic number and the account it started on.
+            self.journal.write("account", magic=int(self.ea.magic), balance=acc.balance,
+                               currency=acc.currency, leverage=acc.leverage)
         self.ctx = LiveContext(trading, self.bars, self.journal.write, self._now, self._bar)
         self.ea.attach(self.ctx, self.bars.feed.bars)
         call_hook(self.ea, "on_init", where="before the first live bar")
