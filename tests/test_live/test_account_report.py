@@ -108,3 +108,29 @@ def test_a_live_journal_needs_the_terminal(port, sim, tmp_path):
     live_run(port, sim, journal, bars=3)
     with pytest.raises(JournalError, match=r"'live' run: .*\(-o host=\.\.\. -o port=\.\.\.\)"):
         journal_result(journal)
+
+
+def _send(sim, symbol: str, magic: int, kind: int = 0) -> None:
+    """A market order on the terminal made by someone else (another EA, a person), sent on its side."""
+    sim.conn.execute(
+        "import MetaTrader5 as _m\n"
+        f"_q = _m.symbol_info_tick({symbol!r})\n"
+        f"_m.order_send({{'action': 1, 'symbol': {symbol!r}, 'volume': 0.5, 'type': {kind}, "
+        f"'price': _q.ask if {kind} == 0 else _q.bid, 'magic': {magic}, 'type_filling': 0, 'comment': 'x'}})"
+    )
+
+
+def test_other_deals_on_the_account_are_left_out(port, sim, tmp_path):
+    journal = tmp_path / "live.jsonl"
+    live_run(port, sim, journal, bars=40, close_on_exit=True)
+    before = journal_result(journal, source(port))
+    deals_before = sim.conn.modules.MetaTrader5.history_deals_total(0, 2**31 - 1)
+    _send(sim, "EURUSD", 777)  # another EA on the same symbol, inside the run's span
+    _send(sim, "GBPUSD", SmaCrossEA.magic)  # the same magic number on another symbol
+    sim.market.advance(5 * 3600)
+    _send(sim, "EURUSD", SmaCrossEA.magic)  # after the run
+    assert sim.conn.modules.MetaTrader5.history_deals_total(0, 2**31 - 1) == deals_before + 3
+    after = journal_result(journal, source(port))
+    pd.testing.assert_frame_equal(after.trades, before.trades)
+    pd.testing.assert_frame_equal(after.deals, before.deals)
+    assert after.stats == before.stats and before.stats["total_trades"] >= 1
