@@ -36,12 +36,23 @@ def source(port: int) -> TerminalSource:
     return src
 
 
-def live_run(port: int, sim, journal: Path, *, limits: Limits = LIMITS, ea=SmaCrossEA, params=PARAMS,
-             bars: int = BARS, **settings) -> list[str]:
+def live_run(
+    port: int,
+    sim,
+    journal: Path,
+    *,
+    limits: Limits = LIMITS,
+    ea=SmaCrossEA,
+    params=PARAMS,
+    bars: int = BARS,
+    **settings,
+) -> list[str]:
     def factory(src, symbol, magic, record):
         return TerminalTrade(src, symbol, magic=magic, limits=limits, record=record, clock=src.clock)
 
-    s = LiveSettings("EURUSD", Timeframe.H1, journal, mode="live", history_bars=300, max_bars=bars, **settings)
+    s = LiveSettings(
+        "EURUSD", Timeframe.H1, journal, mode="live", history_bars=300, max_bars=bars, **settings
+    )
     lines: list[str] = []
     LiveRunner(ea, params, source(port), s, trading=factory, sleep=sim.sleep, status=lines.append).run()
     return lines
@@ -51,7 +62,9 @@ def terminal_money(sim, magic: int) -> float:
     """Profit, commission, swap and fee of every deal of ``magic`` on the terminal (read field by field)."""
     deals = sim.conn.modules.MetaTrader5.history_deals_get(0, 2**31 - 1) or ()
     return sum(
-        float(d.profit) + float(d.commission) + float(d.swap) + float(d.fee) for d in deals if int(d.magic) == magic
+        float(d.profit) + float(d.commission) + float(d.swap) + float(d.fee)
+        for d in deals
+        if int(d.magic) == magic
     )
 
 
@@ -74,8 +87,22 @@ def test_the_live_report_has_the_paper_runs_trades_and_the_terminals_money(runs)
     got, want, money = runs
     assert got.data["model"] == "live account" and got.data["open_positions"] == 0
     assert len(got.trades) == len(want.trades) >= 3
-    same = ["type", "lots", "entry_time", "entry_price", "exit_price", "exit_reason", "commission", "swap",
-            "profit", "net_profit", "entry_bar", "exit_bar", "mae", "mfe"]
+    same = [
+        "type",
+        "lots",
+        "entry_time",
+        "entry_price",
+        "exit_price",
+        "exit_reason",
+        "commission",
+        "swap",
+        "profit",
+        "net_profit",
+        "entry_bar",
+        "exit_bar",
+        "mae",
+        "mfe",
+    ]
     pd.testing.assert_frame_equal(got.trades[same], want.trades[same])
     # The close at the stop was made on the terminal in the bar forming after the last one closed.
     assert (got.trades["exit_time"].iloc[:-1] == want.trades["exit_time"].iloc[:-1]).all()

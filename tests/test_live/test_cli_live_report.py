@@ -7,8 +7,17 @@ import json
 
 from test_live.test_cli_live import _live_args, clock, neuronet  # noqa: F401 - clock is a fixture
 
-LIMITS = ("--live", "--max-lots", "1", "--max-positions", "2", "--max-daily-loss", "5000",
-          "--allow-symbol", "EURUSD")
+LIMITS = (
+    "--live",
+    "--max-lots",
+    "1",
+    "--max-positions",
+    "2",
+    "--max-daily-loss",
+    "5000",
+    "--allow-symbol",
+    "EURUSD",
+)
 
 
 def test_a_live_run_then_its_report_from_the_terminal(port, clock, sim, tmp_path):  # noqa: F811
@@ -18,8 +27,9 @@ def test_a_live_run_then_its_report_from_the_terminal(port, clock, sim, tmp_path
     assert "SmaCrossEA live on EURUSD H1" in res.stdout
     deals = sim.conn.modules.MetaTrader5.history_deals_get(0, 2**31 - 1) or ()
     money = sum(float(d.profit) + float(d.commission) + float(d.swap) for d in deals if int(d.magic) == 0)
-    res = neuronet("live", "report", str(journal), "-o", f"port={port}", "--out", str(tmp_path / "rep"),
-                   cwd=tmp_path)
+    res = neuronet(
+        "live", "report", str(journal), "-o", f"port={port}", "--out", str(tmp_path / "rep"), cwd=tmp_path
+    )
     assert res.returncode == 0, res.stderr
     doc = json.loads((tmp_path / "rep" / "report.json").read_text())
     assert doc["data"]["model"] == "live account" and (tmp_path / "rep" / "report.html").exists()

@@ -30,7 +30,9 @@ def _deals(sim) -> list[tuple[int, int]]:
 
 
 def _halts(journal) -> list[dict]:
-    return [r["terminal"] for r in read_journal(journal) if (r.get("terminal") or {}).get("event") == "halted"]
+    return [
+        r["terminal"] for r in read_journal(journal) if (r.get("terminal") or {}).get("event") == "halted"
+    ]
 
 
 def test_a_restart_keeps_the_halt_until_the_server_day_ends(port, sim, tmp_path):
@@ -45,11 +47,16 @@ def test_a_restart_keeps_the_halt_until_the_server_day_ends(port, sim, tmp_path)
     start = len(read_journal(journal))
     live_run(port, sim, journal, ea=_Churn, params={}, limits=HALT, bars=12)
     after = read_journal(journal)[start:]
-    refused = [r for r in after if r["type"] == "result" and r.get("call") == "order" and r["retcode"] == 10027]
+    refused = [
+        r for r in after if r["type"] == "result" and r.get("call") == "order" and r["retcode"] == 10027
+    ]
     assert refused, "orders go out again on the halted day after a restart"
     midnight = (day + 1) * 86400
     deals = _deals(sim)
     assert deals and all(t >= midnight for t, _ in deals)  # trading resumed only on the next server day
-    opened_bars = [r["bar"] for r in after if r["type"] == "result" and r.get("call") == "order"
-                   and r["retcode"] == 10009]
+    opened_bars = [
+        r["bar"]
+        for r in after
+        if r["type"] == "result" and r.get("call") == "order" and r["retcode"] == 10009
+    ]
     assert opened_bars and min(opened_bars) > max(r["bar"] for r in refused)
