@@ -90,19 +90,22 @@ def terminal_ledger(
             if r.symbol == symbol and int(r.magic) in who.magics and lo <= int(getattr(r, when)) < hi
         ]
 
-    deals = mine(_read(source, "history_deals_get", lo, hi), "time")
+    deals = [d for d in mine(_read(source, "history_deals_get", lo, hi), "time") if int(d.type) in (0, 1)]
     orders = mine(_read(source, "history_orders_get", lo, hi), "time_setup")
-    config = replace(
-        AccountConfig(**start["account"]),
-        deposit=who.balance,
-        currency=who.currency,
-        leverage=who.leverage,
-        contract_size=float(info.trade_contract_size),
-        spread=None,
-        commission=0.0,
-        swap_long=0.0,
-        swap_short=0.0,
-    )
+    try:
+        config = replace(
+            AccountConfig(**start["account"]),
+            deposit=who.balance,
+            currency=who.currency,
+            leverage=who.leverage,
+            contract_size=float(info.trade_contract_size),
+            spread=None,
+            commission=0.0,
+            swap_long=0.0,
+            swap_short=0.0,
+        )
+    except ValueError as exc:  # a balance or leverage of 0: nothing a report can be scored on
+        raise JournalError(f"journal {path}: the account at the start cannot be scored on ({exc})") from None
     ledger = TerminalLedger(bars, meta.point, config, meta.clock)
     ledger.book(deals, orders, fs)
     return ledger, config, who

@@ -63,28 +63,22 @@ def journal_result(path: str | Path, terminal: Any = None) -> Result:
 
 
 def _refused(records: list[dict]) -> list[dict]:
-    """The EA's requests the live run got refused (by a check, a limit or the terminal), as the
-    backtest lists its rejected requests."""
-    out, when = [], None
+    """The requests of the live run that were refused, by a check or a limit before the terminal
+    ("refused") or by the terminal ("result" with a failing retcode), as the backtest lists its rejected
+    requests; the time is that of the EA's call they came from."""
+    out, when, bar = [], None, None
     for rec in records:
         if rec["type"] == "request" and "call" in rec:
-            when = rec.get("time")
-        code = rec.get("retcode")
-        if (
-            rec["type"] == "result"
-            and "call" in rec
-            and isinstance(code, int)
-            and code
-            and code not in retcodes.SUCCESS
-        ):
+            when, bar = rec.get("time"), rec.get("bar")
+        note = rec.get("terminal") or {}
+        code = note.get("retcode")
+        failed = note.get("event") == "refused" or (
+            note.get("event") == "result" and code not in retcodes.SUCCESS
+        )
+        if failed and isinstance(code, int):
+            reason = note.get("reason") or note.get("message") or retcodes.message(code)
             out.append(
-                {
-                    "time": when,
-                    "bar": rec.get("bar"),
-                    "action": rec["call"],
-                    "retcode": code,
-                    "reason": retcodes.message(code),
-                }
+                {"time": when, "bar": bar, "action": note.get("action"), "retcode": code, "reason": reason}
             )
     return out
 

@@ -161,3 +161,42 @@ def test_other_deals_on_the_account_are_left_out(port, sim, tmp_path):
     pd.testing.assert_frame_equal(after.trades, before.trades)
     pd.testing.assert_frame_equal(after.deals, before.deals)
     assert after.stats == before.stats and before.stats["total_trades"] >= 1
+
+
+def _edit_account(journal: Path, **fields) -> int:
+    """Change (or with no fields, delete) the journal's account record; its line number."""
+    lines = journal.read_text().splitlines()
+    k = next(i for i, line in enumerate(lines) if '"type":"account"' in line)
+    if fields:
+        lines[k] = json.dumps({**json.loads(lines[k]), **fields})
+    else:
+        del lines[k]
+    journal.write_text("\n".join(lines) + "\n")
+    return k + 1
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({}, "no account record"),
+        ({"balance": "lots"}, r"line \d+: the account record cannot be read"),
+        ({"magic": None}, r"line \d+: the account record cannot be read"),
+        ({"balance": 0.0}, "the account at the start cannot be scored on"),
+    ],
+)
+def test_a_damaged_account_record_is_refused(port, sim, tmp_path, fields, message):
+    journal = tmp_path / "live.jsonl"
+    live_run(port, sim, journal, bars=3)
+    _edit_account(journal, **fields)
+    with pytest.raises(JournalError, match=message):
+        journal_result(journal, source(port))
+
+
+def test_requests_refused_by_a_limit_are_listed_as_rejected(port, sim, tmp_path):
+    journal = tmp_path / "live.jsonl"
+    tight = Limits(max_lots=0.01, max_positions=1, max_daily_loss=5_000.0, symbols=("EURUSD",))
+    live_run(port, sim, journal, limits=tight, bars=30)
+    got = journal_result(journal, source(port))
+    assert got.trades.empty and got.deals.empty and got.stats["total_net_profit"] == 0
+    assert got.rejected and {r["retcode"] for r in got.rejected} == {10027}
+    assert all(r["action"] == "deal" and r["time"] and "0.01 lots" in r["reason"] for r in got.rejected)
