@@ -283,6 +283,7 @@ class LiveRunner:
     def _loop(self) -> None:
         while True:
             fetched = self._fetch(self.bars.feed.time[-1])
+            self._resolve_lost()
             before = self.summary.missed + self.summary.skipped
             try:
                 for when, row in fetched.frame.iterrows():
@@ -297,6 +298,18 @@ class LiveRunner:
             elif self.forming is not None and self.ea.wants_ticks():
                 self._on_tick()
             self._sleep(self.s.poll_s)
+
+    def _resolve_lost(self) -> None:
+        """The terminal answers again: look up the requests whose reply was lost while it could not be
+        asked (``TerminalTrade.unresolved``), before the EA decides anything more; they were never sent
+        twice, and now each is journaled as found or not executed. Still unreachable: the next look."""
+        trading = self.ctx.trading
+        if not getattr(trading, "unresolved", None):
+            return
+        try:
+            trading.resolve()
+        except TerminalError as exc:
+            log.warning("requests whose reply was lost cannot be looked up yet: %s", exc)
 
     def _open_new(self, when: pd.Timestamp) -> None:
         """The bar forming at ``when`` begins: decide at the terminal's quote."""
