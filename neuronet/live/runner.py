@@ -13,7 +13,11 @@ journaled and skipped with a warning — never twice, and never out of order.
 
 Every bar, decision, trade request and result goes to the journal (``journal``). Started again with the
 same journal, the run resumes after the last bar it processed, with its paper account rebuilt from the
-journal (``rebuild``); on a live account the terminal holds the positions, found by the EA's magic number.
+journal (``rebuild``); on a live account the terminal holds the positions, found by the EA's magic number,
+and a daily loss halt journaled on the same server day holds again (``TerminalTrade.restore_halt``). A live
+run journals its account at the start (``account``: the magic number and balance ``neuronet live report``
+scores it with), and once the terminal answers again after a drop, the requests whose reply was lost are
+looked up (``TerminalTrade.resolve``) before the EA decides anything more.
 ``sleep`` is injectable, so tests run on simulated time.
 """
 
