@@ -8,7 +8,8 @@ and the statistics (``metrics``) are computed by the backtest's code, not derive
 
 Money is the terminal's: each deal's profit, commission (plus fee) and swap as it reports them, booked to
 the balance at the bar the deal falls in (a deal after the last closed bar, such as a close at the stop,
-to the last bar). A trade is a position's exit deal with its share of the entry commission. Positions
+to the last bar). A trade is a position's exit deal with its share of the entry commission; its SL and TP
+are those of the order that opened it (a later change of stops is not in the deal history). Positions
 still open at the end are not closed here: they float in the equity curve to the last bar (valued at the
 bars' bid/ask like the backtest's, with the symbol's contract size), and are not listed as trades.
 """
