@@ -122,13 +122,19 @@ class TerminalLedger(Broker):
         pos = self._open.get(pid)
         if pos is not None and entry != IN:  # an exit; on a netting account "in/out" also reverses it
             closing = min(lots, pos.lots)
-            share = closing / lots
+            share = closing / lots if lots else 1.0
             self._exit(pid, pos, closing, price, ns, bar, money * share, swap, profit, int(d.reason), comment)
             rest = round(lots - closing, 8)
             if entry == INOUT and rest > 1e-9:
                 self._open[pid] = _Open(
                     side, rest, price, bar, ns, money * (1 - share), int(d.magic), comment, *levels, bar
                 )
+        elif entry != IN:  # an exit of a position already closed: its money stands, it makes no trade
+            log.warning(
+                "deal #%d closes position #%d, which is not open: booked to the balance only",
+                int(d.ticket),
+                pid,
+            )
         elif pos is None:
             self._open[pid] = _Open(side, lots, price, bar, ns, money, int(d.magic), comment, *levels, bar)
         else:  # a netting account adds to its position
@@ -170,7 +176,7 @@ class TerminalLedger(Broker):
         reason: int,
         comment: str,
     ) -> None:
-        """A trade: ``lots`` of position ``pid`` closed by deal ``d``, with its share of entry commission."""
+        """A trade: ``lots`` of position ``pid`` closed at ``price``, with its share of entry commission."""
         self._end(pos, bar)
         share = lots / pos.lots if pos.lots else 1.0
         entry_comm = pos.commission * share

@@ -192,3 +192,16 @@ def test_the_backtests_figures_come_out_of_it():
     _, curves, stats, _, _ = broker_figures(led, 1, 7, led.config)
     assert stats["total_trades"] == 1 and stats["total_net_profit"] == pytest.approx(394.0)
     assert stats["final_balance"] == pytest.approx(10_394.0) and len(curves) == 8
+
+
+def test_an_exit_of_a_position_already_closed_is_money_but_no_trade(caplog):
+    led = ledger(
+        [
+            deal(1, 1, BUY, IN, 81, 1.0, 1.1000),
+            deal(2, 2, SELL, OUT, 81, 1.0, 1.1010, profit=100.0),
+            deal(3, 3, SELL, OUT, 81, 1.0, 1.1020, profit=7.0),
+        ]
+    )
+    assert len(led.trades_frame()) == 1 and led.still_open == 0
+    assert led.curves(0)[0][-1] == pytest.approx(10_107.0)
+    assert "which is not open" in caplog.text
