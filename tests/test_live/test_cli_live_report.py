@@ -22,7 +22,7 @@ LIMITS = (
 
 def test_a_live_run_then_its_report_from_the_terminal(port, clock, sim, tmp_path):  # noqa: F811
     journal = tmp_path / "live.jsonl"
-    res = neuronet(*_live_args(port, journal, "--max-bars", "12", "--close-on-exit", *LIMITS), cwd=tmp_path)
+    res = neuronet(*_live_args(port, journal, "--max-bars", "20", "--close-on-exit", *LIMITS), cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "SmaCrossEA live on EURUSD H1" in res.stdout
     deals = sim.conn.modules.MetaTrader5.history_deals_get(0, 2**31 - 1) or ()
