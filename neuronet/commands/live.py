@@ -1,5 +1,6 @@
 """``neuronet live EA``: run an expert advisor on a MetaTrader 5 terminal (paper by default), and
-``neuronet live report JOURNAL``: the backtest's report from a paper run's journal.
+``neuronet live report JOURNAL``: the backtest's report from a run's journal (a live account's from the
+journal and the terminal's deal history, reached with the same ``-o`` options).
 
 The terminal is reached as the ``mt5`` data source reaches it (``-o host=... -o port=...``; the bridge
 address defaults to 127.0.0.1). The EA, its ``-p`` parameters and the account options are the
@@ -34,6 +35,7 @@ from neuronet.commands.backtest import (
 )
 from neuronet.commands.options import BrokerTz, Force, Opts, data_request, flag, prepare_out
 from neuronet.commands.summary import print_summary
+from neuronet.live.credentials import load as load_credentials
 from neuronet.live.errors import LiveError
 from neuronet.live.limits import Limits
 from neuronet.live.report import journal_result
@@ -60,7 +62,9 @@ _SOURCE_KEYS = frozenset(
 JournalArg = Annotated[
     str | None,
     typer.Argument(
-        help="With 'report': the journal of a paper run.", show_default=False, metavar="JOURNAL"
+        help="With 'report': the journal of a run (a live account's also needs -o host=... -o port=...).",
+        show_default=False,
+        metavar="JOURNAL",
     ),
 ]
 
@@ -142,13 +146,21 @@ def live(
             help="With 'report': the report folder (default reports/<journal name>); must be new or empty.",
         ),
     ] = None,
+    credentials: Annotated[
+        Path | None,
+        typer.Option(
+            "--credentials",
+            help="TOML file with login, password and server, readable by you only (chmod 600); default: "
+            "the NEURONET_MT5_LOGIN/PASSWORD/SERVER variables, else the terminal as logged in.",
+        ),
+    ] = None,
     force: Force = False,
 ) -> None:
     """Run an expert advisor on a MetaTrader 5 terminal, paper by default; or 'live report JOURNAL'."""
     if ea == "report":
         if journal_arg is None:
             raise LiveError("neuronet live report JOURNAL: give the journal file")
-        _report(Path(journal_arg), out, force)
+        _report(Path(journal_arg), out, force, _source(opt, broker_tz, credentials))
         return
     if journal_arg is not None:
         raise LiveError(f"unexpected argument {journal_arg!r}: 'neuronet live EA [options]' takes one EA")
@@ -164,13 +176,7 @@ def live(
         swap_short=swap_short,
         hedging=hedging,
     )
-    _, options = data_request("mt5", None, opt, broker_tz)
-    unknown = sorted(set(options) - _SOURCE_KEYS)
-    if unknown:
-        raise LiveError(
-            f"-o {unknown[0]}=...: not a terminal option (known: {', '.join(sorted(_SOURCE_KEYS))})"
-        )
-    source = TerminalSource(**{**options, "retries": 0})
+    source = _source(opt, broker_tz, credentials)
     tf = Timeframe.parse(timeframe)
     mode = "paper" if paper else "live"
     path = journal or Path("journals") / f"{cls.__name__}-{symbol}-{tf.name}-{mode}.jsonl"
@@ -230,14 +236,39 @@ def _terminal_trading(limits: dict, kill_switch: Path | None, deviation: int) ->
     checked = Limits(**limits, kill_switch=kill_switch)
 
     def make(source: TerminalSource, symbol: str, magic: int, record: Any) -> TerminalTrade:
-        return TerminalTrade(source, symbol, magic=magic, limits=checked, deviation=deviation, record=record)
+        return TerminalTrade(source, symbol, magic=magic, limits=checked, deviation=deviation, record=record,
+                             clock=source.clock)
 
     return make
 
 
-def _report(path: Path, out: Path | None, force: bool) -> None:
+def _report(path: Path, out: Path | None, force: bool, source: TerminalSource) -> None:
+    """A paper journal is scored by itself; a live account's also needs the terminal's deal history,
+    reached with the same -o options as the run (connected only when the journal asks for it)."""
     folder = out or Path("reports") / path.stem
     prepare_out(folder, force)
-    result = journal_result(path)
+    try:
+        result = journal_result(path, source)
+    finally:
+        source.close()
     page = write_report(result, folder, environment())
     print_summary(result, page, None)
+
+
+def _source(opt: list[str] | None, broker_tz: str | None, credentials: Path | None) -> TerminalSource:
+    """The terminal of ``-o host=... -o port=...`` (not connected until first used), logged in with the
+    account of ``--credentials FILE``, else of ``-o login=...``, else of the ``NEURONET_MT5_*`` variables,
+    else as the terminal is."""
+    _, options = data_request("mt5", None, opt, broker_tz)
+    unknown = sorted(set(options) - _SOURCE_KEYS)
+    if unknown:
+        raise LiveError(
+            f"-o {unknown[0]}=...: not a terminal option (known: {', '.join(sorted(_SOURCE_KEYS))})"
+        )
+    given = sorted({"login", "password", "server"} & set(options))
+    if credentials is not None and given:
+        raise LiveError(f"--credentials and -o {given[0]}=... both name the account: give one")
+    account = load_credentials(credentials) if credentials is not None or not given else None
+    if account is not None:
+        options.update(account.initialize_kwargs())
+    return TerminalSource(**{**options, "retries": 0})

@@ -9,7 +9,8 @@ belongs to something else must not be resumed from.
 Record types: ``start`` (the run: EA, parameters, symbol, account, forward start), ``history`` (the bars
 known at the start, as columns), ``open`` (a bar began: the decision's bid/ask), ``tick``, ``request`` and
 ``result`` (one trade call of the EA and its answer), ``decision`` (after ``on_bar``), ``bar`` (a bar
-closed), ``resume``, ``reconnect``, ``warning`` and ``stop``.
+closed), ``account`` (a live account at the start or resume: the EA's magic number, balance, currency,
+leverage), ``resume``, ``reconnect``, ``warning`` and ``stop``.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ log = logging.getLogger(__name__)
 
 JOURNAL_VERSION = 1
 TYPES = frozenset(
-    {"start", "history", "open", "tick", "request", "result", "decision", "bar", "resume", "reconnect",
-     "warning", "stop"}
+    {"start", "history", "open", "tick", "request", "result", "decision", "bar", "account", "resume",
+     "reconnect", "warning", "stop"}
 )
 
 

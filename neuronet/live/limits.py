@@ -8,7 +8,8 @@
   position at any tick, so it counts before it does);
 - ``max_daily_loss``: deposit currency; once today's P&L of this EA (closed deals plus open positions'
   floating profit, the server's day) reaches ``-max_daily_loss``, new orders are refused until the server
-  day ends, even if the loss shrinks again (``TradeState.halted`` carries that);
+  day ends, even if the loss shrinks again (``TradeState.halted`` carries that; the journal carries the day
+  through a restart);
 - ``symbols``: the symbols orders may be placed on;
 - ``kill_switch``: a file whose existence stops new orders (``touch STOP`` from another shell).
 

@@ -35,6 +35,7 @@ class JournalState:
     decided: set[int] = field(default_factory=set)  # bars whose on_bar finished
     broker: PaperBroker | None = None  # paper runs only
     stopped: dict | None = None  # the last stop record
+    halted_day: int | None = None  # live: the last server day the daily loss limit was reached on
 
 
 def history_record(bars: pd.DataFrame) -> dict:
@@ -119,6 +120,8 @@ def read_state(path: str, records: list[dict], *, paper: bool | None = None) -> 
                 closed.append(rec)
             elif kind == "stop":
                 state.stopped = rec
+            elif kind == "request" and (rec.get("terminal") or {}).get("event") == "halted":
+                state.halted_day = int(rec["terminal"]["day"])
         except JournalError:
             raise
         except (KeyError, TypeError, ValueError) as exc:

@@ -1,46 +1,104 @@
-"""``neuronet live report JOURNAL``: the backtest's report (``backtests.report``) from a paper run's journal.
+"""``neuronet live report JOURNAL``: the backtest's report (``backtests.report``) from a run's journal.
 
-The paper account is rebuilt from the journal (``rebuild``), and scored exactly as a backtest is
+A paper run's account is rebuilt from the journal (``rebuild``) and scored exactly as a backtest is
 (``backtests.replay.broker_figures``) over the live bars: the first forward bar is the first bar the run
 decided on. Positions still open at the journal's last bar are closed at its close in the report, as a
 backtest's "end of test" deals are (the account itself is not touched), so a paper run and a backtest of
 the same bars give the same report.
+
+A live account's figures are the terminal's: its deals and orders over the run's span, booked into the
+backtest's ledger (``account_report``, ``terminal_ledger``) and scored by the same ``broker_figures``;
+``terminal`` (a ``datafeeds.terminal.TerminalSource``) must then reach the terminal the run traded on.
+Positions it still holds are valued in the equity curve, not closed.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from backtests.broker import AccountConfig, Broker
 from backtests.periods import Periods
 from backtests.replay import Result, broker_figures, chart_data
+from neuronet.live import retcodes
+from neuronet.live.account_report import terminal_ledger
 from neuronet.live.errors import JournalError
 from neuronet.live.journal import read_journal
-from neuronet.live.rebuild import read_state
+from neuronet.live.rebuild import JournalState, read_state
 from strategies.bars import BarFeed
 
 
-def journal_result(path: str | Path) -> Result:
-    """A ``backtests.replay.Result`` of the paper run journaled in ``path``."""
+def journal_result(path: str | Path, terminal: Any = None) -> Result:
+    """A ``backtests.replay.Result`` of the run journaled in ``path`` (``terminal``: see the docstring)."""
     records = read_journal(path)
     if not records:
         raise JournalError(f"journal {path} is empty")
     start = records[0]
-    if start.get("mode") != "paper":
+    mode = start.get("mode")
+    if mode not in ("paper", "live"):
+        raise JournalError(f"journal {path}: unknown mode {mode!r}")
+    if mode == "live" and terminal is None:
         raise JournalError(
-            f"journal {path} is of a {start.get('mode')!r} run; reports are made from paper journals "
-            "(a live account's figures are in the terminal's own history)")
+            f"journal {path} is of a 'live' run: its report is made from the terminal's deal history; give "
+            "the terminal's address (-o host=... -o port=...) as for 'neuronet live'"
+        )
     state = read_state(str(path), records)
-    broker, fs = state.broker, state.forward_start
-    last = len(broker.opens) - 1
-    if last < fs:
+    last = len(state.bars) - 1
+    if last < state.forward_start:
         raise JournalError(f"journal {path}: the run stopped before its first live bar")
-    broker.finish(last)
-    trades, curves, stats, balance, equity = broker_figures(broker, fs, last, broker.config)
+    if mode == "paper":
+        broker = state.broker
+        broker.finish(last)
+        extra = {"model": "live", "model_name": "Live paper trading (terminal quotes, backtest fill rules)"}
+        return _result(path, state, broker, broker.config, extra)
+    ledger, config, who = terminal_ledger(str(path), records, state, terminal)
+    extra = {
+        "model": "live account",
+        "model_name": "Live account (the terminal's deals and orders)",
+        "magic": sorted(who.magics),
+        "open_positions": ledger.still_open,
+    }
+    ledger.rejected.extend(_refused(records))
+    return _result(path, state, ledger, config, extra)
+
+
+def _refused(records: list[dict]) -> list[dict]:
+    """The requests of the live run that were refused, by a check or a limit before the terminal
+    ("refused") or by the terminal ("result" with a failing retcode), as the backtest lists its rejected
+    requests; the time is that of the EA's call they came from."""
+    out, when, bar = [], None, None
+    for rec in records:
+        if rec["type"] == "request" and "call" in rec:
+            when, bar = rec.get("time"), rec.get("bar")
+        note = rec.get("terminal") or {}
+        code = note.get("retcode")
+        failed = note.get("event") == "refused" or (
+            note.get("event") == "result" and code not in retcodes.SUCCESS
+        )
+        if failed and isinstance(code, int):
+            reason = note.get("reason") or note.get("message") or retcodes.message(code)
+            out.append(
+                {"time": when, "bar": bar, "action": note.get("action"), "retcode": code, "reason": reason}
+            )
+    return out
+
+
+def _result(
+    path: str | Path, state: JournalState, broker: Broker, config: AccountConfig, extra: dict
+) -> Result:
+    """The report's ``Result`` of a finished ``broker`` (a paper account or a terminal's ledger)."""
+    start, fs = state.start, state.forward_start
+    last = len(broker.opens) - 1
+    trades, curves, stats, balance, equity = broker_figures(broker, fs, last, config)
     index = broker.time
     cols = {"open": broker.opens, "high": broker.highs, "low": broker.lows, "close": broker.closes}
     zeros = broker.opens * 0.0
-    feed = BarFeed({**cols, "tick_volume": zeros, "spread": broker.spread / broker.point,
-                    "real_volume": zeros}, index, state.meta, last + 1)
+    feed = BarFeed(
+        {**cols, "tick_volume": zeros, "spread": broker.spread / broker.point, "real_volume": zeros},
+        index,
+        state.meta,
+        last + 1,
+    )
     stopped = state.stopped or {}
     return Result(
         ea={"class": start["ea"], "params": start["params"]},
@@ -51,12 +109,11 @@ def journal_result(path: str | Path) -> Result:
             "last": str(index[last]),
             "forward_first": str(index[fs]),
             "forward_last": str(index[last]),
-            "model": "live",
-            "model_name": "Live paper trading (terminal quotes, backtest fill rules)",
+            **extra,
             "history_quality": None,
             "journal": str(path),
         },
-        account=broker.config.to_dict(),
+        account=config.to_dict(),
         periods=Periods(last + 1, fs, int(start.get("study_bars") or 0)).to_dict(),
         trades=trades,
         time=index[fs : last + 1],

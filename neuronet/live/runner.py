@@ -13,7 +13,11 @@ journaled and skipped with a warning — never twice, and never out of order.
 
 Every bar, decision, trade request and result goes to the journal (``journal``). Started again with the
 same journal, the run resumes after the last bar it processed, with its paper account rebuilt from the
-journal (``rebuild``); on a live account the terminal holds the positions, found by the EA's magic number.
+journal (``rebuild``); on a live account the terminal holds the positions, found by the EA's magic number,
+and a daily loss halt journaled on the same server day holds again (``TerminalTrade.restore_halt``). A live
+run journals its account at the start (``account``: the magic number and balance ``neuronet live report``
+scores it with), and once the terminal answers again after a drop, the requests whose reply was lost are
+looked up (``TerminalTrade.resolve``) before the EA decides anything more.
 ``sleep`` is injectable, so tests run on simulated time.
 """
 
@@ -233,6 +237,12 @@ class LiveRunner:
             self._retrying("connecting", self.source.link)  # fail early, with backoff, if it is down
             # The source, not the raw link: its ``call`` reconnects after a drop (``TerminalSource.call``).
             trading = self._trading_factory(self.source, s.symbol, self.ea.magic, self._record_trade)
+            if state is not None and state.halted_day is not None:
+                trading.restore_halt(state.halted_day)  # a restart does not lift the day's halt
+            acc = self._retrying("reading the account", trading.account)
+            # Who the run is, for ``neuronet live report``: its magic number and the account it started on.
+            self.journal.write("account", magic=int(self.ea.magic), balance=acc.balance,
+                               currency=acc.currency, leverage=acc.leverage)
         self.ctx = LiveContext(trading, self.bars, self.journal.write, self._now, self._bar)
         self.ea.attach(self.ctx, self.bars.feed.bars)
         call_hook(self.ea, "on_init", where="before the first live bar")
@@ -277,6 +287,7 @@ class LiveRunner:
     def _loop(self) -> None:
         while True:
             fetched = self._fetch(self.bars.feed.time[-1])
+            self._resolve_lost()
             before = self.summary.missed + self.summary.skipped
             try:
                 for when, row in fetched.frame.iterrows():
@@ -291,6 +302,18 @@ class LiveRunner:
             elif self.forming is not None and self.ea.wants_ticks():
                 self._on_tick()
             self._sleep(self.s.poll_s)
+
+    def _resolve_lost(self) -> None:
+        """The terminal answers again: look up the requests whose reply was lost while it could not be
+        asked (``TerminalTrade.unresolved``), before the EA decides anything more; they were never sent
+        twice, and now each is journaled as found or not executed. Still unreachable: the next look."""
+        trading = self.ctx.trading
+        if not getattr(trading, "unresolved", None):
+            return
+        try:
+            trading.resolve()
+        except TerminalError as exc:
+            log.warning("requests whose reply was lost cannot be looked up yet: %s", exc)
 
     def _open_new(self, when: pd.Timestamp) -> None:
         """The bar forming at ``when`` begins: decide at the terminal's quote."""

@@ -214,9 +214,17 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             log.error(
                 "%s: daily loss limit reached (today's P&L %.2f): no new orders today", self.symbol, pnl
             )
-            self._note("halted", day_pnl=pnl, limit=self.limits.max_daily_loss)
+            self._note("halted", day_pnl=pnl, limit=self.limits.max_daily_loss, day=day)
         state = TradeState(len(self.positions()) + len(self.orders()), pnl, self._halted_day == day)
         return self.limits.check(Request(self.symbol, lots), state)
+
+    def restore_halt(self, day: int) -> None:
+        """The daily loss limit was reached on server ``day`` (days since 1970 in broker time) before a
+        restart: no new orders until that day ends, whatever today's P&L reads now (the journal's
+        "halted" record carries the day)."""
+        self._halted_day = int(day)
+        log.warning("%s: the daily loss limit was reached earlier on this server day (%s): no new orders "
+                    "until it ends", self.symbol, pd.Timestamp(int(day) * 86400, unit="s").date())
 
     def _only_reduces(self, side: int, volume: float) -> bool:
         """On a netting account, a market order against the position that does not reverse it only takes

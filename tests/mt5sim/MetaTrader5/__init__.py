@@ -341,3 +341,42 @@ def order_check(request):
     if answer is None:
         SIM.set_error(RES_E_INVALID_PARAMS)
     return answer
+
+
+def _history_orders(book) -> list:
+    """The orders history of the book: a filled market (or pending) order behind each deal's order ticket;
+    the simulator keeps no record of pending orders deleted or expired."""
+    from MetaTrader5.constants import ORDER_FILLING_FOK, ORDER_STATE_FILLED, ORDER_TIME_GTC
+    from MetaTrader5.records import TradeOrder
+
+    out, seen = [], set()
+    for d in book.deals:
+        if d.order in seen:
+            continue
+        seen.add(d.order)
+        out.append(TradeOrder(
+            d.order, d.time, d.time_msc, d.time, d.time_msc, 0, d.type, ORDER_TIME_GTC,
+            ORDER_FILLING_FOK, ORDER_STATE_FILLED, d.magic, d.position_id, 0, d.reason, d.volume, 0.0,
+            d.price, 0.0, 0.0, d.price, 0.0, d.symbol, d.comment, "",
+        ))
+    return out
+
+
+@_api()
+def history_orders_get(date_from=None, date_to=None, group=None, ticket=None, position=None):
+    """Orders of the history (see ``_history_orders``): by time range, ``ticket`` or ``position``."""
+    out = _history_orders(SIM.book)
+    if ticket is not None:
+        out = [o for o in out if o.ticket == ticket]
+    if position is not None:
+        out = [o for o in out if o.position_id == position]
+    if date_from is not None and date_to is not None:
+        lo, hi = _seconds(date_from), _seconds(date_to)
+        out = [o for o in out if lo <= o.time_setup <= hi]
+    return tuple(out)
+
+
+@_api()
+def history_orders_total(date_from, date_to):
+    lo, hi = _seconds(date_from), _seconds(date_to)
+    return sum(lo <= o.time_setup <= hi for o in _history_orders(SIM.book))

@@ -1,0 +1,111 @@
+"""The report of a live-account run: the journal's bars and settings, the terminal's deals and orders.
+
+The journal holds what the run saw (its bars, in broker time converted to UTC) and who it was (the
+``account`` record: the EA's magic number and the account's balance, currency and leverage at the start;
+the magic numbers its requests carried). The money is the terminal's: ``history_deals_get`` and
+``history_orders_get`` over the run's span, kept where the symbol is the run's and the magic number one of
+the run's, and booked into the backtest's ledger by ``TerminalLedger``. The span runs from the opening of
+the first bar the run decided on to the end of the bar that was forming at its last closed bar (a close
+made at the stop falls there), in the journal's broker clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from backtests.broker import AccountConfig
+from datafeeds.terminal_errors import error_from_last_error
+from neuronet.live.errors import JournalError
+from neuronet.live.rebuild import JournalState
+from neuronet.live.terminal_ledger import TerminalLedger
+
+RES_S_OK = 1
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What the journal says about the account and the EA of a live run."""
+
+    magics: frozenset[int]
+    balance: float
+    currency: str
+    leverage: float
+
+
+def run_identity(path: str, records: list[dict]) -> RunIdentity:
+    """The magic numbers of the run (the EA's, and any its requests carried) and its account at the start."""
+    account = next((r for r in records if r["type"] == "account"), None)
+    if account is None:
+        raise JournalError(
+            f"journal {path}: no account record (written by an older neuronet, or the run "
+            "stopped before it reached the terminal); its deals cannot be told from others'"
+        )
+    try:
+        magics = {int(account["magic"])}
+        for rec in records:
+            request = (rec.get("terminal") or {}).get("request") if rec["type"] == "request" else None
+            if isinstance(request, dict) and "magic" in request:
+                magics.add(int(request["magic"]))
+        return RunIdentity(
+            frozenset(magics), float(account["balance"]), str(account["currency"]), float(account["leverage"])
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise JournalError(
+            f"journal {path} line {account['_line']}: the account record cannot be read ({exc})"
+        ) from None
+
+
+def _read(source: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+    """A terminal read: the answer, or the terminal's error raised as a ``TerminalError``."""
+    answer, error = source.call(name, *args, **kwargs)
+    if error is not None and error[0] != RES_S_OK:
+        raise error_from_last_error(f"{name}()", *error)
+    return answer
+
+
+def terminal_ledger(
+    path: str, records: list[dict], state: JournalState, source: Any
+) -> tuple[TerminalLedger, AccountConfig, RunIdentity]:
+    """The run's ``TerminalLedger``, booked from the terminal behind ``source`` (``TerminalSource`` or any
+    object with its ``call``), and the account it was scored with."""
+    who = run_identity(path, records)
+    start, meta, bars, fs = state.start, state.meta, state.bars, state.forward_start
+    symbol = str(start["symbol"])
+    info = _read(source, "symbol_info", symbol)
+    if info is None:
+        raise JournalError(f"journal {path}: the terminal has no symbol {symbol!r}")
+    step = pd.Timedelta(seconds=meta.timeframe.seconds)
+    first_utc, end_utc = bars.index[fs], bars.index[-1] + 2 * step
+    utc = np.array([first_utc.value // 10**9, end_utc.value // 10**9], dtype=np.int64)
+    lo, hi = (int(v) for v in meta.clock.to_broker_seconds(utc))
+
+    def mine(rows: Any, when: str) -> list[Any]:
+        return [
+            r
+            for r in rows or ()
+            if r.symbol == symbol and int(r.magic) in who.magics and lo <= int(getattr(r, when)) < hi
+        ]
+
+    deals = [d for d in mine(_read(source, "history_deals_get", lo, hi), "time") if int(d.type) in (0, 1)]
+    orders = mine(_read(source, "history_orders_get", lo, hi), "time_setup")
+    try:
+        config = replace(
+            AccountConfig(**start["account"]),
+            deposit=who.balance,
+            currency=who.currency,
+            leverage=who.leverage,
+            contract_size=float(info.trade_contract_size),
+            spread=None,
+            commission=0.0,
+            swap_long=0.0,
+            swap_short=0.0,
+        )
+    except ValueError as exc:  # a balance or leverage of 0: nothing a report can be scored on
+        raise JournalError(f"journal {path}: the account at the start cannot be scored on ({exc})") from None
+    ledger = TerminalLedger(bars, meta.point, config, meta.clock)
+    ledger.book(deals, orders, fs)
+    return ledger, config, who

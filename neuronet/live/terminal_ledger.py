@@ -1,0 +1,245 @@
+"""A live account's figures in the backtest's own tables: the terminal's deals and orders booked into the
+backtest broker's ledger (``backtests.ledger``) over the journal's bars.
+
+``TerminalLedger`` is a ``backtests.broker.Broker`` over the run's bars that never fills anything: its
+trades, deals, orders, balance changes and position segments come from the terminal's history
+(``history_deals_get``/``history_orders_get``), so the curves (``Ledger.curves``, ``curves.worst_equity``)
+and the statistics (``metrics``) are computed by the backtest's code, not derived again here.
+
+Money is the terminal's: each deal's profit, commission (plus fee) and swap as it reports them, booked to
+the balance at the bar the deal falls in (a deal after the last closed bar, such as a close at the stop,
+to the last bar). A trade is a position's exit deal with its share of the entry commission; its SL and TP
+are those of the order that opened it (a later change of stops is not in the deal history). Positions
+still open at the end are not closed here: they float in the equity curve to the last bar (valued at the
+bars' bid/ask like the backtest's, with the symbol's contract size), and are not listed as trades.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from backtests.broker import AccountConfig, Broker
+from datafeeds.clock import BrokerClock
+from neuronet.live.terminal_orders import KINDS
+from neuronet.live.terminal_requests import user_comment
+
+log = logging.getLogger(__name__)
+
+IN, OUT, INOUT, OUT_BY = 0, 1, 2, 3  # DEAL_ENTRY_*
+_ENTRY = {IN: "in", OUT: "out", INOUT: "in/out", OUT_BY: "out_by"}
+_REASON = {4: "sl", 5: "tp", 6: "stop out"}  # DEAL_REASON_SL, _TP, _SO
+_STATE = {0: "started", 1: "placed", 2: "canceled", 3: "partial", 4: "filled", 5: "rejected", 6: "expired"}
+
+
+@dataclass
+class _Open:
+    """A position of the terminal while its deals are booked."""
+
+    side: int
+    lots: float
+    price: float
+    bar: int
+    entry_ns: int
+    commission: float  # entry commission not yet attributed to a closed trade
+    magic: int
+    comment: str
+    sl: float | None
+    tp: float | None
+    seg: int  # bar where its current floating segment began
+
+
+class TerminalLedger(Broker):
+    """The backtest's ledger over ``bars`` (a candle frame, UTC, the journal's closed bars), filled from
+    the terminal's history by ``book`` (see the module docstring)."""
+
+    def __init__(self, bars: pd.DataFrame, point: float, config: AccountConfig, clock: BrokerClock):
+        cols = (bars[c].to_numpy(dtype=np.float64) for c in ("open", "high", "low", "close", "spread"))
+        super().__init__(*cols, bars.index.as_unit("ns"), point, config)
+        self.clock = clock
+        self._ns = self.time.asi8
+        self._open: dict[int, _Open] = {}
+
+    def utc_ns(self, broker_seconds: int, broker_msc: int | None = None) -> int:
+        """A terminal time (broker seconds, or milliseconds where given) as UTC nanoseconds."""
+        seconds = int(self.clock.to_utc_seconds(np.array([int(broker_seconds)]))[0])
+        ms = 0 if not broker_msc else int(broker_msc) - int(broker_seconds) * 1000
+        return seconds * 1_000_000_000 + max(0, ms) * 1_000_000
+
+    def bar_at(self, ns: int, first: int) -> int:
+        """The bar a time falls in, kept within ``first``..the last bar."""
+        bar = int(np.searchsorted(self._ns, ns, side="right")) - 1
+        return min(max(bar, first), len(self._ns) - 1)
+
+    def book(self, deals: list[Any], orders: list[Any], first: int) -> None:
+        """Book the terminal's ``deals`` and ``orders`` (already this run's), in time order, from bar
+        ``first`` on; what is still open at the end floats to the last bar. Deals of a position whose
+        entry is not among ``deals`` (opened before the run) are left out, with a warning."""
+        opened = {int(d.position_id) for d in deals if int(d.entry) == IN}
+        foreign = sorted({int(d.position_id) for d in deals} - opened)
+        if foreign:
+            log.warning(
+                "positions %s were opened before the run: their deals are not in the report",
+                ", ".join(f"#{p}" for p in foreign),
+            )
+        levels = {int(o.ticket): (float(o.sl) or None, float(o.tp) or None) for o in orders}
+        fills: dict[int, float] = {}
+        for d in sorted(deals, key=lambda d: (int(d.time_msc or int(d.time) * 1000), int(d.ticket))):
+            fills.setdefault(int(d.order), float(d.price))
+            if int(d.position_id) in opened:
+                self._book_deal(d, first, levels.get(int(d.order), (None, None)))
+        for o in sorted(orders, key=lambda o: (int(o.time_setup), int(o.ticket))):
+            self._book_order(o, first, fills.get(int(o.ticket)))
+        end = len(self._ns)
+        for pid, pos in self._open.items():
+            if end > pos.seg:
+                self._segments.append((pos.seg, end, pos.side, pos.lots, pos.price))
+            log.info(
+                "position #%d (%s %g lots) is still open: valued in the equity curve, not a trade",
+                pid,
+                "buy" if pos.side > 0 else "sell",
+                pos.lots,
+            )
+        self.t = end - 1
+
+    @property
+    def still_open(self) -> int:
+        return len(self._open)
+
+    def _book_deal(self, d: Any, first: int, levels: tuple[float | None, float | None]) -> None:
+        ns = self.utc_ns(d.time, getattr(d, "time_msc", None))
+        bar = self.t = self.bar_at(ns, first)
+        side = +1 if int(d.type) == 0 else -1
+        lots, price, pid, entry = float(d.volume), float(d.price), int(d.position_id), int(d.entry)
+        money = float(d.commission) + float(getattr(d, "fee", 0.0) or 0.0)
+        swap, profit = float(d.swap), float(d.profit)
+        self._charge(money + swap + profit)
+        comment = user_comment(str(d.comment))
+        pos = self._open.get(pid)
+        if pos is not None and entry != IN:  # an exit; on a netting account "in/out" also reverses it
+            closing = min(lots, pos.lots)
+            share = closing / lots if lots else 1.0
+            self._exit(pid, pos, closing, price, ns, bar, money * share, swap, profit, int(d.reason), comment)
+            rest = round(lots - closing, 8)
+            if entry == INOUT and rest > 1e-9:
+                self._open[pid] = _Open(
+                    side, rest, price, bar, ns, money * (1 - share), int(d.magic), comment, *levels, bar
+                )
+        elif entry != IN:  # an exit of a position already closed: its money stands, it makes no trade
+            log.warning(
+                "deal #%d closes position #%d, which is not open: booked to the balance only",
+                int(d.ticket),
+                pid,
+            )
+        elif pos is None:
+            self._open[pid] = _Open(side, lots, price, bar, ns, money, int(d.magic), comment, *levels, bar)
+        else:  # a netting account adds to its position
+            self._end(pos, bar)
+            total = pos.lots + lots
+            pos.price = (pos.price * pos.lots + price * lots) / total
+            pos.lots, pos.commission = round(total, 8), pos.commission + money
+        self._deal_ns.append(ns)
+        self.deal_log.append(
+            (
+                int(d.ticket),
+                bar,
+                int(d.order),
+                pid,
+                "buy" if side > 0 else "sell",
+                _ENTRY.get(entry, str(entry)),
+                lots,
+                price,
+                money,
+                swap,
+                profit,
+                self.balance,
+                int(d.magic),
+                comment,
+            )
+        )
+
+    def _exit(
+        self,
+        pid: int,
+        pos: _Open,
+        lots: float,
+        price: float,
+        ns: int,
+        bar: int,
+        money: float,
+        swap: float,
+        profit: float,
+        reason: int,
+        comment: str,
+    ) -> None:
+        """A trade: ``lots`` of position ``pid`` closed at ``price``, with its share of entry commission."""
+        self._end(pos, bar)
+        share = lots / pos.lots if pos.lots else 1.0
+        entry_comm = pos.commission * share
+        why = _REASON.get(reason) or comment or "signal"
+        commission = entry_comm + money
+        self.trades.append(
+            (
+                pid,
+                "buy" if pos.side > 0 else "sell",
+                lots,
+                pos.entry_ns,
+                pos.price,
+                ns,
+                price,
+                pos.sl,
+                pos.tp,
+                why,
+                commission,
+                swap,
+                profit,
+                profit + commission + swap,
+                pos.bar,
+                bar,
+                pos.magic,
+                pos.comment,
+            )
+        )
+        left = round(pos.lots - lots, 8)
+        if left <= 1e-9:
+            del self._open[pid]
+        else:
+            pos.lots, pos.commission = left, pos.commission - entry_comm
+
+    def _end(self, pos: _Open, bar: int) -> None:
+        if bar > pos.seg:
+            self._segments.append((pos.seg, bar, pos.side, pos.lots, pos.price))
+        pos.seg = bar
+
+    def _book_order(self, o: Any, first: int, fill: float | None) -> None:
+        """One order of the terminal's history as a row of the backtest's orders table."""
+        setup = self.utc_ns(o.time_setup, getattr(o, "time_setup_msc", None))
+        done = self.utc_ns(o.time_done, getattr(o, "time_done_msc", None)) if int(o.time_done or 0) else None
+        kind = int(o.type)
+        state = _STATE.get(int(o.state), str(int(o.state)))
+        expiration = int(o.time_expiration or 0)
+        self.order_log.append(
+            {
+                "ticket": int(o.ticket),
+                "time_setup": self.bar_at(setup, first),
+                "type": "buy" if kind == 0 else "sell" if kind == 1 else KINDS.get(kind, str(kind)),
+                "lots": float(o.volume_initial),
+                "price": float(o.price_open) or None,
+                "stoplimit": float(o.price_stoplimit) or None,
+                "sl": float(o.sl) or None,
+                "tp": float(o.tp) or None,
+                "expiration": pd.Timestamp(self.utc_ns(expiration), tz="UTC") if expiration else None,
+                "time_done": None if done is None else self.bar_at(done, first),
+                "fill_price": fill if state == "filled" else None,
+                "state": state,
+                "position": int(o.position_id) or None,
+                "magic": int(o.magic),
+                "comment": user_comment(str(o.comment)),
+                "setup_ns": setup,
+                "done_ns": done,
+            }
+        )

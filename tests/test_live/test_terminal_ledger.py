@@ -1,0 +1,207 @@
+"""``TerminalLedger``: the terminal's deals booked into the backtest's ledger, money as the terminal reports
+it (profit, commission, fee, swap), on hedging and netting accounts, over the journal's bars."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from backtests import AccountConfig
+from backtests.replay import broker_figures
+from datafeeds.clock import UTC, BrokerClock
+from neuronet.live.terminal_ledger import TerminalLedger
+
+Deal = namedtuple(
+    "Deal",
+    "ticket order time time_msc type entry magic position_id reason volume price commission swap profit fee "
+    "symbol comment external_id",
+)
+T0 = pd.Timestamp("2024-03-07 10:00", tz="UTC")
+H = 3600
+BUY, SELL = 0, 1
+IN, OUT, INOUT = 0, 1, 2
+
+
+def bars(n: int = 8, close: float = 1.1000) -> pd.DataFrame:
+    index = pd.date_range(T0, periods=n, freq="h", name="time")
+    prices = close + 0.0010 * np.arange(n)
+    return pd.DataFrame(
+        {
+            "open": prices,
+            "high": prices + 0.0020,
+            "low": prices - 0.0020,
+            "close": prices + 0.0005,
+            "spread": np.full(n, 10.0),
+        },
+        index=index,
+    )
+
+
+def deal(
+    ticket,
+    hour,
+    kind,
+    entry,
+    pid,
+    volume,
+    price,
+    *,
+    commission=0.0,
+    swap=0.0,
+    profit=0.0,
+    fee=0.0,
+    reason=3,
+    comment="nn0a1b2c3d signal",
+    minutes=1,
+):
+    seconds = int(T0.value // 10**9) + int(hour * H) + 60 * minutes
+    return Deal(
+        ticket,
+        ticket + 500,
+        seconds,
+        seconds * 1000,
+        kind,
+        entry,
+        7,
+        pid,
+        reason,
+        volume,
+        price,
+        commission,
+        swap,
+        profit,
+        fee,
+        "EURUSD",
+        comment,
+        "",
+    )
+
+
+def ledger(deals, *, first=1, clock=UTC, frame=None) -> TerminalLedger:
+    led = TerminalLedger(frame if frame is not None else bars(), 1e-5, AccountConfig(), clock)
+    led.book(deals, [], first)
+    return led
+
+
+def test_money_is_the_terminals_partial_closes_share_the_entry_commission():
+    led = ledger(
+        [
+            deal(1, 1, BUY, IN, 11, 1.0, 1.1010, commission=-3.5, fee=-0.5),
+            deal(2, 3, SELL, OUT, 11, 0.4, 1.1030, commission=-1.4, swap=-2.0, profit=40.0),
+            deal(3, 5, SELL, OUT, 11, 0.6, 1.0960, commission=-2.1, swap=-1.0, profit=-30.0, reason=4),
+        ]
+    )
+    trades = led.trades_frame()
+    assert list(trades["lots"]) == [0.4, 0.6]
+    assert list(trades["commission"]) == pytest.approx([-4.0 * 0.4 - 1.4, -4.0 * 0.6 - 2.1])
+    assert list(trades["swap"]) == [-2.0, -1.0] and list(trades["profit"]) == [40.0, -30.0]
+    assert list(trades["exit_reason"]) == ["signal", "sl"]
+    assert list(trades["entry_bar"]) == [1, 1] and list(trades["exit_bar"]) == [3, 5]
+    assert trades["entry_time"].iloc[0] == T0 + pd.Timedelta(hours=1, minutes=1)  # the deal's own time
+    total = -4.0 - 1.4 - 2.0 + 40.0 - 2.1 - 1.0 - 30.0
+    assert trades["net_profit"].sum() == pytest.approx(total)
+    balance, equity, _ = led.curves(0)
+    assert (
+        balance[0] == 10_000
+        and balance[1] == pytest.approx(9_996.0)
+        and balance[-1] == pytest.approx(10_000 + total)
+    )
+    deals = led.deals_frame()
+    assert list(deals["commission"]) == [-4.0, -1.4, -2.1] and deals["balance"].iloc[-1] == pytest.approx(
+        10_000 + total
+    )
+    # Bar 1 to 2 the whole lot floats at the bars' bid, as the backtest values it.
+    assert equity[2] == pytest.approx(balance[2] + (bars()["close"].iloc[2] - 1.1010) * 100_000)
+
+
+def test_a_netting_reversal_closes_one_trade_and_opens_the_other():
+    led = ledger(
+        [
+            deal(1, 1, BUY, IN, 21, 1.0, 1.1010, commission=-2.0),
+            deal(2, 2, SELL, INOUT, 21, 3.0, 1.1020, commission=-6.0, profit=100.0),
+            deal(3, 4, BUY, OUT, 21, 2.0, 1.1050, commission=-4.0, profit=-600.0),
+        ]
+    )
+    trades = led.trades_frame()
+    assert list(trades["type"]) == ["buy", "sell"] and list(trades["lots"]) == [1.0, 2.0]
+    assert list(trades["commission"]) == pytest.approx([-2.0 - 2.0, -4.0 - 4.0])
+    assert list(trades["entry_price"]) == [1.1010, 1.1020]
+    assert trades["net_profit"].sum() == pytest.approx(-2 - 6 + 100 - 4 - 600)
+    assert list(led.deals_frame()["entry"]) == ["in", "in/out", "out"]
+
+
+def test_a_netting_position_added_to_has_its_average_price():
+    led = ledger(
+        [
+            deal(1, 1, BUY, IN, 31, 1.0, 1.1000),
+            deal(2, 2, BUY, IN, 31, 1.0, 1.1020),
+            deal(3, 3, SELL, OUT, 31, 2.0, 1.1030, profit=40.0),
+        ]
+    )
+    trades = led.trades_frame()
+    assert len(trades) == 1 and trades["entry_price"].iloc[0] == pytest.approx(1.1010)
+    assert trades["lots"].iloc[0] == 2.0 and trades["profit"].iloc[0] == 40.0
+
+
+def test_a_position_still_open_floats_to_the_last_bar_and_is_no_trade():
+    frame = bars()
+    led = ledger([deal(1, 2, SELL, IN, 41, 0.5, 1.1020, commission=-1.0)], frame=frame)
+    assert led.still_open == 1 and led.trades_frame().empty
+    balance, equity, _ = led.curves(0)
+    ask = frame["close"].iloc[-1] + 10 * 1e-5
+    assert equity[-1] == pytest.approx(10_000 - 1.0 + (1.1020 - ask) * 0.5 * 100_000)
+    assert balance[-1] == pytest.approx(9_999.0)
+
+
+def test_deals_outside_the_bars_are_booked_at_the_nearest_bar_and_foreign_positions_left_out(caplog):
+    led = ledger(
+        [
+            deal(1, 0, BUY, IN, 51, 1.0, 1.1000),  # in a bar before the first forward bar
+            deal(
+                2, 9, SELL, OUT, 51, 1.0, 1.1100, profit=100.0
+            ),  # after the last closed bar (a close at the stop)
+            deal(3, 3, SELL, OUT, 99, 1.0, 1.1100, profit=555.0),  # a position opened before the run
+        ]
+    )
+    trades = led.trades_frame()
+    assert len(trades) == 1 and trades["entry_bar"].iloc[0] == 1 and trades["exit_bar"].iloc[0] == 7
+    assert led.curves(0)[0][-1] == pytest.approx(10_100.0)
+    assert "#99" in caplog.text
+
+
+def test_times_are_read_with_the_broker_clock():
+    clock = BrokerClock(2.0, "us")
+    utc = int(T0.value // 10**9) + 2 * H
+    broker = int(clock.to_broker_seconds(np.array([utc]))[0])
+    d = deal(1, 0, BUY, IN, 61, 1.0, 1.1000)._replace(time=broker, time_msc=broker * 1000 + 250)
+    led = ledger([d], clock=clock)
+    assert led.deals_frame()["time"].iloc[0] == T0 + pd.Timedelta(hours=2, milliseconds=250)
+    assert led.deals_frame()["time"].iloc[0] != pd.Timestamp(broker, unit="s", tz="UTC")
+
+
+def test_the_backtests_figures_come_out_of_it():
+    led = ledger(
+        [
+            deal(1, 1, BUY, IN, 71, 1.0, 1.1010, commission=-3.0),
+            deal(2, 4, SELL, OUT, 71, 1.0, 1.1050, commission=-3.0, profit=400.0),
+        ]
+    )
+    _, curves, stats, _, _ = broker_figures(led, 1, 7, led.config)
+    assert stats["total_trades"] == 1 and stats["total_net_profit"] == pytest.approx(394.0)
+    assert stats["final_balance"] == pytest.approx(10_394.0) and len(curves) == 8
+
+
+def test_an_exit_of_a_position_already_closed_is_money_but_no_trade(caplog):
+    led = ledger(
+        [
+            deal(1, 1, BUY, IN, 81, 1.0, 1.1000),
+            deal(2, 2, SELL, OUT, 81, 1.0, 1.1010, profit=100.0),
+            deal(3, 3, SELL, OUT, 81, 1.0, 1.1020, profit=7.0),
+        ]
+    )
+    assert len(led.trades_frame()) == 1 and led.still_open == 0
+    assert led.curves(0)[0][-1] == pytest.approx(10_107.0)
+    assert "which is not open" in caplog.text
