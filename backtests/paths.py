@@ -27,23 +27,85 @@ import itertools
 import numpy as np
 import pandas as pd
 
+from neuronet.errors import NeuronetError
+
 MODELS = {"open": "Open prices only", "ohlc1m": "1 minute OHLC", "ticks": "Every tick based on real ticks"}
 COVERAGE = {"ohlc1m": "M1 bars", "ticks": "ticks"}  # what the history quality counts, per model
+
+
+# The finer data must be of the candles' market: a bar's first M1 open or tick bid more than this share
+# away from the bar's open (median over the bars) is another instrument or another price scale, and more
+# than this share of the median bar range is a shifted clock (``--broker-tz``).
+OTHER_MARKET = 0.01
+SHIFTED_CLOCK = 0.5
+
+
+class ModelDataError(NeuronetError, ValueError):
+    """The modelling mode's data is missing, of another symbol, or does not fit the candles."""
 
 
 def check_model(model: str, m1: pd.DataFrame | None, ticks: pd.DataFrame | None = None) -> str:
     """The modelling mode by its command-line name; "ohlc1m" needs M1 candles, "ticks" needs ticks."""
     if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}: choose {', '.join(MODELS)}")
+        raise ModelDataError(f"unknown model {model!r}: choose {', '.join(MODELS)}")
     if model == "ohlc1m" and m1 is None:
-        raise ValueError("model 'ohlc1m' needs M1 candles of the same symbol (m1=...)")
+        raise ModelDataError("model 'ohlc1m' needs M1 candles of the same symbol (m1=...)")
     if model == "ticks" and ticks is None:
-        raise ValueError("model 'ticks' needs ticks of the same symbol (ticks=..., see datafeeds.load_ticks)")
+        raise ModelDataError(
+            "model 'ticks' needs ticks of the same symbol (ticks=..., see datafeeds.load_ticks)"
+        )
     if model != "ohlc1m" and m1 is not None:
-        raise ValueError("M1 candles are only used by model 'ohlc1m'")
+        raise ModelDataError("M1 candles are only used by model 'ohlc1m'")
     if model != "ticks" and ticks is not None:
-        raise ValueError("ticks are only used by model 'ticks'")
+        raise ModelDataError("ticks are only used by model 'ticks'")
     return model
+
+
+def check_market(candles: pd.DataFrame, meta, fine: pd.DataFrame, what: str) -> None:
+    """Refuse M1 bars or ticks (``what``) that are not the candles' market: another symbol by name, another
+    timeframe than M1, or prices that cannot be the candles' (another instrument, other digits, times in
+    another clock). Only bars with finer data are compared; an empty frame is refused."""
+    if not len(fine):
+        raise ModelDataError(f"the {what} are empty: nothing to work the fills through")
+    fine_meta = fine.attrs.get("ticks") or fine.attrs.get("candles")
+    name = getattr(fine_meta, "symbol", None)
+    if name and meta.symbol and name.upper() != meta.symbol.upper():
+        raise ModelDataError(f"the {what} are of {name}, the candles of {meta.symbol}: give {what} of {meta.symbol}")
+    frame = getattr(fine_meta, "timeframe", None)
+    if frame is not None and getattr(frame, "name", "M1") != "M1":
+        raise ModelDataError(f"the {what} are {frame.name} bars, not M1")
+    column = "bid" if "bid" in fine.columns else "open"
+    if column not in fine.columns or not isinstance(fine.index, pd.DatetimeIndex):
+        return  # the path refuses it, naming what is missing
+    price = fine[column].to_numpy(dtype=np.float64)
+    index = fine.index if fine.index.tz is not None else fine.index.tz_localize("UTC")
+    bar_ns = candles.index.as_unit("ns").asi8
+    first = np.searchsorted(index.as_unit("ns").asi8, bar_ns, side="left")
+    nxt = np.append(bar_ns[1:], np.iinfo(np.int64).max)
+    ok = first < len(price)
+    ok[ok] &= index.as_unit("ns").asi8[first[ok]] < nxt[ok]
+    if not ok.any():
+        return  # no bar covered: the history quality says 0 %
+    opens = candles["open"].to_numpy(dtype=np.float64)[ok]
+    seen = price[first[ok]]
+    gap = np.abs(seen - opens)
+    rel = float(np.median(gap / opens))
+    if rel > OTHER_MARKET:
+        k = int(np.argmax(ok))
+        raise ModelDataError(
+            f"the {what} do not fit the {meta.symbol} candles: at {candles.index[k]} the bar opens at "
+            f"{opens[0]:.{meta.digits}f} but the {what} start at {seen[0]:.{meta.digits}f} (median gap "
+            f"{100 * rel:.1f}% over {int(ok.sum())} bars); another symbol or other price digits?"
+        )
+    bar_range = float(np.median((candles["high"] - candles["low"]).to_numpy(dtype=np.float64)[ok]))
+    typical = float(np.median(gap))
+    if bar_range > 0 and typical > SHIFTED_CLOCK * bar_range:
+        raise ModelDataError(
+            f"the {what} do not line up with the {meta.symbol} candles: the first of each bar is typically "
+            f"{typical / meta.point:.0f} points from the bar's open (median bar range "
+            f"{bar_range / meta.point:.0f} points); are they stamped in another clock? (--broker-tz applies "
+            "to candle, M1 and tick files alike)"
+        )
 
 
 def model_data(model: str, broker, first: int, last: int) -> dict:

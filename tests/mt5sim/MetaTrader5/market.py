@@ -6,7 +6,9 @@ Monday 00:00 to Friday 23:59 broker time, and bars are stamped in broker seconds
 its true UTC open time, computed here with the ``zoneinfo`` database independently of neuronet's
 ``BrokerClock``, so tests can check the client's conversion against it.
 
-Prices are a seeded random walk per (symbol, timeframe): the same on every run and in every process.
+Prices are a seeded random walk per (symbol, timeframe): the same on every run and in every process. M1
+is the exception: its bars (and so the ticks, four per M1 bar) make up the H1 bars exactly, as a real
+terminal's do, so a backtest on H1 with the minutes or the ticks of the same terminal sees one market.
 
 Time passing (live trading tests): ``set_now(broker_time)`` moves the simulated present, and from then on
 the terminal serves a longer history (up to ``LIVE_END``, across the US daylight-saving change of
@@ -175,6 +177,8 @@ def history(symbol: str, timeframe: int) -> tuple[np.ndarray, np.ndarray]:
 
 @lru_cache(maxsize=32)
 def _history(symbol: str, timeframe: int, end: str) -> tuple[np.ndarray, np.ndarray]:
+    if timeframe == 1:
+        return _minutes(symbol, end)
     spec = SYMBOLS[symbol]
     times = _grid(timeframe, end)
     n = len(times)
@@ -195,6 +199,41 @@ def _history(symbol: str, timeframe: int, end: str) -> tuple[np.ndarray, np.ndar
     rates["spread"] = rng.integers(0, 30, n)
     rates.setflags(write=False)
     utc = broker_to_utc(times)
+    utc.setflags(write=False)
+    return rates, utc
+
+
+def _minutes(symbol: str, end: str) -> tuple[np.ndarray, np.ndarray]:
+    """M1 bars that make up the H1 bars exactly: each hour's 60 minutes are a seeded path from the hour's
+    open to its close, kept inside its low..high, with one minute reaching the high and one the low; every
+    minute carries the hour's spread."""
+    spec = SYMBOLS[symbol]
+    hours, _ = _history(symbol, 16385, end)
+    n = len(hours)
+    rng = np.random.default_rng(zlib.crc32(f"{symbol}/1".encode()))
+    o, c = hours["open"][:, None], hours["close"][:, None]
+    hi, lo = hours["high"][:, None], hours["low"][:, None]
+    steps = rng.normal(0.0, 1e-4 * spec.base_price, (n, 60)).cumsum(axis=1)
+    bridge = steps - steps[:, -1:] * np.arange(1, 61) / 60  # ends at 0: the hour's close
+    path = np.concatenate([o, o + (c - o) * np.arange(1, 61) / 60 + bridge], axis=1)  # (n, 61)
+    path = np.round(np.clip(path, lo, hi), spec.digits)
+    path[:, 0], path[:, -1] = hours["open"], hours["close"]
+    first, last = path[:, :-1], path[:, 1:]
+    wick = np.round(np.abs(rng.normal(0.0, 3e-5 * spec.base_price, (2, n, 60))), spec.digits)
+    high = np.round(np.minimum(np.maximum(first, last) + wick[0], hi), spec.digits)
+    low = np.round(np.maximum(np.minimum(first, last) - wick[1], lo), spec.digits)
+    rows = np.arange(n)
+    high[rows, high.argmax(axis=1)] = hours["high"]
+    low[rows, low.argmin(axis=1)] = hours["low"]
+    rates = np.zeros(60 * n, dtype=RATES_DTYPE)
+    rates["time"] = (hours["time"][:, None] + 60 * np.arange(60)).ravel()
+    rates["open"], rates["close"] = first.ravel(), last.ravel()
+    rates["high"], rates["low"] = high.ravel(), low.ravel()
+    rates["tick_volume"] = rng.integers(1, 100, 60 * n)
+    rates["spread"] = np.repeat(hours["spread"], 60)
+    rates = rates[rates["time"] <= _seconds(end)]
+    rates.setflags(write=False)
+    utc = broker_to_utc(rates["time"])
     utc.setflags(write=False)
     return rates, utc
 
