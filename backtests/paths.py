@@ -70,7 +70,9 @@ def check_market(candles: pd.DataFrame, meta, fine: pd.DataFrame, what: str) -> 
     fine_meta = fine.attrs.get("ticks") or fine.attrs.get("candles")
     name = getattr(fine_meta, "symbol", None)
     if name and meta.symbol and name.upper() != meta.symbol.upper():
-        raise ModelDataError(f"the {what} are of {name}, the candles of {meta.symbol}: give {what} of {meta.symbol}")
+        raise ModelDataError(
+            f"the {what} are of {name}, the candles of {meta.symbol}: give {what} of {meta.symbol}"
+        )
     frame = getattr(fine_meta, "timeframe", None)
     if frame is not None and getattr(frame, "name", "M1") != "M1":
         raise ModelDataError(f"the {what} are {frame.name} bars, not M1")
