@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from backtests import Backtest
-from backtests.optimize import optimize, walk_forward
+from backtests.optimize import Engine, optimize, walk_forward
 from backtests.paths import ModelDataError
 from datafeeds import bars_from_ticks, resample, synthetic_candles, synthetic_ticks, write_mt5_csv
 from strategies import SmaCrossEA
@@ -111,3 +111,22 @@ def test_the_command_line_optimises_in_ohlc1m_from_csv_files(market, tmp_path):
     bad = subprocess.run([*args, "--m1-csv", "EURUSD_M1.csv"], cwd=tmp_path, capture_output=True, text=True,
                          timeout=300)  # fmt: skip
     assert bad.returncode == 2 and "--m1-csv is only used with --model ohlc1m" in bad.stderr
+
+
+def test_on_dask_workers_the_minutes_travel_once_and_the_passes_agree(market, monkeypatch):
+    h1, m1 = market
+    shared = []
+    real_share = Engine.share
+
+    def share(self, obj):
+        shared.append(obj)
+        return real_share(self, obj)
+
+    monkeypatch.setattr(Engine, "share", share)
+    table = optimize(h1, SmaCrossEA, SPACE, fixed=FIXED, workers=2, model="ohlc1m", m1=m1)
+    assert len(shared) == 1 and shared[0].m1 is m1  # one scatter (broadcast to each worker), with the minutes
+    inline = optimize(h1, SmaCrossEA, SPACE, fixed=FIXED, workers=0, model="ohlc1m", m1=m1)
+    key = ["fast", "slow", "sl_points"]
+    a = table.sort_values(key).reset_index(drop=True)
+    b = inline.sort_values(key).reset_index(drop=True)
+    pd.testing.assert_series_equal(a["total_net_profit"], b["total_net_profit"])
