@@ -204,27 +204,33 @@ def _history(symbol: str, timeframe: int, end: str) -> tuple[np.ndarray, np.ndar
 
 
 def _minutes(symbol: str, end: str) -> tuple[np.ndarray, np.ndarray]:
-    """M1 bars that make up the H1 bars exactly: each hour's 60 minutes are a seeded path from the hour's
-    open to its close, kept inside its low..high, with one minute reaching the high and one the low; every
-    minute carries the hour's spread."""
+    """M1 bars that make up the H1 bars exactly: each hour's 60 minutes walk from the hour's open to its
+    nearer extreme (minute 5 to 25), to the other one (minute 35 to 55) and to its close, with a little
+    seeded noise kept inside the hour's low..high; every minute carries the hour's spread."""
     spec = SYMBOLS[symbol]
     hours, _ = _history(symbol, 16385, end)
     n = len(hours)
     rng = np.random.default_rng(zlib.crc32(f"{symbol}/1".encode()))
     o, c = hours["open"][:, None], hours["close"][:, None]
     hi, lo = hours["high"][:, None], hours["low"][:, None]
-    steps = rng.normal(0.0, 1e-4 * spec.base_price, (n, 60)).cumsum(axis=1)
-    bridge = steps - steps[:, -1:] * np.arange(1, 61) / 60  # ends at 0: the hour's close
-    path = np.concatenate([o, o + (c - o) * np.arange(1, 61) / 60 + bridge], axis=1)  # (n, 61)
+    up = c >= o  # a rising hour goes low first, as MetaTrader's OHLC path does
+    e1, e2 = np.where(up, lo, hi), np.where(up, hi, lo)
+    i1, i2 = rng.integers(5, 26, (n, 1)), rng.integers(35, 56, (n, 1))
+    k = np.arange(61)[None, :]
+    path = np.where(
+        k <= i1,
+        o + (e1 - o) * k / i1,
+        np.where(k <= i2, e1 + (e2 - e1) * (k - i1) / (i2 - i1), e2 + (c - e2) * (k - i2) / (60 - i2)),
+    )  # (n, 61): the hour's price at each minute's open, then its close
+    path += rng.normal(0.0, 2.0 * 10.0**-spec.digits, path.shape)
     path = np.round(np.clip(path, lo, hi), spec.digits)
+    rows = np.arange(n)
     path[:, 0], path[:, -1] = hours["open"], hours["close"]
+    path[rows, i1[:, 0]], path[rows, i2[:, 0]] = e1[:, 0], e2[:, 0]
     first, last = path[:, :-1], path[:, 1:]
-    wick = np.round(np.abs(rng.normal(0.0, 3e-5 * spec.base_price, (2, n, 60))), spec.digits)
+    wick = np.abs(rng.normal(0.0, 2.0, (2, n, 60))).round() * 10.0**-spec.digits
     high = np.round(np.minimum(np.maximum(first, last) + wick[0], hi), spec.digits)
     low = np.round(np.maximum(np.minimum(first, last) - wick[1], lo), spec.digits)
-    rows = np.arange(n)
-    high[rows, high.argmax(axis=1)] = hours["high"]
-    low[rows, low.argmin(axis=1)] = hours["low"]
     rates = np.zeros(60 * n, dtype=RATES_DTYPE)
     rates["time"] = (hours["time"][:, None] + 60 * np.arange(60)).ravel()
     rates["open"], rates["close"] = first.ravel(), last.ravel()
