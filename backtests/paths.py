@@ -34,10 +34,12 @@ COVERAGE = {"ohlc1m": "M1 bars", "ticks": "ticks"}  # what the history quality c
 
 
 # The finer data must be of the candles' market: a bar's first M1 open or tick bid more than this share
-# away from the bar's open (median over the bars) is another instrument or another price scale, and more
-# than this share of the median bar range is a shifted clock (``--broker-tz``).
+# away from the bar's open (median over the bars) is another instrument or another price scale. Bars whose
+# first prices sit typically more than SHIFTED_CLOCK of a bar's range from the opens, while moving the finer
+# data by whole hours brings a quarter of the bars within half that gap, are a file read in another clock.
 OTHER_MARKET = 0.01
 SHIFTED_CLOCK = 0.5
+CLOCK_SHIFTS_H = [h for h in range(-14, 15) if h]  # broker clocks run UTC-12 .. UTC+14
 
 
 class ModelDataError(NeuronetError, ValueError):
@@ -81,33 +83,51 @@ def check_market(candles: pd.DataFrame, meta, fine: pd.DataFrame, what: str) -> 
         return  # the path refuses it, naming what is missing
     price = fine[column].to_numpy(dtype=np.float64)
     index = fine.index if fine.index.tz is not None else fine.index.tz_localize("UTC")
-    bar_ns = candles.index.as_unit("ns").asi8
-    first = np.searchsorted(index.as_unit("ns").asi8, bar_ns, side="left")
-    nxt = np.append(bar_ns[1:], np.iinfo(np.int64).max)
-    ok = first < len(price)
-    ok[ok] &= index.as_unit("ns").asi8[first[ok]] < nxt[ok]
+    fine_ns, bar_ns = index.as_unit("ns").asi8, candles.index.as_unit("ns").asi8
+    ok, seen = _first_prices(fine_ns, price, bar_ns, 0)
     if not ok.any():
         return  # no bar covered: the history quality says 0 %
-    opens = candles["open"].to_numpy(dtype=np.float64)[ok]
-    seen = price[first[ok]]
-    gap = np.abs(seen - opens)
-    rel = float(np.median(gap / opens))
+    opens = candles["open"].to_numpy(dtype=np.float64)
+    gap = np.abs(seen[ok] - opens[ok])
+    rel = float(np.median(gap / opens[ok]))
     if rel > OTHER_MARKET:
         k = int(np.argmax(ok))
         raise ModelDataError(
             f"the {what} do not fit the {meta.symbol} candles: at {candles.index[k]} the bar opens at "
-            f"{opens[0]:.{meta.digits}f} but the {what} start at {seen[0]:.{meta.digits}f} (median gap "
+            f"{opens[k]:.{meta.digits}f} but the {what} start at {seen[k]:.{meta.digits}f} (median gap "
             f"{100 * rel:.1f}% over {int(ok.sum())} bars); another symbol or other price digits?"
         )
     bar_range = float(np.median((candles["high"] - candles["low"]).to_numpy(dtype=np.float64)[ok]))
     typical = float(np.median(gap))
-    if bar_range > 0 and typical > SHIFTED_CLOCK * bar_range:
+    if not (bar_range > 0 and typical > SHIFTED_CLOCK * bar_range):
+        return
+    fits = {}  # hours moved -> (median, lower quartile) of the gaps
+    for hours in CLOCK_SHIFTS_H:
+        moved, at = _first_prices(fine_ns, price, bar_ns, hours * 3_600_000_000_000)
+        if moved.sum() >= 4:
+            gaps = np.abs(at[moved] - opens[moved])
+            fits[hours] = (float(np.median(gaps)), float(np.quantile(gaps, 0.25)))
+    best = min(fits, key=lambda h: fits[h][0], default=None)
+    if best is not None and fits[best][1] < 0.5 * typical:
         raise ModelDataError(
-            f"the {what} do not line up with the {meta.symbol} candles: the first of each bar is typically "
-            f"{typical / meta.point:.0f} points from the bar's open (median bar range "
-            f"{bar_range / meta.point:.0f} points); are they stamped in another clock? (--broker-tz applies "
-            "to candle, M1 and tick files alike)"
+            f"the {what} do not line up with the {meta.symbol} candles: the first of each bar is "
+            f"typically {typical / meta.point:.0f} points from the bar's open (median bar range "
+            f"{bar_range / meta.point:.0f} points), and they fit best moved {-best:+d} h: are they "
+            "stamped in another clock? (--broker-tz applies to candle, M1 and tick files alike)"
         )
+
+
+def _first_prices(fine_ns: np.ndarray, price: np.ndarray, bar_ns: np.ndarray, shift: int):
+    """``(covered, price)`` per bar: whether rows fall in ``[open, next open)`` moved by ``shift`` ns, and
+    the first such row's price (NaN where none)."""
+    starts = bar_ns + shift
+    first = np.searchsorted(fine_ns, starts, side="left")
+    nxt = np.append(starts[1:], np.iinfo(np.int64).max)
+    ok = first < len(price)
+    ok[ok] &= fine_ns[first[ok]] < nxt[ok]
+    seen = np.full(len(bar_ns), np.nan)
+    seen[ok] = price[first[ok]]
+    return ok, seen
 
 
 def model_data(model: str, broker, first: int, last: int) -> dict:

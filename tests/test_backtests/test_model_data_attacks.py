@@ -165,3 +165,19 @@ def test_two_million_ticks_at_one_time_stamp_are_legal_and_worked_as_arrays():
     _Counter.seen = []
     hooked = Backtest(h1, _Counter, model="ticks", ticks=ticks, forward=None).run()
     assert len(_Counter.seen) == n + 2 and hooked.complete  # every tick of the traded bars reached on_tick
+
+
+def test_ticks_moved_by_whole_hours_are_refused_but_another_feeds_quotes_are_not(market):
+    h1, m1, ticks = market
+    meta, ns = ticks.attrs["ticks"], ticks.index.as_unit("ns").asi8
+    bid, ask = ticks["bid"].to_numpy(), ticks["ask"].to_numpy()
+    early = make_ticks(ns - 3 * 3_600_000_000_000, bid, ask, meta)  # a file read 3 h off
+    inside = early[(early.index >= h1.index[0]) & (early.index < h1.index[-1] + pd.Timedelta(hours=1))]
+    inside.attrs = early.attrs
+    with pytest.raises(ModelDataError, match=r"fit best moved \+3 h.*--broker-tz"):
+        Backtest(h1, SmaCrossEA, model="ticks", ticks=inside)
+    # Another feed: every quote a few points off, trading M1 bars, whose range is a few points too.
+    noise = np.random.default_rng(1).integers(-3, 4, len(bid)) * 1e-5
+    other = make_ticks(ns, bid + noise, ask + noise, meta)
+    result = Backtest(m1, SmaCrossEA, model="ticks", ticks=other, forward=None).run(**SMA)
+    assert result.data["history_quality"] == 100.0
