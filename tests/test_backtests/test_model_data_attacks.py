@@ -181,3 +181,16 @@ def test_ticks_moved_by_whole_hours_are_refused_but_another_feeds_quotes_are_not
     other = make_ticks(ns, bid + noise, ask + noise, meta)
     result = Backtest(m1, SmaCrossEA, model="ticks", ticks=other, forward=None).run(**SMA)
     assert result.data["history_quality"] == 100.0
+
+
+def test_minutes_without_spreads_trade_with_the_default_spread_not_with_none(market):
+    h1, m1, _ = market
+    bare_h1, bare_m1, tens = h1.copy(), m1.copy(), m1.copy()
+    bare_h1["spread"], bare_m1["spread"], tens["spread"] = 0, 0, 10  # as Dukascopy's candle files
+    for frame, like in ((bare_h1, h1), (bare_m1, m1), (tens, m1)):
+        frame.attrs = like.attrs
+    params = {**SMA, "tp_points": 40}
+    bare = Backtest(bare_h1, SmaCrossEA, model="ohlc1m", m1=bare_m1, forward=None).run(**params)
+    ten = Backtest(bare_h1, SmaCrossEA, model="ohlc1m", m1=tens, forward=None).run(**params)
+    assert bare.stats["total_trades"] > 0
+    assert bare.stats["total_net_profit"] == ten.stats["total_net_profit"]
