@@ -325,6 +325,7 @@ def backtest(
     if out is not None:  # before any work: a bad or occupied --out must not cost the user a whole run
         prepare_out(out, force)
     name, options = data_request(source, path, opt, broker_tz, seed, seed_is_data=False)
+    model = model.strip().lower()
     df, m1, ticks = market_data(name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv)
     _execute(
         cls,
