@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from datafeeds import load_candles, resample, synthetic_candles, synthetic_ticks
+from datafeeds import bars_from_ticks, load_candles, load_ticks, resample, synthetic_candles, synthetic_ticks
 from neuronet.cli import main
 
 EA = ("SmaCrossEA", "-p", "fast=3", "-p", "slow=8", "-p", "sl_points=60", "-p", "tp_points=120")
@@ -51,6 +51,21 @@ def backtest_mt5(capsys, mt5_server, model: str, out: str):
         "+2/us", "--from", "2023-06-05", "--to", "2023-06-10", "--forward", "none", "--model", model,
         "--out", out, "--no-progress",
     )  # fmt: skip
+
+
+def test_the_terminals_minutes_and_ticks_make_up_its_hours_across_a_dst_switch(mt5_server, mt5sim):
+    host, port = mt5_server
+    kw = {"cache": False, "host": host, "port": port, "clock": "UTC+2/us"}
+    window = ("2023-03-09", "2023-03-15")  # the US clocks change on 12 March: the broker goes UTC+2 -> +3
+    h1 = load_candles("mt5", "EURUSD", "H1", *window, **kw)
+    m1 = load_candles("mt5", "EURUSD", "M1", *window, **kw)
+    ticks = load_ticks("mt5", "EURUSD", *window, host=host, port=port, clock="UTC+2/us")
+    ohlc = ["open", "high", "low", "close"]
+    np.testing.assert_array_equal(resample(m1, "H1")[ohlc], h1[ohlc])
+    built = bars_from_ticks(ticks, "H1")
+    assert built.index.equals(h1.index)
+    np.testing.assert_array_equal(built[ohlc], h1[ohlc])
+    np.testing.assert_array_equal(built["spread"], h1["spread"])
 
 
 def test_ticks_from_the_terminal_trade_at_its_candles_prices(capsys, mt5_server, mt5sim):
