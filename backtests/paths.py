@@ -27,23 +27,107 @@ import itertools
 import numpy as np
 import pandas as pd
 
+from neuronet.errors import NeuronetError
+
 MODELS = {"open": "Open prices only", "ohlc1m": "1 minute OHLC", "ticks": "Every tick based on real ticks"}
 COVERAGE = {"ohlc1m": "M1 bars", "ticks": "ticks"}  # what the history quality counts, per model
+
+
+# The finer data must be of the candles' market: a bar's first M1 open or tick bid more than this share
+# away from the bar's open (median over the bars) is another instrument or another price scale. Bars whose
+# first prices sit typically more than SHIFTED_CLOCK of a bar's range from the opens, while moving the finer
+# data by whole hours brings a quarter of the bars within half that gap, are a file read in another clock.
+OTHER_MARKET = 0.01
+SHIFTED_CLOCK = 0.5
+CLOCK_SHIFTS_H = [h for h in range(-14, 15) if h]  # broker clocks run UTC-12 .. UTC+14
+
+
+class ModelDataError(NeuronetError, ValueError):
+    """The modelling mode's data is missing, of another symbol, or does not fit the candles."""
 
 
 def check_model(model: str, m1: pd.DataFrame | None, ticks: pd.DataFrame | None = None) -> str:
     """The modelling mode by its command-line name; "ohlc1m" needs M1 candles, "ticks" needs ticks."""
     if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}: choose {', '.join(MODELS)}")
+        raise ModelDataError(f"unknown model {model!r}: choose {', '.join(MODELS)}")
     if model == "ohlc1m" and m1 is None:
-        raise ValueError("model 'ohlc1m' needs M1 candles of the same symbol (m1=...)")
+        raise ModelDataError("model 'ohlc1m' needs M1 candles of the same symbol (m1=...)")
     if model == "ticks" and ticks is None:
-        raise ValueError("model 'ticks' needs ticks of the same symbol (ticks=..., see datafeeds.load_ticks)")
+        raise ModelDataError(
+            "model 'ticks' needs ticks of the same symbol (ticks=..., see datafeeds.load_ticks)"
+        )
     if model != "ohlc1m" and m1 is not None:
-        raise ValueError("M1 candles are only used by model 'ohlc1m'")
+        raise ModelDataError("M1 candles are only used by model 'ohlc1m'")
     if model != "ticks" and ticks is not None:
-        raise ValueError("ticks are only used by model 'ticks'")
+        raise ModelDataError("ticks are only used by model 'ticks'")
     return model
+
+
+def check_market(candles: pd.DataFrame, meta, fine: pd.DataFrame, what: str) -> None:
+    """Refuse M1 bars or ticks (``what``) that are not the candles' market: another symbol by name, another
+    timeframe than M1, or prices that cannot be the candles' (another instrument, other digits, times in
+    another clock). Only bars with finer data are compared; an empty frame is refused."""
+    if not len(fine):
+        raise ModelDataError(f"the {what} are empty: nothing to work the fills through")
+    fine_meta = fine.attrs.get("ticks") or fine.attrs.get("candles")
+    name = getattr(fine_meta, "symbol", None)
+    if name and meta.symbol and name.upper() != meta.symbol.upper():
+        raise ModelDataError(
+            f"the {what} are of {name}, the candles of {meta.symbol}: give {what} of {meta.symbol}"
+        )
+    frame = getattr(fine_meta, "timeframe", None)
+    if frame is not None and getattr(frame, "name", "M1") != "M1":
+        raise ModelDataError(f"the {what} are {frame.name} bars, not M1")
+    column = "bid" if "bid" in fine.columns else "open"
+    if column not in fine.columns or not isinstance(fine.index, pd.DatetimeIndex):
+        return  # the path refuses it, naming what is missing
+    price = fine[column].to_numpy(dtype=np.float64)
+    index = fine.index if fine.index.tz is not None else fine.index.tz_localize("UTC")
+    fine_ns, bar_ns = index.as_unit("ns").asi8, candles.index.as_unit("ns").asi8
+    ok, seen = _first_prices(fine_ns, price, bar_ns, 0)
+    if not ok.any():
+        return  # no bar covered: the history quality says 0 %
+    opens = candles["open"].to_numpy(dtype=np.float64)
+    gap = np.abs(seen[ok] - opens[ok])
+    rel = float(np.median(gap / opens[ok]))
+    if rel > OTHER_MARKET:
+        k = int(np.argmax(ok))
+        raise ModelDataError(
+            f"the {what} do not fit the {meta.symbol} candles: at {candles.index[k]} the bar opens at "
+            f"{opens[k]:.{meta.digits}f} but the {what} start at {seen[k]:.{meta.digits}f} (median gap "
+            f"{100 * rel:.1f}% over {int(ok.sum())} bars); another symbol or other price digits?"
+        )
+    bar_range = float(np.median((candles["high"] - candles["low"]).to_numpy(dtype=np.float64)[ok]))
+    typical = float(np.median(gap))
+    if not (bar_range > 0 and typical > SHIFTED_CLOCK * bar_range):
+        return
+    fits = {}  # hours moved -> (median, lower quartile) of the gaps
+    for hours in CLOCK_SHIFTS_H:
+        moved, at = _first_prices(fine_ns, price, bar_ns, hours * 3_600_000_000_000)
+        if moved.sum() >= 4:
+            gaps = np.abs(at[moved] - opens[moved])
+            fits[hours] = (float(np.median(gaps)), float(np.quantile(gaps, 0.25)))
+    best = min(fits, key=lambda h: fits[h][0], default=None)
+    if best is not None and fits[best][1] < 0.5 * typical:
+        raise ModelDataError(
+            f"the {what} do not line up with the {meta.symbol} candles: the first of each bar is "
+            f"typically {typical / meta.point:.0f} points from the bar's open (median bar range "
+            f"{bar_range / meta.point:.0f} points), and they fit best moved {-best:+d} h: are they "
+            "stamped in another clock? (--broker-tz applies to candle, M1 and tick files alike)"
+        )
+
+
+def _first_prices(fine_ns: np.ndarray, price: np.ndarray, bar_ns: np.ndarray, shift: int):
+    """``(covered, price)`` per bar: whether rows fall in ``[open, next open)`` moved by ``shift`` ns, and
+    the first such row's price (NaN where none)."""
+    starts = bar_ns + shift
+    first = np.searchsorted(fine_ns, starts, side="left")
+    nxt = np.append(starts[1:], np.iinfo(np.int64).max)
+    ok = first < len(price)
+    ok[ok] &= fine_ns[first[ok]] < nxt[ok]
+    seen = np.full(len(bar_ns), np.nan)
+    seen[ok] = price[first[ok]]
+    return ok, seen
 
 
 def model_data(model: str, broker, first: int, last: int) -> dict:

@@ -24,7 +24,7 @@ import pandas as pd
 
 from backtests import metrics
 from backtests.broker import AccountConfig, Broker
-from backtests.paths import M1Path, check_model, model_data
+from backtests.paths import M1Path, check_market, check_model, model_data
 from backtests.periods import Periods, resolve
 from backtests.ticks import TickPath
 from datafeeds import meta_of
@@ -167,6 +167,9 @@ class Backtest:
         self.progress = progress
         self.profile = bool(profile)
         self.model = check_model(model, m1, ticks)
+        for fine, what in ((m1, "M1 bars"), (ticks, "ticks")):
+            if fine is not None:
+                check_market(candles, self.meta, fine, what)
         self.m1, self.ticks = m1, ticks
         min_study = int(ea.min_study_bars)
         self.periods: Periods = resolve(candles.index, forward, walk_forward, min_study=min_study)
@@ -201,7 +204,10 @@ class Backtest:
             name = type(ea).__name__
             log.warning("%s.on_tick runs only with model 'ticks'; this run calls on_bar only", name)
         if self.model == "ohlc1m":
-            ctx.attach_path(M1Path(df.index, self.m1, self.meta.point, self.account.spread))
+            fixed = self.account.spread
+            if fixed is None and "spread" in self.m1 and not self.m1["spread"].to_numpy().any():
+                fixed = self.account.missing_spread  # minutes without spreads trade as such candles do
+            ctx.attach_path(M1Path(df.index, self.m1, self.meta.point, fixed))
         elif self.model == "ticks":
             path = TickPath(df.index, self.ticks, self.meta.point, self.account.spread)
             path.hook = ea if ea.wants_ticks() else None

@@ -22,10 +22,11 @@ from backtests.broker import AccountConfig
 from backtests.optimize import store
 from backtests.optimize.criteria import Criterion, get_criterion
 from backtests.optimize.engine import Engine
-from backtests.optimize.passes import Job, Window, in_sample, make_backtest, run_curves
+from backtests.optimize.passes import Job, Market, Window, in_sample, make_backtest, run_curves
 from backtests.optimize.results import results_table, top_passes
 from backtests.optimize.search import Plan, Search
 from backtests.optimize.space import ParamSpace, parse_space
+from backtests.paths import check_model
 from backtests.periods import resolve
 from datafeeds import meta_of
 from strategies.base import ExpertAdvisor
@@ -43,13 +44,17 @@ FORWARD_STATS = (
 class Setup:
     """What ``optimize`` and ``walk_forward`` share: the parsed space, the job, the plan, the store."""
 
-    candles: pd.DataFrame
+    market: Market
     space: ParamSpace
     job: Job
     plan: Plan
     storage: str | None
     progress: bool
     split: str | float | None = None  # each pass's own study/judged split of its window
+
+    @property
+    def candles(self) -> pd.DataFrame:
+        return self.market.candles
 
     def window(self, start: int, stop: int) -> Window:
         return in_sample(self.candles, self.job, start, stop, self.split)
@@ -65,8 +70,19 @@ class Setup:
             "population": self.plan.population if self.plan.method == "genetic" else None,
             "account": self.job.account.to_dict(),
             "data": fingerprint(self.candles),
+            **self._model_identity(),
             "window": [window.start, window.stop, window.trade_from],
         }
+
+    def _model_identity(self) -> dict:
+        """The modelling mode and its data (none for open prices: those studies keep their names)."""
+        if self.job.model == "open":
+            return {}
+        fine = self.market.m1 if self.job.model == "ohlc1m" else self.market.ticks
+        columns = ["open", "high", "low", "close", "spread"] if self.job.model == "ohlc1m" else ["bid", "ask"]
+        prices = np.ascontiguousarray(fine[columns].to_numpy(np.float64))
+        digest = hashlib.sha1(prices.tobytes() + fine.index.asi8.tobytes()).hexdigest()
+        return {"model": self.job.model, "model_data": {"rows": len(fine), "sha1": digest}}
 
     def study(self, window: Window) -> optuna.Study:
         identity = self.identity(window)
@@ -79,7 +95,7 @@ class Setup:
         self, window: Window, engine: Engine, shared: Any, label: str = "optimise"
     ) -> tuple[optuna.Study, int]:
         """Fill the window's study; returns it and how many passes ran now (the rest were recorded)."""
-        make_backtest(self.candles, self.job, window)  # bad periods fail here, in one line, before any pass
+        make_backtest(self.market, self.job, window)  # bad periods or data fail here, before any pass
         study = self.study(window)
         search = Search(study, self.space, self.job, window, self.plan, engine, shared, self.progress, label)
         return study, search.run()
@@ -102,14 +118,18 @@ def setup(
     population: int,
     batch: int | None,
     split: str | float | None = None,
+    model: str = "open",
+    m1: pd.DataFrame | None = None,
+    ticks: pd.DataFrame | None = None,
 ) -> Setup:
     if not isinstance(space, ParamSpace):
         space = parse_space(ea, space, fixed)
     crit = criterion if isinstance(criterion, Criterion) else get_criterion(criterion)
-    job = Job(ea, crit, account or AccountConfig(), int(seed), dict(space.fixed))
+    model = check_model(model, m1, ticks)
+    job = Job(ea, crit, account or AccountConfig(), int(seed), dict(space.fixed), model)
     plan = Plan(method, passes, int(seed), round_size, population, batch)
     storage = None if store_path is None else store.storage_url(store_path)
-    return Setup(candles, space, job, plan, storage, progress, split)
+    return Setup(Market(candles, m1, ticks), space, job, plan, storage, progress, split)
 
 
 def fingerprint(candles: pd.DataFrame) -> dict:
@@ -127,10 +147,10 @@ def fingerprint(candles: pd.DataFrame) -> dict:
 
 
 @contextmanager
-def session(candles: pd.DataFrame, workers: int | None, scheduler: str | None):
-    """An engine with the candles already on every worker."""
+def session(market: Market, workers: int | None, scheduler: str | None):
+    """An engine with the market data (candles, M1 bars or ticks) already on every worker, sent once."""
     with Engine(workers, scheduler) as engine:
-        yield engine, engine.share(candles)
+        yield engine, engine.share(market)
 
 
 def optimize(
@@ -154,6 +174,9 @@ def optimize(
     population: int = 20,
     batch: int | None = None,
     split: str | float | None = None,
+    model: str = "open",
+    m1: pd.DataFrame | None = None,
+    ticks: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Optimise ``ea``'s parameters over ``space`` and return the results table, best pass first.
 
@@ -162,16 +185,18 @@ def optimize(
     SQLite file (or an RDB URL) that keeps every pass; the same call resumes from it. ``workers=0`` runs
     inline; ``scheduler="tcp://HOST:8786"`` uses a running Dask cluster. ``split``: each pass's own
     forward split of the optimisation period (for EAs that train: score them on bars they did not learn).
+    ``model``/``m1``/``ticks``: the modelling mode of every pass, as ``Backtest``'s (the M1 bars or ticks
+    go to each worker once; each pass takes its window's part).
     """
     s = setup(
         candles, ea, space, method=method, criterion=criterion, passes=passes, seed=seed, account=account,
         fixed=fixed, store_path=store_path, progress=progress, round_size=round_size,
-        population=population, batch=batch, split=split,
+        population=population, batch=batch, split=split, model=model, m1=m1, ticks=ticks,
     )  # fmt: skip
     n = len(candles)
     fs = n if forward is None else resolve(candles.index, forward, min_study=ea.min_study_bars).forward_start
     window = s.window(0, fs)
-    with session(candles, workers, scheduler) as (engine, shared):
+    with session(s.market, workers, scheduler) as (engine, shared):
         where = engine.where
         study, ran = s.search(window, engine, shared)
         table = results_table(study, s.space, s.job.criterion)

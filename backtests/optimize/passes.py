@@ -1,8 +1,10 @@
 """One optimisation pass and batches of them: the code that runs on a Dask worker.
 
 A pass is one ``Backtest.run`` of the EA with one parameter set over one window of the candles. Workers
-get the candles once (scattered by the client) and a batch of parameter sets per task; they return plain
-dicts and never touch the study store, so only the client writes to the database.
+get the market data once (``Market``: the candles and, for the ohlc1m and ticks models, the M1 bars or
+ticks; scattered by the client) and a batch of parameter sets per task; each pass takes its window's part
+of the finer data as a view, never a copy. Workers return plain dicts and never touch the study store, so
+only the client writes to the database.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from backtests.broker import AccountConfig
 from backtests.optimize.criteria import PASS_STATS, Criterion
 from backtests.periods import resolve
 from backtests.replay import Backtest, Result
+from datafeeds import meta_of
 from strategies.base import ExpertAdvisor
 
 
@@ -30,6 +33,22 @@ class Job:
     account: AccountConfig = field(default_factory=AccountConfig)
     seed: int = 0
     fixed: dict = field(default_factory=dict)
+    model: str = "open"  # the modelling mode (backtests.paths.MODELS); its data travels in the Market
+
+
+@dataclass(frozen=True)
+class Market:
+    """What every pass reads, sent to each worker once: the EA's candles and the finer data of the
+    modelling mode (``m1`` for ohlc1m, ``ticks`` for ticks) over the same span or more."""
+
+    candles: pd.DataFrame
+    m1: pd.DataFrame | None = None
+    ticks: pd.DataFrame | None = None
+
+
+def market_of(data: Market | pd.DataFrame) -> Market:
+    """A ``Market`` from itself or from bare candles (the open-prices model)."""
+    return data if isinstance(data, Market) else Market(data)
 
 
 @dataclass(frozen=True)
@@ -55,10 +74,28 @@ def in_sample(candles: pd.DataFrame, job: Job, start: int, stop: int, split: str
     return Window(start, stop, trade_from=start + periods.forward_start)
 
 
-def make_backtest(candles: pd.DataFrame, job: Job, window: Window) -> Backtest:
-    df = candles.iloc[window.start : window.stop]
+def make_backtest(data: Market | pd.DataFrame, job: Job, window: Window) -> Backtest:
+    """The window's backtest in the job's modelling mode, with the finer data of the window's span."""
+    market = market_of(data)
+    df = market.candles.iloc[window.start : window.stop]
     forward = None if window.trade_from is None else df.index[window.trade_from - window.start]
-    return Backtest(df, job.ea, account=job.account, forward=forward, seed=job.seed)
+    end = df.index[-1] + pd.Timedelta(seconds=meta_of(df).timeframe.seconds)  # the last bar's close
+    if window.stop < len(market.candles):
+        end = min(end, market.candles.index[window.stop])
+    return Backtest(
+        df, job.ea, account=job.account, forward=forward, seed=job.seed, model=job.model,
+        m1=_span(market.m1, df.index[0], end), ticks=_span(market.ticks, df.index[0], end),
+    )  # fmt: skip
+
+
+def _span(fine: pd.DataFrame | None, start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame | None:
+    """Rows of ``fine`` in ``[start, end)``: a positional slice (a view of the worker's copy)."""
+    if fine is None:
+        return None
+    a, b = fine.index.searchsorted([start, end], side="left")
+    out = fine.iloc[a:b]
+    out.attrs = dict(fine.attrs)
+    return out
 
 
 def run_one(bt: Backtest, job: Job, params: dict) -> Result:
@@ -76,13 +113,13 @@ def summarize(result: Result, job: Job) -> dict[str, Any]:
     return {"value": job.criterion.value(result.stats, result.custom_criterion), "stats": stats}
 
 
-def run_batch(candles: pd.DataFrame, job: Job, window: Window, batch: list[dict]) -> list[dict]:
+def run_batch(market: Market, job: Job, window: Window, batch: list[dict]) -> list[dict]:
     """Run parameter sets one after another; a set the EA refuses is a failed pass, not a failed task.
 
     Each output dict has ``value`` (the criterion or None), ``stats``, ``seconds`` and ``error`` (None, or
     the EA's one-line complaint such as ``fast < slow`` violated).
     """
-    bt = make_backtest(candles, job, window)
+    bt = make_backtest(market, job, window)
     out = []
     for params in batch:
         tick = time.perf_counter()
@@ -96,9 +133,9 @@ def run_batch(candles: pd.DataFrame, job: Job, window: Window, batch: list[dict]
     return out
 
 
-def run_curve(candles: pd.DataFrame, job: Job, window: Window, params: dict) -> dict[str, Any]:
+def run_curve(market: Market, job: Job, window: Window, params: dict) -> dict[str, Any]:
     """One pass with its equity curve (forward tests and walk-forward test windows)."""
-    bt = make_backtest(candles, job, window)
+    bt = make_backtest(market, job, window)
     result = run_one(bt, job, params)
     row = summarize(result, job)
     row["time"] = np.asarray(result.time.asi8)
@@ -106,12 +143,12 @@ def run_curve(candles: pd.DataFrame, job: Job, window: Window, params: dict) -> 
     return row
 
 
-def run_curves(candles: pd.DataFrame, job: Job, tasks: list[tuple[Window, dict]]) -> list[dict]:
+def run_curves(market: Market, job: Job, tasks: list[tuple[Window, dict]]) -> list[dict]:
     """Several ``run_curve`` calls in one task; a refused parameter set gives ``{"error": ...}``."""
     out = []
     for window, params in tasks:
         try:
-            out.append(run_curve(candles, job, window, params))
+            out.append(run_curve(market, job, window, params))
         except (ValueError, LookupError, ArithmeticError) as exc:
             out.append({"value": None, "stats": {}, "error": f"{type(exc).__name__}: {exc}"})
     return out

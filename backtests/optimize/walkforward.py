@@ -87,17 +87,20 @@ def walk_forward(
     population: int = 20,
     batch: int | None = None,
     split: str | float | None = None,
+    model: str = "open",
+    m1: pd.DataFrame | None = None,
+    ticks: pd.DataFrame | None = None,
 ) -> WalkForwardResult:
     """Run the analysis; arguments as ``optimize``, plus ``train``/``test`` window sizes in bars."""
     s = setup(
         candles, ea, space, method=method, criterion=criterion, passes=passes, seed=seed, account=account,
         fixed=fixed, store_path=store_path, progress=progress, round_size=round_size,
-        population=population, batch=batch, split=split,
+        population=population, batch=batch, split=split, model=model, m1=m1, ticks=ticks,
     )  # fmt: skip
     pairs = windows(len(candles), int(train), int(test), anchored)
     rows, winners, tables = [], [], []
     ran = 0
-    with session(candles, workers, scheduler) as (engine, shared):
+    with session(s.market, workers, scheduler) as (engine, shared):
         for i, (tw, _) in enumerate(pairs):
             label = f"window {i + 1}/{len(pairs)}"
             study, now = s.search(s.window(tw.start, tw.stop), engine, shared, label=label)

@@ -22,18 +22,21 @@ import typer
 
 from backtests import AccountConfig, Backtest
 from backtests.report import environment, write_report
-from datafeeds import bars_from_ticks, load_candles, load_ticks, meta_of, resample
 from neuronet.commands.errors import CommandError, CommandLookupError
 from neuronet.commands.options import (
     BrokerTz,
     CsvPath,
     End,
     Force,
+    M1Csv,
+    Model,
     Opts,
     Source,
     Start,
+    TicksCsv,
     data_request,
     flag,
+    market_data,
     prepare_out,
 )
 from neuronet.commands.summary import print_summary
@@ -266,22 +269,6 @@ Out = Annotated[
 Progress = Annotated[
     bool, typer.Option("--progress/--no-progress", help="Progress bars for epochs and bars.", metavar="")
 ]
-Model = Annotated[
-    str,
-    typer.Option(
-        "--model",
-        help="Modelling: open (open prices only), ohlc1m (1 minute OHLC: pending orders, SL/TP and "
-        "stop-out worked through M1 bars in MetaTrader's OHLC order) or ticks (every tick based on real "
-        "ticks: fills at each tick's bid/ask, the EA's on_tick on every tick).",
-    ),
-]
-TicksCsv = Annotated[
-    Path | None,
-    typer.Option("--ticks-csv", help="Ticks (MetaTrader 5 'Export ticks' file) for --model ticks."),
-]
-M1Csv = Annotated[
-    Path | None, typer.Option("--m1-csv", help="M1 candles (MetaTrader CSV) for --model ohlc1m.")
-]
 Profile = Annotated[
     bool,
     flag("--profile", help="Record OpenCL kernel time per epoch (device seconds); costs some host time."),
@@ -338,13 +325,8 @@ def backtest(
     if out is not None:  # before any work: a bad or occupied --out must not cost the user a whole run
         prepare_out(out, force)
     name, options = data_request(source, path, opt, broker_tz, seed, seed_is_data=False)
-    m1 = ticks = None
-    if model == "ticks":
-        df, ticks = _ticks(name, symbol, timeframe, start, end, options, ticks_csv, m1_csv)
-    elif ticks_csv is not None:
-        raise CommandError("--ticks-csv is only used with --model ticks")
-    else:
-        df, m1 = _candles(name, symbol, timeframe, start, end, options, model, m1_csv)
+    model = model.strip().lower()
+    df, m1, ticks = market_data(name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv)
     _execute(
         cls,
         df,
@@ -360,55 +342,6 @@ def backtest(
         m1=m1,
         ticks=ticks,
     )
-
-
-def _ticks(source, symbol, timeframe, start, end, options, ticks_csv, m1_csv):
-    """The EA's candles and, for ``--model ticks``, the ticks its fills are worked through: from
-    ``--ticks-csv`` or from the same source (mt5, dukascopy, synthetic), over the candles' span. Synthetic
-    candles are then built from the synthetic ticks, so the two agree."""
-    if m1_csv is not None:
-        raise CommandError("--m1-csv is only used with --model ohlc1m")
-    if ticks_csv is None and source in ("csv", "sample"):
-        raise CommandError(
-            f"--model ticks with --source {source} needs ticks: --ticks-csv FILE (tick export)"
-        )
-    if source == "synthetic" and ticks_csv is None:
-        ticks = load_ticks(source, symbol, start, end, **options)
-        return resample(bars_from_ticks(ticks, "M1"), timeframe or "H1"), ticks
-    df = load_candles(source, symbol, timeframe, start, end, **options)
-    meta = meta_of(df)
-    span = (df.index[0], df.index[-1] + pd.Timedelta(seconds=meta.timeframe.seconds))
-    if ticks_csv is not None:
-        ticks = load_ticks("csv", meta.symbol, *span, path=str(ticks_csv))
-    else:
-        ticks = load_ticks(source, meta.symbol, *span, **options)
-    if not len(ticks):
-        where = ticks_csv or f"--source {source}"
-        raise CommandError(f"{where}: no ticks between {span[0]} and {span[1]} (UTC), the candles' span")
-    return df, ticks
-
-
-def _candles(source, symbol, timeframe, start, end, options, model, m1_csv):
-    """The EA's candles and, for ``--model ohlc1m``, the M1 candles its fills are worked through.
-
-    M1 comes from ``--m1-csv`` or from the same source; synthetic bars are then built from the synthetic
-    minutes (resampled), so the two agree.
-    """
-    if model != "ohlc1m":
-        if m1_csv is not None:
-            raise CommandError("--m1-csv is only used with --model ohlc1m")
-        return load_candles(source, symbol, timeframe, start, end, **options), None
-    if m1_csv is not None:
-        m1 = load_candles("csv", symbol, "M1", start, end, path=str(m1_csv))
-    elif source in ("csv", "sample"):
-        raise CommandError(
-            f"--model ohlc1m with --source {source} needs the minutes: --m1-csv FILE (M1 bars)"
-        )
-    else:
-        m1 = load_candles(source, symbol, "M1", start, end, **options)
-    if source == "synthetic" and m1_csv is None:
-        return resample(m1, timeframe or "H1"), m1
-    return load_candles(source, symbol, timeframe, start, end, **options), m1
 
 
 def run(**options: Any) -> None:

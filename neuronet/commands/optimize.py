@@ -16,7 +16,8 @@ import typer
 from backtests import AccountConfig
 from backtests.optimize import CRITERIA, METHODS, Plan, get_criterion, optimize, parse_space, walk_forward
 from backtests.optimize.report import write_report
-from datafeeds import load_candles, meta_of
+from backtests.paths import MODELS
+from datafeeds import meta_of
 from neuronet.commands.backtest import (
     BackendOpt,
     BatchSize,
@@ -35,7 +36,20 @@ from neuronet.commands.backtest import (
     resolve_ea,
 )
 from neuronet.commands.errors import CommandError
-from neuronet.commands.options import CsvPath, End, Source, Start, data_request, prepare_out
+from neuronet.commands.options import (
+    BrokerTz,
+    CsvPath,
+    End,
+    M1Csv,
+    Model,
+    Opts,
+    Source,
+    Start,
+    TicksCsv,
+    data_request,
+    market_data,
+    prepare_out,
+)
 
 _NONE = ("none", "off", "0", "")
 
@@ -81,6 +95,11 @@ def optimize_command(
     csv: CsvPath = None,
     start: Start = None,
     end: End = None,
+    broker_tz: BrokerTz = None,
+    opt: Opts = None,
+    model: Model = "open",
+    m1_csv: M1Csv = None,
+    ticks_csv: TicksCsv = None,
     deposit: Deposit = 10_000.0,
     leverage: Leverage = 100.0,
     spread: int | None = _SPREAD,
@@ -114,8 +133,8 @@ def optimize_command(
         raise CommandError("give --forward or --walk-forward, not both")
     if anchored and wf is None:
         raise CommandError("--anchored applies to --walk-forward TRAIN,TEST only")
-    name, options = data_request(source, csv, None, None, seed, seed_is_data=False)
-    df = load_candles(name, symbol, timeframe, start, end, **options)
+    name, options = data_request(source, csv, opt, broker_tz, seed, seed_is_data=False)
+    df, m1, ticks = market_data(name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv)
     meta = meta_of(df)
     folder = out or Path("reports") / f"optimize-{cls.__name__}-{meta.symbol}-{meta.timeframe.name}"
     prepare_out(folder, force=True)  # the study store there is resumed, never replaced
@@ -125,10 +144,11 @@ def optimize_command(
         "workers": workers, "scheduler": scheduler, "store_path": store_path,
         "progress": progress and sys.stderr.isatty(),
         "split": None if pass_forward.strip().lower() in _NONE else pass_forward,
+        "model": model.strip().lower(), "m1": m1, "ticks": ticks,
     }  # fmt: skip
     typer.echo(
         f"{cls.__name__} on {meta.symbol} {meta.timeframe.name}: {len(df)} bars, {space.grid_size} grid "
-        f"points; {method}, {crit.label}; study {store_path}"
+        f"points; {method}, {crit.label}; model {MODELS[common['model']]}; study {store_path}"
     )
     try:
         if wf is None:
@@ -144,6 +164,7 @@ def optimize_command(
         "ea": cls.__name__,
         "data": f"{meta.symbol} {meta.timeframe.name}, {df.index[0]:%Y-%m-%d} .. {df.index[-1]:%Y-%m-%d}",
         "criterion": crit.name,
+        "model": MODELS[common["model"]],
         "method": method + (f", seed {seed}" if method != "grid" else ""),
         "fixed": ", ".join(f"{k}={v}" for k, v in space.fixed.items()) or "none",
         "store": store_path,

@@ -1,5 +1,6 @@
 """Options shared by the commands: candle data (``data show``, ``run``, ``backtest`` take the same ones),
-boolean flags, and the ``--out`` folder check.
+the modelling mode and its finer data (``backtest``, ``run`` and ``optimize``), boolean flags, and the
+``--out`` folder check.
 
 One declaration per option, so every help text lists the same sources (from the ``datafeeds`` registry)
 and the rule "``--csv``/``--path`` means the csv source" lives in ``data_request`` alone.
@@ -10,9 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
+import pandas as pd
 import typer
 
-from datafeeds import SOURCES, BrokerClock
+from backtests.paths import MODELS
+from datafeeds import SOURCES, BrokerClock, bars_from_ticks, load_candles, load_ticks, meta_of, resample
 from neuronet.commands.errors import CommandError, CommandOSError
 
 SOURCE_HELP = f"Candle source: {', '.join(SOURCES)}."
@@ -40,6 +43,28 @@ End = Annotated[str | None, typer.Option("--to", help="End time, exclusive (UTC)
 BrokerTz = Annotated[str | None, typer.Option("--broker-tz", help=CLOCK_HELP)]
 Opts = Annotated[list[str] | None, typer.Option("--opt", "-o", help="Source option KEY=VALUE (repeatable).")]
 Force = Annotated[bool, flag("--force", help="Write into a non-empty --out folder (its files are replaced).")]
+Model = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        help="Modelling: open (MetaTrader's 'Open prices only'), ohlc1m ('1 minute OHLC': pending orders, "
+        "SL/TP and stop-out worked through M1 bars in MetaTrader's OHLC order) or ticks ('Every tick based "
+        "on real ticks': fills at each tick's bid/ask, the EA's on_tick on every tick).",
+    ),
+]
+TicksCsv = Annotated[
+    Path | None,
+    typer.Option(
+        "--ticks-csv",
+        help="Ticks (MetaTrader 5 'Export ticks' file, in the --broker-tz clock) for --model ticks.",
+    ),
+]
+M1Csv = Annotated[
+    Path | None,
+    typer.Option(
+        "--m1-csv", help="M1 candles (MetaTrader CSV, in the --broker-tz clock) for --model ohlc1m."
+    ),
+]
 
 # What the commands themselves set on a load (``datafeeds.load_candles``'s own parameters): ``-o`` may not.
 _LOAD_OPTIONS = {"source": "--source", "symbol": "the SYMBOL argument", "timeframe": "the TIMEFRAME argument",
@@ -125,3 +150,77 @@ def prepare_out(folder: Path, force: bool) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CommandOSError(f"--out {folder}: cannot create the folder ({exc.strerror})") from None
+
+
+Market = tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None]
+
+
+def market_data(
+    source: str,
+    symbol: str | None,
+    timeframe: str | None,
+    start: str | None,
+    end: str | None,
+    options: dict[str, object],
+    model: str,
+    m1_csv: Path | None,
+    ticks_csv: Path | None,
+) -> Market:
+    """``(candles, m1, ticks)`` for a modelling mode: the EA's candles and the finer data its fills are
+    worked through (None where the mode takes none), from ``--m1-csv``/``--ticks-csv`` or from the candle
+    source itself (mt5, dukascopy, synthetic). ``--broker-tz`` (``options["clock"]``) reads the files too."""
+    model = model.strip().lower()
+    if model not in MODELS:
+        names = "; ".join(f"{k}: {v}" for k, v in MODELS.items())
+        raise CommandError(f"--model {model!r}: choose one of MetaTrader's modelling modes ({names})")
+    if ticks_csv is not None and model != "ticks":
+        raise CommandError("--ticks-csv is only used with --model ticks")
+    if m1_csv is not None and model != "ohlc1m":
+        raise CommandError("--m1-csv is only used with --model ohlc1m")
+    if model == "ticks":
+        return _with_ticks(source, symbol, timeframe, start, end, options, ticks_csv)
+    if model == "open":
+        return load_candles(source, symbol, timeframe, start, end, **options), None, None
+    return _with_minutes(source, symbol, timeframe, start, end, options, m1_csv)
+
+
+def _file_clock(options: dict[str, object]) -> dict[str, object]:
+    """The clock a --m1-csv or --ticks-csv file is read in: the one --broker-tz gave the candles."""
+    return {"clock": options["clock"]} if "clock" in options else {}
+
+
+def _with_ticks(source, symbol, timeframe, start, end, options, ticks_csv) -> Market:
+    """Ticks over the candles' span. Synthetic candles are built from the synthetic ticks, so they agree."""
+    if ticks_csv is None and source in ("csv", "sample"):
+        raise CommandError(
+            f"--model ticks with --source {source} needs ticks: --ticks-csv FILE (tick export)"
+        )
+    if source == "synthetic" and ticks_csv is None:
+        ticks = load_ticks(source, symbol, start, end, **options)
+        return resample(bars_from_ticks(ticks, "M1"), timeframe or "H1"), None, ticks
+    df = load_candles(source, symbol, timeframe, start, end, **options)
+    meta = meta_of(df)
+    span = (df.index[0], df.index[-1] + pd.Timedelta(seconds=meta.timeframe.seconds))
+    if ticks_csv is not None:
+        ticks = load_ticks("csv", meta.symbol, *span, path=str(ticks_csv), **_file_clock(options))
+    else:
+        ticks = load_ticks(source, meta.symbol, *span, **options)
+    if not len(ticks):
+        where = ticks_csv or f"--source {source}"
+        raise CommandError(f"{where}: no ticks between {span[0]} and {span[1]} (UTC), the candles' span")
+    return df, None, ticks
+
+
+def _with_minutes(source, symbol, timeframe, start, end, options, m1_csv) -> Market:
+    """M1 candles of the same symbol; synthetic bars are built from the synthetic minutes, so they agree."""
+    if m1_csv is not None:
+        m1 = load_candles("csv", symbol, "M1", start, end, path=str(m1_csv), **_file_clock(options))
+    elif source in ("csv", "sample"):
+        raise CommandError(
+            f"--model ohlc1m with --source {source} needs the minutes: --m1-csv FILE (M1 bars)"
+        )
+    else:
+        m1 = load_candles(source, symbol, "M1", start, end, **options)
+    if source == "synthetic" and m1_csv is None:
+        return resample(m1, timeframe or "H1"), m1, None
+    return load_candles(source, symbol, timeframe, start, end, **options), m1, None

@@ -6,7 +6,9 @@ Monday 00:00 to Friday 23:59 broker time, and bars are stamped in broker seconds
 its true UTC open time, computed here with the ``zoneinfo`` database independently of neuronet's
 ``BrokerClock``, so tests can check the client's conversion against it.
 
-Prices are a seeded random walk per (symbol, timeframe): the same on every run and in every process.
+Prices are a seeded random walk per (symbol, timeframe): the same on every run and in every process. M1
+is the exception: its bars (and so the ticks, four per M1 bar) make up the H1 bars exactly, as a real
+terminal's do, so a backtest on H1 with the minutes or the ticks of the same terminal sees one market.
 
 Time passing (live trading tests): ``set_now(broker_time)`` moves the simulated present, and from then on
 the terminal serves a longer history (up to ``LIVE_END``, across the US daylight-saving change of
@@ -175,6 +177,8 @@ def history(symbol: str, timeframe: int) -> tuple[np.ndarray, np.ndarray]:
 
 @lru_cache(maxsize=32)
 def _history(symbol: str, timeframe: int, end: str) -> tuple[np.ndarray, np.ndarray]:
+    if timeframe == 1:
+        return _minutes(symbol, end)
     spec = SYMBOLS[symbol]
     times = _grid(timeframe, end)
     n = len(times)
@@ -195,6 +199,47 @@ def _history(symbol: str, timeframe: int, end: str) -> tuple[np.ndarray, np.ndar
     rates["spread"] = rng.integers(0, 30, n)
     rates.setflags(write=False)
     utc = broker_to_utc(times)
+    utc.setflags(write=False)
+    return rates, utc
+
+
+def _minutes(symbol: str, end: str) -> tuple[np.ndarray, np.ndarray]:
+    """M1 bars that make up the H1 bars exactly: each hour's 60 minutes walk from the hour's open to its
+    nearer extreme (minute 5 to 25), to the other one (minute 35 to 55) and to its close, with a little
+    seeded noise kept inside the hour's low..high; every minute carries the hour's spread."""
+    spec = SYMBOLS[symbol]
+    hours, _ = _history(symbol, 16385, end)
+    n = len(hours)
+    rng = np.random.default_rng(zlib.crc32(f"{symbol}/1".encode()))
+    o, c = hours["open"][:, None], hours["close"][:, None]
+    hi, lo = hours["high"][:, None], hours["low"][:, None]
+    up = c >= o  # a rising hour goes low first, as MetaTrader's OHLC path does
+    e1, e2 = np.where(up, lo, hi), np.where(up, hi, lo)
+    i1, i2 = rng.integers(5, 26, (n, 1)), rng.integers(35, 56, (n, 1))
+    k = np.arange(61)[None, :]
+    path = np.where(
+        k <= i1,
+        o + (e1 - o) * k / i1,
+        np.where(k <= i2, e1 + (e2 - e1) * (k - i1) / (i2 - i1), e2 + (c - e2) * (k - i2) / (60 - i2)),
+    )  # (n, 61): the hour's price at each minute's open, then its close
+    path += rng.normal(0.0, 2.0 * 10.0**-spec.digits, path.shape)
+    path = np.round(np.clip(path, lo, hi), spec.digits)
+    rows = np.arange(n)
+    path[:, 0], path[:, -1] = hours["open"], hours["close"]
+    path[rows, i1[:, 0]], path[rows, i2[:, 0]] = e1[:, 0], e2[:, 0]
+    first, last = path[:, :-1], path[:, 1:]
+    wick = np.abs(rng.normal(0.0, 2.0, (2, n, 60))).round() * 10.0**-spec.digits
+    high = np.round(np.minimum(np.maximum(first, last) + wick[0], hi), spec.digits)
+    low = np.round(np.maximum(np.minimum(first, last) - wick[1], lo), spec.digits)
+    rates = np.zeros(60 * n, dtype=RATES_DTYPE)
+    rates["time"] = (hours["time"][:, None] + 60 * np.arange(60)).ravel()
+    rates["open"], rates["close"] = first.ravel(), last.ravel()
+    rates["high"], rates["low"] = high.ravel(), low.ravel()
+    rates["tick_volume"] = rng.integers(1, 100, 60 * n)
+    rates["spread"] = np.repeat(hours["spread"], 60)
+    rates = rates[rates["time"] <= _seconds(end)]
+    rates.setflags(write=False)
+    utc = broker_to_utc(rates["time"])
     utc.setflags(write=False)
     return rates, utc
 
