@@ -10,8 +10,9 @@ Money is the terminal's: each deal's profit, commission (plus fee) and swap as i
 the balance at the bar the deal falls in (a deal after the last closed bar, such as a close at the stop,
 to the last bar). A trade is a position's exit deal with its share of the entry commission; its SL and TP
 are those of the order that opened it (a later change of stops is not in the deal history). Positions
-still open at the end are not closed here: they float in the equity curve to the last bar (valued at the
-bars' bid/ask like the backtest's, with the symbol's contract size), and are not listed as trades.
+the terminal still holds at the end are closed by ``finish`` at the last bar's close, in the report only,
+by the backtest broker's own "end of test" exit (``Broker.finish``: longs at the bid, shorts at the ask),
+so their floating profit is in the net profit as a backtest's or a paper run's is.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from backtests.broker import AccountConfig, Broker
+from backtests.broker import AccountConfig, Broker, _Pos
 from datafeeds.clock import BrokerClock
 from neuronet.live.terminal_orders import KINDS
 from neuronet.live.terminal_requests import user_comment
@@ -63,6 +64,7 @@ class TerminalLedger(Broker):
         self.clock = clock
         self._ns = self.time.asi8
         self._open: dict[int, _Open] = {}
+        self.held_at_end = 0  # positions the terminal still held, closed by ``finish`` in the report only
 
     def utc_ns(self, broker_seconds: int, broker_msc: int | None = None) -> int:
         """A terminal time (broker seconds, or milliseconds where given) as UTC nanoseconds."""
@@ -77,7 +79,7 @@ class TerminalLedger(Broker):
 
     def book(self, deals: list[Any], orders: list[Any], first: int) -> None:
         """Book the terminal's ``deals`` and ``orders`` (already this run's), in time order, from bar
-        ``first`` on; what is still open at the end floats to the last bar. Deals of a position whose
+        ``first`` on; what is still open at the end is left for ``finish``. Deals of a position whose
         entry is not among ``deals`` (opened before the run) are left out, with a warning."""
         opened = {int(d.position_id) for d in deals if int(d.entry) == IN}
         foreign = sorted({int(d.position_id) for d in deals} - opened)
@@ -94,21 +96,27 @@ class TerminalLedger(Broker):
                 self._book_deal(d, first, levels.get(int(d.order), (None, None)))
         for o in sorted(orders, key=lambda o: (int(o.time_setup), int(o.ticket))):
             self._book_order(o, first, fills.get(int(o.ticket)))
-        end = len(self._ns)
+        self.t = len(self._ns) - 1
+
+    def finish(self, last: int) -> None:
+        """Close the positions the terminal still holds at bar ``last``'s close, in the report only, with
+        the backtest's "end of test" exit: each becomes a backtest position (its entry commission as a
+        cost, as the backtest keeps it) and ``Broker.finish`` closes it."""
+        self.held_at_end = len(self._open)
         for pid, pos in self._open.items():
-            if end > pos.seg:
-                self._segments.append((pos.seg, end, pos.side, pos.lots, pos.price))
             log.info(
-                "position #%d (%s %g lots) is still open: valued in the equity curve, not a trade",
+                "position #%d (%s %g lots) is still open on the terminal: closed at the last close in the "
+                "report only",
                 pid,
                 "buy" if pos.side > 0 else "sell",
                 pos.lots,
             )
-        self.t = end - 1
-
-    @property
-    def still_open(self) -> int:
-        return len(self._open)
+            held = _Pos(pid, pos.side, pos.lots, pos.price, pos.bar, pos.sl, pos.tp, pos.magic, pos.comment,
+                        0.0 - pos.commission)
+            held.entry_ns, held.seg = pos.entry_ns, pos.seg
+            self.open_positions.append(held)
+        self._open.clear()
+        super().finish(last)
 
     def _book_deal(self, d: Any, first: int, levels: tuple[float | None, float | None]) -> None:
         ns = self.utc_ns(d.time, getattr(d, "time_msc", None))

@@ -200,3 +200,31 @@ def test_requests_refused_by_a_limit_are_listed_as_rejected(port, sim, tmp_path)
     assert got.trades.empty and got.deals.empty and got.stats["total_net_profit"] == 0
     assert got.rejected and {r["retcode"] for r in got.rejected} == {10027}
     assert all(r["action"] == "deal" and r["time"] and "0.01 lots" in r["reason"] for r in got.rejected)
+
+
+def test_a_position_the_terminal_still_holds_is_closed_in_the_report_as_on_paper(port, sim, tmp_path):
+    """Without ``--close-on-exit`` the last position stays open on the terminal: the live report closes it
+    at the last close by the backtest's "end of test" exit, as the paper report does, and both agree."""
+    live = tmp_path / "live.jsonl"
+    live_run(port, sim, live, bars=40)
+    held = sim.conn.modules.MetaTrader5.positions_get(symbol="EURUSD") or ()
+    assert len(held) == 1
+    money = terminal_money(sim, SmaCrossEA.magic)
+    got = journal_result(live, source(port))
+    assert len(sim.conn.modules.MetaTrader5.positions_get(symbol="EURUSD") or ()) == 1  # the report only
+    sim.state.reset()
+    sim.market.set_now(START)
+    paper = tmp_path / "paper.jsonl"
+    runner(port, sim, paper, max_bars=40).run()
+    want = journal_result(paper)
+    assert got.data["open_positions"] == 1 and want.trades["exit_reason"].iloc[-1] == "end of test"
+    cols = ["type", "lots", "entry_time", "entry_price", "exit_time", "exit_price", "exit_reason", "profit",
+            "net_profit", "entry_bar", "exit_bar"]
+    pd.testing.assert_frame_equal(got.trades[cols], want.trades[cols])
+    assert got.trades["ticket"].iloc[-1] == held[0].ticket
+    floating = got.trades["net_profit"].iloc[-1]
+    assert floating != 0 and got.stats["total_net_profit"] == pytest.approx(money + floating, abs=0.005)
+    assert got.stats["total_net_profit"] == pytest.approx(want.stats["total_net_profit"], abs=1e-6)
+    np.testing.assert_allclose(got.balance, want.balance, atol=1e-6)
+    np.testing.assert_allclose(got.equity, want.equity, atol=1e-6)
+    assert got.balance[-1] == pytest.approx(got.equity[-1])
