@@ -9,7 +9,9 @@ and the statistics (``metrics``) are computed by the backtest's code, not derive
 Money is the terminal's: each deal's profit, commission (plus fee) and swap as it reports them, booked to
 the balance at the bar the deal falls in (a deal after the last closed bar, such as a close at the stop,
 to the last bar). A trade is a position's exit deal with its share of the entry commission; its SL and TP
-are those of the order that opened it (a later change of stops is not in the deal history). Positions
+are those in force at its exit: the opening order's, changed by each successful ``sltp`` request made
+before the exit (``book``'s ``stops``, read from the journal: a change of stops is not in the deal
+history). Positions
 the terminal still holds at the end are closed by ``finish`` at the last bar's close, in the report only,
 by the backtest broker's own "end of test" exit (``Broker.finish``: longs at the bid, shorts at the ask),
 so their floating profit is in the net profit as a backtest's or a paper run's is.
@@ -54,6 +56,16 @@ class _Open:
     seg: int  # bar where its current floating segment began
 
 
+@dataclass(frozen=True)
+class StopChange:
+    """A successful change of a position's SL/TP (an ``sltp`` request), at the UTC ns of the EA's call."""
+
+    ns: int
+    position: int
+    sl: float | None
+    tp: float | None
+
+
 class TerminalLedger(Broker):
     """The backtest's ledger over ``bars`` (a candle frame, UTC, the journal's closed bars), filled from
     the terminal's history by ``book`` (see the module docstring)."""
@@ -64,6 +76,7 @@ class TerminalLedger(Broker):
         self.clock = clock
         self._ns = self.time.asi8
         self._open: dict[int, _Open] = {}
+        self._changes: list[StopChange] = []
         self.held_at_end = 0  # positions the terminal still held, closed by ``finish`` in the report only
 
     def utc_ns(self, broker_seconds: int, broker_msc: int | None = None) -> int:
@@ -77,10 +90,14 @@ class TerminalLedger(Broker):
         bar = int(np.searchsorted(self._ns, ns, side="right")) - 1
         return min(max(bar, first), len(self._ns) - 1)
 
-    def book(self, deals: list[Any], orders: list[Any], first: int) -> None:
+    def book(
+        self, deals: list[Any], orders: list[Any], first: int, stops: list[StopChange] | None = None
+    ) -> None:
         """Book the terminal's ``deals`` and ``orders`` (already this run's), in time order, from bar
         ``first`` on; what is still open at the end is left for ``finish``. Deals of a position whose
-        entry is not among ``deals`` (opened before the run) are left out, with a warning."""
+        entry is not among ``deals`` (opened before the run) are left out, with a warning. ``stops``: the
+        run's successful changes of a position's SL/TP, each applied to the exits after its time."""
+        self._changes = sorted(stops or (), key=lambda c: c.ns)
         opened = {int(d.position_id) for d in deals if int(d.entry) == IN}
         foreign = sorted({int(d.position_id) for d in deals} - opened)
         if foreign:
@@ -104,6 +121,7 @@ class TerminalLedger(Broker):
         cost, as the backtest keeps it) and ``Broker.finish`` closes it."""
         self.held_at_end = len(self._open)
         for pid, pos in self._open.items():
+            pos.sl, pos.tp = self._levels(pid, None, pos.sl, pos.tp)
             log.info(
                 "position #%d (%s %g lots) is still open on the terminal: closed at the last close in the "
                 "report only",
@@ -129,6 +147,7 @@ class TerminalLedger(Broker):
         comment = user_comment(str(d.comment))
         pos = self._open.get(pid)
         if pos is not None and entry != IN:  # an exit; on a netting account "in/out" also reverses it
+            pos.sl, pos.tp = self._levels(pid, ns, pos.sl, pos.tp)
             closing = min(lots, pos.lots)
             share = closing / lots if lots else 1.0
             self._exit(pid, pos, closing, price, ns, bar, money * share, swap, profit, int(d.reason), comment)
@@ -217,6 +236,18 @@ class TerminalLedger(Broker):
             del self._open[pid]
         else:
             pos.lots, pos.commission = left, pos.commission - entry_comm
+
+    def _levels(
+        self, pid: int, ns: int | None, sl: float | None, tp: float | None
+    ) -> tuple[float | None, float | None]:
+        """Position ``pid``'s SL/TP at UTC ``ns`` (None: at the end): the last change made by then, else
+        the levels it opened with."""
+        for change in self._changes:
+            if ns is not None and change.ns > ns:
+                break
+            if change.position == pid:
+                sl, tp = change.sl, change.tp
+        return sl, tp
 
     def _end(self, pos: _Open, bar: int) -> None:
         if bar > pos.seg:

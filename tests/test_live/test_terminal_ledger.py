@@ -12,7 +12,7 @@ import pytest
 from backtests import AccountConfig
 from backtests.replay import broker_figures
 from datafeeds.clock import UTC, BrokerClock
-from neuronet.live.terminal_ledger import TerminalLedger
+from neuronet.live.terminal_ledger import StopChange, TerminalLedger
 
 Deal = namedtuple(
     "Deal",
@@ -222,3 +222,29 @@ def test_an_exit_of_a_position_already_closed_is_money_but_no_trade(caplog):
     assert len(led.trades_frame()) == 1 and led.held_at_end == 0
     assert led.curves(0)[0][-1] == pytest.approx(10_107.0)
     assert "which is not open" in caplog.text
+
+
+def test_a_change_of_stops_applies_to_the_exits_after_it_and_to_the_end():
+    at = int(T0.value) + 3 * H * 10**9  # the EA's call at bar 3's open
+    changes = [
+        StopChange(at, 91, 1.0950, None),
+        StopChange(at, 92, 1.0990, 1.1200),
+        StopChange(at + H * 10**9, 92, 1.0995, None),
+    ]
+    led = TerminalLedger(bars(), 1e-5, AccountConfig(hedging=True), UTC)
+    led.book(
+        [
+            deal(1, 1, BUY, IN, 91, 1.0, 1.1000),
+            deal(2, 1, BUY, IN, 92, 1.0, 1.1000),
+            deal(3, 2, SELL, OUT, 91, 0.5, 1.1010, profit=50.0),  # before the change
+            deal(4, 4, SELL, OUT, 91, 0.5, 1.1020, profit=100.0),  # after it
+        ],
+        [],
+        1,
+        changes,
+    )
+    led.finish(7)  # position 92 is closed at the end, with the last levels
+    trades = led.trades_frame()
+    assert list(trades["ticket"]) == [91, 91, 92]
+    assert trades["sl"].isna().iloc[0] and list(trades["sl"].iloc[1:]) == [1.0950, 1.0995]
+    assert trades["tp"].isna().all()
