@@ -35,13 +35,14 @@ import pandas as pd
 from backtests.broker import AccountConfig
 from datafeeds.candles import meta_of
 from datafeeds.terminal import TerminalSource
-from datafeeds.terminal_errors import TerminalConnectionError, TerminalError
+from datafeeds.terminal_errors import TerminalConnectionError, TerminalError, UnknownSymbolError
 from datafeeds.timeframes import Timeframe
 from neuronet.errors import NeuronetError
 from neuronet.live.context import LiveBars, LiveContext
 from neuronet.live.errors import JournalError, LiveError
 from neuronet.live.journal import JOURNAL_VERSION, Journal, json_ready, read_journal
 from neuronet.live.paper import PaperBroker
+from neuronet.live.quotes import QuoteError, check_prices, check_time
 from neuronet.live.rebuild import JournalState, bar_record, history_record, read_state
 from neuronet.live.status import StatusLine
 from strategies.base import ExpertAdvisor, call_hook
@@ -154,8 +155,27 @@ class LiveRunner:
         s = self.s
         return self._retrying("reading bars", lambda: self.source.fetch(s.symbol, s.timeframe, start))
 
-    def _tick(self) -> tuple[pd.Timestamp, float, float]:
-        return self._retrying("reading the quote", lambda: self.source.tick(self.s.symbol))
+    def _tick(self, bar_open: pd.Timestamp) -> tuple[pd.Timestamp, float, float]:
+        """The terminal's quote for the bar opened at ``bar_open``, checked (``quotes``): one that is
+        missing, not a price, crossed, or at a time far from that bar is a ``QuoteError``."""
+        symbol = self.s.symbol
+        try:
+            when, bid, ask = self._retrying("reading the quote", lambda: self.source.tick(symbol))
+        except UnknownSymbolError as exc:  # None: the symbol was there when the run started
+            raise QuoteError(str(exc)) from None
+        except (TypeError, ValueError, OverflowError, AttributeError) as exc:
+            raise QuoteError(f"the terminal's {symbol} quote cannot be read ({exc})") from None
+        bid, ask = check_prices(symbol, bid, ask)
+        check_time(symbol, when, bar_open, self.s.timeframe.seconds)
+        return when, bid, ask
+
+    def _refused_quote(self, exc: QuoteError, then: str) -> None:
+        """Log and journal a refused quote (once while the same refusal repeats look after look)."""
+        message = f"{exc}: {then}"
+        if message != getattr(self, "_last_refusal", None):
+            log.warning("%s", message)
+            self.journal.write("warning", bar=self._bar(), message=message)
+        self._last_refusal = message
 
     # -- the run ---------------------------------------------------------------------------------------------
     def run(self) -> LiveSummary:
@@ -316,8 +336,14 @@ class LiveRunner:
             log.warning("requests whose reply was lost cannot be looked up yet: %s", exc)
 
     def _open_new(self, when: pd.Timestamp) -> None:
-        """The bar forming at ``when`` begins: decide at the terminal's quote."""
-        _, bid, ask = self._tick()
+        """The bar forming at ``when`` begins: decide at the terminal's quote (a refused quote: look again
+        at the next poll; a bar that closes meanwhile is decided at its own open, as a missed one)."""
+        try:
+            _, bid, ask = self._tick(when)
+        except QuoteError as exc:
+            self._refused_quote(exc, f"bar {when} is not decided on yet; looking again")
+            return
+        self._last_refusal = None
         t = len(self.bars.feed)
         if self.broker is not None:
             self.broker.open_bar(when, bid, ask)
@@ -375,7 +401,12 @@ class LiveRunner:
         self.journal.write("decision", bar=t, time=when, position=net, retcode=self.ctx.last_retcode)
 
     def _on_tick(self) -> None:
-        stamp, bid, ask = self._tick()
+        try:
+            stamp, bid, ask = self._tick(self.forming[1])
+        except QuoteError as exc:
+            self._refused_quote(exc, "no on_tick at it")
+            return
+        self._last_refusal = None
         if getattr(self, "_last_quote", None) == (bid, ask):
             return
         self._last_quote = (bid, ask)
@@ -386,6 +417,20 @@ class LiveRunner:
                   time=stamp)
 
     # -- the stop --------------------------------------------------------------------------------------------
+    def _closing_quote(self) -> bool:
+        """Paper: the quote ``--close-on-exit`` closes at, set on the paper account (False when refused:
+        the positions are left as they are). A live account closes at the terminal's own price."""
+        if self.broker is None:
+            return True
+        try:
+            _, bid, ask = self._tick(self._now())
+        except QuoteError as exc:
+            self._refused_quote(exc, "positions left open at the stop")
+            return False
+        self.broker.set_tick(bid, ask)
+        self.journal.write("tick", bar=self._bar(), time=self._now(), bid=bid, ask=ask)
+        return True
+
     def _finish(self, reason: str, deinit: bool = True) -> None:
         """Stop cleanly: positions left open unless ``close_on_exit``; ``on_deinit``; a stop record."""
         if not hasattr(self, "ea") or self.journal is None:
@@ -394,11 +439,7 @@ class LiveRunner:
             return
         closed = 0
         try:
-            if self.s.close_on_exit:
-                if self.broker is not None:
-                    _, bid, ask = self._tick()
-                    self.broker.set_tick(bid, ask)
-                    self.journal.write("tick", bar=self._bar(), time=self._now(), bid=bid, ask=ask)
+            if self.s.close_on_exit and self._closing_quote():
                 closed = self.ctx.close(None, self.ea.magic)
             if deinit:
                 self.ea.mark_run(complete=reason == "max_bars", interrupted=None if reason == "max_bars"

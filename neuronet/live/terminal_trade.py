@@ -38,6 +38,7 @@ from datafeeds.clock import BrokerClock
 from datafeeds.terminal_errors import UnknownSymbolError
 from neuronet.live import retcodes
 from neuronet.live.limits import Limits, Request, TradeState
+from neuronet.live.quotes import QuoteError, quote_of
 from neuronet.live.terminal_orders import GTC, KINDS, SPECIFIED, PendingOrders
 from neuronet.live.terminal_requests import (
     CLOSE_BY,
@@ -119,7 +120,14 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         return self.spec().point
 
     def _tick(self) -> Any:
-        return self._read("symbol_info_tick", self.symbol)
+        """The terminal's quote, checked (``quotes.quote_of``): garbage is a ``QuoteError``."""
+        tick = self._read("symbol_info_tick", self.symbol, none_ok=True)
+        quote_of(self.symbol, tick)
+        return tick
+
+    def refuse_quote(self, action: str, exc: QuoteError) -> None:
+        """A request made while the quote is garbage: refused with "no quotes", noted and logged."""
+        self._refuse(action, retcodes.PRICE_OFF, str(exc))
 
     def price(self, side: int) -> float:
         """The current ask (``side`` +1, what a buy pays) or bid (-1)."""
