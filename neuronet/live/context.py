@@ -2,8 +2,7 @@
 
 Trading calls go to the trading object unchanged; each one is journaled first as a ``request`` (the call
 and its arguments) and then as a ``result`` (its answer and ``last_retcode``), so a journal shows what the
-EA asked and what came of it, and a paper run can be rebuilt by making the same calls again. A request
-the terminal's quote cannot be traded on for (``quotes.QuoteError``) is refused with "no quotes" (10021).
+EA asked and what came of it, and a paper run can be rebuilt by making the same calls again.
 Indicators are evaluated over the bars closed so far, proved causal on a shorter prefix as in the
 backtest, and recomputed by ``LiveBars.refresh`` as bars close.
 """
@@ -17,16 +16,12 @@ import numpy as np
 import pandas as pd
 
 from backtests.replay import causal_indicator, check_causal, evaluate_indicator
-from neuronet.live.quotes import QuoteError
 from strategies.bars import BarFeed, Bars
 from strategies.base import ExpertAdvisor
 from strategies.trade import Account, Order, Position
 
 # The requests of ``strategies.trade.TradeContext`` that change something: journaled and replayable.
 REQUESTS = ("order", "pending", "close", "close_by", "modify", "cancel", "modify_order")
-# What each request returns when refused (``strategies.trade``: None, 0 closed, or False).
-REFUSED = {"order": None, "pending": None, "close": 0, "close_by": False, "modify": False, "cancel": False,
-           "modify_order": False}
 
 
 class LiveBars:
@@ -82,11 +77,7 @@ class LiveContext:
 
     def _request(self, name: str, *args: Any) -> Any:
         self._record("request", bar=self._bar(), time=self._now(), call=name, args=list(args))
-        try:
-            value = getattr(self.trading, name)(*args)
-        except QuoteError as exc:  # the terminal's quote is garbage: "no quotes", nothing sent
-            self.trading.refuse_quote(name, exc)
-            value = REFUSED[name]
+        value = getattr(self.trading, name)(*args)
         self._record("result", bar=self._bar(), call=name, value=value, retcode=self.trading.last_retcode)
         return value
 

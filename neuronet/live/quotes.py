@@ -8,7 +8,9 @@ request made at it is refused with "no quotes" (10021), so a quote refused is ne
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -55,3 +57,21 @@ def quote_of(symbol: str, tick: Any) -> tuple[int, float, float]:
     if not (math.isfinite(seconds) and seconds > 0):
         raise QuoteError(f"{symbol} quote time {seconds}: not a time")
     return int(seconds), bid, ask
+
+
+def refused_at_bad_quote(action: str, refused: Any) -> Callable[[Callable], Callable]:
+    """A trade request of ``TerminalTrade`` that, when the quote it reads is garbage, is refused with
+    "no quotes" (``refuse_quote``: noted, logged) and answers ``refused`` (None, 0, False), never raises."""
+
+    def wrap(method: Callable) -> Callable:
+        @functools.wraps(method)
+        def request(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except QuoteError as exc:
+                self.refuse_quote(action, exc)
+                return refused
+
+        return request
+
+    return wrap

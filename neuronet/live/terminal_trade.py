@@ -38,7 +38,7 @@ from datafeeds.clock import BrokerClock
 from datafeeds.terminal_errors import UnknownSymbolError
 from neuronet.live import retcodes
 from neuronet.live.limits import Limits, Request, TradeState
-from neuronet.live.quotes import QuoteError, quote_of
+from neuronet.live.quotes import QuoteError, quote_of, refused_at_bad_quote
 from neuronet.live.terminal_orders import GTC, KINDS, SPECIFIED, PendingOrders
 from neuronet.live.terminal_requests import (
     CLOSE_BY,
@@ -283,6 +283,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         }
 
     # -- market orders and closes ---------------------------------------------------------------------------
+    @refused_at_bad_quote("deal", None)
     def order(
         self, side: int, lots: float, sl: float | None, tp: float | None, magic: int, comment: str
     ) -> int | None:
@@ -323,6 +324,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         deals = self._read("history_deals_get", ticket=out.deal, none_ok=True) if out.deal else ()
         return int(deals[0].position_id) if deals else out.order
 
+    @refused_at_bad_quote("close", 0)
     def close(
         self, ticket: int | None, magic: int | None, lots: float | None = None, reason: str = "signal"
     ) -> int:
@@ -364,6 +366,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             done += self._submit(request).ok
         return done
 
+    @refused_at_bad_quote("close_by", False)
     def close_by(self, ticket: int, opposite: int) -> bool:
         """Close position ``ticket`` by the opposite position ``opposite`` (hedging accounts only)."""
         found = {p.ticket: p for p in self.positions()}
@@ -386,6 +389,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
 
         return self._submit(request, verify).ok
 
+    @refused_at_bad_quote("modify", False)
     def modify(self, ticket: int, sl: float | None, tp: float | None) -> bool:
         """New SL/TP of an open position (None keeps a level, 0 removes it)."""
         pos = next((p for p in self.positions() if p.ticket == ticket), None)
