@@ -332,7 +332,7 @@ class LiveRunner:
             return
         try:
             trading.resolve()
-        except TerminalError as exc:
+        except (TerminalError, QuoteError) as exc:
             log.warning("requests whose reply was lost cannot be looked up yet: %s", exc)
 
     def _open_new(self, when: pd.Timestamp) -> None:
