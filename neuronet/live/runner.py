@@ -316,7 +316,10 @@ class LiveRunner:
                 late = self.summary.missed + self.summary.skipped - before
                 if late:
                     what = "skipped (no on_bar)" if self.s.skip_missed else "processed in order"
-                    log.warning("%d bars closed while the terminal was unreachable: %s", late, what)
+                    log.warning(
+                        "%d bars closed before they were decided on (terminal unreachable or quote refused): "
+                        "%s", late, what
+                    )
             if self.forming is None and fetched.final_until > self.bars.feed.time[-1]:
                 self._open_new(fetched.final_until)
             elif self.forming is not None and self.ea.wants_ticks():
@@ -355,16 +358,17 @@ class LiveRunner:
         if self.forming is not None and self.forming[1] != when:
             raise LiveError(f"the terminal's bar {when} is not the bar forming at {self.forming[1]}: "
                             "its history changed under the run; start a new journal")
-        if self.forming is None:  # closed before the runner saw it open: missed while unreachable
+        if self.forming is None:  # closed before it was decided on: unreachable, or its quote refused
             if self.s.skip_missed:
                 self.summary.skipped += 1
-                log.info("bar %s closed while the terminal was unreachable: skipped (no on_bar)", when)
-                self.journal.write("warning", bar=t, message=f"bar {when} skipped: missed while unreachable")
+                log.info("bar %s closed before it was decided on: skipped (no on_bar)", when)
+                message = f"bar {when} skipped: closed before it was decided on"
+                self.journal.write("warning", bar=t, message=message)
                 if self.broker is not None:
                     self.broker.add_bar(when, float(row["open"]), float(row["spread"]))
             else:
                 self.summary.missed += 1
-                log.info("bar %s closed while the terminal was unreachable: processed now", when)
+                log.info("bar %s closed before it was decided on: processed now, at its open", when)
                 spread = float(row["spread"])
                 bid = float(row["open"])
                 if self.broker is not None:
