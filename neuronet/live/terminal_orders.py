@@ -70,7 +70,7 @@ class PendingOrders:
         when, bad = self._expiration(expiration, int(tick.time))
         bad = (
             bad
-            or self._mode_refusal(spec, side, tick)
+            or self._mode_refusal(spec, side)
             or self._check_order(kind, price, stoplimit, sl, tp, tick, spec)
         )
         reason = None if bad else self._limit(volume)

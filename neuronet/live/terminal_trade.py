@@ -262,10 +262,9 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             )
         return volume
 
-    def _mode_refusal(self, spec: SymbolSpec, side: int, tick: Any) -> tuple[int, str] | None:
-        """What the symbol's trade mode, or a market without quotes, refuses before any other check."""
-        if not (float(tick.bid) > 0 and float(tick.ask) > 0):
-            return retcodes.PRICE_OFF, f"no quotes for {self.symbol} (bid {tick.bid}, ask {tick.ask})"
+    def _mode_refusal(self, spec: SymbolSpec, side: int) -> tuple[int, str] | None:
+        """What the symbol's trade mode refuses before any other check (a market without quotes is refused
+        earlier, by ``_tick``)."""
         if spec.trade_mode == TRADE_DISABLED:
             return retcodes.TRADE_DISABLED, f"trading {self.symbol} is disabled"
         if spec.trade_mode == CLOSE_ONLY:
@@ -296,7 +295,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             return self._refuse("deal", checks.INVALID_VOLUME, f"invalid volume {lots}", **desc)
         tick = self._tick()
         ref, what = (float(tick.bid), "bid") if side > 0 else (float(tick.ask), "ask")
-        bad = self._mode_refusal(spec, side, tick) or checks.check_stops(
+        bad = self._mode_refusal(spec, side) or checks.check_stops(
             side, ref, sl, tp, spec.stops_level * spec.point, what
         )
         reason = None if bad or self._only_reduces(side, volume) else self._limit(volume)
