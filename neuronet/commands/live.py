@@ -168,15 +168,18 @@ def live(
     cls = resolve_ea(ea)
     params = _params(param or [], cls)
     cls.resolve_params(params)  # a bad -p fails here, before the terminal is reached
-    account = AccountConfig(
-        deposit=deposit,
-        leverage=leverage,
-        spread=spread,
-        commission=commission,
-        swap_long=swap_long,
-        swap_short=swap_short,
-        hedging=hedging,
-    )
+    try:
+        account = AccountConfig(
+            deposit=deposit,
+            leverage=leverage,
+            spread=spread,
+            commission=commission,
+            swap_long=swap_long,
+            swap_short=swap_short,
+            hedging=hedging,
+        )
+    except ValueError as exc:  # "invalid account setting deposit=nan": the option's name is in it
+        raise LiveError(str(exc)) from None
     source = _source(opt, broker_tz, credentials)
     tf = Timeframe.parse(timeframe)
     mode = "paper" if paper else "live"

@@ -60,6 +60,7 @@ class Journal:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        _regular(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the run
@@ -115,6 +116,14 @@ class Journal:
         self.close()
 
 
+def _regular(path: Path) -> None:
+    """A journal is a regular file (or none yet): a directory, a device or a pipe is refused by name."""
+    if path.is_dir():
+        raise JournalError(f"journal {path} is a directory; give a file name")
+    if path.exists() and not path.is_file():
+        raise JournalError(f"journal {path} is not a regular file (a device or a pipe); give a file name")
+
+
 def _lines(path: Path) -> list[bytes]:
     """The file's lines, each read with a bound: a line longer than ``MAX_LINE`` (no journal writes one;
     a binary file or a runaway line might) is refused before it fills the memory."""
@@ -131,6 +140,7 @@ def _lines(path: Path) -> list[bytes]:
 def read_journal(path: str | os.PathLike) -> list[dict]:
     """Every record of a journal, in order (see the module docstring for what is tolerated)."""
     path = Path(path)
+    _regular(path)
     try:
         lines = _lines(path)
     except FileNotFoundError:

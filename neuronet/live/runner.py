@@ -76,6 +76,8 @@ class LiveSettings:
     max_bars: int | None = None  # stop after this many bars closed (None: until Ctrl-C)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.symbol, str) or not self.symbol.strip():
+            raise LiveError(f"symbol (--symbol) must name a symbol, not {self.symbol!r}")
         if self.mode not in ("paper", "live"):
             raise LiveError(f"mode must be 'paper' or 'live', not {self.mode!r}")
         for name in ("poll_s", "backoff_s", "backoff_max_s"):

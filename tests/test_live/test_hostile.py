@@ -144,8 +144,10 @@ def test_a_file_that_is_not_a_journal_is_refused(tmp_path, content, message):
 
 
 def test_a_journal_path_that_is_a_directory_is_one_error(tmp_path):
-    with pytest.raises(JournalError, match=r"(?i)cannot read journal .*: is a directory"):
+    with pytest.raises(JournalError, match=r"journal .* is a directory; give a file name"):
         journal_result(tmp_path)
+    with pytest.raises(JournalError, match="journal /dev/null is not a regular file"):
+        journal_result("/dev/null")
 
 
 def test_a_kill_switch_that_is_a_directory_is_refused(tmp_path):
@@ -178,7 +180,10 @@ LIMITS = ("--live", "--max-lots", "1", "--max-positions", "1", "--max-daily-loss
         ((*LIMITS, "--deviation", "-1"), "--deviation must be a whole number of points >= 0, not -1"),
         ((*LIMITS, "--kill-switch", "."), "limit kill_switch: . is a directory"),
         ((*LIMITS, "--kill-switch", "no/such/STOP"), "the folder of no/such/STOP does not exist"),
-        (("--journal", "."), "cannot read journal .: Is a directory"),
+        (("--journal", "."), "journal . is a directory; give a file name"),
+        (("--journal", "/dev/null"), "journal /dev/null is not a regular file"),
+        (("--symbol", " "), "symbol (--symbol) must name a symbol, not ' '"),
+        (("--deposit", "nan"), "invalid account setting deposit=nan"),
         (("--journal", "data.csv"), "journal data.csv line 1: not JSON"),
     ],
 )
