@@ -10,6 +10,7 @@ same journal resumes the run.
 
 from __future__ import annotations
 
+import re
 import signal
 from pathlib import Path
 from typing import Annotated, Any
@@ -167,19 +168,22 @@ def live(
     cls = resolve_ea(ea)
     params = _params(param or [], cls)
     cls.resolve_params(params)  # a bad -p fails here, before the terminal is reached
-    account = AccountConfig(
-        deposit=deposit,
-        leverage=leverage,
-        spread=spread,
-        commission=commission,
-        swap_long=swap_long,
-        swap_short=swap_short,
-        hedging=hedging,
-    )
+    try:
+        account = AccountConfig(
+            deposit=deposit,
+            leverage=leverage,
+            spread=spread,
+            commission=commission,
+            swap_long=swap_long,
+            swap_short=swap_short,
+            hedging=hedging,
+        )
+    except ValueError as exc:  # "invalid account setting deposit=nan": the option's name is in it
+        raise LiveError(str(exc)) from None
     source = _source(opt, broker_tz, credentials)
     tf = Timeframe.parse(timeframe)
     mode = "paper" if paper else "live"
-    path = journal or Path("journals") / f"{cls.__name__}-{symbol}-{tf.name}-{mode}.jsonl"
+    path = journal or Path("journals") / _file_name(f"{cls.__name__}-{symbol}-{tf.name}-{mode}.jsonl")
     settings = LiveSettings(
         symbol,
         tf,
@@ -209,6 +213,8 @@ def live(
             raise LiveError(f"--live trades real money and needs explicit limits: give {options}")
         if symbol not in limits["symbols"]:
             raise LiveError(f"--live: {symbol} is not among --allow-symbol {', '.join(limits['symbols'])}")
+        if deviation < 0:
+            raise LiveError(f"--deviation must be a whole number of points >= 0, not {deviation}")
         trading = _terminal_trading(limits, kill_switch, deviation)
     typer.echo(
         f"{cls.__name__} {mode} on {symbol} {tf.name} at {source.cache_feed()}; journal {path}; Ctrl-C stops"
@@ -225,6 +231,11 @@ def live(
         f"missed and processed, {summary.skipped} skipped, {summary.reconnects} reconnects); "
         f"journal {path}"
     )
+
+
+def _file_name(name: str) -> str:
+    """The default journal's file name: a symbol such as "BTC/USD" or "../x" stays one name in journals/."""
+    return re.sub(r"[^A-Za-z0-9._#+-]", "_", name).lstrip(".") or "journal.jsonl"
 
 
 def _interrupt(signum: int, frame: Any) -> None:

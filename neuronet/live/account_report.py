@@ -19,9 +19,10 @@ import pandas as pd
 
 from backtests.broker import AccountConfig
 from datafeeds.terminal_errors import error_from_last_error
+from neuronet.live import retcodes
 from neuronet.live.errors import JournalError
 from neuronet.live.rebuild import JournalState
-from neuronet.live.terminal_ledger import TerminalLedger
+from neuronet.live.terminal_ledger import StopChange, TerminalLedger
 
 RES_S_OK = 1
 
@@ -57,6 +58,33 @@ def run_identity(path: str, records: list[dict]) -> RunIdentity:
         raise JournalError(
             f"journal {path} line {account['_line']}: the account record cannot be read ({exc})"
         ) from None
+
+
+def stop_changes(path: str, records: list[dict]) -> list[StopChange]:
+    """The run's successful ``sltp`` requests (the EA's ``modify``), from the terminal's records in the
+    journal: a request's id, position and levels, its success from its result or, after a lost reply,
+    from its recovery; its time is that of the EA's call it came from."""
+    asked: dict[str, tuple[int, int, float | None, float | None]] = {}
+    out: list[StopChange] = []
+    when = None
+    for rec in records:
+        note = rec.get("terminal")
+        note = note if isinstance(note, dict) else {}
+        try:
+            if rec["type"] == "request" and "call" in rec:
+                when = pd.Timestamp(rec["time"]).value
+            elif note.get("event") == "request" and note.get("action") == "sltp" and when is not None:
+                req = note["request"]
+                levels = (float(req.get("sl") or 0.0) or None, float(req.get("tp") or 0.0) or None)
+                asked[str(note["id"])] = (when, int(req["position"]), *levels)
+            elif note.get("event") in ("result", "recovered") and note.get("retcode") in retcodes.SUCCESS:
+                change = asked.pop(str(note.get("id")), None)
+                if change is not None:
+                    out.append(StopChange(*change))
+        except (KeyError, TypeError, ValueError) as exc:
+            where = f"journal {path} line {rec['_line']}"
+            raise JournalError(f"{where}: a change of stops cannot be read ({exc})") from None
+    return out
 
 
 def _read(source: Any, name: str, *args: Any, **kwargs: Any) -> Any:
@@ -107,5 +135,5 @@ def terminal_ledger(
     except ValueError as exc:  # a balance or leverage of 0: nothing a report can be scored on
         raise JournalError(f"journal {path}: the account at the start cannot be scored on ({exc})") from None
     ledger = TerminalLedger(bars, meta.point, config, meta.clock)
-    ledger.book(deals, orders, fs)
+    ledger.book(deals, orders, fs, stop_changes(path, records))
     return ledger, config, who

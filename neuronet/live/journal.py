@@ -27,6 +27,7 @@ from neuronet.live.errors import JournalError
 log = logging.getLogger(__name__)
 
 JOURNAL_VERSION = 1
+MAX_LINE = 256 * 2**20  # bytes: the history record of a few million bars; a line beyond is not a journal's
 TYPES = frozenset(
     {"start", "history", "open", "tick", "request", "result", "decision", "bar", "account", "resume",
      "reconnect", "warning", "stop"}
@@ -59,6 +60,7 @@ class Journal:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        _regular(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the run
@@ -114,21 +116,42 @@ class Journal:
         self.close()
 
 
+def _regular(path: Path) -> None:
+    """A journal is a regular file (or none yet): a directory, a device or a pipe is refused by name."""
+    if path.is_dir():
+        raise JournalError(f"journal {path} is a directory; give a file name")
+    if path.exists() and not path.is_file():
+        raise JournalError(f"journal {path} is not a regular file (a device or a pipe); give a file name")
+
+
+def _lines(path: Path) -> list[bytes]:
+    """The file's lines, each read with a bound: a line longer than ``MAX_LINE`` (no journal writes one;
+    a binary file or a runaway line might) is refused before it fills the memory."""
+    out = []
+    with open(path, "rb") as f:
+        while line := f.readline(MAX_LINE + 1):
+            if len(line) > MAX_LINE:
+                where = f"journal {path} line {len(out) + 1}"
+                raise JournalError(f"{where}: longer than {MAX_LINE // 2**20} MiB; not a journal")
+            out.append(line)
+    return out
+
+
 def read_journal(path: str | os.PathLike) -> list[dict]:
     """Every record of a journal, in order (see the module docstring for what is tolerated)."""
     path = Path(path)
+    _regular(path)
     try:
-        data = path.read_bytes()
+        lines = _lines(path)
     except FileNotFoundError:
         raise JournalError(f"journal {path} does not exist") from None
     except OSError as exc:
         raise JournalError(f"cannot read journal {path}: {exc.strerror or exc}") from None
-    lines = data.split(b"\n")
     records: list[dict] = []
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
-        last = number == len(lines)  # no newline after it: the line a crash may have cut
+        last = not raw.endswith(b"\n")  # no newline after it: the line a crash may have cut
         try:
             record = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:

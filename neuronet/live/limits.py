@@ -83,6 +83,10 @@ class Limits:
             if not str(self.kill_switch).strip():
                 raise LimitsError("limit kill_switch must name a file (an empty path is the current folder)")
             path = Path(self.kill_switch)
+            if path.is_dir():
+                raise LimitsError(
+                    f"limit kill_switch: {path} is a directory; name a file (its existence stops new orders)"
+                )
             if not path.parent.is_dir():
                 raise LimitsError(
                     f"limit kill_switch: the folder of {path} does not exist, so the file could never be "

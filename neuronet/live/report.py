@@ -9,7 +9,7 @@ the same bars give the same report.
 A live account's figures are the terminal's: its deals and orders over the run's span, booked into the
 backtest's ledger (``account_report``, ``terminal_ledger``) and scored by the same ``broker_figures``;
 ``terminal`` (a ``datafeeds.terminal.TerminalSource``) must then reach the terminal the run traded on.
-Positions it still holds are valued in the equity curve, not closed.
+Positions it still holds are closed at the last bar's close in the report only, as a paper run's are.
 """
 
 from __future__ import annotations
@@ -52,11 +52,12 @@ def journal_result(path: str | Path, terminal: Any = None) -> Result:
         extra = {"model": "live", "model_name": "Live paper trading (terminal quotes, backtest fill rules)"}
         return _result(path, state, broker, broker.config, extra)
     ledger, config, who = terminal_ledger(str(path), records, state, terminal)
+    ledger.finish(last)
     extra = {
         "model": "live account",
         "model_name": "Live account (the terminal's deals and orders)",
         "magic": sorted(who.magics),
-        "open_positions": ledger.still_open,
+        "open_positions": ledger.held_at_end,
     }
     ledger.rejected.extend(_refused(records))
     return _result(path, state, ledger, config, extra)

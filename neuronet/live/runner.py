@@ -35,13 +35,14 @@ import pandas as pd
 from backtests.broker import AccountConfig
 from datafeeds.candles import meta_of
 from datafeeds.terminal import TerminalSource
-from datafeeds.terminal_errors import TerminalConnectionError, TerminalError
+from datafeeds.terminal_errors import TerminalConnectionError, TerminalError, UnknownSymbolError
 from datafeeds.timeframes import Timeframe
 from neuronet.errors import NeuronetError
 from neuronet.live.context import LiveBars, LiveContext
 from neuronet.live.errors import JournalError, LiveError
 from neuronet.live.journal import JOURNAL_VERSION, Journal, json_ready, read_journal
 from neuronet.live.paper import PaperBroker
+from neuronet.live.quotes import QuoteError, check_prices, check_time
 from neuronet.live.rebuild import JournalState, bar_record, history_record, read_state
 from neuronet.live.status import StatusLine
 from strategies.base import ExpertAdvisor, call_hook
@@ -75,6 +76,8 @@ class LiveSettings:
     max_bars: int | None = None  # stop after this many bars closed (None: until Ctrl-C)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.symbol, str) or not self.symbol.strip():
+            raise LiveError(f"symbol (--symbol) must name a symbol, not {self.symbol!r}")
         if self.mode not in ("paper", "live"):
             raise LiveError(f"mode must be 'paper' or 'live', not {self.mode!r}")
         for name in ("poll_s", "backoff_s", "backoff_max_s"):
@@ -154,8 +157,27 @@ class LiveRunner:
         s = self.s
         return self._retrying("reading bars", lambda: self.source.fetch(s.symbol, s.timeframe, start))
 
-    def _tick(self) -> tuple[pd.Timestamp, float, float]:
-        return self._retrying("reading the quote", lambda: self.source.tick(self.s.symbol))
+    def _tick(self, bar_open: pd.Timestamp) -> tuple[pd.Timestamp, float, float]:
+        """The terminal's quote for the bar opened at ``bar_open``, checked (``quotes``): one that is
+        missing, not a price, crossed, or at a time far from that bar is a ``QuoteError``."""
+        symbol = self.s.symbol
+        try:
+            when, bid, ask = self._retrying("reading the quote", lambda: self.source.tick(symbol))
+        except UnknownSymbolError as exc:  # None: the symbol was there when the run started
+            raise QuoteError(str(exc)) from None
+        except (TypeError, ValueError, OverflowError, AttributeError) as exc:
+            raise QuoteError(f"the terminal's {symbol} quote cannot be read ({exc})") from None
+        bid, ask = check_prices(symbol, bid, ask)
+        check_time(symbol, when, bar_open, self.s.timeframe.seconds)
+        return when, bid, ask
+
+    def _refused_quote(self, exc: QuoteError, then: str) -> None:
+        """Log and journal a refused quote (once while the same refusal repeats look after look)."""
+        message = f"{exc}: {then}"
+        if message != getattr(self, "_last_refusal", None):
+            log.warning("%s", message)
+            self.journal.write("warning", bar=self._bar(), message=message)
+        self._last_refusal = message
 
     # -- the run ---------------------------------------------------------------------------------------------
     def run(self) -> LiveSummary:
@@ -296,7 +318,10 @@ class LiveRunner:
                 late = self.summary.missed + self.summary.skipped - before
                 if late:
                     what = "skipped (no on_bar)" if self.s.skip_missed else "processed in order"
-                    log.warning("%d bars closed while the terminal was unreachable: %s", late, what)
+                    log.warning(
+                        "%d bars closed before they were decided on (terminal unreachable or quote refused): "
+                        "%s", late, what
+                    )
             if self.forming is None and fetched.final_until > self.bars.feed.time[-1]:
                 self._open_new(fetched.final_until)
             elif self.forming is not None and self.ea.wants_ticks():
@@ -312,12 +337,18 @@ class LiveRunner:
             return
         try:
             trading.resolve()
-        except TerminalError as exc:
+        except (TerminalError, QuoteError) as exc:
             log.warning("requests whose reply was lost cannot be looked up yet: %s", exc)
 
     def _open_new(self, when: pd.Timestamp) -> None:
-        """The bar forming at ``when`` begins: decide at the terminal's quote."""
-        _, bid, ask = self._tick()
+        """The bar forming at ``when`` begins: decide at the terminal's quote (a refused quote: look again
+        at the next poll; a bar that closes meanwhile is decided at its own open, as a missed one)."""
+        try:
+            _, bid, ask = self._tick(when)
+        except QuoteError as exc:
+            self._refused_quote(exc, f"bar {when} is not decided on yet; looking again")
+            return
+        self._last_refusal = None
         t = len(self.bars.feed)
         if self.broker is not None:
             self.broker.open_bar(when, bid, ask)
@@ -329,16 +360,17 @@ class LiveRunner:
         if self.forming is not None and self.forming[1] != when:
             raise LiveError(f"the terminal's bar {when} is not the bar forming at {self.forming[1]}: "
                             "its history changed under the run; start a new journal")
-        if self.forming is None:  # closed before the runner saw it open: missed while unreachable
+        if self.forming is None:  # closed before it was decided on: unreachable, or its quote refused
             if self.s.skip_missed:
                 self.summary.skipped += 1
-                log.info("bar %s closed while the terminal was unreachable: skipped (no on_bar)", when)
-                self.journal.write("warning", bar=t, message=f"bar {when} skipped: missed while unreachable")
+                log.info("bar %s closed before it was decided on: skipped (no on_bar)", when)
+                message = f"bar {when} skipped: closed before it was decided on"
+                self.journal.write("warning", bar=t, message=message)
                 if self.broker is not None:
                     self.broker.add_bar(when, float(row["open"]), float(row["spread"]))
             else:
                 self.summary.missed += 1
-                log.info("bar %s closed while the terminal was unreachable: processed now", when)
+                log.info("bar %s closed before it was decided on: processed now, at its open", when)
                 spread = float(row["spread"])
                 bid = float(row["open"])
                 if self.broker is not None:
@@ -375,7 +407,12 @@ class LiveRunner:
         self.journal.write("decision", bar=t, time=when, position=net, retcode=self.ctx.last_retcode)
 
     def _on_tick(self) -> None:
-        stamp, bid, ask = self._tick()
+        try:
+            stamp, bid, ask = self._tick(self.forming[1])
+        except QuoteError as exc:
+            self._refused_quote(exc, "no on_tick at it")
+            return
+        self._last_refusal = None
         if getattr(self, "_last_quote", None) == (bid, ask):
             return
         self._last_quote = (bid, ask)
@@ -386,6 +423,20 @@ class LiveRunner:
                   time=stamp)
 
     # -- the stop --------------------------------------------------------------------------------------------
+    def _closing_quote(self) -> bool:
+        """Paper: the quote ``--close-on-exit`` closes at, set on the paper account (False when refused:
+        the positions are left as they are). A live account closes at the terminal's own price."""
+        if self.broker is None:
+            return True
+        try:
+            _, bid, ask = self._tick(self._now())
+        except QuoteError as exc:
+            self._refused_quote(exc, "positions left open at the stop")
+            return False
+        self.broker.set_tick(bid, ask)
+        self.journal.write("tick", bar=self._bar(), time=self._now(), bid=bid, ask=ask)
+        return True
+
     def _finish(self, reason: str, deinit: bool = True) -> None:
         """Stop cleanly: positions left open unless ``close_on_exit``; ``on_deinit``; a stop record."""
         if not hasattr(self, "ea") or self.journal is None:
@@ -394,11 +445,7 @@ class LiveRunner:
             return
         closed = 0
         try:
-            if self.s.close_on_exit:
-                if self.broker is not None:
-                    _, bid, ask = self._tick()
-                    self.broker.set_tick(bid, ask)
-                    self.journal.write("tick", bar=self._bar(), time=self._now(), bid=bid, ask=ask)
+            if self.s.close_on_exit and self._closing_quote():
                 closed = self.ctx.close(None, self.ea.magic)
             if deinit:
                 self.ea.mark_run(complete=reason == "max_bars", interrupted=None if reason == "max_bars"

@@ -9,9 +9,12 @@ and the statistics (``metrics``) are computed by the backtest's code, not derive
 Money is the terminal's: each deal's profit, commission (plus fee) and swap as it reports them, booked to
 the balance at the bar the deal falls in (a deal after the last closed bar, such as a close at the stop,
 to the last bar). A trade is a position's exit deal with its share of the entry commission; its SL and TP
-are those of the order that opened it (a later change of stops is not in the deal history). Positions
-still open at the end are not closed here: they float in the equity curve to the last bar (valued at the
-bars' bid/ask like the backtest's, with the symbol's contract size), and are not listed as trades.
+are those in force at its exit: the opening order's, changed by each successful ``sltp`` request made
+before the exit (``book``'s ``stops``, read from the journal: a change of stops is not in the deal
+history). Positions
+the terminal still holds at the end are closed by ``finish`` at the last bar's close, in the report only,
+by the backtest broker's own "end of test" exit (``Broker.finish``: longs at the bid, shorts at the ask),
+so their floating profit is in the net profit as a backtest's or a paper run's is.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from backtests.broker import AccountConfig, Broker
+from backtests.broker import AccountConfig, Broker, _Pos
 from datafeeds.clock import BrokerClock
 from neuronet.live.terminal_orders import KINDS
 from neuronet.live.terminal_requests import user_comment
@@ -53,6 +56,16 @@ class _Open:
     seg: int  # bar where its current floating segment began
 
 
+@dataclass(frozen=True)
+class StopChange:
+    """A successful change of a position's SL/TP (an ``sltp`` request), at the UTC ns of the EA's call."""
+
+    ns: int
+    position: int
+    sl: float | None
+    tp: float | None
+
+
 class TerminalLedger(Broker):
     """The backtest's ledger over ``bars`` (a candle frame, UTC, the journal's closed bars), filled from
     the terminal's history by ``book`` (see the module docstring)."""
@@ -63,6 +76,8 @@ class TerminalLedger(Broker):
         self.clock = clock
         self._ns = self.time.asi8
         self._open: dict[int, _Open] = {}
+        self._changes: list[StopChange] = []
+        self.held_at_end = 0  # positions the terminal still held, closed by ``finish`` in the report only
 
     def utc_ns(self, broker_seconds: int, broker_msc: int | None = None) -> int:
         """A terminal time (broker seconds, or milliseconds where given) as UTC nanoseconds."""
@@ -75,10 +90,14 @@ class TerminalLedger(Broker):
         bar = int(np.searchsorted(self._ns, ns, side="right")) - 1
         return min(max(bar, first), len(self._ns) - 1)
 
-    def book(self, deals: list[Any], orders: list[Any], first: int) -> None:
+    def book(
+        self, deals: list[Any], orders: list[Any], first: int, stops: list[StopChange] | None = None
+    ) -> None:
         """Book the terminal's ``deals`` and ``orders`` (already this run's), in time order, from bar
-        ``first`` on; what is still open at the end floats to the last bar. Deals of a position whose
-        entry is not among ``deals`` (opened before the run) are left out, with a warning."""
+        ``first`` on; what is still open at the end is left for ``finish``. Deals of a position whose
+        entry is not among ``deals`` (opened before the run) are left out, with a warning. ``stops``: the
+        run's successful changes of a position's SL/TP, each applied to the exits after its time."""
+        self._changes = sorted(stops or (), key=lambda c: c.ns)
         opened = {int(d.position_id) for d in deals if int(d.entry) == IN}
         foreign = sorted({int(d.position_id) for d in deals} - opened)
         if foreign:
@@ -94,21 +113,28 @@ class TerminalLedger(Broker):
                 self._book_deal(d, first, levels.get(int(d.order), (None, None)))
         for o in sorted(orders, key=lambda o: (int(o.time_setup), int(o.ticket))):
             self._book_order(o, first, fills.get(int(o.ticket)))
-        end = len(self._ns)
+        self.t = len(self._ns) - 1
+
+    def finish(self, last: int) -> None:
+        """Close the positions the terminal still holds at bar ``last``'s close, in the report only, with
+        the backtest's "end of test" exit: each becomes a backtest position (its entry commission as a
+        cost, as the backtest keeps it) and ``Broker.finish`` closes it."""
+        self.held_at_end = len(self._open)
         for pid, pos in self._open.items():
-            if end > pos.seg:
-                self._segments.append((pos.seg, end, pos.side, pos.lots, pos.price))
+            pos.sl, pos.tp = self._levels(pid, None, pos.sl, pos.tp)
             log.info(
-                "position #%d (%s %g lots) is still open: valued in the equity curve, not a trade",
+                "position #%d (%s %g lots) is still open on the terminal: closed at the last close in the "
+                "report only",
                 pid,
                 "buy" if pos.side > 0 else "sell",
                 pos.lots,
             )
-        self.t = end - 1
-
-    @property
-    def still_open(self) -> int:
-        return len(self._open)
+            held = _Pos(pid, pos.side, pos.lots, pos.price, pos.bar, pos.sl, pos.tp, pos.magic, pos.comment,
+                        0.0 - pos.commission)
+            held.entry_ns, held.seg = pos.entry_ns, pos.seg
+            self.open_positions.append(held)
+        self._open.clear()
+        super().finish(last)
 
     def _book_deal(self, d: Any, first: int, levels: tuple[float | None, float | None]) -> None:
         ns = self.utc_ns(d.time, getattr(d, "time_msc", None))
@@ -121,6 +147,7 @@ class TerminalLedger(Broker):
         comment = user_comment(str(d.comment))
         pos = self._open.get(pid)
         if pos is not None and entry != IN:  # an exit; on a netting account "in/out" also reverses it
+            pos.sl, pos.tp = self._levels(pid, ns, pos.sl, pos.tp)
             closing = min(lots, pos.lots)
             share = closing / lots if lots else 1.0
             self._exit(pid, pos, closing, price, ns, bar, money * share, swap, profit, int(d.reason), comment)
@@ -209,6 +236,18 @@ class TerminalLedger(Broker):
             del self._open[pid]
         else:
             pos.lots, pos.commission = left, pos.commission - entry_comm
+
+    def _levels(
+        self, pid: int, ns: int | None, sl: float | None, tp: float | None
+    ) -> tuple[float | None, float | None]:
+        """Position ``pid``'s SL/TP at UTC ``ns`` (None: at the end): the last change made by then, else
+        the levels it opened with."""
+        for change in self._changes:
+            if ns is not None and change.ns > ns:
+                break
+            if change.position == pid:
+                sl, tp = change.sl, change.tp
+        return sl, tp
 
     def _end(self, pos: _Open, bar: int) -> None:
         if bar > pos.seg:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from backtests import checks
 from neuronet.live import retcodes
+from neuronet.live.quotes import refused_at_bad_quote
 from neuronet.live.terminal_requests import MODIFY, PENDING, REMOVE, Outcome, SymbolSpec
 
 ORDER_TYPES = {
@@ -33,6 +34,7 @@ class PendingOrders:
     """``pending``, ``cancel`` and ``modify_order`` of ``TerminalTrade`` (which supplies the rest)."""
 
     # -- pending orders -------------------------------------------------------------------------------------
+    @refused_at_bad_quote("pending", None)
     def pending(
         self,
         kind: str,
@@ -68,7 +70,7 @@ class PendingOrders:
         when, bad = self._expiration(expiration, int(tick.time))
         bad = (
             bad
-            or self._mode_refusal(spec, side, tick)
+            or self._mode_refusal(spec, side)
             or self._check_order(kind, price, stoplimit, sl, tp, tick, spec)
         )
         reason = None if bad else self._limit(volume)
@@ -114,6 +116,7 @@ class PendingOrders:
         broker = int(self.clock.to_broker_seconds(np.array([when.value // 10**9]))[0])
         return {"type_time": SPECIFIED, "expiration": broker}, None
 
+    @refused_at_bad_quote("cancel", False)
     def cancel(self, ticket: int) -> bool:
         """Delete a pending order of this EA."""
         order = next((o for o in self.orders() if o.ticket == ticket), None)
@@ -137,6 +140,7 @@ class PendingOrders:
 
         return self._submit(request, verify).ok
 
+    @refused_at_bad_quote("modify_order", False)
     def modify_order(
         self,
         ticket: int,

@@ -40,6 +40,7 @@ from datafeeds.files import strict_json
 from datafeeds.terminal_errors import TerminalError, error_from_last_error
 from neuronet.errors import NeuronetError
 from neuronet.live import retcodes
+from neuronet.live.quotes import QuoteError, quote_of
 
 log = logging.getLogger(__name__)
 
@@ -287,7 +288,7 @@ class TerminalRequests:
                 time.sleep(self.lost_reply_wait)
             try:
                 found = verify(request, tag)
-            except TerminalError as exc:
+            except (TerminalError, QuoteError) as exc:  # not asked, or no server time to search by
                 self.unresolved[tag] = dict(request)
                 self._note("unresolved", id=tag, reason=str(exc))
                 return Outcome(
@@ -305,7 +306,7 @@ class TerminalRequests:
     def _find_tagged(self, request: dict, tag: str) -> Outcome | None:
         """The deal, position or pending order that carries ``tag`` in its comment (or, on a server that
         drops comments, the market deal ``_untagged_match`` finds)."""
-        now = int(self._read("symbol_info_tick", self.symbol).time)
+        now = quote_of(self.symbol, self._read("symbol_info_tick", self.symbol, none_ok=True))[0]
         deals = [
             d
             for d in self._read("history_deals_get", now - 86400, now + 86400) or ()
@@ -351,7 +352,8 @@ class TerminalRequests:
         """Look up again the requests whose reply was lost while the terminal could not be asked (after a
         reconnect): each found one is recorded as "recovered", each missing one as "not executed"; both
         leave ``unresolved``. Returns id -> outcome (None: it did not execute). Raises ``TerminalError``
-        while the terminal still cannot be asked, keeping them for the next try."""
+        while the terminal still cannot be asked (``QuoteError`` while its quote, the server's time, is
+        garbage), keeping them for the next try."""
         out: dict[str, Outcome | None] = {}
         for tag, request in list(self.unresolved.items()):
             found = self._find_tagged(request, tag)

@@ -38,6 +38,7 @@ from datafeeds.clock import BrokerClock
 from datafeeds.terminal_errors import UnknownSymbolError
 from neuronet.live import retcodes
 from neuronet.live.limits import Limits, Request, TradeState
+from neuronet.live.quotes import QuoteError, quote_of, refused_at_bad_quote
 from neuronet.live.terminal_orders import GTC, KINDS, SPECIFIED, PendingOrders
 from neuronet.live.terminal_requests import (
     CLOSE_BY,
@@ -119,7 +120,14 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         return self.spec().point
 
     def _tick(self) -> Any:
-        return self._read("symbol_info_tick", self.symbol)
+        """The terminal's quote, checked (``quotes.quote_of``): garbage is a ``QuoteError``."""
+        tick = self._read("symbol_info_tick", self.symbol, none_ok=True)
+        quote_of(self.symbol, tick)
+        return tick
+
+    def refuse_quote(self, action: str, exc: QuoteError) -> None:
+        """A request made while the quote is garbage: refused with "no quotes", noted and logged."""
+        self._refuse(action, retcodes.PRICE_OFF, str(exc))
 
     def price(self, side: int) -> float:
         """The current ask (``side`` +1, what a buy pays) or bid (-1)."""
@@ -254,10 +262,9 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             )
         return volume
 
-    def _mode_refusal(self, spec: SymbolSpec, side: int, tick: Any) -> tuple[int, str] | None:
-        """What the symbol's trade mode, or a market without quotes, refuses before any other check."""
-        if not (float(tick.bid) > 0 and float(tick.ask) > 0):
-            return retcodes.PRICE_OFF, f"no quotes for {self.symbol} (bid {tick.bid}, ask {tick.ask})"
+    def _mode_refusal(self, spec: SymbolSpec, side: int) -> tuple[int, str] | None:
+        """What the symbol's trade mode refuses before any other check (a market without quotes is refused
+        earlier, by ``_tick``)."""
         if spec.trade_mode == TRADE_DISABLED:
             return retcodes.TRADE_DISABLED, f"trading {self.symbol} is disabled"
         if spec.trade_mode == CLOSE_ONLY:
@@ -275,6 +282,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         }
 
     # -- market orders and closes ---------------------------------------------------------------------------
+    @refused_at_bad_quote("deal", None)
     def order(
         self, side: int, lots: float, sl: float | None, tp: float | None, magic: int, comment: str
     ) -> int | None:
@@ -287,7 +295,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             return self._refuse("deal", checks.INVALID_VOLUME, f"invalid volume {lots}", **desc)
         tick = self._tick()
         ref, what = (float(tick.bid), "bid") if side > 0 else (float(tick.ask), "ask")
-        bad = self._mode_refusal(spec, side, tick) or checks.check_stops(
+        bad = self._mode_refusal(spec, side) or checks.check_stops(
             side, ref, sl, tp, spec.stops_level * spec.point, what
         )
         reason = None if bad or self._only_reduces(side, volume) else self._limit(volume)
@@ -315,6 +323,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         deals = self._read("history_deals_get", ticket=out.deal, none_ok=True) if out.deal else ()
         return int(deals[0].position_id) if deals else out.order
 
+    @refused_at_bad_quote("close", 0)
     def close(
         self, ticket: int | None, magic: int | None, lots: float | None = None, reason: str = "signal"
     ) -> int:
@@ -356,6 +365,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             done += self._submit(request).ok
         return done
 
+    @refused_at_bad_quote("close_by", False)
     def close_by(self, ticket: int, opposite: int) -> bool:
         """Close position ``ticket`` by the opposite position ``opposite`` (hedging accounts only)."""
         found = {p.ticket: p for p in self.positions()}
@@ -378,6 +388,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
 
         return self._submit(request, verify).ok
 
+    @refused_at_bad_quote("modify", False)
     def modify(self, ticket: int, sl: float | None, tp: float | None) -> bool:
         """New SL/TP of an open position (None keeps a level, 0 removes it)."""
         pos = next((p for p in self.positions() if p.ticket == ticket), None)

@@ -19,11 +19,13 @@ from test_live.live_support import OPEN_SOURCES, PARAMS, runner
 from backtests.report import write_report
 from datafeeds.terminal import TerminalSource
 from datafeeds.timeframes import Timeframe
+from neuronet.live.account_report import stop_changes
 from neuronet.live.errors import JournalError
 from neuronet.live.limits import Limits
 from neuronet.live.report import journal_result
 from neuronet.live.runner import LiveRunner, LiveSettings
 from neuronet.live.terminal_trade import TerminalTrade
+from strategies import ExpertAdvisor
 from strategies.sma import SmaCrossEA
 
 BARS = 60
@@ -200,3 +202,108 @@ def test_requests_refused_by_a_limit_are_listed_as_rejected(port, sim, tmp_path)
     assert got.trades.empty and got.deals.empty and got.stats["total_net_profit"] == 0
     assert got.rejected and {r["retcode"] for r in got.rejected} == {10027}
     assert all(r["action"] == "deal" and r["time"] and "0.01 lots" in r["reason"] for r in got.rejected)
+
+
+def test_a_position_the_terminal_still_holds_is_closed_in_the_report_as_on_paper(port, sim, tmp_path):
+    """Without ``--close-on-exit`` the last position stays open on the terminal: the live report closes it
+    at the last close by the backtest's "end of test" exit, as the paper report does, and both agree."""
+    live = tmp_path / "live.jsonl"
+    live_run(port, sim, live, bars=40)
+    held = sim.conn.modules.MetaTrader5.positions_get(symbol="EURUSD") or ()
+    assert len(held) == 1
+    money = terminal_money(sim, SmaCrossEA.magic)
+    got = journal_result(live, source(port))
+    assert len(sim.conn.modules.MetaTrader5.positions_get(symbol="EURUSD") or ()) == 1  # the report only
+    sim.state.reset()
+    sim.market.set_now(START)
+    paper = tmp_path / "paper.jsonl"
+    runner(port, sim, paper, max_bars=40).run()
+    want = journal_result(paper)
+    assert got.data["open_positions"] == 1 and want.trades["exit_reason"].iloc[-1] == "end of test"
+    cols = ["type", "lots", "entry_time", "entry_price", "exit_time", "exit_price", "exit_reason", "profit",
+            "net_profit", "entry_bar", "exit_bar"]
+    pd.testing.assert_frame_equal(got.trades[cols], want.trades[cols])
+    assert got.trades["ticket"].iloc[-1] == held[0].ticket
+    floating = got.trades["net_profit"].iloc[-1]
+    assert floating != 0 and got.stats["total_net_profit"] == pytest.approx(money + floating, abs=0.005)
+    assert got.stats["total_net_profit"] == pytest.approx(want.stats["total_net_profit"], abs=1e-6)
+    np.testing.assert_allclose(got.balance, want.balance, atol=1e-6)
+    np.testing.assert_allclose(got.equity, want.equity, atol=1e-6)
+    assert got.balance[-1] == pytest.approx(got.equity[-1])
+
+
+class Tightening(ExpertAdvisor):
+    """Buys with wide stops, moves both 10 points closer at each bar, closes at every fourth bar."""
+
+    def on_init(self) -> None:
+        self.k = 0
+
+    def on_bar(self) -> None:
+        self.k += 1
+        held = self.positions()
+        if not held:
+            self.buy(0.1, sl_points=2000, tp_points=2000)
+        elif self.k % 4 == 0:
+            self.close(held[0].ticket)
+        else:
+            pos = held[0]
+            step = 10 * self.point
+            self.modify(pos.ticket, sl=round(pos.sl + step, 5), tp=round(pos.tp - step, 5))
+
+
+def test_the_stops_of_a_trade_are_those_in_force_at_its_exit(port, sim, tmp_path):
+    """A modify is not in the deal history: the journal's successful ``sltp`` requests give each trade the
+    levels it had when it closed, as the paper run's trades have them (the last one closed at the end)."""
+    live = tmp_path / "live.jsonl"
+    live_run(port, sim, live, ea=Tightening, params={}, bars=14)
+    got = journal_result(live, source(port))
+    sim.state.reset()
+    sim.market.set_now(START)
+    paper = tmp_path / "paper.jsonl"
+    runner(port, sim, paper, ea=Tightening, params={}, max_bars=14).run()
+    want = journal_result(paper)
+    assert len(got.trades) == len(want.trades) >= 3
+    cols = ["entry_time", "entry_price", "exit_time", "exit_price", "exit_reason", "sl", "tp"]
+    pd.testing.assert_frame_equal(got.trades[cols], want.trades[cols])
+    # The stops were set after each fill and moved later (sltp requests): none of them is in the deals.
+    asked: dict[int, list[float]] = {}
+    for line in live.read_text().splitlines():
+        note = json.loads(line).get("terminal") or {}
+        if note.get("event") == "request" and note.get("action") == "sltp":
+            asked.setdefault(note["request"]["position"], []).append(note["request"]["sl"])
+    assert got.orders["sl"].isna().all()
+    assert list(got.trades["sl"]) == [asked[t][-1] for t in got.trades["ticket"]]
+    assert all(len(asked[t]) >= 2 and asked[t][0] < asked[t][-1] for t in got.trades["ticket"][:-1])
+
+
+def _sltp(line: int, tag: str, position, sl, tp) -> dict:
+    request = {"action": 6, "position": position, "sl": sl, "tp": tp}
+    return {"type": "request", "_line": line, "terminal": {"event": "request", "id": tag, "action": "sltp",
+                                                          "request": request}}
+
+
+def _answer(line: int, tag: str, code: int, event: str = "result") -> dict:
+    return {"type": "result", "_line": line, "terminal": {"event": event, "id": tag, "retcode": code}}
+
+
+def test_only_successful_changes_of_stops_are_read_from_the_journal():
+    call = {"type": "request", "_line": 1, "call": "modify", "time": "2024-03-07T12:00:00+00:00"}
+    records = [
+        call,
+        _sltp(2, "nn00000001", 5, 1.09, 0.0),
+        _answer(3, "nn00000001", 10009),  # done
+        _sltp(4, "nn00000002", 5, 1.08, 1.2),
+        _answer(5, "nn00000002", 10016),  # invalid stops: not in force
+        _sltp(6, "nn00000003", 6, 1.07, 1.3),
+        _answer(7, "nn00000003", 10012),  # the reply was lost ...
+        {"type": "reconnect", "_line": 8},
+        _answer(9, "nn00000003", 10009, event="recovered"),  # ... and the change found made
+        _sltp(10, "nn00000004", 7, 1.06, 1.4),
+        _answer(11, "nn00000004", 10012),  # lost and never found
+    ]
+    got = stop_changes("j.jsonl", records)
+    ns = pd.Timestamp("2024-03-07 12:00", tz="UTC").value
+    assert [(c.ns, c.position, c.sl, c.tp) for c in got] == [(ns, 5, 1.09, None), (ns, 6, 1.07, 1.3)]
+    broken = [call, _sltp(2, "nn00000005", "five", 1.0, 1.0)]
+    with pytest.raises(JournalError, match=r"j.jsonl line 2: a change of stops cannot be read"):
+        stop_changes("j.jsonl", broken)

@@ -12,7 +12,7 @@ import pytest
 from backtests import AccountConfig
 from backtests.replay import broker_figures
 from datafeeds.clock import UTC, BrokerClock
-from neuronet.live.terminal_ledger import TerminalLedger
+from neuronet.live.terminal_ledger import StopChange, TerminalLedger
 
 Deal = namedtuple(
     "Deal",
@@ -146,14 +146,30 @@ def test_a_netting_position_added_to_has_its_average_price():
     assert trades["lots"].iloc[0] == 2.0 and trades["profit"].iloc[0] == 40.0
 
 
-def test_a_position_still_open_floats_to_the_last_bar_and_is_no_trade():
+def test_a_position_still_open_is_closed_at_the_last_close_by_the_backtests_end_of_test_exit():
     frame = bars()
     led = ledger([deal(1, 2, SELL, IN, 41, 0.5, 1.1020, commission=-1.0)], frame=frame)
-    assert led.still_open == 1 and led.trades_frame().empty
-    balance, equity, _ = led.curves(0)
+    assert led.trades_frame().empty and len(led.deal_log) == 1
+    led.finish(7)
+    assert led.held_at_end == 1 and not led.open_positions
     ask = frame["close"].iloc[-1] + 10 * 1e-5
-    assert equity[-1] == pytest.approx(10_000 - 1.0 + (1.1020 - ask) * 0.5 * 100_000)
-    assert balance[-1] == pytest.approx(9_999.0)
+    profit = (1.1020 - ask) * 0.5 * 100_000
+    trades = led.trades_frame()
+    row = trades.iloc[0]
+    assert len(trades) == 1 and row["exit_reason"] == "end of test"
+    assert row["exit_price"] == pytest.approx(ask)
+    assert row["ticket"] == 41 and row["entry_bar"] == 2 and row["exit_bar"] == 7
+    assert row["exit_time"] == frame.index[-1] and row["commission"] == pytest.approx(-1.0)
+    assert row["net_profit"] == pytest.approx(profit - 1.0)
+    balance, equity, _ = led.curves(0)
+    assert balance[-1] == pytest.approx(10_000 - 1.0 + profit) and equity[-1] == pytest.approx(balance[-1])
+    # Before the last bar it floats as the backtest's positions do.
+    assert equity[6] == pytest.approx(9_999.0 + (1.1020 - frame["close"].iloc[6] - 1e-4) * 0.5 * 100_000)
+    assert list(led.deals_frame()["entry"]) == ["in", "out"] and led.orders_frame()["comment"].iloc[-1] == (
+        "end of test"
+    )
+    _, _, stats, _, _ = broker_figures(led, 1, 7, led.config)
+    assert stats["total_net_profit"] == pytest.approx(profit - 1.0)
 
 
 def test_deals_outside_the_bars_are_booked_at_the_nearest_bar_and_foreign_positions_left_out(caplog):
@@ -202,6 +218,33 @@ def test_an_exit_of_a_position_already_closed_is_money_but_no_trade(caplog):
             deal(3, 3, SELL, OUT, 81, 1.0, 1.1020, profit=7.0),
         ]
     )
-    assert len(led.trades_frame()) == 1 and led.still_open == 0
+    led.finish(7)
+    assert len(led.trades_frame()) == 1 and led.held_at_end == 0
     assert led.curves(0)[0][-1] == pytest.approx(10_107.0)
     assert "which is not open" in caplog.text
+
+
+def test_a_change_of_stops_applies_to_the_exits_after_it_and_to_the_end():
+    at = int(T0.value) + 3 * H * 10**9  # the EA's call at bar 3's open
+    changes = [
+        StopChange(at, 91, 1.0950, None),
+        StopChange(at, 92, 1.0990, 1.1200),
+        StopChange(at + H * 10**9, 92, 1.0995, None),
+    ]
+    led = TerminalLedger(bars(), 1e-5, AccountConfig(hedging=True), UTC)
+    led.book(
+        [
+            deal(1, 1, BUY, IN, 91, 1.0, 1.1000),
+            deal(2, 1, BUY, IN, 92, 1.0, 1.1000),
+            deal(3, 2, SELL, OUT, 91, 0.5, 1.1010, profit=50.0),  # before the change
+            deal(4, 4, SELL, OUT, 91, 0.5, 1.1020, profit=100.0),  # after it
+        ],
+        [],
+        1,
+        changes,
+    )
+    led.finish(7)  # position 92 is closed at the end, with the last levels
+    trades = led.trades_frame()
+    assert list(trades["ticket"]) == [91, 91, 92]
+    assert trades["sl"].isna().iloc[0] and list(trades["sl"].iloc[1:]) == [1.0950, 1.0995]
+    assert trades["tp"].isna().all()

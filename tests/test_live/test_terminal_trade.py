@@ -529,3 +529,38 @@ def test_a_market_without_quotes_is_refused_before_the_terminal(terminal):
     assert trade.order(+1, 0.1, None, None, MAGIC, "") is None and trade.last_retcode == 10021
     assert trade.pending("sell_stop", 0.1, 0.5, None, None, None, None, MAGIC, "") is None
     assert trade.last_retcode == 10021 and terminal.calls("order_check") == 0
+
+
+@pytest.mark.parametrize("terminal", ["native"], indirect=True)  # quotes planned on the in-process module
+def test_a_lost_reply_looked_up_at_a_garbage_quote_is_not_sent_again(terminal):
+    import MetaTrader5
+
+    trade = terminal.trade(retries=0)
+    trade.spec()
+    terminal.sim.book.configure(lost_replies=(-10005,))
+    MetaTrader5.BAD_QUOTES[:] = [{}, {"bid": float("nan")}]  # the order's quote, then the look-up's
+    try:
+        assert trade.order(+1, 0.1, None, None, MAGIC, "") is None and trade.last_retcode == 10012
+    finally:
+        MetaTrader5.BAD_QUOTES.clear()
+    assert terminal.calls("order_send") == 1 and terminal.sim.book.executed == 1
+    (tag,) = trade.unresolved
+    assert "not a tradable price" in terminal.records[-2]["reason"]
+    assert trade.resolve()[tag].ok and terminal.records[-1]["event"] == "recovered"
+
+
+@pytest.mark.parametrize("terminal", ["native"], indirect=True)
+def test_a_request_at_a_garbage_quote_is_refused_with_no_quotes(terminal):
+    import MetaTrader5
+
+    trade = terminal.trade()
+    ticket = trade.order(+1, 0.1, None, None, MAGIC, "")
+    for bad in (None, {"ask": 0.5}, {"time": float("nan")}):
+        MetaTrader5.BAD_QUOTES[:] = [bad] * 3
+        try:
+            assert trade.order(+1, 0.1, None, None, MAGIC, "") is None and trade.last_retcode == 10021
+            assert trade.close(ticket, None) == 0 and trade.last_retcode == 10021
+        finally:
+            MetaTrader5.BAD_QUOTES.clear()
+    assert terminal.calls("order_send") == 1 and len(trade.positions()) == 1
+    assert {r["action"] for r in terminal.records if r["event"] == "refused"} == {"deal", "close"}

@@ -380,3 +380,19 @@ def history_orders_get(date_from=None, date_to=None, group=None, ticket=None, po
 def history_orders_total(date_from, date_to):
     lo, hi = _seconds(date_from), _seconds(date_to)
     return sum(lo <= o.time_setup <= hi for o in _history_orders(SIM.book))
+
+
+# Quotes answered instead of the market's, first in first out (tests of a terminal that answers garbage):
+# each None, or a dict of Tick fields (missing ones from the market's quote; "time" may be any object).
+BAD_QUOTES: list = []
+_market_tick = symbol_info_tick
+
+
+def symbol_info_tick(symbol):  # the market's quote, or the next planned bad one
+    if not BAD_QUOTES:
+        return _market_tick(symbol)
+    bad = BAD_QUOTES.pop(0)
+    if bad is None:
+        return None
+    real = _market_tick(symbol)
+    return real._replace(**bad) if real is not None else None
