@@ -87,7 +87,11 @@ class AccountConfig:
         return asdict(self)
 
 
-class _Pos:
+class OpenPosition:
+    """The broker's record of one open position (mutable: stops move, partial closes shrink it); the EA sees
+    frozen ``strategies.trade.Position`` copies. Public so that a live account's ledger can hand the broker
+    the positions a terminal still holds at the end of a report."""
+
     __slots__ = (
         "bar",
         "comment",
@@ -156,7 +160,7 @@ class Broker(TradeRequests, MarginRules, PendingRules, Ledger):
         self._day = (time.as_unit("ns").asi8 // 86_400_000_000_000).astype(np.int64)
         self.t = 0
         self.balance = config.deposit
-        self.open_positions: list[_Pos] = []
+        self.open_positions: list[OpenPosition] = []
         self.pending_orders: list = []  # backtests.orders.Pending, by ticket
         self._next_ticket = 1
         self.trades: list[tuple] = []
@@ -330,7 +334,7 @@ class Broker(TradeRequests, MarginRules, PendingRules, Ledger):
             ticket = self._next_ticket
             self._next_ticket += 1
         comm = remaining * cfg.commission
-        pos = _Pos(ticket, side, remaining, price, self.t, sl, tp, magic, comment, comm)
+        pos = OpenPosition(ticket, side, remaining, price, self.t, sl, tp, magic, comment, comm)
         pos.entry_ns = self.stamp()
         self._charge(-comm)
         self.open_positions.append(pos)
@@ -339,7 +343,14 @@ class Broker(TradeRequests, MarginRules, PendingRules, Ledger):
         return pos.ticket
 
     def _close(
-        self, pos: _Pos, lots: float, price: float, reason: str, order=None, record_order=True, entry="out"
+        self,
+        pos: OpenPosition,
+        lots: float,
+        price: float,
+        reason: str,
+        order=None,
+        record_order=True,
+        entry="out",
     ) -> None:
         cfg = self.config
         self._end_segment(pos)
@@ -439,7 +450,7 @@ class Broker(TradeRequests, MarginRules, PendingRules, Ledger):
             self.balance += amount
             self._balance_events.append((self.t, amount))
 
-    def _end_segment(self, pos: _Pos) -> None:
+    def _end_segment(self, pos: OpenPosition) -> None:
         """A position is about to change (volume, price, closed): close its floating-profit segment."""
         self._exposure_cache = self._level_terms = None
         end = self.t

@@ -130,7 +130,7 @@ class Ledger:
     def _deal(
         self,
         order,
-        pos,  # broker._Pos
+        pos,  # broker.OpenPosition
         side: int,
         entry: str,
         lots,

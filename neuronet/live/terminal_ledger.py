@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from backtests.broker import AccountConfig, Broker, _Pos
+from backtests.broker import AccountConfig, Broker, OpenPosition
 from datafeeds.clock import BrokerClock
 from neuronet.live.terminal_orders import KINDS
 from neuronet.live.terminal_requests import user_comment
@@ -129,8 +129,10 @@ class TerminalLedger(Broker):
                 "buy" if pos.side > 0 else "sell",
                 pos.lots,
             )
-            held = _Pos(pid, pos.side, pos.lots, pos.price, pos.bar, pos.sl, pos.tp, pos.magic, pos.comment,
-                        0.0 - pos.commission)
+            held = OpenPosition(
+                pid, pos.side, pos.lots, pos.price, pos.bar, pos.sl, pos.tp, pos.magic, pos.comment,
+                0.0 - pos.commission,
+            )
             held.entry_ns, held.seg = pos.entry_ns, pos.seg
             self.open_positions.append(held)
         self._open.clear()
