@@ -44,10 +44,6 @@ class Net:
             self.layers[i] = (theta[at:at + nw].reshape(w.shape).copy(), theta[at + nw:end].copy())
             at += nw + b.size
 
-    def weight_mask(self) -> np.ndarray:
-        """1 for weights, 0 for biases, in ``flat()`` order."""
-        return np.concatenate([np.concatenate([np.ones(w.size), np.zeros(b.size)]) for w, b in self.layers])
-
     def hidden(self, x: np.ndarray) -> list[np.ndarray]:
         """Activations of the input and of every hidden layer."""
         acts = [x]

@@ -49,14 +49,6 @@ class Credentials:
         """The keywords of the terminal's ``initialize()`` and ``login()``."""
         return {"login": self.login, "password": self.password, "server": self.server}
 
-    def redact(self, text: str) -> str:
-        """``text`` with the password, login and server replaced by ``<hidden>`` (for output that may
-        quote a request or an answer verbatim)."""
-        for secret in sorted((self.password, str(self.login), self.server), key=len, reverse=True):
-            if secret:
-                text = text.replace(secret, "<hidden>")
-        return text
-
 
 def _build(login: object, password: object, server: object, where: str) -> Credentials:
     if isinstance(login, bool) or not isinstance(login, (int, str)) or not str(login).strip().isdigit():

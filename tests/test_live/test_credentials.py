@@ -86,12 +86,10 @@ def test_missing_file_and_directory_are_refused(tmp_path):
         credentials.from_file(tmp_path)
 
 
-def test_reprs_and_redaction_hide_every_value():
+def test_reprs_hide_every_value():
     creds = Credentials(LOGIN, PASSWORD, SERVER)
     for text in (repr(creds), str(creds), f"{creds}", repr([creds])):
         assert PASSWORD not in text and str(LOGIN) not in text and SERVER not in text
-    said = f"initialize(login={LOGIN}, password={PASSWORD!r}, server={SERVER!r})"
-    assert creds.redact(said) == "initialize(login=<hidden>, password='<hidden>', server='<hidden>')"
 
 
 def test_a_live_session_never_writes_the_credentials(monkeypatch, tmp_path, caplog):
