@@ -22,6 +22,7 @@ TP, the stop-out price — so a bar with nothing near its levels costs a few Num
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import numpy as np
@@ -157,6 +158,17 @@ class PricePath:
 
     hook = None
     starts: np.ndarray
+
+    def for_run(self, hook) -> PricePath:
+        """This path for one run: a shallow copy (the price arrays shared, read-only) with the EA's per-tick
+        hook and fresh per-run caches, so one ``Backtest`` builds and checks its path once for every pass."""
+        run = copy.copy(self)
+        run.hook = hook
+        run.reset()
+        return run
+
+    def reset(self) -> None:
+        """Clear what a run caches (nothing here; the tick path keeps the current bar's spread)."""
 
     def group(self, bar_time: pd.DatetimeIndex, row_ns: np.ndarray) -> None:
         """``starts`` from the rows' sorted UTC ns: a row belongs to the last bar opening at or before it."""

@@ -171,6 +171,7 @@ class Backtest:
             if fine is not None:
                 check_market(candles, self.meta, fine, what)
         self.m1, self.ticks = m1, ticks
+        self.price_path = self._price_path()  # built and checked once; each run takes its own copy
         min_study = int(ea.min_study_bars)
         self.periods: Periods = resolve(candles.index, forward, walk_forward, min_study=min_study)
 
@@ -203,15 +204,8 @@ class Backtest:
         if ea.wants_ticks() and self.model != "ticks":
             name = type(ea).__name__
             log.warning("%s.on_tick runs only with model 'ticks'; this run calls on_bar only", name)
-        if self.model == "ohlc1m":
-            fixed = self.account.spread
-            if fixed is None and "spread" in self.m1 and not self.m1["spread"].to_numpy().any():
-                fixed = self.account.missing_spread  # minutes without spreads trade as such candles do
-            ctx.attach_path(M1Path(df.index, self.m1, self.meta.point, fixed))
-        elif self.model == "ticks":
-            path = TickPath(df.index, self.ticks, self.meta.point, self.account.spread)
-            path.hook = ea if ea.wants_ticks() else None
-            ctx.attach_path(path)
+        if self.price_path is not None:
+            ctx.attach_path(self.price_path.for_run(ea if ea.wants_ticks() else None))
         epoch_bar = _EpochProgress(self.progress)
         ea.attach(ctx, feed.bars, epoch_bar.update, profile=self.profile)
         phase, interrupted = "on_init", None
@@ -256,6 +250,17 @@ class Backtest:
         result = self._score(ea, ctx, feed, periods, last, complete, timings, clock)
         result.interrupted = interrupted
         return result
+
+    def _price_path(self) -> M1Path | TickPath | None:
+        """The finer prices of the ohlc1m or ticks model, grouped by bar (None in open-prices mode)."""
+        if self.model == "ohlc1m":
+            fixed = self.account.spread
+            if fixed is None and "spread" in self.m1 and not self.m1["spread"].to_numpy().any():
+                fixed = self.account.missing_spread  # minutes without spreads trade as such candles do
+            return M1Path(self.candles.index, self.m1, self.meta.point, fixed)
+        if self.model == "ticks":
+            return TickPath(self.candles.index, self.ticks, self.meta.point, self.account.spread)
+        return None
 
     def _make_ea(self, params: dict) -> ExpertAdvisor:
         """The EA with its parameters: a bad parameter is the user's error, any other failure the EA's."""

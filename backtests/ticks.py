@@ -68,6 +68,9 @@ class TickPath(PricePath):
                 f"ticks outside the bars ({bar_time[0]} .. the close of the bar of {bar_time[-1]})",
                 ticks.iloc[np.flatnonzero(outside)[:5]][["bid", "ask"]],
             )
+        self.reset()
+
+    def reset(self) -> None:
         self._bar_spread: tuple[int, float] = (-1, 0.0)
 
     # -- the broker's hooks ----------------------------------------------------------------------------

@@ -380,3 +380,32 @@ def test_an_on_tick_ea_in_another_model_is_warned_and_its_orders_show_the_tick_t
     placed = T0 + pd.Timedelta(hours=1, seconds=5)
     assert r.ea_instance.setup == [placed, placed]
     assert list(r.orders.time_setup) == [placed, placed]
+
+
+def test_one_backtest_checks_its_ticks_once_and_each_run_starts_clean():
+    """Passes of an optimisation share one ``Backtest``: its tick path is built and checked at construction
+    (bad ticks fail before any run), and each run gets its own copy with its own EA hook and caches."""
+    from datafeeds.synthetic_ticks import synthetic_ticks
+
+    m1 = synthetic_candles("EURUSD", "M1", 3 * 1440, seed=4)
+    h1 = resample(m1, "H1")
+    ticks = synthetic_ticks(m1, seed=2, ticks_per_minute=4)
+    seen: list[int] = []
+
+    class Counting(SmaCrossEA):
+        def on_tick(self, tick):
+            seen.append(1)
+
+    bt = Backtest(h1, Counting, model="ticks", ticks=ticks)
+    first = bt.run(fast=3, slow=8)
+    ticks_in_first = len(seen)
+    second = bt.run(fast=3, slow=8)
+    assert ticks_in_first > 0 and len(seen) == 2 * ticks_in_first
+    pd.testing.assert_frame_equal(first.trades, second.trades)
+    assert first.stats == second.stats
+    assert bt.price_path.hook is None  # the runs' hooks stayed on their copies
+
+    crossed = ticks.copy()
+    crossed.iloc[10, crossed.columns.get_loc("ask")] = crossed["bid"].iloc[10] - 1e-4
+    with pytest.raises(TickDataError):
+        Backtest(h1, SmaCrossEA, model="ticks", ticks=crossed)
