@@ -103,7 +103,7 @@ def bar_features(
         t.month.to_numpy(dtype=np.float64),
         rsi(close, 14),
         cci(high, low, close, 14),
-        atr(high, low, close, 14),
+        atr(high, low, close, 14, smoothing="wilder"),
         main,
         signal,
     ]
