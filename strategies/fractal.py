@@ -33,6 +33,7 @@ import math
 
 import numpy as np
 
+from datafeeds.clock import UTC
 from strategies.base import Bars, EAError, ExpertAdvisor
 from strategies.baselines import LogisticRegression
 from strategies.features import (
@@ -308,7 +309,8 @@ class FractalEA(ExpertAdvisor):
         )
 
     def _inputs(self, bars: Bars) -> tuple[np.ndarray, np.ndarray]:
-        feats = bar_features(bars.open, bars.high, bars.low, bars.close, bars.tick_volume, bars.time)
+        clock = getattr(bars.meta, "clock", UTC)
+        feats = bar_features(bars.open, bars.high, bars.low, bars.close, bars.tick_volume, bars.time, clock)
         return windows(feats, self.depth)
 
     def _predict_all(self, bars: Bars) -> np.ndarray:
