@@ -15,6 +15,9 @@ import pandas as pd
 from datafeeds.clock import UTC, BrokerClock
 from strategies.indicators import atr, cci, macd, rsi
 
+# What the features are computed as, saved with every model: MetaTrader's indicators and server calendar.
+# A model saved without it used Wilder's ATR and pandas' UTC weekday, and is not exported.
+FEATURE_DEFINITIONS = "metatrader5"
 UNDEFINED, BUY, SELL = 0, 1, 2
 CLASSES = ("undefined", "buy", "sell")
 UNKNOWN = -1
