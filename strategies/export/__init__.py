@@ -9,18 +9,21 @@ both atomically and only once every check has passed: a refused export writes no
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from neuronet.atomic import replace_atomically
+from strategies.base import ExpertAdvisor
 from strategies.errors import ExportError
 from strategies.export.bar_graph import window_bars
 from strategies.export.build import Built, fractal, python_fractal, rates_windows
 from strategies.export.graph import ALLOWED, OPSET
 from strategies.export.mql5 import expert_source
 from strategies.export.source import ModelSource, read_source
+from strategies.fractal import FractalEA
 
 __all__ = ["OPSET", "TOLERANCE", "Exported", "export", "metadata_of"]
 
@@ -96,14 +99,45 @@ def _parity(src: ModelSource, built: Built, session) -> tuple[np.ndarray, np.nda
     return windows[-1], got[-1], diff, len(windows)
 
 
-def export(source: str | Path, out: str | Path | None = None, *, name: str = "model") -> Exported:
-    """Write ``out/NAME.onnx`` and ``out/NAME.mq5`` for the model at ``source`` (default ``out``: the folder
-    of the model file)."""
-    import onnx
+OWN_LINES = {"FractalEA": {"fractal_proba", "logistic_proba"}}  # the indicator lines each EA declares itself
 
+
+def _from_ea(ea: ExpertAdvisor, folder: Path) -> Path:
+    """Save a trained EA's model into ``folder`` after checking that its inputs have an ONNX form."""
+    cls = type(ea).__name__
+    python_only = sorted({line.name for line, _ in ea.declared_indicators()} - OWN_LINES.get(cls, set()))
+    if python_only:
+        raise ExportError(
+            f"{cls} declares {', '.join(map(repr, python_only))} through indicator(): computed in Python "
+            "only, with no ONNX form; the export rebuilds the built-in FractalEA's inputs alone"
+        )
+    if type(ea) is not FractalEA:
+        raise ExportError(f"{cls}: the export covers the built-in FractalEA, whose inputs it can rebuild")
+    saved = ea.save_model(str(folder / "model"))
+    if saved is None:
+        raise ExportError(f"{cls} has no trained model to export: run it through a backtest first")
+    return Path(saved)
+
+
+def export(
+    source: str | Path | ExpertAdvisor, out: str | Path | None = None, *, name: str = "model"
+) -> Exported:
+    """Write ``out/NAME.onnx`` and ``out/NAME.mq5`` for the model at ``source``: a model file, a report folder
+    or a trained EA (``Backtest(...).run().ea_instance``); default ``out``: the model file's folder."""
     if not name or Path(name).name != name or name.startswith("."):
         raise ExportError(f"--name {name!r} must be a plain file name (no folder)")
+    if isinstance(source, ExpertAdvisor):
+        if out is None:
+            raise ExportError("exporting a trained EA needs the folder to write to (out=)")
+        with tempfile.TemporaryDirectory() as tmp:
+            return _export(read_source(_from_ea(source, Path(tmp))), Path(out), name)
     src = read_source(source)
+    return _export(src, Path(out) if out is not None else src.path.parent, name)
+
+
+def _export(src: ModelSource, folder: Path, name: str) -> Exported:
+    import onnx
+
     if src.ea != "FractalEA":
         raise ExportError(f"{src.path}: exporting {src.ea} ({src.kind}) is not supported yet")
     built = fractal(src, metadata_of(src, window_bars(int(src.meta["depth"]))))
@@ -111,7 +145,6 @@ def export(source: str | Path, out: str | Path | None = None, *, name: str = "mo
     data = built.model.SerializeToString()
     session = _session(data)
     window, expected, diff, count = _parity(src, built, session)
-    folder = Path(out) if out is not None else src.path.parent
     if folder.exists() and not folder.is_dir():
         raise ExportError(f"{folder}: is not a folder")
     mq5 = expert_source(name, src, built.bars, window, expected, TOLERANCE)
