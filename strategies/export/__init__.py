@@ -138,8 +138,6 @@ def export(
 def _export(src: ModelSource, folder: Path, name: str) -> Exported:
     import onnx
 
-    if src.ea != "FractalEA":
-        raise ExportError(f"{src.path}: exporting {src.ea} ({src.kind}) is not supported yet")
     built = fractal(src, metadata_of(src, window_bars(int(src.meta["depth"]))))
     _check_ops(built.model)
     data = built.model.SerializeToString()

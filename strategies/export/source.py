@@ -17,10 +17,9 @@ from nn.io import ModelFileError, load
 from strategies.errors import ExportError
 from strategies.features import CLASSES, FEATURE_DEFINITIONS, FEATURES
 
-EXPORTABLE = ("FractalEA", "ForecastEA")
+EXPORTABLE = ("FractalEA",)  # ForecastEA (ATFNet, PatchTST) saves no model file to export yet
 MODEL_NAMES = ("model.nnz", "model.dbn")
 MAX_DEPTH = 500  # bars of input per window: the article's EA uses 20
-MAX_SEQ = 4096  # forecasters' history and horizon
 
 
 @dataclass(frozen=True)
@@ -31,7 +30,7 @@ class ModelSource:
     model: Any  # nn.Sequential or nn.dbn.DBN
     meta: dict
     ea: str
-    kind: str  # "dense" or "dbn" (FractalEA), "atfnet" or "patchtst" (ForecastEA)
+    kind: str  # FractalEA's network: "dense" or "dbn"
     candles: CandleMeta
 
 
@@ -42,7 +41,7 @@ def _model_file(source: Path) -> Path:
                 return source / name
         raise ExportError(
             f"{source}: holds no model file ({' or '.join(MODEL_NAMES)}): export a report folder of an EA "
-            "that trains a model (FractalEA, ForecastEA) or the model file itself"
+            "that trains a model (FractalEA) or the model file itself"
         )
     if not source.exists():
         raise ExportError(f"{source}: no such file or folder")
@@ -79,7 +78,7 @@ def read_source(source: str | Path) -> ModelSource:
     if ea not in EXPORTABLE:
         who = f"a model of {ea!r}" if isinstance(ea, str) else "not a model saved by an expert advisor"
         raise ExportError(
-            f"{path}: {who}; the export covers the models of {' and '.join(EXPORTABLE)} "
+            f"{path}: {who}; the export covers the models of {', '.join(EXPORTABLE)} "
             "(saved by neuronet run/backtest), whose inputs it can rebuild from raw bars"
         )
     params = meta.get("params")
@@ -96,17 +95,10 @@ def read_source(source: str | Path) -> ModelSource:
         raise ExportError(
             f"{path}: metadata does not say which symbol, timeframe and clock it was trained on ({exc})"
         ) from None
-    if ea == "FractalEA":
-        kind = params.get("model", "dense")
-        if kind not in ("dense", "dbn"):
-            raise ExportError(f"{path}: FractalEA model {kind!r} is neither 'dense' nor 'dbn'")
-        _check_fractal(path, meta, model, kind)
-    else:
-        kind = params.get("model")
-        if kind not in ("atfnet", "patchtst"):
-            raise ExportError(f"{path}: ForecastEA model {kind!r} is neither 'atfnet' nor 'patchtst'")
-        _int(meta, "seq_len", 1, MAX_SEQ, path)
-        _int(meta, "pred_len", 1, MAX_SEQ, path)
+    kind = params.get("model", "dense")
+    if kind not in ("dense", "dbn"):
+        raise ExportError(f"{path}: FractalEA model {kind!r} is neither 'dense' nor 'dbn'")
+    _check_fractal(path, meta, model, kind)
     return ModelSource(path, model, meta, ea, kind, candles)
 
 
