@@ -5,6 +5,7 @@ from strategies.base import Account, ExpertAdvisor, Order, Position, ReportSecti
 from strategies.errors import EAError, EARuntimeError
 from strategies.forecast import ForecastEA
 from strategies.fractal import FractalEA
+from strategies.onnx_ea import OnnxEA
 from strategies.sma import SmaCrossEA
 
 # Built-in EAs by the names the command line accepts (class name or short alias, case-insensitive).
@@ -15,6 +16,8 @@ BUILTIN: dict[str, type[ExpertAdvisor]] = {
     "forecast": ForecastEA,
     "smacrossea": SmaCrossEA,
     "sma": SmaCrossEA,
+    "onnxea": OnnxEA,
+    "onnx": OnnxEA,
 }
 
 __all__ = [
@@ -28,6 +31,7 @@ __all__ = [
     "ForecastEA",
     "FractalEA",
     "Line",
+    "OnnxEA",
     "Order",
     "Position",
     "ReportSection",

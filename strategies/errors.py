@@ -34,3 +34,8 @@ class EARuntimeError(Exception):
     def __reduce__(self) -> tuple:
         """Picklable with its parts (a run in another process, e.g. a Dask worker, re-raises it whole)."""
         return type(self), (self.ea, self.hook, self.where, self.original, self.bar, self.time)
+
+
+class ExportError(NeuronetError, ValueError):
+    """A model cannot be exported to ONNX/MQL5: another kind of file, a layer or feature with no ONNX form,
+    an EA whose inputs exist only in Python; the message names it."""

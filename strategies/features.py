@@ -12,8 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from datafeeds.clock import UTC, BrokerClock
 from strategies.indicators import atr, cci, macd, rsi
 
+# What the features are computed as, saved with every model: MetaTrader's indicators and server calendar.
+# A model saved without it used Wilder's ATR and pandas' UTC weekday, and is not exported.
+FEATURE_DEFINITIONS = "metatrader5"
 UNDEFINED, BUY, SELL = 0, 1, 2
 CLASSES = ("undefined", "buy", "sell")
 UNKNOWN = -1
@@ -77,6 +81,18 @@ def fractal_labels(high: np.ndarray, low: np.ndarray, rule: str = "3bar") -> np.
     return labels
 
 
+def server_calendar(time: pd.DatetimeIndex | np.ndarray, clock: BrokerClock = UTC) -> np.ndarray:
+    """``(N, 3)`` hour (0-23), day of week (0 = Sunday) and month (1-12) of each bar's open time as the
+    broker's server clock reads it: MQL5's ``TimeToStruct`` of the bar's ``time`` (``MqlDateTime.hour``,
+    ``day_of_week``, ``mon``), which is what an EA in the terminal sees. ``time`` is UTC."""
+    t = pd.DatetimeIndex(time)
+    t = t.tz_localize("UTC") if t.tz is None else t.tz_convert("UTC")
+    server = clock.to_broker_seconds(t.as_unit("s").asi8)
+    local = pd.to_datetime(server, unit="s")
+    weekday = (local.day_of_week.to_numpy() + 1) % 7  # pandas counts Monday = 0, MQL5 Sunday = 0
+    return np.column_stack([local.hour.to_numpy(), weekday, local.month.to_numpy()]).astype(np.float64)
+
+
 def bar_features(
     open_: np.ndarray,
     high: np.ndarray,
@@ -84,23 +100,26 @@ def bar_features(
     close: np.ndarray,
     tick_volume: np.ndarray,
     time: pd.DatetimeIndex | np.ndarray,
+    clock: BrokerClock = UTC,
 ) -> np.ndarray:
     """The 12 per-bar inputs of the Fractal EA, shape ``(N, 12)``, in the order of ``FEATURES``.
 
-    Calendar fields come from the bar's UTC open time (hour 0-23, weekday 0 = Monday, month 1-12).
-    Indicator warm-up bars are NaN; ``windows`` drops rows that touch them.
+    Calendar fields are the terminal's (``server_calendar``: the server clock ``clock``, Sunday = 0), the
+    indicators MetaTrader's own (``strategies.indicators``: iRSI, iCCI on the typical price, iATR, iMACD), so
+    an exported model computes the same inputs inside the terminal. Indicator warm-up bars are NaN;
+    ``windows`` drops rows that touch them.
     """
     open_, high, low, close = (np.asarray(a, dtype=np.float64) for a in (open_, high, low, close))
-    t = pd.DatetimeIndex(time)
+    calendar = server_calendar(time, clock)
     main, signal = macd(close, 12, 26, 9)
     cols = [
         close - open_,
         high - open_,
         low - open_,
         np.asarray(tick_volume, dtype=np.float64) / 1000.0,
-        t.hour.to_numpy(dtype=np.float64),
-        t.day_of_week.to_numpy(dtype=np.float64),
-        t.month.to_numpy(dtype=np.float64),
+        calendar[:, 0],
+        calendar[:, 1],
+        calendar[:, 2],
         rsi(close, 14),
         cci(high, low, close, 14),
         atr(high, low, close, 14),

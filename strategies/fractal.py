@@ -30,14 +30,17 @@ from __future__ import annotations
 import json
 import logging
 import math
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
+from datafeeds.clock import UTC
 from strategies.base import Bars, EAError, ExpertAdvisor
 from strategies.baselines import LogisticRegression
 from strategies.features import (
     BUY,
     CLASSES,
+    FEATURE_DEFINITIONS,
     FEATURES,
     SELL,
     UNKNOWN,
@@ -212,26 +215,8 @@ class FractalEA(ExpertAdvisor):
         q = self.linear_proba[-1]
         if np.isfinite(q).all():
             self._decided_linear[j] = int(np.argmax(q))
-        if not self.trade:
-            return
-        now = len(self.bars) + self.bars.offset
-        if self.exit_bars > 0:
-            for pos in self.positions():
-                if now - pos.bar_open >= self.exit_bars:
-                    self.close(pos.ticket, reason="time")
-        k = int(np.argmax(p))
-        if p[k] < self.threshold or k not in (BUY, SELL):
-            return
-        net = self.position
-        stops = {"sl_points": self.sl_points or None, "tp_points": self.tp_points or None}
-        if k == BUY and net <= 0:
-            if net < 0:
-                self.close()
-            self.buy(self.lots, comment="lower fractal", **stops)
-        elif k == SELL and net >= 0:
-            if net > 0:
-                self.close()
-            self.sell(self.lots, comment="upper fractal", **stops)
+        if self.trade:
+            trade_fractal(self, p, FractalRule.of(self.params))
 
     def evaluate_predictions(self, bars: Bars) -> dict | None:
         n = len(bars)
@@ -261,6 +246,8 @@ class FractalEA(ExpertAdvisor):
         meta = {
             **self.model_metadata(),
             "features": list(FEATURES),
+            "feature_definitions": FEATURE_DEFINITIONS,
+            "candles": self.bars.meta.to_dict() if hasattr(self.bars.meta, "to_dict") else None,
             "depth": self.depth,
             "classes": list(CLASSES),
             "rule": self.rule,
@@ -308,7 +295,8 @@ class FractalEA(ExpertAdvisor):
         )
 
     def _inputs(self, bars: Bars) -> tuple[np.ndarray, np.ndarray]:
-        feats = bar_features(bars.open, bars.high, bars.low, bars.close, bars.tick_volume, bars.time)
+        clock = getattr(bars.meta, "clock", UTC)
+        feats = bar_features(bars.open, bars.high, bars.low, bars.close, bars.tick_volume, bars.time, clock)
         return windows(feats, self.depth)
 
     def _predict_all(self, bars: Bars) -> np.ndarray:
@@ -325,6 +313,48 @@ class FractalEA(ExpertAdvisor):
         if len(rows):
             out[rows] = predict(self.scaler.transform(x))
         return out
+
+
+@dataclass(frozen=True)
+class FractalRule:
+    """How the Fractal EA trades a bar's class probabilities (also the rule of an exported model)."""
+
+    threshold: float = 0.5
+    lots: float = 0.1
+    sl_points: float = 300.0
+    tp_points: float = 600.0
+    exit_bars: int = 12
+
+    @classmethod
+    def of(cls, params: dict) -> FractalRule:
+        return cls(*(type(getattr(cls, f.name))(params[f.name]) for f in fields(cls)))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def trade_fractal(ea: ExpertAdvisor, p: np.ndarray, rule: FractalRule) -> None:
+    """At a bar's open with ``p`` the probabilities of (undefined, buy, sell) for the bar that just closed:
+    close positions older than ``exit_bars`` bars; on a buy or sell class with probability >= ``threshold``
+    reverse a position the other way and open ``lots`` with SL/TP in points (one position per direction)."""
+    now = len(ea.bars) + ea.bars.offset
+    if rule.exit_bars > 0:
+        for pos in ea.positions():
+            if now - pos.bar_open >= rule.exit_bars:
+                ea.close(pos.ticket, reason="time")
+    k = int(np.argmax(p))
+    if p[k] < rule.threshold or k not in (BUY, SELL):
+        return
+    net = ea.position
+    stops = {"sl_points": rule.sl_points or None, "tp_points": rule.tp_points or None}
+    if k == BUY and net <= 0:
+        if net < 0:
+            ea.close()
+        ea.buy(rule.lots, comment="lower fractal", **stops)
+    elif k == SELL and net >= 0:
+        if net > 0:
+            ea.close()
+        ea.sell(rule.lots, comment="upper fractal", **stops)
 
 
 def signal_rates(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float | None, float | None]:

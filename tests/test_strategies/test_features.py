@@ -4,7 +4,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from strategies.features import BUY, SELL, UNDEFINED, UNKNOWN, Scaler, bar_features, fractal_labels, windows
+from datafeeds.clock import BrokerClock
+from strategies.features import (
+    BUY,
+    SELL,
+    UNDEFINED,
+    UNKNOWN,
+    Scaler,
+    bar_features,
+    fractal_labels,
+    server_calendar,
+    windows,
+)
 
 
 def test_three_bar_labels_use_the_correct_inequalities():
@@ -62,7 +73,7 @@ def test_feature_rows_and_windows(rng):
     o, h, lo, c, v, t = _frame(120, rng)
     f = bar_features(o, h, lo, c, v, t)
     assert f.shape == (120, 12)
-    assert f[5, 4] == t[5].hour and f[5, 5] == t[5].weekday() and f[5, 6] == t[5].month
+    assert f[5, 4] == t[5].hour and f[5, 5] == 1 and f[5, 6] == t[5].month  # 2020-01-06 is a Monday
     x, rows = windows(f, 20)
     assert x.shape[1] == 240
     first = rows[0]
@@ -84,3 +95,19 @@ def test_scaler_round_trip_and_constant_columns():
     assert Scaler.from_dict(s.to_dict()) == s
     with pytest.raises(ValueError, match="zero training rows"):
         Scaler.fit(np.empty((0, 2)))
+
+
+def test_weekday_is_mql5s_with_sunday_zero():
+    """``MqlDateTime.day_of_week``: 0 = Sunday ... 6 = Saturday (pandas counts Monday = 0)."""
+    t = pd.date_range("2024-03-03", periods=7, freq="D", tz="UTC")  # Sunday .. Saturday
+    np.testing.assert_array_equal(server_calendar(t)[:, 1], [0, 1, 2, 3, 4, 5, 6])
+
+
+def test_calendar_is_read_on_the_server_clock():
+    """A UTC+2 (US DST) server's bar at 2024-03-08 22:00 UTC is Saturday 00:00 on its clock (winter), and
+    after New York's switch on 2024-03-10 the same UTC hour is 01:00 Monday on a UTC+3 clock."""
+    clock = BrokerClock(2.0, "us")
+    t = pd.DatetimeIndex(["2024-03-08 22:00", "2024-03-10 22:00", "2024-12-31 22:30"], tz="UTC")
+    np.testing.assert_array_equal(server_calendar(t, clock), [[0, 6, 3], [1, 1, 3], [0, 3, 1]])
+    features = bar_features(*(np.ones(3),) * 5, t, clock)
+    np.testing.assert_array_equal(features[:, 4:7], server_calendar(t, clock))

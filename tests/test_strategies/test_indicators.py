@@ -52,13 +52,112 @@ def test_cci_by_hand():
     assert out[-1] == 0.0  # zero deviation
 
 
-def test_atr_wilder_by_hand():
-    high = np.array([2.0, 3.0, 4.0, 5.0])
-    low = np.array([1.0, 1.0, 2.0, 2.0])
-    close = np.array([1.5, 2.0, 3.0, 4.0])
-    np.testing.assert_allclose(ind.true_range(high, low, close), [1.0, 2.0, 2.0, 3.0])
-    np.testing.assert_allclose(ind.atr(high, low, close, 2), [np.nan, np.nan, 2.0, 2.5])
-    np.testing.assert_allclose(ind.atr(high, low, close, 2, smoothing="sma"), [np.nan, 1.5, 2.0, 2.5])
+def test_atr_is_the_terminals_simple_average_of_true_ranges():
+    """iATR (ATR.mq5; https://www.metatrader5.com/en/terminal/help/indicators/oscillators/atr): the first
+    value at bar ``period`` averages the true ranges of bars 1..period (bar 0 has no previous close)."""
+    high = np.array([2.0, 3.0, 4.0, 5.0, 6.0])
+    low = np.array([1.0, 1.0, 2.0, 2.0, 5.0])
+    close = np.array([1.5, 2.0, 3.0, 4.0, 5.5])
+    # TR: bar 1 max(3, 1.5) - min(1, 1.5) = 2; bar 2 = 4 - 2 = 2; bar 3 = 5 - 2 = 3; bar 4 = 6 - 4 = 2
+    np.testing.assert_allclose(ind.true_range(high, low, close), [1.0, 2.0, 2.0, 3.0, 2.0])
+    np.testing.assert_allclose(ind.atr(high, low, close, 2), [np.nan, np.nan, 2.0, 2.5, 2.5])
+    # Wilder's own smoothing stays an option: 2, then 2 + (3 - 2)/2, then 2.5 + (2 - 2.5)/2
+    np.testing.assert_allclose(
+        ind.atr(high, low, close, 2, smoothing="wilder"), [np.nan, np.nan, 2.0, 2.5, 2.25]
+    )
+
+
+def test_sma_difference_is_exactly_zero_where_the_averages_are_equal():
+    """A running float sum made SMA(2) - SMA(4) = +2.3e-13 at bar 4066 of the sample, where both averages
+    are 1.15871 exactly, so a crossover rule saw a cross one bar early; sums on the price grid are exact."""
+    from datafeeds import read_sample
+
+    close = read_sample().close.to_numpy()
+    points = np.rint(close[4063:4067] * 1e5).astype(int)
+    assert points[-2:].sum() * 2 == points.sum()  # the two averages are equal as numbers
+    assert ind.sma(close, 2)[4066] - ind.sma(close, 4)[4066] == 0.0
+    grid = np.array([1.1, 1.3, 1.2, 1.2] * 50)
+    assert (ind.sma(grid, 2)[3::4] == ind.sma(grid, 4)[3::4]).all()
+
+
+def test_sma_off_the_price_grid_has_no_drifting_running_sum(rng):
+    x = rng.normal(size=20_000) * 1e3 + 1e6 / 3
+    want = np.array([np.sum(x[i - 9 : i + 1]) / 10 for i in range(19_000, 20_000)])
+    np.testing.assert_allclose(ind.sma(x, 10)[19_000:], want, rtol=0, atol=1e-9)
+
+
+def test_bands_by_hand():
+    """iBands (BB.mq5; .../help/indicators/trend_indicators/bb): SMA ± deviation · population standard
+    deviation, drawn from bar ``period``."""
+    mid, up, low = ind.bands([1.0, 2.0, 3.0, 4.0, 5.0], 3, 2.0)
+    sd = np.sqrt(2.0 / 3.0)  # window (2, 3, 4) around 3: (1 + 0 + 1) / 3
+    np.testing.assert_allclose(mid, [np.nan, np.nan, np.nan, 3.0, 4.0])
+    np.testing.assert_allclose(up, [np.nan, np.nan, np.nan, 3.0 + 2 * sd, 4.0 + 2 * sd])
+    np.testing.assert_allclose(low, [np.nan, np.nan, np.nan, 3.0 - 2 * sd, 4.0 - 2 * sd])
+
+
+def test_stochastic_by_hand():
+    """iStochastic (Stochastic.mq5; .../help/indicators/oscillators/so): %K = Σ(close − LL) / Σ(HH − LL) over
+    ``slowing`` bars, %D its SMA; first %K at bar k + slowing − 2, a flat range reads 100."""
+    high = np.array([3.0, 4.0, 5.0, 4.0, 6.0])
+    low = np.array([1.0, 2.0, 3.0, 2.0, 3.0])
+    close = np.array([2.0, 3.0, 4.0, 3.0, 6.0])
+    main, signal = ind.stochastic(high, low, close, 3, 2, 2)
+    # HH/LL of 3 bars: bar 2 (5, 1), bar 3 (5, 2), bar 4 (6, 2)
+    k3 = ((4 - 1) + (3 - 2)) / ((5 - 1) + (5 - 2)) * 100
+    k4 = ((3 - 2) + (6 - 2)) / ((5 - 2) + (6 - 2)) * 100
+    np.testing.assert_allclose(main, [np.nan, np.nan, np.nan, k3, k4])
+    np.testing.assert_allclose(signal, [np.nan] * 4 + [(k3 + k4) / 2])
+    flat = np.ones(6)
+    assert ind.stochastic(flat, flat, flat, 3, 2, 2)[0][-1] == 100.0
+
+
+def test_momentum_by_hand():
+    """iMomentum (.../help/indicators/oscillators/mom): close / close ``period`` bars ago · 100."""
+    np.testing.assert_allclose(ind.momentum([2.0, 4.0, 5.0, 8.0], 2), [np.nan, np.nan, 250.0, 200.0])
+
+
+def test_adx_by_hand():
+    """iADX (ADX.mq5; .../help/indicators/trend_indicators/admi): ±DM over the bar's true range, EMAs with
+    2/(period+1) seeded with 0 at bar 0; ±DI drawn from bar ``period``, ADX from ``2·period``."""
+    high = np.array([10.0, 12.0, 11.0, 14.0, 13.0])
+    low = np.array([8.0, 9.0, 7.0, 10.0, 12.0])
+    close = np.array([9.0, 11.0, 8.0, 13.0, 12.5])
+    a = 2 / 3
+    # +DM/TR·100: bar 1 2/3, bar 3 3/6; -DM/TR·100: bar 2 2/4; bar 4 has no movement (both 0)
+    pdi = [0.0]
+    ndi = [0.0]
+    for p_, n_ in ((200 / 3, 0.0), (0.0, 50.0), (50.0, 0.0), (0.0, 0.0)):
+        pdi.append(a * p_ + (1 - a) * pdi[-1])
+        ndi.append(a * n_ + (1 - a) * ndi[-1])
+    adx = [0.0]
+    for i in range(1, 5):
+        adx.append(a * 100 * abs(pdi[i] - ndi[i]) / (pdi[i] + ndi[i]) + (1 - a) * adx[-1])
+    main, plus, minus = ind.adx(high, low, close, 2)
+    np.testing.assert_allclose(plus, [np.nan, np.nan, *pdi[2:]])
+    np.testing.assert_allclose(minus, [np.nan, np.nan, *ndi[2:]])
+    np.testing.assert_allclose(main, [np.nan] * 4 + [adx[4]])
+    assert adx[4] == pytest.approx(54.2070, abs=1e-4)
+
+
+def test_wpr_by_hand():
+    """iWPR (WPR.mq5; .../help/indicators/oscillators/wpr): −100·(HH − close)/(HH − LL); a flat window keeps
+    the previous value, 0 when it is the first."""
+    high = np.array([3.0, 4.0, 5.0, 5.5, 5.0, 5.0])
+    low = np.array([1.0, 2.0, 3.0, 5.0, 5.0, 5.0])
+    close = np.array([2.0, 3.0, 4.0, 5.0, 5.0, 5.0])
+    want = [np.nan, -100 / 3, -100 / 3, -0.5 * 100 / 2.5, -100.0, -100.0]
+    np.testing.assert_allclose(ind.wpr(high, low, close, 2), want)
+    flat = np.ones(3)
+    np.testing.assert_array_equal(ind.wpr(flat, flat, flat, 2), [np.nan, 0.0, 0.0])
+
+
+def test_obv_by_hand():
+    """iOBV (OBV.mq5; .../help/indicators/volume_indicators/obv): bar 0's volume, then ± each bar's volume
+    by the direction of its close."""
+    np.testing.assert_array_equal(
+        ind.obv([1.0, 2.0, 2.0, 1.0, 3.0], [10, 20, 30, 40, 50]), [10.0, 30.0, 30.0, -10.0, 40.0]
+    )
 
 
 def test_macd_main_ema_difference_and_sma_signal(rng):
@@ -86,6 +185,13 @@ ALL = {
     "atr": lambda h, lo, c: ind.atr(h, lo, c, 14),
     "macd_main": lambda h, lo, c: ind.macd(c)[0],
     "macd_signal": lambda h, lo, c: ind.macd(c)[1],
+    "bands_upper": lambda h, lo, c: ind.bands(c)[1],
+    "stochastic_signal": lambda h, lo, c: ind.stochastic(h, lo, c)[1],
+    "momentum": lambda h, lo, c: ind.momentum(c),
+    "adx": lambda h, lo, c: ind.adx(h, lo, c)[0],
+    "minus_di": lambda h, lo, c: ind.adx(h, lo, c)[2],
+    "wpr": lambda h, lo, c: ind.wpr(h, lo, c),
+    "obv": lambda h, lo, c: ind.obv(c, np.arange(len(c)) % 7 + 1),
 }
 
 

@@ -1,0 +1,127 @@
+"""What an export starts from: a trained model file (or a report folder holding one), read and checked.
+
+Everything the graph is built from is checked here, before anything is written: the file is a model of a
+built-in EA whose inputs have an ONNX form, its features are the MetaTrader definitions, and every size and
+number in its metadata is sane (a hostile file cannot make the exporter build a huge graph).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from datafeeds.candles import CandleMeta
+from nn.io import ModelFileError, load
+from strategies.errors import ExportError
+from strategies.features import CLASSES, FEATURE_DEFINITIONS, FEATURES
+
+EXPORTABLE = ("FractalEA",)  # ForecastEA (ATFNet, PatchTST) saves no model file to export yet
+MODEL_NAMES = ("model.nnz", "model.dbn")
+MAX_DEPTH = 500  # bars of input per window: the article's EA uses 20
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A model file ready to export: the model, its metadata and the candles it was trained on."""
+
+    path: Path
+    model: Any  # nn.Sequential or nn.dbn.DBN
+    meta: dict
+    ea: str
+    kind: str  # FractalEA's network: "dense" or "dbn"
+    candles: CandleMeta
+
+
+def _model_file(source: Path) -> Path:
+    if source.is_dir():
+        for name in MODEL_NAMES:
+            if (source / name).is_file():
+                return source / name
+        raise ExportError(
+            f"{source}: holds no model file ({' or '.join(MODEL_NAMES)}): export a report folder of an EA "
+            "that trains a model (FractalEA) or the model file itself"
+        )
+    if not source.exists():
+        raise ExportError(f"{source}: no such file or folder")
+    return source
+
+
+def _int(meta: dict, key: str, low: int, high: int, where: Path) -> int:
+    value = meta.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ExportError(f"{where}: metadata {key}={value!r} is not a whole number within {low}..{high}")
+    return value
+
+
+def _numbers(values: Any, size: int, what: str, where: Path, positive: bool = False) -> list[float]:
+    ok = isinstance(values, list) and len(values) == size
+    ok = ok and all(
+        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values
+    )
+    if not ok or (positive and min(values) <= 0):
+        kind = "positive finite" if positive else "finite"
+        raise ExportError(f"{where}: metadata {what} is not {size} {kind} numbers")
+    return [float(v) for v in values]
+
+
+def read_source(source: str | Path) -> ModelSource:
+    """Load and check the model at ``source`` (a model file or a report folder)."""
+    path = _model_file(Path(source))
+    try:
+        model = load(path, backend="numpy")
+    except (ModelFileError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        raise ExportError(str(exc)) from None
+    meta = model.metadata if isinstance(model.metadata, dict) else {}
+    ea = meta.get("ea")
+    if ea not in EXPORTABLE:
+        who = f"a model of {ea!r}" if isinstance(ea, str) else "not a model saved by an expert advisor"
+        raise ExportError(
+            f"{path}: {who}; the export covers the models of {', '.join(EXPORTABLE)} "
+            "(saved by neuronet run/backtest), whose inputs it can rebuild from raw bars"
+        )
+    params = meta.get("params")
+    if not isinstance(params, dict):
+        raise ExportError(f"{path}: metadata has no EA parameters")
+    if meta.get("feature_definitions") != FEATURE_DEFINITIONS:
+        raise ExportError(
+            f"{path}: trained on inputs computed before they followed MetaTrader (Wilder's ATR, weekday "
+            "Monday = 0 in UTC); train it again with this version of neuronet to export it"
+        )
+    try:
+        candles = CandleMeta.from_dict(meta["candles"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ExportError(
+            f"{path}: metadata does not say which symbol, timeframe and clock it was trained on ({exc})"
+        ) from None
+    kind = params.get("model", "dense")
+    if kind not in ("dense", "dbn"):
+        raise ExportError(f"{path}: FractalEA model {kind!r} is neither 'dense' nor 'dbn'")
+    _check_fractal(path, meta, model, kind)
+    return ModelSource(path, model, meta, ea, kind, candles)
+
+
+def _check_fractal(path: Path, meta: dict, model: Any, kind: str) -> None:
+    depth = _int(meta, "depth", 1, MAX_DEPTH, path)
+    if meta.get("features") != list(FEATURES) or meta.get("classes") != list(CLASSES):
+        raise ExportError(f"{path}: metadata features/classes are not FractalEA's {list(FEATURES)}")
+    width = depth * len(FEATURES)
+    scaler = meta.get("scaler")
+    if not isinstance(scaler, dict):
+        raise ExportError(f"{path}: metadata has no feature scaler")
+    _numbers(scaler.get("mean"), width, "scaler.mean", path)
+    _numbers(scaler.get("std"), width, "scaler.std", path, positive=True)
+    if kind == "dbn":
+        unit = meta.get("unit_scaling")
+        if not isinstance(unit, dict):
+            raise ExportError(f"{path}: a FractalEA DBN without its unit scaling")
+        _numbers(unit.get("low"), width, "unit_scaling.low", path)
+        _numbers(unit.get("span"), width, "unit_scaling.span", path, positive=True)
+        inputs, outputs = model.n_inputs, model.head.layers[-1][0].shape[0]
+    else:
+        inputs, outputs = model.input_shape, model.output_shape
+        inputs, outputs = (inputs[0] if len(inputs) == 1 else inputs), outputs[-1]
+    if inputs != width or outputs != len(CLASSES):
+        raise ExportError(f"{path}: the network takes {inputs} inputs and gives {outputs} outputs; FractalEA "
+                          f"with depth {depth} feeds {width} and reads {len(CLASSES)}")  # fmt: skip

@@ -1,0 +1,23 @@
+"""Helpers of the export tests: a tiny Fractal EA run and the rows MQL5's CopyRates returns."""
+
+import numpy as np
+
+from backtests import Backtest
+from datafeeds import to_rates
+from strategies import FractalEA
+
+TINY = {"hidden": "12", "epochs": 2, "backend": "numpy", "batch_size": 64, "validation": 0}
+
+
+def copy_rates(df, n: int, ends) -> np.ndarray:
+    """``(len(ends), n, 7)``: what MQL5's ``CopyRates(_Symbol, _Period, 1, n, rates)`` gives at the open of
+    the bar after each of ``ends``: the n closed bars, oldest first, time in server seconds (from the
+    terminal's own rates array, ``datafeeds.to_rates``)."""
+    rates = to_rates(df)
+    fields = ("time", "open", "high", "low", "close", "tick_volume", "spread")
+    table = np.column_stack([rates[f].astype(np.float64) for f in fields])
+    return np.stack([table[e - n + 1 : e + 1] for e in ends])
+
+
+def run_fractal(candles, **params):
+    return Backtest(candles, FractalEA, forward="1/3", seed=7).run(**{**TINY, **params})
