@@ -91,14 +91,13 @@ class Setup:
             return optuna.create_study(direction=self.job.criterion.direction, study_name=name)
         return store.open_study(self.storage, name, self.job.criterion.direction, identity)
 
-    def search(
-        self, window: Window, engine: Engine, shared: Any, label: str = "optimise"
-    ) -> tuple[optuna.Study, int]:
-        """Fill the window's study; returns it and how many passes ran now (the rest were recorded)."""
+    def search(self, window: Window, engine: Engine, shared: Any, label: str = "optimise") -> Search:
+        """The window's search, run: its study, its passes, how many ran now (the rest were recorded)."""
         make_backtest(self.market, self.job, window)  # bad periods or data fail here, before any pass
         study = self.study(window)
         search = Search(study, self.space, self.job, window, self.plan, engine, shared, self.progress, label)
-        return study, search.run()
+        search.run()
+        return search
 
 
 def setup(
@@ -198,20 +197,20 @@ def optimize(
     window = s.window(0, fs)
     with session(s.market, workers, scheduler) as (engine, shared):
         where = engine.where
-        study, ran = s.search(window, engine, shared)
-        table = results_table(study, s.space, s.job.criterion)
+        search = s.search(window, engine, shared)
+        table = results_table(search.passes, s.space, s.job.criterion)
         if fs < n and top > 0:
             table = add_forward(table, s, engine, shared, Window(0, n, trade_from=fs), top)
     table.attrs.update(
         criterion=s.job.criterion.name,
         direction=s.job.criterion.direction,
         method=method,
-        study=study.study_name,
+        study=search.durable.study_name,
         storage=s.storage,
         optimisation=[str(candles.index[0]), str(candles.index[fs - 1])],
         forward=[str(candles.index[fs]), str(candles.index[-1])] if fs < n else None,
         where=where,
-        ran=ran,
+        ran=search.ran,
     )
     return table
 

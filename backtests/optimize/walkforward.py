@@ -103,9 +103,9 @@ def walk_forward(
     with session(s.market, workers, scheduler) as (engine, shared):
         for i, (tw, _) in enumerate(pairs):
             label = f"window {i + 1}/{len(pairs)}"
-            study, now = s.search(s.window(tw.start, tw.stop), engine, shared, label=label)
-            ran += now
-            table = results_table(study, s.space, s.job.criterion)
+            search = s.search(s.window(tw.start, tw.stop), engine, shared, label=label)
+            ran += search.ran
+            table = results_table(search.passes, s.space, s.job.criterion)
             best = top_passes(table, s.space, 1)
             if not best:
                 raise OptimizeError(
