@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import optuna
 import pandas as pd
 
 from backtests.broker import AccountConfig
 from backtests.optimize import store
 from backtests.optimize.criteria import Criterion, get_criterion
 from backtests.optimize.engine import Engine
+from backtests.optimize.lock import locked
 from backtests.optimize.passes import Job, Market, Window, in_sample, make_backtest, run_curves
 from backtests.optimize.results import results_table, top_passes
 from backtests.optimize.search import Plan, Search
@@ -84,11 +84,9 @@ class Setup:
         digest = hashlib.sha1(prices.tobytes() + fine.index.asi8.tobytes()).hexdigest()
         return {"model": self.job.model, "model_data": {"rows": len(fine), "sha1": digest}}
 
-    def study(self, window: Window) -> optuna.Study:
+    def study(self, window: Window) -> store.Store:
         identity = self.identity(window)
         name = store.study_name(identity)
-        if self.storage is None:
-            return optuna.create_study(direction=self.job.criterion.direction, study_name=name)
         return store.open_study(self.storage, name, self.job.criterion.direction, identity)
 
     def search(self, window: Window, engine: Engine, shared: Any, label: str = "optimise") -> Search:
@@ -195,7 +193,7 @@ def optimize(
     n = len(candles)
     fs = n if forward is None else resolve(candles.index, forward, min_study=ea.min_study_bars).forward_start
     window = s.window(0, fs)
-    with session(s.market, workers, scheduler) as (engine, shared):
+    with locked(s.storage), session(s.market, workers, scheduler) as (engine, shared):
         where = engine.where
         search = s.search(window, engine, shared)
         table = results_table(search.passes, s.space, s.job.criterion)
@@ -205,7 +203,7 @@ def optimize(
         criterion=s.job.criterion.name,
         direction=s.job.criterion.direction,
         method=method,
-        study=search.durable.study_name,
+        study=search.durable.study.study_name,
         storage=s.storage,
         optimisation=[str(candles.index[0]), str(candles.index[fs - 1])],
         forward=[str(candles.index[fs]), str(candles.index[-1])] if fs < n else None,

@@ -98,7 +98,7 @@ class Search:
 
     def __init__(
         self,
-        durable: optuna.Study,
+        durable: store.Store,
         space: ParamSpace,
         job: Job,
         window: Window,
@@ -124,7 +124,7 @@ class Search:
 
     def run(self) -> int:
         """Fill ``passes``; returns ``ran``. Ctrl-C keeps every finished pass in the store."""
-        for t in store.finished(self.durable):
+        for t in self.durable.finished():
             self.recorded[store.params_key(t.params)] = t
         before = len(self.recorded)
         self._open_bar()
@@ -223,7 +223,7 @@ class Search:
 
         for chunk, rows in self.engine.stream(run_batch, self.shared, tasks()):
             trials = [self._record(params, row) for (params, _), row in zip(chunk, rows, strict=True)]
-            store.record(self.durable, trials)
+            self.durable.record(trials)
             for (_, key), t in zip(chunk, trials, strict=True):
                 self.recorded[key] = t
             self._advance(len(trials), trials)
