@@ -27,7 +27,7 @@ from backtests.optimize.results import results_table, top_passes
 from backtests.optimize.search import Plan, Search
 from backtests.optimize.space import ParamSpace, parse_space
 from backtests.paths import check_model
-from backtests.periods import resolve
+from backtests.periods import PeriodError, resolve
 from datafeeds import meta_of
 from strategies.base import ExpertAdvisor
 
@@ -119,6 +119,8 @@ def setup(
     m1: pd.DataFrame | None = None,
     ticks: pd.DataFrame | None = None,
 ) -> Setup:
+    if not len(candles):
+        raise PeriodError("no bars to optimise on (0 bars in the range); widen --from/--to")
     if not isinstance(space, ParamSpace):
         space = parse_space(ea, space, fixed)
     crit = criterion if isinstance(criterion, Criterion) else get_criterion(criterion)
