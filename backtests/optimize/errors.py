@@ -13,3 +13,7 @@ class OptimizeError(NeuronetError, ValueError):
 class StoreError(NeuronetError, OSError):
     """The study store cannot be used: another application's database, a damaged file, or a store that
     another optimisation holds; the message names the store."""
+
+
+class ClusterError(NeuronetError, OSError):
+    """A Dask scheduler that cannot be reached, or that does not answer as one; the message names it."""

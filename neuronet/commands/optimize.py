@@ -21,6 +21,7 @@ import typer
 
 from backtests import AccountConfig
 from backtests.optimize import CRITERIA, METHODS, Plan, get_criterion, optimize, parse_space, walk_forward
+from backtests.optimize.engine import scheduler_address
 from backtests.optimize.lock import LOCK_SUFFIX
 from backtests.optimize.report import write_report
 from backtests.paths import MODELS
@@ -133,6 +134,8 @@ def optimize_command(
     """Optimise an EA's parameters (grid, genetic, random, TPE) with forward test or walk-forward analysis."""
     cls = resolve_ea(ea)
     crit = get_criterion(criterion)
+    if scheduler:
+        scheduler_address(scheduler)  # a garbage address fails here, before data or workers
     account = AccountConfig(
         deposit=deposit, leverage=leverage, spread=spread, commission=commission,
         swap_long=swap_long, swap_short=swap_short, hedging=hedging,
