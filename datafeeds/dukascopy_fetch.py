@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import http.client
 import logging
+import math
 import socket
 import threading
 import time
@@ -38,6 +39,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_FILE_BYTES = 64 * 2**20  # an archive file is at most a few MB (the busiest hour of ticks)
+MAX_TIMEOUT_S = 3600.0  # a request bound that is no bound at all is a typo
+MAX_RETRIES = 100
+MAX_PAUSE_S = 600.0  # the longest wait between two attempts, however many retries
 _CHUNK = 65536
 USER_AGENT = "neuronet-datafeeds/0.1 (+https://pypi.org/project/neuronet/; history download)"
 
@@ -72,10 +76,12 @@ class Fetcher:
         timeout: float = 30.0,
         user_agent: str = USER_AGENT,
     ) -> None:
-        if rate_limit <= 0:
+        if not (math.isfinite(rate_limit) and rate_limit > 0):
             raise DataError(f"rate_limit is requests per second and must be > 0, not {rate_limit}")
-        if retries < 0 or backoff < 0 or timeout <= 0:
-            raise DataError("retries and backoff must be >= 0 and timeout > 0")
+        if not (0 <= retries <= MAX_RETRIES and math.isfinite(backoff) and 0 <= backoff <= MAX_PAUSE_S):
+            raise DataError(f"retries must be 0..{MAX_RETRIES} and backoff 0..{MAX_PAUSE_S:g} seconds")
+        if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
+            raise DataError(f"timeout is seconds per request, more than 0 and at most {MAX_TIMEOUT_S:g}")
         self.base_url = base_url.rstrip("/")
         self.cache_dir = Path(cache_dir)
         self.interval = 1.0 / rate_limit
@@ -139,7 +145,7 @@ class Fetcher:
         problem = ""
         for attempt in range(self.retries + 1):
             if attempt:
-                pause = self.backoff * 2 ** (attempt - 1)
+                pause = min(self.backoff * 2 ** min(attempt - 1, 30), MAX_PAUSE_S)
                 log.warning("%s: %s; retry %d of %d in %.1f s", url, problem, attempt, self.retries, pause)
                 time.sleep(pause)
             self._wait_turn()

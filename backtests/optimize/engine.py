@@ -189,7 +189,9 @@ def reach(address: str, seconds: float) -> None:
     from distributed.comm import connect
 
     async def handshake() -> None:
-        comm = await connect(address, timeout=seconds)
+        # Dask retries a refused connection until its own timeout; ending that first keeps its reason
+        # ("Connection refused") in the message, while the deadline still bounds a silent handshake.
+        comm = await connect(address, timeout=0.9 * seconds)
         await comm.close()
 
     def attempt() -> None:

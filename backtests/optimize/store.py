@@ -113,6 +113,10 @@ def errors(storage: str, doing: str) -> Iterator[None]:
         yield
     except (SQLAlchemyError, sqlite3.Error, optuna.exceptions.StorageInternalError) as exc:
         raise StoreError(f"{doing} the study store {where(storage)}: {_reason(exc)}") from None
+    except ModuleNotFoundError as exc:  # an RDB URL whose driver package is not installed
+        raise StoreError(
+            f"{doing} the study store {where(storage)}: its database driver is not installed ({exc})"
+        ) from None
 
 
 def _reason(exc: BaseException) -> str:

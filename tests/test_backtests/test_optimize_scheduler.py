@@ -114,3 +114,13 @@ def test_a_real_scheduler_completes_the_handshake():
 
     with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
         reach(cluster.scheduler_address, 10)
+
+
+def test_a_port_where_nothing_listens_fails_within_the_deadline():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{s.getsockname()[1]}"  # bound, never listening: refused
+        started = time.monotonic()
+        with pytest.raises(ClusterError, match="cannot reach the Dask scheduler"):
+            reach(address, DEADLINE)
+    assert time.monotonic() - started < DEADLINE + 3

@@ -198,3 +198,23 @@ def test_two_optimize_processes_on_one_study_store_each_pass_once(tmp_path):
     assert "in use by another optimisation" in second.stderr and len(second.stderr.strip().splitlines()) == 1
     with sqlite3.connect(db) as con:
         assert con.execute("select count(*) from trials").fetchone()[0] == 80  # 20 x 4, each once
+
+
+@pytest.mark.parametrize(
+    "url, words",
+    [("foo://bar", "Can't load plugin"), ("postgresql+nosuchdriver://u@127.0.0.1:1/db", "Can't load plugin")],
+)
+def test_an_rdb_url_that_cannot_be_used_is_one_error(candles, url, words):
+    with pytest.raises(StoreError, match=words):
+        optimize(candles, SmaCrossEA, SPACE, workers=0, store_path=url)
+
+
+def test_a_missing_database_driver_is_one_error(candles, monkeypatch):
+    import sqlalchemy.dialects.postgresql.psycopg2 as dialect
+
+    def missing(*args, **kw):
+        raise ModuleNotFoundError("No module named 'psycopg2'")
+
+    monkeypatch.setattr(dialect.PGDialect_psycopg2, "import_dbapi", classmethod(missing))
+    with pytest.raises(StoreError, match=r"driver is not installed \(No module named 'psycopg2'\)"):
+        optimize(candles, SmaCrossEA, SPACE, workers=0, store_path="postgresql+psycopg2://u@127.0.0.1:1/d")

@@ -285,6 +285,26 @@ def test_bad_options_are_rejected():
         DukascopySource(data="hour").load("EURUSD", "M5", start="2023-01-01", end="2023-01-02")
 
 
+@pytest.mark.parametrize(
+    "option, value, words",
+    [
+        ("timeout", float("nan"), "timeout"),
+        ("timeout", float("inf"), "timeout"),
+        ("timeout", 1e9, "timeout"),
+        ("timeout", 0, "timeout"),
+        ("rate_limit", float("nan"), "rate_limit"),
+        ("backoff", float("inf"), "backoff"),
+        ("retries", 10**6, "retries"),
+    ],
+)
+def test_waits_that_would_never_end_are_refused(tmp_path, option, value, words):
+    """No deadline can be infinite, NaN or absurd: each is one line before any request."""
+    from datafeeds.errors import DataError
+
+    with pytest.raises(DataError, match=words):
+        DukascopySource(tmp_path, **{option: value})
+
+
 def test_through_the_registry(minute_archive, tmp_path):
     from datafeeds.sources import load_validated
 
