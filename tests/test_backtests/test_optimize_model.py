@@ -108,8 +108,8 @@ def test_the_command_line_optimises_in_ohlc1m_from_csv_files(market, tmp_path):
     for _, row in table.iterrows():
         stats = _single(h1, m1, {"fast": int(row["fast"]), "slow": 8, "sl_points": 60})
         assert row["total_net_profit"] == pytest.approx(stats["total_net_profit"], abs=1e-6)
-    bad = subprocess.run([*args, "--m1-csv", "EURUSD_M1.csv"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=300)  # fmt: skip
+    bad = subprocess.run([*args, "--m1-csv", "EURUSD_M1.csv", "--out", "o2"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
     assert bad.returncode == 2 and "--m1-csv is only used with --model ohlc1m" in bad.stderr
 
 
