@@ -75,9 +75,11 @@ def test_walk_forward_windows_take_their_part_of_the_minutes(market):
     assert len(wf.windows) == 3
     first = wf.windows.iloc[0]
     test = h1.iloc[0:60]  # train 0..39 as history, trade 40..59 with the winner
-    stats = Backtest(test, SmaCrossEA, model="ohlc1m", m1=m1, forward=test.index[40]).run(
-        fast=int(first["fast"]), slow=8, sl_points=60
-    ).stats
+    stats = (
+        Backtest(test, SmaCrossEA, model="ohlc1m", m1=m1, forward=test.index[40])
+        .run(fast=int(first["fast"]), slow=8, sl_points=60)
+        .stats
+    )
     assert first["oos_net_profit"] == pytest.approx(stats["total_net_profit"], abs=1e-9)
 
 
