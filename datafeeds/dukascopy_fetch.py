@@ -7,17 +7,19 @@ fsync, rename): an interrupted or corrupt download never leaves a file that look
 file's path is checked to stay inside ``cache_dir`` before it is read or written. Files of
 periods that are not over yet are used but not cached, since the archive still grows them.
 
-Requests: one at a time, at most ``rate_limit`` per second, with a User-Agent naming neuronet. Each one,
-its body included, is bounded by ``timeout`` seconds in all (a socket time-out alone would let a server
-that sends a byte now and then hold a download for ever), and a body may hold at most
-``MAX_FILE_BYTES``. 5xx answers, 429, time-outs, dropped connections and short bodies are retried with
-exponential backoff; 404 and 403 are not (they will not change on a retry).
+Requests: one at a time, at most ``rate_limit`` per second, with a User-Agent naming neuronet. Each one
+is bounded by ``timeout`` seconds in all, connection, headers and body together
+(``datafeeds.http_deadline``: a socket time-out alone would let a server that sends a byte now and then
+hold a download for ever), and a body may hold at most ``MAX_FILE_BYTES``. 5xx answers, 429,
+time-outs, dropped connections, answers that are not HTTP and short bodies are retried with exponential
+backoff; 404 and 403 are not (they will not change on a retry).
 """
 
 from __future__ import annotations
 
 import http.client
 import logging
+import math
 import socket
 import threading
 import time
@@ -28,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from datafeeds import http_deadline
 from datafeeds.errors import CandleDataError, DataError
 from datafeeds.files import atomic_write, inside
 from neuronet.errors import NeuronetError
@@ -36,6 +39,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_FILE_BYTES = 64 * 2**20  # an archive file is at most a few MB (the busiest hour of ticks)
+MAX_TIMEOUT_S = 3600.0  # a request bound that is no bound at all is a typo
+MAX_RETRIES = 100
+MAX_PAUSE_S = 600.0  # the longest wait between two attempts, however many retries
 _CHUNK = 65536
 USER_AGENT = "neuronet-datafeeds/0.1 (+https://pypi.org/project/neuronet/; history download)"
 
@@ -70,10 +76,12 @@ class Fetcher:
         timeout: float = 30.0,
         user_agent: str = USER_AGENT,
     ) -> None:
-        if rate_limit <= 0:
+        if not (math.isfinite(rate_limit) and rate_limit > 0):
             raise DataError(f"rate_limit is requests per second and must be > 0, not {rate_limit}")
-        if retries < 0 or backoff < 0 or timeout <= 0:
-            raise DataError("retries and backoff must be >= 0 and timeout > 0")
+        if not (0 <= retries <= MAX_RETRIES and math.isfinite(backoff) and 0 <= backoff <= MAX_PAUSE_S):
+            raise DataError(f"retries must be 0..{MAX_RETRIES} and backoff 0..{MAX_PAUSE_S:g} seconds")
+        if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
+            raise DataError(f"timeout is seconds per request, more than 0 and at most {MAX_TIMEOUT_S:g}")
         self.base_url = base_url.rstrip("/")
         self.cache_dir = Path(cache_dir)
         self.interval = 1.0 / rate_limit
@@ -111,21 +119,23 @@ class Fetcher:
         if wait > 0:
             time.sleep(wait)
 
-    def _body(self, response, url: str, deadline: float) -> bytes:
+    def _body(self, response, url: str, deadline: http_deadline.Deadline) -> bytes:
         """The whole body by ``deadline``; a short one raises ``IncompleteRead``, an oversized one refuses."""
         announced = response.headers.get("Content-Length")
         expected = int(announced) if announced and announced.isdigit() else None
         if expected is not None and expected > MAX_FILE_BYTES:
-            raise DownloadError(f"{url}: the server announces {expected} bytes; archive files are at most "
-                                f"{MAX_FILE_BYTES}", url=url)
+            raise DownloadError(
+                f"{url}: the server announces {expected} bytes; archive files are at most {MAX_FILE_BYTES}",
+                url=url,
+            )
         parts, size = [], 0
         while chunk := response.read1(_CHUNK):
             size += len(chunk)
             if size > MAX_FILE_BYTES:
                 raise DownloadError(f"{url}: more than {MAX_FILE_BYTES} bytes; not an archive file", url=url)
             parts.append(chunk)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the file did not arrive within {self.timeout:g} s ({size} bytes so far)")
+        if deadline.expired:  # the connection was cut at the deadline: what came is not the whole file
+            raise TimeoutError(f"the file did not arrive within {self.timeout:g} s ({size} bytes so far)")
         body = b"".join(parts)
         if expected is not None and size < expected:
             raise http.client.IncompleteRead(body, expected - size)
@@ -135,15 +145,15 @@ class Fetcher:
         problem = ""
         for attempt in range(self.retries + 1):
             if attempt:
-                pause = self.backoff * 2 ** (attempt - 1)
+                pause = min(self.backoff * 2 ** min(attempt - 1, 30), MAX_PAUSE_S)
                 log.warning("%s: %s; retry %d of %d in %.1f s", url, problem, attempt, self.retries, pause)
                 time.sleep(pause)
             self._wait_turn()
             self.requests += 1
             request = urllib.request.Request(url, headers={"User-Agent": self.user_agent})
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return self._body(response, url, time.monotonic() + self.timeout)
+                with http_deadline.get(request, self.timeout) as (response, deadline):
+                    return self._body(response, url, deadline)
             except urllib.error.HTTPError as exc:
                 exc.close()
                 if exc.code == 404:
@@ -166,7 +176,9 @@ class Fetcher:
                 problem = f"HTTP {exc.code} {exc.reason}"
             except http.client.IncompleteRead as exc:
                 problem = f"the connection closed after {len(exc.partial)} bytes of the file"
-            except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
+            except http.client.HTTPException as exc:  # its message quotes the server's bytes: not shown
+                problem = f"the server's answer is not HTTP ({type(exc).__name__})"
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
                 reason = getattr(exc, "reason", None) or exc
                 if isinstance(reason, socket.gaierror):  # no DNS answer: offline, or a typo in base_url
                     host = urllib.parse.urlsplit(url).hostname

@@ -31,6 +31,7 @@ from neuronet.atomic import is_stale as is_stale
 from neuronet.atomic import remove_stale as remove_stale
 from neuronet.atomic import replace_atomically
 from neuronet.atomic import temp_files as temp_files
+from neuronet.userfiles import open_regular
 
 
 class UnsafePathError(CandleDataError):
@@ -63,9 +64,7 @@ def check_inside(root: str | os.PathLike, path: str | os.PathLike, *, given: str
     real_root = Path(root).resolve()
     real = Path(path).resolve()
     if real != real_root and real_root not in real.parents:
-        raise UnsafePathError(
-            given or str(path), f"leads to {real}, outside the folder {real_root}; refused"
-        )
+        raise UnsafePathError(given or str(path), f"leads to {real}, outside the folder {real_root}; refused")
 
 
 def is_inside(root: str | os.PathLike, path: str | os.PathLike) -> bool:
@@ -126,15 +125,11 @@ def atomic_write_json(path: str | os.PathLike, doc: object, *, indent: int | Non
 
 
 def read_csv_file(path: str | os.PathLike, what: str = "CSV file", **options: Any) -> pd.DataFrame:
-    """``pandas.read_csv(path, **options)`` with one-line errors that name the file: no such file, a
-    folder, permission denied, or not readable as a table (``DataError``, ``what`` says what was expected)."""
+    """``pandas.read_csv(path, **options)`` with one-line errors that name the file: no such file, not a
+    regular file (a folder, a device, a pipe), permission denied, or not readable as a table
+    (``DataError``, ``what`` says what was expected)."""
     try:
-        return pd.read_csv(path, **options)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise IsADirectoryError(f"{path}: is a folder, not a {what}") from None
-    except PermissionError:
-        raise PermissionError(f"{path}: not readable (permission denied)") from None
+        with open_regular(path, what) as f:
+            return pd.read_csv(f, **options)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: not a readable {what} ({exc})") from None

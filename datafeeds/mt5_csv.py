@@ -32,6 +32,7 @@ from datafeeds.errors import CandleDataError, DataError
 from datafeeds.files import atomic_write
 from datafeeds.timeframes import Timeframe
 from datafeeds.validate import Repair, ValidationReport, validate
+from neuronet.userfiles import open_regular
 
 _ALIASES = {
     "date": "date",
@@ -223,11 +224,8 @@ def _parse(path: Path, origin: str) -> tuple[list[str], dict[str, np.ndarray], n
     Well-formed files go through pandas' C parser; anything it cannot take cleanly is parsed again line by
     line, which finds the first bad line and says what is wrong with it.
     """
-    if not path.exists():
-        raise FileNotFoundError(f"{origin}: no such file")
-    if path.is_dir():
-        raise IsADirectoryError(f"{origin}: is a folder, not a CSV file")
-    text = _decode(path.read_bytes(), origin)
+    with open_regular(path, "CSV file") as f:  # not a folder, a device or a pipe
+        text = _decode(f.read(), origin)
     lines = text.splitlines()
     while lines and not lines[-1].strip():
         lines.pop()

@@ -29,6 +29,7 @@ from datafeeds.files import atomic_write_text
 from datafeeds.mt5_csv import _decode
 from datafeeds.synthetic import symbol_defaults
 from datafeeds.ticks import TickDataError, TickMeta, make_ticks, tick_meta
+from neuronet.userfiles import NotAFileError, open_regular
 
 NEEDED = ("<DATE>", "<TIME>", "<BID>", "<ASK>")
 OPTIONAL = ("<LAST>", "<VOLUME>", "<FLAGS>")
@@ -43,7 +44,10 @@ def read_tick_csv(
     path = Path(path)
     origin = str(path)
     try:
-        raw = path.read_bytes()
+        with open_regular(path, "tick file") as f:  # not a folder, a device or a pipe
+            raw = f.read()
+    except (NotAFileError, IsADirectoryError, FileNotFoundError):
+        raise  # one line naming the path already
     except OSError as exc:
         raise TickDataError(origin, f"cannot read the tick file: {exc.strerror or exc}") from None
     text = _decode(raw, origin)

@@ -325,6 +325,9 @@ class FrequencyBlock(Composite):
         self.input_shape, self.output_shape = tuple(input_shape), (self.pred_len,)
         return self.output_shape
 
+    def constant_elements(self) -> int:
+        return super().constant_elements() + self._dft.constant_elements() + self._idft.constant_elements()
+
     def bind(self, backend, params, grads, state):
         super().bind(backend, params, grads, state)
         self._dft.bind(backend, {}, {}, {})

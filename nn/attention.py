@@ -43,6 +43,9 @@ class Composite(Layer):
     def state_specs(self) -> list[ParamSpec]:
         return [_prefixed(p, s) for p, c in self.children.items() for s in c.state_specs()]
 
+    def constant_elements(self) -> int:
+        return sum(child.constant_elements() for child in self.children.values())
+
     def _counted(self) -> list[Any]:
         """Everything below that draws dropout masks: own ``DropoutMask`` objects, children with a
         ``counter``."""
@@ -200,6 +203,9 @@ class SinusoidalPositionalEncoding(Layer):
             raise ValueError(f"sinusoidal_position expects (tokens, d_model) inputs, got {input_shape}")
         self.input_shape = self.output_shape = tuple(input_shape)
         return self.output_shape
+
+    def constant_elements(self) -> int:
+        return math.prod(self.input_shape)  # the (S, D) table
 
     def bind(self, backend, params, grads, state):
         super().bind(backend, params, grads, state)

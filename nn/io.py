@@ -35,11 +35,15 @@ does not fit.
 - ``metadata``: the caller's JSON-compatible dict (feature scaling, training period, metrics, ...); NumPy
   scalars and arrays are written as numbers and lists.
 
-Reading trusts nothing: the header is read only up to ``MAX_HEADER_BYTES`` and parsed with its nesting
-bounded; each array's declared shape and dtype (float32 or float64 only) must fit ``MAX_ARRAY_BYTES`` in
-all and agree with the ``.npy`` member's own header and with the ZIP entry's uncompressed size before a byte
-of data is read; data is read in chunks into the final array while its checksum is computed. So a small
-file that declares or inflates to a huge array is refused without allocating it, and every failure —
+Reading trusts nothing: only a regular file is opened (``neuronet.userfiles``: not a folder, a device
+such as ``/dev/zero`` or a pipe); the header is read only up to ``MAX_HEADER_BYTES`` and parsed with its
+nesting bounded; for a ``Sequential``, the architecture is sized from its layers' shapes alone
+(``nn.model.model_sizes``) and must declare exactly the arrays it needs, of exactly those sizes, with
+constant tables (DFT bases, positional tables) of at most ``MAX_CONSTANT_ELEMENTS``; each array's declared
+shape and dtype (float32 or float64 only) must fit ``MAX_ARRAY_BYTES`` in all and agree with the ``.npy``
+member's own header and with the ZIP entry's uncompressed size before a byte of data is read; data is read
+in chunks into the final array while its checksum is computed. So a small file that declares a huge layer,
+or declares or inflates to a huge array, is refused without allocating it, and every failure — file type,
 archive, header, versions, checksums, shapes, architecture — raises ``ModelFileError`` with the reason
 before the model is built. ``save`` writes a temporary file next to the target and moves it into place with
 ``os.replace``, so a crash never leaves a partial file under the final name.
@@ -65,15 +69,19 @@ import numpy as np
 
 from neuronet.atomic import replace_atomically
 from neuronet.errors import NeuronetError
+from neuronet.userfiles import NotAFileError, open_regular
 from nn.backend import Backend
 from nn.dbn import DBN
-from nn.model import Sequential
+from nn.model import Sequential, model_sizes
 
 FORMAT = "neuronet-model"
 VERSION = 3
 MAX_HEADER_BYTES = 16 * 2**20
 MAX_HEADER_DEPTH = 64  # architecture and metadata nest a handful of levels; JSON's own limit is ~1000
 MAX_ARRAY_BYTES = 8 * 2**30  # all arrays of one file together (a 1-billion-parameter float64 model)
+# Constant tables a model's layers build from its shapes: an ATFNet over 512 bars forecasting 96 needs
+# about 0.6 million elements; 2**27 (1 GiB in float64) leaves room for far longer series.
+MAX_CONSTANT_ELEMENTS = 2**27
 _DTYPES = {"float32": np.dtype("<f4"), "float64": np.dtype("<f8")}
 _CHUNK = 2**20
 
@@ -167,8 +175,16 @@ def save(
     return path
 
 
-def _write(path: Path, kind: str, architecture: dict, training: dict, saved_from: dict,
-           arrays: dict[str, np.ndarray], dtype: np.dtype, metadata: dict) -> None:
+def _write(
+    path: Path,
+    kind: str,
+    architecture: dict,
+    training: dict,
+    saved_from: dict,
+    arrays: dict[str, np.ndarray],
+    dtype: np.dtype,
+    metadata: dict,
+) -> None:
     """The one container of every model kind: header plus checksummed ``.npy`` members, written atomically."""
     members = {f"{name}.npy": _npy_bytes(a, dtype) for name, a in arrays.items()}
     payload = hashlib.sha256()
@@ -183,8 +199,11 @@ def _write(path: Path, kind: str, architecture: dict, training: dict, saved_from
         "training": training,
         "saved_from": saved_from,
         "arrays": {
-            name: {"sha256": hashlib.sha256(members[name]).hexdigest(), "shape": list(a.shape),
-                   "dtype": dtype.name}
+            name: {
+                "sha256": hashlib.sha256(members[name]).hexdigest(),
+                "shape": list(a.shape),
+                "dtype": dtype.name,
+            }
             for name, a in ((f"{k}.npy", v) for k, v in arrays.items())
         },
         "payload_sha256": payload.hexdigest(),
@@ -284,14 +303,22 @@ def _npy_prefix(f: IO[bytes], name: str, path: Path) -> tuple[bytes, tuple[int, 
     return head + text, shape, dtype
 
 
-def _read_array(zf: zipfile.ZipFile, name: str, info: Any, path: Path, budget: int, payload) -> np.ndarray:
-    """One member, checked against its declaration before its data is read, then read in chunks that
-    feed its own checksum and the file's ``payload`` one."""
+def _check_declarations(declared: dict[str, Any], path: Path) -> None:
+    """Every array entry makes sense and together they fit ``MAX_ARRAY_BYTES`` (nothing read yet)."""
+    budget = MAX_ARRAY_BYTES
+    for name in sorted(declared):
+        _, _, nbytes = _declared(name, declared[name], path)
+        if nbytes > budget:
+            raise ModelFileError(
+                f"{path}: array {name} declares {nbytes} bytes; a model file holds at most {MAX_ARRAY_BYTES}"
+            )
+        budget -= nbytes
+
+
+def _read_array(zf: zipfile.ZipFile, name: str, info: Any, path: Path, payload) -> np.ndarray:
+    """One member, checked against its (already checked) declaration before its data is read, then read
+    in chunks that feed its own checksum and the file's ``payload`` one."""
     shape, dtype, nbytes = _declared(name, info, path)
-    if nbytes > budget:
-        raise ModelFileError(
-            f"{path}: array {name} declares {nbytes} bytes; a model file holds at most {MAX_ARRAY_BYTES}"
-        )
     entry = zf.getinfo(name)
     with zf.open(entry) as f:
         prefix, npy_shape, npy_dtype = _npy_prefix(f, name, path)
@@ -320,16 +347,19 @@ def _read_array(zf: zipfile.ZipFile, name: str, info: Any, path: Path, budget: i
     return out
 
 
-def _read(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Read and verify everything in the file; raise ``ModelFileError`` naming the first problem."""
+def _read(
+    path: Path, check: Callable[[dict[str, Any]], None]
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Read and verify everything in the file; ``check(header)`` runs before any array is read. Raise
+    ``ModelFileError`` naming the first problem."""
     try:
-        with zipfile.ZipFile(path) as zf:
+        with open_regular(path, "model file") as file, zipfile.ZipFile(file) as zf:
             header = _read_header(zf, path)
-            declared, payload, arrays, budget = header["arrays"], hashlib.sha256(), {}, MAX_ARRAY_BYTES
+            declared, payload, arrays = header["arrays"], hashlib.sha256(), {}
+            _check_declarations(declared, path)
+            check(header)
             for name in sorted(declared):
-                a = _read_array(zf, name, declared[name], path, budget, payload)
-                budget -= a.nbytes
-                arrays[name.removesuffix(".npy")] = a
+                arrays[name.removesuffix(".npy")] = _read_array(zf, name, declared[name], path, payload)
         if payload.hexdigest() != header.get("payload_sha256"):
             raise ModelFileError(f"{path}: payload checksum mismatch (the file is corrupted)")
     except ModelFileError:
@@ -348,6 +378,8 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         RecursionError,
     ) as exc:
         raise ModelFileError(f"{path}: truncated or corrupted model file ({exc})") from None
+    except NotAFileError as exc:
+        raise ModelFileError(str(exc)) from None
     except OSError as exc:
         if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError):
             raise
@@ -355,8 +387,9 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return header, arrays
 
 
-def load(path: str | os.PathLike[str], backend: str | Backend | None = None, *,
-         kind: str | None = None) -> Any:
+def load(
+    path: str | os.PathLike[str], backend: str | Backend | None = None, *, kind: str | None = None
+) -> Any:
     """Rebuild a saved model; ``kind`` (``"sequential"``, ``"dbn"``) refuses a file holding another kind.
 
     A ``Sequential`` is built on ``backend`` (default: the kind of backend it was saved from) with its
@@ -367,10 +400,16 @@ def load(path: str | os.PathLike[str], backend: str | Backend | None = None, *,
     (``backend`` unused: they take one per call).
     """
     path = Path(path)
-    header, arrays = _read(path)
+
+    def check(header: dict[str, Any]) -> None:
+        stored = header.get("kind", "sequential")
+        if kind is not None and stored != kind:
+            raise ModelFileError(f"{path}: holds a {stored!r} model, not a {kind!r} one")
+        if stored == "sequential":
+            _check_sizes(header, path)
+
+    header, arrays = _read(path, check)
     stored = header.get("kind", "sequential")  # versions 1 and 2 held only Sequential models
-    if kind is not None and stored != kind:
-        raise ModelFileError(f"{path}: holds a {stored!r} model, not a {kind!r} one")
     if stored != "sequential":
         cls = MODEL_KINDS.get(stored) if isinstance(stored, str) else None
         if cls is None:
@@ -382,6 +421,36 @@ def load(path: str | os.PathLike[str], backend: str | Backend | None = None, *,
             raise ModelFileError(f"{path}: the stored {stored} model does not rebuild: {exc}") from None
         return model
     return _load_sequential(path, header, arrays, backend)
+
+
+def _check_sizes(header: dict[str, Any], path: Path) -> None:
+    """The arrays a ``Sequential`` of the stored architecture holds, against those the header declares,
+    before any array is read or any layer built: a small file declaring a huge layer is refused here."""
+    try:
+        arch, training = header["architecture"], header["training"]
+        sizes = model_sizes(arch["layers"], arch["input_shape"], arch["optimizer"])
+        with_slots = training.get("optimizer_state", True)  # version 1 files always hold the slots
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError, RecursionError) as exc:
+        raise ModelFileError(f"{path}: the stored architecture does not rebuild: {exc}") from None
+    if sizes.constants > MAX_CONSTANT_ELEMENTS:
+        raise ModelFileError(
+            f"{path}: the architecture's layers would build {sizes.constants} constant elements (DFT bases, "
+            f"positional tables; at most {MAX_CONSTANT_ELEMENTS})"
+        )
+    needed = {"params.npy": [sizes.params], "state.npy": [sizes.state]}
+    if with_slots:
+        needed |= {f"optimizer_slot{k}.npy": [sizes.params] for k in range(sizes.slots)}
+    declared = header["arrays"]
+    if set(declared) != set(needed):
+        odd = sorted(set(declared) ^ set(needed))
+        raise ModelFileError(f"{path}: arrays {odd} missing or unexpected for the stored architecture")
+    for name, shape in needed.items():
+        entry = declared[name]
+        got = entry.get("shape") if isinstance(entry, dict) else entry
+        if got != shape:
+            raise ModelFileError(
+                f"{path}: array {name} is declared {got}, the stored architecture needs {shape}"
+            )
 
 
 def _load_sequential(path: Path, header: dict, arrays: dict[str, np.ndarray], backend) -> Sequential:

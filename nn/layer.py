@@ -73,6 +73,12 @@ class Layer(ABC):
         """Non-trainable state saved with the model, e.g. batch-norm running statistics (default: none)."""
         return []
 
+    def constant_elements(self) -> int:
+        """Elements of the constant tensors ``bind`` builds from the shapes (a DFT basis, a positional
+        table; default: none). With the parameter and state specs, this sizes a model before anything is
+        allocated, so a model file can be refused before its architecture is built."""
+        return 0
+
     def bind(
         self,
         backend: Backend,

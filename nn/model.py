@@ -19,6 +19,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -92,19 +93,10 @@ class Sequential:
     ) -> None:
         from nn import get_backend  # the package's backend factory (lazy OpenCL import)
 
-        if not layers:
-            raise ValueError("a Sequential model needs at least one layer")
-        expanded: list[Layer] = []
-        for layer in layers:
-            if not isinstance(layer, Layer):
-                raise ValueError(f"Sequential takes Layer objects (or use from_specs), got {layer!r}")
-            expanded += layer.expand() if hasattr(layer, "expand") else [layer]
+        expanded = _expand(layers)
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-        shape = tuple(input_shape)
-        if not shape or not all(isinstance(d, int) and d > 0 for d in shape):
-            raise ValueError(f"input_shape must be positive integers, e.g. (240,), got {input_shape!r}")
-        self.layers, self.input_shape, self.seed = expanded, shape, seed
+        self.layers, self.input_shape, self.seed = expanded, _input_shape(input_shape), seed
         self.backend = get_backend(backend)
         self.loss = resolve_loss(loss, expanded[-1].type_name)
         self.optimizer = optimizer_from_config(optimizer)
@@ -124,30 +116,17 @@ class Sequential:
         seed: int = 0,
     ) -> Sequential:
         """Build from plain layer descriptions: ``{"type": "dense", "units": 500, "activation": "tanh"}``."""
-        layers = []
-        for i, spec in enumerate(specs):
-            try:
-                layers.append(from_config(spec))
-            except ValueError as exc:
-                raise ValueError(f"layer spec {i}: {exc}") from None
+        layers = [_from_spec(i, spec) for i, spec in enumerate(specs)]
         return cls(layers, input_shape, loss=loss, optimizer=optimizer, backend=backend, seed=seed)
 
     # --- construction -------------------------------------------------------------------------------
     def _build(self) -> None:
-        shape = self.input_shape
-        params: list[tuple[int, ParamSpec]] = []
-        states: list[tuple[int, ParamSpec]] = []
         for i, layer in enumerate(self.layers):
             if isinstance(layer, Dropout) and layer.seed is None:
                 layer.seed = (
                     self.seed * 7919 + i
                 ) & 0x7FFFFFFF  # distinct per layer, fixed by the model seed
-            try:
-                shape = tuple(layer.build(shape))
-            except ValueError as exc:
-                raise ValueError(f"layer {i} ({layer.type_name}): {exc}") from None
-            params += [(i, s) for s in layer.param_specs()]
-            states += [(i, s) for s in layer.state_specs()]
+        shape, params, states = _shapes(self.layers, self.input_shape)
         self.output_shape = shape
         be, align = self.backend, self.backend.alignment
         self._param_layout, self._state_layout = _Layout(params, align), _Layout(states, align)
@@ -435,6 +414,76 @@ class Sequential:
         be.copy_(self._state, be.asarray(self._state_layout.pad(arrays["state"])))
         for k, slot in enumerate(self._slots):
             be.copy_(slot, be.asarray(self._param_layout.pad(arrays[f"optimizer_slot{k}"])))
+
+
+@dataclass(frozen=True)
+class ModelSizes:
+    """Element counts of what a model holds: its flat buffers and the constant tables its layers build."""
+
+    params: int  # trainable parameters (compact, as files store them)
+    state: int  # non-trainable state
+    slots: int  # optimizer state buffers, each of ``params`` elements
+    constants: int  # DFT bases, positional tables
+
+
+def model_sizes(
+    specs: Sequence[dict[str, Any]], input_shape: Sequence[int], optimizer: dict[str, Any] | str
+) -> ModelSizes:
+    """The sizes of the model ``Sequential.from_specs`` would build, from the layers' shapes alone: no
+    buffer is allocated, so a model file can be checked against them before it is built. Raises
+    ``ValueError`` naming the first layer that does not fit, as building would."""
+    layers = _expand([_from_spec(i, spec) for i, spec in enumerate(specs)])
+    _, params, states = _shapes(layers, _input_shape(input_shape))
+    return ModelSizes(
+        params=sum(s.size for _, s in params),
+        state=sum(s.size for _, s in states),
+        slots=optimizer_from_config(optimizer).slots,
+        constants=sum(layer.constant_elements() for layer in layers),
+    )
+
+
+def _from_spec(i: int, spec: dict[str, Any]) -> Layer:
+    try:
+        return from_config(spec)
+    except ValueError as exc:
+        raise ValueError(f"layer spec {i}: {exc}") from None
+
+
+def _expand(layers: Sequence[Layer]) -> list[Layer]:
+    """The layers a list of descriptions stands for (a softmax dense is two layers)."""
+    if not layers:
+        raise ValueError("a Sequential model needs at least one layer")
+    expanded: list[Layer] = []
+    for layer in layers:
+        if not isinstance(layer, Layer):
+            raise ValueError(f"Sequential takes Layer objects (or use from_specs), got {layer!r}")
+        expanded += layer.expand() if hasattr(layer, "expand") else [layer]
+    return expanded
+
+
+def _input_shape(input_shape: Sequence[int]) -> tuple[int, ...]:
+    shape = tuple(input_shape)
+    if not shape or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape):
+        raise ValueError(f"input_shape must be positive integers, e.g. (240,), got {input_shape!r}")
+    return shape
+
+
+def _shapes(
+    layers: list[Layer], input_shape: tuple[int, ...]
+) -> tuple[tuple[int, ...], list[tuple[int, ParamSpec]], list[tuple[int, ParamSpec]]]:
+    """Fix every layer's shapes in order: the output shape and the ``(layer index, spec)`` of every
+    parameter and state array (``Layer.build`` only records shapes; nothing is allocated)."""
+    shape = input_shape
+    params: list[tuple[int, ParamSpec]] = []
+    states: list[tuple[int, ParamSpec]] = []
+    for i, layer in enumerate(layers):
+        try:
+            shape = tuple(layer.build(shape))
+        except ValueError as exc:
+            raise ValueError(f"layer {i} ({layer.type_name}): {exc}") from None
+        params += [(i, s) for s in layer.param_specs()]
+        states += [(i, s) for s in layer.state_specs()]
+    return shape, params, states
 
 
 def _call(hooks: list[Any], method: str, *args: Any) -> None:

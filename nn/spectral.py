@@ -80,6 +80,9 @@ class ExtendedDFT(Layer):
         self.output_shape = (*input_shape[:-1], bins, 2)
         return self.output_shape
 
+    def constant_elements(self) -> int:
+        return self.input_shape[-1] * 2 * self.output_shape[-2]  # the (L, 2F) basis
+
     def bind(self, backend: Backend, params: dict, grads: dict, state: dict) -> None:
         super().bind(backend, params, grads, state)
         self.basis = backend.asarray(extended_dft_basis(self.input_shape[-1], self.pred_len))
@@ -122,6 +125,9 @@ class InverseExtendedDFT(Layer):
         self.input_shape = tuple(input_shape)
         self.output_shape = (*input_shape[:-2], self.pred_len)
         return self.output_shape
+
+    def constant_elements(self) -> int:
+        return 2 * self.input_shape[-2] * self.pred_len  # the (2F, T) basis
 
     def bind(self, backend: Backend, params: dict, grads: dict, state: dict) -> None:
         super().bind(backend, params, grads, state)

@@ -4,10 +4,11 @@ Arrows point one way: datafeeds and opencl import nothing of ours; nn builds on 
 datafeeds; backtests on those; the neuronet CLI sits on top. A module that breaks an arrow would make a
 lower layer depend on a higher one (e.g. the data feeds pulling in OpenCL), which these tests forbid.
 
-Two modules cross every arrow: ``neuronet.errors``, the base class of all user-fixable errors, and
-``neuronet.atomic``, the one atomic file writer (the data feeds and the model files both write). They may be
-imported from anywhere because they import nothing of ours (checked below), so they add no layer to their
-importers.
+Three modules cross every arrow: ``neuronet.errors``, the base class of all user-fixable errors,
+``neuronet.atomic``, the one atomic file writer (the data feeds and the model files both write), and
+``neuronet.userfiles``, the one reader of files users name (regular files only). They may be imported from
+anywhere because they import nothing of ours but the error base (checked below), so they add no layer to
+their importers.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ ALLOWED = {
     "neuronet": set(OURS),
 }
 MAX_LINES = 600
-SHARED = {"neuronet.errors", "neuronet.atomic"}  # importable by every package; import nothing of ours
+SHARED = {"neuronet.errors", "neuronet.atomic", "neuronet.userfiles"}  # importable by every package
 
 
 def _modules(package: str) -> list[Path]:
@@ -72,6 +73,13 @@ def test_the_shared_writer_imports_only_the_standard_library():
     """``neuronet.atomic`` is imported by the lowest layers: nothing of ours, nothing third-party."""
     imported = _imported_top_levels(ROOT / "neuronet" / "atomic.py")
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+
+
+def test_the_user_file_reader_imports_only_the_standard_library_and_the_error_base():
+    """``neuronet.userfiles`` opens the files users name, for ``datafeeds`` and ``nn`` alike."""
+    imported = _imported_modules(ROOT / "neuronet" / "userfiles.py")
+    tops = {m.split(".")[0] for m in imported - {"neuronet.errors"}}
+    assert tops <= set(sys.stdlib_module_names) | {"__future__"}, imported
 
 
 def test_nn_does_not_depend_on_pandas():

@@ -32,7 +32,9 @@ def test_grid_with_forward_writes_the_report_and_resumes(tmp_path):
     assert table["criterion"].is_monotonic_decreasing
     page = (out / "report.html").read_text()
     assert "Heat map" in page and "forward results" in page and page.count("data:image/png;base64") == 2
-    again = neuronet(*args, cwd=tmp_path)
+    refused = neuronet(*args, cwd=tmp_path)  # a finished report is replaced only with --force
+    assert refused.returncode == 2 and "--force" in refused.stderr
+    again = neuronet(*args, "--force", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "passes run now: 0; already in the study store: 6" in again.stdout
     pd.testing.assert_frame_equal(pd.read_csv(out / "results.csv"), table)

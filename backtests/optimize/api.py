@@ -15,19 +15,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import optuna
 import pandas as pd
 
 from backtests.broker import AccountConfig
 from backtests.optimize import store
 from backtests.optimize.criteria import Criterion, get_criterion
 from backtests.optimize.engine import Engine
+from backtests.optimize.lock import locked
 from backtests.optimize.passes import Job, Market, Window, in_sample, make_backtest, run_curves
 from backtests.optimize.results import results_table, top_passes
 from backtests.optimize.search import Plan, Search
 from backtests.optimize.space import ParamSpace, parse_space
 from backtests.paths import check_model
-from backtests.periods import resolve
+from backtests.periods import PeriodError, resolve
 from datafeeds import meta_of
 from strategies.base import ExpertAdvisor
 
@@ -84,21 +84,18 @@ class Setup:
         digest = hashlib.sha1(prices.tobytes() + fine.index.asi8.tobytes()).hexdigest()
         return {"model": self.job.model, "model_data": {"rows": len(fine), "sha1": digest}}
 
-    def study(self, window: Window) -> optuna.Study:
+    def study(self, window: Window) -> store.Store:
         identity = self.identity(window)
         name = store.study_name(identity)
-        if self.storage is None:
-            return optuna.create_study(direction=self.job.criterion.direction, study_name=name)
         return store.open_study(self.storage, name, self.job.criterion.direction, identity)
 
-    def search(
-        self, window: Window, engine: Engine, shared: Any, label: str = "optimise"
-    ) -> tuple[optuna.Study, int]:
-        """Fill the window's study; returns it and how many passes ran now (the rest were recorded)."""
+    def search(self, window: Window, engine: Engine, shared: Any, label: str = "optimise") -> Search:
+        """The window's search, run: its study, its passes, how many ran now (the rest were recorded)."""
         make_backtest(self.market, self.job, window)  # bad periods or data fail here, before any pass
         study = self.study(window)
         search = Search(study, self.space, self.job, window, self.plan, engine, shared, self.progress, label)
-        return study, search.run()
+        search.run()
+        return search
 
 
 def setup(
@@ -122,6 +119,8 @@ def setup(
     m1: pd.DataFrame | None = None,
     ticks: pd.DataFrame | None = None,
 ) -> Setup:
+    if not len(candles):
+        raise PeriodError("no bars to optimise on (0 bars in the range); widen --from/--to")
     if not isinstance(space, ParamSpace):
         space = parse_space(ea, space, fixed)
     crit = criterion if isinstance(criterion, Criterion) else get_criterion(criterion)
@@ -196,22 +195,22 @@ def optimize(
     n = len(candles)
     fs = n if forward is None else resolve(candles.index, forward, min_study=ea.min_study_bars).forward_start
     window = s.window(0, fs)
-    with session(s.market, workers, scheduler) as (engine, shared):
+    with locked(s.storage), session(s.market, workers, scheduler) as (engine, shared):
         where = engine.where
-        study, ran = s.search(window, engine, shared)
-        table = results_table(study, s.space, s.job.criterion)
+        search = s.search(window, engine, shared)
+        table = results_table(search.passes, s.space, s.job.criterion)
         if fs < n and top > 0:
             table = add_forward(table, s, engine, shared, Window(0, n, trade_from=fs), top)
     table.attrs.update(
         criterion=s.job.criterion.name,
         direction=s.job.criterion.direction,
         method=method,
-        study=study.study_name,
+        study=search.durable.study.study_name,
         storage=s.storage,
         optimisation=[str(candles.index[0]), str(candles.index[fs - 1])],
         forward=[str(candles.index[fs]), str(candles.index[-1])] if fs < n else None,
         where=where,
-        ran=ran,
+        ran=search.ran,
     )
     return table
 

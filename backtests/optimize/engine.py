@@ -4,10 +4,18 @@ The client scatters the candles to every worker once and streams tasks, each a b
 a few tasks per worker in flight so no worker waits on the client. When a worker dies mid-task the
 scheduler runs its tasks again elsewhere (Dask's own recovery; ``allowed-failures`` bounds retries), so a
 lost worker costs only the passes it was running.
+
+Reaching a running scheduler has one deadline, ``CONNECT_TIMEOUT``, for the TCP connection and Dask's
+handshake together. Dask's own ``timeout`` bounds the connection but not the handshake that follows it
+(a peer that accepts and then says nothing, or drips bytes, holds ``Client()`` for ever), so the
+handshake is first made under that deadline by ``reach`` and only a peer that completes it is handed
+to ``Client``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import logging
 import os
 import signal
@@ -16,11 +24,11 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from backtests.optimize.errors import OptimizeError
+from backtests.optimize.errors import ClusterError, OptimizeError
 
 log = logging.getLogger(__name__)
 
-CONNECT_TIMEOUT = "10s"  # how long to wait for a --scheduler address before giving up
+CONNECT_TIMEOUT = 10.0  # seconds to reach a --scheduler address, its handshake included
 MAX_RESUBMITS = 3  # times one task may be cancelled by the cluster (lost data) before the run gives up
 
 
@@ -38,7 +46,7 @@ class Engine:
         if workers is not None and scheduler:
             raise OptimizeError("give --workers or --scheduler, not both")
         self.workers = (os.cpu_count() or 1) if workers is None and not scheduler else workers
-        self.scheduler = scheduler
+        self.scheduler = scheduler_address(scheduler) if scheduler else None
         self._client = None
         self._cluster = None
 
@@ -47,10 +55,11 @@ class Engine:
         if self.scheduler:
             from distributed import Client
 
+            reach(self.scheduler, CONNECT_TIMEOUT)
             try:
                 self._client = Client(self.scheduler, timeout=CONNECT_TIMEOUT)
             except (OSError, TimeoutError) as exc:
-                raise OSError(f"cannot reach the Dask scheduler at {self.scheduler}: {exc}") from None
+                raise ClusterError(f"cannot reach the Dask scheduler at {self.scheduler}: {exc}") from None
         elif self.workers:
             from distributed import Client, LocalCluster
 
@@ -154,6 +163,55 @@ class Engine:
         finally:
             if live:
                 self._client.cancel([entry[0] for entry in live.values()])
+
+
+def scheduler_address(text: str) -> str:
+    """``--scheduler`` as Dask's ``SCHEME://HOST:PORT`` (``HOST:PORT`` means ``tcp://``); anything else is
+    refused in one line before a connection is tried."""
+    from distributed.comm import registry
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    address = text.strip() if "://" in text else f"tcp://{text.strip()}"
+    try:
+        scheme, location = parse_address(address, strict=True)
+        _, port = parse_host_port(location)
+    except ValueError:
+        port, scheme = None, ""
+    if scheme not in set(registry.backends) - {"inproc"} or port is None or not 0 < port < 65536:
+        raise OptimizeError(f"--scheduler {text!r}: not a Dask scheduler address; give tcp://HOST:PORT")
+    return address
+
+
+def reach(address: str, seconds: float) -> None:
+    """Connect to ``address`` and complete Dask's handshake within ``seconds`` in all, or raise
+    ``ClusterError``. Runs on a thread of its own, so it works where an event loop is already running
+    (a notebook)."""
+    from distributed.comm import connect
+
+    async def handshake() -> None:
+        # Dask retries a refused connection until its own timeout; ending that first keeps its reason
+        # ("Connection refused") in the message, while the deadline still bounds a silent handshake.
+        comm = await connect(address, timeout=0.9 * seconds)
+        await comm.close()
+
+    def attempt() -> None:
+        asyncio.run(asyncio.wait_for(handshake(), seconds))
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="reach-scheduler") as pool:
+        try:
+            pool.submit(attempt).result()
+        except TimeoutError:  # asyncio.wait_for at the deadline
+            raise ClusterError(
+                f"cannot reach the Dask scheduler at {address}: no Dask handshake within {seconds:g} s"
+            ) from None
+        except OSError as exc:  # refused, reset, unreachable
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ClusterError(f"cannot reach the Dask scheduler at {address}: {reason}") from None
+        except Exception as exc:  # whatever a peer's bytes make Dask's decoder raise: not a scheduler
+            reason = str(exc).splitlines()[0][:200] if str(exc) else ""
+            raise ClusterError(
+                f"{address} does not answer as a Dask scheduler ({type(exc).__name__}: {reason})"
+            ) from None
 
 
 @contextmanager

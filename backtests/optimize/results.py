@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
-import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
 from backtests.optimize.criteria import PASS_STATS, Criterion
+from backtests.optimize.search import Pass
 from backtests.optimize.space import ParamSpace
 
 
-def results_table(study: optuna.Study, space: ParamSpace, criterion: Criterion) -> pd.DataFrame:
-    """Columns: ``pass``, each searched parameter, ``criterion`` (NaN where undefined or refused), the
-    pass's statistics, ``seconds`` and ``error``; sorted best first, undefined last, ties by pass number."""
+def results_table(passes: Iterable[Pass], space: ParamSpace, criterion: Criterion) -> pd.DataFrame:
+    """Columns: ``pass`` (the search's stable number), each searched parameter, ``criterion`` (NaN where
+    undefined or refused), the pass's statistics, ``seconds`` and ``error``; sorted best first, undefined
+    last, ties by pass number."""
     rows = []
-    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+    for p in passes:
+        t = p.trial
         stats = t.user_attrs.get("stats", {})
         defined = t.state == TrialState.COMPLETE and not t.user_attrs.get("undefined")
-        row = {"pass": t.number, **{n: t.params.get(n) for n in space.names}}
+        row = {"pass": p.number, **{n: t.params.get(n) for n in space.names}}
         row["criterion"] = t.value if defined else np.nan
         row.update({k: stats.get(k) for k in (*PASS_STATS, "custom")})
         row["seconds"] = stats.get("seconds")

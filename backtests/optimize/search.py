@@ -1,24 +1,33 @@
 """The search loop: an Optuna sampler proposes passes, the engine runs them, the store keeps them.
 
-The sampler works on an in-memory twin of the durable study (asking on SQLite costs tens of
-milliseconds a pass, more than a cheap backtest); each finished pass is then written to the durable
-study with the sampler's bookkeeping (``system_attrs``), so a resumed study continues where it stopped.
+Interrupted and resumed equals uninterrupted. The durable study is a record of finished passes keyed by
+their parameters, never the sampler's memory: every run starts the seeded sampler afresh and replays the
+search from the first round, answering each proposal that the store already holds from the record and
+running only the others. The sampler is told every result of a round in proposal order once the whole
+round is back, whatever order the workers finish in, so the sequence of proposals and results it sees is
+the same in an uninterrupted run, a resumed one and one on any number of workers: the same seed gives
+the same passes, the same pass numbers and the same best pass. (Restoring a sampler from saved state
+would depend on each sampler's internals; a replay depends only on its seed.)
 
-- ``grid``: Optuna's ``GridSampler`` (seeded shuffle of the full grid); points already in the store are
-  skipped, so a resumed grid runs only what is missing.
+- ``grid``: every point of the grid, run in a seeded random order (an interrupted grid is an even sample
+  of the space); points already in the store are skipped. Pass ``k`` is grid point ``k`` in the order of
+  the ``--param`` options, the last one varying fastest (MetaTrader's numbering of a complete search).
 - ``random`` / ``tpe`` / ``genetic`` (``RandomSampler``, ``TPESampler``, ``NSGAIISampler``): proposals come
-  in rounds of ``round_size``; the sampler sees every result of a round before the next, so a seeded run
-  gives the same passes whatever the number of workers. A proposal equal to a pass already run is not run
-  again: the sampler is told the recorded figure.
+  in rounds of ``round_size``. A proposal equal to a pass already told is not run again: the sampler is
+  told the recorded figure at once. Passes are numbered in the order the sampler first proposed them.
+
+The sampler works on an in-memory study (asking on SQLite costs tens of milliseconds a pass, more than a
+cheap backtest); finished passes are written to the durable study as they arrive.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
@@ -31,6 +40,8 @@ from backtests.optimize.space import ParamSpace
 log = logging.getLogger(__name__)
 
 METHODS = ("grid", "genetic", "random", "tpe")
+TPE_STARTUP = 10  # random passes before TPE models the results (Optuna's default); fixed, so that a
+# study resumed with a larger --passes continues the same sequence of proposals
 
 
 @dataclass(frozen=True)
@@ -56,24 +67,38 @@ class Plan:
             raise OptimizeError("batch must be at least 1")
 
 
-def make_sampler(plan: Plan, space: ParamSpace, offset: int = 0) -> optuna.samplers.BaseSampler:
-    """A seeded sampler; ``offset`` (passes already recorded) moves a resumed sampler's seed on."""
-    seed = plan.seed + offset
-    if plan.method == "grid":
-        return optuna.samplers.GridSampler(space.grid(), seed=plan.seed)
+@dataclass(frozen=True)
+class Pass:
+    """One pass of a search: its stable number and its durable record."""
+
+    number: int
+    trial: FrozenTrial
+
+
+@dataclass(frozen=True)
+class _Proposal:
+    trial: optuna.Trial  # the sampler's trial, told once the round is back
+    params: dict
+    key: str
+
+
+def make_sampler(plan: Plan) -> optuna.samplers.BaseSampler:
+    """The seeded sampler of a non-grid method (a fresh one replays the same proposals)."""
     if plan.method == "random":
-        return optuna.samplers.RandomSampler(seed=seed)
+        return optuna.samplers.RandomSampler(seed=plan.seed)
     if plan.method == "tpe":
-        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(10, max(2, plan.passes // 5)))
-    return optuna.samplers.NSGAIISampler(population_size=plan.population, seed=seed)
+        return optuna.samplers.TPESampler(seed=plan.seed, n_startup_trials=TPE_STARTUP)
+    if plan.method == "genetic":
+        return optuna.samplers.NSGAIISampler(population_size=plan.population, seed=plan.seed)
+    raise OptimizeError(f"--method {plan.method} has no sampler")
 
 
 class Search:
-    """One optimisation over one window: fills the durable study up to the plan's number of passes."""
+    """One optimisation over one window: the plan's passes, from the durable study or run now."""
 
     def __init__(
         self,
-        durable: optuna.Study,
+        durable: store.Store,
         space: ParamSpace,
         job: Job,
         window: Window,
@@ -86,10 +111,11 @@ class Search:
         self.durable, self.space, self.job, self.window = durable, space, job, window
         self.plan, self.engine, self.shared = plan, engine, shared
         self.progress, self.label = progress, label
-        self.done: dict[str, FrozenTrial] = {}
+        self.recorded: dict[str, FrozenTrial] = {}  # every pass in the durable study, by parameters
+        self.passes: list[Pass] = []  # this search's passes by number, once ``run`` returns
+        self.ran = 0  # passes run now (the others were in the store)
         self.best: float | None = None
         self._bar = None
-        self._twins: list[tuple[optuna.Trial, str]] = []
 
     @property
     def target(self) -> int:
@@ -97,65 +123,92 @@ class Search:
         return grid if self.plan.method == "grid" else min(self.plan.passes, grid)
 
     def run(self) -> int:
-        """Run the missing passes; returns how many ran now. Ctrl-C keeps every finished pass."""
-        for t in store.finished(self.durable):
-            self.done[store.params_key(t.params)] = t
-            self._track(t)
-        missing = self.target - len(self.done)
-        if missing <= 0:
-            return 0
-        sampler = make_sampler(self.plan, self.space, len(self.done))
-        driver = optuna.create_study(direction=self.job.criterion.direction, sampler=sampler)
-        if self.plan.method != "grid":
-            driver.add_trials([self._for_sampler(t) for t in self.done.values()])
-        before = len(self.done)
+        """Fill ``passes``; returns ``ran``. Ctrl-C keeps every finished pass in the store."""
+        for t in self.durable.finished():
+            self.recorded[store.params_key(t.params)] = t
+        before = len(self.recorded)
         self._open_bar()
         try:
             if self.plan.method == "grid":
-                self._execute(driver, self._grid_points(driver), missing)
+                self._grid()
             else:
-                while len(self.done) < self.target:
-                    proposals = self._round(driver, min(self.plan.round_size, self.target - len(self.done)))
-                    if not proposals:
-                        log.warning("the sampler proposes only passes already run: stopping early")
-                        break
-                    self._execute(driver, iter(proposals), len(proposals))
-                    for trial, key in self._twins:  # proposed twice in one round: the same figure
-                        self._tell(driver, trial, self.done[key])
+                self._sample()
         finally:
             if self._bar is not None:
                 self._bar.close()
-        return len(self.done) - before
+        self.ran = len(self.recorded) - before
+        return self.ran
 
-    # -- proposals -------------------------------------------------------------------------------------
-    def _grid_points(self, driver: optuna.Study) -> Iterator[tuple[optuna.Trial, dict]]:
-        """GridSampler's order; points already recorded are skipped (the driver is never told)."""
-        for _ in range(self.space.grid_size):
-            trial = driver.ask(self.space.distributions())
-            if store.params_key(trial.params) not in self.done:
-                yield trial, trial.params
+    # -- grid ------------------------------------------------------------------------------------------
+    def _grid(self) -> None:
+        """Every grid point, in a seeded random order; recorded points are not run again. Every pass of
+        this study's store is a point of this grid (the space is part of the study's identity)."""
+        n = self.space.grid_size
+        self._advance(len(self.recorded), self.recorded.values())
+        order = np.random.default_rng(self.plan.seed).permutation(n)
 
-    def _round(self, driver: optuna.Study, n: int) -> list[tuple[optuna.Trial, dict]]:
-        """Up to ``n`` new proposals; repeats of recorded passes are answered from the record."""
-        out: list[tuple[optuna.Trial, dict]] = []
+        def missing() -> Iterator[tuple[dict, str]]:
+            for index in order:
+                params = self.space.point(int(index))
+                key = store.params_key(params)
+                if key not in self.recorded:
+                    yield params, key
+
+        self._execute(missing(), n - len(self.recorded))
+        self.passes = [Pass(i, self.recorded[store.params_key(self.space.point(i))]) for i in range(n)]
+
+    # -- samplers --------------------------------------------------------------------------------------
+    def _sample(self) -> None:
+        driver = optuna.create_study(direction=self.job.criterion.direction, sampler=make_sampler(self.plan))
+        told: dict[str, FrozenTrial] = {}  # passes told to the sampler, in pass-number order
+        while len(told) < self.target:
+            proposals, twins = self._round(driver, min(self.plan.round_size, self.target - len(told)), told)
+            if not proposals:
+                log.warning("the sampler proposes only passes already run: stopping early")
+                break
+            new = [(p.params, p.key) for p in proposals if p.key not in self.recorded]
+            cached = [self.recorded[p.key] for p in proposals if p.key in self.recorded]
+            self._advance(len(cached), cached)
+            self._execute(iter(new), len(new))
+            for p in proposals:  # in proposal order, whatever order the passes finished in
+                told[p.key] = self.recorded[p.key]
+                self._tell(driver, p.trial, told[p.key])
+            for trial, key in twins:  # proposed twice in one round: the first one's figure
+                self._tell(driver, trial, told[key])
+        self.passes = [Pass(i, t) for i, t in enumerate(told.values())]
+
+    def _round(
+        self, driver: optuna.Study, n: int, told: dict[str, FrozenTrial]
+    ) -> tuple[list[_Proposal], list[tuple[optuna.Trial, str]]]:
+        """Up to ``n`` new proposals, and the round's repeats of them; a repeat of a pass told in an
+        earlier round is answered from the record at once."""
+        out: list[_Proposal] = []
         keys: set[str] = set()
-        self._twins = []
+        twins: list[tuple[optuna.Trial, str]] = []
         for _ in range(50 * n):
             if len(out) == n:
                 break
             trial = driver.ask(self.space.distributions())
             key = store.params_key(trial.params)
-            if key in self.done:
-                self._tell(driver, trial, self.done[key])
-            elif key in keys:  # proposed twice in one round: told the first one's figure once it is back
-                self._twins.append((trial, key))
+            if key in told:
+                self._tell(driver, trial, told[key])
+            elif key in keys:
+                twins.append((trial, key))
             else:
                 keys.add(key)
-                out.append((trial, trial.params))
-        return out
+                out.append(_Proposal(trial, trial.params, key))
+        return out, twins
+
+    def _tell(self, driver: optuna.Study, trial: optuna.Trial, recorded: FrozenTrial) -> None:
+        """The recorded figure; a refused or undefined pass as the worst value (ranked last)."""
+        value = recorded.value if recorded.state == TrialState.COMPLETE else None
+        driver.tell(trial, self.job.criterion.worst() if value is None else value)
 
     # -- execution -------------------------------------------------------------------------------------
-    def _execute(self, driver: optuna.Study, proposals: Iterator, count: int) -> None:
+    def _execute(self, proposals: Iterable[tuple[dict, str]], count: int) -> None:
+        """Run ``count`` parameter sets in batches; each finished batch is recorded at once."""
+        if count <= 0:
+            return
         batch = self.plan.batch or max(1, min(32, math.ceil(count / (4 * self.engine.size))))
 
         def tasks():
@@ -163,25 +216,20 @@ class Search:
             for item in proposals:
                 chunk.append(item)
                 if len(chunk) == batch:
-                    yield chunk, (self.job, self.window, [p for _, p in chunk])
+                    yield chunk, (self.job, self.window, [p for p, _ in chunk])
                     chunk = []
             if chunk:
-                yield chunk, (self.job, self.window, [p for _, p in chunk])
+                yield chunk, (self.job, self.window, [p for p, _ in chunk])
 
         for chunk, rows in self.engine.stream(run_batch, self.shared, tasks()):
-            pairs = zip(chunk, rows, strict=True)
-            trials = [self._finish(driver, trial, params, row) for (trial, params), row in pairs]
-            store.record(self.durable, trials)
-            for t in trials:
-                self.done[store.params_key(t.params)] = t
-                self._track(t)
-            if self._bar is not None:
-                self._bar.update(len(trials))
-                self._bar.set_postfix_str(f"best {self._best_text()}")
+            trials = [self._record(params, row) for (params, _), row in zip(chunk, rows, strict=True)]
+            self.durable.record(trials)
+            for (_, key), t in zip(chunk, trials, strict=True):
+                self.recorded[key] = t
+            self._advance(len(trials), trials)
 
-    def _finish(self, driver: optuna.Study, trial: optuna.Trial, params: dict, row: dict) -> FrozenTrial:
-        """Tell the sampler (unless grid) and build the durable record of one pass."""
-        crit = self.job.criterion
+    def _record(self, params: dict, row: dict) -> FrozenTrial:
+        """The durable record of one pass."""
         value = row["value"]
         # One user attribute per pass where possible: each attribute is a row and an INSERT in the store.
         attrs = {"stats": {**row["stats"], "seconds": round(row["seconds"], 6)}}
@@ -189,41 +237,24 @@ class Search:
             attrs["error"] = row["error"]
         if value is None:
             attrs["undefined"] = True
-        told = crit.worst() if value is None else value
-        if self.plan.method != "grid":
-            driver.tell(trial, told)
-        # The sampler's bookkeeping (NSGA-II's generations) goes with the pass so a resumed study continues
-        # it; GridSampler's (grid id, a copy of the grid) is not needed: a resumed grid skips by parameters.
-        system = {} if self.plan.method == "grid" else driver._storage.get_trial_system_attrs(trial._trial_id)
         distributions = self.space.distributions()
         if row["error"] is not None:
             return create_trial(
-                state=TrialState.FAIL,
-                params=params,
-                distributions=distributions,
-                user_attrs=attrs,
-                system_attrs=system,
+                state=TrialState.FAIL, params=params, distributions=distributions, user_attrs=attrs
             )
-        return create_trial(
-            value=told, params=params, distributions=distributions, user_attrs=attrs, system_attrs=system
-        )
-
-    def _tell(self, driver: optuna.Study, trial: optuna.Trial, recorded: FrozenTrial) -> None:
-        value = recorded.value if recorded.state == TrialState.COMPLETE else None
-        driver.tell(trial, self.job.criterion.worst() if value is None else value)
-
-    def _for_sampler(self, t: FrozenTrial) -> FrozenTrial:
-        """A recorded pass as the in-memory sampler sees it (refused parameters rank last)."""
-        value = t.value if t.state == TrialState.COMPLETE else self.job.criterion.worst()
-        return create_trial(
-            value=value, params=t.params, distributions=t.distributions, system_attrs=t.system_attrs
-        )
+        told = self.job.criterion.worst() if value is None else value
+        return create_trial(value=told, params=params, distributions=distributions, user_attrs=attrs)
 
     # -- progress --------------------------------------------------------------------------------------
-    def _track(self, t: FrozenTrial) -> None:
-        defined = t.state == TrialState.COMPLETE and not t.user_attrs.get("undefined")
-        if defined and self.job.criterion.better(t.value, self.best):
-            self.best = t.value
+    def _advance(self, n: int, trials: Iterable[FrozenTrial]) -> None:
+        """``n`` more passes done (run now or found in the store); the best figure so far."""
+        for t in trials:
+            defined = t.state == TrialState.COMPLETE and not t.user_attrs.get("undefined")
+            if defined and self.job.criterion.better(t.value, self.best):
+                self.best = t.value
+        if self._bar is not None and n:
+            self._bar.update(n)
+            self._bar.set_postfix_str(f"best {self._best_text()}")
 
     def _best_text(self) -> str:
         return "n/a" if self.best is None else f"{self.best:.4g}"
@@ -233,7 +264,4 @@ class Search:
             return
         from tqdm import tqdm
 
-        self._bar = tqdm(
-            total=self.target, initial=len(self.done), unit="pass", desc=self.label, dynamic_ncols=True
-        )
-        self._bar.set_postfix_str(f"best {self._best_text()}")
+        self._bar = tqdm(total=self.target, unit="pass", desc=self.label, dynamic_ncols=True)

@@ -66,8 +66,17 @@ class ParamSpace:
         return math.prod(len(d.values) for d in self.dimensions)
 
     def grid(self) -> dict[str, list]:
-        """Optuna's GridSampler search space."""
+        """Each searched parameter's values, in order."""
         return {d.name: list(d.values) for d in self.dimensions}
+
+    def point(self, index: int) -> dict[str, Any]:
+        """Grid point ``index`` (0-based): the dimensions in their given order, the last one varying
+        fastest (``itertools.product`` order, MetaTrader's pass numbering of a complete search)."""
+        values = {}
+        for d in reversed(self.dimensions):
+            index, k = divmod(index, len(d.values))
+            values[d.name] = d.values[k]
+        return {d.name: values[d.name] for d in self.dimensions}
 
     def distributions(self) -> dict[str, od.BaseDistribution]:
         return {d.name: d.distribution() for d in self.dimensions}

@@ -7,20 +7,36 @@ opens the same study and continues it, while a changed command starts a new one 
 Only the client writes (workers return results), and only finished passes: a pass is proposed by the
 sampler on an in-memory twin of the study and written here when its result is back. A killed client or
 worker therefore leaves nothing half-done in the file; the passes that were in flight are simply not
-there and are proposed again on the next run. Run one client at a time per study.
+there and are proposed again on the next run. One process at a time uses a store
+(``backtests.optimize.lock``).
+
+Only what is ours: a store is opened only if it is new (no file, an empty file, an empty database) or
+already holds Optuna's tables. Another application's database is refused before Optuna would add its
+tables to it, and a damaged SQLite file (SQLite's ``quick_check``) or one that is not a database at all
+is refused in one line; so is any database error met later while reading or writing passes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from backtests.optimize.errors import StoreError
+
 optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+SQLITE = "sqlite:///"
+OPTUNA_TABLES = frozenset({"studies", "trials", "version_info"})  # what every Optuna RDB store holds
 
 
 def storage_url(path: str | Path) -> str:
@@ -31,11 +47,13 @@ def storage_url(path: str | Path) -> str:
     file = Path(text)
     if file.exists() and file.is_dir():
         raise IsADirectoryError(f"study store {file}: a folder of that name exists; give a file path")
+    if file.exists() and not stat.S_ISREG(file.stat().st_mode):
+        raise StoreError(f"study store {file}: not a regular file (a device or a pipe); give a file path")
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OSError(f"study store {file}: cannot create its folder ({exc.strerror})") from None
-    return f"sqlite:///{file.resolve()}"
+    return f"{SQLITE}{file.resolve()}"
 
 
 def study_name(identity: dict[str, Any]) -> str:
@@ -44,32 +62,116 @@ def study_name(identity: dict[str, Any]) -> str:
     return "opt-" + hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-def open_study(storage: str, name: str, direction: str, identity: dict) -> optuna.Study:
-    """Create or load the durable study (its sampler is never used: passes are proposed in memory)."""
-    try:
-        study = optuna.create_study(
-            storage=storage,
-            study_name=name,
-            direction=direction,
-            sampler=optuna.samplers.RandomSampler(seed=0),
-            load_if_exists=True,
+def where(storage: str) -> str:
+    """The store as the user named it: the file path, or the URL."""
+    return storage.removeprefix(SQLITE)
+
+
+def check_store(storage: str) -> None:
+    """Refuse a store that is not ours, before Optuna writes anything into it."""
+    with errors(storage, "cannot open"):
+        tables = _sqlite_tables(Path(where(storage))) if storage.startswith(SQLITE) else _tables(storage)
+    if tables and not OPTUNA_TABLES.issubset(tables):
+        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        raise StoreError(
+            f"the study store {where(storage)} is a database of another application (tables: {shown}); "
+            "give a new file to --store"
         )
-    except Exception as exc:  # sqlalchemy's errors: a damaged or foreign file
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise OSError(f"cannot open the study store {storage.removeprefix('sqlite:///')}: {reason}") from None
-    if "identity" not in study.user_attrs:
-        study.set_user_attr("identity", json.loads(json.dumps(identity, default=str)))
-    return study
 
 
-def finished(study: optuna.Study) -> list[FrozenTrial]:
-    """Every recorded pass: COMPLETE, or FAIL where the EA refused the parameters."""
-    return study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL))
+def _sqlite_tables(file: Path) -> set[str]:
+    """The tables of an existing SQLite file, read-only, after SQLite's own integrity check."""
+    if not file.exists() or file.stat().st_size == 0:
+        return set()
+    con = sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        tables = {row[0] for row in con.execute("select name from sqlite_master where type = 'table'")}
+        problem = con.execute("pragma quick_check(1)").fetchone()[0]
+    finally:
+        con.close()
+    if problem != "ok":
+        raise sqlite3.DatabaseError(f"database disk image is malformed ({problem})")
+    return tables
 
 
-def record(study: optuna.Study, trials: list[FrozenTrial]) -> None:
-    """Write finished passes; each is one small transaction, so a crash keeps all earlier ones."""
-    study.add_trials(trials)
+def _tables(url: str) -> set[str]:
+    from sqlalchemy import create_engine, inspect
+
+    engine = create_engine(url)
+    try:
+        return set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def errors(storage: str, doing: str) -> Iterator[None]:
+    """Database errors (a damaged file, a full disk, a lost server) as one line naming the store."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        yield
+    except (SQLAlchemyError, sqlite3.Error, optuna.exceptions.StorageInternalError) as exc:
+        raise StoreError(f"{doing} the study store {where(storage)}: {_reason(exc)}") from None
+    except ModuleNotFoundError as exc:  # an RDB URL whose driver package is not installed
+        raise StoreError(
+            f"{doing} the study store {where(storage)}: its database driver is not installed ({exc})"
+        ) from None
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost cause's first line (the driver's own words: "database disk image is malformed")."""
+    while exc.__cause__ is not None or getattr(exc, "orig", None) is not None:
+        exc = getattr(exc, "orig", None) or exc.__cause__
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text
+
+
+@dataclass(frozen=True)
+class Store:
+    """A durable study and the store it lives in (None: in memory, for a call without a store)."""
+
+    study: optuna.Study
+    storage: str | None = None
+
+    def finished(self) -> list[FrozenTrial]:
+        """Every recorded pass: COMPLETE, or FAIL where the EA refused the parameters."""
+        with self._errors("cannot read"):
+            return self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL))
+
+    def record(self, trials: list[FrozenTrial]) -> None:
+        """Write finished passes; each is one small transaction, so a crash keeps all earlier ones."""
+        with self._errors("cannot write to"):
+            self.study.add_trials(trials)
+
+    def _errors(self, doing: str):
+        return errors(self.storage, doing) if self.storage else _nothing()
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def open_study(storage: str | None, name: str, direction: str, identity: dict) -> Store:
+    """Create or load the durable study (its sampler is never used: passes are proposed in memory)."""
+    if storage is None:
+        return Store(optuna.create_study(direction=direction, study_name=name))
+    check_store(storage)
+    with errors(storage, "cannot open"):
+        try:
+            study = optuna.create_study(
+                storage=storage,
+                study_name=name,
+                direction=direction,
+                sampler=optuna.samplers.RandomSampler(seed=0),
+                load_if_exists=True,
+            )
+        except RuntimeError as exc:  # a store written by an Optuna whose schema this one cannot read
+            raise StoreError(f"cannot open the study store {where(storage)}: {_reason(exc)}") from None
+        if "identity" not in study.user_attrs:
+            study.set_user_attr("identity", json.loads(json.dumps(identity, default=str)))
+    return Store(study, storage)
 
 
 def params_key(params: dict[str, Any]) -> str:

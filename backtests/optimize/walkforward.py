@@ -25,6 +25,7 @@ from backtests.broker import AccountConfig
 from backtests.optimize.api import session, setup
 from backtests.optimize.criteria import Criterion
 from backtests.optimize.errors import OptimizeError
+from backtests.optimize.lock import locked
 from backtests.optimize.passes import Window, run_curves
 from backtests.optimize.results import results_table, top_passes
 from backtests.optimize.space import ParamSpace
@@ -100,12 +101,12 @@ def walk_forward(
     pairs = windows(len(candles), int(train), int(test), anchored)
     rows, winners, tables = [], [], []
     ran = 0
-    with session(s.market, workers, scheduler) as (engine, shared):
+    with locked(s.storage), session(s.market, workers, scheduler) as (engine, shared):
         for i, (tw, _) in enumerate(pairs):
             label = f"window {i + 1}/{len(pairs)}"
-            study, now = s.search(s.window(tw.start, tw.stop), engine, shared, label=label)
-            ran += now
-            table = results_table(study, s.space, s.job.criterion)
+            search = s.search(s.window(tw.start, tw.stop), engine, shared, label=label)
+            ran += search.ran
+            table = results_table(search.passes, s.space, s.job.criterion)
             best = top_passes(table, s.space, 1)
             if not best:
                 raise OptimizeError(

@@ -1,12 +1,18 @@
 """``neuronet optimize``: the Strategy Tester's optimisation (grid, genetic, random, TPE), forward test and
 walk-forward analysis of any EA, on a local Dask cluster or a running one.
 
-The study store (SQLite) lives in the report folder, whose default name has no time stamp: running the
-same command again resumes the study and runs only the passes it lacks.
+The study store (SQLite) lives in the report folder. As for ``backtest``, the folder must be new or empty
+unless ``--force`` (checked before any pass runs), except that the study store an interrupted run left
+there does not count: running the same command again resumes the study and runs only the passes it
+lacks. The default folder's name ends with a hash of everything that makes the figures (EA, space,
+method, seed, criterion, data, costs, model, forward or walk-forward split), so two different commands
+never share a default folder while the same command always finds its own.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -15,6 +21,8 @@ import typer
 
 from backtests import AccountConfig
 from backtests.optimize import CRITERIA, METHODS, Plan, get_criterion, optimize, parse_space, walk_forward
+from backtests.optimize.engine import scheduler_address
+from backtests.optimize.lock import LOCK_SUFFIX
 from backtests.optimize.report import write_report
 from backtests.paths import MODELS
 from datafeeds import meta_of
@@ -40,6 +48,7 @@ from neuronet.commands.options import (
     BrokerTz,
     CsvPath,
     End,
+    Force,
     M1Csv,
     Model,
     Opts,
@@ -52,6 +61,9 @@ from neuronet.commands.options import (
 )
 
 _NONE = ("none", "off", "0", "")
+STORE = "study.db"  # the default study store, in the report folder
+# What an interrupted run leaves in its folder: the store (with SQLite's journals) and its lock.
+_RESUMABLE = frozenset(STORE + end for end in ("", LOCK_SUFFIX, "-journal", "-wal", "-shm"))
 
 
 _PARAM = typer.Option([], "--param", "-p", help="Searched: NAME=START:STOP:STEP or NAME=A,B,C (text: A|B).")
@@ -67,7 +79,9 @@ _SCHEDULER = typer.Option(None, "--scheduler", help="A running Dask scheduler, t
 _TOP = typer.Option(10, "--top", help="Best passes re-run on the forward period and shown.")
 _HEAT = typer.Option(None, "--heatmap", help="X,Y: the two parameters of the heat map.")
 _SPREAD = typer.Option(None, "--spread", help="Fixed spread in points (default: each bar's).")
-_OUTDIR = typer.Option(None, "--out", help="Report folder (default: reports/optimize-EA-SYMBOL-TF).")
+_OUTDIR = typer.Option(
+    None, "--out", help="Report folder, new or empty (default: reports/optimize-EA-SYMBOL-TF-METHOD-HASH)."
+)
 _STORE = typer.Option(None, "--store", help="Study store: SQLite file or RDB URL (default: OUT/study.db).")
 _BAR = typer.Option(True, "--progress/--no-progress", help="Progress bar of passes.")
 _SPLIT = typer.Option(
@@ -115,10 +129,13 @@ def optimize_command(
     store: str | None = _STORE,
     progress: bool = _BAR,
     pass_forward: str = _SPLIT,
+    force: Force = False,
 ) -> None:
     """Optimise an EA's parameters (grid, genetic, random, TPE) with forward test or walk-forward analysis."""
     cls = resolve_ea(ea)
     crit = get_criterion(criterion)
+    if scheduler:
+        scheduler_address(scheduler)  # a garbage address fails here, before data or workers
     account = AccountConfig(
         deposit=deposit, leverage=leverage, spread=spread, commission=commission,
         swap_long=swap_long, swap_short=swap_short, hedging=hedging,
@@ -133,12 +150,24 @@ def optimize_command(
         raise CommandError("give --forward or --walk-forward, not both")
     if anchored and wf is None:
         raise CommandError("--anchored applies to --walk-forward TRAIN,TEST only")
+    if out is not None:
+        prepare_out(out, force, _RESUMABLE)
     name, options = data_request(source, csv, opt, broker_tz, seed, seed_is_data=False)
     df, m1, ticks = market_data(name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv)
     meta = meta_of(df)
-    folder = out or Path("reports") / f"optimize-{cls.__name__}-{meta.symbol}-{meta.timeframe.name}"
-    prepare_out(folder, force=True)  # the study store there is resumed, never replaced
-    store_path = store or str(folder / "study.db")
+    folder = out
+    if folder is None:  # named after what makes the figures; checked before any pass runs
+        what = {
+            "space": space.describe(), "method": method, "seed": seed, "criterion": crit.name,
+            "account": account.to_dict(), "model": model.strip().lower(), "forward": forward.strip().lower(),
+            "walk_forward": [wf, anchored], "pass_forward": pass_forward.strip().lower(),
+            "data": [_digest(f) for f in (df, m1, ticks)],
+        }  # fmt: skip
+        key = hashlib.sha1(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:10]
+        label = f"{cls.__name__}-{meta.symbol}-{meta.timeframe.name}-{method}"
+        folder = Path("reports") / f"optimize-{label}-{key}"
+        prepare_out(folder, force, _RESUMABLE)
+    store_path = store or str(folder / STORE)
     common = {
         "method": method, "criterion": crit, "passes": passes, "seed": seed, "account": account,
         "workers": workers, "scheduler": scheduler, "store_path": store_path,
@@ -182,6 +211,14 @@ def optimize_command(
         info["study"] = "one per train window, in the same store"
     page = write_report(folder, table, space.names, info, pair, top, result)
     _summary(table, space.names, result, page)
+
+
+def _digest(frame: pd.DataFrame | None) -> str | None:
+    """A hash of a frame's values and times (None for no frame)."""
+    if frame is None:
+        return None
+    rows = pd.util.hash_pandas_object(frame, index=True).to_numpy()
+    return hashlib.sha1(rows.tobytes()).hexdigest()
 
 
 def _heat_pair(text: str | None, names: list[str]) -> tuple[str, str] | None:

@@ -67,8 +67,15 @@ M1Csv = Annotated[
 ]
 
 # What the commands themselves set on a load (``datafeeds.load_candles``'s own parameters): ``-o`` may not.
-_LOAD_OPTIONS = {"source": "--source", "symbol": "the SYMBOL argument", "timeframe": "the TIMEFRAME argument",
-                 "start": "--from", "end": "--to", "repair": "--repair", "cache": "--no-cache/--refresh"}
+_LOAD_OPTIONS = {
+    "source": "--source",
+    "symbol": "the SYMBOL argument",
+    "timeframe": "the TIMEFRAME argument",
+    "start": "--from",
+    "end": "--to",
+    "repair": "--repair",
+    "cache": "--no-cache/--refresh",
+}
 # Options whose values are text even when they look like numbers (a clock "+2", a digits-only password).
 _TEXT_OPTIONS = frozenset({"base_url", "cache_dir", "clock", "host", "password", "path", "server"})
 
@@ -133,15 +140,16 @@ def data_request(
     return source, options
 
 
-def prepare_out(folder: Path, force: bool) -> None:
+def prepare_out(folder: Path, force: bool, resumable: frozenset[str] = frozenset()) -> None:
     """Create the output folder now, so an unusable or occupied ``--out`` fails in one line before any work.
 
     A folder that already holds files is refused unless ``force``: an interrupted run must never replace a
-    finished report without being asked to.
+    finished report without being asked to. Files named in ``resumable`` (the study store an interrupted
+    optimisation leaves, which the same command resumes) do not count.
     """
     if folder.exists() and not folder.is_dir():
         raise FileExistsError(f"--out {folder}: a file of that name exists; give a folder path")
-    if folder.is_dir() and not force and any(folder.iterdir()):
+    if folder.is_dir() and not force and any(p.name not in resumable for p in folder.iterdir()):
         raise FileExistsError(
             f"--out {folder}: the folder is not empty; choose a new folder, or pass --force to replace "
             "its files"

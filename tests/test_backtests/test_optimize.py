@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from backtests.optimize import SpaceError, get_criterion, optimize, parse_space
-from backtests.optimize.store import finished, storage_url
+from backtests.optimize.store import storage_url
 from backtests.optimize.walkforward import windows
 from backtests.periods import PeriodError
 from datafeeds import load_candles
@@ -180,7 +180,7 @@ def test_refused_parameters_are_recorded_and_not_rerun(tmp_path):
               population=20, batch=None)  # fmt: skip
     from backtests.optimize.passes import Window
 
-    assert len(finished(s.study(Window(0, len(df))))) == 4
+    assert len(s.study(Window(0, len(df))).finished()) == 4
 
 
 def test_forward_columns_for_the_top_passes(tmp_path):
@@ -261,9 +261,10 @@ def test_walk_forward_winners_see_only_their_train_window():
         assert (row["fast"], row["slow"]) == (alone.iloc[0]["fast"], alone.iloc[0]["slow"])
         assert row["is_net_profit"] == alone.iloc[0]["total_net_profit"]
         test = Backtest(df.iloc[ow.start : ow.stop], SmaCrossEA, forward=df.index[ow.trade_from])
-        assert row["oos_net_profit"] == test.run(fast=int(row["fast"]), slow=int(row["slow"])).stats[
-            "total_net_profit"
-        ]
+        assert (
+            row["oos_net_profit"]
+            == test.run(fast=int(row["fast"]), slow=int(row["slow"])).stats["total_net_profit"]
+        )
     assert wf.equity.iloc[-1] - 10_000 == pytest.approx(wf.windows["oos_net_profit"].sum())
     assert wf.equity.index[0] == df.index[400] and wf.equity.index[-1] == df.index[-1]
     s = wf.summary

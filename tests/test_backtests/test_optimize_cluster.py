@@ -95,7 +95,7 @@ def test_killed_worker_costs_nothing_and_results_equal_the_local_run(tmp_path):
     key = ["fast", "slow"]
     a = cluster.sort_values(key).reset_index(drop=True)
     b = local.sort_values(key).reset_index(drop=True)
-    pd.testing.assert_frame_equal(a[key], b[key])
+    pd.testing.assert_frame_equal(a[["pass", *key]], b[["pass", *key]])  # numbers independent of timing
     for col in ("criterion", "final_balance", "total_net_profit", "total_trades", "profit_factor"):
         np.testing.assert_allclose(a[col].to_numpy(float), b[col].to_numpy(float), rtol=1e-12, equal_nan=True)
     assert (a["error"].notna() == b["error"].notna()).all()

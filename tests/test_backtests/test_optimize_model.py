@@ -75,9 +75,11 @@ def test_walk_forward_windows_take_their_part_of_the_minutes(market):
     assert len(wf.windows) == 3
     first = wf.windows.iloc[0]
     test = h1.iloc[0:60]  # train 0..39 as history, trade 40..59 with the winner
-    stats = Backtest(test, SmaCrossEA, model="ohlc1m", m1=m1, forward=test.index[40]).run(
-        fast=int(first["fast"]), slow=8, sl_points=60
-    ).stats
+    stats = (
+        Backtest(test, SmaCrossEA, model="ohlc1m", m1=m1, forward=test.index[40])
+        .run(fast=int(first["fast"]), slow=8, sl_points=60)
+        .stats
+    )
     assert first["oos_net_profit"] == pytest.approx(stats["total_net_profit"], abs=1e-9)
 
 
@@ -108,8 +110,8 @@ def test_the_command_line_optimises_in_ohlc1m_from_csv_files(market, tmp_path):
     for _, row in table.iterrows():
         stats = _single(h1, m1, {"fast": int(row["fast"]), "slow": 8, "sl_points": 60})
         assert row["total_net_profit"] == pytest.approx(stats["total_net_profit"], abs=1e-6)
-    bad = subprocess.run([*args, "--m1-csv", "EURUSD_M1.csv"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=300)  # fmt: skip
+    bad = subprocess.run([*args, "--m1-csv", "EURUSD_M1.csv", "--out", "o2"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
     assert bad.returncode == 2 and "--m1-csv is only used with --model ohlc1m" in bad.stderr
 
 

@@ -132,8 +132,10 @@ def candles():
 class FakeArchive:
     """What the loopback archive serves. ``files``: path below the base URL -> bytes (404 when absent).
     ``plan``: path -> list of one-shot actions for the next requests of that path: an HTTP status to
-    answer with, ``("truncate", n)`` to announce the full length but close after ``n`` bytes, or
-    ``("drip", seconds)`` to send the body one byte every ``seconds``.
+    answer with, ``("truncate", n)`` to announce the full length but close after ``n`` bytes,
+    ``("drip", seconds)`` to send the body one byte every ``seconds``, ``("drip-headers", seconds)`` to
+    send the status line and headers that way, ``("silent", seconds)`` to say nothing for that long, or
+    ``("garbage", n)`` to answer with ``n`` random bytes that are not HTTP.
     ``requests``/``agents``: the paths asked for and the User-Agent of each request, in order."""
 
     def __init__(self) -> None:
@@ -162,6 +164,9 @@ def archive():
             if isinstance(action, int):
                 self.send_error(action)
                 return
+            if action and action[0] in ("drip-headers", "silent", "garbage"):
+                self._misbehave(*action, state.files.get(path, b""))
+                return
             body = state.files.get(path)
             if body is None:
                 self.send_error(404)
@@ -185,6 +190,23 @@ def archive():
                 self.close_connection = True
                 return
             self.wfile.write(body)
+
+        def _misbehave(self, kind: str, arg, body: bytes) -> None:
+            self.close_connection = True
+            try:
+                if kind == "silent":
+                    time.sleep(arg)
+                elif kind == "garbage":
+                    self.wfile.write(os.urandom(arg))
+                else:
+                    head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                    for i in range(len(head)):
+                        time.sleep(arg)
+                        self.wfile.write(head[i : i + 1])
+                        self.wfile.flush()
+                    self.wfile.write(body)
+            except OSError:  # the client gave up
+                pass
 
         def log_message(self, *args) -> None:
             pass

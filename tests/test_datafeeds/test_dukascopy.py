@@ -178,8 +178,9 @@ def test_a_rerun_fetches_only_missing_files(minute_archive, tmp_path):
     source(archive, tmp_path).load("EURUSD", "M1", start="2023-01-30", end="2023-01-31")
     archive.requests.clear()
     source(archive, tmp_path).load("EURUSD", "M1", start="2023-01-30", end="2023-02-02")
-    assert archive.requests == [day_path("EURUSD", d, "BID_candles_min_1.bi5")
-                                for d in ("2023-01-31", "2023-02-01")]
+    assert archive.requests == [
+        day_path("EURUSD", d, "BID_candles_min_1.bi5") for d in ("2023-01-31", "2023-02-01")
+    ]
 
 
 def test_server_errors_are_retried(minute_archive, tmp_path):
@@ -248,8 +249,9 @@ def test_interrupted_download_leaves_no_partial_file_and_a_rerun_completes(minut
     archive.plan[path] = [("truncate", 100), ("truncate", 100)]
     with pytest.raises(DownloadError, match="closed after 100 bytes"):
         source(archive, tmp_path, retries=1).load("EURUSD", "M1", start="2023-01-30", end="2023-02-01")
-    cached = sorted(p.relative_to(tmp_path / "cache").as_posix() for p in (tmp_path / "cache").rglob("*")
-                    if p.is_file())
+    cached = sorted(
+        p.relative_to(tmp_path / "cache").as_posix() for p in (tmp_path / "cache").rglob("*") if p.is_file()
+    )
     assert cached == [day_path("EURUSD", "2023-01-30", "BID_candles_min_1.bi5")]  # the complete one only
     archive.requests.clear()
     df = source(archive, tmp_path).load("EURUSD", "M1", start="2023-01-30", end="2023-02-01")
@@ -283,13 +285,41 @@ def test_bad_options_are_rejected():
         DukascopySource(data="hour").load("EURUSD", "M5", start="2023-01-01", end="2023-01-02")
 
 
+@pytest.mark.parametrize(
+    "option, value, words",
+    [
+        ("timeout", float("nan"), "timeout"),
+        ("timeout", float("inf"), "timeout"),
+        ("timeout", 1e9, "timeout"),
+        ("timeout", 0, "timeout"),
+        ("rate_limit", float("nan"), "rate_limit"),
+        ("backoff", float("inf"), "backoff"),
+        ("retries", 10**6, "retries"),
+    ],
+)
+def test_waits_that_would_never_end_are_refused(tmp_path, option, value, words):
+    """No deadline can be infinite, NaN or absurd: each is one line before any request."""
+    from datafeeds.errors import DataError
+
+    with pytest.raises(DataError, match=words):
+        DukascopySource(tmp_path, **{option: value})
+
+
 def test_through_the_registry(minute_archive, tmp_path):
     from datafeeds.sources import load_validated
 
     archive, _ = minute_archive
-    report = load_validated("dukascopy", "EURUSD", "M15", "2023-01-30", "2023-02-03",
-                            cache_dir=str(tmp_path), base_url=archive.base_url, data="minute",
-                            rate_limit=1000)
+    report = load_validated(
+        "dukascopy",
+        "EURUSD",
+        "M15",
+        "2023-01-30",
+        "2023-02-03",
+        cache_dir=str(tmp_path),
+        base_url=archive.base_url,
+        data="minute",
+        rate_limit=1000,
+    )
     assert len(report.frame) == 4 * 96 and report.unexpected_gaps == []
     assert report.frame.attrs["candles"].source == "dukascopy:BID:minute"
 
@@ -346,3 +376,86 @@ def test_a_server_that_drips_its_body_is_bounded_by_the_timeout(minute_archive, 
     with pytest.raises(DownloadError, match=r"did not arrive within 0\.5 s"):
         src.load("EURUSD", "M1", start="2023-01-30", end="2023-01-31")
     assert time.monotonic() - started < 3
+
+
+@pytest.mark.parametrize(
+    "action, why",
+    [
+        (("drip-headers", 0.2), "a header byte every 0.2 s: each read is quick, the headers never end"),
+        (("silent", 30), "accepts the request and says nothing"),
+        (("garbage", 5000), "answers bytes that are not HTTP"),
+    ],
+    ids=["drip-headers", "silent", "garbage"],
+)
+def test_every_wait_of_a_download_ends_by_its_deadline(minute_archive, tmp_path, action, why):
+    """The timeout bounds the whole request, headers included, whatever the server does."""
+    archive, _ = minute_archive
+    path = day_path("EURUSD", "2023-01-30", "BID_candles_min_1.bi5")
+    archive.plan[path] = [action]
+    src = DukascopySource(tmp_path / "cache", archive.base_url, retries=0, timeout=1.0)
+    started = time.monotonic()
+    with pytest.raises(DownloadError, match=r"EURUSD/2023/00/30/BID_candles_min_1\.bi5: ") as err:
+        src.load("EURUSD", "M1", start="2023-01-30", end="2023-01-31")
+    assert time.monotonic() - started < 4, why
+    assert "\n" not in str(err.value)
+    assert not list((tmp_path / "cache").rglob("*.bi5"))
+
+
+def test_a_drip_then_a_good_answer_is_retried_to_success(minute_archive, tmp_path):
+    archive, kept = minute_archive
+    path = day_path("EURUSD", "2023-01-30", "BID_candles_min_1.bi5")
+    archive.plan[path] = [("drip-headers", 0.3)]
+    src = DukascopySource(tmp_path / "cache", archive.base_url, retries=1, backoff=0.01, timeout=1.0)
+    df = src.load("EURUSD", "M1", start="2023-01-30", end="2023-01-31")
+    assert len(df) == sum(1 for k in kept if k[0] < pd.Timestamp("2023-01-31", tz="UTC").value // 10**9)
+    assert archive.requests == [path, path]
+
+
+def test_the_command_line_bounds_a_dripping_archive(minute_archive, tmp_path, monkeypatch, capsys):
+    from neuronet.cli import main
+
+    archive, _ = minute_archive
+    path = day_path("EURUSD", "2023-01-30", "BID_candles_min_1.bi5")
+    archive.plan[path] = [("drip-headers", 0.5)] * 3
+    monkeypatch.setenv("NEURONET_CACHE", str(tmp_path / "cache"))
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as code:
+        main(["data", "show", "EURUSD", "M1", "--source", "dukascopy", "--from", "2023-01-30",
+              "--to", "2023-01-31", "-o", f"base_url={archive.base_url}", "-o", "timeout=1",
+              "-o", "retries=0"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code.value.code == 2 and len(err.strip().splitlines()) == 1 and "did not arrive within 1 s" in err
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("drip", [None, 0.2], ids=["silent", "drip"])
+def test_a_tls_handshake_that_never_ends_is_bounded_too(tmp_path, drip):
+    """https: the deadline watches the TLS socket before its handshake starts."""
+    import socket
+    import threading
+
+    stop = threading.Event()
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(4)
+
+        def peer() -> None:
+            conn, _ = server.accept()
+            with conn:
+                while not stop.wait(drip or 0.1):
+                    if drip:
+                        try:
+                            conn.sendall(b"\x16")  # a TLS record type byte, a byte at a time
+                        except OSError:
+                            return
+
+        thread = threading.Thread(target=peer, daemon=True)
+        thread.start()
+        url = f"https://127.0.0.1:{server.getsockname()[1]}/datafeed"
+        src = DukascopySource(tmp_path, url, retries=0, timeout=1.0)
+        started = time.monotonic()
+        with pytest.raises(DownloadError, match="did not arrive within 1 s"):
+            src.load("EURUSD", "M1", start="2023-01-30", end="2023-01-31")
+        assert time.monotonic() - started < 4
+        stop.set()
+        thread.join(5)

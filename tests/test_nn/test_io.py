@@ -373,3 +373,100 @@ def test_a_killed_writers_temp_file_is_removed_by_a_later_save_once_stale(tmp_pa
     os.utime(stale, (time.time() - 3600, time.time() - 3600))
     save(model, tmp_path / "m.nnz")
     assert not stale.exists() and fresh.exists()  # a fresh one may be a live writer's
+
+
+# -- sizes before allocation, regular files only ------------------------------------------------------------
+
+
+def _huge_dense(h: dict) -> None:
+    """The header of a 3-input, 2-unit model rewritten to declare a 20000 x 20000 layer; the stored
+    arrays stay those of the small model (a 2 KB file)."""
+    h["architecture"]["input_shape"] = [20000]
+    h["architecture"]["layers"][0]["units"] = 20000
+
+
+def test_seed_a_small_file_declaring_a_huge_layer_is_refused_before_building_it(tmp_path):
+    import tracemalloc
+
+    good = save(Sequential([Dense(2)], input_shape=(3,), backend="numpy"), tmp_path / "m.nnz")
+    bad = _rewrite(good, tmp_path / "huge.nnz", header=_huge_dense)
+    assert bad.stat().st_size < 4096
+    tracemalloc.start()
+    with pytest.raises(ModelFileError, match=r"params\.npy is declared \[8\], the stored architecture needs "
+                                             r"\[400020000\]"):  # fmt: skip
+        load(bad, backend="numpy")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 4 * 2**20  # the 3.2 GB of weights (and as much again for gradients) never existed
+
+
+def test_declared_arrays_must_be_exactly_those_of_the_architecture(tmp_path):
+    good = save(Sequential([Dense(2)], input_shape=(3,), backend="numpy"), tmp_path / "m.nnz")
+    extra = {"shape": [4], "dtype": "float64", "sha256": "0" * 64}
+    bad = _rewrite(good, tmp_path / "x.nnz", header=lambda h: h["arrays"].update({"extra.npy": extra}))
+    with pytest.raises(ModelFileError, match=r"arrays \['extra\.npy'\] missing or unexpected"):
+        load(bad)
+    gone = _rewrite(good, tmp_path / "y.nnz", header=lambda h: h["arrays"].pop("state.npy"))
+    with pytest.raises(ModelFileError, match=r"arrays \['state\.npy'\] missing or unexpected"):
+        load(gone)
+
+
+def test_a_parameter_free_layer_with_huge_constant_tables_is_refused(tmp_path):
+    """``extended_dft`` holds no parameters but builds an (L, 2F) basis: 10^5 bars would be 10^10
+    elements from a file of a few hundred bytes."""
+    from nn.spectral import ExtendedDFT
+
+    good = save(Sequential([ExtendedDFT(4)], input_shape=(8,), backend="numpy"), tmp_path / "dft.nnz")
+    assert load(good).predict(np.ones((1, 8))).shape == (1, 7, 2)
+
+    def huge(h):
+        h["architecture"]["input_shape"] = [100000]
+        h["architecture"]["layers"][0]["pred_len"] = 100000
+
+    with pytest.raises(ModelFileError, match="constant elements"):
+        load(_rewrite(good, tmp_path / "big.nnz", header=huge))
+
+
+def test_a_broken_architecture_is_the_model_file_error(tmp_path):
+    good = save(Sequential([Dense(2)], input_shape=(3,), backend="numpy"), tmp_path / "m.nnz")
+    for edit in (
+        lambda h: h["architecture"].update(input_shape=[0]),
+        lambda h: h["architecture"].update(input_shape="wide"),
+        lambda h: h["architecture"]["layers"][0].update(type="teleport"),
+        lambda h: h["architecture"].pop("layers"),
+    ):
+        with pytest.raises(ModelFileError, match="architecture does not rebuild"):
+            load(_rewrite(good, tmp_path / "b.nnz", header=edit))
+
+
+@pytest.mark.parametrize("kind", ["folder", "device", "pipe"])
+def test_only_a_regular_file_is_read_as_a_model(tmp_path, kind):
+    """A folder, ``/dev/zero`` (an endless read) and a FIFO (whose ``open`` blocks until a writer comes)
+    are refused at once with one line naming the path."""
+    import os
+    import threading
+
+    if kind == "folder":
+        path, words = tmp_path, "is a folder"
+    elif kind == "device":
+        path, words = Path(os.devnull if not Path("/dev/zero").exists() else "/dev/zero"), "device"
+    else:
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("named pipes are POSIX")
+        path, words = tmp_path / "pipe.nnz", "is a pipe"
+        os.mkfifo(path)
+    outcome: list[BaseException] = []
+
+    def attempt() -> None:
+        try:
+            load(path)
+        except BaseException as exc:  # handed to the test thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(30)
+    assert outcome, f"load({path}) did not return"
+    family = IsADirectoryError if kind == "folder" else ModelFileError
+    assert isinstance(outcome[0], family) and words in str(outcome[0]), outcome[0]
+    assert str(path) in str(outcome[0]) and "\n" not in str(outcome[0])
