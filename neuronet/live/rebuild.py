@@ -36,6 +36,7 @@ class JournalState:
     broker: PaperBroker | None = None  # paper runs only
     stopped: dict | None = None  # the last stop record
     halted_day: int | None = None  # live: the last server day the daily loss limit was reached on
+    unresolved: dict[str, dict] = field(default_factory=dict)  # live: lost replies not settled (id -> note)
 
 
 def history_record(bars: pd.DataFrame) -> dict:
@@ -47,6 +48,16 @@ def history_record(bars: pd.DataFrame) -> dict:
 
 def bar_record(t: int, when: pd.Timestamp, row: pd.Series, **extra) -> dict:
     return {"bar": t, "time": when, **{c: float(row[c]) for c in COLUMNS}, **extra}
+
+
+def _lost_reply(unresolved: dict[str, dict], note: dict) -> None:
+    """Follow the terminal's requests whose reply was lost: "unresolved" until "recovered" or "not
+    executed" (a resumed live run looks the rest up again, ``TerminalTrade.restore_unresolved``)."""
+    event = note.get("event")
+    if event == "unresolved":
+        unresolved[str(note["id"])] = note
+    elif event in ("recovered", "not executed"):
+        unresolved.pop(str(note.get("id")), None)
 
 
 def _frame(columns: dict, times: list, meta: CandleMeta, where: str) -> pd.DataFrame:
@@ -122,6 +133,7 @@ def read_state(path: str, records: list[dict], *, paper: bool | None = None) -> 
                 state.stopped = rec
             elif kind == "request" and (rec.get("terminal") or {}).get("event") == "halted":
                 state.halted_day = int(rec["terminal"]["day"])
+            _lost_reply(state.unresolved, rec.get("terminal") or {})
         except JournalError:
             raise
         except (KeyError, TypeError, ValueError) as exc:

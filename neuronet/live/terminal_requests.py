@@ -2,15 +2,19 @@
 the deviation, and a lost reply looked up before anything is sent again (a mix-in of ``TerminalTrade``).
 
 Idempotency: every request carries an id in its comment (``nn`` + 8 hex digits, then the EA's comment, cut
-to the terminal's 31 characters). When ``order_send`` gives no answer (the bridge dropped, the IPC timed
-out, the terminal answered ``None`` with an IPC error), the request may or may not have executed. The
-positions, pending orders and today's deals are then searched for that id (for a change of stops or of an
-order, the state itself is compared with the one asked for): found, it is reported as done and never sent
-again; not found after a second look, it is sent again with the same id; when the terminal cannot be asked
-at all, it is not sent again and is reported as "request canceled by timeout" (10012) with the id, kept
-in ``unresolved`` until ``resolve()`` (after a reconnect) looks it up again. A server that drops request
-comments is met by a second rule: an untagged market deal of the same magic, direction and volume in the
-last two minutes counts as the request's (``_untagged_match``).
+to the terminal's 31 characters). When ``order_send`` gives no answer (the bridge dropped, the call ran past
+the link's timeout, the terminal answered ``None`` with an IPC error), the request may or may not have
+executed, and it may still be executing: a terminal that answers after the timeout fills it then. The
+positions, pending orders and the deals around the request's time are searched for that id (for a change
+of stops or of an order, the state itself is compared with the one asked for), twice, ``lost_reply_wait``
+seconds apart: found, it is reported as done. Not found, or the terminal cannot be asked, it is **never
+sent again on our own** — that is how one ``buy(0.1)`` became two positions — but answered "request
+canceled by timeout" (10012) with the id and kept in ``unresolved``: the limits count it as an open
+position or order (``possibly_open``), and ``resolve()`` looks it up again at every poll until the
+terminal shows it (journaled "recovered") or, the terminal answering all along, ``lost_reply_settle``
+seconds have passed since it was sent without it appearing (journaled "not executed"). A server that drops
+request comments is met by a second rule: an untagged market deal of the same magic, direction and volume
+in the two minutes before the look counts as the request's (``_untagged_match``).
 
 Requotes (10004) and "prices changed" (10020): the request is sent again at the new price as long as that
 price lies within ``deviation`` points of the price the EA decided at, at most ``requote_retries`` times;
@@ -20,14 +24,17 @@ Every request and every result goes to ``record`` as one JSON-ready dict (the jo
 ``event`` one of: "request" (``id``, ``action``, the ``request`` sent), "result" (``id``, ``retcode``,
 ``message``, ``reason``, ``order``, ``deal``, ``price``, ``volume``, ``position``, ``bid``, ``ask``),
 "refused" (refused here, before the terminal: ``retcode``, ``message``, ``reason``, ``request``),
-"requote" (``id``, ``retcode``, the new ``price``, ``points`` from the decision price), "recovered" /
-"unresolved" / "not executed" (a lost reply's fate), "halted" (the daily loss limit reached: ``day_pnl``).
+"requote" (``id``, ``retcode``, the new ``price``, ``points`` from the decision price), "unresolved" (a
+lost reply: ``id``, ``reason``, the ``request`` and ``at``, the server time it was sent at, so a resumed
+run looks it up again), "recovered" / "not executed" (its fate), "halted" (the daily loss limit reached:
+``day_pnl``, ``day``).
 Each carries ``symbol``; none carries a time (the journal stamps it). A refusal is also logged as a warning
 with its one-line retcode message.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import secrets
@@ -36,10 +43,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from datafeeds.files import strict_json
 from datafeeds.terminal_errors import TerminalError, error_from_last_error
 from neuronet.errors import NeuronetError
 from neuronet.live import retcodes
+from neuronet.live.journal import json_ready
 from neuronet.live.quotes import QuoteError, quote_of
 
 log = logging.getLogger(__name__)
@@ -105,6 +112,28 @@ class Outcome:
         return self.retcode in retcodes.SUCCESS
 
 
+Verify = Callable[[dict, str], "Outcome | None"]  # finds what became of a request (its id) on the terminal
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """A request whose reply was lost and that the terminal has not shown yet: ``request`` as sent, ``at``
+    the server time (broker seconds) it was sent at, where its deal is looked for (None: not known),
+    ``since`` the local ``monotonic`` time it was sent at, and ``verify``, how it is looked up (None: by
+    its id, ``_find_tagged``)."""
+
+    request: dict
+    at: int | None
+    since: float
+    verify: Verify | None = None
+
+    @property
+    def adds_risk(self) -> bool:
+        """It may have opened a position (a market deal that closes none) or placed a pending order."""
+        action = self.request.get("action")
+        return action == PENDING or (action == DEAL and not self.request.get("position"))
+
+
 def new_tag() -> str:
     return "nn" + secrets.token_hex(4)
 
@@ -133,7 +162,10 @@ class TerminalRequests:
     backoff: float
     requote_retries: int
     lost_reply_wait: float
-    unresolved: dict[str, dict]
+    lost_reply_settle: float
+    monotonic: Callable[[], float]
+    unresolved: dict[str, Unresolved]
+    _quote_time: int | None
     _record: Callable[[dict], None] | None
 
     # -- reading ---------------------------------------------------------------------------------------------
@@ -161,8 +193,9 @@ class TerminalRequests:
 
     # -- refusing and recording ------------------------------------------------------------------------------
     def _note(self, event: str, **fields: Any) -> None:
+        """One record, JSON-ready as the journal writes it (NaN and infinities kept, so it reads back)."""
         if self._record is not None:
-            self._record(strict_json({"event": event, "symbol": self.symbol, **fields}))
+            self._record(json_ready({"event": event, "symbol": self.symbol, **fields}))
 
     def _refuse(self, action: str, retcode: int, reason: str, **request: Any) -> None:
         """A request refused before it reached the terminal (a check or a limit): noted, logged, None."""
@@ -179,7 +212,7 @@ class TerminalRequests:
         return None
 
     # -- sending ---------------------------------------------------------------------------------------------
-    def _submit(self, request: dict, verify: Callable[[dict, str], Outcome | None] | None = None) -> Outcome:
+    def _submit(self, request: dict, verify: Verify | None = None) -> Outcome:
         """``order_check`` then ``order_send`` (see the module docstring); sets ``last_retcode``."""
         tag = new_tag()
         request["comment"] = tagged(tag, request.get("comment", ""))
@@ -187,7 +220,7 @@ class TerminalRequests:
         self._note("request", id=tag, action=action, request=request)
         out = self._checked(request)
         if out is None:
-            out = self._send(request, tag, verify or self._find_tagged)
+            out = self._send(request, tag, verify, self._quote_time)
         self.last_retcode = out.retcode
         self._note("result", id=tag, action=action, message=retcodes.message(out.retcode), **asdict(out))
         if out.ok:
@@ -199,8 +232,9 @@ class TerminalRequests:
                 retcodes.message(out.retcode),
             )
         else:
+            what = "outcome unknown" if tag in self.unresolved else "refused"
             log.warning(
-                "%s %s refused: %s (%s)", self.symbol, action, out.reason, retcodes.message(out.retcode)
+                "%s %s %s: %s (%s)", self.symbol, action, what, out.reason, retcodes.message(out.retcode)
             )
         return out
 
@@ -220,15 +254,14 @@ class TerminalRequests:
             return Outcome(int(answer.retcode), f"order_check: {answer.comment}")
         return None
 
-    def _send(self, request: dict, tag: str, verify: Callable[[dict, str], Outcome | None]) -> Outcome:
+    def _send(self, request: dict, tag: str, verify: Verify | None, at: int | None) -> Outcome:
+        """Send, and again at a requote's new price within the deviation; a lost reply is never sent again
+        (``_after_lost``)."""
         first = request.get("price") or 0.0
         point = self.point
         out = Outcome(retcodes.ERROR, "not sent")
         for attempt in range(self.requote_retries + 1):
-            out = self._send_once(request, tag, verify)
-            if out is None:  # the reply was lost and the request is not there: send it again, same id
-                out = Outcome(retcodes.TIMEOUT, f"request {tag}: every reply was lost")
-                continue
+            out = self._send_once(request, tag, verify, at)
             if out.retcode not in (retcodes.REQUOTE, retcodes.PRICE_CHANGED) or request["action"] != DEAL:
                 return out
             new = out.ask if request["type"] == 0 else out.bid
@@ -253,15 +286,15 @@ class TerminalRequests:
                 request["price"] = new
         return out
 
-    def _send_once(self, request: dict, tag: str, verify) -> Outcome | None:
+    def _send_once(self, request: dict, tag: str, verify: Verify | None, at: int | None) -> Outcome:
         try:
             answer, error = self.link.call("order_send", request)
         except TerminalError as exc:
-            return self._after_lost(request, tag, verify, str(exc))
+            return self._after_lost(request, tag, verify, at, str(exc))
         if answer is None:
             code, message = error or (0, "no answer")
             if code <= IPC_ERRORS:
-                return self._after_lost(request, tag, verify, f"{code} {message}")
+                return self._after_lost(request, tag, verify, at, f"{code} {message}")
             return Outcome(retcodes.INVALID, f"order_send() answered None ({code} {message})")
         return Outcome(
             int(answer.retcode),
@@ -274,39 +307,54 @@ class TerminalRequests:
             ask=float(answer.ask),
         )
 
-    def _after_lost(self, request: dict, tag: str, verify, why: str) -> Outcome | None:
-        """Look for a request whose reply was lost: its outcome when found, None to send it again, a 10012
-        refusal when the terminal cannot be asked (never sent again then: that could duplicate it)."""
+    def _after_lost(
+        self, request: dict, tag: str, verify: Verify | None, at: int | None, why: str
+    ) -> Outcome:
+        """What became of a request whose reply was lost: its outcome when the terminal shows it within two
+        looks, else "request canceled by timeout" (10012) with the request kept in ``unresolved``. Never
+        sent again: it may have executed, or be executing still (a terminal answering after the timeout)."""
         log.warning(
-            "%s: no reply to request %s (%s); looking it up before sending anything again",
+            "%s: no reply to request %s (%s); looking it up, it is not sent again",
             self.symbol,
             tag,
             why,
         )
+        find = verify or functools.partial(self._find_tagged, at=at)
         for look in range(2):
             if look:
                 time.sleep(self.lost_reply_wait)
             try:
-                found = verify(request, tag)
+                found = find(request, tag)
             except (TerminalError, QuoteError) as exc:  # not asked, or no server time to search by
-                self.unresolved[tag] = dict(request)
-                self._note("unresolved", id=tag, reason=str(exc))
-                return Outcome(
-                    retcodes.TIMEOUT,
-                    f"no reply to request {tag} and the terminal cannot be asked "
-                    f"whether it executed ({exc}); not sent again: check the terminal",
+                return self._keep_unresolved(
+                    request, tag, verify, at, f"the terminal cannot be asked whether it executed ({exc})"
                 )
             if found is not None:
                 self._note("recovered", id=tag, retcode=found.retcode, order=found.order)
                 return found
-        log.warning("%s: request %s is not on the terminal; sending it again", self.symbol, tag)
-        return None
+        return self._keep_unresolved(request, tag, verify, at, "the terminal does not show it (yet)")
+
+    def _keep_unresolved(
+        self, request: dict, tag: str, verify: Verify | None, at: int | None, why: str
+    ) -> Outcome:
+        self.unresolved[tag] = Unresolved(dict(request), at, self.monotonic(), verify)
+        self._note("unresolved", id=tag, reason=why, request=request, at=at)
+        return Outcome(
+            retcodes.TIMEOUT,
+            f"no reply to request {tag} and {why}; not sent again: it counts as open until the terminal "
+            f"shows it, or shows nothing of it for {self.lost_reply_settle:g} s",
+        )
 
     # -- finding a request by its id -------------------------------------------------------------------------
-    def _find_tagged(self, request: dict, tag: str) -> Outcome | None:
+    def _find_tagged(self, request: dict, tag: str, at: int | None = None) -> Outcome | None:
         """The deal, position or pending order that carries ``tag`` in its comment (or, on a server that
-        drops comments, the market deal ``_untagged_match`` finds)."""
-        now = quote_of(self.symbol, self._read("symbol_info_tick", self.symbol, none_ok=True))[0]
+        drops comments, the market deal ``_untagged_match`` finds); deals are searched a day either side
+        of ``at``, the server time the request was sent at (default: the quote's time now)."""
+        now = (
+            at
+            if at is not None
+            else quote_of(self.symbol, self._read("symbol_info_tick", self.symbol, none_ok=True))[0]
+        )
         deals = [
             d
             for d in self._read("history_deals_get", now - 86400, now + 86400) or ()
@@ -349,19 +397,29 @@ class TerminalRequests:
         return None
 
     def resolve(self) -> dict[str, Outcome | None]:
-        """Look up again the requests whose reply was lost while the terminal could not be asked (after a
-        reconnect): each found one is recorded as "recovered", each missing one as "not executed"; both
-        leave ``unresolved``. Returns id -> outcome (None: it did not execute). Raises ``TerminalError``
-        while the terminal still cannot be asked (``QuoteError`` while its quote, the server's time, is
-        garbage), keeping them for the next try."""
+        """Look up again the requests whose reply was lost (``unresolved``; the runner calls this at every
+        poll, the limits before every request that adds risk). One the terminal shows is recorded as
+        "recovered"; one it still does not show ``lost_reply_settle`` seconds after it was sent is recorded
+        as "not executed"; either leaves ``unresolved``, the others stay. Returns id -> outcome of those
+        settled now (None: it did not execute). Raises ``TerminalError`` while the terminal cannot be asked
+        (``QuoteError`` while its quote, the server's time, is garbage), keeping them for the next try."""
         out: dict[str, Outcome | None] = {}
-        for tag, request in list(self.unresolved.items()):
-            found = self._find_tagged(request, tag)
+        for tag, lost in list(self.unresolved.items()):
+            find = lost.verify or functools.partial(self._find_tagged, at=lost.at)
+            found = find(lost.request, tag)
+            if found is None and self.monotonic() - lost.since < self.lost_reply_settle:
+                continue  # it may still be executing: it stays counted as open
             out[tag] = found
             del self.unresolved[tag]
             if found is None:
                 self._note("not executed", id=tag)
-                log.warning("%s: request %s whose reply was lost did not execute", self.symbol, tag)
+                log.warning(
+                    "%s: request %s whose reply was lost is not on the terminal %g s after it was sent: "
+                    "taken as not executed",
+                    self.symbol,
+                    tag,
+                    self.lost_reply_settle,
+                )
             else:
                 self._note("recovered", id=tag, retcode=found.retcode, order=found.order)
                 log.warning(
@@ -369,24 +427,40 @@ class TerminalRequests:
                 )
         return out
 
+    def possibly_open(self) -> int:
+        """How many unresolved requests may have opened a position or placed an order: the limits count
+        them as open (``Limits.check``) until they are settled."""
+        return sum(lost.adds_risk for lost in self.unresolved.values())
+
+    def restore_unresolved(self, lost: dict[str, dict]) -> None:
+        """Requests a stopped run left unresolved (id -> the journal's "unresolved" record): looked up again
+        from now on, their settling time counted afresh."""
+        for tag, note in lost.items():
+            request, at = dict(note.get("request") or {}), note.get("at")
+            self.unresolved[tag] = Unresolved(request, None if at is None else int(at), self.monotonic())
+            log.warning(
+                "%s: request %s of the stopped run had no known outcome: looking it up", self.symbol, tag
+            )
+
 
 RECENT_S = 120  # how far back a lost market deal is looked for when the server dropped its comment
 
 
 def _untagged_match(request: dict, deals: list, now: int):
     """The market deal a request made, on a server that keeps no comments: same magic, direction and
-    volume (and position, for a close), without any request id, in the last ``RECENT_S`` seconds. A false
-    match can only hide a request (it is then not sent again), never duplicate one."""
-    if request["action"] != DEAL:
+    volume (and position, for a close), without any request id, at most ``RECENT_S`` seconds before
+    ``now`` (the time the request was sent) or after it. A false match can only hide a request (it is then
+    not sent again), never duplicate one."""
+    if request.get("action") != DEAL:
         return None
     closing = int(request.get("position", 0) or 0)
     for deal in reversed(deals):
         if (
             deal.time >= now - RECENT_S
             and not _TAG.match(deal.comment)
-            and deal.magic == request["magic"]
-            and deal.type == request["type"]
-            and abs(deal.volume - request["volume"]) < 1e-9
+            and deal.magic == request.get("magic")
+            and deal.type == request.get("type")
+            and abs(deal.volume - float(request.get("volume") or 0.0)) < 1e-9
             and (not closing or deal.position_id == closing)
         ):
             return deal
