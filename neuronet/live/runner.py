@@ -40,7 +40,7 @@ from datafeeds.timeframes import Timeframe
 from neuronet.errors import NeuronetError
 from neuronet.live.context import LiveBars, LiveContext
 from neuronet.live.errors import JournalError, LiveError
-from neuronet.live.journal import JOURNAL_VERSION, Journal, json_ready, read_journal
+from neuronet.live.journal import Journal, JournalRecords, json_ready
 from neuronet.live.paper import PaperBroker
 from neuronet.live.quotes import QuoteBounds, QuoteError, check_prices, check_time
 from neuronet.live.rebuild import JournalState, bar_record, history_record, read_state
@@ -141,6 +141,7 @@ class LiveRunner:
         self.summary = LiveSummary(settings.journal)
         self._started = False
         self._market_bar: pd.Timestamp | None = None  # UTC open of the bar the terminal forms, last read
+        self.journal: Journal | None = None  # open while ``run`` runs
 
     # -- terminal calls, surviving drops ------------------------------------------------------------------
     def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
@@ -210,10 +211,13 @@ class LiveRunner:
     def run(self) -> LiveSummary:
         """Run until ``max_bars`` bars closed or Ctrl-C (re-raised after a clean stop)."""
         path = Path(self.s.journal)
-        records = read_journal(path) if path.exists() and path.stat().st_size else []
-        self.journal: Journal | None = None
-        state = self._check_resume(path, records) if records else None
-        self.journal = Journal(path)
+        journal = Journal(path)  # new, or proven a journal: locked for this run, its last line made whole
+        try:
+            state = self._check_resume(path, JournalRecords(path)) if path.stat().st_size else None
+        except BaseException:
+            journal.close()
+            raise
+        self.journal = journal
         try:
             self._start(state)
             self._loop()
@@ -230,8 +234,9 @@ class LiveRunner:
             self.journal.close()
         return self.summary
 
-    def _check_resume(self, path: Path, records: list[dict]) -> JournalState:
-        start, s = records[0], self.s
+    def _check_resume(self, path: Path, records: JournalRecords) -> JournalState:
+        """The state to resume from, read a record at a time; a journal of another run is refused."""
+        start, s = records.start, self.s
         mine = {
             "ea": self.ea_class.__name__,
             "params": json_ready(self._params()),
@@ -239,7 +244,7 @@ class LiveRunner:
             "timeframe": s.timeframe.name,
             "mode": s.mode,
         }
-        theirs = {k: start.get(k) for k in mine}
+        theirs = {k: json_ready(start.get(k)) for k in mine}
         if theirs != mine:
             diff = ", ".join(f"{k} {theirs[k]!r} here {mine[k]!r}" for k in mine if theirs[k] != mine[k])
             raise JournalError(f"journal {path} belongs to another run ({diff}); give a new --journal")
@@ -269,7 +274,6 @@ class LiveRunner:
             self.fs = len(hist)
             self.journal.write(
                 "start",
-                version=JOURNAL_VERSION,
                 ea=self.ea_class.__name__,
                 params=self._params(),
                 symbol=s.symbol,

@@ -157,7 +157,7 @@ def test_a_runaway_line_is_refused_without_reading_it_whole(tmp_path, monkeypatc
     monkeypatch.setattr(journal_module, "MAX_LINE", 2**20)
     path = tmp_path / "j.jsonl"
     with open(path, "wb") as f:
-        f.write(b'{"type": "start", "version": 1}\n')
+        f.write(b'{"type": "start", "format": "neuronet-journal", "version": 1}\n')
         f.write(b"x" * (3 * 2**20))  # a 1 GB line, scaled down: refused at the bound, not read to its end
     with pytest.raises(JournalError, match="line 2: longer than 1 MiB; not a journal"):
         read_journal(path)
