@@ -536,4 +536,18 @@ class LiveRunner:
                 )
                 call_hook(self.ea, "on_deinit", where="at the stop")
         finally:
+            self._warn_unresolved()
             self.journal.write("stop", reason=reason, closed_on_exit=closed, at=pd.Timestamp.now(tz="UTC"))
+
+    def _warn_unresolved(self) -> None:
+        """A live run that stops with requests whose reply was lost and that the terminal has not shown
+        says so (a resumed run looks them up again: ``TerminalTrade.restore_unresolved``)."""
+        ctx = getattr(self, "ctx", None)
+        lost = sorted(getattr(ctx.trading, "unresolved", None) or ()) if ctx is not None else []
+        if lost:
+            message = (
+                f"stopping with {len(lost)} request(s) whose reply was lost and that the terminal does not "
+                f"show yet ({', '.join(lost)}): check the terminal; a resumed run looks them up again"
+            )
+            log.warning("%s", message)
+            self.journal.write("warning", bar=self._bar(), message=message)

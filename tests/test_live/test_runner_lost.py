@@ -123,6 +123,8 @@ def test_a_resumed_live_run_looks_up_what_the_stopped_one_left_unresolved(port, 
     refused = [n for n in _terminal_notes(journal) if n["event"] == "refused"]
     assert refused and "reply was lost" in refused[-1]["reason"]  # held for the rest of the run
     assert sim.state.call_count("order_send") == 1 and sim.state.book.executed == 0
+    said = [r["message"] for r in read_journal(journal) if r["type"] == "warning"]
+    assert any(f"whose reply was lost and that the terminal does not show yet ({lost})" in m for m in said)
     _live(port, sim, journal, bars=3, sleep=sim.sleep, lost_reply_settle=0.0)  # the restart settles it
     notes = _terminal_notes(journal)
     assert [n["event"] for n in notes if n.get("id") == lost][-1] == "not executed"
