@@ -6,11 +6,12 @@ carries the format marker ``"format": "neuronet-journal"``: a file is taken as a
 repaired) only when its first line is such a record, so a token file, a CSV or a binary blob given as
 ``--journal`` is refused and never truncated or appended to.
 
-One rule says what a complete record is, for the reader and for the repair alike (``_record_of``): a line
-that reads as a JSON object of a known ``type``. A last line that lacks its newline (a crash between the
-record and its newline) is therefore read when it is complete, and the writer then adds the newline; a
-last line that is not complete (a crash while writing it) is ignored by the reader with a warning and cut
-off by the writer before it appends. Any other line that is not a record is refused with its number.
+One rule says what a complete record is, for the reader and for the repair alike (``_Line``): a line that
+reads as a JSON object of a known ``type``. A last line that lacks its newline (a crash between the record
+and its newline) is therefore read when it is complete, and the writer then adds the newline; a last line
+that is not JSON at all (a crash while writing it: a JSON object cut anywhere is no JSON) is ignored by the
+reader with a warning and cut off by the writer before it appends. Any other line that is not a record is
+refused with its number, the last one included, and never cut.
 
 Every value written reads back as it was (``json_ready``): NumPy scalars as Python numbers, timestamps as
 ISO text, and NaN and the infinities (which JSON has no numbers for) as ``{"$float": "nan"}``,
@@ -102,27 +103,25 @@ def _encode(record: dict) -> bytes:
 
 
 class _Line:
-    """What one line of a file is: a record, or why not (``error``)."""
+    """What one line of a file is (newline or not), by the one rule the reader and the tail repair share:
+    a complete ``record`` (a JSON object of a known type); ``cut_short``, not JSON at all, which is what a
+    crash while writing leaves (a JSON object cut anywhere is no JSON); or neither, a line that is not a
+    journal's (``error`` says why), refused wherever it is."""
 
     def __init__(self, raw: bytes):
         self.record: dict | None = None
         self.error = ""
+        self.cut_short = False
         try:
             value = json.loads(raw.decode("utf-8"), object_hook=_decoded)
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            self.error = f"not JSON ({exc})"
+            self.error, self.cut_short = f"not JSON ({exc})", True
             return
         if not isinstance(value, dict) or value.get("type") not in TYPES:
             what = value.get("type") if isinstance(value, dict) else type(value).__name__
             self.error = f"unknown record {what!r}"
             return
         self.record = value
-
-
-def _record_of(raw: bytes) -> dict | None:
-    """The complete record ``raw`` holds (a line, newline or not), or None: the one rule of completeness
-    that the reader and the tail repair share."""
-    return _Line(raw).record
 
 
 def _is_header(record: dict | None) -> bool:
@@ -208,23 +207,21 @@ class JournalRecords:
         except OSError as exc:
             raise JournalError(f"cannot read journal {path}: {exc.strerror or exc}") from None
         with f:
-            number, raw = 1, _read_line(f, path, 1)
-            while raw:
-                after = _read_line(f, path, number + 1)
-                if raw.strip():
-                    line = _Line(raw)
-                    if line.record is None and not raw.endswith(b"\n") and not after:
-                        log.warning(
-                            "%s: line %d was cut short (a crash while writing): ignored", path, number
-                        )
-                        return
-                    if line.record is None:
-                        raise JournalError(
-                            f"journal {path} line {number}: {line.error}; not a neuronet journal, or damaged"
-                        )
-                    line.record["_line"] = number
-                    yield line.record
-                number, raw = number + 1, after
+            number = 0
+            while raw := _read_line(f, path, number + 1):
+                number += 1
+                if not raw.strip():
+                    continue
+                line = _Line(raw)
+                if line.cut_short and not raw.endswith(b"\n"):  # only the last line lacks its newline
+                    log.warning("%s: line %d was cut short (a crash while writing): ignored", path, number)
+                    return
+                if line.record is None:
+                    raise JournalError(
+                        f"journal {path} line {number}: {line.error}; not a neuronet journal, or damaged"
+                    )
+                line.record["_line"] = number
+                yield line.record
 
 
 def read_journal(path: str | os.PathLike) -> list[dict]:
@@ -251,9 +248,11 @@ class Journal:
         try:
             self._repair_tail()
             self._file = open(self.path, "ab")  # noqa: SIM115 - kept open for the run
-        except OSError as exc:
+        except BaseException as exc:
             self._lock.release()
-            raise JournalError(f"journal {self.path}: cannot write it ({exc.strerror or exc})") from None
+            if isinstance(exc, OSError):
+                raise JournalError(f"journal {self.path}: cannot write it ({exc.strerror or exc})") from None
+            raise
 
     def _locked(self) -> filelock.BaseFileLock:
         """One writer per journal: a second run on it would interleave records."""
@@ -263,7 +262,9 @@ class Journal:
         except filelock.Timeout:
             raise JournalError(f"journal {self.path} is in use by another run; stop it first") from None
         except OSError as exc:
-            raise JournalError(f"journal {self.path}: cannot write it ({exc.strerror or exc})") from None
+            raise JournalError(
+                f"journal {self.path}: cannot take its lock {self.path}.lock ({exc.strerror or exc})"
+            ) from None
         return lock
 
     def _repair_tail(self) -> None:
@@ -286,12 +287,15 @@ class Journal:
                 mib = MAX_LINE // 2**20
                 raise JournalError(f"journal {self.path}: its last line is longer than {mib} MiB")
             keep = start + cut + 1
-            if _record_of(tail[cut + 1 :]) is not None:
+            last = _Line(tail[cut + 1 :])
+            if last.record is not None:
                 f.seek(size)
                 f.write(b"\n")
-            else:
+            elif last.cut_short:
                 log.warning("%s: dropping a last line cut short (%d bytes)", self.path, size - keep)
                 f.truncate(keep)
+            else:
+                raise JournalError(f"journal {self.path}: its last line is an {last.error}; not repaired")
             f.flush()
             os.fsync(f.fileno())
 

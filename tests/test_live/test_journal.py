@@ -176,6 +176,20 @@ def test_a_complete_last_record_without_its_newline_is_read_and_kept(tmp_path):
     assert path.read_bytes().count(b"\n") == 3
 
 
+def test_a_last_line_that_is_json_but_no_record_is_refused_not_cut(tmp_path):
+    path = tmp_path / "j.jsonl"
+    _start(path)
+    with open(path, "ab") as f:
+        f.write(b'{"type": "launch"}')  # whole JSON, so no crash cut it: someone else's line
+    with pytest.raises(JournalError, match="line 3: unknown record 'launch'"):
+        read_journal(path)
+    before = path.read_bytes()
+    for _ in range(2):  # the refusal let go of the lock: the second try meets the same refusal
+        with pytest.raises(JournalError, match="its last line is an unknown record 'launch'; not repaired"):
+            Journal(path)
+    assert path.read_bytes() == before
+
+
 def test_a_journal_is_read_a_line_at_a_time(tmp_path):
     """A year of ticks is a few hundred MB of journal: a resume or a report reads it with memory bounded by
     its longest line, not by the file (here 20,000 records, each read and dropped in turn)."""
