@@ -1,20 +1,9 @@
 """How one trade request reaches the terminal: ``order_check``, then ``order_send``, requotes retried within
-the deviation, and a lost reply looked up before anything is sent again (a mix-in of ``TerminalTrade``).
+the deviation, and a lost reply handed to ``lost_replies`` (a mix-in of ``TerminalTrade``).
 
 Idempotency: every request carries an id in its comment (``nn`` + 8 hex digits, then the EA's comment, cut
-to the terminal's 31 characters). When ``order_send`` gives no answer (the bridge dropped, the call ran past
-the link's timeout, the terminal answered ``None`` with an IPC error), the request may or may not have
-executed, and it may still be executing: a terminal that answers after the timeout fills it then. The
-positions, pending orders and the deals around the request's time are searched for that id (for a change
-of stops or of an order, the state itself is compared with the one asked for), twice, ``lost_reply_wait``
-seconds apart: found, it is reported as done. Not found, or the terminal cannot be asked, it is **never
-sent again on our own** — that is how one ``buy(0.1)`` became two positions — but answered "request
-canceled by timeout" (10012) with the id and kept in ``unresolved``: the limits count it as an open
-position or order (``possibly_open``), and ``resolve()`` looks it up again at every poll until the
-terminal shows it (journaled "recovered") or, the terminal answering all along, ``lost_reply_settle``
-seconds have passed since it was sent without it appearing (journaled "not executed"). A server that drops
-request comments is met by a second rule: an untagged market deal of the same magic, direction and volume
-in the two minutes before the look counts as the request's (``_untagged_match``).
+to the terminal's 31 characters) and is sent once. When ``order_send`` gives no answer, the request's fate
+is ``lost_replies``' to find out: found on the terminal, or kept unresolved (10012) — never sent again.
 
 Requotes (10004) and "prices changed" (10020): the request is sent again at the new price as long as that
 price lies within ``deviation`` points of the price the EA decided at, at most ``requote_retries`` times;
@@ -34,27 +23,28 @@ with its one-line retcode message.
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from datafeeds.terminal_errors import TerminalError, error_from_last_error
 from neuronet.errors import NeuronetError
 from neuronet.live import retcodes
 from neuronet.live.journal import json_ready
-from neuronet.live.quotes import QuoteError, quote_of
+
+if TYPE_CHECKING:
+    from neuronet.live.lost_replies import LostReplies, Verify
 
 log = logging.getLogger(__name__)
 
 DEAL, PENDING, SLTP, MODIFY, REMOVE, CLOSE_BY = 1, 5, 6, 7, 8, 10
 ACTIONS = {1: "deal", 5: "pending", 6: "sltp", 7: "modify", 8: "remove", 10: "close_by"}
 COMMENT_MAX = 31  # characters the terminal keeps of a request's comment
-_TAG = re.compile(r"^nn[0-9a-f]{8}(?: |$)")
+TAG = re.compile(r"^nn[0-9a-f]{8}(?: |$)")
 IPC_ERRORS = -10000  # last_error() codes at or below this are the link's, not the trade server's
 RES_S_OK = 1  # last_error() after a call that found nothing
 
@@ -112,28 +102,6 @@ class Outcome:
         return self.retcode in retcodes.SUCCESS
 
 
-Verify = Callable[[dict, str], "Outcome | None"]  # finds what became of a request (its id) on the terminal
-
-
-@dataclass(frozen=True)
-class Unresolved:
-    """A request whose reply was lost and that the terminal has not shown yet: ``request`` as sent, ``at``
-    the server time (broker seconds) it was sent at, where its deal is looked for (None: not known),
-    ``since`` the local ``monotonic`` time it was sent at, and ``verify``, how it is looked up (None: by
-    its id, ``_find_tagged``)."""
-
-    request: dict
-    at: int | None
-    since: float
-    verify: Verify | None = None
-
-    @property
-    def adds_risk(self) -> bool:
-        """It may have opened a position (a market deal that closes none) or placed a pending order."""
-        action = self.request.get("action")
-        return action == PENDING or (action == DEAL and not self.request.get("position"))
-
-
 def new_tag() -> str:
     return "nn" + secrets.token_hex(4)
 
@@ -144,7 +112,7 @@ def tagged(tag: str, comment: str) -> str:
 
 def user_comment(comment: str) -> str:
     """The EA's own comment, without the request id neuronet put in front of it."""
-    return _TAG.sub("", comment, count=1)
+    return TAG.sub("", comment, count=1)
 
 
 class TradeSetupError(NeuronetError, ValueError):
@@ -161,10 +129,7 @@ class TerminalRequests:
     retries: int
     backoff: float
     requote_retries: int
-    lost_reply_wait: float
-    lost_reply_settle: float
-    monotonic: Callable[[], float]
-    unresolved: dict[str, Unresolved]
+    lost: LostReplies
     _quote_time: int | None
     _record: Callable[[dict], None] | None
 
@@ -232,7 +197,7 @@ class TerminalRequests:
                 retcodes.message(out.retcode),
             )
         else:
-            what = "outcome unknown" if tag in self.unresolved else "refused"
+            what = "outcome unknown" if tag in self.lost.unresolved else "refused"
             log.warning(
                 "%s %s %s: %s (%s)", self.symbol, action, what, out.reason, retcodes.message(out.retcode)
             )
@@ -290,11 +255,11 @@ class TerminalRequests:
         try:
             answer, error = self.link.call("order_send", request)
         except TerminalError as exc:
-            return self._after_lost(request, tag, verify, at, str(exc))
+            return self.lost.after_lost(request, tag, verify, at, str(exc))
         if answer is None:
             code, message = error or (0, "no answer")
             if code <= IPC_ERRORS:
-                return self._after_lost(request, tag, verify, at, f"{code} {message}")
+                return self.lost.after_lost(request, tag, verify, at, f"{code} {message}")
             return Outcome(retcodes.INVALID, f"order_send() answered None ({code} {message})")
         return Outcome(
             int(answer.retcode),
@@ -306,162 +271,3 @@ class TerminalRequests:
             bid=float(answer.bid),
             ask=float(answer.ask),
         )
-
-    def _after_lost(
-        self, request: dict, tag: str, verify: Verify | None, at: int | None, why: str
-    ) -> Outcome:
-        """What became of a request whose reply was lost: its outcome when the terminal shows it within two
-        looks, else "request canceled by timeout" (10012) with the request kept in ``unresolved``. Never
-        sent again: it may have executed, or be executing still (a terminal answering after the timeout)."""
-        log.warning(
-            "%s: no reply to request %s (%s); looking it up, it is not sent again",
-            self.symbol,
-            tag,
-            why,
-        )
-        find = verify or functools.partial(self._find_tagged, at=at)
-        for look in range(2):
-            if look:
-                time.sleep(self.lost_reply_wait)
-            try:
-                found = find(request, tag)
-            except (TerminalError, QuoteError) as exc:  # not asked, or no server time to search by
-                return self._keep_unresolved(
-                    request, tag, verify, at, f"the terminal cannot be asked whether it executed ({exc})"
-                )
-            if found is not None:
-                self._note("recovered", id=tag, retcode=found.retcode, order=found.order)
-                return found
-        return self._keep_unresolved(request, tag, verify, at, "the terminal does not show it (yet)")
-
-    def _keep_unresolved(
-        self, request: dict, tag: str, verify: Verify | None, at: int | None, why: str
-    ) -> Outcome:
-        self.unresolved[tag] = Unresolved(dict(request), at, self.monotonic(), verify)
-        self._note("unresolved", id=tag, reason=why, request=request, at=at)
-        return Outcome(
-            retcodes.TIMEOUT,
-            f"no reply to request {tag} and {why}; not sent again: it counts as open until the terminal "
-            f"shows it, or shows nothing of it for {self.lost_reply_settle:g} s",
-        )
-
-    # -- finding a request by its id -------------------------------------------------------------------------
-    def _find_tagged(self, request: dict, tag: str, at: int | None = None) -> Outcome | None:
-        """The deal, position or pending order that carries ``tag`` in its comment (or, on a server that
-        drops comments, the market deal ``_untagged_match`` finds); deals are searched a day either side
-        of ``at``, the server time the request was sent at (default: the quote's time now)."""
-        now = (
-            at
-            if at is not None
-            else quote_of(self.symbol, self._read("symbol_info_tick", self.symbol, none_ok=True))[0]
-        )
-        deals = [
-            d
-            for d in self._read("history_deals_get", now - 86400, now + 86400) or ()
-            if d.symbol == self.symbol
-        ]
-        deal = next((d for d in deals if d.comment.startswith(tag)), None) or _untagged_match(
-            request, deals, now
-        )
-        if deal is not None:
-            return Outcome(
-                retcodes.DONE,
-                "found after a lost reply",
-                int(deal.order),
-                int(deal.ticket),
-                float(deal.price),
-                float(deal.volume),
-                int(deal.position_id),
-            )
-        for pos in self._read("positions_get", symbol=self.symbol) or ():
-            if pos.comment.startswith(tag):
-                return Outcome(
-                    retcodes.DONE,
-                    "found after a lost reply",
-                    int(pos.ticket),
-                    0,
-                    float(pos.price_open),
-                    float(pos.volume),
-                    int(pos.ticket),
-                )
-        for order in self._read("orders_get", symbol=self.symbol) or ():
-            if order.comment.startswith(tag):
-                return Outcome(
-                    retcodes.PLACED,
-                    "found after a lost reply",
-                    int(order.ticket),
-                    0,
-                    float(order.price_open),
-                    float(order.volume_current),
-                )
-        return None
-
-    def resolve(self) -> dict[str, Outcome | None]:
-        """Look up again the requests whose reply was lost (``unresolved``; the runner calls this at every
-        poll, the limits before every request that adds risk). One the terminal shows is recorded as
-        "recovered"; one it still does not show ``lost_reply_settle`` seconds after it was sent is recorded
-        as "not executed"; either leaves ``unresolved``, the others stay. Returns id -> outcome of those
-        settled now (None: it did not execute). Raises ``TerminalError`` while the terminal cannot be asked
-        (``QuoteError`` while its quote, the server's time, is garbage), keeping them for the next try."""
-        out: dict[str, Outcome | None] = {}
-        for tag, lost in list(self.unresolved.items()):
-            find = lost.verify or functools.partial(self._find_tagged, at=lost.at)
-            found = find(lost.request, tag)
-            if found is None and self.monotonic() - lost.since < self.lost_reply_settle:
-                continue  # it may still be executing: it stays counted as open
-            out[tag] = found
-            del self.unresolved[tag]
-            if found is None:
-                self._note("not executed", id=tag)
-                log.warning(
-                    "%s: request %s whose reply was lost is not on the terminal %g s after it was sent: "
-                    "taken as not executed",
-                    self.symbol,
-                    tag,
-                    self.lost_reply_settle,
-                )
-            else:
-                self._note("recovered", id=tag, retcode=found.retcode, order=found.order)
-                log.warning(
-                    "%s: request %s whose reply was lost did execute (#%s)", self.symbol, tag, found.order
-                )
-        return out
-
-    def possibly_open(self) -> int:
-        """How many unresolved requests may have opened a position or placed an order: the limits count
-        them as open (``Limits.check``) until they are settled."""
-        return sum(lost.adds_risk for lost in self.unresolved.values())
-
-    def restore_unresolved(self, lost: dict[str, dict]) -> None:
-        """Requests a stopped run left unresolved (id -> the journal's "unresolved" record): looked up again
-        from now on, their settling time counted afresh."""
-        for tag, note in lost.items():
-            request, at = dict(note.get("request") or {}), note.get("at")
-            self.unresolved[tag] = Unresolved(request, None if at is None else int(at), self.monotonic())
-            log.warning(
-                "%s: request %s of the stopped run had no known outcome: looking it up", self.symbol, tag
-            )
-
-
-RECENT_S = 120  # how far back a lost market deal is looked for when the server dropped its comment
-
-
-def _untagged_match(request: dict, deals: list, now: int):
-    """The market deal a request made, on a server that keeps no comments: same magic, direction and
-    volume (and position, for a close), without any request id, at most ``RECENT_S`` seconds before
-    ``now`` (the time the request was sent) or after it. A false match can only hide a request (it is then
-    not sent again), never duplicate one."""
-    if request.get("action") != DEAL:
-        return None
-    closing = int(request.get("position", 0) or 0)
-    for deal in reversed(deals):
-        if (
-            deal.time >= now - RECENT_S
-            and not _TAG.match(deal.comment)
-            and deal.magic == request.get("magic")
-            and deal.type == request.get("type")
-            and abs(deal.volume - float(request.get("volume") or 0.0)) < 1e-9
-            and (not closing or deal.position_id == closing)
-        ):
-            return deal
-    return None

@@ -46,6 +46,7 @@ from datafeeds.clock import BrokerClock
 from datafeeds.terminal_errors import TerminalError, UnknownSymbolError
 from neuronet.live import retcodes
 from neuronet.live.limits import Limits, Request, TradeState
+from neuronet.live.lost_replies import LostReplies
 from neuronet.live.quotes import QuoteBounds, QuoteError, quote_of, refused_at_bad_quote
 from neuronet.live.terminal_orders import GTC, KINDS, SPECIFIED, PendingOrders
 from neuronet.live.terminal_requests import (
@@ -56,7 +57,6 @@ from neuronet.live.terminal_requests import (
     SymbolSpec,
     TerminalRequests,
     TradeSetupError,
-    Unresolved,
     user_comment,
 )
 from strategies.trade import Account, Order, Position
@@ -107,12 +107,18 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         self.limits, self.deviation, self._record = limits, int(deviation), record
         self.clock, self.bar_of = clock, bar_of
         self.retries, self.backoff = int(retries), float(backoff)
-        self.requote_retries, self.lost_reply_wait = int(requote_retries), float(lost_reply_wait)
-        self.lost_reply_settle, self.monotonic = float(lost_reply_settle), monotonic
+        self.requote_retries = int(requote_retries)
+        self.lost = LostReplies(
+            self.symbol,
+            self._read,
+            self._note,
+            wait=lost_reply_wait,
+            settle=lost_reply_settle,
+            monotonic=monotonic,
+        )
         self.market = market
         self.last_retcode = 0
         self.magics = {self.magic}
-        self.unresolved: dict[str, Unresolved] = {}  # request id -> request whose outcome is not known yet
         self._spec: SymbolSpec | None = None
         self._halted_day: int | None = None
         self._quote_time: int | None = None  # broker seconds of the last quote checked (a request's time)
@@ -246,9 +252,9 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         """The reason a request adding ``lots`` of risk is refused by the limits, or None."""
         if self.limits is None:
             return None
-        if self.unresolved:  # what the terminal now shows of them counts once, as positions and orders
+        if self.lost.unresolved:  # what the terminal now shows of them counts once, as positions and orders
             try:
-                self.resolve()
+                self.lost.resolve()
             except (TerminalError, QuoteError) as exc:
                 log.warning("%s: requests whose reply was lost cannot be looked up: %s", self.symbol, exc)
         day = self.server_day()
@@ -259,7 +265,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
                 "%s: daily loss limit reached (today's P&L %.2f): no new orders today", self.symbol, pnl
             )
             self._note("halted", day_pnl=pnl, limit=self.limits.max_daily_loss, day=day)
-        lost = self.possibly_open()
+        lost = self.lost.possibly_open()
         held = len(self.positions()) + len(self.orders()) + lost
         state = TradeState(held, pnl, self._halted_day == day, lost)
         return self.limits.check(Request(self.symbol, lots), state)
@@ -275,6 +281,23 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             self.symbol,
             pd.Timestamp(int(day) * 86400, unit="s").date(),
         )
+
+    # -- requests whose reply was lost (``lost_replies``) --------------------------------------------------
+    @property
+    def unresolved(self) -> dict:
+        """Request id -> request whose reply was lost and that the terminal has not shown yet."""
+        return self.lost.unresolved
+
+    def resolve(self) -> dict[str, Outcome | None]:
+        """Look the unresolved requests up again (``LostReplies.resolve``): the runner calls it each poll."""
+        return self.lost.resolve()
+
+    def possibly_open(self) -> int:
+        return self.lost.possibly_open()
+
+    def restore_unresolved(self, lost: dict[str, dict]) -> None:
+        """Take over the requests a stopped run left unresolved (``LostReplies.restore``)."""
+        self.lost.restore(lost)
 
     def _only_reduces(self, side: int, volume: float) -> bool:
         """On a netting account, a market order against the position that does not reverse it only takes
@@ -416,7 +439,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             alive = {p.ticket for p in self.positions()}
             if ticket not in alive or opposite not in alive:
                 return Outcome(retcodes.DONE, "found closed after a lost reply")
-            return self._find_tagged(req, tag)
+            return self.lost.find_tagged(req, tag)
 
         return self._submit(request, verify).ok
 
