@@ -129,3 +129,19 @@ def test_a_resumed_live_run_looks_up_what_the_stopped_one_left_unresolved(port, 
     notes = _terminal_notes(journal)
     assert [n["event"] for n in notes if n.get("id") == lost][-1] == "not executed"
     assert sim.state.call_count("order_send") == 2 and len(sim.state.book.positions) == 1  # then bought
+
+
+def test_a_request_recovered_later_is_a_trade_of_the_report_not_a_rejected_one(port, sim, tmp_path):
+    from neuronet.live.report import journal_result
+
+    journal = tmp_path / "live.jsonl"
+    sim.state.book.configure(lost_replies=(-10005,))  # it executes, its reply is lost...
+    # ...and the look-up fails: its first read (the first is today's P&L, read by the limits)
+    sim.state.configure(fail=(("history_deals_get", 2, -10004),))
+    _live(port, sim, journal, bars=4, sleep=sim.sleep, retries=0)
+    events = [n["event"] for n in _terminal_notes(journal)]
+    assert events[:4] == ["request", "unresolved", "result", "recovered"]
+    source = TerminalSource("127.0.0.1", port, retries=0, timeout=10.0)
+    OPEN_SOURCES.append(source)
+    got = journal_result(journal, source)
+    assert got.rejected == [] and len(got.trades) == 1  # the position, closed at the end in the report
