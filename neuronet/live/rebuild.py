@@ -155,7 +155,7 @@ def read_state(path: str, records: Iterable[dict], *, paper: bool | None = None)
             _lost_reply(state.unresolved, rec.get("terminal") or {})
         except JournalError:
             raise
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a field of the wrong kind
             raise JournalError(f"{where} line {line}: {kind} record cannot be read ({exc})") from None
     if closed:
         run = _frame(closed.columns, closed.times, meta, where)

@@ -33,7 +33,7 @@ from typing import Any
 import pandas as pd
 
 from backtests.broker import AccountConfig
-from datafeeds.candles import meta_of
+from datafeeds.candles import CandleMeta, meta_of
 from datafeeds.terminal import TerminalSource
 from datafeeds.terminal_errors import TerminalConnectionError, TerminalError, UnknownSymbolError
 from datafeeds.timeframes import Timeframe
@@ -142,6 +142,17 @@ class LiveRunner:
         self._started = False
         self._market_bar: pd.Timestamp | None = None  # UTC open of the bar the terminal forms, last read
         self.journal: Journal | None = None  # open while ``run`` runs
+        # Set when the run starts (``_start``), fresh or from the journal:
+        self.meta: CandleMeta | None = None  # the bars' symbol, digits and broker clock
+        self.fs = 0  # the first live bar (the history's length)
+        self.broker: PaperBroker | None = None  # the paper account (None on a live account)
+        self.bars: LiveBars | None = None  # the closed bars and the EA's indicators
+        self.ea: ExpertAdvisor | None = None
+        self.ctx: LiveContext | None = None  # the EA's trade context
+        self.forming: tuple[int, pd.Timestamp] | None = None  # the bar decided on and not closed yet
+        self.decided: set[int] = set()  # bars whose on_bar finished
+        self._last_refusal: str | None = None  # the quote refusal last journaled (not repeated)
+        self._last_quote: tuple[float, float] | None = None  # the last quote on_tick saw
 
     # -- terminal calls, surviving drops ------------------------------------------------------------------
     def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
@@ -169,10 +180,9 @@ class LiveRunner:
     def quote_bounds(self) -> QuoteBounds | None:
         """What a quote is checked against now (``quotes.QuoteBounds``): the bar the terminal is forming
         as last read, and the price band of the closed bars; None before the first bars are known."""
-        bars = getattr(self, "bars", None)
-        if self._market_bar is None or bars is None or not len(bars.feed):
+        if self._market_bar is None or self.bars is None or not len(self.bars.feed):
             return None
-        feed = bars.feed
+        feed = self.bars.feed
         return QuoteBounds.of(
             feed.column("high"),
             feed.column("low"),
@@ -202,7 +212,7 @@ class LiveRunner:
     def _refused_quote(self, exc: QuoteError, then: str) -> None:
         """Log and journal a refused quote (once while the same refusal repeats look after look)."""
         message = f"{exc}: {then}"
-        if message != getattr(self, "_last_refusal", None):
+        if message != self._last_refusal:
             log.warning("%s", message)
             self.journal.write("warning", bar=self._bar(), message=message)
         self._last_refusal = message
@@ -287,8 +297,7 @@ class LiveRunner:
             )
             self.journal.write("history", **history_record(hist))
             self.broker = PaperBroker(hist, self.meta.point, s.account) if s.mode == "paper" else None
-            self.forming: tuple[int, pd.Timestamp] | None = None
-            self.decided: set[int] = set()
+            self.forming, self.decided = None, set()
             first_open = fetched.final_until
         else:
             self.summary.resumed = True
@@ -495,7 +504,7 @@ class LiveRunner:
             self._refused_quote(exc, "no on_tick at it")
             return
         self._last_refusal = None
-        if getattr(self, "_last_quote", None) == (bid, ask):
+        if self._last_quote == (bid, ask):
             return
         self._last_quote = (bid, ask)
         if self.broker is not None:
@@ -522,7 +531,7 @@ class LiveRunner:
 
     def _finish(self, reason: str, deinit: bool = True) -> None:
         """Stop cleanly: positions left open unless ``close_on_exit``; ``on_deinit``; a stop record."""
-        if not hasattr(self, "ea") or self.journal is None:
+        if self.ea is None or self.ctx is None or self.journal is None:  # stopped before on_init
             if self.journal is not None:
                 self.journal.write("stop", reason=reason, at=pd.Timestamp.now(tz="UTC"))
             return
@@ -542,7 +551,7 @@ class LiveRunner:
     def _warn_unresolved(self) -> None:
         """A live run that stops with requests whose reply was lost and that the terminal has not shown
         says so (a resumed run looks them up again: ``TerminalTrade.restore_unresolved``)."""
-        ctx = getattr(self, "ctx", None)
+        ctx = self.ctx
         lost = sorted(getattr(ctx.trading, "unresolved", None) or ()) if ctx is not None else []
         if lost:
             message = (

@@ -64,3 +64,19 @@ def test_a_foreign_file_given_as_journal_is_refused_and_left_as_it_was(port, sim
     res = neuronet("live", "SmaCrossEA", "--journal", str(path), "-o", f"port={port}", cwd=tmp_path)
     assert res.returncode == 2 and "not a neuronet journal" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and path.read_bytes() == content
+
+
+@pytest.mark.parametrize(
+    "note", ['"garbage"', "[1]", '{"event": "unresolved"}', '{"event": "halted", "day": "x"}']
+)
+def test_a_terminal_record_of_the_wrong_shape_is_refused_with_its_line(port, sim, tmp_path, note):
+    from neuronet.live.journal import JournalRecords
+    from neuronet.live.rebuild import read_state
+
+    journal = tmp_path / "run.jsonl"
+    runner(port, sim, journal, max_bars=2).run()
+    lines = len(read_journal(journal))
+    with open(journal, "a") as f:
+        f.write(f'{{"type": "request", "source": "terminal", "terminal": {note}}}\n')
+    with pytest.raises(JournalError, match=f"line {lines + 1}: request record cannot be read"):
+        read_state(str(journal), JournalRecords(journal), paper=False)
