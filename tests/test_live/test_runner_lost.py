@@ -93,14 +93,14 @@ def _terminal_notes(journal) -> list[dict]:
 def test_a_live_run_whose_order_is_answered_late_holds_one_position(port, sim, tmp_path):
     """``--max-positions 1``: the order answered after the timeout is never sent again, the EA's next
     buys are refused while it is unresolved, and once the terminal shows it the run holds one position."""
-    sim.state.configure(delay=(("order_send", 4.0),))
+    sim.state.configure(delay=(("order_send", 5.0),))
 
-    def sleep(_):
-        sim.sleep(0)
-        time.sleep(0.25)  # real time passes too: the terminal fills the late request meanwhile
+    def sleep(_):  # a poll: ten minutes of the terminal's time, a quarter second of real time
+        sim.market.advance(600)
+        time.sleep(0.25)  # the terminal fills the late request meanwhile, a few hours later in its time
 
     journal = tmp_path / "live.jsonl"
-    _live(port, sim, journal, bars=30, sleep=sleep)
+    _live(port, sim, journal, bars=8, sleep=sleep)
     book = sim.state.book
     assert book.executed == 1 and len(book.positions) == 1 and sim.state.call_count("order_send") == 1
     notes = _terminal_notes(journal)
