@@ -246,9 +246,17 @@ def _terminal_trading(limits: dict, kill_switch: Path | None, deviation: int) ->
     """The terminal trade context of ``--live`` (``neuronet.live.terminal_trade``) under its limits."""
     checked = Limits(**limits, kill_switch=kill_switch)
 
-    def make(source: TerminalSource, symbol: str, magic: int, record: Any) -> TerminalTrade:
-        return TerminalTrade(source, symbol, magic=magic, limits=checked, deviation=deviation, record=record,
-                             clock=source.clock)
+    def make(source: TerminalSource, symbol: str, magic: int, record: Any, *, market: Any) -> TerminalTrade:
+        return TerminalTrade(
+            source,
+            symbol,
+            magic=magic,
+            limits=checked,
+            deviation=deviation,
+            record=record,
+            clock=source.clock,
+            market=market,
+        )
 
     return make
 

@@ -11,6 +11,7 @@ made at the stop falls there), in the journal's broker clock.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,8 +38,9 @@ class RunIdentity:
     leverage: float
 
 
-def run_identity(path: str, records: list[dict]) -> RunIdentity:
-    """The magic numbers of the run (the EA's, and any its requests carried) and its account at the start."""
+def run_identity(path: str, records: Iterable[dict]) -> RunIdentity:
+    """The magic numbers of the run (the EA's, and any its requests carried) and its account at the start
+    (``records`` is passed over twice: a ``JournalRecords`` reads it again from disk)."""
     account = next((r for r in records if r["type"] == "account"), None)
     if account is None:
         raise JournalError(
@@ -60,7 +62,7 @@ def run_identity(path: str, records: list[dict]) -> RunIdentity:
         ) from None
 
 
-def stop_changes(path: str, records: list[dict]) -> list[StopChange]:
+def stop_changes(path: str, records: Iterable[dict]) -> list[StopChange]:
     """The run's successful ``sltp`` requests (the EA's ``modify``), from the terminal's records in the
     journal: a request's id, position and levels, its success from its result or, after a lost reply,
     from its recovery; its time is that of the EA's call it came from."""
@@ -96,7 +98,7 @@ def _read(source: Any, name: str, *args: Any, **kwargs: Any) -> Any:
 
 
 def terminal_ledger(
-    path: str, records: list[dict], state: JournalState, source: Any
+    path: str, records: Iterable[dict], state: JournalState, source: Any
 ) -> tuple[TerminalLedger, AccountConfig, RunIdentity]:
     """The run's ``TerminalLedger``, booked from the terminal behind ``source`` (``TerminalSource`` or any
     object with its ``call``), and the account it was scored with."""

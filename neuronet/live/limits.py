@@ -5,7 +5,8 @@
 
 - ``max_lots``: the most lots one order may carry (after rounding to the symbol's step);
 - ``max_positions``: open positions plus working pending orders of this EA (a pending order may become a
-  position at any tick, so it counts before it does);
+  position at any tick, so it counts before it does), plus the requests whose reply was lost and that the
+  terminal has not shown yet (each may have opened a position: it counts until it is found or settled);
 - ``max_daily_loss``: deposit currency; once today's P&L of this EA (closed deals plus open positions'
   floating profit, the server's day) reaches ``-max_daily_loss``, new orders are refused until the server
   day ends, even if the loss shrinks again (``TradeState.halted`` carries that; the journal carries the day
@@ -40,12 +41,14 @@ class Request:
 
 @dataclass(frozen=True)
 class TradeState:
-    """The EA's state when a request is checked: its open positions plus pending orders, today's P&L in
-    deposit currency, and whether the daily loss limit was already reached today."""
+    """The EA's state when a request is checked: its open positions plus pending orders (``exposures``,
+    of which ``unresolved`` are requests whose reply was lost, counted as open), today's P&L in deposit
+    currency, and whether the daily loss limit was already reached today."""
 
     exposures: int
     day_pnl: float
     halted: bool = False
+    unresolved: int = 0
 
 
 @dataclass(frozen=True)
@@ -108,8 +111,13 @@ class Limits:
         if request.lots > self.max_lots + 1e-9:
             return f"{request.lots:g} lots exceed the limit of {self.max_lots:g} lots per order"
         if state.exposures >= self.max_positions:
+            lost = (
+                f" (counting {state.unresolved} request(s) whose reply was lost, not on the terminal yet)"
+                if state.unresolved
+                else ""
+            )
             return (
-                f"{state.exposures} open positions and pending orders already: the limit is "
+                f"{state.exposures} open positions and pending orders already{lost}: the limit is "
                 f"{self.max_positions}"
             )
         return None

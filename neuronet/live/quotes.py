@@ -1,9 +1,17 @@
 """A quote from the terminal is checked before anything is decided or filled at it.
 
 A terminal (or a bridge, or a broker's feed) can answer ``symbol_info_tick`` with None, a NaN or zero
-price, an ask below the bid, or a time nowhere near the bar being traded. Such a quote is refused here
-(``QuoteError``): the runner journals and logs the refusal and waits for the next look, and a live trade
-request made at it is refused with "no quotes" (10021), so a quote refused is never a fill.
+price, an ask below the bid, a time nowhere near the bar being traded, or a price nowhere near the bars
+(bid 11.70 while the bars trade at 1.17: a feed that lost a decimal, a symbol mixed up). Such a quote is
+refused here (``QuoteError``): the runner journals and logs the refusal and waits for the next look, and a
+live trade request made at it is refused with "no quotes" (10021), so a quote refused is never a fill.
+
+The price bound (``QuoteBounds``): let the recent range be the highest high minus the lowest low of the
+last ``BAND_BARS`` closed bars, or of the last server day of bars when that is more of them (an M1 run
+looks at 1440), and at least ``BAND_FLOOR`` of the last close (a flat history). A bid or an ask more than
+``BAND_WIDTHS`` recent ranges below that low or above that high is refused. On EURUSD H1 that leaves
+about 2-6 cents on either side of four days' range: a real gap or a news spike passes, a price 10x or a
+tenth of the bars' does not.
 """
 
 from __future__ import annotations
@@ -11,8 +19,10 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from neuronet.live.errors import LiveError
@@ -43,6 +53,53 @@ def check_time(symbol: str, when: pd.Timestamp, bar_open: pd.Timestamp, bar_seco
         raise QuoteError(f"{symbol} quote at {when}: older than the bar opened at {bar_open} (stale)")
     if when >= bar_open + 2 * step:
         raise QuoteError(f"{symbol} quote at {when}: in the future of the bar opened at {bar_open}")
+
+
+BAND_BARS = 100  # closed bars the recent range is taken over (at least; a server day of bars when more)
+BAND_WIDTHS = 2.0  # how many recent ranges a quote may lie beyond it
+BAND_FLOOR = 0.01  # the recent range is taken as at least this share of the last close
+
+
+@dataclass(frozen=True)
+class QuoteBounds:
+    """What a quote must agree with: the bar the terminal is forming (its time, UTC) and the price band the
+    recent closed bars allow (``low``..``high``, see the module docstring). The runner keeps one up to date
+    as bars close; a live trade context checks every quote a request reads against it."""
+
+    bar_open: pd.Timestamp
+    bar_seconds: int
+    low: float
+    high: float
+
+    @classmethod
+    def of(
+        cls, highs: np.ndarray, lows: np.ndarray, last_close: float, bar_open: pd.Timestamp, bar_seconds: int
+    ) -> QuoteBounds:
+        """The bounds after closed bars with these ``highs`` and ``lows`` (oldest first, (N,))."""
+        n = max(BAND_BARS, 86400 // max(int(bar_seconds), 1))
+        hi, lo = float(np.max(highs[-n:])), float(np.min(lows[-n:]))
+        span = max(hi - lo, BAND_FLOOR * float(last_close))
+        return cls(bar_open, int(bar_seconds), lo - BAND_WIDTHS * span, hi + BAND_WIDTHS * span)
+
+    def check(self, symbol: str, when: pd.Timestamp, bid: float, ask: float) -> None:
+        """A ``QuoteError`` unless the quote's time fits the forming bar and its prices the band."""
+        check_time(symbol, when, self.bar_open, self.bar_seconds)
+        self.check_prices(symbol, bid, ask)
+
+    def check_prices(self, symbol: str, bid: float, ask: float) -> None:
+        """A ``QuoteError`` when the bid or the ask lies outside the band of the recent bars."""
+        if bid < self.low or ask > self.high:
+            raise QuoteError(
+                f"{symbol} quote bid {bid:.10g} ask {ask:.10g}: far from the recent bars (a quote must lie "
+                f"within {self.low:.10g} .. {self.high:.10g})"
+            )
+
+    def server_day(self, quote_seconds: int, bar_open_broker: int) -> int:
+        """The server day a request made at a quote stamped ``quote_seconds`` (broker time) belongs to: the
+        day of that time held within the bar the terminal is forming (opened at ``bar_open_broker``), so a
+        quote stamped a day ahead (or behind) cannot move the day a daily limit counts by."""
+        end = bar_open_broker + self.bar_seconds - 1
+        return min(max(int(quote_seconds), bar_open_broker), end) // 86400
 
 
 def quote_of(symbol: str, tick: Any) -> tuple[int, float, float]:

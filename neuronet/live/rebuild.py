@@ -9,6 +9,7 @@ or written by another version, and is refused.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +37,7 @@ class JournalState:
     broker: PaperBroker | None = None  # paper runs only
     stopped: dict | None = None  # the last stop record
     halted_day: int | None = None  # live: the last server day the daily loss limit was reached on
+    unresolved: dict[str, dict] = field(default_factory=dict)  # live: lost replies not settled (id -> note)
 
 
 def history_record(bars: pd.DataFrame) -> dict:
@@ -49,6 +51,32 @@ def bar_record(t: int, when: pd.Timestamp, row: pd.Series, **extra) -> dict:
     return {"bar": t, "time": when, **{c: float(row[c]) for c in COLUMNS}, **extra}
 
 
+class _Closed:
+    """The bars a journal records as closed, kept as columns of floats (not as records) while it is read."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list[float]] = {c: [] for c in COLUMNS}
+        self.times: list[pd.Timestamp] = []
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def append(self, rec: dict, when: pd.Timestamp) -> None:
+        for c in COLUMNS:
+            self.columns[c].append(float(rec[c]))
+        self.times.append(when)
+
+
+def _lost_reply(unresolved: dict[str, dict], note: dict) -> None:
+    """Follow the terminal's requests whose reply was lost: "unresolved" until "recovered" or "not
+    executed" (a resumed live run looks the rest up again, ``TerminalTrade.restore_unresolved``)."""
+    event = note.get("event")
+    if event == "unresolved":
+        unresolved[str(note["id"])] = note
+    elif event in ("recovered", "not executed"):
+        unresolved.pop(str(note.get("id")), None)
+
+
 def _frame(columns: dict, times: list, meta: CandleMeta, where: str) -> pd.DataFrame:
     try:
         index = pd.to_datetime(times, utc=True)
@@ -57,9 +85,11 @@ def _frame(columns: dict, times: list, meta: CandleMeta, where: str) -> pd.DataF
         raise JournalError(f"{where}: bars cannot be read ({type(exc).__name__}: {exc})") from None
 
 
-def read_state(path: str, records: list[dict], *, paper: bool | None = None) -> JournalState:
-    """Walk the records of one journal (``journal.read_journal``) into a ``JournalState``."""
-    start = records[0]
+def read_state(path: str, records: Iterable[dict], *, paper: bool | None = None) -> JournalState:
+    """Walk the records of one journal (``journal.JournalRecords``, read once, a record at a time; a list
+    will do) into a ``JournalState``."""
+    records = iter(records)
+    start = next(records)
     where = f"journal {path}"
     try:
         meta = CandleMeta.from_dict(start["meta"])
@@ -67,7 +97,7 @@ def read_state(path: str, records: list[dict], *, paper: bool | None = None) -> 
         fs = int(start["forward_start"])
     except (KeyError, TypeError, ValueError) as exc:
         raise JournalError(f"{where} line 1: the start record is incomplete ({exc})") from None
-    history = next((r for r in records if r["type"] == "history"), None)
+    history = next((r for r in records if r["type"] == "history"), None)  # the record after the start
     if history is None:
         raise JournalError(f"{where}: no history record (the run stopped before its first bar)")
     hist = _frame(history, [pd.Timestamp(int(s), unit="s", tz="UTC") for s in history.get("time", [])], meta,
@@ -76,10 +106,10 @@ def read_state(path: str, records: list[dict], *, paper: bool | None = None) -> 
         raise JournalError(f"{where} line {history['_line']}: {len(hist)} history bars, the start says {fs}")
     paper = start.get("mode") == "paper" if paper is None else paper
     broker = PaperBroker(hist, meta.point, account) if paper else None
-    closed: list[dict] = []
+    closed = _Closed()
     state = JournalState(path, start, meta, hist, fs, broker=broker)
     pending_result: dict | None = None
-    for rec in records[1:]:
+    for rec in records:
         kind, line = rec["type"], rec["_line"]
         try:
             if kind == "open":
@@ -100,7 +130,7 @@ def read_state(path: str, records: list[dict], *, paper: bool | None = None) -> 
                 value = getattr(broker, rec["call"])(*replay_args(rec["call"], rec.get("args", [])))
                 pending_result = {"value": json_ready(value), "retcode": broker.last_retcode}
             elif kind == "result" and broker is not None and pending_result is not None:
-                got = {"value": rec.get("value"), "retcode": rec.get("retcode")}
+                got = {"value": json_ready(rec.get("value")), "retcode": rec.get("retcode")}
                 if got != pending_result:
                     raise JournalError(
                         f"{where} line {line}: the paper account answers {pending_result} where the journal "
@@ -117,17 +147,18 @@ def read_state(path: str, records: list[dict], *, paper: bool | None = None) -> 
                         broker.add_bar(when, float(rec["open"]), float(rec["spread"]))
                     broker.close_bar(t, float(rec["high"]), float(rec["low"]), float(rec["close"]))
                 state.forming = None
-                closed.append(rec)
+                closed.append(rec, when)
             elif kind == "stop":
                 state.stopped = rec
             elif kind == "request" and (rec.get("terminal") or {}).get("event") == "halted":
                 state.halted_day = int(rec["terminal"]["day"])
+            _lost_reply(state.unresolved, rec.get("terminal") or {})
         except JournalError:
             raise
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a field of the wrong kind
             raise JournalError(f"{where} line {line}: {kind} record cannot be read ({exc})") from None
     if closed:
-        run = _frame({c: [r[c] for r in closed] for c in COLUMNS}, [r["time"] for r in closed], meta, where)
+        run = _frame(closed.columns, closed.times, meta, where)
         state.bars = pd.concat([hist, run])
         state.bars.attrs = hist.attrs
     return state

@@ -14,6 +14,7 @@ Positions it still holds are closed at the last bar's close in the report only, 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,17 +24,15 @@ from backtests.replay import Result, broker_figures, chart_data
 from neuronet.live import retcodes
 from neuronet.live.account_report import terminal_ledger
 from neuronet.live.errors import JournalError
-from neuronet.live.journal import read_journal
+from neuronet.live.journal import JournalRecords
 from neuronet.live.rebuild import JournalState, read_state
 from strategies.bars import BarFeed
 
 
 def journal_result(path: str | Path, terminal: Any = None) -> Result:
     """A ``backtests.replay.Result`` of the run journaled in ``path`` (``terminal``: see the docstring)."""
-    records = read_journal(path)
-    if not records:
-        raise JournalError(f"journal {path} is empty")
-    start = records[0]
+    records = JournalRecords(path)  # read afresh at each pass over it, a record at a time
+    start = records.start
     mode = start.get("mode")
     if mode not in ("paper", "live"):
         raise JournalError(f"journal {path}: unknown mode {mode!r}")
@@ -63,25 +62,36 @@ def journal_result(path: str | Path, terminal: Any = None) -> Result:
     return _result(path, state, ledger, config, extra)
 
 
-def _refused(records: list[dict]) -> list[dict]:
+def _refused(records: Iterable[dict]) -> list[dict]:
     """The requests of the live run that were refused, by a check or a limit before the terminal
     ("refused") or by the terminal ("result" with a failing retcode), as the backtest lists its rejected
-    requests; the time is that of the EA's call they came from."""
+    requests; the time is that of the EA's call they came from. A request whose reply was lost (10012) and
+    that was found on the terminal afterwards ("recovered") executed: it is not listed."""
     out, when, bar = [], None, None
+    recovered: set[str] = set()
     for rec in records:
         if rec["type"] == "request" and "call" in rec:
             when, bar = rec.get("time"), rec.get("bar")
         note = rec.get("terminal") or {}
         code = note.get("retcode")
+        if note.get("event") == "recovered":
+            recovered.add(str(note.get("id")))
         failed = note.get("event") == "refused" or (
             note.get("event") == "result" and code not in retcodes.SUCCESS
         )
         if failed and isinstance(code, int):
             reason = note.get("reason") or note.get("message") or retcodes.message(code)
             out.append(
-                {"time": when, "bar": bar, "action": note.get("action"), "retcode": code, "reason": reason}
+                {
+                    "time": when,
+                    "bar": bar,
+                    "action": note.get("action"),
+                    "retcode": code,
+                    "reason": reason,
+                    "id": str(note.get("id")),
+                }
             )
-    return out
+    return [{k: v for k, v in r.items() if k != "id"} for r in out if r["id"] not in recovered]
 
 
 def _result(

@@ -33,16 +33,16 @@ from typing import Any
 import pandas as pd
 
 from backtests.broker import AccountConfig
-from datafeeds.candles import meta_of
+from datafeeds.candles import CandleMeta, meta_of
 from datafeeds.terminal import TerminalSource
 from datafeeds.terminal_errors import TerminalConnectionError, TerminalError, UnknownSymbolError
 from datafeeds.timeframes import Timeframe
 from neuronet.errors import NeuronetError
 from neuronet.live.context import LiveBars, LiveContext
 from neuronet.live.errors import JournalError, LiveError
-from neuronet.live.journal import JOURNAL_VERSION, Journal, json_ready, read_journal
+from neuronet.live.journal import Journal, JournalRecords, json_ready
 from neuronet.live.paper import PaperBroker
-from neuronet.live.quotes import QuoteError, check_prices, check_time
+from neuronet.live.quotes import QuoteBounds, QuoteError, check_prices, check_time
 from neuronet.live.rebuild import JournalState, bar_record, history_record, read_state
 from neuronet.live.status import StatusLine
 from strategies.base import ExpertAdvisor, call_hook
@@ -53,8 +53,12 @@ log = logging.getLogger(__name__)
 
 
 # The command-line option of each setting, named in errors (the settings are also set from Python).
-_OPTION = {"poll_s": " (--poll)", "history_bars": " (--history)", "study_bars": " (--study-bars)",
-           "max_bars": " (--max-bars)"}
+_OPTION = {
+    "poll_s": " (--poll)",
+    "history_bars": " (--history)",
+    "study_bars": " (--study-bars)",
+    "max_bars": " (--max-bars)",
+}
 
 
 @dataclass(frozen=True)
@@ -111,8 +115,9 @@ class _Stop(Exception):
 class LiveRunner:
     """Run ``ea_class(**params)`` live (see the module docstring).
 
-    ``trading``: for ``mode="live"``, a factory ``(source, symbol, magic, record) -> trade object`` (the
-    terminal trade context, ``TerminalTrade``); paper runs build their ``PaperBroker`` themselves.
+    ``trading``: for ``mode="live"``, a factory ``(source, symbol, magic, record, *, market) -> trade
+    object`` (the terminal trade context, ``TerminalTrade``; ``market`` gives the ``QuoteBounds`` every
+    quote a request reads is checked against); paper runs build their ``PaperBroker`` themselves.
     ``status``: where the one line per bar goes (default: the log).
     """
 
@@ -135,6 +140,19 @@ class LiveRunner:
         self._status = StatusLine(status or log.info, settings.symbol, settings.timeframe.name)
         self.summary = LiveSummary(settings.journal)
         self._started = False
+        self._market_bar: pd.Timestamp | None = None  # UTC open of the bar the terminal forms, last read
+        self.journal: Journal | None = None  # open while ``run`` runs
+        # Set when the run starts (``_start``), fresh or from the journal:
+        self.meta: CandleMeta | None = None  # the bars' symbol, digits and broker clock
+        self.fs = 0  # the first live bar (the history's length)
+        self.broker: PaperBroker | None = None  # the paper account (None on a live account)
+        self.bars: LiveBars | None = None  # the closed bars and the EA's indicators
+        self.ea: ExpertAdvisor | None = None
+        self.ctx: LiveContext | None = None  # the EA's trade context
+        self.forming: tuple[int, pd.Timestamp] | None = None  # the bar decided on and not closed yet
+        self.decided: set[int] = set()  # bars whose on_bar finished
+        self._last_refusal: str | None = None  # the quote refusal last journaled (not repeated)
+        self._last_quote: tuple[float, float] | None = None  # the last quote on_tick saw
 
     # -- terminal calls, surviving drops ------------------------------------------------------------------
     def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
@@ -155,11 +173,28 @@ class LiveRunner:
     def _fetch(self, after: pd.Timestamp | None):
         start = None if after is None else after + pd.Timedelta(seconds=1)
         s = self.s
-        return self._retrying("reading bars", lambda: self.source.fetch(s.symbol, s.timeframe, start))
+        fetched = self._retrying("reading bars", lambda: self.source.fetch(s.symbol, s.timeframe, start))
+        self._market_bar = fetched.final_until
+        return fetched
+
+    def quote_bounds(self) -> QuoteBounds | None:
+        """What a quote is checked against now (``quotes.QuoteBounds``): the bar the terminal is forming
+        as last read, and the price band of the closed bars; None before the first bars are known."""
+        if self._market_bar is None or self.bars is None or not len(self.bars.feed):
+            return None
+        feed = self.bars.feed
+        return QuoteBounds.of(
+            feed.column("high"),
+            feed.column("low"),
+            feed.column("close")[-1],
+            self._market_bar,
+            self.s.timeframe.seconds,
+        )
 
     def _tick(self, bar_open: pd.Timestamp) -> tuple[pd.Timestamp, float, float]:
         """The terminal's quote for the bar opened at ``bar_open``, checked (``quotes``): one that is
-        missing, not a price, crossed, or at a time far from that bar is a ``QuoteError``."""
+        missing, not a price, crossed, at a time far from that bar or at prices far from the recent bars
+        is a ``QuoteError``."""
         symbol = self.s.symbol
         try:
             when, bid, ask = self._retrying("reading the quote", lambda: self.source.tick(symbol))
@@ -169,12 +204,15 @@ class LiveRunner:
             raise QuoteError(f"the terminal's {symbol} quote cannot be read ({exc})") from None
         bid, ask = check_prices(symbol, bid, ask)
         check_time(symbol, when, bar_open, self.s.timeframe.seconds)
+        bounds = self.quote_bounds()
+        if bounds is not None:
+            bounds.check_prices(symbol, bid, ask)
         return when, bid, ask
 
     def _refused_quote(self, exc: QuoteError, then: str) -> None:
         """Log and journal a refused quote (once while the same refusal repeats look after look)."""
         message = f"{exc}: {then}"
-        if message != getattr(self, "_last_refusal", None):
+        if message != self._last_refusal:
             log.warning("%s", message)
             self.journal.write("warning", bar=self._bar(), message=message)
         self._last_refusal = message
@@ -183,10 +221,13 @@ class LiveRunner:
     def run(self) -> LiveSummary:
         """Run until ``max_bars`` bars closed or Ctrl-C (re-raised after a clean stop)."""
         path = Path(self.s.journal)
-        records = read_journal(path) if path.exists() and path.stat().st_size else []
-        self.journal: Journal | None = None
-        state = self._check_resume(path, records) if records else None
-        self.journal = Journal(path)
+        journal = Journal(path)  # new, or proven a journal: locked for this run, its last line made whole
+        try:
+            state = self._check_resume(path, JournalRecords(path)) if path.stat().st_size else None
+        except BaseException:
+            journal.close()
+            raise
+        self.journal = journal
         try:
             self._start(state)
             self._loop()
@@ -203,18 +244,25 @@ class LiveRunner:
             self.journal.close()
         return self.summary
 
-    def _check_resume(self, path: Path, records: list[dict]) -> JournalState:
-        start, s = records[0], self.s
-        mine = {"ea": self.ea_class.__name__, "params": json_ready(self._params()), "symbol": s.symbol,
-                "timeframe": s.timeframe.name, "mode": s.mode}
-        theirs = {k: start.get(k) for k in mine}
+    def _check_resume(self, path: Path, records: JournalRecords) -> JournalState:
+        """The state to resume from, read a record at a time; a journal of another run is refused."""
+        start, s = records.start, self.s
+        mine = {
+            "ea": self.ea_class.__name__,
+            "params": json_ready(self._params()),
+            "symbol": s.symbol,
+            "timeframe": s.timeframe.name,
+            "mode": s.mode,
+        }
+        theirs = {k: json_ready(start.get(k)) for k in mine}
         if theirs != mine:
             diff = ", ".join(f"{k} {theirs[k]!r} here {mine[k]!r}" for k in mine if theirs[k] != mine[k])
             raise JournalError(f"journal {path} belongs to another run ({diff}); give a new --journal")
         state = read_state(str(path), records)
         if AccountConfig(**start["account"]) != s.account:
             raise JournalError(
-                f"journal {path} was written with other account settings; give a new --journal")
+                f"journal {path} was written with other account settings; give a new --journal"
+            )
         return state
 
     def _params(self) -> dict:
@@ -228,43 +276,68 @@ class LiveRunner:
             if s.history_bars:
                 hist = hist.iloc[-s.history_bars :]
             if len(hist) < 2:
-                raise LiveError(f"the terminal has {len(hist)} closed {s.symbol} {s.timeframe.name} bars; "
-                                "a live run needs history to start from")
+                raise LiveError(
+                    f"the terminal has {len(hist)} closed {s.symbol} {s.timeframe.name} bars; "
+                    "a live run needs history to start from"
+                )
             self.meta = meta_of(fetched.frame)
             self.fs = len(hist)
             self.journal.write(
-                "start", version=JOURNAL_VERSION, ea=self.ea_class.__name__, params=self._params(),
-                symbol=s.symbol, timeframe=s.timeframe.name, mode=s.mode, meta=self.meta.to_dict(),
-                account=asdict(s.account), forward_start=self.fs, study_bars=s.study_bars,
-                started=pd.Timestamp.now(tz="UTC"))
+                "start",
+                ea=self.ea_class.__name__,
+                params=self._params(),
+                symbol=s.symbol,
+                timeframe=s.timeframe.name,
+                mode=s.mode,
+                meta=self.meta.to_dict(),
+                account=asdict(s.account),
+                forward_start=self.fs,
+                study_bars=s.study_bars,
+                started=pd.Timestamp.now(tz="UTC"),
+            )
             self.journal.write("history", **history_record(hist))
             self.broker = PaperBroker(hist, self.meta.point, s.account) if s.mode == "paper" else None
-            self.forming: tuple[int, pd.Timestamp] | None = None
-            self.decided: set[int] = set()
+            self.forming, self.decided = None, set()
             first_open = fetched.final_until
         else:
             self.summary.resumed = True
             hist, self.meta, self.fs = state.bars, state.meta, state.forward_start
             self.broker, self.forming, self.decided = state.broker, state.forming, state.decided
-            self.journal.write("resume", after_bar=len(hist) - 1, forming=None if self.forming is None
-                               else self.forming[0], at=pd.Timestamp.now(tz="UTC"))
+            self.journal.write(
+                "resume",
+                after_bar=len(hist) - 1,
+                forming=None if self.forming is None else self.forming[0],
+                at=pd.Timestamp.now(tz="UTC"),
+            )
             log.info("resuming %s after bar %d (%s)", s.journal, len(hist) - 1, hist.index[-1])
             if self.forming is not None and self.forming[0] not in self.decided:
-                log.warning("on_bar at bar %d was cut short by the stop: the requests it made stand, "
-                            "it is not run again", self.forming[0])
+                log.warning(
+                    "on_bar at bar %d was cut short by the stop: the requests it made stand, "
+                    "it is not run again",
+                    self.forming[0],
+                )
         self.bars = LiveBars(hist, self.meta)
         self.ea = self._make_ea()
         trading = self.broker
         if trading is None:
             self._retrying("connecting", self.source.link)  # fail early, with backoff, if it is down
             # The source, not the raw link: its ``call`` reconnects after a drop (``TerminalSource.call``).
-            trading = self._trading_factory(self.source, s.symbol, self.ea.magic, self._record_trade)
+            trading = self._trading_factory(
+                self.source, s.symbol, self.ea.magic, self._record_trade, market=self.quote_bounds
+            )
             if state is not None and state.halted_day is not None:
                 trading.restore_halt(state.halted_day)  # a restart does not lift the day's halt
+            if state is not None and state.unresolved:
+                trading.restore_unresolved(state.unresolved)  # looked up, counted open, never sent again
             acc = self._retrying("reading the account", trading.account)
             # Who the run is, for ``neuronet live report``: its magic number and the account it started on.
-            self.journal.write("account", magic=int(self.ea.magic), balance=acc.balance,
-                               currency=acc.currency, leverage=acc.leverage)
+            self.journal.write(
+                "account",
+                magic=int(self.ea.magic),
+                balance=acc.balance,
+                currency=acc.currency,
+                leverage=acc.leverage,
+            )
         self.ctx = LiveContext(trading, self.bars, self.journal.write, self._now, self._bar)
         self.ea.attach(self.ctx, self.bars.feed.bars)
         call_hook(self.ea, "on_init", where="before the first live bar")
@@ -282,8 +355,14 @@ class LiveRunner:
         """``on_study`` before bar ``t`` on the backtest's study window: every earlier bar, or the last
         ``study_bars``."""
         a = 0 if self.s.study_bars <= 0 else max(0, t - self.s.study_bars)
-        call_hook(self.ea, "on_study", self.bars.feed.bars.window(a, t), where=f"before bar {t} ({when})",
-                  bar=t, time=when)
+        call_hook(
+            self.ea,
+            "on_study",
+            self.bars.feed.bars.window(a, t),
+            where=f"before bar {t} ({when})",
+            bar=t,
+            time=when,
+        )
 
     def _make_ea(self) -> ExpertAdvisor:
         try:
@@ -291,8 +370,9 @@ class LiveRunner:
         except (NeuronetError, KeyboardInterrupt):
             raise
         except BaseException as exc:
-            raise EARuntimeError(self.ea_class.__name__, "__init__", "before the first bar", exc, None,
-                                 None) from exc
+            raise EARuntimeError(
+                self.ea_class.__name__, "__init__", "before the first bar", exc, None, None
+            ) from exc
 
     def _record_trade(self, record: dict) -> None:
         """The terminal trade context's own records (requests sent, answers) go to the journal too."""
@@ -320,7 +400,9 @@ class LiveRunner:
                     what = "skipped (no on_bar)" if self.s.skip_missed else "processed in order"
                     log.warning(
                         "%d bars closed before they were decided on (terminal unreachable or quote refused): "
-                        "%s", late, what
+                        "%s",
+                        late,
+                        what,
                     )
             if self.forming is None and fetched.final_until > self.bars.feed.time[-1]:
                 self._open_new(fetched.final_until)
@@ -358,8 +440,10 @@ class LiveRunner:
     def _closed(self, when: pd.Timestamp, row: pd.Series) -> None:
         t = len(self.bars.feed)
         if self.forming is not None and self.forming[1] != when:
-            raise LiveError(f"the terminal's bar {when} is not the bar forming at {self.forming[1]}: "
-                            "its history changed under the run; start a new journal")
+            raise LiveError(
+                f"the terminal's bar {when} is not the bar forming at {self.forming[1]}: "
+                "its history changed under the run; start a new journal"
+            )
         if self.forming is None:  # closed before it was decided on: unreachable, or its quote refused
             if self.s.skip_missed:
                 self.summary.skipped += 1
@@ -375,8 +459,15 @@ class LiveRunner:
                 bid = float(row["open"])
                 if self.broker is not None:
                     self.broker.add_bar(when, bid, spread)
-                self.journal.write("open", bar=t, time=when, bid=bid, ask=bid + spread * self.meta.point,
-                                   spread_points=spread, missed=True)
+                self.journal.write(
+                    "open",
+                    bar=t,
+                    time=when,
+                    bid=bid,
+                    ask=bid + spread * self.meta.point,
+                    spread_points=spread,
+                    missed=True,
+                )
                 self._decide(t, when)
         if self.broker is not None:
             self.broker.close_bar(t, float(row["high"]), float(row["low"]), float(row["close"]))
@@ -413,14 +504,15 @@ class LiveRunner:
             self._refused_quote(exc, "no on_tick at it")
             return
         self._last_refusal = None
-        if getattr(self, "_last_quote", None) == (bid, ask):
+        if self._last_quote == (bid, ask):
             return
         self._last_quote = (bid, ask)
         if self.broker is not None:
             self.broker.set_tick(bid, ask)
         self.journal.write("tick", bar=self.forming[0], time=stamp, bid=bid, ask=ask)
-        call_hook(self.ea, "on_tick", Tick(stamp, bid, ask), where=f"at {stamp}", bar=self.forming[0],
-                  time=stamp)
+        call_hook(
+            self.ea, "on_tick", Tick(stamp, bid, ask), where=f"at {stamp}", bar=self.forming[0], time=stamp
+        )
 
     # -- the stop --------------------------------------------------------------------------------------------
     def _closing_quote(self) -> bool:
@@ -439,7 +531,7 @@ class LiveRunner:
 
     def _finish(self, reason: str, deinit: bool = True) -> None:
         """Stop cleanly: positions left open unless ``close_on_exit``; ``on_deinit``; a stop record."""
-        if not hasattr(self, "ea") or self.journal is None:
+        if self.ea is None or self.ctx is None or self.journal is None:  # stopped before on_init
             if self.journal is not None:
                 self.journal.write("stop", reason=reason, at=pd.Timestamp.now(tz="UTC"))
             return
@@ -448,8 +540,23 @@ class LiveRunner:
             if self.s.close_on_exit and self._closing_quote():
                 closed = self.ctx.close(None, self.ea.magic)
             if deinit:
-                self.ea.mark_run(complete=reason == "max_bars", interrupted=None if reason == "max_bars"
-                                 else reason)
+                self.ea.mark_run(
+                    complete=reason == "max_bars", interrupted=None if reason == "max_bars" else reason
+                )
                 call_hook(self.ea, "on_deinit", where="at the stop")
         finally:
+            self._warn_unresolved()
             self.journal.write("stop", reason=reason, closed_on_exit=closed, at=pd.Timestamp.now(tz="UTC"))
+
+    def _warn_unresolved(self) -> None:
+        """A live run that stops with requests whose reply was lost and that the terminal has not shown
+        says so (a resumed run looks them up again: ``TerminalTrade.restore_unresolved``)."""
+        ctx = self.ctx
+        lost = sorted(getattr(ctx.trading, "unresolved", None) or ()) if ctx is not None else []
+        if lost:
+            message = (
+                f"stopping with {len(lost)} request(s) whose reply was lost and that the terminal does not "
+                f"show yet ({', '.join(lost)}): check the terminal; a resumed run looks them up again"
+            )
+            log.warning("%s", message)
+            self.journal.write("warning", bar=self._bar(), message=message)

@@ -63,9 +63,9 @@ class PendingOrders:
             return self._refuse("pending", checks.INVALID, f"unknown order type {kind!r}", **desc)
         spec = self.spec(refresh=True)
         sl, tp = checks.stop_value(sl), checks.stop_value(tp)
-        volume = self._volume(lots, spec)
-        if volume is None:
-            return self._refuse("pending", checks.INVALID_VOLUME, f"invalid volume {lots}", **desc)
+        volume, bad = self._volume(lots, spec)
+        if bad:
+            return self._refuse("pending", *bad, **desc)
         tick = self._tick()
         when, bad = self._expiration(expiration, int(tick.time))
         bad = (

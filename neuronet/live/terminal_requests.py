@@ -1,16 +1,9 @@
 """How one trade request reaches the terminal: ``order_check``, then ``order_send``, requotes retried within
-the deviation, and a lost reply looked up before anything is sent again (a mix-in of ``TerminalTrade``).
+the deviation, and a lost reply handed to ``lost_replies`` (a mix-in of ``TerminalTrade``).
 
 Idempotency: every request carries an id in its comment (``nn`` + 8 hex digits, then the EA's comment, cut
-to the terminal's 31 characters). When ``order_send`` gives no answer (the bridge dropped, the IPC timed
-out, the terminal answered ``None`` with an IPC error), the request may or may not have executed. The
-positions, pending orders and today's deals are then searched for that id (for a change of stops or of an
-order, the state itself is compared with the one asked for): found, it is reported as done and never sent
-again; not found after a second look, it is sent again with the same id; when the terminal cannot be asked
-at all, it is not sent again and is reported as "request canceled by timeout" (10012) with the id, kept
-in ``unresolved`` until ``resolve()`` (after a reconnect) looks it up again. A server that drops request
-comments is met by a second rule: an untagged market deal of the same magic, direction and volume in the
-last two minutes counts as the request's (``_untagged_match``).
+to the terminal's 31 characters) and is sent once. When ``order_send`` gives no answer, the request's fate
+is ``lost_replies``' to find out: found on the terminal, or kept unresolved (10012) — never sent again.
 
 Requotes (10004) and "prices changed" (10020): the request is sent again at the new price as long as that
 price lies within ``deviation`` points of the price the EA decided at, at most ``requote_retries`` times;
@@ -20,8 +13,10 @@ Every request and every result goes to ``record`` as one JSON-ready dict (the jo
 ``event`` one of: "request" (``id``, ``action``, the ``request`` sent), "result" (``id``, ``retcode``,
 ``message``, ``reason``, ``order``, ``deal``, ``price``, ``volume``, ``position``, ``bid``, ``ask``),
 "refused" (refused here, before the terminal: ``retcode``, ``message``, ``reason``, ``request``),
-"requote" (``id``, ``retcode``, the new ``price``, ``points`` from the decision price), "recovered" /
-"unresolved" / "not executed" (a lost reply's fate), "halted" (the daily loss limit reached: ``day_pnl``).
+"requote" (``id``, ``retcode``, the new ``price``, ``points`` from the decision price), "unresolved" (a
+lost reply: ``id``, ``reason``, the ``request`` and ``at``, the server time it was sent at, so a resumed
+run looks it up again), "recovered" / "not executed" (its fate), "halted" (the daily loss limit reached:
+``day_pnl``, ``day``).
 Each carries ``symbol``; none carries a time (the journal stamps it). A refusal is also logged as a warning
 with its one-line retcode message.
 """
@@ -34,20 +29,22 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from datafeeds.files import strict_json
 from datafeeds.terminal_errors import TerminalError, error_from_last_error
 from neuronet.errors import NeuronetError
 from neuronet.live import retcodes
-from neuronet.live.quotes import QuoteError, quote_of
+from neuronet.live.journal import json_ready
+
+if TYPE_CHECKING:
+    from neuronet.live.lost_replies import LostReplies, Verify
 
 log = logging.getLogger(__name__)
 
 DEAL, PENDING, SLTP, MODIFY, REMOVE, CLOSE_BY = 1, 5, 6, 7, 8, 10
 ACTIONS = {1: "deal", 5: "pending", 6: "sltp", 7: "modify", 8: "remove", 10: "close_by"}
 COMMENT_MAX = 31  # characters the terminal keeps of a request's comment
-_TAG = re.compile(r"^nn[0-9a-f]{8}(?: |$)")
+TAG = re.compile(r"^nn[0-9a-f]{8}(?: |$)")
 IPC_ERRORS = -10000  # last_error() codes at or below this are the link's, not the trade server's
 RES_S_OK = 1  # last_error() after a call that found nothing
 
@@ -115,7 +112,7 @@ def tagged(tag: str, comment: str) -> str:
 
 def user_comment(comment: str) -> str:
     """The EA's own comment, without the request id neuronet put in front of it."""
-    return _TAG.sub("", comment, count=1)
+    return TAG.sub("", comment, count=1)
 
 
 class TradeSetupError(NeuronetError, ValueError):
@@ -132,8 +129,8 @@ class TerminalRequests:
     retries: int
     backoff: float
     requote_retries: int
-    lost_reply_wait: float
-    unresolved: dict[str, dict]
+    lost: LostReplies
+    _quote_time: int | None
     _record: Callable[[dict], None] | None
 
     # -- reading ---------------------------------------------------------------------------------------------
@@ -161,8 +158,9 @@ class TerminalRequests:
 
     # -- refusing and recording ------------------------------------------------------------------------------
     def _note(self, event: str, **fields: Any) -> None:
+        """One record, JSON-ready as the journal writes it (NaN and infinities kept, so it reads back)."""
         if self._record is not None:
-            self._record(strict_json({"event": event, "symbol": self.symbol, **fields}))
+            self._record(json_ready({"event": event, "symbol": self.symbol, **fields}))
 
     def _refuse(self, action: str, retcode: int, reason: str, **request: Any) -> None:
         """A request refused before it reached the terminal (a check or a limit): noted, logged, None."""
@@ -179,7 +177,7 @@ class TerminalRequests:
         return None
 
     # -- sending ---------------------------------------------------------------------------------------------
-    def _submit(self, request: dict, verify: Callable[[dict, str], Outcome | None] | None = None) -> Outcome:
+    def _submit(self, request: dict, verify: Verify | None = None) -> Outcome:
         """``order_check`` then ``order_send`` (see the module docstring); sets ``last_retcode``."""
         tag = new_tag()
         request["comment"] = tagged(tag, request.get("comment", ""))
@@ -187,7 +185,7 @@ class TerminalRequests:
         self._note("request", id=tag, action=action, request=request)
         out = self._checked(request)
         if out is None:
-            out = self._send(request, tag, verify or self._find_tagged)
+            out = self._send(request, tag, verify, self._quote_time)
         self.last_retcode = out.retcode
         self._note("result", id=tag, action=action, message=retcodes.message(out.retcode), **asdict(out))
         if out.ok:
@@ -199,8 +197,9 @@ class TerminalRequests:
                 retcodes.message(out.retcode),
             )
         else:
+            what = "outcome unknown" if tag in self.lost.unresolved else "refused"
             log.warning(
-                "%s %s refused: %s (%s)", self.symbol, action, out.reason, retcodes.message(out.retcode)
+                "%s %s %s: %s (%s)", self.symbol, action, what, out.reason, retcodes.message(out.retcode)
             )
         return out
 
@@ -220,15 +219,14 @@ class TerminalRequests:
             return Outcome(int(answer.retcode), f"order_check: {answer.comment}")
         return None
 
-    def _send(self, request: dict, tag: str, verify: Callable[[dict, str], Outcome | None]) -> Outcome:
+    def _send(self, request: dict, tag: str, verify: Verify | None, at: int | None) -> Outcome:
+        """Send, and again at a requote's new price within the deviation; a lost reply is never sent again
+        (``_after_lost``)."""
         first = request.get("price") or 0.0
         point = self.point
         out = Outcome(retcodes.ERROR, "not sent")
         for attempt in range(self.requote_retries + 1):
-            out = self._send_once(request, tag, verify)
-            if out is None:  # the reply was lost and the request is not there: send it again, same id
-                out = Outcome(retcodes.TIMEOUT, f"request {tag}: every reply was lost")
-                continue
+            out = self._send_once(request, tag, verify, at)
             if out.retcode not in (retcodes.REQUOTE, retcodes.PRICE_CHANGED) or request["action"] != DEAL:
                 return out
             new = out.ask if request["type"] == 0 else out.bid
@@ -253,15 +251,15 @@ class TerminalRequests:
                 request["price"] = new
         return out
 
-    def _send_once(self, request: dict, tag: str, verify) -> Outcome | None:
+    def _send_once(self, request: dict, tag: str, verify: Verify | None, at: int | None) -> Outcome:
         try:
             answer, error = self.link.call("order_send", request)
         except TerminalError as exc:
-            return self._after_lost(request, tag, verify, str(exc))
+            return self.lost.after_lost(request, tag, verify, at, str(exc))
         if answer is None:
             code, message = error or (0, "no answer")
             if code <= IPC_ERRORS:
-                return self._after_lost(request, tag, verify, f"{code} {message}")
+                return self.lost.after_lost(request, tag, verify, at, f"{code} {message}")
             return Outcome(retcodes.INVALID, f"order_send() answered None ({code} {message})")
         return Outcome(
             int(answer.retcode),
@@ -273,121 +271,3 @@ class TerminalRequests:
             bid=float(answer.bid),
             ask=float(answer.ask),
         )
-
-    def _after_lost(self, request: dict, tag: str, verify, why: str) -> Outcome | None:
-        """Look for a request whose reply was lost: its outcome when found, None to send it again, a 10012
-        refusal when the terminal cannot be asked (never sent again then: that could duplicate it)."""
-        log.warning(
-            "%s: no reply to request %s (%s); looking it up before sending anything again",
-            self.symbol,
-            tag,
-            why,
-        )
-        for look in range(2):
-            if look:
-                time.sleep(self.lost_reply_wait)
-            try:
-                found = verify(request, tag)
-            except (TerminalError, QuoteError) as exc:  # not asked, or no server time to search by
-                self.unresolved[tag] = dict(request)
-                self._note("unresolved", id=tag, reason=str(exc))
-                return Outcome(
-                    retcodes.TIMEOUT,
-                    f"no reply to request {tag} and the terminal cannot be asked "
-                    f"whether it executed ({exc}); not sent again: check the terminal",
-                )
-            if found is not None:
-                self._note("recovered", id=tag, retcode=found.retcode, order=found.order)
-                return found
-        log.warning("%s: request %s is not on the terminal; sending it again", self.symbol, tag)
-        return None
-
-    # -- finding a request by its id -------------------------------------------------------------------------
-    def _find_tagged(self, request: dict, tag: str) -> Outcome | None:
-        """The deal, position or pending order that carries ``tag`` in its comment (or, on a server that
-        drops comments, the market deal ``_untagged_match`` finds)."""
-        now = quote_of(self.symbol, self._read("symbol_info_tick", self.symbol, none_ok=True))[0]
-        deals = [
-            d
-            for d in self._read("history_deals_get", now - 86400, now + 86400) or ()
-            if d.symbol == self.symbol
-        ]
-        deal = next((d for d in deals if d.comment.startswith(tag)), None) or _untagged_match(
-            request, deals, now
-        )
-        if deal is not None:
-            return Outcome(
-                retcodes.DONE,
-                "found after a lost reply",
-                int(deal.order),
-                int(deal.ticket),
-                float(deal.price),
-                float(deal.volume),
-                int(deal.position_id),
-            )
-        for pos in self._read("positions_get", symbol=self.symbol) or ():
-            if pos.comment.startswith(tag):
-                return Outcome(
-                    retcodes.DONE,
-                    "found after a lost reply",
-                    int(pos.ticket),
-                    0,
-                    float(pos.price_open),
-                    float(pos.volume),
-                    int(pos.ticket),
-                )
-        for order in self._read("orders_get", symbol=self.symbol) or ():
-            if order.comment.startswith(tag):
-                return Outcome(
-                    retcodes.PLACED,
-                    "found after a lost reply",
-                    int(order.ticket),
-                    0,
-                    float(order.price_open),
-                    float(order.volume_current),
-                )
-        return None
-
-    def resolve(self) -> dict[str, Outcome | None]:
-        """Look up again the requests whose reply was lost while the terminal could not be asked (after a
-        reconnect): each found one is recorded as "recovered", each missing one as "not executed"; both
-        leave ``unresolved``. Returns id -> outcome (None: it did not execute). Raises ``TerminalError``
-        while the terminal still cannot be asked (``QuoteError`` while its quote, the server's time, is
-        garbage), keeping them for the next try."""
-        out: dict[str, Outcome | None] = {}
-        for tag, request in list(self.unresolved.items()):
-            found = self._find_tagged(request, tag)
-            out[tag] = found
-            del self.unresolved[tag]
-            if found is None:
-                self._note("not executed", id=tag)
-                log.warning("%s: request %s whose reply was lost did not execute", self.symbol, tag)
-            else:
-                self._note("recovered", id=tag, retcode=found.retcode, order=found.order)
-                log.warning(
-                    "%s: request %s whose reply was lost did execute (#%s)", self.symbol, tag, found.order
-                )
-        return out
-
-
-RECENT_S = 120  # how far back a lost market deal is looked for when the server dropped its comment
-
-
-def _untagged_match(request: dict, deals: list, now: int):
-    """The market deal a request made, on a server that keeps no comments: same magic, direction and
-    volume (and position, for a close), without any request id, in the last ``RECENT_S`` seconds. A false
-    match can only hide a request (it is then not sent again), never duplicate one."""
-    if request["action"] != DEAL:
-        return None
-    closing = int(request.get("position", 0) or 0)
-    for deal in reversed(deals):
-        if (
-            deal.time >= now - RECENT_S
-            and not _TAG.match(deal.comment)
-            and deal.magic == request["magic"]
-            and deal.type == request["type"]
-            and abs(deal.volume - request["volume"]) < 1e-9
-            and (not closing or deal.position_id == closing)
-        ):
-            return deal
-    return None

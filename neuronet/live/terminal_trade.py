@@ -16,8 +16,16 @@ requotes, lost replies). A refusal returns None/False/0, sets ``last_retcode``, 
 and never raises; reading the state (positions, orders, prices) on a terminal that cannot be reached
 raises ``TerminalError``, since an empty answer would look like a flat account.
 
-Volumes are rounded to the symbol's step and clamped to its min/max (logged when that changes them);
-the filling mode is the first the symbol allows of FOK, IOC (``symbol_info().filling_mode``), else RETURN.
+A volume that is not a whole number of the symbol's steps within its min/max is refused (10014), as the
+paper account and the backtest refuse it: nothing is rounded or clamped (0.001 lots sent as 0.01 would be
+ten times the risk asked for). The filling mode is the first the symbol allows of FOK, IOC
+(``symbol_info().filling_mode``), else RETURN.
+
+Quotes: every quote a request reads is checked (``quotes.quote_of``; with ``market``, the runner's
+``QuoteBounds``, also its time against the bar the terminal is forming and its prices against the recent
+bars). A request made at a refused quote is refused with "no quotes" (10021). The daily loss limit counts
+by the server day of that bar, never by a quote's time alone (a quote stamped a day ahead would end the
+day's halt early).
 Positions and orders are those of this symbol whose magic number this context uses (the one it was given,
 and any an order of this run carried), so a restarted EA adopts its own positions and leaves the others'.
 Times are UTC, converted from broker time with ``clock``.
@@ -26,7 +34,7 @@ Times are UTC, converted from broker time with ``clock``.
 from __future__ import annotations
 
 import logging
-import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -35,10 +43,11 @@ import pandas as pd
 
 from backtests import checks
 from datafeeds.clock import BrokerClock
-from datafeeds.terminal_errors import UnknownSymbolError
+from datafeeds.terminal_errors import TerminalError, UnknownSymbolError
 from neuronet.live import retcodes
 from neuronet.live.limits import Limits, Request, TradeState
-from neuronet.live.quotes import QuoteError, quote_of, refused_at_bad_quote
+from neuronet.live.lost_replies import LostReplies
+from neuronet.live.quotes import QuoteBounds, QuoteError, quote_of, refused_at_bad_quote
 from neuronet.live.terminal_orders import GTC, KINDS, SPECIFIED, PendingOrders
 from neuronet.live.terminal_requests import (
     CLOSE_BY,
@@ -64,9 +73,11 @@ class TerminalTrade(PendingOrders, TerminalRequests):
     Keywords: ``magic`` (this EA's number), ``limits`` (None: no limits, for a demo account or tests),
     ``deviation`` (points a market price may move before the request is refused), ``record`` (receives
     one JSON-ready dict per request, result and refusal), ``clock`` (the broker's server clock),
-    ``bar_of`` (UTC time -> bar number, for ``Position.bar_open``; -1 without it), ``retries``/``backoff``
-    (reads retried on a dropped link), ``requote_retries``, ``lost_reply_wait`` (seconds before the second
-    look for a request whose reply was lost).
+    ``bar_of`` (UTC time -> bar number, for ``Position.bar_open``; -1 without it), ``market`` (the
+    runner's ``QuoteBounds`` of the moment, or None outside a run), ``retries``/``backoff`` (reads retried
+    on a dropped link), ``requote_retries``, ``lost_reply_wait`` (seconds before the second look for a
+    request whose reply was lost), ``lost_reply_settle`` (seconds after which such a request, never seen
+    on a terminal that answered, is taken as not executed), ``monotonic`` (the clock that counts them).
     """
 
     def __init__(
@@ -84,6 +95,9 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         backoff: float = 0.5,
         requote_retries: int = 3,
         lost_reply_wait: float = 1.0,
+        lost_reply_settle: float = 300.0,
+        monotonic: Callable[[], float] = time.monotonic,
+        market: Callable[[], QuoteBounds | None] | None = None,
     ) -> None:
         if isinstance(magic, bool) or not isinstance(magic, (int, np.integer)) or magic < 0:
             raise TradeSetupError(f"magic must be a whole number >= 0, got {magic!r}")
@@ -93,12 +107,21 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         self.limits, self.deviation, self._record = limits, int(deviation), record
         self.clock, self.bar_of = clock, bar_of
         self.retries, self.backoff = int(retries), float(backoff)
-        self.requote_retries, self.lost_reply_wait = int(requote_retries), float(lost_reply_wait)
+        self.requote_retries = int(requote_retries)
+        self.lost = LostReplies(
+            self.symbol,
+            self._read,
+            self._note,
+            wait=lost_reply_wait,
+            settle=lost_reply_settle,
+            monotonic=monotonic,
+        )
+        self.market = market
         self.last_retcode = 0
         self.magics = {self.magic}
-        self.unresolved: dict[str, dict] = {}  # request id -> request whose outcome could not be learnt
         self._spec: SymbolSpec | None = None
         self._halted_day: int | None = None
+        self._quote_time: int | None = None  # broker seconds of the last quote checked (a request's time)
 
     # -- the symbol and the market ------------------------------------------------------------------------
     def spec(self, refresh: bool = False) -> SymbolSpec:
@@ -120,9 +143,14 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         return self.spec().point
 
     def _tick(self) -> Any:
-        """The terminal's quote, checked (``quotes.quote_of``): garbage is a ``QuoteError``."""
+        """The terminal's quote, checked (``quotes.quote_of``, and against the runner's ``market`` bounds
+        when there are some): garbage is a ``QuoteError``."""
         tick = self._read("symbol_info_tick", self.symbol, none_ok=True)
-        quote_of(self.symbol, tick)
+        seconds, bid, ask = quote_of(self.symbol, tick)
+        bounds = self.market() if self.market is not None else None
+        if bounds is not None:
+            bounds.check(self.symbol, self._utc(seconds), bid, ask)
+        self._quote_time = seconds
         return tick
 
     def refuse_quote(self, action: str, exc: QuoteError) -> None:
@@ -198,15 +226,24 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             str(a.currency),
         )
 
-    def day_pnl(self) -> float:
-        """Today's P&L of this EA on this symbol (the server's day): closed deals with their costs, plus
-        the open positions' floating profit and swap."""
-        now = int(self._tick().time)
-        start = now - now % 86400
+    def server_day(self) -> int:
+        """The server day now (days since 1970 in broker time): that of the bar the terminal is forming
+        (``market``), else of the quote's time; a checked quote either way."""
+        seconds = int(self._tick().time)
+        bounds = self.market() if self.market is not None else None
+        if bounds is None:
+            return seconds // 86400
+        opened = int(self.clock.to_broker_seconds(np.array([bounds.bar_open.value // 10**9]))[0])
+        return bounds.server_day(seconds, opened)
+
+    def day_pnl(self, day: int | None = None) -> float:
+        """The P&L of this EA on this symbol on server ``day`` (default: today, ``server_day``): its closed
+        deals of that day with their costs, plus the open positions' floating profit and swap."""
+        start = (self.server_day() if day is None else int(day)) * 86400
         done = sum(
             float(d.profit) + float(d.commission) + float(d.swap) + float(d.fee)
-            for d in self._read("history_deals_get", start, now + 86400) or ()
-            if d.symbol == self.symbol and d.magic in self.magics
+            for d in self._read("history_deals_get", start, start + 86400 - 1) or ()
+            if d.symbol == self.symbol and d.magic in self.magics and start <= int(d.time) < start + 86400
         )
         return done + sum(p.profit for p in self.positions())
 
@@ -215,15 +252,22 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         """The reason a request adding ``lots`` of risk is refused by the limits, or None."""
         if self.limits is None:
             return None
-        day = int(self._tick().time) // 86400
-        pnl = self.day_pnl()
+        if self.lost.unresolved:  # what the terminal now shows of them counts once, as positions and orders
+            try:
+                self.lost.resolve()
+            except (TerminalError, QuoteError) as exc:
+                log.warning("%s: requests whose reply was lost cannot be looked up: %s", self.symbol, exc)
+        day = self.server_day()
+        pnl = self.day_pnl(day)
         if self.limits.daily_loss_reached(pnl) and self._halted_day != day:
             self._halted_day = day
             log.error(
                 "%s: daily loss limit reached (today's P&L %.2f): no new orders today", self.symbol, pnl
             )
             self._note("halted", day_pnl=pnl, limit=self.limits.max_daily_loss, day=day)
-        state = TradeState(len(self.positions()) + len(self.orders()), pnl, self._halted_day == day)
+        lost = self.lost.possibly_open()
+        held = len(self.positions()) + len(self.orders()) + lost
+        state = TradeState(held, pnl, self._halted_day == day, lost)
         return self.limits.check(Request(self.symbol, lots), state)
 
     def restore_halt(self, day: int) -> None:
@@ -231,8 +275,29 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         restart: no new orders until that day ends, whatever today's P&L reads now (the journal's
         "halted" record carries the day)."""
         self._halted_day = int(day)
-        log.warning("%s: the daily loss limit was reached earlier on this server day (%s): no new orders "
-                    "until it ends", self.symbol, pd.Timestamp(int(day) * 86400, unit="s").date())
+        log.warning(
+            "%s: the daily loss limit was reached earlier on this server day (%s): no new orders "
+            "until it ends",
+            self.symbol,
+            pd.Timestamp(int(day) * 86400, unit="s").date(),
+        )
+
+    # -- requests whose reply was lost (``lost_replies``) --------------------------------------------------
+    @property
+    def unresolved(self) -> dict:
+        """Request id -> request whose reply was lost and that the terminal has not shown yet."""
+        return self.lost.unresolved
+
+    def resolve(self) -> dict[str, Outcome | None]:
+        """Look the unresolved requests up again (``LostReplies.resolve``): the runner calls it each poll."""
+        return self.lost.resolve()
+
+    def possibly_open(self) -> int:
+        return self.lost.possibly_open()
+
+    def restore_unresolved(self, lost: dict[str, dict]) -> None:
+        """Take over the requests a stopped run left unresolved (``LostReplies.restore``)."""
+        self.lost.restore(lost)
 
     def _only_reduces(self, side: int, volume: float) -> bool:
         """On a netting account, a market order against the position that does not reverse it only takes
@@ -243,24 +308,17 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         return net * side < 0 and volume <= abs(net) + 1e-9
 
     # -- local checks ----------------------------------------------------------------------------------------
-    def _volume(self, lots: float, spec: SymbolSpec) -> float | None:
-        """``lots`` rounded to the step and clamped to min/max; None when it is not a positive number."""
-        if not math.isfinite(lots) or lots <= 0:
-            return None
-        decimals = max(0, -math.floor(math.log10(spec.volume_step)) + 2)
-        steps = math.floor(lots / spec.volume_step + 0.5 + 1e-9)
-        volume = round(min(max(steps * spec.volume_step, spec.volume_min), spec.volume_max), decimals)
-        if abs(volume - lots) > 1e-9:
-            log.warning(
-                "%s: volume %.10g lots sent as %g (step %g, min %g, max %g)",
-                self.symbol,
-                lots,
-                volume,
-                spec.volume_step,
-                spec.volume_min,
-                spec.volume_max,
-            )
-        return volume
+    @staticmethod
+    def _volume(lots: float, spec: SymbolSpec) -> tuple[float, checks.Check]:
+        """``lots`` as the request carries it, or the 10014 refusal: the backtest's volume check
+        (``checks.check_volume``: positive, a whole number of steps, within min/max). A volume that passes
+        is sent as that number of steps (a float32 0.1 goes as 0.1), never moved to another one."""
+        if not checks.is_number(lots):
+            return 0.0, (checks.INVALID_VOLUME, f"invalid volume {lots!r}: not a number of lots")
+        bad = checks.check_volume(float(lots), spec.volume_min, spec.volume_max, spec.volume_step)
+        if bad:
+            return 0.0, bad
+        return round(round(lots / spec.volume_step) * spec.volume_step, 8), None
 
     def _mode_refusal(self, spec: SymbolSpec, side: int) -> tuple[int, str] | None:
         """What the symbol's trade mode refuses before any other check (a market without quotes is refused
@@ -290,9 +348,9 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         spec = self.spec(refresh=True)
         sl, tp = checks.stop_value(sl), checks.stop_value(tp)
         desc = {"side": side, "lots": lots, "sl": sl, "tp": tp, "magic": magic}
-        volume = self._volume(lots, spec)
-        if volume is None:
-            return self._refuse("deal", checks.INVALID_VOLUME, f"invalid volume {lots}", **desc)
+        volume, bad = self._volume(lots, spec)
+        if bad:
+            return self._refuse("deal", *bad, **desc)
         tick = self._tick()
         ref, what = (float(tick.bid), "bid") if side > 0 else (float(tick.ask), "ask")
         bad = self._mode_refusal(spec, side) or checks.check_stops(
@@ -342,15 +400,12 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         spec = self.spec(refresh=True)
         done = 0
         for pos in todo:
-            volume = pos.lots if lots is None else self._volume(lots, spec)
-            if volume is None or volume > pos.lots + 1e-9:
-                code = checks.INVALID_VOLUME if volume is None else checks.INVALID_CLOSE_VOLUME
-                self._refuse(
-                    "close",
-                    code,
-                    f"close volume {lots} for position #{pos.ticket} of {pos.lots} lots",
-                    ticket=pos.ticket,
-                )
+            volume, bad = (pos.lots, None) if lots is None else self._volume(lots, spec)
+            if not bad and volume > pos.lots + 1e-9:
+                why = f"close volume {lots} for position #{pos.ticket} of {pos.lots} lots"
+                bad = checks.INVALID_CLOSE_VOLUME, why
+            if bad:
+                self._refuse("close", *bad, ticket=pos.ticket, lots=lots)
                 continue
             request = {
                 "action": DEAL,
@@ -384,7 +439,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             alive = {p.ticket for p in self.positions()}
             if ticket not in alive or opposite not in alive:
                 return Outcome(retcodes.DONE, "found closed after a lost reply")
-            return self._find_tagged(req, tag)
+            return self.lost.find_tagged(req, tag)
 
         return self._submit(request, verify).ok
 

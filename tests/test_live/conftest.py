@@ -45,6 +45,15 @@ def sim(mt5_server):  # noqa: F811 - the imported fixture
         conn.close()
 
 
+@pytest.fixture
+def bad_quotes(sim):
+    """``bad_quotes(*quotes)``: the terminal's next quotes (``live_support.plan_quotes``), cleared after."""
+    from test_live.live_support import plan_quotes
+
+    yield lambda *quotes: plan_quotes(sim, *quotes)
+    plan_quotes(sim)
+
+
 @pytest.fixture(autouse=True)
 def _close_sources():
     from test_live.live_support import OPEN_SOURCES

@@ -41,3 +41,9 @@ def backtest_of(journal: Path, ea=SmaCrossEA, params=PARAMS, account: AccountCon
 
 def same_frames(a: pd.DataFrame, b: pd.DataFrame) -> None:
     pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))
+
+
+def plan_quotes(sim, *quotes: str) -> None:
+    """The simulated terminal's next ``symbol_info_tick`` answers, in order, each Python source of None or
+    a dict of Tick fields (``MetaTrader5.BAD_QUOTES``); none given: the market's quotes again."""
+    sim.conn.execute(f"import MetaTrader5 as _m\n_m.BAD_QUOTES[:] = [{', '.join(quotes)}]")

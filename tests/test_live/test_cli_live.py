@@ -154,8 +154,17 @@ def test_an_unreachable_terminal_fails_at_once(tmp_path):
 
 
 def test_a_garbage_journal_is_refused_with_its_line(tmp_path):
+    head = {
+        "type": "start",
+        "format": "neuronet-journal",
+        "version": 1,
+        "mode": "paper",
+        "meta": {"symbol": "EURUSD", "timeframe": "H1"},
+        "account": {},
+        "forward_start": 2,
+    }
     path = tmp_path / "j.jsonl"
-    path.write_text('{"type": "start", "version": 1}\nhello\n{"type": "stop"}\n')
+    path.write_text(json.dumps(head) + '\nhello\n{"type": "stop"}\n')
     res = neuronet("live", "report", str(path), cwd=tmp_path)
     assert res.returncode == 2 and "line 2: not JSON" in res.stderr
 

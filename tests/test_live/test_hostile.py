@@ -17,7 +17,7 @@ from neuronet.live.limits import Limits, LimitsError
 from neuronet.live.quotes import QuoteError, check_prices, check_time, quote_of
 from neuronet.live.report import journal_result
 
-# A terminal that answers garbage to symbol_info_tick: the answers planned, in order (Python source).
+# A terminal that answers garbage to symbol_info_tick: the answers planned, in order (``plan_quotes``).
 GARBAGE = [
     "None",
     "{'bid': float('nan')}",
@@ -30,16 +30,6 @@ GARBAGE = [
 ]
 
 
-def plan(sim, *quotes: str) -> None:
-    sim.conn.execute(f"import MetaTrader5 as _m\n_m.BAD_QUOTES[:] = [{', '.join(quotes)}]")
-
-
-@pytest.fixture
-def bad_quotes(sim):
-    yield lambda *quotes: plan(sim, *quotes)
-    plan(sim)
-
-
 def _warnings(journal) -> list[str]:
     return [r["message"] for r in read_journal(journal) if r["type"] == "warning"]
 
@@ -49,8 +39,14 @@ def test_garbage_quotes_are_refused_journaled_and_never_filled_on_paper(port, si
     bad_quotes(*GARBAGE)
     runner(port, sim, journal, max_bars=30).run()
     said = _warnings(journal)
-    for part in ("no quote for", "not a tradable price", "the ask is below the bid",
-                 "in the future of the bar", "stale", "cannot be read"):
+    for part in (
+        "no quote for",
+        "not a tradable price",
+        "the ask is below the bid",
+        "in the future of the bar",
+        "stale",
+        "cannot be read",
+    ):
         assert any(part in m for m in said), part
     # No decision was taken at a refused quote: the bars whose open quote was refused were decided at
     # their own open once closed, and the trades are the backtest's of the same bars.
@@ -161,14 +157,23 @@ def test_a_runaway_line_is_refused_without_reading_it_whole(tmp_path, monkeypatc
     monkeypatch.setattr(journal_module, "MAX_LINE", 2**20)
     path = tmp_path / "j.jsonl"
     with open(path, "wb") as f:
-        f.write(b'{"type": "start", "version": 1}\n')
+        f.write(b'{"type": "start", "format": "neuronet-journal", "version": 1}\n')
         f.write(b"x" * (3 * 2**20))  # a 1 GB line, scaled down: refused at the bound, not read to its end
     with pytest.raises(JournalError, match="line 2: longer than 1 MiB; not a journal"):
         read_journal(path)
 
 
-LIMITS = ("--live", "--max-lots", "1", "--max-positions", "1", "--max-daily-loss", "100", "--allow-symbol",
-          "EURUSD")
+LIMITS = (
+    "--live",
+    "--max-lots",
+    "1",
+    "--max-positions",
+    "1",
+    "--max-daily-loss",
+    "100",
+    "--allow-symbol",
+    "EURUSD",
+)
 
 
 @pytest.mark.parametrize(
@@ -201,8 +206,17 @@ def test_a_symbol_never_leads_the_default_journal_out_of_its_folder(tmp_path):
     assert _file_name("SmaCrossEA-../../etc/x-H1-paper.jsonl") == "SmaCrossEA-.._.._etc_x-H1-paper.jsonl"
     assert _file_name("../x") == "_x" and _file_name("EURUSD.m#1+") == "EURUSD.m#1+"
     (tmp_path / "work").mkdir()
-    res = neuronet("live", "SmaCrossEA", "--symbol", "../../x", "-o", "port=1", "-o", "connect_timeout=1",
-                   cwd=tmp_path / "work")
+    res = neuronet(
+        "live",
+        "SmaCrossEA",
+        "--symbol",
+        "../../x",
+        "-o",
+        "port=1",
+        "-o",
+        "connect_timeout=1",
+        cwd=tmp_path / "work",
+    )
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["work"]
 

@@ -27,12 +27,10 @@ BARS = 60
 def _live_run(port: int, sim, journal: Path, limits: Limits) -> list[str]:
     source = TerminalSource("127.0.0.1", port, retries=0, timeout=10.0)
 
-    def factory(src, symbol, magic, record):
-        return TerminalTrade(src, symbol, magic=magic, limits=limits, record=record)
+    def factory(src, symbol, magic, record, *, market):
+        return TerminalTrade(src, symbol, magic=magic, limits=limits, record=record, market=market)
 
-    settings = LiveSettings(
-        "EURUSD", Timeframe.H1, journal, mode="live", history_bars=300, max_bars=BARS
-    )
+    settings = LiveSettings("EURUSD", Timeframe.H1, journal, mode="live", history_bars=300, max_bars=BARS)
     lines: list[str] = []
     try:
         LiveRunner(

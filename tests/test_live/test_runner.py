@@ -228,7 +228,7 @@ class _FakeTerminalTrade:
 
     point = 1e-5
 
-    def __init__(self, link, symbol, magic, record):
+    def __init__(self, link, symbol, magic, record, *, market):
         self.symbol, self.magic, self.record, self.last_retcode = symbol, magic, record, 0
         self.sent: list = []
         assert hasattr(link, "call")  # the source's connected link
@@ -259,8 +259,8 @@ def test_a_live_account_run_journals_the_terminals_records_and_resumes(port, sim
     journal = tmp_path / "live.jsonl"
     made: list = []
 
-    def factory(*args):
-        made.append(_FakeTerminalTrade(*args))
+    def factory(*args, **kw):
+        made.append(_FakeTerminalTrade(*args, **kw))
         return made[-1]
 
     from datafeeds.terminal import TerminalSource

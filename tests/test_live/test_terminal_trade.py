@@ -8,7 +8,6 @@ that runs it, so a test switches the trade server's misbehaviour the same way on
 from __future__ import annotations
 
 import json
-import logging
 import os
 import selectors
 import subprocess
@@ -154,14 +153,31 @@ def test_the_unsupported_filling_mode_is_what_a_careless_request_gets(terminal):
     assert trade.order(+1, 0.1, None, None, MAGIC, "") is not None and trade.last_retcode == 10009
 
 
-def test_volume_is_rounded_to_the_step_and_clamped(terminal, caplog):
+@pytest.mark.parametrize("lots", [0.001, 0.015, 0.123, 1e9, -0.1, 0.0, float("inf")])
+def test_live_volumes_are_refused_never_rounded_or_clamped(terminal, lots):
+    """0.001 lots once went out as 0.01 (ten times the risk), 0.015 as 0.02, 1e9 as the maximum: refused
+    with 10014 as the paper account and the backtest refuse them, before the terminal sees anything."""
     trade = terminal.trade()
-    with caplog.at_level(logging.WARNING):
-        a = trade.order(+1, 0.123, None, None, MAGIC, "")
-        b = trade.order(+1, 0.001, None, None, MAGIC, "")
-    lots = {p.ticket: p.lots for p in trade.positions()}
-    assert (lots[a], lots[b]) == (0.12, 0.01)
-    assert "sent as 0.12" in caplog.text and "sent as 0.01" in caplog.text
+    ticket = trade.order(+1, 0.1, None, None, MAGIC, "")
+    _, _, ask = tick(terminal)
+    checks_before, sends_before = terminal.calls("order_check"), terminal.calls("order_send")
+    assert trade.order(+1, lots, None, None, MAGIC, "") is None and trade.last_retcode == 10014
+    assert trade.pending("buy_limit", lots, ask - 0.002, None, None, None, None, MAGIC, "") is None
+    assert trade.last_retcode == 10014
+    assert trade.close(ticket, None, lots) == 0 and trade.last_retcode == 10014
+    assert (terminal.calls("order_check"), terminal.calls("order_send")) == (checks_before, sends_before)
+    assert [(p.ticket, p.lots) for p in trade.positions()] == [(ticket, 0.1)] and trade.orders() == []
+    assert [r["retcode"] for r in terminal.records if r["event"] == "refused"] == [10014] * 3
+
+
+def test_a_volume_on_the_step_goes_out_as_that_step(terminal):
+    import numpy as np
+
+    trade = terminal.trade()
+    ticket = trade.order(+1, float(np.float32(0.1)), None, None, MAGIC, "")  # 0.10000000149...
+    assert ticket is not None and trade.positions()[0].lots == 0.1
+    sent = [r["request"]["volume"] for r in terminal.records if r["event"] == "request"]
+    assert sent == [0.1]
 
 
 def test_partial_close_close_and_modify(terminal):
@@ -242,7 +258,7 @@ def test_rejections_are_recorded_never_raised(terminal):
     assert trade.pending("buy_limit", 0.1, ask - 0.001, None, None, None, "2020-01-01", MAGIC, "") is None
     assert trade.last_retcode == 10022
     assert terminal.calls("order_check") == checks_before  # refused here, nothing reached the terminal
-    assert trade.order(+1, 500, None, None, MAGIC, "") is None  # clamped to 100 lots: no money for that
+    assert trade.order(+1, 100, None, None, MAGIC, "") is None  # the symbol's maximum: no money for that
     assert trade.last_retcode == 10019
     terminal.sim.book.configure(market_closed=True)
     assert trade.order(+1, 0.1, None, None, MAGIC, "") is None and trade.last_retcode == 10018
@@ -312,23 +328,35 @@ def test_a_lost_reply_on_a_pending_order_and_a_close(terminal):
     assert terminal.calls("order_send") == 3
 
 
-def test_a_request_lost_before_the_server_is_sent_again_once(terminal):
-    terminal.sim.configure(fail=(("order_send", 1, 0),))  # the link drops before the request executes
-    trade = terminal.trade()
-    assert trade.order(+1, 0.1, None, None, MAGIC, "") is not None
-    assert terminal.sim.book.executed == 1 and len(trade.positions()) == 1
-    assert terminal.calls("order_send") == 2
+def test_a_request_lost_before_the_server_is_not_sent_again_and_settles_as_not_executed(terminal):
+    """The link drops during ``order_send`` before the request executed: from here that cannot be told
+    from a reply lost after it executed, so it is not sent again; the terminal shows nothing of it for
+    ``lost_reply_settle`` seconds, and only then is it taken as not executed."""
+    now = [0.0]
+    terminal.sim.configure(fail=(("order_send", 1, 0),))
+    trade = terminal.trade(lost_reply_settle=60.0, monotonic=lambda: now[0])
+    assert trade.order(+1, 0.1, None, None, MAGIC, "") is None and trade.last_retcode == 10012
+    assert terminal.calls("order_send") == 1 and terminal.sim.book.executed == 0
+    (tag,) = trade.unresolved
+    assert trade.possibly_open() == 1
+    now[0] = 59.0
+    assert trade.resolve() == {} and tag in trade.unresolved  # not yet: it may still be executing
+    now[0] = 60.0
+    assert trade.resolve() == {tag: None} and trade.unresolved == {}
+    assert [r["event"] for r in terminal.records][-3:] == ["unresolved", "result", "not executed"]
+    assert terminal.calls("order_send") == 1 and trade.positions() == []
 
 
 def test_a_lost_reply_that_cannot_be_looked_up_is_not_sent_again(terminal):
-    trade = terminal.trade(retries=1)
+    trade = terminal.trade(retries=0)
     trade.spec()
     terminal.sim.book.configure(lost_replies=(-10005,))
-    terminal.sim.configure(fail=(("symbol_info_tick", 2, -10004), ("symbol_info_tick", 3, -10004)))
+    terminal.sim.configure(fail=(("history_deals_get", 1, -10004),))  # the look-up's first read
     assert trade.order(+1, 0.1, None, None, MAGIC, "") is None and trade.last_retcode == 10012
     assert terminal.calls("order_send") == 1 and terminal.sim.book.executed == 1
     (tag,) = trade.unresolved
     assert tag in terminal.records[-1]["reason"] and "not sent again" in terminal.records[-1]["reason"]
+    assert terminal.records[-2]["event"] == "unresolved" and terminal.records[-2]["request"]["volume"] == 0.1
 
 
 # -- limits, checked before order_send ----------------------------------------------------------------------
@@ -451,7 +479,7 @@ def test_a_lost_request_is_resolved_once_the_terminal_answers_again(terminal):
     trade = terminal.trade(retries=0)
     trade.spec()
     terminal.sim.book.configure(lost_replies=(-10005,))
-    terminal.sim.configure(fail=(("symbol_info_tick", 2, -10004),))
+    terminal.sim.configure(fail=(("history_deals_get", 1, -10004),))
     assert trade.order(+1, 0.1, None, None, MAGIC, "") is None and trade.last_retcode == 10012
     (tag,) = trade.unresolved
     found = trade.resolve()
@@ -532,21 +560,20 @@ def test_a_market_without_quotes_is_refused_before_the_terminal(terminal):
 
 
 @pytest.mark.parametrize("terminal", ["native"], indirect=True)  # quotes planned on the in-process module
-def test_a_lost_reply_looked_up_at_a_garbage_quote_is_not_sent_again(terminal):
+def test_a_lost_reply_is_looked_up_at_the_time_it_was_sent_whatever_the_quote_says_then(terminal):
     import MetaTrader5
 
     trade = terminal.trade(retries=0)
     trade.spec()
     terminal.sim.book.configure(lost_replies=(-10005,))
-    MetaTrader5.BAD_QUOTES[:] = [{}, {"bid": float("nan")}]  # the order's quote, then the look-up's
+    MetaTrader5.BAD_QUOTES[:] = [{}, {"bid": float("nan")}, {"time": 1}]  # the order's quote, then garbage
     try:
-        assert trade.order(+1, 0.1, None, None, MAGIC, "") is None and trade.last_retcode == 10012
+        ticket = trade.order(+1, 0.1, None, None, MAGIC, "")
     finally:
         MetaTrader5.BAD_QUOTES.clear()
+    assert ticket is not None and trade.last_retcode == 10009 and trade.unresolved == {}
     assert terminal.calls("order_send") == 1 and terminal.sim.book.executed == 1
-    (tag,) = trade.unresolved
-    assert "not a tradable price" in terminal.records[-2]["reason"]
-    assert trade.resolve()[tag].ok and terminal.records[-1]["event"] == "recovered"
+    assert [r["event"] for r in terminal.records] == ["request", "recovered", "result"]
 
 
 @pytest.mark.parametrize("terminal", ["native"], indirect=True)
@@ -564,3 +591,48 @@ def test_a_request_at_a_garbage_quote_is_refused_with_no_quotes(terminal):
             MetaTrader5.BAD_QUOTES.clear()
     assert terminal.calls("order_send") == 1 and len(trade.positions()) == 1
     assert {r["action"] for r in terminal.records if r["event"] == "refused"} == {"deal", "close"}
+
+
+# -- a terminal that answers after the timeout --------------------------------------------------------------
+def _wait_for(condition, seconds: float = 10.0) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the simulated terminal did not get there in time"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("terminal", ["bridge"], indirect=True)
+def test_an_order_answered_after_the_timeout_is_never_sent_twice(terminal):
+    """One ``buy(0.1)`` became two positions: the terminal answered ``order_send`` after the bridge's
+    timeout, both looks came before it had filled, and the request went out again. Now it stays
+    unresolved (10012), counts against ``max_positions`` as open, and is found once the terminal fills it."""
+    terminal.sim.configure(delay=(("order_send", 1.5),))  # fills 1.5 s after it was asked
+    source = TerminalSource(terminal.host, terminal.port, timeout=0.5, backoff=0.01)
+    terminal.sources.append(source)
+    trade = TerminalTrade(
+        source,
+        "EURUSD",
+        magic=MAGIC,
+        limits=limits(max_positions=1),
+        record=terminal.records.append,
+        lost_reply_wait=0.2,
+        backoff=0.01,
+    )
+    assert trade.order(+1, 0.1, None, None, MAGIC, "") is None and trade.last_retcode == 10012
+    (tag,) = trade.unresolved
+    assert trade.order(+1, 0.1, None, None, MAGIC, "") is None and trade.last_retcode == 10027
+    assert "1 request(s) whose reply was lost" in trade_reason(terminal)
+    _wait_for(lambda: terminal.sim.book.executed == 1)  # the first request, filled late
+    terminal.sim.configure(delay=(("order_send", 0.0),))
+    assert trade.order(+1, 0.1, None, None, MAGIC, "") is None and trade.last_retcode == 10027
+    assert "1 open positions" in trade_reason(terminal) and "lost" not in trade_reason(terminal)
+    assert trade.unresolved == {} and [p.lots for p in trade.positions()] == [0.1]
+    assert terminal.calls("order_send") == 1 and terminal.sim.book.executed == 1
+    assert [r["event"] for r in terminal.records if r.get("id") == tag] == [
+        "request",
+        "unresolved",
+        "result",
+        "recovered",
+    ]
