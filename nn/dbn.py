@@ -12,6 +12,7 @@ training criterion including the weight penalty; regression targets are used as 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import ClassVar
@@ -22,7 +23,7 @@ from nn.cg import SVD_MAX_INPUTS, anneal, conjugate_gradient, svd_weights
 from nn.dbn_config import DBNConfig, check_memory, config_dict, config_from_dict
 from nn.mlfn import Net, raw_error, weight_penalty
 from nn.mlfn_device import BackendSpace, DeviceCriterion
-from nn.rbm import EpochLog, check_unit_interval, train_rbm
+from nn.rbm import EpochLog, TrainingDivergedError, check_unit_interval, train_rbm
 from nn.rbm_ops_numpy import sigmoid
 
 
@@ -316,6 +317,10 @@ def train_dbn(
             sample_input=depth > 0 and not config.greedy_mean_field,
             on_epoch=None if on_epoch is None else (lambda line, d=depth: on_epoch(d, line)),
         )
+        if fit.stop_reason.startswith("diverged"):
+            raise TrainingDivergedError(
+                f"unsupervised layer {depth + 1} {fit.stop_reason}: lower the learning rate or the penalties"
+            )
         order = sort_hidden(fit.w, fit.c)
         layer = RBMLayer(
             fit.w[order],
@@ -338,6 +343,7 @@ def train_dbn(
     model = DBN(layers, head, config, x.shape[1])
     model.log["supervised"] = _head_fit(head, feed, t, config, rng, backend, None)
     _record_parts(model.log, "supervised", head, feed, t, config.weight_penalty)
+    _check_finite(model.log, head, "supervised section")
     if config.fine_tune and layers:
         phase("fine-tuning the complete model")
         fine_tune(model, x, t, backend)
@@ -366,4 +372,13 @@ def fine_tune(model: DBN, x: np.ndarray, t: np.ndarray, backend) -> float:
     model.fine_tuned = True
     model.log["fine_tune"] = value
     _record_parts(model.log, "fine_tune", full, x, t, cfg.weight_penalty)
+    _check_finite(model.log, full, "fine-tuning")
     return value
+
+
+def _check_finite(log: dict, net: Net, phase: str) -> None:
+    if not (all(math.isfinite(v) for v in log.values()) and np.isfinite(net.flat()).all()):
+        raise TrainingDivergedError(
+            f"{phase} diverged (non-finite weights or criterion): lower the annealing range or the "
+            "weight penalty"
+        )

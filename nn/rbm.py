@@ -26,11 +26,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from neuronet.errors import NeuronetError
 from nn.rbm_config import RBMConfig
 from nn.rbm_ops import COSINE, HYPER, LEN2, LR, MAX_INC, MOMENTUM, RBMState
 
 _LR_CAPS = ((250, 0.002), (200, 0.005), (150, 0.01), (100, 0.02), (50, 0.03))
 _TRY_ELEMENTS = 1 << 23  # tries x cases x max(inputs, hidden) per call of the initial-weight search
+
+
+class TrainingDivergedError(NeuronetError, FloatingPointError):
+    """Training produced non-finite weights or criteria: the parameters (learning rate, penalties, ranges)
+    drove it there, so the user can fix it; nothing non-finite is ever returned as a model."""
 
 
 @dataclass(frozen=True)
@@ -276,4 +282,8 @@ def train_rbm(
     else:
         fit.stop_reason = f"max_epochs ({cfg.max_epochs}) reached"
     fit.w, fit.b, fit.c = (be.to_numpy(t).astype(np.float64) for t in (st.w, st.b, st.c))
+    if not fit.stop_reason.startswith("diverged") and not all(
+        np.isfinite(a).all() for a in (fit.w, fit.b, fit.c)
+    ):
+        fit.stop_reason = f"diverged by epoch {len(fit.history)} (non-finite biases)"
     return fit

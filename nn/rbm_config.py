@@ -131,7 +131,9 @@ class RBMConfig:
                 own, "learning_rate", self.learning_rate, 0.0, ADAPT_LR_MAX, low_open=True, rule=lr_rule
             ),
         )
-        for name in ("weight_penalty", "sparsity_penalty", "convergence_crit"):
+        for name in ("weight_penalty", "sparsity_penalty"):  # "small" (the book): above 1 they blow up
+            object.__setattr__(self, name, check_real(own, name, getattr(self, name), 0.0, 1.0))
+        for name in ("convergence_crit",):
             object.__setattr__(self, name, check_real(own, name, getattr(self, name), 0.0))
         for name in ("mean_field", "direct_error"):
             object.__setattr__(self, name, check_bool(own, name, getattr(self, name)))

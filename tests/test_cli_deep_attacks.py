@@ -112,6 +112,7 @@ TRAIN = [
         (["--momentum-start", "-0.1"], "--momentum-start -0.1"),
         (["--momentum-end", "1.5"], "--momentum-end 1.5"),
         (["--weight-penalty", "-1"], "--weight-penalty -1.0"),
+        (["--weight-penalty", "1e300"], "--weight-penalty 1e+300: must be a finite number in [0, 1]"),
         (["--sparsity-penalty", "inf"], "--sparsity-penalty inf"),
         (["--sparsity-target", "2"], "--sparsity-target 2.0"),
         (["--max-no-improvement", "-1"], "--max-no-improvement -1"),

@@ -329,3 +329,21 @@ def test_sequential_holds_the_same_net_and_fine_tunes():
     before = (m.predict(x).argmax(1) == labels).mean()
     fine_tune_sequential(m, x, t, epochs=5)
     assert m.fine_tuned and (m.predict(x).argmax(1) == labels).mean() >= before - 0.02
+
+
+def test_a_diverged_layer_is_an_error_not_a_model(monkeypatch):
+    """Non-finite biases (the error and the ratio can stay finite) end training with a user error naming the
+    layer; a model holding them is never returned (it could not be saved either)."""
+    import nn.rbm_ops_numpy as ops
+    from nn.rbm import TrainingDivergedError
+
+    real = ops.RBMNumpyOps.rbm_update
+
+    def poisoned(self, state, *args, **kwargs):
+        real(self, state, *args, **kwargs)
+        state.c[:] = np.inf
+
+    monkeypatch.setattr(ops.RBMNumpyOps, "rbm_update", poisoned)
+    x, t, _ = _data(60)
+    with pytest.raises(TrainingDivergedError, match="unsupervised layer 1 diverged by epoch 30"):
+        train_dbn(x, t, SMALL, nn.get_backend("numpy"))
