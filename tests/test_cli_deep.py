@@ -634,3 +634,40 @@ def test_binary_splits(tmp_path, capsys):
     code, out, err = _run(capsys, "deep", "test", model, data)
     assert code == 0, err
     assert "RMS error of A" in out
+
+
+def test_an_interrupted_training_keeps_its_log_and_writes_no_model(tmp_path, capsys, monkeypatch):
+    """Ctrl-C in the RBM loop: exit 130, every epoch so far in the log with the reason, no model file."""
+    import nn.rbm
+
+    real = nn.rbm.epoch_schedule
+
+    calls = []
+
+    def ctrl_c_after_three(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(nn.rbm, "epoch_schedule", ctrl_c_after_three)
+    data, model, log = _table(tmp_path / "d.csv", 60, 7), tmp_path / "m.dbn", tmp_path / "L"
+    code, _, err = _run(
+        capsys,
+        "deep",
+        "train",
+        data,
+        "--targets",
+        "A",
+        "--layers",
+        "3",
+        "--model",
+        model,
+        "--log",
+        log,
+        *[a for a in FAST if a not in ("--epochs", "5")],
+    )
+    assert code == 130 and "Interrupted" in err
+    text = log.read_text()
+    assert "    3 " in text and "Training stopped (interrupted); no model written" in text
+    assert not model.exists()

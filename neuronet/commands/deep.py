@@ -334,6 +334,11 @@ def _train_and_report(out: DeepLog, be, x, ds, cfg: DBNConfig, names, scaling, d
 
     try:
         m = train_dbn(x, ds.t, cfg, be, on_epoch=on_epoch, on_phase=on_phase, on_layer=on_layer)
+    except BaseException as exc:  # Ctrl-C, a diverged run, a crash: the log keeps every epoch and says why
+        why = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+        out.add("", f"Training stopped ({why}); no model written")
+        out.flush()
+        raise
     finally:
         bar.close()
     crit = "negative log likelihood" if cfg.classifier else "mean squared error"

@@ -10,6 +10,7 @@ user's is never overwritten unasked (``is_ours``).
 from __future__ import annotations
 
 import io
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -44,17 +45,24 @@ def is_ours(path: Path) -> bool:
 
 
 class DeepLog:
-    """Lines accumulated in order and rewritten to disk after each section (a crash keeps what was done)."""
+    """Lines accumulated in order and rewritten to disk after each section, and at least every
+    ``FLUSH_EVERY_S`` seconds while lines keep coming (a crash or a kill keeps what was done)."""
+
+    FLUSH_EVERY_S = 10.0
 
     def __init__(self, path: Path, command: str) -> None:
         self.path = path
         self.lines = [f"{SIGNATURE} {command}, {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", ""]
+        self.flushed_at = time.monotonic()
 
     def add(self, *lines: str) -> None:
         self.lines += list(lines)
+        if time.monotonic() - self.flushed_at > self.FLUSH_EVERY_S:
+            self.flush()
 
     def flush(self) -> None:
         write_text(self.path, "\n".join(self.lines) + "\n")
+        self.flushed_at = time.monotonic()
 
 
 def variable_table(stats: list[tuple[str, float, float]]) -> list[str]:
