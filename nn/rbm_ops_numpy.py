@@ -68,8 +68,20 @@ class RBMNumpyOps:
         p = sigmoid(h @ w + b[:, None, :])  # (T, N, H)·(T, H, V) -> (T, N, V)
         return ((p - x[None]) ** 2).sum(axis=(1, 2))
 
-    def rbm_update(self, state: RBMState, v1, h_data, q1, v2, q2, x_mean, *, weight_penalty, sparsity_penalty,
-               sparsity_target) -> None:
+    def rbm_update(
+        self,
+        state: RBMState,
+        v1,
+        h_data,
+        q1,
+        v2,
+        q2,
+        x_mean,
+        *,
+        weight_penalty,
+        sparsity_penalty,
+        sparsity_target,
+    ) -> None:
         n = v1.shape[0]
         hy = state.hyper
         lr, mom = hy[LR], hy[MOMENTUM]
@@ -107,8 +119,9 @@ class RBMNumpyOps:
     def dbn_axpby(self, alpha: float, x: np.ndarray, beta: float, y: np.ndarray) -> np.ndarray:
         return alpha * x + beta * y
 
-    def dbn_weight_penalty(self, theta: np.ndarray, mask: np.ndarray, coef: float,
-                           grad: np.ndarray | None) -> np.ndarray:
+    def dbn_weight_penalty(
+        self, theta: np.ndarray, mask: np.ndarray, coef: float, grad: np.ndarray | None
+    ) -> np.ndarray:
         if grad is not None:
             grad += 2.0 * coef * mask * theta
         return np.array([coef * float((mask * theta * theta).sum())])
