@@ -14,51 +14,17 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
 
 from nn.cg import SVD_MAX_INPUTS, anneal, conjugate_gradient, svd_weights
-from nn.mlfn import Net
+from nn.dbn_config import DBNConfig, check_memory, config_dict, config_from_dict
+from nn.mlfn import Net, raw_error, weight_penalty
 from nn.mlfn_device import BackendSpace, DeviceCriterion
-from nn.rbm import EpochLog, RBMConfig, check_unit_interval, train_rbm
+from nn.rbm import EpochLog, TrainingDivergedError, check_unit_interval, train_rbm
 from nn.rbm_ops_numpy import sigmoid
-
-
-@dataclass(frozen=True)
-class DBNConfig:
-    """Architecture and supervised parameters with DEEP's defaults (spec §6.3, §6.6)."""
-
-    hidden: tuple[int, ...] = (100,)  # unsupervised layer sizes, bottom first (may be empty)
-    rbm: RBMConfig = field(default_factory=lambda: RBMConfig(n_hidden=1))  # n_hidden is set per layer
-    greedy_mean_field: bool = True
-    classifier: bool = True
-    head_hidden: tuple[int, ...] = ()  # logistic supervised hidden layers before the output
-    anneal_iters: int = 100
-    anneal_range: float = 1.0
-    sup_max_iter: int = 1000
-    sup_tol: float = 5e-5
-    fine_tune: bool = False
-    fine_max_iter: int = 2000
-    fine_tol: float = 1e-5
-    weight_penalty: float = 0.001
-    allow_svd: bool = True
-    seed: int = 1
-
-    def __post_init__(self) -> None:
-        for name in ("hidden", "head_hidden"):
-            sizes = tuple(getattr(self, name))
-            if any(int(s) < 1 for s in sizes):
-                raise ValueError(f"DBN parameter {name} must hold layer sizes >= 1, got {sizes}")
-            object.__setattr__(self, name, tuple(int(s) for s in sizes))
-        for name in ("anneal_iters", "sup_max_iter", "fine_max_iter"):
-            if int(getattr(self, name)) < 0:
-                raise ValueError(f"DBN parameter {name} must be >= 0, got {getattr(self, name)}")
-        for name in ("anneal_range", "sup_tol", "fine_tol", "weight_penalty"):
-            v = getattr(self, name)
-            if not (math.isfinite(v) and v >= 0.0):
-                raise ValueError(f"DBN parameter {name} must be a finite number >= 0, got {v}")
 
 
 @dataclass
@@ -72,6 +38,7 @@ class RBMLayer:
     skewness: np.ndarray
     initial_error: float = 0.0
     history: list[EpochLog] = field(default_factory=list)
+    stop_reason: str = ""  # why its training stopped (a convergence test, the backstop, divergence)
 
     def up(self, x: np.ndarray) -> np.ndarray:
         return sigmoid(x @ self.w.T + self.c)
@@ -118,8 +85,9 @@ class DBN:
             h = layer.down(h)
         return h
 
-    def generate(self, backend, n_chain: int, *, start: np.ndarray | None = None, count: int = 1,
-                 seed: int = 1) -> np.ndarray:
+    def generate(
+        self, backend, n_chain: int, *, start: np.ndarray | None = None, count: int = 1, seed: int = 1
+    ) -> np.ndarray:
         """Generative samples (spec §5.3) as visible probabilities ``(N, V)``.
 
         From ``start`` cases (pushed up deterministically to the top RBM's visible side, then a Gibbs chain
@@ -154,10 +122,14 @@ class DBN:
     # --- the model file (nn.io.SavedModel) -----------------------------------------------------------
     def architecture(self) -> dict:
         """The architecture record of the model file: the config and the layer sizes."""
-        return {"config": config_dict(self.config), "n_inputs": self.n_inputs,
-                "hidden": [int(ly.w.shape[0]) for ly in self.layers],
-                "head": [int(w.shape[0]) for w, _ in self.head.layers], "classifier": self.head.classifier,
-                "fine_tuned": self.fine_tuned}
+        return {
+            "config": config_dict(self.config),
+            "n_inputs": self.n_inputs,
+            "hidden": [int(ly.w.shape[0]) for ly in self.layers],
+            "head": [int(w.shape[0]) for w, _ in self.head.layers],
+            "classifier": self.head.classifier,
+            "fine_tuned": self.fine_tuned,
+        }
 
     def export_arrays(self) -> dict[str, np.ndarray]:
         out = {f"layer{k}_{name}": getattr(ly, name) for k, ly in enumerate(self.layers) for name in _LAYER}
@@ -166,8 +138,12 @@ class DBN:
         return out
 
     def training_state(self) -> dict:
-        return {"log": self.log, "initial_error": [ly.initial_error for ly in self.layers],
-                "history": [[asdict(line) for line in ly.history] for ly in self.layers]}
+        return {
+            "log": self.log,
+            "initial_error": [ly.initial_error for ly in self.layers],
+            "stop_reason": [ly.stop_reason for ly in self.layers],
+            "history": [[asdict(line) for line in ly.history] for ly in self.layers],
+        }
 
     @classmethod
     def from_saved(cls, architecture: dict, arrays: dict[str, np.ndarray], training: dict) -> DBN:
@@ -178,8 +154,13 @@ class DBN:
         sizes = [n_in, *hidden]
         shapes = {}
         for k, (nv, nh) in enumerate(itertools.pairwise(sizes)):
-            shapes |= {f"layer{k}_w": (nh, nv), f"layer{k}_b": (nv,), f"layer{k}_c": (nh,),
-                       f"layer{k}_q_mean": (nh,), f"layer{k}_skewness": (nh,)}
+            shapes |= {
+                f"layer{k}_w": (nh, nv),
+                f"layer{k}_b": (nv,),
+                f"layer{k}_c": (nh,),
+                f"layer{k}_q_mean": (nh,),
+                f"layer{k}_skewness": (nh,),
+            }
         for k, (i, o) in enumerate(itertools.pairwise([sizes[-1], *head])):
             shapes |= {f"head{k}_w": (o, i), f"head{k}_b": (o,)}
         expect = set(shapes)
@@ -197,8 +178,16 @@ class DBN:
         f64 = {k: np.asarray(a, dtype=np.float64) for k, a in arrays.items()}
         histories = training.get("history") or [[] for _ in hidden]
         errors = training.get("initial_error") or [0.0 for _ in hidden]
-        layers = [RBMLayer(*(f64[f"layer{k}_{n}"] for n in _LAYER), float(errors[k]),
-                           [EpochLog(**line) for line in histories[k]]) for k in range(len(hidden))]
+        reasons = training.get("stop_reason") or ["" for _ in hidden]  # files before it was recorded
+        layers = [
+            RBMLayer(
+                *(f64[f"layer{k}_{n}"] for n in _LAYER),
+                float(errors[k]),
+                [EpochLog(**line) for line in histories[k]],
+                str(reasons[k]),
+            )
+            for k in range(len(hidden))
+        ]
         net = Net([(f64[f"head{k}_w"], f64[f"head{k}_b"]) for k in range(len(head))], cfg.classifier)
         return cls(layers, net, cfg, n_in, bool(arch["fine_tuned"]), dict(training.get("log") or {}))
 
@@ -218,8 +207,15 @@ def _stats(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, np.where(sd > 0, skew, 0.0)
 
 
-def _head_fit(net: Net, x: np.ndarray, t: np.ndarray, cfg: DBNConfig, rng: np.random.Generator, backend,
-              on_iter: Callable[[int, float], None] | None) -> float:
+def _head_fit(
+    net: Net,
+    x: np.ndarray,
+    t: np.ndarray,
+    cfg: DBNConfig,
+    rng: np.random.Generator,
+    backend,
+    on_iter: Callable[[int, float], None] | None,
+) -> float:
     """Annealing start (with SVD output weights where allowed), then CG; returns the final criterion.
 
     Every criterion evaluation runs on ``backend`` (``DeviceCriterion``); the SVD of the output layer's
@@ -243,60 +239,122 @@ def _head_fit(net: Net, x: np.ndarray, t: np.ndarray, cfg: DBNConfig, rng: np.ra
     if use_svd and len(net.layers) == 1:  # SVD sets every weight: all annealing tries would be this one
         start = fill(np.zeros(net.n_weights))
     else:
-        start = anneal(lambda theta: crit.value(crit.to_device(theta)), net.n_weights, cfg.anneal_iters,
-                       cfg.anneal_range, rng, fill)
+        start = anneal(
+            lambda theta: crit.value(crit.to_device(theta)),
+            net.n_weights,
+            cfg.anneal_iters,
+            cfg.anneal_range,
+            rng,
+            fill,
+        )
     return _cg(net, crit, start, cfg.sup_max_iter, cfg.sup_tol, on_iter)
 
 
-def _cg(net: Net, crit: DeviceCriterion, start: np.ndarray, max_iter: int, tol: float,
-        on_iter: Callable[[int, float], None] | None) -> float:
+def _cg(
+    net: Net,
+    crit: DeviceCriterion,
+    start: np.ndarray,
+    max_iter: int,
+    tol: float,
+    on_iter: Callable[[int, float], None] | None,
+) -> float:
     """CG from ``start`` with the parameters, directions and gradients on ``crit``'s backend; the result is
     written back into ``net`` (host float64) and its criterion returned."""
     theta = crit.to_device(start)
     if max_iter == 0:
         value = crit.value(theta)
     else:
-        res = conjugate_gradient(crit.value_grad, theta, max_iter=max_iter, tol=tol, on_iter=on_iter,
-                                 f=crit.value, space=BackendSpace(crit.backend))
+        res = conjugate_gradient(
+            crit.value_grad,
+            theta,
+            max_iter=max_iter,
+            tol=tol,
+            on_iter=on_iter,
+            f=crit.value,
+            space=BackendSpace(crit.backend),
+        )
         theta, value = res.x, res.value
     net.set_flat(crit.to_host(theta))
     return value
 
 
-def train_dbn(x: np.ndarray, t: np.ndarray, config: DBNConfig, backend, *,
-              on_epoch: Callable[[int, EpochLog], None] | None = None,
-              on_phase: Callable[[str], None] | None = None) -> DBN:
-    """Train on inputs ``x (N, V)`` in [0, 1] and targets ``t (N, K)`` (one-hot rows for classifiers)."""
+def train_dbn(
+    x: np.ndarray,
+    t: np.ndarray,
+    config: DBNConfig,
+    backend,
+    *,
+    on_epoch: Callable[[int, EpochLog], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
+    on_layer: Callable[[int, RBMLayer], None] | None = None,
+) -> DBN:
+    """Train on inputs ``x (N, V)`` in [0, 1] and targets ``t (N, K)`` (one-hot rows for classifiers).
+
+    ``on_epoch(depth, line)`` sees every RBM epoch, ``on_phase(text)`` each phase as it starts and
+    ``on_layer(depth, layer)`` each unsupervised layer once trained. A configuration that cannot fit the
+    available memory is refused (``DBNConfigError``) before anything large is allocated.
+
+    ``model.log`` records each supervised phase's criterion as minimised (``supervised``, ``fine_tune``) and
+    its two parts: the error (``*_error``: MSE or negative log likelihood, spec §1.3) and the weight penalty
+    (``*_penalty``, §1.5)."""
     x = check_unit_interval(x, "DBN input").astype(np.float64)
     t = np.asarray(t, dtype=np.float64)
     if t.ndim != 2 or t.shape[0] != x.shape[0] or not np.isfinite(t).all():
         raise ValueError(f"DBN targets must be finite (cases, outputs) with {x.shape[0]} rows, got {t.shape}")
     if config.classifier and t.shape[1] < 2:
         raise ValueError("a classifier needs at least 2 target columns (the class is the largest)")
+    check_memory(x.shape[0], x.shape[1], t.shape[1], config, backend)
     phase = on_phase or (lambda _s: None)
     rng = np.random.default_rng(config.seed)
     layers, feed = [], x
     for depth, nh in enumerate(config.hidden):
         phase(f"unsupervised layer {depth + 1} of {len(config.hidden)}: {nh} hidden")
         rcfg = replace(config.rbm, n_hidden=nh, seed=config.rbm.seed + 7919 * depth)
-        fit = train_rbm(backend, feed, rcfg, sample_input=depth > 0 and not config.greedy_mean_field,
-                        on_epoch=None if on_epoch is None else (lambda line, d=depth: on_epoch(d, line)))
+        fit = train_rbm(
+            backend,
+            feed,
+            rcfg,
+            sample_input=depth > 0 and not config.greedy_mean_field,
+            on_epoch=None if on_epoch is None else (lambda line, d=depth: on_epoch(d, line)),
+        )
+        if fit.stop_reason.startswith("diverged"):
+            raise TrainingDivergedError(
+                f"unsupervised layer {depth + 1} {fit.stop_reason}: lower the learning rate or the penalties"
+            )
         order = sort_hidden(fit.w, fit.c)
-        layer = RBMLayer(fit.w[order], fit.b, fit.c[order], np.zeros(nh), np.zeros(nh), fit.initial_error,
-                         fit.history)
+        layer = RBMLayer(
+            fit.w[order],
+            fit.b,
+            fit.c[order],
+            np.zeros(nh),
+            np.zeros(nh),
+            fit.initial_error,
+            fit.history,
+            fit.stop_reason,
+        )
         feed = layer.up(feed)
         layer.q_mean, layer.skewness = _stats(feed)
         layers.append(layer)
+        if on_layer is not None:
+            on_layer(depth, layer)
     sizes = [feed.shape[1], *config.head_hidden, t.shape[1]]
-    head = Net([(np.zeros((o, i)), np.zeros(o)) for i, o in itertools.pairwise(sizes)],
-               config.classifier)
+    head = Net([(np.zeros((o, i)), np.zeros(o)) for i, o in itertools.pairwise(sizes)], config.classifier)
     phase("supervised section: annealing, then conjugate gradients")
     model = DBN(layers, head, config, x.shape[1])
     model.log["supervised"] = _head_fit(head, feed, t, config, rng, backend, None)
+    _record_parts(model.log, "supervised", head, feed, t, config.weight_penalty)
+    _check_finite(model.log, head, "supervised section")
     if config.fine_tune and layers:
         phase("fine-tuning the complete model")
         fine_tune(model, x, t, backend)
     return model
+
+
+def _record_parts(log: dict, phase: str, net: Net, x: np.ndarray, t: np.ndarray, penalty: float) -> None:
+    """The criterion's two parts at the trained weights, in float64 on the host (DEEP prints the error, not
+    error + penalty; the penalty grows with the weights and would otherwise pass for error)."""
+    log[f"{phase}_error"] = raw_error(net.predict(x), t, net.classifier)
+    log[f"{phase}_penalty"] = weight_penalty(net, penalty)
 
 
 def fine_tune(model: DBN, x: np.ndarray, t: np.ndarray, backend) -> float:
@@ -304,27 +362,23 @@ def fine_tune(model: DBN, x: np.ndarray, t: np.ndarray, backend) -> float:
     are unused."""
     cfg = model.config
     full = Net([(ly.w, ly.c) for ly in model.layers] + list(model.head.layers), model.head.classifier)
-    crit = DeviceCriterion(backend, full, np.asarray(x, dtype=np.float64), np.asarray(t, dtype=np.float64),
-                           cfg.weight_penalty)
+    crit = DeviceCriterion(
+        backend, full, np.asarray(x, dtype=np.float64), np.asarray(t, dtype=np.float64), cfg.weight_penalty
+    )
     value = _cg(full, crit, full.flat(), cfg.fine_max_iter, cfg.fine_tol, None)
     for ly, (w, c) in zip(model.layers, full.layers, strict=False):
         ly.w, ly.c = w, c
-    model.head.layers = full.layers[len(model.layers):]
+    model.head.layers = full.layers[len(model.layers) :]
     model.fine_tuned = True
     model.log["fine_tune"] = value
+    _record_parts(model.log, "fine_tune", full, x, t, cfg.weight_penalty)
+    _check_finite(model.log, full, "fine-tuning")
     return value
 
 
-def config_dict(cfg: DBNConfig) -> dict:
-    """JSON-compatible form of a config (for model files and logs)."""
-    out = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name != "rbm"}
-    out["hidden"], out["head_hidden"] = list(cfg.hidden), list(cfg.head_hidden)
-    out["rbm"] = {f.name: getattr(cfg.rbm, f.name) for f in fields(cfg.rbm)}
-    return out
-
-
-def config_from_dict(d: dict) -> DBNConfig:
-    d = dict(d)
-    d["rbm"] = RBMConfig(**d["rbm"])
-    d["hidden"], d["head_hidden"] = tuple(d["hidden"]), tuple(d["head_hidden"])
-    return DBNConfig(**d)
+def _check_finite(log: dict, net: Net, phase: str) -> None:
+    if not (all(math.isfinite(v) for v in log.values()) and np.isfinite(net.flat()).all()):
+        raise TrainingDivergedError(
+            f"{phase} diverged (non-finite weights or criterion): lower the annealing range or the "
+            "weight penalty"
+        )

@@ -41,7 +41,7 @@ class Net:
         for i, (w, b) in enumerate(self.layers):
             nw = w.size
             end = at + nw + b.size
-            self.layers[i] = (theta[at:at + nw].reshape(w.shape).copy(), theta[at + nw:end].copy())
+            self.layers[i] = (theta[at : at + nw].reshape(w.shape).copy(), theta[at + nw : end].copy())
             at += nw + b.size
 
     def hidden(self, x: np.ndarray) -> list[np.ndarray]:
@@ -74,13 +74,18 @@ def raw_error(out: np.ndarray, t: np.ndarray, classifier: bool) -> float:
     return float(((out - t) ** 2).sum() / (n * k))
 
 
+def weight_penalty(net: Net, penalty: float) -> float:
+    """DEEP's supervised weight penalty (spec §1.5): ``(λ / n_weights)·Σ w²`` over the weights, not the
+    biases (``n_weights`` counts both)."""
+    return penalty / net.n_weights * sum(float((w * w).sum()) for w, _ in net.layers)
+
+
 def criterion(net: Net, x: np.ndarray, t: np.ndarray, penalty: float, grad: bool = True):
-    """``(E, dE/dθ)`` (or ``E`` alone) at the net's current weights."""
+    """``(E, dE/dθ)`` (or ``E`` alone) at the net's current weights: ``raw_error`` + ``weight_penalty``."""
     acts = net.hidden(x)
     out = net.output(acts[-1])
     theta_pen = penalty / net.n_weights
-    sq = sum(float((w * w).sum()) for w, _ in net.layers)
-    e = raw_error(out, t, net.classifier) + theta_pen * sq
+    e = raw_error(out, t, net.classifier) + weight_penalty(net, penalty)
     if not grad:
         return e
     n, k = t.shape

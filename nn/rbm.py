@@ -26,52 +26,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nn.rbm_ops import COSINE, HYPER, LEN2, LR, MAX_INC, MOMENTUM, RECON_KINDS, RBMState
+from neuronet.errors import NeuronetError
+from nn.rbm_config import RBMConfig
+from nn.rbm_ops import COSINE, HYPER, LEN2, LR, MAX_INC, MOMENTUM, RBMState
 
 _LR_CAPS = ((250, 0.002), (200, 0.005), (150, 0.01), (100, 0.02), (50, 0.03))
 _TRY_ELEMENTS = 1 << 23  # tries x cases x max(inputs, hidden) per call of the initial-weight search
 
 
-@dataclass(frozen=True)
-class RBMConfig:
-    """Training parameters with DEEP's defaults (spec §6.5)."""
-
-    n_hidden: int
-    n_rand: int = 50  # initial random tries
-    n_batches: int = 24
-    chain_start: int = 1
-    chain_end: int = 4
-    chain_rate: float = 0.005
-    learning_rate: float = 0.05
-    momentum_start: float = 0.1
-    momentum_end: float = 0.9
-    weight_penalty: float = 1e-4
-    sparsity_penalty: float = 1e-3
-    sparsity_target: float = 0.1
-    convergence_crit: float = 1e-5
-    max_no_improvement: int = 500
-    max_epochs: int = 10000
-    mean_field: bool = True  # visible reconstruction as probabilities (else sampled)
-    recon: str = "mse"  # reconstruction error measure: "mse" or "ce"
-    direct_error: bool = False  # monitor the direct (mean-field) error instead of the fast one
-    seed: int = 1
-
-    def __post_init__(self) -> None:
-        ints = ("n_hidden", "n_rand", "n_batches", "chain_start", "chain_end", "max_epochs")
-        for name in ints:
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"RBM parameter {name} must be at least 1, got {getattr(self, name)}")
-        if self.max_no_improvement < 0:
-            raise ValueError(f"RBM parameter max_no_improvement must be >= 0, got {self.max_no_improvement}")
-        for name in ("chain_rate", "momentum_start", "momentum_end", "sparsity_target"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"RBM parameter {name} must be in [0, 1], got {getattr(self, name)}")
-        for name in ("learning_rate", "weight_penalty", "sparsity_penalty", "convergence_crit"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0.0):
-                raise ValueError(f"RBM parameter {name} must be a finite number >= 0, got {value}")
-        if self.recon not in RECON_KINDS:
-            raise ValueError(f"RBM parameter recon must be one of {', '.join(RECON_KINDS)}: {self.recon!r}")
+class TrainingDivergedError(NeuronetError, FloatingPointError):
+    """Training produced non-finite weights or criteria: the parameters (learning rate, penalties, ranges)
+    drove it there, so the user can fix it; nothing non-finite is ever returned as a model."""
 
 
 @dataclass(frozen=True)
@@ -143,16 +108,16 @@ def initial_weights(be, x_dev, means: np.ndarray, n_hidden: int, n_rand: int, rn
     n, nv = x_dev.shape
     per_group = max(1, min(n_rand, _TRY_ELEMENTS // (n_hidden * nv)))
     best = (math.inf, None)
-    seeds = rng.integers(0, 2**63, size=n_rand)
     done = 0
     while done < n_rand:
         t = min(per_group, n_rand - done)
-        w, b, c = random_tries(seeds[done:done + t], n_hidden, means)
+        # each group draws its own seeds: the same stream as all at once, without an (n_rand,) array
+        w, b, c = random_tries(rng.integers(0, 2**63, size=t), n_hidden, means)
         wd, bd, cd = be.asarray(w), be.asarray(b), be.asarray(c)
         chunk = max(1, _TRY_ELEMENTS // (t * max(nv, n_hidden)))
         total = be.zeros((t,))
         for start in range(0, n, chunk):
-            be.add_(total, be.rbm_try_errors(x_dev[start:start + chunk], wd, bd, cd))
+            be.add_(total, be.rbm_try_errors(x_dev[start : start + chunk], wd, bd, cd))
         errors = be.to_numpy(total)
         k = int(np.argmin(errors))  # first of equal minima: strict < across groups too
         if errors[k] < best[0]:
@@ -209,8 +174,14 @@ def cd_chain(be, st: RBMState, v1, q1, k: int, mean_field: bool, seed: int, coun
     return h_data, v2, q2, p1, counter
 
 
-def train_rbm(be, x: np.ndarray, config: RBMConfig, *, sample_input: bool = False,
-              on_epoch: Callable[[EpochLog], None] | None = None) -> RBMFit:
+def train_rbm(
+    be,
+    x: np.ndarray,
+    config: RBMConfig,
+    *,
+    sample_input: bool = False,
+    on_epoch: Callable[[EpochLog], None] | None = None,
+) -> RBMFit:
     """Train one RBM on ``x (N, V)`` in [0, 1] with ``backend`` ``be``.
 
     ``sample_input`` re-samples the input batch 0/1 from its values each batch (greedy training of upper
@@ -227,9 +198,17 @@ def train_rbm(be, x: np.ndarray, config: RBMConfig, *, sample_input: bool = Fals
     hyper = np.zeros(HYPER)
     hyper[LR], hyper[MOMENTUM] = cfg.learning_rate, cfg.momentum_start
     nh = cfg.n_hidden
-    st = RBMState(w=be.asarray(w), b=be.asarray(b), c=be.asarray(c), w_inc=be.zeros((nh, nv)),
-                  b_inc=be.zeros((nv,)), c_inc=be.zeros((nh,)), on_frac=be.asarray(np.full(nh, 0.5)),
-                  g_prev=be.zeros((nh, nv)), hyper=be.asarray(hyper))
+    st = RBMState(
+        w=be.asarray(w),
+        b=be.asarray(b),
+        c=be.asarray(c),
+        w_inc=be.zeros((nh, nv)),
+        b_inc=be.zeros((nv,)),
+        c_inc=be.zeros((nh,)),
+        on_frac=be.asarray(np.full(nh, 0.5)),
+        g_prev=be.zeros((nh, nv)),
+        hyper=be.asarray(hyper),
+    )
     xm = be.asarray(means)
     order = be.asarray(np.arange(n, dtype=np.int32))
     batches = [order[lo:hi] for lo, hi in _batch_bounds(n, n_batches)]
@@ -249,12 +228,21 @@ def train_rbm(be, x: np.ndarray, config: RBMConfig, *, sample_input: bool = Fals
             q1 = be.rbm_hidden_probs(v1, st.w, st.c)
             if cfg.direct_error:
                 be.add_(err, be.rbm_recon_error(v1, be.rbm_visible_probs(q1, st.w, st.b), cfg.recon))
-            h_data, v2, q2, p1, counter = cd_chain(be, st, v1, q1, k_chain, cfg.mean_field, cfg.seed,
-                                                   counter)
+            h_data, v2, q2, p1, counter = cd_chain(be, st, v1, q1, k_chain, cfg.mean_field, cfg.seed, counter)
             if not cfg.direct_error:
                 be.add_(err, be.rbm_recon_error(v1, p1, cfg.recon))
-            be.rbm_update(st, v1, h_data, q1, v2, q2, xm, weight_penalty=cfg.weight_penalty,
-                       sparsity_penalty=cfg.sparsity_penalty, sparsity_target=cfg.sparsity_target)
+            be.rbm_update(
+                st,
+                v1,
+                h_data,
+                q1,
+                v2,
+                q2,
+                xm,
+                weight_penalty=cfg.weight_penalty,
+                sparsity_penalty=cfg.sparsity_penalty,
+                sparsity_target=cfg.sparsity_target,
+            )
         # epoch end: the only host reads of the loop
         total = float(be.to_numpy(err)[0]) / (n * nv)
         hy = be.to_numpy(st.hyper).astype(np.float64)
@@ -264,9 +252,18 @@ def train_rbm(be, x: np.ndarray, config: RBMConfig, *, sample_input: bool = Fals
             best_ratio, no_imp = ratio, 0
         else:
             no_imp += 1
-        line = EpochLog(epoch + 1, math.sqrt(total) if cfg.recon == "mse" else total, float(hy[LR]),
-                        float(hy[MOMENTUM]), k_chain, ratio, float(hy[COSINE]),
-                        math.sqrt(hy[LEN2] / (nh * nv)), no_imp, time.perf_counter() - t0)
+        line = EpochLog(
+            epoch + 1,
+            math.sqrt(total) if cfg.recon == "mse" else total,
+            float(hy[LR]),
+            float(hy[MOMENTUM]),
+            k_chain,
+            ratio,
+            float(hy[COSINE]),
+            math.sqrt(hy[LEN2] / (nh * nv)),
+            no_imp,
+            time.perf_counter() - t0,
+        )
         fit.history.append(line)
         if on_epoch is not None:
             on_epoch(line)
@@ -285,4 +282,8 @@ def train_rbm(be, x: np.ndarray, config: RBMConfig, *, sample_input: bool = Fals
     else:
         fit.stop_reason = f"max_epochs ({cfg.max_epochs}) reached"
     fit.w, fit.b, fit.c = (be.to_numpy(t).astype(np.float64) for t in (st.w, st.b, st.c))
+    if not fit.stop_reason.startswith("diverged") and not all(
+        np.isfinite(a).all() for a in (fit.w, fit.b, fit.c)
+    ):
+        fit.stop_reason = f"diverged by epoch {len(fit.history)} (non-finite biases)"
     return fit

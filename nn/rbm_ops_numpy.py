@@ -63,12 +63,25 @@ class RBMNumpyOps:
         return np.array([np.abs(t).max() if t.size else 0.0])
 
     def rbm_try_errors(self, x: np.ndarray, w: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        h = sigmoid(np.einsum("nv,thv->tnh", x, w) + c[:, None, :])
-        p = sigmoid(np.einsum("tnh,thv->tnv", h, w) + b[:, None, :])
+        # batched matmuls (BLAS), not einsum (a loop without BLAS: 3x slower on the initial weight search)
+        h = sigmoid(x @ w.transpose(0, 2, 1) + c[:, None, :])  # (N, V)·(T, V, H) -> (T, N, H)
+        p = sigmoid(h @ w + b[:, None, :])  # (T, N, H)·(T, H, V) -> (T, N, V)
         return ((p - x[None]) ** 2).sum(axis=(1, 2))
 
-    def rbm_update(self, state: RBMState, v1, h_data, q1, v2, q2, x_mean, *, weight_penalty, sparsity_penalty,
-               sparsity_target) -> None:
+    def rbm_update(
+        self,
+        state: RBMState,
+        v1,
+        h_data,
+        q1,
+        v2,
+        q2,
+        x_mean,
+        *,
+        weight_penalty,
+        sparsity_penalty,
+        sparsity_target,
+    ) -> None:
         n = v1.shape[0]
         hy = state.hyper
         lr, mom = hy[LR], hy[MOMENTUM]
@@ -106,8 +119,9 @@ class RBMNumpyOps:
     def dbn_axpby(self, alpha: float, x: np.ndarray, beta: float, y: np.ndarray) -> np.ndarray:
         return alpha * x + beta * y
 
-    def dbn_weight_penalty(self, theta: np.ndarray, mask: np.ndarray, coef: float,
-                           grad: np.ndarray | None) -> np.ndarray:
+    def dbn_weight_penalty(
+        self, theta: np.ndarray, mask: np.ndarray, coef: float, grad: np.ndarray | None
+    ) -> np.ndarray:
         if grad is not None:
             grad += 2.0 * coef * mask * theta
         return np.array([coef * float((mask * theta * theta).sum())])

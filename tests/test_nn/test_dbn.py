@@ -50,8 +50,10 @@ def test_svd_weights_equal_lstsq(rng):
 
 @pytest.mark.parametrize("classifier", [True, False])
 def test_head_gradient_by_finite_differences(rng, classifier, finite_difference):
-    net = Net([(rng.normal(size=(4, 3)), rng.normal(size=4)), (rng.normal(size=(3, 4)), rng.normal(size=3))],
-              classifier)
+    net = Net(
+        [(rng.normal(size=(4, 3)), rng.normal(size=4)), (rng.normal(size=(3, 4)), rng.normal(size=3))],
+        classifier,
+    )
     x, t = rng.uniform(size=(7, 3)), np.eye(3)[rng.integers(0, 3, 7)]
     theta = net.flat()
     _, g = criterion(net, x, t, 0.3)
@@ -90,8 +92,12 @@ def _data(n=240, seed=0):
     return x, np.eye(3)[labels], labels
 
 
-SMALL = DBNConfig(hidden=(8, 6), rbm=RBMConfig(n_hidden=1, n_rand=5, n_batches=6, max_epochs=30),
-                  anneal_iters=10, sup_max_iter=60)
+SMALL = DBNConfig(
+    hidden=(8, 6),
+    rbm=RBMConfig(n_hidden=1, n_rand=5, n_batches=6, max_epochs=30),
+    anneal_iters=10,
+    sup_max_iter=60,
+)
 
 
 def test_stack_sorted_trains_and_round_trips(tmp_path):
@@ -117,15 +123,20 @@ def test_stack_sorted_trains_and_round_trips(tmp_path):
 
 def test_fine_tune_lowers_the_criterion():
     x, t, _ = _data(seed=1)
-    m = train_dbn(x, t, DBNConfig(**{**SMALL.__dict__, "fine_tune": True, "fine_max_iter": 40}),
-                  nn.get_backend("numpy"))
+    m = train_dbn(
+        x, t, DBNConfig(**{**SMALL.__dict__, "fine_tune": True, "fine_max_iter": 40}), nn.get_backend("numpy")
+    )
     assert m.fine_tuned and m.log["fine_tune"] <= m.log["supervised"]
 
 
 def _saved_small(tmp_path):
     x, t, _ = _data(60)
-    cfg = DBNConfig(hidden=(4,), rbm=RBMConfig(n_hidden=1, n_rand=2, n_batches=2, max_epochs=2),
-                    anneal_iters=2, sup_max_iter=2)
+    cfg = DBNConfig(
+        hidden=(4,),
+        rbm=RBMConfig(n_hidden=1, n_rand=2, n_batches=2, max_epochs=2),
+        anneal_iters=2,
+        sup_max_iter=2,
+    )
     return save(train_dbn(x, t, cfg, nn.get_backend("numpy")), tmp_path / "m.dbn")
 
 
@@ -143,8 +154,11 @@ def _rewrite(path, out, edit_header=None, edit_members=None):
         edit_members(members)
     for name, data in members.items():
         shape = np.load(io.BytesIO(data), allow_pickle=False).shape
-        header["arrays"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "shape": list(shape),
-                                  "dtype": header["arrays"]["layer0_w.npy"]["dtype"]}
+        header["arrays"][name] = {
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "shape": list(shape),
+            "dtype": header["arrays"]["layer0_w.npy"]["dtype"],
+        }
     header["arrays"] = {k: v for k, v in header["arrays"].items() if k in members}
     payload = hashlib.sha256()
     for name in sorted(members):
@@ -205,28 +219,100 @@ def test_dbn_file_is_the_model_format_with_its_kind(tmp_path):
         save(object(), tmp_path / "o.nnz", {})
 
 
-@pytest.mark.parametrize(("edit_header", "edit_members", "match"), [
-    (None, lambda m: m.pop("head0_b.npy"), "missing or unexpected"),
-    (None, lambda m: m.update({"extra.npy": _npy(np.zeros(2))}), "missing or unexpected"),
-    (None, lambda m: m.update({"layer0_c.npy": _npy(np.zeros(5))}), r"layer0_c has shape \(5,\)"),
-    (None, lambda m: m.update({"head0_w.npy": _npy(np.full((3, 4), np.nan))}), "not finite"),
-    (lambda h: h["architecture"].update({"hidden": [5]}), None, "layer0_w has shape"),
-    (lambda h: h["architecture"].update({"n_inputs": 10**12}), None, "layer0_w has shape"),
-    (lambda h: h["architecture"]["config"].update({"bogus": 1}), None, "bogus"),
-    (lambda h: h["architecture"].pop("head"), None, "head"),
-    (lambda h: h.update({"kind": "martian"}), None, "model kind 'martian'"),
-    (lambda h: h["training"].update({"history": [[{"epoch": "x", "nope": 1}]]}), None, "nope"),
-])
+@pytest.mark.parametrize(
+    ("edit_header", "edit_members", "match"),
+    [
+        (None, lambda m: m.pop("head0_b.npy"), "missing or unexpected"),
+        (None, lambda m: m.update({"extra.npy": _npy(np.zeros(2))}), "missing or unexpected"),
+        (None, lambda m: m.update({"layer0_c.npy": _npy(np.zeros(5))}), r"layer0_c has shape \(5,\)"),
+        (None, lambda m: m.update({"head0_w.npy": _npy(np.full((3, 4), np.nan))}), "not finite"),
+        (lambda h: h["architecture"].update({"hidden": [5]}), None, "layer0_w has shape"),
+        (lambda h: h["architecture"].update({"n_inputs": 10**12}), None, "layer0_w has shape"),
+        (lambda h: h["architecture"]["config"].update({"bogus": 1}), None, "bogus"),
+        (lambda h: h["architecture"].pop("head"), None, "head"),
+        (lambda h: h.update({"kind": "martian"}), None, "model kind 'martian'"),
+        (lambda h: h["training"].update({"history": [[{"epoch": "x", "nope": 1}]]}), None, "nope"),
+    ],
+)
 def test_hostile_dbn_files_are_refused_by_name(tmp_path, edit_header, edit_members, match):
     bad = _rewrite(_saved_small(tmp_path), tmp_path / "bad.dbn", edit_header, edit_members)
     with pytest.raises(ModelFileError, match=match):
         load(bad)
 
 
-@pytest.mark.parametrize(("kw", "match"), [({"hidden": (0,)}, "hidden"), ({"sup_tol": -1.0}, "sup_tol")])
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"hidden": (0,)}, "hidden"),
+        ({"sup_tol": -1.0}, "sup_tol"),
+        ({"hidden": (3,) * 101}, "at most 100"),
+        ({"anneal_iters": -1}, "anneal"),
+        ({"weight_penalty": float("nan")}, "weight_penalty"),
+        ({"allow_svd": 1}, "allow_svd"),
+        ({"seed": -2}, "seed"),
+    ],
+)
 def test_bad_config(kw, match):
-    with pytest.raises(ValueError, match=match):
+    from nn.rbm_config import DBNConfigError
+
+    with pytest.raises(DBNConfigError, match=match) as caught:
         DBNConfig(**kw)
+    assert caught.value.owner == "DBN" and caught.value.field == next(iter(kw))
+
+
+def test_interpolated_layer_sizes():
+    """DEEP's architecture dialog: first and last given, interior sizes on the line between, rounded."""
+    from nn.dbn_config import interpolated_sizes
+
+    assert interpolated_sizes(4, 100, 10) == (100, 70, 40, 10)
+    assert interpolated_sizes(5, 10, 1) == (10, 8, 6, 3, 1)  # 7.75, 5.5, 3.25 rounded to nearest
+    assert interpolated_sizes(1, 7, 7) == (7,) and interpolated_sizes(0, 7, 7) == ()
+    assert interpolated_sizes(3, 5, 9) == (5, 7, 9)
+
+
+def test_a_net_that_cannot_fit_is_refused_before_allocating():
+    """``--layers 100000000`` was a raw MemoryError minutes in: the estimate refuses it at once."""
+    from nn.dbn_config import check_memory, working_sets
+    from nn.rbm_config import DBNConfigError
+
+    big = DBNConfig(hidden=(100_000_000,))
+    # 8 bytes x (2000·(6 + 2e8) + 10·1e8·6 + 8·84·(6 + 1e8)) = 3.79e12 bytes = 3.44 TiB
+    with pytest.raises(DBNConfigError, match=r"hidden = \(100000000,\): needs about 3.44 TiB for 2000 cases"):
+        check_memory(2000, 6, 3, big)
+    with pytest.raises(DBNConfigError, match="needs about"):
+        train_dbn(np.zeros((2000, 6)), np.eye(3)[np.zeros(2000, dtype=int)], big, nn.get_backend("numpy"))
+    check_memory(60_000, 784, 10, DBNConfig(hidden=(500, 500, 2000), fine_tune=True))  # MNIST-sized fits
+    sets = working_sets(2000, 6, 3, DBNConfig(hidden=(5,)))
+    assert sets["hidden"] == 2000 * (6 + 10) + 10 * 5 * 6 + 8 * 84 * (6 + 5)  # batches of 84 = ceil(2000/24)
+
+
+def test_log_records_the_error_and_the_penalty_apart():
+    from nn.mlfn import raw_error
+
+    x, t, _ = _data(seed=4)
+    cfg = DBNConfig(**{**SMALL.__dict__, "fine_tune": True, "fine_max_iter": 20, "weight_penalty": 0.05})
+    m = train_dbn(x, t, cfg, nn.get_backend("numpy"))
+    for phase in ("supervised", "fine_tune"):
+        assert m.log[phase] == pytest.approx(m.log[f"{phase}_error"] + m.log[f"{phase}_penalty"], rel=1e-9)
+        assert m.log[f"{phase}_penalty"] > 0.0
+    assert m.log["fine_tune_error"] == pytest.approx(raw_error(m.predict(x), t, True), rel=1e-12)
+    full = [*[(ly.w, ly.c) for ly in m.layers], *m.head.layers]
+    n_weights = sum(w.size + b.size for w, b in full)
+    assert m.log["fine_tune_penalty"] == pytest.approx(0.05 / n_weights * sum((w**2).sum() for w, _ in full))
+
+
+def test_stop_reasons_round_trip_and_older_files_load(tmp_path):
+    x, t, _ = _data(60)
+    cfg = DBNConfig(
+        hidden=(4, 3),
+        rbm=RBMConfig(n_hidden=1, n_rand=2, n_batches=2, max_epochs=2),
+        anneal_iters=2,
+        sup_max_iter=2,
+    )
+    path = save(train_dbn(x, t, cfg, nn.get_backend("numpy")), tmp_path / "m.dbn")
+    assert [ly.stop_reason for ly in load(path).layers] == ["max_epochs (2) reached"] * 2
+    old = _rewrite(path, tmp_path / "old.dbn", lambda h: h["training"].pop("stop_reason"))
+    assert [ly.stop_reason for ly in load(old).layers] == ["", ""]
 
 
 def test_classifier_needs_two_targets():
@@ -243,3 +329,21 @@ def test_sequential_holds_the_same_net_and_fine_tunes():
     before = (m.predict(x).argmax(1) == labels).mean()
     fine_tune_sequential(m, x, t, epochs=5)
     assert m.fine_tuned and (m.predict(x).argmax(1) == labels).mean() >= before - 0.02
+
+
+def test_a_diverged_layer_is_an_error_not_a_model(monkeypatch):
+    """Non-finite biases (the error and the ratio can stay finite) end training with a user error naming the
+    layer; a model holding them is never returned (it could not be saved either)."""
+    import nn.rbm_ops_numpy as ops
+    from nn.rbm import TrainingDivergedError
+
+    real = ops.RBMNumpyOps.rbm_update
+
+    def poisoned(self, state, *args, **kwargs):
+        real(self, state, *args, **kwargs)
+        state.c[:] = np.inf
+
+    monkeypatch.setattr(ops.RBMNumpyOps, "rbm_update", poisoned)
+    x, t, _ = _data(60)
+    with pytest.raises(TrainingDivergedError, match="unsupervised layer 1 diverged by epoch 30"):
+        train_dbn(x, t, SMALL, nn.get_backend("numpy"))
