@@ -1,0 +1,191 @@
+"""OpenCL drivers installed from PyPI, made visible to the ICD loader before the first OpenCL call.
+
+An OpenCL program talks to drivers through an ICD loader, which reads *vendor files* (``*.icd``, one line
+naming a driver library) from ``/etc/OpenCL/vendors``, or from the folder ``OCL_ICD_VENDORS`` names
+instead of it. pyopencl's wheels bundle the ocl-icd loader, which also reads its own folder, where pip's
+PoCL (``pocl-binary-distribution``) puts its vendor file: PoCL needs nothing here. PoCL 3.0 on PyPI is built
+on LLVM 14, though, which does not know some recent CPUs (AMD Zen 4 answers ``unknown target CPU
+'generic'``), so neuronet also depends on Intel's oneAPI CPU runtime (``intel-opencl-rt`` with
+``intel-cmplr-lib-rt`` and ``tbb``), which compiles for any x86-64 CPU with SSE4.2, Intel's or AMD's. Its
+wheel puts ``libintelocl.so`` under ``<prefix>/lib`` and a vendor file naming a placeholder path of its build
+machine, so no loader finds it as installed.
+
+``register()`` fixes that from Python, without root: it writes a vendors folder in the user cache holding
+
+- ``neuronet-intel-cpu.icd``, naming ``libintelocl.so`` by absolute path, and
+- a copy of every vendor file the loader would have read otherwise (the folder of an ``OCL_ICD_VENDORS``
+  already set, else ``/etc/OpenCL/vendors``), so GPU and system drivers are still seen alongside ours,
+
+and points ``OCL_ICD_VENDORS`` at it. The loader reads the variable at the first OpenCL call, not when
+pyopencl is imported, so ``opencl`` calls this when it is imported and again before listing platforms.
+
+The driver's own libraries find each other through its RUNPATH (``$ORIGIN``) when pip put them in one
+folder, as it does for a virtual environment, ``--user`` and system installs alike. Where they are split
+over several folders (a virtual environment over system site-packages), the loader's ``dlopen`` would not
+find them, and a change of ``LD_LIBRARY_PATH`` after the process started does not reach ``dlopen``: the
+libraries of the other folders are then loaded first, by absolute path (a library already loaded satisfies
+a later dependency on its name). Before registering, ``libintelocl.so`` is loaded once here, so that a
+runtime which cannot load says why (``neuronet devices`` shows it) instead of silently missing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.metadata
+import logging
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from neuronet.atomic import replace_atomically
+from neuronet.cachedir import cache_root
+
+log = logging.getLogger(__name__)
+
+ENV_VENDORS = "OCL_ICD_VENDORS"
+SYSTEM_VENDORS = Path("/etc/OpenCL/vendors")
+OUR_ICD = "neuronet-intel-cpu.icd"
+# The distributions whose shared libraries the Intel CPU runtime loads, in dependency order.
+INTEL_DISTRIBUTIONS = ("tcmlib", "tbb", "intel-cmplr-lib-rt", "intel-opencl-rt")
+INTEL_LIBRARY = "libintelocl.so"
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What ``register`` did: the vendors folder in force, the pip drivers registered, and why not others.
+
+    ``folder`` is None when nothing was changed (not Linux, or no pip driver to add). ``runtimes`` names
+    each registered driver with its library; ``problems`` says why an installed one is not registered.
+    """
+
+    folder: Path | None
+    runtimes: tuple[str, ...]
+    problems: tuple[str, ...]
+    inherited: tuple[str, ...]  # vendor files copied from the folder the loader would have read
+
+
+_done: list[Registration] = []  # the first registration of this process (the loader reads it once)
+
+
+def register() -> Registration:
+    """Register the pip-installed drivers with the ICD loader (once per process; see the module doc)."""
+    if not _done:
+        _done.append(
+            _register(os.environ.get(ENV_VENDORS, ""))
+            if sys.platform.startswith("linux")
+            else Registration(None, (), (), ())
+        )
+        if _done[0].folder is not None:
+            os.environ[ENV_VENDORS] = str(_done[0].folder)
+    return _done[0]
+
+
+def _register(previous: str) -> Registration:
+    """The vendors folder for Intel's runtime plus what ``previous`` (``OCL_ICD_VENDORS``) or the system
+    folder holds; nothing when the runtime is not installed or cannot load."""
+    library, problem = _intel_library()
+    if library is None:
+        return Registration(None, (), (problem,) if problem else (), ())
+    entries = _vendor_files(Path(previous) if previous else SYSTEM_VENDORS)
+    entries = {name: lib for name, lib in entries.items() if lib != str(library)}
+    folder = _write_folder({**entries, OUR_ICD: str(library)})
+    if folder is None:
+        return Registration(None, (), (f"no writable folder for a vendor file naming {library}",), ())
+    log.debug("OpenCL vendors folder %s: %s", folder, ", ".join([*sorted(entries), OUR_ICD]))
+    runtime = f"Intel oneAPI CPU runtime {_version('intel-opencl-rt')} ({library})"
+    return Registration(folder, (runtime,), (), tuple(sorted(entries)))
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+def _libraries(distribution: str) -> list[Path]:
+    """The shared libraries (``lib*.so*``) a distribution installed, by absolute path; [] if absent."""
+    try:
+        files = importlib.metadata.distribution(distribution).files or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    found = []
+    for f in files:
+        if f.name.startswith("lib") and ".so" in f.name and not f.name.endswith(".py"):
+            found.append(Path(os.path.normpath(f.locate())))
+    return found
+
+
+def _intel_library() -> tuple[Path | None, str | None]:
+    """``libintelocl.so`` of ``intel-opencl-rt`` once it loads, or None and why not (None: not installed)."""
+    libs = {p.name: p for p in _libraries("intel-opencl-rt")}
+    library = libs.get(INTEL_LIBRARY)
+    if library is None or not library.is_file():
+        return None, None  # not installed (not Linux x86-64, or removed on purpose)
+    _preload_split_dependencies(library.parent)
+    try:
+        ctypes.CDLL(str(library))
+    except OSError as exc:
+        return None, (
+            f"Intel's OpenCL CPU runtime {_version('intel-opencl-rt')} is installed but cannot be loaded "
+            f"({exc}); reinstall it with its libraries: pip install --force-reinstall intel-opencl-rt "
+            "intel-cmplr-lib-rt tbb"
+        )
+    return library, None
+
+
+def _preload_split_dependencies(folder: Path) -> None:
+    """Load the runtime's libraries that pip put outside ``folder`` (see the module doc), dependencies
+    before their users: a library whose own dependency is not loaded yet is tried again after the others."""
+    pending = [p for d in INTEL_DISTRIBUTIONS for p in _libraries(d) if p.parent != folder and p.is_file()]
+    while pending:
+        failed = []
+        for path in pending:
+            try:
+                ctypes.CDLL(str(path))
+            except OSError:
+                failed.append(path)
+        if len(failed) == len(pending):
+            log.debug("could not preload %s", ", ".join(map(str, failed)))
+            return
+        pending = failed
+
+
+def _vendor_files(source: Path) -> dict[str, str]:
+    """``{file name: library}`` of the vendor files the loader would read from ``source`` (a folder, or
+    one ``.icd`` file as ocl-icd also accepts); unreadable entries are skipped, as the loader skips them."""
+    try:
+        paths = sorted(source.glob("*.icd")) if source.is_dir() else [source] if source.is_file() else []
+    except OSError:
+        return {}
+    out = {}
+    for path in paths:
+        try:
+            library = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[0].strip()
+        except (OSError, IndexError):
+            continue
+        if library and path.name != OUR_ICD:
+            out[path.name] = library
+    return out
+
+
+def _write_folder(entries: dict[str, str]) -> Path | None:
+    """The vendors folder holding ``entries``, named after them and written atomically where it differs
+    (several processes may start at once); in the user cache, else the temporary folder; None if neither
+    is writable."""
+    key = hashlib.sha256("\n".join(f"{k}={v}" for k, v in sorted(entries.items())).encode()).hexdigest()
+    for root in (cache_root() / "opencl", Path(tempfile.gettempdir()) / f"neuronet-{os.getuid()}"):
+        folder = root / f"vendors-{key[:16]}"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, lib in entries.items():
+                path = folder / name
+                if not path.is_file() or path.read_text(encoding="utf-8") != lib + "\n":
+                    replace_atomically(path, lambda f, lib=lib: f.write((lib + "\n").encode()))
+            return folder
+        except OSError as exc:
+            log.debug("cannot write the OpenCL vendors folder %s (%s)", folder, exc)
+    return None
