@@ -24,8 +24,9 @@ folder, as it does for a virtual environment, ``--user`` and system installs ali
 over several folders (a virtual environment over system site-packages), the loader's ``dlopen`` would not
 find them, and a change of ``LD_LIBRARY_PATH`` after the process started does not reach ``dlopen``: the
 libraries of the other folders are then loaded first, by absolute path (a library already loaded satisfies
-a later dependency on its name). Before registering, ``libintelocl.so`` is loaded once here, so that a
-runtime which cannot load says why (``neuronet devices`` shows it) instead of silently missing.
+a later dependency on its name). Registering loads nothing else: the loader loads the driver at the first
+OpenCL call, and one that cannot load is skipped there without a word, so ``neuronet devices`` loads it
+itself to say why (``load_problem``).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class Registration:
     runtimes: tuple[str, ...]
     problems: tuple[str, ...]
     inherited: tuple[str, ...]  # vendor files copied from the folder the loader would have read
+    libraries: tuple[str, ...] = ()  # the registered drivers' libraries (``load_problem`` tries them)
 
 
 _done: list[Registration] = []  # the first registration of this process (the loader reads it once)
@@ -96,7 +98,7 @@ def _register(previous: str) -> Registration:
         return Registration(None, (), (f"no writable folder for a vendor file naming {library}",), ())
     log.debug("OpenCL vendors folder %s: %s", folder, ", ".join([*sorted(entries), OUR_ICD]))
     runtime = f"Intel oneAPI CPU runtime {_version('intel-opencl-rt')} ({library})"
-    return Registration(folder, (runtime,), (), tuple(sorted(entries)))
+    return Registration(folder, (runtime,), (), tuple(sorted(entries)), (str(library),))
 
 
 def _version(distribution: str) -> str:
@@ -120,21 +122,35 @@ def _libraries(distribution: str) -> list[Path]:
 
 
 def _intel_library() -> tuple[Path | None, str | None]:
-    """``libintelocl.so`` of ``intel-opencl-rt`` once it loads, or None and why not (None: not installed)."""
+    """``libintelocl.so`` of ``intel-opencl-rt``, or None and why not (no reason: not installed)."""
     libs = {p.name: p for p in _libraries("intel-opencl-rt")}
     library = libs.get(INTEL_LIBRARY)
     if library is None or not library.is_file():
         return None, None  # not installed (not Linux x86-64, or removed on purpose)
-    _preload_split_dependencies(library.parent)
-    try:
-        ctypes.CDLL(str(library))
-    except OSError as exc:
+    missing = [d for d in INTEL_DISTRIBUTIONS if not _libraries(d)]
+    if missing:
         return None, (
-            f"Intel's OpenCL CPU runtime {_version('intel-opencl-rt')} is installed but cannot be loaded "
-            f"({exc}); reinstall it with its libraries: pip install --force-reinstall intel-opencl-rt "
-            "intel-cmplr-lib-rt tbb"
+            f"Intel's OpenCL CPU runtime {_version('intel-opencl-rt')} is installed without the libraries it "
+            f"loads ({', '.join(missing)}): pip install {' '.join(missing)}"
         )
+    _preload_split_dependencies(library.parent)
     return library, None
+
+
+def load_problem(registration: Registration) -> str | None:
+    """Why a registered driver library does not load (``dlopen`` here, as the ICD loader would, which
+    skips such a library without a word), or None when it loads. ``neuronet devices`` asks; nothing else
+    pays for loading a driver it may not use."""
+    for library in registration.libraries:
+        try:
+            ctypes.CDLL(library)
+        except OSError as exc:
+            return (
+                f"Intel's OpenCL CPU runtime {_version('intel-opencl-rt')} is registered but does not load "
+                f"({exc}); reinstall it with its libraries: pip install --force-reinstall intel-opencl-rt "
+                "intel-cmplr-lib-rt tbb"
+            )
+    return None
 
 
 def _preload_split_dependencies(folder: Path) -> None:

@@ -11,7 +11,7 @@ from nn.threads import describe_blas
 from opencl.choice import ENV_DEVICE, choose_device
 from opencl.device import list_devices
 from opencl.selfcheck import Verdict, verdict
-from opencl.vendors import register
+from opencl.vendors import load_problem, register
 
 
 def _verdict_line(v: Verdict) -> str:
@@ -40,8 +40,9 @@ def devices(
     registration = register()
     for runtime in registration.runtimes:
         typer.echo(f"registered from pip: {runtime}; vendors folder {registration.folder}")
-    for problem in registration.problems:
-        typer.echo(f"not registered: {problem}")
+    for problem in (*registration.problems, load_problem(registration)):
+        if problem:
+            typer.echo(f"not usable: {problem}")
     infos = list_devices()
     platform = None
     for d in infos:

@@ -105,15 +105,33 @@ def test_with_no_device_that_compiles_run_trains_on_numpy_with_a_note(tmp_path):
 
 
 def test_a_runtime_that_cannot_load_says_why_and_how_to_fix_it(tmp_path, monkeypatch):
-    """A library the loader would silently skip (here not a library at all) is reported, not registered."""
+    """A library the loader would skip without a word (here not a library at all) is named, with the fix."""
     broken = tmp_path / "lib" / vendors.INTEL_LIBRARY
     broken.parent.mkdir()
     broken.write_bytes(b"\x7fELF but not really")
-    monkeypatch.setattr(vendors, "_libraries", lambda name: [broken] if name == "intel-opencl-rt" else [])
+    monkeypatch.setattr(
+        vendors, "_libraries", lambda name: [broken] if name == "intel-opencl-rt" else [tmp_path]
+    )
+    result = vendors._register("")
+    assert result.libraries == (str(broken),)
+    problem = vendors.load_problem(result)
+    assert "does not load" in problem and str(broken) in problem and "pip install" in problem
+
+
+def test_a_runtime_without_its_libraries_is_not_registered_and_says_which(tmp_path, monkeypatch):
+    library = tmp_path / vendors.INTEL_LIBRARY
+    library.write_bytes(b"")
+    present = {"intel-opencl-rt": [library], "tbb": [tmp_path / "libtbb.so.12"]}
+    monkeypatch.setattr(vendors, "_libraries", lambda name: present.get(name, []))
     result = vendors._register("")
     assert result.folder is None and result.runtimes == ()
     (problem,) = result.problems
-    assert "cannot be loaded" in problem and str(broken) in problem and "pip install" in problem
+    assert problem.endswith("pip install tcmlib intel-cmplr-lib-rt")
+
+
+@needs_intel
+def test_the_installed_runtime_loads():
+    assert vendors.load_problem(vendors.register()) is None
 
 
 def test_the_vendor_files_read_from_the_previous_folder(tmp_path):
