@@ -32,7 +32,7 @@ def devices(
     ] = None,
     recheck: Annotated[
         bool,
-        typer.Option("--recheck", help="Run every device's self-check again, not the kept verdicts."),
+        typer.Option("--recheck", help="Run every device's self-check again, not the kept ones.", metavar=""),
     ] = False,
 ) -> None:
     """List OpenCL platforms and devices, and say which one neuronet uses and why."""
