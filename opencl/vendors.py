@@ -36,6 +36,7 @@ import hashlib
 import importlib.metadata
 import logging
 import os
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ OUR_ICD = "neuronet-intel-cpu.icd"
 # The distributions whose shared libraries the Intel CPU runtime loads, in dependency order.
 INTEL_DISTRIBUTIONS = ("tcmlib", "tbb", "intel-cmplr-lib-rt", "intel-opencl-rt")
 INTEL_LIBRARY = "libintelocl.so"
+MAX_VENDOR_LINE = 4096  # a vendor file is one line naming a library
 
 
 @dataclass(frozen=True)
@@ -172,18 +174,24 @@ def _preload_split_dependencies(folder: Path) -> None:
 
 def _vendor_files(source: Path) -> dict[str, str]:
     """``{file name: library}`` of the vendor files the loader would read from ``source`` (a folder, or
-    one ``.icd`` file as ocl-icd also accepts); unreadable entries are skipped, as the loader skips them."""
+    one ``.icd`` file as ocl-icd also accepts). Only regular files are opened (a FIFO would block) and only
+    their first line is read (``MAX_VENDOR_LINE`` bytes at most); unreadable entries are skipped, as the
+    loader skips them."""
     try:
-        paths = sorted(source.glob("*.icd")) if source.is_dir() else [source] if source.is_file() else []
+        paths = sorted(source.glob("*.icd")) if source.is_dir() else [source]
     except OSError:
         return {}
     out = {}
     for path in paths:
         try:
-            library = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[0].strip()
-        except (OSError, IndexError):
+            if not stat.S_ISREG(path.stat().st_mode):
+                continue
+            with path.open("rb") as f:
+                first = f.read(MAX_VENDOR_LINE).split(b"\n", 1)[0]
+        except OSError:
             continue
-        if library and path.name != OUR_ICD:
+        library = first.decode("utf-8", errors="replace").strip()
+        if library and "\x00" not in library and path.name != OUR_ICD:
             out[path.name] = library
     return out
 

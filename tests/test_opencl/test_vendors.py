@@ -146,6 +146,45 @@ def test_the_vendor_files_read_from_the_previous_folder(tmp_path):
     assert vendors._vendor_files(tmp_path / "missing") == {}
 
 
+def test_hostile_vendor_folders_are_read_safely(tmp_path):
+    """A FIFO (which would block a reader), a huge file, a folder named like a vendor file, binary junk:
+    the loader's other inputs are read with bounds, and only a regular file's first line counts."""
+    folder = tmp_path / "vendors"
+    folder.mkdir()
+    os.mkfifo(folder / "fifo.icd")
+    (folder / "huge.icd").write_bytes(b"libhuge.so\n" + b"x" * (8 * 2**20))
+    (folder / "dir.icd").mkdir()
+    (folder / "junk.icd").write_bytes(b"\x00\xff\xfe")
+    (folder / "long.icd").write_bytes(b"y" * (2 * vendors.MAX_VENDOR_LINE))
+    found = vendors._vendor_files(folder)
+    assert found["huge.icd"] == "libhuge.so"
+    assert set(found) == {"huge.icd", "long.icd"} and len(found["long.icd"]) == vendors.MAX_VENDOR_LINE
+    assert vendors._vendor_files(Path("/dev/zero")) == {}
+
+
+def test_an_unwritable_cache_leaves_the_vendors_folder_in_the_temporary_folder(tmp_path, monkeypatch):
+    blocked = tmp_path / "cache-is-a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("NEURONET_CACHE", str(blocked))
+    folder = vendors._write_folder({vendors.OUR_ICD: "/x/libintelocl.so"})
+    assert folder is not None and blocked not in folder.parents
+    assert (folder / vendors.OUR_ICD).read_text() == "/x/libintelocl.so\n"
+
+
+@needs_intel
+def test_processes_starting_together_all_see_intels_runtime(tmp_path):
+    """Several processes register into one fresh cache at once (atomic writes): each lists the device."""
+    env = {**os.environ, "NEURONET_CACHE": str(tmp_path / "shared-cache")}
+    code = "from opencl import list_devices; print([d.platform for d in list_devices()])"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert all("Intel(R) OpenCL" in out for out in outs), outs
+
+
 @needs_intel
 def test_a_child_process_inherits_the_same_folder_without_duplicates(tmp_path):
     """The variable set for this process reaches its children, which register nothing twice."""
