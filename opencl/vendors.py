@@ -23,10 +23,10 @@ The driver's own libraries find each other through its RUNPATH (``$ORIGIN``) whe
 folder, as it does for a virtual environment, ``--user`` and system installs alike. Where they are split
 over several folders (a virtual environment over system site-packages), the loader's ``dlopen`` would not
 find them, and a change of ``LD_LIBRARY_PATH`` after the process started does not reach ``dlopen``: the
-libraries of the other folders are then loaded first, by absolute path (a library already loaded satisfies
-a later dependency on its name). Registering loads nothing else: the loader loads the driver at the first
-OpenCL call, and one that cannot load is skipped there without a word, so ``neuronet devices`` loads it
-itself to say why (``load_problem``).
+dependencies in other folders (``DEPENDENCIES``) are then loaded first, by absolute path and in dependency
+order (a library already loaded satisfies a later dependency on its name). Registering loads nothing else:
+the loader loads the driver at the first OpenCL call, and one that cannot load is skipped there without a
+word, so ``neuronet devices`` loads it itself to say why (``load_problem``).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import hashlib
 import importlib.metadata
 import logging
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -50,10 +51,18 @@ log = logging.getLogger(__name__)
 ENV_VENDORS = "OCL_ICD_VENDORS"
 SYSTEM_VENDORS = Path("/etc/OpenCL/vendors")
 OUR_ICD = "neuronet-intel-cpu.icd"
-# The distributions whose shared libraries the Intel CPU runtime loads, in dependency order.
-INTEL_DISTRIBUTIONS = ("tcmlib", "tbb", "intel-cmplr-lib-rt", "intel-opencl-rt")
 INTEL_LIBRARY = "libintelocl.so"
+# What libintelocl.so and libcommon_clang.so (its compiler, beside it) load from other distributions
+# (their ELF NEEDED entries), each library after the ones it needs, with the distribution that ships it.
+DEPENDENCIES = {
+    "libintlc.so.5": "intel-cmplr-lib-rt",
+    "libimf.so": "intel-cmplr-lib-rt",
+    "libsvml.so": "intel-cmplr-lib-rt",
+    "libirng.so": "intel-cmplr-lib-rt",
+    "libtbb.so.12": "tbb",
+}
 MAX_VENDOR_LINE = 4096  # a vendor file is one line naming a library
+SHARED_LIBRARY = re.compile(r"lib[\w+.-]*?\.so(\.\d+)*")  # libtbb.so.12, not libintelocl.so-gdb.py
 
 
 @dataclass(frozen=True)
@@ -89,7 +98,7 @@ def register() -> Registration:
 
 def _register(previous: str) -> Registration:
     """The vendors folder for Intel's runtime plus what ``previous`` (``OCL_ICD_VENDORS``) or the system
-    folder holds; nothing when the runtime is not installed or cannot load."""
+    folder holds; nothing when the runtime is not installed or lacks the libraries it loads."""
     library, problem = _intel_library()
     if library is None:
         return Registration(None, (), (problem,) if problem else (), ())
@@ -118,24 +127,31 @@ def _libraries(distribution: str) -> list[Path]:
         return []
     found = []
     for f in files:
-        if f.name.startswith("lib") and ".so" in f.name and not f.name.endswith(".py"):
+        if SHARED_LIBRARY.fullmatch(f.name):
             found.append(Path(os.path.normpath(f.locate())))
     return found
 
 
 def _intel_library() -> tuple[Path | None, str | None]:
-    """``libintelocl.so`` of ``intel-opencl-rt``, or None and why not (no reason: not installed)."""
+    """``libintelocl.so`` of ``intel-opencl-rt``, or None and why not (no reason: not installed). Its
+    dependencies that pip put in another folder than it are loaded first (see the module doc)."""
     libs = {p.name: p for p in _libraries("intel-opencl-rt")}
     library = libs.get(INTEL_LIBRARY)
     if library is None or not library.is_file():
         return None, None  # not installed (not Linux x86-64, or removed on purpose)
-    missing = [d for d in INTEL_DISTRIBUTIONS if not _libraries(d)]
+    found = {p.name: p for d in sorted(set(DEPENDENCIES.values())) for p in _libraries(d) if p.is_file()}
+    missing = sorted({dist for name, dist in DEPENDENCIES.items() if name not in found})
     if missing:
         return None, (
             f"Intel's OpenCL CPU runtime {_version('intel-opencl-rt')} is installed without the libraries it "
             f"loads ({', '.join(missing)}): pip install {' '.join(missing)}"
         )
-    _preload_split_dependencies(library.parent)
+    for name in DEPENDENCIES:
+        if found[name].parent != library.parent:
+            try:
+                ctypes.CDLL(str(found[name]))
+            except OSError as exc:
+                return None, f"Intel's OpenCL CPU runtime needs {found[name]}, which does not load ({exc})"
     return library, None
 
 
@@ -153,23 +169,6 @@ def load_problem(registration: Registration) -> str | None:
                 "intel-cmplr-lib-rt tbb"
             )
     return None
-
-
-def _preload_split_dependencies(folder: Path) -> None:
-    """Load the runtime's libraries that pip put outside ``folder`` (see the module doc), dependencies
-    before their users: a library whose own dependency is not loaded yet is tried again after the others."""
-    pending = [p for d in INTEL_DISTRIBUTIONS for p in _libraries(d) if p.parent != folder and p.is_file()]
-    while pending:
-        failed = []
-        for path in pending:
-            try:
-                ctypes.CDLL(str(path))
-            except OSError:
-                failed.append(path)
-        if len(failed) == len(pending):
-            log.debug("could not preload %s", ", ".join(map(str, failed)))
-            return
-        pending = failed
 
 
 def _vendor_files(source: Path) -> dict[str, str]:

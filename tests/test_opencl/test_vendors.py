@@ -109,9 +109,10 @@ def test_a_runtime_that_cannot_load_says_why_and_how_to_fix_it(tmp_path, monkeyp
     broken = tmp_path / "lib" / vendors.INTEL_LIBRARY
     broken.parent.mkdir()
     broken.write_bytes(b"\x7fELF but not really")
-    monkeypatch.setattr(
-        vendors, "_libraries", lambda name: [broken] if name == "intel-opencl-rt" else [tmp_path]
-    )
+    beside = [broken.parent / name for name in vendors.DEPENDENCIES]
+    for path in beside:
+        path.write_bytes(b"")
+    monkeypatch.setattr(vendors, "_libraries", lambda name: [broken] if name == "intel-opencl-rt" else beside)
     result = vendors._register("")
     assert result.libraries == (str(broken),)
     problem = vendors.load_problem(result)
@@ -121,12 +122,37 @@ def test_a_runtime_that_cannot_load_says_why_and_how_to_fix_it(tmp_path, monkeyp
 def test_a_runtime_without_its_libraries_is_not_registered_and_says_which(tmp_path, monkeypatch):
     library = tmp_path / vendors.INTEL_LIBRARY
     library.write_bytes(b"")
+    (tmp_path / "libtbb.so.12").write_bytes(b"")
     present = {"intel-opencl-rt": [library], "tbb": [tmp_path / "libtbb.so.12"]}
     monkeypatch.setattr(vendors, "_libraries", lambda name: present.get(name, []))
     result = vendors._register("")
     assert result.folder is None and result.runtimes == ()
     (problem,) = result.problems
-    assert problem.endswith("pip install tcmlib intel-cmplr-lib-rt")
+    assert problem.endswith("(intel-cmplr-lib-rt): pip install intel-cmplr-lib-rt")
+
+
+def test_dependencies_pip_put_in_another_folder_are_loaded_first_in_order(tmp_path, monkeypatch):
+    """A virtual environment over system site-packages: the runtime in one ``lib``, its dependencies in
+    another, where its RUNPATH ($ORIGIN) cannot find them. They are loaded by path, each after what it
+    needs; libraries beside the runtime are left to the loader, and nothing else (no malloc replacement)."""
+    venv, system = tmp_path / "venv" / "lib", tmp_path / "usr" / "lib"
+    venv.mkdir(parents=True)
+    system.mkdir(parents=True)
+    shipped = {
+        "intel-opencl-rt": [venv / vendors.INTEL_LIBRARY],
+        "intel-cmplr-lib-rt": [
+            system / n for n in ("libimf.so", "libsvml.so", "libirng.so", "libintlc.so.5")
+        ],
+        "tbb": [venv / "libtbb.so.12", venv / "libtbbmalloc_proxy.so.2"],
+    }
+    for path in (p for paths in shipped.values() for p in paths):
+        path.write_bytes(b"")
+    loaded = []
+    monkeypatch.setattr(vendors, "_libraries", lambda name: shipped.get(name, []))
+    monkeypatch.setattr(vendors.ctypes, "CDLL", lambda path: loaded.append(Path(path).name))
+    library, problem = vendors._intel_library()
+    assert problem is None and library == venv / vendors.INTEL_LIBRARY
+    assert loaded == ["libintlc.so.5", "libimf.so", "libsvml.so", "libirng.so"]
 
 
 @needs_intel
