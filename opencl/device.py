@@ -145,8 +145,9 @@ class Runtime:
     def is_cpu(self) -> bool:
         return self.info.kind == "cpu"
 
-    def launch(self, kernel: cl.Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
-               *args) -> cl.Event:
+    def launch(
+        self, kernel: cl.Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, *args
+    ) -> cl.Event:
         """Enqueue ``kernel`` (scalar argument dtypes already set); records its time when profiling.
 
         ``set_args`` + ``enqueue_nd_range_kernel`` is a few microseconds cheaper than calling the kernel.
@@ -169,8 +170,9 @@ _runtimes: dict[tuple, Runtime] = {}
 _lock = threading.Lock()
 
 
-def shared_runtime(info: DeviceInfo, dtype: np.dtype | type | str | None = None,
-                   profiling: bool = False) -> Runtime:
+def shared_runtime(
+    info: DeviceInfo, dtype: np.dtype | type | str | None = None, profiling: bool = False
+) -> Runtime:
     """The one ``Runtime`` of this process for (device, dtype, profiling), created on first use, so that
     each pair has one context and one program cache (``opencl.get_runtime`` chooses the device first)."""
     key = (info.index, info.name, np.dtype(dtype or np.float32).name, bool(profiling))
@@ -183,8 +185,10 @@ def shared_runtime(info: DeviceInfo, dtype: np.dtype | type | str | None = None,
 
 def describe(infos: list[DeviceInfo]) -> str:
     """A plain-text table of devices (used by ``python -m opencl``)."""
-    rows = [f"{d.index:>5}  {d.kind:<4} {d.name} | {d.platform} | CUs {d.compute_units} | "
-            f"{d.global_mem_bytes / 2**30:.1f} GiB | fp64 {'yes' if d.fp64 else 'no'} | "
-            f"driver {d.driver_version}" for d in infos]
+    rows = [
+        f"{d.index:>5}  {d.kind:<4} {d.name} | {d.platform} | CUs {d.compute_units} | "
+        f"{d.global_mem_bytes / 2**30:.1f} GiB | fp64 {'yes' if d.fp64 else 'no'} | "
+        f"driver {d.driver_version}"
+        for d in infos
+    ]
     return "\n".join(rows)
-

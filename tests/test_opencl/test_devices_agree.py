@@ -21,6 +21,9 @@ def test_the_fractal_run_is_the_same_on_every_device():
     for d in USABLE:
         result = Backtest(load_candles(), FractalEA, forward="1/3").run(backend=f"opencl:{d.index}")
         stats = result.stats
-        figures[f"{d.index} {d.name}"] = (stats["total_trades"], round(stats["total_net_profit"], 2),
-                                          round(stats["profit_factor"], 2))
+        figures[f"{d.index} {d.name}"] = (
+            stats["total_trades"],
+            round(stats["total_net_profit"], 2),
+            round(stats["profit_factor"], 2),
+        )
     assert len(set(figures.values())) == 1, figures
