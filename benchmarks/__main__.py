@@ -1,5 +1,9 @@
 """Run every benchmark module of this package in turn (``python -m benchmarks [--tiny]``); results go to
-stdout. ``--tiny`` runs each at a toy size, in seconds: a check that none has rotted, not a measurement."""
+stdout. ``--tiny`` runs each at a toy size, in seconds: a check that none has rotted, not a measurement.
+
+On a machine without a usable OpenCL device the benchmarks of the OpenCL code are skipped with a note (the
+reason ``neuronet devices`` gives) and the others still run: there is nothing of ours to time against the
+peers there."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import pkgutil
 import sys
 
 import benchmarks
+from opencl import NoDeviceError
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -17,7 +22,10 @@ def main(argv: list[str] | None = None) -> None:
         module = importlib.import_module(f"benchmarks.{mod}")
         if hasattr(module, "main"):
             print(f"== benchmarks.{mod}", flush=True)
-            module.main(args)
+            try:
+                module.main(args)
+            except NoDeviceError as exc:
+                print(f"skipped benchmarks.{mod}: no usable OpenCL device ({exc})", flush=True)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from datafeeds.sources import (
 from datafeeds.store import CandleStore, cache_root
 from datafeeds.synthetic import synthetic_candles
 from datafeeds.synthetic_ticks import synthetic_ticks
-from datafeeds.tick_csv import read_tick_csv
+from datafeeds.tick_csv import read_tick_csv, write_tick_csv
 from datafeeds.ticks import TickDataError, TickMeta, bars_from_ticks, make_ticks, tick_meta
 from datafeeds.timeframes import Timeframe
 from datafeeds.validate import Gap, Repair, ValidationReport, guess_clock, validate
@@ -82,4 +82,5 @@ __all__ = [
     "to_rates",
     "validate",
     "write_mt5_csv",
+    "write_tick_csv",
 ]

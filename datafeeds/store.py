@@ -18,9 +18,8 @@ Names from user input (source, symbol, feed) are checked to stay inside the stor
 read, written or deleted (``datafeeds.files.inside``); files that a symlink leads out of the root are
 neither listed nor deleted.
 
-Location: ``$NEURONET_CACHE`` when set, else the platform cache folder (``$XDG_CACHE_HOME/neuronet`` or
-``~/.cache/neuronet`` on Linux, ``~/Library/Caches/neuronet`` on macOS, ``%LOCALAPPDATA%\\neuronet`` on
-Windows), under ``candles/``.
+Location: ``<cache folder>/candles/``, the cache folder being ``neuronet.cachedir.cache_root()``
+(``$NEURONET_CACHE`` when set, else the platform's cache folder).
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,24 +40,13 @@ from datafeeds.clock import BrokerClock
 from datafeeds.errors import CandleDataError, DataError
 from datafeeds.files import TMP_SUFFIX, UnsafePathError, atomic_write, inside, is_inside, is_stale
 from datafeeds.timeframes import Timeframe
+from neuronet.cachedir import cache_root
 
 __all__ = ["CandleStore", "StoreEntry", "atomic_write", "cache_root", "read_npz", "write_npz"]
 
 FORMAT_VERSION = 1
 MAX_HEADER_BYTES = 2**20
 MAX_RATES_BYTES = 4 * 2**30  # 70 million bars: decades of M1
-
-
-def cache_root() -> Path:
-    """The cache folder (see the module docstring); not created until something is written."""
-    env = os.environ.get("NEURONET_CACHE")
-    if env:
-        return Path(env).expanduser()
-    if sys.platform == "win32":
-        return Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / "neuronet"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "neuronet"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "neuronet"
 
 
 def write_npz(path: str | os.PathLike, df: pd.DataFrame, extra: dict | None = None) -> Path:

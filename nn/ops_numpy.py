@@ -28,6 +28,7 @@ from nn.backend import Activation, AttentionOps, ComplexOps, RBMOps, SpectralOps
 from nn.complex_ops_numpy import ComplexNumpyOps
 from nn.random import uniform01
 from nn.rbm_ops_numpy import RBMNumpyOps
+from nn.threads import size_blas_threads
 
 _BCE_CLIP = 1e-7
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -126,6 +127,7 @@ class NumpyBackend:
     }
 
     def __init__(self) -> None:
+        self.blas = size_blas_threads()  # BLAS threads sized to the idle CPUs, once per process (nn.threads)
         objects: dict[type, object] = {}
         for cls in set(self.FAMILY_OPS.values()):
             objects[cls] = cls()

@@ -3,17 +3,24 @@
 Typical use (the ``nn`` OpenCL backend does this)::
 
     from opencl import get_runtime, kernels, memory
-    rt = get_runtime()                       # argument > NEURONET_DEVICE > first GPU > first CPU
+    rt = get_runtime()                       # argument > NEURONET_DEVICE > fastest GPU > fastest CPU
     k = kernels(rt, "activations.cl")       # built once per runtime and defines
     x = memory.to_device(rt, host_array)    # pooled pyopencl.array.Array
     rt.launch(k.tanh_forward, (n,), None, *memory.arg(x), *memory.arg(y), np.uint32(n))
 
-This package imports nothing else of neuronet.
+Importing it registers the OpenCL drivers pip installed with the ICD loader (``opencl.vendors``), before
+anything can make the first OpenCL call. This package imports nothing else of neuronet but its shared
+modules (errors, the atomic writer, the cache folder).
 """
 
-from opencl import memory
-from opencl.device import Choice, DeviceInfo, Runtime, choose_device, get_runtime, list_devices
-from opencl.errors import (
+from opencl.vendors import register
+
+register()
+
+from opencl import memory  # noqa: E402  (after the registration above)
+from opencl.choice import Choice, choose_device, get_runtime  # noqa: E402
+from opencl.device import DeviceInfo, Runtime, list_devices  # noqa: E402
+from opencl.errors import (  # noqa: E402
     DeviceChoiceError,
     DtypeError,
     KernelBuildError,
@@ -21,7 +28,7 @@ from opencl.errors import (
     OpenCLError,
     ShapeError,
 )
-from opencl.program import Kernels, kernels
+from opencl.program import Kernels, kernels  # noqa: E402
 
 __all__ = [
     "Choice",

@@ -1,6 +1,7 @@
 """``python -m opencl``: list OpenCL devices and the one neuronet would choose (no neuronet CLI needed)."""
 
-from opencl.device import choose_device, describe, list_devices
+from opencl.choice import choose_device
+from opencl.device import describe, list_devices
 
 if __name__ == "__main__":
     print(describe(list_devices()))

@@ -1,35 +1,26 @@
-"""OpenCL platforms and devices: listing, choosing one, and the per-device ``Runtime``.
+"""OpenCL platforms and devices: listing them, what neuronet needs to know of each, and the per-device
+``Runtime`` (context, queue, memory pool, compiled programs).
 
-Choice order (first that applies): an explicit ``device`` argument, the ``NEURONET_DEVICE`` environment
-variable, the first GPU, the first CPU. A specification is ``"gpu"``, ``"cpu"``, ``"P:D"`` (platform index,
-device index, as ``neuronet devices`` lists them) or a case-insensitive substring of the device or platform
-name. Automatic choices skip devices whose compiler cannot build a trivial kernel (some packaged PoCL builds
-ship an LLVM that does not know the host CPU); an explicit choice is never second-guessed.
+Which device is used is decided in ``opencl.choice``; whether a device works, in ``opencl.selfcheck``. The
+drivers pip installed are registered with the ICD loader (``opencl.vendors``) before platforms are listed.
 
 ``python -m opencl`` prints the list.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import platform
 import sys
 import threading
 from dataclasses import dataclass, field
-from importlib import resources
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.tools
 
-from opencl.errors import DeviceChoiceError, DtypeError, NoDeviceError
+from opencl.errors import DtypeError, NoDeviceError
 from opencl.profile import Profiler
-from opencl.program import build_quietly
-
-log = logging.getLogger(__name__)
-
-ENV_DEVICE = "NEURONET_DEVICE"
+from opencl.vendors import register
 
 
 @dataclass(frozen=True)
@@ -55,34 +46,24 @@ class DeviceInfo:
         return max(1, self.base_align_bytes // np.dtype(dtype).itemsize)
 
 
-@dataclass(frozen=True)
-class Choice:
-    """The chosen device and why it was chosen (shown by ``neuronet devices``)."""
-
-    info: DeviceInfo
-    reason: str
-
-
 def install_hint(compile_failed: bool = False) -> str:
     """How to get a working OpenCL device on this operating system.
 
-    ``compile_failed``: devices exist but none compiles, typically pip's PoCL 3.0 (LLVM 14) on a CPU newer
-    than its LLVM knows; reinstalling the same package would not help, the distribution's PoCL does.
+    ``compile_failed``: devices exist but none passes the self-check. On Linux x86-64 neuronet installs two
+    CPU drivers from PyPI (pip's PoCL and Intel's oneAPI CPU runtime, which compiles for any x86-64 CPU), so
+    this means they were removed or cannot load; the message says how to put them back.
     """
     fallback = "; meanwhile the training commands run on the NumPy backend (--backend numpy)"
-    if compile_failed and sys.platform.startswith("linux"):
-        return (
-            "Install your distribution's PoCL (Debian/Ubuntu: `sudo apt-get install pocl-opencl-icd`), "
-            "which compiles for recent CPUs, or your GPU vendor's OpenCL driver" + fallback
-        )
     if sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64"):
+        again = " (`neuronet devices --recheck` tests the devices again)" if compile_failed else ""
         return (
-            "Install a CPU device with `pip install pocl-binary-distribution` (or your distribution's "
-            "PoCL: `sudo apt-get install pocl-opencl-icd`), or your GPU vendor's OpenCL driver" + fallback
+            "Install a CPU device with `pip install intel-opencl-rt intel-cmplr-lib-rt` (Intel's OpenCL CPU "
+            "runtime, for Intel and AMD processors) or `pip install pocl-binary-distribution`, or your GPU "
+            f"vendor's OpenCL driver{again}" + fallback
         )
     if sys.platform == "darwin":
         return "macOS ships OpenCL with the system; check that pyopencl was installed for this Python"
-    return "Install your GPU or CPU vendor's OpenCL driver (NVIDIA, AMD or Intel)"
+    return "Install your GPU or CPU vendor's OpenCL driver (NVIDIA, AMD or Intel)" + fallback
 
 
 def _kind(device: cl.Device) -> str:
@@ -116,6 +97,7 @@ def _info(p: int, d: int, plat: cl.Platform, dev: cl.Device) -> DeviceInfo:
 
 def list_devices() -> list[DeviceInfo]:
     """Every device of every platform, in driver order; raises ``NoDeviceError`` when there is none."""
+    register()  # before the loader's first call: it reads its vendors folder once
     try:
         platforms = cl.get_platforms()
     except cl.Error as exc:  # the ICD loader reports "no platform" as an error, not an empty list
@@ -130,66 +112,6 @@ def list_devices() -> list[DeviceInfo]:
     if not out:
         raise NoDeviceError(f"OpenCL platforms exist but list no device; {install_hint()}")
     return out
-
-
-_probe_results: dict[str, str | None] = {}
-
-
-def probe(info: DeviceInfo) -> str | None:
-    """Build a trivial kernel on ``info``: ``None`` if it works, else the reason (memoised per device)."""
-    if info.index not in _probe_results:
-        source = resources.files("opencl").joinpath("kernels", "probe.cl").read_text()
-        try:
-            ctx = cl.Context([info.device])
-            build_quietly(ctx, source, [], "probe.cl")
-            _probe_results[info.index] = None
-        except cl.Error as exc:
-            lines = [ln.strip() for ln in str(exc).splitlines() if "error" in ln.lower()]
-            _probe_results[info.index] = lines[-1] if lines else str(exc).splitlines()[0]
-    return _probe_results[info.index]
-
-
-def _match(spec: str, devices: list[DeviceInfo]) -> list[DeviceInfo]:
-    s = spec.strip().lower()
-    if s in ("gpu", "cpu", "accelerator"):
-        return [d for d in devices if d.kind == s]
-    if ":" in s and all(part.strip().isdigit() for part in s.split(":", 1)):
-        p, d = (int(part) for part in s.split(":", 1))
-        return [x for x in devices if x.index == f"{p}:{d}"]
-    return [d for d in devices if s in d.name.lower() or s in d.platform.lower()]
-
-
-def choose_device(device: str | DeviceInfo | None = None) -> Choice:
-    """Pick the device by argument > ``NEURONET_DEVICE`` > first usable GPU > first usable CPU."""
-    if isinstance(device, DeviceInfo):
-        return Choice(device, "given as an argument")
-    devices = list_devices()
-    env = os.environ.get(ENV_DEVICE, "").strip()
-    for spec, origin in ((device, "the device argument"), (env or None, f"{ENV_DEVICE}={env}")):
-        if spec is None:
-            continue
-        found = _match(str(spec), devices)
-        if not found:
-            listing = ", ".join(f"{d.index} {d.name} ({d.kind})" for d in devices)
-            raise DeviceChoiceError(
-                f"no OpenCL device matches {spec!r} (from {origin}); available: {listing}. "
-                "Use 'gpu', 'cpu', 'P:D' or part of a device name"
-            )
-        usable = [d for d in found if probe(d) is None]
-        return Choice((usable or found)[0], f"chosen by {origin}")
-    skipped = []
-    for kind in ("gpu", "cpu", "accelerator", "other"):
-        for d in devices:
-            if d.kind != kind:
-                continue
-            problem = probe(d)
-            if problem is None:
-                note = f" (skipped: {'; '.join(skipped)})" if skipped else ""
-                return Choice(d, f"default: first usable {kind.upper()}{note}")
-            skipped.append(f"{d.index} {d.name}: {problem}")
-    raise NoDeviceError(
-        "no OpenCL device can compile kernels: " + "; ".join(skipped) + f". {install_hint(True)}"
-    )
 
 
 class Runtime:
@@ -223,8 +145,9 @@ class Runtime:
     def is_cpu(self) -> bool:
         return self.info.kind == "cpu"
 
-    def launch(self, kernel: cl.Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
-               *args) -> cl.Event:
+    def launch(
+        self, kernel: cl.Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, *args
+    ) -> cl.Event:
         """Enqueue ``kernel`` (scalar argument dtypes already set); records its time when profiling.
 
         ``set_args`` + ``enqueue_nd_range_kernel`` is a few microseconds cheaper than calling the kernel.
@@ -247,30 +170,25 @@ _runtimes: dict[tuple, Runtime] = {}
 _lock = threading.Lock()
 
 
-def get_runtime(device: str | DeviceInfo | None = None, dtype: np.dtype | type | str | None = None,
-                profile: bool = False) -> Runtime:
-    """The shared ``Runtime`` for the chosen device and dtype (created on first use).
-
-    ``profile=True`` gives a profiling runtime, a separate one (its queue
-    records event times, which costs a little per launch).
-    """
-    choice = choose_device(device)
-    profiling = bool(profile)
-    key = (choice.info.index, choice.info.name, np.dtype(dtype or np.float32).name, profiling)
+def shared_runtime(
+    info: DeviceInfo, dtype: np.dtype | type | str | None = None, profiling: bool = False
+) -> Runtime:
+    """The one ``Runtime`` of this process for (device, dtype, profiling), created on first use, so that
+    each pair has one context and one program cache (``opencl.get_runtime`` chooses the device first)."""
+    key = (info.index, info.name, np.dtype(dtype or np.float32).name, bool(profiling))
     with _lock:
         rt = _runtimes.get(key)
         if rt is None:
-            rt = Runtime(choice.info, dtype, profiling)
-            log.info("OpenCL runtime on %s %s (%s), %s", choice.info.index, choice.info.name, choice.reason,
-                     rt.dtype.name)
-            _runtimes[key] = rt
+            rt = _runtimes[key] = Runtime(info, dtype, bool(profiling))
     return rt
 
 
 def describe(infos: list[DeviceInfo]) -> str:
     """A plain-text table of devices (used by ``python -m opencl``)."""
-    rows = [f"{d.index:>5}  {d.kind:<4} {d.name} | {d.platform} | CUs {d.compute_units} | "
-            f"{d.global_mem_bytes / 2**30:.1f} GiB | fp64 {'yes' if d.fp64 else 'no'} | "
-            f"driver {d.driver_version}" for d in infos]
+    rows = [
+        f"{d.index:>5}  {d.kind:<4} {d.name} | {d.platform} | CUs {d.compute_units} | "
+        f"{d.global_mem_bytes / 2**30:.1f} GiB | fp64 {'yes' if d.fp64 else 'no'} | "
+        f"driver {d.driver_version}"
+        for d in infos
+    ]
     return "\n".join(rows)
-

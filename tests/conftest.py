@@ -1,13 +1,18 @@
-"""Shared fixtures: a seeded RNG and the awkward sizes every kernel is tested on; every test's own
-``NEURONET_CACHE``; and ``NEURONET_REQUIRE_OPENCL=1`` turning any OpenCL test's skip into a failure."""
+"""Shared fixtures: a seeded RNG and the awkward sizes every kernel is tested on; the session's and every
+test's own ``NEURONET_CACHE``; and ``NEURONET_REQUIRE_OPENCL=1`` turning any OpenCL test's skip into a
+failure."""
 
 import os
 import re
+import shutil
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest_plugins = ["pytester"]
+SESSION_CACHE = pytest.StashKey[Path]()
 
 # Sizes that are not multiples of 4, of a vector width or of a work-group size.
 AWKWARD = (1, 3, 5, 17, 130)
@@ -18,6 +23,16 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(20240419)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The session's own cache folder, set before any test module imports ``opencl`` (which registers the
+    pip drivers in a folder of the cache and keeps each device's self-check there): a test run never writes
+    to the user's real cache. Each test then gets its own folder (``_isolated_cache``)."""
+    folder = Path(tempfile.mkdtemp(prefix="neuronet-test-cache-"))
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    os.environ["NEURONET_CACHE"] = str(folder)
+    config.stash[SESSION_CACHE] = folder
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """With ``NEURONET_REQUIRE_OPENCL=1`` (set by CI), a run without a usable OpenCL device fails at once.
 
@@ -26,20 +41,30 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """
     if not _opencl_required():
         return
-    from opencl import list_devices
-    from opencl.device import probe
+    from opencl import NoDeviceError, choose_device
 
-    devices = list_devices()
-    if not any(probe(d) is None for d in devices):
-        reasons = "; ".join(f"{d.index} {d.name}: {probe(d)}" for d in devices) or "no OpenCL platform"
-        raise pytest.UsageError(f"NEURONET_REQUIRE_OPENCL=1 but no usable OpenCL device: {reasons}")
+    try:
+        choose_device()
+    except NoDeviceError as exc:
+        raise pytest.UsageError(f"NEURONET_REQUIRE_OPENCL=1 but no usable OpenCL device: {exc}") from None
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, pytestconfig: pytest.Config
+) -> None:
     """Every test (and every process it starts) gets its own ``NEURONET_CACHE``: tests never write to the
-    user's real cache. A test that needs a particular folder sets the variable itself, after this."""
-    monkeypatch.setenv("NEURONET_CACHE", str(tmp_path_factory.mktemp("neuronet-cache")))
+    user's real cache. A test that needs a particular folder sets the variable itself, after this.
+
+    The folder starts with the session's OpenCL device self-checks (``opencl/devices.json``), so that every
+    process of the session uses the same device: a process that timed the devices afresh under another load
+    could choose another CPU device and compute other float32 figures than the test compares with."""
+    folder = tmp_path_factory.mktemp("neuronet-cache")
+    verdicts = pytestconfig.stash[SESSION_CACHE] / "opencl" / "devices.json"
+    if verdicts.is_file():
+        (folder / "opencl").mkdir()
+        shutil.copyfile(verdicts, folder / "opencl" / "devices.json")
+    monkeypatch.setenv("NEURONET_CACHE", str(folder))
 
 
 def _opencl_required() -> bool:

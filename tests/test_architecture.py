@@ -4,11 +4,11 @@ Arrows point one way: datafeeds and opencl import nothing of ours; nn builds on 
 datafeeds; backtests on those; the neuronet CLI sits on top. A module that breaks an arrow would make a
 lower layer depend on a higher one (e.g. the data feeds pulling in OpenCL), which these tests forbid.
 
-Three modules cross every arrow: ``neuronet.errors``, the base class of all user-fixable errors,
-``neuronet.atomic``, the one atomic file writer (the data feeds and the model files both write), and
-``neuronet.userfiles``, the one reader of files users name (regular files only). They may be imported from
-anywhere because they import nothing of ours but the error base (checked below), so they add no layer to
-their importers.
+Four modules cross every arrow: ``neuronet.errors``, the base class of all user-fixable errors,
+``neuronet.atomic``, the one atomic file writer (the data feeds and the model files both write),
+``neuronet.userfiles``, the one reader of files users name (regular files only), and ``neuronet.cachedir``, the
+user cache folder (candles and OpenCL device verdicts). They may be imported from anywhere because they import
+nothing of ours but the error base (checked below), so they add no layer to their importers.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ ALLOWED = {
     "neuronet": set(OURS),
 }
 MAX_LINES = 600
-SHARED = {"neuronet.errors", "neuronet.atomic", "neuronet.userfiles"}  # importable by every package
+# Importable by every package; they import nothing of ours but the error base.
+SHARED = {"neuronet.errors", "neuronet.atomic", "neuronet.userfiles", "neuronet.cachedir"}
 
 
 def _modules(package: str) -> list[Path]:
@@ -69,9 +70,11 @@ def test_the_shared_error_module_imports_nothing():
         assert _imported_modules(path) <= {"__future__"}, path
 
 
-def test_the_shared_writer_imports_only_the_standard_library():
-    """``neuronet.atomic`` is imported by the lowest layers: nothing of ours, nothing third-party."""
-    imported = _imported_top_levels(ROOT / "neuronet" / "atomic.py")
+@pytest.mark.parametrize("module", ["atomic", "cachedir"])
+def test_the_shared_modules_import_only_the_standard_library(module):
+    """``neuronet.atomic`` and ``neuronet.cachedir`` are imported by the lowest layers: nothing of ours,
+    nothing third-party."""
+    imported = _imported_top_levels(ROOT / "neuronet" / f"{module}.py")
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
 
 

@@ -204,7 +204,8 @@ def _with_ticks(source, symbol, timeframe, start, end, options, ticks_csv) -> Ma
             f"--model ticks with --source {source} needs ticks: --ticks-csv FILE (tick export)"
         )
     if source == "synthetic" and ticks_csv is None:
-        ticks = load_ticks(source, symbol, start, end, **options)
+        span = _synthetic_span(symbol, timeframe, start, end, options)
+        ticks = load_ticks(source, symbol, *span, **options)
         return resample(bars_from_ticks(ticks, "M1"), timeframe or "H1"), None, ticks
     df = load_candles(source, symbol, timeframe, start, end, **options)
     meta = meta_of(df)
@@ -219,6 +220,18 @@ def _with_ticks(source, symbol, timeframe, start, end, options, ticks_csv) -> Ma
     return df, None, ticks
 
 
+def _synthetic_span(symbol, timeframe, start, end, options) -> tuple:
+    """``(start, end)`` of the synthetic bars the EA gets, so that ``-o bars=N`` counts the EA's bars (H1 by
+    default) in every modelling mode, not the minutes they are built from: the span of N bars of the
+    timeframe, whose minutes (or ticks) are then generated. A given ``--to`` is the span's end as it is."""
+    if end is not None or "bars" not in options:
+        return start, end
+    frame = load_candles("synthetic", symbol, timeframe, start, None, **options)
+    if not len(frame):
+        return start, end
+    return frame.index[0], frame.index[-1] + pd.Timedelta(seconds=meta_of(frame).timeframe.seconds)
+
+
 def _with_minutes(source, symbol, timeframe, start, end, options, m1_csv) -> Market:
     """M1 candles of the same symbol; synthetic bars are built from the synthetic minutes, so they agree."""
     if m1_csv is not None:
@@ -227,6 +240,9 @@ def _with_minutes(source, symbol, timeframe, start, end, options, m1_csv) -> Mar
         raise CommandError(
             f"--model ohlc1m with --source {source} needs the minutes: --m1-csv FILE (M1 bars)"
         )
+    elif source == "synthetic":
+        span = _synthetic_span(symbol, timeframe, start, end, options)
+        m1 = load_candles(source, symbol, "M1", *span, **options)
     else:
         m1 = load_candles(source, symbol, "M1", start, end, **options)
     if source == "synthetic" and m1_csv is None:

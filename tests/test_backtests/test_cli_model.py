@@ -68,7 +68,7 @@ def test_ticks_from_an_exported_tick_file_state_the_model_and_history_quality(tm
 def test_ticks_from_the_synthetic_source_make_its_bars(tmp_path):
     res = subprocess.run(
         [sys.executable, "-m", "neuronet", "backtest", "SmaCrossEA", "--source", "synthetic", "-o",
-         "bars=2880", "--forward", "none", "--model", "ticks", "-p", "fast=3", "-p", "slow=6", "-p",
+         "bars=48", "--forward", "none", "--model", "ticks", "-p", "fast=3", "-p", "slow=6", "-p",
          "sl_points=50", "--out", "r", "--no-progress"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
@@ -80,3 +80,18 @@ def test_ticks_from_the_synthetic_source_make_its_bars(tmp_path):
     # stamped with the time of the tick that hit the stop, not the bar's opening time
     times = [pd.Timestamp(t["exit_time"]) for t in exits]
     assert times and all(t != t.floor("h") for t in times)
+
+
+def test_synthetic_bars_count_the_eas_bars_in_every_model(tmp_path):
+    """``-o bars=N`` is N bars of the EA's timeframe whether the fills are worked on those bars, their
+    minutes or their ticks (it once counted the minutes in the two finer modes: 60 times fewer bars)."""
+    for model in ("open", "ohlc1m", "ticks"):
+        res = subprocess.run(
+            [sys.executable, "-m", "neuronet", "backtest", "SmaCrossEA", "--source", "synthetic", "-o",
+             "bars=30", "--timeframe", "M30", "--forward", "none", "--model", model, "--out", model,
+             "--no-progress"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        doc = json.loads((tmp_path / model / "report.json").read_text())
+        assert doc["data"]["bars"] == 30, model

@@ -8,11 +8,11 @@ import pytest
 
 from nn import Sequential
 from opencl import NoDeviceError, list_devices
-from opencl.device import probe
+from opencl.selfcheck import verdict
 
 try:
     NVIDIA = [d for d in list_devices()
-              if d.kind == "gpu" and "nvidia" in d.platform.lower() and probe(d) is None]
+              if d.kind == "gpu" and "nvidia" in d.platform.lower() and verdict(d).usable]
 except NoDeviceError:
     NVIDIA = []
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from opencl import NoDeviceError, get_runtime, list_devices
-from opencl.device import probe
+from opencl.selfcheck import verdict
 
 try:
-    USABLE = [d for d in list_devices() if probe(d) is None]
+    USABLE = [d for d in list_devices() if verdict(d).usable]
 except NoDeviceError:  # no OpenCL at all: every test here is skipped, with the reason
     USABLE = []
 

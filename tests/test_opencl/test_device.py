@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from opencl import DeviceChoiceError, DtypeError, choose_device, get_runtime, list_devices
-from opencl.device import ENV_DEVICE, Runtime
+from opencl.choice import ENV_DEVICE
+from opencl.device import Runtime
 
 from .conftest import USABLE
 

@@ -6,7 +6,7 @@ import pytest
 
 from neuronet.cli import main
 from opencl import list_devices
-from opencl.device import ENV_DEVICE
+from opencl.choice import ENV_DEVICE
 
 from .conftest import USABLE
 

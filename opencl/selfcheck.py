@@ -1,0 +1,215 @@
+"""The self-check a device passes before it is chosen automatically, and its speed, cached per driver.
+
+Some drivers list a device but cannot compile for it (pip's PoCL 3.0 on a CPU newer than its LLVM 14:
+``unknown target CPU 'generic'``), refuse to open it (a CPU runtime on a processor it does not support), or
+compile code that computes wrong numbers. So before a device is chosen without being named, it builds the
+library's own GEMM kernels (``opencl.blas``: ``gemm.cl`` on CPUs, ``gemm_gpu.cl`` on GPUs) and computes a
+product with a fused bias and tanh, and a transposed one, on awkward sizes, checked against NumPy in
+float64; then it times the 14 products of one training step of the Fractal network (batch 256, 240 → 500 → 250
+→ 125 → 62 → 3: forward with bias and tanh, weight and input gradients), which weigh both the arithmetic
+of the large layers and the cost of a launch, which decides the small ones. A device that fails gets
+the reason (``neuronet devices`` shows it); among those that pass, the fastest of a kind is chosen.
+
+The verdict is kept in ``<cache>/opencl/devices.json``, keyed by the platform, device and driver names and
+versions, the drivers' settings in the environment (``POCL_*``, ``CL_CONFIG_*``) and the kernels' source:
+the next process reuses it (no compile, no timing), and the choice between two CPU devices does not flip
+with the machine's load from one run to the next, which would change the float32 figures of a run with the
+same seed. A new driver, device, setting or kernel source is checked again;
+``verdict(info, fresh=True)`` (``neuronet devices --recheck``) checks again on demand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+
+from neuronet.atomic import replace_atomically
+from neuronet.cachedir import cache_root
+from opencl import memory
+from opencl.blas import gemm
+from opencl.device import DeviceInfo, shared_runtime
+from opencl.program import kernels_dir
+
+log = logging.getLogger(__name__)
+
+CHECK_VERSION = 1  # bump when what is checked or timed changes: cached verdicts are then redone
+KERNEL_FILES = ("gemm.cl", "gemm_gpu.cl", "common.h")
+# Environment variables that change what a driver compiles (PoCL's, Intel's CPU runtime's): part of the key.
+DRIVER_SETTINGS = ("POCL_", "CL_CONFIG_")
+TOLERANCE = 1e-4  # float32 products of K = 29 terms of size ~1, against float64
+TIMED = (256, (240, 500, 250, 125, 62, 3))  # batch and layer sizes of the Fractal network
+ROUNDS, STEPS = 3, 4  # best of ROUNDS rounds of STEPS training steps' products
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A device's self-check: ``problem`` is None when it passed; ``seconds`` is one timed step's products
+    (lower is faster; None when it failed); ``checked`` is when (ISO time, UTC), ``cached`` whether this
+    process read it from the cache."""
+
+    problem: str | None
+    seconds: float | None
+    checked: str
+    cached: bool = False
+
+    @property
+    def usable(self) -> bool:
+        return self.problem is None
+
+
+_memo: dict[str, Verdict] = {}
+_lock = threading.Lock()
+
+
+def verdict(info: DeviceInfo, fresh: bool = False) -> Verdict:
+    """The self-check of ``info``: from this process, the cache, or run now (``fresh``: always run now)."""
+    key = _key(info)
+    with _lock:
+        if not fresh:
+            found = _memo.get(key) or _read_cache().get(key)
+            if found is not None:
+                _memo[key] = found
+                return found
+        result = _run(info)
+        _memo[key] = result
+        _write_cache(key, result)
+        return result
+
+
+def _key(info: DeviceInfo) -> str:
+    """Identity of what the verdict depends on: the driver and its settings, the device, the kernels' source,
+    this check."""
+    digest = hashlib.sha256()
+    for name in KERNEL_FILES:
+        digest.update((kernels_dir() / name).read_bytes())
+    parts = [
+        info.platform,
+        info.platform_version,
+        info.name,
+        info.kind,
+        info.driver_version,
+        str(CHECK_VERSION),
+        digest.hexdigest(),
+        *sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(DRIVER_SETTINGS)),
+    ]
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
+
+
+def _run(info: DeviceInfo) -> Verdict:
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    started = time.perf_counter()
+    try:
+        rt = shared_runtime(info, np.float32, False)
+        problem = _wrong_numbers(rt)
+        seconds = None if problem else _timed(rt)
+    except Exception as exc:  # any driver failure is the reason this device is not used
+        problem, seconds = _reason(exc), None
+    log.info(
+        "self-check of %s %s: %s in %.2f s",
+        info.index,
+        info.name,
+        problem or f"{seconds * 1e3:.2f} ms",
+        time.perf_counter() - started,
+    )
+    return Verdict(problem, seconds, now)
+
+
+def _wrong_numbers(rt) -> str | None:
+    """None if the products match NumPy, else what differed."""
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, (37, 29)).astype(np.float32)
+    w = rng.uniform(-1, 1, (45, 29)).astype(np.float32)
+    b = rng.uniform(-1, 1, 45).astype(np.float32)
+    dz = rng.uniform(-1, 1, (37, 45)).astype(np.float32)
+    y, gw = memory.poison(memory.empty(rt, (37, 45))), memory.poison(memory.empty(rt, (45, 29)))
+    gemm(
+        rt,
+        memory.to_device(rt, x),
+        memory.to_device(rt, w),
+        y,
+        trans_b=True,
+        bias=memory.to_device(rt, b),
+        activation="tanh",
+    )
+    gemm(rt, memory.to_device(rt, dz), memory.to_device(rt, x), gw, trans_a=True)
+    x64, w64, dz64 = x.astype(np.float64), w.astype(np.float64), dz.astype(np.float64)
+    expected = (("x·wᵀ + b, tanh", y, np.tanh(x64 @ w64.T + b)), ("dzᵀ·x", gw, dz64.T @ x64))
+    for name, out, want in expected:
+        got = out.get()
+        err = float(np.max(np.abs(got - want) / (1.0 + np.abs(want)))) if np.all(np.isfinite(got)) else np.inf
+        if not err <= TOLERANCE:
+            return f"wrong results: GEMM {name} differs from NumPy by {err:.3g} (tolerance {TOLERANCE:g})"
+    return None
+
+
+def _timed(rt) -> float:
+    """Best time (s) of the products of one training step of the timed network (see ``TIMED``)."""
+    rng = np.random.default_rng(0)
+    batch, sizes = TIMED
+    acts = [memory.to_device(rt, rng.standard_normal((batch, sizes[0])).astype(np.float32))]
+    acts += [memory.empty(rt, (batch, n)) for n in sizes[1:]]
+    grads = [memory.empty(rt, (batch, n)) for n in sizes]
+    layers = []
+    for n_in, n_out in itertools.pairwise(sizes):
+        w = rng.standard_normal((n_out, n_in)).astype(np.float32) / np.sqrt(n_in)
+        layers.append((memory.to_device(rt, w), memory.zeros(rt, n_out), memory.empty(rt, (n_out, n_in))))
+
+    def step() -> None:
+        for i, (w, b, _) in enumerate(layers):  # forward: y = tanh(x·wᵀ + b)
+            gemm(rt, acts[i], w, acts[i + 1], trans_b=True, bias=b, activation="tanh")
+        for i in reversed(range(len(layers))):  # backward: weight gradient, then the input's (not the data's)
+            w, _, gw = layers[i]
+            gemm(rt, acts[i + 1], acts[i], gw, trans_a=True)
+            if i:
+                gemm(rt, acts[i + 1], w, grads[i])
+
+    step()
+    rt.synchronize()
+    best = np.inf
+    for _ in range(ROUNDS):
+        started = time.perf_counter()
+        for _ in range(STEPS):
+            step()
+        rt.synchronize()
+        best = min(best, (time.perf_counter() - started) / STEPS)
+    return float(best)
+
+
+def _reason(exc: Exception) -> str:
+    """One line out of a driver's or compiler's message: its last line that mentions an error or a failure
+    (the compiler's own words come after the library's "building ... failed")."""
+    text = str(exc).strip() or type(exc).__name__
+    lines = [ln.strip() for ln in text.splitlines() if "error" in ln.lower() or "failed" in ln.lower()]
+    return (lines[-1] if lines else text.splitlines()[0])[:300]
+
+
+def _cache_file():
+    return cache_root() / "opencl" / "devices.json"
+
+
+def _read_cache() -> dict[str, Verdict]:
+    try:
+        raw = json.loads(_cache_file().read_text(encoding="utf-8"))
+        return {k: Verdict(v["problem"], v["seconds"], v["checked"], cached=True) for k, v in raw.items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):  # none yet, or not ours: start afresh
+        return {}
+
+
+def _write_cache(key: str, result: Verdict) -> None:
+    fields = ("problem", "seconds", "checked")
+    entries = {k: {f: getattr(v, f) for f in fields} for k, v in {**_read_cache(), key: result}.items()}
+    path = _cache_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        replace_atomically(path, lambda f: f.write(json.dumps(entries, indent=1).encode()))
+    except OSError as exc:  # a read-only cache: the check is simply run again next time
+        log.debug("cannot keep the device self-check in %s: %s", path, exc)
