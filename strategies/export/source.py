@@ -1,8 +1,9 @@
 """What an export starts from: a trained model file (or a report folder holding one), read and checked.
 
 Everything the graph is built from is checked here, before anything is written: the file is a model of a
-built-in EA whose inputs have an ONNX form, its features are the MetaTrader definitions, and every size and
-number in its metadata is sane (a hostile file cannot make the exporter build a huge graph).
+built-in EA whose inputs have an ONNX form (FractalEA, ForecastEA) or of ``neuronet forecast``, its features
+are the MetaTrader definitions, and every size and number in its metadata is sane (a hostile file cannot make
+the exporter build a huge graph; ``forecast_source`` checks the forecasters).
 """
 
 from __future__ import annotations
@@ -15,10 +16,17 @@ from typing import Any
 from datafeeds.candles import CandleMeta
 from nn.io import ModelFileError, load
 from strategies.errors import ExportError
+from strategies.export.forecast_source import (
+    ForecastSpec,
+    check_declared_sizes,
+    csv_forecaster_spec,
+    forecast_ea_spec,
+    is_csv_forecaster,
+)
 from strategies.features import CLASSES, FEATURE_DEFINITIONS, FEATURES
 
-EXPORTABLE = ("FractalEA",)  # ForecastEA (ATFNet, PatchTST) saves no model file to export yet
-MODEL_NAMES = ("model.nnz", "model.dbn")
+EXPORTABLE = ("FractalEA", "ForecastEA")
+MODEL_NAMES = ("model.nnz", "model.dbn", "model")  # "model": neuronet forecast --out before it named it .nnz
 MAX_DEPTH = 500  # bars of input per window: the article's EA uses 20
 
 
@@ -29,9 +37,10 @@ class ModelSource:
     path: Path
     model: Any  # nn.Sequential or nn.dbn.DBN
     meta: dict
-    ea: str
-    kind: str  # FractalEA's network: "dense" or "dbn"
-    candles: CandleMeta
+    ea: str | None  # None: a CSV forecaster of neuronet forecast
+    kind: str  # the network: "dense" or "dbn" (FractalEA), "atfnet" or "patchtst" (the forecasters)
+    candles: CandleMeta | None  # None: a CSV forecaster
+    forecast: ForecastSpec | None = None  # the forecasters' channels, window, scaler
 
 
 def _model_file(source: Path) -> Path:
@@ -41,10 +50,12 @@ def _model_file(source: Path) -> Path:
                 return source / name
         raise ExportError(
             f"{source}: holds no model file ({' or '.join(MODEL_NAMES)}): export a report folder of an EA "
-            "that trains a model (FractalEA) or the model file itself"
+            "that trains a model (FractalEA, ForecastEA), of neuronet forecast, or the model file itself"
         )
     if not source.exists():
         raise ExportError(f"{source}: no such file or folder")
+    if not source.is_file():
+        raise ExportError(f"{source}: not a regular file")
     return source
 
 
@@ -69,37 +80,48 @@ def _numbers(values: Any, size: int, what: str, where: Path, positive: bool = Fa
 def read_source(source: str | Path) -> ModelSource:
     """Load and check the model at ``source`` (a model file or a report folder)."""
     path = _model_file(Path(source))
+    check_declared_sizes(path)
     try:
         model = load(path, backend="numpy")
     except (ModelFileError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         raise ExportError(str(exc)) from None
     meta = model.metadata if isinstance(model.metadata, dict) else {}
     ea = meta.get("ea")
+    if ea is None and is_csv_forecaster(meta):
+        kind, spec = csv_forecaster_spec(path, meta, model)
+        return ModelSource(path, model, meta, None, kind, None, spec)
     if ea not in EXPORTABLE:
         who = f"a model of {ea!r}" if isinstance(ea, str) else "not a model saved by an expert advisor"
         raise ExportError(
-            f"{path}: {who}; the export covers the models of {', '.join(EXPORTABLE)} "
-            "(saved by neuronet run/backtest), whose inputs it can rebuild from raw bars"
+            f"{path}: {who}; the export covers the models of {', '.join(EXPORTABLE)} (saved by neuronet "
+            "run/backtest) and of neuronet forecast, whose inputs it can rebuild"
         )
     params = meta.get("params")
     if not isinstance(params, dict):
         raise ExportError(f"{path}: metadata has no EA parameters")
+    candles = _candles(path, meta)
+    if ea == "ForecastEA":
+        kind, spec = forecast_ea_spec(path, meta, model)
+        return ModelSource(path, model, meta, ea, kind, candles, spec)
     if meta.get("feature_definitions") != FEATURE_DEFINITIONS:
         raise ExportError(
             f"{path}: trained on inputs computed before they followed MetaTrader (Wilder's ATR, weekday "
             "Monday = 0 in UTC); train it again with this version of neuronet to export it"
         )
-    try:
-        candles = CandleMeta.from_dict(meta["candles"])
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ExportError(
-            f"{path}: metadata does not say which symbol, timeframe and clock it was trained on ({exc})"
-        ) from None
     kind = params.get("model", "dense")
     if kind not in ("dense", "dbn"):
         raise ExportError(f"{path}: FractalEA model {kind!r} is neither 'dense' nor 'dbn'")
     _check_fractal(path, meta, model, kind)
     return ModelSource(path, model, meta, ea, kind, candles)
+
+
+def _candles(path: Path, meta: dict) -> CandleMeta:
+    try:
+        return CandleMeta.from_dict(meta["candles"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ExportError(
+            f"{path}: metadata does not say which symbol, timeframe and clock it was trained on ({exc})"
+        ) from None
 
 
 def _check_fractal(path: Path, meta: dict, model: Any, kind: str) -> None:

@@ -1,10 +1,10 @@
-"""Helpers of the export tests: a tiny Fractal EA run and the rows MQL5's CopyRates returns."""
+"""Helpers of the export tests: tiny Fractal EA and ForecastEA runs and the rows MQL5's CopyRates returns."""
 
 import numpy as np
 
 from backtests import Backtest
 from datafeeds import to_rates
-from strategies import FractalEA
+from strategies import ForecastEA, FractalEA
 
 TINY = {"hidden": "12", "epochs": 2, "backend": "numpy", "batch_size": 64, "validation": 0}
 
@@ -21,3 +21,11 @@ def copy_rates(df, n: int, ends) -> np.ndarray:
 
 def run_fractal(candles, **params):
     return Backtest(candles, FractalEA, forward="1/3", seed=7).run(**{**TINY, **params})
+
+
+FORECAST = {"seq_len": 48, "pred_len": 12, "d_model": 8, "n_heads": 2, "d_ff": 16, "epochs": 2,
+            "batch_size": 64, "backend": "numpy", "dropout": 0.0}  # fmt: skip
+
+
+def run_forecast(candles, **params):
+    return Backtest(candles, ForecastEA, forward="1/3", seed=7).run(**{**FORECAST, **params})

@@ -14,8 +14,8 @@ from test_export.export_support import copy_rates
 from neuronet.cli import main
 from strategies import OnnxEA
 from strategies.errors import EAError
-from strategies.export import TOLERANCE, export
-from strategies.export.mql5 import MARKER
+from strategies.export import FORECAST_TOLERANCE, TOLERANCE, export
+from strategies.export.mql5 import MARKER, TEMPLATES
 
 
 def _array(text: str, name: str) -> np.ndarray:
@@ -51,13 +51,51 @@ def test_the_expert_advisor_embeds_shapes_constants_and_the_models_parity_vector
     session = ort.InferenceSession(str(done.onnx_path), providers=["CPUExecutionProvider"])
     got = session.run(None, {"rates": window[None]})[0][0]
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-7)
-    # static: only the constants block differs from the template
-    template = resources.files("strategies.export").joinpath("expert.mq5").read_text(encoding="utf-8")
+    _static(text, "FractalEA")
+
+
+def _static(text: str, ea: str) -> None:
+    """Only the constants block differs from the EA's template, and it holds only constants."""
+    template = resources.files("strategies.export").joinpath(TEMPLATES[ea]).read_text(encoding="utf-8")
     head, tail = template.split(MARKER)
     assert text.startswith(head) and text.endswith(tail)
     constants = text[len(head) : len(text) - len(tail)]
     assert all(line.startswith(("#resource", "#define", "input ", "const double", "   ")) or not line
                for line in constants.splitlines())  # fmt: skip
+
+
+def test_the_forecast_expert_advisor_embeds_shapes_rule_and_the_models_parity_vector(
+    forecast_runs, forecast_models, tmp_path
+):
+    ea = forecast_runs["atfnet"].ea_instance
+    done = export(forecast_models["atfnet"], tmp_path, name="ForecastEA_EURUSD_H1")
+    text = done.mq5_path.read_text(encoding="utf-8")
+    for line in (
+        '#resource "ForecastEA_EURUSD_H1.onnx" as uchar ExtModel[]',
+        "#define NN_BARS 48",
+        "#define NN_FIELDS 7",
+        "#define NN_STEPS 12",
+        "#define NN_CHANNELS 4",
+        "#define NN_CLOSE 1  // the close among the channels: high, close, tick_volume, spread",
+        '#define NN_SYMBOL "EURUSD"',
+        "#define NN_PERIOD PERIOD_H1",
+        f"#define NN_TOLERANCE {FORECAST_TOLERANCE!r}",
+        "input double InpLots         = 0.1;",
+        "input double InpCostMultiple = 1.0;",
+        "input int    InpHorizon      = 12;",
+        "const long output_shape[] = {1, NN_STEPS, NN_CHANNELS};",
+        "if(CopyRates(_Symbol, _Period, 1, NN_BARS, rates) != NN_BARS)",
+        "double move = y[InpHorizon - 1][NN_CLOSE] - rates[NN_BARS - 1].close;",
+        "double threshold = InpCostMultiple * rates[NN_BARS - 1].spread * _Point;",
+    ):
+        assert line in text, line
+    assert "return(INIT_FAILED);" in text.split("parity check failed")[1]
+    np.testing.assert_array_equal(_array(text, "NN_SCALE"), ea.scaler.std)
+    window = _array(text, "NN_PARITY_RATES").reshape(48, 7)
+    expected = _array(text, "NN_PARITY_OUTPUT").reshape(12, 4)
+    session = ort.InferenceSession(str(done.onnx_path), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(session.run(None, {"rates": window[None]})[0][0], expected)
+    _static(text, "ForecastEA")
 
 
 def test_cli_export_writes_the_pair_and_refuses_in_one_line(dense_model, tmp_path, capsys):
