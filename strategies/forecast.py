@@ -59,6 +59,14 @@ class ForecastEA(ExpertAdvisor):
     cost_multiple: float = 1.0
     min_study_bars = 200
 
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        self.net: Sequential | None = None
+        self.scaler: Scaler | None = None
+        self.rounds = 0  # training rounds: 1, or more with retrain_every
+        self._study_span: list[tuple[str, str]] = []  # first and last bar of each round's study window
+        self._log: list[tuple[int, np.ndarray, float, float]] = []  # bar, forecast (T,), weight, threshold
+
     def on_init(self) -> None:
         self._cols = [c.strip() for c in self.channels.split(",") if c.strip()]
         unknown = [c for c in self._cols if c not in Bars.COLUMNS]
@@ -71,12 +79,7 @@ class ForecastEA(ExpertAdvisor):
         if not 1 <= self._step <= self.pred_len:
             raise EAError(f"ForecastEA horizon must be in 1..pred_len={self.pred_len}, got {self.horizon}")
         self._close = self._cols.index("close")
-        self._log: list[tuple[int, np.ndarray, float, float]] = []  # bar, forecast (T,), weight, threshold
-        self.net: Sequential | None = None
-        self.scaler: Scaler | None = None
         self.rule = ForecastRule(self.lots, self.cost_multiple, self._step)
-        self.rounds = 0  # training rounds: 1, or more with retrain_every
-        self._study_span: list[tuple[str, str]] = []  # first and last bar of each round's study window
 
     def _matrix(self, bars: Bars) -> np.ndarray:
         return np.stack([getattr(bars, c) for c in self._cols], axis=1)  # (N, C)

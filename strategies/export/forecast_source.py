@@ -60,10 +60,10 @@ def check_declared_sizes(path: Path) -> None:
         return
     if kind not in FORECASTERS:
         return
-    bounds = (("window", 0, MAX_WINDOW), ("channels", 1, MAX_CHANNELS))
-    dims = shape if isinstance(shape, list) and len(shape) == 2 else [shape, shape]
-    for (what, i, high), value in zip(bounds, (dims[0], dims[1]), strict=True):
-        _bounded(path, f"the network's input {what} ({kind} input_shape[{i}])", value, high)
+    if not isinstance(shape, list) or len(shape) != 2:
+        raise ExportError(f"{path}: the network's input_shape {shape!r} is not (window, channels)")
+    for what, i, high in (("window", 0, MAX_WINDOW), ("channels", 1, MAX_CHANNELS)):
+        _bounded(path, f"the network's input {what} ({kind} input_shape[{i}])", shape[i], high)
     _bounded(path, f"the network's horizon ({kind} pred_len)", horizon, MAX_WINDOW)
     for key, high in MAX_SIZES.items():
         if key in layer:

@@ -64,9 +64,13 @@ def self_attention(g: Graph, x: str, attn: MultiHeadSelfAttention) -> str:
     h = attn.n_heads
     dk = d // h
     qkv = g.reshape(linear(g, x, p["wqkv"], p["bqkv"]), -1, tokens, 3, h, dk)  # (M, S, 3, H, dk)
-    qkv = g.transpose(qkv, 2, 0, 3, 1, 4)  # (3, M, H, S, dk)
-    q, k, v = (g.take(qkv, i, 0) for i in range(3))  # (M, H, S, dk) each
-    scores = g.mul(g.matmul(q, g.transpose(k, 0, 1, 3, 2)), g.const(1.0 / math.sqrt(dk)))  # (M, H, S, S)
+    by_token = g.transpose(qkv, 2, 0, 3, 1, 4)  # (3, M, H, S, dk)
+    q, v = g.take(by_token, 0, 0), g.take(by_token, 2, 0)  # (M, H, S, dk) each
+    k_t = g.take(g.transpose(qkv, 2, 0, 3, 4, 1), 1, 0)  # (M, H, dk, S)
+    # The scale is a row of S equal values, not a scalar, and no Transpose feeds a MatMul: ONNX Runtime
+    # 1.14/1.15 would fuse either into FusedMatMul, which has no float64 kernel there.
+    scale = g.const(np.full(tokens, 1.0 / math.sqrt(dk)))
+    scores = g.mul(g.matmul(q, k_t), scale)  # (M, H, S, S)
     o = g.matmul(causal_softmax(g, scores, tokens, attn.causal), v)  # (M, H, S, dk)
     o = g.reshape(g.transpose(o, 0, 2, 1, 3), -1, tokens, d)  # (M, S, D): heads concatenated
     return linear(g, o, p["wo"], p["bo"])

@@ -5,7 +5,7 @@ import zipfile
 
 import onnx
 import pytest
-from test_export.export_support import run_fractal
+from test_export.export_support import refused, resaved, run_fractal
 
 from nn import load, save
 from nn.dbn import DBN
@@ -16,32 +16,16 @@ from strategies.export.graph import Graph
 from strategies.indicators import rsi
 
 
-def _resaved(model_path, tmp_path, **changes):
-    """The model re-saved with its metadata changed (a file whose header lies, checksums intact)."""
-    model = load(model_path, backend="numpy")
-    meta = {**model.metadata, **changes}
-    for key, value in changes.items():
-        if value is None:
-            meta.pop(key)
-    return save(model, tmp_path / "hostile.nnz", meta)
-
-
-def _refused(source, out, match):
-    with pytest.raises(ExportError, match=match):
-        export(source, out)
-    assert not out.exists() or not any(out.iterdir())
-
-
-def test_a_model_file_of_another_kind_is_refused(tmp_path, dense_model):
+def test_a_model_file_of_another_kind_isrefused(tmp_path, dense_model):
     dbn = load(dense_model, backend="numpy")  # a bare network saved by nn.save, not by an EA
-    _refused(save(dbn, tmp_path / "net.nnz", {}), tmp_path / "out", "not a model saved by an expert advisor")
+    refused(save(dbn, tmp_path / "net.nnz", {}), tmp_path / "out", "not a model saved by an expert advisor")
     csv = tmp_path / "EURUSD_H1.csv"
     csv.write_text("<DATE>\t<TIME>\t<OPEN>\n")
-    _refused(csv, tmp_path / "out", "not a zip file|corrupted")
-    _refused(tmp_path / "missing.nnz", tmp_path / "out", "no such file")
-    _refused(tmp_path, tmp_path / "out", "holds no model file")
-    other = _resaved(dense_model, tmp_path, ea="SmaCrossEA")
-    _refused(other, tmp_path / "out", "a model of 'SmaCrossEA'")
+    refused(csv, tmp_path / "out", "not a zip file|corrupted")
+    refused(tmp_path / "missing.nnz", tmp_path / "out", "no such file")
+    refused(tmp_path, tmp_path / "out", "holds no model file")
+    other = resaved(dense_model, tmp_path, ea="SmaCrossEA")
+    refused(other, tmp_path / "out", "a model of 'SmaCrossEA'")
     assert DBN.model_kind == "dbn"
 
 
@@ -61,16 +45,16 @@ def test_a_model_file_of_another_kind_is_refused(tmp_path, dense_model):
         ({"depth": 19, "scaler": {"mean": [0.0] * 228, "std": [1.0] * 228}}, "takes 240 inputs"),
     ],
 )
-def test_a_hostile_or_stale_model_file_is_refused(dense_model, tmp_path, changes, match):
-    _refused(_resaved(dense_model, tmp_path, **changes), tmp_path / "out", match)
+def test_a_hostile_or_stale_model_file_isrefused(dense_model, tmp_path, changes, match):
+    refused(resaved(dense_model, tmp_path, **changes), tmp_path / "out", match)
 
 
-def test_a_truncated_model_file_is_refused(dense_model, tmp_path):
+def test_a_truncated_model_file_isrefused(dense_model, tmp_path):
     with open(dense_model, "rb") as f:
         data = f.read()
     cut = tmp_path / "cut.nnz"
     cut.write_bytes(data[: len(data) // 2])
-    _refused(cut, tmp_path / "out", "corrupted|truncated")
+    refused(cut, tmp_path / "out", "corrupted|truncated")
     assert zipfile.is_zipfile(dense_model)
 
 
@@ -78,7 +62,7 @@ def test_an_unsupported_layer_is_named(candles, tmp_path):
     layers = [{"type": "dense", "units": 8, "activation": "tanh"}, {"type": "layernorm"},
               {"type": "dense", "units": 3, "activation": "softmax"}]  # fmt: skip
     run = run_fractal(candles, layers=json.dumps(layers))
-    _refused(run.ea_instance.save_model(str(tmp_path / "m")), tmp_path / "out", r"layer 1 \(layernorm\)")
+    refused(run.ea_instance.save_model(str(tmp_path / "m")), tmp_path / "out", r"layer 1 \(layernorm\)")
 
 
 class TalibFractal(FractalEA):
@@ -89,15 +73,15 @@ class TalibFractal(FractalEA):
         self.extra = self.indicator(lambda b: rsi(b.close, 7), "talib_rsi7")
 
 
-def test_an_ea_with_a_python_only_indicator_is_refused(candles, tmp_path):
+def test_an_ea_with_a_python_only_indicator_isrefused(candles, tmp_path):
     from test_export.export_support import TINY
 
     from backtests import Backtest
 
     run = Backtest(candles, TalibFractal, forward="1/3", seed=7).run(**TINY)
-    _refused(run.ea_instance, tmp_path / "out", r"'talib_rsi7' through indicator\(\): computed in Python")
+    refused(run.ea_instance, tmp_path / "out", r"'talib_rsi7' through indicator\(\): computed in Python")
     saved = run.ea_instance.save_model(str(tmp_path / "model"))  # its model file names its class
-    _refused(saved, tmp_path / "out", "a model of 'TalibFractal'")
+    refused(saved, tmp_path / "out", "a model of 'TalibFractal'")
 
 
 def test_a_trained_ea_exports_like_its_model_file(dense_run, tmp_path):
@@ -105,7 +89,7 @@ def test_a_trained_ea_exports_like_its_model_file(dense_run, tmp_path):
     assert done.onnx_path.name == "FractalEA_EURUSD_H1.onnx" and done.mq5_path.exists()
 
 
-def test_a_graph_over_the_operator_limit_is_refused():
+def test_a_graph_over_the_operator_limit_isrefused():
     g = Graph()
     x = g.op("Abs", "rates")
     info, double = onnx.helper.make_tensor_value_info, onnx.TensorProto.DOUBLE
@@ -117,7 +101,7 @@ def test_a_graph_over_the_operator_limit_is_refused():
         g.op("Scan", x)
 
 
-def test_bad_names_and_targets_are_refused(dense_model, tmp_path):
+def test_bad_names_and_targets_arerefused(dense_model, tmp_path):
     for name in ("../evil", "", ".hidden", "a/b"):
         with pytest.raises(ExportError, match="plain file name"):
             export(dense_model, tmp_path / "out", name=name)

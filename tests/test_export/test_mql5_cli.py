@@ -1,15 +1,11 @@
-"""The generated MQL5 Expert Advisor's text, the ``neuronet export`` command, OnnxEA's refusals, and the
-exported model on the oldest onnxruntime that installs for this Python."""
+"""The generated MQL5 Expert Advisors' text, the ``neuronet export`` command and OnnxEA's refusals."""
 
 import re
-import subprocess
-import sys
 from importlib import resources
 
 import numpy as np
 import onnxruntime as ort
 import pytest
-from test_export.export_support import copy_rates
 
 from neuronet.cli import main
 from strategies import OnnxEA
@@ -138,29 +134,3 @@ def test_onnx_ea_refuses_a_model_of_another_contract(tmp_path, candles):
     onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=8), str(path))
     with pytest.raises(EAError, match=r"one input \(batch, N, 7\) of CopyRates rows"):
         Backtest(candles, OnnxEA, forward="1/3").run(model=str(path))
-
-
-@pytest.mark.slow
-def test_the_oldest_installable_onnxruntime_gives_the_same_outputs(dense_model, candles, tmp_path):
-    """onnxruntime 1.15.0 (the oldest release with wheels for Python 3.11; MetaTrader embeds 1.14) in a venv
-    of its own runs the exported model to the newest release's outputs."""
-    done = export(dense_model, tmp_path)
-    windows = copy_rates(candles, done.bars, np.arange(1000, 1500, 25))
-    newest = ort.InferenceSession(str(done.onnx_path), providers=["CPUExecutionProvider"]).run(
-        None, {"rates": windows}
-    )[0]
-    np.save(tmp_path / "windows.npy", windows)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "onnxruntime==1.15.0",
-                          "numpy<2"], capture_output=True, text=True)  # fmt: skip
-    if pip.returncode:
-        pytest.skip(f"onnxruntime 1.15.0 does not install here: {pip.stderr.strip().splitlines()[-1:]}")
-    script = (
-        "import sys, numpy as np, onnxruntime as ort; assert ort.__version__ == '1.15.0';"
-        "s = ort.InferenceSession(sys.argv[1], providers=['CPUExecutionProvider']);"
-        "np.save(sys.argv[3], s.run(None, {'rates': np.load(sys.argv[2])})[0])"
-    )
-    subprocess.run([str(venv / "bin" / "python"), "-c", script, str(done.onnx_path),
-                    str(tmp_path / "windows.npy"), str(tmp_path / "oldest.npy")], check=True)  # fmt: skip
-    np.testing.assert_allclose(np.load(tmp_path / "oldest.npy"), newest, rtol=0, atol=1e-6)
