@@ -202,7 +202,8 @@ def _build(src: ModelSource) -> tuple[Built, str]:
     if src.forecast is None:
         bars = window_bars(int(src.meta["depth"]))
         return fractal(src, metadata_of(src, bars)), "probability difference"
-    return forecaster(src, metadata_of(src, src.forecast.seq_len)), "forecast difference (of the training sd)"
+    built = forecaster(src, metadata_of(src, src.forecast.seq_len))
+    return built, "forecast difference (training standard deviations)"
 
 
 def _export(src: ModelSource, folder: Path, name: str, last_model: bool) -> Exported:

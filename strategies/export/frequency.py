@@ -1,14 +1,17 @@
 """ATFNet's frequency block and harmonic weight (``nn.atfnet``, ``nn.spectral``) as ONNX nodes, in float64.
 
-Complex values travel as real pairs, as in ``nn``: a complex ``(M, K)`` is a real ``(M, 2K)`` with Re and Im
-interleaved. A complex dense layer is then one real ``MatMul`` by the ``(2I, 2O)`` matrix of
-``[[Re w, Im w], [−Im w, Re w]]`` blocks (``complex_matrix``) plus the interleaved bias; everything else
-splits the pairs (``parts``), works on Re and Im, and joins them again (``joined``). The DFTs are products
-with the fixed bases of ``nn.spectral`` (the extended DFT of length L+T on the L points, its inverse's last
-T points), so no FFT operator is needed: ONNX's ``DFT`` is newer than the opset MetaTrader runs.
+Complex values travel as real pairs: every complex tensor of the block is two real tensors, its real and
+imaginary parts (``Pair``), from the DFT on. A complex dense layer ``x·wᵀ + b`` is four real products with
+``Re w`` and ``Im w``, each stored once: ``Re y = Re x·Re wᵀ − Im x·Im wᵀ``, ``Im y = Re x·Im wᵀ +
+Im x·Re wᵀ``. Split ReLU, layer norm, attention and the spectrum's normalisation work on the parts. The
+DFTs are products with the fixed bases of ``nn.spectral`` (the extended DFT of length L+T on the L points,
+its inverse's last T points), so no FFT operator is needed: ONNX's ``DFT`` is newer than the opset
+MetaTrader runs.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -19,63 +22,53 @@ from strategies.errors import ExportError
 from strategies.export.graph import Graph
 from strategies.export.transformer import causal_softmax, weights
 
-F64 = np.float64
 HARMONIC_EPS = 1e-5  # the energy's denominator offset (nn.spectral.harmonic_weight, as the official code)
 
 
-def complex_matrix(w: np.ndarray) -> np.ndarray:
-    """``w (O, I, 2)`` complex weights -> the ``(2I, 2O)`` real matrix of ``x·wᵀ`` on interleaved pairs."""
-    out, inp = w.shape[:2]
-    wr, wi = w[..., 0].T, w[..., 1].T  # (I, O)
-    m = np.zeros((inp, 2, out, 2))
-    m[:, 0, :, 0], m[:, 1, :, 0] = wr, -wi  # Re y = Re x·Re w − Im x·Im w
-    m[:, 0, :, 1], m[:, 1, :, 1] = wi, wr  # Im y = Re x·Im w + Im x·Re w
-    return m.reshape(2 * inp, 2 * out)
+class Pair(NamedTuple):
+    """A complex tensor as the names of its real and imaginary parts (same shape each)."""
+
+    re: str
+    im: str
 
 
-def complex_dense(g: Graph, x: str, w: np.ndarray, b: np.ndarray | None) -> str:
-    """``(M, 2I)`` -> ``(M, 2O)``: ``x·wᵀ + b`` in complex arithmetic, ``w (O, I, 2)``, ``b (O, 2)``."""
-    y = g.matmul(x, g.const(complex_matrix(w)))
-    return y if b is None else g.add(y, g.const(b.reshape(-1)))
+def complex_dense(g: Graph, x: Pair, w: np.ndarray, b: np.ndarray | None) -> Pair:
+    """``x (..., I)`` -> ``(..., O)``: ``x·wᵀ + b`` with ``w (O, I, 2)``, ``b (O, 2)`` (Re, Im last)."""
+    wr, wi = g.const(w[..., 0].T), g.const(w[..., 1].T)  # (I, O) each, shared by two products
+    re = g.sub(g.matmul(x.re, wr), g.matmul(x.im, wi))
+    im = g.add(g.matmul(x.re, wi), g.matmul(x.im, wr))
+    if b is None:
+        return Pair(re, im)
+    return Pair(g.add(re, g.const(b[:, 0])), g.add(im, g.const(b[:, 1])))
 
 
-def dense_layer(g: Graph, x: str, dense: ComplexDense) -> str:
+def dense_layer(g: Graph, x: Pair, dense: ComplexDense) -> Pair:
     p = weights(dense)
     return complex_dense(g, x, p["w"], p.get("b"))
-
-
-def parts(g: Graph, x: str, k: int) -> tuple[str, str]:
-    """Interleaved ``(M, 2K)`` -> Re and Im, ``(M, K)`` each."""
-    pairs = g.reshape(x, -1, k, 2)
-    return g.take(pairs, 0, 2), g.take(pairs, 1, 2)
-
-
-def joined(g: Graph, re: str, im: str, k: int) -> str:
-    """Re and Im ``(M, K)`` -> interleaved ``(M, 2K)``."""
-    return g.reshape(g.op("Concat", g.unsqueeze(re, 2), g.unsqueeze(im, 2), axis=2), -1, 2 * k)
 
 
 def _mean(g: Graph, x: str) -> str:
     return g.op("ReduceMean", x, axes=[-1], keepdims=1)
 
 
-def complex_layer_norm(g: Graph, x: str, norm: ComplexLayerNorm) -> str:
-    """``w·(z − μ)/√(mean|z − μ|² + eps) + b`` over the last complex axis, ``w`` and ``b`` complex."""
-    d = norm.input_shape[-2]
-    re, im = parts(g, x, d)
-    cr, ci = g.sub(re, _mean(g, re)), g.sub(im, _mean(g, im))
-    var = _mean(g, g.add(g.mul(cr, cr), g.mul(ci, ci)))
-    inv = g.div(g.const(1.0), g.op("Sqrt", g.add(var, g.const(norm.eps))))
-    xr, xi = g.mul(cr, inv), g.mul(ci, inv)
+def _abs2(g: Graph, x: Pair) -> str:
+    return g.add(g.mul(x.re, x.re), g.mul(x.im, x.im))
+
+
+def complex_layer_norm(g: Graph, x: Pair, norm: ComplexLayerNorm) -> Pair:
+    """``w·(z − μ)/√(mean|z − μ|² + eps) + b`` over the last axis, ``w`` and ``b`` complex."""
+    c = Pair(g.sub(x.re, _mean(g, x.re)), g.sub(x.im, _mean(g, x.im)))
+    inv = g.div(g.const(1.0), g.op("Sqrt", g.add(_mean(g, _abs2(g, c)), g.const(norm.eps))))
+    xr, xi = g.mul(c.re, inv), g.mul(c.im, inv)
     p = weights(norm)
     wr, wi, br, bi = (g.const(v) for v in (p["w"][:, 0], p["w"][:, 1], p["b"][:, 0], p["b"][:, 1]))
-    yr = g.add(g.sub(g.mul(wr, xr), g.mul(wi, xi)), br)
-    yi = g.add(g.add(g.mul(wr, xi), g.mul(wi, xr)), bi)
-    return joined(g, yr, yi, d)
+    return Pair(
+        g.add(g.sub(g.mul(wr, xr), g.mul(wi, xi)), br), g.add(g.add(g.mul(wr, xi), g.mul(wi, xr)), bi)
+    )
 
 
-def feature_attention(g: Graph, x: str, attn: ComplexFeatureAttention) -> str:
-    """``(M, 2d)``: per head, ``softmax_j |q_i·k_j|`` over the ``d/H`` feature slots, times ``v_j``
+def feature_attention(g: Graph, x: Pair, attn: ComplexFeatureAttention) -> Pair:
+    """``(M, d)`` complex: per head, ``softmax_j |q_i·k_j|`` over the ``d/H`` feature slots, times ``v_j``
     (``ComplexFeatureAttention``: width-1 keys and values, no 1/√E, the ``modulus`` score)."""
     if attn.score != "modulus":
         raise ExportError(
@@ -85,33 +78,33 @@ def feature_attention(g: Graph, x: str, attn: ComplexFeatureAttention) -> str:
     h = attn.heads
     slots = d // h
     p = weights(attn)
-    qkv = g.reshape(
-        complex_dense(g, x, p["w_qkv"], p["b_qkv"]), -1, 3, slots, h, 2
-    )  # (M, 3, slot, head, Re/Im)
-    qkv = g.transpose(qkv, 4, 1, 0, 3, 2)  # (Re/Im, 3, M, H, slot)
-    (qr, qi), (kr, ki), (vr, vi) = ((g.take(g.take(qkv, 0, 0), i, 0), g.take(g.take(qkv, 1, 0), i, 0))
-                                    for i in range(3))  # fmt: skip
-    col = {name: g.unsqueeze(t, 3) for name, t in (("qr", qr), ("qi", qi), ("vr", vr), ("vi", vi))}
+    qkv = complex_dense(g, x, p["w_qkv"], p["b_qkv"])  # (M, 3d): part·d + slot·H + head
+
+    def split(t: str) -> tuple[str, str, str]:  # (M, 3d) -> q, k, v as (M, H, slot)
+        by_part = g.transpose(g.reshape(t, -1, 3, slots, h), 1, 0, 3, 2)  # (3, M, H, slot)
+        return g.take(by_part, 0, 0), g.take(by_part, 1, 0), g.take(by_part, 2, 0)
+
+    (qr, kr, vr), (qi, ki, vi) = split(qkv.re), split(qkv.im)
+    qr, qi = g.unsqueeze(qr, 3), g.unsqueeze(qi, 3)  # (M, H, slot, 1)
     kr, ki = g.unsqueeze(kr, 2), g.unsqueeze(ki, 2)  # (M, H, 1, slot)
-    s_re = g.sub(g.mul(col["qr"], kr), g.mul(col["qi"], ki))  # (M, H, slot, slot)
-    s_im = g.add(g.mul(col["qr"], ki), g.mul(col["qi"], kr))
-    modulus = g.op("Sqrt", g.add(g.mul(s_re, s_re), g.mul(s_im, s_im)))
-    weight = causal_softmax(g, modulus, slots, attn.causal)
+    scores = Pair(g.sub(g.mul(qr, kr), g.mul(qi, ki)), g.add(g.mul(qr, ki), g.mul(qi, kr)))  # (M, H, S, S)
+    weight = causal_softmax(g, g.op("Sqrt", _abs2(g, scores)), slots, attn.causal)
 
-    def heads_joined(v: str) -> str:  # (M, H, slot, 1) -> (M, d), feature = slot·H + head
-        return g.reshape(g.transpose(g.reshape(v, -1, h, slots), 0, 2, 1), -1, d)
+    def heads_joined(v: str) -> str:  # weights·v: (M, H, slot) -> (M, d), feature = slot·H + head
+        out = g.matmul(weight, g.unsqueeze(v, 3))  # (M, H, slot, 1)
+        return g.reshape(g.transpose(g.reshape(out, -1, h, slots), 0, 2, 1), -1, d)
 
-    out_re = heads_joined(g.matmul(weight, col["vr"]))
-    out_im = heads_joined(g.matmul(weight, col["vi"]))
-    return complex_dense(g, joined(g, out_re, out_im, d), p["w_out"], p["b_out"])
+    return complex_dense(g, Pair(heads_joined(vr), heads_joined(vi)), p["w_out"], p["b_out"])
 
 
-def complex_encoder_layer(g: Graph, x: str, enc: FeatureAttentionEncoderLayer) -> str:
+def complex_encoder_layer(g: Graph, x: Pair, enc: FeatureAttentionEncoderLayer) -> Pair:
     """``h = LN1(x + MHA(x))``; ``LN2(h + W2·splitReLU(W1·h))`` (``ComplexEncoderLayer``, post-norm)."""
     c = enc.children
-    h = complex_layer_norm(g, g.add(x, feature_attention(g, x, c["attn"])), c["norm1"])
-    f = dense_layer(g, g.op("Relu", dense_layer(g, h, c["ff1"])), c["ff2"])
-    return complex_layer_norm(g, g.add(h, f), c["norm2"])
+    a = feature_attention(g, x, c["attn"])
+    h = complex_layer_norm(g, Pair(g.add(x.re, a.re), g.add(x.im, a.im)), c["norm1"])
+    f = dense_layer(g, h, c["ff1"])
+    f = dense_layer(g, Pair(g.op("Relu", f.re), g.op("Relu", f.im)), c["ff2"])
+    return complex_layer_norm(g, Pair(g.add(h.re, f.re), g.add(h.im, f.im)), c["norm2"])
 
 
 def frequency_block(g: Graph, rows: str, block: FrequencyBlock) -> str:
@@ -120,24 +113,24 @@ def frequency_block(g: Graph, rows: str, block: FrequencyBlock) -> str:
     length, t = block.input_shape[0], block.pred_len
     norm = block.children["norm"]
     bins = (length + t) // 2 + 1
-    spec = g.matmul(rows, g.const(extended_dft_basis(length, t)))  # (M, 2F)
-    re, im = parts(g, spec, bins)
-    mr, mi = _mean(g, re), _mean(g, im)
-    modulus = g.op("Sqrt", g.add(g.mul(re, re), g.mul(im, im)))
+    basis = extended_dft_basis(length, t).reshape(length, bins, 2)
+    spec = Pair(g.matmul(rows, g.const(basis[..., 0])), g.matmul(rows, g.const(basis[..., 1])))  # (M, F)
+    mean = Pair(_mean(g, spec.re), _mean(g, spec.im))
+    modulus = g.op("Sqrt", _abs2(g, spec))
     dev = g.sub(modulus, _mean(g, modulus))
     var = g.div(g.op("ReduceSum", g.mul(dev, dev), g.ints(-1), keepdims=1), g.const(float(bins - norm.ddof)))
     std = g.op("Sqrt", g.add(var, g.const(norm.eps)))  # (M, 1)
-    h = joined(g, g.div(g.sub(re, mr), std), g.div(g.sub(im, mi), std), bins)
+    h = Pair(g.div(g.sub(spec.re, mean.re), std), g.div(g.sub(spec.im, mean.im), std))
     c = block.children
-    h = dense_layer(g, h, c["embed"])  # (M, 2·d_model)
+    h = dense_layer(g, h, c["embed"])  # (M, d_model)
     for i in range(block.layers):
         h = complex_encoder_layer(g, h, c[f"enc{i}"])
-    yr, yi = parts(g, dense_layer(g, h, c["proj"]), bins)
-    h = joined(g, g.add(g.mul(yr, std), mr), g.add(g.mul(yi, std), mi), bins)
-    basis = inverse_extended_dft_basis(length, t)
+    y = dense_layer(g, h, c["proj"])  # (M, F)
+    y = Pair(g.add(g.mul(y.re, std), mean.re), g.add(g.mul(y.im, std), mean.im))
+    inverse = inverse_extended_dft_basis(length, t).reshape(bins, 2, t)  # rows: bin·2 + (Re, Im)
     if block.f_scaling == "official":  # the official code's irfft(X·F): the output times F/N
-        basis = basis * (bins / (length + t))
-    return g.matmul(h, g.const(basis))  # (M, T)
+        inverse = inverse * (bins / (length + t))
+    return g.add(g.matmul(y.re, g.const(inverse[:, 0])), g.matmul(y.im, g.const(inverse[:, 1])))  # (M, T)
 
 
 def harmonic_weight(g: Graph, rows: str, length: int) -> str:
@@ -147,8 +140,9 @@ def harmonic_weight(g: Graph, rows: str, length: int) -> str:
     bins = length // 2 + 1
     theta = 2.0 * np.pi * (np.outer(np.arange(length), np.arange(bins)) % length) / length  # (L, F)
     centred = g.sub(rows, _mean(g, rows))
-    re, im = g.matmul(centred, g.const(np.cos(theta))), g.matmul(centred, g.const(np.sin(theta)))
-    energy = g.add(g.mul(re, re), g.mul(im, im))  # |X_k|², (M, F)
+    energy = _abs2(
+        g, Pair(g.matmul(centred, g.const(np.cos(theta))), g.matmul(centred, g.const(np.sin(theta))))
+    )
     window = np.zeros(bins)
     window[3 : bins // 3] = 1.0
     k0 = g.op("ArgMax", g.mul(energy, g.const(window)), axis=1, keepdims=1)  # (M, 1), the first maximum

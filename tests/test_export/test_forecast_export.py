@@ -154,3 +154,13 @@ def test_a_csv_forecaster_exports_on_its_raw_channel_window(tmp_path, capsys, mo
     got = session.run(None, {"window": windows})[0]
     assert got.shape == (len(windows), 10, 3)
     assert (np.abs(got - want) / np.asarray(scaler.std)).max() <= FORECAST_TOLERANCE
+
+
+def test_the_readme_lists_the_operator_set():
+    """The README's operator list is ``ALLOWED``, the one table every export is checked against."""
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    listed = text.split("kernels take float32 only): ")[1].split(". Every export")[0]
+    assert [op.strip() for op in listed.replace("\n", " ").split(",")] == sorted(ALLOWED)
+    assert "opset 17" in text and OPSET == 17
