@@ -27,7 +27,8 @@ from strategies.forecast import ForecastRule, trade_forecast
 from strategies.fractal import FractalRule, trade_fractal
 
 FIELDS = ("time", "open", "high", "low", "close", "tick_volume", "spread")
-_BATCH = 512  # windows per onnxruntime call when the history is evaluated
+_BATCH_VALUES = 2**22  # input values per onnxruntime call when the history is evaluated (32 MiB)
+MAX_OUTPUTS = 10**5  # output values per window (a forecast of 720 steps of 100 channels is 72,000)
 FRACTAL_ONLY = ("threshold", "sl_points", "tp_points", "exit_bars")
 FORECAST_ONLY = ("cost_multiple", "horizon", "close_channel")
 
@@ -120,6 +121,12 @@ class OnnxEA(ExpertAdvisor):
             got = [(o.name, o.shape) for o in outputs]
             raise EAError(f"{path}: OnnxEA reads an output (batch, 3) of class probabilities or (batch, "
                           f"steps, channels) of a forecast, got {got}")  # fmt: skip
+        values = int(np.prod(out))
+        if values > MAX_OUTPUTS or shape[1] < 1:
+            raise EAError(
+                f"{path}: the model declares {shape[1]} bars in and {values} values out per window; OnnxEA "
+                f"reads at least 1 bar and at most {MAX_OUTPUTS} values"
+            )
         dtype = np.float64 if inputs[0].type == "tensor(double)" else np.float32
         return int(shape[1]), inputs[0].name, dtype, out
 
@@ -132,8 +139,9 @@ class OnnxEA(ExpertAdvisor):
         seconds = clock.to_broker_seconds(bars.time.as_unit("s").asi8).astype(np.float64)
         table = np.column_stack([seconds, *(getattr(bars, f).astype(np.float64) for f in FIELDS[1:])])
         ends = np.arange(n - 1, len(bars))
-        for start in range(0, len(ends), _BATCH):
-            chunk = ends[start : start + _BATCH]
+        batch = max(1, _BATCH_VALUES // (n * len(FIELDS)))
+        for start in range(0, len(ends), batch):
+            chunk = ends[start : start + batch]
             windows = table[chunk[:, None] - np.arange(n - 1, -1, -1)[None, :]].astype(
                 self.dtype
             )  # (M, N, 7)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,8 +188,11 @@ def export(
     """Write ``out/NAME.onnx`` and ``out/NAME.mq5`` for the model at ``source``: a model file, a report folder
     or a trained EA (``Backtest(...).run().ea_instance``); default ``out``: the model file's folder.
     ``last_model``: export the last model of an EA retrained walk-forward (refused otherwise)."""
-    if not name or Path(name).name != name or name.startswith("."):
-        raise ExportError(f"--name {name!r} must be a plain file name (no folder)")
+    if not re.fullmatch(r"[\w.\- ]+", name) or Path(name).name != name or name.startswith("."):
+        raise ExportError(
+            f"--name {name!r} must be a plain file name (letters, digits, '_', '-', '.', spaces; no folder): "
+            "the MQL5 EA names its resource with it"
+        )
     if isinstance(source, ExpertAdvisor):
         if out is None:
             raise ExportError("exporting a trained EA needs the folder to write to (out=)")

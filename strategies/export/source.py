@@ -28,6 +28,7 @@ from strategies.features import CLASSES, FEATURE_DEFINITIONS, FEATURES
 EXPORTABLE = ("FractalEA", "ForecastEA")
 MODEL_NAMES = ("model.nnz", "model.dbn", "model")  # "model": neuronet forecast --out before it named it .nnz
 MAX_DEPTH = 500  # bars of input per window: the article's EA uses 20
+MAX_DIGITS = 10  # price digits (MetaTrader symbols have 0..8)
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ def read_source(source: str | Path) -> ModelSource:
         raise ExportError(f"{path}: metadata has no EA parameters")
     candles = _candles(path, meta)
     if ea == "ForecastEA":
+        _check_rule(path, ea, params)
         kind, spec = forecast_ea_spec(path, meta, model)
         return ModelSource(path, model, meta, ea, kind, candles, spec)
     if meta.get("feature_definitions") != FEATURE_DEFINITIONS:
@@ -111,17 +113,51 @@ def read_source(source: str | Path) -> ModelSource:
     kind = params.get("model", "dense")
     if kind not in ("dense", "dbn"):
         raise ExportError(f"{path}: FractalEA model {kind!r} is neither 'dense' nor 'dbn'")
+    _check_rule(path, ea, params)
     _check_fractal(path, meta, model, kind)
     return ModelSource(path, model, meta, ea, kind, candles)
 
 
 def _candles(path: Path, meta: dict) -> CandleMeta:
+    """The candles' symbol, timeframe, digits and clock; the symbol and digits go into the MQL5 source and
+    the parity bars, so they must be a plain symbol name (no quote, backslash or control character) and
+    0..10 digits."""
     try:
-        return CandleMeta.from_dict(meta["candles"])
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        candles = CandleMeta.from_dict(meta["candles"])
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise ExportError(
             f"{path}: metadata does not say which symbol, timeframe and clock it was trained on ({exc})"
         ) from None
+    symbol = candles.symbol
+    if (
+        not isinstance(symbol, str)
+        or not 0 < len(symbol) <= 64
+        or not symbol.isprintable()
+        or set('"\\') & set(symbol)
+    ):
+        raise ExportError(f"{path}: metadata candles.symbol {symbol!r} is not a MetaTrader symbol name")
+    if not 0 <= candles.digits <= MAX_DIGITS:
+        raise ExportError(f"{path}: metadata candles.digits {candles.digits} is not within 0..{MAX_DIGITS}")
+    return candles
+
+
+# The trading rule's parameters that the MQL5 EA and OnnxEA read: name -> (lowest, highest, whole number).
+RULES = {
+    "FractalEA": {"threshold": (0.0, 1.0, False), "lots": (1e-8, 1e6, False), "sl_points": (0.0, 1e9, False),
+                  "tp_points": (0.0, 1e9, False), "exit_bars": (0, 10**9, True)},
+    "ForecastEA": {"lots": (1e-8, 1e6, False), "cost_multiple": (0.0, 1e6, False)},
+}  # fmt: skip
+
+
+def _check_rule(path: Path, ea: str, params: dict) -> None:
+    """The rule's numbers are finite and within their ranges, ``magic`` a whole number (a hostile value
+    would reach the generated MQL5 source)."""
+    for name, (low, high, whole) in {**RULES[ea], "magic": (0, 2**63 - 1, True)}.items():
+        value = params.get(name, 0 if name == "magic" else None)
+        kinds = int if whole else int | float
+        if not isinstance(value, kinds) or isinstance(value, bool) or not low <= value <= high:
+            kind = "a whole number" if whole else "a number"
+            raise ExportError(f"{path}: EA parameter {name}={value!r} is not {kind} within {low}..{high}")
 
 
 def _check_fractal(path: Path, meta: dict, model: Any, kind: str) -> None:

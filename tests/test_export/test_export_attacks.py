@@ -16,7 +16,7 @@ from strategies.export.graph import Graph
 from strategies.indicators import rsi
 
 
-def test_a_model_file_of_another_kind_isrefused(tmp_path, dense_model):
+def test_a_model_file_of_another_kind_is_refused(tmp_path, dense_model):
     dbn = load(dense_model, backend="numpy")  # a bare network saved by nn.save, not by an EA
     refused(save(dbn, tmp_path / "net.nnz", {}), tmp_path / "out", "not a model saved by an expert advisor")
     csv = tmp_path / "EURUSD_H1.csv"
@@ -27,6 +27,9 @@ def test_a_model_file_of_another_kind_isrefused(tmp_path, dense_model):
     other = resaved(dense_model, tmp_path, ea="SmaCrossEA")
     refused(other, tmp_path / "out", "a model of 'SmaCrossEA'")
     assert DBN.model_kind == "dbn"
+
+
+TINY_RULE = {"threshold": 0.5, "lots": 0.1, "sl_points": 300.0, "tp_points": 600.0, "exit_bars": 12}
 
 
 @pytest.mark.parametrize(
@@ -43,13 +46,26 @@ def test_a_model_file_of_another_kind_isrefused(tmp_path, dense_model):
         ({"params": {"model": "lstm"}}, "neither 'dense' nor 'dbn'"),
         ({"depth": 19}, "scaler.mean is not 228"),
         ({"depth": 19, "scaler": {"mean": [0.0] * 228, "std": [1.0] * 228}}, "takes 240 inputs"),
+        (
+            {"candles": {"symbol": 'EURUSD"\n#import "evil.dll"', "timeframe": "H1"}},
+            "not a MetaTrader symbol",
+        ),
+        ({"candles": {"symbol": "EURUSD", "timeframe": "H1", "digits": 10**6}}, "digits 1000000 is not"),
+        (
+            {"params": {"model": "dense", "threshold": "0.5"}},
+            "threshold='0.5' is not a number within 0.0..1.0",
+        ),
+        ({"params": {**TINY_RULE, "lots": -1.0}}, "lots=-1.0 is not a number"),
+        ({"params": {**TINY_RULE, "sl_points": 1e300}}, "sl_points=1e"),
+        ({"params": {**TINY_RULE, "exit_bars": 1.5}}, "exit_bars=1.5 is not a whole number"),
+        ({"params": {**TINY_RULE, "magic": "7;"}}, "magic='7;' is not a whole number"),
     ],
 )
-def test_a_hostile_or_stale_model_file_isrefused(dense_model, tmp_path, changes, match):
+def test_a_hostile_or_stale_model_file_is_refused(dense_model, tmp_path, changes, match):
     refused(resaved(dense_model, tmp_path, **changes), tmp_path / "out", match)
 
 
-def test_a_truncated_model_file_isrefused(dense_model, tmp_path):
+def test_a_truncated_model_file_is_refused(dense_model, tmp_path):
     with open(dense_model, "rb") as f:
         data = f.read()
     cut = tmp_path / "cut.nnz"
@@ -73,7 +89,7 @@ class TalibFractal(FractalEA):
         self.extra = self.indicator(lambda b: rsi(b.close, 7), "talib_rsi7")
 
 
-def test_an_ea_with_a_python_only_indicator_isrefused(candles, tmp_path):
+def test_an_ea_with_a_python_only_indicator_is_refused(candles, tmp_path):
     from test_export.export_support import TINY
 
     from backtests import Backtest
@@ -89,7 +105,7 @@ def test_a_trained_ea_exports_like_its_model_file(dense_run, tmp_path):
     assert done.onnx_path.name == "FractalEA_EURUSD_H1.onnx" and done.mq5_path.exists()
 
 
-def test_a_graph_over_the_operator_limit_isrefused():
+def test_a_graph_over_the_operator_limit_is_refused():
     g = Graph()
     x = g.op("Abs", "rates")
     info, double = onnx.helper.make_tensor_value_info, onnx.TensorProto.DOUBLE
@@ -101,8 +117,8 @@ def test_a_graph_over_the_operator_limit_isrefused():
         g.op("Scan", x)
 
 
-def test_bad_names_and_targets_arerefused(dense_model, tmp_path):
-    for name in ("../evil", "", ".hidden", "a/b"):
+def test_bad_names_and_targets_are_refused(dense_model, tmp_path):
+    for name in ("../evil", "", ".hidden", "a/b", 'a".onnx" as uchar X[]\n#import "x', "a\\b", "tab\t"):
         with pytest.raises(ExportError, match="plain file name"):
             export(dense_model, tmp_path / "out", name=name)
     assert not (tmp_path / "out").exists()

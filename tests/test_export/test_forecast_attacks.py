@@ -4,6 +4,7 @@ import json
 import os
 import zipfile
 
+import numpy as np
 import onnx
 import pytest
 from test_export.export_support import refused, resaved
@@ -134,5 +135,33 @@ def test_onnx_ea_refuses_a_hostile_neuronet_record(forecast_models, candles, tmp
         entry.key, entry.value = "neuronet", value
         path = tmp_path / "hostile.onnx"
         onnx.save(model, str(path))
+        with pytest.raises(EAError, match=match):
+            Backtest(candles, OnnxEA, forward="1/3").run(model=str(path))
+
+
+def test_a_forecaster_whose_rule_or_symbol_would_break_the_mql5_source_is_refused(forecast_models, tmp_path):
+    meta = load(forecast_models["patchtst"], backend="numpy").metadata
+    params, candles = meta["params"], meta["candles"]
+    for changes, match in (
+        ({"params": {**params, "cost_multiple": -1.0}}, "cost_multiple=-1.0 is not a number within"),
+        ({"params": {**params, "lots": "0.1"}}, "lots='0.1' is not a number"),
+        ({"params": {**params, "magic": 1.5}}, "magic=1.5 is not a whole number"),
+        ({"candles": {**candles, "symbol": "EURUSD\\"}}, "is not a MetaTrader symbol name"),
+        ({"candles": {**candles, "symbol": ""}}, "is not a MetaTrader symbol name"),
+    ):
+        refused(resaved(forecast_models["patchtst"], tmp_path, **changes), tmp_path / "out", match)
+
+
+def test_onnx_ea_refuses_a_model_declaring_huge_outputs(candles, tmp_path):
+    h = onnx.helper
+    for bars, out, match in ((48, [1000, 1000], "1000000 values out"), (0, [12, 1], "0 bars in")):
+        consts = [onnx.numpy_helper.from_array(np.array(v, np.int64), n)
+                  for n, v in (("axes", [1, 2]), ("shape", [1, *out]))]  # fmt: skip
+        nodes = [h.make_node("ReduceSum", ["rates", "axes"], ["s"], keepdims=1),
+                 h.make_node("Expand", ["s", "shape"], ["y"])]  # fmt: skip
+        graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("rates", 11, ["b", bars, 7])],
+                             [h.make_tensor_value_info("y", 11, ["b", *out])], consts)  # fmt: skip
+        path = tmp_path / "huge.onnx"
+        onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)], ir_version=8), str(path))
         with pytest.raises(EAError, match=match):
             Backtest(candles, OnnxEA, forward="1/3").run(model=str(path))

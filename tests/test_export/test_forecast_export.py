@@ -154,6 +154,10 @@ def test_a_csv_forecaster_exports_on_its_raw_channel_window(tmp_path, capsys, mo
     got = session.run(None, {"window": windows})[0]
     assert got.shape == (len(windows), 10, 3)
     assert (np.abs(got - want) / np.asarray(scaler.std)).max() <= FORECAST_TOLERANCE
+    older = tmp_path / "older"  # before model.nnz, neuronet forecast --out named the file "model"
+    older.mkdir()
+    (older / "model").write_bytes((out / "model.nnz").read_bytes())
+    assert export(older).onnx_path == older / "model.onnx"
 
 
 def test_the_readme_lists_the_operator_set():

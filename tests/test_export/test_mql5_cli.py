@@ -110,6 +110,13 @@ def test_cli_export_writes_the_pair_and_refuses_in_one_line(dense_model, tmp_pat
     assert len(err) == 1 and err[0].startswith("error:") and "no such file" in err[0] and not bad.exists()
 
 
+def test_export_help_shows_the_last_model_flag_without_a_value(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    main(["export", "--help"])
+    out = capsys.readouterr().out
+    assert "--last-model" in out and "<bool>" not in out
+
+
 def test_onnx_ea_refuses_what_it_cannot_run(tmp_path, candles):
     from backtests import Backtest
 
