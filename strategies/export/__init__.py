@@ -224,11 +224,15 @@ def _export(src: ModelSource, folder: Path, name: str, last_model: bool) -> Expo
     tolerance = TOLERANCE if src.forecast is None else FORECAST_TOLERANCE
     mq5 = expert_source(name, src, built, parity, tolerance) if src.ea is not None else None
     onnx.checker.check_model(built.model)
-    folder.mkdir(parents=True, exist_ok=True)
     onnx_path, mq5_path = folder / f"{name}.onnx", folder / f"{name}.mq5"
-    replace_atomically(onnx_path, lambda f: f.write(data))
-    if mq5 is not None:
-        replace_atomically(mq5_path, lambda f: f.write(mq5.encode("utf-8")))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        replace_atomically(onnx_path, lambda f: f.write(data))
+        if mq5 is not None:
+            replace_atomically(mq5_path, lambda f: f.write(mq5.encode("utf-8")))
+    except OSError as exc:
+        where = exc.filename or folder
+        raise ExportError(f"{where}: cannot write the export there ({exc.strerror})") from None
     if warning:
         log.warning("%s", warning)
     return Exported(onnx_path, mq5_path if mq5 is not None else None, built.bars, parity.difference,

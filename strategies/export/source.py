@@ -57,6 +57,8 @@ def _model_file(source: Path) -> Path:
         raise ExportError(f"{source}: no such file or folder")
     if not source.is_file():
         raise ExportError(f"{source}: not a regular file")
+    if source.suffix.lower() == ".onnx":
+        raise ExportError(f"{source}: an ONNX model already; the export reads a model file (model.nnz)")
     return source
 
 

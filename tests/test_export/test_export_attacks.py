@@ -126,3 +126,7 @@ def test_bad_names_and_targets_are_refused(dense_model, tmp_path):
     target.write_text("x")
     with pytest.raises(ExportError, match="is not a folder"):
         export(dense_model, target)
+    with pytest.raises(ExportError, match=r"below: cannot write the export there \(Not a directory\)"):
+        export(dense_model, target / "below")  # a folder that cannot be made: one line, not a traceback
+    with pytest.raises(ExportError, match="an ONNX model already"):
+        export(export(dense_model, tmp_path / "pair").onnx_path, tmp_path / "again")
