@@ -33,7 +33,7 @@ from strategies.export.parity import (
 )
 from strategies.export.source import ModelSource, read_source
 from strategies.forecast import ForecastEA, ForecastRule
-from strategies.fractal import FractalEA
+from strategies.fractal import FractalEA, FractalRule
 
 __all__ = ["FORECAST_TOLERANCE", "OPSET", "TOLERANCE", "Exported", "export", "metadata_of"]
 
@@ -112,9 +112,7 @@ def metadata_of(src: ModelSource, bars: int) -> dict[str, str]:
         }
     spec = src.forecast
     if spec is None:
-        rule = {
-            k: params[k] for k in ("threshold", "lots", "sl_points", "tp_points", "exit_bars") if k in params
-        }
+        rule = FractalRule.of(params).to_dict()  # source._check_rule checked every value
         record |= {"classes": src.meta.get("classes"), "rule": rule, "seed_weight": 1e-7}
         return {"neuronet": json.dumps(record, sort_keys=True)}
     record |= {
@@ -128,9 +126,7 @@ def metadata_of(src: ModelSource, bars: int) -> dict[str, str]:
         record |= {"inputs": "window (batch, seq_len, channels): the last rows, oldest first, raw values",
                    "target": src.meta.get("target")}  # fmt: skip
     else:
-        rule = ForecastRule(
-            float(params.get("lots", 0.1)), float(params.get("cost_multiple", 1.0)), spec.step
-        )
+        rule = ForecastRule(float(params["lots"]), float(params["cost_multiple"]), spec.step)
         record |= {"close": spec.close, "rule": rule.to_dict()}
     return {"neuronet": json.dumps(record, sort_keys=True)}
 

@@ -18,12 +18,10 @@ from nn.model import Sequential
 from strategies.export.bar_graph import COLUMNS
 from strategies.export.build import Built
 from strategies.export.frequency import frequency_block, harmonic_weight
-from strategies.export.graph import Graph
+from strategies.export.graph import DOUBLE, Graph
 from strategies.export.source import ModelSource
 from strategies.export.transformer import channel_independent, patchtst_backbone
 from strategies.features import Scaler
-
-DOUBLE = 11  # onnx.TensorProto.DOUBLE
 
 
 def network(g: Graph, x: str, model: Sequential) -> str:

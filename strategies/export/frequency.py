@@ -19,7 +19,7 @@ from nn.atfnet import ComplexFeatureAttention, FeatureAttentionEncoderLayer, Fre
 from nn.complex import ComplexDense, ComplexLayerNorm
 from nn.spectral import extended_dft_basis, inverse_extended_dft_basis
 from strategies.errors import ExportError
-from strategies.export.graph import Graph
+from strategies.export.graph import DOUBLE, Graph
 from strategies.export.transformer import causal_softmax, weights
 
 HARMONIC_EPS = 1e-5  # the energy's denominator offset (nn.spectral.harmonic_weight, as the official code)
@@ -149,7 +149,7 @@ def harmonic_weight(g: Graph, rows: str, length: int) -> str:
     grid = g.const(np.arange(bins)[None, :], np.int64)
     peaks = None
     for harmonic in (1, 2, 3):  # k0, 2·k0, 3·k0 < F; with k0 = 0 bin 0 counts three times, as in nn
-        at = g.op("Cast", g.op("Equal", grid, g.mul(k0, g.const(harmonic, np.int64))), to=11)
+        at = g.op("Cast", g.op("Equal", grid, g.mul(k0, g.const(harmonic, np.int64))), to=DOUBLE)
         term = g.op("ReduceSum", g.mul(energy, at), g.ints(1), keepdims=0)
         peaks = term if peaks is None else g.add(peaks, term)
     total = g.add(g.op("ReduceSum", energy, g.ints(1), keepdims=0), g.const(HARMONIC_EPS))

@@ -28,6 +28,7 @@ ALLOWED = {
 # Operators whose ONNX Runtime 1.14 CPU kernel takes float32 only (no float64 kernel: the float64 graphs of
 # the forecasters cast around them); every other operator above runs float64 too.
 FLOAT_ONLY = {"Erf", "Softplus", "Cos"}
+FLOAT, DOUBLE = 1, 11  # onnx.TensorProto.FLOAT and DOUBLE (onnx is imported only while exporting)
 
 
 class Graph:

@@ -19,10 +19,9 @@ from nn.layers import ActivationLayer, BatchNorm, Dense, Dropout, Softmax
 from nn.mlfn import LOGIT_CLAMP
 from nn.model import Sequential
 from strategies.errors import ExportError
-from strategies.export.graph import Graph
+from strategies.export.graph import DOUBLE, FLOAT, Graph
 
 F32 = np.float32
-FLOAT, DOUBLE = 1, 11  # onnx.TensorProto.FLOAT, DOUBLE
 
 
 def activation(g: Graph, x: str, act: Activation, dtype: type = F32) -> str:
