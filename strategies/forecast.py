@@ -6,6 +6,7 @@ report section. The models, training, baselines and metrics are ``strategies.for
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -58,6 +59,14 @@ class ForecastEA(ExpertAdvisor):
     cost_multiple: float = 1.0
     min_study_bars = 200
 
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        self.net: Sequential | None = None
+        self.scaler: Scaler | None = None
+        self.rounds = 0  # training rounds: 1, or more with retrain_every
+        self._study_span: list[tuple[str, str]] = []  # first and last bar of each round's study window
+        self._log: list[tuple[int, np.ndarray, float, float]] = []  # bar, forecast (T,), weight, threshold
+
     def on_init(self) -> None:
         self._cols = [c.strip() for c in self.channels.split(",") if c.strip()]
         unknown = [c for c in self._cols if c not in Bars.COLUMNS]
@@ -70,8 +79,7 @@ class ForecastEA(ExpertAdvisor):
         if not 1 <= self._step <= self.pred_len:
             raise EAError(f"ForecastEA horizon must be in 1..pred_len={self.pred_len}, got {self.horizon}")
         self._close = self._cols.index("close")
-        self._log: list[tuple[int, np.ndarray, float, float]] = []  # bar, forecast (T,), weight, threshold
-        self.net: Sequential | None = None
+        self.rule = ForecastRule(self.lots, self.cost_multiple, self._step)
 
     def _matrix(self, bars: Bars) -> np.ndarray:
         return np.stack([getattr(bars, c) for c in self._cols], axis=1)  # (N, C)
@@ -85,6 +93,8 @@ class ForecastEA(ExpertAdvisor):
             raise EAError(f"ForecastEA needs a study window of at least {need} bars, got {len(data)}")
         windows = len(data) - self.seq_len - self.pred_len + 1
         cut = max(1, windows - max(1, windows // 10))  # chronological: the newest windows validate
+        self.rounds += 1
+        self._study_span.append((str(bars.time[0]), str(bars.time[-1])))
         self.scaler = Scaler.fit(data[: cut - 1 + self.seq_len + self.pred_len])
         x, y = sliding_windows(self.scaler.transform(data), self.seq_len, self.pred_len)
         size = Preset(
@@ -138,20 +148,30 @@ class ForecastEA(ExpertAdvisor):
         if self.net is None or len(bars) < self.seq_len:
             return
         pred, w = self._forecast(self._matrix(bars)[-self.seq_len :])
-        last = float(bars.close[-1])
-        threshold = self.cost_multiple * float(bars.spread[-1]) * self.point
-        self._log.append((bars.offset + len(bars), pred[:, self._close], w, threshold))
-        move = pred[self._step - 1, self._close] - last
-        want = 1 if move > threshold else -1 if move < -threshold else 0
-        have = int(np.sign(self.position))
-        if want == have:
-            return
-        if have:
-            self.close()
-        if want > 0:
-            self.buy(self.lots, comment="forecast up")
-        elif want < 0:
-            self.sell(self.lots, comment="forecast down")
+        path = pred[:, self._close]
+        self._log.append((bars.offset + len(bars), path, w, self.rule.threshold(self)))
+        trade_forecast(self, path, self.rule)
+
+    def save_model(self, path: str) -> str | None:
+        """``path.nnz``: the network with what it takes to run it anywhere (``neuronet export``): the channels
+        (candle columns, in the network's order), the window, horizon and traded step, the study rows'
+        scaler, the candles' symbol, timeframe, digits and server clock, and each training round's span."""
+        if self.net is None or self.scaler is None:
+            return None
+        from nn import save
+
+        meta = {
+            **self.model_metadata(),
+            "channels": list(self._cols),
+            "seq_len": self.seq_len,
+            "pred_len": self.pred_len,
+            "horizon": self._step,
+            "scaler": self.scaler.to_dict(),
+            "candles": self.bars.meta.to_dict() if hasattr(self.bars.meta, "to_dict") else None,
+            "study_periods": self._study_span,
+            "training_rounds": self.rounds,
+        }
+        return str(save(self.net, f"{path}.nnz", meta))
 
     def evaluate_predictions(self, bars: Bars) -> dict | None:
         """Per bar: the traded direction (no trade / down / up) against the realised move to ``horizon``."""
@@ -224,6 +244,42 @@ class ForecastEA(ExpertAdvisor):
                 for i in picks
             ],
         }
+
+
+@dataclass(frozen=True)
+class ForecastRule:
+    """How ForecastEA trades a forecast (also the rule of an exported forecaster): at a bar's open, the
+    forecast move of the close from the last closed bar to ``step`` bars ahead against the cost of a round
+    trip, the last closed bar's spread times ``cost_multiple``."""
+
+    lots: float = 0.1
+    cost_multiple: float = 1.0
+    step: int = 24  # forecast step (1..pred_len) that sets the trade
+
+    def threshold(self, ea: ExpertAdvisor) -> float:
+        """The move (price units) a trade must beat, from the last closed bar's spread (points)."""
+        return self.cost_multiple * float(ea.bars.spread[-1]) * ea.point
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def trade_forecast(ea: ExpertAdvisor, path: np.ndarray, rule: ForecastRule) -> None:
+    """``path (T,)``: the close forecast for the next T bars, made at this bar's open. Long when the move to
+    ``rule.step`` beats the threshold, short below minus it, flat in between; a position the other way is
+    closed first (one net position)."""
+    move = float(path[rule.step - 1]) - float(ea.bars.close[-1])
+    threshold = rule.threshold(ea)
+    want = 1 if move > threshold else -1 if move < -threshold else 0
+    have = int(np.sign(ea.position))
+    if want == have:
+        return
+    if have:
+        ea.close()
+    if want > 0:
+        ea.buy(rule.lots, comment="forecast up")
+    elif want < 0:
+        ea.sell(rule.lots, comment="forecast down")
 
 
 def _direction(move: float, threshold: float) -> int:

@@ -65,7 +65,7 @@ def test_cli_end_to_end_in_a_subprocess(csv_path, tmp_path):
     assert doc["channels"] == ["HUFL", "LULL", "OT"] and doc["windows"]["test"] == 80 - 8 + 1
     assert set(doc["mse"]) == {"atfnet", "naive", "linear"}
     assert all(np.isfinite(v) for v in doc["mse"].values())
-    model = load(out / "model", backend="numpy")
+    model = load(out / "model.nnz", backend="numpy")
     assert model.metadata["channels"] == doc["channels"] and len(model.metadata["scaler_mean"]) == 3
     lines = (out / "per_horizon.csv").read_text().splitlines()
     assert lines[0].startswith("step,atfnet_mse") and len(lines) == 9

@@ -220,5 +220,5 @@ def forecast(
     )
     typer.echo(format_table(doc))
     if out is not None:
-        for path in [*write_results(doc, out), save(net, out / "model")]:
+        for path in [*write_results(doc, out), save(net, out / "model.nnz")]:
             typer.echo(f"wrote {path}")

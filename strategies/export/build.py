@@ -21,12 +21,13 @@ from strategies.features import Scaler, bar_features, windows
 
 @dataclass(frozen=True)
 class Built:
-    """An exported graph: its ONNX model, the bars it reads and its output's name and width."""
+    """An exported graph: its ONNX model, the bars (rows) it reads and its output's name and per-window
+    shape (``(3,)`` class probabilities; ``(T, C)`` a forecast)."""
 
     model: object  # onnx.ModelProto
     bars: int
     output: str
-    width: int
+    shape: tuple[int, ...]
 
 
 def fractal(src: ModelSource, metadata: dict[str, str]) -> Built:
@@ -51,7 +52,7 @@ def fractal(src: ModelSource, metadata: dict[str, str]) -> Built:
     rates = h.make_tensor_value_info("rates", onnx.TensorProto.DOUBLE, ["batch", n, len(COLUMNS)])
     probs = h.make_tensor_value_info("probabilities", onnx.TensorProto.FLOAT, ["batch", 3])
     doc = f"FractalEA ({src.kind}) on {n} closed bars of MqlRates: {', '.join(COLUMNS)}"
-    return Built(g.model([rates], [probs], metadata, doc), n, "probabilities", 3)
+    return Built(g.model([rates], [probs], metadata, doc), n, "probabilities", (3,))
 
 
 def python_fractal(src: ModelSource, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

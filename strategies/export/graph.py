@@ -25,6 +25,10 @@ ALLOWED = {
     "Sqrt": 13, "Sub": 14, "Tanh": 13, "Transpose": 13, "Unsqueeze": 13, "Where": 16, "LeakyRelu": 16,
     "ArgMax": 13, "Sin": 7, "Cos": 7, "Pow": 15,
 }  # fmt: skip
+# Operators whose ONNX Runtime 1.14 CPU kernel takes float32 only (no float64 kernel: the float64 graphs of
+# the forecasters cast around them); every other operator above runs float64 too.
+FLOAT_ONLY = {"Erf", "Softplus", "Cos"}
+FLOAT, DOUBLE = 1, 11  # onnx.TensorProto.FLOAT and DOUBLE (onnx is imported only while exporting)
 
 
 class Graph:
@@ -89,6 +93,23 @@ class Graph:
     def cols(self, x: str, start: int, stop: int, axis: int = 1) -> str:
         """``x[..., start:stop]`` along ``axis``."""
         return self.op("Slice", x, self.ints(start), self.ints(stop), self.ints(axis))
+
+    def matmul(self, a: str, b: str) -> str:
+        return self.op("MatMul", a, b)
+
+    def reshape(self, x: str, *shape: int) -> str:
+        """``x`` reshaped to ``shape`` (``-1``: the batch, whatever its size)."""
+        return self.op("Reshape", x, self.ints(*shape))
+
+    def transpose(self, x: str, *perm: int) -> str:
+        return self.op("Transpose", x, perm=list(perm))
+
+    def take(self, x: str, index: int, axis: int) -> str:
+        """``x`` at ``index`` along ``axis``, that axis removed (``numpy.take`` with a scalar index)."""
+        return self.op("Gather", x, self.const(index, np.int64), axis=axis)
+
+    def unsqueeze(self, x: str, axis: int) -> str:
+        return self.op("Unsqueeze", x, self.ints(axis))
 
     def model(self, inputs: list, outputs: list, metadata: dict[str, str], doc: str):
         """The ``ModelProto`` at ``OPSET``, checked by ``onnx.checker``."""

@@ -19,27 +19,38 @@ from nn.layers import ActivationLayer, BatchNorm, Dense, Dropout, Softmax
 from nn.mlfn import LOGIT_CLAMP
 from nn.model import Sequential
 from strategies.errors import ExportError
-from strategies.export.graph import Graph
+from strategies.export.graph import DOUBLE, FLOAT, Graph
 
 F32 = np.float32
 
 
-def activation(g: Graph, x: str, act: Activation) -> str:
-    """``act(x)`` with the definitions of ``nn.backend.Activation``."""
+def activation(g: Graph, x: str, act: Activation, dtype: type = F32) -> str:
+    """``act(x)`` with the definitions of ``nn.backend.Activation``, on ``dtype`` (float32 or float64) values.
+
+    ONNX Runtime 1.14 has float32 kernels only for ``Erf`` and ``Softplus`` (``graph.FLOAT_ONLY``): in a
+    float64 graph softplus is written out in its stable form and GELU's ``erf`` alone runs in float32."""
     k = act.kind
     if k == "linear":
         if act.alpha == 1.0 and act.beta == 0.0:
             return x
-        return g.add(g.mul(x, g.const(act.alpha, F32)), g.const(act.beta, F32))
+        return g.add(g.mul(x, g.const(act.alpha, dtype)), g.const(act.beta, dtype))
+    if k == "softplus" and dtype is not F32:  # max(x, 0) + log(1 + e^-|x|), as nn.ops_numpy
+        tail = g.op("Log", g.add(g.const(1.0, dtype), g.op("Exp", g.op("Neg", g.op("Abs", x)))))
+        return g.add(g.op("Relu", x), tail)
     if k in ("sigmoid", "tanh", "relu", "softplus"):
         return g.op({"sigmoid": "Sigmoid", "tanh": "Tanh", "relu": "Relu", "softplus": "Softplus"}[k], x)
     if k == "lrelu":
         return g.op("LeakyRelu", x, alpha=float(act.alpha))
     if k == "swish":
-        return g.mul(x, g.op("Sigmoid", g.mul(x, g.const(act.alpha, F32))))
+        return g.mul(x, g.op("Sigmoid", g.mul(x, g.const(act.alpha, dtype))))
     if k == "gelu":
-        cdf = g.add(g.const(1.0, F32), g.op("Erf", g.div(x, g.const(math.sqrt(2.0), F32))))
-        return g.mul(g.mul(x, g.const(0.5, F32)), cdf)
+        z = g.div(x, g.const(math.sqrt(2.0), dtype))
+        if dtype is F32:
+            erf = g.op("Erf", z)
+        else:
+            erf = g.op("Cast", g.op("Erf", g.op("Cast", z, to=FLOAT)), to=DOUBLE)
+        cdf = g.add(g.const(1.0, dtype), erf)
+        return g.mul(g.mul(x, g.const(0.5, dtype)), cdf)
     raise ExportError(f"activation {k!r} has no ONNX form")
 
 

@@ -5,7 +5,7 @@ import zipfile
 
 import onnx
 import pytest
-from test_export.export_support import run_fractal
+from test_export.export_support import refused, resaved, run_fractal
 
 from nn import load, save
 from nn.dbn import DBN
@@ -16,33 +16,20 @@ from strategies.export.graph import Graph
 from strategies.indicators import rsi
 
 
-def _resaved(model_path, tmp_path, **changes):
-    """The model re-saved with its metadata changed (a file whose header lies, checksums intact)."""
-    model = load(model_path, backend="numpy")
-    meta = {**model.metadata, **changes}
-    for key, value in changes.items():
-        if value is None:
-            meta.pop(key)
-    return save(model, tmp_path / "hostile.nnz", meta)
-
-
-def _refused(source, out, match):
-    with pytest.raises(ExportError, match=match):
-        export(source, out)
-    assert not out.exists() or not any(out.iterdir())
-
-
 def test_a_model_file_of_another_kind_is_refused(tmp_path, dense_model):
     dbn = load(dense_model, backend="numpy")  # a bare network saved by nn.save, not by an EA
-    _refused(save(dbn, tmp_path / "net.nnz", {}), tmp_path / "out", "not a model saved by an expert advisor")
+    refused(save(dbn, tmp_path / "net.nnz", {}), tmp_path / "out", "not a model saved by an expert advisor")
     csv = tmp_path / "EURUSD_H1.csv"
     csv.write_text("<DATE>\t<TIME>\t<OPEN>\n")
-    _refused(csv, tmp_path / "out", "not a zip file|corrupted")
-    _refused(tmp_path / "missing.nnz", tmp_path / "out", "no such file")
-    _refused(tmp_path, tmp_path / "out", "holds no model file")
-    other = _resaved(dense_model, tmp_path, ea="SmaCrossEA")
-    _refused(other, tmp_path / "out", "a model of 'SmaCrossEA'")
+    refused(csv, tmp_path / "out", "not a zip file|corrupted")
+    refused(tmp_path / "missing.nnz", tmp_path / "out", "no such file")
+    refused(tmp_path, tmp_path / "out", "holds no model file")
+    other = resaved(dense_model, tmp_path, ea="SmaCrossEA")
+    refused(other, tmp_path / "out", "a model of 'SmaCrossEA'")
     assert DBN.model_kind == "dbn"
+
+
+TINY_RULE = {"threshold": 0.5, "lots": 0.1, "sl_points": 300.0, "tp_points": 600.0, "exit_bars": 12}
 
 
 @pytest.mark.parametrize(
@@ -59,10 +46,23 @@ def test_a_model_file_of_another_kind_is_refused(tmp_path, dense_model):
         ({"params": {"model": "lstm"}}, "neither 'dense' nor 'dbn'"),
         ({"depth": 19}, "scaler.mean is not 228"),
         ({"depth": 19, "scaler": {"mean": [0.0] * 228, "std": [1.0] * 228}}, "takes 240 inputs"),
+        (
+            {"candles": {"symbol": 'EURUSD"\n#import "evil.dll"', "timeframe": "H1"}},
+            "not a MetaTrader symbol",
+        ),
+        ({"candles": {"symbol": "EURUSD", "timeframe": "H1", "digits": 10**6}}, "digits 1000000 is not"),
+        (
+            {"params": {"model": "dense", "threshold": "0.5"}},
+            "threshold='0.5' is not a number within 0.0..1.0",
+        ),
+        ({"params": {**TINY_RULE, "lots": -1.0}}, "lots=-1.0 is not a number"),
+        ({"params": {**TINY_RULE, "sl_points": 1e300}}, "sl_points=1e"),
+        ({"params": {**TINY_RULE, "exit_bars": 1.5}}, "exit_bars=1.5 is not a whole number"),
+        ({"params": {**TINY_RULE, "magic": "7;"}}, "magic='7;' is not a whole number"),
     ],
 )
 def test_a_hostile_or_stale_model_file_is_refused(dense_model, tmp_path, changes, match):
-    _refused(_resaved(dense_model, tmp_path, **changes), tmp_path / "out", match)
+    refused(resaved(dense_model, tmp_path, **changes), tmp_path / "out", match)
 
 
 def test_a_truncated_model_file_is_refused(dense_model, tmp_path):
@@ -70,7 +70,7 @@ def test_a_truncated_model_file_is_refused(dense_model, tmp_path):
         data = f.read()
     cut = tmp_path / "cut.nnz"
     cut.write_bytes(data[: len(data) // 2])
-    _refused(cut, tmp_path / "out", "corrupted|truncated")
+    refused(cut, tmp_path / "out", "corrupted|truncated")
     assert zipfile.is_zipfile(dense_model)
 
 
@@ -78,7 +78,7 @@ def test_an_unsupported_layer_is_named(candles, tmp_path):
     layers = [{"type": "dense", "units": 8, "activation": "tanh"}, {"type": "layernorm"},
               {"type": "dense", "units": 3, "activation": "softmax"}]  # fmt: skip
     run = run_fractal(candles, layers=json.dumps(layers))
-    _refused(run.ea_instance.save_model(str(tmp_path / "m")), tmp_path / "out", r"layer 1 \(layernorm\)")
+    refused(run.ea_instance.save_model(str(tmp_path / "m")), tmp_path / "out", r"layer 1 \(layernorm\)")
 
 
 class TalibFractal(FractalEA):
@@ -95,9 +95,9 @@ def test_an_ea_with_a_python_only_indicator_is_refused(candles, tmp_path):
     from backtests import Backtest
 
     run = Backtest(candles, TalibFractal, forward="1/3", seed=7).run(**TINY)
-    _refused(run.ea_instance, tmp_path / "out", r"'talib_rsi7' through indicator\(\): computed in Python")
+    refused(run.ea_instance, tmp_path / "out", r"'talib_rsi7' through indicator\(\): computed in Python")
     saved = run.ea_instance.save_model(str(tmp_path / "model"))  # its model file names its class
-    _refused(saved, tmp_path / "out", "a model of 'TalibFractal'")
+    refused(saved, tmp_path / "out", "a model of 'TalibFractal'")
 
 
 def test_a_trained_ea_exports_like_its_model_file(dense_run, tmp_path):
@@ -118,7 +118,7 @@ def test_a_graph_over_the_operator_limit_is_refused():
 
 
 def test_bad_names_and_targets_are_refused(dense_model, tmp_path):
-    for name in ("../evil", "", ".hidden", "a/b"):
+    for name in ("../evil", "", ".hidden", "a/b", 'a".onnx" as uchar X[]\n#import "x', "a\\b", "tab\t"):
         with pytest.raises(ExportError, match="plain file name"):
             export(dense_model, tmp_path / "out", name=name)
     assert not (tmp_path / "out").exists()
@@ -126,3 +126,7 @@ def test_bad_names_and_targets_are_refused(dense_model, tmp_path):
     target.write_text("x")
     with pytest.raises(ExportError, match="is not a folder"):
         export(dense_model, target)
+    with pytest.raises(ExportError, match=r"below: cannot write the export there \(Not a directory\)"):
+        export(dense_model, target / "below")  # a folder that cannot be made: one line, not a traceback
+    with pytest.raises(ExportError, match="an ONNX model already"):
+        export(export(dense_model, tmp_path / "pair").onnx_path, tmp_path / "again")

@@ -1,21 +1,17 @@
-"""The generated MQL5 Expert Advisor's text, the ``neuronet export`` command, OnnxEA's refusals, and the
-exported model on the oldest onnxruntime that installs for this Python."""
+"""The generated MQL5 Expert Advisors' text, the ``neuronet export`` command and OnnxEA's refusals."""
 
 import re
-import subprocess
-import sys
 from importlib import resources
 
 import numpy as np
 import onnxruntime as ort
 import pytest
-from test_export.export_support import copy_rates
 
 from neuronet.cli import main
 from strategies import OnnxEA
 from strategies.errors import EAError
-from strategies.export import TOLERANCE, export
-from strategies.export.mql5 import MARKER
+from strategies.export import FORECAST_TOLERANCE, TOLERANCE, export
+from strategies.export.mql5 import MARKER, TEMPLATES
 
 
 def _array(text: str, name: str) -> np.ndarray:
@@ -51,13 +47,51 @@ def test_the_expert_advisor_embeds_shapes_constants_and_the_models_parity_vector
     session = ort.InferenceSession(str(done.onnx_path), providers=["CPUExecutionProvider"])
     got = session.run(None, {"rates": window[None]})[0][0]
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-7)
-    # static: only the constants block differs from the template
-    template = resources.files("strategies.export").joinpath("expert.mq5").read_text(encoding="utf-8")
+    _static(text, "FractalEA")
+
+
+def _static(text: str, ea: str) -> None:
+    """Only the constants block differs from the EA's template, and it holds only constants."""
+    template = resources.files("strategies.export").joinpath(TEMPLATES[ea]).read_text(encoding="utf-8")
     head, tail = template.split(MARKER)
     assert text.startswith(head) and text.endswith(tail)
     constants = text[len(head) : len(text) - len(tail)]
     assert all(line.startswith(("#resource", "#define", "input ", "const double", "   ")) or not line
                for line in constants.splitlines())  # fmt: skip
+
+
+def test_the_forecast_expert_advisor_embeds_shapes_rule_and_the_models_parity_vector(
+    forecast_runs, forecast_models, tmp_path
+):
+    ea = forecast_runs["atfnet"].ea_instance
+    done = export(forecast_models["atfnet"], tmp_path, name="ForecastEA_EURUSD_H1")
+    text = done.mq5_path.read_text(encoding="utf-8")
+    for line in (
+        '#resource "ForecastEA_EURUSD_H1.onnx" as uchar ExtModel[]',
+        "#define NN_BARS 48",
+        "#define NN_FIELDS 7",
+        "#define NN_STEPS 12",
+        "#define NN_CHANNELS 4",
+        "#define NN_CLOSE 1  // the close among the channels: high, close, tick_volume, spread",
+        '#define NN_SYMBOL "EURUSD"',
+        "#define NN_PERIOD PERIOD_H1",
+        f"#define NN_TOLERANCE {FORECAST_TOLERANCE!r}",
+        "input double InpLots         = 0.1;",
+        "input double InpCostMultiple = 1.0;",
+        "input int    InpHorizon      = 12;",
+        "const long output_shape[] = {1, NN_STEPS, NN_CHANNELS};",
+        "if(CopyRates(_Symbol, _Period, 1, NN_BARS, rates) != NN_BARS)",
+        "double move = y[InpHorizon - 1][NN_CLOSE] - rates[NN_BARS - 1].close;",
+        "double threshold = InpCostMultiple * rates[NN_BARS - 1].spread * _Point;",
+    ):
+        assert line in text, line
+    assert "return(INIT_FAILED);" in text.split("parity check failed")[1]
+    np.testing.assert_array_equal(_array(text, "NN_SCALE"), ea.scaler.std)
+    window = _array(text, "NN_PARITY_RATES").reshape(48, 7)
+    expected = _array(text, "NN_PARITY_OUTPUT").reshape(12, 4)
+    session = ort.InferenceSession(str(done.onnx_path), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(session.run(None, {"rates": window[None]})[0][0], expected)
+    _static(text, "ForecastEA")
 
 
 def test_cli_export_writes_the_pair_and_refuses_in_one_line(dense_model, tmp_path, capsys):
@@ -74,6 +108,13 @@ def test_cli_export_writes_the_pair_and_refuses_in_one_line(dense_model, tmp_pat
     assert refused.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and "no such file" in err[0] and not bad.exists()
+
+
+def test_export_help_shows_the_last_model_flag_without_a_value(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    main(["export", "--help"])
+    out = capsys.readouterr().out
+    assert "--last-model" in out and "<bool>" not in out
 
 
 def test_onnx_ea_refuses_what_it_cannot_run(tmp_path, candles):
@@ -100,29 +141,3 @@ def test_onnx_ea_refuses_a_model_of_another_contract(tmp_path, candles):
     onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=8), str(path))
     with pytest.raises(EAError, match=r"one input \(batch, N, 7\) of CopyRates rows"):
         Backtest(candles, OnnxEA, forward="1/3").run(model=str(path))
-
-
-@pytest.mark.slow
-def test_the_oldest_installable_onnxruntime_gives_the_same_outputs(dense_model, candles, tmp_path):
-    """onnxruntime 1.15.0 (the oldest release with wheels for Python 3.11; MetaTrader embeds 1.14) in a venv
-    of its own runs the exported model to the newest release's outputs."""
-    done = export(dense_model, tmp_path)
-    windows = copy_rates(candles, done.bars, np.arange(1000, 1500, 25))
-    newest = ort.InferenceSession(str(done.onnx_path), providers=["CPUExecutionProvider"]).run(
-        None, {"rates": windows}
-    )[0]
-    np.save(tmp_path / "windows.npy", windows)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "onnxruntime==1.15.0",
-                          "numpy<2"], capture_output=True, text=True)  # fmt: skip
-    if pip.returncode:
-        pytest.skip(f"onnxruntime 1.15.0 does not install here: {pip.stderr.strip().splitlines()[-1:]}")
-    script = (
-        "import sys, numpy as np, onnxruntime as ort; assert ort.__version__ == '1.15.0';"
-        "s = ort.InferenceSession(sys.argv[1], providers=['CPUExecutionProvider']);"
-        "np.save(sys.argv[3], s.run(None, {'rates': np.load(sys.argv[2])})[0])"
-    )
-    subprocess.run([str(venv / "bin" / "python"), "-c", script, str(done.onnx_path),
-                    str(tmp_path / "windows.npy"), str(tmp_path / "oldest.npy")], check=True)  # fmt: skip
-    np.testing.assert_allclose(np.load(tmp_path / "oldest.npy"), newest, rtol=0, atol=1e-6)

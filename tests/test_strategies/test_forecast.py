@@ -141,3 +141,25 @@ def test_forecast_ea_scales_with_its_training_rows_only():
 
 def test_forecast_ea_defaults_to_the_auto_backend():
     assert ForecastEA.param_defaults()["backend"] == "auto"
+
+
+def test_forecast_ea_saves_its_model_with_what_an_export_needs(tmp_path):
+    """The saved network forecasts what the EA forecast; the metadata names the channels in the network's
+    order, the window, horizon and traded step, the study rows' scaler, the candles and the training."""
+    from nn import load
+
+    candles = _candles()
+    ea = Backtest(candles, ForecastEA, forward=0.25).run(model="atfnet", channels="high,close", horizon=3,
+                                                         **PARAMS).ea_instance  # fmt: skip
+    saved = load(ea.save_model(str(tmp_path / "model")), backend="numpy")
+    meta = saved.metadata
+    assert meta["ea"] == "ForecastEA" and meta["channels"] == ["high", "close"]
+    assert (meta["seq_len"], meta["pred_len"], meta["horizon"]) == (32, 8, 3)
+    assert meta["scaler"] == ea.scaler.to_dict() and meta["candles"]["symbol"] == "EURUSD"
+    assert meta["training_rounds"] == 1 and meta["study_periods"] == [[str(candles.index[0]),
+                                                                       str(candles.index[314])]]  # fmt: skip
+    bar, path, _, _ = ea._log[5]
+    window = candles[["high", "close"]].to_numpy()[bar - 32 : bar]
+    again = ea.scaler.inverse(saved.predict(ea.scaler.transform(window)[None])[0])
+    np.testing.assert_allclose(again[:, 1], path, rtol=0, atol=1e-12)
+    assert ForecastEA().save_model(str(tmp_path / "untrained")) is None
