@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from nn.errors import NNConfigError, NNDataError
 from nn.rbm_ops import COSINE, HYPER, LEN2, LR, MAX_INC, MOMENTUM, RECON_KINDS, RBMState
 
 _LR_CAPS = ((250, 0.002), (200, 0.005), (150, 0.01), (100, 0.02), (50, 0.03))
@@ -60,18 +61,22 @@ class RBMConfig:
         ints = ("n_hidden", "n_rand", "n_batches", "chain_start", "chain_end", "max_epochs")
         for name in ints:
             if int(getattr(self, name)) < 1:
-                raise ValueError(f"RBM parameter {name} must be at least 1, got {getattr(self, name)}")
+                raise NNConfigError(f"RBM parameter {name} must be at least 1, got {getattr(self, name)}")
         if self.max_no_improvement < 0:
-            raise ValueError(f"RBM parameter max_no_improvement must be >= 0, got {self.max_no_improvement}")
+            raise NNConfigError(
+                f"RBM parameter max_no_improvement must be >= 0, got {self.max_no_improvement}"
+            )
         for name in ("chain_rate", "momentum_start", "momentum_end", "sparsity_target"):
             if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"RBM parameter {name} must be in [0, 1], got {getattr(self, name)}")
+                raise NNConfigError(f"RBM parameter {name} must be in [0, 1], got {getattr(self, name)}")
         for name in ("learning_rate", "weight_penalty", "sparsity_penalty", "convergence_crit"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
-                raise ValueError(f"RBM parameter {name} must be a finite number >= 0, got {value}")
+                raise NNConfigError(f"RBM parameter {name} must be a finite number >= 0, got {value}")
         if self.recon not in RECON_KINDS:
-            raise ValueError(f"RBM parameter recon must be one of {', '.join(RECON_KINDS)}: {self.recon!r}")
+            raise NNConfigError(
+                f"RBM parameter recon must be one of {', '.join(RECON_KINDS)}: {self.recon!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -113,12 +118,12 @@ def check_unit_interval(x: np.ndarray, what: str = "RBM input") -> np.ndarray:
     if x.dtype != np.float32:
         x = x.astype(np.float64, copy=False)
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
-        raise ValueError(f"{what} must be a non-empty (cases, inputs) matrix, got shape {x.shape}")
+        raise NNDataError(f"{what} must be a non-empty (cases, inputs) matrix, got shape {x.shape}")
     low, high = x.min(), x.max()  # NaN propagates into both
     if not (low >= 0.0 and high <= 1.0):
         bad = ~np.isfinite(x) | (x < 0.0) | (x > 1.0)
         r, c = np.argwhere(bad)[0]
-        raise ValueError(f"{what} must lie in [0, 1]: row {r}, column {c} holds {x[r, c]}")
+        raise NNDataError(f"{what} must lie in [0, 1]: row {r}, column {c} holds {x[r, c]}")
     return x
 
 
