@@ -3,6 +3,7 @@
 import ast
 import errno
 import importlib
+import math
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,7 @@ def test_errors_with_parts_survive_pickling():
 
     import pandas as pd
 
+    from backtests.errors import AccountError
     from datafeeds.errors import CandleDataError
     from datafeeds.terminal_errors import TerminalTimeoutError
 
@@ -121,6 +123,7 @@ def test_errors_with_parts_survive_pickling():
         CandleDataError("f.csv", "bad row", rows=rows, lines=pd.Series([7]).to_numpy()),
         CandleDataError("f.csv", "no header", line=1),
         TerminalTimeoutError("slow", code=-10005, transient=True),
+        AccountError("deposit", -5.0),
     ):
         again = pickle.loads(pickle.dumps(exc))
         assert type(again) is type(exc) and str(again) == str(exc)
@@ -230,3 +233,33 @@ def test_nn_error_classes_keep_the_builtin_families():
     assert issubclass(NNConfigError, ValueError) and issubclass(NNDataError, ValueError)
     assert issubclass(NNTypeError, TypeError)
     assert all(issubclass(c, NeuronetError) for c in (NNConfigError, NNDataError, NNTypeError))
+
+
+@pytest.mark.parametrize(
+    ("setting", "line"),
+    [
+        ({"deposit": -5.0}, "invalid account setting deposit=-5.0 (--deposit): must be a finite amount > 0"),
+        (
+            {"leverage": 0.0},
+            "invalid account setting leverage=0.0 (--leverage): must be a finite number > 0 (1:N)",
+        ),
+        (
+            {"spread": -1},
+            "invalid account setting spread=-1 (--spread): must be a whole number of points >= 0",
+        ),
+        (
+            {"swap_long": math.nan},
+            "invalid account setting swap_long=nan (--swap-long): must be a finite number",
+        ),
+        ({"lot_step": 0.0}, "invalid account setting lot_step=0.0: must be a finite volume > 0"),
+    ],
+)
+def test_an_account_setting_out_of_range_names_its_option(setting, line):
+    """It was a bare ValueError: ``neuronet backtest SmaCrossEA --deposit -5`` said "internal error"."""
+    from backtests import AccountConfig
+    from backtests.errors import AccountError
+
+    with pytest.raises(AccountError) as info:
+        AccountConfig(**setting)
+    assert str(info.value) == line and isinstance(info.value, ValueError)
+    assert user_message(info.value) == f"error: {line}"
