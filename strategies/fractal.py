@@ -96,6 +96,13 @@ class FractalEA(ExpertAdvisor):
         if self.kind not in ("dense", "dbn"):
             raise EAError(f"FractalEA model must be 'dense' or 'dbn', got {self.kind!r}")
         self.specs = self.layer_specs()
+        if self.kind == "dense":  # each layer's and the optimizer's settings, before any training
+            from nn import from_config
+            from nn.optim import optimizer_from_config
+
+            for spec in self.specs:
+                from_config(spec)
+            optimizer_from_config({"type": self.optimizer, "lr": self.lr})
         self.model = None
         self.scaler: Scaler | None = None
         self.proba = None

@@ -21,6 +21,7 @@ from backtests.optimize.errors import OptimizeError
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = "10s"  # how long to wait for a --scheduler address before giving up
+MAX_WORKERS_PER_CORE = 4  # local worker processes; the passes are CPU-bound, so more only add overhead
 MAX_RESUBMITS = 3  # times one task may be cancelled by the cluster (lost data) before the run gives up
 
 
@@ -33,10 +34,16 @@ class Engine:
     """
 
     def __init__(self, workers: int | None = None, scheduler: str | None = None):
-        if workers is not None and workers < 0:
-            raise OptimizeError(f"--workers {workers}: give 0 (inline) or a positive count")
+        cores = os.cpu_count() or 1
+        if workers is not None and not 0 <= workers <= MAX_WORKERS_PER_CORE * cores:
+            raise OptimizeError(
+                f"--workers {workers}: give 0 (inline) or a count up to {MAX_WORKERS_PER_CORE * cores} "
+                f"({MAX_WORKERS_PER_CORE} processes per core of the {cores} here; more only slow the passes)"
+            )
         if workers is not None and scheduler:
             raise OptimizeError("give --workers or --scheduler, not both")
+        if scheduler:
+            _check_address(scheduler)
         self.workers = (os.cpu_count() or 1) if workers is None and not scheduler else workers
         self.scheduler = scheduler
         self._client = None
@@ -154,6 +161,22 @@ class Engine:
         finally:
             if live:
                 self._client.cancel([entry[0] for entry in live.values()])
+
+
+def _check_address(scheduler: str) -> None:
+    """A scheduler address Dask can dial (``tcp://HOST:PORT``, or ``HOST:PORT``), refused in one line
+    before any work; Dask itself raises a bare ``ValueError`` for it only when it connects."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        protocol, location = parse_address(scheduler)
+        port = parse_host_port(location)[1] if protocol in ("tcp", "tls", "ws", "wss") else 1
+    except ValueError as exc:
+        raise OptimizeError(
+            f"--scheduler {scheduler!r}: {exc}; give tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786"
+        ) from None
+    if not 0 < int(port) < 65536:
+        raise OptimizeError(f"--scheduler {scheduler!r}: port {port} is outside 1..65535")
 
 
 @contextmanager

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from neuronet.commands import values
 from opencl.device import ENV_DEVICE, choose_device, list_devices, probe
 
 
@@ -16,10 +17,13 @@ def devices(
             "--device",
             help=f"Preview a choice: 'gpu', 'cpu', 'P:D' (platform:device) or part of a name; overrides "
             f"{ENV_DEVICE} as --backend opencl:<device> does in run, backtest and forecast.",
+            parser=values.text,
         ),
     ] = None,
 ) -> None:
     """List OpenCL platforms and devices, and say which one neuronet uses."""
+    if device is not None:  # a --device that matches nothing is the whole answer, before the listing
+        choose_device(device)
     infos = list_devices()
     platform = None
     for d in infos:
