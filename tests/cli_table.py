@@ -43,7 +43,9 @@ BACKEND = ("", "cuda", "opencl:nosuch")
 PERIOD = ("", "garbage", "1", "2", "-1/3", "nan", "inf", "1990-01-01", "2099-01-01")
 WALK = ("", "garbage", "0,0", "-1,5", "5", "5,abc", f"{HUGE},500")
 FRACTAL_PARAMS = ("", "novalue", "=1", "nosuch=1", "hidden=abc", "hidden=0", "depth=0", "backend=cuda",
-                  "epochs=-1", "lr=nan", "lr=-1", "threshold=2", "batch_size=0", "validation=1")  # fmt: skip
+                  "epochs=-1", "lr=nan", "lr=-1", "threshold=2", "batch_size=0", "validation=1", "lots=0",
+                  "lots=nan", "sl_points=-1", "tp_points=inf", "exit_bars=-1", "optimizer=nosuch",
+                  "activation=nosuch", "layers=[1", "rule=7bar", "model=nosuch")  # fmt: skip
 FRACTAL_SPACE = ("", "novalue", "depth=", "depth=abc", "depth=10:5:1", "depth=5:10:0", "depth=5:10:-1",
                  "nosuch=1,2", "depth=1:nan:1", "lr=1e-3:nan:1e-4")  # fmt: skip
 

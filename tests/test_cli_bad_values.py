@@ -212,3 +212,17 @@ def test_a_value_that_another_would_silently_override_is_refused(argv, line, emp
     --walk-forward): the run was not the one asked for."""
     assert invoke(argv) == (2, line + "\n")
     assert not list(empty_folder.iterdir())
+
+
+@pytest.mark.parametrize(
+    "param",
+    ["d_model=0", "n_heads=3", "dropout=1.5", "lr=nan", "seq_len=0", "pred_len=0", "model=nosuch", "layers=0",
+     "batch_size=0", "epochs=-1", "lots=-1", "cost_multiple=nan", "horizon=99", "channels=nosuch"],
+)  # fmt: skip
+def test_a_forecast_ea_setting_out_of_range_is_refused_before_it_trains(param, stops, empty_folder):
+    """These reached the network's layers inside on_study: an EA failure, after the run was announced."""
+    code, text = invoke(["backtest", "ForecastEA", "-p", param, "--backend", "numpy"])
+    lines = text.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ForecastEA "), text
+    assert param.partition("=")[0] in lines[0]
+    assert not list(empty_folder.iterdir())

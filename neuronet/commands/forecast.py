@@ -7,7 +7,6 @@ the results.
 
 from __future__ import annotations
 
-import math
 from contextlib import nullcontext
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -122,24 +121,6 @@ def _choose_preset(name: str | None, backend: Any, overrides: dict[str, Any]) ->
     return preset, line
 
 
-def _check(preset: Preset) -> None:
-    for name, value in (
-        ("--d-model", preset.d_model),
-        ("--n-heads", preset.n_heads),
-        ("--layers", preset.layers),
-        ("--d-ff", preset.d_ff),
-        ("--batch-size", preset.batch_size),
-    ):
-        if value < 1:
-            raise CommandError(f"{name} must be >= 1, got {value}")
-    if preset.d_model % preset.n_heads:
-        raise CommandError(f"--d-model {preset.d_model} must be a multiple of --n-heads {preset.n_heads}")
-    if not 0.0 <= preset.dropout < 1.0:
-        raise CommandError(f"--dropout must be in [0, 1), got {preset.dropout}")
-    if not (math.isfinite(preset.lr) and preset.lr > 0):
-        raise CommandError(f"--lr must be > 0 (and finite), got {preset.lr}")
-
-
 def _count(help: str, most: int = values.MAX_COUNT) -> Any:
     """A whole-number option of at least 1."""
     return typer.Option(help=help, min=1, max=most)
@@ -233,7 +214,7 @@ def forecast(
     with out_folder(out, force) if out is not None else nullcontext():  # occupied: refused before any work
         be = get_backend(backend)
         chosen, line = _choose_preset(preset, be, overrides)
-        _check(chosen)
+        chosen.check({field: "--" + field.replace("_", "-") for field in asdict(chosen)})
         doc, net = run_protocol(
             csv,
             target,
