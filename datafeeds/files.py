@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -129,9 +130,27 @@ def atomic_write_json(path: str | os.PathLike, doc: object, *, indent: int | Non
     return atomic_write_text(path, json.dumps(strict_json(doc), indent=indent, allow_nan=False) + "\n")
 
 
+def regular_file(path: str | os.PathLike, what: str = "file") -> Path:
+    """``path`` if it names a regular file (links followed), else a one-line error naming it: no such
+    file, a folder, or a device or pipe (``/dev/zero`` reads without end, a pipe blocks until a writer
+    comes), refused before anything is read."""
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(f"{path}: no such file") from None
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(f"{path}: is a folder, not a {what}")
+    if not stat.S_ISREG(mode):
+        raise DataError(f"{path}: not a regular file (a device or a pipe); give a {what}")
+    return path
+
+
 def read_csv_file(path: str | os.PathLike, what: str = "CSV file", **options: Any) -> pd.DataFrame:
     """``pandas.read_csv(path, **options)`` with one-line errors that name the file: no such file, a
-    folder, permission denied, or not readable as a table (``DataError``, ``what`` says what was expected)."""
+    folder, a device or pipe, permission denied, or not readable as a table (``DataError``, ``what`` says
+    what was expected)."""
+    regular_file(path, what)
     try:
         return pd.read_csv(path, **options)
     except FileNotFoundError:

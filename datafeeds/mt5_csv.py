@@ -29,7 +29,7 @@ import pandas as pd
 from datafeeds.candles import CandleMeta, make_frame, meta_of
 from datafeeds.clock import UTC, BrokerClock
 from datafeeds.errors import CandleDataError, DataError
-from datafeeds.files import atomic_write
+from datafeeds.files import atomic_write, regular_file
 from datafeeds.timeframes import Timeframe
 from datafeeds.validate import Repair, ValidationReport, validate
 
@@ -223,11 +223,7 @@ def _parse(path: Path, origin: str) -> tuple[list[str], dict[str, np.ndarray], n
     Well-formed files go through pandas' C parser; anything it cannot take cleanly is parsed again line by
     line, which finds the first bad line and says what is wrong with it.
     """
-    if not path.exists():
-        raise FileNotFoundError(f"{origin}: no such file")
-    if path.is_dir():
-        raise IsADirectoryError(f"{origin}: is a folder, not a CSV file")
-    text = _decode(path.read_bytes(), origin)
+    text = _decode(regular_file(path, "CSV file").read_bytes(), origin)
     lines = text.splitlines()
     while lines and not lines[-1].strip():
         lines.pop()

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from datafeeds.clock import UTC, BrokerClock, utc_bound
-from datafeeds.files import atomic_write_text
+from datafeeds.files import atomic_write_text, regular_file
 from datafeeds.mt5_csv import _decode
 from datafeeds.synthetic import symbol_defaults
 from datafeeds.ticks import TickDataError, TickMeta, make_ticks, tick_meta
@@ -42,6 +42,7 @@ def read_tick_csv(
     leading letters (``EURUSD_202401020000_202401030000.csv``), ``digits`` to the most decimals seen."""
     path = Path(path)
     origin = str(path)
+    regular_file(path, "tick file")  # a device or a pipe would be read without end
     try:
         raw = path.read_bytes()
     except OSError as exc:

@@ -9,6 +9,7 @@ elsewhere at the same time, so their marks can go once those changes are merged.
 
 from __future__ import annotations
 
+import os
 import struct
 import sys
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ SHARE = ("-0.1", "1", "nan", "inf", "abc")  # a fraction in [0, 1)
 NAME = ("", "nosuch")  # one of a fixed set of names
 IN_FILE = ("<missing>", "<dir>", "")  # a file to read
 DATA_FILE = (*IN_FILE, "<foreign>")  # a file to read that must be of its kind
+READ_FILE = (*DATA_FILE, "<fifo>")  # ... that a pipe would block forever (not tried on deep's reads yet)
 OUT_DIR = ("<file>", "<file>/sub", "")  # a report folder to create
 OUT_FILE = ("<dir>", "<file>/sub", "")  # a file to write
 FLAG = ()  # takes no value: nothing to try
@@ -57,15 +59,15 @@ BAD: dict[str, tuple[str, ...]] = {
     "--source": NAME,
     "--symbol": ("", "NOSUCH"),
     "--timeframe": ("", "H7", "M0"),
-    "--path": (*DATA_FILE, "<bad-candles>"),
+    "--path": (*READ_FILE, "<bad-candles>"),
     "--from": DATE_FROM,
     "--to": DATE_TO,
     "--broker-tz": CLOCK,
     "--opt": ("", "novalue", "=1", "nosuch=1", "start=2020-01-01"),
     "--seed": (*COUNT0, HUGE),
     "--model": NAME,
-    "--m1-csv": (*DATA_FILE, "<bad-candles>"),
-    "--ticks-csv": (*DATA_FILE, "<bad-ticks>"),
+    "--m1-csv": (*READ_FILE, "<bad-candles>"),
+    "--ticks-csv": (*READ_FILE, "<bad-ticks>"),
     # backtest and run
     "--forward": PERIOD,
     "--walk-forward": WALK,
@@ -102,7 +104,7 @@ BAD: dict[str, tuple[str, ...]] = {
     "optimize --store": ("", "<dir>", "<foreign>"),
     "optimize --pass-forward": ("garbage", "2", "-1/3", "nan"),
     # forecast
-    "forecast --csv": (*DATA_FILE, "<bad-series>"),
+    "forecast --csv": (*READ_FILE, "<bad-series>"),
     "forecast --target": NAME,
     "forecast --features": NAME,
     "forecast --seq-len": (*COUNT, HUGE, "1000000"),
@@ -154,7 +156,7 @@ BAD: dict[str, tuple[str, ...]] = {
     "live --kill-switch": ("", "<dir>"),
     "live --deviation": ("-1", "abc", HUGE),
     "live --out": ("<file>",),
-    "live --credentials": DATA_FILE,
+    "live --credentials": READ_FILE,
     # data
     "data show <symbol>": ("", "NOSUCH"),
     "data show <timeframe>": ("", "H7"),
@@ -168,7 +170,7 @@ BAD: dict[str, tuple[str, ...]] = {
     "--repair": FLAG,
     "--no-cache": FLAG,
     "--refresh": FLAG,
-    "data validate <file>": (*DATA_FILE, "<bad-candles>"),
+    "data validate <file>": (*READ_FILE, "<bad-candles>"),
     "data validate --symbol": ("", " "),
     "data cache list --source": NAME,
     "data cache clear --source": NAME,
@@ -505,6 +507,9 @@ def prepare_files(root: Path) -> dict[str, str]:
     (root / "dir").mkdir()
     (root / "dir.py").mkdir()
     (root / "file").write_text("a file that is not a folder\n")
+    fifo = root / "fifo.csv"
+    if hasattr(os, "mkfifo"):  # a reader that opens it waits for a writer that never comes
+        os.mkfifo(fifo)
     (root / "notes.txt").write_text("not data of any kind: a shopping list\neggs\n")
     (root / "broken.py").write_text("def broken(:\n")
     (root / "eas.py").write_text(
@@ -542,6 +547,7 @@ def prepare_files(root: Path) -> dict[str, str]:
     assert code == 0, err
     return {
         "missing": str(root / "missing.csv"),
+        "fifo": str(fifo if fifo.exists() else root / "missing.csv"),
         "dir": str(root / "dir"),
         "file": str(root / "file"),
         "foreign": str(root / "notes.txt"),

@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -172,3 +173,23 @@ def test_read_timestamp_reads_a_time():
     from datafeeds.clock import read_timestamp
 
     assert read_timestamp("2021-02-03 04:05") == pd.Timestamp("2021-02-03 04:05")
+
+
+@pytest.mark.parametrize("kind", ["device", "pipe"])
+def test_a_device_or_a_pipe_is_refused_before_it_is_read(kind, tmp_path):
+    """``--csv /dev/zero`` read until memory ran out (an internal MemoryError); a pipe blocked for ever."""
+    from datafeeds.errors import DataError
+    from datafeeds.files import regular_file
+    from datafeeds.mt5_csv import read_mt5_csv
+    from datafeeds.tick_csv import read_tick_csv
+
+    if kind == "device":
+        path = Path("/dev/zero") if Path("/dev/zero").exists() else Path(os.devnull)
+    else:
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no named pipes here")
+        path = tmp_path / "pipe.csv"
+        os.mkfifo(path)
+    for read in (regular_file, read_mt5_csv, read_tick_csv):
+        with pytest.raises(DataError, match="not a regular file"):
+            read(path)
