@@ -79,14 +79,17 @@ def is_inside(root: str | os.PathLike, path: str | os.PathLike) -> bool:
 
 
 def output_path(path: str | os.PathLike) -> Path:
-    """A file name a user gave for writing: refused when it holds NUL bytes, names a folder, or lies under
-    a file (where its folder can never be made)."""
+    """A file name a user gave for writing: refused when it holds NUL bytes, names a folder, a device or a
+    pipe (an atomic write renames over its target: ``--out /dev/null`` would replace the device), or lies
+    under a file (where its folder can never be made)."""
     text = os.fspath(path)
     if "\0" in text:
         raise UnsafePathError(repr(text), "a file name must not contain NUL bytes")
     out = Path(text)
     if out.is_dir() or not out.name:
         raise UnsafePathError(text, "is a folder; give a file name to write")
+    if out.exists() and not out.is_file():  # the rename would replace a device node or a pipe
+        raise UnsafePathError(text, "is not a regular file (a device or a pipe); give a file name to write")
     blocked = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
     if blocked is not None:
         raise UnsafePathError(text, f"{blocked} is a file, so no folder can hold this one")

@@ -165,7 +165,7 @@ BAD: dict[str, tuple[str, ...]] = {
     "data show --to": ("", "garbage"),
     "data export <symbol>": ("", "NOSUCH"),
     "data export <timeframe>": ("", "H7"),
-    "data export --out": OUT_FILE,
+    "data export --out": (*OUT_FILE, "<fifo>"),
     "data export --format": NAME,
     "--repair": FLAG,
     "--no-cache": FLAG,
