@@ -83,10 +83,7 @@ def backend(value: str) -> str:
 
 def seconds(value: str) -> float:
     """A wait in seconds, finite, from 0 to ``MAX_POLL_S``."""
-    try:
-        number = float(text(value))
-    except ValueError:
-        raise CommandError(f"{value!r} is not a number") from None
+    number = _number(value)
     if not 0 <= number <= MAX_POLL_S:  # NaN fails too
         raise CommandError(f"{value!r}: give a finite number of seconds from 0 to {MAX_POLL_S:g}")
     return number
@@ -94,10 +91,15 @@ def seconds(value: str) -> float:
 
 def positive(value: str) -> float:
     """A finite number > 0 (an amount, a volume)."""
-    try:
-        number = float(text(value))
-    except ValueError:
-        raise CommandError(f"{value!r} is not a number") from None
+    number = _number(value)
     if not (math.isfinite(number) and number > 0):
         raise CommandError(f"{value!r}: give a finite number > 0")
     return number
+
+
+def _number(value: str) -> float:
+    given = text(value)
+    try:
+        return float(given)
+    except ValueError:
+        raise CommandError(f"{value!r} is not a number") from None
