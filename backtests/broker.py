@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from backtests.errors import AccountError
 from backtests.ledger import Ledger
 from backtests.margin import MarginRules
 from backtests.orders import PendingRules
@@ -81,7 +82,7 @@ class AccountConfig:
         checks.update({k: math.isfinite(v) for k, v in numbers.items() if k not in checks})
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
-            raise ValueError(f"invalid account setting {bad[0]}={getattr(self, bad[0])!r}")
+            raise AccountError(bad[0], getattr(self, bad[0]))
 
     def to_dict(self) -> dict:
         return asdict(self)

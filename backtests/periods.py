@@ -77,8 +77,8 @@ def resolve(
         when = _timestamp(forward)
         if not index[0] < when <= index[-1]:
             raise PeriodError(
-                f"forward date {when:%Y-%m-%d %H:%M} lies outside the data ({index[0]:%Y-%m-%d %H:%M} .. "
-                f"{index[-1]:%Y-%m-%d %H:%M})"
+                f"forward period {str(forward)!r}: the date {when:%Y-%m-%d %H:%M} lies outside the data "
+                f"({index[0]:%Y-%m-%d %H:%M} .. {index[-1]:%Y-%m-%d %H:%M})"
             )
         periods = Periods(n, int(index.searchsorted(when, side="left")))
     else:

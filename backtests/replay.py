@@ -140,6 +140,8 @@ class Backtest:
     ``datafeeds.ticks``; an EA's ``on_tick`` runs on each; see ``backtests.ticks``).
     ``profile=True`` hands the EA an nn backend that records OpenCL kernel time
     (``ExpertAdvisor.nn_backend``), so each training epoch reports device seconds.
+    ``on_ready`` is called once per run when the EA has accepted its parameters (after ``on_init``), before
+    it studies: the command line announces the run there, so a refused parameter is all a user sees.
     """
 
     def __init__(
@@ -156,6 +158,7 @@ class Backtest:
         m1: pd.DataFrame | None = None,
         profile: bool = False,
         ticks: pd.DataFrame | None = None,
+        on_ready: Callable[[], None] | None = None,
     ):
         if not (isinstance(ea, type) and issubclass(ea, ExpertAdvisor)):
             raise TypeError(f"{ea!r} is not an ExpertAdvisor subclass")
@@ -166,6 +169,7 @@ class Backtest:
         self.seed = int(seed)
         self.progress = progress
         self.profile = bool(profile)
+        self.on_ready = on_ready
         self.model = check_model(model, m1, ticks)
         for fine, what in ((m1, "M1 bars"), (ticks, "ticks")):
             if fine is not None:
@@ -211,6 +215,8 @@ class Backtest:
         phase, interrupted = "on_init", None
         try:
             call_hook(ea, "on_init", where="before the first bar")
+            if self.on_ready is not None:
+                self.on_ready()
             timings["init_s"] = _lap(clock)
             clock, phase = time.perf_counter(), "on_study"
             a, b = periods.study_range(fs)

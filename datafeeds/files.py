@@ -77,13 +77,20 @@ def is_inside(root: str | os.PathLike, path: str | os.PathLike) -> bool:
 
 
 def output_path(path: str | os.PathLike) -> Path:
-    """A file name a user gave for writing: refused when it holds NUL bytes or names a folder."""
+    """A file name a user gave for writing: refused when it holds NUL bytes, names a folder, a device or a
+    pipe (an atomic write renames over its target: ``--out /dev/null`` would replace the device), or lies
+    under a file (where its folder can never be made)."""
     text = os.fspath(path)
     if "\0" in text:
         raise UnsafePathError(repr(text), "a file name must not contain NUL bytes")
     out = Path(text)
     if out.is_dir() or not out.name:
         raise UnsafePathError(text, "is a folder; give a file name to write")
+    if out.exists() and not out.is_file():  # the rename would replace a device node or a pipe
+        raise UnsafePathError(text, "is not a regular file (a device or a pipe); give a file name to write")
+    blocked = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        raise UnsafePathError(text, f"{blocked} is a file, so no folder can hold this one")
     return out
 
 
@@ -132,4 +139,4 @@ def read_csv_file(path: str | os.PathLike, what: str = "CSV file", **options: An
         with open_regular(path, what) as f:
             return pd.read_csv(f, **options)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: not a readable {what} ({exc})") from None
+        raise DataError(f"{path}: not a readable {what} ({' '.join(str(exc).split())})") from None

@@ -31,6 +31,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import math
 from typing import Protocol, runtime_checkable
 
 import pandas as pd
@@ -101,6 +102,14 @@ class CsvSource:
         return in_window(df, start, end)
 
 
+def _whole(name: str, value: object) -> int:
+    """A whole number >= 0 given as an option (``-o seed=7``; ``1e4`` reads as 10000), never rounded."""
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if number is None or not (math.isfinite(number) and number == int(number) and number >= 0):
+        raise DataError(f"synthetic {name} must be a whole number >= 0, not {value!r}")
+    return int(number)
+
+
 class SyntheticSource:
     """Seeded synthetic candles (``datafeeds.synthetic``): ``bars`` from ``start``, or ``[start, end)``."""
 
@@ -114,12 +123,12 @@ class SyntheticSource:
         annual_vol: float = 0.08,
         spread: int | None = None,
     ) -> None:
-        self.seed = int(seed)
-        self.bars = int(bars)
+        self.seed = _whole("seed", seed)
+        self.bars = _whole("bars", bars)
         self.start = start
         self.clock = BrokerClock.parse(clock) if isinstance(clock, str) else clock
         self.annual_vol = float(annual_vol)
-        self.spread = spread
+        self.spread = None if spread is None else _whole("spread", spread)
 
     def load_ticks(
         self, symbol: str = "EURUSD", start=None, end=None, *, ticks_per_minute: float = 80.0

@@ -14,6 +14,8 @@ Prices are whole points divided by ``10**digits``, so they print and re-read exa
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -68,14 +70,22 @@ def synthetic_candles(
     """
     tf = Timeframe.parse(timeframe)
     d_digits, d_price, d_spread = symbol_defaults(symbol)
-    digits = d_digits if digits is None else int(digits)
-    price = d_price if price is None else float(price)
-    spread = d_spread if spread is None else int(spread)
+    try:
+        digits = d_digits if digits is None else int(digits)
+        price = d_price if price is None else float(price)
+        spread = d_spread if spread is None else int(spread)
+    except (TypeError, ValueError, OverflowError):  # int(nan), int("x")
+        raise DataError(
+            f"synthetic digits and spread must be whole numbers and price a number, not {digits!r}, "
+            f"{spread!r} and {price!r}"
+        ) from None
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise DataError(f"synthetic seed must be a whole number >= 0, not {seed!r}")
     if bars is None and end is None:
         raise DataError("synthetic candles need bars= or end=")
     if bars is not None and not 0 <= int(bars) <= MAX_BARS:
         raise DataError(f"synthetic bars must be within 0..{MAX_BARS}, not {bars}")
-    if not (annual_vol > 0 and price > 0 and spread >= 0 and 0 <= digits <= 10):
+    if not (0 < annual_vol < math.inf and 0 < price < math.inf and spread >= 0 and 0 <= digits <= 10):
         raise DataError(
             "synthetic candles need annual_vol > 0, price > 0, spread >= 0 and 0 <= digits <= 10"
         )

@@ -26,6 +26,8 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import logging
+import math
+import operator
 import time
 from typing import Any, NamedTuple
 
@@ -126,14 +128,18 @@ class TerminalSource:
         backoff: float = 0.5,
         page_size: int | None = None,
     ) -> None:
-        if not 0 < int(port) < 65536:
-            raise DataError(f"port must be 1..65535, not {port}")
-        if timeout <= 0 or connect_timeout <= 0:
-            raise DataError("timeout and connect_timeout are seconds and must be > 0")
-        if retries < 0 or backoff < 0:
-            raise DataError("retries and backoff must be >= 0")
-        if page_size is not None and page_size < 1:
-            raise DataError(f"page_size must be >= 1, not {page_size}")
+        if _whole(port) is None or not 0 < _whole(port) < 65536:
+            raise DataError(f"port must be a whole number 1..65535, not {port!r}")
+        if host is not None and (not isinstance(host, str) or not host.strip()):
+            raise DataError(f"host must name the machine of the terminal bridge, not {host!r}")
+        for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
+            if not (_finite(value) and value > 0):
+                raise DataError(f"{name} must be a finite number of seconds > 0, not {value!r}")
+        for name, value in (("retries", retries), ("backoff", backoff)):
+            if not (_finite(value) and value >= 0):
+                raise DataError(f"{name} must be a finite number >= 0, not {value!r}")
+        if page_size is not None and (_whole(page_size) is None or _whole(page_size) < 1):
+            raise DataError(f"page_size must be a whole number >= 1, not {page_size!r}")
         self.host, self.port = host, int(port)
         self.timeout, self.connect_timeout = float(timeout), float(connect_timeout)
         self.clock = BrokerClock.parse(clock) if isinstance(clock, str) else clock
@@ -430,3 +436,17 @@ def _stitch(pages: list[np.ndarray]) -> np.ndarray:
     order = np.argsort(rates["time"], kind="stable")[::-1]
     _, first_seen = np.unique(rates["time"][order], return_index=True)
     return rates[order[first_seen]]
+
+
+def _whole(value: object) -> int | None:
+    """``value`` as a whole number (an int, a NumPy int or digits), else None; never a bool or a float."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return int(value) if isinstance(value, str) else operator.index(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _finite(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)

@@ -60,10 +60,13 @@ def read_tick_csv(
             f"(the last three optional), got {first.strip()[:80]!r}",
             line=1,
         )
-    table = pd.read_csv(
-        io.StringIO(body), sep="\t", header=None, names=names, dtype=str, keep_default_na=False,
-        skip_blank_lines=False, index_col=False, on_bad_lines="error", engine="c",
-    )  # fmt: skip
+    try:
+        table = pd.read_csv(
+            io.StringIO(body), sep="\t", header=None, names=names, dtype=str, keep_default_na=False,
+            skip_blank_lines=False, index_col=False, on_bad_lines="error", engine="c",
+        )  # fmt: skip
+    except pd.errors.ParserError as exc:
+        raise _unparsable(origin, body, len(names), exc) from None
     table = table.iloc[: _used_rows(table)]
     lines = np.arange(len(table)) + 2  # file lines: the header is line 1
     if not len(table):
@@ -95,6 +98,18 @@ def read_tick_csv(
         utc_ns, prices["<BID>"], prices["<ASK>"], meta, last=prices.get("<LAST>"),
         volume=prices.get("<VOLUME>"), lines=lines, origin=origin,
     )  # fmt: skip
+
+
+def _unparsable(origin: str, body: str, fields: int, exc: Exception) -> TickDataError:
+    """The error of a body pandas cannot split into the header's fields, naming the first line at fault
+    (pandas counts lines of the body it was given, not of the file, and names no file)."""
+    for number, line in enumerate(body.split("\n"), start=2):  # file lines: the header is line 1
+        count = line.count("\t") + 1
+        if count > fields:
+            return TickDataError(
+                origin, f"{count} tab-separated fields where the header names {fields}", line=number
+            )
+    return TickDataError(origin, f"not readable as a tick export ({' '.join(str(exc).split())})")
 
 
 def _used_rows(table: pd.DataFrame) -> int:

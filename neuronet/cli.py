@@ -7,6 +7,7 @@ advisor's own failures are printed as one line and exit with status 2 (``neurone
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -68,14 +69,31 @@ def _quiet_help_flags(command: typer.core.TyperCommand | typer.core.TyperGroup) 
         _quiet_help_flags(sub)
 
 
+@functools.cache
+def _command() -> typer.core.TyperGroup:
+    """The app's command tree, built once per process (building it costs tens of milliseconds)."""
+    command = typer.main.get_command(app)
+    _quiet_help_flags(command)
+    return command
+
+
+def usage_line(exc: typer.BadParameter) -> str:
+    """A usage error of the CLI framework (an unknown option, a value of the wrong type or out of its
+    range) as the one line every user error is: ``error: <what, naming the option> (neuronet CMD --help)``.
+    """
+    text = " ".join(exc.format_message().split()).replace(": Value error, ", ": ")  # pydantic's prefix
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None and ctx.command.get_help_option(ctx) is not None:
+        text += f" ({ctx.command_path} {ctx.help_option_names[0]})"
+    return f"error: {text}"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app and turn user errors into a one-line message."""
     argv = sys.argv[1:] if argv is None else argv
     debug = _debug_wanted("--debug" in argv)  # a root option: it precedes the command
     try:
-        command = typer.main.get_command(app)
-        _quiet_help_flags(command)
-        code = command(args=argv, standalone_mode=False)
+        code = _command()(args=argv, prog_name="neuronet", standalone_mode=False)
         if isinstance(code, int) and code:  # Typer returns (not raises) the exit code of a Ctrl-C
             if code == 130:
                 typer.echo("Interrupted.", err=True)
@@ -96,8 +114,8 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo("Interrupted.", err=True)
         raise SystemExit(130) from None
     except Exception as exc:  # the one place where any error becomes a message
-        if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # usage errors of the CLI framework
-            exc.show()
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):  # the CLI framework's usage errors
+            typer.echo(usage_line(exc), err=True)
             raise SystemExit(exc.exit_code) from None
         if debug:
             raise

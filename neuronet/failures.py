@@ -25,12 +25,17 @@ _FILE_SYSTEM_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.
 
 
 def user_message(exc: BaseException) -> str | None:
-    """The one line to print for a failure the user can act on, or None for an internal error."""
+    """The one line to print for a failure the user can act on, or None for an internal error (a message
+    that spans lines, e.g. one quoting a library's text, is joined into one)."""
     if isinstance(exc, EARuntimeError):
-        return f"error: expert advisor failed: {exc}"
+        return f"error: expert advisor failed: {_one_line(exc)}"
     if isinstance(exc, NeuronetError) or is_file_system_error(exc):
-        return f"error: {exc}"
+        return f"error: {_one_line(exc)}"
     return None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
 
 
 def is_file_system_error(exc: BaseException) -> bool:

@@ -12,6 +12,7 @@ from nn import attention, complex, spectral  # noqa: F401  (register their layer
 from nn.atfnet import ATFNet, PatchTST
 from nn.backend import Backend
 from nn.callbacks import EarlyStopping, EpochRecord, History
+from nn.errors import NNConfigError, NNDataError, NNTypeError
 from nn.io import ModelFileError, load, save
 from nn.layers import ActivationLayer, BatchNorm, Dense, Dropout, Softmax, from_config, register_layer
 from nn.model import Sequential
@@ -34,11 +35,15 @@ __all__ = [
     "History",
     "ModelFileError",
     "Momentum",
+    "NNConfigError",
+    "NNDataError",
+    "NNTypeError",
     "PatchTST",
     "RMSProp",
     "Sequential",
     "Softmax",
     "StepDecay",
+    "check_backend_name",
     "from_config",
     "get_backend",
     "load",
@@ -71,8 +76,8 @@ def get_backend(
     if not isinstance(name, str):
         if isinstance(name, Backend):
             return name
-        raise ValueError(f"backend must be 'numpy', 'opencl' or a Backend object, got {name!r}")
-    key = name.lower()
+        raise NNTypeError(f"backend must be 'numpy', 'opencl' or a Backend object, got {name!r}")
+    key = check_backend_name(name)
     if key == "auto":
         try:
             return get_backend("opencl", device, dtype, profile=profile, fused_online=fused_online)
@@ -81,28 +86,47 @@ def get_backend(
             return get_backend("numpy")
     if key == "numpy":
         if device is not None or (dtype is not None and np.dtype(dtype) != np.float64):
-            raise ValueError(
+            raise NNConfigError(
                 "the numpy backend is the float64 reference: it takes no device and no other dtype"
             )
         from nn.ops_numpy import NumpyBackend
 
         return NumpyBackend()
-    if key == "opencl" or key.startswith("opencl:"):
+    # "opencl" or "opencl:<device>": check_backend_name lets nothing else through
+    try:
+        from nn.ops_opencl import OpenCLBackend
+    except ImportError as exc:
+        raise BackendUnavailableError(
+            f"the OpenCL backend cannot be imported ({exc}); install pyopencl and an OpenCL driver "
+            "(on Linux x86-64: pip install pocl-binary-distribution), or use backend='numpy'"
+        ) from None
+    if device is None and key.startswith("opencl:"):
+        device = name.split(":", 1)[1]
+    try:
+        return OpenCLBackend(device=device, dtype=dtype, profile=profile, fused_online=fused_online)
+    except (ValueError, OSError):
+        raise  # already a one-line user error from the OpenCL layer
+    except Exception as exc:  # a raw pyopencl/driver error: say which backend failed and the fallback
+        raise BackendUnavailableError(
+            f"no usable OpenCL device ({type(exc).__name__}: {exc}); use backend='numpy' instead"
+        ) from None
+
+
+def check_backend_name(name: str, *, device: bool = False) -> str:
+    """``name`` as ``get_backend`` reads it ("auto", "numpy", "opencl" or "opencl:<device>"), lower-cased,
+    checked without starting a backend, so a caller can refuse a bad name before any work (the command
+    line before it reads data, an expert advisor when its parameters are set). With ``device=True`` the
+    device of "opencl:<device>" must also match one that is there (``opencl.device.choose_device``)."""
+    key = str(name).strip().lower()
+    kind, sep, wanted = key.partition(":")
+    if kind not in ("auto", "numpy", "opencl") or (sep and (kind != "opencl" or not wanted.strip())):
+        raise NNConfigError(f"unknown backend {name!r}: expected auto, numpy, opencl or opencl:<device>")
+    if device and wanted.strip():
         try:
-            from nn.ops_opencl import OpenCLBackend
+            from opencl.device import choose_device
         except ImportError as exc:
             raise BackendUnavailableError(
-                f"the OpenCL backend cannot be imported ({exc}); install pyopencl and an OpenCL driver "
-                "(on Linux x86-64: pip install pocl-binary-distribution), or use backend='numpy'"
+                f"backend {name!r}: the OpenCL backend cannot be imported ({exc})"
             ) from None
-        if device is None and key.startswith("opencl:"):
-            device = name.split(":", 1)[1]
-        try:
-            return OpenCLBackend(device=device, dtype=dtype, profile=profile, fused_online=fused_online)
-        except (ValueError, OSError):
-            raise  # already a one-line user error from the OpenCL layer
-        except Exception as exc:  # a raw pyopencl/driver error: say which backend failed and the fallback
-            raise BackendUnavailableError(
-                f"no usable OpenCL device ({type(exc).__name__}: {exc}); use backend='numpy' instead"
-            ) from None
-    raise ValueError(f"unknown backend {name!r}: expected 'auto', 'opencl' or 'numpy'")
+        choose_device(str(name).strip().partition(":")[2].strip())
+    return key

@@ -36,6 +36,7 @@ from nn.attention import (
     _layer,
 )
 from nn.complex import ComplexDense, ComplexDropout, ComplexEncoderLayer, ComplexMultiHeadAttention
+from nn.errors import NNConfigError
 from nn.layer import Layer, ParamSpec
 from nn.layers import DropoutMask, register_layer
 from nn.spectral import (
@@ -66,20 +67,20 @@ class ChannelIndependent(Composite):
     def __init__(self, layers: list, revin: bool = False, affine: bool = False, eps: float = 1e-5) -> None:
         super().__init__()
         if not layers:
-            raise ValueError(f"{self.type_name}: needs at least one inner layer")
+            raise NNConfigError(f"{self.type_name}: needs at least one inner layer")
         self.revin, self.affine, self.eps = revin, affine, eps
         if affine and not revin:
-            raise ValueError(f"{self.type_name}: affine=True needs revin=True")
+            raise NNConfigError(f"{self.type_name}: affine=True needs revin=True")
         self.children = {str(i): _layer(spec) for i, spec in enumerate(layers)}
 
     def build(self, input_shape):
         if len(input_shape) != 2:
-            raise ValueError(f"{self.type_name} expects (length, channels) inputs, got {input_shape}")
+            raise NNConfigError(f"{self.type_name} expects (length, channels) inputs, got {input_shape}")
         shape: tuple[int, ...] = (input_shape[0],)
         for child in self.children.values():
             shape = tuple(child.build(shape))
         if len(shape) != 1:
-            raise ValueError(f"{self.type_name}: inner layers must end with one series (T,), got {shape}")
+            raise NNConfigError(f"{self.type_name}: inner layers must end with one series (T,), got {shape}")
         self.input_shape, self.output_shape = tuple(input_shape), (shape[0], input_shape[1])
         return self.output_shape
 
@@ -200,7 +201,7 @@ class PatchTSTBackbone(Composite):
 
     def build(self, input_shape):
         if len(input_shape) != 1:
-            raise ValueError(f"patchtst_backbone expects one series (L,), got {input_shape}")
+            raise NNConfigError(f"patchtst_backbone expects one series (L,), got {input_shape}")
         shape = tuple(input_shape)
         for name, child in self.children.items():
             if name == "head":
@@ -294,7 +295,7 @@ class FrequencyBlock(Composite):
     ) -> None:
         super().__init__()
         if f_scaling not in F_SCALINGS:
-            raise ValueError(f"f_scaling must be one of {', '.join(F_SCALINGS)}, got {f_scaling!r}")
+            raise NNConfigError(f"f_scaling must be one of {', '.join(F_SCALINGS)}, got {f_scaling!r}")
         self.f_scaling = f_scaling
         self.pred_len, self.d_model, self.n_heads, self.layers = pred_len, d_model, n_heads, layers
         self.d_ff, self.dropout, self.score, self.seed = d_ff, dropout, score, seed
@@ -311,7 +312,7 @@ class FrequencyBlock(Composite):
 
     def build(self, input_shape):
         if len(input_shape) != 1:
-            raise ValueError(f"atfnet_fblock expects one series (L,), got {input_shape}")
+            raise NNConfigError(f"atfnet_fblock expects one series (L,), got {input_shape}")
         length = input_shape[0]
         self._dft = ExtendedDFT(self.pred_len)
         bins = self._dft.build((length,))[0]  # F = (L + T)//2 + 1

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from nn.backend import Activation
+from nn.errors import NNConfigError
 from nn.layer import Layer, ParamSpec
 from nn.layers import DropoutMask, DropsWeights, from_config, register_layer
 
@@ -131,10 +132,12 @@ class MultiHeadSelfAttention(DropsWeights, Layer):
 
     def build(self, input_shape):
         if len(input_shape) != 2:
-            raise ValueError(f"multihead_attention expects (tokens, d_model) inputs, got {input_shape}")
+            raise NNConfigError(f"multihead_attention expects (tokens, d_model) inputs, got {input_shape}")
         d = input_shape[1]
         if self.n_heads < 1 or d % self.n_heads:
-            raise ValueError(f"multihead_attention: d_model {d} is not divisible by n_heads {self.n_heads}")
+            raise NNConfigError(
+                f"multihead_attention: d_model {d} is not divisible by n_heads {self.n_heads}"
+            )
         self.input_shape = self.output_shape = tuple(input_shape)
         return self.output_shape
 
@@ -200,7 +203,7 @@ class SinusoidalPositionalEncoding(Layer):
 
     def build(self, input_shape):
         if len(input_shape) != 2:
-            raise ValueError(f"sinusoidal_position expects (tokens, d_model) inputs, got {input_shape}")
+            raise NNConfigError(f"sinusoidal_position expects (tokens, d_model) inputs, got {input_shape}")
         self.input_shape = self.output_shape = tuple(input_shape)
         return self.output_shape
 
@@ -226,7 +229,7 @@ class LearnablePositionalEncoding(Layer):
 
     def build(self, input_shape):
         if len(input_shape) != 2:
-            raise ValueError(f"learnable_position expects (tokens, d_model) inputs, got {input_shape}")
+            raise NNConfigError(f"learnable_position expects (tokens, d_model) inputs, got {input_shape}")
         self.input_shape = self.output_shape = tuple(input_shape)
         return self.output_shape
 
@@ -258,12 +261,12 @@ class Patching(Layer):
 
     def build(self, input_shape):
         if len(input_shape) != 1:
-            raise ValueError(f"patching expects one series per sample (L,), got {input_shape}")
+            raise NNConfigError(f"patching expects one series per sample (L,), got {input_shape}")
         length = input_shape[0]
         if self.patch_len < 1 or self.stride < 1 or self.padding < 0:
-            raise ValueError("patching: patch_len and stride must be >= 1 and padding >= 0")
+            raise NNConfigError("patching: patch_len and stride must be >= 1 and padding >= 0")
         if length + self.padding < self.patch_len:
-            raise ValueError(f"patching: {length} points are fewer than patch_len {self.patch_len}")
+            raise NNConfigError(f"patching: {length} points are fewer than patch_len {self.patch_len}")
         n_patches = (length + self.padding - self.patch_len) // self.stride + 1
         self.input_shape, self.output_shape = (length,), (n_patches, self.patch_len)
         return self.output_shape

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 
+from nn.errors import NNConfigError, NNTypeError
 from nn.rbm_ops import RBMOps
 
 if TYPE_CHECKING:  # the NumPy backend must work without pyopencl installed
@@ -72,7 +73,7 @@ class Activation:
 
     def __post_init__(self) -> None:
         if self.kind not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {self.kind!r}: expected one of {', '.join(ACTIVATIONS)}")
+            raise NNConfigError(f"unknown activation {self.kind!r}: expected one of {', '.join(ACTIVATIONS)}")
 
     @classmethod
     def of(cls, spec: str | dict | Activation | None) -> Activation:
@@ -542,6 +543,6 @@ def bind_families(backend: object, implementations: dict[type, object]) -> None:
             continue
         ops = implementations.get(family)
         if ops is None:
-            raise TypeError(f"{type(backend).__name__} has no implementation of {family.__name__}")
+            raise NNTypeError(f"{type(backend).__name__} has no implementation of {family.__name__}")
         for name in family_ops(family):
             setattr(backend, name, getattr(ops, name))

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from nn.errors import NNConfigError
+
 log = logging.getLogger(__name__)
 
 
@@ -69,9 +71,11 @@ class EarlyStopping:
         self, monitor: str = "val_loss", patience: int = 5, min_delta: float = 0.0, restore_best: bool = True
     ) -> None:
         if monitor not in ("val_loss", "loss", "val_accuracy"):
-            raise ValueError(f"EarlyStopping monitor must be val_loss, loss or val_accuracy, got {monitor!r}")
+            raise NNConfigError(
+                f"EarlyStopping monitor must be val_loss, loss or val_accuracy, got {monitor!r}"
+            )
         if not isinstance(patience, int) or patience < 0:
-            raise ValueError(f"EarlyStopping patience must be an integer >= 0, got {patience!r}")
+            raise NNConfigError(f"EarlyStopping patience must be an integer >= 0, got {patience!r}")
         self.monitor, self.patience, self.min_delta, self.restore_best = (
             monitor,
             patience,
@@ -86,7 +90,7 @@ class EarlyStopping:
     def on_epoch_end(self, record: EpochRecord) -> None:
         value = getattr(record, self.monitor)
         if value is None:
-            raise ValueError(f"EarlyStopping monitors {self.monitor!r}, but fit got no validation_data")
+            raise NNConfigError(f"EarlyStopping monitors {self.monitor!r}, but fit got no validation_data")
         score = self._sign * value
         if score < self.best - self.min_delta:
             self.best, self.best_epoch, self.wait = score, record.epoch, 0

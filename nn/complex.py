@@ -27,13 +27,14 @@ from typing import ClassVar
 from nn.attention import Composite
 from nn.backend import Tensor
 from nn.complex_ops_numpy import COMPLEX_ACTIVATIONS, SCORE_MODES
+from nn.errors import NNConfigError
 from nn.layer import Layer, ParamSpec
 from nn.layers import Dropout, DropoutMask, DropsWeights, register_layer
 
 
 def _complex_input(layer: str, input_shape: tuple[int, ...], min_rank: int = 2) -> None:
     if len(input_shape) < min_rank or input_shape[-1] != 2:
-        raise ValueError(
+        raise NNConfigError(
             f"{layer}: input shape {input_shape} is not complex: expected (..., 2) holding (Re, Im) pairs"
             f" with at least {min_rank - 1} complex axis/axes"
         )
@@ -53,7 +54,7 @@ class ComplexDense(Layer):
     def __init__(self, units: int, use_bias: bool = True, init: str = "xavier_uniform") -> None:
         super().__init__()
         if units < 1:
-            raise ValueError(f"complex_dense: units must be >= 1, got {units}")
+            raise NNConfigError(f"complex_dense: units must be >= 1, got {units}")
         self.units, self.use_bias, self.init = units, use_bias, init
         self._x: Tensor | None = None
 
@@ -98,7 +99,7 @@ class ComplexActivation(Layer):
     def __init__(self, kind: str = "relu", alpha: float = 0.01) -> None:
         super().__init__()
         if kind not in COMPLEX_ACTIVATIONS:
-            raise ValueError(
+            raise NNConfigError(
                 f"complex_activation: unknown kind {kind!r}: expected one of {', '.join(COMPLEX_ACTIVATIONS)}"
             )
         self.kind, self.alpha = kind, alpha
@@ -164,7 +165,7 @@ class ComplexLayerNorm(Layer):
     def __init__(self, eps: float = 1e-5) -> None:
         super().__init__()
         if eps <= 0:
-            raise ValueError(f"complex_layernorm: eps must be > 0, got {eps}")
+            raise NNConfigError(f"complex_layernorm: eps must be > 0, got {eps}")
         self.eps = eps
         self._xhat: Tensor | None = None
         self._inv_std: Tensor | None = None
@@ -228,19 +229,19 @@ class ComplexMultiHeadAttention(DropsWeights, Layer):
         self._drop = DropoutMask(dropout, seed, "attention dropout")
         self.dropout, self.seed = dropout, seed
         if score not in SCORE_MODES:
-            raise ValueError(
+            raise NNConfigError(
                 f"complex_mha: unknown score {score!r}: expected one of {', '.join(SCORE_MODES)}"
             )
         if heads < 1:
-            raise ValueError(f"complex_mha: heads must be >= 1, got {heads}")
+            raise NNConfigError(f"complex_mha: heads must be >= 1, got {heads}")
         self.heads, self.score, self.causal = heads, score, causal
         self._cache: tuple[Tensor, ...] = ()
 
     def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
         if len(input_shape) != 3 or input_shape[-1] != 2:
-            raise ValueError(f"{self.type_name}: input shape {input_shape} must be (tokens, d_model, 2)")
+            raise NNConfigError(f"{self.type_name}: input shape {input_shape} must be (tokens, d_model, 2)")
         if input_shape[1] % self.heads:
-            raise ValueError(
+            raise NNConfigError(
                 f"{self.type_name}: d_model {input_shape[1]} is not divisible by heads {self.heads}"
             )
         self.input_shape = self.output_shape = tuple(input_shape)
@@ -320,7 +321,7 @@ class ComplexEncoderLayer(Composite):
     ) -> None:
         super().__init__()
         if d_ff < 1:
-            raise ValueError(f"complex_encoder_layer: d_ff must be >= 1, got {d_ff}")
+            raise NNConfigError(f"complex_encoder_layer: d_ff must be >= 1, got {d_ff}")
         self.heads, self.d_ff, self.dropout, self.score = heads, d_ff, dropout, score
         self.causal, self.eps, self.seed, self.attn_dropout = causal, eps, seed, attn_dropout
         # The chain in forward order; parameters are named after the parametrised children.

@@ -21,6 +21,7 @@ import numpy as np
 
 from nn.cg import SVD_MAX_INPUTS, anneal, conjugate_gradient, svd_weights
 from nn.dbn_config import DBNConfig, check_memory, config_dict, config_from_dict
+from nn.errors import NNConfigError, NNDataError
 from nn.mlfn import Net, raw_error, weight_penalty
 from nn.mlfn_device import BackendSpace, DeviceCriterion
 from nn.rbm import EpochLog, TrainingDivergedError, check_unit_interval, train_rbm
@@ -75,7 +76,7 @@ class DBN:
         """Class probabilities (classifier) or outputs (regression), ``(N, K)``."""
         x = np.asarray(x, dtype=np.float64)
         if x.ndim != 2 or x.shape[1] != self.n_inputs:
-            raise ValueError(f"DBN input must be (cases, {self.n_inputs}), got shape {x.shape}")
+            raise NNDataError(f"DBN input must be (cases, {self.n_inputs}), got shape {x.shape}")
         return self.head.predict(self.features(x))
 
     def reconstruct(self, x: np.ndarray) -> np.ndarray:
@@ -96,7 +97,7 @@ class DBN:
         each layer with its own visible bias. ``n_chain = 0`` returns ``start`` unchanged.
         """
         if not self.layers:
-            raise ValueError("generation needs at least one unsupervised layer")
+            raise NNConfigError("generation needs at least one unsupervised layer")
         be, top = backend, self.layers[-1]
         w, b, c = be.asarray(top.w), be.asarray(top.b), be.asarray(top.c)
         counter = 0
@@ -165,16 +166,16 @@ class DBN:
             shapes |= {f"head{k}_w": (o, i), f"head{k}_b": (o,)}
         expect = set(shapes)
         if set(arrays) != expect:
-            raise ValueError(f"arrays {sorted(set(arrays) ^ expect)} missing or unexpected")
+            raise NNDataError(f"arrays {sorted(set(arrays) ^ expect)} missing or unexpected")
         for name, shape in shapes.items():
             a = arrays[name]
             if a.shape != shape:
-                raise ValueError(f"array {name} has shape {a.shape}, the architecture needs {shape}")
+                raise NNDataError(f"array {name} has shape {a.shape}, the architecture needs {shape}")
             if not np.isfinite(a).all():
-                raise ValueError(f"array {name} holds values that are not finite")
+                raise NNDataError(f"array {name} holds values that are not finite")
         if not head or bool(arch["classifier"]) != cfg.classifier or (cfg.classifier and head[-1] < 2):
             kind = "classifier" if cfg.classifier else "regression"
-            raise ValueError(f"head sizes {head} do not fit a {kind}")
+            raise NNDataError(f"head sizes {head} do not fit a {kind}")
         f64 = {k: np.asarray(a, dtype=np.float64) for k, a in arrays.items()}
         histories = training.get("history") or [[] for _ in hidden]
         errors = training.get("initial_error") or [0.0 for _ in hidden]
@@ -300,9 +301,11 @@ def train_dbn(
     x = check_unit_interval(x, "DBN input").astype(np.float64)
     t = np.asarray(t, dtype=np.float64)
     if t.ndim != 2 or t.shape[0] != x.shape[0] or not np.isfinite(t).all():
-        raise ValueError(f"DBN targets must be finite (cases, outputs) with {x.shape[0]} rows, got {t.shape}")
+        raise NNDataError(
+            f"DBN targets must be finite (cases, outputs) with {x.shape[0]} rows, got {t.shape}"
+        )
     if config.classifier and t.shape[1] < 2:
-        raise ValueError("a classifier needs at least 2 target columns (the class is the largest)")
+        raise NNDataError("a classifier needs at least 2 target columns (the class is the largest)")
     check_memory(x.shape[0], x.shape[1], t.shape[1], config, backend)
     phase = on_phase or (lambda _s: None)
     rng = np.random.default_rng(config.seed)

@@ -72,6 +72,7 @@ from neuronet.errors import NeuronetError
 from neuronet.userfiles import NotAFileError, open_regular
 from nn.backend import Backend
 from nn.dbn import DBN
+from nn.errors import NNConfigError, NNTypeError
 from nn.model import Sequential, model_sizes
 
 FORMAT = "neuronet-model"
@@ -142,13 +143,13 @@ def save(
     try:
         meta_json = json.loads(json.dumps(metadata, default=_json_default, allow_nan=False))
     except (TypeError, ValueError) as exc:
-        raise ValueError(
+        raise NNConfigError(
             f"save {path}: metadata must be JSON-compatible (numbers, strings, lists, dicts): {exc}"
         ) from None
     if not isinstance(model, Sequential):
         kind = getattr(model, "model_kind", None)
         if MODEL_KINDS.get(kind) is not type(model):
-            raise TypeError(f"save {path}: {type(model).__name__} is not a model kind this format stores")
+            raise NNTypeError(f"save {path}: {type(model).__name__} is not a model kind this format stores")
         arrays = model.export_arrays()
         dtypes = {np.dtype(a.dtype).name for a in arrays.values()}
         dtype = _DTYPES["float32"] if dtypes == {"float32"} else _DTYPES["float64"]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from nn.backend import Backend, Tensor
+from nn.errors import NNConfigError
 
 INITIALISERS = ("seed_uniform", "xavier_uniform", "xavier_normal", "he_uniform", "he_normal", "zeros", "ones")
 
@@ -38,7 +39,9 @@ class ParamSpec:
 
     def __post_init__(self) -> None:
         if self.init not in INITIALISERS:
-            raise ValueError(f"unknown initialiser {self.init!r}: expected one of {', '.join(INITIALISERS)}")
+            raise NNConfigError(
+                f"unknown initialiser {self.init!r}: expected one of {', '.join(INITIALISERS)}"
+            )
 
     @property
     def size(self) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from nn.backend import ACTIVATIONS, Activation, Backend, Tensor
+from nn.errors import NNConfigError, NNTypeError
 from nn.layer import INITIALISERS, Layer, ParamSpec
 
 _REGISTRY: dict[str, type[Layer]] = {}
@@ -20,9 +21,9 @@ def register_layer(cls: type[Layer]) -> type[Layer]:
     """Class decorator: make ``cls`` constructible by ``from_config({"type": cls.type_name, ...})``."""
     name = getattr(cls, "type_name", None)
     if not isinstance(name, str) or not name:
-        raise TypeError(f"{cls.__name__} needs a non-empty class attribute type_name to be registered")
+        raise NNTypeError(f"{cls.__name__} needs a non-empty class attribute type_name to be registered")
     if name in _REGISTRY and _REGISTRY[name] is not cls:
-        raise ValueError(f"layer type {name!r} is already registered by {_REGISTRY[name].__name__}")
+        raise NNConfigError(f"layer type {name!r} is already registered by {_REGISTRY[name].__name__}")
     _REGISTRY[name] = cls
     return cls
 
@@ -35,15 +36,15 @@ def layer_types() -> list[str]:
 def from_config(config: dict[str, Any]) -> Layer:
     """Rebuild a layer from ``config()`` output: ``{"type": "dense", "units": 500, ...}``."""
     if not isinstance(config, dict) or "type" not in config:
-        raise ValueError(f"a layer description must be a dict with a 'type' key, got {config!r}")
+        raise NNConfigError(f"a layer description must be a dict with a 'type' key, got {config!r}")
     kind = config["type"]
     if kind not in _REGISTRY:
-        raise ValueError(f"unknown layer type {kind!r}: expected one of {', '.join(layer_types())}")
+        raise NNConfigError(f"unknown layer type {kind!r}: expected one of {', '.join(layer_types())}")
     kwargs = {k: v for k, v in config.items() if k != "type"}
     try:
         return _REGISTRY[kind](**kwargs)
     except TypeError as exc:  # unexpected or missing keyword: name the layer and the problem
-        raise ValueError(f"layer {kind!r}: {exc}") from None
+        raise NNConfigError(f"layer {kind!r}: {exc}") from None
 
 
 def _activation_config(act: Activation) -> str | dict[str, Any]:
@@ -55,13 +56,13 @@ def _activation_config(act: Activation) -> str | dict[str, Any]:
 
 def _check_units(name: str, value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        raise NNConfigError(f"{name} must be a positive integer, got {value!r}")
     return value
 
 
 def _flat_features(layer: str, input_shape: tuple[int, ...]) -> int:
     if len(input_shape) != 1:
-        raise ValueError(f"{layer} expects a flat (F,) input per sample, got shape {input_shape}")
+        raise NNConfigError(f"{layer} expects a flat (F,) input per sample, got shape {input_shape}")
     return input_shape[0]
 
 
@@ -90,7 +91,7 @@ class Dense(Layer):
         if init is None:
             init = "he_uniform" if self.act.kind in ("relu", "lrelu", "swish", "gelu") else "xavier_uniform"
         if init not in INITIALISERS:
-            raise ValueError(f"dense init {init!r}: expected one of {', '.join(INITIALISERS)}")
+            raise NNConfigError(f"dense init {init!r}: expected one of {', '.join(INITIALISERS)}")
         self.init = init
         self._fused = self.act if self.act.output_derivable else Activation("linear")
 
@@ -150,7 +151,7 @@ class ActivationLayer(Layer):
     def __init__(self, kind: str = "linear", alpha: float | None = None, beta: float = 0.0) -> None:
         super().__init__()
         if kind not in ACTIVATIONS:
-            raise ValueError(f"activation layer kind {kind!r}: expected one of {', '.join(ACTIVATIONS)}")
+            raise NNConfigError(f"activation layer kind {kind!r}: expected one of {', '.join(ACTIVATIONS)}")
         base = Activation.of(kind)
         self.act = Activation(kind, base.alpha if alpha is None else float(alpha), float(beta))
 
@@ -206,7 +207,7 @@ class DropoutMask:
 
     def __init__(self, rate: float, seed: int | None = None, what: str = "dropout") -> None:
         if not isinstance(rate, int | float) or not 0.0 <= rate < 1.0:
-            raise ValueError(f"{what} rate must be in [0, 1), got {rate!r}")
+            raise NNConfigError(f"{what} rate must be in [0, 1), got {rate!r}")
         self.rate, self.seed, self.counter = float(rate), seed, 0
 
     def draw(self, backend: Backend, shape: tuple[int, ...], training: bool) -> Tensor | None:
@@ -283,9 +284,9 @@ class BatchNorm(Layer):
     def __init__(self, momentum: float = 0.1, eps: float = 1e-5) -> None:
         super().__init__()
         if not 0.0 < momentum <= 1.0:
-            raise ValueError(f"batchnorm momentum must be in (0, 1], got {momentum!r}")
+            raise NNConfigError(f"batchnorm momentum must be in (0, 1], got {momentum!r}")
         if not eps > 0.0:
-            raise ValueError(f"batchnorm eps must be positive, got {eps!r}")
+            raise NNConfigError(f"batchnorm eps must be positive, got {eps!r}")
         self.momentum, self.eps = float(momentum), float(eps)
 
     def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nn.errors import NNConfigError, NNDataError
+
 LOSSES = ("mse", "mae", "cce", "softmax_cce", "bce")
 
 
@@ -30,10 +32,10 @@ class Loss:
 def resolve_loss(name: str, last_layer_type: str) -> Loss:
     """Validate ``name`` against the model's last layer type and return how to compute it."""
     if name not in LOSSES:
-        raise ValueError(f"unknown loss {name!r}: expected one of {', '.join(LOSSES)}")
+        raise NNConfigError(f"unknown loss {name!r}: expected one of {', '.join(LOSSES)}")
     if name == "cce":
         if last_layer_type != "softmax":
-            raise ValueError(
+            raise NNConfigError(
                 "loss 'cce' needs a softmax output: end the model with activation 'softmax' "
                 "(or use loss 'softmax_cce' on a model that outputs logits)"
             )
@@ -46,14 +48,16 @@ def resolve_loss(name: str, last_layer_type: str) -> Loss:
 def check_targets(loss: Loss, y: np.ndarray, origin: str) -> None:
     """Reject targets the loss cannot mean (e.g. unnormalised rows for cross-entropy), naming ``origin``."""
     if not np.all(np.isfinite(y)):
-        raise ValueError(f"{origin}: targets contain NaN or infinite values")
+        raise NNDataError(f"{origin}: targets contain NaN or infinite values")
     if loss.kernel == "softmax_cce":
         wrong = (y < 0).any(axis=1) | ~np.isclose(y.sum(axis=1), 1.0, atol=1e-6)
         if wrong.any():
             bad = int(np.flatnonzero(wrong)[0])
-            raise ValueError(f"{origin}: loss {loss.name!r} needs one-hot target rows; row {bad} is {y[bad]}")
+            raise NNDataError(
+                f"{origin}: loss {loss.name!r} needs one-hot target rows; row {bad} is {y[bad]}"
+            )
     elif loss.kernel == "bce" and (np.any(y < 0) or np.any(y > 1)):
-        raise ValueError(f"{origin}: loss 'bce' needs targets in [0, 1]")
+        raise NNDataError(f"{origin}: loss 'bce' needs targets in [0, 1]")
 
 
 def accuracy(loss: Loss, pred: np.ndarray, target: np.ndarray) -> float | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from nn.backend import Activation, Backend, Tensor
+from nn.errors import NNDataError
 from nn.mlfn import Net
 
 _SIGMOID, _LINEAR = Activation("sigmoid"), Activation("linear")
@@ -54,8 +55,8 @@ class DeviceCriterion:
         host_mask[np.concatenate(mask)] = 1.0
         n, k = t.shape
         if x.shape[0] != n or x.shape[1] != self.shapes[0][1]:
-            raise ValueError(f"criterion data: inputs {x.shape} and targets {t.shape} do not fit the net "
-                             f"({self.shapes[0][1]} inputs)")
+            raise NNDataError(f"criterion data: inputs {x.shape} and targets {t.shape} do not fit the net "
+                              f"({self.shapes[0][1]} inputs)")
         if self.classifier:
             t = np.eye(k)[np.argmax(t, axis=1)]
         self._kind = "softmax_cce" if self.classifier else "mse"

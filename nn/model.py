@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from tqdm.auto import tqdm
 
 from nn.backend import Backend, FusedEpoch, Tensor
 from nn.callbacks import EpochRecord, History
+from nn.errors import NNConfigError, NNDataError
 from nn.init import initial_values
 from nn.layer import Layer, ParamSpec
 from nn.layers import Dropout, from_config
@@ -72,6 +74,30 @@ class _Layout:
         return out
 
 
+MAX_ELEMENTS = 2**31 - 1  # the kernels index a flat buffer with 32-bit integers
+
+
+def _check_size(params: int, state: int, slots: int, dtype: Any) -> None:
+    """Refuse a model too large to hold before anything is allocated: the parameters, their gradients and
+    the optimizer's slots must fit the kernels' 32-bit indices and the machine's memory (where it can be
+    read), so a typo such as ``units=10**9`` is one line instead of a ``MemoryError`` or a swapping host."""
+    if max(params, state) > MAX_ELEMENTS:
+        raise NNConfigError(
+            f"the model holds {max(params, state):,} values in one buffer, more than the {MAX_ELEMENTS:,} "
+            "the kernels can index; make the layers smaller"
+        )
+    need = (params * (2 + slots) + state) * np.dtype(dtype).itemsize
+    try:
+        have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): the index bound alone
+        return
+    if need > have:
+        raise NNConfigError(
+            f"the model needs {need / 2**30:.1f} GiB for its parameters, gradients and optimizer state, "
+            f"more than this machine's {have / 2**30:.1f} GiB of memory; make the layers smaller"
+        )
+
+
 class Sequential:
     """Layers applied in order; see the module docstring for how training runs.
 
@@ -95,7 +121,7 @@ class Sequential:
 
         expanded = _expand(layers)
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+            raise NNConfigError(f"seed must be a non-negative integer, got {seed!r}")
         self.layers, self.input_shape, self.seed = expanded, _input_shape(input_shape), seed
         self.backend = get_backend(backend)
         self.loss = resolve_loss(loss, expanded[-1].type_name)
@@ -130,6 +156,7 @@ class Sequential:
         self.output_shape = shape
         be, align = self.backend, self.backend.alignment
         self._param_layout, self._state_layout = _Layout(params, align), _Layout(states, align)
+        _check_size(self._param_layout.size, self._state_layout.size, self.optimizer.slots, be.dtype)
         rng = np.random.default_rng(self.seed)
         self._params = be.asarray(self._param_layout.pad(self._initial(params, rng)))
         self._state = be.asarray(self._state_layout.pad(self._initial(states, rng)))
@@ -207,19 +234,19 @@ class Sequential:
     def _check_x(self, x: Any, where: str) -> np.ndarray:
         x = np.asarray(x)
         if x.ndim < 1 or x.shape[1:] != self.input_shape:
-            raise ValueError(
+            raise NNDataError(
                 f"{where}: X has shape {x.shape}, expected (N, {', '.join(map(str, self.input_shape))})"
             )
         if not np.issubdtype(x.dtype, np.number) or not np.all(np.isfinite(x)):
-            raise ValueError(f"{where}: X must be finite numbers (found NaN, inf or non-numeric values)")
+            raise NNDataError(f"{where}: X must be finite numbers (found NaN, inf or non-numeric values)")
         return x
 
     def _check_xy(self, x: Any, y: Any, where: str) -> tuple[np.ndarray, np.ndarray]:
         x, y = self._check_x(x, where), np.asarray(y, dtype=np.float64)
         if y.shape != (len(x), *self.output_shape):
-            raise ValueError(f"{where}: Y has shape {y.shape}, expected {(len(x), *self.output_shape)}")
+            raise NNDataError(f"{where}: Y has shape {y.shape}, expected {(len(x), *self.output_shape)}")
         if len(x) == 0:
-            raise ValueError(f"{where}: no samples")
+            raise NNDataError(f"{where}: no samples")
         check_targets(self.loss, y, where)
         return x, y
 
@@ -261,9 +288,9 @@ class Sequential:
         """
         for name, value, low in (("epochs", epochs, 0), ("batch_size", batch_size, 1), ("seed", seed, 0)):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"fit: {name} must be an integer >= {low}, got {value!r}")
+                raise NNConfigError(f"fit: {name} must be an integer >= {low}, got {value!r}")
         if self._first_trainable == len(self.layers):
-            raise ValueError("fit: the model has no trainable parameters")
+            raise NNConfigError("fit: the model has no trainable parameters")
         x, y = self._check_xy(x, y, "fit")
         if validation_data is not None:
             validation_data = self._check_xy(*validation_data, "fit validation_data")
@@ -349,7 +376,7 @@ class Sequential:
     def _infer(self, x: np.ndarray, batch_size: int, y: np.ndarray | None) -> tuple[np.ndarray, float]:
         """Outputs ``(N, *output_shape)`` in batches, and the mean loss against ``y`` (NaN without ``y``)."""
         if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+            raise NNConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
         be, outs, total = self.backend, [], 0.0
         n = len(self.layers) - self.loss.skips_softmax
         for start in range(0, len(x), batch_size):
@@ -408,7 +435,7 @@ class Sequential:
         for name, size in expected.items():
             if name not in arrays or arrays[name].shape != (size,):
                 got = arrays[name].shape if name in arrays else "nothing"
-                raise ValueError(f"array {name!r}: expected ({size},) for this architecture, got {got}")
+                raise NNDataError(f"array {name!r}: expected ({size},) for this architecture, got {got}")
         be = self.backend
         be.copy_(self._params, be.asarray(self._param_layout.pad(arrays["params"])))
         be.copy_(self._state, be.asarray(self._state_layout.pad(arrays["state"])))
@@ -446,17 +473,17 @@ def _from_spec(i: int, spec: dict[str, Any]) -> Layer:
     try:
         return from_config(spec)
     except ValueError as exc:
-        raise ValueError(f"layer spec {i}: {exc}") from None
+        raise NNConfigError(f"layer spec {i}: {exc}") from None
 
 
 def _expand(layers: Sequence[Layer]) -> list[Layer]:
     """The layers a list of descriptions stands for (a softmax dense is two layers)."""
     if not layers:
-        raise ValueError("a Sequential model needs at least one layer")
+        raise NNConfigError("a Sequential model needs at least one layer")
     expanded: list[Layer] = []
     for layer in layers:
         if not isinstance(layer, Layer):
-            raise ValueError(f"Sequential takes Layer objects (or use from_specs), got {layer!r}")
+            raise NNConfigError(f"Sequential takes Layer objects (or use from_specs), got {layer!r}")
         expanded += layer.expand() if hasattr(layer, "expand") else [layer]
     return expanded
 
@@ -464,7 +491,7 @@ def _expand(layers: Sequence[Layer]) -> list[Layer]:
 def _input_shape(input_shape: Sequence[int]) -> tuple[int, ...]:
     shape = tuple(input_shape)
     if not shape or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape):
-        raise ValueError(f"input_shape must be positive integers, e.g. (240,), got {input_shape!r}")
+        raise NNConfigError(f"input_shape must be positive integers, e.g. (240,), got {input_shape!r}")
     return shape
 
 
@@ -480,7 +507,7 @@ def _shapes(
         try:
             shape = tuple(layer.build(shape))
         except ValueError as exc:
-            raise ValueError(f"layer {i} ({layer.type_name}): {exc}") from None
+            raise NNConfigError(f"layer {i} ({layer.type_name}): {exc}") from None
         params += [(i, s) for s in layer.param_specs()]
         states += [(i, s) for s in layer.state_specs()]
     return shape, params, states

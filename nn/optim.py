@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 from nn.backend import Backend, Tensor
+from nn.errors import NNConfigError
 
 
 @dataclass(frozen=True)
@@ -30,11 +31,11 @@ class StepDecay:
 
     def __post_init__(self) -> None:
         if not isinstance(self.step_size, int) or self.step_size < 1:
-            raise ValueError(
+            raise NNConfigError(
                 f"StepDecay step_size must be a positive integer (epochs), got {self.step_size!r}"
             )
         if not 0.0 < self.gamma <= 1.0:
-            raise ValueError(f"StepDecay gamma must be in (0, 1], got {self.gamma!r}")
+            raise NNConfigError(f"StepDecay gamma must be in (0, 1], got {self.gamma!r}")
 
     def __call__(self, lr: float, epoch: int) -> float:
         return lr * self.gamma ** (epoch // self.step_size)
@@ -51,7 +52,7 @@ class ExponentialDecay:
 
     def __post_init__(self) -> None:
         if not 0.0 < self.rate <= 1.0:
-            raise ValueError(f"ExponentialDecay rate must be in (0, 1], got {self.rate!r}")
+            raise NNConfigError(f"ExponentialDecay rate must be in (0, 1], got {self.rate!r}")
 
     def __call__(self, lr: float, epoch: int) -> float:
         return lr * self.rate**epoch
@@ -68,7 +69,7 @@ def schedule_from_config(spec: Schedule | dict[str, Any] | None) -> Schedule | N
     if spec is None or isinstance(spec, StepDecay | ExponentialDecay):
         return spec
     if not isinstance(spec, dict) or spec.get("type") not in _SCHEDULES:
-        raise ValueError(f"schedule must be {{'type': 'step'|'exponential', ...}}, got {spec!r}")
+        raise NNConfigError(f"schedule must be {{'type': 'step'|'exponential', ...}}, got {spec!r}")
     return _SCHEDULES[spec["type"]](**{k: v for k, v in spec.items() if k != "type"})
 
 
@@ -89,9 +90,9 @@ class Optimizer(ABC):
     ) -> None:
         for name, value in (("lr", lr), ("l1", l1), ("l2", l2)):
             if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"{self.type_name} {name} must be a finite number >= 0, got {value!r}")
+                raise NNConfigError(f"{self.type_name} {name} must be a finite number >= 0, got {value!r}")
         if clipnorm is not None and not clipnorm > 0:
-            raise ValueError(f"{self.type_name} clipnorm must be positive or None, got {clipnorm!r}")
+            raise NNConfigError(f"{self.type_name} clipnorm must be positive or None, got {clipnorm!r}")
         self.lr, self.l1, self.l2, self.clipnorm = float(lr), float(l1), float(l2), clipnorm
         self.schedule = schedule_from_config(schedule)
         self.iterations = 0  # updates done so far (Adam's t is iterations after the increment)
@@ -145,7 +146,7 @@ class Momentum(Optimizer):
     ) -> None:
         super().__init__(lr, **common)
         if not 0.0 <= momentum < 1.0:
-            raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
+            raise NNConfigError(f"momentum must be in [0, 1), got {momentum!r}")
         self.momentum, self.nesterov = float(momentum), bool(nesterov)
 
     def _hyper(self):
@@ -244,14 +245,14 @@ class Adam(Optimizer):
 
 def _fraction(name: str, value: float) -> float:
     if not isinstance(value, int | float) or not 0.0 <= value < 1.0:
-        raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+        raise NNConfigError(f"{name} must be in [0, 1), got {value!r}")
     return float(value)
 
 
 def _positive(name: str, value: float) -> float:
     # Epsilons as tiny as the seed's 1e-37 sit at float32's denormal edge and can flush to zero (seed bug 4).
     if not isinstance(value, int | float) or not value >= 1e-30:
-        raise ValueError(f"{name} must be a positive number >= 1e-30, got {value!r}")
+        raise NNConfigError(f"{name} must be a positive number >= 1e-30, got {value!r}")
     return float(value)
 
 
@@ -267,9 +268,9 @@ def optimizer_from_config(spec: Optimizer | dict[str, Any] | str) -> Optimizer:
     if isinstance(spec, str):
         spec = {"type": spec}
     if not isinstance(spec, dict) or spec.get("type") not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {spec!r}: expected a type among {', '.join(OPTIMIZERS)}")
+        raise NNConfigError(f"unknown optimizer {spec!r}: expected a type among {', '.join(OPTIMIZERS)}")
     kwargs = {k: v for k, v in spec.items() if k != "type"}
     try:
         return OPTIMIZERS[spec["type"]](**kwargs)
     except TypeError as exc:
-        raise ValueError(f"optimizer {spec['type']!r}: {exc}") from None
+        raise NNConfigError(f"optimizer {spec['type']!r}: {exc}") from None

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from neuronet.errors import NeuronetError
+from nn.errors import NNDataError
 from nn.rbm_config import RBMConfig
 from nn.rbm_ops import COSINE, HYPER, LEN2, LR, MAX_INC, MOMENTUM, RBMState
 
@@ -78,12 +79,12 @@ def check_unit_interval(x: np.ndarray, what: str = "RBM input") -> np.ndarray:
     if x.dtype != np.float32:
         x = x.astype(np.float64, copy=False)
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
-        raise ValueError(f"{what} must be a non-empty (cases, inputs) matrix, got shape {x.shape}")
+        raise NNDataError(f"{what} must be a non-empty (cases, inputs) matrix, got shape {x.shape}")
     low, high = x.min(), x.max()  # NaN propagates into both
     if not (low >= 0.0 and high <= 1.0):
         bad = ~np.isfinite(x) | (x < 0.0) | (x > 1.0)
         r, c = np.argwhere(bad)[0]
-        raise ValueError(f"{what} must lie in [0, 1]: row {r}, column {c} holds {x[r, c]}")
+        raise NNDataError(f"{what} must lie in [0, 1]: row {r}, column {c} holds {x[r, c]}")
     return x
 
 

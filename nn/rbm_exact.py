@@ -12,6 +12,8 @@ import itertools
 
 import numpy as np
 
+from nn.errors import NNConfigError
+
 MAX_VISIBLE = 20
 
 
@@ -28,7 +30,7 @@ def free_energy(v: np.ndarray, w: np.ndarray, b: np.ndarray, c: np.ndarray) -> n
 def log_partition(w: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
     """``log Z``, enumerating the 2^V visible states."""
     if w.shape[1] > MAX_VISIBLE:
-        raise ValueError(f"exact log Z enumerates 2^V states: V = {w.shape[1]} exceeds {MAX_VISIBLE}")
+        raise NNConfigError(f"exact log Z enumerates 2^V states: V = {w.shape[1]} exceeds {MAX_VISIBLE}")
     neg = -free_energy(all_states(w.shape[1]), w, b, c)
     top = neg.max()
     return float(top + np.log(np.exp(neg - top).sum()))

@@ -20,6 +20,7 @@ from typing import ClassVar
 import numpy as np
 
 from nn.backend import Backend, Tensor
+from nn.errors import NNConfigError
 from nn.layer import Layer
 from nn.layers import register_layer
 
@@ -66,13 +67,13 @@ class ExtendedDFT(Layer):
     def __init__(self, pred_len: int) -> None:
         super().__init__()
         if pred_len < 1:
-            raise ValueError(f"extended_dft: pred_len must be >= 1, got {pred_len}")
+            raise NNConfigError(f"extended_dft: pred_len must be >= 1, got {pred_len}")
         self.pred_len = pred_len
         self.basis: Tensor | None = None
 
     def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
         if len(input_shape) < 1 or input_shape[-1] < 1:
-            raise ValueError(
+            raise NNConfigError(
                 f"extended_dft: input shape {input_shape} must end with the series length L >= 1"
             )
         self.input_shape = tuple(input_shape)
@@ -108,7 +109,7 @@ class InverseExtendedDFT(Layer):
     def __init__(self, seq_len: int, pred_len: int) -> None:
         super().__init__()
         if seq_len < 1 or pred_len < 1:
-            raise ValueError(
+            raise NNConfigError(
                 f"inverse_extended_dft: seq_len and pred_len must be >= 1, got {seq_len}, {pred_len}"
             )
         self.seq_len, self.pred_len = seq_len, pred_len
@@ -117,7 +118,7 @@ class InverseExtendedDFT(Layer):
     def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
         bins = (self.seq_len + self.pred_len) // 2 + 1
         if len(input_shape) < 2 or tuple(input_shape[-2:]) != (bins, 2):
-            raise ValueError(
+            raise NNConfigError(
                 f"inverse_extended_dft: input shape {input_shape} must end with ({bins}, 2): the"
                 f" (seq_len + pred_len)//2 + 1 complex bins of seq_len={self.seq_len},"
                 f" pred_len={self.pred_len}"
@@ -162,7 +163,9 @@ class SpectrumNorm(Layer):
     def __init__(self, eps: float = 1e-10, ddof: int = 1) -> None:
         super().__init__()
         if eps < 0 or ddof not in (0, 1):
-            raise ValueError(f"spectrum_norm: need eps >= 0 and ddof in (0, 1), got eps={eps}, ddof={ddof}")
+            raise NNConfigError(
+                f"spectrum_norm: need eps >= 0 and ddof in (0, 1), got eps={eps}, ddof={ddof}"
+            )
         self.eps, self.ddof = eps, ddof
         self.mean: Tensor | None = None  # (M, 2) complex mean per row, M = batch·lead
         self.std: Tensor | None = None  # (M,)
@@ -173,7 +176,7 @@ class SpectrumNorm(Layer):
 
     def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
         if len(input_shape) < 2 or input_shape[-1] != 2 or input_shape[-2] <= self.ddof:
-            raise ValueError(
+            raise NNConfigError(
                 f"spectrum_norm: input shape {input_shape} must be (..., F, 2) with F > ddof={self.ddof} bins"
             )
         self.input_shape = self.output_shape = tuple(input_shape)

@@ -95,6 +95,9 @@ class ExpertAdvisor(TradeMethods):
 
     @classmethod
     def resolve_params(cls, given: dict[str, Any]) -> dict[str, Any]:
+        """The defaults with ``given`` applied, each converted to its default's type. An unknown name, a
+        value of the wrong type and an unknown network ``backend`` raise ``EAError`` here, before any bar
+        (and on the command line before any data is read); value ranges are ``on_init``'s to check."""
         defaults = cls.param_defaults()
         out = dict(defaults)
         for key, value in given.items():
@@ -103,6 +106,13 @@ class ExpertAdvisor(TradeMethods):
                 hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(defaults))}"
                 raise EAError(f"{cls.__name__} has no parameter {key!r}{hint}")
             out[key] = _coerce(cls.__name__, key, value, defaults[key])
+        if "backend" in given and isinstance(out["backend"], str):
+            from nn import check_backend_name  # only when asked: the EAs that train import nn lazily
+
+            try:
+                check_backend_name(out["backend"], device=True)
+            except NeuronetError as exc:
+                raise EAError(f"{cls.__name__} parameter 'backend': {exc}") from None
         return out
 
     # -- lifecycle (override) --------------------------------------------------------------------------

@@ -6,6 +6,7 @@ report section. The models, training, baselines and metrics are ``strategies.for
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -13,9 +14,11 @@ import numpy as np
 from nn.model import Sequential
 from strategies.base import Bars, EAError, ExpertAdvisor, ReportSection
 from strategies.baselines import LinearBaseline
+from strategies.errors import ForecastError
 from strategies.features import Scaler
 from strategies.forecast_data import sliding_windows
 from strategies.forecasting import (
+    MODELS,
     Preset,
     build_forecaster,
     direction_accuracy,
@@ -75,9 +78,27 @@ class ForecastEA(ExpertAdvisor):
                 f"ForecastEA channels {self.channels!r}: use candle columns ({', '.join(Bars.COLUMNS)}) "
                 "including close"
             )
+        if self.seq_len < 1 or self.pred_len < 1 or self.epochs < 0:
+            raise EAError(
+                f"ForecastEA needs seq_len >= 1, pred_len >= 1 and epochs >= 0, got {self.seq_len}, "
+                f"{self.pred_len} and {self.epochs}"
+            )
         self._step = self.horizon or self.pred_len
         if not 1 <= self._step <= self.pred_len:
             raise EAError(f"ForecastEA horizon must be in 1..pred_len={self.pred_len}, got {self.horizon}")
+        if self.model not in MODELS:
+            raise EAError(f"ForecastEA model must be one of {', '.join(MODELS)}, got {self.model!r}")
+        if not (0 < self.lots < math.inf and 0 <= self.cost_multiple < math.inf):
+            raise EAError(
+                f"ForecastEA needs lots > 0 and cost_multiple >= 0 (finite), got {self.lots} and "
+                f"{self.cost_multiple}"
+            )
+        try:  # the network's sizes and settings, before any training
+            self._size = Preset(
+                self.d_model, self.n_heads, self.layers, self.d_ff, self.dropout, self.lr, self.batch_size
+            ).check()
+        except ForecastError as exc:
+            raise EAError(f"ForecastEA {exc}") from None
         self._close = self._cols.index("close")
         self.rule = ForecastRule(self.lots, self.cost_multiple, self._step)
 
@@ -97,9 +118,7 @@ class ForecastEA(ExpertAdvisor):
         self._study_span.append((str(bars.time[0]), str(bars.time[-1])))
         self.scaler = Scaler.fit(data[: cut - 1 + self.seq_len + self.pred_len])
         x, y = sliding_windows(self.scaler.transform(data), self.seq_len, self.pred_len)
-        size = Preset(
-            self.d_model, self.n_heads, self.layers, self.d_ff, self.dropout, self.lr, self.batch_size
-        )
+        size = self._size
         self.net = build_forecaster(
             self.model,
             self.seq_len,

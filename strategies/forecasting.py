@@ -11,8 +11,9 @@ daily Exchange-rate benchmark it ties or beats most deep models):
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,26 @@ class Preset:
     dropout: float
     lr: float
     batch_size: int
+
+    def check(self, names: Mapping[str, str] | None = None) -> Preset:
+        """Refuse sizes and settings no model can take (``ForecastError``) before anything is built, so a
+        bad value is the user's one-line error, not a layer's failure inside training. ``names`` words each
+        field as the caller's user gave it (the command line's options); by default the field's name,
+        which is also the parameter's name of ``ForecastEA``."""
+        name = {f: f for f in asdict(self)} | dict(names or {})
+        for field in ("d_model", "n_heads", "layers", "d_ff", "batch_size"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ForecastError(f"{name[field]} must be >= 1, got {value}")
+        if self.d_model % self.n_heads:
+            raise ForecastError(
+                f"{name['d_model']} {self.d_model} must be a multiple of {name['n_heads']} {self.n_heads}"
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ForecastError(f"{name['dropout']} must be in [0, 1), got {self.dropout}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ForecastError(f"{name['lr']} must be > 0 (and finite), got {self.lr}")
+        return self
 
 
 # ``cpu``: a model a 2-core CPU trains in seconds per epoch; at this size the paper's lr 1e-4 leaves ATFNet

@@ -95,10 +95,25 @@ class FractalEA(ExpertAdvisor):
             raise EAError(f"FractalEA patience must be >= 0 (0 = no early stopping), got {self.patience}")
         if self.dbn_fine_tune < 0:
             raise EAError(f"FractalEA dbn_fine_tune must be >= 0, got {self.dbn_fine_tune}")
+        stops = (self.sl_points, self.tp_points)
+        if not (0 < self.lots < math.inf and all(0 <= p < math.inf for p in stops)):
+            raise EAError(
+                f"FractalEA needs lots > 0 and sl_points, tp_points >= 0 (finite), got {self.lots}, "
+                f"{self.sl_points} and {self.tp_points}"
+            )
+        if self.exit_bars < 0:
+            raise EAError(f"FractalEA exit_bars must be >= 0 (0: never), got {self.exit_bars}")
         self.kind = self.params["model"]  # self.model holds the trained network below
         if self.kind not in ("dense", "dbn"):
             raise EAError(f"FractalEA model must be 'dense' or 'dbn', got {self.kind!r}")
         self.specs = self.layer_specs()
+        if self.kind == "dense":  # each layer's and the optimizer's settings, before any training
+            from nn import from_config
+            from nn.optim import optimizer_from_config
+
+            for spec in self.specs:
+                from_config(spec)
+            optimizer_from_config({"type": self.optimizer, "lr": self.lr})
         self.model = None
         self.scaler: Scaler | None = None
         self.proba = None

@@ -6,6 +6,8 @@ while below. Both SMAs are declared as indicators, so the harness computes them 
 
 from __future__ import annotations
 
+import math
+
 from strategies.base import EAError, ExpertAdvisor
 from strategies.indicators import sma
 
@@ -22,6 +24,12 @@ class SmaCrossEA(ExpertAdvisor):
     def on_init(self) -> None:
         if not 0 < self.fast < self.slow:
             raise EAError(f"SmaCrossEA needs 0 < fast < slow, got fast={self.fast} slow={self.slow}")
+        stops = (self.sl_points, self.tp_points)
+        if not (0 < self.lots < math.inf and all(0 <= p < math.inf for p in stops)):
+            raise EAError(
+                f"SmaCrossEA needs lots > 0 and sl_points, tp_points >= 0 (finite), got {self.lots}, "
+                f"{self.sl_points} and {self.tp_points}"
+            )
         fast, slow = self.fast, self.slow
         self.fast_line = self.indicator(lambda b: sma(b.close, fast), f"sma{fast}")
         self.slow_line = self.indicator(lambda b: sma(b.close, slow), f"sma{slow}")

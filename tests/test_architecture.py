@@ -6,9 +6,10 @@ lower layer depend on a higher one (e.g. the data feeds pulling in OpenCL), whic
 
 Four modules cross every arrow: ``neuronet.errors``, the base class of all user-fixable errors,
 ``neuronet.atomic``, the one atomic file writer (the data feeds and the model files both write),
-``neuronet.userfiles``, the one reader of files users name (regular files only), and ``neuronet.cachedir``, the
-user cache folder (candles and OpenCL device verdicts). They may be imported from anywhere because they import
-nothing of ours but the error base (checked below), so they add no layer to their importers.
+``neuronet.userfiles``, the one reader of files users name (regular files only), and
+``neuronet.cachedir``, the user cache folder (candles and OpenCL device verdicts). They may be imported
+from anywhere because they import nothing of ours but the error base (checked below), so they add no layer
+to their importers.
 """
 
 from __future__ import annotations

@@ -213,5 +213,5 @@ def test_show_into_a_closed_pipe_exits_0_quietly():
 
 def test_export_out_with_a_nul_byte_is_refused(capsys, tmp_path):
     code, _, err = run(capsys, "data", "export", "--out", str(tmp_path / "a\0b.csv"))
-    assert code == 2 and "null byte" in err and "Traceback" not in err
+    assert code == 2 and "must not contain NUL bytes" in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []

@@ -92,16 +92,15 @@ def test_training_improves_on_a_periodic_series(csv_path):
 
 
 def _error(argv, capsys):
-    """Run the command function as the CLI does; user errors are ValueError/OSError with the whole story."""
-    from typer.main import get_command
+    """Run the command line; a user error is one line on stderr with exit status 2: return that line."""
+    from neuronet.cli import main
 
-    from neuronet.cli import app
-    from neuronet.failures import user_message
-
-    with pytest.raises((ValueError, OSError)) as exc:
-        get_command(app).main(["forecast", *argv], standalone_mode=False)
-    assert user_message(exc.value) is not None, f"shown as an internal error: {exc.value!r}"
-    return str(exc.value)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["forecast", *argv])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    return err
 
 
 def test_errors_name_the_problem(csv_path, tmp_path, capsys):
@@ -145,7 +144,9 @@ def test_option_errors_name_the_option(csv_path, tmp_path, capsys):
         [*base, "--d-model", "16", "--n-heads", "3"], capsys
     )
     assert "--lr must be > 0" in _error([*base, "--lr", "0"], capsys)
-    assert "--d-ff must be >= 1" in _error([*base, "--d-ff", "0"], capsys)
+    assert "Invalid value for '--d-ff': Input should be greater than or equal to 1" in _error(
+        [*base, "--d-ff", "0"], capsys
+    )
 
 
 @pytest.mark.parametrize(

@@ -138,7 +138,7 @@ def test_walk_forward_epoch_bar_never_runs_past_its_total(monkeypatch):
 
 def test_an_unknown_backend_is_refused_before_any_work(capsys, tmp_path):
     code, out, err = run(capsys, "run", "--backend", "cuda", "--out", str(tmp_path / "r"))
-    assert code == 2 and "--backend 'cuda': expected auto, numpy, opencl or opencl:<device>" in err
+    assert code == 2 and "'--backend': unknown backend 'cuda': expected auto, numpy, opencl or opencl:" in err
     assert not (tmp_path / "r").exists() and "FractalEA on" not in out
 
 

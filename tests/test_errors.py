@@ -3,6 +3,7 @@
 import ast
 import errno
 import importlib
+import math
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,7 @@ def test_errors_with_parts_survive_pickling():
 
     import pandas as pd
 
+    from backtests.errors import AccountError
     from datafeeds.errors import CandleDataError
     from datafeeds.terminal_errors import TerminalTimeoutError
 
@@ -121,6 +123,7 @@ def test_errors_with_parts_survive_pickling():
         CandleDataError("f.csv", "bad row", rows=rows, lines=pd.Series([7]).to_numpy()),
         CandleDataError("f.csv", "no header", line=1),
         TerminalTimeoutError("slow", code=-10005, transient=True),
+        AccountError("deposit", -5.0),
     ):
         again = pickle.loads(pickle.dumps(exc))
         assert type(again) is type(exc) and str(again) == str(exc)
@@ -129,7 +132,13 @@ def test_errors_with_parts_survive_pickling():
 
 
 BUILTIN_RAISES = {
-    "ValueError", "TypeError", "LookupError", "KeyError", "IndexError", "OSError", "RuntimeError"
+    "ValueError",
+    "TypeError",
+    "LookupError",
+    "KeyError",
+    "IndexError",
+    "OSError",
+    "RuntimeError",
 }
 INPUT_LAYERS = ("datafeeds", "neuronet")  # the code that checks what the user typed and the files they gave
 
@@ -163,3 +172,94 @@ def test_the_new_error_classes_keep_the_builtin_families():
     assert issubclass(DataError, ValueError) and issubclass(DataTypeError, TypeError)
     assert issubclass(UnknownNameError, LookupError) and issubclass(CommandLookupError, LookupError)
     assert issubclass(CommandError, ValueError) and issubclass(CommandOSError, OSError)
+
+
+# Built-in raises that stay in nn: invariants only a bug in nn itself can break (the backend ops run after a
+# layer, loss or config has checked the user's settings; a layer asking for fans it did not give). A whole
+# module ("nn/ops_numpy.py") or one function ("nn/spectral.py:SpectrumNorm._check_stats").
+NN_INTERNAL = {
+    "nn/ops_numpy.py": "the NumPy ops: called with settings the layers and losses checked",
+    "nn/ops_opencl.py": "the OpenCL ops: likewise",
+    "nn/complex_ops_numpy.py": "the complex ops: complex layers check kinds and score modes first",
+    "nn/complex_ops_opencl.py": "likewise",
+    "nn/attention_ops_opencl.py": "permutes of our own layers",
+    "nn/rbm_ops_numpy.py": "RBMConfig checks the reconstruction kind first",
+    "nn/rbm_ops_opencl.py": "likewise",
+    "nn/init.py": "ParamSpec checks the initialiser; fans are the layer code's to give",
+    "nn/spectral.py:SpectrumNorm.denormalize_backward": "called by the model after denormalize",
+    "nn/spectral.py:SpectrumNorm._check_stats": "called by the model after a forward pass",
+    "nn/spectral.py:harmonic_weight": "fed by ATFNet's own forward pass",
+    "nn/io.py:_json_default": "json.dumps's protocol: a TypeError, caught and reworded by save",
+    "nn/io.py:_npy_prefix": "caught at once and reported as a ModelFileError",
+}
+
+
+def _raises_by_function(path: Path) -> list[tuple[str, int, str]]:
+    """(qualified name of the enclosing function, line, class) of each built-in raise in ``path``."""
+    found: list[tuple[str, int, str]] = []
+
+    def visit(node: ast.AST, scope: list[str]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                visit(child, [*scope, child.name])
+                continue
+            if isinstance(child, ast.Raise) and isinstance(child.exc, ast.Call):
+                target = child.exc.func
+                if isinstance(target, ast.Name) and target.id in ("ValueError", "TypeError"):
+                    found.append((".".join(scope), child.lineno, target.id))
+            visit(child, scope)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), [])
+    return found
+
+
+def test_nn_checks_user_input_with_its_own_error_classes():
+    """A layer description, a shape, an optimizer setting, a fit argument or a backend name the caller got
+    wrong raises ``nn.errors`` (a ``NeuronetError``, one line on the command line), never a bare
+    ``ValueError``/``TypeError`` that reads as neuronet's own bug."""
+    offenders = []
+    for path in sorted((ROOT / "nn").rglob("*.py")):
+        rel = str(path.relative_to(ROOT))
+        for function, line, name in _raises_by_function(path):
+            if rel in NN_INTERNAL or f"{rel}:{function}" in NN_INTERNAL:
+                continue
+            offenders.append(f"{rel}:{line} ({function}) raises {name}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_nn_error_classes_keep_the_builtin_families():
+    from nn.errors import NNConfigError, NNDataError, NNTypeError
+
+    assert issubclass(NNConfigError, ValueError) and issubclass(NNDataError, ValueError)
+    assert issubclass(NNTypeError, TypeError)
+    assert all(issubclass(c, NeuronetError) for c in (NNConfigError, NNDataError, NNTypeError))
+
+
+@pytest.mark.parametrize(
+    ("setting", "line"),
+    [
+        ({"deposit": -5.0}, "invalid account setting deposit=-5.0 (--deposit): must be a finite amount > 0"),
+        (
+            {"leverage": 0.0},
+            "invalid account setting leverage=0.0 (--leverage): must be a finite number > 0 (1:N)",
+        ),
+        (
+            {"spread": -1},
+            "invalid account setting spread=-1 (--spread): must be a whole number of points >= 0",
+        ),
+        (
+            {"swap_long": math.nan},
+            "invalid account setting swap_long=nan (--swap-long): must be a finite number",
+        ),
+        ({"lot_step": 0.0}, "invalid account setting lot_step=0.0: must be a finite volume > 0"),
+    ],
+)
+def test_an_account_setting_out_of_range_names_its_option(setting, line):
+    """It was a bare ValueError: ``neuronet backtest SmaCrossEA --deposit -5`` said "internal error"."""
+    from backtests import AccountConfig
+    from backtests.errors import AccountError
+
+    with pytest.raises(AccountError) as info:
+        AccountConfig(**setting)
+    assert str(info.value) == line and isinstance(info.value, ValueError)
+    assert user_message(info.value) == f"error: {line}"

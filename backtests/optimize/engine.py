@@ -29,6 +29,7 @@ from backtests.optimize.errors import ClusterError, OptimizeError
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 10.0  # seconds to reach a --scheduler address, its handshake included
+MAX_WORKERS_PER_CORE = 4  # local worker processes; the passes are CPU-bound, so more only add overhead
 MAX_RESUBMITS = 3  # times one task may be cancelled by the cluster (lost data) before the run gives up
 
 
@@ -41,8 +42,12 @@ class Engine:
     """
 
     def __init__(self, workers: int | None = None, scheduler: str | None = None):
-        if workers is not None and workers < 0:
-            raise OptimizeError(f"--workers {workers}: give 0 (inline) or a positive count")
+        cores = os.cpu_count() or 1
+        if workers is not None and not 0 <= workers <= MAX_WORKERS_PER_CORE * cores:
+            raise OptimizeError(
+                f"--workers {workers}: give 0 (inline) or a count up to {MAX_WORKERS_PER_CORE * cores} "
+                f"({MAX_WORKERS_PER_CORE} processes per core of the {cores} here; more only slow the passes)"
+            )
         if workers is not None and scheduler:
             raise OptimizeError("give --workers or --scheduler, not both")
         self.workers = (os.cpu_count() or 1) if workers is None and not scheduler else workers

@@ -13,6 +13,7 @@ import difflib
 import importlib.util
 import inspect
 import sys
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,6 +23,7 @@ import typer
 
 from backtests import AccountConfig, Backtest
 from backtests.report import environment, write_report
+from neuronet.commands import values
 from neuronet.commands.errors import CommandError, CommandLookupError
 from neuronet.commands.options import (
     BrokerTz,
@@ -37,7 +39,7 @@ from neuronet.commands.options import (
     data_request,
     flag,
     market_data,
-    prepare_out,
+    out_folder,
 )
 from neuronet.commands.summary import print_summary
 from strategies import BUILTIN, ExpertAdvisor
@@ -82,7 +84,7 @@ def resolve_ea(target: str) -> type[ExpertAdvisor]:
     obj = getattr(module, name, None)
     if obj is None:
         listed = ", ".join(sorted(found)) or "none"
-        raise CommandLookupError(f"{path} has no class {name!r} (expert advisors there: {listed})")
+        raise CommandLookupError(f"{target}: {path} has no class {name!r} (expert advisors there: {listed})")
     if not (inspect.isclass(obj) and issubclass(obj, ExpertAdvisor)):
         raise CommandError(
             f"{path}:{name} is not an expert advisor: derive it from strategies.ExpertAdvisor "
@@ -95,36 +97,50 @@ def _names() -> list[str]:
     return sorted({cls.__name__ for cls in BUILTIN.values()})
 
 
-def _params(pairs: list[str], ea: type[ExpertAdvisor], **shortcuts: Any) -> dict[str, Any]:
-    """``--param key=value`` pairs plus the shortcut options given (``--epochs`` ...); a shortcut that
-    this EA has no parameter for is refused, not dropped."""
+def _params(
+    pairs: list[str], ea: type[ExpertAdvisor], option: str = "--param", **shortcuts: Any
+) -> dict[str, Any]:
+    """``option`` ``key=value`` pairs plus the shortcut options given (``--epochs`` ...); a shortcut that
+    this EA has no parameter for is refused, not dropped, and so is a parameter given twice (the second
+    would silently win)."""
     out: dict[str, Any] = {}
     defaults = ea.param_defaults()
     for key, value in shortcuts.items():
         if value is None:
             continue
         if key not in defaults:
-            option = "--" + key.replace("_", "-")
             raise CommandError(
-                f"{option}: {ea.__name__} has no {key!r} parameter, so the option would do nothing; "
+                f"{_flag(key)}: {ea.__name__} has no {key!r} parameter, so the option would do nothing; "
                 f"its parameters: {', '.join(sorted(defaults)) or 'none'}"
             )
         out[key] = value
+    given: set[str] = set()
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise CommandError(f"--param {pair!r}: expected NAME=VALUE")
-        out[key.strip()] = value.strip()
+        key = key.strip()
+        if not sep or not key:
+            raise CommandError(f"{option} {pair!r}: expected NAME=VALUE")
+        if key in given or key in out:
+            also = "given twice" if key in given else f"{_flag(key)} gives it too"
+            raise CommandError(f"{option} {key}=...: {also}; give each parameter once")
+        given.add(key)
+        out[key] = value.strip()
     return out
 
 
+def _flag(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
 def _walk_forward(text: str | None) -> tuple[int, int] | None:
-    if not text:
+    if text is None:
         return None
     try:
         train, test = (int(v) for v in text.split(","))
     except ValueError:
         raise CommandError(f"--walk-forward {text!r}: expected TRAIN,TEST bar counts like 2000,500") from None
+    if not (1 <= train <= values.MAX_COUNT and 1 <= test <= values.MAX_COUNT):
+        raise CommandError(f"--walk-forward {text!r}: TRAIN and TEST are bar counts >= 1")
     return train, test
 
 
@@ -132,8 +148,8 @@ def _execute(
     ea: type[ExpertAdvisor],
     df: pd.DataFrame,
     *,
-    forward: str,
-    walk_forward: str | None,
+    forward: str | None,
+    walk_forward: tuple[int, int] | None,
     account: AccountConfig,
     seed: int,
     params: dict[str, Any],
@@ -144,6 +160,23 @@ def _execute(
     m1: pd.DataFrame | None = None,
     ticks: pd.DataFrame | None = None,
 ) -> None:
+    def announce() -> None:  # the EA took its parameters: say what runs (a refused one is the only line)
+        meta, fs = bt.meta, bt.periods.forward_start
+        if account.spread is None and not df["spread"].any():
+            typer.echo(
+                f"note: these candles carry no spread; trading with {account.missing_spread} points "
+                "(--spread POINTS to change)",
+                err=True,
+            )
+        typer.echo(
+            f"{ea.__name__} on {meta.symbol} {meta.timeframe.name} ({meta.source}): {len(df)} bars, "
+            f"study {df.index[0]:%Y-%m-%d} .. {df.index[fs - 1]:%Y-%m-%d} ({fs}), "
+            f"forward {df.index[fs]:%Y-%m-%d} .. {df.index[-1]:%Y-%m-%d} ({len(df) - fs})"
+        )
+        chosen = str(params.get("backend", ea.param_defaults().get("backend", "")))
+        if profile and chosen.startswith("numpy"):
+            typer.echo("note: --profile measures device time on the OpenCL backend only", err=True)
+
     bt = Backtest(
         df,
         ea,
@@ -151,45 +184,31 @@ def _execute(
         m1=m1,
         ticks=ticks,
         account=account,
-        forward=forward,
-        walk_forward=_walk_forward(walk_forward),
+        walk_forward=walk_forward,
         seed=seed,
         progress=progress,
         profile=profile,
+        on_ready=announce,
+        **({} if forward is None else {"forward": forward}),  # else Backtest's own default, 1/3
     )
     meta = bt.meta
-    fs = bt.periods.forward_start
-    if account.spread is None and not df["spread"].any():
-        typer.echo(
-            f"note: these candles carry no spread; trading with {account.missing_spread} points "
-            "(--spread POINTS to change)",
-            err=True,
-        )
-    typer.echo(
-        f"{ea.__name__} on {meta.symbol} {meta.timeframe.name} ({meta.source}): {len(df)} bars, "
-        f"study {df.index[0]:%Y-%m-%d} .. {df.index[fs - 1]:%Y-%m-%d} ({fs}), "
-        f"forward {df.index[fs]:%Y-%m-%d} .. {df.index[-1]:%Y-%m-%d} ({len(df) - fs})"
-    )
-    chosen = str(params.get("backend", ea.param_defaults().get("backend", "")))
-    if profile and chosen.startswith("numpy"):
-        typer.echo("note: --profile measures device time on the OpenCL backend only", err=True)
-    folder = out
-    if folder is None:  # a given --out was checked before the data was read
+    folder = out  # a given --out was prepared before the data was read
+    if folder is None:
         folder = (
             Path("reports")
             / f"{ea.__name__}-{meta.symbol}-{meta.timeframe.name}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
         )
-        prepare_out(folder, force=False)
-    result = bt.run(**params)
-    env = environment()
-    trained_on = result.training[-1].get("backend") if result.training else None
-    if trained_on is not None:
-        env["nn_backend"] = trained_on
-    try:
-        page = write_report(result, folder, env)
-    except KeyboardInterrupt:
-        typer.echo("interrupted while writing the report; files already written are complete", err=True)
-        raise
+    with out_folder(folder, force=False) if out is None else nullcontext():
+        result = bt.run(**params)
+        env = environment()
+        trained_on = result.training[-1].get("backend") if result.training else None
+        if trained_on is not None:
+            env["nn_backend"] = trained_on
+        try:
+            page = write_report(result, folder, env)
+        except KeyboardInterrupt:
+            typer.echo("interrupted while writing the report; files already written are complete", err=True)
+            raise
     print_summary(result, page, trained_on)
     if not result.complete:
         raise KeyboardInterrupt  # the report is written; end as an interrupted command does
@@ -202,19 +221,30 @@ _FRACTAL = BUILTIN["fractalea"].param_defaults()
 EaArg = Annotated[
     str, typer.Argument(help=f"FILE.py:ClassName or a built-in: {', '.join(sorted(_names()))}.")
 ]
-Symbol = Annotated[str | None, typer.Option("--symbol", help="Symbol (default: the source's own).")]
+Symbol = Annotated[
+    str | None, typer.Option("--symbol", help="Symbol (default: the source's own).", parser=values.text)
+]
 Timeframe = Annotated[
-    str | None, typer.Option("--timeframe", help="Timeframe such as H1 (default: the source's own).")
+    str | None,
+    typer.Option(
+        "--timeframe", help="Timeframe such as H1 (default: the source's own).", parser=values.timeframe
+    ),
 ]
 Forward = Annotated[
-    str,
+    str | None,
     typer.Option(
-        "--forward", help="Forward period: 1/2, 1/3, 1/4, a fraction, a date, or none (trade every bar)."
+        "--forward",
+        help="Forward period: 1/2, 1/3 (default), 1/4, a fraction, a date, or none (trade every bar).",
+        parser=values.text,
     ),
 ]
 WalkForward = Annotated[
     str | None,
-    typer.Option("--walk-forward", help="TRAIN,TEST bars: retrain on the last TRAIN bars every TEST."),
+    typer.Option(
+        "--walk-forward",
+        help="TRAIN,TEST bars: retrain on the last TRAIN bars every TEST.",
+        parser=values.text,
+    ),
 ]
 Deposit = Annotated[float, typer.Option("--deposit", help="Initial deposit (deposit currency).")]
 Leverage = Annotated[float, typer.Option("--leverage", help="Account leverage 1:N.")]
@@ -224,6 +254,7 @@ Spread = Annotated[
         "--spread",
         help="Fixed spread in points (default: each bar's own; candles without any spread, such as the "
         f"sample, trade with {AccountConfig.missing_spread} points).",
+        max=values.MAX_COUNT,
     ),
 ]
 Commission = Annotated[float, typer.Option("--commission", help="Commission per lot per deal (each side).")]
@@ -233,7 +264,10 @@ Hedging = Annotated[bool, flag("--hedging", help="Hedging account (default: nett
 Seed = Annotated[
     int,
     typer.Option(
-        "--seed", help="Seed of everything random, synthetic candles included (same seed, same numbers)."
+        "--seed",
+        help="Seed of everything random, synthetic candles included (same seed, same numbers).",
+        min=0,
+        max=values.MAX_SEED,
     ),
 ]
 Epochs = Annotated[
@@ -244,10 +278,15 @@ Epochs = Annotated[
         f"newest {_FRACTAL['validation']:.0%} of the study rows has not improved for {_FRACTAL['patience']} "
         "epochs and keeps the best epoch; -p validation=0: exactly this many). Refused for an EA that does "
         "not train.",
+        min=0,
+        max=values.MAX_COUNT,
     ),
 ]
 BatchSize = Annotated[
-    int | None, typer.Option("--batch-size", help="Training batch size; 1 = MQL5 online mode.")
+    int | None,
+    typer.Option(
+        "--batch-size", help="Training batch size; 1 = MQL5 online mode.", min=1, max=values.MAX_COUNT
+    ),
 ]
 BackendOpt = Annotated[
     str | None,
@@ -255,15 +294,19 @@ BackendOpt = Annotated[
         "--backend",
         help="Network backend: auto (default: the best usable OpenCL device, else NumPy), numpy, opencl "
         "or opencl:<device> (as `neuronet devices --device`).",
+        parser=values.backend,
     ),
 ]
 Param = Annotated[
-    list[str] | None, typer.Option("--param", "-p", help="EA parameter NAME=VALUE (repeatable).")
+    list[str] | None,
+    typer.Option("--param", "-p", help="EA parameter NAME=VALUE (repeatable).", parser=values.text),
 ]
 Out = Annotated[
     Path | None,
     typer.Option(
-        "--out", help="Report folder (default: reports/<EA>-<SYMBOL>-<TF>-<time>); must be new or empty."
+        "--out",
+        help="Report folder (default: reports/<EA>-<SYMBOL>-<TF>-<time>); must be new or empty.",
+        parser=values.path,
     ),
 ]
 Progress = Annotated[
@@ -285,7 +328,7 @@ def backtest(
     end: End = None,
     broker_tz: BrokerTz = None,
     opt: Opts = None,
-    forward: Forward = "1/3",
+    forward: Forward = None,
     walk_forward: WalkForward = None,
     deposit: Deposit = 10_000.0,
     leverage: Leverage = 100.0,
@@ -319,29 +362,29 @@ def backtest(
         hedging=hedging,
     )
     params = _params(param or [], cls, epochs=epochs, batch_size=batch_size, backend=backend)
-    known = ("auto", "numpy", "opencl")
-    if backend is not None and not (backend.lower() in known or backend.lower().startswith("opencl:")):
-        raise CommandError(f"--backend {backend!r}: expected auto, numpy, opencl or opencl:<device>")
-    if out is not None:  # before any work: a bad or occupied --out must not cost the user a whole run
-        prepare_out(out, force)
+    cls.resolve_params(params)  # names, types and the backend of -p, before any data is read
+    walk = _walk_forward(walk_forward)
+    if walk is not None and forward is not None:  # the walk-forward windows are the forward period
+        raise CommandError("give --forward or --walk-forward, not both")
     name, options = data_request(source, path, opt, broker_tz, seed, seed_is_data=False)
-    model = model.strip().lower()
-    df, m1, ticks = market_data(name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv)
-    _execute(
-        cls,
-        df,
-        forward=forward,
-        walk_forward=walk_forward,
-        account=account,
-        seed=seed,
-        params=params,
-        out=out,
-        progress=progress and sys.stderr.isatty(),
-        profile=profile,
-        model=model,
-        m1=m1,
-        ticks=ticks,
-    )
+    # before any work: a bad or occupied --out must not cost the user a whole run
+    with out_folder(out, force) if out is not None else nullcontext():
+        df, m1, ticks = market_data(name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv)
+        _execute(
+            cls,
+            df,
+            forward=forward,
+            walk_forward=walk,
+            account=account,
+            seed=seed,
+            params=params,
+            out=out,
+            progress=progress and sys.stderr.isatty(),
+            profile=profile,
+            model=model.strip().lower(),
+            m1=m1,
+            ticks=ticks,
+        )
 
 
 def run(**options: Any) -> None:

@@ -23,9 +23,10 @@ from datafeeds import (
     validate,
     write_mt5_csv,
 )
-from datafeeds.files import inside, is_inside, is_stale, output_path
+from datafeeds.files import UnsafePathError, inside, is_inside, is_stale, output_path
 from datafeeds.mt5_csv import read_mt5_csv_report
 from datafeeds.store import CandleStore, StoreEntry, cache_root, read_npz
+from neuronet.commands import values
 from neuronet.commands.errors import CommandError
 from neuronet.commands.options import (
     BrokerTz,
@@ -67,9 +68,17 @@ def _load(
     return load_validated(source, symbol, timeframe, start, end, repair=policy, cache=cache, **options)
 
 
-Symbol = Annotated[str | None, typer.Argument(help="Symbol, e.g. EURUSD (default: the source's own).")]
-Frame = Annotated[str | None, typer.Argument(help="Timeframe M1 .. MN1 (default: the source's own, H1).")]
-Seed = Annotated[int | None, typer.Option("--seed", help="Seed for --source synthetic.")]
+Symbol = Annotated[
+    str | None,
+    typer.Argument(help="Symbol, e.g. EURUSD (default: the source's own).", parser=values.text),
+]
+Frame = Annotated[
+    str | None,
+    typer.Argument(help="Timeframe M1 .. MN1 (default: the source's own, H1).", parser=values.timeframe),
+]
+Seed = Annotated[
+    int | None, typer.Option("--seed", help="Seed for --source synthetic.", min=0, max=values.MAX_SEED)
+]
 RepairFlag = Annotated[bool, flag("--repair", help="Drop duplicate/invalid bars and report them.")]
 NoCache = Annotated[
     bool,
@@ -110,10 +119,14 @@ def show(
 
 @app.command()
 def export(
-    out: Annotated[Path, typer.Option("--out", help="CSV file to write (replaced atomically).")],
+    out: Annotated[
+        Path, typer.Option("--out", help="CSV file to write (replaced atomically).", parser=values.path)
+    ],
     symbol: Symbol = None,
     timeframe: Frame = None,
-    fmt: Annotated[str, typer.Option("--format", help="mt5 (the terminal's Export bars) or csv.")] = "mt5",
+    fmt: Annotated[
+        str, typer.Option("--format", help="mt5 (the terminal's Export bars) or csv.", parser=values.text)
+    ] = "mt5",
     source: Source = "sample",
     path: CsvPath = None,
     start: Start = None,
@@ -134,7 +147,7 @@ def export(
     )
     frame = report.frame
     if not len(frame):
-        window = f" from {start or 'the start'} to {end or 'the end'}" if start or end else ""
+        window = f" from {start or 'the start'} to {end or 'the end'} (--from/--to)" if start or end else ""
         raise CommandError(f"no bars to export{window}; {out} was not written")
     written = write_mt5_csv(frame, out, dialect=fmt)
     meta = meta_of(frame)
@@ -145,12 +158,15 @@ def export(
 
 @app.command("validate")
 def validate_file(
-    file: Annotated[Path, typer.Argument(help="A MetaTrader CSV file or a candle store .npz file.")],
+    file: Annotated[
+        Path, typer.Argument(help="A MetaTrader CSV file or a candle store .npz file.", parser=values.path)
+    ],
     symbol: Annotated[
-        str | None, typer.Option("--symbol", help="Symbol (default: from the file name).")
+        str | None, typer.Option("--symbol", help="Symbol (default: from the file name).", parser=values.text)
     ] = None,
     timeframe: Annotated[
-        str | None, typer.Option("--timeframe", help="Timeframe (default: inferred).")
+        str | None,
+        typer.Option("--timeframe", help="Timeframe (default: inferred).", parser=values.timeframe),
     ] = None,
     broker_tz: BrokerTz = None,
     repair: RepairFlag = False,
@@ -176,7 +192,10 @@ def _clock_hint(report: ValidationReport) -> None:
         )
 
 
-CacheSource = Annotated[str | None, typer.Option("--source", "-s", help="Only this source (mt5, dukascopy).")]
+CacheSource = Annotated[
+    str | None,
+    typer.Option("--source", "-s", help="Only this source (mt5, dukascopy).", parser=values.source),
+]
 
 
 @cache_app.command("list")
@@ -206,13 +225,18 @@ def cache_list(source: CacheSource = None) -> None:
 @cache_app.command("clear")
 def cache_clear(
     source: CacheSource = None,
-    symbol: Annotated[str | None, typer.Option("--symbol", help="Only this symbol.")] = None,
+    symbol: Annotated[
+        str | None, typer.Option("--symbol", help="Only this symbol.", parser=values.text)
+    ] = None,
 ) -> None:
     """Delete cached history (all of it, or of one source and/or symbol); it is fetched again when needed.
     Temporary files of interrupted writes older than 10 minutes go too."""
     store = CandleStore()
-    stale = [p for p in _temp_files(store, source, symbol) if is_stale(p)]
-    archive = _archive_files(source, symbol)  # checked before anything is deleted
+    try:  # a symbol is a folder name of the cache: one that leads out of it is refused before any delete
+        stale = [p for p in _temp_files(store, source, symbol) if is_stale(p)]
+        archive = _archive_files(source, symbol)  # checked before anything is deleted
+    except UnsafePathError as exc:
+        raise CommandError(f"--symbol {symbol!r}: {exc}") from None
     gone = store.clear(_cache_source(source), symbol)
     for path in archive + stale:
         path.unlink(missing_ok=True)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from neuronet.commands import values
 from nn.threads import describe_blas
 from opencl.choice import ENV_DEVICE, choose_device
 from opencl.device import list_devices
@@ -28,6 +29,7 @@ def devices(
             "--device",
             help=f"Preview a choice: 'gpu', 'cpu', 'P:D' (platform:device) or part of a name; overrides "
             f"{ENV_DEVICE} as --backend opencl:<device> does in run, backtest and forecast.",
+            parser=values.text,
         ),
     ] = None,
     recheck: Annotated[
@@ -36,6 +38,8 @@ def devices(
     ] = False,
 ) -> None:
     """List OpenCL platforms and devices, and say which one neuronet uses and why."""
+    if device is not None:  # a --device that matches nothing is the whole answer, before the listing
+        choose_device(device)
     typer.echo(f"NumPy backend: {describe_blas()}")
     registration = register()
     for runtime in registration.runtimes:

@@ -7,6 +7,7 @@ the results.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,8 +15,9 @@ from typing import Annotated, Any
 import typer
 
 from datafeeds.files import atomic_write_json, atomic_write_text
+from neuronet.commands import values
 from neuronet.commands.errors import CommandError
-from neuronet.commands.options import Force, flag, prepare_out
+from neuronet.commands.options import Force, flag, out_folder
 from nn import get_backend
 from nn.atfnet import F_SCALINGS
 from nn.io import save
@@ -66,13 +68,19 @@ def _num(v: float | None) -> str:
 
 
 class _Progress:
-    """Batches inside each epoch (a paper-size epoch on a CPU takes minutes) and one line per epoch; from the
-    second epoch on, the bar knows its total (the first epoch's batch count)."""
+    """The run's description once training starts (the data and the model passed every check, so a
+    refused value is the only line a user sees), the batches inside each epoch (a paper-size epoch on a
+    CPU takes minutes) and one line per epoch; from the second epoch on, the bar knows its total (the
+    first epoch's batch count)."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, header: str) -> None:
         self.enabled = enabled
+        self.header = header
         self._bar = None
         self._batches: int | None = None
+
+    def on_train_begin(self, model: Any) -> None:
+        typer.echo(self.header, err=True)
 
     def on_batch_end(self, epoch: int, batch: int, size: int) -> None:
         if not self.enabled:
@@ -113,70 +121,83 @@ def _choose_preset(name: str | None, backend: Any, overrides: dict[str, Any]) ->
     return preset, line
 
 
-def _check(preset: Preset) -> None:
-    for name, value in (
-        ("--d-model", preset.d_model),
-        ("--n-heads", preset.n_heads),
-        ("--layers", preset.layers),
-        ("--d-ff", preset.d_ff),
-        ("--batch-size", preset.batch_size),
-    ):
-        if value < 1:
-            raise CommandError(f"{name} must be >= 1, got {value}")
-    if preset.d_model % preset.n_heads:
-        raise CommandError(f"--d-model {preset.d_model} must be a multiple of --n-heads {preset.n_heads}")
-    if not 0.0 <= preset.dropout < 1.0:
-        raise CommandError(f"--dropout must be in [0, 1), got {preset.dropout}")
-    if not preset.lr > 0:
-        raise CommandError(f"--lr must be > 0, got {preset.lr}")
+def _count(help: str, most: int = values.MAX_COUNT) -> Any:
+    """A whole-number option of at least 1."""
+    return typer.Option(help=help, min=1, max=most)
 
 
-Size = Annotated[int | None, typer.Option(help="Model size (default: the preset's).")]
+Size = Annotated[int | None, _count("Model size (default: the preset's).", values.MAX_WIDTH)]
 
 
 def forecast(
-    csv: Annotated[Path, typer.Option("--csv", help="CSV with a 'date' column, then numeric channels.")],
-    target: Annotated[str, typer.Option("--target", help="Channel to forecast (scored alone with S/MS).")],
-    features: Annotated[str, typer.Option(help=f"{', '.join(FEATURES)}: all = M (every channel).")] = "all",
-    seq_len: Annotated[int, typer.Option(help="Input window L (points).")] = 96,
-    pred_len: Annotated[int, typer.Option(help="Forecast horizon T (points).")] = 96,
+    csv: Annotated[
+        Path,
+        typer.Option("--csv", help="CSV with a 'date' column, then numeric channels.", parser=values.path),
+    ],
+    target: Annotated[
+        str,
+        typer.Option("--target", help="Channel to forecast (scored alone with S/MS).", parser=values.text),
+    ],
+    features: Annotated[
+        str, typer.Option(help=f"{', '.join(FEATURES)}: all = M (every channel).", parser=values.text)
+    ] = "all",
+    seq_len: Annotated[int, _count("Input window L (points).")] = 96,
+    pred_len: Annotated[int, _count("Forecast horizon T (points).")] = 96,
     split: Annotated[
-        str, typer.Option(help=f"{', '.join(SPLITS)}: rows by share, or ETT's 12/4/4 months.")
+        str,
+        typer.Option(help=f"{', '.join(SPLITS)}: rows by share, or ETT's 12/4/4 months.", parser=values.text),
     ] = "70/10/20",
-    model: Annotated[str, typer.Option(help=f"{' or '.join(MODELS)} (the T block alone).")] = "atfnet",
+    model: Annotated[
+        str, typer.Option(help=f"{' or '.join(MODELS)} (the T block alone).", parser=values.text)
+    ] = "atfnet",
     preset: Annotated[
         str | None,
         typer.Option(
             help="paper (d_model 512, d_ff 2048, lr 1e-4) or cpu (64/128, lr 1e-3); default: by "
-            "device, paper on a GPU."
+            "device, paper on a GPU.",
+            parser=values.text,
         ),
     ] = None,
-    epochs: Annotated[int, typer.Option(help="Maximum epochs (early stopping on validation).")] = 10,
-    batch_size: Annotated[int | None, typer.Option(help="Windows per step (default: the preset's).")] = None,
+    epochs: Annotated[int, _count("Maximum epochs (early stopping on validation).")] = 10,
+    batch_size: Annotated[int | None, _count("Windows per step (default: the preset's).")] = None,
     lr: Annotated[
         float | None, typer.Option(help="Adam learning rate, halved every epoch (default: the preset's).")
     ] = None,
-    patience: Annotated[int, typer.Option(help="Early-stopping patience (epochs).")] = 3,
+    patience: Annotated[
+        int, typer.Option(help="Early-stopping patience (epochs).", min=0, max=values.MAX_COUNT)
+    ] = 3,
     d_model: Size = None,
-    n_heads: Annotated[int | None, typer.Option(help="Attention heads (default: the preset's).")] = None,
-    layers: Annotated[int | None, typer.Option(help="Encoder layers per block (default: the preset's).")] = (
-        None
-    ),
+    n_heads: Annotated[
+        int | None, _count("Attention heads (default: the preset's).", values.MAX_WIDTH)
+    ] = None,
+    layers: Annotated[
+        int | None, _count("Encoder layers per block (default: the preset's).", values.MAX_DEPTH)
+    ] = None,
     d_ff: Size = None,
     dropout: Annotated[float | None, typer.Option(help="Dropout (default: the preset's).")] = None,
     f_scaling: Annotated[
         str,
         typer.Option(
             help="F block inverse DFT: exact (the inverse of the forward DFT) or official (the "
-            "official code's, F/N times it)."
+            "official code's, F/N times it).",
+            parser=values.text,
         ),
     ] = "exact",
     backend: Annotated[
-        str, typer.Option(help="auto (the best usable OpenCL device, else NumPy), numpy, opencl[:<device>].")
+        str,
+        typer.Option(
+            help="auto (the best usable OpenCL device, else NumPy), numpy, opencl[:<device>].",
+            parser=values.backend,
+        ),
     ] = "auto",
-    seed: Annotated[int, typer.Option(help="Initial weights and dropout masks.")] = 0,
+    seed: Annotated[
+        int, typer.Option(help="Initial weights and dropout masks.", min=0, max=values.MAX_SEED)
+    ] = 0,
     out: Annotated[
-        Path | None, typer.Option(help="New or empty folder for metrics.json, per_horizon.csv, the model.")
+        Path | None,
+        typer.Option(
+            help="New or empty folder for metrics.json, per_horizon.csv, the model.", parser=values.path
+        ),
     ] = None,
     force: Force = False,
     progress: Annotated[bool, flag("--progress/--no-progress", help="Batch progress, epoch lines.")] = True,
@@ -190,35 +211,34 @@ def forecast(
         raise CommandError(f"--f-scaling must be one of {', '.join(F_SCALINGS)}, got {f_scaling!r}")
     overrides = dict(d_model=d_model, n_heads=n_heads, layers=layers, d_ff=d_ff, dropout=dropout, lr=lr,
                      batch_size=batch_size)  # fmt: skip
-    if out is not None:  # before any work: an occupied --out must not be found after training
-        prepare_out(out, force)
-    be = get_backend(backend)
-    chosen, line = _choose_preset(preset, be, overrides)
-    _check(chosen)
-    typer.echo(f"{model} on {be.name}, {line}", err=True)
-    doc, net = run_protocol(
-        csv,
-        target,
-        features=features,
-        seq_len=seq_len,
-        pred_len=pred_len,
-        split=split,
-        model=model,
-        preset=chosen,
-        epochs=epochs,
-        patience=patience,
-        f_scaling=f_scaling,
-        backend=be,
-        seed=seed,
-        callbacks=[_Progress(progress)],
-    )
-    w = doc["windows"]
-    typer.echo(
-        f"{doc['model']} on {csv.name} ({', '.join(doc['channels'])}; {doc['parameters']:,} parameters, "
-        f"{doc['backend']}, split {doc['split']}): {w['train']} train / {w['val']} val / {w['test']} test "
-        f"windows, {len(doc['epochs'])} epochs in {doc['train_s']:.1f} s; standardised test metrics:"
-    )
-    typer.echo(format_table(doc))
-    if out is not None:
-        for path in [*write_results(doc, out), save(net, out / "model.nnz")]:
-            typer.echo(f"wrote {path}")
+    with out_folder(out, force) if out is not None else nullcontext():  # occupied: refused before any work
+        be = get_backend(backend)
+        chosen, line = _choose_preset(preset, be, overrides)
+        chosen.check({field: "--" + field.replace("_", "-") for field in asdict(chosen)})
+        doc, net = run_protocol(
+            csv,
+            target,
+            features=features,
+            seq_len=seq_len,
+            pred_len=pred_len,
+            split=split,
+            model=model,
+            preset=chosen,
+            epochs=epochs,
+            patience=patience,
+            f_scaling=f_scaling,
+            backend=be,
+            seed=seed,
+            callbacks=[_Progress(progress, f"{model} on {be.name}, {line}")],
+        )
+        w = doc["windows"]
+        typer.echo(
+            f"{doc['model']} on {csv.name} ({', '.join(doc['channels'])}; {doc['parameters']:,} parameters, "
+            f"{doc['backend']}, split {doc['split']}): {w['train']} train / {w['val']} val / "
+            f"{w['test']} test windows, {len(doc['epochs'])} epochs in {doc['train_s']:.1f} s; "
+            "standardised test metrics:"
+        )
+        typer.echo(format_table(doc))
+        if out is not None:
+            for path in [*write_results(doc, out), save(net, out / "model.nnz")]:
+                typer.echo(f"wrote {path}")

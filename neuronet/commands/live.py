@@ -21,6 +21,7 @@ from backtests import AccountConfig
 from backtests.report import environment, write_report
 from datafeeds.terminal import TerminalSource
 from datafeeds.timeframes import Timeframe
+from neuronet.commands import values
 from neuronet.commands.backtest import (
     Commission,
     Deposit,
@@ -34,7 +35,7 @@ from neuronet.commands.backtest import (
     _params,
     resolve_ea,
 )
-from neuronet.commands.options import BrokerTz, Force, Opts, data_request, flag, prepare_out
+from neuronet.commands.options import BrokerTz, Force, Opts, data_request, flag, out_folder
 from neuronet.commands.summary import print_summary
 from neuronet.live.credentials import load as load_credentials
 from neuronet.live.errors import LiveError
@@ -66,6 +67,7 @@ JournalArg = Annotated[
         help="With 'report': the journal of a run (a live account's also needs -o host=... -o port=...).",
         show_default=False,
         metavar="JOURNAL",
+        parser=values.text,
     ),
 ]
 
@@ -73,8 +75,10 @@ JournalArg = Annotated[
 def live(
     ea: EaArg,
     journal_arg: JournalArg = None,
-    symbol: Annotated[str, typer.Option("--symbol", help="Symbol to trade.")] = "EURUSD",
-    timeframe: Annotated[str, typer.Option("--timeframe", help="Bar timeframe, e.g. H1.")] = "H1",
+    symbol: Annotated[str, typer.Option("--symbol", help="Symbol to trade.", parser=values.text)] = "EURUSD",
+    timeframe: Annotated[
+        str, typer.Option("--timeframe", help="Bar timeframe, e.g. H1.", parser=values.timeframe)
+    ] = "H1",
     opt: Opts = None,
     broker_tz: BrokerTz = None,
     paper: Annotated[
@@ -92,15 +96,31 @@ def live(
             "--journal",
             help="Journal file (default journals/<EA>-<SYMBOL>-<TF>-<mode>.jsonl); an existing "
             "one is resumed.",
+            parser=values.path,
         ),
     ] = None,
     history: Annotated[
-        int, typer.Option("--history", help="Closed bars taken at the start (0 = all the terminal holds).")
+        int,
+        typer.Option(
+            "--history",
+            help="Closed bars taken at the start (0 = all the terminal holds).",
+            min=0,
+            max=values.MAX_COUNT,
+        ),
     ] = 5000,
     study_bars: Annotated[
-        int, typer.Option("--study-bars", help="on_study's window in bars (0 = the whole history).")
+        int,
+        typer.Option(
+            "--study-bars",
+            help="on_study's window in bars (0 = the whole history).",
+            min=0,
+            max=values.MAX_COUNT,
+        ),
     ] = 0,
-    poll: Annotated[float, typer.Option("--poll", help="Seconds between looks at the terminal.")] = 1.0,
+    poll: Annotated[
+        float,
+        typer.Option("--poll", help="Seconds between looks at the terminal.", parser=values.seconds),
+    ] = 1.0,
     skip_missed: Annotated[
         bool,
         flag(
@@ -113,7 +133,8 @@ def live(
         bool, flag("--close-on-exit", help="Close the EA's positions at the stop (default: leave them).")
     ] = False,
     max_bars: Annotated[
-        int | None, typer.Option("--max-bars", help="Stop after this many bars closed.")
+        int | None,
+        typer.Option("--max-bars", help="Stop after this many bars closed.", min=1, max=values.MAX_COUNT),
     ] = None,
     deposit: Deposit = 10_000.0,
     leverage: Leverage = 100.0,
@@ -122,29 +143,44 @@ def live(
     swap_long: SwapLong = 0.0,
     swap_short: SwapShort = 0.0,
     hedging: Hedging = False,
-    max_lots: Annotated[float | None, typer.Option("--max-lots", help="--live: most lots per order.")] = None,
+    max_lots: Annotated[
+        float | None,
+        typer.Option("--max-lots", help="--live: most lots per order.", parser=values.positive),
+    ] = None,
     max_positions: Annotated[
-        int | None, typer.Option("--max-positions", help="--live: most open positions.")
+        int | None,
+        typer.Option("--max-positions", help="--live: most open positions.", min=1, max=values.MAX_COUNT),
     ] = None,
     max_daily_loss: Annotated[
         float | None,
         typer.Option(
-            "--max-daily-loss", help="--live: loss of the day (deposit currency) that stops trading."
+            "--max-daily-loss",
+            help="--live: loss of the day (deposit currency) that stops trading.",
+            parser=values.positive,
         ),
     ] = None,
     allow_symbol: Annotated[
         list[str] | None,
-        typer.Option("--allow-symbol", help="--live: a symbol orders may be sent for (repeatable)."),
+        typer.Option(
+            "--allow-symbol", help="--live: a symbol orders may be sent for (repeatable).", parser=values.text
+        ),
     ] = None,
     kill_switch: Annotated[
-        Path | None, typer.Option("--kill-switch", help="--live: while this file exists, no new orders.")
+        Path | None,
+        typer.Option(
+            "--kill-switch", help="--live: while this file exists, no new orders.", parser=values.path
+        ),
     ] = None,
-    deviation: Annotated[int, typer.Option("--deviation", help="--live: accepted slippage, points.")] = 10,
+    deviation: Annotated[
+        int,
+        typer.Option("--deviation", help="--live: accepted slippage, points.", min=0, max=values.MAX_COUNT),
+    ] = 10,
     out: Annotated[
         Path | None,
         typer.Option(
             "--out",
             help="With 'report': the report folder (default reports/<journal name>); must be new or empty.",
+            parser=values.path,
         ),
     ] = None,
     credentials: Annotated[
@@ -153,6 +189,7 @@ def live(
             "--credentials",
             help="TOML file with login, password and server, readable by you only (chmod 600); default: "
             "the NEURONET_MT5_LOGIN/PASSWORD/SERVER variables, else the terminal as logged in.",
+            parser=values.path,
         ),
     ] = None,
     force: Force = False,
@@ -165,25 +202,30 @@ def live(
         return
     if journal_arg is not None:
         raise LiveError(f"unexpected argument {journal_arg!r}: 'neuronet live EA [options]' takes one EA")
+    if out is not None:
+        raise LiveError("--out is the folder of 'neuronet live report JOURNAL'; a run writes its --journal")
     cls = resolve_ea(ea)
     params = _params(param or [], cls)
     cls.resolve_params(params)  # a bad -p fails here, before the terminal is reached
-    try:
-        account = AccountConfig(
-            deposit=deposit,
-            leverage=leverage,
-            spread=spread,
-            commission=commission,
-            swap_long=swap_long,
-            swap_short=swap_short,
-            hedging=hedging,
-        )
-    except ValueError as exc:  # "invalid account setting deposit=nan": the option's name is in it
-        raise LiveError(str(exc)) from None
+    account = AccountConfig(
+        deposit=deposit,
+        leverage=leverage,
+        spread=spread,
+        commission=commission,
+        swap_long=swap_long,
+        swap_short=swap_short,
+        hedging=hedging,
+    )
     source = _source(opt, broker_tz, credentials)
     tf = Timeframe.parse(timeframe)
     mode = "paper" if paper else "live"
     path = journal or Path("journals") / _file_name(f"{cls.__name__}-{symbol}-{tf.name}-{mode}.jsonl")
+    if path.is_dir():  # the journal refuses these too; said here before the run is announced
+        raise LiveError(f"--journal: journal {path} is a directory; give a file name")
+    if path.exists() and not path.is_file():
+        raise LiveError(
+            f"--journal: journal {path} is not a regular file (a device or a pipe); give a file name"
+        )
     settings = LiveSettings(
         symbol,
         tf,
@@ -213,8 +255,6 @@ def live(
             raise LiveError(f"--live trades real money and needs explicit limits: give {options}")
         if symbol not in limits["symbols"]:
             raise LiveError(f"--live: {symbol} is not among --allow-symbol {', '.join(limits['symbols'])}")
-        if deviation < 0:
-            raise LiveError(f"--deviation must be a whole number of points >= 0, not {deviation}")
         trading = _terminal_trading(limits, kill_switch, deviation)
     typer.echo(
         f"{cls.__name__} {mode} on {symbol} {tf.name} at {source.cache_feed()}; journal {path}; Ctrl-C stops"
@@ -265,12 +305,12 @@ def _report(path: Path, out: Path | None, force: bool, source: TerminalSource) -
     """A paper journal is scored by itself; a live account's also needs the terminal's deal history,
     reached with the same -o options as the run (connected only when the journal asks for it)."""
     folder = out or Path("reports") / path.stem
-    prepare_out(folder, force)
-    try:
-        result = journal_result(path, source)
-    finally:
-        source.close()
-    page = write_report(result, folder, environment())
+    with out_folder(folder, force):  # a journal refused here leaves no empty report folder behind
+        try:
+            result = journal_result(path, source)
+        finally:
+            source.close()
+        page = write_report(result, folder, environment())
     print_summary(result, page, None)
 
 

@@ -21,11 +21,14 @@ import typer
 
 from backtests import AccountConfig
 from backtests.optimize import CRITERIA, METHODS, Plan, get_criterion, optimize, parse_space, walk_forward
-from backtests.optimize.engine import scheduler_address
+from backtests.optimize.engine import Engine, scheduler_address
 from backtests.optimize.lock import LOCK_SUFFIX
 from backtests.optimize.report import write_report
+from backtests.optimize.walkforward import windows
 from backtests.paths import MODELS
+from backtests.periods import PeriodError, resolve
 from datafeeds import meta_of
+from neuronet.commands import values
 from neuronet.commands.backtest import (
     BackendOpt,
     BatchSize,
@@ -66,21 +69,40 @@ STORE = "study.db"  # the default study store, in the report folder
 _RESUMABLE = frozenset(STORE + end for end in ("", LOCK_SUFFIX, "-journal", "-wal", "-shm"))
 
 
-_PARAM = typer.Option([], "--param", "-p", help="Searched: NAME=START:STOP:STEP or NAME=A,B,C (text: A|B).")
-_SET = typer.Option([], "--set", help="Fixed parameter NAME=VALUE, verbatim (repeatable).")
-_METHOD = typer.Option("grid", "--method", help=f"Search: {'|'.join(METHODS)}.")
-_PASSES = typer.Option(None, "--passes", help="Passes of genetic/random/tpe (grid: all).")
-_CRITERION = typer.Option("balance", "--criterion", help=f"{'|'.join(CRITERIA)}.")
+_PARAM = typer.Option(
+    [], "--param", "-p", help="Searched: NAME=START:STOP:STEP or NAME=A,B,C (text: A|B).", parser=values.text
+)
+_SET = typer.Option(
+    [], "--set", help="Fixed parameter NAME=VALUE, verbatim (repeatable).", parser=values.text
+)
+_METHOD = typer.Option("grid", "--method", help=f"Search: {'|'.join(METHODS)}.", parser=values.text)
+_PASSES = typer.Option(
+    None, "--passes", help="Passes of genetic/random/tpe (grid: all).", min=1, max=values.MAX_COUNT
+)
+_CRITERION = typer.Option("balance", "--criterion", help=f"{'|'.join(CRITERIA)}.", parser=values.text)
 _FWD = typer.Option("none", "--forward", help="Forward period: 1/3, a fraction, a date, none.")
-_WALK = typer.Option(None, "--walk-forward", help="TRAIN,TEST bars: walk-forward analysis.")
+_WALK = typer.Option(
+    None, "--walk-forward", help="TRAIN,TEST bars: walk-forward analysis.", parser=values.text
+)
 _ANCHORED = typer.Option(False, "--anchored", help="Walk-forward: train on every earlier bar.")
-_WORKERS = typer.Option(None, "--workers", help="Local processes (default: one per core; 0: inline).")
-_SCHEDULER = typer.Option(None, "--scheduler", help="A running Dask scheduler, tcp://HOST:8786.")
-_TOP = typer.Option(10, "--top", help="Best passes re-run on the forward period and shown.")
-_HEAT = typer.Option(None, "--heatmap", help="X,Y: the two parameters of the heat map.")
-_SPREAD = typer.Option(None, "--spread", help="Fixed spread in points (default: each bar's).")
+_WORKERS = typer.Option(
+    None, "--workers", help="Local processes (default: one per core; 0: inline).", min=0, max=values.MAX_COUNT
+)
+_SCHEDULER = typer.Option(
+    None, "--scheduler", help="A running Dask scheduler, tcp://HOST:8786.", parser=values.text
+)
+_TOP = typer.Option(
+    10, "--top", help="Best passes re-run on the forward period and shown.", min=0, max=values.MAX_COUNT
+)
+_HEAT = typer.Option(None, "--heatmap", help="X,Y: the two parameters of the heat map.", parser=values.text)
+_SPREAD = typer.Option(
+    None, "--spread", help="Fixed spread in points (default: each bar's).", max=values.MAX_COUNT
+)
 _OUTDIR = typer.Option(
-    None, "--out", help="Report folder, new or empty (default: reports/optimize-EA-SYMBOL-TF-METHOD-HASH)."
+    None,
+    "--out",
+    help="Report folder, new or empty (default: reports/optimize-EA-SYMBOL-TF-METHOD-HASH).",
+    parser=values.path,
 )
 _STORE = typer.Option(None, "--store", help="Study store: SQLite file or RDB URL (default: OUT/study.db).")
 _BAR = typer.Option(True, "--progress/--no-progress", help="Progress bar of passes.")
@@ -140,9 +162,11 @@ def optimize_command(
         deposit=deposit, leverage=leverage, spread=spread, commission=commission,
         swap_long=swap_long, swap_short=swap_short, hedging=hedging,
     )  # fmt: skip
-    sets = _params(fixed, cls, epochs=epochs, batch_size=batch_size, backend=backend)
+    sets = _params(fixed, cls, "--set", epochs=epochs, batch_size=batch_size, backend=backend)
+    cls.resolve_params(sets)  # names, types and the backend of --set, before data or workers
     space = parse_space(cls, param, sets)  # every spec checked before data or workers
     Plan(method, passes, seed)
+    Engine(workers, scheduler)  # the worker count and the scheduler's address, before any data
     pair = _heat_pair(heatmap, space.names)
     wf = _walk_forward(walk)
     no_forward = forward.strip().lower() in _NONE
@@ -154,6 +178,8 @@ def optimize_command(
         prepare_out(out, force, _RESUMABLE)
     name, options = data_request(source, csv, opt, broker_tz, seed, seed_is_data=False)
     df, m1, ticks = market_data(name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv)
+    split = None if pass_forward.strip().lower() in _NONE else pass_forward
+    _check_periods(df, cls, None if no_forward else forward, wf, anchored, split)
     meta = meta_of(df)
     folder = out
     if folder is None:  # named after what makes the figures; checked before any pass runs
@@ -172,7 +198,7 @@ def optimize_command(
         "method": method, "criterion": crit, "passes": passes, "seed": seed, "account": account,
         "workers": workers, "scheduler": scheduler, "store_path": store_path,
         "progress": progress and sys.stderr.isatty(),
-        "split": None if pass_forward.strip().lower() in _NONE else pass_forward,
+        "split": split,
         "model": model.strip().lower(), "m1": m1, "ticks": ticks,
     }  # fmt: skip
     typer.echo(
@@ -219,6 +245,18 @@ def _digest(frame: pd.DataFrame | None) -> str | None:
         return None
     rows = pd.util.hash_pandas_object(frame, index=True).to_numpy()
     return hashlib.sha1(rows.tobytes()).hexdigest()
+def _check_periods(df: pd.DataFrame, ea, forward: str | None, wf, anchored: bool, split: str | None) -> None:
+    """The forward period, the walk-forward windows and each pass's split fit the data, checked as the
+    optimisation will check them, but before the report folder, the study or any worker is set up."""
+    if wf is not None:
+        windows(len(df), wf[0], wf[1], anchored)
+    else:  # without a forward period too: every pass needs its study bars and a few to trade
+        resolve(df.index, forward, min_study=ea.min_study_bars)
+    if split is not None:
+        try:
+            resolve(df.index, split, min_study=ea.min_study_bars)
+        except PeriodError as exc:
+            raise CommandError(f"--pass-forward: {exc}") from None
 
 
 def _heat_pair(text: str | None, names: list[str]) -> tuple[str, str] | None:

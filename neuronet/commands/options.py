@@ -8,6 +8,8 @@ and the rule "``--csv``/``--path`` means the csv source" lives in ``data_request
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,6 +18,7 @@ import typer
 
 from backtests.paths import MODELS
 from datafeeds import SOURCES, BrokerClock, bars_from_ticks, load_candles, load_ticks, meta_of, resample
+from neuronet.commands import values
 from neuronet.commands.errors import CommandError, CommandOSError
 
 SOURCE_HELP = f"Candle source: {', '.join(SOURCES)}."
@@ -31,17 +34,23 @@ def flag(*names: str, help: str) -> Any:
     return typer.Option(*names, help=help, metavar="")
 
 
-Source = Annotated[str, typer.Option("--source", "-s", help=SOURCE_HELP)]
+Source = Annotated[str, typer.Option("--source", "-s", help=SOURCE_HELP, parser=values.source)]
 CsvPath = Annotated[
     Path | None,
-    typer.Option("--path", "--csv", help="MetaTrader CSV file to read (implies --source csv)."),
+    typer.Option(
+        "--path", "--csv", help="MetaTrader CSV file to read (implies --source csv).", parser=values.path
+    ),
 ]
 Start = Annotated[
-    str | None, typer.Option("--from", help="First bar time, inclusive (UTC), e.g. 2017-06-01.")
+    str | None,
+    typer.Option("--from", help="First bar time, inclusive (UTC), e.g. 2017-06-01.", parser=values.start),
 ]
-End = Annotated[str | None, typer.Option("--to", help="End time, exclusive (UTC).")]
-BrokerTz = Annotated[str | None, typer.Option("--broker-tz", help=CLOCK_HELP)]
-Opts = Annotated[list[str] | None, typer.Option("--opt", "-o", help="Source option KEY=VALUE (repeatable).")]
+End = Annotated[str | None, typer.Option("--to", help="End time, exclusive (UTC).", parser=values.end)]
+BrokerTz = Annotated[str | None, typer.Option("--broker-tz", help=CLOCK_HELP, parser=values.clock)]
+Opts = Annotated[
+    list[str] | None,
+    typer.Option("--opt", "-o", help="Source option KEY=VALUE (repeatable).", parser=values.text),
+]
 Force = Annotated[bool, flag("--force", help="Write into a non-empty --out folder (its files are replaced).")]
 Model = Annotated[
     str,
@@ -50,6 +59,7 @@ Model = Annotated[
         help="Modelling: open (MetaTrader's 'Open prices only'), ohlc1m ('1 minute OHLC': pending orders, "
         "SL/TP and stop-out worked through M1 bars in MetaTrader's OHLC order) or ticks ('Every tick based "
         "on real ticks': fills at each tick's bid/ask, the EA's on_tick on every tick).",
+        parser=values.text,
     ),
 ]
 TicksCsv = Annotated[
@@ -57,12 +67,15 @@ TicksCsv = Annotated[
     typer.Option(
         "--ticks-csv",
         help="Ticks (MetaTrader 5 'Export ticks' file, in the --broker-tz clock) for --model ticks.",
+        parser=values.path,
     ),
 ]
 M1Csv = Annotated[
     Path | None,
     typer.Option(
-        "--m1-csv", help="M1 candles (MetaTrader CSV, in the --broker-tz clock) for --model ohlc1m."
+        "--m1-csv",
+        help="M1 candles (MetaTrader CSV, in the --broker-tz clock) for --model ohlc1m.",
+        parser=values.path,
     ),
 ]
 
@@ -158,6 +171,24 @@ def prepare_out(folder: Path, force: bool, resumable: frozenset[str] = frozenset
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CommandOSError(f"--out {folder}: cannot create the folder ({exc.strerror})") from None
+
+
+@contextmanager
+def out_folder(folder: Path, force: bool) -> Iterator[Path]:
+    """``prepare_out``, undone if the command fails before it writes there: the folders created for it
+    are removed again while they are still empty, so a refused or failed command leaves nothing behind
+    (a folder with a report in it, e.g. after Ctrl-C, stays)."""
+    created = [p for p in (folder, *folder.parents) if not p.exists()]  # the deepest first
+    prepare_out(folder, force)
+    try:
+        yield folder
+    except BaseException:
+        for made in created:
+            try:
+                made.rmdir()  # only an empty folder goes
+            except OSError:
+                break
+        raise
 
 
 Market = tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None]

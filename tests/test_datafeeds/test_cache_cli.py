@@ -93,7 +93,10 @@ def test_unreadable_files_are_listed_with_their_problem(capsys, cache_dir):
     [
         (("data", "show", "--refresh"), "error: candle source 'sample' has no read-through cache"),
         (("data", "show", "--no-cache", "--refresh"), "error: --no-cache and --refresh exclude each other"),
-        (("data", "cache", "list", "--source", "mt4"), "error: unknown candle source 'mt4'"),
+        (
+            ("data", "cache", "list", "--source", "mt4"),
+            "error: Invalid value for '--source' / '-s': unknown candle source 'mt4'",
+        ),
     ],
 )
 def test_cache_flag_errors_are_one_line(capsys, args, message):

@@ -172,3 +172,15 @@ def test_read_timestamp_reads_a_time():
     from datafeeds.clock import read_timestamp
 
     assert read_timestamp("2021-02-03 04:05") == pd.Timestamp("2021-02-03 04:05")
+
+
+def test_an_atomic_write_never_replaces_a_device_or_a_pipe(tmp_path):
+    """The write renames a temporary file over its target: ``data export --out /dev/null`` run by root
+    would have replaced the device node with a CSV file."""
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes here")
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    with pytest.raises(UnsafePathError, match="is not a regular file"):
+        atomic_write(pipe, lambda f: f.write(b"x"))
+    assert stat.S_ISFIFO(pipe.stat().st_mode) and [p.name for p in tmp_path.iterdir()] == ["pipe"]

@@ -72,9 +72,12 @@ def test_the_terminal_export_is_read_with_empty_fields_carried_forward(tmp_path)
         ("2024.01.02\t00:00:02.000\t1.1\t1.1001\t\t\t6\n2024.01.02\t00:00:01.000\t1.1\t1.1001\t\t\t6\n", 3,
          "out of time order"),
         ("2024.01.02\t00:00:00.123\t1.1002\t1.1001\t\t\t6\n", 2, "ask below bid"),
+        ("2024.01.02\t00:00:00.123\t1.1\t1.1001\t\t\t6\n2024.01.02\t00:00:01.000\t1.1\t1.1001\t\t\t6\t9\n", 3,
+         "8 tab-separated fields where the header names 7"),
     ],
 )  # fmt: skip
 def test_bad_tick_files_name_the_file_and_line(tmp_path, body, line, match):
+    """Including a line with one field too many (it was pandas' ParserError, naming neither)."""
     path = _write(tmp_path, body)
     with pytest.raises(TickDataError, match=match) as info:
         read_tick_csv(path)

@@ -1,0 +1,45 @@
+"""Errors of the backtest harness's own settings, worded for the command line and for Python alike."""
+
+from __future__ import annotations
+
+from neuronet.errors import NeuronetError
+
+# The command-line option of each account setting that has one (run, backtest, optimize, live).
+_OPTIONS = {
+    "deposit": "--deposit",
+    "leverage": "--leverage",
+    "spread": "--spread",
+    "commission": "--commission",
+    "swap_long": "--swap-long",
+    "swap_short": "--swap-short",
+}
+_RANGES = {
+    "deposit": "a finite amount > 0",
+    "leverage": "a finite number > 0 (1:N)",
+    "contract_size": "a finite number of units > 0",
+    "lot_min": "a finite volume > 0",
+    "lot_max": "a finite volume >= lot_min",
+    "lot_step": "a finite volume > 0",
+    "spread": "a whole number of points >= 0",
+    "missing_spread": "a whole number of points >= 0",
+    "commission": "a finite amount >= 0 per lot and deal",
+    "triple_swap_weekday": "a weekday 0 (Monday) .. 6",
+    "stop_out_level": "a finite margin level >= 0 %",
+    "stops_level": "a whole number of points >= 0",
+    "freeze_level": "a whole number of points >= 0",
+}
+
+
+class AccountError(NeuronetError, ValueError):
+    """An account setting outside its range (``AccountConfig``): the message names the setting, its
+    command-line option where it has one, and what it must be."""
+
+    def __init__(self, name: str, value: object) -> None:
+        option = f" ({_OPTIONS[name]})" if name in _OPTIONS else ""
+        rule = _RANGES.get(name, "a finite number")
+        super().__init__(f"invalid account setting {name}={value!r}{option}: must be {rule}")
+        self.name = name
+        self.value = value
+
+    def __reduce__(self):  # rebuilt from its parts when it crosses a process boundary (Dask workers)
+        return type(self), (self.name, self.value)
