@@ -30,6 +30,7 @@ from backtests.robustness.montecarlo import (
     monte_carlo,
 )
 from backtests.robustness.permutation import Job, PermutationTest, check_request, permutation_test
+from backtests.robustness.permute import SCOPES
 from backtests.robustness.predictions import prediction_robustness
 
 MAX_BOOTSTRAP = 100_000
@@ -75,6 +76,9 @@ class Options:
         for method in self.methods:
             check_plan(method, max(1, self.monte_carlo), self.seed, self.ruin_pct, self.block)
         check_count("--permutations", self.permutations, 0, 100_000)
+        check_count("--permutation-block", self.permutation_block, 1, 10**9)  # the forward bars: later
+        if self.scope not in SCOPES:
+            raise RobustnessError(f"--permute {self.scope!r}: choose {' or '.join(SCOPES)}")
         check_count("--bootstrap", self.bootstrap, 0, MAX_BOOTSTRAP)
 
 
@@ -249,7 +253,7 @@ def analyze_report(
     if options.permutations:
         job = report_job(doc, candles, ea, options)
     robustness = _analyze(
-        run, doc.get("predictions"), options, candles, job, workers, scheduler, store_path, progress
+        run, doc.get("predictions"), options, candles, job, workers, scheduler, store_path, progress, strict
     )
     if robustness.permutation is not None:
         check_real(doc, robustness.permutation)
