@@ -135,3 +135,13 @@ def test_backtest_robustness_options_refuse_bad_values(tmp_path, capsys, option,
 def test_optimize_robustness_options_refuse_bad_values(tmp_path, capsys, option, value):
     code, _, err = cli(capsys, "optimize", "sma", "-p", "fast=5:10:5", "--out", tmp_path / "o", option, value)
     assert code == 2 and option in err and err.count("\n") == 1, err
+
+
+def test_a_report_whose_run_cannot_be_reproduced_is_refused_before_any_permutation(report, tmp_path, capsys):
+    """The report says fast=10; its parameters edited to fast=7 re-run to another net profit."""
+    folder = _copy(report, tmp_path, lambda d: d["ea"]["params"].update(fast=7))
+    code, _, err = cli(
+        capsys, "robustness", folder, "--permutations", 50, "--workers", 0, "--to", "2017-10-01"
+    )
+    assert code == 2 and "differ from the report's" in err and err.count("\n") == 1, err
+    assert not (folder / "robustness.json").exists()

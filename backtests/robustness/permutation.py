@@ -141,9 +141,12 @@ def permutation_test(
     progress: bool = False,
     engine: Any = None,
     shared: Any = None,
+    expect: float | None = None,
 ) -> PermutationTest:
     """Run the real history and ``permutations`` permuted ones (the passes the store lacks), and the
-    p-values. ``engine``/``shared``: an engine already started with ``Market(candles)`` shared."""
+    p-values. ``engine``/``shared``: an engine already started with ``Market(candles)`` shared.
+    ``expect``: the real history's net profit as a report gives it; the real history runs first, and
+    another figure is refused before any permutation runs (the data or the EA are not the report's)."""
     check_request(permutations, job.block, job.scope, len(candles) - job.forward_start)
     storage = None if store_path is None else store.storage_url(store_path)
     identity = job.identity(candles)
@@ -152,17 +155,27 @@ def permutation_test(
         durable = store.open_study(storage, name, "maximize", identity)
         if engine is None:
             with session(Market(candles), workers, scheduler) as (engine, shared):
-                figures, ran = _fill(durable, job, permutations, engine, shared, progress)
+                figures, ran = _fill(durable, job, permutations, engine, shared, progress, expect)
         else:
-            figures, ran = _fill(durable, job, permutations, engine, shared, progress)
+            figures, ran = _fill(durable, job, permutations, engine, shared, progress, expect)
     test = summarize(figures, job, permutations)
     test.ran, test.study = ran, durable.study.study_name
     return test
 
 
-def _fill(durable: store.Store, job: Job, permutations: int, engine, shared, progress: bool):
+def _fill(durable: store.Store, job: Job, permutations: int, engine, shared, progress: bool, expect):
     """Every pass 0..N from the store or run now; finished batches are recorded as they arrive."""
     recorded = {int(t.params["permutation"]): t.user_attrs["figures"] for t in durable.finished()}
+    if expect is not None:
+        real = recorded.get(0) or next(iter(engine.stream(run_batch, shared, [(0, (job, [0]))])))[1][0]
+        if abs(float(real["net_profit"]) - float(expect)) > 0.005:
+            raise RobustnessError(
+                f"re-running the EA on the real history makes a net profit of {real['net_profit']}, the "
+                f"report says {expect}: the data, the EA's code or its settings differ from the report's"
+            )
+        if 0 not in recorded:
+            durable.record([_trial(0, real)])
+            recorded[0] = real
     missing = [k for k in range(permutations + 1) if k not in recorded]
     batch = max(1, min(16, math.ceil(len(missing) / (4 * engine.size)))) if missing else 1
     tasks = [(missing[a : a + batch], (job, missing[a : a + batch])) for a in range(0, len(missing), batch)]
@@ -175,16 +188,7 @@ def _fill(durable: store.Store, job: Job, permutations: int, engine, shared, pro
         )
     try:
         for ks, rows in engine.stream(run_batch, shared, tasks):
-            trials = [
-                create_trial(
-                    value=float(row["net_profit"]),
-                    params={"permutation": k},
-                    distributions=_DISTRIBUTION,
-                    user_attrs={"figures": row},
-                )
-                for k, row in zip(ks, rows, strict=True)
-            ]
-            durable.record(trials)
+            durable.record([_trial(k, row) for k, row in zip(ks, rows, strict=True)])
             recorded.update(zip(ks, rows, strict=True))
             if bar is not None:
                 bar.update(len(ks))
@@ -192,6 +196,16 @@ def _fill(durable: store.Store, job: Job, permutations: int, engine, shared, pro
         if bar is not None:
             bar.close()
     return [recorded[k] for k in range(permutations + 1)], len(missing)
+
+
+def _trial(k: int, row: dict[str, Any]):
+    """The durable record of pass ``k``."""
+    return create_trial(
+        value=float(row["net_profit"]),
+        params={"permutation": k},
+        distributions=_DISTRIBUTION,
+        user_attrs={"figures": row},
+    )
 
 
 def summarize(figures: list[dict[str, Any]], job: Job, permutations: int) -> PermutationTest:
