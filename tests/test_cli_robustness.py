@@ -145,3 +145,18 @@ def test_a_report_whose_run_cannot_be_reproduced_is_refused_before_any_permutati
     )
     assert code == 2 and "differ from the report's" in err and err.count("\n") == 1, err
     assert not (folder / "robustness.json").exists()
+
+
+def test_the_seed_is_the_reports_unless_given_in_python_as_on_the_command_line(report, tmp_path):
+    from backtests.robustness.analysis import Options, analyze_report
+
+    folder = _copy(report, tmp_path, lambda d: d.update(seed=5))
+    assert analyze_report(folder, Options(monte_carlo=50)).seed == 5
+    assert analyze_report(folder, Options(monte_carlo=50, seed=2)).seed == 2
+
+
+def test_backtest_refuses_permutations_of_a_finer_model_before_reading_data(tmp_path, capsys):
+    code, _, err = cli(
+        capsys, "backtest", "sma", "--permutations", 5, "--model", "ohlc1m", "--out", tmp_path / "o"
+    )
+    assert code == 2 and "--model open" in err and not (tmp_path / "o").exists()

@@ -69,12 +69,12 @@ class Options:
     permutation_block: int = 1
     scope: str = "both"
     bootstrap: int = 1000
-    seed: int = 0
+    seed: int | None = None  # None: the run's own seed (report.json's ``seed``)
 
     def check(self) -> None:
         check_count("--monte-carlo", self.monte_carlo, 0, 1_000_000)
         for method in self.methods:
-            check_plan(method, max(1, self.monte_carlo), self.seed, self.ruin_pct, self.block)
+            check_plan(method, max(1, self.monte_carlo), self.seed or 0, self.ruin_pct, self.block)
         check_count("--permutations", self.permutations, 0, 100_000)
         check_count("--permutation-block", self.permutation_block, 1, 10**9)  # the forward bars: later
         if self.scope not in SCOPES:
@@ -95,7 +95,7 @@ def analyze(
     """The analysis of a finished ``Result``; permutations also need its ``Backtest`` (the candles, the EA
     class, the account and the periods), and use the optimisation engine (``workers``, ``scheduler``) and a
     study store (``store_path``) that makes them resumable."""
-    options = options or Options()
+    options = seeded(options or Options(), result.seed)
     options.check()
     run = Run.from_frames(result.account["deposit"], result.trades, result.curves)
     job = candles = None
@@ -109,6 +109,13 @@ def analyze(
             )
         candles, job = backtest.candles, permutation_job(backtest, result.ea["params"], options)
     return _analyze(run, result.predictions, options, candles, job, workers, scheduler, store_path, progress)
+
+
+def seeded(options: Options, seed: int) -> Options:
+    """``options`` with the run's seed where they name none."""
+    from dataclasses import replace
+
+    return options if options.seed is not None else replace(options, seed=int(seed))
 
 
 def permutation_job(backtest: Any, params: dict, options: Options) -> Job:
@@ -255,9 +262,9 @@ def analyze_report(
 ) -> Robustness:
     """The analysis of a report folder. Permutations re-run the EA: give the report's ``candles`` (the
     same bars: they are checked against the report) and its EA class ``ea``."""
-    options = options or Options()
-    options.check()
+    (options or Options()).check()
     doc = load_report(folder)
+    options = seeded(options or Options(), int(doc["seed"]))
     run = run_of_report(doc)
     job = None
     if options.permutations:

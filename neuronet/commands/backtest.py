@@ -365,6 +365,8 @@ def backtest(
     robust.check()  # bad counts in one line, before any data is read
     if workers is not None and workers < 0:
         raise CommandError(f"--workers {workers}: give 0 (inline) or a positive count")
+    if permutations and model.strip().lower() != "open":
+        raise CommandError(f"--permutations rebuilds the candles only; use --model open, not --model {model}")
     account = AccountConfig(
         deposit=deposit,
         leverage=leverage,

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from backtests.robustness.analysis import Options, analyze_report, load_report, write_robustness
+from backtests.robustness.analysis import Options, analyze_report, load_report, seeded, write_robustness
 from backtests.robustness.montecarlo import METHODS
 from backtests.robustness.permute import SCOPES
 from datafeeds import load_candles
@@ -101,6 +101,8 @@ def robustness_command(
     chosen = tuple(m.strip().lower() for m in methods.split(",") if m.strip())
     if not chosen or set(chosen) - set(METHODS):
         raise CommandError(f"--methods {methods!r}: choose from {', '.join(METHODS)}")
+    if workers is not None and workers < 0:
+        raise CommandError(f"--workers {workers}: give 0 (inline) or a positive count")
     if permute not in SCOPES:
         raise CommandError(f"--permute {permute!r}: choose {' or '.join(SCOPES)}")
     if scheduler:
@@ -125,10 +127,11 @@ def robustness_command(
         permutation_block=permutation_block,
         scope=permute,
         bootstrap=1000 if bootstrap is None else bootstrap,
-        seed=int(doc["seed"]) if seed is None else seed,
+        seed=seed,
     )
     options.check()
-    if bootstrap is None and doc.get("predictions") is None:
+    options = seeded(options, int(doc["seed"]))
+    if bootstrap is None and not (doc.get("predictions") or {}).get("series"):  # none, or an older report
         options = _without_bootstrap(options)
     candles = cls = None
     if options.permutations:

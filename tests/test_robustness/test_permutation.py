@@ -75,7 +75,7 @@ def _calibration(seeds: int) -> None:
 
 
 def test_a_random_trader_gets_uniform_p_values():
-    _calibration(40)
+    _calibration(30)
 
 
 @pytest.mark.slow
