@@ -113,6 +113,8 @@ def robustness_command(
         report
     )  # another version, an interrupted run or not a report: one line, nothing written
     folder = out or (report if report.is_dir() else report.parent)
+    if folder.exists() and not folder.is_dir():
+        raise FileExistsError(f"--out {folder}: a file of that name exists; give a folder path")
     taken = [name for name in OUTPUTS if (folder / name).exists()]
     if taken and not force:
         raise FileExistsError(
