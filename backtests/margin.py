@@ -137,3 +137,4 @@ class MarginRules:
         cfg = self.config
         need = lots * cfg.contract_size * price / cfg.leverage + lots * cfg.commission
         return need <= self.equity_now() - self.margin_now() + 1e-9
+

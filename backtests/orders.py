@@ -153,3 +153,4 @@ class PendingRules:
         self.pending_orders.remove(order)
         self.revision += 1
         order.record.update(state=state, time_done=self.t, done_ns=self.stamp())
+

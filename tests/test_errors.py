@@ -129,13 +129,7 @@ def test_errors_with_parts_survive_pickling():
 
 
 BUILTIN_RAISES = {
-    "ValueError",
-    "TypeError",
-    "LookupError",
-    "KeyError",
-    "IndexError",
-    "OSError",
-    "RuntimeError",
+    "ValueError", "TypeError", "LookupError", "KeyError", "IndexError", "OSError", "RuntimeError"
 }
 INPUT_LAYERS = ("datafeeds", "neuronet")  # the code that checks what the user typed and the files they gave
 

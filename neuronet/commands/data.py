@@ -45,7 +45,6 @@ cache_app = typer.Typer(
 )
 app.add_typer(cache_app, name="cache")
 
-
 def _load(
     symbol: str | None,
     timeframe: str | None,

@@ -60,16 +60,14 @@ def read_table(path: Path, inputs: str | None, targets: str | None) -> Dataset:
     names = [str(c) for c in frame.columns]
     for name in names:
         if not _NAME.match(name):
-            raise CommandError(
-                f"{path}: variable name {name!r} must start with a letter and hold only letters, digits and _"
-            )
+            raise CommandError(f"{path}: variable name {name!r} must start with a letter and hold only "
+                             "letters, digits and _")
     values = frame.apply(pd.to_numeric, errors="coerce")
     bad = values.isna().to_numpy()
     if bad.any():
         r, c = np.argwhere(bad)[0]
-        raise CommandError(
-            f"{path}: line {r + 2}, variable {names[c]!r}: missing or not a number ({frame.iat[r, c]!r})"
-        )
+        raise CommandError(f"{path}: line {r + 2}, variable {names[c]!r}: missing or not a number "
+                         f"({frame.iat[r, c]!r})")
     tcols = _pick(targets, names, "target", path)
     if not tcols:
         raise CommandError(f"{path}: choose the target column(s) with --targets (names or numbers)")
@@ -88,8 +86,8 @@ def _idx(path: Path, magic: int) -> tuple[list[int], bytes]:
     if len(raw) < 8 or struct.unpack(">i", raw[:4])[0] != magic:
         raise CommandError(f"{path}: not an IDX file with magic number {magic}")
     ndim = 3 if magic == 2051 else 1
-    dims = list(struct.unpack(f">{ndim}i", raw[4 : 4 + 4 * ndim]))
-    body = raw[4 + 4 * ndim :]
+    dims = list(struct.unpack(f">{ndim}i", raw[4:4 + 4 * ndim]))
+    body = raw[4 + 4 * ndim:]
     if any(d <= 0 for d in dims) or len(body) != int(np.prod(dims)):
         raise CommandError(f"{path}: IDX header says {dims} but the file holds {len(body)} bytes of data")
     return dims, body
@@ -128,9 +126,8 @@ def read_candles(source: str, depth: int, rule: str = "3bar") -> Dataset:
     x, rows = windows(feats, depth)
     labels = fractal_labels(df["high"].to_numpy(), df["low"].to_numpy(), rule)[rows]
     keep = labels != UNKNOWN
-    names = [
-        f"{f.replace('-', '_').replace('/', '_')}_{lag}" for lag in range(depth - 1, -1, -1) for f in FEATURES
-    ]
+    names = [f"{f.replace('-', '_').replace('/', '_')}_{lag}" for lag in range(depth - 1, -1, -1)
+             for f in FEATURES]
     t = np.eye(len(CLASSES))[labels[keep]]
     return Dataset(x[keep], t, names, [f"class_{c}" for c in CLASSES], None, True)
 

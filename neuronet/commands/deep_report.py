@@ -49,17 +49,13 @@ def variable_table(names: list[str], x: np.ndarray) -> list[str]:
 
 
 def parameter_block(title: str, obj) -> list[str]:
-    return [title] + [
-        f"  {f.name:<22s} {getattr(obj, f.name)}" for f in fields(obj) if f.name not in ("rbm", "n_hidden")
-    ]
+    return [title] + [f"  {f.name:<22s} {getattr(obj, f.name)}" for f in fields(obj)
+                      if f.name not in ("rbm", "n_hidden")]
 
 
 def weight_tables(model: DBN, inputs: list[str], targets: list[str]) -> list[str]:
-    out = [
-        "Trained weights for this model, predicting the following target(s):",
-        *targets,
-        "(weights refer to inputs rescaled 0-1 over their training min/max)",
-    ]
+    out = ["Trained weights for this model, predicting the following target(s):", *targets,
+           "(weights refer to inputs rescaled 0-1 over their training min/max)"]
     names = inputs
     for k, layer in enumerate(model.layers):
         cols = min(10, layer.w.shape[0])
@@ -97,9 +93,8 @@ def confusion(pred: np.ndarray, true: np.ndarray, k: int) -> tuple[np.ndarray, l
     return m, out
 
 
-def image_grid(
-    path: Path, images: np.ndarray, shape: tuple[int, int], cols: int, title: str, signed: bool = False
-) -> None:
+def image_grid(path: Path, images: np.ndarray, shape: tuple[int, int], cols: int, title: str,
+               signed: bool = False) -> None:
     """Save ``images (N, rows·cols)`` as a grid PNG; ``signed`` scales each around 0 (weights)."""
     import matplotlib
 

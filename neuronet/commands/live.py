@@ -247,15 +247,8 @@ def _terminal_trading(limits: dict, kill_switch: Path | None, deviation: int) ->
     checked = Limits(**limits, kill_switch=kill_switch)
 
     def make(source: TerminalSource, symbol: str, magic: int, record: Any) -> TerminalTrade:
-        return TerminalTrade(
-            source,
-            symbol,
-            magic=magic,
-            limits=checked,
-            deviation=deviation,
-            record=record,
-            clock=source.clock,
-        )
+        return TerminalTrade(source, symbol, magic=magic, limits=checked, deviation=deviation, record=record,
+                             clock=source.clock)
 
     return make
 

@@ -29,21 +29,8 @@ log = logging.getLogger(__name__)
 JOURNAL_VERSION = 1
 MAX_LINE = 256 * 2**20  # bytes: the history record of a few million bars; a line beyond is not a journal's
 TYPES = frozenset(
-    {
-        "start",
-        "history",
-        "open",
-        "tick",
-        "request",
-        "result",
-        "decision",
-        "bar",
-        "account",
-        "resume",
-        "reconnect",
-        "warning",
-        "stop",
-    }
+    {"start", "history", "open", "tick", "request", "result", "decision", "bar", "account", "resume",
+     "reconnect", "warning", "stop"}
 )
 
 
@@ -171,9 +158,8 @@ def read_journal(path: str | os.PathLike) -> list[dict]:
             if last:
                 log.warning("%s: line %d was cut short (a crash while writing): ignored", path, number)
                 break
-            raise JournalError(
-                f"journal {path} line {number}: not JSON ({exc}); not a neuronet journal, or damaged"
-            ) from None
+            raise JournalError(f"journal {path} line {number}: not JSON ({exc}); not a neuronet journal, or "
+                               "damaged") from None
         if not isinstance(record, dict) or record.get("type") not in TYPES:
             what = record.get("type") if isinstance(record, dict) else type(record).__name__
             raise JournalError(f"journal {path} line {number}: unknown record {what!r}")
@@ -182,7 +168,6 @@ def read_journal(path: str | os.PathLike) -> list[dict]:
     if records and records[0]["type"] != "start":
         raise JournalError(f"journal {path} line {records[0]['_line']}: a journal begins with a start record")
     if records and records[0].get("version") != JOURNAL_VERSION:
-        raise JournalError(
-            f"journal {path}: version {records[0].get('version')!r}, this neuronet reads {JOURNAL_VERSION}"
-        )
+        raise JournalError(f"journal {path}: version {records[0].get('version')!r}, this neuronet reads "
+                           f"{JOURNAL_VERSION}")
     return records

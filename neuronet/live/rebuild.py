@@ -70,12 +70,8 @@ def read_state(path: str, records: list[dict], *, paper: bool | None = None) -> 
     history = next((r for r in records if r["type"] == "history"), None)
     if history is None:
         raise JournalError(f"{where}: no history record (the run stopped before its first bar)")
-    hist = _frame(
-        history,
-        [pd.Timestamp(int(s), unit="s", tz="UTC") for s in history.get("time", [])],
-        meta,
-        f"{where} line {history['_line']}",
-    )
+    hist = _frame(history, [pd.Timestamp(int(s), unit="s", tz="UTC") for s in history.get("time", [])], meta,
+                  f"{where} line {history['_line']}")
     if len(hist) != fs:
         raise JournalError(f"{where} line {history['_line']}: {len(hist)} history bars, the start says {fs}")
     paper = start.get("mode") == "paper" if paper is None else paper
@@ -108,8 +104,7 @@ def read_state(path: str, records: list[dict], *, paper: bool | None = None) -> 
                 if got != pending_result:
                     raise JournalError(
                         f"{where} line {line}: the paper account answers {pending_result} where the journal "
-                        f"has {got}; the journal was edited or written by another version"
-                    )
+                        f"has {got}; the journal was edited or written by another version")
                 pending_result = None
             elif kind == "decision":
                 state.decided.add(int(rec["bar"]))

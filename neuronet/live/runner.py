@@ -53,12 +53,8 @@ log = logging.getLogger(__name__)
 
 
 # The command-line option of each setting, named in errors (the settings are also set from Python).
-_OPTION = {
-    "poll_s": " (--poll)",
-    "history_bars": " (--history)",
-    "study_bars": " (--study-bars)",
-    "max_bars": " (--max-bars)",
-}
+_OPTION = {"poll_s": " (--poll)", "history_bars": " (--history)", "study_bars": " (--study-bars)",
+           "max_bars": " (--max-bars)"}
 
 
 @dataclass(frozen=True)
@@ -209,13 +205,8 @@ class LiveRunner:
 
     def _check_resume(self, path: Path, records: list[dict]) -> JournalState:
         start, s = records[0], self.s
-        mine = {
-            "ea": self.ea_class.__name__,
-            "params": json_ready(self._params()),
-            "symbol": s.symbol,
-            "timeframe": s.timeframe.name,
-            "mode": s.mode,
-        }
+        mine = {"ea": self.ea_class.__name__, "params": json_ready(self._params()), "symbol": s.symbol,
+                "timeframe": s.timeframe.name, "mode": s.mode}
         theirs = {k: start.get(k) for k in mine}
         if theirs != mine:
             diff = ", ".join(f"{k} {theirs[k]!r} here {mine[k]!r}" for k in mine if theirs[k] != mine[k])
@@ -223,8 +214,7 @@ class LiveRunner:
         state = read_state(str(path), records)
         if AccountConfig(**start["account"]) != s.account:
             raise JournalError(
-                f"journal {path} was written with other account settings; give a new --journal"
-            )
+                f"journal {path} was written with other account settings; give a new --journal")
         return state
 
     def _params(self) -> dict:
@@ -238,26 +228,15 @@ class LiveRunner:
             if s.history_bars:
                 hist = hist.iloc[-s.history_bars :]
             if len(hist) < 2:
-                raise LiveError(
-                    f"the terminal has {len(hist)} closed {s.symbol} {s.timeframe.name} bars; "
-                    "a live run needs history to start from"
-                )
+                raise LiveError(f"the terminal has {len(hist)} closed {s.symbol} {s.timeframe.name} bars; "
+                                "a live run needs history to start from")
             self.meta = meta_of(fetched.frame)
             self.fs = len(hist)
             self.journal.write(
-                "start",
-                version=JOURNAL_VERSION,
-                ea=self.ea_class.__name__,
-                params=self._params(),
-                symbol=s.symbol,
-                timeframe=s.timeframe.name,
-                mode=s.mode,
-                meta=self.meta.to_dict(),
-                account=asdict(s.account),
-                forward_start=self.fs,
-                study_bars=s.study_bars,
-                started=pd.Timestamp.now(tz="UTC"),
-            )
+                "start", version=JOURNAL_VERSION, ea=self.ea_class.__name__, params=self._params(),
+                symbol=s.symbol, timeframe=s.timeframe.name, mode=s.mode, meta=self.meta.to_dict(),
+                account=asdict(s.account), forward_start=self.fs, study_bars=s.study_bars,
+                started=pd.Timestamp.now(tz="UTC"))
             self.journal.write("history", **history_record(hist))
             self.broker = PaperBroker(hist, self.meta.point, s.account) if s.mode == "paper" else None
             self.forming: tuple[int, pd.Timestamp] | None = None
@@ -267,19 +246,12 @@ class LiveRunner:
             self.summary.resumed = True
             hist, self.meta, self.fs = state.bars, state.meta, state.forward_start
             self.broker, self.forming, self.decided = state.broker, state.forming, state.decided
-            self.journal.write(
-                "resume",
-                after_bar=len(hist) - 1,
-                forming=None if self.forming is None else self.forming[0],
-                at=pd.Timestamp.now(tz="UTC"),
-            )
+            self.journal.write("resume", after_bar=len(hist) - 1, forming=None if self.forming is None
+                               else self.forming[0], at=pd.Timestamp.now(tz="UTC"))
             log.info("resuming %s after bar %d (%s)", s.journal, len(hist) - 1, hist.index[-1])
             if self.forming is not None and self.forming[0] not in self.decided:
-                log.warning(
-                    "on_bar at bar %d was cut short by the stop: the requests it made stand, "
-                    "it is not run again",
-                    self.forming[0],
-                )
+                log.warning("on_bar at bar %d was cut short by the stop: the requests it made stand, "
+                            "it is not run again", self.forming[0])
         self.bars = LiveBars(hist, self.meta)
         self.ea = self._make_ea()
         trading = self.broker
@@ -291,13 +263,8 @@ class LiveRunner:
                 trading.restore_halt(state.halted_day)  # a restart does not lift the day's halt
             acc = self._retrying("reading the account", trading.account)
             # Who the run is, for ``neuronet live report``: its magic number and the account it started on.
-            self.journal.write(
-                "account",
-                magic=int(self.ea.magic),
-                balance=acc.balance,
-                currency=acc.currency,
-                leverage=acc.leverage,
-            )
+            self.journal.write("account", magic=int(self.ea.magic), balance=acc.balance,
+                               currency=acc.currency, leverage=acc.leverage)
         self.ctx = LiveContext(trading, self.bars, self.journal.write, self._now, self._bar)
         self.ea.attach(self.ctx, self.bars.feed.bars)
         call_hook(self.ea, "on_init", where="before the first live bar")
@@ -315,14 +282,8 @@ class LiveRunner:
         """``on_study`` before bar ``t`` on the backtest's study window: every earlier bar, or the last
         ``study_bars``."""
         a = 0 if self.s.study_bars <= 0 else max(0, t - self.s.study_bars)
-        call_hook(
-            self.ea,
-            "on_study",
-            self.bars.feed.bars.window(a, t),
-            where=f"before bar {t} ({when})",
-            bar=t,
-            time=when,
-        )
+        call_hook(self.ea, "on_study", self.bars.feed.bars.window(a, t), where=f"before bar {t} ({when})",
+                  bar=t, time=when)
 
     def _make_ea(self) -> ExpertAdvisor:
         try:
@@ -330,9 +291,8 @@ class LiveRunner:
         except (NeuronetError, KeyboardInterrupt):
             raise
         except BaseException as exc:
-            raise EARuntimeError(
-                self.ea_class.__name__, "__init__", "before the first bar", exc, None, None
-            ) from exc
+            raise EARuntimeError(self.ea_class.__name__, "__init__", "before the first bar", exc, None,
+                                 None) from exc
 
     def _record_trade(self, record: dict) -> None:
         """The terminal trade context's own records (requests sent, answers) go to the journal too."""
@@ -360,9 +320,7 @@ class LiveRunner:
                     what = "skipped (no on_bar)" if self.s.skip_missed else "processed in order"
                     log.warning(
                         "%d bars closed before they were decided on (terminal unreachable or quote refused): "
-                        "%s",
-                        late,
-                        what,
+                        "%s", late, what
                     )
             if self.forming is None and fetched.final_until > self.bars.feed.time[-1]:
                 self._open_new(fetched.final_until)
@@ -400,10 +358,8 @@ class LiveRunner:
     def _closed(self, when: pd.Timestamp, row: pd.Series) -> None:
         t = len(self.bars.feed)
         if self.forming is not None and self.forming[1] != when:
-            raise LiveError(
-                f"the terminal's bar {when} is not the bar forming at {self.forming[1]}: "
-                "its history changed under the run; start a new journal"
-            )
+            raise LiveError(f"the terminal's bar {when} is not the bar forming at {self.forming[1]}: "
+                            "its history changed under the run; start a new journal")
         if self.forming is None:  # closed before it was decided on: unreachable, or its quote refused
             if self.s.skip_missed:
                 self.summary.skipped += 1
@@ -419,15 +375,8 @@ class LiveRunner:
                 bid = float(row["open"])
                 if self.broker is not None:
                     self.broker.add_bar(when, bid, spread)
-                self.journal.write(
-                    "open",
-                    bar=t,
-                    time=when,
-                    bid=bid,
-                    ask=bid + spread * self.meta.point,
-                    spread_points=spread,
-                    missed=True,
-                )
+                self.journal.write("open", bar=t, time=when, bid=bid, ask=bid + spread * self.meta.point,
+                                   spread_points=spread, missed=True)
                 self._decide(t, when)
         if self.broker is not None:
             self.broker.close_bar(t, float(row["high"]), float(row["low"]), float(row["close"]))
@@ -470,9 +419,8 @@ class LiveRunner:
         if self.broker is not None:
             self.broker.set_tick(bid, ask)
         self.journal.write("tick", bar=self.forming[0], time=stamp, bid=bid, ask=ask)
-        call_hook(
-            self.ea, "on_tick", Tick(stamp, bid, ask), where=f"at {stamp}", bar=self.forming[0], time=stamp
-        )
+        call_hook(self.ea, "on_tick", Tick(stamp, bid, ask), where=f"at {stamp}", bar=self.forming[0],
+                  time=stamp)
 
     # -- the stop --------------------------------------------------------------------------------------------
     def _closing_quote(self) -> bool:
@@ -500,9 +448,8 @@ class LiveRunner:
             if self.s.close_on_exit and self._closing_quote():
                 closed = self.ctx.close(None, self.ea.magic)
             if deinit:
-                self.ea.mark_run(
-                    complete=reason == "max_bars", interrupted=None if reason == "max_bars" else reason
-                )
+                self.ea.mark_run(complete=reason == "max_bars", interrupted=None if reason == "max_bars"
+                                 else reason)
                 call_hook(self.ea, "on_deinit", where="at the stop")
         finally:
             self.journal.write("stop", reason=reason, closed_on_exit=closed, at=pd.Timestamp.now(tz="UTC"))

@@ -130,15 +130,7 @@ class TerminalLedger(Broker):
                 pos.lots,
             )
             held = OpenPosition(
-                pid,
-                pos.side,
-                pos.lots,
-                pos.price,
-                pos.bar,
-                pos.sl,
-                pos.tp,
-                pos.magic,
-                pos.comment,
+                pid, pos.side, pos.lots, pos.price, pos.bar, pos.sl, pos.tp, pos.magic, pos.comment,
                 0.0 - pos.commission,
             )
             held.entry_ns, held.seg = pos.entry_ns, pos.seg

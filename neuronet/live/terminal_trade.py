@@ -231,12 +231,8 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         restart: no new orders until that day ends, whatever today's P&L reads now (the journal's
         "halted" record carries the day)."""
         self._halted_day = int(day)
-        log.warning(
-            "%s: the daily loss limit was reached earlier on this server day (%s): no new orders "
-            "until it ends",
-            self.symbol,
-            pd.Timestamp(int(day) * 86400, unit="s").date(),
-        )
+        log.warning("%s: the daily loss limit was reached earlier on this server day (%s): no new orders "
+                    "until it ends", self.symbol, pd.Timestamp(int(day) * 86400, unit="s").date())
 
     def _only_reduces(self, side: int, volume: float) -> bool:
         """On a netting account, a market order against the position that does not reverse it only takes

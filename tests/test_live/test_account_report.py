@@ -220,19 +220,8 @@ def test_a_position_the_terminal_still_holds_is_closed_in_the_report_as_on_paper
     runner(port, sim, paper, max_bars=40).run()
     want = journal_result(paper)
     assert got.data["open_positions"] == 1 and want.trades["exit_reason"].iloc[-1] == "end of test"
-    cols = [
-        "type",
-        "lots",
-        "entry_time",
-        "entry_price",
-        "exit_time",
-        "exit_price",
-        "exit_reason",
-        "profit",
-        "net_profit",
-        "entry_bar",
-        "exit_bar",
-    ]
+    cols = ["type", "lots", "entry_time", "entry_price", "exit_time", "exit_price", "exit_reason", "profit",
+            "net_profit", "entry_bar", "exit_bar"]
     pd.testing.assert_frame_equal(got.trades[cols], want.trades[cols])
     assert got.trades["ticket"].iloc[-1] == held[0].ticket
     floating = got.trades["net_profit"].iloc[-1]
@@ -289,11 +278,8 @@ def test_the_stops_of_a_trade_are_those_in_force_at_its_exit(port, sim, tmp_path
 
 def _sltp(line: int, tag: str, position, sl, tp) -> dict:
     request = {"action": 6, "position": position, "sl": sl, "tp": tp}
-    return {
-        "type": "request",
-        "_line": line,
-        "terminal": {"event": "request", "id": tag, "action": "sltp", "request": request},
-    }
+    return {"type": "request", "_line": line, "terminal": {"event": "request", "id": tag, "action": "sltp",
+                                                          "request": request}}
 
 
 def _answer(line: int, tag: str, code: int, event: str = "result") -> dict:

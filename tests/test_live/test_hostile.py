@@ -49,14 +49,8 @@ def test_garbage_quotes_are_refused_journaled_and_never_filled_on_paper(port, si
     bad_quotes(*GARBAGE)
     runner(port, sim, journal, max_bars=30).run()
     said = _warnings(journal)
-    for part in (
-        "no quote for",
-        "not a tradable price",
-        "the ask is below the bid",
-        "in the future of the bar",
-        "stale",
-        "cannot be read",
-    ):
+    for part in ("no quote for", "not a tradable price", "the ask is below the bid",
+                 "in the future of the bar", "stale", "cannot be read"):
         assert any(part in m for m in said), part
     # No decision was taken at a refused quote: the bars whose open quote was refused were decided at
     # their own open once closed, and the trades are the backtest's of the same bars.
@@ -173,17 +167,8 @@ def test_a_runaway_line_is_refused_without_reading_it_whole(tmp_path, monkeypatc
         read_journal(path)
 
 
-LIMITS = (
-    "--live",
-    "--max-lots",
-    "1",
-    "--max-positions",
-    "1",
-    "--max-daily-loss",
-    "100",
-    "--allow-symbol",
-    "EURUSD",
-)
+LIMITS = ("--live", "--max-lots", "1", "--max-positions", "1", "--max-daily-loss", "100", "--allow-symbol",
+          "EURUSD")
 
 
 @pytest.mark.parametrize(
@@ -216,17 +201,8 @@ def test_a_symbol_never_leads_the_default_journal_out_of_its_folder(tmp_path):
     assert _file_name("SmaCrossEA-../../etc/x-H1-paper.jsonl") == "SmaCrossEA-.._.._etc_x-H1-paper.jsonl"
     assert _file_name("../x") == "_x" and _file_name("EURUSD.m#1+") == "EURUSD.m#1+"
     (tmp_path / "work").mkdir()
-    res = neuronet(
-        "live",
-        "SmaCrossEA",
-        "--symbol",
-        "../../x",
-        "-o",
-        "port=1",
-        "-o",
-        "connect_timeout=1",
-        cwd=tmp_path / "work",
-    )
+    res = neuronet("live", "SmaCrossEA", "--symbol", "../../x", "-o", "port=1", "-o", "connect_timeout=1",
+                   cwd=tmp_path / "work")
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["work"]
 

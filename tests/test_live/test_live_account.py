@@ -30,7 +30,9 @@ def _live_run(port: int, sim, journal: Path, limits: Limits) -> list[str]:
     def factory(src, symbol, magic, record):
         return TerminalTrade(src, symbol, magic=magic, limits=limits, record=record)
 
-    settings = LiveSettings("EURUSD", Timeframe.H1, journal, mode="live", history_bars=300, max_bars=BARS)
+    settings = LiveSettings(
+        "EURUSD", Timeframe.H1, journal, mode="live", history_bars=300, max_bars=BARS
+    )
     lines: list[str] = []
     try:
         LiveRunner(

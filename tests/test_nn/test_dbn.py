@@ -50,10 +50,8 @@ def test_svd_weights_equal_lstsq(rng):
 
 @pytest.mark.parametrize("classifier", [True, False])
 def test_head_gradient_by_finite_differences(rng, classifier, finite_difference):
-    net = Net(
-        [(rng.normal(size=(4, 3)), rng.normal(size=4)), (rng.normal(size=(3, 4)), rng.normal(size=3))],
-        classifier,
-    )
+    net = Net([(rng.normal(size=(4, 3)), rng.normal(size=4)), (rng.normal(size=(3, 4)), rng.normal(size=3))],
+              classifier)
     x, t = rng.uniform(size=(7, 3)), np.eye(3)[rng.integers(0, 3, 7)]
     theta = net.flat()
     _, g = criterion(net, x, t, 0.3)
@@ -92,12 +90,8 @@ def _data(n=240, seed=0):
     return x, np.eye(3)[labels], labels
 
 
-SMALL = DBNConfig(
-    hidden=(8, 6),
-    rbm=RBMConfig(n_hidden=1, n_rand=5, n_batches=6, max_epochs=30),
-    anneal_iters=10,
-    sup_max_iter=60,
-)
+SMALL = DBNConfig(hidden=(8, 6), rbm=RBMConfig(n_hidden=1, n_rand=5, n_batches=6, max_epochs=30),
+                  anneal_iters=10, sup_max_iter=60)
 
 
 def test_stack_sorted_trains_and_round_trips(tmp_path):
@@ -123,20 +117,15 @@ def test_stack_sorted_trains_and_round_trips(tmp_path):
 
 def test_fine_tune_lowers_the_criterion():
     x, t, _ = _data(seed=1)
-    m = train_dbn(
-        x, t, DBNConfig(**{**SMALL.__dict__, "fine_tune": True, "fine_max_iter": 40}), nn.get_backend("numpy")
-    )
+    m = train_dbn(x, t, DBNConfig(**{**SMALL.__dict__, "fine_tune": True, "fine_max_iter": 40}),
+                  nn.get_backend("numpy"))
     assert m.fine_tuned and m.log["fine_tune"] <= m.log["supervised"]
 
 
 def _saved_small(tmp_path):
     x, t, _ = _data(60)
-    cfg = DBNConfig(
-        hidden=(4,),
-        rbm=RBMConfig(n_hidden=1, n_rand=2, n_batches=2, max_epochs=2),
-        anneal_iters=2,
-        sup_max_iter=2,
-    )
+    cfg = DBNConfig(hidden=(4,), rbm=RBMConfig(n_hidden=1, n_rand=2, n_batches=2, max_epochs=2),
+                    anneal_iters=2, sup_max_iter=2)
     return save(train_dbn(x, t, cfg, nn.get_backend("numpy")), tmp_path / "m.dbn")
 
 
@@ -154,11 +143,8 @@ def _rewrite(path, out, edit_header=None, edit_members=None):
         edit_members(members)
     for name, data in members.items():
         shape = np.load(io.BytesIO(data), allow_pickle=False).shape
-        header["arrays"][name] = {
-            "sha256": hashlib.sha256(data).hexdigest(),
-            "shape": list(shape),
-            "dtype": header["arrays"]["layer0_w.npy"]["dtype"],
-        }
+        header["arrays"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "shape": list(shape),
+                                  "dtype": header["arrays"]["layer0_w.npy"]["dtype"]}
     header["arrays"] = {k: v for k, v in header["arrays"].items() if k in members}
     payload = hashlib.sha256()
     for name in sorted(members):
@@ -219,21 +205,18 @@ def test_dbn_file_is_the_model_format_with_its_kind(tmp_path):
         save(object(), tmp_path / "o.nnz", {})
 
 
-@pytest.mark.parametrize(
-    ("edit_header", "edit_members", "match"),
-    [
-        (None, lambda m: m.pop("head0_b.npy"), "missing or unexpected"),
-        (None, lambda m: m.update({"extra.npy": _npy(np.zeros(2))}), "missing or unexpected"),
-        (None, lambda m: m.update({"layer0_c.npy": _npy(np.zeros(5))}), r"layer0_c has shape \(5,\)"),
-        (None, lambda m: m.update({"head0_w.npy": _npy(np.full((3, 4), np.nan))}), "not finite"),
-        (lambda h: h["architecture"].update({"hidden": [5]}), None, "layer0_w has shape"),
-        (lambda h: h["architecture"].update({"n_inputs": 10**12}), None, "layer0_w has shape"),
-        (lambda h: h["architecture"]["config"].update({"bogus": 1}), None, "bogus"),
-        (lambda h: h["architecture"].pop("head"), None, "head"),
-        (lambda h: h.update({"kind": "martian"}), None, "model kind 'martian'"),
-        (lambda h: h["training"].update({"history": [[{"epoch": "x", "nope": 1}]]}), None, "nope"),
-    ],
-)
+@pytest.mark.parametrize(("edit_header", "edit_members", "match"), [
+    (None, lambda m: m.pop("head0_b.npy"), "missing or unexpected"),
+    (None, lambda m: m.update({"extra.npy": _npy(np.zeros(2))}), "missing or unexpected"),
+    (None, lambda m: m.update({"layer0_c.npy": _npy(np.zeros(5))}), r"layer0_c has shape \(5,\)"),
+    (None, lambda m: m.update({"head0_w.npy": _npy(np.full((3, 4), np.nan))}), "not finite"),
+    (lambda h: h["architecture"].update({"hidden": [5]}), None, "layer0_w has shape"),
+    (lambda h: h["architecture"].update({"n_inputs": 10**12}), None, "layer0_w has shape"),
+    (lambda h: h["architecture"]["config"].update({"bogus": 1}), None, "bogus"),
+    (lambda h: h["architecture"].pop("head"), None, "head"),
+    (lambda h: h.update({"kind": "martian"}), None, "model kind 'martian'"),
+    (lambda h: h["training"].update({"history": [[{"epoch": "x", "nope": 1}]]}), None, "nope"),
+])
 def test_hostile_dbn_files_are_refused_by_name(tmp_path, edit_header, edit_members, match):
     bad = _rewrite(_saved_small(tmp_path), tmp_path / "bad.dbn", edit_header, edit_members)
     with pytest.raises(ModelFileError, match=match):

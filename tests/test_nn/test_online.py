@@ -11,9 +11,8 @@ from opencl import NoDeviceError, list_devices
 from opencl.device import probe
 
 try:
-    NVIDIA = [
-        d for d in list_devices() if d.kind == "gpu" and "nvidia" in d.platform.lower() and probe(d) is None
-    ]
+    NVIDIA = [d for d in list_devices()
+              if d.kind == "gpu" and "nvidia" in d.platform.lower() and probe(d) is None]
 except NoDeviceError:
     NVIDIA = []
 
@@ -26,57 +25,30 @@ def _model(specs, loss, optimizer, device, fused_online=True):
 
 
 CASES = {
-    "cce-tanh": (
-        [
-            {"type": "dense", "units": 40, "activation": "tanh"},
-            {"type": "dense", "units": 13, "activation": "relu"},
-            {"type": "dense", "units": 3, "activation": "softmax"},
-        ],
-        "cce",
-        {"type": "adam", "lr": 1e-3},
-    ),
-    "mse-sigmoid-l1l2": (
-        [
-            {"type": "dense", "units": 33, "activation": "lrelu"},
-            {"type": "dense", "units": 5, "activation": "sigmoid"},
-        ],
-        "mse",
-        {"type": "adam", "lr": 3e-3, "l1": 1e-4, "l2": 1e-3},
-    ),
-    "cce-one-layer": (
-        [{"type": "dense", "units": 3, "activation": "softmax"}],
-        "cce",
-        {"type": "adam", "lr": 1e-2},
-    ),
-    "cce-five-layers": (
-        [
-            *({"type": "dense", "units": u, "activation": "tanh"} for u in (70, 9, 40, 5)),
-            {"type": "dense", "units": 3, "activation": "softmax"},
-        ],
-        "cce",
-        {"type": "adam", "lr": 1e-3, "schedule": {"type": "exponential", "rate": 0.5}},
-    ),
+    "cce-tanh": ([{"type": "dense", "units": 40, "activation": "tanh"},
+                  {"type": "dense", "units": 13, "activation": "relu"},
+                  {"type": "dense", "units": 3, "activation": "softmax"}], "cce",
+                 {"type": "adam", "lr": 1e-3}),
+    "mse-sigmoid-l1l2": ([{"type": "dense", "units": 33, "activation": "lrelu"},
+                          {"type": "dense", "units": 5, "activation": "sigmoid"}], "mse",
+                         {"type": "adam", "lr": 3e-3, "l1": 1e-4, "l2": 1e-3}),
+    "cce-one-layer": ([{"type": "dense", "units": 3, "activation": "softmax"}], "cce",
+                      {"type": "adam", "lr": 1e-2}),
+    "cce-five-layers": ([*({"type": "dense", "units": u, "activation": "tanh"} for u in (70, 9, 40, 5)),
+                         {"type": "dense", "units": 3, "activation": "softmax"}], "cce",
+                        {"type": "adam", "lr": 1e-3, "schedule": {"type": "exponential", "rate": 0.5}}),
     # Wide layers: several warps' worth of neurons per work-group and many groups per backward phase.
-    "cce-wide": (
-        [
-            {"type": "dense", "units": 2000, "activation": "tanh"},
-            {"type": "dense", "units": 20, "activation": "sigmoid"},
-            {"type": "dense", "units": 9, "activation": "relu"},
-            {"type": "dense", "units": 3, "activation": "softmax"},
-        ],
-        "cce",
-        {"type": "adam", "lr": 1e-3},
-    ),
-    "mse-small-big-small": (
-        [
-            {"type": "dense", "units": 300, "activation": "tanh"},
-            {"type": "dense", "units": 200, "activation": "lrelu"},
-            {"type": "dense", "units": 5, "activation": "linear"},
-        ],
-        "mse",
-        {"type": "adam", "lr": 1e-3, "l2": 1e-3},
-    ),
+    "cce-wide": ([{"type": "dense", "units": 2000, "activation": "tanh"},
+                           {"type": "dense", "units": 20, "activation": "sigmoid"},
+                           {"type": "dense", "units": 9, "activation": "relu"},
+                           {"type": "dense", "units": 3, "activation": "softmax"}], "cce",
+                          {"type": "adam", "lr": 1e-3}),
+    "mse-small-big-small": ([{"type": "dense", "units": 300, "activation": "tanh"},
+                             {"type": "dense", "units": 200, "activation": "lrelu"},
+                             {"type": "dense", "units": 5, "activation": "linear"}], "mse",
+                            {"type": "adam", "lr": 1e-3, "l2": 1e-3}),
 }
+
 
 
 @pytest.mark.skipif(not NVIDIA, reason="the fused online epoch runs on NVIDIA OpenCL GPUs only")
@@ -96,10 +68,8 @@ def test_fused_epoch_matches_step_by_step(case):
     h_steps = steps.fit(x, y, epochs=2, batch_size=1, seed=5, progress=False)
     assert steps._online is None
     be = fused.backend
-    for a, b in [
-        (fused.params, steps.params),
-        *zip(fused.optimizer_slots, steps.optimizer_slots, strict=True),
-    ]:
+    for a, b in [(fused.params, steps.params),
+                 *zip(fused.optimizer_slots, steps.optimizer_slots, strict=True)]:
         np.testing.assert_allclose(be.to_numpy(a), be.to_numpy(b), rtol=2e-3, atol=2e-5)
     for rf, rs in zip(h_fused.epochs, h_steps.epochs, strict=True):
         assert rf.loss == pytest.approx(rs.loss, rel=1e-4)

@@ -16,17 +16,9 @@ def _state(be, w, b, c):
     nh, nv = w.shape
     hyper = np.zeros(HYPER)
     hyper[LR] = 1.0  # lr 1, momentum 0, no penalties: g_prev holds the raw CD statistics
-    return RBMState(
-        w=be.asarray(w),
-        b=be.asarray(b),
-        c=be.asarray(c),
-        w_inc=be.zeros((nh, nv)),
-        b_inc=be.zeros((nv,)),
-        c_inc=be.zeros((nh,)),
-        on_frac=be.asarray(np.full(nh, 0.5)),
-        g_prev=be.zeros((nh, nv)),
-        hyper=be.asarray(hyper),
-    )
+    return RBMState(w=be.asarray(w), b=be.asarray(b), c=be.asarray(c), w_inc=be.zeros((nh, nv)),
+                    b_inc=be.zeros((nv,)), c_inc=be.zeros((nh,)), on_frac=be.asarray(np.full(nh, 0.5)),
+                    g_prev=be.zeros((nh, nv)), hyper=be.asarray(hyper))
 
 
 def _exact_cd1(v1, w, b, c, mean_field):
@@ -56,18 +48,8 @@ def test_cd1_statistics_match_exact_expectation(backend, mean_field):
     x = be.asarray(np.tile(v1, (n, 1)))
     q1 = be.rbm_hidden_probs(x, st.w, st.c)
     h_data, v2, q2, _, _ = cd_chain(be, st, x, q1, 1, mean_field, seed=11, counter=0)
-    be.rbm_update(
-        st,
-        x,
-        h_data,
-        q1,
-        v2,
-        q2,
-        be.zeros((nv,)),
-        weight_penalty=0.0,
-        sparsity_penalty=0.0,
-        sparsity_target=0.0,
-    )
+    be.rbm_update(st, x, h_data, q1, v2, q2, be.zeros((nv,)), weight_penalty=0.0, sparsity_penalty=0.0,
+                  sparsity_target=0.0)
     got = be.to_numpy(st.g_prev)
     want = _exact_cd1(v1, w, b, c, mean_field)
     # each element is a mean of n bounded terms: 5 standard errors of a [−1, 1] variable
@@ -128,21 +110,16 @@ def test_batches_partition_the_cases():
 
 @pytest.mark.parametrize(
     ("x", "match"),
-    [
-        (np.array([[0.5, 1.5]]), "row 0, column 1"),
-        (np.array([[np.nan]]), "row 0, column 0"),
-        (np.zeros((0, 3)), "non-empty"),
-    ],
+    [(np.array([[0.5, 1.5]]), "row 0, column 1"), (np.array([[np.nan]]), "row 0, column 0"),
+     (np.zeros((0, 3)), "non-empty")],
 )
 def test_bad_input_is_one_clear_error(x, match):
     with pytest.raises(ValueError, match=match):
         train_rbm(nn.get_backend("numpy"), x, RBMConfig(n_hidden=2))
 
 
-@pytest.mark.parametrize(
-    ("field", "value"),
-    [("n_hidden", 0), ("momentum_end", 1.5), ("recon", "rms"), ("learning_rate", float("nan"))],
-)
+@pytest.mark.parametrize(("field", "value"), [("n_hidden", 0), ("momentum_end", 1.5), ("recon", "rms"),
+                                              ("learning_rate", float("nan"))])
 def test_bad_config_names_the_parameter(field, value):
     with pytest.raises(ValueError, match=field):
         RBMConfig(**{"n_hidden": 3, field: value})
@@ -168,11 +145,8 @@ def test_error_measures_and_forms(backend, recon, direct):
     of the direct MSE at the final weights within the last epoch's drift."""
     be = nn.get_backend(backend)
     x = _toy(np.random.default_rng(8), 120)
-    fit = train_rbm(
-        be,
-        x,
-        RBMConfig(n_hidden=4, n_rand=5, n_batches=4, max_epochs=25, seed=3, recon=recon, direct_error=direct),
-    )
+    fit = train_rbm(be, x, RBMConfig(n_hidden=4, n_rand=5, n_batches=4, max_epochs=25, seed=3, recon=recon,
+                                     direct_error=direct))
     errs = [h.recon_rms for h in fit.history]
     assert all(np.isfinite(errs)) and errs[-1] < errs[0]
     if recon == "mse" and direct:
@@ -189,10 +163,8 @@ def test_sampled_feed_of_upper_layers(backend):
     assert np.isfinite(fit.w).all() and len(fit.history) == 3
 
 
-@pytest.mark.parametrize(
-    ("no_imp", "lr_out"),
-    [(0, 0.5), (50, 0.5), (51, 0.03), (101, 0.02), (151, 0.01), (201, 0.005), (251, 0.002), (1000, 0.002)],
-)
+@pytest.mark.parametrize(("no_imp", "lr_out"), [(0, 0.5), (50, 0.5), (51, 0.03), (101, 0.02), (151, 0.01),
+                                                 (201, 0.005), (251, 0.002), (1000, 0.002)])
 def test_epoch_schedule_caps_creep_and_chain(no_imp, lr_out):
     from nn.rbm import epoch_schedule
 

@@ -41,13 +41,9 @@ def test_signature_parser_agrees_with_driver_argument_info(rt):
     """The fallback for drivers without argument info reads the same dtypes from the source."""
     from opencl.program import _arg_dtypes, _signature_dtypes, kernels_dir
 
-    for filename, defines in (
-        ("gemm.cl", {"TM": 4}),
-        (
-            "gemm_gpu.cl",
-            {"BM": 32, "BN": 32, "BK": 16, "TM": 2, "TN": 2, "TRANS_A": 0, "TRANS_B": 1, "EVEN": 0},
-        ),
-    ):
+    for filename, defines in (("gemm.cl", {"TM": 4}), ("gemm_gpu.cl", {"BM": 32, "BN": 32, "BK": 16, "TM": 2,
+                                                                        "TN": 2, "TRANS_A": 0, "TRANS_B": 1,
+                                                                        "EVEN": 0})):
         k = kernels(rt, filename, **defines)
         source = (kernels_dir() / filename).read_text()
         for name in k.names:
