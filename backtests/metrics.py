@@ -311,7 +311,34 @@ def prediction_report(evaluated: dict, forward_start: int, end: int) -> dict:
         "model": _scores(cm.astype(np.float64), classes),
         "baselines": baselines,
         "study_prior": [_num(p) for p in prior],
+        "series": _series(evaluated, forward_start, end),
     }
+
+
+def _series(evaluated: dict, forward_start: int, end: int) -> dict:
+    """The forward bars' per-bar classes (``-1`` where none) and, for forecasters, per-bar losses
+    (``None`` where none), as plain lists: what the robustness analysis resamples (confidence intervals,
+    McNemar's and Diebold-Mariano's tests)."""
+    window = slice(forward_start, end)
+
+    def classes(values) -> list[int]:
+        return np.asarray(values, dtype=np.int64)[window].tolist()
+
+    out: dict = {
+        "first_bar": forward_start,
+        "y_true": classes(evaluated["y_true"]),
+        "y_pred": classes(evaluated["y_pred"]),
+        "baselines": {name: classes(pred) for name, pred in (evaluated.get("baselines") or {}).items()},
+    }
+    if evaluated.get("losses"):
+        out["losses"] = {
+            name: [
+                float(v) if math.isfinite(v) else None for v in np.asarray(values, dtype=np.float64)[window]
+            ]
+            for name, values in evaluated["losses"].items()
+        }
+        out["loss_horizon"] = int(evaluated.get("loss_horizon") or 1)
+    return out
 
 
 def _confusion(y_true: np.ndarray, y_pred: np.ndarray, rows: np.ndarray, c: int) -> np.ndarray:

@@ -338,6 +338,10 @@ def html_page(result: Result, doc: dict) -> str:
     parts.append("<h2>Environment</h2>" + _table([(k, str(v)) for k, v in doc["environment"].items()]))
     if result.rejected:
         parts.append(f"<p>{len(result.rejected)} orders were rejected (see report.json).</p>")
+    if doc.get("robustness"):
+        from backtests.robustness.section import robustness_html
+
+        parts.append(robustness_html(doc["robustness"], result.account["currency"]))
     parts.append(_glossary())
     return _PAGE.format(title=html.escape(title), body="\n".join(parts))
 

@@ -108,8 +108,10 @@ def report_dict(result: Result, env: dict | None = None) -> dict:
     )
 
 
-def write_report(result: Result, folder: str | Path, env: dict | None = None) -> Path:
-    """Write the run into ``folder`` (created) and return the path of report.html."""
+def write_report(result: Result, folder: str | Path, env: dict | None = None, robustness=None) -> Path:
+    """Write the run into ``folder`` (created) and return the path of report.html. ``robustness``: a
+    ``backtests.robustness.Robustness`` of the run, written as report.json's ``robustness`` and a section
+    of the page."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     files = {"html": "report.html", "json": "report.json", "trades": "trades.csv"}
@@ -121,11 +123,11 @@ def write_report(result: Result, folder: str | Path, env: dict | None = None) ->
         )
     doc = report_dict(result, env)
     doc["files"] = {**files, "model": Path(model_file).name if model_file else None}
+    if robustness is not None:
+        doc["robustness"] = _jsonable(robustness.to_dict())
     _atomic_write(folder / files["trades"], trades_csv(result.trades, int(result.data.get("digits") or 5)))
     for key, table in (("orders", result.orders), ("deals", result.deals), ("rejected", result.rejected)):
         _atomic_write(folder / files[key], pd.DataFrame(table).to_csv(index=False).encode())
     _atomic_write(folder / files["json"], json.dumps(doc, indent=2, sort_keys=False).encode())
     _atomic_write(folder / files["html"], html_page(result, doc).encode())
     return folder / files["html"]
-
-

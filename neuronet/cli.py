@@ -15,7 +15,7 @@ import sys
 import typer
 
 from neuronet import __version__
-from neuronet.commands import backtest, data, deep, devices, export, forecast, live, optimize
+from neuronet.commands import backtest, data, deep, devices, export, forecast, live, optimize, robustness
 from neuronet.failures import user_message
 
 app = typer.Typer(
@@ -34,6 +34,7 @@ app.command("forecast")(forecast.forecast)
 app.command("optimize")(optimize.optimize_command)
 app.command("live")(live.live)
 app.command("export")(export.export_command)
+app.command("robustness")(robustness.robustness_command)
 
 
 def _debug_wanted(debug: bool = False) -> bool:

@@ -213,7 +213,32 @@ class ForecastEA(ExpertAdvisor):
             "y_pred": y_pred,
             "proba": None,
             "baselines": {"linear_forecast": y_linear},
+            "losses": self.forecast_losses(bars),
+            "loss_horizon": self.pred_len,
         }
+
+    def forecast_losses(self, bars: Bars) -> dict[str, np.ndarray]:
+        """Per bar ``(N,)``: the squared error of the close forecast made at that bar's open, averaged over
+        its ``pred_len`` steps, for the model, the naive forecast (the last close) and the linear one; NaN
+        where no forecast was made or its path is not complete yet. The robustness analysis bootstraps
+        these for the MSE's confidence interval and compares them in the Diebold-Mariano test."""
+        close, t, n = bars.close, self.pred_len, len(bars)
+        out = {name: np.full(n, np.nan) for name in ("model", "naive", "linear_forecast")}
+        done = [(b, p) for b, p, _, _ in self._log if b + t <= n]
+        if not done:
+            return out
+        idx = np.array([b for b, _ in done])
+        true = np.stack([close[b : b + t] for b in idx])  # (M, T)
+        hist = np.stack([self._matrix(bars)[b - self.seq_len : b] for b in idx])  # (M, L, C)
+        linear = self.scaler.inverse(self.linear.predict(self.scaler.transform(hist)))[:, :, self._close]
+        forecasts = {
+            "model": np.stack([p for _, p in done]),
+            "naive": close[idx - 1][:, None],
+            "linear_forecast": linear,
+        }
+        for name, pred in forecasts.items():
+            out[name][idx] = ((pred - true) ** 2).mean(axis=1)
+        return out
 
     def report_section(self, bars: Bars) -> ReportSection | None:
         """The report's forecast part: the data of ``forecast_section`` and its charts."""

@@ -28,6 +28,13 @@ from backtests.optimize.search import Plan, Search
 from backtests.optimize.space import ParamSpace, parse_space
 from backtests.paths import check_model
 from backtests.periods import PeriodError, resolve
+from backtests.robustness.optimisation import (
+    DEFAULT_REPS,
+    DEFAULT_SPLITS,
+    check_options,
+    optimisation_robustness,
+    passes_rows,
+)
 from datafeeds import meta_of
 from strategies.base import ExpertAdvisor
 
@@ -176,6 +183,8 @@ def optimize(
     model: str = "open",
     m1: pd.DataFrame | None = None,
     ticks: pd.DataFrame | None = None,
+    spa_reps: int = DEFAULT_REPS,
+    pbo_splits: int = DEFAULT_SPLITS,
 ) -> pd.DataFrame:
     """Optimise ``ea``'s parameters over ``space`` and return the results table, best pass first.
 
@@ -185,8 +194,11 @@ def optimize(
     inline; ``scheduler="tcp://HOST:8786"`` uses a running Dask cluster. ``split``: each pass's own
     forward split of the optimisation period (for EAs that train: score them on bars they did not learn).
     ``model``/``m1``/``ticks``: the modelling mode of every pass, as ``Backtest``'s (the M1 bars or ticks
-    go to each worker once; each pass takes its window's part).
+    go to each worker once; each pass takes its window's part). ``table.attrs["robustness"]``: the best
+    pass's Deflated Sharpe Ratio, the PBO and the SPA p-value (``backtests.robustness.optimisation``; the
+    SPA test with ``spa_reps`` bootstrap replicates, CSCV with ``pbo_splits`` blocks, seeded by ``seed``).
     """
+    check_options(spa_reps, pbo_splits)
     s = setup(
         candles, ea, space, method=method, criterion=criterion, passes=passes, seed=seed, account=account,
         fixed=fixed, store_path=store_path, progress=progress, round_size=round_size,
@@ -199,6 +211,7 @@ def optimize(
         where = engine.where
         search = s.search(window, engine, shared)
         table = results_table(search.passes, s.space, s.job.criterion)
+        robustness = robustness_of(search, table, seed, spa_reps, pbo_splits)
         if fs < n and top > 0:
             table = add_forward(table, s, engine, shared, Window(0, n, trade_from=fs), top)
     table.attrs.update(
@@ -211,8 +224,16 @@ def optimize(
         forward=[str(candles.index[fs]), str(candles.index[-1])] if fs < n else None,
         where=where,
         ran=search.ran,
+        robustness=robustness,
     )
     return table
+
+
+def robustness_of(search: Search, table: pd.DataFrame, seed: int, reps: int, splits: int) -> dict:
+    """The search's Deflated Sharpe Ratio, PBO and SPA p-value (the best pass: the table's first row)."""
+    defined = table[table["criterion"].notna()]
+    best = int(defined.iloc[0]["pass"]) if len(defined) else None
+    return optimisation_robustness(passes_rows(search.passes), best, seed=seed, reps=reps, splits=splits)
 
 
 def add_forward(

@@ -18,6 +18,7 @@ import pandas as pd
 
 from backtests.broker import AccountConfig
 from backtests.optimize.criteria import PASS_STATS, Criterion
+from backtests.peers import _periods_per_year, trading_days
 from backtests.periods import resolve
 from backtests.replay import Backtest, Result
 from datafeeds import meta_of
@@ -106,10 +107,28 @@ def run_one(bt: Backtest, job: Job, params: dict) -> Result:
     return result
 
 
+def daily_returns(curves: pd.DataFrame | None) -> list[float]:
+    """The pass's equity returns per trading day: the last equity of each day, from the start row's
+    deposit, on trading days as ``backtests.peers`` counts them (weekend bars go to Monday unless the data
+    trades at weekends). One row of the pass × period matrix of the Probability of Backtest Overfitting, and
+    the series of the Deflated Sharpe Ratio and the SPA test (``backtests.robustness.optimisation``)."""
+    if curves is None or len(curves) < 2:
+        return []
+    index = pd.DatetimeIndex(curves.index)
+    equity = curves["equity"].to_numpy(np.float64)
+    days = trading_days(index[1:], _periods_per_year(index[1:])[1])
+    last = pd.Series(equity[1:]).groupby(days.asi8).last().to_numpy()
+    daily = np.concatenate(([equity[0]], last))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        returns = np.where(daily[:-1] > 0, daily[1:] / daily[:-1] - 1.0, 0.0)
+    return [round(float(r), 12) for r in returns]
+
+
 def summarize(result: Result, job: Job) -> dict[str, Any]:
-    """The figures the results table keeps for one pass (JSON-ready)."""
+    """The figures the results table keeps for one pass (JSON-ready), with its daily returns."""
     stats = {k: result.stats.get(k) for k in PASS_STATS}
     stats["custom"] = result.custom_criterion
+    stats["daily_returns"] = daily_returns(result.curves)
     return {"value": job.criterion.value(result.stats, result.custom_criterion), "stats": stats}
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import os
 from pathlib import Path
 
@@ -14,6 +15,8 @@ import pandas as pd
 from backtests.optimize import charts
 from backtests.optimize.criteria import get_criterion
 from backtests.optimize.walkforward import WalkForwardResult
+from backtests.robustness.section import optimisation_html
+from datafeeds.files import strict_json
 
 _CSS = """body{font-family:sans-serif;margin:1.5em;max-width:1200px}
 table{border-collapse:collapse;margin:.6em 0}
@@ -51,6 +54,10 @@ def write_report(
         parts += _walk_forward_section(wf, info.get("currency", ""))
         write_atomic(folder / "walk_forward.csv", wf.windows.to_csv(index=False).encode())
         write_atomic(folder / "oos_equity.csv", wf.equity.to_csv().encode())
+    robust = {"optimisation": table.attrs.get("robustness")}
+    if wf is not None:
+        robust["walk_forward_pbo"] = {"mean": wf.summary.get("pbo"), "windows": wf.summary.get("pbo_windows")}
+    write_atomic(folder / "robustness.json", json.dumps(strict_json(robust), indent=1).encode())
     page = "<!doctype html><html><head><meta charset='utf-8'><title>Optimisation</title>"
     page += f"<style>{_CSS}</style></head><body>" + "\n".join(parts) + "</body></html>"
     out = folder / "report.html"
@@ -78,6 +85,8 @@ def _passes_section(table, names, crit, heat, top) -> list[str]:
             "parameters on the forward period, which the optimisation never saw.</p>"
         )
     parts.append(_frame(table.head(top)[shown + fwd]))
+    if table.attrs.get("robustness"):
+        parts.append(optimisation_html(table.attrs["robustness"]))
     numeric = [n for n in names if pd.to_numeric(done[n], errors="coerce").notna().all()]
     pair = heat or tuple((numeric if len(numeric) >= 2 else names)[:2])
     if len(pair) == 2:
@@ -95,11 +104,13 @@ def _walk_forward_section(wf: WalkForwardResult, currency: str) -> list[str]:
         "<h2>Walk-forward analysis</h2>",
         f"<p>{s['windows']} windows ({'anchored' if s['anchored'] else 'rolling'}); in-sample annualised "
         f"return {_num(s['is_return_ann_pct'])} %, out-of-sample {_num(s['oos_return_ann_pct'])} %; "
-        f"<b>walk-forward efficiency {eff}</b>.</p>",
+        f"<b>walk-forward efficiency {eff}</b>; PBO of the in-sample choice {_pbo(s.get('pbo'))}.</p>",
         "<p class='note'>Walk-forward efficiency = out-of-sample annualised return / in-sample annualised "
         "return, each the winners' summed net profit over the summed window lengths, in % of the deposit "
         "per year (not compounded). Near 1: the winners kept their in-sample edge; near 0 or below: the "
-        "optimisation fitted noise.</p>",
+        "optimisation fitted noise. PBO of the in-sample choice: the mean over the windows of the "
+        "Probability of Backtest Overfitting of each train window's passes (CSCV; the pbo column), the "
+        "chance that the window's winner ranks at or below the median out of sample.</p>",
         _img(charts.stitched_equity(wf.equity, list(wf.windows["test_first"]), currency)),
         _img(charts.is_vs_oos(wf.windows)),
         "<h3>Windows</h3>",
@@ -137,6 +148,10 @@ def _cell(v) -> str:
     if isinstance(v, pd.Timestamp):
         return f"{v:%Y-%m-%d %H:%M}"
     return str(v)
+
+
+def _pbo(v) -> str:
+    return "n/a (too few days in the train windows)" if v is None else f"{v:.2f}"
 
 
 def _num(v) -> str:

@@ -30,6 +30,13 @@ from backtests.optimize.passes import Window, run_curves
 from backtests.optimize.results import results_table, top_passes
 from backtests.optimize.space import ParamSpace
 from backtests.periods import PeriodError
+from backtests.robustness.optimisation import (
+    DEFAULT_REPS,
+    DEFAULT_SPLITS,
+    check_options,
+    passes_rows,
+    window_pbo,
+)
 from strategies.base import ExpertAdvisor
 
 _YEAR_S = 365.25 * 86400.0
@@ -91,15 +98,19 @@ def walk_forward(
     model: str = "open",
     m1: pd.DataFrame | None = None,
     ticks: pd.DataFrame | None = None,
+    pbo_splits: int = DEFAULT_SPLITS,
 ) -> WalkForwardResult:
-    """Run the analysis; arguments as ``optimize``, plus ``train``/``test`` window sizes in bars."""
+    """Run the analysis; arguments as ``optimize``, plus ``train``/``test`` window sizes in bars. Each
+    window's PBO (CSCV of its train window's passes, ``pbo_splits`` blocks) is in ``windows["pbo"]`` and
+    their mean in ``summary["pbo"]``: the probability that the in-sample choice was overfitted."""
+    check_options(DEFAULT_REPS, pbo_splits)
     s = setup(
         candles, ea, space, method=method, criterion=criterion, passes=passes, seed=seed, account=account,
         fixed=fixed, store_path=store_path, progress=progress, round_size=round_size,
         population=population, batch=batch, split=split, model=model, m1=m1, ticks=ticks,
     )  # fmt: skip
     pairs = windows(len(candles), int(train), int(test), anchored)
-    rows, winners, tables = [], [], []
+    rows, winners, tables, pbos = [], [], [], []
     ran = 0
     with locked(s.storage), session(s.market, workers, scheduler) as (engine, shared):
         for i, (tw, _) in enumerate(pairs):
@@ -115,9 +126,14 @@ def walk_forward(
             winners.append(best[0])
             rows.append((table.iloc[0], len(table)))
             tables.append(table.assign(window=i + 1))
+            pbos.append(window_pbo(passes_rows(search.passes), pbo_splits))
         tasks = [(i, (s.job, [(ow, winners[i])])) for i, (_, ow) in enumerate(pairs)]
         tests = {i: out[0] for i, out in engine.stream(run_curves, shared, tasks)}
     result = _assemble(candles, s, pairs, rows, winners, tests, anchored)
+    result.windows["pbo"] = [p.get("pbo") for p in pbos]
+    defined = [p["pbo"] for p in pbos if "pbo" in p]
+    result.summary["pbo"] = sum(defined) / len(defined) if defined else None
+    result.summary["pbo_windows"] = pbos
     result.passes = pd.concat(tables, ignore_index=True)
     result.passes.attrs["criterion"] = s.job.criterion.name
     result.summary["ran"] = ran

@@ -23,6 +23,8 @@ import typer
 
 from backtests import AccountConfig, Backtest
 from backtests.report import environment, write_report
+from backtests.robustness.analysis import Options as RobustOptions
+from backtests.robustness.analysis import analyze
 from neuronet.commands import values
 from neuronet.commands.errors import CommandError, CommandLookupError
 from neuronet.commands.options import (
@@ -43,6 +45,10 @@ from neuronet.commands.options import (
 )
 from neuronet.commands.summary import print_summary
 from strategies import BUILTIN, ExpertAdvisor
+
+ROBUSTNESS_STORE = "permutations.db"  # the permutation test's study store, in the report folder
+# What a run interrupted during its permutations leaves in --out: the same command resumes from it.
+RESUMABLE = frozenset(ROBUSTNESS_STORE + end for end in ("", ".lock", "-journal", "-wal", "-shm"))
 
 
 def resolve_ea(target: str) -> type[ExpertAdvisor]:
@@ -159,6 +165,8 @@ def _execute(
     model: str = "open",
     m1: pd.DataFrame | None = None,
     ticks: pd.DataFrame | None = None,
+    robustness: RobustOptions | None = None,
+    workers: int | None = None,
 ) -> None:
     def announce() -> None:  # the EA took its parameters: say what runs (a refused one is the only line)
         meta, fs = bt.meta, bt.periods.forward_start
@@ -200,16 +208,26 @@ def _execute(
         )
     with out_folder(folder, force=False) if out is None else nullcontext():
         result = bt.run(**params)
+        rob = None
+        if robustness is not None and result.complete:
+            store = str(folder / ROBUSTNESS_STORE) if robustness.permutations else None
+            try:
+                rob = analyze(result, bt, robustness, workers=workers, store_path=store, progress=progress)
+            except KeyboardInterrupt:
+                typer.echo(
+                    f"interrupted: finished permutations are kept in {store}; re-run to resume", err=True
+                )
+                raise
         env = environment()
         trained_on = result.training[-1].get("backend") if result.training else None
         if trained_on is not None:
             env["nn_backend"] = trained_on
         try:
-            page = write_report(result, folder, env)
+            page = write_report(result, folder, env, robustness=rob)
         except KeyboardInterrupt:
             typer.echo("interrupted while writing the report; files already written are complete", err=True)
             raise
-    print_summary(result, page, trained_on)
+    print_summary(result, page, trained_on, rob)
     if not result.complete:
         raise KeyboardInterrupt  # the report is written; end as an interrupted command does
 
@@ -312,6 +330,31 @@ Out = Annotated[
 Progress = Annotated[
     bool, typer.Option("--progress/--no-progress", help="Progress bars for epochs and bars.", metavar="")
 ]
+MonteCarlo = Annotated[
+    int,
+    typer.Option(
+        "--monte-carlo",
+        help="Monte Carlo simulations of the trades and of the bar returns in the report (0: none).",
+    ),
+]
+Permutations = Annotated[
+    int,
+    typer.Option(
+        "--permutations",
+        help="Re-run the EA on this many histories with permuted bars: p-values of its net profit and "
+        "balanced accuracy (0: none; resumable with --out).",
+    ),
+]
+RuinDrawdown = Annotated[
+    float, typer.Option("--ruin-drawdown", help="Monte Carlo ruin: a drawdown of this many % from a peak.")
+]
+Bootstrap = Annotated[
+    int, typer.Option("--bootstrap", help="Bootstrap resamples of the prediction intervals (0: none).")
+]
+Workers = Annotated[
+    int | None,
+    typer.Option("--workers", help="Local processes for --permutations (default: one per core; 0: inline)."),
+]
 Profile = Annotated[
     bool,
     flag("--profile", help="Record OpenCL kernel time per epoch (device seconds); costs some host time."),
@@ -349,9 +392,26 @@ def backtest(
     model: Model = "open",
     m1_csv: M1Csv = None,
     ticks_csv: TicksCsv = None,
+    monte_carlo: MonteCarlo = 1000,
+    permutations: Permutations = 0,
+    ruin_drawdown: RuinDrawdown = 20.0,
+    bootstrap: Bootstrap = 1000,
+    workers: Workers = None,
 ) -> None:
     """Backtest an expert advisor (built-in or your own class) and write a report."""
     cls = resolve_ea(ea)
+    robust = RobustOptions(
+        monte_carlo=monte_carlo,
+        permutations=permutations,
+        ruin_pct=ruin_drawdown,
+        bootstrap=bootstrap,
+        seed=seed,
+    )
+    robust.check()  # bad counts in one line, before any data is read
+    if workers is not None and workers < 0:
+        raise CommandError(f"--workers {workers}: give 0 (inline) or a positive count")
+    if permutations and model.strip().lower() != "open":
+        raise CommandError(f"--permutations rebuilds the candles only; use --model open, not --model {model}")
     account = AccountConfig(
         deposit=deposit,
         leverage=leverage,
@@ -367,8 +427,9 @@ def backtest(
     if walk is not None and forward is not None:  # the walk-forward windows are the forward period
         raise CommandError("give --forward or --walk-forward, not both")
     name, options = data_request(source, path, opt, broker_tz, seed, seed_is_data=False)
+    model = model.strip().lower()
     # before any work: a bad or occupied --out must not cost the user a whole run
-    with out_folder(out, force) if out is not None else nullcontext():
+    with out_folder(out, force, RESUMABLE) if out is not None else nullcontext():
         df, m1, ticks = market_data(name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv)
         _execute(
             cls,
@@ -381,9 +442,11 @@ def backtest(
             out=out,
             progress=progress and sys.stderr.isatty(),
             profile=profile,
-            model=model.strip().lower(),
+            model=model,
             m1=m1,
             ticks=ticks,
+            robustness=robust,
+            workers=workers,
         )
 
 

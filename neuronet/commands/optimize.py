@@ -27,6 +27,7 @@ from backtests.optimize.report import write_report
 from backtests.optimize.walkforward import windows
 from backtests.paths import MODELS
 from backtests.periods import PeriodError, resolve
+from backtests.robustness.optimisation import check_options
 from datafeeds import meta_of
 from neuronet.commands import values
 from neuronet.commands.backtest import (
@@ -106,6 +107,8 @@ _OUTDIR = typer.Option(
 )
 _STORE = typer.Option(None, "--store", help="Study store: SQLite file or RDB URL (default: OUT/study.db).")
 _BAR = typer.Option(True, "--progress/--no-progress", help="Progress bar of passes.")
+_SPA = typer.Option(1000, "--spa-reps", help="Bootstrap resamples of the Reality Check / SPA test.")
+_PBO = typer.Option(16, "--pbo-splits", help="Blocks of the PBO's cross-validation (CSCV), even, 2..20.")
 _SPLIT = typer.Option(
     "none", "--pass-forward", help="Each pass's own split (1/3, ...): EAs that train are judged unseen."
 )
@@ -152,6 +155,8 @@ def optimize_command(
     progress: bool = _BAR,
     pass_forward: str = _SPLIT,
     force: Force = False,
+    spa_reps: int = _SPA,
+    pbo_splits: int = _PBO,
 ) -> None:
     """Optimise an EA's parameters (grid, genetic, random, TPE) with forward test or walk-forward analysis."""
     cls = resolve_ea(ea)
@@ -167,6 +172,7 @@ def optimize_command(
     space = parse_space(cls, param, sets)  # every spec checked before data or workers
     Plan(method, passes, seed)
     Engine(workers, scheduler)  # the worker count and the scheduler's address, before any data
+    check_options(spa_reps, pbo_splits)
     pair = _heat_pair(heatmap, space.names)
     wf = _walk_forward(walk)
     no_forward = forward.strip().lower() in _NONE
@@ -207,10 +213,15 @@ def optimize_command(
     )
     try:
         if wf is None:
-            table = optimize(df, cls, space, forward=None if no_forward else forward, top=top, **common)
+            table = optimize(
+                df, cls, space, forward=None if no_forward else forward, top=top, spa_reps=spa_reps,
+                pbo_splits=pbo_splits, **common,
+            )  # fmt: skip
             result = None
         else:
-            result = walk_forward(df, cls, space, wf[0], wf[1], anchored=anchored, **common)
+            result = walk_forward(
+                df, cls, space, wf[0], wf[1], anchored=anchored, pbo_splits=pbo_splits, **common
+            )
             table = result.passes[result.passes["window"] == result.passes["window"].max()]
     except KeyboardInterrupt:
         typer.echo(f"interrupted: finished passes are kept in {store_path}; re-run to resume", err=True)
@@ -259,6 +270,24 @@ def _check_periods(df: pd.DataFrame, ea, forward: str | None, wf, anchored: bool
             raise CommandError(f"--pass-forward: {exc}") from None
 
 
+def _robustness_line(r: dict) -> None:
+    """DSR, PBO and the SPA p-value of the best pass, or why they are missing."""
+    parts = []
+    for key, label, field in (
+        ("deflated_sharpe", "DSR", "dsr"),
+        ("pbo", "PBO", "pbo"),
+        ("spa", "SPA p", "spa_p"),
+    ):
+        part = r.get(key) or {}
+        parts.append(f"{label} {part[field]:.3f}" if field in part else f"{label} n/a")
+    reason = next(
+        (p["error"] for p in (r.get(k) or {} for k in ("deflated_sharpe", "pbo", "spa")) if "error" in p),
+        None,
+    )
+    reason = reason or r.get("error")
+    typer.echo("could the best pass be luck? " + ", ".join(parts) + (f" ({reason})" if reason else ""))
+
+
 def _heat_pair(text: str | None, names: list[str]) -> tuple[str, str] | None:
     if not text:
         return None
@@ -275,8 +304,10 @@ def _summary(table: pd.DataFrame, names: list[str], result, page: Path) -> None:
     if result is not None:
         s = result.summary
         eff = "undefined" if result.efficiency is None else f"{result.efficiency:.2f}"
+        pbo = "n/a" if s.get("pbo") is None else f"{s['pbo']:.2f}"
         typer.echo(
-            f"walk-forward: {s['windows']} windows, in-sample {s['is_return_ann_pct']:.1f} %/year, "
+            f"walk-forward: {s['windows']} windows, PBO of the in-sample choice {pbo}, "
+            f"in-sample {s['is_return_ann_pct']:.1f} %/year, "
             f"out-of-sample {s['oos_return_ann_pct']:.1f} %/year, efficiency {eff}, "
             f"out-of-sample net profit {s['oos_net_profit']:.2f}"
         )
@@ -295,4 +326,5 @@ def _summary(table: pd.DataFrame, names: list[str], result, page: Path) -> None:
             fwd = row.get("forward_criterion")
             extra = "" if fwd is None or pd.isna(fwd) else f"  forward {fwd:.4g}"
             typer.echo(f"  pass {row['pass']}: {params}  criterion {row['criterion']:.4g}{extra}")
+        _robustness_line(table.attrs.get("robustness") or {})
     typer.echo(f"report: {page}")

@@ -174,12 +174,12 @@ def prepare_out(folder: Path, force: bool, resumable: frozenset[str] = frozenset
 
 
 @contextmanager
-def out_folder(folder: Path, force: bool) -> Iterator[Path]:
+def out_folder(folder: Path, force: bool, resumable: frozenset[str] = frozenset()) -> Iterator[Path]:
     """``prepare_out``, undone if the command fails before it writes there: the folders created for it
     are removed again while they are still empty, so a refused or failed command leaves nothing behind
     (a folder with a report in it, e.g. after Ctrl-C, stays)."""
     created = [p for p in (folder, *folder.parents) if not p.exists()]  # the deepest first
-    prepare_out(folder, force)
+    prepare_out(folder, force, resumable)
     try:
         yield folder
     except BaseException:

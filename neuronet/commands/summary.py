@@ -20,8 +20,9 @@ def _pct(v: float | None) -> str:
     return "n/a" if v is None else f"{100 * v:.1f}%"
 
 
-def print_summary(result: Result, page: Path, trained_on: str | None = None) -> None:
-    """The console lines after a run: training, predictions against the baselines, trading, timings."""
+def print_summary(result: Result, page: Path, trained_on: str | None = None, robustness=None) -> None:
+    """The console lines after a run: training, predictions against the baselines, trading, timings, and
+    the robustness analysis when there is one."""
     s = result.stats
     if result.training:
         wall = [r["wall_s"] for r in result.training]
@@ -69,6 +70,10 @@ def print_summary(result: Result, page: Path, trained_on: str | None = None) -> 
     t = result.timings
     if t:  # a report made from a live journal has no replay timings
         typer.echo("timings: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f} s" for k, v in t.items()))
+    if robustness is not None:
+        from neuronet.commands.robustness import print_robustness
+
+        print_robustness(robustness.to_dict())
     if not result.complete:
         typer.echo("INCOMPLETE: interrupted; the report covers the bars replayed so far", err=True)
     typer.echo(f"report: {page}")
