@@ -67,7 +67,10 @@ def _recursive(x: np.ndarray, alpha: float, seed_index: int, seed: float) -> np.
 
 def _grid(x: np.ndarray) -> tuple[np.ndarray, int] | None:
     """``(integers, 10**d)`` with ``x == integers / 10**d`` for the coarsest grid ``d <= 8`` that holds every
-    value of ``x`` (prices quoted to ``digits`` decimals), or None (NaN, or values off every grid)."""
+    value of ``x`` (prices quoted to ``digits`` decimals), or None (NaN, or values off every grid).
+
+    A value is on a grid when it is a whole number of steps up to float rounding: within 1e-6 of a step and
+    within 1e-9 of its own size, so values far below one step (3e-7 on the grid of whole units) are not."""
     if not len(x) or not np.isfinite(x).all():
         return None
     for digits in range(_MAX_DIGITS + 1):
@@ -76,7 +79,8 @@ def _grid(x: np.ndarray) -> tuple[np.ndarray, int] | None:
         whole = np.rint(scaled)
         if np.abs(whole).max() * len(x) >= 2.0**62:
             return None  # the integer sums could overflow
-        if np.all(np.abs(scaled - whole) <= 1e-6):
+        off = np.abs(scaled - whole)
+        if np.all((off <= 1e-6) & (off <= 1e-9 * np.abs(scaled))):
             return whole.astype(np.int64), scale
     return None
 

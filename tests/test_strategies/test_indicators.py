@@ -209,3 +209,14 @@ def test_appending_future_bars_never_changes_past_values(name, rng):
 def test_bad_period_is_named():
     with pytest.raises(ValueError, match="period must be a positive integer"):
         ind.sma([1, 2, 3], 0)
+
+
+def test_sma_of_values_below_a_millionth_is_not_rounded_to_zero():
+    """A series of tiny values (squared returns, a variance) is on no price grid coarser than its own
+    digits: averaging it on the integer grid (1e-6 of a whole unit was "on the grid") read 0 everywhere."""
+    r2 = np.array([3e-7, 5e-7, 2e-7, 4e-7])
+    np.testing.assert_allclose(ind.sma(r2, 2), [np.nan, 4e-7, 3.5e-7, 3e-7], rtol=1e-12)
+    squared = np.array([1.2e-9, 3.4e-9, 0.6e-9])  # off every grid of up to 8 decimals
+    np.testing.assert_allclose(ind.sma(squared, 3)[-1], 5.2e-9 / 3, rtol=1e-12)
+    shib = np.array([0.00001234, 0.00001236])  # an 8-digit quote keeps its grid
+    assert ind.sma(shib, 2)[-1] == 0.00001235
