@@ -2,7 +2,9 @@
 
 Every function takes 1-D float arrays ordered oldest first and returns arrays of the same length whose value
 at bar ``i`` depends on bars ``0..i`` only (tests append future bars and check that past values do not move).
-Bars before an indicator's first drawn value hold NaN, as the terminal leaves them undrawn.
+Bars before an indicator's first drawn value hold NaN, as the terminal leaves them undrawn. A NaN price makes
+a windowed indicator NaN in the windows that hold it and a recursive one (EMA, SMMA, RSI, ADX) NaN from it on,
+as the recursion's own arithmetic would.
 
 The definitions, start-up included, are those of the terminal's indicators (the MetaTrader 5 help pages under
 https://www.metatrader5.com/en/terminal/help/indicators and the MetaQuotes sources of ``MovingAverages.mqh``,
@@ -54,7 +56,8 @@ def _as_float(x: np.ndarray) -> np.ndarray:
 
 
 def _recursive(x: np.ndarray, alpha: float, seed_index: int, seed: float) -> np.ndarray:
-    """``y[seed_index] = seed``, then ``y[i] = alpha * x[i] + (1 - alpha) * y[i-1]``; NaN before the seed."""
+    """``y[seed_index] = seed``, then ``y[i] = alpha * x[i] + (1 - alpha) * y[i-1]``; NaN before the seed,
+    and from the first NaN on (the recursion's own arithmetic; pandas' ewm would skip it and carry on)."""
     n = len(x)
     out = np.full(n, np.nan)
     if seed_index >= n:
@@ -62,6 +65,9 @@ def _recursive(x: np.ndarray, alpha: float, seed_index: int, seed: float) -> np.
     tail = x[seed_index:].copy()
     tail[0] = seed
     out[seed_index:] = pd.Series(tail).ewm(alpha=alpha, adjust=False).mean().to_numpy()
+    missing = np.isnan(tail)
+    if missing.any():
+        out[seed_index + int(np.argmax(missing)) :] = np.nan
     return out
 
 
@@ -171,8 +177,8 @@ def rsi(close: np.ndarray, period: int = 14) -> np.ndarray:
     if n <= period:
         return out
     diff = np.diff(close)  # diff[k] is the change into bar k+1
-    gain = np.where(diff > 0, diff, 0.0)
-    loss = np.where(diff < 0, -diff, 0.0)
+    gain = np.maximum(diff, 0.0)  # NaN stays NaN (np.where(diff > 0, ...) made it a flat bar)
+    loss = np.maximum(-diff, 0.0)
     # Align to bars: index k of the smoothed series is bar k+1; the seed is at bar `period`.
     pos = _recursive(gain, 1.0 / period, period - 1, float(gain[:period].sum() / period))
     neg = _recursive(loss, 1.0 / period, period - 1, float(loss[:period].sum() / period))
