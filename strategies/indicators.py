@@ -43,6 +43,9 @@ __all__ = [
 ]
 
 _MAX_DIGITS = 8  # finest decimal grid tried for exact sums (crypto quotes go to 8 decimals)
+# iCCI's deviation counts as zero below this share of the price level: float rounding of equal typical prices
+# is ~1e-16 of it, one point of the finest quote (8 digits on a price near 1) 1e-8.
+FLAT_CCI = 1e-12
 
 
 def _check_period(period: int, name: str = "period") -> int:
@@ -193,7 +196,9 @@ def cci(high: np.ndarray, low: np.ndarray, close: np.ndarray, period: int = 14) 
     """Commodity Channel Index on the typical price with the mean absolute deviation, as iCCI (CCI.mq5).
 
     ``(tp - SMA(tp)) / (0.015 * MAD)`` where MAD is the mean of ``|tp[j] - SMA(tp)[i]|`` over the window;
-    a window with zero deviation reads 0.
+    a window with zero deviation reads 0. Typical prices that are equal as numbers ((h + l + c) / 3 of bars of
+    one shape) can differ by a float rounding, which makes a MAD of 1e-16 and a CCI of ±66.7 out of nothing,
+    so a MAD below ``FLAT_CCI`` of the price level counts as zero (the exported graph does the same).
     """
     period = _check_period(period)
     tp = (_as_float(high) + _as_float(low) + _as_float(close)) / 3.0
@@ -208,7 +213,7 @@ def cci(high: np.ndarray, low: np.ndarray, close: np.ndarray, period: int = 14) 
     mad = np.abs(windows - centre[:, None]).mean(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = (tp[period - 1 :] - centre) / (0.015 * mad)
-    out[period - 1 :] = np.where(mad == 0.0, 0.0, value)
+    out[period - 1 :] = np.where(mad <= FLAT_CCI * np.abs(centre), 0.0, value)
     return out
 
 

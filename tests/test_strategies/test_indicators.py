@@ -243,3 +243,13 @@ def test_a_recursive_indicator_is_nan_from_a_nan_price_on(name):
     out = RECURSIVE[name](h, lo, c)
     np.testing.assert_array_equal(out[:6], clean)  # before the NaN: unchanged
     assert np.isnan(out[6:]).all(), out
+
+
+@pytest.mark.parametrize("price", [1.10003, 0.98761, 1.11111, 1.05432])
+def test_cci_of_equal_typical_prices_is_zero_whatever_the_rounding(price):
+    """Bars of one shape (high +2 points, low −1) have equal typical prices, so the deviation is 0 and
+    iCCI's rule reads 0; (h + l + c) / 3 rounds so that their mean is an ulp off, which read ±66.67."""
+    n = 20
+    close = np.full(n, price)
+    out = ind.cci(np.round(close + 2e-5, 5), np.round(close - 1e-5, 5), close, 14)
+    np.testing.assert_array_equal(out[13:], 0.0)
