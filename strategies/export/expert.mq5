@@ -134,21 +134,22 @@ void OnTick()
    if(p[k] < InpThreshold || (k != NN_BUY && k != NN_SELL))
       return;
    double net = NetLots();
+//--- stops in points from the fill price, on the symbol's price grid (the trade server takes no other)
    double ask = SymbolInfoDouble(_Symbol, SYMBOL_ASK), bid = SymbolInfoDouble(_Symbol, SYMBOL_BID);
    if(k == NN_BUY && net <= 0.0)
      {
       if(net < 0.0)
          CloseAll(0);
-      double sl = InpSLPoints > 0 ? ask - InpSLPoints * _Point : 0.0;
-      double tp = InpTPPoints > 0 ? ask + InpTPPoints * _Point : 0.0;
+      double sl = InpSLPoints > 0 ? NormalizeDouble(ask - InpSLPoints * _Point, _Digits) : 0.0;
+      double tp = InpTPPoints > 0 ? NormalizeDouble(ask + InpTPPoints * _Point, _Digits) : 0.0;
       ExtTrade.Buy(InpLots, _Symbol, ask, sl, tp, "lower fractal");
      }
    else if(k == NN_SELL && net >= 0.0)
      {
       if(net > 0.0)
          CloseAll(0);
-      double sl = InpSLPoints > 0 ? bid + InpSLPoints * _Point : 0.0;
-      double tp = InpTPPoints > 0 ? bid - InpTPPoints * _Point : 0.0;
+      double sl = InpSLPoints > 0 ? NormalizeDouble(bid + InpSLPoints * _Point, _Digits) : 0.0;
+      double tp = InpTPPoints > 0 ? NormalizeDouble(bid - InpTPPoints * _Point, _Digits) : 0.0;
       ExtTrade.Sell(InpLots, _Symbol, bid, sl, tp, "upper fractal");
      }
   }
