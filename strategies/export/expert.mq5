@@ -27,6 +27,15 @@ bool Predict(const matrix &x, vectorf &out)
    return(OnnxRun(ExtHandle, ONNX_NO_CONVERSION, x, out));
   }
 
+//--- every output a number (NaN compares false both ways, so it would pass a check and decide a trade)
+bool Finite(const vectorf &v)
+  {
+   for(ulong i = 0; i < v.Size(); i++)
+      if(!MathIsValidNumber(v[i]))
+         return(false);
+   return(true);
+  }
+
 int OnInit()
   {
    if(_Symbol != NN_SYMBOL || _Period != NN_PERIOD)
@@ -59,7 +68,7 @@ int OnInit()
       return(INIT_FAILED);
      }
    for(int k = 0; k < NN_OUTPUTS; k++)
-      if(MathAbs(y[k] - NN_PARITY_OUTPUT[k]) > NN_TOLERANCE)
+      if(!MathIsValidNumber(y[k]) || MathAbs(y[k] - NN_PARITY_OUTPUT[k]) > NN_TOLERANCE)
         {
          PrintFormat("parity check failed: output %d is %.8f, neuronet computed %.8f", k, y[k], NN_PARITY_OUTPUT[k]);
          return(INIT_FAILED);
@@ -128,6 +137,8 @@ void OnTick()
       Print("OnnxRun failed, error ", GetLastError());
       return;
      }
+   if(!Finite(p))
+      return;  // as neuronet's FractalEA: no decision, no time exit, on a non-finite output
    if(InpExitBars > 0)
       CloseAll(InpExitBars);
    int k = (int)p.ArgMax();

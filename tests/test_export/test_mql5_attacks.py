@@ -24,3 +24,19 @@ def test_stops_are_prices_normalised_to_the_symbols_digits(dense_model, tmp_path
             expression
         )
 
+
+
+def test_a_non_finite_output_fails_the_parity_check_and_never_trades(dense_model, forecast_models, tmp_path):
+    """``MathAbs(NaN - x) > tolerance`` is false: a NaN passed the start-up check; and a NaN forecast
+    closed positions (``move > threshold`` false both ways). The Python EAs skip a non-finite output."""
+    for model, output in ((dense_model, "p"), (forecast_models["patchtst"], "y")):
+        text = export(model, tmp_path).mq5_path.read_text(encoding="utf-8")
+        init, tick = _body(text, "int OnInit()"), _body(text, "void OnTick()")
+        check = init[init.index("parity:") : init.index("parity check failed")]
+        assert "!MathIsValidNumber(" in check
+        decided = tick[tick.index("OnnxRun failed") :]
+        assert f"if(!Finite({output}))" in decided
+        first_trade = min(decided.index(w) for w in ("CloseAll(", "ExtTrade."))
+        assert decided.index(f"if(!Finite({output}))") < first_trade
+        assert "bool Finite(" in text
+
