@@ -44,32 +44,30 @@ def _graph_and_python(frame) -> tuple[np.ndarray, np.ndarray]:
     return got.reshape(-1, DEPTH, len(FEATURES)), x[keep].reshape(-1, DEPTH, len(FEATURES))
 
 
-def _dropped(frame, share: float, seed: int):
-    keep = np.random.default_rng(seed).random(len(frame)) >= share
+US, EU = BrokerClock(2.0, "us"), BrokerClock(2.0, "eu")
+BROKERS = {  # symbol, timeframe, bars, start, clock, share of bars missing, spread
+    "UTC+3 without DST, H1": ("EURUSD", "H1", 2000, "2023-09-25", BrokerClock(3.0), 0.0, None),
+    "UTC+2 EU DST, M15 across the switch": ("USDJPY", "M15", 2000, "2023-10-20", EU, 0.0, None),
+    "UTC+2 US DST, H4 over two switches": ("EURUSD", "H4", 2000, "2022-01-03", US, 0.0, None),
+    "UTC+2 US DST, D1 over years": ("XAUUSD", "D1", 1200, "2015-01-01", US, 0.0, None),
+    "UTC+5.5, H1": ("EURUSD", "H1", 1500, "2024-02-20", BrokerClock(5.5), 0.0, None),
+    "missing bars": ("EURUSD", "H1", 2200, "2023-03-01", US, 0.1, None),
+    "zero spread": ("EURUSD", "H1", 1500, "2023-03-01", US, 0.0, 0),
+}
+
+
+def _broker(name: str):
+    symbol, timeframe, bars, start, clock, missing, spread = BROKERS[name]
+    frame = synthetic_candles(
+        symbol, timeframe, bars, seed=len(name), start=start, clock=clock, spread=spread
+    )
+    keep = np.random.default_rng(0).random(len(frame)) >= missing
     return make_frame(frame[keep], frame.index[keep], meta_of(frame))
-
-
-BROKERS = {
-    "UTC+3 without DST, H1": lambda: synthetic_candles("EURUSD", "H1", 2000, seed=4, start="2023-09-25",
-                                                       clock=BrokerClock(3.0)),
-    "UTC+2 EU DST, M15 across the switch": lambda: synthetic_candles("USDJPY", "M15", 2000, seed=5,
-                                                                     start="2023-10-20", clock=BrokerClock(2.0, "eu")),
-    "UTC+2 US DST, H4 over two switches": lambda: synthetic_candles("EURUSD", "H4", 2000, seed=7,
-                                                                    start="2022-01-03", clock=BrokerClock(2.0, "us")),
-    "UTC+2 US DST, D1 over years": lambda: synthetic_candles("XAUUSD", "D1", 1200, seed=8, start="2015-01-01",
-                                                             clock=BrokerClock(2.0, "us")),
-    "UTC+5.5, H1": lambda: synthetic_candles("EURUSD", "H1", 1500, seed=6, start="2024-02-20",
-                                             clock=BrokerClock(5.5)),
-    "missing bars": lambda: _dropped(synthetic_candles("EURUSD", "H1", 2200, seed=9, start="2023-03-01",
-                                                       clock=BrokerClock(2.0, "us")), 0.1, 0),
-    "zero spread": lambda: synthetic_candles("EURUSD", "H1", 1500, seed=10, start="2023-03-01",
-                                             clock=BrokerClock(2.0, "us"), spread=0),
-}  # fmt: skip
 
 
 @pytest.mark.parametrize("broker", sorted(BROKERS))
 def test_the_graph_computes_the_python_features_on_every_bar(broker):
-    got, want = _graph_and_python(BROKERS[broker]())
+    got, want = _graph_and_python(_broker(broker))
     np.testing.assert_array_equal(got[..., CALENDAR], want[..., CALENDAR])
     spread = want.std(axis=(0, 1))
     spread[CALENDAR] = 1.0
