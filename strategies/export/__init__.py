@@ -218,7 +218,7 @@ def _export(src: ModelSource, folder: Path, name: str, last_model: bool) -> Expo
     if folder.exists() and not folder.is_dir():
         raise ExportError(f"{folder}: is not a folder")
     tolerance = TOLERANCE if src.forecast is None else FORECAST_TOLERANCE
-    mq5 = expert_source(name, src, built, parity, tolerance) if src.ea is not None else None
+    mq5 = expert_source(name, src, built, parity, tolerance, data) if src.ea is not None else None
     onnx.checker.check_model(built.model)
     onnx_path, mq5_path = folder / f"{name}.onnx", folder / f"{name}.mq5"
     try:

@@ -43,6 +43,11 @@ int OnInit()
       PrintFormat("this model was trained on %s %s; attach it to that chart", NN_SYMBOL, EnumToString(NN_PERIOD));
       return(INIT_PARAMETERS_INCORRECT);
      }
+   if(InpMagic <= 0)
+     {
+      Print("InpMagic must be positive: 0 is the magic number of the trades opened by hand");
+      return(INIT_PARAMETERS_INCORRECT);
+     }
    ExtHandle = OnnxCreateFromBuffer(ExtModel, ONNX_DEFAULT);
    if(ExtHandle == INVALID_HANDLE)
      {

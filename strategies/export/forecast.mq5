@@ -51,6 +51,11 @@ int OnInit()
       PrintFormat("InpHorizon must be within 1..%d", NN_STEPS);
       return(INIT_PARAMETERS_INCORRECT);
      }
+   if(InpMagic <= 0)
+     {
+      Print("InpMagic must be positive: 0 is the magic number of the trades opened by hand");
+      return(INIT_PARAMETERS_INCORRECT);
+     }
    ExtHandle = OnnxCreateFromBuffer(ExtModel, ONNX_DEFAULT);
    if(ExtHandle == INVALID_HANDLE)
      {

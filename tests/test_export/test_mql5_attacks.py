@@ -3,7 +3,11 @@ no decision and no start on a non-finite model output, no hand on the account's 
 Python EA's stop distances exactly or not at all."""
 
 import re
+import zlib
 
+from test_export.export_support import resaved
+
+from nn import load
 from strategies.export import export
 
 
@@ -25,7 +29,6 @@ def test_stops_are_prices_normalised_to_the_symbols_digits(dense_model, tmp_path
         )
 
 
-
 def test_a_non_finite_output_fails_the_parity_check_and_never_trades(dense_model, forecast_models, tmp_path):
     """``MathAbs(NaN - x) > tolerance`` is false: a NaN passed the start-up check; and a NaN forecast
     closed positions (``move > threshold`` false both ways). The Python EAs skip a non-finite output."""
@@ -40,3 +43,20 @@ def test_a_non_finite_output_fails_the_parity_check_and_never_trades(dense_model
         assert decided.index(f"if(!Finite({output}))") < first_trade
         assert "bool Finite(" in text
 
+
+def test_the_ea_does_not_take_the_manual_trades_magic_number(dense_model, tmp_path):
+    """Magic 0 is the number of trades opened by hand: an EA of magic 0 counted them in its net position and
+    closed them at its time exit. An EA trained with magic 0 gets a number of its own (the CRC-32 of its
+    model), and refuses to start with 0."""
+    done = export(dense_model, tmp_path)
+    text = done.mq5_path.read_text(encoding="utf-8")
+    assert load(dense_model, backend="numpy").metadata["params"].get("magic", 0) == 0
+    magic = int(re.search(r"input long   InpMagic     = (\d+);", text).group(1))
+    assert magic == (zlib.crc32(done.onnx_path.read_bytes()) or 1) and magic > 0
+    init = _body(text, "int OnInit()")
+    refuse = init[init.index("InpMagic <= 0") :]
+    assert refuse.index("return(INIT_PARAMETERS_INCORRECT);") < refuse.index("OnnxCreateFromBuffer")
+    own = resaved(dense_model, tmp_path, params={**load(dense_model, backend="numpy").metadata["params"],
+                                                 "magic": 24680})  # fmt: skip
+    own_text = export(own, tmp_path / "own").mq5_path.read_text(encoding="utf-8")
+    assert "input long   InpMagic     = 24680;" in own_text
