@@ -65,8 +65,8 @@ def fractal_constants(src: ModelSource, parity: Parity, magic: int) -> list[str]
         f"#define NN_SELL {SELL}",
         f"input double InpLots      = {float(p['lots'])!r};  // lots per trade",
         f"input double InpThreshold = {float(p['threshold'])!r};  // minimum class probability",
-        f"input int    InpSLPoints  = {round(float(p['sl_points']))};  // stop-loss in points, 0 = none",
-        f"input int    InpTPPoints  = {round(float(p['tp_points']))};  // take-profit in points, 0 = none",
+        f"input int    InpSLPoints  = {int(p['sl_points'])};  // stop-loss in points, 0 = none",
+        f"input int    InpTPPoints  = {int(p['tp_points'])};  // take-profit in points, 0 = none",
         f"input int    InpExitBars  = {int(p['exit_bars'])};  // close after this many bars, 0 = never",
         f"input long   InpMagic     = {magic};  // magic number (0 is the manual trades')",
     ]

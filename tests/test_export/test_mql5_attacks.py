@@ -5,7 +5,7 @@ Python EA's stop distances exactly or not at all."""
 import re
 import zlib
 
-from test_export.export_support import resaved
+from test_export.export_support import refused, resaved
 
 from nn import load
 from strategies.export import export
@@ -60,3 +60,12 @@ def test_the_ea_does_not_take_the_manual_trades_magic_number(dense_model, tmp_pa
                                                  "magic": 24680})  # fmt: skip
     own_text = export(own, tmp_path / "own").mq5_path.read_text(encoding="utf-8")
     assert "input long   InpMagic     = 24680;" in own_text
+
+
+def test_stop_distances_that_are_not_whole_points_are_refused(dense_model, tmp_path):
+    """The EA places stops a whole number of points away (``input int``): 150.5 points became 150 in the
+    .mq5 while the Python EA and OnnxEA kept 150.5. Refused, naming the parameter; 300.0 is whole."""
+    params = load(dense_model, backend="numpy").metadata["params"]
+    for name in ("sl_points", "tp_points"):
+        hostile = resaved(dense_model, tmp_path, params={**params, name: 150.5})
+        refused(hostile, tmp_path / "out", f"{name}=150.5 is not a whole number of points")
