@@ -69,3 +69,12 @@ def test_stop_distances_that_are_not_whole_points_are_refused(dense_model, tmp_p
     for name in ("sl_points", "tp_points"):
         hostile = resaved(dense_model, tmp_path, params={**params, name: 150.5})
         refused(hostile, tmp_path / "out", f"{name}=150.5 is not a whole number of points")
+
+
+def test_names_that_cannot_reach_a_windows_terminal_folder_are_refused(dense_model, tmp_path):
+    """The pair goes into MetaTrader's ``MQL5\\Experts`` on Windows: ``CON``, ``nul``, ``COM1`` and ``LPT9``
+    (with any extension) are devices there, not files, and a name outside ASCII is the ``#resource`` path of
+    a source MetaEditor may read in another code page. Refused before anything is written."""
+    for name in ("CON", "nul", "Com1.model", "LPT9", "é名", "ＥＡ"):
+        refused(dense_model, tmp_path / "out", "plain file name", name=name)
+    assert export(dense_model, tmp_path / "ok", name="CONSOLE_EA v2.1").mq5_path.exists()
