@@ -6,11 +6,14 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from test_export.export_support import copy_rates
+from test_export.export_support import copy_rates, run_fractal
 
+from backtests import Backtest
 from datafeeds import make_frame, meta_of
 from datafeeds.clock import BrokerClock
 from datafeeds.synthetic import synthetic_candles
+from strategies import OnnxEA
+from strategies.export import export
 from strategies.export.bar_graph import COLUMNS, fractal_features, window_bars
 from strategies.export.graph import Graph
 from strategies.features import FEATURES, bar_features, windows
@@ -98,3 +101,17 @@ def test_the_graphs_rsi_is_within_1e_7_relative_of_the_full_history_rsi():
     got, want = _graph_and_python(_broker("UTC+3 without DST, H1"))
     rsi = FEATURES.index("rsi14")
     assert (np.abs(got[..., rsi] - want[..., rsi]) / np.abs(want[..., rsi])).max() < 1e-7
+
+
+def test_onnx_ea_gives_the_python_trades_on_a_utc_plus_3_server_with_missing_bars(tmp_path):
+    """A tenth of the bars missing (as a broker's history has gaps) on a server clock of UTC+3: the
+    backtest of the exported model trades exactly as the Python EA did."""
+    frame = synthetic_candles("EURUSD", "H1", 3300, seed=9, start="2023-02-20", clock=BrokerClock(3.0))
+    keep = np.random.default_rng(0).random(len(frame)) >= 0.1
+    frame = make_frame(frame[keep], frame.index[keep], meta_of(frame))
+    run = run_fractal(frame, epochs=20, hidden="32", threshold=0.4)
+    done = export(run.ea_instance.save_model(str(tmp_path / "model")), tmp_path)
+    onnx_run = Backtest(frame, OnnxEA, forward="1/3", seed=7).run(model=str(done.onnx_path))
+    cols = ["type", "lots", "entry_bar", "exit_bar", "entry_price", "exit_price", "exit_reason", "net_profit"]
+    assert len(run.trades) > 20
+    assert onnx_run.trades[cols].equals(run.trades[cols])
