@@ -2,7 +2,9 @@
 
 Every function takes 1-D float arrays ordered oldest first and returns arrays of the same length whose value
 at bar ``i`` depends on bars ``0..i`` only (tests append future bars and check that past values do not move).
-Bars before an indicator's first drawn value hold NaN, as the terminal leaves them undrawn.
+Bars before an indicator's first drawn value hold NaN, as the terminal leaves them undrawn. A NaN price makes
+a windowed indicator NaN in the windows that hold it and a recursive one (EMA, SMMA, RSI, ADX) NaN from it on,
+as the recursion's own arithmetic would.
 
 The definitions, start-up included, are those of the terminal's indicators (the MetaTrader 5 help pages under
 https://www.metatrader5.com/en/terminal/help/indicators and the MetaQuotes sources of ``MovingAverages.mqh``,
@@ -41,6 +43,9 @@ __all__ = [
 ]
 
 _MAX_DIGITS = 8  # finest decimal grid tried for exact sums (crypto quotes go to 8 decimals)
+# iCCI's deviation counts as zero below this share of the price level: float rounding of equal typical prices
+# is ~1e-16 of it, one point of the finest quote (8 digits on a price near 1) 1e-8.
+FLAT_CCI = 1e-12
 
 
 def _check_period(period: int, name: str = "period") -> int:
@@ -54,7 +59,8 @@ def _as_float(x: np.ndarray) -> np.ndarray:
 
 
 def _recursive(x: np.ndarray, alpha: float, seed_index: int, seed: float) -> np.ndarray:
-    """``y[seed_index] = seed``, then ``y[i] = alpha * x[i] + (1 - alpha) * y[i-1]``; NaN before the seed."""
+    """``y[seed_index] = seed``, then ``y[i] = alpha * x[i] + (1 - alpha) * y[i-1]``; NaN before the seed,
+    and from the first NaN on (the recursion's own arithmetic; pandas' ewm would skip it and carry on)."""
     n = len(x)
     out = np.full(n, np.nan)
     if seed_index >= n:
@@ -62,12 +68,18 @@ def _recursive(x: np.ndarray, alpha: float, seed_index: int, seed: float) -> np.
     tail = x[seed_index:].copy()
     tail[0] = seed
     out[seed_index:] = pd.Series(tail).ewm(alpha=alpha, adjust=False).mean().to_numpy()
+    missing = np.isnan(tail)
+    if missing.any():
+        out[seed_index + int(np.argmax(missing)) :] = np.nan
     return out
 
 
 def _grid(x: np.ndarray) -> tuple[np.ndarray, int] | None:
     """``(integers, 10**d)`` with ``x == integers / 10**d`` for the coarsest grid ``d <= 8`` that holds every
-    value of ``x`` (prices quoted to ``digits`` decimals), or None (NaN, or values off every grid)."""
+    value of ``x`` (prices quoted to ``digits`` decimals), or None (NaN, or values off every grid).
+
+    A value is on a grid when it is a whole number of steps up to float rounding: within 1e-6 of a step and
+    within 1e-9 of its own size, so values far below one step (3e-7 on the grid of whole units) are not."""
     if not len(x) or not np.isfinite(x).all():
         return None
     for digits in range(_MAX_DIGITS + 1):
@@ -76,7 +88,8 @@ def _grid(x: np.ndarray) -> tuple[np.ndarray, int] | None:
         whole = np.rint(scaled)
         if np.abs(whole).max() * len(x) >= 2.0**62:
             return None  # the integer sums could overflow
-        if np.all(np.abs(scaled - whole) <= 1e-6):
+        off = np.abs(scaled - whole)
+        if np.all((off <= 1e-6) & (off <= 1e-9 * np.abs(scaled))):
             return whole.astype(np.int64), scale
     return None
 
@@ -167,8 +180,8 @@ def rsi(close: np.ndarray, period: int = 14) -> np.ndarray:
     if n <= period:
         return out
     diff = np.diff(close)  # diff[k] is the change into bar k+1
-    gain = np.where(diff > 0, diff, 0.0)
-    loss = np.where(diff < 0, -diff, 0.0)
+    gain = np.maximum(diff, 0.0)  # NaN stays NaN (np.where(diff > 0, ...) made it a flat bar)
+    loss = np.maximum(-diff, 0.0)
     # Align to bars: index k of the smoothed series is bar k+1; the seed is at bar `period`.
     pos = _recursive(gain, 1.0 / period, period - 1, float(gain[:period].sum() / period))
     neg = _recursive(loss, 1.0 / period, period - 1, float(loss[:period].sum() / period))
@@ -183,7 +196,9 @@ def cci(high: np.ndarray, low: np.ndarray, close: np.ndarray, period: int = 14) 
     """Commodity Channel Index on the typical price with the mean absolute deviation, as iCCI (CCI.mq5).
 
     ``(tp - SMA(tp)) / (0.015 * MAD)`` where MAD is the mean of ``|tp[j] - SMA(tp)[i]|`` over the window;
-    a window with zero deviation reads 0.
+    a window with zero deviation reads 0. Typical prices that are equal as numbers ((h + l + c) / 3 of bars of
+    one shape) can differ by a float rounding, which makes a MAD of 1e-16 and a CCI of ±66.7 out of nothing,
+    so a MAD below ``FLAT_CCI`` of the price level counts as zero (the exported graph does the same).
     """
     period = _check_period(period)
     tp = (_as_float(high) + _as_float(low) + _as_float(close)) / 3.0
@@ -198,7 +213,7 @@ def cci(high: np.ndarray, low: np.ndarray, close: np.ndarray, period: int = 14) 
     mad = np.abs(windows - centre[:, None]).mean(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = (tp[period - 1 :] - centre) / (0.015 * mad)
-    out[period - 1 :] = np.where(mad == 0.0, 0.0, value)
+    out[period - 1 :] = np.where(mad <= FLAT_CCI * np.abs(centre), 0.0, value)
     return out
 
 

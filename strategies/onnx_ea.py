@@ -114,6 +114,8 @@ class OnnxEA(ExpertAdvisor):
                           f"{[(i.name, i.shape) for i in inputs]}")  # fmt: skip
         if inputs[0].type not in ("tensor(double)", "tensor(float)"):
             raise EAError(f"{path}: the input is {inputs[0].type}; OnnxEA feeds double or float")
+        if outputs and outputs[0].type not in ("tensor(double)", "tensor(float)"):
+            raise EAError(f"{path}: the output is {outputs[0].type}; OnnxEA reads double or float")
         out = tuple(outputs[0].shape[1:]) if outputs else ()
         classes = out == (3,)
         forecast = len(out) == 2 and all(isinstance(d, int) and d >= 1 for d in out)
@@ -145,7 +147,13 @@ class OnnxEA(ExpertAdvisor):
             windows = table[chunk[:, None] - np.arange(n - 1, -1, -1)[None, :]].astype(
                 self.dtype
             )  # (M, N, 7)
-            out[chunk] = self.session.run(None, {self.input_name: windows})[0].reshape(len(chunk), -1)
+            y = self.session.run(None, {self.input_name: windows})[0]
+            if y.shape != (len(chunk), *self.out_shape):  # the declared shape is the model's word only
+                raise EAError(
+                    f"{self.params['model']}: the model gave an output of shape {y.shape} for {len(chunk)} "
+                    f"windows; it declares (batch, {', '.join(map(str, self.out_shape))})"
+                )
+            out[chunk] = y.reshape(len(chunk), -1)
         return out
 
     def on_bar(self) -> None:

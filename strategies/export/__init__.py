@@ -152,6 +152,8 @@ def _check_ops(model) -> None:
                           "does not implement")  # fmt: skip
 
 
+# Names Windows keeps for devices, with any extension (Win32 "Naming Files, Paths, and Namespaces").
+WINDOWS_DEVICES = {"CON", "PRN", "AUX", "NUL", *(f"{d}{i}" for d in ("COM", "LPT") for i in range(1, 10))}
 OWN_LINES = {"FractalEA": {"fractal_proba", "logistic_proba"}}  # the indicator lines each EA declares itself
 BUILT_IN = (FractalEA, ForecastEA)  # the EAs whose inputs the export rebuilds
 
@@ -184,10 +186,16 @@ def export(
     """Write ``out/NAME.onnx`` and ``out/NAME.mq5`` for the model at ``source``: a model file, a report folder
     or a trained EA (``Backtest(...).run().ea_instance``); default ``out``: the model file's folder.
     ``last_model``: export the last model of an EA retrained walk-forward (refused otherwise)."""
-    if not re.fullmatch(r"[\w.\- ]+", name) or Path(name).name != name or name.startswith("."):
+    if (
+        not re.fullmatch(r"[A-Za-z0-9_.\- ]+", name)
+        or Path(name).name != name
+        or name.startswith(".")
+        or name.split(".")[0].strip().upper() in WINDOWS_DEVICES
+    ):
         raise ExportError(
-            f"--name {name!r} must be a plain file name (letters, digits, '_', '-', '.', spaces; no folder): "
-            "the MQL5 EA names its resource with it"
+            f"--name {name!r} must be a plain file name (ASCII letters, digits, '_', '-', '.', spaces; no "
+            "folder, not a Windows device such as CON or NUL): the MQL5 EA names its resource with it, in "
+            "a folder of the terminal on Windows"
         )
     if isinstance(source, ExpertAdvisor):
         if out is None:
@@ -218,7 +226,7 @@ def _export(src: ModelSource, folder: Path, name: str, last_model: bool) -> Expo
     if folder.exists() and not folder.is_dir():
         raise ExportError(f"{folder}: is not a folder")
     tolerance = TOLERANCE if src.forecast is None else FORECAST_TOLERANCE
-    mq5 = expert_source(name, src, built, parity, tolerance) if src.ea is not None else None
+    mq5 = expert_source(name, src, built, parity, tolerance, data) if src.ea is not None else None
     onnx.checker.check_model(built.model)
     onnx_path, mq5_path = folder / f"{name}.onnx", folder / f"{name}.mq5"
     try:

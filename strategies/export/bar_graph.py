@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from strategies.export.graph import Graph
+from strategies.indicators import FLAT_CCI
 
 COLUMNS = ("time", "open", "high", "low", "close", "tick_volume", "spread")
 SEED_WEIGHT = 1e-7
@@ -115,7 +116,8 @@ def _cci(g: Graph, high: str, low: str, close: str, n: int, depth: int) -> str:
     dev = g.op("Abs", g.sub(win, g.op("Unsqueeze", mean, g.ints(2))))
     mad = g.op("ReduceMean", dev, axes=[2], keepdims=0)
     value = g.div(g.sub(g.cols(tp, n - depth, n), mean), g.mul(g.const(0.015), mad))
-    return g.op("Where", g.op("Equal", mad, g.const(0.0)), g.const(0.0), value)
+    deviates = g.op("Greater", mad, g.mul(g.op("Abs", mean), g.const(FLAT_CCI)))  # indicators.cci's rule
+    return g.op("Where", deviates, value, g.const(0.0))
 
 
 def _atr(g: Graph, high: str, low: str, close: str, n: int, depth: int) -> str:

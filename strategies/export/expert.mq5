@@ -27,11 +27,25 @@ bool Predict(const matrix &x, vectorf &out)
    return(OnnxRun(ExtHandle, ONNX_NO_CONVERSION, x, out));
   }
 
+//--- every output a number (NaN compares false both ways, so it would pass a check and decide a trade)
+bool Finite(const vectorf &v)
+  {
+   for(ulong i = 0; i < v.Size(); i++)
+      if(!MathIsValidNumber(v[i]))
+         return(false);
+   return(true);
+  }
+
 int OnInit()
   {
    if(_Symbol != NN_SYMBOL || _Period != NN_PERIOD)
      {
       PrintFormat("this model was trained on %s %s; attach it to that chart", NN_SYMBOL, EnumToString(NN_PERIOD));
+      return(INIT_PARAMETERS_INCORRECT);
+     }
+   if(InpMagic <= 0)
+     {
+      Print("InpMagic must be positive: 0 is the magic number of the trades opened by hand");
       return(INIT_PARAMETERS_INCORRECT);
      }
    ExtHandle = OnnxCreateFromBuffer(ExtModel, ONNX_DEFAULT);
@@ -59,7 +73,7 @@ int OnInit()
       return(INIT_FAILED);
      }
    for(int k = 0; k < NN_OUTPUTS; k++)
-      if(MathAbs(y[k] - NN_PARITY_OUTPUT[k]) > NN_TOLERANCE)
+      if(!MathIsValidNumber(y[k]) || MathAbs(y[k] - NN_PARITY_OUTPUT[k]) > NN_TOLERANCE)
         {
          PrintFormat("parity check failed: output %d is %.8f, neuronet computed %.8f", k, y[k], NN_PARITY_OUTPUT[k]);
          return(INIT_FAILED);
@@ -128,27 +142,30 @@ void OnTick()
       Print("OnnxRun failed, error ", GetLastError());
       return;
      }
+   if(!Finite(p))
+      return;  // as neuronet's FractalEA: no decision, no time exit, on a non-finite output
    if(InpExitBars > 0)
       CloseAll(InpExitBars);
    int k = (int)p.ArgMax();
    if(p[k] < InpThreshold || (k != NN_BUY && k != NN_SELL))
       return;
    double net = NetLots();
+//--- stops in points from the fill price, on the symbol's price grid (the trade server takes no other)
    double ask = SymbolInfoDouble(_Symbol, SYMBOL_ASK), bid = SymbolInfoDouble(_Symbol, SYMBOL_BID);
    if(k == NN_BUY && net <= 0.0)
      {
       if(net < 0.0)
          CloseAll(0);
-      double sl = InpSLPoints > 0 ? ask - InpSLPoints * _Point : 0.0;
-      double tp = InpTPPoints > 0 ? ask + InpTPPoints * _Point : 0.0;
+      double sl = InpSLPoints > 0 ? NormalizeDouble(ask - InpSLPoints * _Point, _Digits) : 0.0;
+      double tp = InpTPPoints > 0 ? NormalizeDouble(ask + InpTPPoints * _Point, _Digits) : 0.0;
       ExtTrade.Buy(InpLots, _Symbol, ask, sl, tp, "lower fractal");
      }
    else if(k == NN_SELL && net >= 0.0)
      {
       if(net > 0.0)
          CloseAll(0);
-      double sl = InpSLPoints > 0 ? bid + InpSLPoints * _Point : 0.0;
-      double tp = InpTPPoints > 0 ? bid - InpTPPoints * _Point : 0.0;
+      double sl = InpSLPoints > 0 ? NormalizeDouble(bid + InpSLPoints * _Point, _Digits) : 0.0;
+      double tp = InpTPPoints > 0 ? NormalizeDouble(bid - InpTPPoints * _Point, _Digits) : 0.0;
       ExtTrade.Sell(InpLots, _Symbol, bid, sl, tp, "upper fractal");
      }
   }

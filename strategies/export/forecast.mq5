@@ -29,6 +29,16 @@ bool Predict(const matrix &x, matrix &out)
    return(OnnxRun(ExtHandle, ONNX_NO_CONVERSION, x, out));
   }
 
+//--- every output a number (NaN compares false both ways, so it would pass a check and decide a trade)
+bool Finite(const matrix &m)
+  {
+   for(ulong i = 0; i < m.Rows(); i++)
+      for(ulong j = 0; j < m.Cols(); j++)
+         if(!MathIsValidNumber(m[i][j]))
+            return(false);
+   return(true);
+  }
+
 int OnInit()
   {
    if(_Symbol != NN_SYMBOL || _Period != NN_PERIOD)
@@ -39,6 +49,11 @@ int OnInit()
    if(InpHorizon < 1 || InpHorizon > NN_STEPS)
      {
       PrintFormat("InpHorizon must be within 1..%d", NN_STEPS);
+      return(INIT_PARAMETERS_INCORRECT);
+     }
+   if(InpMagic <= 0)
+     {
+      Print("InpMagic must be positive: 0 is the magic number of the trades opened by hand");
       return(INIT_PARAMETERS_INCORRECT);
      }
    ExtHandle = OnnxCreateFromBuffer(ExtModel, ONNX_DEFAULT);
@@ -68,7 +83,8 @@ int OnInit()
      }
    for(int t = 0; t < NN_STEPS; t++)
       for(int c = 0; c < NN_CHANNELS; c++)
-         if(MathAbs(y[t][c] - NN_PARITY_OUTPUT[t * NN_CHANNELS + c]) > NN_TOLERANCE * NN_SCALE[c])
+         if(!MathIsValidNumber(y[t][c])
+            || MathAbs(y[t][c] - NN_PARITY_OUTPUT[t * NN_CHANNELS + c]) > NN_TOLERANCE * NN_SCALE[c])
            {
             PrintFormat("parity check failed: step %d channel %d is %.10f, neuronet computed %.10f", t + 1, c, y[t][c], NN_PARITY_OUTPUT[t * NN_CHANNELS + c]);
             return(INIT_FAILED);
@@ -137,6 +153,8 @@ void OnTick()
       Print("OnnxRun failed, error ", GetLastError());
       return;
      }
+   if(!Finite(y))
+      return;  // as neuronet's ForecastEA: no decision on a non-finite forecast
    double move = y[InpHorizon - 1][NN_CLOSE] - rates[NN_BARS - 1].close;
    double threshold = InpCostMultiple * rates[NN_BARS - 1].spread * _Point;
    int want = move > threshold ? 1 : (move < -threshold ? -1 : 0);

@@ -9,6 +9,7 @@ exported model gives on it, which ``OnInit`` checks ``OnnxRun`` against).
 
 from __future__ import annotations
 
+import zlib
 from importlib import resources
 
 import numpy as np
@@ -48,8 +49,15 @@ def _parity_vector(parity: Parity) -> list[str]:
     ]
 
 
-def fractal_constants(src: ModelSource, parity: Parity) -> list[str]:
-    """FractalEA's shapes and trading inputs (lots, threshold, SL/TP points, time exit)."""
+def magic_number(params: dict, model: bytes) -> int:
+    """The EA's magic number: its own, or where that is 0 the CRC-32 of its model. In a terminal 0 is the
+    number of the trades opened by hand, which an EA of magic 0 would count in its net position and close at
+    its time exit; the checksum gives each exported model a number of its own, the same on every export."""
+    return int(params.get("magic", 0)) or zlib.crc32(model) or 1
+
+
+def fractal_constants(src: ModelSource, parity: Parity, magic: int) -> list[str]:
+    """FractalEA's shapes and trading inputs (lots, threshold, SL/TP points, time exit, magic number)."""
     p = src.meta["params"]
     return [
         f"#define NN_OUTPUTS {parity.output.size}",
@@ -57,14 +65,14 @@ def fractal_constants(src: ModelSource, parity: Parity) -> list[str]:
         f"#define NN_SELL {SELL}",
         f"input double InpLots      = {float(p['lots'])!r};  // lots per trade",
         f"input double InpThreshold = {float(p['threshold'])!r};  // minimum class probability",
-        f"input int    InpSLPoints  = {round(float(p['sl_points']))};  // stop-loss in points, 0 = none",
-        f"input int    InpTPPoints  = {round(float(p['tp_points']))};  // take-profit in points, 0 = none",
+        f"input int    InpSLPoints  = {int(p['sl_points'])};  // stop-loss in points, 0 = none",
+        f"input int    InpTPPoints  = {int(p['tp_points'])};  // take-profit in points, 0 = none",
         f"input int    InpExitBars  = {int(p['exit_bars'])};  // close after this many bars, 0 = never",
-        f"input long   InpMagic     = {int(p.get('magic', 0))};  // magic number",
+        f"input long   InpMagic     = {magic};  // magic number (0 is the manual trades')",
     ]
 
 
-def forecast_constants(src: ModelSource, parity: Parity) -> list[str]:
+def forecast_constants(src: ModelSource, parity: Parity, magic: int) -> list[str]:
     """ForecastEA's shapes (steps x channels), the traded step and close channel, its trading inputs, and
     each channel's training deviation: the parity check's unit."""
     p, spec = src.meta["params"], src.forecast
@@ -76,14 +84,18 @@ def forecast_constants(src: ModelSource, parity: Parity) -> list[str]:
         f"input double InpCostMultiple = {float(p['cost_multiple'])!r};  // trade a move beyond this times "
         "the spread",
         f"input int    InpHorizon      = {spec.step};  // forecast step (1..NN_STEPS) that sets the trade",
-        f"input long   InpMagic        = {int(p.get('magic', 0))};  // magic number",
+        f"input long   InpMagic        = {magic};  // magic number (0 is the manual trades')",
         f"const double NN_SCALE[{len(spec.std)}] = {{{_numbers(np.asarray(spec.std))}}};",
     ]
 
 
-def expert_source(name: str, src: ModelSource, built: Built, parity: Parity, tolerance: float) -> str:
-    """The complete ``.mq5`` text for the EA of ``src``."""
+def expert_source(
+    name: str, src: ModelSource, built: Built, parity: Parity, tolerance: float, model: bytes
+) -> str:
+    """The complete ``.mq5`` text for the EA of ``src`` whose serialised ONNX model is ``model``."""
     extra = fractal_constants if src.forecast is None else forecast_constants
-    lines = [*_common(name, src, built, parity, tolerance), *extra(src, parity), *_parity_vector(parity)]
+    magic = magic_number(src.meta["params"], model)
+    lines = [*_common(name, src, built, parity, tolerance), *extra(src, parity, magic)]
+    lines += _parity_vector(parity)
     template = resources.files("strategies.export").joinpath(TEMPLATES[src.ea]).read_text(encoding="utf-8")
     return template.replace(MARKER, "\n".join(lines))

@@ -151,15 +151,24 @@ RULES = {
 }  # fmt: skip
 
 
+WHOLE_POINTS = ("sl_points", "tp_points")  # distances the MQL5 EA takes as `input int` points
+
+
 def _check_rule(path: Path, ea: str, params: dict) -> None:
-    """The rule's numbers are finite and within their ranges, ``magic`` a whole number (a hostile value
-    would reach the generated MQL5 source)."""
+    """The rule's numbers are finite and within their ranges, ``magic`` a whole number and the stop
+    distances whole points (a hostile value would reach the generated MQL5 source, a fractional distance be
+    rounded there)."""
     for name, (low, high, whole) in {**RULES[ea], "magic": (0, 2**63 - 1, True)}.items():
         value = params.get(name, 0 if name == "magic" else None)
         kinds = int if whole else int | float
         if not isinstance(value, kinds) or isinstance(value, bool) or not low <= value <= high:
             kind = "a whole number" if whole else "a number"
             raise ExportError(f"{path}: EA parameter {name}={value!r} is not {kind} within {low}..{high}")
+        if name in WHOLE_POINTS and not float(value).is_integer():
+            raise ExportError(
+                f"{path}: EA parameter {name}={value!r} is not a whole number of points: the MQL5 EA places "
+                "its stops a whole number of points from the price, as MetaTrader's stop levels count"
+            )
 
 
 def _check_fractal(path: Path, meta: dict, model: Any, kind: str) -> None:

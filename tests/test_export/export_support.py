@@ -46,8 +46,8 @@ def resaved(model_path, tmp_path, **changes):
     return save(model, tmp_path / "hostile.nnz", meta)
 
 
-def refused(source, out, match):
-    """The export of ``source`` fails with ``match`` and writes nothing into ``out``."""
+def refused(source, out, match, **options):
+    """The export of ``source`` (with ``options``) fails with ``match`` and writes nothing into ``out``."""
     with pytest.raises(ExportError, match=match):
-        export(source, out)
+        export(source, out, **options)
     assert not out.exists() or not any(out.iterdir())

@@ -209,3 +209,47 @@ def test_appending_future_bars_never_changes_past_values(name, rng):
 def test_bad_period_is_named():
     with pytest.raises(ValueError, match="period must be a positive integer"):
         ind.sma([1, 2, 3], 0)
+
+
+def test_sma_of_values_below_a_millionth_is_not_rounded_to_zero():
+    """A series of tiny values (squared returns, a variance) is on no price grid coarser than its own
+    digits: averaging it on the integer grid (1e-6 of a whole unit was "on the grid") read 0 everywhere."""
+    r2 = np.array([3e-7, 5e-7, 2e-7, 4e-7])
+    np.testing.assert_allclose(ind.sma(r2, 2), [np.nan, 4e-7, 3.5e-7, 3e-7], rtol=1e-12)
+    squared = np.array([1.2e-9, 3.4e-9, 0.6e-9])  # off every grid of up to 8 decimals
+    np.testing.assert_allclose(ind.sma(squared, 3)[-1], 5.2e-9 / 3, rtol=1e-12)
+    shib = np.array([0.00001234, 0.00001236])  # an 8-digit quote keeps its grid
+    assert ind.sma(shib, 2)[-1] == 0.00001235
+
+
+RECURSIVE = {
+    "ema": lambda h, lo, c: ind.ema(c, 3),
+    "smma": lambda h, lo, c: ind.smma(c, 3),
+    "rsi": lambda h, lo, c: ind.rsi(c, 3),
+    "macd_main": lambda h, lo, c: ind.macd(c, 2, 3, 2)[0],
+    "atr_wilder": lambda h, lo, c: ind.atr(h, lo, c, 3, smoothing="wilder"),
+    "adx": lambda h, lo, c: ind.adx(h, lo, c, 3)[0],
+    "plus_di": lambda h, lo, c: ind.adx(h, lo, c, 3)[1],
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECURSIVE))
+def test_a_recursive_indicator_is_nan_from_a_nan_price_on(name):
+    """``y[i] = a·x[i] + (1 − a)·y[i−1]`` is NaN from a NaN price on, as the terminal's own recursion
+    would be; pandas' ewm skipped the NaN and carried the last value (EMA 1.0 at the NaN bar, RSI 100)."""
+    c = np.array([1.0, 1.2, 1.1, 1.3, 1.4, 1.2, np.nan, 1.5, 1.6, 1.4, 1.7, 1.8])
+    h, lo = c + 0.05, c - 0.05
+    clean = RECURSIVE[name](h[:6], lo[:6], c[:6])
+    out = RECURSIVE[name](h, lo, c)
+    np.testing.assert_array_equal(out[:6], clean)  # before the NaN: unchanged
+    assert np.isnan(out[6:]).all(), out
+
+
+@pytest.mark.parametrize("price", [1.10003, 0.98761, 1.11111, 1.05432])
+def test_cci_of_equal_typical_prices_is_zero_whatever_the_rounding(price):
+    """Bars of one shape (high +2 points, low −1) have equal typical prices, so the deviation is 0 and
+    iCCI's rule reads 0; (h + l + c) / 3 rounds so that their mean is an ulp off, which read ±66.67."""
+    n = 20
+    close = np.full(n, price)
+    out = ind.cci(np.round(close + 2e-5, 5), np.round(close - 1e-5, 5), close, 14)
+    np.testing.assert_array_equal(out[13:], 0.0)
