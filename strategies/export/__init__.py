@@ -19,7 +19,7 @@ from pathlib import Path
 from neuronet.atomic import replace_atomically
 from strategies.base import ExpertAdvisor
 from strategies.errors import ExportError
-from strategies.export.bar_graph import COLUMNS, window_bars
+from strategies.export.bar_graph import COLUMNS, SEED_WEIGHT, window_bars
 from strategies.export.build import Built, fractal
 from strategies.export.forecaster import forecaster
 from strategies.export.graph import ALLOWED, FLOAT_ONLY, OPSET
@@ -113,7 +113,7 @@ def metadata_of(src: ModelSource, bars: int) -> dict[str, str]:
     spec = src.forecast
     if spec is None:
         rule = FractalRule.of(params).to_dict()  # source._check_rule checked every value
-        record |= {"classes": src.meta.get("classes"), "rule": rule, "seed_weight": 1e-7}
+        record |= {"classes": src.meta.get("classes"), "rule": rule, "seed_weight": SEED_WEIGHT}
         return {"neuronet": json.dumps(record, sort_keys=True)}
     record |= {
         "channels": list(spec.channels),

@@ -8,9 +8,10 @@ as ``features.windows`` flattens them.
 Recursive indicators (the EMAs of iMACD, Wilder's averages of iRSI) see only the window: each is a fixed
 linear map of the window's prices whose seed is the window's first bar, as the terminal seeds its own
 indicator at the first bar it has. ``window_bars`` makes the window long enough that the seed's weight in
-every value used is below ``SEED_WEIGHT`` (1e-7), so the values differ from the full-history ones by less than
-1e-7 of the seed's distance from them (``tests`` measure it on the sample). Non-recursive ones (iCCI, iATR,
-the MACD signal's SMA) use exactly their own bars.
+every value used is below ``SEED_WEIGHT`` (1e-9), so the values differ from the full-history ones by less than
+1e-9 of the seed's distance from them: within 1e-7 relative even where the seed (an average over the
+window's first bars) is a hundred times off the full-history value (``tests`` measure it). Non-recursive
+ones (iCCI, iATR, the MACD signal's SMA) use exactly their own bars.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from strategies.export.graph import Graph
 from strategies.indicators import FLAT_CCI
 
 COLUMNS = ("time", "open", "high", "low", "close", "tick_volume", "spread")
-SEED_WEIGHT = 1e-7
+SEED_WEIGHT = 1e-9
 RSI, CCI, ATR, FAST, SLOW, SIGNAL = 14, 14, 14, 12, 26, 9  # the periods of features.bar_features
 
 

@@ -91,12 +91,6 @@ def test_cci_of_bars_with_equal_typical_prices_is_the_same_in_the_graph_and_in_p
         np.testing.assert_allclose(got[..., cci], want[..., cci], rtol=0, atol=1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="N is chosen so that the RSI seed weighs < 1e-7 (252 bars), not so that the difference is < 1e-7 "
-    "relative as the requirement reads: a seed average up to ~4x the full-history one leaves 4e-7; "
-    "SEED_WEIGHT 1e-8 (283 bars) would meet it, a change of the exported contract",
-)
 def test_the_graphs_rsi_is_within_1e_7_relative_of_the_full_history_rsi():
     got, want = _graph_and_python(_broker("UTC+3 without DST, H1"))
     rsi = FEATURES.index("rsi14")

@@ -85,7 +85,7 @@ def test_graph_uses_only_onnx_runtime_1_14_operators_at_opset_17(dense_model, tm
     assert model.ir_version <= 8
     assert {n.op_type for n in model.graph.node} <= set(ALLOWED)
     record = json.loads({p.key: p.value for p in model.metadata_props}["neuronet"])
-    assert record["bars"] == window_bars(20) == 252 and record["ea"] == "FractalEA"
+    assert record["bars"] == window_bars(20) == 314 and record["ea"] == "FractalEA"
     rule = {"threshold": 0.5, "lots": 0.1, "sl_points": 300.0, "tp_points": 600.0, "exit_bars": 12}
     assert record["rule"] == rule
 

@@ -26,7 +26,7 @@ def test_the_expert_advisor_embeds_shapes_constants_and_the_models_parity_vector
     text = done.mq5_path.read_text(encoding="utf-8")
     for line in (
         '#resource "FractalEA_EURUSD_H1.onnx" as uchar ExtModel[]',
-        "#define NN_BARS 252",
+        "#define NN_BARS 314",
         "#define NN_FIELDS 7",
         "#define NN_OUTPUTS 3",
         '#define NN_SYMBOL "EURUSD"',
@@ -42,7 +42,7 @@ def test_the_expert_advisor_embeds_shapes_constants_and_the_models_parity_vector
     ):
         assert line in text, line
     assert "OnnxSetInputShape" in text and "return(INIT_FAILED);" in text.split("parity check failed")[1]
-    window = _array(text, "NN_PARITY_RATES").reshape(252, 7)
+    window = _array(text, "NN_PARITY_RATES").reshape(314, 7)
     expected = _array(text, "NN_PARITY_OUTPUT")
     session = ort.InferenceSession(str(done.onnx_path), providers=["CPUExecutionProvider"])
     got = session.run(None, {"rates": window[None]})[0][0]
