@@ -255,15 +255,17 @@ class Journal:
             raise
 
     def _locked(self) -> filelock.BaseFileLock:
-        """One writer per journal: a second run on it would interleave records."""
-        lock = filelock.FileLock(f"{self.path}.lock", timeout=0)
+        """One writer per journal: a second run on it would interleave records. The lock is that of the
+        file a symlink leads to, so a second name for the same journal takes the same lock."""
+        lock_file = f"{os.path.realpath(self.path)}.lock"
+        lock = filelock.FileLock(lock_file, timeout=0)
         try:
             lock.acquire()
         except filelock.Timeout:
             raise JournalError(f"journal {self.path} is in use by another run; stop it first") from None
         except OSError as exc:
             raise JournalError(
-                f"journal {self.path}: cannot take its lock {self.path}.lock ({exc.strerror or exc})"
+                f"journal {self.path}: cannot take its lock {lock_file} ({exc.strerror or exc})"
             ) from None
         return lock
 

@@ -244,6 +244,28 @@ def test_one_writer_per_journal(tmp_path):
         j.write("stop", reason="test")
 
 
+def test_a_journal_reached_through_a_symlink_takes_the_same_lock(tmp_path):
+    """A second run on the same journal through a symlink interleaved its records with the first's."""
+    path = tmp_path / "j.jsonl"
+    (tmp_path / "link.jsonl").symlink_to(path)
+    with Journal(path), pytest.raises(JournalError, match="in use by another run"):
+        Journal(tmp_path / "link.jsonl")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the lock is taken by path (the one filelock gives on every system); a hard link is another "
+    "path to the same file and is not seen",
+)
+def test_a_journal_reached_through_a_hard_link_takes_the_same_lock(tmp_path):
+    path = tmp_path / "j.jsonl"
+    with Journal(path) as j:
+        j.write("stop", reason="test")
+        (tmp_path / "other.jsonl").hardlink_to(path)
+        with pytest.raises(JournalError, match="in use by another run"):
+            Journal(tmp_path / "other.jsonl")
+
+
 # A process that holds a journal open until its standard input closes; with NO_FCNTL it runs as on a system
 # without fcntl (Windows has none): the lock must still be there.
 _HOLDER = """
