@@ -108,6 +108,14 @@ class LiveSummary:
     interrupted: bool = False
 
 
+# MetaTrader gives every trade placed by hand magic number 0: an EA trading with it on a live account would
+# take the user's manual positions for its own (count, close, report them).
+MAGIC_0 = (
+    "--live: the EA's magic number 0 is the one trades placed by hand carry; the run would take them for "
+    "its own (count them, close them, report them): give the EA its own number, -p magic=N (N >= 1)"
+)
+
+
 class _Stop(Exception):
     """Internal: the run reached ``max_bars``."""
 
@@ -134,6 +142,8 @@ class LiveRunner:
     ):
         if settings.mode == "live" and trading is None:
             raise LiveError("a live run needs a trade context factory")
+        if settings.mode == "live" and int(ea_class.resolve_params(params).get("magic", 0)) == 0:
+            raise LiveError(MAGIC_0)
         self.ea_class, self.params, self.source, self.s = ea_class, dict(params), source, settings
         self._trading_factory = trading
         self._sleep = sleep or time.sleep

@@ -99,8 +99,10 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         monotonic: Callable[[], float] = time.monotonic,
         market: Callable[[], QuoteBounds | None] | None = None,
     ) -> None:
-        if isinstance(magic, bool) or not isinstance(magic, (int, np.integer)) or magic < 0:
-            raise TradeSetupError(f"magic must be a whole number >= 0, got {magic!r}")
+        if isinstance(magic, bool) or not isinstance(magic, (int, np.integer)) or magic < 1:
+            raise TradeSetupError(
+                f"magic must be a whole number >= 1, got {magic!r} (0 is what trades placed by hand carry)"
+            )
         if isinstance(deviation, bool) or not isinstance(deviation, (int, np.integer)) or deviation < 0:
             raise TradeSetupError(f"deviation must be a whole number of points >= 0, got {deviation!r}")
         self.link, self.symbol, self.magic = link, str(symbol), int(magic)
@@ -331,6 +333,15 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             return (10042 if side < 0 else 10043), f"{self.symbol} accepts one direction only"
         return None
 
+    def _manual_magic(self, action: str, magic: int, desc: dict) -> bool:
+        """A request carrying magic 0, the number of trades placed by hand, is refused (10013): taking that
+        number would make the user's manual positions this EA's."""
+        if int(magic) != 0:
+            return False
+        why = "magic number 0 is the one trades placed by hand carry; give the request the EA's own"
+        self._refuse(action, checks.INVALID, why, **desc)
+        return True
+
     def _base(self, magic: int, comment: str) -> dict:
         return {
             "symbol": self.symbol,
@@ -348,6 +359,8 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         spec = self.spec(refresh=True)
         sl, tp = checks.stop_value(sl), checks.stop_value(tp)
         desc = {"side": side, "lots": lots, "sl": sl, "tp": tp, "magic": magic}
+        if self._manual_magic("deal", magic, desc):
+            return None
         volume, bad = self._volume(lots, spec)
         if bad:
             return self._refuse("deal", *bad, **desc)
