@@ -478,7 +478,7 @@ class LiveRunner:
                     spread_points=spread,
                     missed=True,
                 )
-                self._decide(t, when)
+                self._decide_late(t, when)
         if self.broker is not None:
             self.broker.close_bar(t, float(row["high"]), float(row["low"]), float(row["close"]))
         self.bars.append(row.to_frame().T.astype(float).set_axis(pd.DatetimeIndex([when]), axis=0))
@@ -488,6 +488,21 @@ class LiveRunner:
         self._status.show(when, row, self.meta, self.ctx.trading, self.broker)
         if self.s.max_bars is not None and self.summary.bars_closed >= self.s.max_bars:
             raise _Stop
+
+    def _decide_late(self, t: int, when: pd.Timestamp) -> None:
+        """A bar that closed before it was decided on. Paper fills its requests at its open, as the backtest
+        does; a live account cannot trade at that price any more (the terminal would fill every stale
+        decision of a long stop at once, at the price now), so there its requests are refused with "no
+        quotes" (``TerminalTrade.late``) and the account is left as it was."""
+        trading = self.ctx.trading
+        if self.broker is not None or not hasattr(trading, "late"):
+            self._decide(t, when)
+            return
+        trading.late = f"bar {when} closed before it was decided on: a live account cannot trade at its open"
+        try:
+            self._decide(t, when)
+        finally:
+            trading.late = None
 
     def _decide(self, t: int, when: pd.Timestamp) -> None:
         self.forming = (t, when)

@@ -124,6 +124,9 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         self._spec: SymbolSpec | None = None
         self._halted_day: int | None = None
         self._quote_time: int | None = None  # broker seconds of the last quote checked (a request's time)
+        # Why every request is refused now (``quotes.refused_at_bad_quote``): the runner sets it while an
+        # EA decides a bar that closed before it was decided on, whose open can no longer be traded.
+        self.late: str | None = None
 
     # -- the symbol and the market ------------------------------------------------------------------------
     def spec(self, refresh: bool = False) -> SymbolSpec:
