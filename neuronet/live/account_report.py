@@ -36,6 +36,8 @@ class RunIdentity:
     balance: float
     currency: str
     leverage: float
+    login: int | None = None  # the trading account (None: a journal of an older neuronet)
+    server: str | None = None
 
 
 def run_identity(path: str, records: Iterable[dict]) -> RunIdentity:
@@ -53,8 +55,14 @@ def run_identity(path: str, records: Iterable[dict]) -> RunIdentity:
             request = (rec.get("terminal") or {}).get("request") if rec["type"] == "request" else None
             if isinstance(request, dict) and "magic" in request:
                 magics.add(int(request["magic"]))
+        login = account.get("login")
         return RunIdentity(
-            frozenset(magics), float(account["balance"]), str(account["currency"]), float(account["leverage"])
+            frozenset(magics),
+            float(account["balance"]),
+            str(account["currency"]),
+            float(account["leverage"]),
+            None if login is None else int(login),
+            None if login is None else str(account["server"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise JournalError(
@@ -103,6 +111,13 @@ def terminal_ledger(
     """The run's ``TerminalLedger``, booked from the terminal behind ``source`` (``TerminalSource`` or any
     object with its ``call``), and the account it was scored with."""
     who = run_identity(path, records)
+    if who.login is not None:  # another account's deals are not this run's money
+        now = _read(source, "account_info")
+        if (int(now.login), str(now.server)) != (who.login, who.server):
+            raise JournalError(
+                f"journal {path} was written on account {who.login} ({who.server}); the terminal is "
+                f"logged in to {now.login} ({now.server}): log it in to that account for the report"
+            )
     start, meta, bars, fs = state.start, state.meta, state.bars, state.forward_start
     symbol = str(start["symbol"])
     info = _read(source, "symbol_info", symbol)

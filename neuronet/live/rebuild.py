@@ -38,6 +38,7 @@ class JournalState:
     stopped: dict | None = None  # the last stop record
     halted_day: int | None = None  # live: the last server day the daily loss limit was reached on
     unresolved: dict[str, dict] = field(default_factory=dict)  # live: lost replies not settled (id -> note)
+    account: dict | None = None  # live: the first account record (who the run traded as)
 
 
 def history_record(bars: pd.DataFrame) -> dict:
@@ -169,6 +170,8 @@ def read_state(path: str, records: Iterable[dict], *, paper: bool | None = None)
                 closed.append(rec, when)
             elif kind == "stop":
                 state.stopped = rec
+            elif kind == "account" and state.account is None:
+                state.account = rec
             elif kind == "request" and (rec.get("terminal") or {}).get("event") == "halted":
                 state.halted_day = int(rec["terminal"]["day"])
             _lost_reply(state.unresolved, in_flight, rec.get("terminal") or {})

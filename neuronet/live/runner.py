@@ -35,7 +35,12 @@ import pandas as pd
 from backtests.broker import AccountConfig
 from datafeeds.candles import CandleMeta, meta_of
 from datafeeds.terminal import TerminalSource
-from datafeeds.terminal_errors import TerminalConnectionError, TerminalError, UnknownSymbolError
+from datafeeds.terminal_errors import (
+    TerminalConnectionError,
+    TerminalError,
+    UnknownSymbolError,
+    error_from_last_error,
+)
 from datafeeds.timeframes import Timeframe
 from neuronet.errors import NeuronetError
 from neuronet.live.context import LiveBars, LiveContext
@@ -234,6 +239,8 @@ class LiveRunner:
         journal = Journal(path)  # new, or proven a journal: locked for this run, its last line made whole
         try:
             state = self._check_resume(path, JournalRecords(path)) if path.stat().st_size else None
+            if state is not None and self.s.mode == "live":
+                self._check_account(path, state.account)
         except BaseException:
             journal.close()
             raise
@@ -274,6 +281,26 @@ class LiveRunner:
                 f"journal {path} was written with other account settings; give a new --journal"
             )
         return state
+
+    def _terminal_account(self) -> Any:
+        """The terminal's ``account_info()``: who a live run trades as."""
+        answer, error = self._retrying("reading the account", lambda: self.source.call("account_info"))
+        if answer is None:
+            raise error_from_last_error("account_info()", *(error or (0, "no answer")))
+        return answer
+
+    def _check_account(self, path: Path, journaled: dict | None) -> None:
+        """A live journal is resumed only on the trading account it was written on: another account's
+        positions, halt and unresolved requests are not this run's (a journal without the login, written
+        by an older neuronet, cannot be checked)."""
+        if not journaled or "login" not in journaled:
+            return
+        now = self._terminal_account()
+        if (int(now.login), str(now.server)) != (journaled["login"], journaled["server"]):
+            raise JournalError(
+                f"journal {path} was written on account {journaled['login']} ({journaled['server']}); "
+                f"the terminal is logged in to {now.login} ({now.server}): give a new --journal"
+            )
 
     def _params(self) -> dict:
         return self.ea_class.resolve_params(self.params)
@@ -340,6 +367,7 @@ class LiveRunner:
             if state is not None and state.unresolved:
                 trading.restore_unresolved(state.unresolved)  # looked up, counted open, never sent again
             acc = self._retrying("reading the account", trading.account)
+            who = self._terminal_account()
             # Who the run is, for ``neuronet live report``: its magic number and the account it started on.
             self.journal.write(
                 "account",
@@ -347,6 +375,8 @@ class LiveRunner:
                 balance=acc.balance,
                 currency=acc.currency,
                 leverage=acc.leverage,
+                login=int(who.login),
+                server=str(who.server),
             )
         self.ctx = LiveContext(trading, self.bars, self.journal.write, self._now, self._bar)
         self.ea.attach(self.ctx, self.bars.feed.bars)

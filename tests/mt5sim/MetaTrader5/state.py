@@ -27,6 +27,7 @@ class SimState:
         with self.lock:
             self.initialized = False
             self.logged_in = True
+            self.account_login, self.account_server = 5012345, "Simulated-Demo"  # who is logged in
             self.maxbars = 100_000
             self.init_error: int | None = None
             self.failures: list[tuple[str, int, int]] = []
