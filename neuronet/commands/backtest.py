@@ -143,6 +143,7 @@ def _execute(
     model: str = "open",
     m1: pd.DataFrame | None = None,
     ticks: pd.DataFrame | None = None,
+    force: bool = False,
 ) -> None:
     bt = Backtest(
         df,
@@ -181,6 +182,7 @@ def _execute(
         )
         prepare_out(folder, force=False)
     result = bt.run(**params)
+    prepare_out(folder, force)  # again: another run may have written its report there meanwhile
     env = environment()
     trained_on = result.training[-1].get("backend") if result.training else None
     if trained_on is not None:
@@ -341,6 +343,7 @@ def backtest(
         model=model,
         m1=m1,
         ticks=ticks,
+        force=force,
     )
 
 
