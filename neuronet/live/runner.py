@@ -155,6 +155,7 @@ class LiveRunner:
         self._status = StatusLine(status or log.info, settings.symbol, settings.timeframe.name)
         self.summary = LiveSummary(settings.journal)
         self._started = False
+        self._begun = False  # the journal has this run's start (or resume): a stop may follow it
         self._market_bar: pd.Timestamp | None = None  # UTC open of the bar the terminal forms, last read
         self.journal: Journal | None = None  # open while ``run`` runs
         # Set when the run starts (``_start``), fresh or from the journal:
@@ -319,20 +320,21 @@ class LiveRunner:
                 )
             self.meta = meta_of(fetched.frame)
             self.fs = len(hist)
-            self.journal.write(
-                "start",
-                ea=self.ea_class.__name__,
-                params=self._params(),
-                symbol=s.symbol,
-                timeframe=s.timeframe.name,
-                mode=s.mode,
-                meta=self.meta.to_dict(),
-                account=asdict(s.account),
-                forward_start=self.fs,
-                study_bars=s.study_bars,
-                started=pd.Timestamp.now(tz="UTC"),
-            )
-            self.journal.write("history", **history_record(hist))
+            start = {
+                "ea": self.ea_class.__name__,
+                "params": self._params(),
+                "symbol": s.symbol,
+                "timeframe": s.timeframe.name,
+                "mode": s.mode,
+                "meta": self.meta.to_dict(),
+                "account": asdict(s.account),
+                "forward_start": self.fs,
+                "study_bars": s.study_bars,
+                "started": pd.Timestamp.now(tz="UTC"),
+            }
+            # Together: a history too long to be read back leaves no journal that cannot be resumed.
+            self.journal.write_all(("start", start), ("history", history_record(hist)))
+            self._begun = True
             self.broker = PaperBroker(hist, self.meta.point, s.account) if s.mode == "paper" else None
             self.forming, self.decided = None, set()
             first_open = fetched.final_until
@@ -346,6 +348,7 @@ class LiveRunner:
                 forming=None if self.forming is None else self.forming[0],
                 at=pd.Timestamp.now(tz="UTC"),
             )
+            self._begun = True
             log.info("resuming %s after bar %d (%s)", s.journal, len(hist) - 1, hist.index[-1])
             if self.forming is not None and self.forming[0] not in self.decided:
                 log.warning(
@@ -587,8 +590,8 @@ class LiveRunner:
     def _finish(self, reason: str, deinit: bool = True) -> None:
         """Stop cleanly: positions left open unless ``close_on_exit``; ``on_deinit``; a stop record."""
         if self.ea is None or self.ctx is None or self.journal is None:  # stopped before on_init
-            if self.journal is not None:
-                self.journal.write("stop", reason=reason, at=pd.Timestamp.now(tz="UTC"))
+            if self.journal is not None and self._begun:  # a new journal stays empty: a stop first in
+                self.journal.write("stop", reason=reason, at=pd.Timestamp.now(tz="UTC"))  # it is no journal
             return
         closed = 0
         try:
