@@ -257,11 +257,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         """The reason a request adding ``lots`` of risk is refused by the limits, or None."""
         if self.limits is None:
             return None
-        if self.lost.unresolved:  # what the terminal now shows of them counts once, as positions and orders
-            try:
-                self.lost.resolve()
-            except (TerminalError, QuoteError) as exc:
-                log.warning("%s: requests whose reply was lost cannot be looked up: %s", self.symbol, exc)
+        self._look_up_lost()  # what the terminal now shows of them counts once, as positions and orders
         day = self.server_day()
         pnl = self.day_pnl(day)
         if self.limits.daily_loss_reached(pnl) and self._halted_day != day:
@@ -304,13 +300,32 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         """Take over the requests a stopped run left unresolved (``LostReplies.restore``)."""
         self.lost.restore(lost)
 
+    def _look_up_lost(self) -> None:
+        """Look the unresolved requests up again (``LostReplies.resolve``); still unknown, they stay."""
+        if self.lost.unresolved:
+            try:
+                self.lost.resolve()
+            except (TerminalError, QuoteError) as exc:
+                log.warning("%s: requests whose reply was lost cannot be looked up: %s", self.symbol, exc)
+
     def _only_reduces(self, side: int, volume: float) -> bool:
         """On a netting account, a market order against the position that does not reverse it only takes
-        risk off: the limits let it through, as they let closes through."""
+        risk off: the limits let it through, as they let closes through. The market deals whose reply was
+        lost may have filled or not: the order must only reduce the position in every case (a second
+        ``sell`` after an unresolved one would otherwise open a short past the limits)."""
         if self.limits is None or int(self._read("account_info").margin_mode) == HEDGING:
             return False
+        self._look_up_lost()
         net = sum(p.side * p.lots for p in self.positions())
-        return net * side < 0 and volume <= abs(net) + 1e-9
+        maybe = [
+            (1 if lost.request.get("type") == 0 else -1) * float(lost.request.get("volume") or 0.0)
+            for lost in self.lost.unresolved.values()
+            if lost.request.get("action") == DEAL and lost.request.get("symbol", self.symbol) == self.symbol
+        ]
+        lo = net + sum(v for v in maybe if v < 0)  # every unresolved sell filled, no buy
+        hi = net + sum(v for v in maybe if v > 0)
+        nearest = lo if side < 0 else -hi  # the smallest position the order may meet, signed against it
+        return nearest > 1e-9 and volume <= nearest + 1e-9
 
     # -- local checks ----------------------------------------------------------------------------------------
     @staticmethod
