@@ -22,6 +22,7 @@ from backtests.broker import AccountConfig
 from datafeeds.terminal_errors import error_from_last_error
 from neuronet.live import retcodes
 from neuronet.live.errors import JournalError
+from neuronet.live.identity import check_same_account
 from neuronet.live.rebuild import JournalState
 from neuronet.live.terminal_ledger import StopChange, TerminalLedger
 
@@ -112,12 +113,9 @@ def terminal_ledger(
     object with its ``call``), and the account it was scored with."""
     who = run_identity(path, records)
     if who.login is not None:  # another account's deals are not this run's money
-        now = _read(source, "account_info")
-        if (int(now.login), str(now.server)) != (who.login, who.server):
-            raise JournalError(
-                f"journal {path} was written on account {who.login} ({who.server}); the terminal is "
-                f"logged in to {now.login} ({now.server}): log it in to that account for the report"
-            )
+        journaled = {"login": who.login, "server": who.server}
+        fix = "log it in to that account for the report"
+        check_same_account(path, journaled, _read(source, "account_info"), fix)
     start, meta, bars, fs = state.start, state.meta, state.bars, state.forward_start
     symbol = str(start["symbol"])
     info = _read(source, "symbol_info", symbol)

@@ -35,16 +35,12 @@ import pandas as pd
 from backtests.broker import AccountConfig
 from datafeeds.candles import CandleMeta, meta_of
 from datafeeds.terminal import TerminalSource
-from datafeeds.terminal_errors import (
-    TerminalConnectionError,
-    TerminalError,
-    UnknownSymbolError,
-    error_from_last_error,
-)
+from datafeeds.terminal_errors import TerminalConnectionError, TerminalError, UnknownSymbolError
 from datafeeds.timeframes import Timeframe
 from neuronet.errors import NeuronetError
 from neuronet.live.context import LiveBars, LiveContext
 from neuronet.live.errors import JournalError, LiveError
+from neuronet.live.identity import check_magic, check_same_account, terminal_account
 from neuronet.live.journal import Journal, JournalRecords, json_ready
 from neuronet.live.paper import PaperBroker
 from neuronet.live.quotes import QuoteBounds, QuoteError, check_prices, check_time
@@ -113,14 +109,6 @@ class LiveSummary:
     interrupted: bool = False
 
 
-# MetaTrader gives every trade placed by hand magic number 0: an EA trading with it on a live account would
-# take the user's manual positions for its own (count, close, report them).
-MAGIC_0 = (
-    "--live: the EA's magic number 0 is the one trades placed by hand carry; the run would take them for "
-    "its own (count them, close them, report them): give the EA its own number, -p magic=N (N >= 1)"
-)
-
-
 class _Stop(Exception):
     """Internal: the run reached ``max_bars``."""
 
@@ -147,8 +135,8 @@ class LiveRunner:
     ):
         if settings.mode == "live" and trading is None:
             raise LiveError("a live run needs a trade context factory")
-        if settings.mode == "live" and int(ea_class.resolve_params(params).get("magic", 0)) == 0:
-            raise LiveError(MAGIC_0)
+        if settings.mode == "live":
+            check_magic(ea_class, params)  # manual trades carry magic 0: they are not this run's
         self.ea_class, self.params, self.source, self.s = ea_class, dict(params), source, settings
         self._trading_factory = trading
         self._sleep = sleep or time.sleep
@@ -240,8 +228,8 @@ class LiveRunner:
         journal = Journal(path)  # new, or proven a journal: locked for this run, its last line made whole
         try:
             state = self._check_resume(path, JournalRecords(path)) if path.stat().st_size else None
-            if state is not None and self.s.mode == "live":
-                self._check_account(path, state.account)
+            if state is not None and self.s.mode == "live":  # only on the account it was written on
+                check_same_account(path, state.account, self._terminal_account(), "give a new --journal")
         except BaseException:
             journal.close()
             raise
@@ -284,24 +272,7 @@ class LiveRunner:
         return state
 
     def _terminal_account(self) -> Any:
-        """The terminal's ``account_info()``: who a live run trades as."""
-        answer, error = self._retrying("reading the account", lambda: self.source.call("account_info"))
-        if answer is None:
-            raise error_from_last_error("account_info()", *(error or (0, "no answer")))
-        return answer
-
-    def _check_account(self, path: Path, journaled: dict | None) -> None:
-        """A live journal is resumed only on the trading account it was written on: another account's
-        positions, halt and unresolved requests are not this run's (a journal without the login, written
-        by an older neuronet, cannot be checked)."""
-        if not journaled or "login" not in journaled:
-            return
-        now = self._terminal_account()
-        if (int(now.login), str(now.server)) != (journaled["login"], journaled["server"]):
-            raise JournalError(
-                f"journal {path} was written on account {journaled['login']} ({journaled['server']}); "
-                f"the terminal is logged in to {now.login} ({now.server}): give a new --journal"
-            )
+        return self._retrying("reading the account", lambda: terminal_account(self.source))
 
     def _params(self) -> dict:
         return self.ea_class.resolve_params(self.params)
