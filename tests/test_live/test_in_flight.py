@@ -59,13 +59,13 @@ def _filled(sim, tag: str) -> bool:
 
 
 def _ctrl_c_while_order_send_waits(port, sim, journal) -> None:
-    """A live run whose first ``buy(0.1)`` the terminal holds 2 s; Ctrl-C 0.5 s into it."""
+    """A live run whose first ``buy(0.1)`` the terminal holds 2 s; Ctrl-C 0.3 s after it got there."""
     sim.state.configure(delay=(("order_send", 2.0),))
     started = threading.Event()
 
     def interrupt() -> None:
-        _wait_for(lambda: journal.exists() and b'"event":"request"' in journal.read_bytes())
-        time.sleep(0.5)  # order_check answered, order_send sent and held by the terminal
+        _wait_for(lambda: sim.state.begun["order_send"] == 1)  # the terminal holds it now
+        time.sleep(0.3)
         started.set()
         os.kill(os.getpid(), signal.SIGINT)
 

@@ -49,6 +49,7 @@ def _api(failure=None):
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
+            SIM.begun[name] += 1
             seconds = SIM.delays.get(name)
             if seconds:
                 time.sleep(seconds)

@@ -33,6 +33,7 @@ class SimState:
             self.failures: list[tuple[str, int, int]] = []
             self.delays: dict[str, float] = {}
             self.calls: Counter[str] = Counter()
+            self.begun: Counter[str] = Counter()  # calls received, counted before any delay
             self.error = (RES_S_OK, ERROR_MESSAGES[RES_S_OK])
             self.book = Book()
 
