@@ -1,6 +1,7 @@
 """``neuronet run`` and ``neuronet backtest`` as a user runs them: real subprocesses, real files."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -189,3 +190,35 @@ def test_out_path_that_is_a_file_fails_before_any_work(tmp_path):
     last = res.stderr.strip().splitlines()[-1]
     assert last == f"error: --out {taken}: a file of that name exists; give a folder path"
     assert "trading:" not in res.stdout  # refused before the replay, not after it
+
+
+_MEANWHILE = """
+import os, subprocess
+from strategies import SmaCrossEA
+
+
+class Meanwhile(SmaCrossEA):
+    '''SmaCrossEA whose run waits, in on_init, for another whole backtest on the same --out.'''
+
+    def on_init(self):
+        subprocess.run(os.environ["MEANWHILE_CMD"].split("\\x1f"), check=True)
+        super().on_init()
+"""
+
+
+def test_a_report_another_backtest_wrote_meanwhile_in_the_same_folder_is_not_replaced(tmp_path):
+    """Two backtests on one ``--out``, both started while it was empty: the one that finishes last must not
+    write over the other's finished report."""
+    out = tmp_path / "rep"
+    (tmp_path / "meanwhile.py").write_text(_MEANWHILE)
+    other = [sys.executable, "-m", "neuronet", "backtest", "sma", "--to", "2017-06-01", "-p", "fast=7",
+             "--out", str(out)]  # fmt: skip
+    mine = [sys.executable, "-m", "neuronet", "backtest", "meanwhile.py:Meanwhile", "--to", "2017-09-01",
+            "--out", str(out)]  # fmt: skip
+    env = {**os.environ, "MEANWHILE_CMD": "\x1f".join(other)}
+    res = subprocess.run(mine, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["ea"]["class"] == "SmaCrossEA" and doc["ea"]["params"]["fast"] == 7  # the other's stands
+    assert res.returncode == 2 and "--out" in res.stderr and "--force" in res.stderr, res.stderr
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in res.stderr, res.stderr

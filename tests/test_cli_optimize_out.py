@@ -120,3 +120,40 @@ def test_sigint_mid_study_then_resume_writes_the_uninterrupted_report(tmp_path, 
     assert f"passes run now: {32 - kept}; already in the study store: {kept}" in again.stdout
     a, b = pd.read_csv(out / "results.csv"), pd.read_csv(tmp_path / "whole" / "results.csv")
     pd.testing.assert_frame_equal(a.drop(columns="seconds"), b.drop(columns="seconds"))
+
+
+_MEANWHILE = '''
+import os, subprocess, sys
+from strategies import SmaCrossEA
+
+
+class Meanwhile(SmaCrossEA):
+    """SmaCrossEA whose first pass waits for another whole ``neuronet optimize`` on the same ``--out``
+    (with its own ``--store``): a second run that finishes while this one is still running."""
+
+    def on_init(self):
+        flag = os.environ["MEANWHILE_FLAG"]
+        if not os.path.exists(flag):
+            open(flag, "w").close()
+            subprocess.run(os.environ["MEANWHILE_CMD"].split("\\x1f"), check=True)
+        super().on_init()
+'''
+
+
+def test_a_report_another_run_wrote_meanwhile_in_the_same_folder_is_not_replaced(
+    tmp_path, capsys, monkeypatch
+):
+    """Two optimisations on one ``--out`` with different stores: the first saw an empty folder, the second
+    (started while the first ran) saw only the first's study store, which does not count. The one that
+    finishes last must not write over the other's finished report."""
+    out = tmp_path / "opt"
+    ea = tmp_path / "meanwhile.py"
+    ea.write_text(_MEANWHILE)
+    other = [sys.executable, "-m", "neuronet", "optimize", "SmaCrossEA", *GRID, "--method", "random",
+             "--passes", "2", "--out", str(out), "--store", str(tmp_path / "other.db")]  # fmt: skip
+    monkeypatch.setenv("MEANWHILE_FLAG", str(tmp_path / "started"))
+    monkeypatch.setenv("MEANWHILE_CMD", "\x1f".join(other))
+    code, _, err = run(capsys, *GRID, "--out", str(out), ea_arg=f"{ea}:Meanwhile")
+    assert len(pd.read_csv(out / "results.csv")) == 2  # the other run's report stands
+    assert code == 2 and "--out" in err and "--force" in err and len(err.strip().splitlines()) == 1, err
+    assert "finished passes are kept" in err  # the study is there to write the report later (--force)

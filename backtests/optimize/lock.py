@@ -6,7 +6,8 @@ OS lock (``fcntl.flock`` on POSIX, ``msvcrt.locking`` on Windows) that the syste
 dies, so a killed run never leaves a study locked; where neither exists it falls back to a lock file
 holding the owner's process id, which a later run takes over once that process is gone.
 
-The lock of an SQLite store ``study.db`` is ``study.db.lock`` beside it. A store given as another RDB URL
+The lock of an SQLite store ``study.db`` is ``study.db.lock`` beside the file itself (a symlink or a
+relative ``sqlite:///`` URL to it takes the same lock). A store given as another RDB URL
 (PostgreSQL, MySQL) is locked by a file in neuronet's cache folder named after the URL: that covers the
 processes of this machine only.
 """
@@ -27,8 +28,8 @@ LOCK_SUFFIX = ".lock"
 
 def lock_path(storage: str) -> Path:
     """The lock file of a store URL (``sqlite:///PATH`` or any other RDB URL)."""
-    if storage.startswith("sqlite:///"):
-        file = Path(storage.removeprefix("sqlite:///"))
+    if storage.startswith("sqlite:///"):  # the file itself, however named: a symlink, relative, ?options
+        file = Path(storage.removeprefix("sqlite:///").split("?", 1)[0]).resolve()
         return file.with_name(file.name + LOCK_SUFFIX)
     digest = hashlib.sha1(storage.encode()).hexdigest()[:16]
     return cache_root() / "study-locks" / f"{digest}{LOCK_SUFFIX}"

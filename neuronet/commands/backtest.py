@@ -42,6 +42,7 @@ from neuronet.commands.options import (
     flag,
     market_data,
     out_folder,
+    prepare_out,
 )
 from neuronet.commands.summary import print_summary
 from strategies import BUILTIN, ExpertAdvisor
@@ -167,6 +168,7 @@ def _execute(
     ticks: pd.DataFrame | None = None,
     robustness: RobustOptions | None = None,
     workers: int | None = None,
+    force: bool = False,
 ) -> None:
     def announce() -> None:  # the EA took its parameters: say what runs (a refused one is the only line)
         meta, fs = bt.meta, bt.periods.forward_start
@@ -208,6 +210,7 @@ def _execute(
         )
     with out_folder(folder, force=False) if out is None else nullcontext():
         result = bt.run(**params)
+        prepare_out(folder, force, RESUMABLE)  # again: another run may have written there meanwhile
         rob = None
         if robustness is not None and result.complete:
             store = str(folder / ROBUSTNESS_STORE) if robustness.permutations else None
@@ -447,6 +450,7 @@ def backtest(
             ticks=ticks,
             robustness=robust,
             workers=workers,
+            force=force,
         )
 
 

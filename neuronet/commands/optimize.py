@@ -246,6 +246,12 @@ def optimize_command(
         info["walk-forward"] = f"train {wf[0]} bars, test {wf[1]} bars, {kind}"
         info["passes shown"] = "the last window's optimisation"
         info["study"] = "one per train window, in the same store"
+    try:  # again: another run on this --out (with its own --store) may have finished there meanwhile
+        prepare_out(folder, force, _RESUMABLE)
+    except FileExistsError as exc:
+        raise FileExistsError(
+            f"{exc}; another run wrote into it meanwhile: the finished passes are kept in {store_path}"
+        ) from None
     page = write_report(folder, table, space.names, info, pair, top, result)
     _summary(table, space.names, result, page)
 

@@ -22,6 +22,7 @@ from backtests.broker import AccountConfig
 from datafeeds.terminal_errors import error_from_last_error
 from neuronet.live import retcodes
 from neuronet.live.errors import JournalError
+from neuronet.live.identity import check_same_account
 from neuronet.live.rebuild import JournalState
 from neuronet.live.terminal_ledger import StopChange, TerminalLedger
 
@@ -36,6 +37,8 @@ class RunIdentity:
     balance: float
     currency: str
     leverage: float
+    login: int | None = None  # the trading account (None: a journal of an older neuronet)
+    server: str | None = None
 
 
 def run_identity(path: str, records: Iterable[dict]) -> RunIdentity:
@@ -53,8 +56,14 @@ def run_identity(path: str, records: Iterable[dict]) -> RunIdentity:
             request = (rec.get("terminal") or {}).get("request") if rec["type"] == "request" else None
             if isinstance(request, dict) and "magic" in request:
                 magics.add(int(request["magic"]))
+        login = account.get("login")
         return RunIdentity(
-            frozenset(magics), float(account["balance"]), str(account["currency"]), float(account["leverage"])
+            frozenset(magics),
+            float(account["balance"]),
+            str(account["currency"]),
+            float(account["leverage"]),
+            None if login is None else int(login),
+            None if login is None else str(account["server"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise JournalError(
@@ -103,6 +112,10 @@ def terminal_ledger(
     """The run's ``TerminalLedger``, booked from the terminal behind ``source`` (``TerminalSource`` or any
     object with its ``call``), and the account it was scored with."""
     who = run_identity(path, records)
+    if who.login is not None:  # another account's deals are not this run's money
+        journaled = {"login": who.login, "server": who.server}
+        fix = "log it in to that account for the report"
+        check_same_account(path, journaled, _read(source, "account_info"), fix)
     start, meta, bars, fs = state.start, state.meta, state.bars, state.forward_start
     symbol = str(start["symbol"])
     info = _read(source, "symbol_info", symbol)

@@ -65,6 +65,7 @@ TYPES = frozenset(
         "stop",
     }
 )
+_HINTS = {"history": " (the bars known at the start: give a smaller --history)"}
 _FLOAT = "$float"  # the key of a non-finite float written as an object
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _LEGACY_KEYS = ("ea", "symbol", "timeframe", "mode", "account")  # a header written before the marker
@@ -255,15 +256,17 @@ class Journal:
             raise
 
     def _locked(self) -> filelock.BaseFileLock:
-        """One writer per journal: a second run on it would interleave records."""
-        lock = filelock.FileLock(f"{self.path}.lock", timeout=0)
+        """One writer per journal: a second run on it would interleave records. The lock is that of the
+        file a symlink leads to, so a second name for the same journal takes the same lock."""
+        lock_file = f"{os.path.realpath(self.path)}.lock"
+        lock = filelock.FileLock(lock_file, timeout=0)
         try:
             lock.acquire()
         except filelock.Timeout:
             raise JournalError(f"journal {self.path} is in use by another run; stop it first") from None
         except OSError as exc:
             raise JournalError(
-                f"journal {self.path}: cannot take its lock {self.path}.lock ({exc.strerror or exc})"
+                f"journal {self.path}: cannot take its lock {lock_file} ({exc.strerror or exc})"
             ) from None
         return lock
 
@@ -301,14 +304,31 @@ class Journal:
 
     def write(self, kind: str, **fields: Any) -> dict:
         """Append one record; a ``start`` record gets the header's format marker and version."""
-        if kind not in TYPES:
-            raise JournalError(f"unknown journal record type {kind!r}")
-        head = {"format": FORMAT, "version": JOURNAL_VERSION} if kind == "start" else {}
-        record = {"type": kind, **head, **json_ready(fields)}
-        self._file.write(_encode(record))
+        return self.write_all((kind, fields))[0]
+
+    def write_all(self, *records: tuple[str, dict]) -> list[dict]:
+        """Append ``(kind, fields)`` records together: each is encoded and checked first, and none is written
+        when one is longer than ``MAX_LINE`` (the reader would refuse it: the journal could never be
+        resumed or reported)."""
+        out, lines = [], []
+        for kind, fields in records:
+            if kind not in TYPES:
+                raise JournalError(f"unknown journal record type {kind!r}")
+            head = {"format": FORMAT, "version": JOURNAL_VERSION} if kind == "start" else {}
+            record = {"type": kind, **head, **json_ready(fields)}
+            line = _encode(record)
+            if len(line) > MAX_LINE:
+                raise JournalError(
+                    f"journal {self.path}: a {kind} record of {len(line) / 2**20:.1f} MiB is longer than "
+                    f"the {MAX_LINE / 2**20:g} MiB a journal line may hold{_HINTS.get(kind, '')}; "
+                    "nothing was written"
+                )
+            out.append(record)
+            lines.append(line)
+        self._file.write(b"".join(lines))
         self._file.flush()
         os.fsync(self._file.fileno())
-        return record
+        return out
 
     def close(self) -> None:
         if not self._file.closed:

@@ -94,13 +94,15 @@ class LostReplies:
                 found = find(request, tag)
             except (TerminalError, QuoteError) as exc:  # not asked, or no server time to search by
                 why = f"the terminal cannot be asked whether it executed ({exc})"
-                return self._keep(request, tag, verify, at, why)
+                return self.keep(request, tag, verify, at, why)
             if found is not None:
                 self.note("recovered", id=tag, retcode=found.retcode, order=found.order)
                 return found
-        return self._keep(request, tag, verify, at, "the terminal does not show it (yet)")
+        return self.keep(request, tag, verify, at, "the terminal does not show it (yet)")
 
-    def _keep(self, request: dict, tag: str, verify: Verify | None, at: int | None, why: str) -> Outcome:
+    def keep(self, request: dict, tag: str, verify: Verify | None, at: int | None, why: str) -> Outcome:
+        """Hold ``request`` as unresolved (noted with ``why``): also what a run stopped while ``order_send``
+        was in flight does, since the terminal may fill it after the stop."""
         self.unresolved[tag] = Unresolved(dict(request), at, self.monotonic(), verify)
         self.note("unresolved", id=tag, reason=why, request=request, at=at)
         return Outcome(

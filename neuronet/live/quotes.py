@@ -118,11 +118,16 @@ def quote_of(symbol: str, tick: Any) -> tuple[int, float, float]:
 
 def refused_at_bad_quote(action: str, refused: Any) -> Callable[[Callable], Callable]:
     """A trade request of ``TerminalTrade`` that, when the quote it reads is garbage, is refused with
-    "no quotes" (``refuse_quote``: noted, logged) and answers ``refused`` (None, 0, False), never raises."""
+    "no quotes" (``refuse_quote``: noted, logged) and answers ``refused`` (None, 0, False), never raises.
+    So is every request while ``self.late`` says why the decision's price is gone (a bar decided after it
+    closed: the terminal would fill it at today's price, not at that bar's open)."""
 
     def wrap(method: Callable) -> Callable:
         @functools.wraps(method)
         def request(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if self.late:
+                self.refuse_quote(action, QuoteError(self.late))
+                return refused
             try:
                 return method(self, *args, **kwargs)
             except QuoteError as exc:

@@ -38,6 +38,7 @@ class JournalState:
     stopped: dict | None = None  # the last stop record
     halted_day: int | None = None  # live: the last server day the daily loss limit was reached on
     unresolved: dict[str, dict] = field(default_factory=dict)  # live: lost replies not settled (id -> note)
+    account: dict | None = None  # live: the first account record (who the run traded as)
 
 
 def history_record(bars: pd.DataFrame) -> dict:
@@ -67,14 +68,27 @@ class _Closed:
         self.times.append(when)
 
 
-def _lost_reply(unresolved: dict[str, dict], note: dict) -> None:
+def _lost_reply(unresolved: dict[str, dict], in_flight: dict[str, dict], note: dict) -> None:
     """Follow the terminal's requests whose reply was lost: "unresolved" until "recovered" or "not
-    executed" (a resumed live run looks the rest up again, ``TerminalTrade.restore_unresolved``)."""
-    event = note.get("event")
-    if event == "unresolved":
+    executed" (a resumed live run looks the rest up again, ``TerminalTrade.restore_unresolved``). A
+    "request" without its "result" (``in_flight``) was being sent when the run was killed: its outcome is
+    as unknown as a lost reply's (``read_state`` adds those left at the end)."""
+    event, tag = note.get("event"), str(note.get("id"))
+    if event == "request":
+        tag = str(note["id"])
+        in_flight[tag] = {
+            "event": "unresolved",
+            "id": tag,
+            "reason": "the run stopped while it was sent",
+            "request": note.get("request") or {},
+            "at": None,
+        }
+    elif event == "result":
+        in_flight.pop(tag, None)
+    elif event == "unresolved":
         unresolved[str(note["id"])] = note
     elif event in ("recovered", "not executed"):
-        unresolved.pop(str(note.get("id")), None)
+        unresolved.pop(tag, None)
 
 
 def _frame(columns: dict, times: list, meta: CandleMeta, where: str) -> pd.DataFrame:
@@ -100,8 +114,12 @@ def read_state(path: str, records: Iterable[dict], *, paper: bool | None = None)
     history = next((r for r in records if r["type"] == "history"), None)  # the record after the start
     if history is None:
         raise JournalError(f"{where}: no history record (the run stopped before its first bar)")
-    hist = _frame(history, [pd.Timestamp(int(s), unit="s", tz="UTC") for s in history.get("time", [])], meta,
-                  f"{where} line {history['_line']}")
+    hist = _frame(
+        history,
+        [pd.Timestamp(int(s), unit="s", tz="UTC") for s in history.get("time", [])],
+        meta,
+        f"{where} line {history['_line']}",
+    )
     if len(hist) != fs:
         raise JournalError(f"{where} line {history['_line']}: {len(hist)} history bars, the start says {fs}")
     paper = start.get("mode") == "paper" if paper is None else paper
@@ -109,6 +127,7 @@ def read_state(path: str, records: Iterable[dict], *, paper: bool | None = None)
     closed = _Closed()
     state = JournalState(path, start, meta, hist, fs, broker=broker)
     pending_result: dict | None = None
+    in_flight: dict[str, dict] = {}  # live: terminal requests without their result yet (id -> note)
     for rec in records:
         kind, line = rec["type"], rec["_line"]
         try:
@@ -134,7 +153,8 @@ def read_state(path: str, records: Iterable[dict], *, paper: bool | None = None)
                 if got != pending_result:
                     raise JournalError(
                         f"{where} line {line}: the paper account answers {pending_result} where the journal "
-                        f"has {got}; the journal was edited or written by another version")
+                        f"has {got}; the journal was edited or written by another version"
+                    )
                 pending_result = None
             elif kind == "decision":
                 state.decided.add(int(rec["bar"]))
@@ -150,13 +170,17 @@ def read_state(path: str, records: Iterable[dict], *, paper: bool | None = None)
                 closed.append(rec, when)
             elif kind == "stop":
                 state.stopped = rec
+            elif kind == "account" and state.account is None:
+                state.account = rec
             elif kind == "request" and (rec.get("terminal") or {}).get("event") == "halted":
                 state.halted_day = int(rec["terminal"]["day"])
-            _lost_reply(state.unresolved, rec.get("terminal") or {})
+            _lost_reply(state.unresolved, in_flight, rec.get("terminal") or {})
         except JournalError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a field of the wrong kind
             raise JournalError(f"{where} line {line}: {kind} record cannot be read ({exc})") from None
+    for tag, note in in_flight.items():  # killed while sending: looked up, counted open, never sent again
+        state.unresolved.setdefault(tag, note)
     if closed:
         run = _frame(closed.columns, closed.times, meta, where)
         state.bars = pd.concat([hist, run])

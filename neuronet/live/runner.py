@@ -40,6 +40,7 @@ from datafeeds.timeframes import Timeframe
 from neuronet.errors import NeuronetError
 from neuronet.live.context import LiveBars, LiveContext
 from neuronet.live.errors import JournalError, LiveError
+from neuronet.live.identity import check_magic, check_same_account, terminal_account
 from neuronet.live.journal import Journal, JournalRecords, json_ready
 from neuronet.live.paper import PaperBroker
 from neuronet.live.quotes import QuoteBounds, QuoteError, check_prices, check_time
@@ -134,12 +135,15 @@ class LiveRunner:
     ):
         if settings.mode == "live" and trading is None:
             raise LiveError("a live run needs a trade context factory")
+        if settings.mode == "live":
+            check_magic(ea_class, params)  # manual trades carry magic 0: they are not this run's
         self.ea_class, self.params, self.source, self.s = ea_class, dict(params), source, settings
         self._trading_factory = trading
         self._sleep = sleep or time.sleep
         self._status = StatusLine(status or log.info, settings.symbol, settings.timeframe.name)
         self.summary = LiveSummary(settings.journal)
         self._started = False
+        self._begun = False  # the journal has this run's start (or resume): a stop may follow it
         self._market_bar: pd.Timestamp | None = None  # UTC open of the bar the terminal forms, last read
         self.journal: Journal | None = None  # open while ``run`` runs
         # Set when the run starts (``_start``), fresh or from the journal:
@@ -224,6 +228,8 @@ class LiveRunner:
         journal = Journal(path)  # new, or proven a journal: locked for this run, its last line made whole
         try:
             state = self._check_resume(path, JournalRecords(path)) if path.stat().st_size else None
+            if state is not None and self.s.mode == "live":  # only on the account it was written on
+                check_same_account(path, state.account, self._terminal_account(), "give a new --journal")
         except BaseException:
             journal.close()
             raise
@@ -265,6 +271,9 @@ class LiveRunner:
             )
         return state
 
+    def _terminal_account(self) -> Any:
+        return self._retrying("reading the account", lambda: terminal_account(self.source))
+
     def _params(self) -> dict:
         return self.ea_class.resolve_params(self.params)
 
@@ -282,20 +291,21 @@ class LiveRunner:
                 )
             self.meta = meta_of(fetched.frame)
             self.fs = len(hist)
-            self.journal.write(
-                "start",
-                ea=self.ea_class.__name__,
-                params=self._params(),
-                symbol=s.symbol,
-                timeframe=s.timeframe.name,
-                mode=s.mode,
-                meta=self.meta.to_dict(),
-                account=asdict(s.account),
-                forward_start=self.fs,
-                study_bars=s.study_bars,
-                started=pd.Timestamp.now(tz="UTC"),
-            )
-            self.journal.write("history", **history_record(hist))
+            start = {
+                "ea": self.ea_class.__name__,
+                "params": self._params(),
+                "symbol": s.symbol,
+                "timeframe": s.timeframe.name,
+                "mode": s.mode,
+                "meta": self.meta.to_dict(),
+                "account": asdict(s.account),
+                "forward_start": self.fs,
+                "study_bars": s.study_bars,
+                "started": pd.Timestamp.now(tz="UTC"),
+            }
+            # Together: a history too long to be read back leaves no journal that cannot be resumed.
+            self.journal.write_all(("start", start), ("history", history_record(hist)))
+            self._begun = True
             self.broker = PaperBroker(hist, self.meta.point, s.account) if s.mode == "paper" else None
             self.forming, self.decided = None, set()
             first_open = fetched.final_until
@@ -309,6 +319,7 @@ class LiveRunner:
                 forming=None if self.forming is None else self.forming[0],
                 at=pd.Timestamp.now(tz="UTC"),
             )
+            self._begun = True
             log.info("resuming %s after bar %d (%s)", s.journal, len(hist) - 1, hist.index[-1])
             if self.forming is not None and self.forming[0] not in self.decided:
                 log.warning(
@@ -330,6 +341,7 @@ class LiveRunner:
             if state is not None and state.unresolved:
                 trading.restore_unresolved(state.unresolved)  # looked up, counted open, never sent again
             acc = self._retrying("reading the account", trading.account)
+            who = self._terminal_account()
             # Who the run is, for ``neuronet live report``: its magic number and the account it started on.
             self.journal.write(
                 "account",
@@ -337,6 +349,8 @@ class LiveRunner:
                 balance=acc.balance,
                 currency=acc.currency,
                 leverage=acc.leverage,
+                login=int(who.login),
+                server=str(who.server),
             )
         self.ctx = LiveContext(trading, self.bars, self.journal.write, self._now, self._bar)
         self.ea.attach(self.ctx, self.bars.feed.bars)
@@ -468,7 +482,7 @@ class LiveRunner:
                     spread_points=spread,
                     missed=True,
                 )
-                self._decide(t, when)
+                self._decide_late(t, when)
         if self.broker is not None:
             self.broker.close_bar(t, float(row["high"]), float(row["low"]), float(row["close"]))
         self.bars.append(row.to_frame().T.astype(float).set_axis(pd.DatetimeIndex([when]), axis=0))
@@ -478,6 +492,21 @@ class LiveRunner:
         self._status.show(when, row, self.meta, self.ctx.trading, self.broker)
         if self.s.max_bars is not None and self.summary.bars_closed >= self.s.max_bars:
             raise _Stop
+
+    def _decide_late(self, t: int, when: pd.Timestamp) -> None:
+        """A bar that closed before it was decided on. Paper fills its requests at its open, as the backtest
+        does; a live account cannot trade at that price any more (the terminal would fill every stale
+        decision of a long stop at once, at the price now), so there its requests are refused with "no
+        quotes" (``TerminalTrade.late``) and the account is left as it was."""
+        trading = self.ctx.trading
+        if self.broker is not None or not hasattr(trading, "late"):
+            self._decide(t, when)
+            return
+        trading.late = f"bar {when} closed before it was decided on: a live account cannot trade at its open"
+        try:
+            self._decide(t, when)
+        finally:
+            trading.late = None
 
     def _decide(self, t: int, when: pd.Timestamp) -> None:
         self.forming = (t, when)
@@ -532,8 +561,8 @@ class LiveRunner:
     def _finish(self, reason: str, deinit: bool = True) -> None:
         """Stop cleanly: positions left open unless ``close_on_exit``; ``on_deinit``; a stop record."""
         if self.ea is None or self.ctx is None or self.journal is None:  # stopped before on_init
-            if self.journal is not None:
-                self.journal.write("stop", reason=reason, at=pd.Timestamp.now(tz="UTC"))
+            if self.journal is not None and self._begun:  # a new journal stays empty: a stop first in
+                self.journal.write("stop", reason=reason, at=pd.Timestamp.now(tz="UTC"))  # it is no journal
             return
         closed = 0
         try:

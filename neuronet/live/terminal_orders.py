@@ -58,6 +58,8 @@ class PendingOrders:
             "expiration": None if expiration is None else str(expiration),
             "magic": magic,
         }
+        if self._manual_magic("pending", magic, desc):
+            return None
         side = checks.PENDING_KINDS.get(kind, 0)
         if not side:
             return self._refuse("pending", checks.INVALID, f"unknown order type {kind!r}", **desc)

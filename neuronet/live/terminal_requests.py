@@ -185,7 +185,11 @@ class TerminalRequests:
         self._note("request", id=tag, action=action, request=request)
         out = self._checked(request)
         if out is None:
-            out = self._send(request, tag, verify, self._quote_time)
+            try:
+                out = self._send(request, tag, verify, self._quote_time)
+            except BaseException:  # Ctrl-C (or a crash) while the terminal may be executing it
+                self.lost.keep(request, tag, verify, self._quote_time, "the run stopped while it was sent")
+                raise
         self.last_retcode = out.retcode
         self._note("result", id=tag, action=action, message=retcodes.message(out.retcode), **asdict(out))
         if out.ok:

@@ -99,8 +99,10 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         monotonic: Callable[[], float] = time.monotonic,
         market: Callable[[], QuoteBounds | None] | None = None,
     ) -> None:
-        if isinstance(magic, bool) or not isinstance(magic, (int, np.integer)) or magic < 0:
-            raise TradeSetupError(f"magic must be a whole number >= 0, got {magic!r}")
+        if isinstance(magic, bool) or not isinstance(magic, (int, np.integer)) or magic < 1:
+            raise TradeSetupError(
+                f"magic must be a whole number >= 1, got {magic!r} (0 is what trades placed by hand carry)"
+            )
         if isinstance(deviation, bool) or not isinstance(deviation, (int, np.integer)) or deviation < 0:
             raise TradeSetupError(f"deviation must be a whole number of points >= 0, got {deviation!r}")
         self.link, self.symbol, self.magic = link, str(symbol), int(magic)
@@ -122,6 +124,9 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         self._spec: SymbolSpec | None = None
         self._halted_day: int | None = None
         self._quote_time: int | None = None  # broker seconds of the last quote checked (a request's time)
+        # Why every request is refused now (``quotes.refused_at_bad_quote``): the runner sets it while an
+        # EA decides a bar that closed before it was decided on, whose open can no longer be traded.
+        self.late: str | None = None
 
     # -- the symbol and the market ------------------------------------------------------------------------
     def spec(self, refresh: bool = False) -> SymbolSpec:
@@ -252,11 +257,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         """The reason a request adding ``lots`` of risk is refused by the limits, or None."""
         if self.limits is None:
             return None
-        if self.lost.unresolved:  # what the terminal now shows of them counts once, as positions and orders
-            try:
-                self.lost.resolve()
-            except (TerminalError, QuoteError) as exc:
-                log.warning("%s: requests whose reply was lost cannot be looked up: %s", self.symbol, exc)
+        self._look_up_lost()  # what the terminal now shows of them counts once, as positions and orders
         day = self.server_day()
         pnl = self.day_pnl(day)
         if self.limits.daily_loss_reached(pnl) and self._halted_day != day:
@@ -299,13 +300,32 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         """Take over the requests a stopped run left unresolved (``LostReplies.restore``)."""
         self.lost.restore(lost)
 
+    def _look_up_lost(self) -> None:
+        """Look the unresolved requests up again (``LostReplies.resolve``); still unknown, they stay."""
+        if self.lost.unresolved:
+            try:
+                self.lost.resolve()
+            except (TerminalError, QuoteError) as exc:
+                log.warning("%s: requests whose reply was lost cannot be looked up: %s", self.symbol, exc)
+
     def _only_reduces(self, side: int, volume: float) -> bool:
         """On a netting account, a market order against the position that does not reverse it only takes
-        risk off: the limits let it through, as they let closes through."""
+        risk off: the limits let it through, as they let closes through. The market deals whose reply was
+        lost may have filled or not: the order must only reduce the position in every case (a second
+        ``sell`` after an unresolved one would otherwise open a short past the limits)."""
         if self.limits is None or int(self._read("account_info").margin_mode) == HEDGING:
             return False
+        self._look_up_lost()
         net = sum(p.side * p.lots for p in self.positions())
-        return net * side < 0 and volume <= abs(net) + 1e-9
+        maybe = [
+            (1 if lost.request.get("type") == 0 else -1) * float(lost.request.get("volume") or 0.0)
+            for lost in self.lost.unresolved.values()
+            if lost.request.get("action") == DEAL and lost.request.get("symbol", self.symbol) == self.symbol
+        ]
+        lo = net + sum(v for v in maybe if v < 0)  # every unresolved sell filled, no buy
+        hi = net + sum(v for v in maybe if v > 0)
+        nearest = lo if side < 0 else -hi  # the smallest position the order may meet, signed against it
+        return nearest > 1e-9 and volume <= nearest + 1e-9
 
     # -- local checks ----------------------------------------------------------------------------------------
     @staticmethod
@@ -331,6 +351,15 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             return (10042 if side < 0 else 10043), f"{self.symbol} accepts one direction only"
         return None
 
+    def _manual_magic(self, action: str, magic: int, desc: dict) -> bool:
+        """A request carrying magic 0, the number of trades placed by hand, is refused (10013): taking that
+        number would make the user's manual positions this EA's."""
+        if int(magic) != 0:
+            return False
+        why = "magic number 0 is the one trades placed by hand carry; give the request the EA's own"
+        self._refuse(action, checks.INVALID, why, **desc)
+        return True
+
     def _base(self, magic: int, comment: str) -> dict:
         return {
             "symbol": self.symbol,
@@ -348,6 +377,8 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         spec = self.spec(refresh=True)
         sl, tp = checks.stop_value(sl), checks.stop_value(tp)
         desc = {"side": side, "lots": lots, "sl": sl, "tp": tp, "magic": magic}
+        if self._manual_magic("deal", magic, desc):
+            return None
         volume, bad = self._volume(lots, spec)
         if bad:
             return self._refuse("deal", *bad, **desc)

@@ -218,3 +218,20 @@ def test_a_missing_database_driver_is_one_error(candles, monkeypatch):
     monkeypatch.setattr(dialect.PGDialect_psycopg2, "import_dbapi", classmethod(missing))
     with pytest.raises(StoreError, match=r"driver is not installed \(No module named 'psycopg2'\)"):
         optimize(candles, SmaCrossEA, SPACE, workers=0, store_path="postgresql+psycopg2://u@127.0.0.1:1/d")
+
+
+def test_one_store_file_named_another_way_takes_the_same_lock(tmp_path, monkeypatch):
+    """Two optimisations on one SQLite file, one given ``--store study.db``, the other a symlink to it or a
+    relative ``sqlite:///`` URL: one lock, so the second is refused (it used to run beside the first)."""
+    store = tmp_path / "study.db"
+    store.touch()
+    (tmp_path / "link.db").symlink_to(store)
+    monkeypatch.chdir(tmp_path)
+    holder = _python(HOLDER, storage_url(store))
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for other in ("sqlite:///link.db", storage_url(tmp_path / "link.db"), "sqlite:///./study.db"):
+            assert _take(other).startswith("refused: the study store "), other
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)

@@ -16,6 +16,8 @@ from neuronet.live.runner import LiveRunner, LiveSettings
 from strategies.sma import SmaCrossEA
 
 PARAMS = {"fast": 5, "slow": 12}
+MAGIC = 20240101  # a live run's EA has its own magic number (0 is what trades placed by hand carry)
+LIVE_PARAMS = {**PARAMS, "magic": MAGIC}
 OPEN_SOURCES: list[TerminalSource] = []  # closed after each test (conftest), so no link is left to the GC
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from test_live.conftest import START
-from test_live.live_support import OPEN_SOURCES, PARAMS, runner
+from test_live.live_support import MAGIC, OPEN_SOURCES, PARAMS, runner
 
 from backtests.report import write_report
 from datafeeds.terminal import TerminalSource
@@ -58,6 +58,7 @@ def live_run(
         "EURUSD", Timeframe.H1, journal, mode="live", history_bars=300, max_bars=bars, **settings
     )
     lines: list[str] = []
+    params = {"magic": MAGIC, **params}  # the EA's own number on a live account
     LiveRunner(ea, params, source(port), s, trading=factory, sleep=sim.sleep, status=lines.append).run()
     return lines
 
@@ -78,7 +79,7 @@ def runs(port, sim, tmp_path):
     (made before the terminal is reset), the paper run's, and the money of the live run's deals."""
     live = tmp_path / "live.jsonl"
     live_run(port, sim, live, close_on_exit=True)
-    money = terminal_money(sim, SmaCrossEA.magic)
+    money = terminal_money(sim, MAGIC)
     got = journal_result(live, source(port))
     sim.state.reset()
     sim.market.set_now(START)
@@ -157,9 +158,9 @@ def test_other_deals_on_the_account_are_left_out(port, sim, tmp_path):
     before = journal_result(journal, source(port))
     deals_before = sim.conn.modules.MetaTrader5.history_deals_total(0, 2**31 - 1)
     _send(sim, "EURUSD", 777)  # another EA on the same symbol, inside the run's span
-    _send(sim, "GBPUSD", SmaCrossEA.magic)  # the same magic number on another symbol
+    _send(sim, "GBPUSD", MAGIC)  # the same magic number on another symbol
     sim.market.advance(5 * 3600)
-    _send(sim, "EURUSD", SmaCrossEA.magic)  # after the run
+    _send(sim, "EURUSD", MAGIC)  # after the run
     assert sim.conn.modules.MetaTrader5.history_deals_total(0, 2**31 - 1) == deals_before + 3
     after = journal_result(journal, source(port))
     pd.testing.assert_frame_equal(after.trades, before.trades)
@@ -213,7 +214,7 @@ def test_a_position_the_terminal_still_holds_is_closed_in_the_report_as_on_paper
     live_run(port, sim, live, bars=40)
     held = sim.conn.modules.MetaTrader5.positions_get(symbol="EURUSD") or ()
     assert len(held) == 1
-    money = terminal_money(sim, SmaCrossEA.magic)
+    money = terminal_money(sim, MAGIC)
     got = journal_result(live, source(port))
     assert len(sim.conn.modules.MetaTrader5.positions_get(symbol="EURUSD") or ()) == 1  # the report only
     sim.state.reset()

@@ -181,7 +181,17 @@ def test_live_with_its_limits_goes_as_far_as_the_terminal(tmp_path):
         "EURUSD",
     )
     res = neuronet(
-        "live", "SmaCrossEA", "--live", *limits, "-o", "port=1", "-o", "connect_timeout=1", cwd=tmp_path
+        "live",
+        "SmaCrossEA",
+        "--live",
+        *limits,
+        "-p",
+        "magic=5",
+        "-o",
+        "port=1",
+        "-o",
+        "connect_timeout=1",
+        cwd=tmp_path,
     )
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "needs the terminal trade context" in res.stderr or "cannot reach" in res.stderr

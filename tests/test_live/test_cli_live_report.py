@@ -9,6 +9,8 @@ from test_live.test_cli_live import _live_args, clock, neuronet  # noqa: F401 - 
 
 LIMITS = (
     "--live",
+    "-p",
+    "magic=20240101",
     "--max-lots",
     "1",
     "--max-positions",
@@ -26,7 +28,9 @@ def test_a_live_run_then_its_report_from_the_terminal(port, clock, sim, tmp_path
     assert res.returncode == 0, res.stderr
     assert "SmaCrossEA live on EURUSD H1" in res.stdout
     deals = sim.conn.modules.MetaTrader5.history_deals_get(0, 2**31 - 1) or ()
-    money = sum(float(d.profit) + float(d.commission) + float(d.swap) for d in deals if int(d.magic) == 0)
+    money = sum(
+        float(d.profit) + float(d.commission) + float(d.swap) for d in deals if int(d.magic) == 20240101
+    )
     res = neuronet(
         "live", "report", str(journal), "-o", f"port={port}", "--out", str(tmp_path / "rep"), cwd=tmp_path
     )

@@ -244,6 +244,28 @@ def test_one_writer_per_journal(tmp_path):
         j.write("stop", reason="test")
 
 
+def test_a_journal_reached_through_a_symlink_takes_the_same_lock(tmp_path):
+    """A second run on the same journal through a symlink interleaved its records with the first's."""
+    path = tmp_path / "j.jsonl"
+    (tmp_path / "link.jsonl").symlink_to(path)
+    with Journal(path), pytest.raises(JournalError, match="in use by another run"):
+        Journal(tmp_path / "link.jsonl")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the lock is taken by path (the one filelock gives on every system); a hard link is another "
+    "path to the same file and is not seen",
+)
+def test_a_journal_reached_through_a_hard_link_takes_the_same_lock(tmp_path):
+    path = tmp_path / "j.jsonl"
+    with Journal(path) as j:
+        j.write("stop", reason="test")
+        (tmp_path / "other.jsonl").hardlink_to(path)
+        with pytest.raises(JournalError, match="in use by another run"):
+            Journal(tmp_path / "other.jsonl")
+
+
 # A process that holds a journal open until its standard input closes; with NO_FCNTL it runs as on a system
 # without fcntl (Windows has none): the lock must still be there.
 _HOLDER = """
@@ -307,3 +329,35 @@ def test_neuronet_live_on_a_journal_in_use_is_one_line_and_status_2(tmp_path):
         first.communicate("\n", timeout=60)
     assert res.returncode == 2 and "is in use by another run; stop it first" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_record_too_long_to_be_read_back_is_never_written(port, sim, tmp_path, monkeypatch):
+    """``--history 0`` on a terminal holding millions of M1 bars made a history line longer than the reader
+    takes (256 MiB): the run wrote a journal it could never resume or report. Here scaled down."""
+    from test_live.live_support import runner
+
+    import neuronet.live.journal as journal_module
+
+    monkeypatch.setattr(journal_module, "MAX_LINE", 2**16)  # 3,000 bars of history are about 175 KB
+    path = tmp_path / "run.jsonl"
+    with pytest.raises(JournalError, match=r"history record of 0\.\d MiB.*give a smaller --history"):
+        runner(port, sim, path, history_bars=3000, max_bars=2).run()
+    assert path.read_bytes() == b""  # no start without its history: the same command can begin afresh
+    runner(port, sim, path, history_bars=300, max_bars=2).run()
+    runner(port, sim, path, history_bars=300, max_bars=2).run()  # written, so read back and resumed
+    assert len([r for r in read_journal(path) if r["type"] == "resume"]) == 1
+
+
+def test_a_run_that_fails_before_its_start_record_leaves_a_journal_that_begins_afresh(port, sim, tmp_path):
+    """A terminal that was down at the first start left a journal holding one ``stop`` record, and every
+    later run of the same command was refused ("a journal begins with a start record")."""
+    from test_live.live_support import runner
+
+    from datafeeds.terminal_errors import TerminalConnectionError
+
+    path = tmp_path / "run.jsonl"
+    with pytest.raises(TerminalConnectionError):
+        runner(1, sim, path, max_bars=2).run()  # nothing listens on port 1
+    assert path.read_bytes() == b""
+    runner(port, sim, path, max_bars=2).run()  # the terminal is up now: the same journal begins
+    assert read_journal(path)[0]["type"] == "start"

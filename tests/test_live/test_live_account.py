@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from test_live.conftest import START
-from test_live.live_support import PARAMS, backtest_of, runner
+from test_live.live_support import LIVE_PARAMS, MAGIC, backtest_of, runner
 
 from datafeeds.terminal import TerminalSource
 from datafeeds.timeframes import Timeframe
@@ -34,7 +34,7 @@ def _live_run(port: int, sim, journal: Path, limits: Limits) -> list[str]:
     lines: list[str] = []
     try:
         LiveRunner(
-            SmaCrossEA, PARAMS, source, settings, trading=factory, sleep=sim.sleep, status=lines.append
+            SmaCrossEA, LIVE_PARAMS, source, settings, trading=factory, sleep=sim.sleep, status=lines.append
         ).run()
     finally:
         source.close()
@@ -47,7 +47,7 @@ def _terminal_deals(sim) -> list[dict]:
     return [
         {"entry": int(d.entry), "type": int(d.type), "volume": float(d.volume), "price": float(d.price)}
         for d in deals
-        if int(d.magic) == SmaCrossEA.magic
+        if int(d.magic) == MAGIC
     ]
 
 

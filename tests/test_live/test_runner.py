@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from rpyc.utils.classic import obtain
-from test_live.live_support import PARAMS, backtest_of, runner, same_frames
+from test_live.live_support import LIVE_PARAMS, MAGIC, PARAMS, backtest_of, runner, same_frames
 
 from neuronet.live.errors import JournalError, LiveError
 from neuronet.live.journal import read_journal
@@ -272,13 +272,13 @@ def test_a_live_account_run_journals_the_terminals_records_and_resumes(port, sim
         settings = LiveSettings("EURUSD", Timeframe.H1, journal, mode="live", history_bars=300, max_bars=bars)
         lines: list[str] = []
         LiveRunner(
-            SmaCrossEA, PARAMS, source, settings, trading=factory, sleep=sim.sleep, status=lines.append
+            SmaCrossEA, LIVE_PARAMS, source, settings, trading=factory, sleep=sim.sleep, status=lines.append
         ).run()
         source.close()
         return lines
 
     lines = run(30)
-    assert made[0].magic == SmaCrossEA.magic and made[0].sent
+    assert made[0].magic == MAGIC and made[0].sent
     assert "equity 10000.00" in lines[0]
     terminal = [r for r in read_journal(journal) if r.get("source") == "terminal"]
     assert {r["type"] for r in terminal} == {"request", "result"}

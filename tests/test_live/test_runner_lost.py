@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from test_live.live_support import OPEN_SOURCES, PARAMS
+from test_live.live_support import LIVE_PARAMS, OPEN_SOURCES
 from test_live.test_runner import _FakeTerminalTrade
 
 from datafeeds.terminal import TerminalSource
@@ -49,7 +49,7 @@ def test_lost_requests_are_looked_up_when_the_terminal_answers(port, sim, tmp_pa
         "EURUSD", Timeframe.H1, tmp_path / "j.jsonl", mode="live", history_bars=300, max_bars=4
     )
     LiveRunner(
-        SmaCrossEA, PARAMS, source, settings, trading=factory, sleep=sim.sleep, status=lambda _: None
+        SmaCrossEA, LIVE_PARAMS, source, settings, trading=factory, sleep=sim.sleep, status=lambda _: None
     ).run()
     assert made[0].looks == 2 and made[0].unresolved == {}  # the failed look kept it for the next one
     assert "cannot be looked up yet: the bridge is still down" in caplog.text
@@ -57,6 +57,8 @@ def test_lost_requests_are_looked_up_when_the_terminal_answers(port, sim, tmp_pa
 
 class _Holder(ExpertAdvisor):
     """Wants one position: buys 0.1 lots whenever it holds none."""
+
+    magic = 7
 
     def on_bar(self) -> None:
         if not self.positions():

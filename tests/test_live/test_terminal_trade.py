@@ -636,3 +636,29 @@ def test_an_order_answered_after_the_timeout_is_never_sent_twice(terminal):
         "result",
         "recovered",
     ]
+
+
+@pytest.mark.parametrize("terminal", ["bridge"], indirect=True)
+def test_on_a_netting_account_a_reducing_order_counts_the_unresolved_ones_before_it(terminal, tmp_path):
+    """Long 0.1 on a netting account, kill switch on. ``sell(0.1)`` is answered after the timeout (it stays
+    unresolved, the position still shows), and the EA sells 0.1 again: that order "only reduces" the
+    position as it shows, so it passed the limits, and once both filled the account was short 0.1, a
+    position opened with the kill switch on. It reduces only if it does whatever the unresolved did."""
+    terminal.sim.book.configure(hedging=False)
+    stop = tmp_path / "STOP"
+    source = TerminalSource(terminal.host, terminal.port, timeout=0.5, backoff=0.01)
+    terminal.sources.append(source)
+    trade = TerminalTrade(
+        source, "EURUSD", magic=MAGIC, limits=limits(kill_switch=stop), record=terminal.records.append,
+        lost_reply_wait=0.2, backoff=0.01,
+    )  # fmt: skip
+    assert trade.order(+1, 0.1, None, None, MAGIC, "") is not None
+    stop.touch()
+    terminal.sim.configure(delay=(("order_send", 1.5),))
+    assert trade.order(-1, 0.1, None, None, MAGIC, "") is None and trade.last_retcode == 10012
+    terminal.sim.configure(delay=(("order_send", 0.0),))
+    assert trade.order(-1, 0.1, None, None, MAGIC, "") is None and trade.last_retcode == 10027
+    assert "kill-switch" in trade_reason(terminal)
+    _wait_for(lambda: terminal.sim.book.executed == 2)  # the first sell, filled late
+    assert trade.positions() == []  # flat, as the EA asked: never short
+    assert terminal.calls("order_send") == 2

@@ -49,6 +49,7 @@ def _api(failure=None):
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
+            SIM.begun[name] += 1
             seconds = SIM.delays.get(name)
             if seconds:
                 time.sleep(seconds)
@@ -147,10 +148,11 @@ def account_info():
         SIM.set_error(RES_E_FAIL)
         return None
     return AccountInfo(
-        login=5012345, trade_mode=ACCOUNT_TRADE_MODE_DEMO, leverage=100, limit_orders=200, margin_so_mode=0,
+        login=SIM.account_login, trade_mode=ACCOUNT_TRADE_MODE_DEMO, leverage=100, limit_orders=200,
+        margin_so_mode=0,
         trade_allowed=True, trade_expert=True, margin_mode=SIM.book.margin_mode, currency_digits=2,
         fifo_close=False, credit=0.0, **SIM.book.account(), margin_so_call=50.0, margin_so_so=30.0,
-        name="Sim Trader", server="Simulated-Demo", currency="USD", company="Simulated Markets Ltd.",
+        name="Sim Trader", server=SIM.account_server, currency="USD", company="Simulated Markets Ltd.",
     )
 
 

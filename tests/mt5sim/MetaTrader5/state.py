@@ -27,11 +27,13 @@ class SimState:
         with self.lock:
             self.initialized = False
             self.logged_in = True
+            self.account_login, self.account_server = 5012345, "Simulated-Demo"  # who is logged in
             self.maxbars = 100_000
             self.init_error: int | None = None
             self.failures: list[tuple[str, int, int]] = []
             self.delays: dict[str, float] = {}
             self.calls: Counter[str] = Counter()
+            self.begun: Counter[str] = Counter()  # calls received, counted before any delay
             self.error = (RES_S_OK, ERROR_MESSAGES[RES_S_OK])
             self.book = Book()
 
