@@ -230,3 +230,11 @@ def test_a_store_in_use_is_refused_naming_the_option_of_the_command_that_hit_it(
     assert code == 2 and err.count("error:") == 1 and refusal.startswith("error: "), err
     assert f"the study store {folder / store} is in use by another " in refusal
     assert refusal.endswith(f"; wait for it to finish, or give another {remedy}"), refusal
+
+
+def test_a_method_named_twice_runs_once(report, tmp_path, capsys):
+    """``--methods trades,TRADES`` ran the same Monte Carlo twice ("Monte Carlo 20 x trades/trades")."""
+    folder = _copy(report, tmp_path)
+    code, out, err = cli(capsys, "robustness", folder, "--methods", "trades,TRADES", "--monte-carlo", 20)
+    assert code == 0, err
+    assert "Monte Carlo 20 x trades;" in out and out.count("monte carlo (trades)") == 1

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import stat
 from collections.abc import Iterator
@@ -74,6 +75,8 @@ def check_location(path: str | Path) -> None:
         if not folder.is_dir():
             raise NotADirectoryError(f"study store {file}: cannot be made, {folder} is not a folder")
         if not file.exists():
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise PermissionError(f"study store {file}: cannot be made in {folder} (permission denied)")
             return
         text = f"{SQLITE}{file.resolve()}"
     check_store(text)

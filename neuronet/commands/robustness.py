@@ -127,7 +127,7 @@ def robustness_command(
     ):
         if value is not None and value < 1:
             raise CommandError(f"{name} {value}: give at least 1, or leave the option out")
-    chosen = tuple(m.strip().lower() for m in methods.split(",") if m.strip())
+    chosen = tuple(dict.fromkeys(m.strip().lower() for m in methods.split(",") if m.strip()))  # once each
     if not chosen or set(chosen) - set(METHODS):
         raise CommandError(f"--methods {methods!r}: choose from {', '.join(METHODS)}")
     if permute not in SCOPES:
