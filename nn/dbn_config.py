@@ -15,7 +15,15 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field, fields
 
-from nn.rbm_config import SEED_LIMIT, DBNConfigError, RBMConfig, check_bool, check_int, check_real
+from nn.rbm_config import (
+    COUNT_LIMIT,
+    SEED_LIMIT,
+    DBNConfigError,
+    RBMConfig,
+    check_bool,
+    check_int,
+    check_real,
+)
 
 MAX_LAYERS = 100  # per section: deeper stacks are a typing slip, not a model (DEEP's own limit is lower)
 _HOST_BYTES = 8  # float64
@@ -62,7 +70,7 @@ class DBNConfig:
         if not isinstance(self.rbm, RBMConfig):
             raise DBNConfigError(own, "rbm", self.rbm, "must be an RBMConfig")
         for name in ("anneal_iters", "sup_max_iter", "fine_max_iter"):
-            object.__setattr__(self, name, check_int(own, name, getattr(self, name), 0))
+            object.__setattr__(self, name, check_int(own, name, getattr(self, name), 0, COUNT_LIMIT))
         object.__setattr__(self, "seed", check_int(own, "seed", self.seed, 0, SEED_LIMIT))
         for name in ("anneal_range", "sup_tol", "fine_tol", "weight_penalty"):
             object.__setattr__(self, name, check_real(own, name, getattr(self, name), 0.0))

@@ -28,6 +28,9 @@ class DBNConfigError(NeuronetError, ValueError):
 
 
 SEED_LIMIT = 2**32  # seeds are 0 .. 2**32 - 1: the device sampler hashes 32 bits of them (nn.random)
+# Counts (tries, batches, chain lengths, epochs, iterations) are below 2**31, as every count the command line
+# takes: more is a typing slip that would run for ever, not a setting (the book's largest are thousands).
+COUNT_LIMIT = 2**31
 
 
 def check_int(owner: str, name: str, value: object, low: int, high: int | None = None) -> int:
@@ -116,7 +119,7 @@ class RBMConfig:
             "max_no_improvement": 0,
         }
         for name, low in ints.items():
-            object.__setattr__(self, name, check_int(own, name, getattr(self, name), low))
+            object.__setattr__(self, name, check_int(own, name, getattr(self, name), low, COUNT_LIMIT))
         object.__setattr__(self, "seed", check_int(own, "seed", self.seed, 0, SEED_LIMIT))
         for name in ("chain_rate", "momentum_start", "momentum_end", "sparsity_target"):
             object.__setattr__(self, name, check_real(own, name, getattr(self, name), 0.0, 1.0))

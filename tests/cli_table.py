@@ -34,7 +34,7 @@ SHARE = ("-0.1", "1", "nan", "inf", "abc")  # a fraction in [0, 1)
 NAME = ("", "nosuch")  # one of a fixed set of names
 IN_FILE = ("<missing>", "<dir>", "")  # a file to read
 DATA_FILE = (*IN_FILE, "<foreign>")  # a file to read that must be of its kind
-READ_FILE = (*DATA_FILE, "<fifo>")  # ... that a pipe would block forever (not tried on deep's reads yet)
+READ_FILE = (*DATA_FILE, "<fifo>")  # ... that a pipe would block forever
 OUT_DIR = ("<file>", "<file>/sub", "")  # a report folder to create
 OUT_FILE = ("<dir>", "<file>/sub", "")  # a file to write
 FLAG = ()  # takes no value: nothing to try
@@ -86,6 +86,12 @@ BAD: dict[str, tuple[str, ...]] = {
     "--force": FLAG,
     "--progress": FLAG,
     "--profile": FLAG,
+    # robustness of backtest and run (and of neuronet robustness, where the counts must be >= 1)
+    "--monte-carlo": (*COUNT0, HUGE),
+    "--permutations": (*COUNT0, HUGE),
+    "--ruin-drawdown": ("0", "-1", "101", "nan", "inf", "abc", ""),
+    "--bootstrap": (*COUNT0, HUGE),
+    "--workers": ("-1", "abc", "", HUGE),
     # optimize
     "optimize --param": FRACTAL_SPACE,
     # (value ranges such as depth=0 are the EA's on_init to judge per pass: MetaTrader skips a pass whose
@@ -103,6 +109,23 @@ BAD: dict[str, tuple[str, ...]] = {
     "optimize --heatmap": ("", "garbage", "depth", "depth,depth", "depth,nosuch"),
     "optimize --store": ("", "<dir>", "<foreign>"),
     "optimize --pass-forward": ("garbage", "2", "-1/3", "nan"),
+    "optimize --spa-reps": (*COUNT, HUGE),
+    "optimize --pbo-splits": (*COUNT, "7", "40", HUGE),
+    # export
+    "export <source>": (*READ_FILE, "<model>"),  # a deep belief net of neuronet deep is not an EA's
+    "export --name": ("", " ", "a/b", "../model", ".hidden", "a:b"),
+    "export --last-model": FLAG,
+    # robustness
+    "robustness <report>": (*READ_FILE, "<candles>"),
+    "robustness --monte-carlo": (*COUNT, HUGE),
+    "robustness --methods": ("", "nosuch", ",", "trades,nosuch"),
+    "robustness --block": (*POSITIVE, "0.5", HUGE),
+    "robustness --bootstrap": (*COUNT, HUGE),
+    "robustness --permutations": (*COUNT, HUGE),
+    "robustness --permutation-block": (*COUNT, "100000", HUGE),  # longer than the forward bars
+    "robustness --permute": (*NAME, "study"),
+    "robustness --ea": ("", "NoSuchEA", "<missing>.py", "<broken-ea>", "<eas>:Nope"),
+    "robustness --scheduler": ("", "garbage", "tcp://127.0.0.1:notaport", "tcp://127.0.0.1:99999"),
     # forecast
     "forecast --csv": (*READ_FILE, "<bad-series>"),
     "forecast --target": NAME,
@@ -177,17 +200,24 @@ BAD: dict[str, tuple[str, ...]] = {
     "data cache clear --symbol": ("", "../outside", "/etc"),
     # devices
     "devices --device": ("", "nosuch", "9:9"),
+    "devices --recheck": FLAG,
     # deep
-    "deep train <data>": (*DATA_FILE,),
+    "deep train <data>": READ_FILE,
     "deep train --inputs": ("nosuch", "99", "0"),
     "deep train --targets": ("", "nosuch", "99"),
-    "deep train --mnist-images": DATA_FILE,
-    "deep train --mnist-labels": DATA_FILE,
-    "deep train --candles": ("", "<missing>", "<dir>", "<foreign>"),
+    "deep train --mnist-images": READ_FILE,
+    "deep train --mnist-labels": READ_FILE,
+    "deep train --candles": ("", "<missing>", "<dir>", "<foreign>", "<fifo>"),
     "deep train --depth": (*COUNT, HUGE),
     "deep train --max-cases": COUNT0,
     "deep train --layers": ("abc", "0", "-1", "100000000"),
+    "deep train --unsupervised-layers": ("-1", "abc", "1.5", "", "101", HUGE),  # 0-100
+    "deep train --first-unsupervised": (*COUNT, "100000000", HUGE),
+    "deep train --last-unsupervised": (*COUNT, "100000000", HUGE),
     "deep train --head-hidden": ("abc", "0", "-1", "100000000"),
+    "deep train --supervised-layers": (*COUNT, "102", HUGE),  # 1-101, the output counted
+    "deep train --first-supervised": (*COUNT, "100000000", HUGE),
+    "deep train --last-supervised": (*COUNT, "100000000", HUGE),
     "deep train --classifier": FLAG,
     "deep train --model": OUT_FILE,
     "deep train --log": OUT_FILE,
@@ -195,36 +225,40 @@ BAD: dict[str, tuple[str, ...]] = {
     "deep train --epochs": (*COUNT, HUGE),
     "deep train --batches": (*COUNT, HUGE),
     "deep train --tries": (*COUNT, HUGE),
-    "deep train --chain-start": COUNT,
-    "deep train --chain-end": COUNT,
+    "deep train --chain-start": (*COUNT, HUGE),
+    "deep train --chain-end": (*COUNT, HUGE),
     "deep train --chain-rate": ("-1", "nan", "inf"),
     "deep train --lr": POSITIVE,
     "deep train --momentum-start": ("-1", "1.5", "nan"),
     "deep train --momentum-end": ("-1", "1.5", "nan"),
     "deep train --weight-penalty": NONNEGATIVE,
     "deep train --sparsity-penalty": NONNEGATIVE,
-    "deep train --sparsity-target": ("0", "1", "nan"),
-    "deep train --max-no-improvement": COUNT,
+    "deep train --sparsity-target": ("-0.1", "1.5", "nan", "inf", "abc", ""),  # [0, 1]
+    "deep train --max-no-improvement": (*COUNT0, HUGE),  # 0: stop at the first epoch without a new low
+    "deep train --increment-criterion": NONNEGATIVE,
+    "deep train --recon": NAME,
+    "deep train --recon-error": NAME,
+    "deep train --svd": FLAG,
     "deep train --mean-field": FLAG,
     "deep train --greedy-mean-field": FLAG,
-    "deep train --anneal": COUNT0,
+    "deep train --anneal": (*COUNT0, HUGE),
     "deep train --anneal-range": NONNEGATIVE,
-    "deep train --sup-iter": COUNT,
+    "deep train --sup-iter": (*COUNT0, HUGE),  # 0: the annealed weights as they are
     "deep train --sup-tol": NONNEGATIVE,
     "deep train --fine-tune": FLAG,
-    "deep train --fine-iter": COUNT,
+    "deep train --fine-iter": (*COUNT0, HUGE),
     "deep train --fine-tol": NONNEGATIVE,
     "deep train --sup-penalty": NONNEGATIVE,
     "deep train --seed": COUNT0,
     "deep train --binary-splits": FLAG,
     "deep train --kernel-log": OUT_FILE,
-    "<model>": DATA_FILE,
-    "<data>": DATA_FILE,
+    "<model>": READ_FILE,
+    "<data>": READ_FILE,
     "--inputs": ("nosuch", "99"),
     "--targets": ("nosuch", "99"),
-    "--mnist-images": DATA_FILE,
-    "--mnist-labels": DATA_FILE,
-    "--candles": ("", "<missing>", "<dir>"),
+    "--mnist-images": READ_FILE,
+    "--mnist-labels": READ_FILE,
+    "--candles": ("", "<missing>", "<dir>", "<fifo>"),
     "--max-cases": COUNT0,
     "--log": OUT_FILE,
     "deep sample --out": OUT_FILE,
@@ -239,6 +273,7 @@ BAD: dict[str, tuple[str, ...]] = {
     "deep analyze --neurons": (*COUNT, HUGE),
     "deep analyze --activations": OUT_FILE,
     "deep analyze --section": NAME,
+    "deep analyze --cmap": NAME,
     "deep analyze --layer": (*COUNT, "99"),
     "deep analyze --neuron": (*COUNT, "99"),
 }
@@ -277,9 +312,15 @@ BASE: dict[str, tuple[list[str], list[str]]] = {
     "deep test": (["<model>", "<table>"], []),
     "deep sample": (["<model>"], ["--backend", "numpy", "--chain", "2"]),
     "deep analyze": (["<model>", "<table>"], []),
+    "export": (["<report>"], ["--out", "exported"]),
+    "robustness": (["<report>"], []),
 }
 LIVE_LIMITS = ["--live", "--max-lots", "1", "--max-positions", "1", "--max-daily-loss", "100",
                "--allow-symbol", "EURUSD"]  # fmt: skip
+# The options of neuronet robustness that act in its permutation test only: the EA, its data, the workers.
+PERMUTATION_OPTIONS = ("--permutation-block", "--permute", "--ea", "--workers", "--scheduler",
+                       "--source", "--symbol", "--timeframe", "--path", "--from", "--to", "--broker-tz",
+                       "--opt")  # fmt: skip
 # Options that act only with others: the options that make them act.
 WITH: dict[str, list[str]] = {
     **{f"data {c} --seed": ["--source", "synthetic"] for c in ("show", "export")},
@@ -306,11 +347,23 @@ WITH: dict[str, list[str]] = {
     **{f"deep analyze {o}": ["--fields", "fields.png"] for o in ("--neurons", "--image")},
     **{
         f"deep sample {o}": ["--first-case", "1"]
-        for o in ("<data>", "--inputs", "--targets", "--mnist-images", "--mnist-labels")
+        for o in ("<data>", "--mnist-images", "--mnist-labels", "--candles")
     },
+    "deep sample --inputs": ["--first-case", "1", "<table>"],  # the table, an argument, after the options
     "deep sample --mnist-labels": ["--first-case", "1", "--mnist-images", "<images>"],
+    "deep train --unsupervised-layers": ["--first-unsupervised", "5"],
+    "deep train --first-unsupervised": ["--unsupervised-layers", "3"],
+    "deep train --last-unsupervised": ["--unsupervised-layers", "3", "--first-unsupervised", "5"],
+    "deep train --supervised-layers": ["--first-supervised", "5"],
+    "deep train --first-supervised": ["--supervised-layers", "3"],
+    "deep train --last-supervised": ["--supervised-layers", "3", "--first-supervised", "5"],
+    **{f"{c} --workers": ["--permutations", "2"] for c in ("run", "backtest")},
+    # the permutation test re-runs the report's EA on the report's candles: the sample up to 2017-07-01
+    **{f"robustness {o}": ["--permutations", "2", "--to", "2017-07-01"] for o in PERMUTATION_OPTIONS},
 }
-# Options that name the data themselves: the base arguments kept (the model file, not the table).
+# Options that name the data themselves: the base arguments kept (the model file, not the table), and
+# without the table's column choices (TABLE_COLUMNS, refused with any other data).
+TABLE_COLUMNS = ("--inputs", "--targets")
 OWN_DATA = {
     **dict.fromkeys(
         (
@@ -327,91 +380,11 @@ OWN_DATA = {
 }
 KEY_VALUE = ("--param", "--set", "--opt")  # NAME=VALUE options: the error may name the NAME
 
-# Known failures in parts changed elsewhere at the same time, per option: the failing values, or "*" for all.
-# The marks are strict: each must go once the change that fixes it is merged.
-DEEP = (
-    "neuronet deep: its options are not yet checked and named at the command line before any work "
-    "(pending change to the deep commands)"
-)
-STORE = "--store: a missing, foreign or unusable study store is refused by the pending study-store change"
-PENDING_DEEP: dict[str, tuple[str, ...] | str] = {
-    "deep train <data>": ("",),
-    "deep train --inputs": ("99", "0"),
-    "deep train --targets": ("99",),
-    "deep train --mnist-images": ("",),
-    "deep train --mnist-labels": ("",),
-    "deep train --candles": ("",),
-    "deep train --depth": ("0", "-1", "100000000000000000000"),
-    "deep train --layers": ("0", "-1", "100000000"),
-    "deep train --head-hidden": ("0", "-1", "100000000"),
-    "deep train --model": "*",
-    "deep train --log": ("<file>/sub", ""),
-    "deep train --backend": ("",),
-    "deep train --epochs": ("0", "-1", "100000000000000000000"),
-    "deep train --batches": ("0", "-1", "100000000000000000000"),
-    "deep train --tries": ("0", "-1", "100000000000000000000"),
-    "deep train --chain-start": ("0", "-1"),
-    "deep train --chain-end": ("0", "-1"),
-    "deep train --chain-rate": "*",
-    "deep train --lr": ("0", "-5", "nan", "inf", "-inf"),
-    "deep train --momentum-start": "*",
-    "deep train --momentum-end": "*",
-    "deep train --weight-penalty": ("-1", "nan", "inf"),
-    "deep train --sparsity-penalty": ("-1", "nan", "inf"),
-    "deep train --sparsity-target": "*",
-    "deep train --max-no-improvement": ("0", "-1"),
-    "deep train --anneal": ("-1",),
-    "deep train --anneal-range": ("-1", "nan", "inf"),
-    "deep train --sup-iter": ("0", "-1"),
-    "deep train --sup-tol": ("-1", "nan", "inf"),
-    "deep train --fine-iter": ("0", "-1"),
-    "deep train --fine-tol": ("-1", "nan", "inf"),
-    "deep train --sup-penalty": ("-1", "nan", "inf"),
-    "deep train --seed": ("-1",),
-    "deep train --kernel-log": "*",
-    "deep test <model>": ("",),
-    "deep test <data>": ("",),
-    "deep test --inputs": ("99",),
-    "deep test --targets": ("99",),
-    "deep test --mnist-images": ("",),
-    "deep test --mnist-labels": ("",),
-    "deep test --candles": ("",),
-    "deep test --log": "*",
-    "deep sample <model>": ("",),
-    "deep sample --out": ("<file>/sub", ""),
-    "deep sample --chain": ("100000000000000000000",),
-    "deep sample --rows": ("100000000000000000000",),
-    "deep sample --cols": ("100000000000000000000",),
-    "deep sample --first-case": ("-1", "100000000000000000000"),
-    "deep sample <data>": ("",),
-    "deep sample --inputs": "*",
-    "deep sample --targets": "*",
-    "deep sample --mnist-images": ("",),
-    "deep sample --mnist-labels": ("",),
-    "deep sample --image": ("",),
-    "deep sample --backend": ("",),
-    "deep sample --seed": ("-1",),
-    "deep analyze <model>": ("",),
-    "deep analyze <data>": ("",),
-    "deep analyze --inputs": ("99",),
-    "deep analyze --targets": ("99",),
-    "deep analyze --mnist-images": ("",),
-    "deep analyze --mnist-labels": ("",),
-    "deep analyze --candles": ("",),
-    "deep analyze --fields": "*",
-    "deep analyze --neurons": ("0", "-1", "100000000000000000000"),
-    "deep analyze --image": "*",
-    "deep analyze --activations": "*",
-    "deep analyze --section": "*",
-    "deep analyze --layer": ("0", "-1", "99"),
-    "deep analyze --neuron": ("0", "-1", "99"),
-    "deep analyze --log": "*",
-}
-PENDING: dict[str, tuple[dict[str, tuple[str, ...] | str], str]] = {
-    "deep": (PENDING_DEEP, DEEP),
-    "store": ({"optimize --store": "*"}, STORE),
-}
-SLOW_FAILURES = {"deep sample --chain='100000000000000000000'"}  # runs until its time limit: stopped at 3 s
+# Known failures in parts changed elsewhere at the same time: {name: ({option: failing values, or "*" for
+# all}, why)}. The marks are strict: each must go once the change that fixes it is merged. Empty: every
+# value of the table is refused as it should be.
+PENDING: dict[str, tuple[dict[str, tuple[str, ...] | str], str]] = {}
+SLOW_FAILURES: set[str] = set()  # pending cases that run until a time limit: stopped at 3 s
 
 
 def commands() -> Iterator[tuple[str, object]]:
@@ -456,7 +429,9 @@ class Case:
     def argv(self, files: dict[str, str]) -> list[str]:
         full = f"{self.command} {self.key}"
         arguments, options = BASE[self.command]
-        arguments = arguments[: OWN_DATA.get(full, len(arguments))]
+        if full in OWN_DATA:
+            arguments = arguments[: OWN_DATA[full]]
+            options = _without(options, TABLE_COLUMNS)
         options = [*options, *WITH.get(full, WITH.get(self.key, []))]
         if self.position is None:
             options = [*options, self.key, self.value]
@@ -472,6 +447,12 @@ class Case:
         if self.key in KEY_VALUE and "=" in value and value.partition("=")[0].strip() in line:
             return True
         return bool(value.strip()) and (repr(value) in line or (value != self.value and value in line))
+
+
+def _without(options: list[str], names: tuple[str, ...]) -> list[str]:
+    """``options`` (flag, value, flag, value ...) without the named ones and their values."""
+    pairs = zip(options[::2], options[1::2], strict=True)
+    return [item for flag, value in pairs if flag not in names for item in (flag, value)]
 
 
 def fill(text: str, files: dict[str, str]) -> str:
@@ -545,6 +526,11 @@ def prepare_files(root: Path) -> dict[str, str]:
                          "--epochs", "2", "--tries", "2", "--anneal", "2", "--sup-iter", "5", "--backend",
                          "numpy", "--model", str(model), "--log", str(root / "DEEP.LOG")])  # fmt: skip
     assert code == 0, err
+    report = root / "report"  # a FractalEA run with its model: what robustness and export read
+    code, err = invoke(["backtest", "FractalEA", "-p", "hidden=8", "--epochs", "2", "--backend", "numpy",
+                        "--to", "2017-07-01", "--monte-carlo", "20", "--bootstrap", "20", "--no-progress",
+                        "--out", str(report)])  # fmt: skip
+    assert code == 0, err
     return {
         "missing": str(root / "missing.csv"),
         "fifo": str(fifo if fifo.exists() else root / "missing.csv"),
@@ -562,6 +548,7 @@ def prepare_files(root: Path) -> dict[str, str]:
         "images": str(root / "images"),
         "labels": str(root / "labels"),
         "model": str(model),
+        "report": str(report),
     }
 
 
@@ -598,8 +585,10 @@ def install_stops(patch) -> None:
     import backtests.optimize.api
     import backtests.optimize.walkforward
     import backtests.replay
-    import neuronet.commands.deep
+    import backtests.robustness.analysis
     import neuronet.commands.live
+    import nn.dbn
+    import strategies.export
     import strategies.forecasting
 
     hook = backtests.replay.call_hook
@@ -613,5 +602,8 @@ def install_stops(patch) -> None:
     patch(backtests.optimize.api, "session", stop("the optimisation started its workers"))
     patch(backtests.optimize.walkforward, "session", stop("the walk-forward analysis started its workers"))
     patch(strategies.forecasting, "train_forecaster", stop("the forecaster trained"))
-    patch(neuronet.commands.deep, "train_dbn", stop("the deep belief net trained"))
+    patch(nn.dbn, "train_dbn", stop("the deep belief net trained"))
+    patch(strategies.export, "_build", stop("the export built its graph"))
+    for work in ("session", "monte_carlo", "permutation_test", "prediction_robustness"):
+        patch(backtests.robustness.analysis, work, stop(f"the robustness analysis started ({work})"))
     patch(neuronet.commands.live.LiveRunner, "_start", stop("the live session reached the terminal"))

@@ -160,3 +160,81 @@ def test_backtest_refuses_permutations_of_a_finer_model_before_reading_data(tmp_
         capsys, "backtest", "sma", "--permutations", 5, "--model", "ohlc1m", "--out", tmp_path / "o"
     )
     assert code == 2 and "--model open" in err and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--to", "2017-10-01"], ["--ea", "SmaCrossEA"], ["--permute", "forward"], ["--permutation-block", "24"]],
+)
+def test_an_option_of_the_permutation_test_without_permutations_is_refused_not_dropped(
+    report, tmp_path, capsys, args
+):
+    """The data options, --ea, --permute and --permutation-block act in the permutation test only: without
+    --permutations they were dropped unsaid, and the run was not the one asked for."""
+    folder = _copy(report, tmp_path)
+    code, out, err = cli(capsys, "robustness", folder, *args)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err == (
+        f"error: {args[0]} is for the permutation test (the report's EA re-run on its data): give "
+        "--permutations N, or leave it out\n"
+    )
+    assert not (folder / "robustness.json").exists()
+
+
+def test_a_block_longer_than_the_series_is_refused_before_any_work(report, tmp_path, capsys):
+    """--block 100000 was a note in robustness.json ("Monte Carlo (returns): --block ...") after the plan
+    was announced: the README promises one line and nothing written."""
+    folder = _copy(report, tmp_path)
+    returns = len(json.loads((folder / "report.json").read_text())["curves"]["equity"]) - 1
+    code, out, err = cli(capsys, "robustness", folder, "--block", 100000)
+    assert code == 2 and out == "", out
+    assert err == f"error: --block 100000.0: give a block length from 1 to {returns} (the series' length)\n"
+    assert not (folder / "robustness.json").exists()
+
+
+def test_candles_of_no_bars_for_the_permutation_test_are_one_line_not_an_internal_error(
+    report, tmp_path, capsys
+):
+    """``--to 1990-01-01`` gave the permutation test an empty frame: IndexError, status 1."""
+    folder = _copy(report, tmp_path)
+    code, out, err = cli(capsys, "robustness", folder, "--permutations", 2, "--to", "1990-01-01")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("error: the candles given (no bars) are not the report's (")
+
+
+@pytest.mark.parametrize(
+    ("command", "store", "remedy"),
+    [
+        (["robustness", "{folder}", "--permutations", 2, "--to", "2017-10-01"], "permutations.db", "--out"),
+        (["backtest", "sma", "--to", "2017-10-01", "--permutations", 2, "--out", "{folder}"],
+         "permutations.db", "--out"),
+        (["optimize", "sma", "-p", "fast=5,10", "--to", "2017-10-01", "--out", "{folder}"], "study.db",
+         "--store"),
+    ],
+    ids=["robustness", "backtest", "optimize"],
+)  # fmt: skip
+def test_a_store_in_use_is_refused_naming_the_option_of_the_command_that_hit_it(
+    report, tmp_path, capsys, command, store, remedy
+):
+    """The lock's refusal said "give another --store" to robustness and backtest, which have no --store:
+    their permutation test's store is the one in the --out folder."""
+    import filelock
+
+    folder = _copy(report, tmp_path) if command[0] == "robustness" else tmp_path / "out"
+    folder.mkdir(exist_ok=True)
+    holder = filelock.FileLock(str(folder / f"{store}.lock"))
+    args = [str(folder) if a == "{folder}" else a for a in command]
+    with holder:
+        code, _, err = cli(capsys, *args, "--workers", 0, "--no-progress")
+    refusal = err.splitlines()[-1]  # after backtest's note on the sample's missing spread
+    assert code == 2 and err.count("error:") == 1 and refusal.startswith("error: "), err
+    assert f"the study store {folder / store} is in use by another " in refusal
+    assert refusal.endswith(f"; wait for it to finish, or give another {remedy}"), refusal
+
+
+def test_a_method_named_twice_runs_once(report, tmp_path, capsys):
+    """``--methods trades,TRADES`` ran the same Monte Carlo twice ("Monte Carlo 20 x trades/trades")."""
+    folder = _copy(report, tmp_path)
+    code, out, err = cli(capsys, "robustness", folder, "--methods", "trades,TRADES", "--monte-carlo", 20)
+    assert code == 0, err
+    assert "Monte Carlo 20 x trades;" in out and out.count("monte carlo (trades)") == 1

@@ -17,3 +17,20 @@ class StoreError(NeuronetError, OSError):
 
 class ClusterError(NeuronetError, OSError):
     """A Dask scheduler that cannot be reached, or that does not answer as one; the message names it."""
+
+
+class StoreInUseError(StoreError):
+    """Another process holds the study store's lock. The message ends with what to do instead; a command
+    words that with the option that chooses its store (``remedied``): ``optimize``'s ``--store``, the
+    ``--out`` folder that holds a permutation test's store."""
+
+    def __init__(self, store: str, lock: str, user: str, remedy: str = "use another store") -> None:
+        self.store, self.lock, self.user = store, lock, user
+        super().__init__(
+            f"the study store {store} is in use by another {user} (lock {lock}); wait for it to finish, "
+            f"or {remedy}"
+        )
+
+    def remedied(self, remedy: str) -> StoreInUseError:
+        """The same refusal, ending with ``remedy``."""
+        return StoreInUseError(self.store, self.lock, self.user, remedy)

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from backtests.optimize.errors import StoreError
+from backtests.optimize.errors import StoreError, StoreInUseError
 from datafeeds.store import cache_root
 
 LOCK_SUFFIX = ".lock"
@@ -36,8 +36,9 @@ def lock_path(storage: str) -> Path:
 
 
 @contextmanager
-def locked(storage: str | None) -> Iterator[None]:
-    """Hold the store's lock while the block runs; refuse at once if another process holds it."""
+def locked(storage: str | None, user: str = "optimisation") -> Iterator[None]:
+    """Hold the store's lock while the block runs; refuse at once if another process holds it
+    (``StoreInUseError``; ``user`` says what uses such a store: an optimisation, a permutation test)."""
     if storage is None:  # an in-memory study belongs to this call alone
         yield
         return
@@ -53,11 +54,7 @@ def locked(storage: str | None) -> Iterator[None]:
     try:
         lock.acquire()
     except filelock.Timeout:
-        where = storage.removeprefix("sqlite:///")
-        raise StoreError(
-            f"the study store {where} is in use by another optimisation (lock {path}); wait for it to "
-            "finish, or give another --store"
-        ) from None
+        raise StoreInUseError(storage.removeprefix("sqlite:///"), str(path), user) from None
     except OSError as exc:
         raise StoreError(f"study store lock {path}: cannot be created ({exc.strerror or exc})") from None
     try:

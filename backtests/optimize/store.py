@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import stat
 from collections.abc import Iterator
@@ -45,15 +46,40 @@ def storage_url(path: str | Path) -> str:
     if "://" in text:
         return text
     file = Path(text)
-    if file.exists() and file.is_dir():
-        raise IsADirectoryError(f"study store {file}: a folder of that name exists; give a file path")
-    if file.exists() and not stat.S_ISREG(file.stat().st_mode):
-        raise StoreError(f"study store {file}: not a regular file (a device or a pipe); give a file path")
+    _check_file(file)
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OSError(f"study store {file}: cannot create its folder ({exc.strerror})") from None
     return f"{SQLITE}{file.resolve()}"
+
+
+def _check_file(file: Path) -> None:
+    if file.exists() and file.is_dir():
+        raise IsADirectoryError(f"study store {file}: a folder of that name exists; give a file path")
+    if file.exists() and not stat.S_ISREG(file.stat().st_mode):
+        raise StoreError(f"study store {file}: not a regular file (a device or a pipe); give a file path")
+
+
+def check_location(path: str | Path) -> None:
+    """Refuse, before any data is read or any worker started, a store that ``storage_url`` and
+    ``open_study`` would refuse later: a folder, a device or a pipe, a file whose folder cannot be made, and
+    an existing file or database that is not ours (``check_store``). Nothing is created."""
+    text = str(path)
+    if "://" not in text:
+        file = Path(text)
+        _check_file(file)
+        folder = file.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not folder.is_dir():
+            raise NotADirectoryError(f"study store {file}: cannot be made, {folder} is not a folder")
+        if not file.exists():
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise PermissionError(f"study store {file}: cannot be made in {folder} (permission denied)")
+            return
+        text = f"{SQLITE}{file.resolve()}"
+    check_store(text)
 
 
 def study_name(identity: dict[str, Any]) -> str:

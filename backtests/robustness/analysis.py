@@ -9,6 +9,7 @@ with; the same seed gives the same figures inline or on Dask workers.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ import pandas as pd
 
 from backtests.optimize.api import session
 from backtests.optimize.passes import Market
-from backtests.robustness.bootstrap import check_count
+from backtests.robustness.bootstrap import check_block, check_count
 from backtests.robustness.errors import RobustnessError
 from backtests.robustness.montecarlo import (
     METHODS,
@@ -31,7 +32,7 @@ from backtests.robustness.montecarlo import (
 )
 from backtests.robustness.permutation import Job, PermutationTest, check_request, permutation_test
 from backtests.robustness.permute import SCOPES
-from backtests.robustness.predictions import prediction_robustness
+from backtests.robustness.predictions import prediction_robustness, scored_bars
 
 MAX_BOOTSTRAP = 100_000
 
@@ -140,7 +141,8 @@ def permutation_job(backtest: Any, params: dict, options: Options) -> Job:
 
 def preflight(run: Run, predictions: dict | None, options: Options) -> None:
     """Refuse, before any work, a request the run cannot answer: too few trades or bars or flat returns
-    for the Monte Carlo asked for, or prediction intervals for a run without predictions."""
+    for the Monte Carlo asked for, prediction intervals for a run without predictions, or a ``--block``
+    longer than a series it would resample."""
     if options.monte_carlo:
         for method in options.methods:
             check_run(run, method)
@@ -150,6 +152,11 @@ def preflight(run: Run, predictions: dict | None, options: Options) -> None:
         series = predictions.get("series") or {}
         if not series:
             raise RobustnessError("--bootstrap: the report has no per-bar predictions (an older report)")
+    if options.block is not None:  # at most the length of each series it resamples
+        if options.monte_carlo and "returns" in options.methods:
+            check_block("--block", options.block, len(run.equity) - 1)
+        if options.bootstrap:
+            check_block("--block", options.block, scored_bars(predictions))
 
 
 def _analyze(
@@ -164,9 +171,11 @@ def _analyze(
     progress,
     strict=False,
     expect=None,
+    on_ready=None,
 ) -> Robustness:
     """The parts ``options`` ask for. ``strict``: a part the run cannot answer is an error before any
-    work (the command line, where the user asked for it); otherwise it is a note in the result."""
+    work (the command line, where the user asked for it); otherwise it is a note in the result.
+    ``on_ready()`` is called once every check has passed, before any work."""
     if strict:
         preflight(run, predictions, options)
     out = Robustness(options.seed)
@@ -174,6 +183,8 @@ def _analyze(
         check_request(
             options.permutations, options.permutation_block, options.scope, len(candles) - job.forward_start
         )
+    if on_ready is not None:
+        on_ready()
     with ExitStack() as stack:
         engine = shared = None
         if job is not None or workers or scheduler:
@@ -259,9 +270,11 @@ def analyze_report(
     store_path: str | None = None,
     progress: bool = False,
     strict: bool = False,
+    on_ready: Callable[[], None] | None = None,
 ) -> Robustness:
     """The analysis of a report folder. Permutations re-run the EA: give the report's ``candles`` (the
-    same bars: they are checked against the report) and its EA class ``ea``."""
+    same bars: they are checked against the report) and its EA class ``ea``. ``on_ready()`` is called
+    once the request and the report have passed every check, before any work (to announce it)."""
     (options or Options()).check()
     doc = load_report(folder)
     options = seeded(options or Options(), int(doc["seed"]))
@@ -272,7 +285,7 @@ def analyze_report(
     expect = doc["stats"].get("total_net_profit")
     return _analyze(
         run, doc.get("predictions"), options, candles, job, workers, scheduler, store_path, progress, strict,
-        expect,
+        expect, on_ready,
     )  # fmt: skip
 
 
@@ -284,15 +297,13 @@ def report_job(doc: dict, candles: pd.DataFrame | None, ea: Any, options: Option
     if candles is None or ea is None:
         raise RobustnessError("a permutation test of a report needs its candles and its EA class")
     data = doc["data"]
-    if (len(candles), str(candles.index[0]), str(candles.index[-1])) != (
-        data["bars"],
-        data["first"],
-        data["last"],
-    ):
+    span = (str(candles.index[0]), str(candles.index[-1])) if len(candles) else ("", "")
+    if (len(candles), *span) != (data["bars"], data["first"], data["last"]):
+        given = f"{len(candles)} bars, {span[0]} .. {span[1]}" if len(candles) else "no bars"
         raise RobustnessError(
-            f"the candles given ({len(candles)} bars, {candles.index[0]} .. {candles.index[-1]}) are not "
-            f"the report's ({data['bars']} bars, {data['first']} .. {data['last']}); give the report's "
-            "data options"
+            f"the candles given ({given}) are not the report's "
+            f"({data['bars']} bars, {data['first']} .. {data['last']}); give the data options of the "
+            "report's run (--source, --symbol, --timeframe, --path, --from, --to, --broker-tz, --opt)"
         )
     if data.get("model", "open") != "open":
         raise RobustnessError(

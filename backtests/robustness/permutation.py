@@ -151,7 +151,7 @@ def permutation_test(
     storage = None if store_path is None else store.storage_url(store_path)
     identity = job.identity(candles)
     name = "perm-" + store.study_name(identity).removeprefix("opt-")
-    with locked(storage):
+    with locked(storage, user="permutation test"):
         durable = store.open_study(storage, name, "maximize", identity)
         if engine is None:
             with session(Market(candles), workers, scheduler) as (engine, shared):

@@ -46,6 +46,18 @@ def _interval(stat, columns: list[np.ndarray], reps: int, block: float, rng) -> 
     return {"value": point, "low": low, "high": high, "bars": n}
 
 
+def _scored(series: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The true and predicted classes per bar, and the bars that have both (-1: none): those resampled."""
+    y_true = np.asarray(series["y_true"], dtype=np.int64)
+    y_pred = np.asarray(series["y_pred"], dtype=np.int64)
+    return y_true, y_pred, (y_true >= 0) & (y_pred >= 0)
+
+
+def scored_bars(predictions: dict) -> int:
+    """How many bars the prediction bootstrap resamples (its block length is at most that)."""
+    return int(_scored(predictions["series"])[2].sum())
+
+
 def prediction_robustness(
     predictions: dict, *, reps: int = 1000, block: float | None = None, seed: int = 0, level: float = 0.95
 ) -> dict:
@@ -55,9 +67,7 @@ def prediction_robustness(
     if not series:
         raise RobustnessError("the prediction report has no per-bar series (a report of an older version)")
     classes = len(predictions["classes"])
-    y_true = np.asarray(series["y_true"], dtype=np.int64)
-    y_pred = np.asarray(series["y_pred"], dtype=np.int64)
-    rows = (y_true >= 0) & (y_pred >= 0)
+    y_true, y_pred, rows = _scored(series)
     if rows.sum() < MIN_BARS:
         raise RobustnessError(
             f"prediction intervals need at least {MIN_BARS} forward bars with a prediction, "

@@ -22,6 +22,7 @@ import pandas as pd
 import typer
 
 from backtests import AccountConfig, Backtest
+from backtests.optimize.errors import StoreInUseError
 from backtests.report import environment, write_report
 from backtests.robustness.analysis import Options as RobustOptions
 from backtests.robustness.analysis import analyze
@@ -221,6 +222,8 @@ def _execute(
                     f"interrupted: finished permutations are kept in {store}; re-run to resume", err=True
                 )
                 raise
+            except StoreInUseError as exc:  # the store is the --out folder's
+                raise exc.remedied("give another --out") from None
         env = environment()
         trained_on = result.training[-1].get("backend") if result.training else None
         if trained_on is not None:
@@ -356,7 +359,12 @@ Bootstrap = Annotated[
 ]
 Workers = Annotated[
     int | None,
-    typer.Option("--workers", help="Local processes for --permutations (default: one per core; 0: inline)."),
+    typer.Option(
+        "--workers",
+        help="Local processes for --permutations (default: one per core; 0: inline).",
+        min=0,
+        max=values.MAX_COUNT,
+    ),
 ]
 Profile = Annotated[
     bool,
@@ -411,8 +419,6 @@ def backtest(
         seed=seed,
     )
     robust.check()  # bad counts in one line, before any data is read
-    if workers is not None and workers < 0:
-        raise CommandError(f"--workers {workers}: give 0 (inline) or a positive count")
     if permutations and model.strip().lower() != "open":
         raise CommandError(f"--permutations rebuilds the candles only; use --model open, not --model {model}")
     account = AccountConfig(
@@ -429,7 +435,7 @@ def backtest(
     walk = _walk_forward(walk_forward)
     if walk is not None and forward is not None:  # the walk-forward windows are the forward period
         raise CommandError("give --forward or --walk-forward, not both")
-    name, options = data_request(source, path, opt, broker_tz, seed, seed_is_data=False)
+    name, options = data_request(source, path, opt, broker_tz, seed, seed_is_data=False, start=start, end=end)
     model = model.strip().lower()
     # before any work: a bad or occupied --out must not cost the user a whole run
     with out_folder(out, force, RESUMABLE) if out is not None else nullcontext():

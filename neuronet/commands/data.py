@@ -46,6 +46,7 @@ cache_app = typer.Typer(
 )
 app.add_typer(cache_app, name="cache")
 
+
 def _load(
     symbol: str | None,
     timeframe: str | None,
@@ -62,7 +63,7 @@ def _load(
 ) -> ValidationReport:
     if no_cache and refresh:
         raise CommandError("--no-cache and --refresh exclude each other")
-    source, options = data_request(source, path, opts, broker_tz, seed)
+    source, options = data_request(source, path, opts, broker_tz, seed, start=start, end=end)
     cache = False if no_cache else ("refresh" if refresh else None)
     policy = Repair.all() if repair else None
     return load_validated(source, symbol, timeframe, start, end, repair=policy, cache=cache, **options)

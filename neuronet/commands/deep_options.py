@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from neuronet.commands import values
 from neuronet.commands.deep_report import is_ours
 from neuronet.commands.errors import CommandError, CommandOSError
 from nn.dbn_config import MAX_LAYERS, interpolated_sizes
@@ -24,16 +25,25 @@ from nn.rbm_config import DBNConfigError
 
 BACKENDS = ("auto", "numpy", "opencl")
 
-Data = Annotated[Path | None, typer.Argument(help="Numeric table: a header of names, then cases.")]
+# An empty file name is refused by name (as the folder it would mean, it reached the readers as ".").
+Data = Annotated[
+    Path | None,
+    typer.Argument(help="Numeric table: a header of names, then cases.", parser=values.path),
+]
 Inputs = Annotated[str | None, typer.Option(help="Input columns: names or 1-based numbers, e.g. 2-7,X.")]
 Targets = Annotated[str | None, typer.Option(help="Target columns (a classifier's class is the largest).")]
 MnistImages = Annotated[
-    Path | None, typer.Option(help="MNIST IDX image file (plain or .gz) instead of a table.")
+    Path | None,
+    typer.Option(help="MNIST IDX image file (plain or .gz) instead of a table.", parser=values.path),
 ]
 MnistLabels = Annotated[
-    Path | None, typer.Option(help="MNIST IDX label file, plain or .gz (ten one-hot targets).")
+    Path | None,
+    typer.Option(help="MNIST IDX label file, plain or .gz (ten one-hot targets).", parser=values.path),
 ]
-Candles = Annotated[str | None, typer.Option(help="'sample' or a MetaTrader CSV: fractal classes of bars.")]
+Candles = Annotated[
+    str | None,
+    typer.Option(help="'sample' or a MetaTrader CSV: fractal classes of bars.", parser=values.text),
+]
 Depth = Annotated[int, typer.Option(help="Bars per input window for --candles.")]
 MaxCases = Annotated[int, typer.Option(help="Use only the first N cases (0: all).")]
 Force = Annotated[bool, typer.Option("--force", help="Replace existing output files.", metavar="")]

@@ -17,6 +17,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
+from neuronet.commands import values
 from neuronet.commands.deep_data import Scaling, load_dataset, model_metadata_problem, regular_input
 from neuronet.commands.deep_options import (
     Backend,
@@ -44,11 +45,13 @@ from nn.io import load as load_model
 from nn.mlfn import raw_error
 from nn.rbm_config import SEED_LIMIT
 
-Model = Annotated[Path, typer.Argument(help="Model file from 'deep train'.")]
+Model = Annotated[Path, typer.Argument(help="Model file from 'deep train'.", parser=values.path)]
 Image = Annotated[
     str | None,
     typer.Option(
-        help="Picture shape RxC, e.g. 28x28 (default: the model's images, else one strip of inputs per cell)."
+        help="Picture shape RxC, e.g. 28x28 (default: the model's images, else one strip of inputs per "
+        "cell).",
+        parser=values.text,
     ),
 ]
 MAX_SIDE, MAX_CELLS = 64, 1024  # a grid of pictures: bounded before any figure is drawn
@@ -190,8 +193,8 @@ def sample(
         raise CommandError(
             f"--rows {rows} --cols {cols}: each must be 1-{MAX_SIDE}, at most {MAX_CELLS} cells"
         )
-    if chain < 0:
-        raise CommandError(f"--chain {chain}: must be >= 0")
+    if not 0 <= chain <= values.MAX_COUNT:
+        raise CommandError(f"--chain {chain}: must be 0-{values.MAX_COUNT}")
     if first_case < 0:
         raise CommandError(f"--first-case {first_case}: must be >= 1 (a case), or 0 (random hidden states)")
     if not 0 <= seed < SEED_LIMIT:

@@ -7,19 +7,27 @@ from typing import Annotated
 
 import typer
 
-from neuronet.commands.options import flag
+from neuronet.commands import values
+from neuronet.commands.options import check_out, flag
 
 
 def export_command(
     source: Annotated[
         Path,
-        typer.Argument(help="A report folder of neuronet run/backtest or forecast --out, or its model file."),
+        typer.Argument(
+            help="A report folder of neuronet run/backtest or forecast --out, or its model file.",
+            parser=values.path,
+        ),
     ],
     out: Annotated[
-        Path | None, typer.Option("--out", help="Folder to write to (default: the model file's folder).")
+        Path | None,
+        typer.Option(
+            "--out", help="Folder to write to (default: the model file's folder).", parser=values.path
+        ),
     ] = None,
     name: Annotated[
-        str, typer.Option("--name", help="File name of the pair: NAME.onnx and NAME.mq5.")
+        str,
+        typer.Option("--name", help="File name of the pair: NAME.onnx and NAME.mq5.", parser=values.text),
     ] = "model",
     last_model: Annotated[
         bool,
@@ -32,6 +40,8 @@ def export_command(
 ) -> None:
     """Export a trained EA or forecaster: an ONNX model of its inputs, scaler and network, and for an EA an
     MQL5 Expert Advisor that embeds it and trades with the EA's rules."""
+    if out is not None:
+        check_out(out)  # before the model is read and its graph built and checked
     try:
         from strategies.export import export
     except ImportError as exc:

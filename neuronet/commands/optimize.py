@@ -22,8 +22,10 @@ import typer
 from backtests import AccountConfig
 from backtests.optimize import CRITERIA, METHODS, Plan, get_criterion, optimize, parse_space, walk_forward
 from backtests.optimize.engine import Engine, scheduler_address
+from backtests.optimize.errors import StoreInUseError
 from backtests.optimize.lock import LOCK_SUFFIX
 from backtests.optimize.report import write_report
+from backtests.optimize.store import check_location
 from backtests.optimize.walkforward import windows
 from backtests.paths import MODELS
 from backtests.periods import PeriodError, resolve
@@ -105,7 +107,9 @@ _OUTDIR = typer.Option(
     help="Report folder, new or empty (default: reports/optimize-EA-SYMBOL-TF-METHOD-HASH).",
     parser=values.path,
 )
-_STORE = typer.Option(None, "--store", help="Study store: SQLite file or RDB URL (default: OUT/study.db).")
+_STORE = typer.Option(
+    None, "--store", help="Study store: SQLite file or RDB URL (default: OUT/study.db).", parser=values.text
+)
 _BAR = typer.Option(True, "--progress/--no-progress", help="Progress bar of passes.")
 _SPA = typer.Option(1000, "--spa-reps", help="Bootstrap resamples of the Reality Check / SPA test.")
 _PBO = typer.Option(16, "--pbo-splits", help="Blocks of the PBO's cross-validation (CSCV), even, 2..20.")
@@ -180,9 +184,11 @@ def optimize_command(
         raise CommandError("give --forward or --walk-forward, not both")
     if anchored and wf is None:
         raise CommandError("--anchored applies to --walk-forward TRAIN,TEST only")
+    if store is not None:
+        check_location(store)  # a folder, a pipe or another application's database: before the data
     if out is not None:
         prepare_out(out, force, _RESUMABLE)
-    name, options = data_request(source, csv, opt, broker_tz, seed, seed_is_data=False)
+    name, options = data_request(source, csv, opt, broker_tz, seed, seed_is_data=False, start=start, end=end)
     df, m1, ticks = market_data(name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv)
     split = None if pass_forward.strip().lower() in _NONE else pass_forward
     _check_periods(df, cls, None if no_forward else forward, wf, anchored, split)
@@ -226,6 +232,8 @@ def optimize_command(
     except KeyboardInterrupt:
         typer.echo(f"interrupted: finished passes are kept in {store_path}; re-run to resume", err=True)
         raise SystemExit(130) from None
+    except StoreInUseError as exc:
+        raise exc.remedied("give another --store") from None
     info = {
         "ea": cls.__name__,
         "data": f"{meta.symbol} {meta.timeframe.name}, {df.index[0]:%Y-%m-%d} .. {df.index[-1]:%Y-%m-%d}",
@@ -262,6 +270,8 @@ def _digest(frame: pd.DataFrame | None) -> str | None:
         return None
     rows = pd.util.hash_pandas_object(frame, index=True).to_numpy()
     return hashlib.sha1(rows.tobytes()).hexdigest()
+
+
 def _check_periods(df: pd.DataFrame, ea, forward: str | None, wf, anchored: bool, split: str | None) -> None:
     """The forward period, the walk-forward windows and each pass's split fit the data, checked as the
     optimisation will check them, but before the report folder, the study or any worker is set up."""

@@ -8,6 +8,7 @@ and the rule "``--csv``/``--path`` means the csv source" lives in ``data_request
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +19,7 @@ import typer
 
 from backtests.paths import MODELS
 from datafeeds import SOURCES, BrokerClock, bars_from_ticks, load_candles, load_ticks, meta_of, resample
+from datafeeds.clock import utc_bound
 from neuronet.commands import values
 from neuronet.commands.errors import CommandError, CommandOSError
 
@@ -121,13 +123,17 @@ def data_request(
     seed: int | None = None,
     *,
     seed_is_data: bool = True,
+    start: str | None = None,
+    end: str | None = None,
 ) -> tuple[str, dict[str, object]]:
     """The source name and its keyword options from the data options of any command.
 
     ``--path``/``--csv`` implies the csv source; ``seed`` seeds the synthetic source (with
     ``seed_is_data=False`` a command's general ``--seed`` reaches the data only where the source is
-    synthetic and ``-o seed=`` was not given).
+    synthetic and ``-o seed=`` was not given). ``start``/``end`` (``--from``/``--to``) must be in order.
     """
+    if start is not None and end is not None and utc_bound(start) >= utc_bound(end):
+        raise CommandError(f"--from {start} must come before --to {end}")
     source = source.strip().lower()
     if path is not None and source == "sample":
         source = "csv"
@@ -171,6 +177,21 @@ def prepare_out(folder: Path, force: bool, resumable: frozenset[str] = frozenset
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CommandOSError(f"--out {folder}: cannot create the folder ({exc.strerror})") from None
+
+
+def check_out(folder: Path) -> Path:
+    """An ``--out`` folder a command makes only once its work is done, checked now without making it: a
+    folder, or one that can be made in the nearest existing folder above it."""
+    if folder.exists() and not folder.is_dir():
+        raise FileExistsError(f"--out {folder}: a file of that name exists; give a folder path")
+    above = folder
+    while not above.exists() and above != above.parent:
+        above = above.parent
+    if not above.is_dir():
+        raise CommandOSError(f"--out {folder}: cannot create the folder ({above} is a file)")
+    if not os.access(above, os.W_OK | os.X_OK):
+        raise CommandOSError(f"--out {folder}: cannot write there ({above}: permission denied)")
+    return folder
 
 
 @contextmanager

@@ -16,21 +16,36 @@ from typing import Annotated
 
 import typer
 
+from backtests.optimize.errors import StoreInUseError
 from backtests.robustness.analysis import Options, analyze_report, load_report, seeded, write_robustness
 from backtests.robustness.montecarlo import METHODS
 from backtests.robustness.permute import SCOPES
 from datafeeds import load_candles
-from neuronet.commands.backtest import Symbol, Timeframe, resolve_ea
+from neuronet.commands import values
+from neuronet.commands.backtest import ROBUSTNESS_STORE, Symbol, Timeframe, resolve_ea
 from neuronet.commands.errors import CommandError
-from neuronet.commands.options import BrokerTz, CsvPath, End, Force, Opts, Source, Start, data_request
+from neuronet.commands.options import (
+    BrokerTz,
+    CsvPath,
+    End,
+    Force,
+    Opts,
+    Source,
+    Start,
+    check_out,
+    data_request,
+)
 
-STORE = "permutations.db"
+STORE = ROBUSTNESS_STORE  # the permutation test's study store, in the output folder
 OUTPUTS = ("robustness.json", "robustness.html")
 
 
 def robustness_command(
     report: Annotated[
-        Path, typer.Argument(help="A report folder of neuronet run/backtest (or its report.json).")
+        Path,
+        typer.Argument(
+            help="A report folder of neuronet run/backtest (or its report.json).", parser=values.path
+        ),
     ],
     monte_carlo: Annotated[
         int | None, typer.Option("--monte-carlo", help="Monte Carlo simulations per method (default 1000).")
@@ -67,7 +82,11 @@ def robustness_command(
     ] = None,
     ea: Annotated[
         str | None,
-        typer.Option("--ea", help="The report's EA for --permutations (default: its built-in by name)."),
+        typer.Option(
+            "--ea",
+            help="The report's EA for --permutations (default: its built-in by name).",
+            parser=values.text,
+        ),
     ] = None,
     source: Source = "sample",
     symbol: Symbol = None,
@@ -79,11 +98,21 @@ def robustness_command(
     opt: Opts = None,
     workers: Annotated[
         int | None,
-        typer.Option("--workers", help="Local processes for permutations (default: one per core)."),
+        typer.Option(
+            "--workers",
+            help="Local processes for permutations (default: one per core).",
+            min=0,
+            max=values.MAX_COUNT,
+        ),
     ] = None,
-    scheduler: Annotated[str | None, typer.Option("--scheduler", help="A running Dask scheduler.")] = None,
+    scheduler: Annotated[
+        str | None, typer.Option("--scheduler", help="A running Dask scheduler.", parser=values.text)
+    ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Folder for robustness.json/.html (default: the report's).")
+        Path | None,
+        typer.Option(
+            "--out", help="Folder for robustness.json/.html (default: the report's).", parser=values.path
+        ),
     ] = None,
     force: Force = False,
     progress: Annotated[
@@ -98,23 +127,24 @@ def robustness_command(
     ):
         if value is not None and value < 1:
             raise CommandError(f"{name} {value}: give at least 1, or leave the option out")
-    chosen = tuple(m.strip().lower() for m in methods.split(",") if m.strip())
+    chosen = tuple(dict.fromkeys(m.strip().lower() for m in methods.split(",") if m.strip()))  # once each
     if not chosen or set(chosen) - set(METHODS):
         raise CommandError(f"--methods {methods!r}: choose from {', '.join(METHODS)}")
-    if workers is not None and workers < 0:
-        raise CommandError(f"--workers {workers}: give 0 (inline) or a positive count")
     if permute not in SCOPES:
         raise CommandError(f"--permute {permute!r}: choose {' or '.join(SCOPES)}")
+    if not permutations:  # what only the permutation test reads would be dropped unsaid
+        _refuse_unused(
+            {"--ea": ea is not None, "--permutation-block": permutation_block != 1,
+             "--permute": permute != "both", "--source": source != "sample", "--symbol": symbol is not None,
+             "--timeframe": timeframe is not None, "--path": path is not None, "--from": start is not None,
+             "--to": end is not None, "--broker-tz": broker_tz is not None, "--opt": bool(opt)}
+        )  # fmt: skip
     if scheduler:
         from backtests.optimize.engine import scheduler_address
 
         scheduler_address(scheduler)
-    doc = load_report(
-        report
-    )  # another version, an interrupted run or not a report: one line, nothing written
-    folder = out or (report if report.is_dir() else report.parent)
-    if folder.exists() and not folder.is_dir():
-        raise FileExistsError(f"--out {folder}: a file of that name exists; give a folder path")
+    doc = load_report(report)  # another version, an interrupted run or not a report: one line
+    folder = check_out(out or (report if report.is_dir() else report.parent))  # made once all is checked
     taken = [name for name in OUTPUTS if (folder / name).exists()]
     if taken and not force:
         raise FileExistsError(
@@ -138,23 +168,41 @@ def robustness_command(
     candles = cls = None
     if options.permutations:
         cls = resolve_ea(ea or doc["ea"]["class"])
-        name, load = data_request(source, path, opt, broker_tz, doc["seed"], seed_is_data=False)
+        name, load = data_request(
+            source, path, opt, broker_tz, doc["seed"], seed_is_data=False, start=start, end=end
+        )
         candles = load_candles(name, symbol, timeframe, start, end, **load)
-    folder.mkdir(parents=True, exist_ok=True)
-    typer.echo(_plan_line(doc, options))
+
+    def ready() -> None:  # every check passed: the folder for the store and the results, and the plan
+        folder.mkdir(parents=True, exist_ok=True)
+        typer.echo(_plan_line(doc, options))
+
     try:
         result = analyze_report(
             report, options, candles=candles, ea=cls, workers=workers, scheduler=scheduler,
             store_path=str(folder / STORE), progress=progress and sys.stderr.isatty(), strict=True,
+            on_ready=ready,
         )  # fmt: skip
     except KeyboardInterrupt:
         typer.echo(
             f"interrupted: finished permutations are kept in {folder / STORE}; re-run to resume", err=True
         )
         raise SystemExit(130) from None
+    except StoreInUseError as exc:  # permutations.db of the --out folder
+        raise exc.remedied("give another --out") from None
     page = write_robustness(folder, result, doc)
     print_robustness(result.to_dict())
     typer.echo(f"report: {page}")
+
+
+def _refuse_unused(given: dict[str, bool]) -> None:
+    """Options of the permutation test given without ``--permutations``: refused, not dropped."""
+    unused = [name for name, is_given in given.items() if is_given]
+    if unused:
+        raise CommandError(
+            f"{unused[0]} is for the permutation test (the report's EA re-run on its data): give "
+            "--permutations N, or leave it out"
+        )
 
 
 def _without_bootstrap(options: Options) -> Options:

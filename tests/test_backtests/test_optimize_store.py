@@ -235,3 +235,23 @@ def test_one_store_file_named_another_way_takes_the_same_lock(tmp_path, monkeypa
     finally:
         holder.stdin.close()
         holder.wait(timeout=60)
+
+
+def test_a_store_location_is_checked_without_creating_anything(tmp_path, monkeypatch):
+    """What ``storage_url`` and ``open_study`` refuse later, ``check_location`` refuses before the data is
+    read, and it makes no folder and no file."""
+    from backtests.optimize import store
+
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "app.db").write_bytes(b"not a database at all, just text that is long enough" * 4)
+    store.check_location(tmp_path / "new" / "deeper" / "study.db")  # to be made: fine
+    with pytest.raises(IsADirectoryError, match="a folder of that name exists"):
+        store.check_location(tmp_path)
+    with pytest.raises(NotADirectoryError, match=r"cannot be made, .*file is not a folder"):
+        store.check_location(tmp_path / "file" / "study.db")
+    with pytest.raises(StoreError, match=r"app\.db: file is not a database"):
+        store.check_location(tmp_path / "app.db")
+    monkeypatch.setattr(store.os, "access", lambda *args: False)  # a folder this user may not write in
+    with pytest.raises(PermissionError, match=r"cannot be made in .* \(permission denied\)"):
+        store.check_location(tmp_path / "new" / "study.db")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "file"]

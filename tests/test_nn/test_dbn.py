@@ -260,6 +260,24 @@ def test_bad_config(kw, match):
     assert caught.value.owner == "DBN" and caught.value.field == next(iter(kw))
 
 
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        (RBMConfig, "n_rand"), (RBMConfig, "n_batches"), (RBMConfig, "chain_end"), (RBMConfig, "max_epochs"),
+        (RBMConfig, "max_no_improvement"), (DBNConfig, "anneal_iters"), (DBNConfig, "sup_max_iter"),
+        (DBNConfig, "fine_max_iter"),
+    ],
+)  # fmt: skip
+def test_a_count_beyond_32_bits_is_refused_not_run_for_ever(config, field):
+    """``--tries 1e20`` was accepted and ran its random tries for ever; the largest count is 2**31 - 1."""
+    from nn.rbm_config import DBNConfigError
+
+    kw = {"n_hidden": 1} if config is RBMConfig else {}
+    config(**kw, **{field: 2**31 - 1})
+    with pytest.raises(DBNConfigError, match=f"{field} = 2147483648: must be below 2147483648"):
+        config(**kw, **{field: 2**31})
+
+
 def test_interpolated_layer_sizes():
     """DEEP's architecture dialog: first and last given, interior sizes on the line between, rounded."""
     from nn.dbn_config import interpolated_sizes
