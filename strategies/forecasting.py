@@ -3,8 +3,10 @@ and the whole protocol (``run_protocol``), shared by ``neuronet forecast`` and `
 
 Two protocols (``PROTOCOLS``): ``official`` reproduces the official ATFNet repository's run scripts
 (github YHYHYHYHYHY/ATFNet, which train ATFNet and its PatchTST re-run alike) step by step, so its figures
-compare with the published tables; ``neuronet`` (the default) trains the same way but scores every test
-window, trains on every training window and validates on all of them, and inverts the F block's DFT exactly.
+compare with the published tables; ``neuronet`` (the default) trains with the same recipe (initialisation,
+schedule, F block scaling) but on every training window, validates on every window and scores every test
+window, where the official loaders drop each epoch's last partial batch and never score the last test
+windows.
 
 Windows of ``seq_len`` past points predict the next ``pred_len`` points of every channel. Every model is
 reported next to two baselines, because on financial series the naive forecast is hard to beat (on the
@@ -61,7 +63,7 @@ class Protocol:
 
 
 PROTOCOLS = {
-    "neuronet": Protocol("neuronet", "70/10/20", "exact", "xavier", 0, False, None),
+    "neuronet": Protocol("neuronet", "70/10/20", "official", "torch", 1, False, None),
     # the official scripts: --data custom (70/10/20 rows), batch 256, Adam 1e-4, lradj type1, 10 epochs,
     # patience 3, d_model 512, PyTorch's initialisation, drop_last=True in every loader
     "official": Protocol("official", "70/10/20", "official", "torch", 1, True, "paper"),
@@ -220,7 +222,7 @@ def run_protocol(
     pred_len: int = 96,
     split: str | None = None,
     model: str = "atfnet",
-    preset: Preset = PRESETS["paper"],
+    preset: Preset | None = None,
     epochs: int = 10,
     patience: int = 3,
     f_scaling: str | None = None,
@@ -235,9 +237,13 @@ def run_protocol(
 
     Returns the results document (JSON-ready: no NaN) and the trained model, whose ``metadata`` holds the
     channels and the training-split scaler so its inputs can be prepared exactly as in training.
-    ``split`` and ``f_scaling`` default to the protocol's; ``sizes`` overrides the preset's layer keywords.
+    ``split`` and ``f_scaling`` default to the protocol's, ``preset`` to the protocol's or else the device's
+    (``preset_for``: the command line's defaults); ``sizes`` overrides the preset's layer keywords.
     """
     proto = _protocol(protocol)
+    backend = get_backend(backend)
+    if preset is None:
+        preset = PRESETS[proto.preset or preset_for(backend)[0]]
     split = proto.split if split is None else split
     f_scaling = proto.f_scaling if f_scaling is None else f_scaling
     if f_scaling not in F_SCALINGS:

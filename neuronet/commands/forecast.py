@@ -167,14 +167,15 @@ def forecast(
     preset: Annotated[
         str | None,
         typer.Option(
-            help="paper (d_model 512, d_ff 2048, lr 1e-4) or cpu (64/128, lr 1e-3); default: by "
-            "device, paper on a GPU."
+            help="paper (d_model 512, d_ff 2048, lr 1e-4) or cpu (64/128, lr 1e-3); default: paper "
+            "with --protocol official, else by device (paper on a GPU)."
         ),
     ] = None,
     epochs: Annotated[int, typer.Option(help="Maximum epochs (early stopping on validation).")] = 10,
     batch_size: Annotated[int | None, typer.Option(help="Windows per step (default: the preset's).")] = None,
     lr: Annotated[
-        float | None, typer.Option(help="Adam learning rate, halved every epoch (default: the preset's).")
+        float | None,
+        typer.Option(help="Adam learning rate: epochs 1-2, then halved every epoch (default: the preset's)."),
     ] = None,
     patience: Annotated[int, typer.Option(help="Early-stopping patience (epochs).")] = 3,
     d_model: Size = None,
@@ -187,14 +188,14 @@ def forecast(
     f_scaling: Annotated[
         str | None,
         typer.Option(
-            help="F block inverse DFT: exact (the inverse of the forward DFT) or official (the "
-            "official code's, F/N times it); default: the protocol's (neuronet exact, official official)."
+            help="F block inverse DFT: official (the official code's; default) or exact (the inverse "
+            "of the forward DFT, N/F times the official)."
         ),
     ] = None,
     backend: Annotated[
         str, typer.Option(help="auto (the best usable OpenCL device, else NumPy), numpy, opencl[:<device>].")
     ] = "auto",
-    seed: Annotated[int, typer.Option(help="Initial weights and dropout masks.")] = 0,
+    seed: Annotated[int, typer.Option(help="Initial weights, dropout masks and batch order.")] = 0,
     out: Annotated[
         Path | None, typer.Option(help="New or empty folder for metrics.json, per_horizon.csv, the model.")
     ] = None,

@@ -9,7 +9,7 @@ import pytest
 
 from nn import SGD, Dense, Sequential
 from nn.callbacks import EpochRecord
-from strategies.forecasting import PROTOCOLS, Preset, ShuffledValidation, run_protocol
+from strategies.forecasting import PRESETS, PROTOCOLS, Preset, ShuffledValidation, run_protocol
 
 TINY = Preset(d_model=4, n_heads=2, layers=1, d_ff=8, dropout=0.0, lr=1e-3, batch_size=16)
 SIZES = dict(fnet_d_model=4, fnet_d_ff=8, fnet_layers=1)
@@ -81,8 +81,15 @@ def test_neuronet_protocol_trains_validates_and_scores_every_window(csv_path):
     naive_all, m = _naive_by_hand(csv_path, 24, 8, 10**6)
     assert doc["protocol"]["name"] == "neuronet" and doc["windows"]["test_scored"] == m == 73
     assert doc["mse"]["naive"] == pytest.approx(naive_all, rel=1e-12) and "all_windows" not in doc
-    assert [e["lr"] for e in doc["epochs"]] == [1e-3, 5e-4]
-    assert doc["layer"]["init"] == "xavier" and doc["layer"]["f_scaling"] == "exact"
+    assert [e["lr"] for e in doc["epochs"]] == [1e-3, 1e-3]  # the official recipe otherwise
+    assert doc["layer"]["init"] == "torch" and doc["layer"]["f_scaling"] == "official"
+
+
+def test_python_and_the_command_line_share_the_preset_defaults(csv_path):
+    """No preset given: the protocol's (official: the paper's size), else the device's, as on the command
+    line (NumPy is not a GPU: cpu)."""
+    doc, _ = run_protocol(csv_path, "OT", seq_len=24, pred_len=8, epochs=1, backend="numpy", sizes=SIZES)
+    assert doc["preset"] == PRESETS["cpu"].__dict__
 
 
 def test_protocol_and_split_are_checked(csv_path):
