@@ -265,6 +265,8 @@ class Sequential:
         for name, value, low in (("epochs", epochs, 0), ("batch_size", batch_size, 1), ("seed", seed, 0)):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"fit: {name} must be an integer >= {low}, got {value!r}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"fit: drop_last must be True or False, got {drop_last!r}")
         if self._first_trainable == len(self.layers):
             raise ValueError("fit: the model has no trainable parameters")
         x, y = self._check_xy(x, y, "fit")

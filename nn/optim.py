@@ -39,7 +39,7 @@ class StepDecay:
             )
         if not 0.0 < self.gamma <= 1.0:
             raise ValueError(f"StepDecay gamma must be in (0, 1], got {self.gamma!r}")
-        if not isinstance(self.start, int) or self.start < 0:
+        if not isinstance(self.start, int) or isinstance(self.start, bool) or self.start < 0:
             raise ValueError(f"StepDecay start must be an integer >= 0 (epochs), got {self.start!r}")
 
     def __call__(self, lr: float, epoch: int) -> float:

@@ -123,3 +123,32 @@ def test_torch_scheme_reaches_every_atfnet_weight():
     assert net.layers[0].config()["init"] == "torch"
     with pytest.raises(ValueError, match="init must be one of xavier, torch"):
         ATFNet(pred, init="kaiming")
+
+
+def test_init_scheme_survives_the_model_file_and_a_forged_one_is_refused(tmp_path):
+    """A model file keeps its layers' scheme; one naming an unknown scheme is refused in one line."""
+    import json
+    import zipfile
+
+    from nn.atfnet import PatchTST
+    from nn.io import ModelFileError, load, save
+    from nn.model import Sequential
+
+    net = Sequential([PatchTST(4, 8, 2, 1, 16, init="torch")], (24, 2), "mse", "adam", "numpy", 0)
+    path = save(net, tmp_path / "m.nnz")
+    back = load(path, backend="numpy")
+    assert back.layers[0].config()["init"] == "torch"
+    np.testing.assert_array_equal(back.predict(np.ones((1, 24, 2))), net.predict(np.ones((1, 24, 2))))
+    with zipfile.ZipFile(path) as z:
+        parts = {name: z.read(name) for name in z.namelist()}
+    header_name = next(n for n in parts if n.endswith(".json"))
+    header = json.loads(parts[header_name])
+    text = json.dumps(header).replace('"init": "torch"', '"init": "lecun"')
+    assert text != json.dumps(header)
+    forged = tmp_path / "forged.nnz"
+    with zipfile.ZipFile(forged, "w") as z:
+        for name, data in parts.items():
+            z.writestr(name, text if name == header_name else data)
+    with pytest.raises(ModelFileError, match="init must be one of xavier, torch") as exc:
+        load(forged, backend="numpy")
+    assert str(forged) in str(exc.value)

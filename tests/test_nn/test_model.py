@@ -137,6 +137,8 @@ def test_drop_last_trains_on_full_batches_only_with_a_fresh_remainder_each_epoch
         want = model.evaluate(x[order[:15]], y[order[:15]])["loss"]
         assert history.epochs[epoch].loss == pytest.approx(want, rel=1e-12)
     assert set(seen[0] + seen[1] + seen[2]) != set(seen[3] + seen[4] + seen[5])
+    with pytest.raises(ValueError, match="drop_last must be True or False, got 'yes'"):
+        model.fit(x, y, drop_last="yes", progress=False)
 
 
 def test_online_mode_is_per_sample_sgd():

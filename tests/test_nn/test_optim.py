@@ -172,5 +172,6 @@ def test_type1_schedule_runs_its_first_two_epochs_at_the_initial_rate():
     assert [official(1e-4, e) for e in range(5)] == [1e-4, 1e-4, 5e-5, 2.5e-5, 1.25e-5]
     assert [StepDecay(1, 0.5)(1e-4, e) for e in range(3)] == [1e-4, 5e-5, 2.5e-5]
     assert official.config() == {"type": "step", "step_size": 1, "gamma": 0.5, "start": 1}
-    with pytest.raises(ValueError, match="start must be an integer >= 0"):
-        StepDecay(1, 0.5, start=-1)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="start must be an integer >= 0"):
+            StepDecay(1, 0.5, start=bad)
