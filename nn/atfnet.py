@@ -14,6 +14,9 @@ points). Every channel is forecast on its own ("channel independence"): internal
 
 Defaults follow the official implementation (github YHYHYHYHYHY/ATFNet): d_model 512, 8 heads, 2 layers,
 d_ff 2048, dropout 0.1 in both blocks (the F block's attention weights included), RevIN without affine.
+``init="torch"`` starts every weight where the official PyTorch modules start theirs (``nn.init``'s
+``"torch"`` scheme: ``nn.Linear``/``Conv1d`` defaults, the official ``ComplexLN`` weight ``(1+i)/√2``);
+the default ``"xavier"`` keeps Xavier weights, zero biases and complex layer norm weights ``1+i``.
 Deliberate differences: the inverse DFT always has length L+T (the official ``irfft`` default loses a
 point when L+T is odd); the F block's inverse DFT multiplies the spectrum back by N = L+T, the exact
 inverse of the forward DFT's 1/N, where the official code multiplies by the number of bins F
@@ -37,6 +40,7 @@ from nn.attention import (
 )
 from nn.complex import ComplexDense, ComplexDropout, ComplexEncoderLayer, ComplexMultiHeadAttention
 from nn.errors import NNConfigError
+from nn.init import check_scheme
 from nn.layer import Layer, ParamSpec
 from nn.layers import DropoutMask, register_layer
 from nn.spectral import (
@@ -181,22 +185,23 @@ class PatchTSTBackbone(Composite):
         stride: int = 8,
         activation: str = "gelu",
         seed: int = 0,
+        init: str = "xavier",
     ) -> None:
         super().__init__()
         self.pred_len, self.d_model, self.n_heads, self.e_layers = pred_len, d_model, n_heads, e_layers
         self.d_ff, self.dropout, self.patch_len, self.stride = d_ff, dropout, patch_len, stride
-        self.activation, self.seed = activation, seed
+        self.activation, self.seed, self.init = activation, seed, check_scheme(self.type_name, init)
         self.children = {
             "patch": Patching(patch_len, stride),
-            "embed": TokenLinear(d_model, bias=False),
+            "embed": TokenLinear(d_model, bias=False, init=init),
             "pos": SinusoidalPositionalEncoding(),
         }
         for i in range(e_layers):
             self.children[f"enc{i}"] = TransformerEncoderLayer(
-                n_heads, d_ff, dropout, activation, seed=seed + 8 * (i + 1)
+                n_heads, d_ff, dropout, activation, seed=seed + 8 * (i + 1), init=init
             )
         self.children["norm"] = LayerNorm()
-        self.children["head"] = TokenLinear(pred_len)
+        self.children["head"] = TokenLinear(pred_len, init=init)
         self._drop_in, self._drop_out = DropoutMask(dropout, seed + 1), DropoutMask(dropout, seed + 2)
 
     def build(self, input_shape):
@@ -271,7 +276,9 @@ class FeatureAttentionEncoderLayer(ComplexEncoderLayer):
     type_name = "complex_feature_encoder_layer"
 
     def _attention(self) -> Layer:
-        return ComplexFeatureAttention(self.heads, self.score, self.causal, self._attn_rate, self.seed + 3)
+        return ComplexFeatureAttention(
+            self.heads, self.score, self.causal, self._attn_rate, self.seed + 3, self.init
+        )
 
 
 @register_layer
@@ -292,22 +299,23 @@ class FrequencyBlock(Composite):
         seed: int = 0,
         attn_dropout: float | None = None,
         f_scaling: str = "exact",
+        init: str = "xavier",
     ) -> None:
         super().__init__()
         if f_scaling not in F_SCALINGS:
             raise NNConfigError(f"f_scaling must be one of {', '.join(F_SCALINGS)}, got {f_scaling!r}")
-        self.f_scaling = f_scaling
+        self.f_scaling, self.init = f_scaling, check_scheme(self.type_name, init)
         self.pred_len, self.d_model, self.n_heads, self.layers = pred_len, d_model, n_heads, layers
         self.d_ff, self.dropout, self.score, self.seed = d_ff, dropout, score, seed
         self.attn_dropout = attn_dropout
         self.children = {
             "norm": SpectrumNorm(),
-            "embed": ComplexDense(d_model),
+            "embed": ComplexDense(d_model, init=init),
             "drop": ComplexDropout(dropout, seed),
         }
         for i in range(layers):
             self.children[f"enc{i}"] = FeatureAttentionEncoderLayer(
-                n_heads, d_ff, dropout, score, seed=seed + 8 * (i + 1), attn_dropout=attn_dropout
+                n_heads, d_ff, dropout, score, seed=seed + 8 * (i + 1), attn_dropout=attn_dropout, init=init
             )
 
     def build(self, input_shape):
@@ -318,7 +326,7 @@ class FrequencyBlock(Composite):
         bins = self._dft.build((length,))[0]  # F = (L + T)//2 + 1
         self._idft = InverseExtendedDFT(length, self.pred_len)
         self._idft.build((bins, 2))
-        self.children["proj"] = ComplexDense(bins)
+        self.children["proj"] = ComplexDense(bins, init=self.init)
         self.children["norm"].build((bins, 2))
         shape: tuple[int, ...] = (1, bins, 2)  # one token per series
         for name in ("embed", "drop", *(f"enc{i}" for i in range(self.layers)), "proj"):
@@ -382,9 +390,10 @@ class PatchTST(RevIN):
         activation: str = "gelu",
         affine: bool = False,
         seed: int = 0,
+        init: str = "xavier",
     ) -> None:
         backbone = PatchTSTBackbone(
-            pred_len, d_model, n_heads, e_layers, d_ff, dropout, patch_len, stride, activation, seed
+            pred_len, d_model, n_heads, e_layers, d_ff, dropout, patch_len, stride, activation, seed, init
         )
         super().__init__([backbone], True, affine)
 
@@ -401,8 +410,10 @@ class ATFNet(Composite):
     ``fnet_attn_dropout`` drops the F block's attention weights (``None``: ``complex_dropout``; the official
     code always uses 0.1). ``f_scaling``: ``"exact"`` (default; the F block's inverse DFT is the exact inverse
     of its forward DFT) or ``"official"`` (the official code's scaling by the number of bins F instead of
-    N = L+T, to reproduce its numbers). ``backward`` treats ``w`` as a constant (it has no gradient, as in the
-    official code), so the input gradient is exact only within each block; parameter gradients are exact.
+    N = L+T, to reproduce its numbers). ``init``: ``"xavier"`` (default) or ``"torch"`` (every weight
+    starts as in the official PyTorch code, ``nn.init``). ``backward`` treats ``w`` as a constant (it has no
+    gradient, as in the official code), so the input gradient is exact only within each block; parameter
+    gradients are exact.
     """
 
     type_name = "atfnet"
@@ -427,6 +438,7 @@ class ATFNet(Composite):
         seed: int = 0,
         fnet_attn_dropout: float | None = None,
         f_scaling: str = "exact",
+        init: str = "xavier",
     ) -> None:
         super().__init__()
         self.pred_len, self.d_model, self.n_heads, self.e_layers = pred_len, d_model, n_heads, e_layers
@@ -434,14 +446,14 @@ class ATFNet(Composite):
         self.activation, self.affine, self.score, self.seed = activation, affine, score, seed
         self.fnet_d_model, self.fnet_d_ff, self.fnet_layers = fnet_d_model, fnet_d_ff, fnet_layers
         self.complex_dropout, self.fnet_attn_dropout = complex_dropout, fnet_attn_dropout
-        self.f_scaling = f_scaling
+        self.f_scaling, self.init = f_scaling, check_scheme(self.type_name, init)
         fblock = FrequencyBlock(
             pred_len, fnet_d_model, n_heads, fnet_layers, fnet_d_ff, complex_dropout, score, seed + 1000,
-            fnet_attn_dropout, f_scaling,
+            fnet_attn_dropout, f_scaling, init,
         )  # fmt: skip
         self.children = {
             "t": PatchTST(pred_len, d_model, n_heads, e_layers, d_ff, dropout, patch_len, stride, activation,
-                          affine, seed),
+                          affine, seed, init),
             "f": ChannelIndependent([fblock]),
         }  # fmt: skip
         self.last_weight = None

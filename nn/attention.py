@@ -21,6 +21,7 @@ import numpy as np
 
 from nn.backend import Activation
 from nn.errors import NNConfigError
+from nn.init import bias_spec, check_scheme, weight_spec
 from nn.layer import Layer, ParamSpec
 from nn.layers import DropoutMask, DropsWeights, from_config, register_layer
 
@@ -120,14 +121,23 @@ class MultiHeadSelfAttention(DropsWeights, Layer):
 
     ``softmax(q·kᵀ/√d_k)·v`` per head, with fused q/k/v projection ``wqkv (3D, D)`` and output projection
     ``wo (D, D)``; ``causal`` masks future tokens; ``dropout`` acts on the attention weights as in PyTorch's
-    ``FullAttention``.
+    ``FullAttention``. ``init``: ``"xavier"`` or ``"torch"`` (``nn.init.INIT_SCHEMES``; the fused ``wqkv``
+    starts as the three separate ``nn.Linear(D, D)`` of the official code would).
     """
 
     type_name = "multihead_attention"
 
-    def __init__(self, n_heads: int = 8, causal: bool = False, dropout: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self,
+        n_heads: int = 8,
+        causal: bool = False,
+        dropout: float = 0.0,
+        seed: int = 0,
+        init: str = "xavier",
+    ) -> None:
         super().__init__()
         self.n_heads, self.causal, self.dropout, self.seed = n_heads, causal, dropout, seed
+        self.init = check_scheme(self.type_name, init)
         self._drop = DropoutMask(dropout, seed)
 
     def build(self, input_shape):
@@ -142,12 +152,12 @@ class MultiHeadSelfAttention(DropsWeights, Layer):
         return self.output_shape
 
     def param_specs(self):
-        d = self.input_shape[1]
+        d, init = self.input_shape[1], self.init
         return [
-            ParamSpec("wqkv", (3 * d, d), "xavier_uniform", d, d),
-            ParamSpec("bqkv", (3 * d,), "zeros"),
-            ParamSpec("wo", (d, d), "xavier_uniform", d, d),
-            ParamSpec("bo", (d,), "zeros"),
+            weight_spec("wqkv", (3 * d, d), init, d, d),
+            bias_spec("bqkv", (3 * d,), init, d),
+            weight_spec("wo", (d, d), init, d, d),
+            bias_spec("bo", (d,), init, d),
         ]
 
     def forward(self, x, training):
@@ -280,13 +290,15 @@ class Patching(Layer):
 
 @register_layer
 class TokenLinear(Layer):
-    """Dense map over the LAST axis of an N-D input (tokens keep their positions); bias optional."""
+    """Dense map over the LAST axis of an N-D input (tokens keep their positions); bias optional;
+    ``init``: ``"xavier"`` or ``"torch"`` (``nn.init.INIT_SCHEMES``)."""
 
     type_name = "token_linear"
 
-    def __init__(self, units: int, bias: bool = True) -> None:
+    def __init__(self, units: int, bias: bool = True, init: str = "xavier") -> None:
         super().__init__()
         self.units, self.bias = units, bias
+        self.init = check_scheme(self.type_name, init)
 
     def build(self, input_shape):
         self.input_shape = tuple(input_shape)
@@ -295,8 +307,8 @@ class TokenLinear(Layer):
 
     def param_specs(self):
         i = self.input_shape[-1]
-        specs = [ParamSpec("w", (self.units, i), "xavier_uniform", i, self.units)]
-        return [*specs, ParamSpec("b", (self.units,), "zeros")] if self.bias else specs
+        specs = [weight_spec("w", (self.units, i), self.init, i, self.units)]
+        return [*specs, bias_spec("b", (self.units,), self.init, i)] if self.bias else specs
 
     def forward(self, x, training):
         self._x = x
@@ -310,13 +322,22 @@ class TokenLinear(Layer):
 
 @register_layer
 class FeedForward(Layer):
-    """Position-wise MLP ``(S, D) -> (S, D)``: linear to ``d_ff``, activation, dropout, linear, dropout."""
+    """Position-wise MLP ``(S, D) -> (S, D)``: linear to ``d_ff``, activation, dropout, linear, dropout;
+    ``init``: ``"xavier"`` or ``"torch"`` (the official code's kernel-1 ``Conv1d`` pair starts as linears)."""
 
     type_name = "feedforward"
 
-    def __init__(self, d_ff: int = 2048, activation: str = "gelu", dropout: float = 0.0, seed: int = 0):
+    def __init__(
+        self,
+        d_ff: int = 2048,
+        activation: str = "gelu",
+        dropout: float = 0.0,
+        seed: int = 0,
+        init: str = "xavier",
+    ):
         super().__init__()
         self.d_ff, self.activation, self.dropout, self.seed = d_ff, activation, dropout, seed
+        self.init = check_scheme(self.type_name, init)
         self._act = Activation.of(activation)
         self._drop1, self._drop2 = DropoutMask(dropout, seed), DropoutMask(dropout, seed + 1)
 
@@ -325,12 +346,12 @@ class FeedForward(Layer):
         return self.output_shape
 
     def param_specs(self):
-        d, f = self.input_shape[-1], self.d_ff
+        d, f, init = self.input_shape[-1], self.d_ff, self.init
         return [
-            ParamSpec("w1", (f, d), "xavier_uniform", d, f),
-            ParamSpec("b1", (f,), "zeros"),
-            ParamSpec("w2", (d, f), "xavier_uniform", f, d),
-            ParamSpec("b2", (d,), "zeros"),
+            weight_spec("w1", (f, d), init, d, f),
+            bias_spec("b1", (f,), init, d),
+            weight_spec("w2", (d, f), init, f, d),
+            bias_spec("b2", (d,), init, f),
         ]
 
     def forward(self, x, training):
@@ -366,6 +387,7 @@ class TransformerEncoderLayer(Composite):
 
     The layout of PyTorch's ``nn.TransformerEncoderLayer`` (norm_first=False) and of the PatchTST/ATFNet
     encoder: dropout on the attention weights, after the attention output and twice inside the FFN.
+    ``init`` (``"xavier"``/``"torch"``, ``nn.init.INIT_SCHEMES``) reaches the attention and the FFN.
     """
 
     type_name = "transformer_encoder_layer"
@@ -379,14 +401,15 @@ class TransformerEncoderLayer(Composite):
         causal: bool = False,
         eps: float = 1e-5,
         seed: int = 0,
+        init: str = "xavier",
     ) -> None:
         super().__init__()
         self.n_heads, self.d_ff, self.dropout, self.activation = n_heads, d_ff, dropout, activation
-        self.causal, self.eps, self.seed = causal, eps, seed
+        self.causal, self.eps, self.seed, self.init = causal, eps, seed, init
         self.children = {
-            "attn": MultiHeadSelfAttention(n_heads, causal, dropout, seed),
+            "attn": MultiHeadSelfAttention(n_heads, causal, dropout, seed, init),
             "norm1": LayerNorm(eps),
-            "ffn": FeedForward(d_ff, activation, dropout, seed + 2),
+            "ffn": FeedForward(d_ff, activation, dropout, seed + 2, init),
             "norm2": LayerNorm(eps),
         }
         self._drop = DropoutMask(dropout, seed + 4)

@@ -28,7 +28,8 @@ from nn.attention import Composite
 from nn.backend import Tensor
 from nn.complex_ops_numpy import COMPLEX_ACTIVATIONS, SCORE_MODES
 from nn.errors import NNConfigError
-from nn.layer import Layer, ParamSpec
+from nn.init import INIT_SCHEMES, bias_spec, check_scheme, weight_spec
+from nn.layer import INITIALISERS, Layer, ParamSpec
 from nn.layers import Dropout, DropoutMask, DropsWeights, register_layer
 
 
@@ -45,16 +46,22 @@ class ComplexDense(Layer):
     """Complex affine map over the last complex axis: ``(*lead, I) -> (*lead, units)``.
 
     One complex weight ``w (units, I)`` and bias ``b (units,)``. The official ATFNet ``ComplexLinear`` builds
-    the same map from two real ``nn.Linear`` (its bias is a reparametrised complex bias). Initialisation:
-    Xavier-uniform on Re and Im each, with fans doubled so that ``E|w|²`` equals the real Xavier variance.
+    the same map from two real ``nn.Linear`` (its bias is a reparametrised complex bias). ``init``:
+    ``"xavier"`` (Xavier-uniform on Re and Im each, with fans doubled so that ``E|w|²`` equals the real
+    Xavier variance; zero bias), ``"torch"`` (the official pair of ``nn.Linear`` at PyTorch's defaults:
+    Re and Im ``U(±1/√I)``, bias ``(b_r − b_i) + i(b_r + b_i)``), or any ``nn.layer.INITIALISERS`` name
+    for the weight with a zero bias.
     """
 
     type_name: ClassVar[str] = "complex_dense"
 
-    def __init__(self, units: int, use_bias: bool = True, init: str = "xavier_uniform") -> None:
+    def __init__(self, units: int, use_bias: bool = True, init: str = "xavier") -> None:
         super().__init__()
         if units < 1:
             raise NNConfigError(f"complex_dense: units must be >= 1, got {units}")
+        if init not in INIT_SCHEMES + INITIALISERS:
+            known = ", ".join(INIT_SCHEMES + INITIALISERS)
+            raise NNConfigError(f"complex_dense: init must be one of {known}, got {init!r}")
         self.units, self.use_bias, self.init = units, use_bias, init
         self._x: Tensor | None = None
 
@@ -65,10 +72,13 @@ class ComplexDense(Layer):
         return self.output_shape
 
     def param_specs(self) -> list[ParamSpec]:
-        n_in = self.input_shape[-2]
-        specs = [ParamSpec("w", (self.units, n_in, 2), self.init, fan_in=2 * n_in, fan_out=2 * self.units)]
+        n_in, units = self.input_shape[-2], self.units
+        if self.init in INIT_SCHEMES:
+            specs = [_complex_weight("w", (units, n_in, 2), self.init, n_in, units)]
+        else:
+            specs = [ParamSpec("w", (units, n_in, 2), self.init, fan_in=2 * n_in, fan_out=2 * units)]
         if self.use_bias:
-            specs.append(ParamSpec("b", (self.units, 2), "zeros"))
+            specs.append(bias_spec("b", (units, 2), self.init, n_in, complex_=True))
         return specs
 
     def forward(self, x: Tensor, training: bool) -> Tensor:
@@ -83,6 +93,14 @@ class ComplexDense(Layer):
             self._x, self.params["w"], g, self.grads["w"], self.grads.get("b"), need_input_grad
         )
         return None if gx is None else gx.reshape(gy.shape[0], *self.input_shape)
+
+
+def _complex_weight(name: str, shape: tuple[int, ...], init: str, n_in: int, n_out: int) -> ParamSpec:
+    """A complex weight under a scheme: Xavier fans count Re and Im (doubled), PyTorch's count the inputs
+    of one real ``nn.Linear`` of the official pair."""
+    if init == "torch":
+        return weight_spec(name, shape, init, n_in, n_out)
+    return weight_spec(name, shape, init, 2 * n_in, 2 * n_out)
 
 
 @register_layer
@@ -154,19 +172,19 @@ class ComplexLayerNorm(Layer):
 
     ``μ`` is the complex mean, the variance is real, ``w`` and ``b`` are complex (complex product). The
     official ``ComplexLN`` uses the unbiased variance without eps and initialises ``w = (1+i)/√2``; here the
-    variance is biased with ``eps`` (no division by zero on constant rows) and ``w`` starts at ``1+i`` (the
-    same phase; the initialisers are real and elementwise). No switch for the official variance: it only
-    rescales ``ẑ`` by the constant ``√((D−1)/D)``, which ``w`` absorbs (official with ``w`` = this layer with
-    ``w·√((D−1)/D)``, up to eps), so both describe the same family of maps and train alike.
+    variance is biased with ``eps`` (no division by zero on constant rows) and ``w`` starts at ``1+i``
+    (``init="xavier"``, modulus √2) or at the official ``(1+i)/√2`` (``init="torch"``). No switch for the
+    official variance: it only rescales ``ẑ`` by the constant ``√((D−1)/D)``, which ``w`` absorbs (official
+    with ``w`` = this layer with ``w·√((D−1)/D)``, up to eps), so both describe the same family of maps.
     """
 
     type_name: ClassVar[str] = "complex_layernorm"
 
-    def __init__(self, eps: float = 1e-5) -> None:
+    def __init__(self, eps: float = 1e-5, init: str = "xavier") -> None:
         super().__init__()
         if eps <= 0:
             raise NNConfigError(f"complex_layernorm: eps must be > 0, got {eps}")
-        self.eps = eps
+        self.eps, self.init = eps, check_scheme(self.type_name, init)
         self._xhat: Tensor | None = None
         self._inv_std: Tensor | None = None
 
@@ -177,7 +195,8 @@ class ComplexLayerNorm(Layer):
 
     def param_specs(self) -> list[ParamSpec]:
         d = self.input_shape[-2]
-        return [ParamSpec("w", (d, 2), "ones"), ParamSpec("b", (d, 2), "zeros")]
+        return [ParamSpec("w", (d, 2), "complex_unit" if self.init == "torch" else "ones"),
+                ParamSpec("b", (d, 2), "zeros")]  # fmt: skip
 
     def forward(self, x: Tensor, training: bool) -> Tensor:
         d = self.input_shape[-2]
@@ -212,7 +231,8 @@ class ComplexMultiHeadAttention(DropsWeights, Layer):
     tokens j ≤ i only. ``dropout`` drops attention weights in training (inverted dropout, counter-based
     masks from ``seed``), as the official ``ComplexAttention`` does. This is standard attention ACROSS
     tokens; the official ATFNet code instead attends across feature slots inside each token
-    (``nn.atfnet.ComplexFeatureAttention``, built on the same ops).
+    (``nn.atfnet.ComplexFeatureAttention``, built on the same ops). ``init``: ``"xavier"`` or ``"torch"``
+    (the official four ``ComplexLinear`` projections at PyTorch's defaults).
     """
 
     type_name: ClassVar[str] = "complex_mha"
@@ -224,10 +244,12 @@ class ComplexMultiHeadAttention(DropsWeights, Layer):
         causal: bool = False,
         dropout: float = 0.0,
         seed: int = 0,
+        init: str = "xavier",
     ) -> None:
         super().__init__()
         self._drop = DropoutMask(dropout, seed, "attention dropout")
         self.dropout, self.seed = dropout, seed
+        self.init = check_scheme(self.type_name, init)
         if score not in SCORE_MODES:
             raise NNConfigError(
                 f"complex_mha: unknown score {score!r}: expected one of {', '.join(SCORE_MODES)}"
@@ -248,12 +270,12 @@ class ComplexMultiHeadAttention(DropsWeights, Layer):
         return self.output_shape
 
     def param_specs(self) -> list[ParamSpec]:
-        d = self.input_shape[1]
+        d, init = self.input_shape[1], self.init
         return [
-            ParamSpec("w_qkv", (3 * d, d, 2), "xavier_uniform", fan_in=2 * d, fan_out=2 * d),
-            ParamSpec("b_qkv", (3 * d, 2), "zeros"),
-            ParamSpec("w_out", (d, d, 2), "xavier_uniform", fan_in=2 * d, fan_out=2 * d),
-            ParamSpec("b_out", (d, 2), "zeros"),
+            _complex_weight("w_qkv", (3 * d, d, 2), init, d, d),
+            bias_spec("b_qkv", (3 * d, 2), init, d, complex_=True),
+            _complex_weight("w_out", (d, d, 2), init, d, d),
+            bias_spec("b_out", (d, 2), init, d, complex_=True),
         ]
 
     # The attention op takes (batch, tokens, 3·heads·E, 2). Attention across tokens hands it the samples as
@@ -303,7 +325,7 @@ class ComplexEncoderLayer(Composite):
     ``ff1.*``, ``ff2.*``, ``norm2.*``. The attention weights are dropped at ``attn_dropout`` (``None``: the
     same rate as ``dropout``; the official code fixes it at 0.1). The three dropouts use seeds ``seed``,
     ``seed + 1``, ``seed + 2`` and the attention ``seed + 3``: give stacked layers seeds at least 4 apart so
-    that their masks are independent.
+    that their masks are independent. ``init`` (``"xavier"``/``"torch"``) reaches every parametrised child.
     """
 
     type_name: ClassVar[str] = "complex_encoder_layer"
@@ -318,28 +340,32 @@ class ComplexEncoderLayer(Composite):
         eps: float = 1e-5,
         seed: int = 0,
         attn_dropout: float | None = None,
+        init: str = "xavier",
     ) -> None:
         super().__init__()
         if d_ff < 1:
             raise NNConfigError(f"complex_encoder_layer: d_ff must be >= 1, got {d_ff}")
         self.heads, self.d_ff, self.dropout, self.score = heads, d_ff, dropout, score
         self.causal, self.eps, self.seed, self.attn_dropout = causal, eps, seed, attn_dropout
+        self.init = check_scheme(self.type_name, init)
         # The chain in forward order; parameters are named after the parametrised children.
         self.children = {
             "attn": self._attention(),
             "drop1": ComplexDropout(dropout, seed),
-            "norm1": ComplexLayerNorm(eps),
-            "ff1": ComplexDense(d_ff),
+            "norm1": ComplexLayerNorm(eps, init),
+            "ff1": ComplexDense(d_ff, init=init),
             "act": ComplexActivation("relu"),
             "drop2": ComplexDropout(dropout, seed + 1),
-            "ff2": ComplexDense(1),  # placeholder until build knows d_model
+            "ff2": ComplexDense(1, init=init),  # placeholder until build knows d_model
             "drop3": ComplexDropout(dropout, seed + 2),
-            "norm2": ComplexLayerNorm(eps),
+            "norm2": ComplexLayerNorm(eps, init),
         }
 
     def _attention(self) -> Layer:
         """The token-mixing attention (subclasses substitute theirs); dropout seed ``seed + 3``."""
-        return ComplexMultiHeadAttention(self.heads, self.score, self.causal, self._attn_rate, self.seed + 3)
+        return ComplexMultiHeadAttention(
+            self.heads, self.score, self.causal, self._attn_rate, self.seed + 3, self.init
+        )
 
     @property
     def _attn_rate(self) -> float:
@@ -348,7 +374,7 @@ class ComplexEncoderLayer(Composite):
     def build(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
         self.input_shape = self.output_shape = tuple(input_shape)
         self.children["attn"].build(input_shape)  # validates (tokens, d_model, 2)
-        self.children["ff2"] = ComplexDense(input_shape[1])
+        self.children["ff2"] = ComplexDense(input_shape[1], init=self.init)
         shape = tuple(input_shape)
         for name, child in self.children.items():
             shape = child.build(shape) if name != "attn" else shape

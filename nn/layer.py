@@ -20,7 +20,18 @@ from typing import Any, ClassVar
 from nn.backend import Backend, Tensor
 from nn.errors import NNConfigError
 
-INITIALISERS = ("seed_uniform", "xavier_uniform", "xavier_normal", "he_uniform", "he_normal", "zeros", "ones")
+INITIALISERS = (
+    "seed_uniform",
+    "xavier_uniform",
+    "xavier_normal",
+    "he_uniform",
+    "he_normal",
+    "torch_uniform",
+    "torch_complex_bias",
+    "complex_unit",
+    "zeros",
+    "ones",
+)
 
 
 @dataclass(frozen=True)

@@ -278,17 +278,22 @@ class Sequential:
         validation_data: tuple[np.ndarray, np.ndarray] | None = None,
         callbacks: Sequence[Any] = (),
         progress: bool = True,
+        drop_last: bool = False,
     ) -> History:
         """Train for ``epochs`` passes over ``x (N, *input_shape)`` / ``y (N, *output_shape)``.
 
         ``batch_size=1`` updates after every sample (MQL5 online mode). ``shuffle`` draws a new order each
-        epoch from ``seed`` and the number of epochs already trained. Callbacks may define
+        epoch from ``seed`` and the number of epochs already trained. ``drop_last`` skips the last, partial
+        batch of each epoch's order, as PyTorch's ``DataLoader(drop_last=True)`` does (with ``shuffle``, a
+        different remainder each epoch). Callbacks may define
         ``on_train_begin(model)``, ``on_epoch_end(record)``, ``on_batch_end(epoch, batch, size)`` and
         ``on_train_end()``; setting ``model.stop_training = True`` ends training after the epoch.
         """
         for name, value, low in (("epochs", epochs, 0), ("batch_size", batch_size, 1), ("seed", seed, 0)):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise NNConfigError(f"fit: {name} must be an integer >= {low}, got {value!r}")
+        if not isinstance(drop_last, bool):
+            raise NNConfigError(f"fit: drop_last must be True or False, got {drop_last!r}")
         if self._first_trainable == len(self.layers):
             raise NNConfigError("fit: the model has no trainable parameters")
         x, y = self._check_xy(x, y, "fit")
@@ -303,7 +308,7 @@ class Sequential:
         bar = tqdm(total=epochs, unit="epoch", disable=not progress, leave=False)
         try:
             for _ in range(epochs):
-                record = self._epoch(data, bs, shuffle, seed, hooks)
+                record = self._epoch(data, bs, shuffle, seed, hooks, drop_last)
                 if validation_data is not None:
                     scores = self.evaluate(*validation_data, batch_size=max(bs, 256))
                     record.val_loss, record.val_accuracy = scores["loss"], scores.get("accuracy")
@@ -328,16 +333,18 @@ class Sequential:
         return history
 
     def _epoch(
-        self, data: tuple[Tensor, Tensor], bs: int, shuffle: bool, seed: int, hooks: list
+        self, data: tuple[Tensor, Tensor], bs: int, shuffle: bool, seed: int, hooks: list, drop_last: bool
     ) -> EpochRecord:
         """One pass over the device-resident ``data``; the loss is read back once, at the end."""
         be, (xd, yd) = self.backend, data
         n, epoch = xd.shape[0], self.epochs_trained
-        sizes = [bs] * (n // bs) + ([n % bs] if n % bs else [])
+        rest = 0 if drop_last else n % bs  # samples in the last, partial batch
+        sizes = [bs] * (n // bs) + ([rest] if rest else [])
+        used = sum(sizes)
         stride = _aligned(bs, be.alignment)
         order = np.random.default_rng([seed, epoch]).permutation(n) if shuffle else np.arange(n)
         table = np.zeros((len(sizes), stride), dtype=np.int32)  # one aligned row of indices per batch
-        table[:, :bs] = np.pad(order, (0, len(sizes) * bs - n)).reshape(len(sizes), bs)
+        table[:, :bs] = np.pad(order[:used], (0, len(sizes) * bs - used)).reshape(len(sizes), bs)
         self.optimizer.begin_epoch(epoch)
         acc_full, acc_last = be.zeros((1,)), be.zeros((1,))  # summed batch means: full batches, last one
         t0, d0, b0 = time.perf_counter(), _device_seconds(be), getattr(be, "build_seconds", lambda: 0.0)()
@@ -357,7 +364,7 @@ class Sequential:
         self.epochs_trained += 1
         return EpochRecord(
             epoch=epoch,
-            loss=(full * bs + last * (n % bs)) / n,
+            loss=(full * bs + last * rest) / used,
             wall_s=wall,
             lr=self.optimizer.current_lr,
             device_s=None if d0 is None or d1 is None else d1 - d0,

@@ -24,10 +24,14 @@ from nn.errors import NNConfigError
 
 @dataclass(frozen=True)
 class StepDecay:
-    """``lr·gamma^⌊epoch / step_size⌋``: drop by ``gamma`` every ``step_size`` epochs."""
+    """``lr·gamma^⌊max(0, epoch − start) / step_size⌋``: drop by ``gamma`` every ``step_size`` epochs after
+    the first ``start`` epochs. The Time-Series-Library's ``lradj='type1'`` ("halve every epoch"), which the
+    official ATFNet and PatchTST code runs, sets the rate after each epoch from the NEXT epoch's 1-based
+    number, so its first two epochs both run at ``lr``: that is ``StepDecay(1, 0.5, start=1)``."""
 
     step_size: int = 10
     gamma: float = 0.5
+    start: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.step_size, int) or self.step_size < 1:
@@ -36,9 +40,11 @@ class StepDecay:
             )
         if not 0.0 < self.gamma <= 1.0:
             raise NNConfigError(f"StepDecay gamma must be in (0, 1], got {self.gamma!r}")
+        if not isinstance(self.start, int) or isinstance(self.start, bool) or self.start < 0:
+            raise NNConfigError(f"StepDecay start must be an integer >= 0 (epochs), got {self.start!r}")
 
     def __call__(self, lr: float, epoch: int) -> float:
-        return lr * self.gamma ** (epoch // self.step_size)
+        return lr * self.gamma ** (max(0, epoch - self.start) // self.step_size)
 
     def config(self) -> dict[str, Any]:
         return {"type": "step", **asdict(self)}

@@ -145,6 +145,7 @@ BAD: dict[str, tuple[str, ...]] = {
     "forecast --d-ff": (*COUNT, "1000000000"),
     "forecast --dropout": SHARE,
     "forecast --f-scaling": NAME,
+    "forecast --protocol": NAME,
     "<ea>": ("NoSuchEA", "<missing>.py", "<dir>.py", "", "<broken-ea>", "<eas>:Nope", "<foreign>:Mine"),
     # live
     "live <journal_arg>": ("extra",),

@@ -147,6 +147,25 @@ def test_option_errors_name_the_option(csv_path, tmp_path, capsys):
     assert "Invalid value for '--d-ff': Input should be greater than or equal to 1" in _error(
         [*base, "--d-ff", "0"], capsys
     )
+    assert "--protocol must be one of neuronet, official, got 'paper'" in _error(
+        [*base, "--protocol", "paper"], capsys
+    )
+    assert "--f-scaling must be one of exact, official" in _error([*base, "--f-scaling", "exactly"], capsys)
+
+
+def test_official_protocol_on_the_command_line(csv_path, tmp_path, capsys):
+    """The console says which protocol ran, and that the official figures score full test batches only."""
+    argv = ["forecast", "--csv", str(csv_path), "--target", "OT", "--seq-len", "24", "--pred-len", "8",
+            "--epochs", "1", "--backend", "numpy", "--protocol", "official", "--preset", "cpu",
+            "--d-model", "4", "--n-heads", "2", "--layers", "1", "--d-ff", "8", "--batch-size", "16",
+            "--no-progress", "--out", str(tmp_path / "r")]  # fmt: skip
+    code, out, err = _main(argv, capsys)
+    assert code == 0, err
+    assert "atfnet on numpy, official protocol, preset cpu (--preset)" in err
+    assert "official protocol, split 70/10/20" in out
+    assert "scored as the official test loader: the first 64 of 73 test windows (full batches)" in out
+    doc = json.loads((tmp_path / "r" / "metrics.json").read_text())
+    assert doc["protocol"]["name"] == "official" and doc["all_windows"]["mse"]["naive"] > 0
 
 
 @pytest.mark.parametrize(
@@ -223,7 +242,7 @@ def test_preset_is_chosen_by_device_and_said(csv_path, capsys):
                             "--pred-len", "8", "--epochs", "1", "--backend", "numpy", "--d-model", "8",
                             "--layers", "1", "--f-scaling", "official"], capsys)  # fmt: skip
     assert code == 0, err
-    assert "atfnet on numpy, preset cpu (chosen for the device: numpy is not a GPU" in err
+    assert "atfnet on numpy, neuronet protocol, preset cpu (chosen for the device: numpy is not a GPU" in err
     assert "d_model 8, n_heads 4, layers 1, d_ff 128" in err  # explicit options win over the preset
     assert "epoch 1: loss" in err  # progress reaches the console even without a terminal
 

@@ -1,4 +1,4 @@
-"""``neuronet forecast``: train ATFNet (or PatchTST) on a forecasting CSV with the ATFNet paper's protocol.
+"""``neuronet forecast``: train ATFNet (or PatchTST) on a forecasting CSV and score it next to baselines.
 
 The protocol (CSV reading, splits, scaling, training, baselines, metrics) is ``strategies.forecasting``'s;
 this command parses the options, picks the size preset for the device, shows progress and prints and writes
@@ -22,7 +22,7 @@ from nn import get_backend
 from nn.atfnet import F_SCALINGS
 from nn.io import save
 from strategies.forecast_data import FEATURES, SPLITS
-from strategies.forecasting import MODELS, PRESETS, Preset, preset_for, run_protocol
+from strategies.forecasting import MODELS, PRESETS, PROTOCOLS, Preset, Protocol, preset_for, run_protocol
 
 
 def _summary_steps(t: int) -> list[int]:
@@ -46,6 +46,13 @@ def format_table(doc: dict[str, Any]) -> str:
         lines.append(f"{'step ' + str(s):<12}{cells}")
     acc = ", ".join(f"{k} {'n/a' if v is None else f'{v:.3f}'}" for k, v in doc["direction_accuracy"].items())
     lines.append(f"direction accuracy of the forecast move: {acc}")
+    if "all_windows" in doc:
+        w, every = doc["windows"], doc["all_windows"]
+        cells = ", ".join(f"{k} {_cell(v).strip()}" for k, v in every["mse"].items())
+        lines.append(
+            f"scored as the official test loader: the first {w['test_scored']} of {w['test']} test windows "
+            f"(full batches); MSE on all {w['test']}: {cells}"
+        )
     return "\n".join(lines)
 
 
@@ -104,9 +111,14 @@ class _Progress:
         )
 
 
-def _choose_preset(name: str | None, backend: Any, overrides: dict[str, Any]) -> tuple[Preset, str]:
-    """The preset (``--preset``, else by device) with the explicit options applied, and a line saying so."""
-    if name is None:
+def _choose_preset(
+    name: str | None, backend: Any, overrides: dict[str, Any], protocol: Protocol
+) -> tuple[Preset, str]:
+    """The preset (``--preset``, else the protocol's, else by device) with the explicit options applied, and
+    a line saying so."""
+    if name is None and protocol.preset is not None:
+        name, origin = protocol.preset, f"the {protocol.name} protocol's; --preset to change"
+    elif name is None:
         name, why = preset_for(backend)
         origin = f"chosen for the device: {why}; --preset to change"
     elif name in PRESETS:
@@ -144,24 +156,36 @@ def forecast(
     seq_len: Annotated[int, _count("Input window L (points).")] = 96,
     pred_len: Annotated[int, _count("Forecast horizon T (points).")] = 96,
     split: Annotated[
+        str | None,
+        typer.Option(
+            help=f"{', '.join(SPLITS)}: rows by share, or ETT's 12/4/4 months (default: 70/10/20).",
+            parser=values.text,
+        ),
+    ] = None,
+    protocol: Annotated[
         str,
-        typer.Option(help=f"{', '.join(SPLITS)}: rows by share, or ETT's 12/4/4 months.", parser=values.text),
-    ] = "70/10/20",
+        typer.Option(
+            help="neuronet (every window trained, validated and scored) or official (the official ATFNet "
+            "scripts step by step: full batches only, their schedule and initialisation, paper size).",
+            parser=values.text,
+        ),
+    ] = "neuronet",
     model: Annotated[
         str, typer.Option(help=f"{' or '.join(MODELS)} (the T block alone).", parser=values.text)
     ] = "atfnet",
     preset: Annotated[
         str | None,
         typer.Option(
-            help="paper (d_model 512, d_ff 2048, lr 1e-4) or cpu (64/128, lr 1e-3); default: by "
-            "device, paper on a GPU.",
+            help="paper (d_model 512, d_ff 2048, lr 1e-4) or cpu (64/128, lr 1e-3); default: paper "
+            "with --protocol official, else by device (paper on a GPU).",
             parser=values.text,
         ),
     ] = None,
     epochs: Annotated[int, _count("Maximum epochs (early stopping on validation).")] = 10,
     batch_size: Annotated[int | None, _count("Windows per step (default: the preset's).")] = None,
     lr: Annotated[
-        float | None, typer.Option(help="Adam learning rate, halved every epoch (default: the preset's).")
+        float | None,
+        typer.Option(help="Adam learning rate: epochs 1-2, then halved every epoch (default: the preset's)."),
     ] = None,
     patience: Annotated[
         int, typer.Option(help="Early-stopping patience (epochs).", min=0, max=values.MAX_COUNT)
@@ -176,13 +200,13 @@ def forecast(
     d_ff: Size = None,
     dropout: Annotated[float | None, typer.Option(help="Dropout (default: the preset's).")] = None,
     f_scaling: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="F block inverse DFT: exact (the inverse of the forward DFT) or official (the "
-            "official code's, F/N times it).",
+            help="F block inverse DFT: official (the official code's; default) or exact (the inverse "
+            "of the forward DFT, N/F times the official).",
             parser=values.text,
         ),
-    ] = "exact",
+    ] = None,
     backend: Annotated[
         str,
         typer.Option(
@@ -191,7 +215,7 @@ def forecast(
         ),
     ] = "auto",
     seed: Annotated[
-        int, typer.Option(help="Initial weights and dropout masks.", min=0, max=values.MAX_SEED)
+        int, typer.Option(help="Initial weights, dropout masks and batch order.", min=0, max=values.MAX_SEED)
     ] = 0,
     out: Annotated[
         Path | None,
@@ -202,18 +226,21 @@ def forecast(
     force: Force = False,
     progress: Annotated[bool, flag("--progress/--no-progress", help="Batch progress, epoch lines.")] = True,
 ) -> None:
-    """Train and evaluate a forecaster on a CSV with the ATFNet paper's protocol."""
+    """Train and evaluate a forecaster on a CSV with the neuronet or the official ATFNet protocol."""
     if model not in MODELS:
         raise CommandError(f"--model must be one of {', '.join(MODELS)}, got {model!r}")
-    if split not in SPLITS:
+    if protocol not in PROTOCOLS:
+        raise CommandError(f"--protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+    if split is not None and split not in SPLITS:
         raise CommandError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
-    if f_scaling not in F_SCALINGS:
+    if f_scaling is not None and f_scaling not in F_SCALINGS:
         raise CommandError(f"--f-scaling must be one of {', '.join(F_SCALINGS)}, got {f_scaling!r}")
     overrides = dict(d_model=d_model, n_heads=n_heads, layers=layers, d_ff=d_ff, dropout=dropout, lr=lr,
                      batch_size=batch_size)  # fmt: skip
     with out_folder(out, force) if out is not None else nullcontext():  # occupied: refused before any work
         be = get_backend(backend)
-        chosen, line = _choose_preset(preset, be, overrides)
+        proto = PROTOCOLS[protocol]
+        chosen, line = _choose_preset(preset, be, overrides, proto)
         chosen.check({field: "--" + field.replace("_", "-") for field in asdict(chosen)})
         doc, net = run_protocol(
             csv,
@@ -229,14 +256,15 @@ def forecast(
             f_scaling=f_scaling,
             backend=be,
             seed=seed,
-            callbacks=[_Progress(progress, f"{model} on {be.name}, {line}")],
+            callbacks=[_Progress(progress, f"{model} on {be.name}, {protocol} protocol, {line}")],
+            protocol=proto,
         )
         w = doc["windows"]
         typer.echo(
             f"{doc['model']} on {csv.name} ({', '.join(doc['channels'])}; {doc['parameters']:,} parameters, "
-            f"{doc['backend']}, split {doc['split']}): {w['train']} train / {w['val']} val / "
-            f"{w['test']} test windows, {len(doc['epochs'])} epochs in {doc['train_s']:.1f} s; "
-            "standardised test metrics:"
+            f"{doc['backend']}, {doc['protocol']['name']} protocol, split {doc['split']}): {w['train']} "
+            f"train / {w['val']} val / {w['test']} test windows, {len(doc['epochs'])} epochs in "
+            f"{doc['train_s']:.1f} s; standardised test metrics:"
         )
         typer.echo(format_table(doc))
         if out is not None:

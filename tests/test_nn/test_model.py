@@ -113,6 +113,34 @@ def test_partial_last_batch_and_epoch_loss():
     assert history.epochs[0].loss == pytest.approx(model.evaluate(x, y)["loss"], rel=1e-12)
 
 
+def test_drop_last_trains_on_full_batches_only_with_a_fresh_remainder_each_epoch():
+    """17 samples in batches of 5 with drop_last (PyTorch's DataLoader(drop_last=True)): batches 5, 5, 5
+    of the epoch's shuffled order, the last two samples of that order unused, and the epoch loss is the
+    mean over the 15 used samples; another epoch leaves other samples out."""
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(17, 4)), rng.normal(size=(17, 2))
+    model = Sequential([Dense(3, "tanh"), Dense(2)], input_shape=(4,), optimizer=SGD(lr=0.0), backend="numpy")
+    seen: list[list[int]] = []
+    original = model._train_step
+
+    def spy(xb, yb):
+        seen.append([int(np.flatnonzero((x == row).all(axis=1))[0]) for row in xb])
+        return original(xb, yb)
+
+    model._train_step = spy
+    history = model.fit(x, y, epochs=2, batch_size=5, seed=3, progress=False, drop_last=True)
+    assert [len(b) for b in seen] == [5, 5, 5, 5, 5, 5]
+    for epoch in range(2):
+        order = np.random.default_rng([3, epoch]).permutation(17)
+        used = [i for b in seen[3 * epoch : 3 * epoch + 3] for i in b]
+        assert used == order[:15].tolist()
+        want = model.evaluate(x[order[:15]], y[order[:15]])["loss"]
+        assert history.epochs[epoch].loss == pytest.approx(want, rel=1e-12)
+    assert set(seen[0] + seen[1] + seen[2]) != set(seen[3] + seen[4] + seen[5])
+    with pytest.raises(ValueError, match="drop_last must be True or False, got 'yes'"):
+        model.fit(x, y, drop_last="yes", progress=False)
+
+
 def test_online_mode_is_per_sample_sgd():
     """batch_size=1 (the MQL5 online mode) performs one textbook SGD update per sample, in order."""
     rng = np.random.default_rng(1)

@@ -163,3 +163,15 @@ def test_bad_optimizer_arguments():
         AdaDelta(rho=1.0)
     with pytest.raises(ValueError, match="optimizer 'adam'"):
         optimizer_from_config({"type": "adam", "momentum": 0.9})
+
+
+def test_type1_schedule_runs_its_first_two_epochs_at_the_initial_rate():
+    """The Time-Series-Library's lradj='type1' sets the rate after epoch e (1-based) to lr·0.5^(e−1) for
+    the next epoch: epochs 1 and 2 both run at lr, then it halves. ``start=1`` says so."""
+    official = StepDecay(step_size=1, gamma=0.5, start=1)
+    assert [official(1e-4, e) for e in range(5)] == [1e-4, 1e-4, 5e-5, 2.5e-5, 1.25e-5]
+    assert [StepDecay(1, 0.5)(1e-4, e) for e in range(3)] == [1e-4, 5e-5, 2.5e-5]
+    assert official.config() == {"type": "step", "step_size": 1, "gamma": 0.5, "start": 1}
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="start must be an integer >= 0"):
+            StepDecay(1, 0.5, start=bad)
