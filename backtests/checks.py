@@ -17,6 +17,8 @@ from numbers import Real
 
 import pandas as pd
 
+from strategies.trade import PENDING_TYPES
+
 DONE = 10009
 PLACED = 10008
 INVALID = 10013  # invalid request (unknown order, wrong account type for the action)
@@ -31,16 +33,6 @@ POSITION_CLOSED = 10036  # no open position with that ticket
 INVALID_CLOSE_VOLUME = 10038  # closing more than the position holds
 
 Check = tuple[int, str] | None
-
-# Pending order kinds and their direction (+1 buy, -1 sell).
-PENDING_KINDS = {
-    "buy_limit": +1,
-    "sell_limit": -1,
-    "buy_stop": +1,
-    "sell_stop": -1,
-    "buy_stop_limit": +1,
-    "sell_stop_limit": -1,
-}
 
 
 def is_number(value: object) -> bool:
@@ -116,14 +108,15 @@ def check_pending(
     bad = check_price(price)
     if bad:
         return bad
-    side = PENDING_KINDS[kind]
+    order = PENDING_TYPES[kind]
+    side = order.side
     ref, name = (ask, "ask") if side > 0 else (bid, "bid")
-    above = ("stop" in kind) == (side > 0)  # buy stop / sell limit lie above the market
+    above = order.above  # buy stop / sell limit lie above the market
     dist = price - ref if above else ref - price
     if dist <= 0 or dist < min_dist - 1e-12:
         where = "above" if above else "below"
         return INVALID_PRICE, f"invalid price: {kind} at {price:.10g} must lie {where} the {name} {ref:.10g}"
-    if kind.endswith("stop_limit"):
+    if order.trigger == "stop_limit":
         if stoplimit is None:
             return INVALID_PRICE, f"invalid price: {kind} needs a stop-limit price"
         bad = check_price(stoplimit, "stop-limit price")

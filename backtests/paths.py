@@ -223,8 +223,9 @@ class M1Path(PricePath):
         """Bar ``t`` after the decision: every M1 bar that can reach a working level, in time order."""
         m, end = int(self.starts[t]), int(self.starts[t + 1])
         broker.walking = True
+        book = broker.book
         try:
-            while m < end and (broker.open_positions or broker.pending_orders):
+            while m < end and book:
                 m = self._next_touch(broker, m, end)
                 if m >= end:
                     break
@@ -241,8 +242,8 @@ class M1Path(PricePath):
         wide = self.spread[m:end].max()  # ask-side levels: any minute's spread either way
         lo, hi = self.lows[m:end, None] - wide, self.highs[m:end, None] + wide
         touched = ((levels >= lo) & (levels <= hi)).any(axis=1)
-        if broker.pending_orders and any(o.expiration is not None for o in broker.pending_orders):
-            first_expiry = min(o.expiration for o in broker.pending_orders if o.expiration is not None)
+        first_expiry = broker.book.first_expiry()
+        if first_expiry is not None:
             touched |= self.time[m:end] >= first_expiry
         hit = np.flatnonzero(touched)
         return m + int(hit[0]) if len(hit) else end
@@ -250,7 +251,8 @@ class M1Path(PricePath):
     def _minute(self, broker, t: int, m: int) -> None:
         pts, spr = self.points[m], self.spread[m]
         broker.now_ns = int(self.time_ns[m])
-        if broker.pending_orders:
+        book = broker.book
+        if book.orders:
             broker.expire(t, now=self.time[m])
         broker.quote = (pts[0], pts[0], pts[0], spr)
         broker.at_open_checks(t)
@@ -258,17 +260,17 @@ class M1Path(PricePath):
             p, q = pts[i], pts[i + 1]
             if p == q:
                 continue
-            for a, b in _pieces(broker, p, q, spr):
-                if not (broker.open_positions or broker.pending_orders):
+            for a, b in _pieces(book, p, q, spr):
+                if not book:
                     return
                 broker.quote = (a, max(a, b), min(a, b), spr)
                 broker.range_checks(t)
 
 
-def _pieces(broker, p: float, q: float, spread: float) -> list[tuple[float, float]]:
+def _pieces(book, p: float, q: float, spread: float) -> list[tuple[float, float]]:
     """The move p -> q cut at the pending prices inside it (bid terms), so each fill ends a piece."""
     inside = sorted(
-        {o.price - (spread if o.side > 0 else 0.0) for o in broker.pending_orders} - {p, q},
+        {o.price - (spread if o.side > 0 else 0.0) for o in book.orders} - {p, q},
         reverse=bool(q < p),
     )
     cuts = [v for v in inside if min(p, q) < v < max(p, q)]
@@ -279,10 +281,8 @@ def _pieces(broker, p: float, q: float, spread: float) -> list[tuple[float, floa
 def _levels(broker, spread: float) -> np.ndarray:
     """Every price at which something can happen now: pending prices, SL/TP, the stop-out bid (compared
     with minute ranges widened by the spread, so bid- and ask-side levels both count)."""
-    out = [o.price for o in broker.pending_orders]
-    for p in broker.open_positions:
-        out.extend(v for v in (p.sl, p.tp) if v is not None)
-    cross = broker.stop_out_price(spread)
+    out = broker.book.levels()
+    cross = broker.funds.stop_out_price(spread)
     if cross is not None:
         out.append(cross)
     return np.asarray(out, dtype=np.float64)

@@ -16,7 +16,7 @@ import copy
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,7 @@ from backtests.ticks import TickPath
 from datafeeds import meta_of
 from neuronet.errors import NeuronetError
 from strategies.bars import BarFeed, Bars
-from strategies.base import ExpertAdvisor, ReportSection, call_hook
+from strategies.base import ExpertAdvisor, ReportSection, call_hook, make_ea
 from strategies.errors import EARuntimeError
 
 log = logging.getLogger(__name__)
@@ -186,10 +186,8 @@ class Backtest:
         clock = time.perf_counter()
         if "seed" in self.ea_class.param_defaults() and "seed" not in params:
             params["seed"] = self.seed
-        ea = self._make_ea(params)
-        periods = self.periods
-        if periods.retrain_every == 0 and ea.retrain_every > 0:  # the EA asks for periodic retraining
-            periods = replace(periods, retrain_every=int(ea.retrain_every))
+        ea = make_ea(self.ea_class, params)
+        periods = self.periods.for_ea(int(ea.retrain_every))  # the EA may ask for periodic retraining
         df = self.candles
         feed = BarFeed.from_frame(df, self.meta)
         fs, n = periods.forward_start, periods.n
@@ -262,17 +260,6 @@ class Backtest:
             return TickPath(self.candles.index, self.ticks, self.meta.point, self.account.spread)
         return None
 
-    def _make_ea(self, params: dict) -> ExpertAdvisor:
-        """The EA with its parameters: a bad parameter is the user's error, any other failure the EA's."""
-        try:
-            return self.ea_class(**params)
-        except (NeuronetError, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            raise EARuntimeError(
-                self.ea_class.__name__, "__init__", "before the first bar", exc, None, None
-            ) from exc
-
     def _replay(
         self, ea: ExpertAdvisor, ctx: _Context, feed: BarFeed, periods: Periods, timings: dict
     ) -> None:
@@ -289,7 +276,7 @@ class Backtest:
         )
         try:
             for t in range(fs, n):
-                if every and t > fs and (t - fs) % every == 0:
+                if every and periods.retrains_at(t):
                     tick = time.perf_counter()
                     advance(t)
                     ctx.t = t

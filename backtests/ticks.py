@@ -90,7 +90,7 @@ class TickPath(PricePath):
         try:
             if self.hook is None:
                 i = s + 1
-                while i < e and (broker.open_positions or broker.pending_orders):
+                while i < e and broker.book:
                     j = self._next_touch(broker, t, i, e)
                     if j >= e:
                         break
@@ -108,7 +108,7 @@ class TickPath(PricePath):
         rows = (self.ns[s:e].tolist(), self.bid[s:e].tolist(), self.ask[s:e].tolist())
         i = s  # the next tick whose hook has not run
         while i < e:
-            busy = broker.open_positions or broker.pending_orders
+            busy = bool(broker.book)
             j = self._next_touch(broker, t, max(i, s + 1), e) if busy else e
             k = self._hooks(broker, t, s, i, j, rows)
             if k < j:  # the EA changed an order or a position at tick k - 1: search its levels again
@@ -150,7 +150,7 @@ class TickPath(PricePath):
         """Tick ``j``: expiries, then pending orders, stops and the stop-out at its prices."""
         bid, ask = float(self.bid[j]), float(self.ask[j])
         broker.now = Tick.at(int(self.ns[j]), bid, ask)
-        if broker.pending_orders and any(o.expiration is not None for o in broker.pending_orders):
+        if broker.book.orders and broker.book.first_expiry() is not None:
             broker.expire(t, now=pd.Timestamp(int(self.ns[j]), tz="UTC"))
         broker.quote = (bid, bid, bid, ask - bid)
         broker.at_open_checks(t)
@@ -187,8 +187,9 @@ class TickPath(PricePath):
         up_bid = up_ask = math.inf
         down_bid = down_ask = -math.inf
         expiry = None
-        for o in broker.pending_orders:
-            rises = ("stop" in o.kind) == (o.side > 0)  # buy stop, sell limit: reached from below
+        book, funds = broker.book, broker.funds
+        for o in book.orders:
+            rises = o.type.above  # buy stop, sell limit: reached from below
             if o.side > 0:
                 up_ask, down_ask = (
                     (min(up_ask, o.price), down_ask) if rises else (up_ask, max(down_ask, o.price))
@@ -201,7 +202,7 @@ class TickPath(PricePath):
                 ns = int(o.expiration.value)
                 expiry = ns if expiry is None else min(expiry, ns)
         net = 0.0
-        for p in broker.open_positions:
+        for p in book.positions:
             net += p.side * p.lots
             if p.side > 0:  # a long closes at the bid
                 if p.sl is not None:
@@ -214,16 +215,16 @@ class TickPath(PricePath):
                 if p.tp is not None:
                     down_ask = max(down_ask, p.tp)
         wide = math.inf
-        if broker.open_positions and broker.config.stop_out_level > 0:
+        if book.positions and broker.stop_out_on:
             spread = self._widest(t)
             if abs(net) > 1e-12:
-                cross = broker.stop_out_price(spread)  # the widest spread brings it nearest
+                cross = funds.stop_out_price(spread)  # the widest spread brings it nearest
                 if cross is not None and net > 0:
                     down_bid = max(down_bid, cross)
                 elif cross is not None:
                     up_bid = min(up_bid, cross)
             else:  # hedged: only the spread moves the equity
-                cross = broker.stop_out_spread()
+                cross = funds.stop_out_spread()
                 wide = math.inf if cross is None else cross
         return up_bid, up_ask, down_bid, down_ask, expiry, wide
 

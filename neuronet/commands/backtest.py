@@ -22,6 +22,16 @@ import typer
 
 from backtests import AccountConfig, Backtest
 from backtests.report import environment, write_report
+from neuronet.commands.account import (
+    Commission,
+    Deposit,
+    Hedging,
+    Leverage,
+    Spread,
+    SwapLong,
+    SwapShort,
+    account_settings,
+)
 from neuronet.commands.errors import CommandError, CommandLookupError
 from neuronet.commands.options import (
     BrokerTz,
@@ -216,20 +226,6 @@ WalkForward = Annotated[
     str | None,
     typer.Option("--walk-forward", help="TRAIN,TEST bars: retrain on the last TRAIN bars every TEST."),
 ]
-Deposit = Annotated[float, typer.Option("--deposit", help="Initial deposit (deposit currency).")]
-Leverage = Annotated[float, typer.Option("--leverage", help="Account leverage 1:N.")]
-Spread = Annotated[
-    int | None,
-    typer.Option(
-        "--spread",
-        help="Fixed spread in points (default: each bar's own; candles without any spread, such as the "
-        f"sample, trade with {AccountConfig.missing_spread} points).",
-    ),
-]
-Commission = Annotated[float, typer.Option("--commission", help="Commission per lot per deal (each side).")]
-SwapLong = Annotated[float, typer.Option("--swap-long", help="Swap of longs, points per lot per night.")]
-SwapShort = Annotated[float, typer.Option("--swap-short", help="Swap of shorts, points per lot per night.")]
-Hedging = Annotated[bool, flag("--hedging", help="Hedging account (default: netting).")]
 Seed = Annotated[
     int,
     typer.Option(
@@ -309,7 +305,7 @@ def backtest(
 ) -> None:
     """Backtest an expert advisor (built-in or your own class) and write a report."""
     cls = resolve_ea(ea)
-    account = AccountConfig(
+    account = account_settings(
         deposit=deposit,
         leverage=leverage,
         spread=spread,

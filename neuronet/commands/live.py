@@ -17,23 +17,20 @@ from typing import Annotated, Any
 
 import typer
 
-from backtests import AccountConfig
 from backtests.report import environment, write_report
 from datafeeds.terminal import TerminalSource
 from datafeeds.timeframes import Timeframe
-from neuronet.commands.backtest import (
+from neuronet.commands.account import (
     Commission,
     Deposit,
-    EaArg,
     Hedging,
     Leverage,
-    Param,
     Spread,
     SwapLong,
     SwapShort,
-    _params,
-    resolve_ea,
+    account_settings,
 )
+from neuronet.commands.backtest import EaArg, Param, _params, resolve_ea
 from neuronet.commands.options import BrokerTz, Force, Opts, data_request, flag, prepare_out
 from neuronet.commands.summary import print_summary
 from neuronet.live.credentials import load as load_credentials
@@ -168,18 +165,15 @@ def live(
     cls = resolve_ea(ea)
     params = _params(param or [], cls)
     cls.resolve_params(params)  # a bad -p fails here, before the terminal is reached
-    try:
-        account = AccountConfig(
-            deposit=deposit,
-            leverage=leverage,
-            spread=spread,
-            commission=commission,
-            swap_long=swap_long,
-            swap_short=swap_short,
-            hedging=hedging,
-        )
-    except ValueError as exc:  # "invalid account setting deposit=nan": the option's name is in it
-        raise LiveError(str(exc)) from None
+    account = account_settings(
+        deposit=deposit,
+        leverage=leverage,
+        spread=spread,
+        commission=commission,
+        swap_long=swap_long,
+        swap_short=swap_short,
+        hedging=hedging,
+    )
     source = _source(opt, broker_tz, credentials)
     tf = Timeframe.parse(timeframe)
     mode = "paper" if paper else "live"

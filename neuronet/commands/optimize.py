@@ -13,22 +13,25 @@ from pathlib import Path
 import pandas as pd
 import typer
 
-from backtests import AccountConfig
 from backtests.optimize import CRITERIA, METHODS, Plan, get_criterion, optimize, parse_space, walk_forward
 from backtests.optimize.report import write_report
 from backtests.paths import MODELS
 from datafeeds import meta_of
+from neuronet.commands.account import (
+    Commission,
+    Deposit,
+    Hedging,
+    Leverage,
+    Spread,
+    SwapLong,
+    SwapShort,
+    account_settings,
+)
 from neuronet.commands.backtest import (
     BackendOpt,
     BatchSize,
-    Commission,
-    Deposit,
     Epochs,
-    Hedging,
-    Leverage,
     Seed,
-    SwapLong,
-    SwapShort,
     Symbol,
     Timeframe,
     _params,
@@ -66,7 +69,6 @@ _WORKERS = typer.Option(None, "--workers", help="Local processes (default: one p
 _SCHEDULER = typer.Option(None, "--scheduler", help="A running Dask scheduler, tcp://HOST:8786.")
 _TOP = typer.Option(10, "--top", help="Best passes re-run on the forward period and shown.")
 _HEAT = typer.Option(None, "--heatmap", help="X,Y: the two parameters of the heat map.")
-_SPREAD = typer.Option(None, "--spread", help="Fixed spread in points (default: each bar's).")
 _OUTDIR = typer.Option(None, "--out", help="Report folder (default: reports/optimize-EA-SYMBOL-TF).")
 _STORE = typer.Option(None, "--store", help="Study store: SQLite file or RDB URL (default: OUT/study.db).")
 _BAR = typer.Option(True, "--progress/--no-progress", help="Progress bar of passes.")
@@ -102,7 +104,7 @@ def optimize_command(
     ticks_csv: TicksCsv = None,
     deposit: Deposit = 10_000.0,
     leverage: Leverage = 100.0,
-    spread: int | None = _SPREAD,
+    spread: Spread = None,
     commission: Commission = 0.0,
     swap_long: SwapLong = 0.0,
     swap_short: SwapShort = 0.0,
@@ -119,7 +121,7 @@ def optimize_command(
     """Optimise an EA's parameters (grid, genetic, random, TPE) with forward test or walk-forward analysis."""
     cls = resolve_ea(ea)
     crit = get_criterion(criterion)
-    account = AccountConfig(
+    account = account_settings(
         deposit=deposit, leverage=leverage, spread=spread, commission=commission,
         swap_long=swap_long, swap_short=swap_short, hedging=hedging,
     )  # fmt: skip

@@ -59,8 +59,8 @@ def journal_result(path: str | Path, terminal: Any = None) -> Result:
         "magic": sorted(who.magics),
         "open_positions": ledger.held_at_end,
     }
-    ledger.rejected.extend(_refused(records))
-    return _result(path, state, ledger, config, extra)
+    ledger.broker.rejected.extend(_refused(records))
+    return _result(path, state, ledger.broker, config, extra)
 
 
 def _refused(records: list[dict]) -> list[dict]:

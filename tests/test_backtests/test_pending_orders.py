@@ -298,7 +298,7 @@ def test_pending_orders_left_at_the_end_are_listed_as_cancelled():
 def test_expiration_times_with_or_without_a_zone_compare_with_the_bars(naive_bars):
     b = _broker([FLAT] * 4)
     if naive_bars:
-        b.time = b.time.tz_localize(None)
+        b.market.time = b.market.time.tz_localize(None)
     b.bar_open(0)
     ea = _ea(b)
     assert ea.buy_limit(1.0, 1.0, expiration="2024-01-01 02:00") == 1

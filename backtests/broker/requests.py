@@ -1,8 +1,8 @@
-"""The trade requests of ``strategies.base.TradeContext`` as the backtest broker serves them.
+"""The trade requests of ``strategies.trade.TradeContext`` as the backtest broker serves them.
 
-A mix-in of ``Broker``: every request is checked first (``backtests.checks``); a refused one changes
-nothing, returns None/False/0, sets ``last_retcode`` and is recorded in ``rejected`` with its retcode and
-reason. Prices of the moment are the current bar's open (bid) and open + spread (ask).
+Every request is checked first (``backtests.checks``); a refused one changes nothing, returns None/False/0,
+sets the broker's ``last_retcode`` and is recorded in its ledger with the retcode and reason. Prices of the
+moment are the broker's: the current bar's open (bid) and open + spread (ask), or the tick being worked.
 
 Modifications: ``None`` keeps a value, 0 removes a stop (MQL5's convention). A modification that changes
 nothing is refused with 10025 (no changes), as the server does. The freeze level blocks changing or
@@ -13,51 +13,50 @@ positions at the price of the second one's opening: one spread is saved, as in M
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from backtests import checks
-from backtests.orders import Pending
-from strategies.trade import Account, Order, Position
+from backtests.broker.book import Pending
+from strategies.trade import PENDING_TYPES, Position
+
+if TYPE_CHECKING:
+    from backtests.broker.core import Broker
 
 KEEP = "keep"  # modify_order's expiration: leave it as it is
 
 
 class TradeRequests:
-    """Market and pending orders, closes and modifications (state and fills live in ``Broker``)."""
+    """Market and pending orders, closes and modifications of one ``broker`` (which does the fills)."""
+
+    def __init__(self, broker: Broker):
+        self.broker = broker
+        self.config = broker.config
 
     # -- positions -----------------------------------------------------------------------------------------
     def order(self, side: int, lots: float, sl: float | None, tp: float | None, magic: int, comment: str):
         """Market order now; returns the ticket of the position opened or changed, None when refused."""
-        cfg = self.config
+        b, cfg = self.broker, self.config
         bad = checks.check_volume(lots, cfg.lot_min, cfg.lot_max, cfg.lot_step)
         sl, tp = checks.stop_value(sl), checks.stop_value(tp)
         if not bad:
-            ref = self.price(-1) if side > 0 else self.price(+1)  # where the position will close
+            ref = b.price(-1) if side > 0 else b.price(+1)  # where the position will close
             bad = checks.check_stops(
                 side, ref, sl, tp, self._level(cfg.stops_level), "bid" if side > 0 else "ask"
             )
         if bad:
-            return self._reject("deal", side, lots, *bad, sl=sl, tp=tp)
+            return b.reject("deal", side, lots, *bad, sl=sl, tp=tp)
         norm = round(round(lots / cfg.lot_step) * cfg.lot_step, 8)
-        price = self.price(side)
-        new = self._next_ticket
-        ticket = self._fill(side, norm, price, sl, tp, magic, comment)
+        price = b.price(side)
+        new = b.upcoming_ticket()
+        ticket = b.fill(side, norm, price, sl, tp, magic, comment)
         if ticket is None:
             return None
-        self.last_retcode = checks.DONE
-        opened = ticket == new and self._next_ticket == new + 1
-        self._order_record(
-            new if opened else None,
-            "buy" if side > 0 else "sell",
-            norm,
-            price,
-            sl,
-            tp,
-            "filled",
-            ticket,
-            magic,
-            comment,
-        )
+        b.last_retcode = checks.DONE
+        opened = ticket == new and b.upcoming_ticket() == new + 1
+        b.record_order(new if opened else None, "buy" if side > 0 else "sell", norm, price, sl, tp, "filled",
+                       ticket, magic, comment)  # fmt: skip
         return ticket
 
     def close(
@@ -66,19 +65,18 @@ class TradeRequests:
         """Close positions by ticket and/or magic (``lots``: part of one position); returns how many.
 
         ``reason`` is the exit reason the trade records (e.g. "time" for a holding-time exit)."""
+        b = self.broker
         todo = [
             p
-            for p in self.open_positions
+            for p in b.book.positions
             if (ticket is None or p.ticket == ticket) and (magic is None or p.magic == magic)
         ]
         if ticket is not None and not todo:
-            self._reject(
-                "close", 0, lots, checks.POSITION_CLOSED, f"no open position #{ticket}", ticket=ticket
-            )
+            b.reject("close", 0, lots, checks.POSITION_CLOSED, f"no open position #{ticket}", ticket=ticket)
             return 0
         if lots is not None:
             if ticket is None:
-                self._reject("close", 0, lots, checks.INVALID, "a partial close needs a position ticket")
+                b.reject("close", 0, lots, checks.INVALID, "a partial close needs a position ticket")
                 return 0
             pos, cfg = todo[0], self.config
             bad = checks.check_volume(lots, cfg.lot_min, cfg.lot_max, cfg.lot_step)
@@ -88,48 +86,46 @@ class TradeRequests:
                     f"close volume {lots} exceeds position #{ticket}'s {pos.lots}",
                 )
             if bad:
-                self._reject("close", -pos.side, lots, *bad, ticket=ticket)
+                b.reject("close", -pos.side, lots, *bad, ticket=ticket)
                 return 0
-            self._close(
-                pos,
-                min(pos.lots, round(round(lots / cfg.lot_step) * cfg.lot_step, 8)),
-                self.price(-pos.side),
-                reason,
-            )
-            self.last_retcode = checks.DONE
+            part = min(pos.lots, round(round(lots / cfg.lot_step) * cfg.lot_step, 8))
+            b.close_position(pos, part, b.price(-pos.side), reason)
+            b.last_retcode = checks.DONE
             return 1
         for pos in todo:
-            self._close(pos, pos.lots, self.price(-pos.side), reason)
+            b.close_position(pos, pos.lots, b.price(-pos.side), reason)
         if todo:
-            self.last_retcode = checks.DONE
+            b.last_retcode = checks.DONE
         return len(todo)
 
     def close_by(self, ticket: int, opposite: int) -> bool:
         """Close position ``ticket`` by the opposite position ``opposite`` (hedging accounts)."""
-        found = {p.ticket: p for p in self.open_positions}
+        b = self.broker
+        found = {p.ticket: p for p in b.book.positions}
         sides = {t: p.side for t, p in found.items()}
         bad = checks.check_close_by(sides, ticket, opposite, self.config.hedging)
         if bad:
-            return self._reject("close_by", 0, None, *bad, ticket=ticket, opposite=opposite) is not None
-        a, b = found[ticket], found[opposite]
-        lots, price = min(a.lots, b.lots), b.price
+            return b.reject("close_by", 0, None, *bad, ticket=ticket, opposite=opposite) is not None
+        a, c = found[ticket], found[opposite]
+        lots, price = min(a.lots, c.lots), c.price
         comment = f"close #{ticket} by #{opposite}"
-        self._order_record(None, "close_by", lots, price, None, None, "filled", ticket, a.magic, comment)
-        self._close(a, lots, price, "close by", record_order=False, entry="out_by")
-        self._close(b, lots, price, "close by", record_order=False, entry="out_by")
-        self.last_retcode = checks.DONE
+        b.record_order(None, "close_by", lots, price, None, None, "filled", ticket, a.magic, comment)
+        b.close_position(a, lots, price, "close by", record_order=False, entry="out_by")
+        b.close_position(c, lots, price, "close by", record_order=False, entry="out_by")
+        b.last_retcode = checks.DONE
         return True
 
     def modify(self, ticket: int, sl: float | None, tp: float | None) -> bool:
         """New SL/TP of an open position (None keeps, 0 removes)."""
-        pos = next((p for p in self.open_positions if p.ticket == ticket), None)
+        b = self.broker
+        pos = b.book.position(ticket)
         if pos is None:
             return self._refuse(
                 "modify", checks.POSITION_CLOSED, f"no open position #{ticket}", ticket, sl, tp
             )
         new_sl = pos.sl if sl is None else checks.stop_value(sl)
         new_tp = pos.tp if tp is None else checks.stop_value(tp)
-        ref = self.price(-pos.side)
+        ref = b.price(-pos.side)
         what = "bid" if pos.side > 0 else "ask"
         changed_sl = new_sl if new_sl != pos.sl else None
         changed_tp = new_tp if new_tp != pos.tp else None
@@ -143,56 +139,40 @@ class TradeRequests:
         if bad:
             return self._refuse("modify", *bad, ticket, sl, tp)
         pos.sl, pos.tp = new_sl, new_tp
-        self.revision += 1
-        self.last_retcode = checks.DONE
+        b.revision += 1
+        b.last_retcode = checks.DONE
         return True
 
     def positions(self) -> list[Position]:
         """Open positions, valued at the last closed bar's close, or at the current tick (ticks model)."""
-        t, now = self.t, self.now
+        b = self.broker
+        t, now, m = b.t, b.now, b.market
         if now is not None:
             bid, ask = now[1], now[2]
         else:
-            bid = self.closes[t - 1] if t > 0 else self.opens[t]
-            ask = bid + (self.spread[t - 1] if t > 0 else self.spread[t])
+            bid = m.closes[t - 1] if t > 0 else m.opens[t]
+            ask = bid + (m.spread[t - 1] if t > 0 else m.spread[t])
+        cs = self.config.contract_size
         out = []
-        for p in self.open_positions:
+        for p in b.book.positions:
             exit_price = bid if p.side > 0 else ask
             if p.opened is None:  # made once: an EA may ask on every tick
-                p.opened = self.time[p.bar] if p.entry_ns is None else pd.Timestamp(p.entry_ns, tz="UTC")
-            out.append(
-                Position(
-                    p.ticket,
-                    p.side,
-                    p.lots,
-                    p.price,
-                    p.opened,
-                    p.bar,
-                    p.sl,
-                    p.tp,
-                    p.magic,
-                    p.comment,
-                    p.side * (exit_price - p.price) * p.lots * self.config.contract_size,
-                )
-            )
+                p.opened = m.time[p.bar] if p.entry_ns is None else pd.Timestamp(p.entry_ns, tz="UTC")
+            profit = p.side * (exit_price - p.price) * p.lots * cs
+            out.append(Position(p.ticket, p.side, p.lots, p.price, p.opened, p.bar, p.sl, p.tp, p.magic,
+                                p.comment, profit))  # fmt: skip
         return out
-
-    def account(self) -> Account:
-        equity = self.equity_now()
-        margin = self.margin_now()
-        return Account(
-            self.balance, equity, margin, equity - margin, self.config.leverage, self.config.currency
-        )
 
     # -- pending orders ------------------------------------------------------------------------------------
     def pending(self, kind, lots, price, stoplimit, sl, tp, expiration, magic, comment) -> int | None:
-        """Place a pending order (``kind`` as in ``checks.PENDING_KINDS``); returns its ticket or None."""
-        cfg = self.config
-        side = checks.PENDING_KINDS.get(kind, 0)
+        """Place a pending order (``kind``: a pending type of ``strategies.trade.ORDER_TYPES``); its ticket
+        or None."""
+        b, cfg = self.broker, self.config
+        side = PENDING_TYPES[kind].side if kind in PENDING_TYPES else 0
         sl, tp = checks.stop_value(sl), checks.stop_value(tp)
         request = {"kind": kind, "price": price, "stoplimit": stoplimit, "sl": sl, "tp": tp}
         if not side:
-            return self._reject("pending", 0, lots, checks.INVALID, f"unknown order type {kind!r}", **request)
+            return b.reject("pending", 0, lots, checks.INVALID, f"unknown order type {kind!r}", **request)
         bad = checks.check_volume(lots, cfg.lot_min, cfg.lot_max, cfg.lot_step)
         when = None
         if not bad:
@@ -200,48 +180,34 @@ class TradeRequests:
         if not bad:
             bad = self._check_order(kind, price, stoplimit, sl, tp)
         if bad:
-            return self._reject("pending", side, lots, *bad, **request, expiration=str(expiration))
-        ticket = self._next_ticket
-        self._next_ticket += 1
+            return b.reject("pending", side, lots, *bad, **request, expiration=str(expiration))
+        ticket = b.new_ticket()
         norm = round(round(lots / cfg.lot_step) * cfg.lot_step, 8)
-        record = self._order_record(
-            ticket,
-            kind,
-            norm,
-            price,
-            sl,
-            tp,
-            "placed",
-            None,
-            magic,
-            comment,
-            stoplimit=stoplimit,
-            expiration=when,
+        record = b.record_order(ticket, kind, norm, price, sl, tp, "placed", None, magic, comment,
+                                stoplimit=stoplimit, expiration=when)  # fmt: skip
+        b.book.orders.append(
+            Pending(ticket, kind, norm, price, stoplimit, sl, tp, when, magic, comment, b.t, record)
         )
-        self.pending_orders.append(
-            Pending(ticket, kind, norm, price, stoplimit, sl, tp, when, magic, comment, self.t, record)
-        )
-        self.last_retcode = checks.PLACED
+        b.last_retcode = checks.PLACED
         return ticket
 
-    def orders(self) -> list[Order]:
-        return [o.public(self.time) for o in self.pending_orders]
-
     def cancel(self, ticket: int) -> bool:
-        order = next((o for o in self.pending_orders if o.ticket == ticket), None)
+        b = self.broker
+        order = b.book.order(ticket)
         if order is None:
             return self._refuse("cancel", checks.INVALID, f"no pending order #{ticket}", ticket)
-        if self._frozen(self.price(order.side), order.price):
+        if self._frozen(b.price(order.side), order.price):
             return self._refuse(
                 "cancel", checks.FROZEN, f"order #{ticket} lies within the freeze level", ticket
             )
-        self._retire(order, "canceled")
-        self.last_retcode = checks.DONE
+        b.retire(order, "canceled")
+        b.last_retcode = checks.DONE
         return True
 
     def modify_order(self, ticket, price, stoplimit, sl, tp, expiration=KEEP) -> bool:
         """New price, stop-limit price, SL/TP or expiration of a pending order (None keeps a value)."""
-        order = next((o for o in self.pending_orders if o.ticket == ticket), None)
+        b = self.broker
+        order = b.book.order(ticket)
         if order is None:
             return self._refuse("modify_order", checks.INVALID, f"no pending order #{ticket}", ticket, sl, tp)
         new = {
@@ -256,29 +222,28 @@ class TradeRequests:
         old = {k: getattr(order, k) for k in new}
         if not bad and new == old and when == order.expiration:
             bad = checks.NO_CHANGES, f"order #{ticket} already has these values"
-        if not bad and self._frozen(self.price(order.side), order.price):
+        if not bad and self._frozen(b.price(order.side), order.price):
             bad = checks.FROZEN, f"order #{ticket} lies within the freeze level"
         if bad:
             return self._refuse("modify_order", *bad, ticket, sl, tp)
         for key, value in new.items():
             setattr(order, key, value)
-            if key in order.record:
-                order.record[key] = value
-        order.expiration = order.record["expiration"] = when
-        self.revision += 1
-        self.last_retcode = checks.DONE
+            setattr(order.record, key, value)
+        order.expiration = order.record.expiration = when
+        b.revision += 1
+        b.last_retcode = checks.DONE
         return True
 
     # -- checks --------------------------------------------------------------------------------------------
     def _level(self, points: int) -> float:
-        return points * self.point
+        return points * self.broker.point
 
     def _frozen(self, ref: float, *levels: float | None) -> bool:
         freeze = self._level(self.config.freeze_level)
         return freeze > 0 and any(v is not None and abs(ref - v) <= freeze for v in levels)
 
     def _expiration(self, expiration):
-        now = self.time_now()
+        now = self.broker.time_now()
         try:
             when = checks.expiration_time(expiration, now)
         except ValueError as exc:
@@ -288,13 +253,15 @@ class TradeRequests:
         return when, None
 
     def _check_order(self, kind, price, stoplimit, sl, tp) -> checks.Check:
+        b = self.broker
         level = self._level(self.config.stops_level)
-        bad = checks.check_pending(kind, price, stoplimit, self.price(-1), self.price(+1), level)
+        bad = checks.check_pending(kind, price, stoplimit, b.price(-1), b.price(+1), level)
         if bad:
             return bad
-        entry = stoplimit if kind.endswith("stop_limit") else price
-        return checks.check_stops(checks.PENDING_KINDS[kind], entry, sl, tp, level, "order price")
+        order = PENDING_TYPES[kind]
+        entry = stoplimit if order.trigger == "stop_limit" else price
+        return checks.check_stops(order.side, entry, sl, tp, level, "order price")
 
     def _refuse(self, action: str, retcode: int, reason: str, ticket, sl=None, tp=None) -> bool:
-        self._reject(action, 0, None, retcode, reason, ticket=ticket, sl=sl, tp=tp)
+        self.broker.reject(action, 0, None, retcode, reason, ticket=ticket, sl=sl, tp=tp)
         return False

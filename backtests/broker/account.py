@@ -1,0 +1,141 @@
+"""The account: balance, equity, margin, free margin and the stop-out.
+
+Equity is linear in the bid ``p`` (longs valued at ``p``, shorts at ``p`` + spread), so the margin level at
+a range's adverse extreme is a few multiplications on cached sums, and the price where it crosses the
+stop-out level solves one equation. The sums are rebuilt only when the positions or the balance change
+(rare next to bars).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+
+from backtests.broker.book import OpenPosition, OrderBook, Quote
+from backtests.broker.config import AccountConfig
+from backtests.broker.ledger import Ledger
+from backtests.broker.margin import MarginModel
+
+log = logging.getLogger("backtests.broker")
+
+Close = tuple[OpenPosition, float, str]  # a position to close, at what price, for what reason
+
+
+class Account:
+    """Balance and margin of one account over the order ``book`` of its symbol; every change of the
+    balance is booked in ``ledger``."""
+
+    def __init__(self, config: AccountConfig, ledger: Ledger, book: OrderBook, margin: MarginModel):
+        self.balance = config.deposit
+        self.leverage = config.leverage
+        self.currency = config.currency
+        self.contract_size = config.contract_size
+        self.stop_out_level = config.stop_out_level  # margin level in %, 0 = off
+        self.ledger = ledger
+        self.book = book
+        self.margin = margin
+        self._exposure: tuple[int, tuple[float, float, float, float, float]] | None = None
+        self._terms: tuple[tuple[int, float], tuple[float, float, float, float]] | None = None
+
+    def charge(self, amount: float, t: int) -> None:
+        """Add ``amount`` (negative: a cost) to the balance in bar ``t``."""
+        if amount:
+            self.balance += amount
+            self.ledger.balance(t, amount)
+
+    # -- equity and margin ---------------------------------------------------------------------------------
+    def equity(self, bid: float, ask: float) -> float:
+        """Balance plus floating profit at ``bid``/``ask`` (longs close at the bid, shorts at the ask)."""
+        cs = self.contract_size
+        return self.balance + sum(
+            (bid - p.price) * p.lots * cs if p.side > 0 else (p.price - ask) * p.lots * cs
+            for p in self.book.positions
+        )
+
+    def used_margin(self) -> float:
+        return self.margin.of_positions(self.book.positions)
+
+    def margin_ok(self, lots: float, price: float, bid: float, ask: float) -> bool:
+        """The margin of a new deal of ``lots`` at ``price`` and its entry commission fit in the free margin
+        at ``bid``/``ask``."""
+        need = self.margin.required(lots, price)
+        return need <= self.equity(bid, ask) - self.used_margin() + 1e-9
+
+    def exposure(self) -> tuple[float, float, float, float, float]:
+        """Long lots, sum of long lots x price, the same for shorts, and the used margin."""
+        changes = self.book.changes
+        if self._exposure is None or self._exposure[0] != changes:
+            sums = self.book.exposure()
+            self._exposure = (changes, (*sums, self.margin.of_exposure(self.book.positions)))
+        return self._exposure[1]
+
+    # -- the stop-out --------------------------------------------------------------------------------------
+    def level_crossed(self, quote: Quote, at_open: bool) -> bool:
+        """Whether the margin level at the quote's adverse extreme (or its open) is at the stop-out level.
+
+        Runs twice a bar while positions are open: the terms of the linear equity are cached as Python
+        floats until the positions or the balance change.
+        """
+        margin, base, short_cs, net_cs = self._level_terms()
+        if margin <= 0:
+            return False
+        o, h, lo, spr = quote
+        price = o if at_open or abs(net_cs) < 1e-7 else lo if net_cs > 0 else h  # hedged: no price moves it
+        return base - short_cs * spr + net_cs * price <= 0.0
+
+    def stop_out_price(self, spread: float) -> float | None:
+        """The bid at which the margin level would reach the stop-out level, None when no price does."""
+        if not self.book.positions or self.stop_out_level <= 0:
+            return None
+        long_lots, long_value, short_lots, short_value, margin = self.exposure()
+        net = long_lots - short_lots
+        if margin <= 0 or abs(net) < 1e-12:
+            return None
+        cs = self.contract_size
+        fixed = self.balance + cs * (short_value - long_value - spread * short_lots)
+        return (self.stop_out_level / 100.0 * margin - fixed) / (cs * net)
+
+    def stop_out_spread(self) -> float | None:
+        """The spread at which the margin level reaches the stop-out level when no price moves it (every
+        long hedged by a short: only the shorts' ask moves with the spread); None when none does."""
+        margin, base, short_cs, _ = self._level_terms()
+        return base / short_cs if margin > 0 and short_cs > 0 else None
+
+    def stop_out_step(self, quote: Quote, at_open: bool, when: pd.Timestamp) -> list[Close]:
+        """What the stop-out closes next while the level is crossed on the quote's adverse path (down for a
+        net long): the nearest stop-loss met before the crossing price, else every position there, or at
+        the open when the open is already beyond it."""
+        o, _, _, spr = quote
+        cs = self.contract_size
+        level = self.stop_out_level / 100.0
+        long_lots, long_value, short_lots, short_value, margin = self.exposure()
+        net = long_lots - short_lots
+        fixed = self.balance + cs * (short_value - long_value - spr * short_lots)
+        if at_open or abs(net) < 1e-12:
+            fill = o
+        else:
+            cross = (level * margin - fixed) / (cs * net)
+            fill = min(o, cross) if net > 0 else max(o, cross)
+            first = [
+                p
+                for p in self.book.positions
+                if p.sl is not None and p.side * net > 0 and (p.sl >= fill if net > 0 else p.sl <= fill + spr)
+            ]
+            if first:  # the nearest stop-loss on the way is reached before the stop-out
+                pos = max(first, key=lambda p: p.sl * (1 if net > 0 else -1))
+                return [(pos, pos.sl, "sl")]
+        equity = fixed + cs * net * fill
+        log.info("stop out at %s: margin level %.1f%%", when, 100 * equity / margin)
+        return [(p, fill if p.side > 0 else fill + spr, "stop out") for p in list(self.book.positions)]
+
+    def _level_terms(self) -> tuple[float, float, float, float]:
+        """(margin, balance - value of the positions - stop-out equity, contract x short lots, x net lots)."""
+        key = (self.book.changes, self.balance)
+        if self._terms is None or self._terms[0] != key:
+            long_lots, long_value, short_lots, short_value, margin = self.exposure()
+            cs = self.contract_size
+            base = self.balance + cs * (short_value - long_value) - self.stop_out_level / 100.0 * margin
+            terms = (float(margin), float(base), float(cs * short_lots), float(cs * (long_lots - short_lots)))
+            self._terms = (key, terms)
+        return self._terms[1]

@@ -1,0 +1,33 @@
+"""The margin a symbol's positions hold and a new deal needs (MetaTrader's "Forex" calculation: lots x
+contract size x price / leverage, in the deposit currency for a quote-currency account)."""
+
+from __future__ import annotations
+
+from backtests.broker.book import OpenPosition
+from backtests.broker.config import AccountConfig
+
+
+class MarginModel:
+    """Margin of one symbol's positions on one account (``config``: contract size, leverage, commission)."""
+
+    def __init__(self, config: AccountConfig):
+        self.contract_size = config.contract_size
+        self.leverage = config.leverage
+        self.commission = config.commission
+
+    def of_positions(self, positions: list[OpenPosition]) -> float:
+        """The margin the open positions hold, each at its opening price."""
+        cs, lev = self.contract_size, self.leverage
+        return sum(p.lots * cs * p.price / lev for p in positions)
+
+    def of_exposure(self, positions: list[OpenPosition]) -> float:
+        """The same margin summed longs first, then shorts (the order the stop-out's equation sums it in)."""
+        cs, lev = self.contract_size, self.leverage
+        legs = [(p.lots, p.price) for p in positions if p.side > 0]
+        legs += [(p.lots, p.price) for p in positions if p.side < 0]
+        return sum(lots * cs * price / lev for lots, price in legs)
+
+    def required(self, lots: float, price: float) -> float:
+        """What a new deal of ``lots`` at ``price`` needs from the free margin: its margin and its entry
+        commission."""
+        return lots * self.contract_size * price / self.leverage + lots * self.commission
