@@ -2,8 +2,9 @@
 
 The EA still decides at the open of each bar of its own timeframe (market orders fill at that open). After
 the decision, pending orders, SL/TP and the stop-out are checked along the bar's M1 bars in time order, each
-M1 bar as four prices in MetaTrader's OHLC path: open, the extreme nearer to the open, the other extreme,
-close (a tie goes low first on a rising bar, high first on a falling one). Between two prices the path is a
+M1 bar as four prices in the order MetaTrader's tester generates them (MetaTrader 5 Help, "Strategy Tester >
+Generation of Ticks": a bull candlestick goes open, low, high, close; a bear one open, high, low, close; a
+doji, close = open, the other way than the candlestick before it). Between two prices the path is a
 straight move, so a level it crosses fills at the level and the order of events is known: the pessimistic
 "stop-loss first" rule of the open-prices model is not needed. A jump from one M1 bar's close to the next
 one's open is a gap (a stop fills at the open). Spreads are each M1 bar's own (or the fixed spread).
@@ -145,10 +146,19 @@ def model_data(model: str, broker, first: int, last: int) -> dict:
 
 
 def ohlc_points(o: np.ndarray, h: np.ndarray, lo: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """(n, 4) prices per M1 bar in MetaTrader's order: open, nearer extreme, farther extreme, close."""
-    low_first = (o - lo < h - o) | ((o - lo == h - o) & (c >= o))
-    first = np.where(low_first, lo, h)
-    second = np.where(low_first, h, lo)
+    """(n, 4) prices per M1 bar in the order MetaTrader's tester walks them: a rising bar (close above its
+    open) open, low, high, close; a falling bar open, high, low, close; a doji (close = open) as the
+    opposite of the last bar before it that was not a doji ("If the previous candlestick was rising, this
+    one is considered falling, and vice versa", MetaTrader 5 Help, "Generation of Ticks"), and as a rising
+    one when no bar before it was."""
+    direction = np.sign(c - o)
+    moved = direction != 0
+    last = np.maximum.accumulate(np.where(moved, np.arange(len(o)), -1))  # the latest bar that moved
+    before = np.concatenate(([-1], last[:-1]))  # ... strictly before each bar
+    previous = np.where(before >= 0, direction[np.maximum(before, 0)], -1.0)
+    rising = np.where(moved, direction > 0, previous < 0)
+    first = np.where(rising, lo, h)
+    second = np.where(rising, h, lo)
     return np.column_stack([o, first, second, c])
 
 

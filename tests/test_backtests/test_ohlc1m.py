@@ -14,16 +14,33 @@ from strategies.sma import SmaCrossEA
 POINT = 1e-5
 
 
-def test_each_m1_bar_goes_open_nearer_extreme_other_extreme_close():
-    o = np.array([1.0, 1.0, 1.0, 1.0])
-    h = np.array([1.5, 1.2, 1.3, 1.3])
-    lo = np.array([0.9, 0.6, 0.7, 0.7])
-    c = np.array([1.2, 0.8, 1.1, 0.9])
+def test_minute_path_order_is_metatraders_tick_generation():
+    """MetaTrader 5 Help, "Generation of Ticks": a bull minute goes open, low, high, close; a bear one open,
+    high, low, close; a doji the other way than the minute before it. The nearer extreme does not decide."""
+    o = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    h = np.array([1.1, 1.5, 1.3, 1.3, 1.2, 1.3])
+    lo = np.array([0.5, 0.9, 0.7, 0.7, 0.9, 0.7])
+    c = np.array([1.05, 0.95, 1.0, 1.0, 1.1, 1.0])
     pts = ohlc_points(o, h, lo, c)
-    np.testing.assert_array_equal(pts[0], [1.0, 0.9, 1.5, 1.2])  # low nearer
-    np.testing.assert_array_equal(pts[1], [1.0, 1.2, 0.6, 0.8])  # high nearer
-    np.testing.assert_array_equal(pts[2], [1.0, 0.7, 1.3, 1.1])  # tie, rising: low first
-    np.testing.assert_array_equal(pts[3], [1.0, 1.3, 0.7, 0.9])  # tie, falling: high first
+    np.testing.assert_array_equal(pts[0], [1.0, 0.5, 1.1, 1.05])  # bull, its high nearer: still low first
+    np.testing.assert_array_equal(pts[1], [1.0, 1.5, 0.9, 0.95])  # bear, its low nearer: still high first
+    np.testing.assert_array_equal(pts[2], [1.0, 0.7, 1.3, 1.0])  # doji after a bear minute: as a bull one
+    np.testing.assert_array_equal(pts[3], [1.0, 0.7, 1.3, 1.0])  # doji after a doji: the last that moved
+    np.testing.assert_array_equal(pts[4], [1.0, 0.9, 1.2, 1.1])  # bull
+    np.testing.assert_array_equal(pts[5], [1.0, 1.3, 0.7, 1.0])  # doji after a bull minute: as a bear one
+    first_doji = ohlc_points(*(np.array([v]) for v in (1.0, 1.2, 0.9, 1.0)))
+    np.testing.assert_array_equal(first_doji[0], [1.0, 0.9, 1.2, 1.0])  # nothing before it: as a bull one
+
+
+def test_a_stop_loss_the_minutes_nearer_extreme_hides_is_hit_first_on_a_bull_minute():
+    """A bull minute whose high is nearer its open still goes to its low first: the SL below fills before the
+    TP above (the old "nearer extreme first" order filled the TP)."""
+    actions = {0: lambda b: b.order(+1, 1.0, 1.0970, 1.1010, 0, "")}
+    bull = [(1.1000, 1.1012, 1.0968, 1.1005)]  # high 12 points away, low 32: low first all the same
+    b, path = _pair([FLAT_HOUR, bull])
+    b.attach_path(path)
+    trade = _run(b, actions).iloc[0]
+    assert (trade.exit_reason, trade.exit_price) == ("sl", 1.0970)
 
 
 def _pair(minutes):
