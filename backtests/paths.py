@@ -132,6 +132,43 @@ def _first_prices(fine_ns: np.ndarray, price: np.ndarray, bar_ns: np.ndarray, sh
     return ok, seen
 
 
+def check_inside(candles: pd.DataFrame, meta, fine: pd.DataFrame, starts: np.ndarray, what: str) -> None:
+    """Refuse M1 bars or ticks (``what``; grouped by bar: rows ``starts[t]:starts[t + 1]`` are bar t's)
+    that reach outside their bar's range, compared on the symbol's point grid: MetaTrader builds its bars
+    from its minutes and ticks, so the two always agree, and one spike beyond a bar's high must not fill an
+    order the bars never reached. The message names the file, the row and both prices."""
+    rows = np.arange(int(starts[0]), int(starts[-1]))
+    if not len(rows):
+        return
+    scale = round(1.0 / meta.point)
+    bar = np.searchsorted(starts, rows, side="right") - 1
+    ticks = "bid" in fine.columns
+    cols = ("bid", "bid") if ticks else ("high", "low")
+    high, low = (np.rint(fine[c].to_numpy(dtype=np.float64)[rows] * scale) for c in cols)
+    bar_high = np.rint(candles["high"].to_numpy(dtype=np.float64) * scale)[bar]
+    bar_low = np.rint(candles["low"].to_numpy(dtype=np.float64) * scale)[bar]
+    above, below = high > bar_high, low < bar_low
+    bad = np.flatnonzero(above | below)
+    if not len(bad):
+        return
+    k = int(bad[0])
+    row, t = int(rows[k]), int(bar[k])
+    fine_meta = fine.attrs.get("ticks") or fine.attrs.get("candles")
+    origin = getattr(fine_meta, "source", "") or what
+    up = bool(above[k])
+    name = "bid" if ticks else ("high" if up else "low")
+    price, limit = (high[k], bar_high[k]) if up else (low[k], bar_low[k])
+    more = f" ({len(bad) - 1} more rows outside their bars)" if len(bad) > 1 else ""
+    d = meta.digits
+    raise ModelDataError(
+        f"{origin}: row {row + 1} ({fine.index[row]}): {name} {price / scale:.{d}f} lies "
+        f"{'above' if up else 'below'} the {'high' if up else 'low'} {limit / scale:.{d}f} of its "
+        f"{meta.timeframe.name} bar {candles.index[t]}{more}: the {what} and the candles must be the same "
+        f"market (MetaTrader builds its bars from its minutes and ticks); give the bars and the {what} of "
+        f"one feed, or build the bars from the {what}"
+    )
+
+
 def model_data(model: str, broker, first: int, last: int) -> dict:
     """The report's modelling line: the mode by MetaTrader's name and the history quality in percent
     (the share of forward bars covered by M1 bars or ticks; the others fell back to their own OHLC)."""

@@ -24,7 +24,7 @@ import pandas as pd
 
 from backtests import metrics
 from backtests.broker import AccountConfig, Broker
-from backtests.paths import M1Path, check_market, check_model, model_data
+from backtests.paths import COVERAGE, M1Path, check_inside, check_market, check_model, model_data
 from backtests.periods import Periods, resolve
 from backtests.ticks import TickPath
 from datafeeds import meta_of
@@ -172,6 +172,9 @@ class Backtest:
                 check_market(candles, self.meta, fine, what)
         self.m1, self.ticks = m1, ticks
         self.price_path = self._price_path()  # built and checked once; each run takes its own copy
+        if self.price_path is not None:
+            fine = m1 if m1 is not None else ticks
+            check_inside(candles, self.meta, fine, self.price_path.starts, COVERAGE[self.model])
         min_study = int(ea.min_study_bars)
         self.periods: Periods = resolve(candles.index, forward, walk_forward, min_study=min_study)
 

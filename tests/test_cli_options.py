@@ -158,7 +158,7 @@ def test_an_opt_that_names_a_load_parameter_points_to_the_commands_option(capsys
 def test_a_bad_account_option_is_a_one_line_error_naming_it(capsys, tmp_path, command, option, value):
     """The account is built by one builder for every command: a bad value exits 2 naming the option (it
     was an internal error with status 1 before)."""
-    code, out, err = run(capsys, *command, option, value, "--out", str(tmp_path / "r"))
+    code, _, err = run(capsys, *command, option, value, "--out", str(tmp_path / "r"))
     assert code == 2, err
     line = err.strip().splitlines()[-1]
     assert line.startswith(f"error: {option} ") and ": invalid account setting " in line, line
