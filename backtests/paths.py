@@ -169,9 +169,10 @@ def check_inside(candles: pd.DataFrame, meta, fine: pd.DataFrame, starts: np.nda
     )
 
 
-def model_data(model: str, broker, first: int, last: int) -> dict:
-    """The report's modelling line: the mode by MetaTrader's name and the history quality in percent
-    (the share of forward bars covered by M1 bars or ticks; the others fell back to their own OHLC)."""
+def model_data(model: str, broker, first: int, last: int, fine_spreads: bool = True) -> dict:
+    """The report's modelling line: the mode by MetaTrader's name, the history quality in percent (the
+    share of forward bars covered by M1 bars or ticks; the others fell back to their own OHLC) and which
+    spread was traded (``spread_note``; ``fine_spreads``: whether the minutes carry spreads)."""
     path = broker.price_path
     quality = path.quality(first, last) if path is not None else None
     return {
@@ -179,7 +180,31 @@ def model_data(model: str, broker, first: int, last: int) -> dict:
         "model_name": MODELS[model],
         "history_quality": quality,
         "history_quality_of": COVERAGE.get(model),
+        "spread": spread_note(model, broker.market.spread_source, broker.config, fine_spreads),
     }
+
+
+def spread_note(model: str, source: str, config, fine_spreads: bool = True) -> str:
+    """Which spread a run traded with, and why (``source``: the candles' spreads were "fixed" by the
+    account, "missing" or the "bars"' own)."""
+    if source == "fixed":
+        return f"fixed: {config.spread} points at every price (--spread)"
+    if model == "ticks":
+        return "each tick's own bid and ask (a bar without ticks: the bar's own spread)"
+    if model == "ohlc1m" and fine_spreads:
+        return (
+            "each minute's own spread, at that minute; a decision at a bar's open takes its first "
+            "minute's (a bar without minutes: the bar's own spread)"
+        )
+    if source == "missing" or model == "ohlc1m":
+        what = "candles" if source == "missing" else "minutes"
+        return f"{config.missing_spread} points at every price: the {what} carry no spread (missing_spread)"
+    return (
+        "each bar's own spread, at its open: open prices only knows nothing finer at a bar's open, and a "
+        "bar's spread is the lowest MetaTrader saw during the bar (the terminal keeps each minute's lowest "
+        "and builds its bars from the minutes), so it can be narrower than the spread at the open; "
+        "--model ohlc1m or ticks trades the spread of the moment"
+    )
 
 
 def ohlc_points(o: np.ndarray, h: np.ndarray, lo: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -236,6 +261,20 @@ class PricePath:
         """The quote bar ``t`` opens at, where the path sets it (None: the bar's own open)."""
         return None
 
+    def bar_spreads(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each bar's spread (price units) at its first and at its last row; NaN for bars without rows."""
+        first, end = self.starts[:-1], self.starts[1:]
+        covered = end > first
+        spread = self.row_spreads()
+        at_open, at_close = np.full(len(first), np.nan), np.full(len(first), np.nan)
+        at_open[covered] = spread[first[covered]]
+        at_close[covered] = spread[end[covered] - 1]
+        return at_open, at_close
+
+    def row_spreads(self) -> np.ndarray:
+        """The spread of each row, price units."""
+        raise NotImplementedError
+
     def walk(self, broker, t: int) -> None:
         raise NotImplementedError
 
@@ -265,6 +304,9 @@ class M1Path(PricePath):
         self.time = m1.index
         self.lows = np.minimum(self.points.min(axis=1), np.append(self.points[:1, 0], self.points[:-1, 3]))
         self.highs = np.maximum(self.points.max(axis=1), np.append(self.points[:1, 0], self.points[:-1, 3]))
+
+    def row_spreads(self) -> np.ndarray:
+        return self.spread
 
     def walk(self, broker, t: int) -> None:
         """Bar ``t`` after the decision: every M1 bar that can reach a working level, in time order."""

@@ -341,7 +341,7 @@ class Backtest:
                 "last": str(df.index[-1]),
                 "forward_first": str(df.index[fs]),
                 "forward_last": str(df.index[last]),
-                **model_data(self.model, ctx, fs, last),
+                **model_data(self.model, ctx, fs, last, self.m1 is None or bool(self.m1["spread"].any())),
             },
             account=self.account.to_dict(),
             periods=periods.to_dict(),

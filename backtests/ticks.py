@@ -73,6 +73,9 @@ class TickPath(PricePath):
     def reset(self) -> None:
         self._bar_spread: tuple[int, float] = (-1, 0.0)
 
+    def row_spreads(self) -> np.ndarray:
+        return self.ask - self.bid
+
     # -- the broker's hooks ----------------------------------------------------------------------------
     def open_bar(self, broker, t: int) -> tuple | None:
         """Bar ``t`` opens at its first tick: it is the market for ``on_bar`` and the checks at the open."""

@@ -104,7 +104,7 @@ class Broker:
         if now is not None:  # a tick: (time_ns, bid, ask, ...)
             return now[2] if side > 0 else now[1]
         t, m = self.t, self.market
-        return m.opens[t] + m.spread[t] if side > 0 else m.opens[t]
+        return m.opens[t] + m.open_spread[t] if side > 0 else m.opens[t]
 
     def time_now(self) -> pd.Timestamp:
         """When the EA's decision is taken: the current tick's time, else the current bar's opening time."""
@@ -167,7 +167,7 @@ class Broker:
         if not (book.positions or book.orders):
             return
         m = self.market
-        self.quote = (m.opens[t], m.highs[t], m.lows[t], m.spread[t]) if first is None else first
+        self.quote = (m.opens[t], m.highs[t], m.lows[t], m.open_spread[t]) if first is None else first
         if self.swaps.active and book.positions and m.day[t] != m.day[t - 1]:
             self._swap(int(m.day[t - 1]), int(m.day[t]))
         if book.orders:
@@ -193,8 +193,10 @@ class Broker:
 
     def attach_path(self, path) -> None:
         """Work fills through M1 bars (``backtests.paths.M1Path``: MetaTrader's "1 minute OHLC" model) or
-        ticks (``backtests.ticks.TickPath``: "Every tick based on real ticks")."""
+        ticks (``backtests.ticks.TickPath``: "Every tick based on real ticks"); the bars they cover open
+        with the spread of their first minute or tick and close with that of their last."""
         self.price_path = path
+        self.market.use_spreads(*path.bar_spreads())
 
     def at_open_checks(self, t: int) -> None:
         """At an opening price (``quote``): pending orders reached, stops gapped through, the stop-out.
@@ -240,7 +242,7 @@ class Broker:
         m = self.market
         price_bid = m.closes[last]
         for pos in list(self.book.positions):
-            price = price_bid if pos.side > 0 else price_bid + m.spread[last]
+            price = price_bid if pos.side > 0 else price_bid + m.close_spread[last]
             self.close_position(pos, pos.lots, price, "end of test")
         for order in list(self.book.orders):
             self.retire(order, "canceled")

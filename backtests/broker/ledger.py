@@ -181,7 +181,7 @@ class Ledger:
         margin_diff = np.zeros(n + 1)
         cs, lev = self.config.contract_size, self.config.leverage
         bid = m.closes
-        ask = m.closes + m.spread
+        ask = m.closes + m.close_spread
         for start, end, side, lots, price in self.segments:
             if side > 0:
                 floating[start:end] += (bid[start:end] - price) * lots * cs

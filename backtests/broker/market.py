@@ -22,7 +22,13 @@ class Market:
     """Bars of one symbol: ``opens``, ``highs``, ``lows``, ``closes`` (bid), ``spread`` (price units) and
     ``time`` (UTC), with ``day`` the day each bar opens on. ``spread_points`` are the candles' spreads:
     the account's fixed ``spread`` replaces them, and candles that carry none at all trade with its
-    ``missing_spread``."""
+    ``missing_spread`` (``spread_source`` says which: "fixed", "missing" or "bars").
+
+    ``open_spread`` and ``close_spread`` are the spreads at each bar's open (its decision) and at its close
+    (its valuation). They are the bar's own spread until finer data gives them (``use_spreads``): a bar's
+    spread is the lowest MetaTrader saw during the bar (the terminal keeps each minute's lowest and builds
+    higher timeframes from the minutes), which at the bar's open is information from later.
+    """
 
     def __init__(
         self,
@@ -37,13 +43,15 @@ class Market:
     ):
         n = len(open_)
         pts = np.asarray(spread_points, float)
-        if config.spread is not None or not pts.any():
+        self.spread_source = "fixed" if config.spread is not None else "bars" if pts.any() else "missing"
+        if self.spread_source != "bars":
             pts = np.full(n, float(config.missing_spread if config.spread is None else config.spread))
         check_prices(time, open_, high, low, close, pts)
         self.point = point
         self.fixed_spread = config.spread
         self.opens, self.highs, self.lows, self.closes = open_, high, low, close
         self.spread = pts * point  # price units
+        self.open_spread = self.close_spread = self.spread
         self.time = time
         self.day = (time.as_unit("ns").asi8 // DAY_NS).astype(np.int64)
         self._buffers: dict[str, np.ndarray] | None = None  # made by the first ``append``
@@ -51,6 +59,13 @@ class Market:
 
     def __len__(self) -> int:
         return len(self.opens)
+
+    def use_spreads(self, at_open: np.ndarray, at_close: np.ndarray) -> None:
+        """Each bar's spread at its open and at its close from finer data (price units; NaN where the bar
+        has none, which keeps its own spread). A fixed spread stays fixed."""
+        if self.fixed_spread is None:
+            self.open_spread = np.where(np.isnan(at_open), self.spread, at_open)
+            self.close_spread = np.where(np.isnan(at_close), self.spread, at_close)
 
     # -- growth (a paper account's bars) ---------------------------------------------------------------------
     def spread_price(self, quoted: float) -> float:
@@ -102,6 +117,7 @@ class Market:
         buf = self._buffers
         self.opens, self.highs, self.lows, self.closes = (buf[f][:n] for f in _FIELDS[:4])
         self.spread = buf["spread"][:n]
+        self.open_spread = self.close_spread = self.spread
         self.time = pd.DatetimeIndex(np.array(self._ns, dtype="datetime64[ns]")).tz_localize("UTC")
         self.day = (np.asarray(self._ns, dtype=np.int64) // DAY_NS).astype(np.int64)
 

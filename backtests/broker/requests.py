@@ -151,7 +151,7 @@ class TradeRequests:
             bid, ask = now[1], now[2]
         else:
             bid = m.closes[t - 1] if t > 0 else m.opens[t]
-            ask = bid + (m.spread[t - 1] if t > 0 else m.spread[t])
+            ask = bid + (m.close_spread[t - 1] if t > 0 else m.open_spread[t])
         cs = self.config.contract_size
         out = []
         for p in b.book.positions:

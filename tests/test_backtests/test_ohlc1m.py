@@ -8,6 +8,8 @@ from backtests import AccountConfig, Backtest
 from backtests.broker import Broker
 from backtests.paths import M1Path, ohlc_points
 from datafeeds import read_mt5_csv, resample, synthetic_candles, write_mt5_csv
+from datafeeds.candles import CandleMeta, make_frame
+from datafeeds.timeframes import Timeframe
 from strategies import ExpertAdvisor
 from strategies.sma import SmaCrossEA
 
@@ -247,9 +249,59 @@ def test_the_m1_walk_matches_a_straight_walk_along_every_price(seed, entry):
         assert got.exit_price == pytest.approx(want[2], abs=1e-12)
 
 
-def test_without_stops_or_orders_the_minutes_change_nothing():
+def test_without_stops_or_orders_the_minutes_change_only_the_spread_of_the_moment():
     m1, h1 = _m1_and_h1(days=6)
-    base = Backtest(h1, SmaCrossEA, forward=None).run()
-    fine = Backtest(h1, SmaCrossEA, forward=None, model="ohlc1m", m1=m1).run()
+    fixed = AccountConfig(spread=12)
+    base = Backtest(h1, SmaCrossEA, forward=None, account=fixed).run()
+    fine = Backtest(h1, SmaCrossEA, forward=None, model="ohlc1m", m1=m1, account=fixed).run()
     pd.testing.assert_frame_equal(base.trades, fine.trades)
     np.testing.assert_array_equal(base.equity, fine.equity)
+    # With the data's spreads, a buy at an hour's open pays its first minute's spread, not the hour's lowest.
+    own = Backtest(h1, SmaCrossEA, forward=None, model="ohlc1m", m1=m1).run().trades
+    buys = own[own["type"] == "buy"]
+    first = m1["spread"].groupby(m1.index.floor("h")).first()
+    opened = h1.index[buys["entry_bar"].to_numpy()]
+    expected = h1["open"].to_numpy()[buys["entry_bar"].to_numpy()] + first.loc[opened].to_numpy() * 1e-5
+    np.testing.assert_allclose(buys["entry_price"].to_numpy(), expected, atol=1e-12)
+    assert (first.loc[opened].to_numpy() > h1["spread"].loc[opened].to_numpy()).any()
+
+
+def test_a_decision_in_ohlc1m_takes_its_first_minutes_spread_not_the_hours_lowest():
+    """An H1 bar's spread is the lowest of its minutes' (MetaTrader builds it from them): at the hour's open
+    that is the future. The EA's ask and its market fill at the open are the first minute's own spread (20
+    points here, where the hour's lowest is 5); a short is valued and closed at the end with the last
+    minute's spread (7), not the hour's lowest."""
+    rows, spreads = [], []
+    for _ in range(3):
+        for minute in range(60):
+            rows.append((1.1000, 1.1000, 1.1000, 1.1000))
+            spreads.append(20 if minute == 0 else 7 if minute == 59 else 5)
+    times = pd.date_range("2024-01-01", periods=len(rows), freq="min", tz="UTC")
+    m1 = make_frame(
+        {**dict(zip(("open", "high", "low", "close"), np.array(rows).T, strict=True)), "spread": spreads},
+        times,
+        CandleMeta("EURUSD", Timeframe.M1, 5),
+    )
+    h1 = resample(m1, "H1")
+    assert list(h1["spread"]) == [5, 5, 5]
+
+    class BuyAndSell(ExpertAdvisor):
+        asks: list = []  # noqa: RUF012 - read by the test
+
+        def on_bar(self):
+            type(self).asks.append(self.ask)
+            if len(self.bars) == 1:
+                self.buy(1.0)
+            elif len(self.bars) == 2:
+                self.sell(2.0)  # closes the long at the bid, opens a short at the bid
+
+    result = Backtest(h1, BuyAndSell, model="ohlc1m", m1=m1, forward=None, account=AccountConfig()).run()
+    assert BuyAndSell.asks[-2:] == [pytest.approx(1.1002), pytest.approx(1.1002)]
+    trades = result.trades
+    assert trades["entry_price"].iloc[0] == pytest.approx(1.1002)  # the long: bought at open + 20 points
+    short = trades.iloc[-1]
+    assert short.exit_reason == "end of test" and short.exit_price == pytest.approx(1.10007)  # + 7 points
+    assert result.data["spread"].startswith("each minute's own spread")
+    opened = Backtest(h1, BuyAndSell, forward=None).run()
+    assert opened.trades["entry_price"].iloc[0] == pytest.approx(1.10005)  # open prices: the bar's own
+    assert "the lowest MetaTrader saw during the bar" in opened.data["spread"]
