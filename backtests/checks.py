@@ -8,6 +8,11 @@ its SL must lie below the bid and its TP above it, each at least ``stops_level``
 closes at the ask, mirrored. A stop of 0 (or None) means "no stop". A level exactly at the reference price
 is refused even when ``stops_level`` is 0: it would fill at once, which no server accepts as a stop.
 Pending orders are checked against the market the same way, and their SL/TP against the order's price.
+
+Distances are counted in whole points of the symbol when ``point`` is given (the trade server keeps prices
+as integers of points): ``1.11851 + 10 points`` is then exactly 10 points from 1.11851, where as floats it
+is 1.1186099999..., and a price exactly at the market is refused every time, not only where float noise
+happens to fall on the refusing side.
 """
 
 from __future__ import annotations
@@ -78,12 +83,28 @@ def check_price(price: float, what: str = "price") -> Check:
     return None
 
 
+def _short(dist: float, min_dist: float, point: float | None) -> bool:
+    """Whether a distance (price units) is not beyond the market by at least ``min_dist``: in whole points
+    when ``point`` is given, else as floats with a tolerance for their noise."""
+    if point:
+        dist_pts = round(dist / point)
+        return dist_pts <= 0 or dist_pts < round(min_dist / point)
+    return dist <= 0 or dist < min_dist - 1e-12
+
+
 def check_stops(
-    side: int, ref: float, sl: float | None, tp: float | None, min_dist: float, what: str
+    side: int,
+    ref: float,
+    sl: float | None,
+    tp: float | None,
+    min_dist: float,
+    what: str,
+    point: float | None = None,
 ) -> Check:
     """SL/TP of a position of direction ``side`` closing at ``ref`` (bid for longs, ask for shorts).
 
-    ``min_dist`` is the stops level in price units; ``what`` names the reference in the reason.
+    ``min_dist`` is the stops level in price units; ``what`` names the reference in the reason; ``point``
+    counts the distances in whole points.
     """
     for name, level, below in (("sl", sl, side > 0), ("tp", tp, side < 0)):
         if level is None:
@@ -91,7 +112,7 @@ def check_stops(
         if not math.isfinite(level) or level < 0:
             return INVALID_STOPS, f"invalid stops: {name}={level} is not a price (0 = none)"
         dist = ref - level if below else level - ref
-        if dist <= 0 or dist < min_dist - 1e-12:
+        if _short(dist, min_dist, point):
             where = "below" if below else "above"
             need = f" by at least {min_dist:.10g}" if min_dist > 0 else ""
             return (
@@ -102,9 +123,16 @@ def check_stops(
 
 
 def check_pending(
-    kind: str, price: float, stoplimit: float | None, bid: float, ask: float, min_dist: float
+    kind: str,
+    price: float,
+    stoplimit: float | None,
+    bid: float,
+    ask: float,
+    min_dist: float,
+    point: float | None = None,
 ) -> Check:
-    """The order price on the right side of the market: limits below (buy) / above (sell), stops beyond."""
+    """The order price on the right side of the market: limits below (buy) / above (sell), stops beyond
+    (``point``: distances in whole points)."""
     bad = check_price(price)
     if bad:
         return bad
@@ -113,7 +141,7 @@ def check_pending(
     ref, name = (ask, "ask") if side > 0 else (bid, "bid")
     above = order.above  # buy stop / sell limit lie above the market
     dist = price - ref if above else ref - price
-    if dist <= 0 or dist < min_dist - 1e-12:
+    if _short(dist, min_dist, point):
         where = "above" if above else "below"
         return INVALID_PRICE, f"invalid price: {kind} at {price:.10g} must lie {where} the {name} {ref:.10g}"
     if order.trigger == "stop_limit":
@@ -124,7 +152,7 @@ def check_pending(
             return bad
         # The limit order placed at the trigger must itself be a valid limit: below (buy) / above (sell) it.
         gap = price - stoplimit if side > 0 else stoplimit - price
-        if gap <= 0 or gap < min_dist - 1e-12:
+        if _short(gap, min_dist, point):
             return (
                 INVALID_PRICE,
                 f"invalid price: {kind} limit {stoplimit:.10g} must lie beyond its trigger {price:.10g}",

@@ -42,9 +42,8 @@ class TradeRequests:
         sl, tp = checks.stop_value(sl), checks.stop_value(tp)
         if not bad:
             ref = b.price(-1) if side > 0 else b.price(+1)  # where the position will close
-            bad = checks.check_stops(
-                side, ref, sl, tp, self._level(cfg.stops_level), "bid" if side > 0 else "ask"
-            )
+            what = "bid" if side > 0 else "ask"
+            bad = checks.check_stops(side, ref, sl, tp, self._level(cfg.stops_level), what, b.point)
         if bad:
             return b.reject("deal", side, lots, *bad, sl=sl, tp=tp)
         norm = round(round(lots / cfg.lot_step) * cfg.lot_step, 8)
@@ -129,9 +128,8 @@ class TradeRequests:
         what = "bid" if pos.side > 0 else "ask"
         changed_sl = new_sl if new_sl != pos.sl else None
         changed_tp = new_tp if new_tp != pos.tp else None
-        bad = checks.check_stops(
-            pos.side, ref, changed_sl, changed_tp, self._level(self.config.stops_level), what
-        )
+        level = self._level(self.config.stops_level)
+        bad = checks.check_stops(pos.side, ref, changed_sl, changed_tp, level, what, b.point)
         if not bad and (new_sl, new_tp) == (pos.sl, pos.tp):
             bad = checks.NO_CHANGES, f"position #{ticket} already has sl={pos.sl} tp={pos.tp}"
         if not bad and self._frozen(ref, pos.sl, pos.tp):
@@ -239,8 +237,9 @@ class TradeRequests:
         return points * self.broker.point
 
     def _frozen(self, ref: float, *levels: float | None) -> bool:
-        freeze = self._level(self.config.freeze_level)
-        return freeze > 0 and any(v is not None and abs(ref - v) <= freeze for v in levels)
+        """Whether a level lies within the freeze level of ``ref`` (whole points)."""
+        freeze, point = self.config.freeze_level, self.broker.point
+        return freeze > 0 and any(v is not None and round(abs(ref - v) / point) <= freeze for v in levels)
 
     def _expiration(self, expiration):
         now = self.broker.time_now()
@@ -255,12 +254,12 @@ class TradeRequests:
     def _check_order(self, kind, price, stoplimit, sl, tp) -> checks.Check:
         b = self.broker
         level = self._level(self.config.stops_level)
-        bad = checks.check_pending(kind, price, stoplimit, b.price(-1), b.price(+1), level)
+        bad = checks.check_pending(kind, price, stoplimit, b.price(-1), b.price(+1), level, b.point)
         if bad:
             return bad
         order = PENDING_TYPES[kind]
         entry = stoplimit if order.trigger == "stop_limit" else price
-        return checks.check_stops(order.side, entry, sl, tp, level, "order price")
+        return checks.check_stops(order.side, entry, sl, tp, level, "order price", b.point)
 
     def _refuse(self, action: str, retcode: int, reason: str, ticket, sl=None, tp=None) -> bool:
         self.broker.reject(action, 0, None, retcode, reason, ticket=ticket, sl=sl, tp=tp)

@@ -89,11 +89,12 @@ class PendingOrders:
 
     def _check_order(self, kind, price, stoplimit, sl, tp, tick, spec: SymbolSpec) -> checks.Check:
         level = spec.stops_level * spec.point
-        bad = checks.check_pending(kind, price, stoplimit, float(tick.bid), float(tick.ask), level)
+        point = spec.point
+        bad = checks.check_pending(kind, price, stoplimit, float(tick.bid), float(tick.ask), level, point)
         if bad:
             return bad
         entry = stoplimit if PENDING_TYPES[kind].trigger == "stop_limit" else price
-        return checks.check_stops(PENDING_TYPES[kind].side, entry, sl, tp, level, "order price")
+        return checks.check_stops(PENDING_TYPES[kind].side, entry, sl, tp, level, "order price", point)
 
     def _expiration(self, expiration: Any, now_broker: int) -> tuple[dict, checks.Check]:
         """The request's ``type_time``/``expiration`` (broker seconds), or the 10022 refusal."""
