@@ -28,14 +28,13 @@ def worst_equity(
     """``(N,)`` equity at each bar's worst prices and the margin held at that moment.
 
     ``segments``: (start bar, end bar, side, lots, price) of each position state, floating over bars
-    ``[start, end)``; ``trades``: closed trades (broker.TRADE_COLUMNS); ``bars``: open, high, low (bid) and
-    spread (price units) per bar; ``balance``/``equity``: at each bar's close; ``config``: the account
-    (contract size, leverage).
+    ``[start, end)``; ``trades``: closed trades (broker.TRADE_COLUMNS); ``bars``: each bar's open and low
+    bid, open and high ask (prices on the symbol's grid, so an exit at the open compares exactly);
+    ``balance``/``equity``: at each bar's close; ``config``: the account (contract size, leverage).
     """
-    opens, highs, lows, spread = bars
+    opens, lows, open_ask, high_ask = bars
     n = len(opens)
     cs, lev = config.contract_size, config.leverage
-    high_ask = highs + spread
     floating = np.zeros(n)
     margin_diff = np.zeros(n + 1)
     for start, end, side, lots, price in segments:
@@ -47,7 +46,7 @@ def worst_equity(
     for row in trades.itertuples():
         long_ = row.type == "buy"
         bar = int(row.exit_bar)
-        at_open = row.exit_price == (opens[bar] if long_ else opens[bar] + spread[bar])
+        at_open = row.exit_price == (opens[bar] if long_ else open_ask[bar])
         if row.exit_reason in ("sl", "stop out") or at_open:
             continue  # no excursion beyond the exit inside its bar
         extreme = lows[bar] if long_ else high_ask[bar]

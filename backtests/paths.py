@@ -1,5 +1,7 @@
 """MetaTrader's "1 minute OHLC" model: each bar's fills worked through its M1 bars.
 
+Prices are whole points of the symbol, as in the broker (``backtests.broker.market``).
+
 The EA still decides at the open of each bar of its own timeframe (market orders fill at that open). After
 the decision, pending orders, SL/TP and the stop-out are checked along the bar's M1 bars in time order, each
 M1 bar as four prices in the order MetaTrader's tester generates them (MetaTrader 5 Help, "Strategy Tester >
@@ -29,6 +31,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
+from backtests.broker.market import scale_of
 from neuronet.errors import NeuronetError
 
 MODELS = {"open": "Open prices only", "ohlc1m": "1 minute OHLC", "ticks": "Every tick based on real ticks"}
@@ -296,11 +299,13 @@ class M1Path(PricePath):
             raise ValueError("M1 bars must be in time order")
         self.group(bar_time, m1.index.as_unit("ns").asi8)
         self.time_ns = m1.index.as_unit("ns").asi8
-        self.points = ohlc_points(cols["open"], cols["high"], cols["low"], cols["close"])
+        scale = scale_of(point)
+        grid = (np.rint(cols[c] * scale) for c in ("open", "high", "low", "close"))
+        self.points = ohlc_points(*grid)  # (n, 4) whole points
         if fixed_spread is None:
-            self.spread = m1["spread"].to_numpy(dtype=np.float64) * point
+            self.spread = np.rint(m1["spread"].to_numpy(dtype=np.float64))  # points
         else:
-            self.spread = np.full(len(m1), fixed_spread * point)
+            self.spread = np.full(len(m1), float(fixed_spread))
         self.time = m1.index
         self.lows = np.minimum(self.points.min(axis=1), np.append(self.points[:1, 0], self.points[:-1, 3]))
         self.highs = np.maximum(self.points.max(axis=1), np.append(self.points[:1, 0], self.points[:-1, 3]))

@@ -1,14 +1,17 @@
 """The account: balance, equity, margin, free margin and the stop-out.
 
-Equity is linear in the bid ``p`` (longs valued at ``p``, shorts at ``p`` + spread), so the margin level at
-a range's adverse extreme is a few multiplications on cached sums, and the price where it crosses the
-stop-out level solves one equation. The sums are rebuilt only when the positions or the balance change
-(rare next to bars).
+Prices are whole points (``backtests.broker.market``); money is ``points x lots x per_point`` with
+``per_point`` the contract size over the points in a price unit (1.0 for a 100,000-unit lot of a 5-digit
+symbol). Equity is linear in the bid ``p`` (longs valued at ``p``, shorts at ``p`` + spread), so the margin
+level at a range's adverse extreme is a few multiplications on cached sums, and the price where it crosses
+the stop-out level solves one equation; the stop-out fills at the first whole point beyond it. The sums are
+rebuilt only when the positions or the balance change (rare next to bars).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 
 import pandas as pd
 
@@ -30,13 +33,13 @@ class Account:
         self.balance = config.deposit
         self.leverage = config.leverage
         self.currency = config.currency
-        self.contract_size = config.contract_size
+        self.per_point = config.contract_size / margin.scale  # money per point per lot
         self.stop_out_level = config.stop_out_level  # margin level in %, 0 = off
         self.ledger = ledger
         self.book = book
         self.margin = margin
         self._exposure: tuple[int, tuple[float, float, float, float, float]] | None = None
-        self._terms: tuple[tuple[int, float], tuple[float, float, float, float]] | None = None
+        self._terms: tuple[tuple[int, float], tuple[float, float, float, float, float]] | None = None
 
     def charge(self, amount: float, t: int) -> None:
         """Add ``amount`` (negative: a cost) to the balance in bar ``t``."""
@@ -46,10 +49,11 @@ class Account:
 
     # -- equity and margin ---------------------------------------------------------------------------------
     def equity(self, bid: float, ask: float) -> float:
-        """Balance plus floating profit at ``bid``/``ask`` (longs close at the bid, shorts at the ask)."""
-        cs = self.contract_size
+        """Balance plus floating profit at ``bid``/``ask`` (points; longs close at the bid, shorts at the
+        ask)."""
+        k = self.per_point
         return self.balance + sum(
-            (bid - p.price) * p.lots * cs if p.side > 0 else (p.price - ask) * p.lots * cs
+            (bid - p.price) * p.lots * k if p.side > 0 else (p.price - ask) * p.lots * k
             for p in self.book.positions
         )
 
@@ -77,12 +81,12 @@ class Account:
         Runs twice a bar while positions are open: the terms of the linear equity are cached as Python
         floats until the positions or the balance change.
         """
-        margin, base, short_cs, net_cs = self._level_terms()
+        margin, base, short_k, net_k, net = self._level_terms()
         if margin <= 0:
             return False
         o, h, lo, spr = quote
-        price = o if at_open or abs(net_cs) < 1e-7 else lo if net_cs > 0 else h  # hedged: no price moves it
-        return base - short_cs * spr + net_cs * price <= 0.0
+        price = o if at_open or abs(net) < 1e-12 else lo if net > 0 else h  # hedged: no price moves it
+        return base - short_k * spr + net_k * price <= 0.0
 
     def stop_out_price(self, spread: float) -> float | None:
         """The bid at which the margin level would reach the stop-out level, None when no price does."""
@@ -92,31 +96,32 @@ class Account:
         net = long_lots - short_lots
         if margin <= 0 or abs(net) < 1e-12:
             return None
-        cs = self.contract_size
-        fixed = self.balance + cs * (short_value - long_value - spread * short_lots)
-        return (self.stop_out_level / 100.0 * margin - fixed) / (cs * net)
+        k = self.per_point
+        fixed = self.balance + k * (short_value - long_value - spread * short_lots)
+        return (self.stop_out_level / 100.0 * margin - fixed) / (k * net)
 
     def stop_out_spread(self) -> float | None:
         """The spread at which the margin level reaches the stop-out level when no price moves it (every
         long hedged by a short: only the shorts' ask moves with the spread); None when none does."""
-        margin, base, short_cs, _ = self._level_terms()
-        return base / short_cs if margin > 0 and short_cs > 0 else None
+        margin, base, short_k, _, _ = self._level_terms()
+        return base / short_k if margin > 0 and short_k > 0 else None
 
     def stop_out_step(self, quote: Quote, at_open: bool, when: pd.Timestamp) -> list[Close]:
         """What the stop-out closes next while the level is crossed on the quote's adverse path (down for a
-        net long): the nearest stop-loss met before the crossing price, else every position there, or at
-        the open when the open is already beyond it."""
+        net long): the nearest stop-loss met before the crossing price, else every position at the first
+        whole point beyond the crossing, or at the open when the open is already beyond it."""
         o, _, _, spr = quote
-        cs = self.contract_size
+        k = self.per_point
         level = self.stop_out_level / 100.0
         long_lots, long_value, short_lots, short_value, margin = self.exposure()
         net = long_lots - short_lots
-        fixed = self.balance + cs * (short_value - long_value - spr * short_lots)
+        fixed = self.balance + k * (short_value - long_value - spr * short_lots)
         if at_open or abs(net) < 1e-12:
             fill = o
         else:
-            cross = (level * margin - fixed) / (cs * net)
-            fill = min(o, cross) if net > 0 else max(o, cross)
+            cross = (level * margin - fixed) / (k * net)
+            # The first price on the grid at or beyond the crossing (1e-6 of a point forgives float noise).
+            fill = min(o, math.floor(cross + 1e-6)) if net > 0 else max(o, math.ceil(cross - 1e-6))
             first = [
                 p
                 for p in self.book.positions
@@ -125,17 +130,19 @@ class Account:
             if first:  # the nearest stop-loss on the way is reached before the stop-out
                 pos = max(first, key=lambda p: p.sl * (1 if net > 0 else -1))
                 return [(pos, pos.sl, "sl")]
-        equity = fixed + cs * net * fill
+        equity = fixed + k * net * fill
         log.info("stop out at %s: margin level %.1f%%", when, 100 * equity / margin)
         return [(p, fill if p.side > 0 else fill + spr, "stop out") for p in list(self.book.positions)]
 
-    def _level_terms(self) -> tuple[float, float, float, float]:
-        """(margin, balance - value of the positions - stop-out equity, contract x short lots, x net lots)."""
+    def _level_terms(self) -> tuple[float, float, float, float, float]:
+        """(margin, balance - value of the positions - stop-out equity, per_point x short lots, per_point x
+        net lots, net lots)."""
         key = (self.book.changes, self.balance)
         if self._terms is None or self._terms[0] != key:
             long_lots, long_value, short_lots, short_value, margin = self.exposure()
-            cs = self.contract_size
-            base = self.balance + cs * (short_value - long_value) - self.stop_out_level / 100.0 * margin
-            terms = (float(margin), float(base), float(cs * short_lots), float(cs * (long_lots - short_lots)))
+            k = self.per_point
+            base = self.balance + k * (short_value - long_value) - self.stop_out_level / 100.0 * margin
+            net = long_lots - short_lots
+            terms = (float(margin), float(base), float(k * short_lots), float(k * net), float(net))
             self._terms = (key, terms)
         return self._terms[1]

@@ -1,7 +1,9 @@
 """One symbol's order book: its open positions and working pending orders, and what a price reaches of them.
 
-Prices in bars are bids; buy orders compare the ask (bid + spread), sell orders the bid. A long position
-closes at the bid, a short one at the ask. What a quote (``open, high, low, spread`` of a bar or of one
+Every price here is in whole points (``backtests.broker.market``), so a touch is an exact comparison of
+integers; a netting position's average price alone may fall between points. Prices in bars are bids; buy
+orders compare the ask (bid + spread), sell orders the bid. A long position closes at the bid, a short one
+at the ask. What a quote (``open, high, low, spread`` of a bar or of one
 stretch of a path) reaches:
 
 - pending orders, checked first against the open, then against the range: stop orders (buy stop above the
@@ -120,17 +122,18 @@ class Pending:
         self.price, self.stoplimit = self.stoplimit, None
         self.active_from = active_from
 
-    def public(self, time: pd.DatetimeIndex) -> Order:
+    def public(self, time: pd.DatetimeIndex, scale: int) -> Order:
+        """The EA's copy, prices in price units (``scale`` points to a unit)."""
         ns = self.record.setup_ns  # placed at a tick: its time, else the bar's
         return Order(
             self.ticket,
             self.kind,
             self.side,
             self.lots,
-            self.price,
-            self.stoplimit,
-            self.sl,
-            self.tp,
+            self.price / scale,
+            None if self.stoplimit is None else self.stoplimit / scale,
+            None if self.sl is None else self.sl / scale,
+            None if self.tp is None else self.tp / scale,
             self.expiration,
             time[self.time_setup] if ns is None else pd.Timestamp(ns, tz="UTC"),
             self.magic,

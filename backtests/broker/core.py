@@ -62,9 +62,10 @@ class Broker:
         self.config = config
         self.point = point
         self.market = Market(open_, high, low, close, spread_points, time, point, config)
+        self.scale = self.market.scale  # points per price unit: prices inside the broker are whole points
         self.ledger = Ledger(self.market, config)
         self.book = OrderBook()
-        self.margin = MarginModel(config)
+        self.margin = MarginModel(config, self.scale)
         self.funds = Account(config, self.ledger, self.book, self.margin)
         self.swaps = SwapModel(config, point)
         self.requests = TradeRequests(self)
@@ -72,14 +73,18 @@ class Broker:
         self.last_retcode = 0
         self.stop_out_on = config.stop_out_level > 0
         m = self.market
-        # Prices the checks read: (open, high, low, spread) of the bar, or of one stretch of a price path.
-        self.quote = (m.opens[0], m.highs[0], m.lows[0], m.spread[0])
+        # Prices the checks read, in points: (open, high, low, spread) of the bar, or of one stretch of a
+        # price path.
+        self.quote = (m.o[0], m.h[0], m.lo[0], m.s[0])
         self.price_path = None  # backtests.paths.M1Path ("1 minute OHLC") or backtests.ticks.TickPath
         self.walking = False  # True while a price path is walked: the order of prices inside it is known
         # Inside a bar: the tick being worked (its bid and ask are the market), or the UTC ns of the minute
         # being walked; the records take their times from these, so a fill shows when it happened.
         self.now = None  # strategies.trade.Tick
         self.now_ns: int | None = None
+        # A quote inside the bar that fills take instead of its open, without a time of its own (a paper
+        # account's latest quote for on_tick): (bid, ask) in points.
+        self.inside: tuple[float, float] | None = None
         self.revision = 0  # counts changes of positions and orders (a tick walk re-reads its levels then)
         self._next_ticket = 1
 
@@ -99,12 +104,23 @@ class Broker:
 
     # -- prices and time -------------------------------------------------------------------------------------
     def price(self, side: int) -> float:
-        """Fill price at the current open for a deal in direction ``side`` (+1 buy at ask, -1 sell at bid)."""
+        """Fill price now for a deal in direction ``side`` (+1 buy at the ask, -1 sell at the bid): the
+        current bar's open, or the tick being worked."""
+        return self.price_points(side) / self.scale
+
+    def price_points(self, side: int) -> float:
+        """``price`` in whole points."""
         now = self.now
         if now is not None:  # a tick: (time_ns, bid, ask, ...)
-            return now[2] if side > 0 else now[1]
+            return float(round((now[2] if side > 0 else now[1]) * self.scale))
+        if self.inside is not None:
+            return self.inside[1] if side > 0 else self.inside[0]
         t, m = self.t, self.market
-        return m.opens[t] + m.open_spread[t] if side > 0 else m.opens[t]
+        return m.o[t] + m.s_open[t] if side > 0 else m.o[t]
+
+    def to_points(self, price: float) -> float:
+        """A price on the symbol's grid, in whole points (the nearest: a quote lies on the grid)."""
+        return float(round(price * self.scale))
 
     def time_now(self) -> pd.Timestamp:
         """When the EA's decision is taken: the current tick's time, else the current bar's opening time."""
@@ -142,7 +158,7 @@ class Broker:
         return self.requests.positions()
 
     def orders(self) -> list[Order]:
-        return [o.public(self.market.time) for o in self.book.orders]
+        return [o.public(self.market.time, self.scale) for o in self.book.orders]
 
     def account(self) -> AccountView:
         equity = self.equity_now()
@@ -152,7 +168,12 @@ class Broker:
 
     def equity_now(self) -> float:
         """Balance plus floating profit at the current open (the tick being worked on a tick path)."""
-        return self.funds.equity(self.price(-1), self.price(+1))
+        return self.funds.equity(self.price_points(-1), self.price_points(+1))
+
+    def equity_at_close(self, t: int) -> float:
+        """Balance plus floating profit at bar ``t``'s close (longs at its bid, shorts at its ask)."""
+        m = self.market
+        return self.funds.equity(m.c[t], m.c[t] + m.s_close[t])
 
     # -- per-bar events (called by the harness) -----------------------------------------------------------
     def bar_open(self, t: int) -> None:
@@ -167,7 +188,7 @@ class Broker:
         if not (book.positions or book.orders):
             return
         m = self.market
-        self.quote = (m.opens[t], m.highs[t], m.lows[t], m.open_spread[t]) if first is None else first
+        self.quote = (m.o[t], m.h[t], m.lo[t], m.s_open[t]) if first is None else first
         if self.swaps.active and book.positions and m.day[t] != m.day[t - 1]:
             self._swap(int(m.day[t - 1]), int(m.day[t]))
         if book.orders:
@@ -188,7 +209,7 @@ class Broker:
         if not (book.positions or book.orders):
             return
         m = self.market
-        self.quote = (m.opens[t], m.highs[t], m.lows[t], m.spread[t])
+        self.quote = (m.o[t], m.h[t], m.lo[t], m.s[t])
         self.range_checks(t)
 
     def attach_path(self, path) -> None:
@@ -240,9 +261,9 @@ class Broker:
         self.t = last
         self.now = self.now_ns = None
         m = self.market
-        price_bid = m.closes[last]
+        price_bid = m.c[last]
         for pos in list(self.book.positions):
-            price = price_bid if pos.side > 0 else price_bid + m.close_spread[last]
+            price = price_bid if pos.side > 0 else price_bid + m.s_close[last]
             self.close_position(pos, pos.lots, price, "end of test")
         for order in list(self.book.orders):
             self.retire(order, "canceled")
@@ -263,8 +284,9 @@ class Broker:
         return ticket
 
     def fill(self, side, lots, price, sl, tp, magic, comment, ticket=None, reason="signal") -> int | None:
-        """A deal of ``lots`` at ``price``: netting first reduces or reverses an opposite position, hedging
-        opens its own. Returns the position's ticket, or None when the free margin is short (recorded)."""
+        """A deal of ``lots`` at ``price`` (points; SL/TP too): netting first reduces or reverses an opposite
+        position, hedging opens its own. Returns the position's ticket, or None when the free margin is short
+        (recorded)."""
         cfg = self.config
         book = self.book
         remaining = lots
@@ -282,7 +304,7 @@ class Broker:
             if remaining > 1e-12 and same:
                 pos = same[0]
                 if not self._margin_ok(remaining, price):
-                    return self.reject("deal", side, remaining, 10019, "not enough free margin", price=price)
+                    return self._no_money(side, remaining, price)
                 self._end_segment(pos)
                 total = pos.lots + remaining
                 book.resize(pos, round(total, 8), (pos.price * pos.lots + price * remaining) / total)
@@ -298,7 +320,7 @@ class Broker:
         if remaining <= 1e-12:
             return result  # the order only reduced or closed an opposite position
         if not self._margin_ok(remaining, price):
-            return self.reject("deal", side, remaining, 10019, "not enough free margin", price=price)
+            return self._no_money(side, remaining, price)
         if ticket is None:
             ticket = self.new_ticket()
         comm = remaining * cfg.commission
@@ -319,23 +341,25 @@ class Broker:
         record_order=True,
         entry="out",
     ) -> None:
-        """Close ``lots`` of ``pos`` at ``price``: the profit and exit commission hit the balance, a deal
-        and a trade are recorded (and the broker's own closing order, unless ``record_order`` is False)."""
-        cfg = self.config
+        """Close ``lots`` of ``pos`` at ``price`` (points): the profit and exit commission hit the balance, a
+        deal and a trade are recorded (and the broker's own closing order, unless ``record_order`` is
+        False)."""
+        cfg, k = self.config, self.scale
         self._end_segment(pos)
         share = lots / pos.lots
         entry_comm = pos.commission * share
         swap = pos.swap * share
         exit_comm = lots * cfg.commission
-        profit = pos.side * (price - pos.price) * lots * cfg.contract_size
+        profit = pos.side * ((price - pos.price) / k) * lots * cfg.contract_size
         self.funds.charge(profit - exit_comm, self.t)
         if record_order:  # the broker's own closing order (SL, TP, stop-out, close request, end of test)
             kind = "sell" if pos.side > 0 else "buy"
-            self.record_order(None, kind, lots, price, None, None, "filled", pos.ticket, pos.magic, reason)
+            self.record_order(
+                None, kind, lots, price / k, None, None, "filled", pos.ticket, pos.magic, reason
+            )
         self._deal(order, pos, -pos.side, entry, lots, price, 0.0 - exit_comm, swap, profit, reason)
-        self.ledger.new_trade(
-            pos, lots, self.t, self.stamp(), price, reason, entry_comm, exit_comm, swap, profit
-        )
+        when = self.stamp()
+        self.ledger.new_trade(pos, lots, self.t, when, price, reason, entry_comm, exit_comm, swap, profit, k)
         left = round(pos.lots - lots, 8)
         if left <= 1e-12:
             self.book.remove(pos)
@@ -344,7 +368,10 @@ class Broker:
             pos.commission, pos.swap = pos.commission - entry_comm, pos.swap - swap
 
     def _margin_ok(self, lots: float, price: float) -> bool:
-        return self.funds.margin_ok(lots, price, self.price(-1), self.price(+1))
+        return self.funds.margin_ok(lots, price, self.price_points(-1), self.price_points(+1))
+
+    def _no_money(self, side: int, lots: float, price: float) -> None:
+        return self.reject("deal", side, lots, 10019, "not enough free margin", price=price / self.scale)
 
     def _stops(self, t: int, gap_only: bool) -> None:
         for pos, price, reason in self.book.reached_stops(self.quote, t, gap_only):
@@ -382,7 +409,7 @@ class Broker:
                     if pos.ticket == ticket:
                         pos.tp_from = t + 1
             record = order.record
-            record.bar_done, record.done_ns, record.fill_price = t, self.stamp(), price
+            record.bar_done, record.done_ns, record.fill_price = t, self.stamp(), price / self.scale
             record.state = "filled" if ticket is not None else "rejected"
             record.position = ticket
 
@@ -404,7 +431,7 @@ class Broker:
         """A position is about to change (volume, price, closed): close its floating-profit segment."""
         end = self.t
         if end > pos.seg:
-            self.ledger.segment(pos.seg, end, pos.side, pos.lots, pos.price)
+            self.ledger.segment(pos.seg, end, pos.side, pos.lots, pos.price / self.scale)
         pos.seg = end
 
     # -- records -------------------------------------------------------------------------------------------
@@ -415,7 +442,8 @@ class Broker:
         return None
 
     def record_order(self, ticket, kind, lots, price, sl, tp, state, position, magic, comment, **extra):
-        """An order of the orders table (a market order filled now, or a pending order placed now)."""
+        """An order of the orders table (a market order filled now, or a pending order placed now; prices
+        in price units)."""
         self.revision += 1
         return self.ledger.new_order(self.t, self.stamp(), ticket, kind, lots, price, sl, tp, state, position,
                                      magic, comment, **extra)  # fmt: skip
@@ -423,8 +451,8 @@ class Broker:
     def _deal(self, order, pos: OpenPosition, side: int, entry: str, lots, price, commission, swap, profit,
               comment: str | None = None) -> None:  # fmt: skip
         self.revision += 1
-        self.ledger.new_deal(self.t, self.stamp(), order, pos, side, entry, lots, price, commission, swap,
-                             profit, self.funds.balance, comment)  # fmt: skip
+        self.ledger.new_deal(self.t, self.stamp(), order, pos, side, entry, lots, price / self.scale,
+                             commission, swap, profit, self.funds.balance, comment)  # fmt: skip
 
     # -- result tables -------------------------------------------------------------------------------------
     def trades_frame(self) -> pd.DataFrame:

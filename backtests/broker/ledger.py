@@ -98,20 +98,20 @@ class Ledger:
                        swap, profit, balance, pos.magic, note))  # fmt: skip
 
     def new_trade(self, pos: OpenPosition, lots, t: int, ns: int | None, price, reason, entry_comm, exit_comm,
-                  swap, profit) -> None:  # fmt: skip
+                  swap, profit, scale: int) -> None:  # fmt: skip
         """``lots`` of ``pos`` closed at ``price`` in bar ``t`` (UTC ``ns``): a trade, its commission the
-        entry's share and the exit's."""
+        entry's share and the exit's (the position's prices and ``price`` in points, ``scale`` to a unit)."""
         self.trade(
             Trade(
                 pos.ticket,
                 "buy" if pos.side > 0 else "sell",
                 lots,
                 pos.entry_ns,  # UTC ns or None (the bar's time): the frames turn both into times
-                pos.price,
+                pos.price / scale,
                 ns,
-                price,
-                pos.sl,
-                pos.tp,
+                price / scale,
+                None if pos.sl is None else pos.sl / scale,
+                None if pos.tp is None else pos.tp / scale,
                 reason,
                 0.0 - (entry_comm + exit_comm),
                 swap,
@@ -181,7 +181,7 @@ class Ledger:
         margin_diff = np.zeros(n + 1)
         cs, lev = self.config.contract_size, self.config.leverage
         bid = m.closes
-        ask = m.closes + m.close_spread
+        ask = (m.c + m.s_close) / m.scale
         for start, end, side, lots, price in self.segments:
             if side > 0:
                 floating[start:end] += (bid[start:end] - price) * lots * cs
@@ -199,7 +199,8 @@ class Ledger:
         balance, equity, _ = self.curves(0)
         trades = pd.DataFrame([tr.row() for tr in self.trades], columns=list(TRADE_COLUMNS))
         m = self.market
-        bars = (m.opens, m.highs, m.lows, m.spread)
+        k = m.scale
+        bars = (m.opens, m.lows, (m.o + m.s) / k, (m.h + m.s) / k)  # open and low bid, open and high ask
         worst, margin = worst_equity(self.segments, trades, bars, balance, equity, self.config)
         return worst[first:], margin[first:]
 

@@ -1,5 +1,6 @@
 """The margin a symbol's positions hold and a new deal needs (MetaTrader's "Forex" calculation: lots x
-contract size x price / leverage, in the deposit currency for a quote-currency account)."""
+contract size x price / leverage, in the deposit currency for a quote-currency account; prices in whole
+points, ``scale`` of them to a price unit)."""
 
 from __future__ import annotations
 
@@ -10,24 +11,25 @@ from backtests.broker.config import AccountConfig
 class MarginModel:
     """Margin of one symbol's positions on one account (``config``: contract size, leverage, commission)."""
 
-    def __init__(self, config: AccountConfig):
+    def __init__(self, config: AccountConfig, scale: int):
         self.contract_size = config.contract_size
         self.leverage = config.leverage
         self.commission = config.commission
+        self.scale = scale
 
     def of_positions(self, positions: list[OpenPosition]) -> float:
         """The margin the open positions hold, each at its opening price."""
-        cs, lev = self.contract_size, self.leverage
-        return sum(p.lots * cs * p.price / lev for p in positions)
+        cs, lev, k = self.contract_size, self.leverage, self.scale
+        return sum(p.lots * cs * (p.price / k) / lev for p in positions)
 
     def of_exposure(self, positions: list[OpenPosition]) -> float:
         """The same margin summed longs first, then shorts (the order the stop-out's equation sums it in)."""
-        cs, lev = self.contract_size, self.leverage
+        cs, lev, k = self.contract_size, self.leverage, self.scale
         legs = [(p.lots, p.price) for p in positions if p.side > 0]
         legs += [(p.lots, p.price) for p in positions if p.side < 0]
-        return sum(lots * cs * price / lev for lots, price in legs)
+        return sum(lots * cs * (price / k) / lev for lots, price in legs)
 
     def required(self, lots: float, price: float) -> float:
-        """What a new deal of ``lots`` at ``price`` needs from the free margin: its margin and its entry
-        commission."""
-        return lots * self.contract_size * price / self.leverage + lots * self.commission
+        """What a new deal of ``lots`` at ``price`` (points) needs from the free margin: its margin and its
+        entry commission."""
+        return lots * self.contract_size * (price / self.scale) / self.leverage + lots * self.commission

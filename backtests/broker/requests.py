@@ -4,6 +4,11 @@ Every request is checked first (``backtests.checks``); a refused one changes not
 sets the broker's ``last_retcode`` and is recorded in its ledger with the retcode and reason. Prices of the
 moment are the broker's: the current bar's open (bid) and open + spread (ask), or the tick being worked.
 
+An EA's prices (SL, TP, a pending order's price) are put on the symbol's grid first, to the nearest point
+(MQL5's ``NormalizeDouble`` to the symbol's digits): ``bid - 200 * point`` computed in floats is the price
+200 points below the bid, not a hair above it. The checks count distances in whole points and the book
+keeps the prices as points (``backtests.broker.market``).
+
 Modifications: ``None`` keeps a value, 0 removes a stop (MQL5's convention). A modification that changes
 nothing is refused with 10025 (no changes), as the server does. The freeze level blocks changing or
 cancelling a pending order whose price, and changing a position whose SL or TP, lies within that many
@@ -13,6 +18,7 @@ positions at the price of the second one's opening: one spread is saved, as in M
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -39,7 +45,7 @@ class TradeRequests:
         """Market order now; returns the ticket of the position opened or changed, None when refused."""
         b, cfg = self.broker, self.config
         bad = checks.check_volume(lots, cfg.lot_min, cfg.lot_max, cfg.lot_step)
-        sl, tp = checks.stop_value(sl), checks.stop_value(tp)
+        sl, tp = self._grid(checks.stop_value(sl)), self._grid(checks.stop_value(tp))
         if not bad:
             ref = b.price(-1) if side > 0 else b.price(+1)  # where the position will close
             what = "bid" if side > 0 else "ask"
@@ -47,15 +53,16 @@ class TradeRequests:
         if bad:
             return b.reject("deal", side, lots, *bad, sl=sl, tp=tp)
         norm = round(round(lots / cfg.lot_step) * cfg.lot_step, 8)
-        price = b.price(side)
+        price = b.price_points(side)
         new = b.upcoming_ticket()
-        ticket = b.fill(side, norm, price, sl, tp, magic, comment)
+        ticket = b.fill(side, norm, price, self._points(sl), self._points(tp), magic, comment)
         if ticket is None:
             return None
         b.last_retcode = checks.DONE
         opened = ticket == new and b.upcoming_ticket() == new + 1
-        b.record_order(new if opened else None, "buy" if side > 0 else "sell", norm, price, sl, tp, "filled",
-                       ticket, magic, comment)  # fmt: skip
+        kind = "buy" if side > 0 else "sell"
+        b.record_order(new if opened else None, kind, norm, price / b.scale, sl, tp, "filled", ticket, magic,
+                       comment)  # fmt: skip
         return ticket
 
     def close(
@@ -88,11 +95,11 @@ class TradeRequests:
                 b.reject("close", -pos.side, lots, *bad, ticket=ticket)
                 return 0
             part = min(pos.lots, round(round(lots / cfg.lot_step) * cfg.lot_step, 8))
-            b.close_position(pos, part, b.price(-pos.side), reason)
+            b.close_position(pos, part, b.price_points(-pos.side), reason)
             b.last_retcode = checks.DONE
             return 1
         for pos in todo:
-            b.close_position(pos, pos.lots, b.price(-pos.side), reason)
+            b.close_position(pos, pos.lots, b.price_points(-pos.side), reason)
         if todo:
             b.last_retcode = checks.DONE
         return len(todo)
@@ -108,7 +115,9 @@ class TradeRequests:
         a, c = found[ticket], found[opposite]
         lots, price = min(a.lots, c.lots), c.price
         comment = f"close #{ticket} by #{opposite}"
-        b.record_order(None, "close_by", lots, price, None, None, "filled", ticket, a.magic, comment)
+        b.record_order(
+            None, "close_by", lots, price / b.scale, None, None, "filled", ticket, a.magic, comment
+        )
         b.close_position(a, lots, price, "close by", record_order=False, entry="out_by")
         b.close_position(c, lots, price, "close by", record_order=False, entry="out_by")
         b.last_retcode = checks.DONE
@@ -122,21 +131,22 @@ class TradeRequests:
             return self._refuse(
                 "modify", checks.POSITION_CLOSED, f"no open position #{ticket}", ticket, sl, tp
             )
-        new_sl = pos.sl if sl is None else checks.stop_value(sl)
-        new_tp = pos.tp if tp is None else checks.stop_value(tp)
+        cur_sl, cur_tp = self._price(pos.sl), self._price(pos.tp)
+        new_sl = cur_sl if sl is None else self._grid(checks.stop_value(sl))
+        new_tp = cur_tp if tp is None else self._grid(checks.stop_value(tp))
         ref = b.price(-pos.side)
         what = "bid" if pos.side > 0 else "ask"
-        changed_sl = new_sl if new_sl != pos.sl else None
-        changed_tp = new_tp if new_tp != pos.tp else None
+        changed_sl = new_sl if new_sl != cur_sl else None
+        changed_tp = new_tp if new_tp != cur_tp else None
         level = self._level(self.config.stops_level)
         bad = checks.check_stops(pos.side, ref, changed_sl, changed_tp, level, what, b.point)
-        if not bad and (new_sl, new_tp) == (pos.sl, pos.tp):
-            bad = checks.NO_CHANGES, f"position #{ticket} already has sl={pos.sl} tp={pos.tp}"
-        if not bad and self._frozen(ref, pos.sl, pos.tp):
+        if not bad and (new_sl, new_tp) == (cur_sl, cur_tp):
+            bad = checks.NO_CHANGES, f"position #{ticket} already has sl={cur_sl} tp={cur_tp}"
+        if not bad and self._frozen(ref, cur_sl, cur_tp):
             bad = checks.FROZEN, f"position #{ticket}'s stops lie within the freeze level of the {what} {ref}"
         if bad:
             return self._refuse("modify", *bad, ticket, sl, tp)
-        pos.sl, pos.tp = new_sl, new_tp
+        pos.sl, pos.tp = self._points(new_sl), self._points(new_tp)
         b.revision += 1
         b.last_retcode = checks.DONE
         return True
@@ -144,21 +154,21 @@ class TradeRequests:
     def positions(self) -> list[Position]:
         """Open positions, valued at the last closed bar's close, or at the current tick (ticks model)."""
         b = self.broker
-        t, now, m = b.t, b.now, b.market
+        t, now, m, k = b.t, b.now, b.market, b.scale
         if now is not None:
-            bid, ask = now[1], now[2]
+            bid, ask = b.to_points(now[1]), b.to_points(now[2])
         else:
-            bid = m.closes[t - 1] if t > 0 else m.opens[t]
-            ask = bid + (m.close_spread[t - 1] if t > 0 else m.open_spread[t])
+            bid = m.c[t - 1] if t > 0 else m.o[t]
+            ask = bid + (m.s_close[t - 1] if t > 0 else m.s_open[t])
         cs = self.config.contract_size
         out = []
         for p in b.book.positions:
             exit_price = bid if p.side > 0 else ask
             if p.opened is None:  # made once: an EA may ask on every tick
                 p.opened = m.time[p.bar] if p.entry_ns is None else pd.Timestamp(p.entry_ns, tz="UTC")
-            profit = p.side * (exit_price - p.price) * p.lots * cs
-            out.append(Position(p.ticket, p.side, p.lots, p.price, p.opened, p.bar, p.sl, p.tp, p.magic,
-                                p.comment, profit))  # fmt: skip
+            profit = p.side * ((exit_price - p.price) / k) * p.lots * cs
+            out.append(Position(p.ticket, p.side, p.lots, p.price / k, p.opened, p.bar, self._price(p.sl),
+                                self._price(p.tp), p.magic, p.comment, profit))  # fmt: skip
         return out
 
     # -- pending orders ------------------------------------------------------------------------------------
@@ -167,7 +177,8 @@ class TradeRequests:
         or None."""
         b, cfg = self.broker, self.config
         side = PENDING_TYPES[kind].side if kind in PENDING_TYPES else 0
-        sl, tp = checks.stop_value(sl), checks.stop_value(tp)
+        sl, tp = self._grid(checks.stop_value(sl)), self._grid(checks.stop_value(tp))
+        price, stoplimit = self._grid(price), self._grid(stoplimit)
         request = {"kind": kind, "price": price, "stoplimit": stoplimit, "sl": sl, "tp": tp}
         if not side:
             return b.reject("pending", 0, lots, checks.INVALID, f"unknown order type {kind!r}", **request)
@@ -183,9 +194,8 @@ class TradeRequests:
         norm = round(round(lots / cfg.lot_step) * cfg.lot_step, 8)
         record = b.record_order(ticket, kind, norm, price, sl, tp, "placed", None, magic, comment,
                                 stoplimit=stoplimit, expiration=when)  # fmt: skip
-        b.book.orders.append(
-            Pending(ticket, kind, norm, price, stoplimit, sl, tp, when, magic, comment, b.t, record)
-        )
+        points = [self._points(v) for v in (price, stoplimit, sl, tp)]
+        b.book.orders.append(Pending(ticket, kind, norm, *points, when, magic, comment, b.t, record))
         b.last_retcode = checks.PLACED
         return ticket
 
@@ -194,7 +204,7 @@ class TradeRequests:
         order = b.book.order(ticket)
         if order is None:
             return self._refuse("cancel", checks.INVALID, f"no pending order #{ticket}", ticket)
-        if self._frozen(b.price(order.side), order.price):
+        if self._frozen(b.price(order.side), self._price(order.price)):
             return self._refuse(
                 "cancel", checks.FROZEN, f"order #{ticket} lies within the freeze level", ticket
             )
@@ -208,31 +218,47 @@ class TradeRequests:
         order = b.book.order(ticket)
         if order is None:
             return self._refuse("modify_order", checks.INVALID, f"no pending order #{ticket}", ticket, sl, tp)
+        old = {key: self._price(getattr(order, key)) for key in ("price", "stoplimit", "sl", "tp")}
         new = {
-            "price": order.price if price is None else price,
-            "stoplimit": order.stoplimit if stoplimit is None else stoplimit,
-            "sl": order.sl if sl is None else checks.stop_value(sl),
-            "tp": order.tp if tp is None else checks.stop_value(tp),
+            "price": old["price"] if price is None else self._grid(price),
+            "stoplimit": old["stoplimit"] if stoplimit is None else self._grid(stoplimit),
+            "sl": old["sl"] if sl is None else self._grid(checks.stop_value(sl)),
+            "tp": old["tp"] if tp is None else self._grid(checks.stop_value(tp)),
         }
         when, bad = (order.expiration, None) if expiration == KEEP else self._expiration(expiration)
         if not bad:
             bad = self._check_order(order.kind, new["price"], new["stoplimit"], new["sl"], new["tp"])
-        old = {k: getattr(order, k) for k in new}
         if not bad and new == old and when == order.expiration:
             bad = checks.NO_CHANGES, f"order #{ticket} already has these values"
-        if not bad and self._frozen(b.price(order.side), order.price):
+        if not bad and self._frozen(b.price(order.side), old["price"]):
             bad = checks.FROZEN, f"order #{ticket} lies within the freeze level"
         if bad:
             return self._refuse("modify_order", *bad, ticket, sl, tp)
         for key, value in new.items():
-            setattr(order, key, value)
+            setattr(order, key, self._points(value))
             setattr(order.record, key, value)
         order.expiration = order.record.expiration = when
         b.revision += 1
         b.last_retcode = checks.DONE
         return True
 
-    # -- checks --------------------------------------------------------------------------------------------
+    # -- prices and checks ---------------------------------------------------------------------------------
+    def _grid(self, price: float | None) -> float | None:
+        """An EA's price on the symbol's grid (the nearest point); None and non-finite values as they are
+        (the checks refuse the latter with a reason)."""
+        if price is None or not math.isfinite(price):
+            return price
+        k = self.broker.scale
+        return round(price * k) / k
+
+    def _points(self, price: float | None) -> float | None:
+        """A price on the grid in whole points (None stays None)."""
+        return None if price is None else self.broker.to_points(price)
+
+    def _price(self, points: float | None) -> float | None:
+        """Whole points as a price (None stays None)."""
+        return None if points is None else points / self.broker.scale
+
     def _level(self, points: int) -> float:
         return points * self.broker.point
 

@@ -30,27 +30,20 @@ class PaperBroker(Broker):
         # Copies: the bars grow in the broker's own buffers, never in the caller's frame.
         cols = (history[name].to_numpy(dtype=np.float64, copy=True) for name in _FIELDS)
         super().__init__(*cols, history.index.as_unit("ns"), point, config)
-        self._tick: tuple[float, float] | None = None  # a quote inside the bar (on_tick), else the open
-
-    def price(self, side: int) -> float:
-        """Fill price now: the latest tick inside the bar when the EA trades on ticks, else the bar's open."""
-        if self._tick is None:
-            return super().price(side)
-        return self._tick[1] if side > 0 else self._tick[0]
 
     def set_tick(self, bid: float, ask: float) -> None:
-        """A quote inside the bar now forming: ``on_tick``'s orders fill there."""
+        """A quote inside the bar now forming: ``on_tick``'s orders fill there (``Broker.inside``)."""
         if not (math.isfinite(bid) and bid > 0 and math.isfinite(ask) and ask >= bid):
             raise LiveError(f"quote bid {bid} ask {ask} cannot be traded on")
-        self._tick = (bid, ask)
+        self.inside = (self.to_points(bid), self.to_points(ask))
 
     def _append(self, when: pd.Timestamp, o: float, spread: float) -> int:
-        """A new bar opening at ``o`` (its range filled in by ``close_bar``)."""
+        """A new bar opening at ``o`` with ``spread`` points (its range filled in by ``close_bar``)."""
         try:
-            t = self.market.append(when, o, o, o, o, spread)
+            t = self.market.append(when, o, o, o, o, self.market.spread_points(spread))
         except ValueError as exc:
             raise LiveError(str(exc)) from None
-        self._tick = None
+        self.inside = None
         return t
 
     # -- the bar now forming ---------------------------------------------------------------------------------
@@ -61,7 +54,7 @@ class PaperBroker(Broker):
             raise LiveError(f"quote at {when}: bid {bid} cannot be traded on")
         if not (math.isfinite(ask) and ask >= bid):
             raise LiveError(f"quote at {when}: ask {ask} cannot be traded on with bid {bid}")
-        t = self._append(when, bid, self.market.spread_price(ask - bid))
+        t = self._append(when, bid, self.to_points(ask) - self.to_points(bid))
         self.bar_open(t)
         return t
 
@@ -76,6 +69,6 @@ class PaperBroker(Broker):
     def add_bar(self, when: pd.Timestamp, o: float, spread_points: float) -> int:
         """A bar seen only once closed: opened at its own open and spread (``bar_open``); the caller lets the
         EA decide, then calls ``close_bar`` with its range."""
-        t = self._append(when, o, self.market.spread_price(spread_points * self.point))
+        t = self._append(when, o, spread_points)
         self.bar_open(t)
         return t

@@ -133,17 +133,11 @@ class TerminalLedger:
                 "buy" if pos.side > 0 else "sell",
                 pos.lots,
             )
+            b = self.broker
+            price = round(pos.price * b.scale, 6)  # whole points, or between them for a netting average
+            sl, tp = (None if v is None else b.to_points(v) for v in (pos.sl, pos.tp))
             held = OpenPosition(
-                pid,
-                pos.side,
-                pos.lots,
-                pos.price,
-                pos.bar,
-                pos.sl,
-                pos.tp,
-                pos.magic,
-                pos.comment,
-                0.0 - pos.commission,
+                pid, pos.side, pos.lots, price, pos.bar, sl, tp, pos.magic, pos.comment, 0.0 - pos.commission
             )
             held.entry_ns, held.seg = pos.entry_ns, pos.seg
             self.broker.adopt(held)

@@ -27,7 +27,7 @@ def _step(b, t, action=None):
 def test_market_orders_fill_at_open_plus_spread_and_close_at_bid():
     b = _broker([(1.1, 1.1, 1.1, 1.1), (1.2, 1.2, 1.2, 1.2)], spread=10)
     _step(b, 0, lambda b: b.order(+1, 1.0, None, None, 0, ""))
-    assert b.open_positions[0].price == pytest.approx(1.1001)
+    assert b.positions()[0].price_open == pytest.approx(1.1001)
     _step(b, 1, lambda b: b.close(None, None))
     trade = b.trades_frame().iloc[0]
     assert trade.exit_price == pytest.approx(1.2)
@@ -71,7 +71,7 @@ def test_netting_reverses_and_averages():
     b = _broker([(1.0, 1.0, 1.0, 1.0), (1.1, 1.1, 1.1, 1.1), (1.2, 1.2, 1.2, 1.2)])
     _step(b, 0, lambda b: b.order(+1, 1.0, None, None, 0, ""))
     _step(b, 1, lambda b: b.order(+1, 1.0, None, None, 0, ""))
-    assert len(b.open_positions) == 1 and b.open_positions[0].price == pytest.approx(1.05)
+    assert len(b.open_positions) == 1 and b.positions()[0].price_open == pytest.approx(1.05)
     _step(b, 2, lambda b: b.order(-1, 3.0, None, None, 0, ""))
     pos = b.open_positions[0]
     assert pos.side == -1 and pos.lots == 1.0
@@ -111,7 +111,7 @@ def test_swap_is_tripled_on_wednesday_and_skipped_at_weekends():
 
 def test_equity_curve_ends_at_deposit_plus_net_profit():
     rng = np.random.default_rng(3)
-    c = 1.1 + np.cumsum(rng.normal(0, 1e-3, 50))
+    c = np.round(1.1 + np.cumsum(rng.normal(0, 1e-3, 50)), 5)  # prices on the 5-digit grid
     rows = np.column_stack([c, c + 1e-3, c - 1e-3, c])
     b = _broker(rows, spread=7, commission=2.0)
     for t in range(50):
@@ -150,7 +150,8 @@ def test_mae_and_mfe_stop_at_the_exit_level():
 def test_stop_out_closes_everything_where_the_margin_level_crosses(split):
     # 1,000 deposit, 1:100, 0.9 lot at 1.0 needs 900 margin; a fall to 0.995 leaves 1000 - 450 = 550 equity,
     # a margin level of 61 %: still open. Bar 2's low of 0.9938 would leave 442 (49.1 %): the level of 50 %
-    # (equity 450) is crossed on the way, at 1 - 550 / 90,000 = 0.993888..., where everything is closed.
+    # (equity 450) is crossed on the way, at 1 - 550 / 90,000 = 0.993888...: everything is closed at the first
+    # price on the grid at or below it, 0.99388 (equity 1000 - 0.9 x 100,000 x 0.00612 = 449.20, 49.9 %).
     rows = [(1.0, 1.0, 1.0, 1.0), (1.0, 1.0, 0.995, 0.998), (0.998, 0.999, 0.9938, 0.999)]
     b = _broker(rows, deposit=1000.0, leverage=100.0)
     _step(b, 0, lambda b: b.order(+1, 0.45 if split else 0.9, None, None, 0, ""))
@@ -161,8 +162,8 @@ def test_stop_out_closes_everything_where_the_margin_level_crosses(split):
     assert b.open_positions and b.open_positions[0].lots == pytest.approx(0.9)
     _step(b, 2)
     trade = b.trades_frame().iloc[0]
-    assert trade.exit_reason == "stop out" and trade.exit_price == pytest.approx(1 - 550 / 90_000)
-    assert b.balance == pytest.approx(450.0)
+    assert trade.exit_reason == "stop out" and trade.exit_price == 0.99388
+    assert b.balance == pytest.approx(449.20, abs=1e-9)
 
 
 def test_stop_out_can_be_switched_off():
@@ -171,3 +172,44 @@ def test_stop_out_can_be_switched_off():
     _step(b, 0, lambda b: b.order(+1, 0.9, None, None, 0, ""))
     _step(b, 1)
     assert b.open_positions
+
+
+def test_exact_touches_fill_on_the_point_grid_where_float_sums_missed_them():
+    """``1.11851 + 10 points`` is 1.1186099999... as floats and never reached a level at 1.11861; with a
+    15-point spread the audit found 834 of 2,000 exact buy-limit and take-profit touches missed. In whole
+    points every touch of the ask (bid + spread) fills: a buy limit at the bar's lowest ask, a buy stop at
+    its highest ask, a short's take-profit at the lowest ask and its stop-loss at the highest."""
+    rng = np.random.default_rng(5)
+    missed = 0
+    for _ in range(200):  # 800 touches
+        low = int(rng.integers(100_000, 160_000))
+        high = low + int(rng.integers(20, 200))
+        o = (low + high) // 2
+        bars = [(o / 1e5,) * 4, (o / 1e5, high / 1e5, low / 1e5, o / 1e5)]
+        ask_low, ask_high = round((low + 15) / 1e5, 5), round((high + 15) / 1e5, 5)
+        for place in (
+            lambda b, p=ask_low: b.pending("buy_limit", 1.0, p, None, None, None, None, 0, ""),
+            lambda b, p=ask_high: b.pending("buy_stop", 1.0, p, None, None, None, None, 0, ""),
+            lambda b, p=ask_low: b.order(-1, 1.0, None, p, 0, ""),  # a short's TP at the lowest ask
+            lambda b, p=ask_high: b.order(-1, 1.0, p, None, 0, ""),  # ... its SL at the highest ask
+        ):
+            b = _broker(bars, spread=15)
+            _step(b, 0, place)
+            _step(b, 1)
+            b.finish(1)
+            first, trades = b.orders_frame().iloc[0], b.trades_frame()
+            filled = first.type.startswith("buy_") and first.state == "filled"  # the pending order
+            touched = len(trades) == 1 and trades.iloc[0].exit_reason in ("tp", "sl")  # the short's level
+            missed += not (filled or touched)
+    assert missed == 0
+
+
+def test_bars_off_the_symbols_point_grid_are_refused_naming_the_bar():
+    """A 5-digit symbol's bars at 1.0939734 cannot be the market's quotes: refused, not rounded silently."""
+    from backtests.broker.market import BarPriceError
+
+    with pytest.raises(BarPriceError, match=r"bar 1 .*: high 1\.1000012 is not on the symbol's grid of 5"):
+        _broker([(1.1, 1.1, 1.1, 1.1), (1.1, 1.1000012, 1.1, 1.1)])
+    with pytest.raises(BarPriceError, match=r"spread 2\.5 is not on the symbol's grid of whole points"):
+        _broker([(1.1, 1.1, 1.1, 1.1)], spread=2.5)
+    _broker([(1.1 + 1e-16, 1.1, 1.1, 1.1)])  # float noise of a price read from text is on the grid

@@ -36,7 +36,7 @@ def test_a_stop_of_zero_means_no_stop():
     b = _broker([FLAT, (1.1, 1.12, 1.08, 1.1), FLAT])
     b.bar_open(0)
     ticket = _ea(b).sell(0.1, sl=0.0, tp=0)
-    assert ticket is not None and b.open_positions[0].sl is None and b.open_positions[0].tp is None
+    assert ticket is not None and b.positions()[0].sl is None and b.positions()[0].tp is None
     b.bar_range(0)
     b.bar_open(1)
     b.bar_range(1)
@@ -269,7 +269,7 @@ def test_a_pending_order_exactly_at_the_market_is_refused_every_time_on_the_poin
     b = _broker(rows, spread=0, deposit=1e9)  # stops level 0: only the sign of the distance counts
     levelled = _broker(rows, spread=0, deposit=1e9, stops_level=10)
     for broker in (b, levelled):
-        broker.market.spread = broker.market.open_spread = broker.market.close_spread = spreads * POINT
+        broker.market.s = broker.market.s_open = broker.market.s_close = spreads.astype(float)  # points
     let_through, refused_stops = 0, 0
     for t in range(n):
         b.bar_open(t)

@@ -236,7 +236,7 @@ def test_the_m1_walk_matches_a_straight_walk_along_every_price(seed, entry):
         trades = _run(b, {1: lambda b: b.order(+1, 1.0, sl, tp, 0, "")})
     else:
         trades = _run(b, {1: lambda b: b.pending("buy_stop", 1.0, stop, None, sl, tp, None, 0, "")})
-    pts = path.points.reshape(-1)
+    pts = path.points.reshape(-1) / 100_000  # the path keeps whole points
     opens = np.zeros(len(pts), bool)
     opens[::4] = True
     want = _reference(pts, opens, 60 * 4, stop if entry == "buy_stop" else None, sl, tp)

@@ -183,7 +183,7 @@ def test_modify_moves_stops_and_refuses_what_the_server_refuses():
     b.bar_open(0)
     ea = _ea(b)
     t = ea.buy(1.0, sl=1.0950)
-    assert ea.modify(t, sl=1.0990) and b.open_positions[0].sl == 1.0990 and ea.last_retcode == 10009
+    assert ea.modify(t, sl=1.0990) and b.positions()[0].sl == 1.0990 and ea.last_retcode == 10009
     assert not ea.modify(t, sl=1.0990) and ea.last_retcode == 10025  # no changes
     assert not ea.modify(t, sl=1.1005) and ea.last_retcode == 10016  # above the bid
     assert not ea.modify(t, tp=math.nan) and ea.last_retcode == 10016
@@ -211,7 +211,7 @@ def test_modify_zero_removes_a_stop():
     b.bar_open(0)
     ea = _ea(b)
     t = ea.buy(1.0, sl=1.0950, tp=1.2)
-    assert ea.modify(t, sl=0) and b.open_positions[0].sl is None and b.open_positions[0].tp == 1.2
+    assert ea.modify(t, sl=0) and b.positions()[0].sl is None and b.positions()[0].tp == 1.2
     b.bar_range(0)
     b.bar_open(1)
     b.bar_range(1)
@@ -268,7 +268,7 @@ def test_cancel_and_modify_order_and_the_orders_list():
     b.bar_range(0)
     b.bar_open(1)
     b.bar_range(1)  # ask low 1.0931 <= 1.0940
-    assert b.open_positions[0].price == 1.0940 and b.open_positions[0].sl == 1.0900
+    assert b.positions()[0].price_open == 1.0940 and b.positions()[0].sl == 1.0900
     states = b.orders_frame().set_index("ticket").state
     assert states[keep] == "filled" and states[gone] == "canceled"
 
