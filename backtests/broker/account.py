@@ -60,11 +60,11 @@ class Account:
     def used_margin(self) -> float:
         return self.margin.of_positions(self.book.positions)
 
-    def margin_ok(self, lots: float, price: float, bid: float, ask: float) -> bool:
-        """The margin of a new deal of ``lots`` at ``price`` and its entry commission fit in the free margin
-        at ``bid``/``ask``."""
-        need = self.margin.required(lots, price)
-        return need <= self.equity(bid, ask) - self.used_margin() + 1e-9
+    def margin_ok(self, legs: list[tuple[int, float, float]], cost: float, bid: float, ask: float) -> bool:
+        """Whether the free margin at ``bid``/``ask`` holds the positions ``legs`` (side, lots, price in
+        points) a deal leaves open and its ``cost`` (the entry commission): equity - cost - their margin
+        >= 0."""
+        return self.equity(bid, ask) - cost - self.margin.of_legs(legs) >= -1e-9
 
     def exposure(self) -> tuple[float, float, float, float, float]:
         """Long lots, sum of long lots x price, the same for shorts, and the used margin."""

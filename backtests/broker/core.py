@@ -285,45 +285,46 @@ class Broker:
 
     def fill(self, side, lots, price, sl, tp, magic, comment, ticket=None, reason="signal") -> int | None:
         """A deal of ``lots`` at ``price`` (points; SL/TP too): netting first reduces or reverses an opposite
-        position, hedging opens its own. Returns the position's ticket, or None when the free margin is short
+        position, hedging opens its own. The deal is checked as a whole, as the trade server checks it:
+        when the free margin cannot hold what it leaves open, it is refused (10019) and nothing of it is
+        executed, not even the closing part of a reversal. Returns the position's ticket, or None
         (recorded)."""
         cfg = self.config
         book = self.book
+        closes: list[tuple[OpenPosition, float]] = []  # the opposite positions it reduces, and by how much
         remaining = lots
-        result = None
         if not cfg.hedging:
             for pos in [p for p in book.positions if p.side != side]:
                 if remaining <= 1e-12:
                     break
                 take = min(pos.lots, remaining)
-                result = pos.ticket
-                # Margin is released by the closing part, so only the opening remainder is checked below.
-                self.close_position(pos, take, price, reason, order=ticket, record_order=False)
+                closes.append((pos, take))
                 remaining = round(remaining - take, 8)
-            same = [p for p in book.positions if p.side == side]
-            if remaining > 1e-12 and same:
-                pos = same[0]
-                if not self._margin_ok(remaining, price):
-                    return self._no_money(side, remaining, price)
-                self._end_segment(pos)
-                total = pos.lots + remaining
-                book.resize(pos, round(total, 8), (pos.price * pos.lots + price * remaining) / total)
-                comm = remaining * cfg.commission
-                pos.commission += comm
-                self.funds.charge(-comm, self.t)
-                self._deal(ticket, pos, side, "in", remaining, price, 0.0 - comm, 0.0, 0.0)
-                if sl is not None:
-                    pos.sl = sl
-                if tp is not None:
-                    pos.tp = tp
-                return pos.ticket
+        if remaining > 1e-12 and not self._margin_ok(side, remaining, price, closes):
+            return self._no_money(side, lots, price)
+        result = None
+        for pos, take in closes:
+            result = pos.ticket
+            self.close_position(pos, take, price, reason, order=ticket, record_order=False)
         if remaining <= 1e-12:
             return result  # the order only reduced or closed an opposite position
-        if not self._margin_ok(remaining, price):
-            return self._no_money(side, remaining, price)
+        same = [] if cfg.hedging else [p for p in book.positions if p.side == side]
+        comm = remaining * cfg.commission
+        if same:  # netting: the deal adds to the position
+            pos = same[0]
+            self._end_segment(pos)
+            total = pos.lots + remaining
+            book.resize(pos, round(total, 8), (pos.price * pos.lots + price * remaining) / total)
+            pos.commission += comm
+            self.funds.charge(-comm, self.t)
+            self._deal(ticket, pos, side, "in", remaining, price, 0.0 - comm, 0.0, 0.0)
+            if sl is not None:
+                pos.sl = sl
+            if tp is not None:
+                pos.tp = tp
+            return pos.ticket
         if ticket is None:
             ticket = self.new_ticket()
-        comm = remaining * cfg.commission
         pos = OpenPosition(ticket, side, remaining, price, self.t, sl, tp, magic, comment, comm)
         pos.entry_ns = self.stamp()
         self.funds.charge(-comm, self.t)
@@ -367,8 +368,16 @@ class Broker:
             self.book.resize(pos, left, pos.price)
             pos.commission, pos.swap = pos.commission - entry_comm, pos.swap - swap
 
-    def _margin_ok(self, lots: float, price: float) -> bool:
-        return self.funds.margin_ok(lots, price, self.price_points(-1), self.price_points(+1))
+    def _margin_ok(
+        self, side: int, lots: float, price: float, closes: list[tuple[OpenPosition, float]]
+    ) -> bool:
+        """Whether the free margin holds what a deal leaves open: ``lots`` opened at ``price`` after the
+        ``closes`` (positions and the lots taken off them)."""
+        taken = {id(pos): take for pos, take in closes}
+        legs = [(p.side, p.lots - taken.get(id(p), 0.0), p.price) for p in self.book.positions]
+        legs.append((side, lots, price))
+        bid, ask = self.price_points(-1), self.price_points(+1)
+        return self.funds.margin_ok(legs, lots * self.config.commission, bid, ask)
 
     def _no_money(self, side: int, lots: float, price: float) -> None:
         return self.reject("deal", side, lots, 10019, "not enough free margin", price=price / self.scale)

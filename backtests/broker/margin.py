@@ -14,7 +14,6 @@ class MarginModel:
     def __init__(self, config: AccountConfig, scale: int):
         self.contract_size = config.contract_size
         self.leverage = config.leverage
-        self.commission = config.commission
         self.scale = scale
 
     def of_positions(self, positions: list[OpenPosition]) -> float:
@@ -29,7 +28,7 @@ class MarginModel:
         legs += [(p.lots, p.price) for p in positions if p.side < 0]
         return sum(lots * cs * (price / k) / lev for lots, price in legs)
 
-    def required(self, lots: float, price: float) -> float:
-        """What a new deal of ``lots`` at ``price`` (points) needs from the free margin: its margin and its
-        entry commission."""
-        return lots * self.contract_size * (price / self.scale) / self.leverage + lots * self.commission
+    def of_legs(self, legs: list[tuple[int, float, float]]) -> float:
+        """The margin of positions given as (side, lots, price in points): what a deal would leave open."""
+        cs, lev, k = self.contract_size, self.leverage, self.scale
+        return sum(lots * cs * (price / k) / lev for _, lots, price in legs if lots > 1e-12)

@@ -213,3 +213,18 @@ def test_bars_off_the_symbols_point_grid_are_refused_naming_the_bar():
     with pytest.raises(BarPriceError, match=r"spread 2\.5 is not on the symbol's grid of whole points"):
         _broker([(1.1, 1.1, 1.1, 1.1)], spread=2.5)
     _broker([(1.1 + 1e-16, 1.1, 1.1, 1.1)])  # float noise of a price read from text is on the grid
+
+
+def test_a_netting_reversal_without_margin_for_the_remainder_is_refused_whole():
+    """Short 1 lot on 1,500 at 1:100 (margin 1,000); buy(3.0) would close it and open 2 lots long, which
+    need 2,000: the deal is checked as a whole, 10019, and nothing of it is executed (the short used to be
+    closed and booked although the request was listed as rejected)."""
+    b = _broker([(1.0, 1.0, 1.0, 1.0)] * 3, deposit=1_500.0, leverage=100.0)
+    _step(b, 0, lambda b: b.order(-1, 1.0, None, None, 0, ""))
+    b.bar_open(1)
+    assert b.order(+1, 3.0, None, None, 0, "") is None and b.last_retcode == 10019
+    assert b.rejected[-1]["lots"] == 3.0 and b.rejected[-1]["retcode"] == 10019
+    assert [(p.side, p.lots) for p in b.positions()] == [(-1, 1.0)]
+    assert b.deals == 1 and b.balance == 1_500.0 and not len(b.trades_frame())
+    assert b.order(+1, 2.0, None, None, 0, "") is not None  # 1 lot long after: margin 1,000, fits
+    assert [(p.side, p.lots) for p in b.positions()] == [(1, 1.0)] and b.deals == 3
