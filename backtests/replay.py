@@ -201,7 +201,7 @@ class Backtest:
             return sorted(m for m in points if 2 <= m < n)
 
         columns = (feed.column(c) for c in ("open", "high", "low", "close", "spread"))
-        ctx = _Context(feed, probes, *columns, feed.time, self.meta.point, self.account)
+        ctx = _Context(feed, probes, *columns, feed.time, self.meta.point, self.account, self.meta.clock)
         if ea.wants_ticks() and self.model != "ticks":
             name = type(ea).__name__
             log.warning("%s.on_tick runs only with model 'ticks'; this run calls on_bar only", name)

@@ -36,6 +36,7 @@ from backtests.broker.margin import MarginModel
 from backtests.broker.market import Market
 from backtests.broker.requests import KEEP, TradeRequests
 from backtests.broker.swap import SwapModel
+from datafeeds.clock import UTC, BrokerClock
 from strategies.trade import Account as AccountView
 from strategies.trade import Order, Position
 
@@ -58,10 +59,12 @@ class Broker:
         time: pd.DatetimeIndex,
         point: float,
         config: AccountConfig,
+        clock: BrokerClock = UTC,
     ):
         self.config = config
         self.point = point
-        self.market = Market(open_, high, low, close, spread_points, time, point, config)
+        self.clock = clock  # the broker's server clock: its midnight is the rollover, its day "today"
+        self.market = Market(open_, high, low, close, spread_points, time, point, config, clock)
         self.scale = self.market.scale  # points per price unit: prices inside the broker are whole points
         self.ledger = Ledger(self.market, config)
         self.book = OrderBook()

@@ -19,10 +19,17 @@ import numpy as np
 import pandas as pd
 
 from backtests.broker.config import AccountConfig
+from datafeeds.clock import UTC, BrokerClock
 from neuronet.errors import NeuronetError
 
-DAY_NS = 86_400_000_000_000
 _FIELDS = ("o", "h", "lo", "c", "s")
+
+
+def server_days(utc_ns: np.ndarray, clock: BrokerClock) -> np.ndarray:
+    """The broker's server day (days since 1970-01-01 in its clock) of each UTC time: a UTC+2 server's day
+    begins at 22:00 UTC, and its rollover is then (swap, "today")."""
+    seconds = np.asarray(utc_ns, dtype=np.int64) // 1_000_000_000
+    return (clock.to_broker_seconds(seconds) // 86_400).astype(np.int64)
 
 
 def scale_of(point: float) -> int:
@@ -52,6 +59,7 @@ class Market:
         time: pd.DatetimeIndex,
         point: float,
         config: AccountConfig,
+        clock: BrokerClock = UTC,
     ):
         n = len(open_)
         pts = np.asarray(spread_points, float)
@@ -68,7 +76,8 @@ class Market:
         self.s = np.rint(pts)
         self.s_open = self.s_close = self.s
         self.time = time
-        self.day = (time.as_unit("ns").asi8 // DAY_NS).astype(np.int64)
+        self.clock = clock
+        self.day = server_days(time.as_unit("ns").asi8, clock)
         self._buffers: dict[str, np.ndarray] | None = None  # made by the first ``append``
         self._ns: list[int] = []
 
@@ -146,7 +155,7 @@ class Market:
         self.o, self.h, self.lo, self.c, self.s = (buf[f][:n] for f in _FIELDS)
         self.s_open = self.s_close = self.s
         self.time = pd.DatetimeIndex(np.array(self._ns, dtype="datetime64[ns]")).tz_localize("UTC")
-        self.day = (np.asarray(self._ns, dtype=np.int64) // DAY_NS).astype(np.int64)
+        self.day = server_days(np.asarray(self._ns, dtype=np.int64), self.clock)
 
 
 class BarPriceError(NeuronetError, ValueError):

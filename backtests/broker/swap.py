@@ -1,5 +1,7 @@
 """Swap: money per lot per night a position is held over the rollover, tripled on one weekday, none at
-weekends (MetaTrader's swap in points: ``SYMBOL_SWAP_MODE_POINTS``)."""
+weekends (MetaTrader's swap in points: ``SYMBOL_SWAP_MODE_POINTS``). The rollover is the broker's server
+midnight and the days are its server days (``backtests.broker.market.server_days``): a UTC+2 server charges
+at 22:00 UTC, and its triple-swap Wednesday is a Wednesday of its clock."""
 
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ class SwapModel:
         self.active = bool(self.long or self.short)
 
     def nights(self, day_from: int, day_to: int) -> int:
-        """Nights charged from day ``day_from`` to day ``day_to`` (days since 1970-01-01): weekdays once,
-        the triple day three times, Saturday and Sunday not at all."""
+        """Nights charged from server day ``day_from`` to server day ``day_to`` (days since 1970-01-01 in the
+        broker's clock): weekdays once, the triple day three times, Saturday and Sunday not at all."""
         nights = 0
         for d in range(day_from, day_to):
             weekday = (d + 3) % 7  # 1970-01-01 was a Thursday (weekday 3)

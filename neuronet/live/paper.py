@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 
 from backtests.broker import AccountConfig, Broker
+from datafeeds.candles import CandleMeta
+from datafeeds.clock import UTC
 from neuronet.live.errors import LiveError
 
 _FIELDS = ("open", "high", "low", "close", "spread")
@@ -29,7 +31,9 @@ class PaperBroker(Broker):
             raise LiveError("paper trading needs at least one closed bar of history")
         # Copies: the bars grow in the broker's own buffers, never in the caller's frame.
         cols = (history[name].to_numpy(dtype=np.float64, copy=True) for name in _FIELDS)
-        super().__init__(*cols, history.index.as_unit("ns"), point, config)
+        meta = history.attrs.get("candles")
+        clock = meta.clock if isinstance(meta, CandleMeta) else UTC  # the server clock of the bars
+        super().__init__(*cols, history.index.as_unit("ns"), point, config, clock)
 
     def set_tick(self, bid: float, ask: float) -> None:
         """A quote inside the bar now forming: ``on_tick``'s orders fill there (``Broker.inside``)."""

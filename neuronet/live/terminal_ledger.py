@@ -75,7 +75,7 @@ class TerminalLedger:
 
     def __init__(self, bars: pd.DataFrame, point: float, config: AccountConfig, clock: BrokerClock):
         cols = (bars[c].to_numpy(dtype=np.float64) for c in ("open", "high", "low", "close", "spread"))
-        self.broker = Broker(*cols, bars.index.as_unit("ns"), point, config)
+        self.broker = Broker(*cols, bars.index.as_unit("ns"), point, config, clock)
         self.ledger = self.broker.ledger
         self.clock = clock
         self._ns = self.broker.time.asi8

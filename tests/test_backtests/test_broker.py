@@ -228,3 +228,28 @@ def test_a_netting_reversal_without_margin_for_the_remainder_is_refused_whole():
     assert b.deals == 1 and b.balance == 1_500.0 and not len(b.trades_frame())
     assert b.order(+1, 2.0, None, None, 0, "") is not None  # 1 lot long after: margin 1,000, fits
     assert [(p.side, p.lots) for p in b.positions()] == [(1, 1.0)] and b.deals == 3
+
+
+@pytest.mark.parametrize(
+    ("start", "hours", "swap"),
+    [
+        ("2024-01-01 21:00", 2, -2.0),  # Monday 23:00 -> Tuesday 01:00 server time: one night
+        ("2024-01-01 22:00", 3, 0.0),  # server 00:00 -> 03:00 Tuesday, across UTC midnight only: none
+        ("2024-01-03 21:00", 2, -6.0),  # the server's Wednesday night (Wednesday 21:00 UTC): three nights
+        ("2024-01-02 23:00", 2, 0.0),  # Wednesday 01:00 -> 03:00 server time, across UTC's Tuesday night
+    ],
+)
+def test_swap_is_charged_at_the_servers_midnight_and_tripled_on_its_wednesday(start, hours, swap):
+    """A UTC+2 server rolls over at 22:00 UTC: one night's swap (-2 points a lot, 1 lot of EURUSD: -2.00)
+    for a position held across it, three on its Wednesday night, none for one held across 00:00 UTC only."""
+    from datafeeds import BrokerClock
+
+    rows = np.array([(1.1, 1.1, 1.1, 1.1)] * (hours + 1))
+    time = pd.date_range(start, periods=hours + 1, freq="h", tz="UTC")
+    config = AccountConfig(swap_long=-2.0, missing_spread=0)
+    b = Broker(*rows.T, np.zeros(hours + 1), time, POINT, config, BrokerClock(2))
+    _step(b, 0, lambda b: b.order(+1, 1.0, None, None, 0, ""))
+    for t in range(1, hours + 1):
+        _step(b, t)
+    b.finish(hours)
+    assert b.trades_frame().iloc[0].swap == pytest.approx(swap, abs=1e-12)
