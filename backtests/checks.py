@@ -20,8 +20,10 @@ from __future__ import annotations
 import math
 from numbers import Real
 
+import numpy as np
 import pandas as pd
 
+from datafeeds.clock import UTC, BrokerClock
 from strategies.trade import PENDING_TYPES
 
 DONE = 10009
@@ -160,15 +162,17 @@ def check_pending(
     return None
 
 
-def expiration_time(expiration: object, now: pd.Timestamp) -> pd.Timestamp | None:
-    """None/"gtc" = good till cancelled; "today" = the end of the current server day; else a time.
+def expiration_time(expiration: object, now: pd.Timestamp, clock: BrokerClock = UTC) -> pd.Timestamp | None:
+    """None/"gtc" = good till cancelled; "today" = the end of the current server day (MetaTrader's
+    ``ORDER_TIME_DAY``: the next midnight of the broker's ``clock``, 22:00 UTC on a UTC+2 server); else a
+    time.
 
     Raises ValueError with a readable reason for anything else (the EA layer turns it into an EAError).
     """
     if expiration is None or (isinstance(expiration, str) and expiration.lower() == "gtc"):
         return None
     if isinstance(expiration, str) and expiration.lower() == "today":
-        return now.normalize() + pd.Timedelta(days=1)
+        return server_day_end(now, clock)
     try:
         ts = pd.Timestamp(expiration)
     except (TypeError, ValueError):
@@ -180,3 +184,12 @@ def expiration_time(expiration: object, now: pd.Timestamp) -> pd.Timestamp | Non
     elif ts.tzinfo is not None and now.tzinfo is None:
         ts = ts.tz_convert(None)  # a zone-aware time against naive bars (taken as UTC)
     return ts
+
+
+def server_day_end(now: pd.Timestamp, clock: BrokerClock) -> pd.Timestamp:
+    """The end of the broker's server day that ``now`` falls in, as a time in ``now``'s zone (naive = UTC)."""
+    utc = now.tz_localize("UTC") if now.tzinfo is None else now.tz_convert("UTC")
+    server = int(clock.to_broker_seconds(np.array([utc.value // 1_000_000_000], dtype=np.int64))[0])
+    midnight = (server // 86_400 + 1) * 86_400
+    end = pd.Timestamp(int(clock.to_utc_seconds(np.array([midnight], dtype=np.int64))[0]), unit="s", tz="UTC")
+    return end.tz_localize(None) if now.tzinfo is None else end.tz_convert(now.tzinfo)

@@ -270,7 +270,7 @@ class TradeRequests:
     def _expiration(self, expiration):
         now = self.broker.time_now()
         try:
-            when = checks.expiration_time(expiration, now)
+            when = checks.expiration_time(expiration, now, self.broker.clock)
         except ValueError as exc:
             return None, (checks.INVALID_EXPIRATION, str(exc))
         if when is not None and when <= now:

@@ -102,7 +102,7 @@ class PendingOrders:
             return {"type_time": DAY, "expiration": 0}, None
         now = self._utc(now_broker)
         try:
-            when = checks.expiration_time(expiration, now)
+            when = checks.expiration_time(expiration, now, self.clock)
         except ValueError as exc:
             return {}, (checks.INVALID_EXPIRATION, str(exc))
         if when is None:

@@ -354,3 +354,26 @@ def test_a_gap_fill_beyond_its_own_stops_closes_at_the_open_not_at_the_level(pla
     assert (trade.exit_bar, trade.exit_reason) == (1, reason)
     assert trade.exit_price == pytest.approx(exit_price, abs=1e-12)
     assert trade.profit == pytest.approx(-0.0001 * 100_000)  # the spread, nothing more
+
+
+def test_today_expires_at_the_servers_midnight_as_order_time_day_does():
+    """``expiration="today"`` is MetaTrader's ORDER_TIME_DAY, which the live terminal is sent: the end of the
+    server day. On a UTC+2 server an order placed at 21:00 UTC (23:00 there) expires at 22:00 UTC, so the
+    dip of the 23:00 bar does not fill it (with "today" read as 00:00 UTC it did)."""
+    from datafeeds import BrokerClock
+
+    rows = [FLAT, FLAT, (1.1, 1.1, 1.0900, 1.1), FLAT]
+    a = np.array(rows, dtype=float)
+    time = pd.date_range("2024-01-01 21:00", periods=len(a), freq="h", tz="UTC")
+    config = AccountConfig(deposit=100_000.0)
+    b = Broker(*a.T, np.full(len(a), SPREAD), time, POINT, config, BrokerClock(2))
+    ea = _ea(b)
+    b.bar_open(0)
+    ticket = ea.buy_limit(1.0, 1.0950, expiration="today")
+    assert ea.orders()[0].expiration == pd.Timestamp("2024-01-01 22:00", tz="UTC")
+    b.bar_range(0)
+    for t in range(1, len(a)):
+        b.bar_open(t)
+        b.bar_range(t)
+    order = b.orders_frame().set_index("ticket").loc[ticket]
+    assert order.state == "expired" and order.time_done == time[1] and not len(b.trades_frame())
