@@ -24,25 +24,28 @@ def worst_equity(
     balance: np.ndarray,
     equity: np.ndarray,
     config: Any,
+    margin: Any,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(N,)`` equity at each bar's worst prices and the margin held at that moment.
 
     ``segments``: (start bar, end bar, side, lots, price) of each position state, floating over bars
     ``[start, end)``; ``trades``: closed trades (broker.TRADE_COLUMNS); ``bars``: each bar's open and low
     bid, open and high ask (prices on the symbol's grid, so an exit at the open compares exactly);
-    ``balance``/``equity``: at each bar's close; ``config``: the account (contract size, leverage).
+    ``balance``/``equity``: at each bar's close; ``config``: the account (contract size); ``margin``: the
+    margin model (``backtests.broker.margin.MarginModel``: ``of_sums`` over the legs held per bar).
     """
     opens, lows, open_ask, high_ask = bars
     n = len(opens)
-    cs, lev = config.contract_size, config.leverage
+    cs = config.contract_size
     floating = np.zeros(n)
-    margin_diff = np.zeros(n + 1)
+    legs = np.zeros((4, n + 1))  # long lots, long lots x price, short lots, short lots x price
     for start, end, side, lots, price in segments:
         worst = lows[start:end] - price if side > 0 else price - high_ask[start:end]
         floating[start:end] += worst * lots * cs
-        margin_diff[start] += lots * cs * price / lev
-        margin_diff[end] -= lots * cs * price / lev
-    margin = np.cumsum(margin_diff[:n])
+        row = 0 if side > 0 else 2
+        legs[row : row + 2, start] += (lots, lots * price)
+        legs[row : row + 2, end] -= (lots, lots * price)
+    held = np.cumsum(legs[:, :n], axis=1)
     for row in trades.itertuples():
         long_ = row.type == "buy"
         bar = int(row.exit_bar)
@@ -52,5 +55,6 @@ def worst_equity(
         extreme = lows[bar] if long_ else high_ask[bar]
         fall = (extreme - row.exit_price) if long_ else (row.exit_price - extreme)
         floating[bar] += min(0.0, fall) * row.lots * cs
-        margin[bar] += row.lots * cs * row.entry_price / lev
-    return np.minimum(balance + floating, equity), margin
+        side = 0 if long_ else 2
+        held[side : side + 2, bar] += (row.lots, row.lots * row.entry_price)
+    return np.minimum(balance + floating, equity), margin.of_sums(*held)

@@ -153,7 +153,13 @@ def test_an_opt_that_names_a_load_parameter_points_to_the_commands_option(capsys
 @pytest.mark.parametrize("command", [["backtest", "sma"], ["optimize", "sma", "-p", "fast=5:6"]])
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("--deposit", "nan"), ("--leverage", "-1"), ("--commission", "-0.5"), ("--swap-long", "inf")],
+    [
+        ("--deposit", "nan"),
+        ("--leverage", "-1"),
+        ("--commission", "-0.5"),
+        ("--swap-long", "inf"),
+        ("--margin-hedged", "-1"),
+    ],
 )
 def test_a_bad_account_option_is_a_one_line_error_naming_it(capsys, tmp_path, command, option, value):
     """The account is built by one builder for every command: a bad value exits 2 naming the option (it

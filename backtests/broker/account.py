@@ -71,7 +71,7 @@ class Account:
         changes = self.book.changes
         if self._exposure is None or self._exposure[0] != changes:
             sums = self.book.exposure()
-            self._exposure = (changes, (*sums, self.margin.of_exposure(self.book.positions)))
+            self._exposure = (changes, (*sums, self.margin.of_positions(self.book.positions)))
         return self._exposure[1]
 
     # -- the stop-out --------------------------------------------------------------------------------------

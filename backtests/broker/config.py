@@ -27,6 +27,9 @@ class AccountConfig:
     stop_out_level: float = 50.0  # margin level (equity / margin, %) that closes every position; 0 = off
     stops_level: int = 0  # minimal distance of SL/TP and pending prices from the market, points
     freeze_level: int = 0  # distance from the market within which orders and stops cannot be changed, points
+    # SYMBOL_MARGIN_HEDGED: units per lot the hedged volume of a hedging account is charged as; None = the
+    # contract size (a hedged 1 + 1 lot pair holds one lot's margin), 0 = hedged volume holds none
+    margin_hedged: float | None = None
 
     def __post_init__(self) -> None:
         checks = {
@@ -43,6 +46,7 @@ class AccountConfig:
             "stop_out_level": self.stop_out_level >= 0,
             "stops_level": self.stops_level >= 0,
             "freeze_level": self.freeze_level >= 0,
+            "margin_hedged": self.margin_hedged is None or self.margin_hedged >= 0,
         }
         numbers = {k: v for k, v in asdict(self).items() if isinstance(v, (int, float)) and v is not None}
         checks.update({k: ok and math.isfinite(numbers.get(k, 0)) for k, ok in checks.items()})

@@ -66,9 +66,9 @@ class Broker:
         self.clock = clock  # the broker's server clock: its midnight is the rollover, its day "today"
         self.market = Market(open_, high, low, close, spread_points, time, point, config, clock)
         self.scale = self.market.scale  # points per price unit: prices inside the broker are whole points
-        self.ledger = Ledger(self.market, config)
-        self.book = OrderBook()
         self.margin = MarginModel(config, self.scale)
+        self.ledger = Ledger(self.market, config, self.margin)
+        self.book = OrderBook()
         self.funds = Account(config, self.ledger, self.book, self.margin)
         self.swaps = SwapModel(config, point)
         self.requests = TradeRequests(self)

@@ -15,6 +15,7 @@ import pandas as pd
 
 from backtests.broker.book import OpenPosition
 from backtests.broker.config import AccountConfig
+from backtests.broker.margin import MarginModel
 from backtests.broker.market import Market
 from backtests.broker.records import (
     DEAL_COLUMNS,
@@ -41,9 +42,10 @@ class Ledger:
     """Records of one account (see the module docstring); ``market`` is the symbol's bars the frames and
     curves are dated and valued with."""
 
-    def __init__(self, market: Market, config: AccountConfig):
+    def __init__(self, market: Market, config: AccountConfig, margin: MarginModel):
         self.market = market
         self.config = config
+        self.margin = margin
         self.trades: list[Trade] = []
         self.deals: list[Deal] = []
         self.orders: list[OrderRecord] = []
@@ -178,8 +180,8 @@ class Ledger:
             changes[bar] += amount
         balance = self.config.deposit + np.cumsum(changes[:n])
         floating = np.zeros(n)
-        margin_diff = np.zeros(n + 1)
-        cs, lev = self.config.contract_size, self.config.leverage
+        legs = np.zeros((4, n + 1))  # long lots, long lots x price, short lots, short lots x price
+        cs = self.config.contract_size
         bid = m.closes
         ask = (m.c + m.s_close) / m.scale
         for start, end, side, lots, price in self.segments:
@@ -187,9 +189,10 @@ class Ledger:
                 floating[start:end] += (bid[start:end] - price) * lots * cs
             else:
                 floating[start:end] += (price - ask[start:end]) * lots * cs
-            margin_diff[start] += lots * cs * price / lev
-            margin_diff[end] -= lots * cs * price / lev
-        margin = np.cumsum(margin_diff[:n])
+            row = 0 if side > 0 else 2
+            legs[row : row + 2, start] += (lots, lots * price)
+            legs[row : row + 2, end] -= (lots, lots * price)
+        margin = self.margin.of_sums(*np.cumsum(legs[:, :n], axis=1))
         equity = balance + floating
         return balance[first:], equity[first:], margin[first:]
 
@@ -201,7 +204,7 @@ class Ledger:
         m = self.market
         k = m.scale
         bars = (m.opens, m.lows, (m.o + m.s) / k, (m.h + m.s) / k)  # open and low bid, open and high ask
-        worst, margin = worst_equity(self.segments, trades, bars, balance, equity, self.config)
+        worst, margin = worst_equity(self.segments, trades, bars, balance, equity, self.config, self.margin)
         return worst[first:], margin[first:]
 
     def orders_frame(self) -> pd.DataFrame:

@@ -27,6 +27,15 @@ Commission = Annotated[float, typer.Option("--commission", help="Commission per 
 SwapLong = Annotated[float, typer.Option("--swap-long", help="Swap of longs, points per lot per night.")]
 SwapShort = Annotated[float, typer.Option("--swap-short", help="Swap of shorts, points per lot per night.")]
 Hedging = Annotated[bool, flag("--hedging", help="Hedging account (default: netting).")]
+MarginHedged = Annotated[
+    float | None,
+    typer.Option(
+        "--margin-hedged",
+        help="Hedged margin (MetaTrader's SYMBOL_MARGIN_HEDGED): units per lot that the hedged volume of a "
+        "--hedging account is charged as (default: the contract size, so a hedged pair holds one lot's "
+        "margin; 0: none).",
+    ),
+]
 
 # Each setting's option, named when its value is refused.
 OPTIONS = {
@@ -37,6 +46,7 @@ OPTIONS = {
     "swap_long": "--swap-long",
     "swap_short": "--swap-short",
     "hedging": "--hedging",
+    "margin_hedged": "--margin-hedged",
 }
 
 
@@ -49,6 +59,7 @@ def account_settings(
     swap_long: float,
     swap_short: float,
     hedging: bool,
+    margin_hedged: float | None = None,
 ) -> AccountConfig:
     """The account of the options given (the others at ``AccountConfig``'s defaults). A value the account
     refuses is a ``CommandError`` naming its option, e.g. ``--deposit nan: invalid account setting ...``."""
@@ -60,6 +71,7 @@ def account_settings(
         "swap_long": swap_long,
         "swap_short": swap_short,
         "hedging": hedging,
+        "margin_hedged": margin_hedged,
     }
     for name, value in given.items():  # one at a time, so the message names the option at fault
         try:

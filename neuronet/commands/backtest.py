@@ -27,6 +27,7 @@ from neuronet.commands.account import (
     Deposit,
     Hedging,
     Leverage,
+    MarginHedged,
     Spread,
     SwapLong,
     SwapShort,
@@ -290,6 +291,7 @@ def backtest(
     swap_long: SwapLong = 0.0,
     swap_short: SwapShort = 0.0,
     hedging: Hedging = False,
+    margin_hedged: MarginHedged = None,
     seed: Seed = 0,
     epochs: Epochs = None,
     batch_size: BatchSize = None,
@@ -313,6 +315,7 @@ def backtest(
         swap_long=swap_long,
         swap_short=swap_short,
         hedging=hedging,
+        margin_hedged=margin_hedged,
     )
     params = _params(param or [], cls, epochs=epochs, batch_size=batch_size, backend=backend)
     known = ("auto", "numpy", "opencl")

@@ -25,6 +25,7 @@ from neuronet.commands.account import (
     Deposit,
     Hedging,
     Leverage,
+    MarginHedged,
     Spread,
     SwapLong,
     SwapShort,
@@ -119,6 +120,7 @@ def live(
     swap_long: SwapLong = 0.0,
     swap_short: SwapShort = 0.0,
     hedging: Hedging = False,
+    margin_hedged: MarginHedged = None,
     max_lots: Annotated[float | None, typer.Option("--max-lots", help="--live: most lots per order.")] = None,
     max_positions: Annotated[
         int | None, typer.Option("--max-positions", help="--live: most open positions.")
@@ -173,6 +175,7 @@ def live(
         swap_long=swap_long,
         swap_short=swap_short,
         hedging=hedging,
+        margin_hedged=margin_hedged,
     )
     source = _source(opt, broker_tz, credentials)
     tf = Timeframe.parse(timeframe)

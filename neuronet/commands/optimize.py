@@ -22,6 +22,7 @@ from neuronet.commands.account import (
     Deposit,
     Hedging,
     Leverage,
+    MarginHedged,
     Spread,
     SwapLong,
     SwapShort,
@@ -109,6 +110,7 @@ def optimize_command(
     swap_long: SwapLong = 0.0,
     swap_short: SwapShort = 0.0,
     hedging: Hedging = False,
+    margin_hedged: MarginHedged = None,
     seed: Seed = 0,
     epochs: Epochs = None,
     batch_size: BatchSize = None,
@@ -123,7 +125,7 @@ def optimize_command(
     crit = get_criterion(criterion)
     account = account_settings(
         deposit=deposit, leverage=leverage, spread=spread, commission=commission,
-        swap_long=swap_long, swap_short=swap_short, hedging=hedging,
+        swap_long=swap_long, swap_short=swap_short, hedging=hedging, margin_hedged=margin_hedged,
     )  # fmt: skip
     sets = _params(fixed, cls, epochs=epochs, batch_size=batch_size, backend=backend)
     space = parse_space(cls, param, sets)  # every spec checked before data or workers

@@ -253,3 +253,27 @@ def test_swap_is_charged_at_the_servers_midnight_and_tripled_on_its_wednesday(st
         _step(b, t)
     b.finish(hours)
     assert b.trades_frame().iloc[0].swap == pytest.approx(swap, abs=1e-12)
+
+
+@pytest.mark.parametrize(("margin_hedged", "margin"), [(None, 1_101.0), (50_000.0, 550.5), (0.0, 0.0)])
+def test_a_hedged_pair_holds_the_symbols_hedged_margin_not_both_legs(margin_hedged, margin):
+    """Long 1 lot at 1.1000 and short 1 lot at 1.1020 at 1:100 held 1,100 + 1,102 = 2,202: MetaTrader charges
+    the hedged volume with SYMBOL_MARGIN_HEDGED in place of the contract size, at both legs' average price
+    1.1010: 1 x 100,000 x 1.1010 / 100 = 1,101 by default (one lot), half that at 50,000, none at 0. With
+    1,500 deposited the short now fits (it was refused with 10019: 1,102 more than 400 free)."""
+    rows = [(1.1000, 1.1000, 1.1000, 1.1000), (1.1020, 1.1020, 1.1020, 1.1020), (1.1020,) * 4]
+    b = _broker(rows, deposit=1_500.0, leverage=100.0, hedging=True, margin_hedged=margin_hedged)
+    _step(b, 0, lambda b: b.order(+1, 1.0, None, None, 0, ""))
+    assert b.account().margin == pytest.approx(1_100.0)
+    b.bar_open(1)
+    assert b.order(-1, 1.0, None, None, 0, "") is not None, b.rejected
+    assert b.account().margin == pytest.approx(margin, abs=1e-9)
+    b.bar_range(1)
+    b.finish(2)
+    _, _, curve_margin = b.curves(0)
+    assert curve_margin[1] == pytest.approx(margin, abs=1e-9)  # the report's margin level uses it too
+
+
+def test_a_bad_hedged_margin_is_refused():
+    with pytest.raises(ValueError, match=r"invalid account setting margin_hedged=-1\.0"):
+        AccountConfig(margin_hedged=-1.0)

@@ -342,7 +342,8 @@ def test_orders_placed_in_on_tick_are_searched_from_the_next_tick():
 
 
 def test_a_hedged_account_is_stopped_out_by_a_tick_whose_spread_is_wide_enough():
-    # Long 1 lot at 1.1002, short 1 lot at 1.1000 (hedging), 2,300 deposit at 1:100: margin 2,200.20, equity
+    # Long 1 lot at 1.1002, short 1 lot at 1.1000 (hedging; the hedged pair charged as two lots: a hedged
+    # margin of twice the contract size), 2,300 deposit at 1:100: margin 2,200.20, equity
     # 2,300 + (1.1000 - 1.1002 - spread) * 100,000, so the 50 % level is crossed at a spread of 0.011799:
     # no price moves this equity, only the spread. The tick at 01:00:20 (spread 0.0150) crosses it.
     ns = [
@@ -352,7 +353,7 @@ def test_a_hedged_account_is_stopped_out_by_a_tick_whose_spread_is_wide_enough()
     ask = np.array([1.1002, 1.1002, 1.1002, 1.1100, 1.1150])  # spreads 0.0002, ..., 0.0100, 0.0150
     ticks = make_ticks(np.array(ns), bid, ask, META)
     h1 = bars_from_ticks(ticks, "H1")
-    config = AccountConfig(deposit=2_300.0, missing_spread=0, hedging=True)
+    config = AccountConfig(deposit=2_300.0, missing_spread=0, hedging=True, margin_hedged=200_000.0)
     b = Broker(*(h1[c].to_numpy() for c in ("open", "high", "low", "close")), np.zeros(len(h1)), h1.index,
                POINT, config)  # fmt: skip
     b.attach_path(TickPath(h1.index, ticks, POINT, None))
