@@ -108,8 +108,8 @@ class Account:
 
     def stop_out_step(self, quote: Quote, at_open: bool, when: pd.Timestamp) -> list[Close]:
         """What the stop-out closes next while the level is crossed on the quote's adverse path (down for a
-        net long): the nearest stop-loss met before the crossing price, else every position at the first
-        whole point beyond the crossing, or at the open when the open is already beyond it."""
+        net long): the nearest stop-loss met before the crossing price, else the most losing position at the
+        first whole point beyond the crossing, or at the open when the open is already beyond it."""
         o, _, _, spr = quote
         k = self.per_point
         level = self.stop_out_level / 100.0
@@ -132,7 +132,13 @@ class Account:
                 return [(pos, pos.sl, "sl")]
         equity = fixed + k * net * fill
         log.info("stop out at %s: margin level %.1f%%", when, 100 * equity / margin)
-        return [(p, fill if p.side > 0 else fill + spr, "stop out") for p in list(self.book.positions)]
+        # MetaTrader closes the most losing position first, then checks the level again (the caller loops):
+        # its margin is released, so the others may stay open.
+        worst = min(
+            self.book.positions,
+            key=lambda p: p.side * ((fill if p.side > 0 else fill + spr) - p.price) * p.lots,
+        )
+        return [(worst, fill if worst.side > 0 else fill + spr, "stop out")]
 
     def _level_terms(self) -> tuple[float, float, float, float, float]:
         """(margin, balance - value of the positions - stop-out equity, per_point x short lots, per_point x

@@ -14,8 +14,8 @@ Fill rules (prices are bid prices as in MT5 bars; ``backtests.broker.book`` says
 - an opening order needing more than the free margin is rejected, as the terminal does (no partial
   fills); requests are checked as the trade server does (``backtests.checks``) and a refused one is
   recorded with MetaTrader's retcode;
-- stop-out: when the margin level falls to ``stop_out_level`` (``account``), positions are closed where
-  the level was crossed;
+- stop-out: when the margin level falls to ``stop_out_level`` (``account``), the most losing position is
+  closed where the level was crossed, and the level checked again;
 - with an M1 path (``backtests.paths``) or ticks (``backtests.ticks``) the range checks follow the bar's
   minutes or ticks instead of its high/low.
 

@@ -277,3 +277,31 @@ def test_a_hedged_pair_holds_the_symbols_hedged_margin_not_both_legs(margin_hedg
 def test_a_bad_hedged_margin_is_refused():
     with pytest.raises(ValueError, match=r"invalid account setting margin_hedged=-1\.0"):
         AccountConfig(margin_hedged=-1.0)
+
+
+def test_a_hedging_stop_out_closes_the_most_losing_position_first_and_checks_again():
+    """1,000 at 1:100 holding long 0.5 at 1.0000 (margin 500) and long 0.4 at 1.0050 (402): equity
+    90,000 p - 89,200 reaches 50 % of 902 at p = 0.996122..., first on the grid at 0.99612 (equity 450.80).
+    MetaTrader closes the most losing position there (the 0.4 lot: -355.20) and checks again: 644.80 - 194.00
+    = 450.80 on 500 is 90 %, so the 0.5 lot stays open (it was closed too, leaving 450.80). The next bar's
+    fall reaches 50 % of 500 again at 1 - 394.80 / 50,000 = 0.992104: closed at 0.99210 (-395.00)."""
+    rows = [
+        (1.0000,) * 4,
+        (1.0050,) * 4,
+        (1.0000, 1.0000, 0.9940, 0.9960),
+        (0.9960, 0.9960, 0.9920, 0.9930),
+    ]
+    b = _broker(rows, deposit=1_000.0, leverage=100.0, hedging=True)
+    _step(b, 0, lambda b: b.order(+1, 0.5, None, None, 0, ""))
+    _step(b, 1, lambda b: b.order(+1, 0.4, None, None, 0, ""))
+    _step(b, 2)
+    trades = b.trades_frame()
+    assert list(zip(trades.lots, trades.exit_price, trades.exit_reason, strict=True)) == [
+        (0.4, 0.99612, "stop out")
+    ]
+    assert trades.profit.iloc[0] == pytest.approx(-355.20, abs=1e-9)
+    assert b.balance == pytest.approx(644.80, abs=1e-9) and [p.lots for p in b.positions()] == [0.5]
+    _step(b, 3)
+    last = b.trades_frame().iloc[-1]
+    assert (last.lots, last.exit_price, last.exit_reason) == (0.5, 0.9921, "stop out")
+    assert b.balance == pytest.approx(249.80, abs=1e-9)

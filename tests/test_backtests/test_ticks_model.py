@@ -345,7 +345,9 @@ def test_a_hedged_account_is_stopped_out_by_a_tick_whose_spread_is_wide_enough()
     # Long 1 lot at 1.1002, short 1 lot at 1.1000 (hedging; the hedged pair charged as two lots: a hedged
     # margin of twice the contract size), 2,300 deposit at 1:100: margin 2,200.20, equity
     # 2,300 + (1.1000 - 1.1002 - spread) * 100,000, so the 50 % level is crossed at a spread of 0.011799:
-    # no price moves this equity, only the spread. The tick at 01:00:20 (spread 0.0150) crosses it.
+    # no price moves this equity, only the spread. The tick at 01:00:20 (spread 0.0150) crosses it: the short
+    # loses most there (-1,500 at the ask 1.1150) and is closed first; the long alone then holds 1,100.20 on
+    # 2,300 - 1,500 - 20 = 780 (71 %) and stays open to the end.
     ns = [
         (T0 + pd.Timedelta(hours=h, seconds=s)).value for h, s in ((0, 0), (0, 60), (1, 0), (1, 10), (1, 20))
     ]
@@ -360,9 +362,11 @@ def test_a_hedged_account_is_stopped_out_by_a_tick_whose_spread_is_wide_enough()
     trades = _run(
         b, {0: lambda b: (b.order(+1, 1.0, None, None, 0, ""), b.order(-1, 1.0, None, None, 0, ""))}
     )
-    assert list(trades.exit_reason) == ["stop out", "stop out"]
-    assert sorted(trades.exit_price) == [1.1000, 1.1150]  # the long at the bid, the short at the ask
-    assert set(trades.exit_time) == {T0 + pd.Timedelta(hours=1, seconds=20)}
+    assert list(zip(trades.type, trades.exit_reason, trades.exit_price, strict=True)) == [
+        ("sell", "stop out", 1.1150),  # the short at the ask
+        ("buy", "end of test", 1.1000),
+    ]
+    assert trades.exit_time.iloc[0] == T0 + pd.Timedelta(hours=1, seconds=20)
 
 
 class _SeesItsOrder(_StopFromTick):
