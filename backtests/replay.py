@@ -17,13 +17,14 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from backtests import metrics
 from backtests.broker import AccountConfig, Broker
+from backtests.equity_path import path_drawdowns
 from backtests.paths import COVERAGE, M1Path, check_inside, check_market, check_model, model_data
 from backtests.periods import Periods, resolve
 from backtests.ticks import TickPath
@@ -74,6 +75,7 @@ class Result:
     orders: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's orders table
     deals: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's deals table
     curves: pd.DataFrame | None = None  # metrics.curve_frame: the start row, then one row per forward bar
+    equity_path: pd.DataFrame | None = None  # the skeleton of the equity at every modelled price
 
 
 class _Context(Broker):
@@ -315,7 +317,7 @@ class Backtest:
     def _score(self, ea, ctx, feed: BarFeed, periods: Periods, last, complete, timings, clock) -> Result:
         fs = periods.forward_start
         df = self.candles
-        trades, curves, stats, balance, equity = broker_figures(ctx, fs, last, self.account)
+        trades, curves, stats, balance, equity, equity_path = broker_figures(ctx, fs, last, self.account)
         times = df.index[fs : last + 1]
         after = "after the run"
         predictions = None
@@ -363,18 +365,30 @@ class Backtest:
             orders=ctx.orders_frame(),
             deals=ctx.deals_frame(),
             curves=curves,
+            equity_path=equity_path,
         )
 
 
-def broker_figures(
-    ctx: Broker, fs: int, last: int, account: AccountConfig
-) -> tuple[pd.DataFrame, pd.DataFrame, dict, np.ndarray, np.ndarray]:
+class Figures(NamedTuple):
+    """What a finished broker scores to (``broker_figures``)."""
+
+    trades: pd.DataFrame
+    curves: pd.DataFrame  # metrics.curve_frame
+    stats: dict
+    balance: np.ndarray  # (F,) at each forward bar's close
+    equity: np.ndarray  # (F,)
+    equity_path: pd.DataFrame | None  # backtests.equity_path.EquityPath.skeleton
+
+
+def broker_figures(ctx: Broker, fs: int, last: int, account: AccountConfig) -> Figures:
     """The trades, curves, MT5 statistics, balance and equity (at each bar's close) of a finished broker
-    over the forward bars ``fs..last`` (the backtest and a live run's report share this)."""
+    over the forward bars ``fs..last``, and the skeleton of its equity at every price the mode models that
+    the equity drawdowns come from (the backtest and a live run's report share this)."""
     k = last - fs + 1
     balance, equity, _ = (c[:k] for c in ctx.curves(fs))
     worst, worst_margin = (c[:k] for c in ctx.worst_curves(fs))
     index, close = ctx.time, ctx.closes
+    start = index[fs - 1] if fs > 0 else index[0] - (index[1] - index[0])
     curves = metrics.curve_frame(
         index[fs : last + 1],
         close[fs : last + 1],
@@ -383,14 +397,20 @@ def broker_figures(
         worst,
         worst_margin,
         deposit=account.deposit,
-        start_time=index[fs - 1] if fs > 0 else index[0] - (index[1] - index[0]),
+        start_time=start,
         start_close=float(close[fs - 1] if fs > 0 else ctx.opens[0]),
     )
     trades = ctx.trades_frame()
+    path = path_drawdowns(ctx, fs, last, account.deposit, start)
     stats = metrics.trade_stats(
-        trades, curves, deposit=account.deposit, deals=ctx.deals, contract_size=account.contract_size
+        trades,
+        curves,
+        deposit=account.deposit,
+        deals=ctx.deals,
+        contract_size=account.contract_size,
+        equity_dd=None if path is None else path.drawdowns,
     )
-    return trades, curves, stats, balance, equity
+    return Figures(trades, curves, stats, balance, equity, None if path is None else path.skeleton)
 
 
 def _criterion(ea: ExpertAdvisor, value: Any) -> float | None:

@@ -102,6 +102,9 @@ def report_dict(result: Result, env: dict | None = None) -> dict:
             "timings": result.timings,
             "rejected_orders": {"count": len(result.rejected), "first": result.rejected[:20]},
             "curves": _columns(result.curves),
+            "equity_path": None
+            if result.equity_path is None
+            else _columns(result.equity_path.set_index("time")),
             "trades": result.trades.to_dict(orient="records"),
             "environment": env or environment(),
         }
@@ -127,5 +130,3 @@ def write_report(result: Result, folder: str | Path, env: dict | None = None) ->
     _atomic_write(folder / files["json"], json.dumps(doc, indent=2, sort_keys=False).encode())
     _atomic_write(folder / files["html"], html_page(result, doc).encode())
     return folder / files["html"]
-
-

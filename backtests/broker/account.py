@@ -41,11 +41,12 @@ class Account:
         self._exposure: tuple[int, tuple[float, float, float, float, float]] | None = None
         self._terms: tuple[tuple[int, float], tuple[float, float, float, float, float]] | None = None
 
-    def charge(self, amount: float, t: int) -> None:
-        """Add ``amount`` (negative: a cost) to the balance in bar ``t``."""
+    def charge(self, amount: float, t: int, swap: bool = False) -> None:
+        """Add ``amount`` (negative: a cost) to the balance in bar ``t``: the money of the deal recorded next,
+        or a ``swap`` at a rollover."""
         if amount:
             self.balance += amount
-            self.ledger.balance(t, amount)
+            self.ledger.balance(t, amount, swap)
 
     # -- equity and margin ---------------------------------------------------------------------------------
     def equity(self, bid: float, ask: float) -> float:

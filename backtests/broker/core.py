@@ -437,7 +437,7 @@ class Broker:
         for pos in self.book.positions:
             amount = self.swaps.amount(pos, nights)
             pos.swap += amount
-            self.funds.charge(amount, self.t)
+            self.funds.charge(amount, self.t, swap=True)
 
     def _end_segment(self, pos: OpenPosition) -> None:
         """A position is about to change (volume, price, closed): close its floating-profit segment."""

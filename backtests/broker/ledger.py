@@ -50,7 +50,9 @@ class Ledger:
         self.deals: list[Deal] = []
         self.orders: list[OrderRecord] = []
         self.rejected: list[dict] = []
-        self.balance_events: list[tuple[int, float]] = []  # (bar, amount) of every change of the balance
+        # (bar, amount, deal) of every change of the balance; ``deal`` is the index in ``deals`` of the deal
+        # it belongs to (recorded right after it), None for a swap charged at a rollover
+        self.balance_events: list[tuple[int, float, int | None]] = []
         self.segments: list[Segment] = []
 
     # -- records, appended while the run goes --------------------------------------------------------------
@@ -126,9 +128,9 @@ class Ledger:
             )
         )
 
-    def balance(self, t: int, amount: float) -> None:
-        """The balance changed by ``amount`` in bar ``t``."""
-        self.balance_events.append((t, amount))
+    def balance(self, t: int, amount: float, swap: bool = False) -> None:
+        """The balance changed by ``amount`` in bar ``t``: by the deal recorded next, or by a ``swap``."""
+        self.balance_events.append((t, amount, None if swap else len(self.deals)))
 
     def segment(self, start: int, end: int, side: int, lots: float, price: float) -> None:
         """A position state ended: it floated over bars ``[start, end)``."""
@@ -176,7 +178,7 @@ class Ledger:
         m = self.market
         n = len(m.opens)
         changes = np.zeros(n + 1)
-        for bar, amount in self.balance_events:
+        for bar, amount, _ in self.balance_events:
             changes[bar] += amount
         balance = self.config.deposit + np.cumsum(changes[:n])
         floating = np.zeros(n)

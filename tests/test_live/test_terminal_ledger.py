@@ -168,7 +168,7 @@ def test_a_position_still_open_is_closed_at_the_last_close_by_the_backtests_end_
     assert list(led.broker.deals_frame()["entry"]) == ["in", "out"] and led.broker.orders_frame()[
         "comment"
     ].iloc[-1] == ("end of test")
-    _, _, stats, _, _ = broker_figures(led.broker, 1, 7, led.broker.config)
+    stats = broker_figures(led.broker, 1, 7, led.broker.config).stats
     assert stats["total_net_profit"] == pytest.approx(profit - 1.0)
 
 
@@ -205,7 +205,7 @@ def test_the_backtests_figures_come_out_of_it():
             deal(2, 4, SELL, OUT, 71, 1.0, 1.1050, commission=-3.0, profit=400.0),
         ]
     )
-    _, curves, stats, _, _ = broker_figures(led.broker, 1, 7, led.broker.config)
+    curves, stats = broker_figures(led.broker, 1, 7, led.broker.config)[1:3]
     assert stats["total_trades"] == 1 and stats["total_net_profit"] == pytest.approx(394.0)
     assert stats["final_balance"] == pytest.approx(10_394.0) and len(curves) == 8
 
