@@ -420,10 +420,26 @@ class Broker:
                 for pos in self.book.positions:
                     if pos.ticket == ticket:
                         pos.tp_from = t + 1
+            if ticket is not None and not at_open:
+                self._passed_at_fill(ticket, price, order.side)
             record = order.record
             record.bar_done, record.done_ns, record.fill_price = t, self.stamp(), price / self.scale
             record.state = "filled" if ticket is not None else "rejected"
             record.position = ticket
+
+    def _passed_at_fill(self, ticket: int, price: float, side: int) -> None:
+        """A position filled inside a stretch of prices whose stop-loss (or take-profit) the market had
+        already passed at the fill (a sell limit whose SL lies nearer than the spread: the ask is beyond it
+        the moment the bid reaches the limit) closes there at once at the market, as a triggered stop
+        does, never at its level, which the market passed before the position existed."""
+        pos = self.book.position(ticket)
+        if pos is None:
+            return
+        spread = self.quote[3]
+        bid = price - spread if side > 0 else price
+        for hit, at, reason in self.book.reached_stops((bid, bid, bid, spread), self.t, gap_only=True):
+            if hit is pos:
+                self.close_position(pos, pos.lots, at, reason)
 
     def retire(self, order: Pending, state: str) -> None:
         """Take ``order`` off the book as ``state`` ("canceled", "expired")."""

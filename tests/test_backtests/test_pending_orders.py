@@ -377,3 +377,21 @@ def test_today_expires_at_the_servers_midnight_as_order_time_day_does():
         b.bar_range(t)
     order = b.orders_frame().set_index("ticket").loc[ticket]
     assert order.state == "expired" and order.time_done == time[1] and not len(b.trades_frame())
+
+
+def test_a_stop_the_market_passed_when_the_order_filled_closes_at_the_market_not_at_its_level():
+    """A sell limit at 1.11616 with its stop-loss 9 points above and a 10-point spread: when the bid reaches
+    1.11616 the ask is 1.11626, already beyond the stop at 1.11625. A stop-loss is a market order once
+    reached: the short closes at 1.11626 (-10.00), not at the level 1.11625 (-9.00) that the market had
+    passed before the position existed."""
+    rows = [(1.11600,) * 4, (1.11600, 1.11640, 1.11600, 1.11630)]
+    b = _broker(rows)
+    _run(b, {0: lambda ea: ea.sell_limit(1.0, 1.11616, sl=1.11625)})
+    trade = b.trades_frame().iloc[0]
+    assert (trade.type, trade.entry_price, trade.exit_price, trade.exit_reason) == (
+        "sell",
+        1.11616,
+        1.11626,
+        "sl",
+    )
+    assert trade.profit == pytest.approx(-10.0, abs=1e-9)
