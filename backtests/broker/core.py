@@ -195,7 +195,7 @@ class Broker:
         if self.swaps.active and book.positions and m.day[t] != m.day[t - 1]:
             self._swap(int(m.day[t - 1]), int(m.day[t]))
         if book.orders:
-            self.expire(t)
+            self.expire(t, self.time_now())  # the bar's open, or its first tick's time
         self.at_open_checks(t)
 
     def bar_range(self, t: int) -> None:

@@ -414,3 +414,15 @@ def test_one_backtest_checks_its_ticks_once_and_each_run_starts_clean():
     crossed.iloc[10, crossed.columns.get_loc("ask")] = crossed["bid"].iloc[10] - 1e-4
     with pytest.raises(TickDataError):
         Backtest(h1, SmaCrossEA, model="ticks", ticks=crossed)
+
+
+def test_an_order_expires_by_the_time_of_the_bars_first_tick():
+    """A buy limit expiring at 01:00:10 is gone when the next bar's first tick comes at 01:00:30, although
+    the bar opened at 01:00:00: MetaTrader deletes an order once the time reaches its expiration, so that
+    tick (at the limit) does not fill it."""
+    b = _broker([[(0, 1.1000), (1800, 1.1000)], [(30, 1.0950), (60, 1.0950)]])
+    expiry = T0 + pd.Timedelta(hours=1, seconds=10)
+    trades = _run(b, {0: lambda b: b.pending("buy_limit", 1.0, 1.0970, None, None, None, expiry, 0, "")})
+    assert not len(trades)
+    order = b.orders_frame().iloc[0]
+    assert order.state == "expired" and order.time_done == T0 + pd.Timedelta(hours=1, seconds=30)
