@@ -305,3 +305,20 @@ def test_a_hedging_stop_out_closes_the_most_losing_position_first_and_checks_aga
     last = b.trades_frame().iloc[-1]
     assert (last.lots, last.exit_price, last.exit_reason) == (0.5, 0.9921, "stop out")
     assert b.balance == pytest.approx(249.80, abs=1e-9)
+
+
+@pytest.mark.parametrize(("clock", "swap"), [("+2/us", -2.0), ("+2", 0.0)])
+def test_the_rollover_follows_the_servers_daylight_saving(clock, swap):
+    """A New York close server runs UTC+3 once US daylight saving starts (10 March 2024): its midnight is
+    then 21:00 UTC, so a long held from 20:00 to 21:00 UTC on 11 March pays one night; a server fixed at
+    UTC+2 rolls over at 22:00 UTC and charges nothing for it."""
+    from datafeeds import BrokerClock
+
+    rows = np.array([(1.1, 1.1, 1.1, 1.1)] * 2)
+    time = pd.date_range("2024-03-11 20:00", periods=2, freq="h", tz="UTC")
+    config = AccountConfig(swap_long=-2.0, missing_spread=0)
+    b = Broker(*rows.T, np.zeros(2), time, POINT, config, BrokerClock.parse(clock))
+    _step(b, 0, lambda b: b.order(+1, 1.0, None, None, 0, ""))
+    _step(b, 1)
+    b.finish(1)
+    assert b.trades_frame().iloc[0].swap == pytest.approx(swap, abs=1e-12)
