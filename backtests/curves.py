@@ -18,7 +18,7 @@ import pandas as pd
 
 
 def worst_equity(
-    segments: list[tuple[int, int, int, float, float]],
+    held: np.ndarray,
     trades: pd.DataFrame,
     bars: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     balance: np.ndarray,
@@ -28,24 +28,16 @@ def worst_equity(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(N,)`` equity at each bar's worst prices and the margin held at that moment.
 
-    ``segments``: (start bar, end bar, side, lots, price) of each position state, floating over bars
-    ``[start, end)``; ``trades``: closed trades (broker.TRADE_COLUMNS); ``bars``: each bar's open and low
-    bid, open and high ask (prices on the symbol's grid, so an exit at the open compares exactly);
+    ``held`` (4, N): long lots, long lots x price, short lots and short lots x price of the positions
+    floating over each bar; ``trades``: closed trades (broker.TRADE_COLUMNS); ``bars``: each bar's open and
+    low bid, open and high ask (prices on the symbol's grid, so an exit at the open compares exactly);
     ``balance``/``equity``: at each bar's close; ``config``: the account (contract size); ``margin``: the
     margin model (``backtests.broker.margin.MarginModel``: ``of_sums`` over the legs held per bar).
     """
     opens, lows, open_ask, high_ask = bars
-    n = len(opens)
     cs = config.contract_size
-    floating = np.zeros(n)
-    legs = np.zeros((4, n + 1))  # long lots, long lots x price, short lots, short lots x price
-    for start, end, side, lots, price in segments:
-        worst = lows[start:end] - price if side > 0 else price - high_ask[start:end]
-        floating[start:end] += worst * lots * cs
-        row = 0 if side > 0 else 2
-        legs[row : row + 2, start] += (lots, lots * price)
-        legs[row : row + 2, end] -= (lots, lots * price)
-    held = np.cumsum(legs[:, :n], axis=1)
+    floating = cs * (held[0] * lows - held[1] + held[3] - held[2] * high_ask)  # longs at the low bid, ...
+    held = held.copy()
     for row in trades.itertuples():
         long_ = row.type == "buy"
         bar = int(row.exit_bar)

@@ -14,8 +14,8 @@ of their time stamp, inside a stretch of prices from the first price beyond the 
 price of the path itself counts from that price), and after the last price for the end of the test.
 Equity there is the balance plus every open position's floating profit: longs at the bid, shorts at the
 ask. The path is rebuilt after the run, a chunk of bars at a time, from the bars, the price path and the
-ledger, so the bar loop pays nothing for it; it is kept as its skeleton (each record peak and the lowest
-equity after it), from which every drawdown MetaTrader reports follows.
+ledger, so the bar loop pays nothing for it; it is kept as its skeleton (each peak the equity fell from and
+the lowest equity after it), from which every drawdown MetaTrader reports follows.
 """
 
 from __future__ import annotations
@@ -30,14 +30,15 @@ from backtests.ticks import TickPath
 
 _SHIFT = 32  # a price's key: bar << 32 | its rank inside the bar
 _LAST = (1 << _SHIFT) - 1  # the key's rank after every price of a bar
-_CHUNK = 20_000  # bars a chunk
+_CHUNK = 1_000_000  # prices a chunk, about
 
 
 @dataclass(frozen=True)
 class EquityPath:
     """MetaTrader's equity drawdowns on the path (``metrics.drawdowns``' keys) and the path's skeleton they
-    are all computed from: the deposit, then each record peak followed by the lowest equity before the next
-    record peak (``time``: the opening time of the bar each happened in)."""
+    are all computed from: each peak the equity fell from (a value above every one before it, the deposit
+    first) followed by the lowest equity before the next higher one (``time``: the opening time of the bar
+    each happened in, the report's start for the deposit)."""
 
     drawdowns: dict
     skeleton: pd.DataFrame  # columns time, equity
@@ -57,28 +58,29 @@ def path_drawdowns(broker, first: int, last: int, deposit: float, start: pd.Time
     state = np.vstack([np.zeros((1, 5)), np.cumsum(moves, axis=0)])
     per_point = broker.config.contract_size / broker.scale
     skeleton = _Skeleton(deposit, start)
-    for a in range(first, last + 1, _CHUNK):
-        price_keys, bid, ask = bars.prices(a, min(last + 1, a + _CHUNK))
-        held = state[np.searchsorted(keys, price_keys, side="right")]
-        floating = per_point * (held[:, 1] * bid - held[:, 2] + held[:, 4] - held[:, 3] * ask)
-        skeleton.add(deposit + held[:, 0] + floating, broker.market.time[price_keys >> _SHIFT])
-    frame = skeleton.frame()
+    step = max(1, _CHUNK // bars.per_bar(first, last + 1))
+    for a in range(first, last + 1, step):
+        price_keys, bid, ask = bars.prices(a, min(last + 1, a + step))
+        held = np.searchsorted(keys, price_keys, side="right")
+        balance, long_lots, long_value, short_lots, short_value = (state[:, i][held] for i in range(5))
+        floating = per_point * (long_lots * bid - long_value + short_value - short_lots * ask)
+        skeleton.add(deposit + balance + floating, price_keys >> _SHIFT)
+    frame = skeleton.frame(broker.market.time)
     return EquityPath(skeleton_drawdowns(frame["equity"].to_numpy(), deposit), frame)
 
 
 def skeleton_drawdowns(skeleton: np.ndarray, deposit: float) -> dict:
-    """MetaTrader's equity drawdowns from a path's skeleton (``EquityPath.skeleton``'s equity: the deposit,
-    then each record peak and the lowest equity after it): absolute (deposit - the lowest equity),
-    maximal (the largest fall from a peak, in money, with its percent of the peak) and relative (the
-    largest in percent, with its money), as ``metrics.drawdowns`` defines them."""
+    """MetaTrader's equity drawdowns from a path's skeleton (``EquityPath.skeleton``'s equity: each peak
+    the equity fell from and the lowest equity after it): absolute (deposit - the lowest equity), maximal
+    (the largest fall from a peak, in money, with its percent of the peak) and relative (the largest in
+    percent, with its money), as ``metrics.drawdowns`` defines them."""
     peaks, troughs = skeleton[0::2], skeleton[1::2]
-    peaks = peaks[: len(troughs)]
     fall = peaks - troughs
     pct = np.where(peaks > 0, fall / np.where(peaks > 0, peaks, 1.0) * 100.0, 0.0)
     i = int(np.argmax(fall)) if len(fall) else 0
     j = int(np.argmax(pct)) if len(pct) else 0
     figures = {
-        "absolute": max(0.0, deposit - float(skeleton.min())),
+        "absolute": max(0.0, deposit - float(skeleton.min())) if len(skeleton) else 0.0,
         "maximal": float(fall[i]) if len(fall) else 0.0,
         "maximal_pct": float(pct[i]) if len(pct) else 0.0,
         "relative_pct": float(pct[j]) if len(pct) else 0.0,
@@ -97,6 +99,13 @@ class _BarPrices:
         self.own = ohlc_points(m.o, m.h, m.lo, m.c)
         self.own_spread = np.column_stack([m.s_open, m.s, m.s, m.s_close])
 
+    def per_bar(self, a: int, b: int) -> int:
+        """The prices of a bar, on average over bars ``a..b-1`` (at least the four of a bar's own)."""
+        if self.path is None or b <= a:
+            return 4
+        rows = int(self.path.starts[b] - self.path.starts[a])
+        return max(4, (rows * (4 if isinstance(self.path, M1Path) else 1)) // (b - a))
+
     def covered(self, a: int, b: int) -> np.ndarray:
         if self.path is None:
             return np.zeros(b - a, dtype=bool)
@@ -114,6 +123,8 @@ class _BarPrices:
         if covered.any():
             parts.append(self._fine(np.arange(a, b)[covered]))
         keys, bid, ask = (np.concatenate(x) for x in zip(*parts, strict=True))
+        if covered.all() or not covered.any():  # one kind of bars: already in time order
+            return keys, bid, ask
         order = np.argsort(keys, kind="stable")
         return keys[order], bid[order], ask[order]
 
@@ -121,9 +132,13 @@ class _BarPrices:
         path = self.path
         starts, ends = path.starts[bars], path.starts[bars + 1]
         counts = ends - starts
-        rows = np.repeat(ends - counts.cumsum(), counts) + np.arange(counts.sum())  # every row of the bars
         bar = np.repeat(bars, counts)
-        rank = rows - np.repeat(starts, counts)
+        if bars[-1] - bars[0] == len(bars) - 1:  # consecutive bars: their rows are one slice
+            rows = slice(int(starts[0]), int(ends[-1]))
+            rank = np.arange(rows.start, rows.stop) - np.repeat(starts, counts)
+        else:
+            rows = np.repeat(ends - counts.cumsum(), counts) + np.arange(counts.sum())  # each bar's rows
+            rank = rows - np.repeat(starts, counts)
         if isinstance(path, M1Path):
             keys = ((bar << _SHIFT) + 4 * rank)[:, None] + np.arange(4)
             bid = path.points[rows]
@@ -210,29 +225,55 @@ def _events(broker, bars: _BarPrices) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 class _Skeleton:
-    """A curve given in pieces, kept as its skeleton: the deposit, then each record peak followed by the
-    lowest value before the next one (every drawdown MetaTrader reports is a peak and a low of these)."""
+    """A curve given in pieces, kept as its skeleton: each peak it fell from (a value above every one
+    before it, the deposit first) and the lowest value before the next higher one. Every drawdown
+    MetaTrader reports is such a peak and its low (a rise without a fall leaves nothing)."""
 
     def __init__(self, deposit: float, start: pd.Timestamp):
-        self.values: list[float] = [deposit, deposit]  # the deposit is the first peak, and its low so far
-        self.times: list[pd.Timestamp] = [start, start]
+        self.start = start
+        self.pairs: list[tuple[np.ndarray, ...]] = []  # (peaks, their bars, lows, their bars), as found
+        self.peak, self.low = deposit, deposit  # the last peak and the lowest value since
+        self.peak_bar = self.low_bar = -1  # -1: the start
 
-    def add(self, curve: np.ndarray, times: pd.DatetimeIndex) -> None:
+    def add(self, curve: np.ndarray, bars: np.ndarray) -> None:
         if not len(curve):
             return
-        peak = self.values[-2]
-        before = np.maximum.accumulate(np.concatenate(([peak], curve)))[:-1]  # the peak before each value
-        record = np.flatnonzero(curve > before)  # each value above every one before it
-        ends = np.append(record, len(curve))
-        first = ends[0]
-        if first:  # values before the first new peak: the current peak's low may deepen
-            k = int(np.argmin(curve[:first]))
-            if curve[k] < self.values[-1]:
-                self.values[-1], self.times[-1] = float(curve[k]), times[k]
-        for r, end in zip(record, ends[1:], strict=True):
-            low = r + int(np.argmin(curve[r:end]))
-            self.values += [float(curve[r]), float(curve[low])]
-            self.times += [times[r], times[low]]
+        before = np.maximum.accumulate(np.concatenate(([self.peak], curve)))[:-1]  # the peak before each
+        record = np.flatnonzero(curve > before)
+        head = int(record[0]) if len(record) else len(curve)
+        if head:  # values before the next record belong to the last peak: its low may deepen
+            k = int(np.argmin(curve[:head]))
+            if curve[k] < self.low:
+                self.low, self.low_bar = float(curve[k]), int(bars[k])
+        if not len(record):
+            return
+        if self.low < self.peak:
+            self.pairs.append(
+                tuple(np.array([v]) for v in (self.peak, self.peak_bar, self.low, self.low_bar))
+            )
+        tail = curve[head:]
+        starts = record - head
+        lows = np.minimum.reduceat(tail, starts)  # the lowest value after each record, before the next
+        lengths = np.diff(np.append(starts, len(tail)))
+        at = np.where(tail == np.repeat(lows, lengths), np.arange(len(tail)), len(tail))
+        low_at = np.minimum.reduceat(at, starts) + head  # where each lowest value first came
+        peaks = curve[record]
+        fell = lows[:-1] < peaks[:-1]  # the last one stays open: later values may deepen it
+        self.pairs.append(
+            (peaks[:-1][fell], bars[record[:-1][fell]], lows[:-1][fell], bars[low_at[:-1][fell]])
+        )
+        self.peak, self.peak_bar = float(peaks[-1]), int(bars[record[-1]])
+        self.low, self.low_bar = float(lows[-1]), int(bars[low_at[-1]])
 
-    def frame(self) -> pd.DataFrame:
-        return pd.DataFrame({"time": pd.DatetimeIndex(self.times), "equity": self.values})
+    def frame(self, time: pd.DatetimeIndex) -> pd.DataFrame:
+        """``time`` (the bar each value fell in; the start for the deposit), ``equity``: peak, low, ..."""
+        pairs = [*self.pairs]
+        if self.low < self.peak:
+            pairs.append(tuple(np.array([v]) for v in (self.peak, self.peak_bar, self.low, self.low_bar)))
+        if not pairs:
+            return pd.DataFrame({"time": pd.DatetimeIndex([], tz="UTC"), "equity": np.zeros(0)})
+        peaks, peak_bars, lows, low_bars = (np.concatenate(x) for x in zip(*pairs, strict=True))
+        values = np.column_stack([peaks, lows]).ravel()
+        bars = np.column_stack([peak_bars, low_bars]).ravel().astype(np.int64)
+        times = time[np.maximum(bars, 0)].where(bars >= 0, self.start)
+        return pd.DataFrame({"time": times, "equity": values})

@@ -39,13 +39,17 @@ class Account:
         self.book = book
         self.margin = margin
         self._exposure: tuple[int, tuple[float, float, float, float, float]] | None = None
-        self._terms: tuple[tuple[int, float], tuple[float, float, float, float, float]] | None = None
+        # The stop-out's terms, valid while the balance stays (``charge`` drops them) and the book does not
+        # change (``_terms_at``: its ``changes`` then).
+        self._terms: tuple[float, float, float, float, float] | None = None
+        self._terms_at = -1
 
     def charge(self, amount: float, t: int, swap: bool = False) -> None:
         """Add ``amount`` (negative: a cost) to the balance in bar ``t``: the money of the deal recorded next,
         or a ``swap`` at a rollover."""
         if amount:
             self.balance += amount
+            self._terms = None
             self.ledger.balance(t, amount, swap)
 
     # -- equity and margin ---------------------------------------------------------------------------------
@@ -82,7 +86,10 @@ class Account:
         Runs twice a bar while positions are open: the terms of the linear equity are cached as Python
         floats until the positions or the balance change.
         """
-        margin, base, short_k, net_k, net = self._level_terms()
+        terms = self._terms
+        if terms is None or self._terms_at != self.book.changes:
+            terms = self._level_terms()
+        margin, base, short_k, net_k, net = terms
         if margin <= 0:
             return False
         o, h, lo, spr = quote
@@ -143,13 +150,12 @@ class Account:
 
     def _level_terms(self) -> tuple[float, float, float, float, float]:
         """(margin, balance - value of the positions - stop-out equity, per_point x short lots, per_point x
-        net lots, net lots)."""
-        key = (self.book.changes, self.balance)
-        if self._terms is None or self._terms[0] != key:
+        net lots, net lots), cached until the balance or the positions change."""
+        if self._terms is None or self._terms_at != self.book.changes:
             long_lots, long_value, short_lots, short_value, margin = self.exposure()
             k = self.per_point
             base = self.balance + k * (short_value - long_value) - self.stop_out_level / 100.0 * margin
             net = long_lots - short_lots
-            terms = (float(margin), float(base), float(k * short_lots), float(k * net), float(net))
-            self._terms = (key, terms)
-        return self._terms[1]
+            self._terms = (float(margin), float(base), float(k * short_lots), float(k * net), float(net))
+            self._terms_at = self.book.changes
+        return self._terms

@@ -207,36 +207,37 @@ class OrderBook:
             self._exposure = (self.changes, sums)
         return self._exposure[1]
 
-    def reached_stops(
-        self, quote: Quote, t: int, gap_only: bool
-    ) -> Iterator[tuple[OpenPosition, float, str]]:
+    def reached_stops(self, quote: Quote, t: int, gap_only: bool) -> list[tuple[OpenPosition, float, str]]:
         """``(position, price, reason)`` of each SL or TP the quote reaches, in position order: at the open
         (``gap_only``) a gap through the level fills at the open, inside the range at the level."""
         o, h, lo, spr = quote
-        for pos in list(self.positions):
-            if pos.sl is None and pos.tp is None:
+        out = []
+        for pos in self.positions:
+            sl, tp = pos.sl, pos.tp
+            if sl is None and tp is None:
                 continue
             if pos.side > 0:  # long: exits at the bid
                 if gap_only:
-                    if pos.sl is not None and o <= pos.sl:
-                        yield pos, o, "sl"
-                    elif pos.tp is not None and o >= pos.tp:
-                        yield pos, o, "tp"
-                elif pos.sl is not None and lo <= pos.sl:
-                    yield pos, pos.sl, "sl"
-                elif pos.tp is not None and h >= pos.tp and t >= pos.tp_from:
-                    yield pos, pos.tp, "tp"
+                    if sl is not None and o <= sl:
+                        out.append((pos, o, "sl"))
+                    elif tp is not None and o >= tp:
+                        out.append((pos, o, "tp"))
+                elif sl is not None and lo <= sl:
+                    out.append((pos, sl, "sl"))
+                elif tp is not None and h >= tp and t >= pos.tp_from:
+                    out.append((pos, tp, "tp"))
             else:  # short: exits at the ask
                 ao, ah, alo = o + spr, h + spr, lo + spr
                 if gap_only:
-                    if pos.sl is not None and ao >= pos.sl:
-                        yield pos, ao, "sl"
-                    elif pos.tp is not None and ao <= pos.tp:
-                        yield pos, ao, "tp"
-                elif pos.sl is not None and ah >= pos.sl:
-                    yield pos, pos.sl, "sl"
-                elif pos.tp is not None and alo <= pos.tp and t >= pos.tp_from:
-                    yield pos, pos.tp, "tp"
+                    if sl is not None and ao >= sl:
+                        out.append((pos, ao, "sl"))
+                    elif tp is not None and ao <= tp:
+                        out.append((pos, ao, "tp"))
+                elif sl is not None and ah >= sl:
+                    out.append((pos, sl, "sl"))
+                elif tp is not None and alo <= tp and t >= pos.tp_from:
+                    out.append((pos, tp, "tp"))
+        return out
 
     # -- pending orders --------------------------------------------------------------------------------------
     def order(self, ticket: int) -> Pending | None:

@@ -232,8 +232,8 @@ class Broker:
         if book.orders:
             self._trigger(t, at_open=True)
         if book.positions:
-            self._stops(t, gap_only=True)
-        if book.positions and self.stop_out_on and self.funds.level_crossed(self.quote, at_open=True):
+            self._stops(t, True)
+        if book.positions and self.stop_out_on and self.funds.level_crossed(self.quote, True):
             self._stop_out(at_open=True)
 
     def range_checks(self, t: int) -> None:
@@ -246,9 +246,9 @@ class Broker:
         if book.orders and not self.walking:
             self._trigger(t, at_open=False)
         if book.positions:
-            if self.stop_out_on and self.funds.level_crossed(self.quote, at_open=False):
+            if self.stop_out_on and self.funds.level_crossed(self.quote, False):
                 self._stop_out(at_open=False)
-            self._stops(t, gap_only=False)
+            self._stops(t, False)
         if book.orders and self.walking:
             self._trigger(t, at_open=False)
 

@@ -54,6 +54,7 @@ class Ledger:
         # it belongs to (recorded right after it), None for a swap charged at a rollover
         self.balance_events: list[tuple[int, float, int | None]] = []
         self.segments: list[Segment] = []
+        self._made: tuple[tuple, tuple] | None = None  # the curves, for the records they were made from
 
     # -- records, appended while the run goes --------------------------------------------------------------
     def reject(
@@ -149,6 +150,7 @@ class Ledger:
         df["entry_time"] = self.times(df["entry_bar"], [tr.entry_ns for tr in self.trades])
         df["exit_time"] = self.times(df["exit_bar"], [tr.exit_ns for tr in self.trades])
         m = self.market
+        lows_all, highs_all, spread_all = m.lows, m.highs, m.spread  # made once: each is a division
         cs = self.config.contract_size
         mae, mfe = np.zeros(len(df)), np.zeros(len(df))
         for k, (side, lots, entry, exit_, a, b) in enumerate(
@@ -162,9 +164,9 @@ class Ledger:
                 strict=True,
             )
         ):
-            spr = m.spread[a:b] if side == "sell" else 0.0
-            lows = np.append(m.lows[a:b] + spr, exit_)
-            highs = np.append(m.highs[a:b] + spr, exit_)
+            spr = spread_all[a:b] if side == "sell" else 0.0
+            lows = np.append(lows_all[a:b] + spr, exit_)
+            highs = np.append(highs_all[a:b] + spr, exit_)
             sign = 1.0 if side == "buy" else -1.0
             best = highs.max() if side == "buy" else lows.min()
             worst = lows.min() if side == "buy" else highs.max()
@@ -175,39 +177,46 @@ class Ledger:
 
     def curves(self, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Balance, equity and used margin at each bar's close from bar ``first`` on (after the run)."""
-        m = self.market
-        n = len(m.opens)
-        changes = np.zeros(n + 1)
-        for bar, amount, _ in self.balance_events:
-            changes[bar] += amount
-        balance = self.config.deposit + np.cumsum(changes[:n])
-        floating = np.zeros(n)
-        legs = np.zeros((4, n + 1))  # long lots, long lots x price, short lots, short lots x price
-        cs = self.config.contract_size
-        bid = m.closes
-        ask = (m.c + m.s_close) / m.scale
-        for start, end, side, lots, price in self.segments:
-            if side > 0:
-                floating[start:end] += (bid[start:end] - price) * lots * cs
-            else:
-                floating[start:end] += (price - ask[start:end]) * lots * cs
-            row = 0 if side > 0 else 2
-            legs[row : row + 2, start] += (lots, lots * price)
-            legs[row : row + 2, end] -= (lots, lots * price)
-        margin = self.margin.of_sums(*np.cumsum(legs[:, :n], axis=1))
-        equity = balance + floating
+        balance, equity, margin, _ = self._curves()
         return balance[first:], equity[first:], margin[first:]
 
     def worst_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
         """Equity at each bar's worst prices and the margin held then, from bar ``first`` on
         (``backtests.curves.worst_equity`` says how)."""
-        balance, equity, _ = self.curves(0)
+        balance, equity, _, held = self._curves()
         trades = pd.DataFrame([tr.row() for tr in self.trades], columns=list(TRADE_COLUMNS))
         m = self.market
         k = m.scale
         bars = (m.opens, m.lows, (m.o + m.s) / k, (m.h + m.s) / k)  # open and low bid, open and high ask
-        worst, margin = worst_equity(self.segments, trades, bars, balance, equity, self.config, self.margin)
+        worst, margin = worst_equity(held, trades, bars, balance, equity, self.config, self.margin)
         return worst[first:], margin[first:]
+
+    def _curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(balance, equity, margin, held) at every bar's close; ``held`` (4, N): long lots, long lots x
+        price, short lots, short lots x price open over each bar (made once for the records as they are)."""
+        m = self.market
+        n = len(m.o)
+        key = (n, len(self.segments), len(self.balance_events))
+        if self._made is not None and self._made[0] == key:
+            return self._made[1]
+        changes = np.zeros(n + 1)
+        if self.balance_events:
+            bars, amounts, _ = zip(*self.balance_events, strict=True)
+            np.add.at(changes, np.array(bars, dtype=np.int64), np.array(amounts))
+        balance = self.config.deposit + np.cumsum(changes[:n])
+        legs = np.zeros((4, n + 1))  # changes of long lots, long lots x price, short lots, short lots x price
+        if self.segments:
+            start, end, side, lots, price = (np.array(c) for c in zip(*self.segments, strict=True))
+            for row, mask in ((0, side > 0), (2, side < 0)):
+                for col, amount in ((row, lots[mask]), (row + 1, (lots * price)[mask])):
+                    np.add.at(legs[col], start[mask].astype(np.int64), amount)
+                    np.add.at(legs[col], end[mask].astype(np.int64), -amount)
+        held = np.cumsum(legs[:, :n], axis=1)
+        bid, ask = m.closes, (m.c + m.s_close) / m.scale
+        floating = self.config.contract_size * (held[0] * bid - held[1] + held[3] - held[2] * ask)
+        made = (balance, balance + floating, self.margin.of_sums(*held), held)
+        self._made = (key, made)
+        return made
 
     def orders_frame(self) -> pd.DataFrame:
         """Every accepted order, as MetaTrader's report lists them: market orders (the EA's and the closing

@@ -34,16 +34,24 @@ class MarginModel:
 
     def of_legs(self, legs: list[tuple[int, float, float]]) -> float:
         """The margin of positions given as (side, lots, price in points): what a deal would leave open."""
-        legs = [leg for leg in legs if leg[1] > 1e-12]
         cs, lev, k = self.contract_size, self.leverage, self.scale
-        if all(side > 0 for side, _, _ in legs) or all(side < 0 for side, _, _ in legs):  # nothing hedged
-            return sum(lots * cs * (price / k) / lev for _, lots, price in legs)
-        sums = [0.0, 0.0, 0.0, 0.0]  # long lots, long lots x price, short lots, short lots x price
+        plain = long_lots = long_value = short_lots = short_value = 0.0
         for side, lots, price in legs:
-            i = 0 if side > 0 else 2
-            sums[i] += lots
-            sums[i + 1] += lots * (price / k)
-        return float(self.of_sums(*(np.float64(v) for v in sums)))
+            if lots <= 1e-12:
+                continue
+            plain += lots * cs * (price / k) / lev
+            if side > 0:
+                long_lots += lots
+                long_value += lots * (price / k)
+            else:
+                short_lots += lots
+                short_value += lots * (price / k)
+        if not (long_lots and short_lots):  # nothing hedged: each leg at its own price
+            return plain
+        larger = long_value / long_lots if long_lots >= short_lots else short_value / short_lots
+        average = (long_value + short_value) / (long_lots + short_lots)
+        uncovered = abs(long_lots - short_lots) * cs * larger / lev
+        return uncovered + min(long_lots, short_lots) * self.hedged * average / lev
 
     def of_sums(self, long_lots, long_value, short_lots, short_value):
         """The margin of long and short legs given as lots and lots x price (price units), scalars or arrays

@@ -167,8 +167,9 @@ class TradeRequests:
             if p.opened is None:  # made once: an EA may ask on every tick
                 p.opened = m.time[p.bar] if p.entry_ns is None else pd.Timestamp(p.entry_ns, tz="UTC")
             profit = p.side * ((exit_price - p.price) / k) * p.lots * cs
-            out.append(Position(p.ticket, p.side, p.lots, p.price / k, p.opened, p.bar, self._price(p.sl),
-                                self._price(p.tp), p.magic, p.comment, profit))  # fmt: skip
+            sl, tp = None if p.sl is None else p.sl / k, None if p.tp is None else p.tp / k
+            out.append(Position(p.ticket, p.side, p.lots, p.price / k, p.opened, p.bar, sl, tp, p.magic,
+                                p.comment, profit))  # fmt: skip
         return out
 
     # -- pending orders ------------------------------------------------------------------------------------
