@@ -376,11 +376,15 @@ class Broker:
     ) -> bool:
         """Whether the free margin holds what a deal leaves open: ``lots`` opened at ``price`` after the
         ``closes`` (positions and the lots taken off them)."""
+        cost = lots * self.config.commission
+        positions = self.book.positions
+        if not positions:  # the common case: nothing else open, nothing floating
+            return self.funds.balance - cost - self.margin.of_legs([(side, lots, price)]) >= -1e-9
         taken = {id(pos): take for pos, take in closes}
-        legs = [(p.side, p.lots - taken.get(id(p), 0.0), p.price) for p in self.book.positions]
+        legs = [(p.side, p.lots - taken.get(id(p), 0.0), p.price) for p in positions]
         legs.append((side, lots, price))
         bid, ask = self.price_points(-1), self.price_points(+1)
-        return self.funds.margin_ok(legs, lots * self.config.commission, bid, ask)
+        return self.funds.margin_ok(legs, cost, bid, ask)
 
     def _no_money(self, side: int, lots: float, price: float) -> None:
         return self.reject("deal", side, lots, 10019, "not enough free margin", price=price / self.scale)

@@ -8,6 +8,7 @@ nanoseconds (``None`` at a bar's open); ``Ledger`` turns both into timestamps on
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import NamedTuple
 
 import pandas as pd
@@ -95,26 +96,7 @@ class Trade:
 
     def row(self) -> tuple:
         """The trade in ``TRADE_COLUMNS`` order (the times still as UTC ns or None)."""
-        return (
-            self.ticket,
-            self.type,
-            self.lots,
-            self.entry_ns,
-            self.entry_price,
-            self.exit_ns,
-            self.exit_price,
-            self.sl,
-            self.tp,
-            self.exit_reason,
-            self.commission,
-            self.swap,
-            self.profit,
-            self.net_profit,
-            self.entry_bar,
-            self.exit_bar,
-            self.magic,
-            self.comment,
-        )
+        return _TRADE_ROW(self)
 
 
 @dataclass(slots=True)
@@ -140,22 +122,7 @@ class Deal:
 
     def row(self) -> tuple:
         """The deal in ``DEAL_COLUMNS`` order (its time still as a bar index)."""
-        return (
-            self.deal,
-            self.bar,
-            self.order,
-            self.position,
-            self.type,
-            self.entry,
-            self.lots,
-            self.price,
-            self.commission,
-            self.swap,
-            self.profit,
-            self.balance,
-            self.magic,
-            self.comment,
-        )
+        return _DEAL_ROW(self)
 
 
 @dataclass(slots=True)
@@ -183,23 +150,7 @@ class OrderRecord:
 
     def row(self) -> tuple:
         """The order in ``ORDER_COLUMNS`` order (its times still as bar indices)."""
-        return (
-            self.ticket,
-            self.bar_setup,
-            self.type,
-            self.lots,
-            self.price,
-            self.stoplimit,
-            self.sl,
-            self.tp,
-            self.expiration,
-            self.bar_done,
-            self.fill_price,
-            self.state,
-            self.position,
-            self.magic,
-            self.comment,
-        )
+        return _ORDER_ROW(self)
 
 
 class Segment(NamedTuple):
@@ -210,3 +161,11 @@ class Segment(NamedTuple):
     side: int
     lots: float
     price: float
+
+
+# Each record's fields in its table's column order (``operator.attrgetter``: one C call a row).
+_TRADE_ROW = attrgetter(*(c.replace("_time", "_ns") for c in TRADE_COLUMNS))
+_DEAL_ROW = attrgetter(*(c if c != "time" else "bar" for c in DEAL_COLUMNS))
+_ORDER_ROW = attrgetter(
+    *({"time_setup": "bar_setup", "time_done": "bar_done"}.get(c, c) for c in ORDER_COLUMNS)
+)
