@@ -8,6 +8,11 @@ its SL must lie below the bid and its TP above it, each at least ``stops_level``
 closes at the ask, mirrored. A stop of 0 (or None) means "no stop". A level exactly at the reference price
 is refused even when ``stops_level`` is 0: it would fill at once, which no server accepts as a stop.
 Pending orders are checked against the market the same way, and their SL/TP against the order's price.
+
+Distances are counted in whole points of the symbol when ``point`` is given (the trade server keeps prices
+as integers of points): ``1.11851 + 10 points`` is then exactly 10 points from 1.11851, where as floats it
+is 1.1186099999..., and a price exactly at the market is refused every time, not only where float noise
+happens to fall on the refusing side.
 """
 
 from __future__ import annotations
@@ -15,7 +20,11 @@ from __future__ import annotations
 import math
 from numbers import Real
 
+import numpy as np
 import pandas as pd
+
+from datafeeds.clock import UTC, BrokerClock
+from strategies.trade import PENDING_TYPES
 
 DONE = 10009
 PLACED = 10008
@@ -31,16 +40,6 @@ POSITION_CLOSED = 10036  # no open position with that ticket
 INVALID_CLOSE_VOLUME = 10038  # closing more than the position holds
 
 Check = tuple[int, str] | None
-
-# Pending order kinds and their direction (+1 buy, -1 sell).
-PENDING_KINDS = {
-    "buy_limit": +1,
-    "sell_limit": -1,
-    "buy_stop": +1,
-    "sell_stop": -1,
-    "buy_stop_limit": +1,
-    "sell_stop_limit": -1,
-}
 
 
 def is_number(value: object) -> bool:
@@ -86,12 +85,28 @@ def check_price(price: float, what: str = "price") -> Check:
     return None
 
 
+def _short(dist: float, min_dist: float, point: float | None) -> bool:
+    """Whether a distance (price units) is not beyond the market by at least ``min_dist``: in whole points
+    when ``point`` is given, else as floats with a tolerance for their noise."""
+    if point:
+        dist_pts = round(dist / point)
+        return dist_pts <= 0 or dist_pts < round(min_dist / point)
+    return dist <= 0 or dist < min_dist - 1e-12
+
+
 def check_stops(
-    side: int, ref: float, sl: float | None, tp: float | None, min_dist: float, what: str
+    side: int,
+    ref: float,
+    sl: float | None,
+    tp: float | None,
+    min_dist: float,
+    what: str,
+    point: float | None = None,
 ) -> Check:
     """SL/TP of a position of direction ``side`` closing at ``ref`` (bid for longs, ask for shorts).
 
-    ``min_dist`` is the stops level in price units; ``what`` names the reference in the reason.
+    ``min_dist`` is the stops level in price units; ``what`` names the reference in the reason; ``point``
+    counts the distances in whole points.
     """
     for name, level, below in (("sl", sl, side > 0), ("tp", tp, side < 0)):
         if level is None:
@@ -99,7 +114,7 @@ def check_stops(
         if not math.isfinite(level) or level < 0:
             return INVALID_STOPS, f"invalid stops: {name}={level} is not a price (0 = none)"
         dist = ref - level if below else level - ref
-        if dist <= 0 or dist < min_dist - 1e-12:
+        if _short(dist, min_dist, point):
             where = "below" if below else "above"
             need = f" by at least {min_dist:.10g}" if min_dist > 0 else ""
             return (
@@ -110,20 +125,28 @@ def check_stops(
 
 
 def check_pending(
-    kind: str, price: float, stoplimit: float | None, bid: float, ask: float, min_dist: float
+    kind: str,
+    price: float,
+    stoplimit: float | None,
+    bid: float,
+    ask: float,
+    min_dist: float,
+    point: float | None = None,
 ) -> Check:
-    """The order price on the right side of the market: limits below (buy) / above (sell), stops beyond."""
+    """The order price on the right side of the market: limits below (buy) / above (sell), stops beyond
+    (``point``: distances in whole points)."""
     bad = check_price(price)
     if bad:
         return bad
-    side = PENDING_KINDS[kind]
+    order = PENDING_TYPES[kind]
+    side = order.side
     ref, name = (ask, "ask") if side > 0 else (bid, "bid")
-    above = ("stop" in kind) == (side > 0)  # buy stop / sell limit lie above the market
+    above = order.above  # buy stop / sell limit lie above the market
     dist = price - ref if above else ref - price
-    if dist <= 0 or dist < min_dist - 1e-12:
+    if _short(dist, min_dist, point):
         where = "above" if above else "below"
         return INVALID_PRICE, f"invalid price: {kind} at {price:.10g} must lie {where} the {name} {ref:.10g}"
-    if kind.endswith("stop_limit"):
+    if order.trigger == "stop_limit":
         if stoplimit is None:
             return INVALID_PRICE, f"invalid price: {kind} needs a stop-limit price"
         bad = check_price(stoplimit, "stop-limit price")
@@ -131,7 +154,7 @@ def check_pending(
             return bad
         # The limit order placed at the trigger must itself be a valid limit: below (buy) / above (sell) it.
         gap = price - stoplimit if side > 0 else stoplimit - price
-        if gap <= 0 or gap < min_dist - 1e-12:
+        if _short(gap, min_dist, point):
             return (
                 INVALID_PRICE,
                 f"invalid price: {kind} limit {stoplimit:.10g} must lie beyond its trigger {price:.10g}",
@@ -139,15 +162,17 @@ def check_pending(
     return None
 
 
-def expiration_time(expiration: object, now: pd.Timestamp) -> pd.Timestamp | None:
-    """None/"gtc" = good till cancelled; "today" = the end of the current server day; else a time.
+def expiration_time(expiration: object, now: pd.Timestamp, clock: BrokerClock = UTC) -> pd.Timestamp | None:
+    """None/"gtc" = good till cancelled; "today" = the end of the current server day (MetaTrader's
+    ``ORDER_TIME_DAY``: the next midnight of the broker's ``clock``, 22:00 UTC on a UTC+2 server); else a
+    time.
 
     Raises ValueError with a readable reason for anything else (the EA layer turns it into an EAError).
     """
     if expiration is None or (isinstance(expiration, str) and expiration.lower() == "gtc"):
         return None
     if isinstance(expiration, str) and expiration.lower() == "today":
-        return now.normalize() + pd.Timedelta(days=1)
+        return server_day_end(now, clock)
     try:
         ts = pd.Timestamp(expiration)
     except (TypeError, ValueError):
@@ -159,3 +184,12 @@ def expiration_time(expiration: object, now: pd.Timestamp) -> pd.Timestamp | Non
     elif ts.tzinfo is not None and now.tzinfo is None:
         ts = ts.tz_convert(None)  # a zone-aware time against naive bars (taken as UTC)
     return ts
+
+
+def server_day_end(now: pd.Timestamp, clock: BrokerClock) -> pd.Timestamp:
+    """The end of the broker's server day that ``now`` falls in, as a time in ``now``'s zone (naive = UTC)."""
+    utc = now.tz_localize("UTC") if now.tzinfo is None else now.tz_convert("UTC")
+    server = int(clock.to_broker_seconds(np.array([utc.value // 1_000_000_000], dtype=np.int64))[0])
+    midnight = (server // 86_400 + 1) * 86_400
+    end = pd.Timestamp(int(clock.to_utc_seconds(np.array([midnight], dtype=np.int64))[0]), unit="s", tz="UTC")
+    return end.tz_localize(None) if now.tzinfo is None else end.tz_convert(now.tzinfo)

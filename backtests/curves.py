@@ -18,40 +18,35 @@ import pandas as pd
 
 
 def worst_equity(
-    segments: list[tuple[int, int, int, float, float]],
+    held: np.ndarray,
     trades: pd.DataFrame,
     bars: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     balance: np.ndarray,
     equity: np.ndarray,
     config: Any,
+    margin: Any,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(N,)`` equity at each bar's worst prices and the margin held at that moment.
 
-    ``segments``: (start bar, end bar, side, lots, price) of each position state, floating over bars
-    ``[start, end)``; ``trades``: closed trades (broker.TRADE_COLUMNS); ``bars``: open, high, low (bid) and
-    spread (price units) per bar; ``balance``/``equity``: at each bar's close; ``config``: the account
-    (contract size, leverage).
+    ``held`` (4, N): long lots, long lots x price, short lots and short lots x price of the positions
+    floating over each bar; ``trades``: closed trades (broker.TRADE_COLUMNS); ``bars``: each bar's open and
+    low bid, open and high ask (prices on the symbol's grid, so an exit at the open compares exactly);
+    ``balance``/``equity``: at each bar's close; ``config``: the account (contract size); ``margin``: the
+    margin model (``backtests.broker.margin.MarginModel``: ``of_sums`` over the legs held per bar).
     """
-    opens, highs, lows, spread = bars
-    n = len(opens)
-    cs, lev = config.contract_size, config.leverage
-    high_ask = highs + spread
-    floating = np.zeros(n)
-    margin_diff = np.zeros(n + 1)
-    for start, end, side, lots, price in segments:
-        worst = lows[start:end] - price if side > 0 else price - high_ask[start:end]
-        floating[start:end] += worst * lots * cs
-        margin_diff[start] += lots * cs * price / lev
-        margin_diff[end] -= lots * cs * price / lev
-    margin = np.cumsum(margin_diff[:n])
+    opens, lows, open_ask, high_ask = bars
+    cs = config.contract_size
+    floating = cs * (held[0] * lows - held[1] + held[3] - held[2] * high_ask)  # longs at the low bid, ...
+    held = held.copy()
     for row in trades.itertuples():
         long_ = row.type == "buy"
         bar = int(row.exit_bar)
-        at_open = row.exit_price == (opens[bar] if long_ else opens[bar] + spread[bar])
+        at_open = row.exit_price == (opens[bar] if long_ else open_ask[bar])
         if row.exit_reason in ("sl", "stop out") or at_open:
             continue  # no excursion beyond the exit inside its bar
         extreme = lows[bar] if long_ else high_ask[bar]
         fall = (extreme - row.exit_price) if long_ else (row.exit_price - extreme)
         floating[bar] += min(0.0, fall) * row.lots * cs
-        margin[bar] += row.lots * cs * row.entry_price / lev
-    return np.minimum(balance + floating, equity), margin
+        side = 0 if long_ else 2
+        held[side : side + 2, bar] += (row.lots, row.lots * row.entry_price)
+    return np.minimum(balance + floating, equity), margin.of_sums(*held)

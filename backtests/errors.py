@@ -12,6 +12,7 @@ _OPTIONS = {
     "commission": "--commission",
     "swap_long": "--swap-long",
     "swap_short": "--swap-short",
+    "margin_hedged": "--margin-hedged",
 }
 _RANGES = {
     "deposit": "a finite amount > 0",
@@ -27,6 +28,7 @@ _RANGES = {
     "stop_out_level": "a finite margin level >= 0 %",
     "stops_level": "a whole number of points >= 0",
     "freeze_level": "a whole number of points >= 0",
+    "margin_hedged": "a finite number of units >= 0 per lot",
 }
 
 

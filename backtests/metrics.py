@@ -168,10 +168,18 @@ def curve_frame(
 
 
 def trade_stats(
-    trades: pd.DataFrame, curves: pd.DataFrame, *, deposit: float, deals: int, contract_size: float
+    trades: pd.DataFrame,
+    curves: pd.DataFrame,
+    *,
+    deposit: float,
+    deals: int,
+    contract_size: float,
+    equity_dd: dict | None = None,
 ) -> dict:
     """Every MetaTrader report field that bar data supports, backtesting.py's ``stats`` and the annualised
-    figures on trading days, from the closed trades and the report's curve (``curve_frame``)."""
+    figures on trading days, from the closed trades and the report's curve (``curve_frame``). The equity
+    drawdowns are ``equity_dd`` (``backtests.equity_path``: on every price the mode models) where given,
+    else estimated from the curve (peaks at closes, troughs at each bar's worst prices)."""
     from backtests.peers import backtesting_stats, trading_day_stats
 
     times = pd.DatetimeIndex(curves.index)
@@ -183,7 +191,7 @@ def trade_stats(
     n = len(net)
     gross_profit, gross_loss = float(wins.sum()), float(losses.sum())
     bal_dd = drawdowns(balance, deposit)
-    eq_dd = equity_drawdowns(equity, curves["equity_worst"].to_numpy(float), deposit)
+    eq_dd = equity_dd or equity_drawdowns(equity, curves["equity_worst"].to_numpy(float), deposit)
     streaks = _streaks(net)
     z, z_prob = _z_score(net, streaks.pop("runs"))
     stats = {

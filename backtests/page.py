@@ -222,7 +222,7 @@ def _prediction_tables(pred: dict) -> str:
 
 def _settings(result: Result) -> list[tuple[str, str]]:
     """MetaTrader's "Settings" block: expert, symbol, period, then the inputs one ``name=value`` a row."""
-    data, acct, spread = result.data, result.account, result.account["spread"]
+    data, acct = result.data, result.account
     forward = f"{mt5_time(data['forward_first'])} - {mt5_time(data['forward_last'])}"
     rows = [
         ("Expert", result.ea["class"]),
@@ -241,10 +241,10 @@ def _settings(result: Result) -> list[tuple[str, str]]:
         ("Leverage", f"1:{acct['leverage']:g}"),
         (
             "Costs",
-            f"spread {_spread_from(data) if spread is None else spread} points, commission "
-            f"{_fmt(acct['commission'])} per lot per deal, swap {acct['swap_long']:g}/{acct['swap_short']:g} "
-            "points (long/short)",
+            f"commission {_fmt(acct['commission'])} per lot per deal, swap "
+            f"{acct['swap_long']:g}/{acct['swap_short']:g} points (long/short)",
         ),
+        ("Spread", data.get("spread") or _spread_from(data, acct["spread"])),
         ("Data", f"{data.get('source') or '-'}, {data['bars']} bars"),
         ("Seed", str(result.seed)),
     ]
@@ -258,7 +258,10 @@ def history_quality(data: dict) -> str:
     return text if quality >= 100 else text + "; bars without them were worked on their own OHLC"
 
 
-def _spread_from(data: dict) -> str:
+def _spread_from(data: dict, fixed: int | None) -> str:
+    """The spread line of a report that does not say which spread it traded (a live account's)."""
+    if fixed is not None:
+        return f"fixed: {fixed} points"
     return "per tick" if data.get("model") == "ticks" else "per bar"
 
 

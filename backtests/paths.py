@@ -1,9 +1,12 @@
 """MetaTrader's "1 minute OHLC" model: each bar's fills worked through its M1 bars.
 
+Prices are whole points of the symbol, as in the broker (``backtests.broker.market``).
+
 The EA still decides at the open of each bar of its own timeframe (market orders fill at that open). After
 the decision, pending orders, SL/TP and the stop-out are checked along the bar's M1 bars in time order, each
-M1 bar as four prices in MetaTrader's OHLC path: open, the extreme nearer to the open, the other extreme,
-close (a tie goes low first on a rising bar, high first on a falling one). Between two prices the path is a
+M1 bar as four prices in the order MetaTrader's tester generates them (MetaTrader 5 Help, "Strategy Tester >
+Generation of Ticks": a bull candlestick goes open, low, high, close; a bear one open, high, low, close; a
+doji, close = open, the other way than the candlestick before it). Between two prices the path is a
 straight move, so a level it crosses fills at the level and the order of events is known: the pessimistic
 "stop-loss first" rule of the open-prices model is not needed. A jump from one M1 bar's close to the next
 one's open is a gap (a stop fills at the open). Spreads are each M1 bar's own (or the fixed spread).
@@ -28,6 +31,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
+from backtests.broker.market import scale_of
 from neuronet.errors import NeuronetError
 
 MODELS = {"open": "Open prices only", "ohlc1m": "1 minute OHLC", "ticks": "Every tick based on real ticks"}
@@ -131,9 +135,47 @@ def _first_prices(fine_ns: np.ndarray, price: np.ndarray, bar_ns: np.ndarray, sh
     return ok, seen
 
 
-def model_data(model: str, broker, first: int, last: int) -> dict:
-    """The report's modelling line: the mode by MetaTrader's name and the history quality in percent
-    (the share of forward bars covered by M1 bars or ticks; the others fell back to their own OHLC)."""
+def check_inside(candles: pd.DataFrame, meta, fine: pd.DataFrame, starts: np.ndarray, what: str) -> None:
+    """Refuse M1 bars or ticks (``what``; grouped by bar: rows ``starts[t]:starts[t + 1]`` are bar t's)
+    that reach outside their bar's range, compared on the symbol's point grid: MetaTrader builds its bars
+    from its minutes and ticks, so the two always agree, and one spike beyond a bar's high must not fill an
+    order the bars never reached. The message names the file, the row and both prices."""
+    rows = np.arange(int(starts[0]), int(starts[-1]))
+    if not len(rows):
+        return
+    scale = round(1.0 / meta.point)
+    bar = np.searchsorted(starts, rows, side="right") - 1
+    ticks = "bid" in fine.columns
+    cols = ("bid", "bid") if ticks else ("high", "low")
+    high, low = (np.rint(fine[c].to_numpy(dtype=np.float64)[rows] * scale) for c in cols)
+    bar_high = np.rint(candles["high"].to_numpy(dtype=np.float64) * scale)[bar]
+    bar_low = np.rint(candles["low"].to_numpy(dtype=np.float64) * scale)[bar]
+    above, below = high > bar_high, low < bar_low
+    bad = np.flatnonzero(above | below)
+    if not len(bad):
+        return
+    k = int(bad[0])
+    row, t = int(rows[k]), int(bar[k])
+    fine_meta = fine.attrs.get("ticks") or fine.attrs.get("candles")
+    origin = getattr(fine_meta, "source", "") or what
+    up = bool(above[k])
+    name = "bid" if ticks else ("high" if up else "low")
+    price, limit = (high[k], bar_high[k]) if up else (low[k], bar_low[k])
+    more = f" ({len(bad) - 1} more rows outside their bars)" if len(bad) > 1 else ""
+    d = meta.digits
+    raise ModelDataError(
+        f"{origin}: row {row + 1} ({fine.index[row]}): {name} {price / scale:.{d}f} lies "
+        f"{'above' if up else 'below'} the {'high' if up else 'low'} {limit / scale:.{d}f} of its "
+        f"{meta.timeframe.name} bar {candles.index[t]}{more}: the {what} and the candles must be the same "
+        f"market (MetaTrader builds its bars from its minutes and ticks); give the bars and the {what} of "
+        f"one feed, or build the bars from the {what}"
+    )
+
+
+def model_data(model: str, broker, first: int, last: int, fine_spreads: bool = True) -> dict:
+    """The report's modelling line: the mode by MetaTrader's name, the history quality in percent (the
+    share of forward bars covered by M1 bars or ticks; the others fell back to their own OHLC) and which
+    spread was traded (``spread_note``; ``fine_spreads``: whether the minutes carry spreads)."""
     path = broker.price_path
     quality = path.quality(first, last) if path is not None else None
     return {
@@ -141,14 +183,47 @@ def model_data(model: str, broker, first: int, last: int) -> dict:
         "model_name": MODELS[model],
         "history_quality": quality,
         "history_quality_of": COVERAGE.get(model),
+        "spread": spread_note(model, broker.market.spread_source, broker.config, fine_spreads),
     }
 
 
+def spread_note(model: str, source: str, config, fine_spreads: bool = True) -> str:
+    """Which spread a run traded with, and why (``source``: the candles' spreads were "fixed" by the
+    account, "missing" or the "bars"' own)."""
+    if source == "fixed":
+        return f"fixed: {config.spread} points at every price (--spread)"
+    if model == "ticks":
+        return "each tick's own bid and ask (a bar without ticks: the bar's own spread)"
+    if model == "ohlc1m" and fine_spreads:
+        return (
+            "each minute's own spread, at that minute; a decision at a bar's open takes its first "
+            "minute's (a bar without minutes: the bar's own spread)"
+        )
+    if source == "missing" or model == "ohlc1m":
+        what = "candles" if source == "missing" else "minutes"
+        return f"{config.missing_spread} points at every price: the {what} carry no spread (missing_spread)"
+    return (
+        "each bar's own spread, at its open: open prices only knows nothing finer at a bar's open, and a "
+        "bar's spread is the lowest MetaTrader saw during the bar (the terminal keeps each minute's lowest "
+        "and builds its bars from the minutes), so it can be narrower than the spread at the open; "
+        "--model ohlc1m or ticks trades the spread of the moment"
+    )
+
+
 def ohlc_points(o: np.ndarray, h: np.ndarray, lo: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """(n, 4) prices per M1 bar in MetaTrader's order: open, nearer extreme, farther extreme, close."""
-    low_first = (o - lo < h - o) | ((o - lo == h - o) & (c >= o))
-    first = np.where(low_first, lo, h)
-    second = np.where(low_first, h, lo)
+    """(n, 4) prices per M1 bar in the order MetaTrader's tester walks them: a rising bar (close above its
+    open) open, low, high, close; a falling bar open, high, low, close; a doji (close = open) as the
+    opposite of the last bar before it that was not a doji ("If the previous candlestick was rising, this
+    one is considered falling, and vice versa", MetaTrader 5 Help, "Generation of Ticks"), and as a rising
+    one when no bar before it was."""
+    direction = np.sign(c - o)
+    moved = direction != 0
+    last = np.maximum.accumulate(np.where(moved, np.arange(len(o)), -1))  # the latest bar that moved
+    before = np.concatenate(([-1], last[:-1]))  # ... strictly before each bar
+    previous = np.where(before >= 0, direction[np.maximum(before, 0)], -1.0)
+    rising = np.where(moved, direction > 0, previous < 0)
+    first = np.where(rising, lo, h)
+    second = np.where(rising, h, lo)
     return np.column_stack([o, first, second, c])
 
 
@@ -189,6 +264,20 @@ class PricePath:
         """The quote bar ``t`` opens at, where the path sets it (None: the bar's own open)."""
         return None
 
+    def bar_spreads(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each bar's spread (price units) at its first and at its last row; NaN for bars without rows."""
+        first, end = self.starts[:-1], self.starts[1:]
+        covered = end > first
+        spread = self.row_spreads()
+        at_open, at_close = np.full(len(first), np.nan), np.full(len(first), np.nan)
+        at_open[covered] = spread[first[covered]]
+        at_close[covered] = spread[end[covered] - 1]
+        return at_open, at_close
+
+    def row_spreads(self) -> np.ndarray:
+        """The spread of each row, price units."""
+        raise NotImplementedError
+
     def walk(self, broker, t: int) -> None:
         raise NotImplementedError
 
@@ -210,21 +299,27 @@ class M1Path(PricePath):
             raise ValueError("M1 bars must be in time order")
         self.group(bar_time, m1.index.as_unit("ns").asi8)
         self.time_ns = m1.index.as_unit("ns").asi8
-        self.points = ohlc_points(cols["open"], cols["high"], cols["low"], cols["close"])
+        scale = scale_of(point)
+        grid = (np.rint(cols[c] * scale) for c in ("open", "high", "low", "close"))
+        self.points = ohlc_points(*grid)  # (n, 4) whole points
         if fixed_spread is None:
-            self.spread = m1["spread"].to_numpy(dtype=np.float64) * point
+            self.spread = np.rint(m1["spread"].to_numpy(dtype=np.float64))  # points
         else:
-            self.spread = np.full(len(m1), fixed_spread * point)
+            self.spread = np.full(len(m1), float(fixed_spread))
         self.time = m1.index
         self.lows = np.minimum(self.points.min(axis=1), np.append(self.points[:1, 0], self.points[:-1, 3]))
         self.highs = np.maximum(self.points.max(axis=1), np.append(self.points[:1, 0], self.points[:-1, 3]))
+
+    def row_spreads(self) -> np.ndarray:
+        return self.spread
 
     def walk(self, broker, t: int) -> None:
         """Bar ``t`` after the decision: every M1 bar that can reach a working level, in time order."""
         m, end = int(self.starts[t]), int(self.starts[t + 1])
         broker.walking = True
+        book = broker.book
         try:
-            while m < end and (broker.open_positions or broker.pending_orders):
+            while m < end and book:
                 m = self._next_touch(broker, m, end)
                 if m >= end:
                     break
@@ -241,8 +336,8 @@ class M1Path(PricePath):
         wide = self.spread[m:end].max()  # ask-side levels: any minute's spread either way
         lo, hi = self.lows[m:end, None] - wide, self.highs[m:end, None] + wide
         touched = ((levels >= lo) & (levels <= hi)).any(axis=1)
-        if broker.pending_orders and any(o.expiration is not None for o in broker.pending_orders):
-            first_expiry = min(o.expiration for o in broker.pending_orders if o.expiration is not None)
+        first_expiry = broker.book.first_expiry()
+        if first_expiry is not None:
             touched |= self.time[m:end] >= first_expiry
         hit = np.flatnonzero(touched)
         return m + int(hit[0]) if len(hit) else end
@@ -250,7 +345,8 @@ class M1Path(PricePath):
     def _minute(self, broker, t: int, m: int) -> None:
         pts, spr = self.points[m], self.spread[m]
         broker.now_ns = int(self.time_ns[m])
-        if broker.pending_orders:
+        book = broker.book
+        if book.orders:
             broker.expire(t, now=self.time[m])
         broker.quote = (pts[0], pts[0], pts[0], spr)
         broker.at_open_checks(t)
@@ -258,17 +354,17 @@ class M1Path(PricePath):
             p, q = pts[i], pts[i + 1]
             if p == q:
                 continue
-            for a, b in _pieces(broker, p, q, spr):
-                if not (broker.open_positions or broker.pending_orders):
+            for a, b in _pieces(book, p, q, spr):
+                if not book:
                     return
                 broker.quote = (a, max(a, b), min(a, b), spr)
                 broker.range_checks(t)
 
 
-def _pieces(broker, p: float, q: float, spread: float) -> list[tuple[float, float]]:
+def _pieces(book, p: float, q: float, spread: float) -> list[tuple[float, float]]:
     """The move p -> q cut at the pending prices inside it (bid terms), so each fill ends a piece."""
     inside = sorted(
-        {o.price - (spread if o.side > 0 else 0.0) for o in broker.pending_orders} - {p, q},
+        {o.price - (spread if o.side > 0 else 0.0) for o in book.orders} - {p, q},
         reverse=bool(q < p),
     )
     cuts = [v for v in inside if min(p, q) < v < max(p, q)]
@@ -279,10 +375,8 @@ def _pieces(broker, p: float, q: float, spread: float) -> list[tuple[float, floa
 def _levels(broker, spread: float) -> np.ndarray:
     """Every price at which something can happen now: pending prices, SL/TP, the stop-out bid (compared
     with minute ranges widened by the spread, so bid- and ask-side levels both count)."""
-    out = [o.price for o in broker.pending_orders]
-    for p in broker.open_positions:
-        out.extend(v for v in (p.sl, p.tp) if v is not None)
-    cross = broker.stop_out_price(spread)
+    out = broker.book.levels()
+    cross = broker.funds.stop_out_price(spread)
     if cross is not None:
         out.append(cross)
     return np.asarray(out, dtype=np.float64)

@@ -65,6 +65,11 @@ def trade_returns(trades: pd.DataFrame, contract_size: float) -> pd.Series:
     return pd.Series(trades["net_profit"].to_numpy(float) / notional)
 
 
+def _bars_of(index: pd.DatetimeIndex, times: pd.Series) -> np.ndarray:
+    """The row of the bar each time falls in: the last bar opening at or before it."""
+    return index.searchsorted(pd.DatetimeIndex(times), side="right") - 1
+
+
 def _periods_per_year(index: pd.DatetimeIndex) -> tuple[int, bool]:
     period = pd.Series(index[-100:]).diff().dropna().median()
     freq_days = period.days
@@ -82,8 +87,10 @@ def backtesting_stats(curves: pd.DataFrame, trades: pd.DataFrame, contract_size:
     period = pd.Series(index[-100:]).diff().dropna().median()
     dd = pd.Series(1 - equity / np.maximum.accumulate(equity), index=index)
     dd_dur, dd_depth = _drawdown_runs(dd)
-    entry = index.searchsorted(pd.DatetimeIndex(trades["entry_time"])) if len(trades) else []
-    exit_ = index.searchsorted(pd.DatetimeIndex(trades["exit_time"])) if len(trades) else []
+    # A trade is held in the bars from the one its entry falls in to the one its exit falls in: a fill at
+    # 10:23 inside the 10:00 bar counts that bar (the next bar's row would drop it and count one too many).
+    entry = _bars_of(index, trades["entry_time"]) if len(trades) else []
+    exit_ = _bars_of(index, trades["exit_time"]) if len(trades) else []
     held = np.zeros(len(index), dtype=np.int64)
     for a, b in zip(entry, exit_, strict=True):
         held[a : b + 1] = 1

@@ -7,7 +7,7 @@ Walk-forward instead trains on the ``train`` bars before each block of ``test`` 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 
 import pandas as pd
@@ -38,6 +38,24 @@ class Periods:
         """The study bars ``[a, t)`` used by a training at decision time ``t``."""
         a = 0 if self.study_window <= 0 else max(0, t - self.study_window)
         return a, t
+
+    def for_ea(self, retrain_every: int) -> Periods:
+        """These periods with the EA's own ``retrain_every`` where none was asked for (walk-forward wins)."""
+        if self.retrain_every == 0 and retrain_every > 0:
+            return replace(self, retrain_every=int(retrain_every))
+        return self
+
+    def retrains_at(self, t: int) -> bool:
+        """Whether the EA is trained again before deciding on forward bar ``t``: every ``retrain_every``
+        bars after the first forward bar (the backtest and live trading share this rule)."""
+        every, fs = self.retrain_every, self.forward_start
+        return bool(every) and t > fs and (t - fs) % every == 0
+
+    def last_training(self, t: int) -> int:
+        """The bar before which the latest training up to bar ``t`` was made: the first forward bar, or the
+        latest retraining at or before ``t`` (a resumed live run trains there again)."""
+        every, fs = self.retrain_every, self.forward_start
+        return fs if not every or t <= fs else fs + (t - fs) // every * every
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -16,21 +16,22 @@ import copy
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from backtests import metrics
 from backtests.broker import AccountConfig, Broker
-from backtests.paths import M1Path, check_market, check_model, model_data
+from backtests.equity_path import path_drawdowns
+from backtests.paths import COVERAGE, M1Path, check_inside, check_market, check_model, model_data
 from backtests.periods import Periods, resolve
 from backtests.ticks import TickPath
 from datafeeds import meta_of
 from neuronet.errors import NeuronetError
 from strategies.bars import BarFeed, Bars
-from strategies.base import ExpertAdvisor, ReportSection, call_hook
+from strategies.base import ExpertAdvisor, ReportSection, call_hook, make_ea
 from strategies.errors import EARuntimeError
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ class Result:
     orders: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's orders table
     deals: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's deals table
     curves: pd.DataFrame | None = None  # metrics.curve_frame: the start row, then one row per forward bar
+    equity_path: pd.DataFrame | None = None  # the skeleton of the equity at every modelled price
 
 
 class _Context(Broker):
@@ -176,6 +178,9 @@ class Backtest:
                 check_market(candles, self.meta, fine, what)
         self.m1, self.ticks = m1, ticks
         self.price_path = self._price_path()  # built and checked once; each run takes its own copy
+        if self.price_path is not None:
+            fine = m1 if m1 is not None else ticks
+            check_inside(candles, self.meta, fine, self.price_path.starts, COVERAGE[self.model])
         min_study = int(ea.min_study_bars)
         self.periods: Periods = resolve(candles.index, forward, walk_forward, min_study=min_study)
 
@@ -190,10 +195,8 @@ class Backtest:
         clock = time.perf_counter()
         if "seed" in self.ea_class.param_defaults() and "seed" not in params:
             params["seed"] = self.seed
-        ea = self._make_ea(params)
-        periods = self.periods
-        if periods.retrain_every == 0 and ea.retrain_every > 0:  # the EA asks for periodic retraining
-            periods = replace(periods, retrain_every=int(ea.retrain_every))
+        ea = make_ea(self.ea_class, params)
+        periods = self.periods.for_ea(int(ea.retrain_every))  # the EA may ask for periodic retraining
         df = self.candles
         feed = BarFeed.from_frame(df, self.meta)
         fs, n = periods.forward_start, periods.n
@@ -204,7 +207,7 @@ class Backtest:
             return sorted(m for m in points if 2 <= m < n)
 
         columns = (feed.column(c) for c in ("open", "high", "low", "close", "spread"))
-        ctx = _Context(feed, probes, *columns, feed.time, self.meta.point, self.account)
+        ctx = _Context(feed, probes, *columns, feed.time, self.meta.point, self.account, self.meta.clock)
         if ea.wants_ticks() and self.model != "ticks":
             name = type(ea).__name__
             log.warning("%s.on_tick runs only with model 'ticks'; this run calls on_bar only", name)
@@ -268,17 +271,6 @@ class Backtest:
             return TickPath(self.candles.index, self.ticks, self.meta.point, self.account.spread)
         return None
 
-    def _make_ea(self, params: dict) -> ExpertAdvisor:
-        """The EA with its parameters: a bad parameter is the user's error, any other failure the EA's."""
-        try:
-            return self.ea_class(**params)
-        except (NeuronetError, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            raise EARuntimeError(
-                self.ea_class.__name__, "__init__", "before the first bar", exc, None, None
-            ) from exc
-
     def _replay(
         self, ea: ExpertAdvisor, ctx: _Context, feed: BarFeed, periods: Periods, timings: dict
     ) -> None:
@@ -295,7 +287,7 @@ class Backtest:
         )
         try:
             for t in range(fs, n):
-                if every and t > fs and (t - fs) % every == 0:
+                if every and periods.retrains_at(t):
                     tick = time.perf_counter()
                     advance(t)
                     ctx.t = t
@@ -331,7 +323,7 @@ class Backtest:
     def _score(self, ea, ctx, feed: BarFeed, periods: Periods, last, complete, timings, clock) -> Result:
         fs = periods.forward_start
         df = self.candles
-        trades, curves, stats, balance, equity = broker_figures(ctx, fs, last, self.account)
+        trades, curves, stats, balance, equity, equity_path = broker_figures(ctx, fs, last, self.account)
         times = df.index[fs : last + 1]
         after = "after the run"
         predictions = None
@@ -357,7 +349,7 @@ class Backtest:
                 "last": str(df.index[-1]),
                 "forward_first": str(df.index[fs]),
                 "forward_last": str(df.index[last]),
-                **model_data(self.model, ctx, fs, last),
+                **model_data(self.model, ctx, fs, last, self.m1 is None or bool(self.m1["spread"].any())),
             },
             account=self.account.to_dict(),
             periods=periods.to_dict(),
@@ -379,18 +371,30 @@ class Backtest:
             orders=ctx.orders_frame(),
             deals=ctx.deals_frame(),
             curves=curves,
+            equity_path=equity_path,
         )
 
 
-def broker_figures(
-    ctx: Broker, fs: int, last: int, account: AccountConfig
-) -> tuple[pd.DataFrame, pd.DataFrame, dict, np.ndarray, np.ndarray]:
+class Figures(NamedTuple):
+    """What a finished broker scores to (``broker_figures``)."""
+
+    trades: pd.DataFrame
+    curves: pd.DataFrame  # metrics.curve_frame
+    stats: dict
+    balance: np.ndarray  # (F,) at each forward bar's close
+    equity: np.ndarray  # (F,)
+    equity_path: pd.DataFrame | None  # backtests.equity_path.EquityPath.skeleton
+
+
+def broker_figures(ctx: Broker, fs: int, last: int, account: AccountConfig) -> Figures:
     """The trades, curves, MT5 statistics, balance and equity (at each bar's close) of a finished broker
-    over the forward bars ``fs..last`` (the backtest and a live run's report share this)."""
+    over the forward bars ``fs..last``, and the skeleton of its equity at every price the mode models that
+    the equity drawdowns come from (the backtest and a live run's report share this)."""
     k = last - fs + 1
     balance, equity, _ = (c[:k] for c in ctx.curves(fs))
     worst, worst_margin = (c[:k] for c in ctx.worst_curves(fs))
     index, close = ctx.time, ctx.closes
+    start = index[fs - 1] if fs > 0 else index[0] - (index[1] - index[0])
     curves = metrics.curve_frame(
         index[fs : last + 1],
         close[fs : last + 1],
@@ -399,14 +403,20 @@ def broker_figures(
         worst,
         worst_margin,
         deposit=account.deposit,
-        start_time=index[fs - 1] if fs > 0 else index[0] - (index[1] - index[0]),
+        start_time=start,
         start_close=float(close[fs - 1] if fs > 0 else ctx.opens[0]),
     )
     trades = ctx.trades_frame()
+    path = path_drawdowns(ctx, fs, last, account.deposit, start)
     stats = metrics.trade_stats(
-        trades, curves, deposit=account.deposit, deals=ctx.deals, contract_size=account.contract_size
+        trades,
+        curves,
+        deposit=account.deposit,
+        deals=ctx.deals,
+        contract_size=account.contract_size,
+        equity_dd=None if path is None else path.drawdowns,
     )
-    return trades, curves, stats, balance, equity
+    return Figures(trades, curves, stats, balance, equity, None if path is None else path.skeleton)
 
 
 def _criterion(ea: ExpertAdvisor, value: Any) -> float | None:

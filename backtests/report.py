@@ -102,6 +102,9 @@ def report_dict(result: Result, env: dict | None = None) -> dict:
             "timings": result.timings,
             "rejected_orders": {"count": len(result.rejected), "first": result.rejected[:20]},
             "curves": _columns(result.curves),
+            "equity_path": None
+            if result.equity_path is None
+            else _columns(result.equity_path.set_index("time")),
             "trades": result.trades.to_dict(orient="records"),
             "environment": env or environment(),
         }

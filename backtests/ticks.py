@@ -1,5 +1,8 @@
 """MetaTrader's "Every tick based on real ticks" model: fills, pending orders and SL/TP worked through ticks.
 
+The broker works in whole points (``backtests.broker.market``): each tick's bid and ask as points, and the
+same prices as decimals for the EA's ``on_tick``.
+
 The EA still decides on the bars of its own timeframe: ``on_bar`` runs at each bar's first tick, whose bid
 and ask are then the market (market orders fill there). After it, the bar's ticks are worked in time
 order, and an EA that overrides ``on_tick`` gets each of them (``strategies.trade.Tick``), the first one
@@ -27,6 +30,7 @@ from itertools import repeat
 import numpy as np
 import pandas as pd
 
+from backtests.broker.market import scale_of
 from backtests.paths import PricePath
 from datafeeds.ticks import TickDataError
 from strategies.errors import EARuntimeError
@@ -50,16 +54,21 @@ class TickPath(PricePath):
         origin = getattr(meta, "source", "ticks")
         index = ticks.index if ticks.index.tz is not None else ticks.index.tz_localize("UTC")
         self.ns = index.as_unit("ns").asi8
-        self.bid = ticks["bid"].to_numpy(dtype=np.float64)
-        if fixed_spread is None:
-            self.ask = ticks["ask"].to_numpy(dtype=np.float64)
-        else:
-            self.ask = self.bid + fixed_spread * point
-        bad = ~(np.isfinite(self.bid) & np.isfinite(self.ask) & (self.bid > 0) & (self.ask >= self.bid))
+        bid = ticks["bid"].to_numpy(dtype=np.float64)
+        ask = ticks["ask"].to_numpy(dtype=np.float64)
+        bad = ~(np.isfinite(bid) & np.isfinite(ask) & (bid > 0) & (ask >= bid))
         back = np.r_[False, self.ns[1:] < self.ns[:-1]]
         for rows, problem in ((bad, "prices cannot be traded on"), (back, "ticks out of time order")):
             if rows.any():
                 raise TickDataError(origin, problem, ticks.iloc[np.flatnonzero(rows)[:5]][["bid", "ask"]])
+        # Whole points for the broker; the same prices as the decimals they are for the EA's ticks.
+        scale = scale_of(point)
+        self.bid_points = np.rint(bid * scale)
+        if fixed_spread is None:
+            self.ask_points = np.rint(ask * scale)
+        else:
+            self.ask_points = self.bid_points + fixed_spread
+        self.bid, self.ask = self.bid_points / scale, self.ask_points / scale
         self.group(bar_time, self.ns)
         outside = (self.ns < self.edges_ns[0]) | (self.ns >= self.edges_ns[-1])
         if outside.any():
@@ -73,15 +82,18 @@ class TickPath(PricePath):
     def reset(self) -> None:
         self._bar_spread: tuple[int, float] = (-1, 0.0)
 
+    def row_spreads(self) -> np.ndarray:
+        return self.ask_points - self.bid_points
+
     # -- the broker's hooks ----------------------------------------------------------------------------
     def open_bar(self, broker, t: int) -> tuple | None:
         """Bar ``t`` opens at its first tick: it is the market for ``on_bar`` and the checks at the open."""
         s = self.starts[t]
         if s == self.starts[t + 1]:
             return None
-        bid, ask = float(self.bid[s]), float(self.ask[s])
-        broker.now = Tick.at(int(self.ns[s]), bid, ask)
-        return (bid, bid, bid, ask - bid)
+        broker.now = Tick.at(int(self.ns[s]), float(self.bid[s]), float(self.ask[s]))
+        bid = float(self.bid_points[s])
+        return (bid, bid, bid, float(self.ask_points[s]) - bid)
 
     def walk(self, broker, t: int) -> None:
         """Bar ``t`` after ``on_bar``: its ticks in time order (its first tick was checked at the open)."""
@@ -90,7 +102,7 @@ class TickPath(PricePath):
         try:
             if self.hook is None:
                 i = s + 1
-                while i < e and (broker.open_positions or broker.pending_orders):
+                while i < e and broker.book:
                     j = self._next_touch(broker, t, i, e)
                     if j >= e:
                         break
@@ -108,7 +120,7 @@ class TickPath(PricePath):
         rows = (self.ns[s:e].tolist(), self.bid[s:e].tolist(), self.ask[s:e].tolist())
         i = s  # the next tick whose hook has not run
         while i < e:
-            busy = broker.open_positions or broker.pending_orders
+            busy = bool(broker.book)
             j = self._next_touch(broker, t, max(i, s + 1), e) if busy else e
             k = self._hooks(broker, t, s, i, j, rows)
             if k < j:  # the EA changed an order or a position at tick k - 1: search its levels again
@@ -148,11 +160,11 @@ class TickPath(PricePath):
 
     def _tick(self, broker, t: int, j: int) -> None:
         """Tick ``j``: expiries, then pending orders, stops and the stop-out at its prices."""
-        bid, ask = float(self.bid[j]), float(self.ask[j])
-        broker.now = Tick.at(int(self.ns[j]), bid, ask)
-        if broker.pending_orders and any(o.expiration is not None for o in broker.pending_orders):
+        broker.now = Tick.at(int(self.ns[j]), float(self.bid[j]), float(self.ask[j]))
+        if broker.book.orders and broker.book.first_expiry() is not None:
             broker.expire(t, now=pd.Timestamp(int(self.ns[j]), tz="UTC"))
-        broker.quote = (bid, bid, bid, ask - bid)
+        bid = float(self.bid_points[j])
+        broker.quote = (bid, bid, bid, float(self.ask_points[j]) - bid)
         broker.at_open_checks(t)
 
     def _next_touch(self, broker, t: int, i: int, e: int) -> int:
@@ -162,7 +174,7 @@ class TickPath(PricePath):
         while i < e:
             k = min(e, i + window)
             hit = np.zeros(k - i, dtype=bool)
-            bid, ask = self.bid[i:k], self.ask[i:k]
+            bid, ask = self.bid_points[i:k], self.ask_points[i:k]
             if up_bid < math.inf:
                 hit |= bid >= up_bid
             if up_ask < math.inf:
@@ -187,8 +199,9 @@ class TickPath(PricePath):
         up_bid = up_ask = math.inf
         down_bid = down_ask = -math.inf
         expiry = None
-        for o in broker.pending_orders:
-            rises = ("stop" in o.kind) == (o.side > 0)  # buy stop, sell limit: reached from below
+        book, funds = broker.book, broker.funds
+        for o in book.orders:
+            rises = o.type.above  # buy stop, sell limit: reached from below
             if o.side > 0:
                 up_ask, down_ask = (
                     (min(up_ask, o.price), down_ask) if rises else (up_ask, max(down_ask, o.price))
@@ -201,7 +214,7 @@ class TickPath(PricePath):
                 ns = int(o.expiration.value)
                 expiry = ns if expiry is None else min(expiry, ns)
         net = 0.0
-        for p in broker.open_positions:
+        for p in book.positions:
             net += p.side * p.lots
             if p.side > 0:  # a long closes at the bid
                 if p.sl is not None:
@@ -214,16 +227,16 @@ class TickPath(PricePath):
                 if p.tp is not None:
                     down_ask = max(down_ask, p.tp)
         wide = math.inf
-        if broker.open_positions and broker.config.stop_out_level > 0:
+        if book.positions and broker.stop_out_on:
             spread = self._widest(t)
             if abs(net) > 1e-12:
-                cross = broker.stop_out_price(spread)  # the widest spread brings it nearest
+                cross = funds.stop_out_price(spread)  # the widest spread brings it nearest
                 if cross is not None and net > 0:
                     down_bid = max(down_bid, cross)
                 elif cross is not None:
                     up_bid = min(up_bid, cross)
             else:  # hedged: only the spread moves the equity
-                cross = broker.stop_out_spread()
+                cross = funds.stop_out_spread()
                 wide = math.inf if cross is None else cross
         return up_bid, up_ask, down_bid, down_ask, expiry, wide
 
@@ -231,5 +244,6 @@ class TickPath(PricePath):
         """The widest spread among bar ``t``'s ticks (cached for the bar)."""
         if self._bar_spread[0] != t:
             s, e = self.starts[t], self.starts[t + 1]
-            self._bar_spread = (t, float((self.ask[s:e] - self.bid[s:e]).max()) if e > s else 0.0)
+            spreads = self.ask_points[s:e] - self.bid_points[s:e]
+            self._bar_spread = (t, float(spreads.max()) if e > s else 0.0)
         return self._bar_spread[1]

@@ -243,6 +243,18 @@ _RESERVED = frozenset(
 ) - set(ExpertAdvisor.param_defaults())
 
 
+def make_ea(ea_class: type[ExpertAdvisor], params: dict[str, Any]) -> ExpertAdvisor:
+    """``ea_class(**params)`` for a run (the backtest and live trading share this): a bad parameter is the
+    user's error (``EAError`` and every other ``NeuronetError`` pass as they are), any other failure of the
+    EA's ``__init__`` is the EA's (``EARuntimeError``)."""
+    try:
+        return ea_class(**params)
+    except (NeuronetError, KeyboardInterrupt):
+        raise
+    except BaseException as exc:
+        raise EARuntimeError(ea_class.__name__, "__init__", "before the first bar", exc, None, None) from exc
+
+
 def call_hook(
     ea: ExpertAdvisor, hook: str, *args: Any, where: str, bar: int | None = None, time: Any = None
 ) -> Any:

@@ -58,6 +58,55 @@ class Order:
     comment: str
 
 
+@dataclass(frozen=True)
+class OrderType:
+    """One of MetaTrader's order types (``ENUM_ORDER_TYPE``): its name in the trade API, its code in a
+    terminal request, its direction and how it is triggered.
+
+    ``trigger``: "market" (a deal now), "limit" (at its price or better), "stop" (a market deal once its
+    price is reached), "stop_limit" (places a limit order at its stop-limit price once its price is
+    reached) or "close_by" (one position closed by an opposite one).
+    """
+
+    name: str
+    code: int  # ORDER_TYPE_* of the MetaTrader5 API
+    side: int  # +1 buy, -1 sell, 0 close-by
+    trigger: str
+
+    @property
+    def pending(self) -> bool:
+        return self.trigger in ("limit", "stop", "stop_limit")
+
+    @property
+    def above(self) -> bool:
+        """Placed above the market and reached from below (buy stop, buy stop-limit, sell limit); the other
+        pending orders lie below it and are reached from above."""
+        return (self.trigger in ("stop", "stop_limit")) == (self.side > 0)
+
+    @property
+    def becomes(self) -> str | None:
+        """The limit order a stop-limit order places when its price is reached (None for the others)."""
+        return self.name.replace("stop_limit", "limit") if self.trigger == "stop_limit" else None
+
+
+# The one table of order types: the trade API, the backtest broker, the request checks and the terminal.
+ORDER_TYPES: dict[str, OrderType] = {
+    t.name: t
+    for t in (
+        OrderType("buy", 0, +1, "market"),
+        OrderType("sell", 1, -1, "market"),
+        OrderType("buy_limit", 2, +1, "limit"),
+        OrderType("sell_limit", 3, -1, "limit"),
+        OrderType("buy_stop", 4, +1, "stop"),
+        OrderType("sell_stop", 5, -1, "stop"),
+        OrderType("buy_stop_limit", 6, +1, "stop_limit"),
+        OrderType("sell_stop_limit", 7, -1, "stop_limit"),
+        OrderType("close_by", 8, 0, "close_by"),
+    )
+}
+PENDING_TYPES: dict[str, OrderType] = {name: t for name, t in ORDER_TYPES.items() if t.pending}
+ORDER_TYPE_CODES: dict[int, OrderType] = {t.code: t for t in ORDER_TYPES.values()}
+
 _NAN = float("nan")
 
 

@@ -148,3 +148,23 @@ def test_an_unknown_backend_is_refused_before_any_work(capsys, tmp_path):
 def test_an_opt_that_names_a_load_parameter_points_to_the_commands_option(capsys, opt, use):
     code, _, err = run(capsys, "data", "show", "--source", "synthetic", "-o", opt)
     assert code == 2 and err.startswith(f"error: --opt {opt.split('=')[0]}=...: ") and use in err
+
+
+@pytest.mark.parametrize("command", [["backtest", "sma"], ["optimize", "sma", "-p", "fast=5:6"]])
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--deposit", "nan"),
+        ("--leverage", "-1"),
+        ("--commission", "-0.5"),
+        ("--swap-long", "inf"),
+        ("--margin-hedged", "-1"),
+    ],
+)
+def test_a_bad_account_option_is_a_one_line_error_naming_it(capsys, tmp_path, command, option, value):
+    """The account is built by one builder for every command: a bad value exits 2 naming the option (it
+    was an internal error with status 1 before)."""
+    code, _, err = run(capsys, *command, option, value, "--out", str(tmp_path / "r"))
+    assert code == 2, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"error: {option} ") and ": invalid account setting " in line, line

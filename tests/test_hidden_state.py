@@ -146,6 +146,7 @@ def test_profiling_reaches_the_ea_as_an_argument(monkeypatch):
     close = 1.1 + np.cumsum(np.random.default_rng(0).normal(0, 5e-4, 60))
     data = {"open": close, "high": close, "low": close, "close": close, "spread": np.full(60, 5)}
     index = pd.date_range("2021-03-01", periods=60, freq="h", tz="UTC")
+    data.update({k: np.round(data[k], 5) for k in ("open", "high", "low", "close")})  # 5-digit prices
     df = make_frame(data, index, CandleMeta("EURUSD", Timeframe.H1, 5, source="test"))
     monkeypatch.delenv("NEURONET_PROFILE", raising=False)
     Backtest(df, Probe, profile=True).run()

@@ -75,7 +75,7 @@ PASS_STATS = (
     "equity_drawdown_maximal",
     "total_trades",
     "return_ann_pct",
-    "sharpe_ann",
+    "sharpe_ratio_ann",
 )
 
 

@@ -27,6 +27,17 @@ from backtests.report import environment, write_report
 from backtests.robustness.analysis import Options as RobustOptions
 from backtests.robustness.analysis import analyze
 from neuronet.commands import values
+from neuronet.commands.account import (
+    Commission,
+    Deposit,
+    Hedging,
+    Leverage,
+    MarginHedged,
+    Spread,
+    SwapLong,
+    SwapShort,
+    account_settings,
+)
 from neuronet.commands.errors import CommandError, CommandLookupError
 from neuronet.commands.options import (
     BrokerTz,
@@ -270,21 +281,6 @@ WalkForward = Annotated[
         parser=values.text,
     ),
 ]
-Deposit = Annotated[float, typer.Option("--deposit", help="Initial deposit (deposit currency).")]
-Leverage = Annotated[float, typer.Option("--leverage", help="Account leverage 1:N.")]
-Spread = Annotated[
-    int | None,
-    typer.Option(
-        "--spread",
-        help="Fixed spread in points (default: each bar's own; candles without any spread, such as the "
-        f"sample, trade with {AccountConfig.missing_spread} points).",
-        max=values.MAX_COUNT,
-    ),
-]
-Commission = Annotated[float, typer.Option("--commission", help="Commission per lot per deal (each side).")]
-SwapLong = Annotated[float, typer.Option("--swap-long", help="Swap of longs, points per lot per night.")]
-SwapShort = Annotated[float, typer.Option("--swap-short", help="Swap of shorts, points per lot per night.")]
-Hedging = Annotated[bool, flag("--hedging", help="Hedging account (default: netting).")]
 Seed = Annotated[
     int,
     typer.Option(
@@ -391,6 +387,7 @@ def backtest(
     swap_long: SwapLong = 0.0,
     swap_short: SwapShort = 0.0,
     hedging: Hedging = False,
+    margin_hedged: MarginHedged = None,
     seed: Seed = 0,
     epochs: Epochs = None,
     batch_size: BatchSize = None,
@@ -421,7 +418,7 @@ def backtest(
     robust.check()  # bad counts in one line, before any data is read
     if permutations and model.strip().lower() != "open":
         raise CommandError(f"--permutations rebuilds the candles only; use --model open, not --model {model}")
-    account = AccountConfig(
+    account = account_settings(
         deposit=deposit,
         leverage=leverage,
         spread=spread,
@@ -429,6 +426,7 @@ def backtest(
         swap_long=swap_long,
         swap_short=swap_short,
         hedging=hedging,
+        margin_hedged=margin_hedged,
     )
     params = _params(param or [], cls, epochs=epochs, batch_size=batch_size, backend=backend)
     cls.resolve_params(params)  # names, types and the backend of -p, before any data is read

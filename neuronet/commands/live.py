@@ -17,24 +17,22 @@ from typing import Annotated, Any
 
 import typer
 
-from backtests import AccountConfig
 from backtests.report import environment, write_report
 from datafeeds.terminal import TerminalSource
 from datafeeds.timeframes import Timeframe
 from neuronet.commands import values
-from neuronet.commands.backtest import (
+from neuronet.commands.account import (
     Commission,
     Deposit,
-    EaArg,
     Hedging,
     Leverage,
-    Param,
+    MarginHedged,
     Spread,
     SwapLong,
     SwapShort,
-    _params,
-    resolve_ea,
+    account_settings,
 )
+from neuronet.commands.backtest import EaArg, Param, _params, resolve_ea
 from neuronet.commands.options import BrokerTz, Force, Opts, data_request, flag, out_folder
 from neuronet.commands.summary import print_summary
 from neuronet.live.credentials import load as load_credentials
@@ -143,6 +141,7 @@ def live(
     swap_long: SwapLong = 0.0,
     swap_short: SwapShort = 0.0,
     hedging: Hedging = False,
+    margin_hedged: MarginHedged = None,
     max_lots: Annotated[
         float | None,
         typer.Option("--max-lots", help="--live: most lots per order.", parser=values.positive),
@@ -207,7 +206,7 @@ def live(
     cls = resolve_ea(ea)
     params = _params(param or [], cls)
     cls.resolve_params(params)  # a bad -p fails here, before the terminal is reached
-    account = AccountConfig(
+    account = account_settings(
         deposit=deposit,
         leverage=leverage,
         spread=spread,
@@ -215,6 +214,7 @@ def live(
         swap_long=swap_long,
         swap_short=swap_short,
         hedging=hedging,
+        margin_hedged=margin_hedged,
     )
     source = _source(opt, broker_tz, credentials)
     tf = Timeframe.parse(timeframe)

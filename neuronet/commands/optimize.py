@@ -19,7 +19,6 @@ from pathlib import Path
 import pandas as pd
 import typer
 
-from backtests import AccountConfig
 from backtests.optimize import CRITERIA, METHODS, Plan, get_criterion, optimize, parse_space, walk_forward
 from backtests.optimize.engine import Engine, scheduler_address
 from backtests.optimize.errors import StoreInUseError
@@ -32,17 +31,22 @@ from backtests.periods import PeriodError, resolve
 from backtests.robustness.optimisation import check_options
 from datafeeds import meta_of
 from neuronet.commands import values
+from neuronet.commands.account import (
+    Commission,
+    Deposit,
+    Hedging,
+    Leverage,
+    MarginHedged,
+    Spread,
+    SwapLong,
+    SwapShort,
+    account_settings,
+)
 from neuronet.commands.backtest import (
     BackendOpt,
     BatchSize,
-    Commission,
-    Deposit,
     Epochs,
-    Hedging,
-    Leverage,
     Seed,
-    SwapLong,
-    SwapShort,
     Symbol,
     Timeframe,
     _params,
@@ -98,9 +102,6 @@ _TOP = typer.Option(
     10, "--top", help="Best passes re-run on the forward period and shown.", min=0, max=values.MAX_COUNT
 )
 _HEAT = typer.Option(None, "--heatmap", help="X,Y: the two parameters of the heat map.", parser=values.text)
-_SPREAD = typer.Option(
-    None, "--spread", help="Fixed spread in points (default: each bar's).", max=values.MAX_COUNT
-)
 _OUTDIR = typer.Option(
     None,
     "--out",
@@ -145,11 +146,12 @@ def optimize_command(
     ticks_csv: TicksCsv = None,
     deposit: Deposit = 10_000.0,
     leverage: Leverage = 100.0,
-    spread: int | None = _SPREAD,
+    spread: Spread = None,
     commission: Commission = 0.0,
     swap_long: SwapLong = 0.0,
     swap_short: SwapShort = 0.0,
     hedging: Hedging = False,
+    margin_hedged: MarginHedged = None,
     seed: Seed = 0,
     epochs: Epochs = None,
     batch_size: BatchSize = None,
@@ -167,9 +169,9 @@ def optimize_command(
     crit = get_criterion(criterion)
     if scheduler:
         scheduler_address(scheduler)  # a garbage address fails here, before data or workers
-    account = AccountConfig(
+    account = account_settings(
         deposit=deposit, leverage=leverage, spread=spread, commission=commission,
-        swap_long=swap_long, swap_short=swap_short, hedging=hedging,
+        swap_long=swap_long, swap_short=swap_short, hedging=hedging, margin_hedged=margin_hedged,
     )  # fmt: skip
     sets = _params(fixed, cls, "--set", epochs=epochs, batch_size=batch_size, backend=backend)
     cls.resolve_params(sets)  # names, types and the backend of --set, before data or workers

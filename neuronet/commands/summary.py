@@ -67,6 +67,8 @@ def print_summary(result: Result, page: Path, trained_on: str | None = None, rob
         )
     if result.data.get("history_quality") is not None:
         typer.echo(f"model: {result.data['model_name']}, history quality {history_quality(result.data)}")
+    if result.data.get("spread"):
+        typer.echo(f"spread: {result.data['spread']}")
     t = result.timings
     if t:  # a report made from a live journal has no replay timings
         typer.echo("timings: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f} s" for k, v in t.items()))

@@ -58,8 +58,8 @@ def journal_result(path: str | Path, terminal: Any = None) -> Result:
         "magic": sorted(who.magics),
         "open_positions": ledger.held_at_end,
     }
-    ledger.rejected.extend(_refused(records))
-    return _result(path, state, ledger, config, extra)
+    ledger.broker.rejected.extend(_refused(records))
+    return _result(path, state, ledger.broker, config, extra)
 
 
 def _refused(records: Iterable[dict]) -> list[dict]:
@@ -100,7 +100,7 @@ def _result(
     """The report's ``Result`` of a finished ``broker`` (a paper account or a terminal's ledger)."""
     start, fs = state.start, state.forward_start
     last = len(broker.opens) - 1
-    trades, curves, stats, balance, equity = broker_figures(broker, fs, last, config)
+    trades, curves, stats, balance, equity, equity_path = broker_figures(broker, fs, last, config)
     index = broker.time
     cols = {"open": broker.opens, "high": broker.highs, "low": broker.lows, "close": broker.closes}
     zeros = broker.opens * 0.0
@@ -141,5 +141,6 @@ def _result(
         orders=broker.orders_frame(),
         deals=broker.deals_frame(),
         curves=curves,
+        equity_path=equity_path,
         interrupted=None if stopped.get("reason") in (None, "max_bars") else str(stopped.get("reason")),
     )

@@ -33,11 +33,11 @@ from typing import Any
 import pandas as pd
 
 from backtests.broker import AccountConfig
+from backtests.periods import Periods
 from datafeeds.candles import CandleMeta, meta_of
 from datafeeds.terminal import TerminalSource
 from datafeeds.terminal_errors import TerminalConnectionError, TerminalError, UnknownSymbolError
 from datafeeds.timeframes import Timeframe
-from neuronet.errors import NeuronetError
 from neuronet.live.context import LiveBars, LiveContext
 from neuronet.live.errors import JournalError, LiveError
 from neuronet.live.identity import check_magic, check_same_account, terminal_account
@@ -46,7 +46,7 @@ from neuronet.live.paper import PaperBroker
 from neuronet.live.quotes import QuoteBounds, QuoteError, check_prices, check_time
 from neuronet.live.rebuild import JournalState, bar_record, history_record, read_state
 from neuronet.live.status import StatusLine
-from strategies.base import ExpertAdvisor, call_hook
+from strategies.base import ExpertAdvisor, call_hook, make_ea
 from strategies.errors import EARuntimeError
 from strategies.trade import Tick
 
@@ -328,7 +328,9 @@ class LiveRunner:
                     self.forming[0],
                 )
         self.bars = LiveBars(hist, self.meta)
-        self.ea = self._make_ea()
+        self.ea = make_ea(self.ea_class, self.params)
+        # The backtest's retraining rule over the live bars (the history is the study period).
+        self.periods = Periods(len(hist), self.fs, s.study_bars).for_ea(int(self.ea.retrain_every))
         trading = self.broker
         if trading is None:
             self._retrying("connecting", self.source.link)  # fail early, with backoff, if it is down
@@ -355,11 +357,8 @@ class LiveRunner:
         self.ctx = LiveContext(trading, self.bars, self.journal.write, self._now, self._bar)
         self.ea.attach(self.ctx, self.bars.feed.bars)
         call_hook(self.ea, "on_init", where="before the first live bar")
-        at = self.fs
-        every = int(self.ea.retrain_every)
         upcoming = len(self.bars.feed)  # the next bar to decide on (a resumed run is past fs)
-        if every and upcoming > self.fs + 1:  # resumed: the latest retraining before it, as the run had it
-            at = self.fs + (upcoming - 1 - self.fs) // every * every
+        at = self.periods.last_training(upcoming - 1)  # resumed: the latest retraining, as the run had it
         self._study(at, self.bars.feed.time[at - 1])
         self._started = True
         if state is None:
@@ -368,25 +367,9 @@ class LiveRunner:
     def _study(self, t: int, when: pd.Timestamp) -> None:
         """``on_study`` before bar ``t`` on the backtest's study window: every earlier bar, or the last
         ``study_bars``."""
-        a = 0 if self.s.study_bars <= 0 else max(0, t - self.s.study_bars)
-        call_hook(
-            self.ea,
-            "on_study",
-            self.bars.feed.bars.window(a, t),
-            where=f"before bar {t} ({when})",
-            bar=t,
-            time=when,
-        )
-
-    def _make_ea(self) -> ExpertAdvisor:
-        try:
-            return self.ea_class(**self.params)
-        except (NeuronetError, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            raise EARuntimeError(
-                self.ea_class.__name__, "__init__", "before the first bar", exc, None, None
-            ) from exc
+        a, b = self.periods.study_range(t)
+        call_hook(self.ea, "on_study", self.bars.feed.bars.window(a, b), where=f"before bar {t} ({when})",
+                  bar=t, time=when)
 
     def _record_trade(self, record: dict) -> None:
         """The terminal trade context's own records (requests sent, answers) go to the journal too."""
@@ -511,8 +494,7 @@ class LiveRunner:
     def _decide(self, t: int, when: pd.Timestamp) -> None:
         self.forming = (t, when)
         self.bars.show(self.ea)
-        every = int(self.ea.retrain_every)
-        if every and t > self.fs and (t - self.fs) % every == 0:  # walk-forward retraining, as the backtest
+        if self.periods.retrains_at(t):  # walk-forward retraining, as the backtest
             self._study(t, when)
         try:
             self.ea.on_bar()

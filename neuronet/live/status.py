@@ -27,13 +27,9 @@ class StatusLine:
         digits = meta.digits
         bid = float(row["close"])
         if broker is not None:  # paper: at the bar's close, with the spread the account uses
-            t = len(broker.closes) - 1
+            t = len(broker.market) - 1
             ask = bid + float(broker.spread[t])
-            cs = broker.config.contract_size
-            floating = sum(
-                p.side * ((bid if p.side > 0 else ask) - p.price) * p.lots * cs for p in broker.open_positions
-            )
-            equity = broker.balance + floating
+            equity = broker.equity_at_close(t)
             net = sum(p.side * p.lots for p in broker.open_positions)
         else:
             ask = bid + float(row["spread"]) * meta.point

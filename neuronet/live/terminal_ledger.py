@@ -1,20 +1,21 @@
 """A live account's figures in the backtest's own tables: the terminal's deals and orders booked into the
-backtest broker's ledger (``backtests.ledger``) over the journal's bars.
+backtest broker's ledger (``backtests.broker.ledger``) over the journal's bars.
 
-``TerminalLedger`` is a ``backtests.broker.Broker`` over the run's bars that never fills anything: its
+``TerminalLedger`` holds a ``backtests.broker.Broker`` over the run's bars that never fills anything: its
 trades, deals, orders, balance changes and position segments come from the terminal's history
-(``history_deals_get``/``history_orders_get``), so the curves (``Ledger.curves``, ``curves.worst_equity``)
-and the statistics (``metrics``) are computed by the backtest's code, not derived again here.
+(``history_deals_get``/``history_orders_get``), booked through the ledger's and the account's public
+methods, so the curves (``Ledger.curves``, ``curves.worst_equity``) and the statistics (``metrics``) are
+computed by the backtest's code, not derived again here.
 
 Money is the terminal's: each deal's profit, commission (plus fee) and swap as it reports them, booked to
 the balance at the bar the deal falls in (a deal after the last closed bar, such as a close at the stop,
 to the last bar). A trade is a position's exit deal with its share of the entry commission; its SL and TP
 are those in force at its exit: the opening order's, changed by each successful ``sltp`` request made
 before the exit (``book``'s ``stops``, read from the journal: a change of stops is not in the deal
-history). Positions
-the terminal still holds at the end are closed by ``finish`` at the last bar's close, in the report only,
-by the backtest broker's own "end of test" exit (``Broker.finish``: longs at the bid, shorts at the ask),
-so their floating profit is in the net profit as a backtest's or a paper run's is.
+history). Positions the terminal still holds at the end are handed to the broker (``Broker.adopt``) and
+closed by ``finish`` at the last bar's close, in the report only, by the backtest broker's own "end of
+test" exit (longs at the bid, shorts at the ask), so their floating profit is in the net profit as a
+backtest's or a paper run's is.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ import numpy as np
 import pandas as pd
 
 from backtests.broker import AccountConfig, Broker, OpenPosition
+from backtests.broker.records import Deal, OrderRecord, Trade
 from datafeeds.clock import BrokerClock
-from neuronet.live.terminal_orders import KINDS
 from neuronet.live.terminal_requests import user_comment
+from strategies.trade import ORDER_TYPE_CODES
 
 log = logging.getLogger(__name__)
 
@@ -66,15 +68,17 @@ class StopChange:
     tp: float | None
 
 
-class TerminalLedger(Broker):
+class TerminalLedger:
     """The backtest's ledger over ``bars`` (a candle frame, UTC, the journal's closed bars), filled from
-    the terminal's history by ``book`` (see the module docstring)."""
+    the terminal's history by ``book`` (see the module docstring); ``broker`` holds it and is scored as a
+    backtest's broker is."""
 
     def __init__(self, bars: pd.DataFrame, point: float, config: AccountConfig, clock: BrokerClock):
         cols = (bars[c].to_numpy(dtype=np.float64) for c in ("open", "high", "low", "close", "spread"))
-        super().__init__(*cols, bars.index.as_unit("ns"), point, config)
+        self.broker = Broker(*cols, bars.index.as_unit("ns"), point, config, clock)
+        self.ledger = self.broker.ledger
         self.clock = clock
-        self._ns = self.time.asi8
+        self._ns = self.broker.time.asi8
         self._open: dict[int, _Open] = {}
         self._changes: list[StopChange] = []
         self.held_at_end = 0  # positions the terminal still held, closed by ``finish`` in the report only
@@ -113,7 +117,7 @@ class TerminalLedger(Broker):
                 self._book_deal(d, first, levels.get(int(d.order), (None, None)))
         for o in sorted(orders, key=lambda o: (int(o.time_setup), int(o.ticket))):
             self._book_order(o, first, fills.get(int(o.ticket)))
-        self.t = len(self._ns) - 1
+        self.broker.t = len(self._ns) - 1
 
     def finish(self, last: int) -> None:
         """Close the positions the terminal still holds at bar ``last``'s close, in the report only, with
@@ -129,23 +133,25 @@ class TerminalLedger(Broker):
                 "buy" if pos.side > 0 else "sell",
                 pos.lots,
             )
+            b = self.broker
+            price = round(pos.price * b.scale, 6)  # whole points, or between them for a netting average
+            sl, tp = (None if v is None else b.to_points(v) for v in (pos.sl, pos.tp))
             held = OpenPosition(
-                pid, pos.side, pos.lots, pos.price, pos.bar, pos.sl, pos.tp, pos.magic, pos.comment,
-                0.0 - pos.commission,
+                pid, pos.side, pos.lots, price, pos.bar, sl, tp, pos.magic, pos.comment, 0.0 - pos.commission
             )
             held.entry_ns, held.seg = pos.entry_ns, pos.seg
-            self.open_positions.append(held)
+            self.broker.adopt(held)
         self._open.clear()
-        super().finish(last)
+        self.broker.finish(last)
 
     def _book_deal(self, d: Any, first: int, levels: tuple[float | None, float | None]) -> None:
         ns = self.utc_ns(d.time, getattr(d, "time_msc", None))
-        bar = self.t = self.bar_at(ns, first)
+        bar = self.broker.t = self.bar_at(ns, first)
         side = +1 if int(d.type) == 0 else -1
         lots, price, pid, entry = float(d.volume), float(d.price), int(d.position_id), int(d.entry)
         money = float(d.commission) + float(getattr(d, "fee", 0.0) or 0.0)
         swap, profit = float(d.swap), float(d.profit)
-        self._charge(money + swap + profit)
+        self.broker.funds.charge(money + swap + profit, bar)
         comment = user_comment(str(d.comment))
         pos = self._open.get(pid)
         if pos is not None and entry != IN:  # an exit; on a netting account "in/out" also reverses it
@@ -171,11 +177,11 @@ class TerminalLedger(Broker):
             total = pos.lots + lots
             pos.price = (pos.price * pos.lots + price * lots) / total
             pos.lots, pos.commission = round(total, 8), pos.commission + money
-        self._deal_ns.append(ns)
-        self.deal_log.append(
-            (
+        self.ledger.deal(
+            Deal(
                 int(d.ticket),
                 bar,
+                ns,
                 int(d.order),
                 pid,
                 "buy" if side > 0 else "sell",
@@ -185,7 +191,7 @@ class TerminalLedger(Broker):
                 money,
                 swap,
                 profit,
-                self.balance,
+                self.broker.balance,
                 int(d.magic),
                 comment,
             )
@@ -211,8 +217,8 @@ class TerminalLedger(Broker):
         entry_comm = pos.commission * share
         why = _REASON.get(reason) or comment or "signal"
         commission = entry_comm + money
-        self.trades.append(
-            (
+        self.ledger.trade(
+            Trade(
                 pid,
                 "buy" if pos.side > 0 else "sell",
                 lots,
@@ -253,7 +259,7 @@ class TerminalLedger(Broker):
 
     def _end(self, pos: _Open, bar: int) -> None:
         if bar > pos.seg:
-            self._segments.append((pos.seg, bar, pos.side, pos.lots, pos.price))
+            self.ledger.segment(pos.seg, bar, pos.side, pos.lots, pos.price)
         pos.seg = bar
 
     def _book_order(self, o: Any, first: int, fill: float | None) -> None:
@@ -263,24 +269,24 @@ class TerminalLedger(Broker):
         kind = int(o.type)
         state = _STATE.get(int(o.state), str(int(o.state)))
         expiration = int(o.time_expiration or 0)
-        self.order_log.append(
-            {
-                "ticket": int(o.ticket),
-                "time_setup": self.bar_at(setup, first),
-                "type": "buy" if kind == 0 else "sell" if kind == 1 else KINDS.get(kind, str(kind)),
-                "lots": float(o.volume_initial),
-                "price": float(o.price_open) or None,
-                "stoplimit": float(o.price_stoplimit) or None,
-                "sl": float(o.sl) or None,
-                "tp": float(o.tp) or None,
-                "expiration": pd.Timestamp(self.utc_ns(expiration), tz="UTC") if expiration else None,
-                "time_done": None if done is None else self.bar_at(done, first),
-                "fill_price": fill if state == "filled" else None,
-                "state": state,
-                "position": int(o.position_id) or None,
-                "magic": int(o.magic),
-                "comment": user_comment(str(o.comment)),
-                "setup_ns": setup,
-                "done_ns": done,
-            }
+        self.ledger.order(
+            OrderRecord(
+                ticket=int(o.ticket),
+                bar_setup=self.bar_at(setup, first),
+                setup_ns=setup,
+                type=ORDER_TYPE_CODES[kind].name if kind in ORDER_TYPE_CODES else str(kind),
+                lots=float(o.volume_initial),
+                price=float(o.price_open) or None,
+                stoplimit=float(o.price_stoplimit) or None,
+                sl=float(o.sl) or None,
+                tp=float(o.tp) or None,
+                expiration=pd.Timestamp(self.utc_ns(expiration), tz="UTC") if expiration else None,
+                bar_done=None if done is None else self.bar_at(done, first),
+                done_ns=done,
+                fill_price=fill if state == "filled" else None,
+                state=state,
+                position=int(o.position_id) or None,
+                magic=int(o.magic),
+                comment=user_comment(str(o.comment)),
+            )
         )

@@ -17,16 +17,10 @@ from backtests import checks
 from neuronet.live import retcodes
 from neuronet.live.quotes import refused_at_bad_quote
 from neuronet.live.terminal_requests import MODIFY, PENDING, REMOVE, Outcome, SymbolSpec
+from strategies.trade import PENDING_TYPES
 
-ORDER_TYPES = {
-    "buy_limit": 2,
-    "sell_limit": 3,
-    "buy_stop": 4,
-    "sell_stop": 5,
-    "buy_stop_limit": 6,
-    "sell_stop_limit": 7,
-}
-KINDS = {v: k for k, v in ORDER_TYPES.items()}
+# The terminal's codes of the pending order types (the shared table's, ``strategies.trade.ORDER_TYPES``).
+KINDS = {t.code: name for name, t in PENDING_TYPES.items()}
 GTC, DAY, SPECIFIED = 0, 1, 2
 
 
@@ -47,7 +41,8 @@ class PendingOrders:
         magic: int,
         comment: str,
     ) -> int | None:
-        """Place a pending order (``kind`` as in ``backtests.checks.PENDING_KINDS``); its ticket or None."""
+        """Place a pending order (``kind``: a pending type of ``strategies.trade.ORDER_TYPES``); its ticket or
+        None."""
         desc = {
             "kind": kind,
             "lots": lots,
@@ -60,7 +55,7 @@ class PendingOrders:
         }
         if self._manual_magic("pending", magic, desc):
             return None
-        side = checks.PENDING_KINDS.get(kind, 0)
+        side = PENDING_TYPES[kind].side if kind in PENDING_TYPES else 0
         if not side:
             return self._refuse("pending", checks.INVALID, f"unknown order type {kind!r}", **desc)
         spec = self.spec(refresh=True)
@@ -82,7 +77,7 @@ class PendingOrders:
             "action": PENDING,
             **self._base(magic, comment),
             "volume": volume,
-            "type": ORDER_TYPES[kind],
+            "type": PENDING_TYPES[kind].code,
             "price": float(price),
             "stoplimit": float(stoplimit or 0.0),
             "sl": sl or 0.0,
@@ -96,11 +91,12 @@ class PendingOrders:
 
     def _check_order(self, kind, price, stoplimit, sl, tp, tick, spec: SymbolSpec) -> checks.Check:
         level = spec.stops_level * spec.point
-        bad = checks.check_pending(kind, price, stoplimit, float(tick.bid), float(tick.ask), level)
+        point = spec.point
+        bad = checks.check_pending(kind, price, stoplimit, float(tick.bid), float(tick.ask), level, point)
         if bad:
             return bad
-        entry = stoplimit if kind.endswith("stop_limit") else price
-        return checks.check_stops(checks.PENDING_KINDS[kind], entry, sl, tp, level, "order price")
+        entry = stoplimit if PENDING_TYPES[kind].trigger == "stop_limit" else price
+        return checks.check_stops(PENDING_TYPES[kind].side, entry, sl, tp, level, "order price", point)
 
     def _expiration(self, expiration: Any, now_broker: int) -> tuple[dict, checks.Check]:
         """The request's ``type_time``/``expiration`` (broker seconds), or the 10022 refusal."""
@@ -108,7 +104,7 @@ class PendingOrders:
             return {"type_time": DAY, "expiration": 0}, None
         now = self._utc(now_broker)
         try:
-            when = checks.expiration_time(expiration, now)
+            when = checks.expiration_time(expiration, now, self.clock)
         except ValueError as exc:
             return {}, (checks.INVALID_EXPIRATION, str(exc))
         if when is None:

@@ -28,7 +28,9 @@ def candles(n=400, seed=5):
         "spread": np.full(n, 2),
     }
     index = pd.date_range("2021-03-01", periods=n, freq="h", tz="UTC")
-    return make_frame(data, index, CandleMeta("EURUSD", Timeframe.H1, 5, source="test"))
+    # 8-digit prices (on the symbol's grid): every value distinct, so a value tells which bar it is.
+    data.update({k: np.round(data[k], 8) for k in ("open", "high", "low", "close")})
+    return make_frame(data, index, CandleMeta("EURUSD", Timeframe.H1, 8, source="test"))
 
 
 DF = candles()

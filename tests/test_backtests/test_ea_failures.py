@@ -19,6 +19,7 @@ def candles(n=300, seed=2):
     close = 1.1 + np.cumsum(rng.normal(0, 5e-4, n))
     data = {"open": close, "high": close + 2e-4, "low": close - 2e-4, "close": close, "spread": np.full(n, 5)}
     index = pd.date_range("2021-03-01", periods=n, freq="h", tz="UTC")
+    data.update({k: np.round(data[k], 5) for k in ("open", "high", "low", "close")})  # 5-digit prices
     return make_frame(data, index, CandleMeta("EURUSD", Timeframe.H1, 5, source="test"))
 
 

@@ -176,11 +176,41 @@ def test_ticks_moved_by_whole_hours_are_refused_but_another_feeds_quotes_are_not
     inside.attrs = early.attrs
     with pytest.raises(ModelDataError, match=r"fit best moved \+3 h.*--broker-tz"):
         Backtest(h1, SmaCrossEA, model="ticks", ticks=inside)
-    # Another feed: every quote a few points off, trading M1 bars, whose range is a few points too.
+    # Another feed: every quote a few points off, trading M1 bars, whose range is a few points too; kept
+    # inside its bar's range it is traded, a quote beyond it is refused (test_a_spike_...).
     noise = np.random.default_rng(1).integers(-3, 4, len(bid)) * 1e-5
-    other = make_ticks(ns, bid + noise, ask + noise, meta)
+    minute = np.searchsorted(m1.index.as_unit("ns").asi8, ns, side="right") - 1
+    moved = np.clip(bid + noise, m1["low"].to_numpy()[minute], m1["high"].to_numpy()[minute])
+    other = make_ticks(ns, moved, np.maximum(ask + noise, moved), meta)
     result = Backtest(m1, SmaCrossEA, model="ticks", ticks=other, forward=None).run(**SMA)
     assert result.data["history_quality"] == 100.0
+
+
+def test_a_spike_beyond_its_bars_range_is_refused_naming_the_file_and_row(market, tmp_path):
+    """One bad tick at 1.2000 in an hour whose high is far below it filled a take-profit there (and the
+    history quality still said 100 %); one M1 high at 1.2 fired a TP above its H1 bar's high. MetaTrader
+    builds its bars from its ticks and minutes, so they cannot disagree: refused, naming file and row."""
+    h1, m1, ticks = market
+    write_mt5_csv(h1, tmp_path / "EURUSD_H1.csv")
+    spiked = ticks.copy()
+    spiked.iloc[700, [spiked.columns.get_loc("bid"), spiked.columns.get_loc("ask")]] = [1.2, 1.2001]
+    write_tick_csv(spiked, tmp_path / "EURUSD_ticks.csv")
+    res = cli(tmp_path, "--csv", "EURUSD_H1.csv", "--model", "ticks", "--ticks-csv", "EURUSD_ticks.csv",
+              "--out", "r", "-p", "tp_points=300")  # fmt: skip
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    line = res.stderr.strip().splitlines()[-1]
+    hour = h1.index[h1.index.searchsorted(ticks.index[700], side="right") - 1]
+    assert "EURUSD_ticks.csv: row 701 (" in line and "bid 1.20000 lies above the high" in line
+    assert f"of its H1 bar {hour}" in line
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())  # nothing written
+    minutes = m1.copy()
+    minutes.iloc[100, minutes.columns.get_loc("high")] = 1.2
+    with pytest.raises(ModelDataError, match=r"row 101 .*high 1\.20000 lies above the high .* of its H1 bar"):
+        Backtest(h1, SmaCrossEA, model="ohlc1m", m1=minutes)
+    low = m1.copy()
+    low.iloc[5, low.columns.get_loc("low")] = m1["low"].iloc[:60].min() - 0.0001
+    with pytest.raises(ModelDataError, match=r"row 6 .*low .* lies below the low"):
+        Backtest(h1, SmaCrossEA, model="ohlc1m", m1=low)
 
 
 def test_minutes_without_spreads_trade_with_the_default_spread_not_with_none(market):

@@ -8,22 +8,41 @@ from backtests import AccountConfig, Backtest
 from backtests.broker import Broker
 from backtests.paths import M1Path, ohlc_points
 from datafeeds import read_mt5_csv, resample, synthetic_candles, write_mt5_csv
+from datafeeds.candles import CandleMeta, make_frame
+from datafeeds.timeframes import Timeframe
 from strategies import ExpertAdvisor
 from strategies.sma import SmaCrossEA
 
 POINT = 1e-5
 
 
-def test_each_m1_bar_goes_open_nearer_extreme_other_extreme_close():
-    o = np.array([1.0, 1.0, 1.0, 1.0])
-    h = np.array([1.5, 1.2, 1.3, 1.3])
-    lo = np.array([0.9, 0.6, 0.7, 0.7])
-    c = np.array([1.2, 0.8, 1.1, 0.9])
+def test_minute_path_order_is_metatraders_tick_generation():
+    """MetaTrader 5 Help, "Generation of Ticks": a bull minute goes open, low, high, close; a bear one open,
+    high, low, close; a doji the other way than the minute before it. The nearer extreme does not decide."""
+    o = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    h = np.array([1.1, 1.5, 1.3, 1.3, 1.2, 1.3])
+    lo = np.array([0.5, 0.9, 0.7, 0.7, 0.9, 0.7])
+    c = np.array([1.05, 0.95, 1.0, 1.0, 1.1, 1.0])
     pts = ohlc_points(o, h, lo, c)
-    np.testing.assert_array_equal(pts[0], [1.0, 0.9, 1.5, 1.2])  # low nearer
-    np.testing.assert_array_equal(pts[1], [1.0, 1.2, 0.6, 0.8])  # high nearer
-    np.testing.assert_array_equal(pts[2], [1.0, 0.7, 1.3, 1.1])  # tie, rising: low first
-    np.testing.assert_array_equal(pts[3], [1.0, 1.3, 0.7, 0.9])  # tie, falling: high first
+    np.testing.assert_array_equal(pts[0], [1.0, 0.5, 1.1, 1.05])  # bull, its high nearer: still low first
+    np.testing.assert_array_equal(pts[1], [1.0, 1.5, 0.9, 0.95])  # bear, its low nearer: still high first
+    np.testing.assert_array_equal(pts[2], [1.0, 0.7, 1.3, 1.0])  # doji after a bear minute: as a bull one
+    np.testing.assert_array_equal(pts[3], [1.0, 0.7, 1.3, 1.0])  # doji after a doji: the last that moved
+    np.testing.assert_array_equal(pts[4], [1.0, 0.9, 1.2, 1.1])  # bull
+    np.testing.assert_array_equal(pts[5], [1.0, 1.3, 0.7, 1.0])  # doji after a bull minute: as a bear one
+    first_doji = ohlc_points(*(np.array([v]) for v in (1.0, 1.2, 0.9, 1.0)))
+    np.testing.assert_array_equal(first_doji[0], [1.0, 0.9, 1.2, 1.0])  # nothing before it: as a bull one
+
+
+def test_a_stop_loss_the_minutes_nearer_extreme_hides_is_hit_first_on_a_bull_minute():
+    """A bull minute whose high is nearer its open still goes to its low first: the SL below fills before the
+    TP above (the old "nearer extreme first" order filled the TP)."""
+    actions = {0: lambda b: b.order(+1, 1.0, 1.0970, 1.1010, 0, "")}
+    bull = [(1.1000, 1.1012, 1.0968, 1.1005)]  # high 12 points away, low 32: low first all the same
+    b, path = _pair([FLAT_HOUR, bull])
+    b.attach_path(path)
+    trade = _run(b, actions).iloc[0]
+    assert (trade.exit_reason, trade.exit_price) == ("sl", 1.0970)
 
 
 def _pair(minutes):
@@ -217,7 +236,7 @@ def test_the_m1_walk_matches_a_straight_walk_along_every_price(seed, entry):
         trades = _run(b, {1: lambda b: b.order(+1, 1.0, sl, tp, 0, "")})
     else:
         trades = _run(b, {1: lambda b: b.pending("buy_stop", 1.0, stop, None, sl, tp, None, 0, "")})
-    pts = path.points.reshape(-1)
+    pts = path.points.reshape(-1) / 100_000  # the path keeps whole points
     opens = np.zeros(len(pts), bool)
     opens[::4] = True
     want = _reference(pts, opens, 60 * 4, stop if entry == "buy_stop" else None, sl, tp)
@@ -230,9 +249,59 @@ def test_the_m1_walk_matches_a_straight_walk_along_every_price(seed, entry):
         assert got.exit_price == pytest.approx(want[2], abs=1e-12)
 
 
-def test_without_stops_or_orders_the_minutes_change_nothing():
+def test_without_stops_or_orders_the_minutes_change_only_the_spread_of_the_moment():
     m1, h1 = _m1_and_h1(days=6)
-    base = Backtest(h1, SmaCrossEA, forward=None).run()
-    fine = Backtest(h1, SmaCrossEA, forward=None, model="ohlc1m", m1=m1).run()
+    fixed = AccountConfig(spread=12)
+    base = Backtest(h1, SmaCrossEA, forward=None, account=fixed).run()
+    fine = Backtest(h1, SmaCrossEA, forward=None, model="ohlc1m", m1=m1, account=fixed).run()
     pd.testing.assert_frame_equal(base.trades, fine.trades)
     np.testing.assert_array_equal(base.equity, fine.equity)
+    # With the data's spreads, a buy at an hour's open pays its first minute's spread, not the hour's lowest.
+    own = Backtest(h1, SmaCrossEA, forward=None, model="ohlc1m", m1=m1).run().trades
+    buys = own[own["type"] == "buy"]
+    first = m1["spread"].groupby(m1.index.floor("h")).first()
+    opened = h1.index[buys["entry_bar"].to_numpy()]
+    expected = h1["open"].to_numpy()[buys["entry_bar"].to_numpy()] + first.loc[opened].to_numpy() * 1e-5
+    np.testing.assert_allclose(buys["entry_price"].to_numpy(), expected, atol=1e-12)
+    assert (first.loc[opened].to_numpy() > h1["spread"].loc[opened].to_numpy()).any()
+
+
+def test_a_decision_in_ohlc1m_takes_its_first_minutes_spread_not_the_hours_lowest():
+    """An H1 bar's spread is the lowest of its minutes' (MetaTrader builds it from them): at the hour's open
+    that is the future. The EA's ask and its market fill at the open are the first minute's own spread (20
+    points here, where the hour's lowest is 5); a short is valued and closed at the end with the last
+    minute's spread (7), not the hour's lowest."""
+    rows, spreads = [], []
+    for _ in range(3):
+        for minute in range(60):
+            rows.append((1.1000, 1.1000, 1.1000, 1.1000))
+            spreads.append(20 if minute == 0 else 7 if minute == 59 else 5)
+    times = pd.date_range("2024-01-01", periods=len(rows), freq="min", tz="UTC")
+    m1 = make_frame(
+        {**dict(zip(("open", "high", "low", "close"), np.array(rows).T, strict=True)), "spread": spreads},
+        times,
+        CandleMeta("EURUSD", Timeframe.M1, 5),
+    )
+    h1 = resample(m1, "H1")
+    assert list(h1["spread"]) == [5, 5, 5]
+
+    class BuyAndSell(ExpertAdvisor):
+        asks: list = []  # noqa: RUF012 - read by the test
+
+        def on_bar(self):
+            type(self).asks.append(self.ask)
+            if len(self.bars) == 1:
+                self.buy(1.0)
+            elif len(self.bars) == 2:
+                self.sell(2.0)  # closes the long at the bid, opens a short at the bid
+
+    result = Backtest(h1, BuyAndSell, model="ohlc1m", m1=m1, forward=None, account=AccountConfig()).run()
+    assert BuyAndSell.asks[-2:] == [pytest.approx(1.1002), pytest.approx(1.1002)]
+    trades = result.trades
+    assert trades["entry_price"].iloc[0] == pytest.approx(1.1002)  # the long: bought at open + 20 points
+    short = trades.iloc[-1]
+    assert short.exit_reason == "end of test" and short.exit_price == pytest.approx(1.10007)  # + 7 points
+    assert result.data["spread"].startswith("each minute's own spread")
+    opened = Backtest(h1, BuyAndSell, forward=None).run()
+    assert opened.trades["entry_price"].iloc[0] == pytest.approx(1.10005)  # open prices: the bar's own
+    assert "the lowest MetaTrader saw during the bar" in opened.data["spread"]

@@ -271,3 +271,12 @@ def test_walk_forward_winners_see_only_their_train_window():
     if s["is_return_ann_pct"] > 0:
         assert wf.efficiency == pytest.approx(s["oos_return_ann_pct"] / s["is_return_ann_pct"])
     assert set(wf.stability["parameter"]) == {"fast", "slow"}
+
+
+def test_every_pass_records_its_annualised_sharpe_ratio(candles, tmp_path):
+    """results.csv's annualised Sharpe column was always empty: it asked the statistics for a key they do
+    not have. It now carries backtesting.py's Sharpe Ratio of each pass, under the statistic's own name."""
+    table = optimize(candles, SmaCrossEA, {"fast": "3,5", "slow": "12"}, method="grid", workers=0,
+                     store_path=str(tmp_path / "s.db"))  # fmt: skip
+    assert "sharpe_ratio_ann" in table.columns and "sharpe_ann" not in table.columns
+    assert table["sharpe_ratio_ann"].notna().all() and table["total_trades"].gt(0).all()

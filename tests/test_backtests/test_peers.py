@@ -145,3 +145,22 @@ def test_report_json_alone_gives_backtesting_py_the_same_figures(tmp_path):
     curves.index = pd.DatetimeIndex(curves.index)
     trades = pd.DataFrame(doc["trades"])
     assert_same_as_peer(doc["stats"], peer_stats(curves, trades, doc["account"]["contract_size"]))
+
+
+def test_exposure_counts_the_bar_an_intrabar_fill_falls_in():
+    """A fill at 01:23 (a stop inside the 01:00 bar) held to the 04:00 open is in the market in bars 01:00,
+    02:00, 03:00 and 04:00: 4 of the 10 rows. Mapping 01:23 to the next bar's row counted 3."""
+    from backtests.peers import backtesting_stats
+
+    index = pd.date_range("2024-01-01", periods=10, freq="h", tz="UTC")
+    curves = pd.DataFrame({"equity": np.full(10, 10_000.0), "close": np.full(10, 1.1)}, index=index)
+    trades = pd.DataFrame(
+        {
+            "entry_time": [index[1] + pd.Timedelta(minutes=23)],
+            "exit_time": [index[4]],
+            "lots": [1.0],
+            "entry_price": [1.1],
+            "net_profit": [0.0],
+        }
+    )
+    assert backtesting_stats(curves, trades, 100_000.0)["exposure_time_pct"] == 40.0

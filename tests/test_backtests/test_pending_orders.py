@@ -183,7 +183,7 @@ def test_modify_moves_stops_and_refuses_what_the_server_refuses():
     b.bar_open(0)
     ea = _ea(b)
     t = ea.buy(1.0, sl=1.0950)
-    assert ea.modify(t, sl=1.0990) and b.open_positions[0].sl == 1.0990 and ea.last_retcode == 10009
+    assert ea.modify(t, sl=1.0990) and b.positions()[0].sl == 1.0990 and ea.last_retcode == 10009
     assert not ea.modify(t, sl=1.0990) and ea.last_retcode == 10025  # no changes
     assert not ea.modify(t, sl=1.1005) and ea.last_retcode == 10016  # above the bid
     assert not ea.modify(t, tp=math.nan) and ea.last_retcode == 10016
@@ -211,7 +211,7 @@ def test_modify_zero_removes_a_stop():
     b.bar_open(0)
     ea = _ea(b)
     t = ea.buy(1.0, sl=1.0950, tp=1.2)
-    assert ea.modify(t, sl=0) and b.open_positions[0].sl is None and b.open_positions[0].tp == 1.2
+    assert ea.modify(t, sl=0) and b.positions()[0].sl is None and b.positions()[0].tp == 1.2
     b.bar_range(0)
     b.bar_open(1)
     b.bar_range(1)
@@ -268,7 +268,7 @@ def test_cancel_and_modify_order_and_the_orders_list():
     b.bar_range(0)
     b.bar_open(1)
     b.bar_range(1)  # ask low 1.0931 <= 1.0940
-    assert b.open_positions[0].price == 1.0940 and b.open_positions[0].sl == 1.0900
+    assert b.positions()[0].price_open == 1.0940 and b.positions()[0].sl == 1.0900
     states = b.orders_frame().set_index("ticket").state
     assert states[keep] == "filled" and states[gone] == "canceled"
 
@@ -298,7 +298,7 @@ def test_pending_orders_left_at_the_end_are_listed_as_cancelled():
 def test_expiration_times_with_or_without_a_zone_compare_with_the_bars(naive_bars):
     b = _broker([FLAT] * 4)
     if naive_bars:
-        b.time = b.time.tz_localize(None)
+        b.market.time = b.market.time.tz_localize(None)
     b.bar_open(0)
     ea = _ea(b)
     assert ea.buy_limit(1.0, 1.0, expiration="2024-01-01 02:00") == 1
@@ -354,3 +354,44 @@ def test_a_gap_fill_beyond_its_own_stops_closes_at_the_open_not_at_the_level(pla
     assert (trade.exit_bar, trade.exit_reason) == (1, reason)
     assert trade.exit_price == pytest.approx(exit_price, abs=1e-12)
     assert trade.profit == pytest.approx(-0.0001 * 100_000)  # the spread, nothing more
+
+
+def test_today_expires_at_the_servers_midnight_as_order_time_day_does():
+    """``expiration="today"`` is MetaTrader's ORDER_TIME_DAY, which the live terminal is sent: the end of the
+    server day. On a UTC+2 server an order placed at 21:00 UTC (23:00 there) expires at 22:00 UTC, so the
+    dip of the 23:00 bar does not fill it (with "today" read as 00:00 UTC it did)."""
+    from datafeeds import BrokerClock
+
+    rows = [FLAT, FLAT, (1.1, 1.1, 1.0900, 1.1), FLAT]
+    a = np.array(rows, dtype=float)
+    time = pd.date_range("2024-01-01 21:00", periods=len(a), freq="h", tz="UTC")
+    config = AccountConfig(deposit=100_000.0)
+    b = Broker(*a.T, np.full(len(a), SPREAD), time, POINT, config, BrokerClock(2))
+    ea = _ea(b)
+    b.bar_open(0)
+    ticket = ea.buy_limit(1.0, 1.0950, expiration="today")
+    assert ea.orders()[0].expiration == pd.Timestamp("2024-01-01 22:00", tz="UTC")
+    b.bar_range(0)
+    for t in range(1, len(a)):
+        b.bar_open(t)
+        b.bar_range(t)
+    order = b.orders_frame().set_index("ticket").loc[ticket]
+    assert order.state == "expired" and order.time_done == time[1] and not len(b.trades_frame())
+
+
+def test_a_stop_the_market_passed_when_the_order_filled_closes_at_the_market_not_at_its_level():
+    """A sell limit at 1.11616 with its stop-loss 9 points above and a 10-point spread: when the bid reaches
+    1.11616 the ask is 1.11626, already beyond the stop at 1.11625. A stop-loss is a market order once
+    reached: the short closes at 1.11626 (-10.00), not at the level 1.11625 (-9.00) that the market had
+    passed before the position existed."""
+    rows = [(1.11600,) * 4, (1.11600, 1.11640, 1.11600, 1.11630)]
+    b = _broker(rows)
+    _run(b, {0: lambda ea: ea.sell_limit(1.0, 1.11616, sl=1.11625)})
+    trade = b.trades_frame().iloc[0]
+    assert (trade.type, trade.entry_price, trade.exit_price, trade.exit_reason) == (
+        "sell",
+        1.11616,
+        1.11626,
+        "sl",
+    )
+    assert trade.profit == pytest.approx(-10.0, abs=1e-9)

@@ -24,6 +24,7 @@ def candles(n=400, seed=1):
         "spread": np.full(n, 8),
     }
     index = pd.date_range("2021-03-01", periods=n, freq="h", tz="UTC")
+    data.update({k: np.round(data[k], 5) for k in ("open", "high", "low", "close")})  # 5-digit prices
     return make_frame(data, index, CandleMeta("EURUSD", Timeframe.H1, 5, source="test"))
 
 

@@ -130,7 +130,8 @@ def test_report_json_recomputes_every_metatrader_figure(tmp_path):
         "margin_level_min_pct": curves.margin_level.min(),
     }
     bal = _drawdowns(curves.balance.to_numpy(), deposit)
-    path = np.ravel(np.column_stack([curves.equity_worst, curves.equity]))  # worst moment, then the close
+    path = np.array(doc["equity_path"]["equity"])  # the deposit, each record peak and the low after it
+    assert path[0] == deposit and (path >= curves.equity_worst.min() - 1e-6).all()
     eq = _drawdowns(path, deposit)
     for prefix, dd in (("balance", bal), ("equity", eq)):
         for k, name in enumerate(("absolute", "maximal", "maximal_pct", "relative_pct", "relative")):

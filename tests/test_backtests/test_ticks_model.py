@@ -342,9 +342,12 @@ def test_orders_placed_in_on_tick_are_searched_from_the_next_tick():
 
 
 def test_a_hedged_account_is_stopped_out_by_a_tick_whose_spread_is_wide_enough():
-    # Long 1 lot at 1.1002, short 1 lot at 1.1000 (hedging), 2,300 deposit at 1:100: margin 2,200.20, equity
+    # Long 1 lot at 1.1002, short 1 lot at 1.1000 (hedging; the hedged pair charged as two lots: a hedged
+    # margin of twice the contract size), 2,300 deposit at 1:100: margin 2,200.20, equity
     # 2,300 + (1.1000 - 1.1002 - spread) * 100,000, so the 50 % level is crossed at a spread of 0.011799:
-    # no price moves this equity, only the spread. The tick at 01:00:20 (spread 0.0150) crosses it.
+    # no price moves this equity, only the spread. The tick at 01:00:20 (spread 0.0150) crosses it: the short
+    # loses most there (-1,500 at the ask 1.1150) and is closed first; the long alone then holds 1,100.20 on
+    # 2,300 - 1,500 - 20 = 780 (71 %) and stays open to the end.
     ns = [
         (T0 + pd.Timedelta(hours=h, seconds=s)).value for h, s in ((0, 0), (0, 60), (1, 0), (1, 10), (1, 20))
     ]
@@ -352,16 +355,18 @@ def test_a_hedged_account_is_stopped_out_by_a_tick_whose_spread_is_wide_enough()
     ask = np.array([1.1002, 1.1002, 1.1002, 1.1100, 1.1150])  # spreads 0.0002, ..., 0.0100, 0.0150
     ticks = make_ticks(np.array(ns), bid, ask, META)
     h1 = bars_from_ticks(ticks, "H1")
-    config = AccountConfig(deposit=2_300.0, missing_spread=0, hedging=True)
+    config = AccountConfig(deposit=2_300.0, missing_spread=0, hedging=True, margin_hedged=200_000.0)
     b = Broker(*(h1[c].to_numpy() for c in ("open", "high", "low", "close")), np.zeros(len(h1)), h1.index,
                POINT, config)  # fmt: skip
     b.attach_path(TickPath(h1.index, ticks, POINT, None))
     trades = _run(
         b, {0: lambda b: (b.order(+1, 1.0, None, None, 0, ""), b.order(-1, 1.0, None, None, 0, ""))}
     )
-    assert list(trades.exit_reason) == ["stop out", "stop out"]
-    assert sorted(trades.exit_price) == [1.1000, 1.1150]  # the long at the bid, the short at the ask
-    assert set(trades.exit_time) == {T0 + pd.Timedelta(hours=1, seconds=20)}
+    assert list(zip(trades.type, trades.exit_reason, trades.exit_price, strict=True)) == [
+        ("sell", "stop out", 1.1150),  # the short at the ask
+        ("buy", "end of test", 1.1000),
+    ]
+    assert trades.exit_time.iloc[0] == T0 + pd.Timedelta(hours=1, seconds=20)
 
 
 class _SeesItsOrder(_StopFromTick):
@@ -409,3 +414,15 @@ def test_one_backtest_checks_its_ticks_once_and_each_run_starts_clean():
     crossed.iloc[10, crossed.columns.get_loc("ask")] = crossed["bid"].iloc[10] - 1e-4
     with pytest.raises(TickDataError):
         Backtest(h1, SmaCrossEA, model="ticks", ticks=crossed)
+
+
+def test_an_order_expires_by_the_time_of_the_bars_first_tick():
+    """A buy limit expiring at 01:00:10 is gone when the next bar's first tick comes at 01:00:30, although
+    the bar opened at 01:00:00: MetaTrader deletes an order once the time reaches its expiration, so that
+    tick (at the limit) does not fill it."""
+    b = _broker([[(0, 1.1000), (1800, 1.1000)], [(30, 1.0950), (60, 1.0950)]])
+    expiry = T0 + pd.Timedelta(hours=1, seconds=10)
+    trades = _run(b, {0: lambda b: b.pending("buy_limit", 1.0, 1.0970, None, None, None, expiry, 0, "")})
+    assert not len(trades)
+    order = b.orders_frame().iloc[0]
+    assert order.state == "expired" and order.time_done == T0 + pd.Timedelta(hours=1, seconds=30)

@@ -119,3 +119,21 @@ def test_the_history_grows_past_its_first_capacity(candles):
         paper.close_bar(t, row["high"], row["low"], row["close"])
     np.testing.assert_array_equal(paper.closes, candles["close"].to_numpy()[:300])
     assert paper.time.equals(candles.index[:300])
+
+
+def test_a_paper_order_for_today_ends_at_the_servers_midnight(candles):
+    """Paper trading reads the server clock from its bars, as the terminal does for ORDER_TIME_DAY: a UTC+2
+    server's day ends at 22:00 UTC."""
+    from dataclasses import replace
+
+    from datafeeds import BrokerClock
+
+    history = candles.iloc[:HIST].copy()
+    history.attrs = {"candles": replace(candles.attrs["candles"], clock=BrokerClock(2))}
+    paper = PaperBroker(history, 1e-5, AccountConfig())
+    when = pd.Timestamp("2017-05-01 21:00", tz="UTC")
+    row = candles.iloc[HIST]
+    paper.open_bar(when, row["open"], row["open"] + 1e-4)
+    ticket = paper.pending("buy_limit", 0.1, row["open"] - 0.001, None, None, None, "today", 0, "")
+    assert ticket is not None
+    assert paper.orders()[0].expiration == pd.Timestamp("2017-05-01 22:00", tz="UTC")

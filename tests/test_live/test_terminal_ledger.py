@@ -94,7 +94,7 @@ def test_money_is_the_terminals_partial_closes_share_the_entry_commission():
             deal(3, 5, SELL, OUT, 11, 0.6, 1.0960, commission=-2.1, swap=-1.0, profit=-30.0, reason=4),
         ]
     )
-    trades = led.trades_frame()
+    trades = led.broker.trades_frame()
     assert list(trades["lots"]) == [0.4, 0.6]
     assert list(trades["commission"]) == pytest.approx([-4.0 * 0.4 - 1.4, -4.0 * 0.6 - 2.1])
     assert list(trades["swap"]) == [-2.0, -1.0] and list(trades["profit"]) == [40.0, -30.0]
@@ -103,13 +103,13 @@ def test_money_is_the_terminals_partial_closes_share_the_entry_commission():
     assert trades["entry_time"].iloc[0] == T0 + pd.Timedelta(hours=1, minutes=1)  # the deal's own time
     total = -4.0 - 1.4 - 2.0 + 40.0 - 2.1 - 1.0 - 30.0
     assert trades["net_profit"].sum() == pytest.approx(total)
-    balance, equity, _ = led.curves(0)
+    balance, equity, _ = led.broker.curves(0)
     assert (
         balance[0] == 10_000
         and balance[1] == pytest.approx(9_996.0)
         and balance[-1] == pytest.approx(10_000 + total)
     )
-    deals = led.deals_frame()
+    deals = led.broker.deals_frame()
     assert list(deals["commission"]) == [-4.0, -1.4, -2.1] and deals["balance"].iloc[-1] == pytest.approx(
         10_000 + total
     )
@@ -125,12 +125,12 @@ def test_a_netting_reversal_closes_one_trade_and_opens_the_other():
             deal(3, 4, BUY, OUT, 21, 2.0, 1.1050, commission=-4.0, profit=-600.0),
         ]
     )
-    trades = led.trades_frame()
+    trades = led.broker.trades_frame()
     assert list(trades["type"]) == ["buy", "sell"] and list(trades["lots"]) == [1.0, 2.0]
     assert list(trades["commission"]) == pytest.approx([-2.0 - 2.0, -4.0 - 4.0])
     assert list(trades["entry_price"]) == [1.1010, 1.1020]
     assert trades["net_profit"].sum() == pytest.approx(-2 - 6 + 100 - 4 - 600)
-    assert list(led.deals_frame()["entry"]) == ["in", "in/out", "out"]
+    assert list(led.broker.deals_frame()["entry"]) == ["in", "in/out", "out"]
 
 
 def test_a_netting_position_added_to_has_its_average_price():
@@ -141,7 +141,7 @@ def test_a_netting_position_added_to_has_its_average_price():
             deal(3, 3, SELL, OUT, 31, 2.0, 1.1030, profit=40.0),
         ]
     )
-    trades = led.trades_frame()
+    trades = led.broker.trades_frame()
     assert len(trades) == 1 and trades["entry_price"].iloc[0] == pytest.approx(1.1010)
     assert trades["lots"].iloc[0] == 2.0 and trades["profit"].iloc[0] == 40.0
 
@@ -149,26 +149,26 @@ def test_a_netting_position_added_to_has_its_average_price():
 def test_a_position_still_open_is_closed_at_the_last_close_by_the_backtests_end_of_test_exit():
     frame = bars()
     led = ledger([deal(1, 2, SELL, IN, 41, 0.5, 1.1020, commission=-1.0)], frame=frame)
-    assert led.trades_frame().empty and len(led.deal_log) == 1
+    assert led.broker.trades_frame().empty and led.broker.deals == 1
     led.finish(7)
-    assert led.held_at_end == 1 and not led.open_positions
+    assert led.held_at_end == 1 and not led.broker.open_positions
     ask = frame["close"].iloc[-1] + 10 * 1e-5
     profit = (1.1020 - ask) * 0.5 * 100_000
-    trades = led.trades_frame()
+    trades = led.broker.trades_frame()
     row = trades.iloc[0]
     assert len(trades) == 1 and row["exit_reason"] == "end of test"
     assert row["exit_price"] == pytest.approx(ask)
     assert row["ticket"] == 41 and row["entry_bar"] == 2 and row["exit_bar"] == 7
     assert row["exit_time"] == frame.index[-1] and row["commission"] == pytest.approx(-1.0)
     assert row["net_profit"] == pytest.approx(profit - 1.0)
-    balance, equity, _ = led.curves(0)
+    balance, equity, _ = led.broker.curves(0)
     assert balance[-1] == pytest.approx(10_000 - 1.0 + profit) and equity[-1] == pytest.approx(balance[-1])
     # Before the last bar it floats as the backtest's positions do.
     assert equity[6] == pytest.approx(9_999.0 + (1.1020 - frame["close"].iloc[6] - 1e-4) * 0.5 * 100_000)
-    assert list(led.deals_frame()["entry"]) == ["in", "out"] and led.orders_frame()["comment"].iloc[-1] == (
-        "end of test"
-    )
-    _, _, stats, _, _ = broker_figures(led, 1, 7, led.config)
+    assert list(led.broker.deals_frame()["entry"]) == ["in", "out"] and led.broker.orders_frame()[
+        "comment"
+    ].iloc[-1] == ("end of test")
+    stats = broker_figures(led.broker, 1, 7, led.broker.config).stats
     assert stats["total_net_profit"] == pytest.approx(profit - 1.0)
 
 
@@ -182,9 +182,9 @@ def test_deals_outside_the_bars_are_booked_at_the_nearest_bar_and_foreign_positi
             deal(3, 3, SELL, OUT, 99, 1.0, 1.1100, profit=555.0),  # a position opened before the run
         ]
     )
-    trades = led.trades_frame()
+    trades = led.broker.trades_frame()
     assert len(trades) == 1 and trades["entry_bar"].iloc[0] == 1 and trades["exit_bar"].iloc[0] == 7
-    assert led.curves(0)[0][-1] == pytest.approx(10_100.0)
+    assert led.broker.curves(0)[0][-1] == pytest.approx(10_100.0)
     assert "#99" in caplog.text
 
 
@@ -194,8 +194,8 @@ def test_times_are_read_with_the_broker_clock():
     broker = int(clock.to_broker_seconds(np.array([utc]))[0])
     d = deal(1, 0, BUY, IN, 61, 1.0, 1.1000)._replace(time=broker, time_msc=broker * 1000 + 250)
     led = ledger([d], clock=clock)
-    assert led.deals_frame()["time"].iloc[0] == T0 + pd.Timedelta(hours=2, milliseconds=250)
-    assert led.deals_frame()["time"].iloc[0] != pd.Timestamp(broker, unit="s", tz="UTC")
+    assert led.broker.deals_frame()["time"].iloc[0] == T0 + pd.Timedelta(hours=2, milliseconds=250)
+    assert led.broker.deals_frame()["time"].iloc[0] != pd.Timestamp(broker, unit="s", tz="UTC")
 
 
 def test_the_backtests_figures_come_out_of_it():
@@ -205,7 +205,7 @@ def test_the_backtests_figures_come_out_of_it():
             deal(2, 4, SELL, OUT, 71, 1.0, 1.1050, commission=-3.0, profit=400.0),
         ]
     )
-    _, curves, stats, _, _ = broker_figures(led, 1, 7, led.config)
+    curves, stats = broker_figures(led.broker, 1, 7, led.broker.config)[1:3]
     assert stats["total_trades"] == 1 and stats["total_net_profit"] == pytest.approx(394.0)
     assert stats["final_balance"] == pytest.approx(10_394.0) and len(curves) == 8
 
@@ -219,8 +219,8 @@ def test_an_exit_of_a_position_already_closed_is_money_but_no_trade(caplog):
         ]
     )
     led.finish(7)
-    assert len(led.trades_frame()) == 1 and led.held_at_end == 0
-    assert led.curves(0)[0][-1] == pytest.approx(10_107.0)
+    assert len(led.broker.trades_frame()) == 1 and led.held_at_end == 0
+    assert led.broker.curves(0)[0][-1] == pytest.approx(10_107.0)
     assert "which is not open" in caplog.text
 
 
@@ -244,7 +244,7 @@ def test_a_change_of_stops_applies_to_the_exits_after_it_and_to_the_end():
         changes,
     )
     led.finish(7)  # position 92 is closed at the end, with the last levels
-    trades = led.trades_frame()
+    trades = led.broker.trades_frame()
     assert list(trades["ticket"]) == [91, 91, 92]
     assert trades["sl"].isna().iloc[0] and list(trades["sl"].iloc[1:]) == [1.0950, 1.0995]
     assert trades["tp"].isna().all()

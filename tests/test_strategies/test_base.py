@@ -51,6 +51,7 @@ def _candles(n=60):
         "spread": np.full(n, 20),
     }
     index = pd.date_range("2022-01-03", periods=n, freq="h", tz="UTC")
+    data.update({k: np.round(data[k], 5) for k in ("open", "high", "low", "close")})  # 5-digit prices
     return make_frame(data, index, CandleMeta("EURUSD", Timeframe.H1, 5))
 
 

@@ -29,6 +29,7 @@ def _history(n=N):
         "real_volume": np.arange(1000, 1000 + n),
     }
     index = pd.date_range("2022-01-03", periods=n, freq="h", tz="UTC")
+    data.update({k: np.round(data[k], 5) for k in ("open", "high", "low", "close")})  # 5-digit prices
     return make_frame(data, index, CandleMeta("EURUSD", Timeframe.H1, 5, source="test"))
 
 

@@ -1,0 +1,503 @@
+"""A MetaTrader-style simulated broker: "open prices only", or "1 minute OHLC" / real ticks with a price
+path attached.
+
+The broker composes its parts, each an object with its own state: the symbol's bars (``Market``), its
+order book (``OrderBook``: positions, pending orders, what a price reaches of them), the account
+(``Account``: balance, equity, margin, stop-out), the margin and swap models, the ledger of everything
+that happened (``Ledger``) and the EA's requests (``TradeRequests``). The broker itself keeps the clock of
+the run (bar ``t``, the tick or minute being worked) and does the fills.
+
+Fill rules (prices are bid prices as in MT5 bars; ``backtests.broker.book`` says what a price reaches):
+- market orders fill at the current bar's open: buys at the ask (open + spread), sells at the bid (open);
+  longs close at the bid, shorts at the ask; netting (one position per symbol, default) or hedging;
+- commission is money per lot per deal (entry and exit); swap is points per lot per night (``swap``);
+- an opening order needing more than the free margin is rejected, as the terminal does (no partial
+  fills); requests are checked as the trade server does (``backtests.checks``) and a refused one is
+  recorded with MetaTrader's retcode;
+- stop-out: when the margin level falls to ``stop_out_level`` (``account``), the most losing position is
+  closed where the level was crossed, and the level checked again;
+- with an M1 path (``backtests.paths``) or ticks (``backtests.ticks``) the range checks follow the bar's
+  minutes or ticks instead of its high/low.
+
+Profits are in the quote currency, taken as the deposit currency (true for EURUSD on a USD account).
+The equity curve is rebuilt after the run from position segments, so the per-bar loop stays cheap.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from backtests.broker.account import Account
+from backtests.broker.book import OpenPosition, OrderBook, Pending
+from backtests.broker.config import AccountConfig
+from backtests.broker.ledger import Ledger
+from backtests.broker.margin import MarginModel
+from backtests.broker.market import Market
+from backtests.broker.requests import KEEP, TradeRequests
+from backtests.broker.swap import SwapModel
+from datafeeds.clock import UTC, BrokerClock
+from strategies.trade import Account as AccountView
+from strategies.trade import Order, Position
+
+
+class Broker:
+    """Positions, pending orders, fills and the account for one replay; the harness advances ``t`` bar by bar.
+
+    Implements ``strategies.trade.TradeContext``: the EA's requests go to ``requests``. ``bar_open``,
+    ``bar_range`` and ``finish`` are the harness's events; a paper account and a live account's ledger
+    extend the broker through its parts' public methods (``market.append``, ``ledger``, ``adopt``).
+    """
+
+    def __init__(
+        self,
+        open_: np.ndarray,
+        high: np.ndarray,
+        low: np.ndarray,
+        close: np.ndarray,
+        spread_points: np.ndarray,
+        time: pd.DatetimeIndex,
+        point: float,
+        config: AccountConfig,
+        clock: BrokerClock = UTC,
+    ):
+        self.config = config
+        self.point = point
+        self.clock = clock  # the broker's server clock: its midnight is the rollover, its day "today"
+        self.market = Market(open_, high, low, close, spread_points, time, point, config, clock)
+        self.scale = self.market.scale  # points per price unit: prices inside the broker are whole points
+        self.margin = MarginModel(config, self.scale)
+        self.ledger = Ledger(self.market, config, self.margin)
+        self.book = OrderBook()
+        self.funds = Account(config, self.ledger, self.book, self.margin)
+        self.swaps = SwapModel(config, point)
+        self.requests = TradeRequests(self)
+        self.t = 0
+        self.last_retcode = 0
+        self.stop_out_on = config.stop_out_level > 0
+        m = self.market
+        # Prices the checks read, in points: (open, high, low, spread) of the bar, or of one stretch of a
+        # price path.
+        self.quote = (m.o[0], m.h[0], m.lo[0], m.s[0])
+        self.price_path = None  # backtests.paths.M1Path ("1 minute OHLC") or backtests.ticks.TickPath
+        self.walking = False  # True while a price path is walked: the order of prices inside it is known
+        # Inside a bar: the tick being worked (its bid and ask are the market), or the UTC ns of the minute
+        # being walked; the records take their times from these, so a fill shows when it happened.
+        self.now = None  # strategies.trade.Tick
+        self.now_ns: int | None = None
+        # A quote inside the bar that fills take instead of its open, without a time of its own (a paper
+        # account's latest quote for on_tick): (bid, ask) in points.
+        self.inside: tuple[float, float] | None = None
+        self.revision = 0  # counts changes of positions and orders (a tick walk re-reads its levels then)
+        self._next_ticket = 1
+
+    # -- the parts' state, read-only (``spread`` in price units, ``deals`` the number of deals) -----------
+    opens = property(lambda self: self.market.opens)
+    highs = property(lambda self: self.market.highs)
+    lows = property(lambda self: self.market.lows)
+    closes = property(lambda self: self.market.closes)
+    spread = property(lambda self: self.market.spread)
+    time = property(lambda self: self.market.time)
+    balance = property(lambda self: self.funds.balance)
+    open_positions = property(lambda self: self.book.positions)
+    pending_orders = property(lambda self: self.book.orders)
+    trades = property(lambda self: self.ledger.trades)
+    rejected = property(lambda self: self.ledger.rejected)
+    deals = property(lambda self: len(self.ledger.deals))  # MetaTrader's "Total Deals"
+
+    # -- prices and time -------------------------------------------------------------------------------------
+    def price(self, side: int) -> float:
+        """Fill price now for a deal in direction ``side`` (+1 buy at the ask, -1 sell at the bid): the
+        current bar's open, or the tick being worked."""
+        return self.price_points(side) / self.scale
+
+    def price_points(self, side: int) -> float:
+        """``price`` in whole points."""
+        now = self.now
+        if now is not None:  # a tick: (time_ns, bid, ask, ...)
+            return float(round((now[2] if side > 0 else now[1]) * self.scale))
+        if self.inside is not None:
+            return self.inside[1] if side > 0 else self.inside[0]
+        t, m = self.t, self.market
+        return m.o[t] + m.s_open[t] if side > 0 else m.o[t]
+
+    def to_points(self, price: float) -> float:
+        """A price on the symbol's grid, in whole points (the nearest: a quote lies on the grid)."""
+        return float(round(price * self.scale))
+
+    def time_now(self) -> pd.Timestamp:
+        """When the EA's decision is taken: the current tick's time, else the current bar's opening time."""
+        ns = self.stamp()
+        return self.market.time[self.t] if ns is None else pd.Timestamp(ns, tz="UTC")
+
+    def stamp(self) -> int | None:
+        """UTC ns of the tick or minute being worked; None at a bar's open (records use the bar's time)."""
+        now = self.now
+        return now[0] if now is not None else self.now_ns
+
+    # -- the EA's requests (strategies.trade.TradeContext) -------------------------------------------------
+    def order(self, side: int, lots: float, sl: float | None, tp: float | None, magic: int, comment: str):
+        return self.requests.order(side, lots, sl, tp, magic, comment)
+
+    def pending(self, kind, lots, price, stoplimit, sl, tp, expiration, magic, comment) -> int | None:
+        return self.requests.pending(kind, lots, price, stoplimit, sl, tp, expiration, magic, comment)
+
+    def close(self, ticket: int | None, magic: int | None, lots: float | None = None, reason: str = "signal"):
+        return self.requests.close(ticket, magic, lots, reason)
+
+    def close_by(self, ticket: int, opposite: int) -> bool:
+        return self.requests.close_by(ticket, opposite)
+
+    def modify(self, ticket: int, sl: float | None, tp: float | None) -> bool:
+        return self.requests.modify(ticket, sl, tp)
+
+    def cancel(self, ticket: int) -> bool:
+        return self.requests.cancel(ticket)
+
+    def modify_order(self, ticket, price, stoplimit, sl, tp, expiration=KEEP) -> bool:
+        return self.requests.modify_order(ticket, price, stoplimit, sl, tp, expiration)
+
+    def positions(self) -> list[Position]:
+        return self.requests.positions()
+
+    def orders(self) -> list[Order]:
+        return [o.public(self.market.time, self.scale) for o in self.book.orders]
+
+    def account(self) -> AccountView:
+        equity = self.equity_now()
+        margin = self.funds.used_margin()
+        return AccountView(self.funds.balance, equity, margin, equity - margin, self.funds.leverage,
+                           self.funds.currency)  # fmt: skip
+
+    def equity_now(self) -> float:
+        """Balance plus floating profit at the current open (the tick being worked on a tick path)."""
+        return self.funds.equity(self.price_points(-1), self.price_points(+1))
+
+    def equity_at_close(self, t: int) -> float:
+        """Balance plus floating profit at bar ``t``'s close (longs at its bid, shorts at its ask)."""
+        m = self.market
+        return self.funds.equity(m.c[t], m.c[t] + m.s_close[t])
+
+    # -- per-bar events (called by the harness) -----------------------------------------------------------
+    def bar_open(self, t: int) -> None:
+        """Start of bar ``t``: swaps, stops gapped through, expiries and pending orders reached by the open,
+        then the stop-out check at the open. On a tick path the open is the bar's first tick (its bid and
+        ask are then the market for the EA's decision too)."""
+        self.t = t
+        self.now = self.now_ns = None
+        path = self.price_path
+        first = path.open_bar(self, t) if path is not None else None
+        book = self.book
+        if not (book.positions or book.orders):
+            return
+        m = self.market
+        self.quote = (m.o[t], m.h[t], m.lo[t], m.s_open[t]) if first is None else first
+        if self.swaps.active and book.positions and m.day[t] != m.day[t - 1]:
+            self._swap(int(m.day[t - 1]), int(m.day[t]))
+        if book.orders:
+            self.expire(t, self.time_now())  # the bar's open, or its first tick's time
+        self.at_open_checks(t)
+
+    def bar_range(self, t: int) -> None:
+        """During bar ``t``: pending orders reached by its high/low, the stop-out (with the stops nearer to
+        the open before it), then the stops touched (including positions opened at this bar).
+
+        With a price path attached (``attach_path``), the bar's minutes or ticks are walked instead; a tick
+        path with an ``on_tick`` hook is walked even with nothing open (the hook runs on every tick).
+        """
+        path, book = self.price_path, self.book
+        if path is not None and path.covers(t) and (book.positions or book.orders or path.hook):
+            path.walk(self, t)
+            return
+        if not (book.positions or book.orders):
+            return
+        m = self.market
+        self.quote = (m.o[t], m.h[t], m.lo[t], m.s[t])
+        self.range_checks(t)
+
+    def attach_path(self, path) -> None:
+        """Work fills through M1 bars (``backtests.paths.M1Path``: MetaTrader's "1 minute OHLC" model) or
+        ticks (``backtests.ticks.TickPath``: "Every tick based on real ticks"); the bars they cover open
+        with the spread of their first minute or tick and close with that of their last."""
+        self.price_path = path
+        self.market.use_spreads(*path.bar_spreads())
+
+    def at_open_checks(self, t: int) -> None:
+        """At an opening price (``quote``): pending orders reached, stops gapped through, the stop-out.
+
+        Pending orders first: a position a gap fills at the open may already lie beyond its own SL or TP
+        (a buy limit gapped below its stop-loss), and then closes at that open, not at the level.
+        """
+        book = self.book
+        if book.orders:
+            self._trigger(t, at_open=True)
+        if book.positions:
+            self._stops(t, True)
+        if book.positions and self.stop_out_on and self.funds.level_crossed(self.quote, True):
+            self._stop_out(at_open=True)
+
+    def range_checks(self, t: int) -> None:
+        """Over a range of prices (``quote``): pending orders, the stop-out, then SL/TP.
+
+        On an M1 path the range is a straight move ending at any pending price inside it, so the positions
+        open before it are checked first and an order filled at its end is checked from there on.
+        """
+        book = self.book
+        if book.orders and not self.walking:
+            self._trigger(t, at_open=False)
+        if book.positions:
+            if self.stop_out_on and self.funds.level_crossed(self.quote, False):
+                self._stop_out(at_open=False)
+            self._stops(t, False)
+        if book.orders and self.walking:
+            self._trigger(t, at_open=False)
+
+    def expire(self, t: int, now: pd.Timestamp | None = None) -> None:
+        """Retire the orders whose expiration has come by ``now`` (default: bar ``t``'s opening time)."""
+        now = self.market.time[t] if now is None else now
+        for order in self.book.expired(now):
+            self.retire(order, "expired")
+
+    def finish(self, last: int) -> None:
+        """Close what is still open at the last bar's close (MetaTrader's "end of test" deals); pending
+        orders are left unfilled and listed as cancelled."""
+        self.t = last
+        self.now = self.now_ns = None
+        m = self.market
+        price_bid = m.c[last]
+        for pos in list(self.book.positions):
+            price = price_bid if pos.side > 0 else price_bid + m.s_close[last]
+            self.close_position(pos, pos.lots, price, "end of test")
+        for order in list(self.book.orders):
+            self.retire(order, "canceled")
+
+    def adopt(self, pos: OpenPosition) -> None:
+        """Hold ``pos``, a position opened elsewhere (a live account's, handed over to be closed in a
+        report by ``finish``); its floating segment runs from ``pos.seg``."""
+        self.book.add(pos)
+
+    # -- fills ---------------------------------------------------------------------------------------------
+    def upcoming_ticket(self) -> int:
+        """The ticket the next order or position will get."""
+        return self._next_ticket
+
+    def new_ticket(self) -> int:
+        ticket = self._next_ticket
+        self._next_ticket += 1
+        return ticket
+
+    def fill(self, side, lots, price, sl, tp, magic, comment, ticket=None, reason="signal") -> int | None:
+        """A deal of ``lots`` at ``price`` (points; SL/TP too): netting first reduces or reverses an opposite
+        position, hedging opens its own. The deal is checked as a whole, as the trade server checks it:
+        when the free margin cannot hold what it leaves open, it is refused (10019) and nothing of it is
+        executed, not even the closing part of a reversal. Returns the position's ticket, or None
+        (recorded)."""
+        cfg = self.config
+        book = self.book
+        closes: list[tuple[OpenPosition, float]] = []  # the opposite positions it reduces, and by how much
+        remaining = lots
+        if not cfg.hedging:
+            for pos in [p for p in book.positions if p.side != side]:
+                if remaining <= 1e-12:
+                    break
+                take = min(pos.lots, remaining)
+                closes.append((pos, take))
+                remaining = round(remaining - take, 8)
+        if remaining > 1e-12 and not self._margin_ok(side, remaining, price, closes):
+            return self._no_money(side, lots, price)
+        result = None
+        for pos, take in closes:
+            result = pos.ticket
+            self.close_position(pos, take, price, reason, order=ticket, record_order=False)
+        if remaining <= 1e-12:
+            return result  # the order only reduced or closed an opposite position
+        same = [] if cfg.hedging else [p for p in book.positions if p.side == side]
+        comm = remaining * cfg.commission
+        if same:  # netting: the deal adds to the position
+            pos = same[0]
+            self._end_segment(pos)
+            total = pos.lots + remaining
+            book.resize(pos, round(total, 8), (pos.price * pos.lots + price * remaining) / total)
+            pos.commission += comm
+            self.funds.charge(-comm, self.t)
+            self._deal(ticket, pos, side, "in", remaining, price, 0.0 - comm, 0.0, 0.0)
+            if sl is not None:
+                pos.sl = sl
+            if tp is not None:
+                pos.tp = tp
+            return pos.ticket
+        if ticket is None:
+            ticket = self.new_ticket()
+        pos = OpenPosition(ticket, side, remaining, price, self.t, sl, tp, magic, comment, comm)
+        pos.entry_ns = self.stamp()
+        self.funds.charge(-comm, self.t)
+        book.add(pos)
+        self._deal(ticket, pos, side, "in", remaining, price, 0.0 - comm, 0.0, 0.0)  # 0.0 - x: never -0.0
+        return pos.ticket
+
+    def close_position(
+        self,
+        pos: OpenPosition,
+        lots: float,
+        price: float,
+        reason: str,
+        order=None,
+        record_order=True,
+        entry="out",
+    ) -> None:
+        """Close ``lots`` of ``pos`` at ``price`` (points): the profit and exit commission hit the balance, a
+        deal and a trade are recorded (and the broker's own closing order, unless ``record_order`` is
+        False)."""
+        cfg, k = self.config, self.scale
+        self._end_segment(pos)
+        share = lots / pos.lots
+        entry_comm = pos.commission * share
+        swap = pos.swap * share
+        exit_comm = lots * cfg.commission
+        profit = pos.side * ((price - pos.price) / k) * lots * cfg.contract_size
+        self.funds.charge(profit - exit_comm, self.t)
+        if record_order:  # the broker's own closing order (SL, TP, stop-out, close request, end of test)
+            kind = "sell" if pos.side > 0 else "buy"
+            self.record_order(
+                None, kind, lots, price / k, None, None, "filled", pos.ticket, pos.magic, reason
+            )
+        self._deal(order, pos, -pos.side, entry, lots, price, 0.0 - exit_comm, swap, profit, reason)
+        when = self.stamp()
+        self.ledger.new_trade(pos, lots, self.t, when, price, reason, entry_comm, exit_comm, swap, profit, k)
+        left = round(pos.lots - lots, 8)
+        if left <= 1e-12:
+            self.book.remove(pos)
+        else:
+            self.book.resize(pos, left, pos.price)
+            pos.commission, pos.swap = pos.commission - entry_comm, pos.swap - swap
+
+    def _margin_ok(
+        self, side: int, lots: float, price: float, closes: list[tuple[OpenPosition, float]]
+    ) -> bool:
+        """Whether the free margin holds what a deal leaves open: ``lots`` opened at ``price`` after the
+        ``closes`` (positions and the lots taken off them)."""
+        cost = lots * self.config.commission
+        positions = self.book.positions
+        if not positions:  # the common case: nothing else open, nothing floating
+            return self.funds.balance - cost - self.margin.of_legs([(side, lots, price)]) >= -1e-9
+        taken = {id(pos): take for pos, take in closes}
+        legs = [(p.side, p.lots - taken.get(id(p), 0.0), p.price) for p in positions]
+        legs.append((side, lots, price))
+        bid, ask = self.price_points(-1), self.price_points(+1)
+        return self.funds.margin_ok(legs, cost, bid, ask)
+
+    def _no_money(self, side: int, lots: float, price: float) -> None:
+        return self.reject("deal", side, lots, 10019, "not enough free margin", price=price / self.scale)
+
+    def _stops(self, t: int, gap_only: bool) -> None:
+        for pos, price, reason in self.book.reached_stops(self.quote, t, gap_only):
+            self.close_position(pos, pos.lots, price, reason)
+
+    def _stop_out(self, at_open: bool) -> None:
+        """Close what the stop-out closes (``Account.stop_out_step``) until the level is no longer crossed."""
+        while self.funds.level_crossed(self.quote, at_open):
+            for pos, price, reason in self.funds.stop_out_step(self.quote, at_open, self.market.time[self.t]):
+                self.close_position(pos, pos.lots, price, reason)
+
+    def _trigger(self, t: int, at_open: bool) -> None:
+        """Fill the pending orders the quote reaches (a stop-limit order becomes its limit order)."""
+        for order, price in self.book.reached_orders(self.quote, t, at_open):
+            if order.type.trigger == "stop_limit":  # becomes a limit order at its stop-limit price
+                order.become_limit(t if at_open or self.walking else t + 1)
+                self.revision += 1
+                continue
+            self.book.orders.remove(order)
+            ticket = self.fill(
+                order.side,
+                order.lots,
+                price,
+                order.sl,
+                order.tp,
+                order.magic,
+                order.comment,
+                ticket=order.ticket,
+                reason=order.kind,
+            )
+            if not (at_open or self.walking) and order.type.trigger == "limit" and ticket is not None:
+                # A limit reached inside the bar: the bar's extreme on the TP side may have come before the
+                # fill, so its TP counts from the next bar (its SL, beyond the fill, was reached after it).
+                for pos in self.book.positions:
+                    if pos.ticket == ticket:
+                        pos.tp_from = t + 1
+            if ticket is not None and not at_open:
+                self._passed_at_fill(ticket, price, order.side)
+            record = order.record
+            record.bar_done, record.done_ns, record.fill_price = t, self.stamp(), price / self.scale
+            record.state = "filled" if ticket is not None else "rejected"
+            record.position = ticket
+
+    def _passed_at_fill(self, ticket: int, price: float, side: int) -> None:
+        """A position filled inside a stretch of prices whose stop-loss (or take-profit) the market had
+        already passed at the fill (a sell limit whose SL lies nearer than the spread: the ask is beyond it
+        the moment the bid reaches the limit) closes there at once at the market, as a triggered stop
+        does, never at its level, which the market passed before the position existed."""
+        pos = self.book.position(ticket)
+        if pos is None:
+            return
+        spread = self.quote[3]
+        bid = price - spread if side > 0 else price
+        for hit, at, reason in self.book.reached_stops((bid, bid, bid, spread), self.t, gap_only=True):
+            if hit is pos:
+                self.close_position(pos, pos.lots, at, reason)
+
+    def retire(self, order: Pending, state: str) -> None:
+        """Take ``order`` off the book as ``state`` ("canceled", "expired")."""
+        self.book.orders.remove(order)
+        self.revision += 1
+        record = order.record
+        record.state, record.bar_done, record.done_ns = state, self.t, self.stamp()
+
+    def _swap(self, day_from: int, day_to: int) -> None:
+        nights = self.swaps.nights(day_from, day_to)
+        for pos in self.book.positions:
+            amount = self.swaps.amount(pos, nights)
+            pos.swap += amount
+            self.funds.charge(amount, self.t, swap=True)
+
+    def _end_segment(self, pos: OpenPosition) -> None:
+        """A position is about to change (volume, price, closed): close its floating-profit segment."""
+        end = self.t
+        if end > pos.seg:
+            self.ledger.segment(pos.seg, end, pos.side, pos.lots, pos.price / self.scale)
+        pos.seg = end
+
+    # -- records -------------------------------------------------------------------------------------------
+    def reject(self, action: str, side: int, lots, retcode: int, reason: str, **request) -> None:
+        """Refuse a request: ``last_retcode`` is set and the request listed with its reason."""
+        self.last_retcode = retcode
+        self.ledger.reject(self.t, self.time_now(), action, side, lots, retcode, reason, **request)
+        return None
+
+    def record_order(self, ticket, kind, lots, price, sl, tp, state, position, magic, comment, **extra):
+        """An order of the orders table (a market order filled now, or a pending order placed now; prices
+        in price units)."""
+        self.revision += 1
+        return self.ledger.new_order(self.t, self.stamp(), ticket, kind, lots, price, sl, tp, state, position,
+                                     magic, comment, **extra)  # fmt: skip
+
+    def _deal(self, order, pos: OpenPosition, side: int, entry: str, lots, price, commission, swap, profit,
+              comment: str | None = None) -> None:  # fmt: skip
+        self.revision += 1
+        self.ledger.new_deal(self.t, self.stamp(), order, pos, side, entry, lots, price / self.scale,
+                             commission, swap, profit, self.funds.balance, comment)  # fmt: skip
+
+    # -- result tables -------------------------------------------------------------------------------------
+    def trades_frame(self) -> pd.DataFrame:
+        return self.ledger.trades_frame()
+
+    def orders_frame(self) -> pd.DataFrame:
+        return self.ledger.orders_frame()
+
+    def deals_frame(self) -> pd.DataFrame:
+        return self.ledger.deals_frame()
+
+    def curves(self, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.ledger.curves(first)
+
+    def worst_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.ledger.worst_curves(first)

@@ -1,0 +1,253 @@
+"""The broker's ledger: every trade, deal, order, refused request, balance change and floating segment, in
+the order they happened, and the result tables and curves made from them once the run is over.
+
+The ledger only records: the broker decides, and passes each record the bar index and the UTC ns of the
+minute or tick it happened at (None at a bar's open); the frames turn those into times here, once.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import pandas as pd
+
+from backtests.broker.book import OpenPosition
+from backtests.broker.config import AccountConfig
+from backtests.broker.margin import MarginModel
+from backtests.broker.market import Market
+from backtests.broker.records import (
+    DEAL_COLUMNS,
+    ORDER_COLUMNS,
+    TRADE_COLUMNS,
+    Deal,
+    OrderRecord,
+    Segment,
+    Trade,
+)
+from backtests.curves import worst_equity
+
+log = logging.getLogger("backtests.broker")
+
+
+def json_safe(value: object) -> object:
+    """NaN and infinities as text, so a rejected request with such a value still makes valid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+class Ledger:
+    """Records of one account (see the module docstring); ``market`` is the symbol's bars the frames and
+    curves are dated and valued with."""
+
+    def __init__(self, market: Market, config: AccountConfig, margin: MarginModel):
+        self.market = market
+        self.config = config
+        self.margin = margin
+        self.trades: list[Trade] = []
+        self.deals: list[Deal] = []
+        self.orders: list[OrderRecord] = []
+        self.rejected: list[dict] = []
+        # (bar, amount, deal) of every change of the balance; ``deal`` is the index in ``deals`` of the deal
+        # it belongs to (recorded right after it), None for a swap charged at a rollover
+        self.balance_events: list[tuple[int, float, int | None]] = []
+        self.segments: list[Segment] = []
+        self._made: tuple[tuple, tuple] | None = None  # the curves, for the records they were made from
+
+    # -- records, appended while the run goes --------------------------------------------------------------
+    def reject(
+        self, t: int, when: pd.Timestamp, action: str, side: int, lots, retcode: int, reason: str, **request
+    ) -> None:
+        """A refused request, with MetaTrader's retcode and the reason (its values JSON-safe)."""
+        self.rejected.append(
+            {
+                "time": str(when),
+                "bar": t,
+                "action": action,
+                "side": side,
+                "lots": json_safe(lots),
+                **{k: json_safe(v) for k, v in request.items()},
+                "retcode": retcode,
+                "reason": reason,
+            }
+        )
+        log.info("request rejected at %s: %s (retcode %d)", when, reason, retcode)
+
+    def order(self, record: OrderRecord) -> OrderRecord:
+        self.orders.append(record)
+        return record
+
+    def deal(self, record: Deal) -> None:
+        self.deals.append(record)
+
+    def trade(self, record: Trade) -> None:
+        self.trades.append(record)
+
+    def new_order(self, t: int, ns: int | None, ticket, kind, lots, price, sl, tp, state, position, magic,
+                  comment, stoplimit=None, expiration=None) -> OrderRecord:  # fmt: skip
+        """An order placed (a pending order) or filled (a market order) in bar ``t`` at UTC ``ns``."""
+        done = state == "filled"
+        return self.order(
+            OrderRecord(ticket, t, ns, kind, lots, price, stoplimit, sl, tp, expiration, t if done else None,
+                        ns if done else None, price if done else None, state, position, magic, comment)
+        )  # fmt: skip
+
+    def new_deal(self, t: int, ns: int | None, order, pos: OpenPosition, side: int, entry: str, lots, price,
+                 commission, swap, profit, balance, comment: str | None = None) -> None:  # fmt: skip
+        """A deal of position ``pos`` in bar ``t`` at UTC ``ns``; ``balance`` is the balance after it."""
+        kind = "buy" if side > 0 else "sell"
+        note = pos.comment if comment is None else comment
+        self.deal(Deal(len(self.deals) + 1, t, ns, order, pos.ticket, kind, entry, lots, price, commission,
+                       swap, profit, balance, pos.magic, note))  # fmt: skip
+
+    def new_trade(self, pos: OpenPosition, lots, t: int, ns: int | None, price, reason, entry_comm, exit_comm,
+                  swap, profit, scale: int) -> None:  # fmt: skip
+        """``lots`` of ``pos`` closed at ``price`` in bar ``t`` (UTC ``ns``): a trade, its commission the
+        entry's share and the exit's (the position's prices and ``price`` in points, ``scale`` to a unit)."""
+        self.trade(
+            Trade(
+                pos.ticket,
+                "buy" if pos.side > 0 else "sell",
+                lots,
+                pos.entry_ns,  # UTC ns or None (the bar's time): the frames turn both into times
+                pos.price / scale,
+                ns,
+                price / scale,
+                None if pos.sl is None else pos.sl / scale,
+                None if pos.tp is None else pos.tp / scale,
+                reason,
+                0.0 - (entry_comm + exit_comm),
+                swap,
+                profit,
+                profit - entry_comm - exit_comm + swap,
+                pos.bar,
+                t,
+                pos.magic,
+                pos.comment,
+            )
+        )
+
+    def balance(self, t: int, amount: float, swap: bool = False) -> None:
+        """The balance changed by ``amount`` in bar ``t``: by the deal recorded next, or by a ``swap``."""
+        self.balance_events.append((t, amount, None if swap else len(self.deals)))
+
+    def segment(self, start: int, end: int, side: int, lots: float, price: float) -> None:
+        """A position state ended: it floated over bars ``[start, end)``."""
+        self.segments.append(Segment(start, end, side, lots, price))
+
+    # -- result tables -------------------------------------------------------------------------------------
+    def trades_frame(self) -> pd.DataFrame:
+        """Closed trades in closing order, with MAE/MFE: the worst and best floating profit while open.
+
+        Excursions use the high/low of the bars from entry up to (not including) the exit bar, longs at the
+        bid and shorts at the ask, plus the exit price: in the exit bar the stop or take-profit is taken to
+        come first (the pessimistic rule), so that bar's range beyond the exit level does not count.
+        """
+        df = pd.DataFrame([tr.row() for tr in self.trades], columns=list(TRADE_COLUMNS))
+        # The stamps from the records, not the frame: a column of ints and Nones would turn them into floats.
+        df["entry_time"] = self.times(df["entry_bar"], [tr.entry_ns for tr in self.trades])
+        df["exit_time"] = self.times(df["exit_bar"], [tr.exit_ns for tr in self.trades])
+        m = self.market
+        lows_all, highs_all, spread_all = m.lows, m.highs, m.spread  # made once: each is a division
+        cs = self.config.contract_size
+        mae, mfe = np.zeros(len(df)), np.zeros(len(df))
+        for k, (side, lots, entry, exit_, a, b) in enumerate(
+            zip(
+                df["type"],
+                df["lots"],
+                df["entry_price"],
+                df["exit_price"],
+                df["entry_bar"],
+                df["exit_bar"],
+                strict=True,
+            )
+        ):
+            spr = spread_all[a:b] if side == "sell" else 0.0
+            lows = np.append(lows_all[a:b] + spr, exit_)
+            highs = np.append(highs_all[a:b] + spr, exit_)
+            sign = 1.0 if side == "buy" else -1.0
+            best = highs.max() if side == "buy" else lows.min()
+            worst = lows.min() if side == "buy" else highs.max()
+            mfe[k] = max(0.0, sign * (best - entry) * lots * cs)
+            mae[k] = min(0.0, sign * (worst - entry) * lots * cs)
+        df["mae"], df["mfe"] = mae, mfe
+        return df
+
+    def curves(self, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Balance, equity and used margin at each bar's close from bar ``first`` on (after the run)."""
+        balance, equity, margin, _ = self._curves()
+        return balance[first:], equity[first:], margin[first:]
+
+    def worst_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
+        """Equity at each bar's worst prices and the margin held then, from bar ``first`` on
+        (``backtests.curves.worst_equity`` says how)."""
+        balance, equity, _, held = self._curves()
+        trades = pd.DataFrame([tr.row() for tr in self.trades], columns=list(TRADE_COLUMNS))
+        m = self.market
+        k = m.scale
+        bars = (m.opens, m.lows, (m.o + m.s) / k, (m.h + m.s) / k)  # open and low bid, open and high ask
+        worst, margin = worst_equity(held, trades, bars, balance, equity, self.config, self.margin)
+        return worst[first:], margin[first:]
+
+    def _curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(balance, equity, margin, held) at every bar's close; ``held`` (4, N): long lots, long lots x
+        price, short lots, short lots x price open over each bar (made once for the records as they are)."""
+        m = self.market
+        n = len(m.o)
+        key = (n, len(self.segments), len(self.balance_events))
+        if self._made is not None and self._made[0] == key:
+            return self._made[1]
+        changes = np.zeros(n + 1)
+        if self.balance_events:
+            bars, amounts, _ = zip(*self.balance_events, strict=True)
+            np.add.at(changes, np.array(bars, dtype=np.int64), np.array(amounts))
+        balance = self.config.deposit + np.cumsum(changes[:n])
+        legs = np.zeros((4, n + 1))  # changes of long lots, long lots x price, short lots, short lots x price
+        if self.segments:
+            start, end, side, lots, price = (np.array(c) for c in zip(*self.segments, strict=True))
+            for row, mask in ((0, side > 0), (2, side < 0)):
+                for col, amount in ((row, lots[mask]), (row + 1, (lots * price)[mask])):
+                    np.add.at(legs[col], start[mask].astype(np.int64), amount)
+                    np.add.at(legs[col], end[mask].astype(np.int64), -amount)
+        held = np.cumsum(legs[:, :n], axis=1)
+        bid, ask = m.closes, (m.c + m.s_close) / m.scale
+        floating = self.config.contract_size * (held[0] * bid - held[1] + held[3] - held[2] * ask)
+        made = (balance, balance + floating, self.margin.of_sums(*held), held)
+        self._made = (key, made)
+        return made
+
+    def orders_frame(self) -> pd.DataFrame:
+        """Every accepted order, as MetaTrader's report lists them: market orders (the EA's and the closing
+        orders of SL, TP, stop-out and end of test) and pending orders with their final state."""
+        df = pd.DataFrame([r.row() for r in self.orders], columns=list(ORDER_COLUMNS))
+        for col, stamps in (
+            ("time_setup", [r.setup_ns for r in self.orders]),
+            ("time_done", [r.done_ns for r in self.orders]),
+        ):
+            bars = np.array([-1 if b is None else b for b in df[col]], dtype=np.int64)
+            df[col] = self.times(np.maximum(bars, 0), stamps).where(bars >= 0)
+        for col in ("ticket", "position"):
+            df[col] = df[col].astype("Int64")
+        return df
+
+    def deals_frame(self) -> pd.DataFrame:
+        """Every deal in order: entries ("in"), exits ("out"; "out_by" for close-by), balance after each."""
+        df = pd.DataFrame([d.row() for d in self.deals], columns=list(DEAL_COLUMNS))
+        df["time"] = self.times(df["time"], [d.ns for d in self.deals])
+        for col in ("order", "position"):
+            df[col] = df[col].astype("Int64")
+        return df
+
+    def times(self, bars, stamps) -> pd.DatetimeIndex:
+        """Record times: the UTC ns of the minute or tick that made them where one was recorded, else the
+        opening time of their bar (a decision at the open, or the open-prices model)."""
+        at_bar = self.market.time[np.asarray(bars, dtype=np.int64)]
+        ns = np.array([-1 if v is None else v for v in stamps], dtype=np.int64)
+        inside = ns >= 0
+        if not inside.any():
+            return at_bar
+        out = at_bar.as_unit("ns").asi8.copy()
+        out[inside] = ns[inside]
+        return pd.DatetimeIndex(pd.to_datetime(out, utc=True), name=at_bar.name)

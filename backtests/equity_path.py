@@ -1,0 +1,279 @@
+"""Equity at every price the modelling mode models, and MetaTrader's equity drawdowns measured on it.
+
+MetaTrader's tester tracks equity at every tick it models, so an equity peak inside a bar counts as much as
+a trough. The prices of each bar, in time order:
+
+- a bar worked through its minutes ("1 minute OHLC"): each minute's open, its extremes and its close, in
+  the order MetaTrader generates them (``backtests.paths.ohlc_points``), at that minute's spread;
+- a bar worked through its ticks: each tick's bid and ask;
+- any other bar ("open prices only", or a bar without finer data): its open, its two extremes in the same
+  order as a minute's (a bull bar low first, a bear bar high first) and its close, at the bar's spreads.
+
+Positions and the balance change where the ledger's deals happened: at a bar's open, at the minute or tick
+of their time stamp, inside a stretch of prices from the first price beyond the deal's price (a deal at a
+price of the path itself counts from that price), and after the last price for the end of the test.
+Equity there is the balance plus every open position's floating profit: longs at the bid, shorts at the
+ask. The path is rebuilt after the run, a chunk of bars at a time, from the bars, the price path and the
+ledger, so the bar loop pays nothing for it; it is kept as its skeleton (each peak the equity fell from and
+the lowest equity after it), from which every drawdown MetaTrader reports follows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from backtests.paths import M1Path, ohlc_points
+from backtests.ticks import TickPath
+
+_SHIFT = 32  # a price's key: bar << 32 | its rank inside the bar
+_LAST = (1 << _SHIFT) - 1  # the key's rank after every price of a bar
+_CHUNK = 1_000_000  # prices a chunk, about
+
+
+@dataclass(frozen=True)
+class EquityPath:
+    """MetaTrader's equity drawdowns on the path (``metrics.drawdowns``' keys) and the path's skeleton they
+    are all computed from: each peak the equity fell from (a value above every one before it, the deposit
+    first) followed by the lowest equity before the next higher one (``time``: the opening time of the bar
+    each happened in, the report's start for the deposit)."""
+
+    drawdowns: dict
+    skeleton: pd.DataFrame  # columns time, equity
+
+
+def path_drawdowns(broker, first: int, last: int, deposit: float, start: pd.Timestamp) -> EquityPath | None:
+    """The equity path over the prices of bars ``first..last`` from ``deposit`` at ``start`` (the report's
+    first row; ``EquityPath``); None when the ledger's deals cannot be replayed as positions (a live
+    account's reversal deals), where the caller keeps the bar-level estimate."""
+    bars = _BarPrices(broker)
+    events = _events(broker, bars)
+    if events is None:
+        return None
+    keys, moves = (
+        events  # (E,), (E, 5): balance, long lots, long lots x price, short lots, short lots x price
+    )
+    state = np.vstack([np.zeros((1, 5)), np.cumsum(moves, axis=0)])
+    per_point = broker.config.contract_size / broker.scale
+    skeleton = _Skeleton(deposit, start)
+    step = max(1, _CHUNK // bars.per_bar(first, last + 1))
+    for a in range(first, last + 1, step):
+        price_keys, bid, ask = bars.prices(a, min(last + 1, a + step))
+        held = np.searchsorted(keys, price_keys, side="right")
+        balance, long_lots, long_value, short_lots, short_value = (state[:, i][held] for i in range(5))
+        floating = per_point * (long_lots * bid - long_value + short_value - short_lots * ask)
+        skeleton.add(deposit + balance + floating, price_keys >> _SHIFT)
+    frame = skeleton.frame(broker.market.time)
+    return EquityPath(skeleton_drawdowns(frame["equity"].to_numpy(), deposit), frame)
+
+
+def skeleton_drawdowns(skeleton: np.ndarray, deposit: float) -> dict:
+    """MetaTrader's equity drawdowns from a path's skeleton (``EquityPath.skeleton``'s equity: each peak
+    the equity fell from and the lowest equity after it): absolute (deposit - the lowest equity), maximal
+    (the largest fall from a peak, in money, with its percent of the peak) and relative (the largest in
+    percent, with its money), as ``metrics.drawdowns`` defines them."""
+    peaks, troughs = skeleton[0::2], skeleton[1::2]
+    fall = peaks - troughs
+    pct = np.where(peaks > 0, fall / np.where(peaks > 0, peaks, 1.0) * 100.0, 0.0)
+    i = int(np.argmax(fall)) if len(fall) else 0
+    j = int(np.argmax(pct)) if len(pct) else 0
+    figures = {
+        "absolute": max(0.0, deposit - float(skeleton.min())) if len(skeleton) else 0.0,
+        "maximal": float(fall[i]) if len(fall) else 0.0,
+        "maximal_pct": float(pct[i]) if len(pct) else 0.0,
+        "relative_pct": float(pct[j]) if len(pct) else 0.0,
+        "relative": float(fall[j]) if len(fall) else 0.0,
+    }
+    return {k: round(v, 6) if np.isfinite(v) else None for k, v in figures.items()}
+
+
+class _BarPrices:
+    """The modelled prices of bars (see the module docstring): keys, bids and asks in whole points."""
+
+    def __init__(self, broker):
+        m = broker.market
+        self.m, self.path = m, broker.price_path
+        # Each bar's own four prices, ordered as a minute's (bull: low first; bear: high first).
+        self.own = ohlc_points(m.o, m.h, m.lo, m.c)
+        self.own_spread = np.column_stack([m.s_open, m.s, m.s, m.s_close])
+
+    def per_bar(self, a: int, b: int) -> int:
+        """The prices of a bar, on average over bars ``a..b-1`` (at least the four of a bar's own)."""
+        if self.path is None or b <= a:
+            return 4
+        rows = int(self.path.starts[b] - self.path.starts[a])
+        return max(4, (rows * (4 if isinstance(self.path, M1Path) else 1)) // (b - a))
+
+    def covered(self, a: int, b: int) -> np.ndarray:
+        if self.path is None:
+            return np.zeros(b - a, dtype=bool)
+        return self.path.starts[a + 1 : b + 1] > self.path.starts[a:b]
+
+    def prices(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(keys, bids, asks)`` of every price of bars ``a..b-1``, in time order."""
+        covered = self.covered(a, b)
+        bars = np.arange(a, b)[~covered]
+        parts = [(
+            ((bars[:, None] << _SHIFT) + np.arange(4)).ravel(),
+            self.own[bars].ravel(),
+            (self.own[bars] + self.own_spread[bars]).ravel(),
+        )]  # fmt: skip
+        if covered.any():
+            parts.append(self._fine(np.arange(a, b)[covered]))
+        keys, bid, ask = (np.concatenate(x) for x in zip(*parts, strict=True))
+        if covered.all() or not covered.any():  # one kind of bars: already in time order
+            return keys, bid, ask
+        order = np.argsort(keys, kind="stable")
+        return keys[order], bid[order], ask[order]
+
+    def _fine(self, bars: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        path = self.path
+        starts, ends = path.starts[bars], path.starts[bars + 1]
+        counts = ends - starts
+        bar = np.repeat(bars, counts)
+        if bars[-1] - bars[0] == len(bars) - 1:  # consecutive bars: their rows are one slice
+            rows = slice(int(starts[0]), int(ends[-1]))
+            rank = np.arange(rows.start, rows.stop) - np.repeat(starts, counts)
+        else:
+            rows = np.repeat(ends - counts.cumsum(), counts) + np.arange(counts.sum())  # each bar's rows
+            rank = rows - np.repeat(starts, counts)
+        if isinstance(path, M1Path):
+            keys = ((bar << _SHIFT) + 4 * rank)[:, None] + np.arange(4)
+            bid = path.points[rows]
+            return keys.ravel(), bid.ravel(), (bid + path.spread[rows, None]).ravel()
+        return (bar << _SHIFT) + rank, path.bid_points[rows], path.ask_points[rows]
+
+    def key(self, t: int, ns: int | None, price: float, buy: bool) -> int:
+        """Where a deal of bar ``t`` at UTC ``ns`` (None: the bar's open or the bar's range) and ``price``
+        (points; a buy deal at the ask) takes effect."""
+        m, path, base = self.m, self.path, t << _SHIFT
+        if path is None or not path.covers(t):
+            if ns is None and price - (m.s_open[t] if buy else 0.0) == m.o[t]:
+                return base  # at the open: a decision, a gap
+            return base + _leg(self.own[t], price - (m.s[t] if buy else 0.0))
+        if ns is None:
+            return base  # at the bar's open (its first minute or tick)
+        s = int(path.starts[t])
+        if isinstance(path, M1Path):
+            r = s + int(np.searchsorted(path.time_ns[s : path.starts[t + 1]], ns))
+            return base + 4 * (r - s) + _leg(path.points[r], price - (path.spread[r] if buy else 0.0))
+        assert isinstance(path, TickPath)
+        lo, hi = (
+            s + int(np.searchsorted(path.ns[s : path.starts[t + 1]], ns, side=x)) for x in ("left", "right")
+        )
+        quotes = (path.ask_points if buy else path.bid_points)[lo:hi]
+        match = np.flatnonzero(quotes == price)
+        return base + (lo + (int(match[0]) if len(match) else 0)) - s
+
+
+def _leg(points: np.ndarray, price: float) -> int:
+    """The rank of the first of four path prices from which a deal at ``price`` counts: the first place the
+    path reaches it, that price itself or the end of the stretch that crosses it."""
+    for i in range(4):
+        if points[i] == price:
+            return i
+        if i < 3 and min(points[i], points[i + 1]) < price < max(points[i], points[i + 1]):
+            return i + 1
+    return 0
+
+
+def _events(broker, bars: _BarPrices) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(keys, moves)``: every change of the balance and of the open volume (lots and lots x price, long
+    and short) at the key it takes effect, sorted; None when a deal is not an entry or an exit."""
+    ledger, scale = broker.ledger, broker.scale
+    trades = iter(ledger.trades)
+    deal_keys, rows = [], []
+    for d in ledger.deals:
+        buy = d.type == "buy"
+        price = round(d.price * scale)
+        # The end of the test closes at the last bar's close, after every price of the bar.
+        end = d.comment == "end of test"
+        key = (d.bar << _SHIFT) + _LAST if end else bars.key(d.bar, d.ns, price, buy)
+        deal_keys.append(key)
+        if d.entry == "in":
+            rows.append(
+                (
+                    key,
+                    0.0,
+                    *((d.lots, d.lots * price, 0.0, 0.0) if buy else (0.0, 0.0, d.lots, d.lots * price)),
+                )
+            )
+        elif d.entry in ("out", "out_by"):
+            trade = next(trades, None)
+            if trade is None:
+                return None
+            entry = trade.entry_price * scale
+            closed = (
+                (0.0, 0.0, -trade.lots, -trade.lots * entry)
+                if buy
+                else (-trade.lots, -trade.lots * entry, 0.0, 0.0)
+            )
+            rows.append((key, 0.0, *closed))
+        else:
+            return None
+    for bar, amount, deal in ledger.balance_events:
+        key = bar << _SHIFT if deal is None or deal >= len(deal_keys) else deal_keys[deal]
+        rows.append((key, amount, 0.0, 0.0, 0.0, 0.0))
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 5))
+    table = np.array(rows, dtype=np.float64)
+    keys = np.array([r[0] for r in rows], dtype=np.int64)
+    order = np.argsort(keys, kind="stable")
+    return keys[order], table[order, 1:]
+
+
+class _Skeleton:
+    """A curve given in pieces, kept as its skeleton: each peak it fell from (a value above every one
+    before it, the deposit first) and the lowest value before the next higher one. Every drawdown
+    MetaTrader reports is such a peak and its low (a rise without a fall leaves nothing)."""
+
+    def __init__(self, deposit: float, start: pd.Timestamp):
+        self.start = start
+        self.pairs: list[tuple[np.ndarray, ...]] = []  # (peaks, their bars, lows, their bars), as found
+        self.peak, self.low = deposit, deposit  # the last peak and the lowest value since
+        self.peak_bar = self.low_bar = -1  # -1: the start
+
+    def add(self, curve: np.ndarray, bars: np.ndarray) -> None:
+        if not len(curve):
+            return
+        before = np.maximum.accumulate(np.concatenate(([self.peak], curve)))[:-1]  # the peak before each
+        record = np.flatnonzero(curve > before)
+        head = int(record[0]) if len(record) else len(curve)
+        if head:  # values before the next record belong to the last peak: its low may deepen
+            k = int(np.argmin(curve[:head]))
+            if curve[k] < self.low:
+                self.low, self.low_bar = float(curve[k]), int(bars[k])
+        if not len(record):
+            return
+        if self.low < self.peak:
+            self.pairs.append(
+                tuple(np.array([v]) for v in (self.peak, self.peak_bar, self.low, self.low_bar))
+            )
+        tail = curve[head:]
+        starts = record - head
+        lows = np.minimum.reduceat(tail, starts)  # the lowest value after each record, before the next
+        lengths = np.diff(np.append(starts, len(tail)))
+        at = np.where(tail == np.repeat(lows, lengths), np.arange(len(tail)), len(tail))
+        low_at = np.minimum.reduceat(at, starts) + head  # where each lowest value first came
+        peaks = curve[record]
+        fell = lows[:-1] < peaks[:-1]  # the last one stays open: later values may deepen it
+        self.pairs.append(
+            (peaks[:-1][fell], bars[record[:-1][fell]], lows[:-1][fell], bars[low_at[:-1][fell]])
+        )
+        self.peak, self.peak_bar = float(peaks[-1]), int(bars[record[-1]])
+        self.low, self.low_bar = float(lows[-1]), int(bars[low_at[-1]])
+
+    def frame(self, time: pd.DatetimeIndex) -> pd.DataFrame:
+        """``time`` (the bar each value fell in; the start for the deposit), ``equity``: peak, low, ..."""
+        pairs = [*self.pairs]
+        if self.low < self.peak:
+            pairs.append(tuple(np.array([v]) for v in (self.peak, self.peak_bar, self.low, self.low_bar)))
+        if not pairs:
+            return pd.DataFrame({"time": pd.DatetimeIndex([], tz="UTC"), "equity": np.zeros(0)})
+        peaks, peak_bars, lows, low_bars = (np.concatenate(x) for x in zip(*pairs, strict=True))
+        values = np.column_stack([peaks, lows]).ravel()
+        bars = np.column_stack([peak_bars, low_bars]).ravel().astype(np.int64)
+        times = time[np.maximum(bars, 0)].where(bars >= 0, self.start)
+        return pd.DataFrame({"time": times, "equity": values})

@@ -1,0 +1,103 @@
+"""Equity drawdowns on every price the modelling mode models, hand-computed (1 lot of EURUSD: 1.00 USD a
+point; spread 0): a peak inside a bar counts, and a position counts only from the price it was filled at."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from backtests import AccountConfig, Backtest
+from backtests.broker import Broker
+from backtests.equity_path import path_drawdowns
+from backtests.paths import M1Path
+from backtests.replay import broker_figures
+from datafeeds.candles import CandleMeta, make_frame
+from datafeeds.timeframes import Timeframe
+from strategies import ExpertAdvisor
+
+POINT = 1e-5
+T0 = pd.Timestamp("2024-01-01", tz="UTC")
+
+
+def _broker(rows):
+    a = np.array(rows, dtype=float)
+    time = pd.date_range(T0, periods=len(a), freq="h")
+    config = AccountConfig(deposit=10_000.0, missing_spread=0)
+    return Broker(*a.T, np.zeros(len(a)), time, POINT, config)
+
+
+def _run(b, actions):
+    for t in range(len(b.opens)):
+        b.bar_open(t)
+        if t in actions:
+            actions[t](b)
+        b.bar_range(t)
+    b.finish(len(b.opens) - 1)
+    return path_drawdowns(b, 0, len(b.opens) - 1, 10_000.0, b.time[0]).drawdowns
+
+
+def test_a_peak_at_a_bars_high_counts_before_the_next_bars_low():
+    """Bar 1 (bull: open, low, high, close) takes equity 10,000 -> 9,500 -> 11,000 -> 10,500; bar 2 (bear:
+    open, high, low, close) 10,500 -> 10,600 -> 9,800 -> 10,000. The largest fall is 11,000 -> 9,800 =
+    1,200 (10.909 %); peaks at closes only saw 10,500 -> 9,800 = 700."""
+    rows = [(1.1,) * 4, (1.1000, 1.1100, 1.0950, 1.1050), (1.1050, 1.1060, 1.0980, 1.1000)]
+    b = _broker(rows)
+    dd = _run(b, {0: lambda b: b.order(+1, 1.0, None, None, 0, "")})
+    assert dd == {
+        "absolute": pytest.approx(500.0),
+        "maximal": pytest.approx(1_200.0),
+        "maximal_pct": pytest.approx(1_200 / 11_000 * 100),
+        "relative_pct": pytest.approx(1_200 / 11_000 * 100),
+        "relative": pytest.approx(1_200.0),
+    }
+    figures = broker_figures(b, 0, 2, b.config)
+    assert figures.stats["equity_drawdown_maximal"] == pytest.approx(1_200.0)  # the report's figure
+    # its skeleton: the deposit and its low, then the record peak 11,000 and the low after it
+    assert list(figures.equity_path["equity"]) == [10_000.0, 9_500.0, 11_000.0, 9_800.0]
+
+
+def test_a_position_counts_from_the_price_it_was_filled_at():
+    """A buy stop at 1.1050 in a bull bar (open 1.1000, low 1.0900, high 1.1100, close 1.1050) fills on the
+    way from the low to the high: equity is 10,000 at the open and the low, 10,500 at the high and 10,000 at
+    the close, a fall of 500 (4.76 %) and never below the deposit. Counting the position over the whole bar
+    made its low a 1,500 loss."""
+    rows = [(1.1,) * 4, (1.1000, 1.1100, 1.0900, 1.1050)]
+    b = _broker(rows)
+    dd = _run(b, {1: lambda b: b.pending("buy_stop", 1.0, 1.1050, None, None, None, None, 0, "")})
+    assert dd["maximal"] == pytest.approx(500.0) and dd["absolute"] == 0.0
+    assert dd["maximal_pct"] == pytest.approx(500 / 10_500 * 100, abs=1e-6)
+
+
+def test_minutes_are_the_prices_of_1_minute_ohlc():
+    """Two minutes of bar 1: a bull one up to 1.1080, then a bear one down to 1.0990: equity 10,800 then
+    9,900, a fall of 900 inside a bar whose close (10,000) and low (9,900) alone showed 100."""
+    minutes = [
+        (1.1000, 1.1000, 1.1000, 1.1000),
+        (1.1000, 1.1080, 1.1000, 1.1070),
+        (1.1070, 1.1070, 1.0990, 1.1000),
+    ]
+    times = [T0, T0 + pd.Timedelta(hours=1), T0 + pd.Timedelta(hours=1, minutes=1)]
+    m1 = pd.DataFrame(minutes, columns=["open", "high", "low", "close"], index=pd.DatetimeIndex(times))
+    m1["spread"] = 0
+    b = _broker([(1.1,) * 4, (1.1000, 1.1080, 1.0990, 1.1000)])
+    b.attach_path(M1Path(b.time, m1, POINT, None))
+    dd = _run(b, {0: lambda b: b.order(+1, 1.0, None, None, 0, "")})
+    assert dd["maximal"] == pytest.approx(900.0) and dd["absolute"] == pytest.approx(100.0)
+
+
+def test_a_backtest_reports_the_drawdown_of_its_modelled_prices():
+    """The same first case through Backtest: the report's equity drawdown is the 1,200."""
+    rows = [(1.1,) * 4, (1.1,) * 4, (1.1000, 1.1100, 1.0950, 1.1050), (1.1050, 1.1060, 1.0980, 1.1000)]
+    frame = make_frame(
+        dict(zip(("open", "high", "low", "close"), np.array(rows).T, strict=True)),
+        pd.date_range(T0, periods=4, freq="h"),
+        CandleMeta("EURUSD", Timeframe.H1, 5),
+    )
+
+    class BuyOnce(ExpertAdvisor):
+        def on_bar(self):
+            if len(self.bars) == 1:
+                self.buy(1.0)
+
+    result = Backtest(frame, BuyOnce, forward=None, account=AccountConfig(missing_spread=0)).run()
+    assert result.stats["equity_drawdown_maximal"] == pytest.approx(1_200.0)
+    assert result.stats["equity_drawdown_absolute"] == pytest.approx(500.0)
