@@ -206,6 +206,9 @@ THIRD_PARTY_PRIVATE = {
     # optuna 5 has no public read of a live trial's system attributes (NSGA-II's generation bookkeeping),
     # which a resumed study needs to continue the genetic search where it stopped.
     "backtests/optimize/search.py": {"_storage", "_trial_id"},
+    # Python < 3.14's ProcessPoolExecutor has no public handle on its processes (3.14 adds
+    # terminate_workers); Ctrl-C must stop workers that run long passes.
+    "backtests/optimize/pool.py": {"_processes"},
 }
 
 
