@@ -82,14 +82,14 @@ def check_backend_name(name: str, *, device: bool = False) -> str:
     """``name`` as ``get_backend`` reads it ("auto", "numpy", "opencl" or "opencl:<device>"), lower-cased,
     checked without starting a backend, so a caller can refuse a bad name before any work (the command
     line before it reads data, an expert advisor when its parameters are set). With ``device=True`` the
-    device of "opencl:<device>" must also match one that is there (``opencl.device.choose_device``)."""
+    device of "opencl:<device>" must also match one that is there (``opencl.choice.choose_device``)."""
     key = str(name).strip().lower()
     kind, sep, wanted = key.partition(":")
     if kind not in ("auto", "numpy", "opencl") or (sep and (kind != "opencl" or not wanted.strip())):
         raise NNConfigError(f"unknown backend {name!r}: expected auto, numpy, opencl or opencl:<device>")
     if device and wanted.strip():
         try:
-            from opencl.device import choose_device
+            from opencl.choice import choose_device
         except ImportError as exc:
             raise BackendUnavailableError(
                 f"backend {name!r}: the OpenCL backend cannot be imported ({exc})"

@@ -20,6 +20,7 @@ same seed. A new driver, device, setting or kernel source is checked again;
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -27,6 +28,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -47,6 +49,7 @@ KERNEL_FILES = ("gemm.cl", "gemm_gpu.cl", "common.h")
 DRIVER_SETTINGS = ("POCL_", "CL_CONFIG_")
 TOLERANCE = 1e-4  # float32 products of K = 29 terms of size ~1, against float64
 TIMED = (256, (240, 500, 250, 125, 62, 3))  # batch and layer sizes of the Fractal network
+LOCK_WAIT = 300.0  # seconds another process's self-checks are waited for
 ROUNDS, STEPS = 3, 4  # best of ROUNDS rounds of STEPS training steps' products
 
 
@@ -74,15 +77,40 @@ def verdict(info: DeviceInfo, fresh: bool = False) -> Verdict:
     """The self-check of ``info``: from this process, the cache, or run now (``fresh``: always run now)."""
     key = _key(info)
     with _lock:
-        if not fresh:
-            found = _memo.get(key) or _read_cache().get(key)
-            if found is not None:
-                _memo[key] = found
-                return found
-        result = _run(info)
+        if not fresh and key in _memo:
+            return _memo[key]
+        with _cache_lock():
+            found = None if fresh else _read_cache().get(key)
+            result = found if found is not None else _run(info)
+            if found is None:
+                _write_cache(key, result)
         _memo[key] = result
-        _write_cache(key, result)
         return result
+
+
+@contextlib.contextmanager
+def _cache_lock():
+    """Hold ``devices.json.lock`` while a verdict is looked up, run and kept, so processes that start
+    together on an empty cache run each device's check once and all choose by the same timings (each
+    timing its own, under the load of the others, could choose another device, and so give other float32
+    figures). A cache where the lock cannot be made (read-only, full) is used without it; a check held by
+    another process longer than ``LOCK_WAIT`` seconds is not waited for."""
+    with warnings.catch_warnings():  # "only soft file lock is available" where fcntl is missing
+        warnings.simplefilter("ignore")
+        import filelock
+    path = _cache_file().with_name("devices.json.lock")
+    lock = filelock.FileLock(str(path), timeout=LOCK_WAIT)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock.acquire()
+    except (OSError, filelock.Timeout) as exc:
+        log.debug("device self-check without the cache lock %s: %s", path, exc)
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _key(info: DeviceInfo) -> str:

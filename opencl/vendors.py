@@ -198,17 +198,41 @@ def _vendor_files(source: Path) -> dict[str, str]:
 def _write_folder(entries: dict[str, str]) -> Path | None:
     """The vendors folder holding ``entries``, named after them and written atomically where it differs
     (several processes may start at once); in the user cache, else the temporary folder; None if neither
-    is writable."""
+    is writable or safe.
+
+    The loader loads every library a vendor file in the folder names, so the folder is used only when it
+    holds no vendor file but ours and nobody else can add one: a folder of this user (not a link) that
+    others cannot write, and in the shared temporary folder a parent of the same kind. Another user of the
+    machine who made ``/tmp/neuronet-<uid>`` first would otherwise run code in our processes."""
     key = hashlib.sha256("\n".join(f"{k}={v}" for k, v in sorted(entries.items())).encode()).hexdigest()
-    for root in (cache_root() / "opencl", Path(tempfile.gettempdir()) / f"neuronet-{os.getuid()}"):
+    shared = Path(tempfile.gettempdir()) / f"neuronet-{os.getuid()}"
+    for root in (cache_root() / "opencl", shared):
         folder = root / f"vendors-{key[:16]}"
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            if root == shared:
+                root.mkdir(mode=0o700, exist_ok=True)
+                _refuse_unless_private(root)
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _refuse_unless_private(folder)
+            foreign = sorted(p.name for p in folder.glob("*.icd") if p.name not in entries)
+            if foreign:
+                raise PermissionError(f"vendor files that are not ours: {', '.join(foreign)}")
             for name, lib in entries.items():
                 path = folder / name
                 if not path.is_file() or path.read_text(encoding="utf-8") != lib + "\n":
                     replace_atomically(path, lambda f, lib=lib: f.write((lib + "\n").encode()))
             return folder
         except OSError as exc:
-            log.debug("cannot write the OpenCL vendors folder %s (%s)", folder, exc)
+            log.debug("cannot use the OpenCL vendors folder %s (%s)", folder, exc)
     return None
+
+
+def _refuse_unless_private(folder: Path) -> None:
+    """PermissionError unless ``folder`` is a real folder of this user; one that its group or others may
+    write (made under a umask of 002) is closed to them first (what they may have put there is then
+    found by the caller's look for foreign vendor files)."""
+    st = folder.lstat()
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise PermissionError(f"{folder} is not a folder of this user")
+    if st.st_mode & 0o022:
+        folder.chmod(stat.S_IMODE(st.st_mode) & ~0o022)

@@ -43,3 +43,16 @@ def test_unknown_device_is_one_line_error(capsys, monkeypatch):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no-such-device-anywhere" in err[0] and "available" in err[0]
+
+
+def test_backend_opencl_with_a_device_is_accepted_and_a_wrong_device_named(monkeypatch):
+    """``--backend opencl:<device>`` is checked against the devices there: a present one is accepted (it
+    was refused whatever the device, with an import error), an absent one is refused naming it."""
+    import nn
+    from opencl.errors import DeviceChoiceError
+
+    monkeypatch.delenv(ENV_DEVICE, raising=False)
+    target = USABLE[0]
+    assert nn.check_backend_name(f"opencl:{target.index}", device=True) == f"opencl:{target.index}"
+    with pytest.raises(DeviceChoiceError, match="nosuch"):
+        nn.check_backend_name("opencl:nosuch", device=True)

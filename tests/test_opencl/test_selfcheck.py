@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from opencl import memory, selfcheck
+from opencl.device import DeviceInfo
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_usable_device_passes_and_is_timed(rt32):
@@ -28,3 +36,53 @@ def test_a_driver_error_is_the_reason_in_one_line(rt32, monkeypatch):
 
     monkeypatch.setattr(selfcheck, "gemm", failing)
     assert selfcheck._run(rt32.info).problem == "clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES"
+
+
+CHECK_IN_TWO_PROCESSES = """
+import os, sys, time
+from opencl import selfcheck
+from opencl.device import DeviceInfo
+
+def slow_check(info):  # each process times the device differently, as under each other's load
+    time.sleep(1.5)
+    return selfcheck.Verdict(None, float(os.getpid()), "now")
+
+selfcheck._run = slow_check
+info = DeviceInfo("0:0", "Some CL", "OpenCL 3.0", "some cpu", "cpu", 2, 2**30, 2**16, 1024, True, "1.0", 128,
+                  None)
+print(selfcheck.verdict(info).seconds)
+"""
+
+
+def test_processes_starting_together_on_an_empty_cache_choose_by_one_self_check(tmp_path):
+    """Two commands started at once on a fresh machine: the second waits for the first's self-check and
+    uses it, so both choose the same device (a timing of each, taken under the other's load, could pick
+    different devices and so give different float32 figures)."""
+    env = {**os.environ, "NEURONET_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHECK_IN_TWO_PROCESSES],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
+    timings = {out.strip() for out, _ in outs}
+    assert len(timings) == 1, timings
+    assert str(float(procs[0].pid)) in timings or str(float(procs[1].pid)) in timings
+
+
+def test_a_read_only_cache_checks_the_device_without_the_lock(tmp_path, monkeypatch):
+    """Where the lock file cannot be made (the cache is a file here, as a read-only or full one refuses
+    it), the check still runs and its verdict is returned."""
+    blocked = tmp_path / "cache-is-a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("NEURONET_CACHE", str(blocked))
+    monkeypatch.setattr(selfcheck, "_memo", {})
+    monkeypatch.setattr(selfcheck, "_run", lambda info: selfcheck.Verdict(None, 0.25, "now"))
+    info = DeviceInfo("0:0", "P", "v", "d", "cpu", 1, 1, 1, 1, True, "1", 128, None)
+    assert selfcheck.verdict(info).seconds == 0.25

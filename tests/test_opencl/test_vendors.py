@@ -218,3 +218,40 @@ def test_a_child_process_inherits_the_same_folder_without_duplicates(tmp_path):
     again = vendors._register(str(first.folder))
     assert again.folder == first.folder
     assert sorted(p.name for p in first.folder.iterdir()) == [vendors.OUR_ICD]
+
+
+def test_a_foreign_vendor_file_in_the_vendors_folder_is_never_registered(tmp_path, monkeypatch):
+    """The loader loads every library the folder's vendor files name: one that is not ours is code run in
+    our process, so a folder holding one is not used."""
+    monkeypatch.setenv("NEURONET_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(vendors.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    entries = {vendors.OUR_ICD: "/x/libintelocl.so"}
+    planted = vendors._write_folder(entries)
+    (planted / "evil.icd").write_text("/home/other/libevil.so\n")
+    folder = vendors._write_folder(entries)
+    assert folder is not None and folder != planted
+    assert sorted(p.name for p in folder.glob("*.icd")) == [vendors.OUR_ICD]
+
+
+def test_a_temporary_vendors_folder_another_user_could_write_is_not_used(tmp_path, monkeypatch):
+    """With the cache unwritable the folder goes to the shared temporary folder, where another user may
+    have made ``neuronet-<uid>`` first: a link there is not followed, and a parent others may write is
+    closed to them before use."""
+    blocked = tmp_path / "cache-is-a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("NEURONET_CACHE", str(blocked))
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    monkeypatch.setattr(vendors.tempfile, "gettempdir", lambda: str(shared))
+    elsewhere = tmp_path / "attacker"
+    elsewhere.mkdir()
+    (shared / f"neuronet-{os.getuid()}").symlink_to(elsewhere)
+    assert vendors._write_folder({vendors.OUR_ICD: "/x/libintelocl.so"}) is None
+    assert list(elsewhere.iterdir()) == []
+    (shared / f"neuronet-{os.getuid()}").unlink()
+    (shared / f"neuronet-{os.getuid()}").mkdir(mode=0o777)
+    os.chmod(shared / f"neuronet-{os.getuid()}", 0o777)
+    folder = vendors._write_folder({vendors.OUR_ICD: "/x/libintelocl.so"})
+    assert folder is not None and folder.parent == shared / f"neuronet-{os.getuid()}"
+    assert not (folder.parent.stat().st_mode & 0o022) and not (folder.stat().st_mode & 0o077)
