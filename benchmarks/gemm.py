@@ -61,7 +61,8 @@ def best_seconds(
 
 def problems(square: list[int], network: bool, batches: list[int]) -> list[tuple]:
     """(label, M, N, K, trans_a, trans_b) for C (M,N) = op(A) op(B)."""
-    out = [(f"{n}^3", n, n, n, False, False) for n in square]
+    # NN: both operands row-major; NT: B transposed, as in a dense layer's forward product x·wᵀ.
+    out = [(f"{n}^3 {'NT' if tb else 'NN'}", n, n, n, False, tb) for n in square for tb in (False, True)]
     if network:
         for b in batches:
             for i, o in itertools.pairwise(NETWORK):
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--tiles",
         default=None,
-        help="GPU tuning: time these BMxBNxBKxTMxTN tile configurations (square sizes only)",
+        help="GPU tuning: time these BMxBNxBKxTMxTN[xSTAGES] tile configurations (square sizes only)",
     )
     p.add_argument("--tiny", action="store_true", help="toy sizes: checks the benchmark runs")
     args = p.parse_args(argv)

@@ -1,9 +1,12 @@
-"""Permutation test throughput: the real history and N permuted ones of SmaCrossEA over the embedded
-5,000-bar EURUSD H1 sample (forward 1/3), each a full backtest of a rebuilt history, every one recorded in a
-SQLite study store. Inline (this process) and on 1 and 2 local worker processes, timed end to end (workers'
-start included); plus the Monte Carlo of the real run (trades and bar returns).
+"""Permutation test throughput: the real history and N permuted ones of an EA over the embedded 5,000-bar
+EURUSD H1 sample (forward 1/3), each a full backtest of a rebuilt history, every one recorded in a SQLite
+study store. SmaCrossEA inline (this process) and on 1 and 2 local worker processes, timed end to end
+(workers' start included), plus the Monte Carlo of the real run (trades and bar returns); FractalEA, which
+retrains its network on every permuted history, inline on the default OpenCL device (a GPU where there is
+one).
 
     python -m benchmarks.robustness [--permutations 1000]
+    NEURONET_DEVICE=gpu python -m benchmarks.robustness --ea fractal --permutations 50
 """
 
 from __future__ import annotations
@@ -16,12 +19,11 @@ from pathlib import Path
 from benchmarks._machine import Contestant, header
 
 
-def time_permutations(df, permutations: int, workers: int, folder: Path) -> tuple[float, dict]:
+def time_permutations(df, ea, permutations: int, workers: int, folder: Path) -> tuple[float, dict]:
     from backtests import AccountConfig
     from backtests.robustness.permutation import Job, permutation_test
-    from strategies import SmaCrossEA
 
-    job = Job(SmaCrossEA, dict(SmaCrossEA.param_defaults()), AccountConfig(), 0, len(df) - round(len(df) / 3))
+    job = Job(ea, dict(ea.param_defaults()), AccountConfig(), 0, len(df) - round(len(df) / 3))
     store = str(folder / f"w{workers}-{time.time_ns()}.db")
     t0 = time.perf_counter()
     test = permutation_test(df, job, permutations, workers=workers, store_path=store)
@@ -46,27 +48,36 @@ def time_monte_carlo(df, simulations: int) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.robustness")
     parser.add_argument("--permutations", type=int, default=1000)
+    parser.add_argument("--ea", choices=("sma", "fractal"), default="sma", help="the EA permuted")
     parser.add_argument("--tiny", action="store_true", help="a toy size: checks that the benchmark runs")
     args = parser.parse_args(argv)
     from datafeeds import read_sample
+    from strategies import FractalEA, SmaCrossEA
 
     df = read_sample()
-    n = 8 if args.tiny else args.permutations
+    ea = FractalEA if args.ea == "fractal" else SmaCrossEA
+    n = (2 if ea is FractalEA else 8) if args.tiny else args.permutations
     sims = 200 if args.tiny else 10_000
-    counts = (0, 1, 2) if not args.tiny else (0,)
+    counts = (0, 1, 2) if not args.tiny and ea is SmaCrossEA else (0,)
     header(
         [
             Contestant(f"neuronet permutation test, {w or 'inline'} worker(s)", max(w, 1), peer=False)
             for w in counts
         ]
     )
-    print(f"SmaCrossEA on {len(df)} bars, {n} permutations + the real history")
+    print(f"{ea.__name__} on {len(df)} bars, {n} permutations + the real history")
+    if ea is FractalEA:
+        from opencl import get_runtime
+
+        print(f"training on OpenCL device {get_runtime().info.name}")
     with tempfile.TemporaryDirectory() as tmp:
         for workers in counts:
-            seconds, p = time_permutations(df, n, workers, Path(tmp))
+            seconds, p = time_permutations(df, ea, n, workers, Path(tmp))
             where = "inline" if workers == 0 else f"{workers} local worker process(es)"
             rate = (n + 1) / seconds
             print(f"permutations, {where}: {seconds:.1f} s, {rate:.1f} passes/s, p = {p['net_profit']:.4f}")
+    if ea is FractalEA:
+        return
     for method, seconds in time_monte_carlo(df, sims).items():
         print(f"Monte Carlo {method}: {sims:,} simulations in {seconds:.2f} s")
 

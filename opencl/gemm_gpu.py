@@ -1,8 +1,8 @@
 """GPU path of ``blas.gemm``: chooses a tile configuration and a K split, then launches ``gemm_gpu.cl``.
 
 Which tile configuration is fastest depends on the transposition and the shape more than on anything a
-rule can see: on an H200 the same 128x128 blocks run 1.3x faster with BK 8 than with BK 16 for x·wᵀ and
-1.4x slower for x·w (benchmarks/RESULTS.md). So products large enough for it to matter are tuned once per
+rule can see: on an H200 double-buffering 128x128 blocks pays with BK 8 for x·wᵀ and costs 1.3x with BK
+16 for x·w (benchmarks/RESULTS.md). So products large enough for it to matter are tuned once per
 shape, the way BLAS autotuners do: every configuration that fits the device is timed on the real operands
 (into a scratch output) and the fastest is kept for the rest of the process. All configurations add the
 products along K in the same order, so the choice never changes a result.
@@ -27,11 +27,15 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Tiles:
+    """A block configuration of ``gemm_gpu.cl``: BM x BN blocks of C, BK steps along K, TM x TN per item, and
+    1 or 2 stages of local tiles (two: the next tile is stored while the current one is multiplied)."""
+
     bm: int
     bn: int
     bk: int
     tm: int
     tn: int
+    stages: int = 2
 
     @property
     def items(self) -> int:
@@ -41,11 +45,11 @@ class Tiles:
         return -(-M // self.bm) * -(-N // self.bn) * G
 
 
-# The configurations measured on an H200 (benchmarks/RESULTS.md), largest blocks first.
-CONFIGS = (
-    Tiles(128, 128, 16, 8, 8), Tiles(128, 128, 8, 8, 8), Tiles(128, 64, 16, 8, 4), Tiles(128, 64, 8, 8, 4),
-    Tiles(64, 64, 16, 4, 4), Tiles(64, 64, 8, 4, 4), Tiles(32, 32, 16, 4, 4),
-)
+# The block shapes measured on an H200 (benchmarks/RESULTS.md), largest blocks first; each double-buffered
+# first, then single-buffered (which needs half the local memory).
+_BLOCKS = ((128, 128, 16, 8, 8), (128, 128, 8, 8, 8), (128, 64, 16, 8, 4), (128, 64, 8, 8, 4),
+           (64, 64, 16, 4, 4), (64, 64, 8, 4, 4), (32, 32, 16, 4, 4))
+CONFIGS = tuple(Tiles(*b, stages=s) for b in _BLOCKS for s in (2, 1))
 # Below this many multiply-adds a product takes a few microseconds, less than a launch costs: not worth
 # timing, any configuration that fills the device does.
 TUNE_MIN_MACS = 1 << 26
@@ -58,7 +62,7 @@ _chosen: dict[tuple, Tiles] = {}
 def fitting(rt) -> list[Tiles]:
     """The configurations the device can run (work-group size, local memory)."""
     out = [t for t in CONFIGS if t.items <= rt.info.max_work_group_size
-           and 2 * t.bk * (max(t.bm, t.bn) + 4) * rt.dtype.itemsize <= rt.info.local_mem_bytes]
+           and 2 * t.stages * t.bk * (max(t.bm, t.bn) + 4) * rt.dtype.itemsize <= rt.info.local_mem_bytes]
     return out or [CONFIGS[-1]]
 
 
@@ -124,14 +128,17 @@ def _enqueue(rt, A, B, C, bias, p, t: Tiles, slices: int) -> None:
         kc = -(-per_slice // t.bk) * t.bk  # a whole number of BK steps
         slices = -(-p.K // kc)
     even = p.M % t.bm == 0 and p.N % t.bn == 0 and p.K % t.bk == 0 and p.K % kc == 0
+    a_arg, b_arg = memory.arg(A), memory.arg(B)
     k = kernels(rt, "gemm_gpu.cl", BM=t.bm, BN=t.bn, BK=t.bk, TM=t.tm, TN=t.tn, TRANS_A=p.trans_a,
-                TRANS_B=p.trans_b, SPLIT=slices > 1, EVEN=even)
+                TRANS_B=p.trans_b, SPLIT=slices > 1, EVEN=even, STAGES=t.stages,
+                VEC_A=even and _aligned(A, a_arg[1], p.ga, t.bm * t.bk // t.items),
+                VEC_B=even and _aligned(B, b_arg[1], p.gb, t.bk * t.bn // t.items))
     local = (t.bn // t.tn, t.bm // t.tm, 1)
     if slices == 1:
         grid = (-(-p.N // t.bn) * local[0], -(-p.M // t.bm) * local[1], p.G)
         rt.launch(
             k.gemm_gpu, grid, local,
-            *memory.arg(A), *memory.arg(B), *memory.arg(C), *memory.arg(bias),
+            *a_arg, *b_arg, *memory.arg(C), *memory.arg(bias),
             p.M, p.N, p.K, A.shape[-1], B.shape[-1], C.shape[-1], *p.tail, kc,
         )
         return
@@ -139,7 +146,7 @@ def _enqueue(rt, A, B, C, bias, p, t: Tiles, slices: int) -> None:
     grid = (-(-p.N // t.bn) * local[0], -(-p.M // t.bm) * local[1], slices)
     rt.launch(
         k.gemm_gpu, grid, local,
-        *memory.arg(A), *memory.arg(B), *partial, *memory.arg(bias),
+        *a_arg, *b_arg, *partial, *memory.arg(bias),
         p.M, p.N, p.K, A.shape[-1], B.shape[-1], p.N, 1.0, 0.0, 0, 0, 1.0, 0.0, 0, 0, p.M * p.N, kc,
     )
     e = p.ep
@@ -148,3 +155,10 @@ def _enqueue(rt, A, B, C, bias, p, t: Tiles, slices: int) -> None:
         *partial, *memory.arg(C), *memory.arg(bias),
         p.M, p.N, C.shape[-1], slices, p.alpha, p.beta, int(p.has_bias), e.code, e.a, e.b,
     )
+
+
+def _aligned(X, offset: int, group_stride: int, per_item: int) -> bool:
+    """Whether an operand's tiles can be read as 4-element vectors: every row, the operand's offset and the
+    stride between batched products keep each vector on a 4-element boundary, and each item copies whole
+    vectors."""
+    return X.shape[-1] % 4 == 0 and offset % 4 == 0 and group_stride % 4 == 0 and per_item % 4 == 0

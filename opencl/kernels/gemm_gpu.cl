@@ -15,8 +15,15 @@
 // the epilogue, so the result does not depend on scheduling. Without SPLIT, kc = K and grid layer z is
 // product z of a batch.
 //
+// Two stages (STAGES 2) double-buffer the local tiles: while the group multiplies one stage it stores the
+// next tile into the other, so each step along K needs one barrier instead of two. With VEC_A / VEC_B an
+// operand's tile is read from global memory as REAL4 vectors along its contiguous axis (one 16-byte load per
+// four elements; only for EVEN shapes whose rows, offsets and product strides keep every vector aligned).
+// Neither changes the order in which products are added: every variant gives the same bits.
+//
 // Build-time macros: REAL, BM, BN, BK, TM, TN (multiples of 4), TRANS_A, TRANS_B, SPLIT (0/1), EVEN (1 when
-// M % BM, N % BN, K % BK and kc % BK are all 0 and K % kc == 0: bounds checks compiled out).
+// M % BM, N % BN, K % BK and kc % BK are all 0 and K % kc == 0: bounds checks compiled out), STAGES (1/2),
+// VEC_A, VEC_B (0/1, only with EVEN).
 #include "common.h"
 
 #define NT ((BM / TM) * (BN / TN))  // items per work-group
@@ -32,6 +39,15 @@
 #ifndef SPLIT
 #define SPLIT 0
 #endif
+#ifndef STAGES
+#define STAGES 1
+#endif
+#ifndef VEC_A
+#define VEC_A 0
+#endif
+#ifndef VEC_B
+#define VEC_B 0
+#endif
 
 __kernel __attribute__((reqd_work_group_size(BN / TN, BM / TM, 1)))
 void gemm_gpu(__global const REAL* restrict A, const uint a_off,
@@ -43,8 +59,8 @@ void gemm_gpu(__global const REAL* restrict A, const uint a_off,
               const int act, const REAL act_a, const REAL act_b,
               const int ga, const int gb, const int gc, const int kc) {
     // Rows of BM + PAD elements keep every REAL4 of the compute loop aligned.
-    __local REAL As[BK][BM + PAD] __attribute__((aligned(4 * sizeof(REAL))));
-    __local REAL Bs[BK][BN + PAD] __attribute__((aligned(4 * sizeof(REAL))));
+    __local REAL As[STAGES][BK][BM + PAD] __attribute__((aligned(4 * sizeof(REAL))));
+    __local REAL Bs[STAGES][BK][BN + PAD] __attribute__((aligned(4 * sizeof(REAL))));
 
     const int tx = get_local_id(0);  // column group
     const int ty = get_local_id(1);  // row group
@@ -66,8 +82,16 @@ void gemm_gpu(__global const REAL* restrict A, const uint a_off,
     B += b_off + g * gb;
     bias += bias_off;
 
+#if VEC_A
+    REAL4 a_reg[A_PER / 4];
+#else
     REAL a_reg[A_PER];
+#endif
+#if VEC_B
+    REAL4 b_reg[B_PER / 4];
+#else
     REAL b_reg[B_PER];
+#endif
     REAL4 acc[TM][TN / 4];
 #pragma unroll
     for (int i = 0; i < TM; ++i)
@@ -90,36 +114,105 @@ void gemm_gpu(__global const REAL* restrict A, const uint a_off,
 #define B_AT(k, n) B[(size_t)(k) * ldb + (n)]
 #endif
 
-#define FETCH(k0)                                                                       \
-    for (int i = 0; i < A_PER; ++i) {                                 \
-        int r, c;                                                                       \
-        A_RC(lid + i * NT, r, c);                                                       \
-        a_reg[i] = INSIDE(m_blk + r, (k0) + c, M, k_end) ? A_AT(m_blk + r, (k0) + c) : 0;   \
-    }                                                                                   \
-    for (int i = 0; i < B_PER; ++i) {                                 \
-        int kk, n;                                                                      \
-        B_RC(lid + i * NT, kk, n);                                                      \
-        b_reg[i] = INSIDE((k0) + kk, n_blk + n, k_end, N) ? B_AT((k0) + kk, n_blk + n) : 0; \
+// FETCH(k0) reads the tiles starting at k0 into registers; STORE_LOCAL(s) writes them to stage s.
+#if VEC_A && TRANS_A  // op(A) tile read as vectors along m (A stored K x M)
+#define FETCH_A(k0)                                                                     \
+    for (int i = 0; i < A_PER / 4; ++i) {                                               \
+        const int e = lid + i * NT, r4 = e % (BM / 4), c = e / (BM / 4);                \
+        a_reg[i] = *(__global const REAL4*)&A_AT(m_blk + r4 * 4, (k0) + c);        \
     }
-
-#define STORE_LOCAL()                                       \
-    for (int i = 0; i < A_PER; ++i) {     \
-        int r, c;                                           \
-        A_RC(lid + i * NT, r, c);                           \
-        As[c][r] = a_reg[i];                                \
-    }                                                       \
-    for (int i = 0; i < B_PER; ++i) {     \
-        int kk, n;                                          \
-        B_RC(lid + i * NT, kk, n);                          \
-        Bs[kk][n] = b_reg[i];                               \
+#define STORE_A(s)                                                                      \
+    for (int i = 0; i < A_PER / 4; ++i) {                                               \
+        const int e = lid + i * NT, r4 = e % (BM / 4), c = e / (BM / 4);                \
+        *(__local REAL4*)&As[s][c][r4 * 4] = a_reg[i];                              \
     }
+#elif VEC_A  // vectors along k (A stored M x K)
+#define FETCH_A(k0)                                                                     \
+    for (int i = 0; i < A_PER / 4; ++i) {                                               \
+        const int e = lid + i * NT, c4 = e % (BK / 4), r = e / (BK / 4);                \
+        a_reg[i] = *(__global const REAL4*)&A_AT(m_blk + r, (k0) + c4 * 4);        \
+    }
+#define STORE_A(s)                                                                      \
+    for (int i = 0; i < A_PER / 4; ++i) {                                               \
+        const int e = lid + i * NT, c4 = e % (BK / 4), r = e / (BK / 4);                \
+        As[s][c4 * 4][r] = a_reg[i].x;                  \
+        As[s][c4 * 4 + 1][r] = a_reg[i].y;              \
+        As[s][c4 * 4 + 2][r] = a_reg[i].z;              \
+        As[s][c4 * 4 + 3][r] = a_reg[i].w;            \
+    }
+#else
+#define FETCH_A(k0)                                                                       \
+    for (int i = 0; i < A_PER; ++i) {                                                     \
+        int r, c;                                                                         \
+        A_RC(lid + i * NT, r, c);                                                         \
+        a_reg[i] = INSIDE(m_blk + r, (k0) + c, M, k_end) ? A_AT(m_blk + r, (k0) + c) : 0; \
+    }
+#define STORE_A(s)                          \
+    for (int i = 0; i < A_PER; ++i) {       \
+        int r, c;                           \
+        A_RC(lid + i * NT, r, c);           \
+        As[s][c][r] = a_reg[i];             \
+    }
+#endif
 
-    FETCH(k_begin);
+#if VEC_B && TRANS_B  // op(B) tile read as vectors along k (B stored N x K)
+#define FETCH_B(k0)                                                                     \
+    for (int i = 0; i < B_PER / 4; ++i) {                                               \
+        const int e = lid + i * NT, k4 = e % (BK / 4), n = e / (BK / 4);                \
+        b_reg[i] = *(__global const REAL4*)&B_AT((k0) + k4 * 4, n_blk + n);        \
+    }
+#define STORE_B(s)                                                                      \
+    for (int i = 0; i < B_PER / 4; ++i) {                                               \
+        const int e = lid + i * NT, k4 = e % (BK / 4), n = e / (BK / 4);                \
+        Bs[s][k4 * 4][n] = b_reg[i].x;                  \
+        Bs[s][k4 * 4 + 1][n] = b_reg[i].y;              \
+        Bs[s][k4 * 4 + 2][n] = b_reg[i].z;              \
+        Bs[s][k4 * 4 + 3][n] = b_reg[i].w;            \
+    }
+#elif VEC_B  // vectors along n (B stored K x N)
+#define FETCH_B(k0)                                                                     \
+    for (int i = 0; i < B_PER / 4; ++i) {                                               \
+        const int e = lid + i * NT, n4 = e % (BN / 4), kk = e / (BN / 4);               \
+        b_reg[i] = *(__global const REAL4*)&B_AT((k0) + kk, n_blk + n4 * 4);       \
+    }
+#define STORE_B(s)                                                                      \
+    for (int i = 0; i < B_PER / 4; ++i) {                                               \
+        const int e = lid + i * NT, n4 = e % (BN / 4), kk = e / (BN / 4);               \
+        *(__local REAL4*)&Bs[s][kk][n4 * 4] = b_reg[i];                             \
+    }
+#else
+#define FETCH_B(k0)                                                                           \
+    for (int i = 0; i < B_PER; ++i) {                                                         \
+        int kk, n;                                                                            \
+        B_RC(lid + i * NT, kk, n);                                                            \
+        b_reg[i] = INSIDE((k0) + kk, n_blk + n, k_end, N) ? B_AT((k0) + kk, n_blk + n) : 0;   \
+    }
+#define STORE_B(s)                          \
+    for (int i = 0; i < B_PER; ++i) {       \
+        int kk, n;                          \
+        B_RC(lid + i * NT, kk, n);          \
+        Bs[s][kk][n] = b_reg[i];            \
+    }
+#endif
+
+    int s = 0;  // the stage multiplied in this step
+    FETCH_A(k_begin);
+    FETCH_B(k_begin);
+#if STAGES == 2
+    STORE_A(0);
+    STORE_B(0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     for (int k0 = k_begin; k0 < k_end; k0 += BK) {
-        STORE_LOCAL();
+        const bool more = k0 + BK < k_end;
+#if STAGES == 1
+        STORE_A(0);
+        STORE_B(0);
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (k0 + BK < k_end) {
-            FETCH(k0 + BK);
+#endif
+        if (more) {
+            FETCH_A(k0 + BK);
+            FETCH_B(k0 + BK);
         }
 #pragma unroll
         for (int kk = 0; kk < BK; ++kk) {
@@ -127,19 +220,26 @@ void gemm_gpu(__global const REAL* restrict A, const uint a_off,
             REAL4 b[TN / 4];
 #pragma unroll
             for (int i4 = 0; i4 < TM / 4; ++i4) {
-                const REAL4 v = *(__local const REAL4*)&As[kk][(i4 * (BM / TM) + ty) * 4];
+                const REAL4 v = *(__local const REAL4*)&As[s][kk][(i4 * (BM / TM) + ty) * 4];
                 a[i4 * 4] = v.x;
                 a[i4 * 4 + 1] = v.y;
                 a[i4 * 4 + 2] = v.z;
                 a[i4 * 4 + 3] = v.w;
             }
 #pragma unroll
-            for (int j4 = 0; j4 < TN / 4; ++j4) b[j4] = *(__local const REAL4*)&Bs[kk][(j4 * (BN / TN) + tx) * 4];
+            for (int j4 = 0; j4 < TN / 4; ++j4) b[j4] = *(__local const REAL4*)&Bs[s][kk][(j4 * (BN / TN) + tx) * 4];
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
                 for (int j4 = 0; j4 < TN / 4; ++j4) acc[i][j4] += a[i] * b[j4];
         }
+#if STAGES == 2
+        if (more) {  // the other stage was last read before the previous barrier
+            STORE_A(s ^ 1);
+            STORE_B(s ^ 1);
+        }
+        s ^= 1;
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 
