@@ -193,7 +193,7 @@ def _execute(
         typer.echo(
             f"{ea.__name__} on {meta.symbol} {meta.timeframe.name} ({meta.source}): {len(df)} bars, "
             f"study {df.index[0]:%Y-%m-%d} .. {df.index[fs - 1]:%Y-%m-%d} ({fs}), "
-            f"forward {df.index[fs]:%Y-%m-%d} .. {df.index[-1]:%Y-%m-%d} ({len(df) - fs})"
+            f"forward {df.index[fs]:%Y-%m-%d} .. {df.index[-1]:%Y-%m-%d} ({len(df) - fs}): {bt.forward_rule}"
         )
         chosen = str(params.get("backend", ea.param_defaults().get("backend", "")))
         if profile and chosen.startswith("numpy"):
@@ -211,7 +211,7 @@ def _execute(
         progress=progress,
         profile=profile,
         on_ready=announce,
-        **({} if forward is None else {"forward": forward}),  # else Backtest's own default, 1/3
+        **({} if forward is None else {"forward": forward}),  # else Backtest's own default (auto)
     )
     meta = bt.meta
     folder = out  # a given --out was prepared before the data was read
@@ -240,7 +240,7 @@ def _execute(
         if trained_on is not None:
             env["nn_backend"] = trained_on
         try:
-            page = write_report(result, folder, env, robustness=rob)
+            page = write_report(result, folder, env, robustness=rob, force=True, keep=RESUMABLE)
         except KeyboardInterrupt:
             typer.echo("interrupted while writing the report; files already written are complete", err=True)
             raise
@@ -269,7 +269,8 @@ Forward = Annotated[
     str | None,
     typer.Option(
         "--forward",
-        help="Forward period: 1/2, 1/3 (default), 1/4, a fraction, a date, or none (trade every bar).",
+        help="Forward period: 1/2, 1/3, 1/4, a fraction, a date, or none (trade every bar). Default: 1/3 for "
+        "an EA that studies (trains on the bars before it), none for one that does not.",
         parser=values.text,
     ),
 ]
