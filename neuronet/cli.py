@@ -15,7 +15,18 @@ import sys
 import typer
 
 from neuronet import __version__
-from neuronet.commands import backtest, data, deep, devices, export, forecast, live, optimize, robustness
+from neuronet.commands import (
+    backtest,
+    compare,
+    data,
+    deep,
+    devices,
+    export,
+    forecast,
+    live,
+    optimize,
+    robustness,
+)
 from neuronet.failures import user_message
 
 app = typer.Typer(
@@ -35,6 +46,7 @@ app.command("optimize")(optimize.optimize_command)
 app.command("live")(live.live)
 app.command("export")(export.export_command)
 app.command("robustness")(robustness.robustness_command)
+app.command("compare")(compare.compare_command)
 
 
 def _debug_wanted(debug: bool = False) -> bool:

@@ -77,6 +77,7 @@ BAD: dict[str, tuple[str, ...]] = {
     "--commission": NONNEGATIVE,
     "--swap-long": FINITE,
     "--swap-short": FINITE,
+    "--margin-hedged": NONNEGATIVE,
     "--hedging": FLAG,
     "--epochs": ("-1", "abc", "1.5", "", HUGE),
     "--batch-size": (*COUNT, HUGE),
@@ -199,6 +200,9 @@ BAD: dict[str, tuple[str, ...]] = {
     "data cache list --source": NAME,
     "data cache clear --source": NAME,
     "data cache clear --symbol": ("", "../outside", "/etc"),
+    # compare
+    "compare <reports>": (*READ_FILE, "<candles>"),
+    "compare --out": ("<dir>", "<file>/sub", ""),
     # devices
     "devices --device": ("", "nosuch", "9:9"),
     "devices --recheck": FLAG,
@@ -315,6 +319,7 @@ BASE: dict[str, tuple[list[str], list[str]]] = {
     "deep analyze": (["<model>", "<table>"], []),
     "export": (["<report>"], ["--out", "exported"]),
     "robustness": (["<report>"], []),
+    "compare": (["<report>", "<report>"], ["--out", "compared.html"]),
 }
 LIVE_LIMITS = ["--live", "--max-lots", "1", "--max-positions", "1", "--max-daily-loss", "100",
                "--allow-symbol", "EURUSD"]  # fmt: skip
