@@ -58,6 +58,7 @@ from neuronet.commands.options import (
 )
 from neuronet.commands.summary import print_summary
 from strategies import BUILTIN, ExpertAdvisor
+from strategies.setfile import SetFile, SetFileError, read_set
 
 ROBUSTNESS_STORE = "permutations.db"  # the permutation test's study store, in the report folder
 # What a run interrupted during its permutations leaves in --out: the same command resumes from it.
@@ -121,7 +122,8 @@ def _params(
 ) -> dict[str, Any]:
     """``option`` ``key=value`` pairs plus the shortcut options given (``--epochs`` ...); a shortcut that
     this EA has no parameter for is refused, not dropped, and so is a parameter given twice (the second
-    would silently win)."""
+    would silently win). ``@FILE.set`` reads the inputs of a MetaTrader .set file (UTF-16 or UTF-8); an
+    option naming one of them overrides the file's value."""
     out: dict[str, Any] = {}
     defaults = ea.param_defaults()
     for key, value in shortcuts.items():
@@ -134,17 +136,36 @@ def _params(
             )
         out[key] = value
     given: set[str] = set()
+    from_files: dict[str, str] = {}
     for pair in pairs:
+        if pair.startswith("@"):  # a MetaTrader .set file: its values, which NAME=VALUE options override
+            from_files.update(set_file(option, pair, ea).values)
+    for key, value in from_files.items():
+        if key not in out:  # a shortcut option (--epochs) overrides the file's value too
+            out[key] = value
+    for pair in pairs:
+        if pair.startswith("@"):
+            continue
         key, sep, value = pair.partition("=")
         key = key.strip()
         if not sep or not key:
             raise CommandError(f"{option} {pair!r}: expected NAME=VALUE")
-        if key in given or key in out:
+        if key in given or (key in out and key not in from_files):
             also = "given twice" if key in given else f"{_flag(key)} gives it too"
             raise CommandError(f"{option} {key}=...: {also}; give each parameter once")
         given.add(key)
         out[key] = value.strip()
     return out
+
+
+def set_file(option: str, spec: str, ea: type[ExpertAdvisor]) -> SetFile:
+    """The .set file of ``-p @FILE``, read for ``ea``; its errors name the option too."""
+    try:
+        return read_set(spec[1:], ea)
+    except SetFileError as exc:
+        raise SetFileError(f"{option} {spec}: {exc}") from None
+    except OSError as exc:
+        raise type(exc)(f"{option} {spec}: {exc}") from None
 
 
 def _flag(key: str) -> str:
@@ -320,7 +341,12 @@ BackendOpt = Annotated[
 ]
 Param = Annotated[
     list[str] | None,
-    typer.Option("--param", "-p", help="EA parameter NAME=VALUE (repeatable).", parser=values.text),
+    typer.Option(
+        "--param",
+        "-p",
+        help="EA parameter NAME=VALUE (repeatable), or @FILE.set: the inputs of a MetaTrader .set file.",
+        parser=values.text,
+    ),
 ]
 Out = Annotated[
     Path | None,
