@@ -88,6 +88,7 @@ BAD: dict[str, tuple[str, ...]] = {
     "--out": OUT_DIR,
     "--force": FLAG,
     "--progress": FLAG,
+    "--config": (*READ_FILE, "<bad-config>", "<bad-config-table>"),
     "--profile": FLAG,
     # robustness of backtest and run (and of neuronet robustness, where the counts must be >= 1)
     "--monte-carlo": (*COUNT0, HUGE),
@@ -502,6 +503,8 @@ def prepare_files(root: Path) -> dict[str, str]:
     (root / "notes.txt").write_text("not data of any kind: a shopping list\neggs\n")
     (root / "broken.py").write_text("def broken(:\n")
     (root / "bad.set").write_text("threshold=0.5\ndepth=20||10||0||30||Y\n")  # step 0 on line 2
+    (root / "bad.toml").write_text('seed = 1\nforwrad = "1/3"\n')  # a misspelt option
+    (root / "bad_table.toml").write_text('[nosuch]\nseed = 1\n')  # a table of no command
     (root / "eas.py").write_text(
         "from strategies import ExpertAdvisor\n\n\nclass Mine(ExpertAdvisor):\n    pass\n"
     )
@@ -552,6 +555,8 @@ def prepare_files(root: Path) -> dict[str, str]:
         "bad-candles": str(root / "bad_EURUSD_H1.csv"),
         "bad-ticks": str(root / "EURUSD_ticks.csv"),
         "bad-set": str(root / "bad.set"),
+        "bad-config": str(root / "bad.toml"),
+        "bad-config-table": str(root / "bad_table.toml"),
         "series": str(root / "series.csv"),
         "bad-series": str(root / "bad_series.csv"),
         "table": str(root / "table.csv"),

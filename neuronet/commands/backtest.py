@@ -38,6 +38,7 @@ from neuronet.commands.account import (
     SwapShort,
     account_settings,
 )
+from neuronet.commands.config import Config
 from neuronet.commands.errors import CommandError, CommandLookupError
 from neuronet.commands.options import (
     BrokerTz,
@@ -432,6 +433,7 @@ def backtest(
     ruin_drawdown: RuinDrawdown = 20.0,
     bootstrap: Bootstrap = 1000,
     workers: Workers = None,
+    config: Config = None,
 ) -> None:
     """Backtest an expert advisor (built-in or your own class) and write a report."""
     cls = resolve_ea(ea)

@@ -54,6 +54,7 @@ from neuronet.commands.backtest import (
     resolve_ea,
     set_file,
 )
+from neuronet.commands.config import Config
 from neuronet.commands.errors import CommandError
 from neuronet.commands.options import (
     BrokerTz,
@@ -170,6 +171,7 @@ def optimize_command(
     force: Force = False,
     spa_reps: int = _SPA,
     pbo_splits: int = _PBO,
+    config: Config = None,
 ) -> None:
     """Optimise an EA's parameters (grid, genetic, random, TPE) with forward test or walk-forward analysis."""
     cls = resolve_ea(ea)
