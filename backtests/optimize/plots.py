@@ -145,7 +145,8 @@ def stitched_equity(equity: pd.Series, boundaries: list, currency: str):
         x_axis_type="datetime",
         tools=TOOLS,
         active_scroll="xwheel_zoom",
-        title=f"Walk-forward: stitched out-of-sample equity ({currency}; dashed: window starts)",
+        title=f"Walk-forward: stitched out-of-sample equity{f' ({currency})' if currency else ''}; "
+        "dashed: each test window's start",
         name="oos_equity",
     )
     src = ColumnDataSource({"time": ms(equity.index), "equity": equity.to_numpy(np.float64)})
