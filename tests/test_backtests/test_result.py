@@ -119,3 +119,25 @@ def test_a_line_off_the_price_scale_gets_its_own_panel_not_the_candles_axis():
     }
     on_price, apart = split_indicators(chart)
     assert list(on_price) == ["sma"] and list(apart) == ["proba", "rsi"]
+
+
+def test_text_from_the_ea_is_shown_as_text_in_every_page_not_run_as_html(tmp_path):
+    """An order comment and a text input reach the Settings, the Orders and Deals tables and the chart's
+    data: a page must show them, never run them."""
+    evil = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+
+    class Noisy(ExpertAdvisor):
+        note = evil
+
+        def on_bar(self):
+            if not self.positions() and len(self.bars) % 50 == 0:
+                self.buy(0.1, sl_points=100, tp_points=100, comment=self.note[:31])
+
+    res = Backtest(read_sample().iloc[:400], Noisy).run()
+    assert len(res.orders) and (res.orders["comment"] == evil[:31]).any()
+    page = write_report(res, tmp_path / "r").read_text()
+    chart = tmp_path / "chart.html"
+    res.plot(chart, show=False)
+    for text in (page, chart.read_text()):
+        assert "<script>alert(1)" not in text and "<img src=x" not in text
+    assert "note=&lt;script&gt;alert(1)&lt;/script&gt;" in page  # the input, shown as written

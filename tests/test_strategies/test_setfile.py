@@ -93,3 +93,17 @@ def test_text_and_bool_inputs_keep_their_values():
     text = format_set("FractalEA", {"hidden": "500,250", "rule": "3bar"})
     assert "hidden=500,250\r\n" in text and text.startswith("; saved on ")
     assert FractalEA.resolve_params({"hidden": "500,250"})["hidden"] == "500,250"
+
+
+def test_a_file_too_large_for_a_set_file_is_refused_before_it_is_decoded(tmp_path):
+    path = tmp_path / "huge.set"
+    path.write_bytes(b"fast=10\n" * 200_000)  # 1.6 MB: no EA has that many inputs
+    with pytest.raises(SetFileError, match="larger than 1024 KiB"):
+        read_set(path, SmaCrossEA)
+
+
+def test_a_set_file_with_a_value_that_is_not_finite_names_the_line(tmp_path):
+    path = tmp_path / "nan.set"
+    path.write_text("lots=0.1||0.1||nan||1.0||Y\n")
+    with pytest.raises(SetFileError, match=r"line 1 \(lots\): step 'nan'"):
+        read_set(path, SmaCrossEA)
