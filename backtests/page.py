@@ -195,7 +195,8 @@ def html_page(result: Result, doc: dict) -> str:
         parts.append(embed(plots.confusion(pred["confusion"], pred["classes"]), "confusion") + "</div>")
     if result.section is not None:
         parts.append(f"<h2>{html.escape(result.section.title)}</h2>")
-        parts.extend(_img(png, name) for name, png in result.section.charts.items())
+        for name, chart in result.section.charts.items():  # an EA's Bokeh chart, or a PNG it drew
+            parts.append(_img(chart, name) if isinstance(chart, bytes) else embed(chart, name))
     if result.training:
         total_wall = sum(r.get("wall_s") or 0.0 for r in result.training)
         builds = sum(r.get("build_s") or 0.0 for r in result.training)

@@ -19,7 +19,7 @@ from backtests.robustness import analyze
 from backtests.robustness.analysis import Options
 from datafeeds import read_sample
 from datafeeds.files import atomic_write_text
-from strategies import FractalEA, SmaCrossEA
+from strategies import ForecastEA, FractalEA, SmaCrossEA
 
 pytestmark = pytest.mark.slow  # a browser start and a page load each take seconds
 
@@ -27,8 +27,9 @@ pytestmark = pytest.mark.slow  # a browser start and a page load each take secon
 def _shot(page, name: str) -> None:
     folder = os.environ.get("NEURONET_SCREENSHOTS")
     if folder:
-        page.page.evaluate(  # the report's first chart at the top, else the page's top
-            "() => { const c = document.querySelector('.chart'); c ? c.scrollIntoView() : scrollTo(0, 0); }"
+        first = '[data-chart="forecast_vs_actual"]' if name == "report-forecast" else ".chart"
+        page.page.evaluate(  # that chart at the top, else the page's top
+            "(s) => { const c = document.querySelector(s); c ? c.scrollIntoView() : scrollTo(0, 0); }", first
         )
         page.page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=False)
 
@@ -43,9 +44,20 @@ def pages(tmp_path_factory) -> dict[str, Path]:
     sma12 = Backtest(df, SmaCrossEA).run(fast=12, slow=30, sl_points=150, tp_points=300)
     tiny = {"hidden": "12", "epochs": 2, "backend": "numpy", "batch_size": 64, "validation": 0}
     fractal = Backtest(read_sample(spread=10).iloc[:900], FractalEA, seed=7).run(**tiny)
+    small = {
+        "seq_len": 32,
+        "pred_len": 8,
+        "d_model": 8,
+        "n_heads": 2,
+        "d_ff": 16,
+        "epochs": 1,
+        "batch_size": 32,
+    }
+    forecast = Backtest(read_sample(spread=10).iloc[:600], ForecastEA, seed=1).run(backend="numpy", **small)
     out = {
         "report": write_report(sma, root / "sma", robustness=rob),
         "report-classifier": write_report(fractal, root / "fractal"),
+        "report-forecast": write_report(forecast, root / "forecast"),
         "plot": root / "plot.html",
         "compare": root / "compare.html",
     }
@@ -64,7 +76,8 @@ def pages(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize(
-    "kind", ["report", "report-classifier", "plot", "compare", "optimisation", "walk-forward"]
+    "kind",
+    ["report", "report-classifier", "report-forecast", "plot", "compare", "optimisation", "walk-forward"],
 )
 def test_the_page_loads_offline_and_every_plot_paints(pages, kind):
     with browser() as page:
@@ -77,6 +90,7 @@ def test_the_page_loads_offline_and_every_plot_paints(pages, kind):
     want = {
         "report": {"price", "equity", "drawdown", "fan_trades", "fan_returns"},
         "plot": {"price", "equity", "drawdown"},
+        "report-forecast": {"price", "horizon_error", "harmonic_weight", "forecast_example"},
         "optimisation": {"heatmap", "parallel"},
         "walk-forward": {"oos_equity", "is_vs_oos"},
     }
