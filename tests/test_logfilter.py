@@ -33,10 +33,11 @@ def test_a_repeated_warning_is_shown_once_and_others_still_pass():
         _restore(saved)
     lines = stream.getvalue().splitlines()
     assert lines == [
-        "FractalEA: validation=0.001 holds out no row; training without it (shown once; later repeats are "
-        "held back)",
-        "another warning (shown once; later repeats are held back)",
-        "another warning (shown once; later repeats are held back)",
+        "FractalEA: validation=0.001 holds out no row; training without it",
+        "FractalEA: validation=0.001 holds out no row; training without it (again; further repeats are not "
+        "shown)",
+        "another warning",
+        "another warning",
     ]
 
 
@@ -48,3 +49,17 @@ def test_debug_shows_every_copy():
     finally:
         _restore(saved)
     assert stream.getvalue().splitlines() == ["same"] * 3
+
+
+def test_a_library_that_sets_its_loggers_to_info_stays_off_the_console():
+    stream, saved = _console(debug=False)
+    chatty = logging.getLogger("distributed.scheduler")
+    level = chatty.level
+    chatty.setLevel(logging.INFO)  # as Dask configures its loggers
+    try:
+        chatty.info("State start")
+        chatty.warning("a worker died")
+    finally:
+        chatty.setLevel(level)
+        _restore(saved)
+    assert stream.getvalue().splitlines() == ["a worker died"]
