@@ -22,6 +22,7 @@ from typing import Annotated, Any
 import click
 import typer
 
+from neuronet.commands.errors import CommandError
 from neuronet.userfiles import open_regular
 
 MAX_BYTES = 1 << 20  # a run file is a few hundred bytes
@@ -41,14 +42,14 @@ def _names(command: click.Command) -> dict[str, click.Parameter]:
     return out
 
 
-def _scalar(value: Any) -> Any:
+def _scalar(where: str, value: Any) -> Any:
     """A TOML value as the command line would give it: numbers as their text (the options' own readers
-    check them), booleans kept for flags."""
+    check them), booleans kept for flags; a table, a list or a date no option takes."""
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float, str)):
         return str(value)
-    raise TypeError(f"a {type(value).__name__}")  # a table or a date: no option takes one
+    raise CommandError(f"{where}: a {type(value).__name__} is not a value this option takes")
 
 
 def read_config(path: Path, command: click.Command, commands: set[str]) -> dict[str, Any]:
@@ -57,17 +58,17 @@ def read_config(path: Path, command: click.Command, commands: set[str]) -> dict[
     with open_regular(path, "TOML run file") as fh:
         raw = fh.read(MAX_BYTES + 1)
     if len(raw) > MAX_BYTES:
-        raise ValueError(f"{path}: larger than {MAX_BYTES >> 10} KiB; not a run file")
+        raise CommandError(f"{path}: larger than {MAX_BYTES >> 10} KiB; not a run file")
     try:
         doc = tomllib.loads(raw.decode("utf-8-sig"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not a TOML file ({exc})") from None
+        raise CommandError(f"{path}: not a TOML file ({exc})") from None
     names = _names(command)
     out: dict[str, Any] = {}
     for key, value in doc.items():
         if isinstance(value, dict):
             if key not in commands:
-                raise ValueError(f"{path}: [{key}] is no command; tables are named after one ([backtest])")
+                raise CommandError(f"{path}: [{key}] is no command; tables are named after one ([backtest])")
             if key == command.name:
                 out.update(_section(path, f"[{key}] ", value, names))
             continue
@@ -82,17 +83,13 @@ def _section(path: Path, where: str, table: dict, names: dict[str, click.Paramet
         if param is None:
             close = difflib.get_close_matches(key, list(names), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"{path}: {where}{key}: this command has no such option{hint}")
-        try:
-            if getattr(param, "multiple", False) or param.nargs == -1:
-                items = value if isinstance(value, list) else [value]
-                out[param.name] = [_scalar(v) for v in items]
-            elif isinstance(value, (list, dict)):
-                raise TypeError("a list")
-            else:
-                out[param.name] = _scalar(value)
-        except TypeError as exc:
-            raise ValueError(f"{path}: {where}{key}: {exc} is not a value this option takes") from None
+            raise CommandError(f"{path}: {where}{key}: this command has no such option{hint}")
+        at = f"{path}: {where}{key}"
+        if getattr(param, "multiple", False) or param.nargs == -1:
+            items = value if isinstance(value, list) else [value]
+            out[param.name] = [_scalar(at, v) for v in items]
+        else:
+            out[param.name] = _scalar(at, value)
     return out
 
 
