@@ -164,7 +164,7 @@ TABLE_ROWS = 1000  # rows of the orders and deals tables on the page; the CSV fi
 
 def html_page(result: Result, doc: dict) -> str:
     """The whole report.html of a run (``doc``: its report.json, for the environment)."""
-    from backtests import plots
+    from backtests import plots, report_charts
     from backtests.report import mt5_table
 
     s, data, ea = result.stats, result.data, result.ea
@@ -187,12 +187,14 @@ def html_page(result: Result, doc: dict) -> str:
     )
     parts.append(embed(plots.result_layout(result), "result"))
     if len(result.trades):
-        parts.append("<h2>Trades</h2>" + embed(plots.trade_breakdown(result.trades, currency), "breakdown"))
+        breakdown = report_charts.trade_breakdown(result.trades, currency)
+        parts.append("<h2>Trades</h2>" + embed(breakdown, "breakdown"))
     pred = result.predictions
     if pred is not None:
         parts.append(f"<h2>Predictions on the forward period ({pred['bars']} bars)</h2><div class='cols'>")
         parts.append(_prediction_tables(pred))
-        parts.append(embed(plots.confusion(pred["confusion"], pred["classes"]), "confusion") + "</div>")
+        matrix = report_charts.confusion(pred["confusion"], pred["classes"])
+        parts.append(embed(matrix, "confusion") + "</div>")
     if result.section is not None:
         parts.append(f"<h2>{html.escape(result.section.title)}</h2>")
         for name, chart in result.section.charts.items():  # an EA's Bokeh chart, or a PNG it drew
@@ -206,7 +208,7 @@ def html_page(result: Result, doc: dict) -> str:
             + (f" ({builds:.2f} s of it kernel builds)." if builds else ".")
             + (f" {html.escape(outcome[0].upper() + outcome[1:])}.</p>" if outcome else "</p>")
         )
-        parts.append(embed(plots.training(result.training), "training"))
+        parts.append(embed(report_charts.training(result.training), "training"))
     digits = int(data.get("digits") or 5)
     for name, table in (("Orders", result.orders), ("Deals", result.deals)):
         parts.append(f"<h2>{name}</h2>")
