@@ -33,7 +33,8 @@ def test_backtest_takes_a_terminal_set_file_and_an_option_overrides_it(tmp_path,
     assert code == 0, capsys.readouterr().err
     params = json.loads((out / "report.json").read_text())["ea"]["params"]
     assert (params["fast"], params["slow"], params["sl_points"]) == (7, 25, 150)
-    assert "does not study" in capsys.readouterr().out  # the default forward period, said
+    said = capsys.readouterr().out  # the default forward period, and why
+    assert "735 bars, no study, forward 2017-04-19 .. 2017-05-31 (734): every bar (default: Sma" in said
 
 
 def test_a_bad_set_line_is_one_line_naming_file_line_and_input(tmp_path, capsys):

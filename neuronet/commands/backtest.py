@@ -212,9 +212,12 @@ def _execute(
                 "(--spread POINTS to change)",
                 err=True,
             )
+        # one bar before the first traded one is the start row, not a study period
+        study = "no study"
+        if fs > 1:
+            study = f"study {df.index[0]:%Y-%m-%d} .. {df.index[fs - 1]:%Y-%m-%d} ({fs})"
         typer.echo(
-            f"{ea.__name__} on {meta.symbol} {meta.timeframe.name} ({meta.source}): {len(df)} bars, "
-            f"study {df.index[0]:%Y-%m-%d} .. {df.index[fs - 1]:%Y-%m-%d} ({fs}), "
+            f"{ea.__name__} on {meta.symbol} {meta.timeframe.name} ({meta.source}): {len(df)} bars, {study}, "
             f"forward {df.index[fs]:%Y-%m-%d} .. {df.index[-1]:%Y-%m-%d} ({len(df) - fs}): {bt.forward_rule}"
         )
         chosen = str(params.get("backend", ea.param_defaults().get("backend", "")))
