@@ -504,7 +504,7 @@ def prepare_files(root: Path) -> dict[str, str]:
     (root / "broken.py").write_text("def broken(:\n")
     (root / "bad.set").write_text("threshold=0.5\ndepth=20||10||0||30||Y\n")  # step 0 on line 2
     (root / "bad.toml").write_text('seed = 1\nforwrad = "1/3"\n')  # a misspelt option
-    (root / "bad_table.toml").write_text('[nosuch]\nseed = 1\n')  # a table of no command
+    (root / "bad_table.toml").write_text("[nosuch]\nseed = 1\n")  # a table of no command
     (root / "eas.py").write_text(
         "from strategies import ExpertAdvisor\n\n\nclass Mine(ExpertAdvisor):\n    pass\n"
     )
