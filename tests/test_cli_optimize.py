@@ -31,7 +31,8 @@ def test_grid_with_forward_writes_the_report_and_resumes(tmp_path):
     assert len(table) == 6 and table["forward_criterion"].notna().sum() == 6
     assert table["criterion"].is_monotonic_decreasing
     page = (out / "report.html").read_text()
-    assert "Heat map" in page and "forward results" in page and page.count("data:image/png;base64") == 2
+    assert "Passes on the parameters" in page and "forward results" in page
+    assert page.count('data-chart="passes"') == 1 and "<script src=" not in page
     refused = neuronet(*args, cwd=tmp_path)  # a finished report is replaced only with --force
     assert refused.returncode == 2 and "--force" in refused.stderr
     again = neuronet(*args, "--force", cwd=tmp_path)
