@@ -1,129 +1,20 @@
-"""report.html: MetaTrader's settings and results tables, backtesting.py's stats, the glossary, the charts.
+"""report.html: MetaTrader's settings, results, orders and deals tables, backtesting.py's stats, the
+glossary, and the interactive charts (``backtests.plots``).
 
-Self-contained: charts are PNGs embedded as data URIs, nothing is fetched from elsewhere.
+Self-contained: BokehJS and every chart's data are inline (``backtests.webpage``), nothing is fetched from
+elsewhere; an EA's own report section keeps its PNG images as data URIs.
 """
 
 from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Callable
 
 import pandas as pd
 
-from backtests import glossary
-from backtests.replay import Result
-
-# MetaTrader report rows: (label, stats key or a function of stats).
-MT5_ROWS: list[tuple[str, str | Callable[[dict], object]]] = [
-    ("Bars", "bars"),
-    ("Initial Deposit", "initial_deposit"),
-    ("Total Net Profit", "total_net_profit"),
-    ("Gross Profit", "gross_profit"),
-    ("Gross Loss", "gross_loss"),
-    ("Profit Factor", "profit_factor"),
-    ("Expected Payoff", "expected_payoff"),
-    ("Recovery Factor", "recovery_factor"),
-    ("Sharpe Ratio", "sharpe_ratio"),
-    ("Z-Score", lambda s: _pair(s["z_score"], s["z_score_probability_pct"], "({}%)")),
-    ("AHPR", "ahpr"),
-    ("GHPR", "ghpr"),
-    ("LR Correlation", "lr_correlation"),
-    ("LR Standard Error", "lr_standard_error"),
-    ("Margin Level (min)", lambda s: _pct(s["margin_level_min_pct"])),
-    ("Balance Drawdown Absolute", "balance_drawdown_absolute"),
-    (
-        "Balance Drawdown Maximal",
-        lambda s: _pair(s["balance_drawdown_maximal"], s["balance_drawdown_maximal_pct"]),
-    ),
-    (
-        "Balance Drawdown Relative",
-        lambda s: _rel(s["balance_drawdown_relative_pct"], s["balance_drawdown_relative"]),
-    ),
-    ("Equity Drawdown Absolute", "equity_drawdown_absolute"),
-    (
-        "Equity Drawdown Maximal",
-        lambda s: _pair(s["equity_drawdown_maximal"], s["equity_drawdown_maximal_pct"]),
-    ),
-    (
-        "Equity Drawdown Relative",
-        lambda s: _rel(s["equity_drawdown_relative_pct"], s["equity_drawdown_relative"]),
-    ),
-    ("Total Trades", "total_trades"),
-    ("Total Deals", "total_deals"),
-    ("Short Trades (won %)", lambda s: _pair(s["short_trades"], s["short_won_pct"])),
-    ("Long Trades (won %)", lambda s: _pair(s["long_trades"], s["long_won_pct"])),
-    ("Profit Trades (% of total)", lambda s: _pair(s["profit_trades"], s["profit_trades_pct"])),
-    ("Loss Trades (% of total)", lambda s: _pair(s["loss_trades"], s["loss_trades_pct"])),
-    ("Largest profit trade", "largest_profit_trade"),
-    ("Largest loss trade", "largest_loss_trade"),
-    ("Average profit trade", "average_profit_trade"),
-    ("Average loss trade", "average_loss_trade"),
-    (
-        "Maximum consecutive wins ($)",
-        lambda s: _pair(s["max_consecutive_wins"], s["max_consecutive_wins_money"], "({})"),
-    ),
-    (
-        "Maximum consecutive losses ($)",
-        lambda s: _pair(s["max_consecutive_losses"], s["max_consecutive_losses_money"], "({})"),
-    ),
-    (
-        "Maximal consecutive profit (count)",
-        lambda s: _pair(s["maximal_consecutive_profit"], s["maximal_consecutive_profit_count"], "({})"),
-    ),
-    (
-        "Maximal consecutive loss (count)",
-        lambda s: _pair(s["maximal_consecutive_loss"], s["maximal_consecutive_loss_count"], "({})"),
-    ),
-    ("Average consecutive wins", "average_consecutive_wins"),
-    ("Average consecutive losses", "average_consecutive_losses"),
-    ("Commission", "commission"),
-    ("Swap", "swap"),
-]
-
-# backtesting.py's ``stats``, in its order and with its names (backtests.peers computes them its way).
-PY_ROWS: list[tuple[str, str | Callable[[dict], object]]] = [
-    ("Start", lambda s: mt5_time(s["start"])),
-    ("End", lambda s: mt5_time(s["end"])),
-    ("Duration", "duration"),
-    ("Exposure Time [%]", "exposure_time_pct"),
-    ("Equity Final [$]", "equity_final"),
-    ("Equity Peak [$]", "equity_peak"),
-    ("Commissions [$]", lambda s: -s["commission"] + 0.0),
-    ("Return [%]", "return_pct"),
-    ("Buy & Hold Return [%]", "buy_and_hold_return_pct"),
-    ("Return (Ann.) [%]", "return_ann_pct"),
-    ("Volatility (Ann.) [%]", "volatility_ann_pct"),
-    ("CAGR [%]", "cagr_pct"),
-    ("Sharpe Ratio", "sharpe_ratio_ann"),
-    ("Sortino Ratio", "sortino_ratio"),
-    ("Calmar Ratio", "calmar_ratio"),
-    ("Alpha [%]", "alpha_pct"),
-    ("Beta", "beta"),
-    ("Max. Drawdown [%]", "max_drawdown_pct"),
-    ("Avg. Drawdown [%]", "avg_drawdown_pct"),
-    ("Max. Drawdown Duration", "max_drawdown_duration"),
-    ("Avg. Drawdown Duration", "avg_drawdown_duration"),
-    ("# Trades", "total_trades"),
-    ("Win Rate [%]", "win_rate_pct"),
-    ("Best Trade [%]", "best_trade_pct"),
-    ("Worst Trade [%]", "worst_trade_pct"),
-    ("Avg. Trade [%]", "avg_trade_pct"),
-    ("Max. Trade Duration", "max_trade_duration"),
-    ("Avg. Trade Duration", "avg_trade_duration"),
-    ("Profit Factor (returns)", "profit_factor_returns"),
-    ("Expectancy [%]", "expectancy_pct"),
-    ("SQN", "sqn"),
-    ("Kelly Criterion", "kelly_criterion"),
-]
-
-TD_ROWS = [
-    ("Trading days per year", "trading_days_per_year"),
-    ("Return (Ann., trading days) [%]", "td_return_ann_pct"),
-    ("Volatility (Ann., trading days) [%]", "td_volatility_ann_pct"),
-    ("Sharpe Ratio (trading days)", "td_sharpe_ratio"),
-    ("Sortino Ratio (trading days)", "td_sortino_ratio"),
-]
+from backtests import glossary, statistics
+from backtests.result import Result
+from backtests.webpage import embed, frame_table, kv_table, page
 
 
 def mt5_time(value: object) -> str:
@@ -139,18 +30,6 @@ def _fmt(v: object) -> str:
     if isinstance(v, float):
         return f"{v:,.2f}" if abs(v) >= 100 else f"{v:.4g}" if abs(v) < 0.01 and v else f"{v:,.2f}"
     return str(v)
-
-
-def _pair(a, b, pattern: str = "({}%)") -> str:
-    return f"{_fmt(a)} {pattern.format(_fmt(b))}"
-
-
-def _pct(v) -> str:
-    return "–" if v is None else f"{_fmt(v)}%"
-
-
-def _rel(pct, money) -> str:
-    return f"{_fmt(pct)}% ({_fmt(money)})"
 
 
 def training_outcome(epochs: list[dict]) -> str:
@@ -180,12 +59,7 @@ def _img(png: bytes, alt: str) -> str:
 
 
 def _table(rows: list[tuple[str, str]], cls: str = "kv") -> str:
-    body = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
-    return f'<table class="{cls}">{body}</table>'
-
-
-def _rows(spec, stats: dict) -> list[tuple[str, str]]:
-    return [(label, _fmt(key(stats) if callable(key) else stats.get(key))) for label, key in spec]
+    return kv_table(rows, cls)
 
 
 def _count(v: object) -> str:
@@ -224,6 +98,8 @@ def _settings(result: Result) -> list[tuple[str, str]]:
     """MetaTrader's "Settings" block: expert, symbol, period, then the inputs one ``name=value`` a row."""
     data, acct = result.data, result.account
     forward = f"{mt5_time(data['forward_first'])} - {mt5_time(data['forward_last'])}"
+    if result.periods.get("forward_rule"):  # why this period: the default depends on whether the EA studies
+        forward += f" ({result.periods['forward_rule']})"
     rows = [
         ("Expert", result.ea["class"]),
         ("Symbol", data["symbol"]),
@@ -276,21 +152,23 @@ def _retrain(result: Result) -> str:
 def _glossary() -> str:
     """One line per figure, grouped as the tables are."""
     parts = ["<h2>Glossary</h2>", f"<p>{html.escape(glossary.CURVES)}</p>"]
-    for title, entries in (
-        ("MetaTrader 5", glossary.MT5),
-        ("backtesting.py", glossary.PEER),
-        ("Annualised on trading days", glossary.TRADING_DAYS),
-    ):
-        items = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in entries.items())
+    for section, title in statistics.SECTIONS.items():
+        entries = statistics.glossary(section)
+        items = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in entries)
         parts.append(f"<h3>{title}</h3><dl>{items}</dl>")
     return "".join(parts)
 
 
+TABLE_ROWS = 1000  # rows of the orders and deals tables on the page; the CSV files hold every row
+
+
 def html_page(result: Result, doc: dict) -> str:
     """The whole report.html of a run (``doc``: its report.json, for the environment)."""
-    from backtests import charts  # matplotlib costs a second to import: only when a report is drawn
+    from backtests import plots, report_charts
+    from backtests.report import mt5_table
 
     s, data, ea = result.stats, result.data, result.ea
+    currency = result.account["currency"]
     title = f"{ea['class']} · {data['symbol']} {data['timeframe']}"
     parts = [f"<h1>{html.escape(title)}</h1>"]
     if not result.complete:
@@ -299,34 +177,28 @@ def html_page(result: Result, doc: dict) -> str:
         )
     parts.append("<h2>Settings</h2>" + _table(_settings(result)))
     parts.append("<h2>Results</h2><div class='cols'>")
-    parts.append("<div><h3>MetaTrader 5</h3>" + _table(_rows(MT5_ROWS, s)) + "</div>")
-    parts.append("<div><h3>backtesting.py</h3>" + _table(_rows(PY_ROWS, s)))
-    parts.append("<h3>Annualised on trading days</h3>" + _table(_rows(TD_ROWS, s)) + "</div></div>")
-    curves = result.curves
-    if curves is not None and len(curves):
-        currency, deposit = result.account["currency"], result.account["deposit"]
-        parts.append(_img(charts.balance_equity(curves, currency), "balance and equity"))
-        parts.append(_img(charts.drawdown(curves, deposit), "drawdown"))
+    parts.append("<div><h3>MetaTrader 5</h3>" + _table(statistics.rows(s, "mt5")) + "</div>")
+    parts.append("<div><h3>backtesting.py</h3>" + _table(statistics.rows(s, "backtesting.py")))
+    trading_days = statistics.rows(s, "trading_days")
+    parts.append("<h3>Annualised on trading days</h3>" + _table(trading_days) + "</div></div>")
+    parts.append(
+        "<h2>Chart</h2><p class='note'>Drag to pan, scroll to zoom (the three panels share the time axis); "
+        "hover a trade for its ticket; click a legend entry to hide it.</p>"
+    )
+    parts.append(embed(plots.result_layout(result), "result"))
     if len(result.trades):
-        parts.append(
-            _img(
-                charts.trade_breakdown(result.trades, result.account["currency"]),
-                "trades by hour, weekday, MAE/MFE, holding time",
-            )
-        )
+        breakdown = report_charts.trade_breakdown(result.trades, currency)
+        parts.append("<h2>Trades</h2>" + embed(breakdown, "breakdown"))
     pred = result.predictions
     if pred is not None:
         parts.append(f"<h2>Predictions on the forward period ({pred['bars']} bars)</h2><div class='cols'>")
         parts.append(_prediction_tables(pred))
-        parts.append(
-            _img(charts.confusion(pred["confusion"], pred["classes"]), "confusion matrix") + "</div>"
-        )
+        matrix = report_charts.confusion(pred["confusion"], pred["classes"])
+        parts.append(embed(matrix, "confusion") + "</div>")
     if result.section is not None:
         parts.append(f"<h2>{html.escape(result.section.title)}</h2>")
-        parts.extend(_img(png, name) for name, png in result.section.charts.items())
-    parts.append(
-        _img(charts.price(result.chart_data, result.trades, pred["classes"] if pred else None), "price")
-    )
+        for name, chart in result.section.charts.items():  # an EA's Bokeh chart, or a PNG it drew
+            parts.append(_img(chart, name) if isinstance(chart, bytes) else embed(chart, name))
     if result.training:
         total_wall = sum(r.get("wall_s") or 0.0 for r in result.training)
         builds = sum(r.get("build_s") or 0.0 for r in result.training)
@@ -336,32 +208,18 @@ def html_page(result: Result, doc: dict) -> str:
             + (f" ({builds:.2f} s of it kernel builds)." if builds else ".")
             + (f" {html.escape(outcome[0].upper() + outcome[1:])}.</p>" if outcome else "</p>")
         )
-        parts.append(_img(charts.training(result.training), "training"))
+        parts.append(embed(report_charts.training(result.training), "training"))
+    digits = int(data.get("digits") or 5)
+    for name, table in (("Orders", result.orders), ("Deals", result.deals)):
+        parts.append(f"<h2>{name}</h2>")
+        parts.append(frame_table(mt5_table(table, digits), TABLE_ROWS) if len(table) else "<p>none</p>")
     parts.append("<h2>Timings</h2>" + _table([(k, f"{v:.3f} s") for k, v in result.timings.items()]))
     parts.append("<h2>Environment</h2>" + _table([(k, str(v)) for k, v in doc["environment"].items()]))
     if result.rejected:
-        parts.append(f"<p>{len(result.rejected)} orders were rejected (see report.json).</p>")
+        parts.append(f"<p>{len(result.rejected)} orders were rejected (see rejected.csv).</p>")
     if doc.get("robustness"):
         from backtests.robustness.section import robustness_html
 
-        parts.append(robustness_html(doc["robustness"], result.account["currency"]))
+        parts.append(robustness_html(doc["robustness"], currency))
     parts.append(_glossary())
-    return _PAGE.format(title=html.escape(title), body="\n".join(parts))
-
-
-_PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body {{ font: 14px system-ui, sans-serif; margin: 24px auto; max-width: 1080px; color: #222; }}
-table {{ border-collapse: collapse; margin: 8px 16px 16px 0; }}
-th, td {{ padding: 3px 10px; border-bottom: 1px solid #e5e5e5; text-align: left; }}
-td {{ text-align: right; font-variant-numeric: tabular-nums; }}
-.cols {{ display: flex; flex-wrap: wrap; align-items: flex-start; }}
-img {{ max-width: 100%; display: block; margin: 8px 0; }}
-.warn {{ background: #fde2e1; padding: 8px; border-left: 4px solid #c00; }}
-dl {{ display: grid; grid-template-columns: max-content auto; gap: 2px 16px; font-size: 13px; }}
-dt {{ font-weight: 600; }} dd {{ margin: 0; }}
-</style></head><body>
-{body}
-</body></html>
-"""
+    return page(title, "\n".join(parts))

@@ -16,7 +16,6 @@ import copy
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -27,11 +26,12 @@ from backtests.broker import AccountConfig, Broker
 from backtests.equity_path import path_drawdowns
 from backtests.paths import COVERAGE, M1Path, check_inside, check_market, check_model, model_data
 from backtests.periods import Periods, resolve
+from backtests.result import Result
 from backtests.ticks import TickPath
 from datafeeds import meta_of
 from neuronet.errors import NeuronetError
 from strategies.bars import BarFeed, Bars
-from strategies.base import ExpertAdvisor, ReportSection, call_hook, make_ea
+from strategies.base import ExpertAdvisor, call_hook, make_ea
 from strategies.errors import EARuntimeError
 
 log = logging.getLogger(__name__)
@@ -46,36 +46,6 @@ class IndicatorError(NeuronetError, ValueError):
 
 class LookAheadError(IndicatorError):
     """An indicator's past values changed when future bars were added: it peeks ahead."""
-
-
-@dataclass
-class Result:
-    """Everything a run produced; ``backtests.report`` writes it to disk."""
-
-    ea: dict
-    data: dict
-    account: dict
-    periods: dict
-    trades: pd.DataFrame
-    time: pd.DatetimeIndex  # forward bars
-    balance: np.ndarray  # (F,) at each forward bar's close
-    equity: np.ndarray  # (F,)
-    stats: dict
-    predictions: dict | None
-    training: list[dict]
-    timings: dict
-    rejected: list[dict]
-    complete: bool
-    seed: int
-    custom_criterion: float | None = None
-    chart_data: dict = field(default_factory=dict)
-    section: ReportSection | None = None
-    ea_instance: ExpertAdvisor | None = None
-    interrupted: str | None = None  # the phase Ctrl-C cut short: "on_init", "on_study" or "replay"
-    orders: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's orders table
-    deals: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's deals table
-    curves: pd.DataFrame | None = None  # metrics.curve_frame: the start row, then one row per forward bar
-    equity_path: pd.DataFrame | None = None  # the skeleton of the equity at every modelled price
 
 
 class _Context(Broker):
@@ -135,8 +105,11 @@ def evaluate_indicator(fn: Callable[[Bars], np.ndarray], feed: BarFeed, name: st
 class Backtest:
     """Run an expert advisor over candles with a study/forward split.
 
-    ``forward``: ``"1/3"`` (default), ``"1/2"``, ``"1/4"``, any fraction, a date, or None (no held-out
-    split). ``walk_forward=(train, test)`` trains on ``train`` bars and retrains every ``test`` bars.
+    ``forward``: ``"1/3"``, ``"1/2"``, ``"1/4"``, any fraction, a date, or None (no held-out split: every
+    bar is traded). The default, ``"auto"``, holds out the last third for an EA that studies (overrides
+    ``on_study``: it trains on the bars before) and trades every bar with one that does not, as
+    backtesting.py does; ``forward_rule`` says which and why. ``walk_forward=(train, test)`` trains on
+    ``train`` bars and retrains every ``test`` bars.
     ``model``: ``"open"`` (open prices only), ``"ohlc1m"`` (fills worked through ``m1``, the M1 candles of
     the same symbol; see ``backtests.paths``) or ``"ticks"`` (through ``ticks``, a tick frame of
     ``datafeeds.ticks``; an EA's ``on_tick`` runs on each; see ``backtests.ticks``).
@@ -152,7 +125,7 @@ class Backtest:
         ea: type[ExpertAdvisor],
         *,
         account: AccountConfig | None = None,
-        forward: str | float | pd.Timestamp | None = "1/3",
+        forward: str | float | pd.Timestamp | None = "auto",
         walk_forward: tuple[int, int] | None = None,
         seed: int = 0,
         progress: bool = False,
@@ -182,6 +155,7 @@ class Backtest:
             fine = m1 if m1 is not None else ticks
             check_inside(candles, self.meta, fine, self.price_path.starts, COVERAGE[self.model])
         min_study = int(ea.min_study_bars)
+        forward, self.forward_rule = default_forward(ea, forward, walk_forward)
         self.periods: Periods = resolve(candles.index, forward, walk_forward, min_study=min_study)
 
     def run(self, **params) -> Result:
@@ -352,7 +326,7 @@ class Backtest:
                 **model_data(self.model, ctx, fs, last, self.m1 is None or bool(self.m1["spread"].any())),
             },
             account=self.account.to_dict(),
-            periods=periods.to_dict(),
+            periods={**periods.to_dict(), "forward_rule": self.forward_rule},
             trades=trades,
             time=times,
             balance=balance,
@@ -365,7 +339,7 @@ class Backtest:
             complete=complete,
             seed=self.seed,
             custom_criterion=criterion,
-            chart_data=chart_data(feed, evaluated, fs, last),
+            chart_data=chart_data(feed, evaluated, fs, last, indicators=ea.declared_indicators()),
             section=section,
             ea_instance=ea,
             orders=ctx.orders_frame(),
@@ -430,16 +404,40 @@ def _criterion(ea: ExpertAdvisor, value: Any) -> float | None:
         raise EARuntimeError(type(ea).__name__, "on_tester", "after the run", problem, None, None) from None
 
 
-def chart_data(feed: BarFeed, evaluated: dict | None, fs: int, last: int, span: int = 160) -> dict:
-    """The last ``span`` forward bars for the price chart: OHLC plus true/predicted classes if any."""
-    a = max(fs, last + 1 - span)
+def chart_data(
+    feed: BarFeed, evaluated: dict | None, fs: int, last: int, span: int | None = None, indicators=()
+) -> dict:
+    """The forward bars (the last ``span`` of them, if given) for the price chart: OHLC, the bar spread
+    (points), true/predicted classes if any, and the indicator lines the EA declared (``(name, values)``
+    of each 1-D line or column)."""
+    a = fs if span is None else max(fs, last + 1 - span)
     out = {"index": np.arange(a, last + 1), "time": feed.time[a : last + 1]}
     for name in ("open", "high", "low", "close"):
         out[name] = feed.column(name)[a : last + 1]
     if evaluated is not None:
         out["y_true"] = np.asarray(evaluated["y_true"])[a : last + 1]
         out["y_pred"] = np.asarray(evaluated["y_pred"])[a : last + 1]
+    lines: dict[str, np.ndarray] = {}
+    for line, _ in indicators:
+        values = np.asarray(line[:], dtype=np.float64)[a : last + 1]  # the bars closed by the run's end
+        if values.ndim == 1:
+            lines[line.name] = values
+        elif values.ndim == 2:
+            lines.update({f"{line.name}[{k}]": values[:, k] for k in range(values.shape[1])})
+    out["indicators"] = lines
     return out
+
+
+def default_forward(ea: type[ExpertAdvisor], forward, walk_forward) -> tuple[object, str]:
+    """The forward period a run uses and a line saying why: ``"auto"`` is the last third for an EA that
+    studies (it would otherwise be judged on bars it trained on) and every bar for one that does not."""
+    if walk_forward is not None:
+        return forward, "walk-forward: each test window is traded by the EA trained on the bars before it"
+    if not (isinstance(forward, str) and forward.strip().lower() == "auto"):
+        return forward, f"forward {forward}" if forward is not None else "no forward split: every bar traded"
+    if ea.on_study is not ExpertAdvisor.on_study:
+        return "1/3", f"the last third (default: {ea.__name__} studies the bars before it)"
+    return None, f"every bar (default: {ea.__name__} does not study, so no bars are held out)"
 
 
 def _lap(start: float) -> float:

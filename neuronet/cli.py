@@ -8,14 +8,24 @@ advisor's own failures are printed as one line and exit with status 2 (``neurone
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import sys
 
 import typer
 
-from neuronet import __version__
-from neuronet.commands import backtest, data, deep, devices, export, forecast, live, optimize, robustness
+from neuronet import __version__, logfilter
+from neuronet.commands import (
+    backtest,
+    compare,
+    data,
+    deep,
+    devices,
+    export,
+    forecast,
+    live,
+    optimize,
+    robustness,
+)
 from neuronet.failures import user_message
 
 app = typer.Typer(
@@ -35,6 +45,7 @@ app.command("optimize")(optimize.optimize_command)
 app.command("live")(live.live)
 app.command("export")(export.export_command)
 app.command("robustness")(robustness.robustness_command)
+app.command("compare")(compare.compare_command)
 
 
 def _debug_wanted(debug: bool = False) -> bool:
@@ -55,10 +66,7 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit.", metavar=""
     ),
 ) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if _debug_wanted(debug) else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    logfilter.install(_debug_wanted(debug))
 
 
 def _quiet_help_flags(command: typer.core.TyperCommand | typer.core.TyperGroup) -> None:

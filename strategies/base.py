@@ -37,11 +37,12 @@ _NOT_PARAMS = frozenset({"min_study_bars"})
 
 @dataclass(frozen=True)
 class ReportSection:
-    """An EA's own part of the report: a title, JSON-ready data for report.json, PNG charts for the HTML."""
+    """An EA's own part of the report: a title, JSON-ready data for report.json, and charts for the HTML,
+    each a Bokeh model (drawn interactive, like the report's own) or PNG bytes (shown as an image)."""
 
     title: str
     data: dict
-    charts: dict[str, bytes]
+    charts: dict[str, object]
 
 
 class ExpertAdvisor(TradeMethods):

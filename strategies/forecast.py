@@ -245,6 +245,8 @@ class ForecastEA(ExpertAdvisor):
         section = self.forecast_section(bars)
         if section is None:
             return None
+        from strategies.forecast_charts import forecast_charts  # Bokeh: only when a report is written
+
         return ReportSection("Forecast", section, forecast_charts(section))
 
     def forecast_section(self, bars: Bars, examples: int = 4) -> dict | None:
@@ -328,58 +330,3 @@ def trade_forecast(ea: ExpertAdvisor, path: np.ndarray, rule: ForecastRule) -> N
 
 def _direction(move: float, threshold: float) -> int:
     return 2 if move > threshold else 1 if move < -threshold else 0
-
-
-def forecast_charts(section: dict) -> dict[str, bytes]:
-    """PNG charts of a ``ForecastEA.forecast_section``: forecast vs actual paths, per-horizon error of the
-    model and both baselines, the harmonic weight over time (ATFNet only)."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import pandas as pd
-    from matplotlib.dates import AutoDateLocator, DateFormatter
-
-    def png(fig) -> bytes:
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-        plt.close(fig)
-        return buf.getvalue()
-
-    charts: dict[str, bytes] = {}
-    examples = section["examples"]
-    fig, axes = plt.subplots(1, len(examples), figsize=(3.2 * len(examples), 2.6), squeeze=False)
-    for ax, ex in zip(axes[0], examples, strict=True):
-        n, t = len(ex["history"]), len(ex["actual"])
-        ax.plot(range(n), ex["history"], color="0.5", lw=1)
-        ax.plot(range(n, n + t), ex["actual"], color="k", lw=1, label="actual")
-        ax.plot(range(n, n + t), ex["forecast"], color="tab:blue", lw=1.2, label="forecast")
-        ax.set_title(pd.Timestamp(ex["time"]).strftime("%Y.%m.%d %H:%M"), fontsize=8)
-        ax.tick_params(labelsize=7)
-    axes[0][0].legend(fontsize=7)
-    charts["forecast_vs_actual"] = png(fig)
-    fig, ax = plt.subplots(figsize=(6, 3))
-    for name, err in section["errors"].items():
-        ax.plot(section["horizon_steps"], err["mae"], label=name)
-    ax.set_xlabel("bars ahead")
-    ax.set_ylabel("MAE (price)")
-    ax.legend(fontsize=8)
-    charts["horizon_error"] = png(fig)
-    values = np.asarray(section["weight"]["value"], dtype=np.float64)
-    if np.isfinite(values).any():
-        fig, ax = plt.subplots(figsize=(6, 2.5))
-        ax.plot(_times(section["weight"]["time"]), values, lw=0.8)
-        ax.set_ylabel("harmonic weight w")
-        ax.set_ylim(0, 1)
-        ax.xaxis.set_major_locator(AutoDateLocator(minticks=3, maxticks=6))
-        ax.xaxis.set_major_formatter(DateFormatter("%Y.%m.%d"))
-        ax.tick_params(axis="x", labelsize=8)
-        charts["harmonic_weight"] = png(fig)
-    return charts
-
-
-def _times(texts: list[str]) -> np.ndarray:
-    """ISO timestamps as numpy datetimes (timezone dropped) for plotting."""
-    return np.array([t[:19] for t in texts], dtype="datetime64[s]")

@@ -47,9 +47,11 @@ WALK = ("", "garbage", "0,0", "-1,5", "5", "5,abc", f"{HUGE},500")
 FRACTAL_PARAMS = ("", "novalue", "=1", "nosuch=1", "hidden=abc", "hidden=0", "depth=0", "backend=cuda",
                   "epochs=-1", "lr=nan", "lr=-1", "threshold=2", "batch_size=0", "validation=1", "lots=0",
                   "lots=nan", "sl_points=-1", "tp_points=inf", "exit_bars=-1", "optimizer=nosuch",
-                  "activation=nosuch", "layers=[1", "rule=7bar", "model=nosuch")  # fmt: skip
+                  "activation=nosuch", "layers=[1", "rule=7bar", "model=nosuch", "@<missing>", "@<dir>",
+                  "@<foreign>", "@<bad-set>")  # fmt: skip
 FRACTAL_SPACE = ("", "novalue", "depth=", "depth=abc", "depth=10:5:1", "depth=5:10:0", "depth=5:10:-1",
-                 "nosuch=1,2", "depth=1:nan:1", "lr=1e-3:nan:1e-4")  # fmt: skip
+                 "nosuch=1,2", "depth=1:nan:1", "lr=1e-3:nan:1e-4", "@<missing>", "@<foreign>",
+                 "@<bad-set>")  # fmt: skip
 
 # Bad values per option: "--name" for every command that has it, "COMMAND --name" for one command (an
 # argument: "COMMAND <name>"). Each entry is (values, what the error line must name) or just values (the
@@ -86,6 +88,7 @@ BAD: dict[str, tuple[str, ...]] = {
     "--out": OUT_DIR,
     "--force": FLAG,
     "--progress": FLAG,
+    "--config": (*READ_FILE, "<bad-config>", "<bad-config-table>"),
     "--profile": FLAG,
     # robustness of backtest and run (and of neuronet robustness, where the counts must be >= 1)
     "--monte-carlo": (*COUNT0, HUGE),
@@ -166,7 +169,7 @@ BAD: dict[str, tuple[str, ...]] = {
         "host=",
     ),
     "live --paper": FLAG,
-    "live --param": ("", "novalue", "nosuch=1", "fast=abc", "fast=1.5"),
+    "live --param": ("", "novalue", "nosuch=1", "fast=abc", "fast=1.5", "@<missing>", "@<bad-set>"),
     "live --journal": ("<dir>", ""),
     "live --history": ("-1", "abc", HUGE),
     "live --study-bars": ("-1", "abc", HUGE),
@@ -200,6 +203,9 @@ BAD: dict[str, tuple[str, ...]] = {
     "data cache list --source": NAME,
     "data cache clear --source": NAME,
     "data cache clear --symbol": ("", "../outside", "/etc"),
+    # compare
+    "compare <reports>": (*READ_FILE, "<candles>"),
+    "compare --out": ("<dir>", "<file>/sub", ""),
     # devices
     "devices --device": ("", "nosuch", "9:9"),
     "devices --recheck": FLAG,
@@ -316,6 +322,7 @@ BASE: dict[str, tuple[list[str], list[str]]] = {
     "deep analyze": (["<model>", "<table>"], []),
     "export": (["<report>"], ["--out", "exported"]),
     "robustness": (["<report>"], []),
+    "compare": (["<report>", "<report>"], ["--out", "compared.html"]),
 }
 LIVE_LIMITS = ["--live", "--max-lots", "1", "--max-positions", "1", "--max-daily-loss", "100",
                "--allow-symbol", "EURUSD"]  # fmt: skip
@@ -495,6 +502,9 @@ def prepare_files(root: Path) -> dict[str, str]:
         os.mkfifo(fifo)
     (root / "notes.txt").write_text("not data of any kind: a shopping list\neggs\n")
     (root / "broken.py").write_text("def broken(:\n")
+    (root / "bad.set").write_text("threshold=0.5\ndepth=20||10||0||30||Y\n")  # step 0 on line 2
+    (root / "bad.toml").write_text('seed = 1\nforwrad = "1/3"\n')  # a misspelt option
+    (root / "bad_table.toml").write_text("[nosuch]\nseed = 1\n")  # a table of no command
     (root / "eas.py").write_text(
         "from strategies import ExpertAdvisor\n\n\nclass Mine(ExpertAdvisor):\n    pass\n"
     )
@@ -544,6 +554,9 @@ def prepare_files(root: Path) -> dict[str, str]:
         "candles": str(candles),
         "bad-candles": str(root / "bad_EURUSD_H1.csv"),
         "bad-ticks": str(root / "EURUSD_ticks.csv"),
+        "bad-set": str(root / "bad.set"),
+        "bad-config": str(root / "bad.toml"),
+        "bad-config-table": str(root / "bad_table.toml"),
         "series": str(root / "series.csv"),
         "bad-series": str(root / "bad_series.csv"),
         "table": str(root / "table.csv"),

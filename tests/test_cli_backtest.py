@@ -130,7 +130,8 @@ def test_misspelt_parameter(tmp_path):
 
 
 def test_ctrl_c_still_writes_a_report_marked_incomplete(tmp_path, ea_file):
-    res = neuronet("backtest", f"{ea_file}:Interrupts", "--out", str(tmp_path / "r"), cwd=tmp_path)
+    args = ("backtest", f"{ea_file}:Interrupts", "--forward", "1/3", "--out", str(tmp_path / "r"))
+    res = neuronet(*args, cwd=tmp_path)
     assert res.returncode == 130, res.stderr
     doc = json.loads((tmp_path / "r" / "report.json").read_text())
     assert doc["complete"] is False and doc["stats"]["total_trades"] == 1

@@ -158,7 +158,7 @@ def run_curve(market: Market, job: Job, window: Window, params: dict) -> dict[st
     result = run_one(bt, job, params)
     row = summarize(result, job)
     row["time"] = np.asarray(result.time.asi8)
-    row["equity"] = np.asarray(result.equity, dtype=np.float64)
+    row["equity"] = result.equity["equity"].to_numpy(dtype=np.float64)
     return row
 
 

@@ -1,10 +1,10 @@
-"""The optimisation report: ``results.csv`` (every pass), ``report.html`` (self-contained, charts inline),
+"""The optimisation report: ``results.csv`` (every pass), ``report.html`` (self-contained and offline, its
+interactive charts from ``backtests.optimize.plots`` with BokehJS inline),
 and for walk-forward ``walk_forward.csv`` and ``oos_equity.csv``. Files are written to a temporary name and
 renamed, so an interrupted write never leaves a truncated report."""
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import os
@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from backtests.optimize import charts
+from backtests.optimize import plots
 from backtests.optimize.criteria import get_criterion
 from backtests.optimize.walkforward import WalkForwardResult
 from backtests.robustness.section import optimisation_html
+from backtests.webpage import embed
+from backtests.webpage import page as html_page
 from datafeeds.files import strict_json
 
 _CSS = """body{font-family:sans-serif;margin:1.5em;max-width:1200px}
@@ -58,10 +60,8 @@ def write_report(
     if wf is not None:
         robust["walk_forward_pbo"] = {"mean": wf.summary.get("pbo"), "windows": wf.summary.get("pbo_windows")}
     write_atomic(folder / "robustness.json", json.dumps(strict_json(robust), indent=1).encode())
-    page = "<!doctype html><html><head><meta charset='utf-8'><title>Optimisation</title>"
-    page += f"<style>{_CSS}</style></head><body>" + "\n".join(parts) + "</body></html>"
     out = folder / "report.html"
-    write_atomic(out, page.encode())
+    write_atomic(out, html_page("Optimisation", "\n".join(parts), _CSS).encode())
     return out
 
 
@@ -87,13 +87,11 @@ def _passes_section(table, names, crit, heat, top) -> list[str]:
     parts.append(_frame(table.head(top)[shown + fwd]))
     if table.attrs.get("robustness"):
         parts.append(optimisation_html(table.attrs["robustness"]))
-    numeric = [n for n in names if pd.to_numeric(done[n], errors="coerce").notna().all()]
-    pair = heat or tuple((numeric if len(numeric) >= 2 else names)[:2])
-    if len(pair) == 2:
-        png = charts.heatmap(done, pair[0], pair[1], crit.label, crit.maximize)
-        parts.append("<h2>Heat map</h2>" + _img(png))
-    png = charts.param_scatter(done, names, crit.label)
-    parts.append("<h2>Parameters against the criterion</h2>" + _img(png))
+    parts.append(
+        "<h2>Passes on the parameters</h2><p class='note'>Hover a cell or a line for its pass number "
+        "(results.csv's pass column); drag and scroll to zoom.</p>"
+    )
+    parts.append(embed(plots.passes_layout(table, names, crit.label, crit.maximize, heat), "passes"))
     return parts
 
 
@@ -111,8 +109,7 @@ def _walk_forward_section(wf: WalkForwardResult, currency: str) -> list[str]:
         "optimisation fitted noise. PBO of the in-sample choice: the mean over the windows of the "
         "Probability of Backtest Overfitting of each train window's passes (CSCV; the pbo column), the "
         "chance that the window's winner ranks at or below the median out of sample.</p>",
-        _img(charts.stitched_equity(wf.equity, list(wf.windows["test_first"]), currency)),
-        _img(charts.is_vs_oos(wf.windows)),
+        embed(plots.walk_forward_layout(wf, currency), "walk_forward"),
         "<h3>Windows</h3>",
         _frame(wf.windows),
         "<h3>Parameter stability</h3><p class='note'>distinct: how many different winners; modal_share: "
@@ -156,7 +153,3 @@ def _pbo(v) -> str:
 
 def _num(v) -> str:
     return "n/a" if v is None else f"{v:.2f}"
-
-
-def _img(png: bytes) -> str:
-    return f"<img alt='chart' src='data:image/png;base64,{base64.b64encode(png).decode()}'>"

@@ -1,45 +1,77 @@
-"""The robustness section's charts as PNG bytes, with the report's chart helpers (``backtests.charts``):
-the Monte Carlo fan (percentile bands of the simulated paths around the real one) and the permuted
-distribution of a statistic with the real value marked."""
+"""The robustness section's interactive charts (Bokeh): the Monte Carlo fan (percentile bands of the
+simulated paths around the real one) and the permuted distribution of a statistic with the real value
+marked. Built from the plain lists of ``Robustness.to_dict()``, so report.html and robustness.html (written
+from a report folder) draw the same charts."""
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+from bokeh.models import ColumnDataSource, HoverTool, Span
+from bokeh.plotting import figure
 
-from backtests.charts import CHART_STYLE, plt, png_bytes
+from backtests.plots import TOOLS
 
 
-def fan(distribution: dict, currency: str) -> bytes:
+def fan(distribution: dict, currency: str):
     """5-95 % and 25-75 % bands and the median of the simulated paths, and the real path, over time."""
     f = distribution["fan"]
-    time = pd.to_datetime(np.asarray(f["time"], dtype=np.float64), unit="s")
     q = {k: np.asarray(v, dtype=np.float64) for k, v in f["quantiles"].items()}
+    src = ColumnDataSource(
+        {
+            "time": np.asarray(f["time"], dtype=np.float64) * 1000.0,
+            "actual": np.asarray(f["actual"], dtype=np.float64),
+        }
+        | {f"q{k}": v for k, v in q.items()}
+    )
     what = "balance after each trade" if distribution["method"] == "trades" else "equity at bar closes"
-    with plt.rc_context(CHART_STYLE):
-        fig, ax = plt.subplots(figsize=(10, 3.4))
-        ax.fill_between(time, q["5"], q["95"], color="#8ab17d", alpha=0.3, lw=0, label="5-95 %")
-        ax.fill_between(time, q["25"], q["75"], color="#2a9d8f", alpha=0.4, lw=0, label="25-75 %")
-        ax.plot(time, q["50"], color="#2a9d8f", lw=1, label="median")
-        ax.plot(time, f["actual"], color="#264653", lw=1.4, label="this run")
-        ax.set_ylabel(currency)
-        ax.set_title(
-            f"Monte Carlo ({distribution['method']}): {what}, {f['paths']:,} of "
-            f"{distribution['simulations']:,} paths"
+    fig = figure(
+        height=280,
+        sizing_mode="stretch_width",
+        x_axis_type="datetime",
+        tools=TOOLS,
+        active_scroll="xwheel_zoom",
+        title=f"Monte Carlo ({distribution['method']}): {what}, {f['paths']:,} of "
+        f"{distribution['simulations']:,} paths ({currency})",
+        name=f"fan_{distribution['method']}",
+    )
+    fig.varea("time", "q5", "q95", source=src, color="#8ab17d", alpha=0.3, legend_label="5-95 %")
+    fig.varea("time", "q25", "q75", source=src, color="#2a9d8f", alpha=0.4, legend_label="25-75 %")
+    fig.line("time", "q50", source=src, color="#2a9d8f", legend_label="median")
+    real = fig.line("time", "actual", source=src, color="#264653", line_width=1.6, legend_label="this run")
+    fig.add_tools(
+        HoverTool(
+            renderers=[real],
+            tooltips=[
+                ("time", "@time{%F %H:%M}"),
+                ("this run", "@actual{0,0.00}"),
+                ("median", "@q50{0,0.00}"),
+                ("5-95 %", "@q5{0,0.00} .. @q95{0,0.00}"),
+            ],
+            formatters={"@time": "datetime"},
+            mode="vline",
         )
-        ax.legend(loc="upper left", fontsize=7)
-        return png_bytes(fig)
+    )
+    fig.legend.location = "top_left"
+    fig.legend.click_policy = "hide"
+    return fig
 
 
-def permuted(distribution: dict, real: float, label: str, p_value: float) -> bytes:
+def permuted(distribution: dict, real: float, label: str, p_value: float):
     """The histogram of a statistic over the permuted histories, with the real history's value."""
     h = distribution["histogram"]
     edges = np.asarray(h["edges"], dtype=np.float64)
-    with plt.rc_context(CHART_STYLE):
-        fig, ax = plt.subplots(figsize=(5, 2.8))
-        ax.stairs(h["counts"], edges, fill=True, color="#8ab17d", alpha=0.7, label="permuted histories")
-        ax.axvline(real, color="#9d0208", lw=1.5, label=f"real history (p = {p_value:.4g})")
-        ax.set_xlabel(label)
-        ax.set_ylabel("permutations")
-        ax.legend(loc="best", fontsize=7)
-        return png_bytes(fig)
+    src = ColumnDataSource(
+        {"left": edges[:-1], "right": edges[1:], "count": np.asarray(h["counts"], dtype=np.int64)}
+    )
+    fig = figure(
+        height=240,
+        width=420,
+        tools="hover,save,reset",
+        title=f"{label}: permuted histories and the real one (p = {p_value:.4g})",
+        name="permuted",
+        tooltips=[("from", "@left{0,0.0000}"), ("to", "@right{0,0.0000}"), ("permutations", "@count")],
+    )
+    fig.quad(left="left", right="right", top="count", bottom=0, source=src, color="#8ab17d", alpha=0.7)
+    fig.add_layout(Span(location=float(real), dimension="height", line_color="#9d0208", line_width=2))
+    fig.xaxis.axis_label, fig.yaxis.axis_label = label, "permutations"
+    return fig

@@ -3,10 +3,11 @@ charts, the permutation test, prediction intervals and tests, from a ``Robustnes
 
 from __future__ import annotations
 
-import base64
 import html
 
 from backtests.robustness import charts
+from backtests.webpage import embed
+from backtests.webpage import page as html_page
 
 FIGURES = {
     "final": ("Final balance / equity", "money"),
@@ -25,10 +26,6 @@ def _fmt(v, unit: str = "") -> str:
     if isinstance(v, float):
         return f"{v:,.2f}" if abs(v) >= 1 or v == 0 else f"{v:.4g}"
     return html.escape(str(v))
-
-
-def _img(png: bytes, alt: str) -> str:
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
@@ -56,7 +53,7 @@ def monte_carlo_html(method: str, d: dict, currency: str) -> list[str]:
         rows.append(cells)
     head = ["", *(f"{p} %" for p in SHOWN), "this run", "its percentile"]
     parts.append(_table(head, rows))
-    parts.append(_img(charts.fan(d, currency), f"Monte Carlo fan ({method})"))
+    parts.append(embed(charts.fan(d, currency), f"fan_{method}"))
     return parts
 
 
@@ -87,7 +84,7 @@ def permutation_html(t: dict) -> list[str]:
                 f"<b>{p:.4g}</b>",
             ]
         )
-        images.append(_img(charts.permuted(dist, t["real"][key], label, p), label))
+        images.append(embed(charts.permuted(dist, t["real"][key], label, p), f"permuted_{key}"))
     parts.append(_table(["", "real history", "permuted 5 %", "50 %", "95 %", "p-value"], rows))
     parts.append("<div class='cols'>" + "".join(images) + "</div>")
     return parts
@@ -228,15 +225,5 @@ def optimisation_html(r: dict) -> str:
 
 
 def page(title: str, doc: dict, currency: str) -> str:
-    """robustness.html: the section as a self-contained page."""
-    style = (
-        "body{font:14px system-ui,sans-serif;margin:24px auto;max-width:1080px;color:#222}"
-        "table{border-collapse:collapse;margin:8px 16px 16px 0}"
-        "th,td{padding:3px 10px;border-bottom:1px solid #e5e5e5}td{text-align:right}"
-        "img{max-width:100%;display:block;margin:8px 0}.cols{display:flex;flex-wrap:wrap}"
-        ".warn{background:#fde2e1;padding:8px;border-left:4px solid #c00}"
-    )
-    name = html.escape(title)
-    head = f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{name}</title>"
-    body = f"<h1>{name}</h1>{robustness_html(doc, currency)}"
-    return f"{head}<style>{style}</style></head><body>{body}</body></html>\n"
+    """robustness.html: the section as a self-contained page (BokehJS inline)."""
+    return html_page(title, f"<h1>{html.escape(title)}</h1>{robustness_html(doc, currency)}")

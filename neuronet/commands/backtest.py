@@ -38,6 +38,7 @@ from neuronet.commands.account import (
     SwapShort,
     account_settings,
 )
+from neuronet.commands.config import Config
 from neuronet.commands.errors import CommandError, CommandLookupError
 from neuronet.commands.options import (
     BrokerTz,
@@ -58,6 +59,7 @@ from neuronet.commands.options import (
 )
 from neuronet.commands.summary import print_summary
 from strategies import BUILTIN, ExpertAdvisor
+from strategies.setfile import SetFile, SetFileError, read_set
 
 ROBUSTNESS_STORE = "permutations.db"  # the permutation test's study store, in the report folder
 # What a run interrupted during its permutations leaves in --out: the same command resumes from it.
@@ -121,7 +123,8 @@ def _params(
 ) -> dict[str, Any]:
     """``option`` ``key=value`` pairs plus the shortcut options given (``--epochs`` ...); a shortcut that
     this EA has no parameter for is refused, not dropped, and so is a parameter given twice (the second
-    would silently win)."""
+    would silently win). ``@FILE.set`` reads the inputs of a MetaTrader .set file (UTF-16 or UTF-8); an
+    option naming one of them overrides the file's value."""
     out: dict[str, Any] = {}
     defaults = ea.param_defaults()
     for key, value in shortcuts.items():
@@ -134,17 +137,36 @@ def _params(
             )
         out[key] = value
     given: set[str] = set()
+    from_files: dict[str, str] = {}
     for pair in pairs:
+        if pair.startswith("@"):  # a MetaTrader .set file: its values, which NAME=VALUE options override
+            from_files.update(set_file(option, pair, ea).values)
+    for key, value in from_files.items():
+        if key not in out:  # a shortcut option (--epochs) overrides the file's value too
+            out[key] = value
+    for pair in pairs:
+        if pair.startswith("@"):
+            continue
         key, sep, value = pair.partition("=")
         key = key.strip()
         if not sep or not key:
             raise CommandError(f"{option} {pair!r}: expected NAME=VALUE")
-        if key in given or key in out:
+        if key in given or (key in out and key not in from_files):
             also = "given twice" if key in given else f"{_flag(key)} gives it too"
             raise CommandError(f"{option} {key}=...: {also}; give each parameter once")
         given.add(key)
         out[key] = value.strip()
     return out
+
+
+def set_file(option: str, spec: str, ea: type[ExpertAdvisor]) -> SetFile:
+    """The .set file of ``-p @FILE``, read for ``ea``; its errors name the option too."""
+    try:
+        return read_set(spec[1:], ea)
+    except SetFileError as exc:
+        raise SetFileError(f"{option} {spec}: {exc}") from None
+    except OSError as exc:
+        raise type(exc)(f"{option} {spec}: {exc}") from None
 
 
 def _flag(key: str) -> str:
@@ -190,10 +212,13 @@ def _execute(
                 "(--spread POINTS to change)",
                 err=True,
             )
+        # one bar before the first traded one is the start row, not a study period
+        study = "no study"
+        if fs > 1:
+            study = f"study {df.index[0]:%Y-%m-%d} .. {df.index[fs - 1]:%Y-%m-%d} ({fs})"
         typer.echo(
-            f"{ea.__name__} on {meta.symbol} {meta.timeframe.name} ({meta.source}): {len(df)} bars, "
-            f"study {df.index[0]:%Y-%m-%d} .. {df.index[fs - 1]:%Y-%m-%d} ({fs}), "
-            f"forward {df.index[fs]:%Y-%m-%d} .. {df.index[-1]:%Y-%m-%d} ({len(df) - fs})"
+            f"{ea.__name__} on {meta.symbol} {meta.timeframe.name} ({meta.source}): {len(df)} bars, {study}, "
+            f"forward {df.index[fs]:%Y-%m-%d} .. {df.index[-1]:%Y-%m-%d} ({len(df) - fs}): {bt.forward_rule}"
         )
         chosen = str(params.get("backend", ea.param_defaults().get("backend", "")))
         if profile and chosen.startswith("numpy"):
@@ -211,7 +236,7 @@ def _execute(
         progress=progress,
         profile=profile,
         on_ready=announce,
-        **({} if forward is None else {"forward": forward}),  # else Backtest's own default, 1/3
+        **({} if forward is None else {"forward": forward}),  # else Backtest's own default (auto)
     )
     meta = bt.meta
     folder = out  # a given --out was prepared before the data was read
@@ -240,7 +265,7 @@ def _execute(
         if trained_on is not None:
             env["nn_backend"] = trained_on
         try:
-            page = write_report(result, folder, env, robustness=rob)
+            page = write_report(result, folder, env, robustness=rob, force=True, keep=RESUMABLE)
         except KeyboardInterrupt:
             typer.echo("interrupted while writing the report; files already written are complete", err=True)
             raise
@@ -269,7 +294,8 @@ Forward = Annotated[
     str | None,
     typer.Option(
         "--forward",
-        help="Forward period: 1/2, 1/3 (default), 1/4, a fraction, a date, or none (trade every bar).",
+        help="Forward period: 1/2, 1/3, 1/4, a fraction, a date, or none (trade every bar). Default: 1/3 for "
+        "an EA that studies (trains on the bars before it), none for one that does not.",
         parser=values.text,
     ),
 ]
@@ -319,7 +345,12 @@ BackendOpt = Annotated[
 ]
 Param = Annotated[
     list[str] | None,
-    typer.Option("--param", "-p", help="EA parameter NAME=VALUE (repeatable).", parser=values.text),
+    typer.Option(
+        "--param",
+        "-p",
+        help="EA parameter NAME=VALUE (repeatable), or @FILE.set: the inputs of a MetaTrader .set file.",
+        parser=values.text,
+    ),
 ]
 Out = Annotated[
     Path | None,
@@ -405,6 +436,7 @@ def backtest(
     ruin_drawdown: RuinDrawdown = 20.0,
     bootstrap: Bootstrap = 1000,
     workers: Workers = None,
+    config: Config = None,
 ) -> None:
     """Backtest an expert advisor (built-in or your own class) and write a report."""
     cls = resolve_ea(ea)

@@ -175,6 +175,9 @@ def train(
     seed: int = _D.seed,
     binary_splits: Annotated[bool, typer.Option(help="Inputs 1 above their training mean, else 0.")] = False,
     kernel_log: Annotated[Path | None, typer.Option(help="OpenCL kernel times (DEEP's CUDA.LOG).")] = None,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Progress bar of epochs (only on a terminal).")
+    ] = True,
 ) -> None:
     """Train a deep belief net: RBM layers greedily, then the supervised head (and optional fine-tune)."""
     import nn
@@ -289,7 +292,7 @@ def train(
         f"Backend: {be.name}",
     )
     out.flush()
-    _train_and_report(out, be, x, ds, cfg, names, scaling, depth, model, kernel_log)
+    _train_and_report(out, be, x, ds, cfg, names, scaling, depth, model, kernel_log, progress)
 
 
 def _recon_label(rbm: RBMConfig) -> str:
@@ -297,12 +300,13 @@ def _recon_label(rbm: RBMConfig) -> str:
     return f"{kind} reconstruction error ({'direct' if rbm.direct_error else 'fast'})"
 
 
-def _train_and_report(out: DeepLog, be, x, ds, cfg: DBNConfig, names, scaling, depth, model, kernel_log):
+def _train_and_report(
+    out: DeepLog, be, x, ds, cfg: DBNConfig, names, scaling, depth, model, kernel_log, progress: bool = True
+):
     from nn.dbn import train_dbn
 
-    bar = tqdm(
-        total=cfg.rbm.max_epochs, desc="layer 1", unit="epoch", leave=False, disable=not sys.stderr.isatty()
-    )
+    shown = progress and sys.stderr.isatty()  # a log file or pipe gets the epoch lines, not bar redraws
+    bar = tqdm(total=cfg.rbm.max_epochs, desc="layer 1", unit="epoch", leave=False, disable=not shown)
 
     def on_epoch(layer: int, e) -> None:
         if e.epoch == 1:

@@ -7,6 +7,7 @@ the results.
 
 from __future__ import annotations
 
+import sys
 from contextlib import nullcontext
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -81,7 +82,7 @@ class _Progress:
     first epoch's batch count)."""
 
     def __init__(self, enabled: bool, header: str) -> None:
-        self.enabled = enabled
+        self.enabled = enabled and sys.stderr.isatty()  # a log file or pipe gets the epoch lines only
         self.header = header
         self._bar = None
         self._batches: int | None = None

@@ -310,7 +310,7 @@ def _report(path: Path, out: Path | None, force: bool, source: TerminalSource) -
             result = journal_result(path, source)
         finally:
             source.close()
-        page = write_report(result, folder, environment())
+        page = write_report(result, folder, environment(), force=True)  # out_folder checked it
     print_summary(result, page, None)
 
 

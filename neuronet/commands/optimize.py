@@ -52,7 +52,9 @@ from neuronet.commands.backtest import (
     _params,
     _walk_forward,
     resolve_ea,
+    set_file,
 )
+from neuronet.commands.config import Config
 from neuronet.commands.errors import CommandError
 from neuronet.commands.options import (
     BrokerTz,
@@ -69,6 +71,7 @@ from neuronet.commands.options import (
     market_data,
     prepare_out,
 )
+from strategies.setfile import SetRange, write_set
 
 _NONE = ("none", "off", "0", "")
 STORE = "study.db"  # the default study store, in the report folder
@@ -77,7 +80,12 @@ _RESUMABLE = frozenset(STORE + end for end in ("", LOCK_SUFFIX, "-journal", "-wa
 
 
 _PARAM = typer.Option(
-    [], "--param", "-p", help="Searched: NAME=START:STOP:STEP or NAME=A,B,C (text: A|B).", parser=values.text
+    [],
+    "--param",
+    "-p",
+    help="Searched: NAME=START:STOP:STEP or NAME=A,B,C (text: A|B), or @FILE.set: a MetaTrader .set file's "
+    "ranges flagged Y (its other inputs fixed).",
+    parser=values.text,
 )
 _SET = typer.Option(
     [], "--set", help="Fixed parameter NAME=VALUE, verbatim (repeatable).", parser=values.text
@@ -163,6 +171,7 @@ def optimize_command(
     force: Force = False,
     spa_reps: int = _SPA,
     pbo_splits: int = _PBO,
+    config: Config = None,
 ) -> None:
     """Optimise an EA's parameters (grid, genetic, random, TPE) with forward test or walk-forward analysis."""
     cls = resolve_ea(ea)
@@ -173,6 +182,7 @@ def optimize_command(
         deposit=deposit, leverage=leverage, spread=spread, commission=commission,
         swap_long=swap_long, swap_short=swap_short, hedging=hedging, margin_hedged=margin_hedged,
     )  # fmt: skip
+    param, fixed = _with_set_files(param, fixed, cls)
     sets = _params(fixed, cls, "--set", epochs=epochs, batch_size=batch_size, backend=backend)
     cls.resolve_params(sets)  # names, types and the backend of --set, before data or workers
     space = parse_space(cls, param, sets)  # every spec checked before data or workers
@@ -263,7 +273,40 @@ def optimize_command(
             f"{exc}; another run wrote into it meanwhile: the finished passes are kept in {store_path}"
         ) from None
     page = write_report(folder, table, space.names, info, pair, top, result)
+    best = _write_best_set(folder, cls, space, table)
     _summary(table, space.names, result, page)
+    if best is not None:
+        typer.echo(f"best pass as MetaTrader inputs: {best} (-p @{best})")
+
+
+def _with_set_files(param: list[str], fixed: list[str], ea) -> tuple[list[str], list[str]]:
+    """``-p @FILE.set``: the file's optimised inputs (flag Y) become searched ranges, start:stop:step, and
+    its other inputs fixed values; a -p or --set naming an input overrides the file's line for it."""
+    named = {p.partition("=")[0].strip() for p in [*param, *fixed] if not p.startswith("@")}
+    searched, kept = [p for p in param if not p.startswith("@")], list(fixed)
+    for spec in (p for p in param if p.startswith("@")):
+        inputs = set_file("--param", spec, ea)
+        ranges = inputs.searched()
+        searched += [f"{k}={v}" for k, v in ranges.items() if k not in named]
+        kept += [f"{k}={v}" for k, v in inputs.fixed().items() if k not in named and k not in ranges]
+        named |= set(inputs.values)
+    return searched, kept
+
+
+def _write_best_set(folder: Path, ea, space, table: pd.DataFrame) -> Path | None:
+    """The best pass's inputs as a MetaTrader .set file (``best.set``), the searched ones with their
+    ranges flagged Y, so the terminal's tester loads both the winner and the search; None without one."""
+    done = table[table["criterion"].notna()] if "criterion" in table else table.iloc[:0]
+    if not len(done):
+        return None
+    row = done.iloc[0]
+    values = {**ea.param_defaults(), **dict(space.fixed)}
+    ranges = {}
+    for d in space.dimensions:
+        values[d.name] = row[d.name].item() if hasattr(row[d.name], "item") else row[d.name]
+        if d.kind in ("int", "float") and len(d.values) > 1:
+            ranges[d.name] = SetRange(d.values[0], d.values[1] - d.values[0], d.values[-1], True)
+    return write_set(folder / "best.set", ea.__name__, values, ranges)
 
 
 def _digest(frame: pd.DataFrame | None) -> str | None:

@@ -49,7 +49,7 @@ def _raiser(hook, exc):
 )
 def test_whatever_a_hook_raises_names_the_ea_hook_and_bar(hook, where, bar):
     with pytest.raises(EARuntimeError) as info:
-        Backtest(DF, _raiser(hook, KeyError("missing"))).run()
+        Backtest(DF, _raiser(hook, KeyError("missing")), forward="1/3").run()
     exc = info.value
     assert str(exc) == f"Broken.{hook} raised {where}: KeyError: 'missing'"
     assert (exc.ea, exc.hook, exc.bar) == ("Broken", hook, bar)
@@ -59,16 +59,16 @@ def test_whatever_a_hook_raises_names_the_ea_hook_and_bar(hook, where, bar):
 
 def test_system_exit_from_an_ea_does_not_end_the_program():
     with pytest.raises(EARuntimeError, match=r"on_bar raised at bar 200 .*SystemExit: 3"):
-        Backtest(DF, _raiser("on_bar", SystemExit(3))).run()
+        Backtest(DF, _raiser("on_bar", SystemExit(3)), forward="1/3").run()
 
 
 def test_an_ea_error_from_on_init_is_the_users_parameter_error():
     """``on_init`` rejects parameters with EAError: that reaches the caller as it is (a user error)."""
     with pytest.raises(EAError, match="bad lots") as info:
-        Backtest(DF, _raiser("on_init", EAError("bad lots"))).run()
+        Backtest(DF, _raiser("on_init", EAError("bad lots")), forward="1/3").run()
     assert not isinstance(info.value, EARuntimeError)
     with pytest.raises(EARuntimeError, match=r"on_study raised.*EAError: bad lots"):
-        Backtest(DF, _raiser("on_study", EAError("bad lots"))).run()
+        Backtest(DF, _raiser("on_study", EAError("bad lots")), forward="1/3").run()
 
 
 def test_a_broken_constructor_is_the_eas_failure():
@@ -78,7 +78,7 @@ def test_a_broken_constructor_is_the_eas_failure():
             raise RuntimeError("oops")
 
     with pytest.raises(EARuntimeError, match=r"Ctor.__init__ raised before the first bar: RuntimeError"):
-        Backtest(DF, Ctor).run()
+        Backtest(DF, Ctor, forward="1/3").run()
 
 
 @pytest.mark.parametrize(
@@ -99,7 +99,7 @@ def test_bad_indicator_functions(fn, error, message):
             self.indicator(fn, "x")
 
     with pytest.raises(error, match=message):
-        Backtest(DF, Ind).run()
+        Backtest(DF, Ind, forward="1/3").run()
 
 
 def test_an_indicator_returning_its_own_bars_keeps_its_values():
@@ -112,7 +112,7 @@ def test_an_indicator_returning_its_own_bars_keeps_its_values():
         def on_bar(self):
             assert self.line[-1] == self.bars.close[-1]
 
-    Backtest(DF, Same).run()
+    Backtest(DF, Same, forward="1/3").run()
 
 
 class _Sleeper(ExpertAdvisor):
@@ -132,23 +132,25 @@ class _Sleeper(ExpertAdvisor):
 
 
 def test_ctrl_c_while_training_is_not_counted_as_replay():
-    result = Backtest(DF, _Sleeper).run(stop="study")
+    result = Backtest(DF, _Sleeper, forward="1/3").run(stop="study")
     assert not result.complete and result.interrupted == "on_study"
     assert result.timings["study_s"] >= 0.2 and "replay_s" not in result.timings
     assert result.ea_instance.model_metadata()["run"] == {"complete": False, "interrupted": "on_study"}
 
 
 def test_ctrl_c_while_retraining_keeps_the_training_time_apart():
-    result = Backtest(DF, _Sleeper).run(stop="retrain", retrain_every=20)
+    result = Backtest(DF, _Sleeper, forward="1/3").run(stop="retrain", retrain_every=20)
     assert result.interrupted == "replay" and len(result.equity) == 21
     assert result.timings["retrain_s"] >= 0.2 and result.timings["replay_s"] < 0.2
 
 
 def test_ctrl_c_in_the_bar_loop_and_a_complete_run():
-    result = Backtest(DF, _Sleeper).run(stop="bar")
+    result = Backtest(DF, _Sleeper, forward="1/3").run(stop="bar")
     assert result.interrupted == "replay" and result.timings["study_s"] >= 0.2
     assert result.timings["replay_s"] < 0.2 and len(result.equity) == 11
-    done = Backtest(DF, _Sleeper).run(stop="never", retrain_every=40)  # retrains at bars 240 and 280
+    done = Backtest(DF, _Sleeper, forward="1/3").run(
+        stop="never", retrain_every=40
+    )  # retrains at bars 240 and 280
     assert done.complete and done.interrupted is None
     assert done.timings["retrain_s"] >= 0.4 and done.timings["replay_s"] < 0.2
     assert done.ea_instance.model_metadata()["run"] == {"complete": True, "interrupted": None}
@@ -160,7 +162,7 @@ def test_an_interrupted_runs_model_file_says_so(tmp_path):
             model = nn.Sequential([nn.Dense(1)], input_shape=(2,), backend="numpy")
             return str(nn.save(model, f"{path}.nnz", self.model_metadata()))
 
-    result = Backtest(DF, Saver).run(stop="study")
+    result = Backtest(DF, Saver, forward="1/3").run(stop="study")
     written = result.ea_instance.save_model(str(tmp_path / "model"))
     meta = nn.load(written).metadata
     assert meta["run"] == {"complete": False, "interrupted": "on_study"} and meta["ea"] == "Saver"
@@ -172,7 +174,7 @@ def test_on_tester_cannot_rewrite_the_reported_statistics():
             stats["total_net_profit"] = 1e9
             return 1
 
-    result = Backtest(DF, Liar).run()
+    result = Backtest(DF, Liar, forward="1/3").run()
     assert result.stats["total_net_profit"] == 0 and result.custom_criterion == 1.0
 
 
@@ -187,7 +189,7 @@ def test_on_tester_cannot_rewrite_the_reported_statistics():
 def test_malformed_hook_results_are_the_eas_failure(hook, value, message):
     Bad = type("Bad", (ExpertAdvisor,), {hook: lambda self, arg: value})
     with pytest.raises(EARuntimeError, match=message):
-        Backtest(DF, Bad).run()
+        Backtest(DF, Bad, forward="1/3").run()
 
 
 def test_any_base_exception_from_an_ea_is_wrapped_but_ctrl_c():
@@ -195,7 +197,7 @@ def test_any_base_exception_from_an_ea_is_wrapped_but_ctrl_c():
         pass
 
     with pytest.raises(EARuntimeError, match=r"on_bar raised at bar 200 .*Odd: x"):
-        Backtest(DF, _raiser("on_bar", Odd("x"))).run()
+        Backtest(DF, _raiser("on_bar", Odd("x")), forward="1/3").run()
 
 
 def test_an_ea_failure_survives_pickling():
@@ -203,7 +205,7 @@ def test_an_ea_failure_survives_pickling():
     import pickle
 
     with pytest.raises(EARuntimeError) as info:
-        Backtest(DF, _raiser("on_bar", KeyError("missing"))).run()
+        Backtest(DF, _raiser("on_bar", KeyError("missing")), forward="1/3").run()
     again = pickle.loads(pickle.dumps(info.value))
     assert str(again) == str(info.value)
     assert (again.hook, again.bar, again.time) == ("on_bar", FS, DF.index[FS])
@@ -211,7 +213,7 @@ def test_an_ea_failure_survives_pickling():
 
 
 def test_ctrl_c_in_on_init_keeps_a_result_with_no_training():
-    result = Backtest(DF, _raiser("on_init", KeyboardInterrupt())).run()
+    result = Backtest(DF, _raiser("on_init", KeyboardInterrupt()), forward="1/3").run()
     assert result.interrupted == "on_init" and not result.complete
     assert "init_s" in result.timings and "study_s" not in result.timings and "replay_s" not in result.timings
 
@@ -219,7 +221,7 @@ def test_ctrl_c_in_on_init_keeps_a_result_with_no_training():
 def test_a_failing_save_model_names_the_ea_and_hook(tmp_path):
     from backtests.report import write_report
 
-    result = Backtest(DF, _raiser("save_model", OSError("disk full"))).run()
+    result = Backtest(DF, _raiser("save_model", OSError("disk full")), forward="1/3").run()
     with pytest.raises(EARuntimeError) as info:
         write_report(result, tmp_path / "report")
     exc = info.value

@@ -255,7 +255,7 @@ def test_without_stops_or_orders_the_minutes_change_only_the_spread_of_the_momen
     base = Backtest(h1, SmaCrossEA, forward=None, account=fixed).run()
     fine = Backtest(h1, SmaCrossEA, forward=None, model="ohlc1m", m1=m1, account=fixed).run()
     pd.testing.assert_frame_equal(base.trades, fine.trades)
-    np.testing.assert_array_equal(base.equity, fine.equity)
+    np.testing.assert_array_equal(base.equity["equity"], fine.equity["equity"])
     # With the data's spreads, a buy at an hour's open pays its first minute's spread, not the hour's lowest.
     own = Backtest(h1, SmaCrossEA, forward=None, model="ohlc1m", m1=m1).run().trades
     buys = own[own["type"] == "buy"]

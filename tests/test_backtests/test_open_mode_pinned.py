@@ -25,9 +25,9 @@ def _runs() -> dict:
     df = read_sample()
     tiny = {"hidden": "12", "epochs": 2, "backend": "numpy", "batch_size": 64, "validation": 0}
     return {
-        "sma_plain": Backtest(df, SmaCrossEA, account=AccountConfig(missing_spread=0)).run(),
+        "sma_plain": Backtest(df, SmaCrossEA, forward="1/3", account=AccountConfig(missing_spread=0)).run(),
         "sma_stops_commission": Backtest(
-            df, SmaCrossEA, account=AccountConfig(commission=3.5, missing_spread=0)
+            df, SmaCrossEA, forward="1/3", account=AccountConfig(commission=3.5, missing_spread=0)
         ).run(sl_points=300, tp_points=600),
         "fractal_tiny": Backtest(read_sample(spread=10).iloc[:900], FractalEA, forward="1/3", seed=7).run(
             **tiny
@@ -43,7 +43,7 @@ def _summary(result) -> dict:
             for row in t[COLUMNS + MONEY].itertuples(index=False)
         ],
         "final_balance": float(result.balance[-1]),
-        "final_equity": float(result.equity[-1]),
+        "final_equity": float(result.equity["equity"].iloc[-1]),
         "rejected": len(result.rejected),
     }
 

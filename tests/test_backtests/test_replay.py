@@ -139,7 +139,7 @@ def test_interrupt_keeps_a_partial_result():
 def test_same_seed_same_numbers():
     a = Backtest(candles(), SmaCrossEA, account=AccountConfig(commission=3.0)).run(fast=5, slow=12)
     b = Backtest(candles(), SmaCrossEA, account=AccountConfig(commission=3.0)).run(fast=5, slow=12)
-    assert a.stats == b.stats
+    assert a.stats.equals(b.stats)
     assert a.stats["total_trades"] > 5
 
 

@@ -2,13 +2,15 @@
 
 import itertools
 import json
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from backtests import AccountConfig, Backtest
-from backtests.report import MT5_ROWS, training_outcome, write_report
+from backtests.report import training_outcome, write_report
+from backtests.statistics import rows
 from datafeeds import read_sample
 from strategies import ExpertAdvisor, SmaCrossEA
 
@@ -32,10 +34,12 @@ def test_report_folder_contents(tmp_path):
     assert len(trades) == doc["stats"]["total_trades"]
     assert trades.net_profit.sum() == pytest.approx(doc["stats"]["total_net_profit"], abs=0.01)
     html = page.read_text()
-    # balance/equity, drawdown, trade breakdown, price (no classifier: no confusion matrix, no training)
-    assert html.count("data:image/png;base64,") == 4
-    assert "<script" not in html and "http" not in html  # nothing fetched from elsewhere
-    for label, _ in MT5_ROWS:
+    # the linked price/equity/drawdown chart and the trade breakdown (no classifier: no confusion matrix,
+    # no training), drawn by BokehJS written into the page: nothing is fetched from elsewhere
+    assert re.findall(r'data-chart="(\w+)"', html) == ["result", "breakdown"]
+    assert not re.findall(r"<script[^>]*\ssrc=|<link\b|<img[^>]*\ssrc=[\"']?http", html)
+    assert "Bokeh" in html and "<h2>Orders</h2>" in html and "<h2>Deals</h2>" in html
+    for label, _ in rows(doc["stats"], "mt5"):
         assert label.replace("&", "&amp;") in html
     assert not list(folder.glob(".*.tmp"))
 
@@ -197,7 +201,7 @@ def test_prediction_rows_follow_the_eas_classes_and_expected_counts_read_as_such
 
 
 def test_a_rise_is_drawn_as_an_up_triangle_whatever_the_class_order():
-    from backtests.charts import _direction
+    from backtests.plots import direction
 
     names = ("no_trade", "down", "up", "buy", "SELL", "undefined")
-    assert [_direction(c) for c in names] == [0, -1, 1, 1, -1, 0]
+    assert [direction(c) for c in names] == [0, -1, 1, 1, -1, 0]

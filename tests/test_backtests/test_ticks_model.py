@@ -407,7 +407,7 @@ def test_one_backtest_checks_its_ticks_once_and_each_run_starts_clean():
     second = bt.run(fast=3, slow=8)
     assert ticks_in_first > 0 and len(seen) == 2 * ticks_in_first
     pd.testing.assert_frame_equal(first.trades, second.trades)
-    assert first.stats == second.stats
+    assert first.stats.equals(second.stats)
     assert bt.price_path.hook is None  # the runs' hooks stayed on their copies
 
     crossed = ticks.copy()

@@ -48,7 +48,7 @@ def test_paper_run_across_a_dst_change_matches_the_backtest(port, sim, tmp_path)
     same_frames(live.deals, bt.deals)
     same_frames(live.orders, bt.orders)
     pd.testing.assert_frame_equal(live.curves, bt.curves)
-    assert live.stats == bt.stats
+    assert live.stats.equals(bt.stats)
 
 
 def test_a_dropped_link_is_retried_and_missed_bars_are_processed_in_order(port, sim, tmp_path):

@@ -86,7 +86,7 @@ def test_stop_as_price_and_points_together_is_refused():
             self.buy(0.1, sl=1.0, sl_points=10)
 
     with pytest.raises(EARuntimeError, match=r"Both.on_bar raised at bar 40 .*EAError: .*price or in") as e:
-        Backtest(_candles(), Both).run()
+        Backtest(_candles(), Both, forward="1/3").run()
     assert isinstance(e.value.original, EAError) and e.value.__cause__ is e.value.original
 
 

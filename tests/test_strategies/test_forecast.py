@@ -12,7 +12,8 @@ from backtests import Backtest
 from backtests.report import write_report
 from datafeeds import CandleMeta, Timeframe, make_frame
 from strategies.baselines import LinearBaseline
-from strategies.forecast import ForecastEA, forecast_charts
+from strategies.forecast import ForecastEA
+from strategies.forecast_charts import forecast_charts
 from strategies.forecast_data import sliding_windows
 from strategies.forecasting import direction_accuracy, horizon_errors, naive_forecast
 
@@ -90,7 +91,7 @@ def test_forecast_ea_through_the_harness(model):
         np.testing.assert_allclose(np.array(std_err["mse"]) * sd**2, err["mse"], rtol=1e-12)
     weights = np.array(section["weight"]["value"])
     charts = forecast_charts(section)
-    assert all(png.startswith(b"\x89PNG") for png in charts.values())
+    assert all(hasattr(chart, "to_serializable") for chart in charts.values())  # Bokeh models
     if model == "atfnet":
         assert np.all((weights >= 0) & (weights <= 1)) and "harmonic_weight" in charts
     else:
@@ -105,9 +106,9 @@ def test_forecast_section_is_written_into_the_report(tmp_path):
     assert doc["ea_section"]["title"] == "Forecast"
     assert set(doc["ea_section"]["data"]["errors"]) == {"model", "naive", "linear"}
     page = html_path.read_text()
-    assert "<h2>Forecast</h2>" in page and page.count("data:image/png;base64,") >= 2 + len(
-        result.section.charts
-    )
+    section = page.split("<h2>Forecast</h2>", 1)[1]
+    for name in result.section.charts:  # the EA's own charts, interactive like the report's
+        assert f'data-chart="{name}"' in section
 
 
 def test_forecast_ea_uses_only_closed_bars():

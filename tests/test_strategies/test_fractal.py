@@ -74,7 +74,7 @@ def test_trading_rule_threshold_and_exit_after_n_bars(sample):
 def test_same_seed_same_numbers(sample):
     a = Backtest(sample, FractalEA, seed=3).run(**TINY)
     b = Backtest(sample, FractalEA, seed=3).run(**TINY)
-    assert a.stats == b.stats and a.predictions == b.predictions
+    assert a.stats.equals(b.stats) and a.predictions == b.predictions
     assert [r["loss"] for r in a.training] == [r["loss"] for r in b.training]
 
 

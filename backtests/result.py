@@ -1,0 +1,166 @@
+"""What ``Backtest(...).run()`` returns: a run's tables, figures and curves, short to print, rich in a
+notebook, and one call from an interactive chart (``plot()``).
+
+As backtesting.py's ``stats`` is a pandas Series, so is ``Result.stats`` (report.json's keys, in the order of
+``backtests.statistics.TABLE``); ``trades``, ``orders``, ``deals`` and ``equity`` are DataFrames with their
+times. Printing a result gives a summary of a few dozen lines, never the tables themselves.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from backtests import statistics
+from strategies.base import ExpertAdvisor, ReportSection
+
+
+@dataclass
+class Result:
+    """Everything a run produced; ``backtests.report`` writes it to disk.
+
+    ``equity`` is given as the equity at each forward bar's close, ``(F,)``, and kept as a DataFrame indexed
+    by those bars' times: ``equity`` and ``balance`` at the close, ``equity_worst`` (every open position at
+    its worst price of the bar), ``margin_level`` (%) and ``drawdown_pct`` (the equity at the close below its
+    running peak, the deposit included, in %, as backtesting.py's ``DrawdownPct`` but in percent)."""
+
+    ea: dict
+    data: dict
+    account: dict
+    periods: dict
+    trades: pd.DataFrame
+    time: pd.DatetimeIndex  # forward bars
+    balance: np.ndarray  # (F,) at each forward bar's close
+    equity: pd.DataFrame
+    stats: pd.Series
+    predictions: dict | None
+    training: list[dict]
+    timings: dict
+    rejected: list[dict]
+    complete: bool
+    seed: int
+    custom_criterion: float | None = None
+    chart_data: dict = field(default_factory=dict)
+    section: ReportSection | None = None
+    ea_instance: ExpertAdvisor | None = None
+    interrupted: str | None = None  # the phase Ctrl-C cut short: "on_init", "on_study" or "replay"
+    orders: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's orders table
+    deals: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's deals table
+    curves: pd.DataFrame | None = None  # metrics.curve_frame: the start row, then one row per forward bar
+    equity_path: pd.DataFrame | None = None  # the skeleton of the equity at every modelled price
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.stats, pd.Series):
+            self.stats = statistics.series(self.stats, name=self.ea.get("class"))
+        if not isinstance(self.equity, pd.DataFrame):
+            self.equity = equity_frame(self.time, self.balance, self.equity, self.curves, self.account)
+
+    # -- printing ----------------------------------------------------------------------------------------
+    def headline(self) -> list[tuple[str, str]]:
+        """(label, value) of the figures a summary shows first (``statistics.HEADLINE``)."""
+        cur = self.account.get("currency", "")
+        out = []
+        for key in statistics.HEADLINE:
+            s = statistics.BY_KEY[key]
+            text = statistics.fmt(self.stats.get(key), s.fmt)
+            out.append((s.label, f"{text} {cur}" if s.fmt == "money" and text != "–" else text))
+        return out
+
+    def settings(self) -> list[tuple[str, str]]:
+        """The run's settings in a few lines: data, period, model, account and the EA's inputs."""
+        d, a = self.data, self.account
+        inputs = ", ".join(f"{k}={v}" for k, v in (self.ea.get("params") or {}).items()) or "none"
+        first, last = (statistics.fmt(d.get(k), "time") for k in ("forward_first", "forward_last"))
+        fwd = f"{first} .. {last}"
+        rule = self.periods.get("forward_rule")
+        rows = [
+            ("Expert", f"{self.ea.get('class')} ({inputs})"),
+            (
+                "Symbol",
+                f"{d.get('symbol')} {d.get('timeframe')}, {d.get('bars')} bars ({d.get('source') or '-'})",
+            ),
+            ("Forward", fwd + (f"; {rule}" if rule else "")),
+            ("Modelling", d.get("model_name") or "Open prices only"),
+            (
+                "Account",
+                f"{statistics.fmt(a.get('deposit'), 'money')} {a.get('currency')}, 1:{a.get('leverage'):g}",
+            ),
+        ]
+        if d.get("spread"):
+            rows.append(("Spread", str(d["spread"])))
+        return rows
+
+    def __repr__(self) -> str:
+        state = "complete" if self.complete else f"INCOMPLETE (interrupted in {self.interrupted})"
+        lines = [
+            f"<backtests.Result {self.ea.get('class')} {self.data.get('symbol')} "
+            f"{self.data.get('timeframe')}, {state}>"
+        ]
+        width = max(len(k) for k, _ in [*self.settings(), *self.headline()])
+        lines += [f"  {k:<{width}}  {v}" for k, v in self.settings()]
+        lines.append("")
+        lines += [f"  {k:<{width}}  {v}" for k, v in self.headline()]
+        pred = self.predictions
+        if pred is not None:
+            ba = pred["model"].get("balanced_accuracy")
+            shown = "–" if ba is None else f"{100 * ba:.1f}%"
+            lines.append(f"  {'Balanced accuracy':<{width}}  {shown} on {pred['bars']} forward bars")
+        lines.append("")
+        lines.append(
+            f"  .stats ({len(self.stats)} figures), .trades ({len(self.trades)}), "
+            f".orders ({len(self.orders)}), "
+            f".deals ({len(self.deals)}), .equity ({len(self.equity)} bars); .plot() draws them"
+        )
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """The notebook's view: the settings and the headline figures, two small tables."""
+
+        def table(rows: list[tuple[str, str]]) -> str:
+            body = "".join(
+                f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:right'>"
+                f"{html.escape(v)}</td></tr>"
+                for k, v in rows
+            )
+            return f"<table class='neuronet-result'>{body}</table>"
+
+        title = f"{self.ea.get('class')} · {self.data.get('symbol')} {self.data.get('timeframe')}"
+        warn = "" if self.complete else "<p><b>INCOMPLETE</b>: the run was interrupted.</p>"
+        return (
+            f"<div class='neuronet-result'><h4>{html.escape(title)}</h4>{warn}{table(self.settings())}"
+            f"{table(self.headline())}<p><code>.stats</code>: {len(self.stats)} figures, "
+            f"<code>.trades</code>: {len(self.trades)}, <code>.plot()</code>: the interactive chart</p></div>"
+        )
+
+    # -- charts ------------------------------------------------------------------------------------------
+    def plot(self, filename: str | Path | None = None, *, show: bool | None = None, max_candles: int = 5000):
+        """The interactive chart (Bokeh): candles (at most ``max_candles`` drawn: longer runs are
+        downsampled, each drawn candle spanning its bars' open, high, low and close), every trade's entry
+        and exit with its SL/TP, pending orders, predicted and true classes, the indicators the EA declared,
+        equity and drawdown, all sharing one time axis. ``filename``: save a self-contained HTML file there
+        (offline: BokehJS inline); ``show``: open it (default: in a notebook, or when no file is given).
+        Returns the Bokeh layout."""
+        from backtests.plots import result_layout, save_or_show
+
+        layout = result_layout(self, max_candles=max_candles)
+        return save_or_show(layout, filename, show, title=f"{self.ea.get('class')} {self.data.get('symbol')}")
+
+
+def equity_frame(time, balance, equity, curves: pd.DataFrame | None, account: dict) -> pd.DataFrame:
+    """The forward bars' balance and equity (at each close) with their times, the worst equity and margin
+    level of each bar where the curve has them, and the drawdown from the running peak in %."""
+    equity = np.asarray(equity, dtype=np.float64)
+    frame = pd.DataFrame({"equity": equity, "balance": np.asarray(balance, dtype=np.float64)}, index=time)
+    if curves is not None and len(curves) == len(frame) + 1:  # the curve's first row is the start
+        frame["equity_worst"] = curves["equity_worst"].to_numpy()[1:]
+        frame["margin_level"] = curves["margin_level"].to_numpy()[1:]
+    deposit = float(account.get("deposit") or (equity[0] if len(equity) else 0.0))
+    peak = np.maximum.accumulate(np.concatenate(([deposit], equity)))[1:]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frame["drawdown_pct"] = np.where(peak > 0, (peak - equity) / peak * 100.0, 0.0)
+    frame.index.name = "time"
+    return frame

@@ -1,0 +1,143 @@
+"""What ``Backtest(...).run()`` returns: a short summary to print, a notebook view, the statistics as a
+Series, the equity with its times, an interactive chart saved offline, and the forward period chosen by
+whether the EA studies."""
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from backtests import Backtest
+from backtests.report import ReportFolderError, write_report
+from datafeeds import read_sample
+from strategies import ExpertAdvisor, FractalEA, SmaCrossEA
+
+
+@pytest.fixture(scope="module")
+def result():
+    return Backtest(read_sample().iloc[:900], SmaCrossEA).run(sl_points=150, tp_points=300)
+
+
+def test_repr_is_a_short_summary_not_the_tables(result):
+    text = repr(result)
+    lines = text.splitlines()
+    assert len(lines) <= 40 and len(text) < 4000
+    assert lines[0] == "<backtests.Result SmaCrossEA EURUSD H1, complete>"
+    net = f"{result.stats['total_net_profit']:,.2f} USD"
+    assert re.search(rf"Total Net Profit\s+{re.escape(net)}$", text, re.M)
+    assert (
+        f".trades ({len(result.trades)})" in text and "every bar (default: SmaCrossEA does not study" in text
+    )
+
+
+def test_repr_html_is_a_table_for_notebooks(result):
+    page = result._repr_html_()
+    assert page.startswith("<div class='neuronet-result'>") and "<table" in page and "<script" not in page
+    assert f"{result.stats['total_trades']:,}" in page
+
+
+def test_equity_is_a_frame_with_the_forward_bars_times(result):
+    eq = result.equity
+    assert isinstance(eq, pd.DataFrame) and isinstance(eq.index, pd.DatetimeIndex)
+    assert eq.index.equals(result.time) and list(eq.columns[:2]) == ["equity", "balance"]
+    assert eq["equity"].iloc[-1] == pytest.approx(result.stats["final_equity"])
+    # drawdown from the running peak, the deposit included, recomputed by hand
+    values = np.concatenate(([result.account["deposit"]], eq["equity"].to_numpy()))
+    peak = np.maximum.accumulate(values)[1:]
+    np.testing.assert_allclose(eq["drawdown_pct"], (peak - values[1:]) / peak * 100)
+    assert (eq["equity_worst"] <= eq["equity"] + 1e-9).all()
+
+
+def test_stats_is_a_series_with_report_keys(result):
+    assert isinstance(result.stats, pd.Series) and result.stats.name == "SmaCrossEA"
+    assert result.stats["total_trades"] == len(result.trades) > 0
+
+
+def test_plot_saves_one_offline_file_with_every_trade_ticket(result, tmp_path):
+    out = tmp_path / "chart.html"
+    result.plot(out, show=False)
+    page = out.read_text()
+    assert not re.findall(r"<script[^>]*\ssrc=|<link\b", page)  # BokehJS inline: opens offline
+    docs = json.loads(re.search(r'<script type="application/json"[^>]*>(.*?)</script>', page, re.S).group(1))
+    text = json.dumps(docs)
+    assert '"entries"' in text and '"exits"' in text and "#@ticket" in text
+
+
+def test_the_default_forward_depends_on_whether_the_ea_studies():
+    df = read_sample().iloc[:900]
+    plain = Backtest(df, SmaCrossEA)
+    assert plain.periods.forward_start == 0 or plain.periods.forward_start <= 1
+    assert "does not study" in plain.forward_rule
+    studies = Backtest(df, FractalEA)
+    assert studies.periods.forward_start == 600 and "last third" in studies.forward_rule
+    pinned = Backtest(df, SmaCrossEA, forward="1/3")
+    assert pinned.periods.forward_start == 600 and pinned.forward_rule == "forward 1/3"
+
+    class Studies(ExpertAdvisor):
+        def on_study(self, bars):
+            pass
+
+    assert Backtest(df, Studies).periods.forward_start == 600
+
+
+def test_write_report_refuses_a_folder_holding_other_files(result, tmp_path):
+    folder = tmp_path / "rep"
+    folder.mkdir()
+    (folder / "model.nnz").write_bytes(b"another EA's network")
+    with pytest.raises(ReportFolderError, match=r"not empty .*model\.nnz"):
+        write_report(result, folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["model.nnz"]  # nothing written
+    write_report(result, folder, force=True)
+    assert not (folder / "model.nnz").exists()  # the other run's model does not sit beside this report
+
+
+def test_orders_and_deals_read_as_metatrader_prints_them(result, tmp_path):
+    folder = write_report(result, tmp_path / "r").parent
+    stamp = r"\d{4}\.\d\d\.\d\d \d\d:\d\d:\d\d"
+    deals = pd.read_csv(folder / "deals.csv", dtype=str, keep_default_na=False)
+    orders = pd.read_csv(folder / "orders.csv", dtype=str, keep_default_na=False)
+    assert deals["time"].str.fullmatch(stamp).all() and orders["time_setup"].str.fullmatch(stamp).all()
+    for col in ("profit", "commission", "swap"):
+        assert deals[col].map(lambda v: len(v.partition(".")[2]) <= 2).all(), col
+    got = pd.to_numeric(deals["profit"]).sum()
+    assert got == pytest.approx(result.deals["profit"].sum(), abs=0.005 * len(deals))
+
+
+def test_a_line_off_the_price_scale_gets_its_own_panel_not_the_candles_axis():
+    from backtests.plots import split_indicators
+
+    chart = {
+        "low": np.array([1.07, 1.08]),
+        "high": np.array([1.09, 1.10]),
+        "indicators": {
+            "sma": np.array([np.nan, 1.085]),
+            "proba": np.array([0.2, 0.9]),
+            "rsi": np.array([30, 70]),
+        },
+    }
+    on_price, apart = split_indicators(chart)
+    assert list(on_price) == ["sma"] and list(apart) == ["proba", "rsi"]
+
+
+def test_text_from_the_ea_is_shown_as_text_in_every_page_not_run_as_html(tmp_path):
+    """An order comment and a text input reach the Settings, the Orders and Deals tables and the chart's
+    data: a page must show them, never run them."""
+    evil = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+
+    class Noisy(ExpertAdvisor):
+        note = evil
+
+        def on_bar(self):
+            if not self.positions() and len(self.bars) % 50 == 0:
+                self.buy(0.1, sl_points=100, tp_points=100, comment=self.note[:31])
+
+    res = Backtest(read_sample().iloc[:400], Noisy).run()
+    assert len(res.orders) and (res.orders["comment"] == evil[:31]).any()
+    page = write_report(res, tmp_path / "r").read_text()
+    chart = tmp_path / "chart.html"
+    res.plot(chart, show=False)
+    for text in (page, chart.read_text()):
+        assert "<script>alert(1)" not in text and "<img src=x" not in text
+    assert "note=&lt;script&gt;alert(1)&lt;/script&gt;" in page  # the input, shown as written
