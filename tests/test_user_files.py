@@ -3,6 +3,7 @@ ignores them and ``ruff`` (``make test``'s lint) does not read them."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -76,3 +77,29 @@ def test_ruff_lints_the_project_not_a_users_ea_file(tmp_path):
     )
     assert "neuronet/bad.py" in out.stdout
     assert "my_eas.py" not in out.stdout and "journals" not in out.stdout
+
+
+def test_every_output_the_readme_commands_name_is_ignored():
+    """Each ``--out``, ``--journal``, ``--model``, ``--log`` and ``--activations`` path of the README's
+    commands, and each folder its Python examples write a report to, is one git ignores: following the
+    README from the checkout leaves ``git status`` clean (``--out rep`` did not)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    options = r"--(?:out|journal|model|log|activations|fields)\s+([\w./-]+)"
+    written = set(re.findall(options, readme))
+    written |= set(
+        re.findall(r"(?:write_report|analyze_report|export)\((?:result|[\w.]+), \"([\w./-]+)\"", readme)
+    )
+    written |= set(re.findall(r"(?:write_report|analyze_report)\(\"([\w./-]+)\"", readme))
+    paths = sorted(
+        f"{w}/report.html" if "." not in Path(w).name else w
+        for w in written
+        if not re.fullmatch(r"[A-Z]+", Path(w).stem)  # DIR, FILE, PAGE.html: placeholders
+        and w not in {"open", "ohlc1m", "ticks", "dense", "dbn", "patchtst", "atfnet"}
+    )
+    assert len(paths) > 10, paths  # the README's commands were found
+    out = subprocess.run(
+        ["git", "check-ignore", "--no-index", *paths], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert sorted(set(paths) - set(out.stdout.split())) == []

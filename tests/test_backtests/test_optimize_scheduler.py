@@ -11,6 +11,7 @@ import socket
 import threading
 import time
 
+import distributed.comm  # noqa: F401  (imported once here: the deadline, not an import on a busy machine, is timed)
 import pytest
 
 from backtests.optimize import engine
