@@ -30,7 +30,8 @@ from backtests.ticks import TickPath
 
 _SHIFT = 32  # a price's key: bar << 32 | its rank inside the bar
 _LAST = (1 << _SHIFT) - 1  # the key's rank after every price of a bar
-_CHUNK = 1_000_000  # prices a chunk, about
+_CHUNK = 1 << 16  # prices a chunk, about: its temporaries stay in the processor's cache
+_FEW = 64  # records of a chunk up to which their lows are found one slice at a time
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,11 @@ class EquityPath:
 def path_drawdowns(broker, first: int, last: int, deposit: float, start: pd.Timestamp) -> EquityPath | None:
     """The equity path over the prices of bars ``first..last`` from ``deposit`` at ``start`` (the report's
     first row; ``EquityPath``); None when the ledger's deals cannot be replayed as positions (a live
-    account's reversal deals), where the caller keeps the bar-level estimate."""
+    account's reversal deals), where the caller keeps the bar-level estimate.
+
+    Between two events the open volume is constant, so each chunk of prices is cut into the stretches
+    between the events that fall in it (an event's place is its bar's first price plus its rank in the
+    bar) and each stretch's balance and volume are repeated over its prices: no per-price search."""
     bars = _BarPrices(broker)
     events = _events(broker, bars)
     if events is None:
@@ -55,18 +60,34 @@ def path_drawdowns(broker, first: int, last: int, deposit: float, start: pd.Time
     keys, moves = (
         events  # (E,), (E, 5): balance, long lots, long lots x price, short lots, short lots x price
     )
-    state = np.vstack([np.zeros((1, 5)), np.cumsum(moves, axis=0)])
+    state = np.vstack([np.zeros((1, 5)), np.cumsum(moves, axis=0)])  # row j: after the first j events
+    money = deposit + state[:, 0]
+    volume = [np.ascontiguousarray(state[:, i]) for i in range(1, 5)]
+    event_bar, event_rank = keys >> _SHIFT, keys & _LAST
     per_point = broker.config.contract_size / broker.scale
     skeleton = _Skeleton(deposit, start)
     step = max(1, _CHUNK // bars.per_bar(first, last + 1))
     for a in range(first, last + 1, step):
-        price_keys, bid, ask = bars.prices(a, min(last + 1, a + step))
-        held = np.searchsorted(keys, price_keys, side="right")
-        balance, long_lots, long_value, short_lots, short_value = (state[:, i][held] for i in range(5))
+        b = min(last + 1, a + step)
+        counts = bars.counts(a, b)
+        offsets = np.concatenate(([0], np.cumsum(counts)))  # each bar's first price in the chunk
+        lo, hi = np.searchsorted(event_bar, (a, b))  # events before the chunk count from its first price
+        inside = event_bar[lo:hi] - a
+        at = offsets[inside] + np.minimum(event_rank[lo:hi], counts[inside])
+        lengths = np.diff(np.concatenate(([0], at, [offsets[-1]])))  # prices of each stretch, rows lo..hi
+        balance, long_lots, long_value, short_lots, short_value = (
+            np.repeat(column[lo : hi + 1], lengths) for column in (money, *volume)
+        )
+        bid, ask = bars.prices(a, b)
         floating = per_point * (long_lots * bid - long_value + short_value - short_lots * ask)
-        skeleton.add(deposit + balance + floating, price_keys >> _SHIFT)
+        skeleton.add(balance + floating, lambda i, a=a, offsets=offsets: a + _bar_of(offsets, i))
     frame = skeleton.frame(broker.market.time)
     return EquityPath(skeleton_drawdowns(frame["equity"].to_numpy(), deposit), frame)
+
+
+def _bar_of(offsets: np.ndarray, index: np.ndarray | int) -> np.ndarray:
+    """The bar (from the chunk's first) of prices at ``index`` in a chunk whose bars start at ``offsets``."""
+    return np.searchsorted(offsets, index, side="right") - 1
 
 
 def skeleton_drawdowns(skeleton: np.ndarray, deposit: float) -> dict:
@@ -90,7 +111,7 @@ def skeleton_drawdowns(skeleton: np.ndarray, deposit: float) -> dict:
 
 
 class _BarPrices:
-    """The modelled prices of bars (see the module docstring): keys, bids and asks in whole points."""
+    """The modelled prices of bars (see the module docstring): bids and asks in whole points, in time order."""
 
     def __init__(self, broker):
         m = broker.market
@@ -111,34 +132,44 @@ class _BarPrices:
             return np.zeros(b - a, dtype=bool)
         return self.path.starts[a + 1 : b + 1] > self.path.starts[a:b]
 
-    def prices(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(keys, bids, asks)`` of every price of bars ``a..b-1``, in time order."""
+    def counts(self, a: int, b: int) -> np.ndarray:
+        """The number of prices of each bar ``a..b-1``: four of its own, or its minutes' four each, or its
+        ticks (their ranks in the bar run from 0 without a gap)."""
+        if self.path is None:
+            return np.full(b - a, 4, dtype=np.int64)
+        rows = np.diff(self.path.starts[a : b + 1]).astype(np.int64)
+        fine = rows * 4 if isinstance(self.path, M1Path) else rows
+        return np.where(rows > 0, fine, 4)
+
+    def prices(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(bids, asks)`` of every price of bars ``a..b-1``, in time order."""
         covered = self.covered(a, b)
+        if not covered.any():  # the bars' own prices
+            return self.own[a:b].ravel(), (self.own[a:b] + self.own_spread[a:b]).ravel()
+        path = self.path
+        if covered.all():  # the rows of consecutive bars are one slice
+            rows = slice(int(path.starts[a]), int(path.starts[b]))
+            if isinstance(path, M1Path):
+                return path.points[rows].ravel(), (path.points[rows] + path.spread[rows, None]).ravel()
+            return path.bid_points[rows], path.ask_points[rows]
         bars = np.arange(a, b)[~covered]
         parts = [(
             ((bars[:, None] << _SHIFT) + np.arange(4)).ravel(),
             self.own[bars].ravel(),
             (self.own[bars] + self.own_spread[bars]).ravel(),
-        )]  # fmt: skip
-        if covered.any():
-            parts.append(self._fine(np.arange(a, b)[covered]))
+        ), self._fine(np.arange(a, b)[covered])]  # fmt: skip
         keys, bid, ask = (np.concatenate(x) for x in zip(*parts, strict=True))
-        if covered.all() or not covered.any():  # one kind of bars: already in time order
-            return keys, bid, ask
         order = np.argsort(keys, kind="stable")
-        return keys[order], bid[order], ask[order]
+        return bid[order], ask[order]
 
     def _fine(self, bars: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(keys, bids, asks)`` of the minutes' or ticks' prices of ``bars`` (covered ones)."""
         path = self.path
         starts, ends = path.starts[bars], path.starts[bars + 1]
         counts = ends - starts
         bar = np.repeat(bars, counts)
-        if bars[-1] - bars[0] == len(bars) - 1:  # consecutive bars: their rows are one slice
-            rows = slice(int(starts[0]), int(ends[-1]))
-            rank = np.arange(rows.start, rows.stop) - np.repeat(starts, counts)
-        else:
-            rows = np.repeat(ends - counts.cumsum(), counts) + np.arange(counts.sum())  # each bar's rows
-            rank = rows - np.repeat(starts, counts)
+        rows = np.repeat(ends - counts.cumsum(), counts) + np.arange(counts.sum())  # each bar's rows
+        rank = rows - np.repeat(starts, counts)
         if isinstance(path, M1Path):
             keys = ((bar << _SHIFT) + 4 * rank)[:, None] + np.arange(4)
             bid = path.points[rows]
@@ -235,35 +266,43 @@ class _Skeleton:
         self.peak, self.low = deposit, deposit  # the last peak and the lowest value since
         self.peak_bar = self.low_bar = -1  # -1: the start
 
-    def add(self, curve: np.ndarray, bars: np.ndarray) -> None:
+    def add(self, curve: np.ndarray, bar_of) -> None:
+        """The next piece of the curve; ``bar_of(indices)`` gives the bars of its values at ``indices``."""
         if not len(curve):
             return
-        before = np.maximum.accumulate(np.concatenate(([self.peak], curve)))[:-1]  # the peak before each
-        record = np.flatnonzero(curve > before)
-        head = int(record[0]) if len(record) else len(curve)
+        running = np.maximum.accumulate(curve)
+        head = int(np.searchsorted(running, self.peak, side="right"))  # the first value above the peak
         if head:  # values before the next record belong to the last peak: its low may deepen
             k = int(np.argmin(curve[:head]))
             if curve[k] < self.low:
-                self.low, self.low_bar = float(curve[k]), int(bars[k])
-        if not len(record):
+                self.low, self.low_bar = float(curve[k]), int(bar_of(k))
+        if head == len(curve):
             return
         if self.low < self.peak:
             self.pairs.append(
                 tuple(np.array([v]) for v in (self.peak, self.peak_bar, self.low, self.low_bar))
             )
-        tail = curve[head:]
-        starts = record - head
-        lows = np.minimum.reduceat(tail, starts)  # the lowest value after each record, before the next
-        lengths = np.diff(np.append(starts, len(tail)))
-        at = np.where(tail == np.repeat(lows, lengths), np.arange(len(tail)), len(tail))
-        low_at = np.minimum.reduceat(at, starts) + head  # where each lowest value first came
+        # each later value above all before it is a record: where the running maximum rises
+        record = np.concatenate(([head], head + 1 + np.flatnonzero(running[head + 1 :] > running[head:-1])))
+        # the lowest value after each record, before the next, and where it first came
+        if len(record) <= _FEW:
+            pieces = zip(record.tolist(), [*record[1:].tolist(), len(curve)], strict=True)
+            low_at = np.array([s + int(np.argmin(curve[s:e])) for s, e in pieces])
+            lows = curve[low_at]
+        else:
+            tail = curve[head:]
+            starts = record - head
+            lows = np.minimum.reduceat(tail, starts)
+            lengths = np.diff(np.append(starts, len(tail)))
+            at = np.where(tail == np.repeat(lows, lengths), np.arange(len(tail)), len(tail))
+            low_at = np.minimum.reduceat(at, starts) + head
         peaks = curve[record]
         fell = lows[:-1] < peaks[:-1]  # the last one stays open: later values may deepen it
         self.pairs.append(
-            (peaks[:-1][fell], bars[record[:-1][fell]], lows[:-1][fell], bars[low_at[:-1][fell]])
+            (peaks[:-1][fell], bar_of(record[:-1][fell]), lows[:-1][fell], bar_of(low_at[:-1][fell]))
         )
-        self.peak, self.peak_bar = float(peaks[-1]), int(bars[record[-1]])
-        self.low, self.low_bar = float(lows[-1]), int(bars[low_at[-1]])
+        self.peak, self.peak_bar = float(peaks[-1]), int(bar_of(record[-1]))
+        self.low, self.low_bar = float(lows[-1]), int(bar_of(low_at[-1]))
 
     def frame(self, time: pd.DatetimeIndex) -> pd.DataFrame:
         """``time`` (the bar each value fell in; the start for the deposit), ``equity``: peak, low, ..."""
