@@ -111,7 +111,7 @@ def skeleton_drawdowns(skeleton: np.ndarray, deposit: float) -> dict:
 
 
 class _BarPrices:
-    """The modelled prices of bars (see the module docstring): bids and asks in whole points, in time order."""
+    """The modelled prices of bars (see the module docstring): bids and asks in whole points."""
 
     def __init__(self, broker):
         m = broker.market
@@ -177,13 +177,9 @@ class _BarPrices:
         return (bar << _SHIFT) + rank, path.bid_points[rows], path.ask_points[rows]
 
     def key(self, t: int, ns: int | None, price: float, buy: bool) -> int:
-        """Where a deal of bar ``t`` at UTC ``ns`` (None: the bar's open or the bar's range) and ``price``
-        (points; a buy deal at the ask) takes effect."""
-        m, path, base = self.m, self.path, t << _SHIFT
-        if path is None or not path.covers(t):
-            if ns is None and price - (m.s_open[t] if buy else 0.0) == m.o[t]:
-                return base  # at the open: a decision, a gap
-            return base + _leg(self.own[t], price - (m.s[t] if buy else 0.0))
+        """Where a deal of bar ``t``, a bar of minutes or ticks, at UTC ``ns`` (None: the bar's open) and
+        ``price`` (points; a buy deal at the ask) takes effect (a bar of its own prices: ``_deal_keys``)."""
+        path, base = self.path, t << _SHIFT
         if ns is None:
             return base  # at the bar's open (its first minute or tick)
         s = int(path.starts[t])
@@ -215,21 +211,14 @@ def _events(broker, bars: _BarPrices) -> tuple[np.ndarray, np.ndarray] | None:
     and short) at the key it takes effect, sorted; None when a deal is not an entry or an exit."""
     ledger, scale = broker.ledger, broker.scale
     trades = iter(ledger.trades)
-    deal_keys, rows = [], []
+    where, rows = [], []  # each deal's (bar, time, price in points, buy, end of test); its volume change
     for d in ledger.deals:
         buy = d.type == "buy"
         price = round(d.price * scale)
-        # The end of the test closes at the last bar's close, after every price of the bar.
-        end = d.comment == "end of test"
-        key = (d.bar << _SHIFT) + _LAST if end else bars.key(d.bar, d.ns, price, buy)
-        deal_keys.append(key)
+        where.append((d.bar, d.ns, price, buy, d.comment == "end of test"))
         if d.entry == "in":
             rows.append(
-                (
-                    key,
-                    0.0,
-                    *((d.lots, d.lots * price, 0.0, 0.0) if buy else (0.0, 0.0, d.lots, d.lots * price)),
-                )
+                (0.0, *((d.lots, d.lots * price, 0.0, 0.0) if buy else (0.0, 0.0, d.lots, d.lots * price)))
             )
         elif d.entry in ("out", "out_by"):
             trade = next(trades, None)
@@ -241,18 +230,58 @@ def _events(broker, bars: _BarPrices) -> tuple[np.ndarray, np.ndarray] | None:
                 if buy
                 else (-trade.lots, -trade.lots * entry, 0.0, 0.0)
             )
-            rows.append((key, 0.0, *closed))
+            rows.append((0.0, *closed))
         else:
             return None
+    deal_keys = _deal_keys(bars, where)
+    keys = [*deal_keys]
     for bar, amount, deal in ledger.balance_events:
-        key = bar << _SHIFT if deal is None or deal >= len(deal_keys) else deal_keys[deal]
-        rows.append((key, amount, 0.0, 0.0, 0.0, 0.0))
+        keys.append(bar << _SHIFT if deal is None or deal >= len(deal_keys) else int(deal_keys[deal]))
+        rows.append((amount, 0.0, 0.0, 0.0, 0.0))
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros((0, 5))
     table = np.array(rows, dtype=np.float64)
-    keys = np.array([r[0] for r in rows], dtype=np.int64)
+    keys = np.array(keys, dtype=np.int64)
     order = np.argsort(keys, kind="stable")
-    return keys[order], table[order, 1:]
+    return keys[order], table[order]
+
+
+def _deal_keys(bars: _BarPrices, where: list[tuple]) -> np.ndarray:
+    """The key of each deal (``where``: bar, time, price in points, buy, end of test): on a bar of its own
+    four prices found for all such deals at once (``_legs``), on a bar of minutes or ticks one by one."""
+    if not where:
+        return np.zeros(0, dtype=np.int64)
+    bar = np.array([w[0] for w in where], dtype=np.int64)
+    price = np.array([w[2] for w in where], dtype=np.float64)
+    buy = np.array([w[3] for w in where], dtype=bool)
+    at_open = np.array([w[1] is None for w in where], dtype=bool)
+    end = np.array([w[4] for w in where], dtype=bool)
+    # The end of the test closes at the last bar's close, after every price of the bar.
+    keys = (bar << _SHIFT) + np.where(end, _LAST, 0)
+    path = bars.path
+    own = ~end if path is None else ~end & (path.starts[bar + 1] <= path.starts[bar])
+    if own.any():
+        m, t = bars.m, bar[own]
+        opened = at_open[own] & (price[own] - np.where(buy[own], m.s_open[t], 0.0) == m.o[t])
+        legs = _legs(bars.own[t], price[own] - np.where(buy[own], m.s[t], 0.0))
+        keys[own] += np.where(opened, 0, legs)  # at the open: a decision, a gap
+    for i in np.flatnonzero(~end & ~own):
+        t, ns, p, b, _ = where[i]
+        keys[i] = bars.key(t, ns, p, b)
+    return keys
+
+
+def _legs(points: np.ndarray, price: np.ndarray) -> np.ndarray:
+    """``_leg`` of each row of four prices ``points`` (n, 4) and its ``price``, all at once: its checks
+    in the same order, the first that holds."""
+    low, high = np.minimum(points[:, :3], points[:, 1:]), np.maximum(points[:, :3], points[:, 1:])
+    between = (low < price[:, None]) & (price[:, None] < high)
+    equal = points == price[:, None]
+    checks = np.column_stack(
+        [equal[:, 0], between[:, 0], equal[:, 1], between[:, 1], equal[:, 2], between[:, 2], equal[:, 3]]
+    )
+    first = np.argmax(checks, axis=1)
+    return np.where(checks.any(axis=1), np.array([0, 1, 1, 2, 2, 3, 3])[first], 0)
 
 
 class _Skeleton:

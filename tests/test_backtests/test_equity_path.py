@@ -180,3 +180,14 @@ def test_the_skeletons_drawdowns_are_those_of_the_whole_curve(monkeypatch):
         assert dd["maximal_pct"] == pytest.approx(pct[np.argmax(fall)], abs=1e-6)
         assert dd["relative_pct"] == pytest.approx(pct.max(), abs=1e-6)
         assert dd["absolute"] == pytest.approx(max(0.0, deposit - curve.min()), abs=1e-6)
+
+
+def test_the_legs_of_many_deals_at_once_are_those_found_one_by_one():
+    """A deal on a bar of its own four prices counts from the first price that reaches it (equal, or the
+    end of a stretch crossing it); found for all deals at once, ties and flat stretches included, it is
+    the same rank as the one-deal rule's."""
+    rng = np.random.default_rng(7)
+    points = rng.integers(0, 5, size=(4000, 4)).astype(float)  # a small grid: many ties and flat stretches
+    price = rng.integers(-1, 6, size=4000).astype(float)
+    expected = [equity_path._leg(row, p) for row, p in zip(points, price, strict=True)]
+    assert equity_path._legs(points, price).tolist() == expected
