@@ -334,13 +334,16 @@ class M1Path(PricePath):
         if not len(levels):
             return end
         wide = self.spread[m:end].max()  # ask-side levels: any minute's spread either way
-        lo, hi = self.lows[m:end, None] - wide, self.highs[m:end, None] + wide
-        touched = ((levels >= lo) & (levels <= hi)).any(axis=1)
-        first_expiry = broker.book.first_expiry()
+        lo, hi = self.lows[m:end] - wide, self.highs[m:end] + wide
+        if len(levels) == 1:  # one stop, one pending price: no (minutes, levels) table to reduce
+            touched = (levels[0] >= lo) & (levels[0] <= hi)
+        else:
+            touched = ((levels >= lo[:, None]) & (levels <= hi[:, None])).any(axis=1)
+        first_expiry = broker.book.first_expiry() if broker.book.orders else None
         if first_expiry is not None:
             touched |= self.time[m:end] >= first_expiry
-        hit = np.flatnonzero(touched)
-        return m + int(hit[0]) if len(hit) else end
+        hit = int(np.argmax(touched))  # the first minute touched, if any is
+        return m + hit if touched[hit] else end
 
     def _minute(self, broker, t: int, m: int) -> None:
         pts, spr = self.points[m], self.spread[m]
