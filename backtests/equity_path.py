@@ -32,6 +32,7 @@ _SHIFT = 32  # a price's key: bar << 32 | its rank inside the bar
 _LAST = (1 << _SHIFT) - 1  # the key's rank after every price of a bar
 _CHUNK = 1 << 16  # prices a chunk, about: its temporaries stay in the processor's cache
 _FEW = 64  # records of a chunk up to which their lows are found one slice at a time
+_SPARSE = 0.25  # share of a chunk's prices with nothing open from which those stretches are cut short
 
 
 @dataclass(frozen=True)
@@ -75,12 +76,27 @@ def path_drawdowns(broker, first: int, last: int, deposit: float, start: pd.Time
         inside = event_bar[lo:hi] - a
         at = offsets[inside] + np.minimum(event_rank[lo:hi], counts[inside])
         lengths = np.diff(np.concatenate(([0], at, [offsets[-1]])))  # prices of each stretch, rows lo..hi
+        bid, ask = bars.prices(a, b)
+        where = None  # the prices kept, when stretches without positions are cut to their first price
+        flat = (volume[0][lo : hi + 1] == 0) & (volume[2][lo : hi + 1] == 0)
+        if lengths[flat].sum() >= _SPARSE * len(bid):
+            # Nothing open: the equity is the same at every price of the stretch (0 x a price is 0), and a
+            # repeated value is never a new peak nor a first low, so the stretch's first price stands for it.
+            kept = np.where(flat, np.minimum(lengths, 1), lengths)
+            where = np.repeat(np.cumsum(lengths) - lengths - np.cumsum(kept) + kept, kept) + np.arange(
+                kept.sum()
+            )
+            bid, ask, lengths = bid[where], ask[where], kept
         balance, long_lots, long_value, short_lots, short_value = (
             np.repeat(column[lo : hi + 1], lengths) for column in (money, *volume)
         )
-        bid, ask = bars.prices(a, b)
         floating = per_point * (long_lots * bid - long_value + short_value - short_lots * ask)
-        skeleton.add(balance + floating, lambda i, a=a, offsets=offsets: a + _bar_of(offsets, i))
+        skeleton.add(
+            balance + floating,
+            lambda i, a=a, offsets=offsets, where=where: (
+                a + _bar_of(offsets, i if where is None else where[i])
+            ),
+        )
     frame = skeleton.frame(broker.market.time)
     return EquityPath(skeleton_drawdowns(frame["equity"].to_numpy(), deposit), frame)
 

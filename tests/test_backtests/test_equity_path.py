@@ -145,13 +145,16 @@ def _mixed_runs(monkeypatch):
 def test_the_path_does_not_depend_on_how_it_is_cut_into_chunks(monkeypatch):
     """The equity path is built a chunk of prices at a time, each chunk's stretches between events repeated
     from the events' places: chunks of a few prices (events and records on their edges), of one bar, and
-    of every price at once, with the lows found either way, give the same skeleton and figures."""
+    of every price at once, with the lows found either way and the stretches with nothing open cut to their
+    first price or not, give the same skeleton and figures."""
     for args in _mixed_runs(monkeypatch):
         default = path_drawdowns(*args)
         assert len(default.skeleton) > 2
-        for chunk, few in ((1 << 30, 0), (1 << 30, 1 << 30), (37, 64), (5, 0), (1000, 1 << 30)):
+        cuts = ((1 << 30, 0, 0.0), (1 << 30, 1 << 30, 2.0), (37, 64, 0.0), (5, 0, 2.0), (1000, 1 << 30, 0.5))
+        for chunk, few, sparse in cuts:
             monkeypatch.setattr(equity_path, "_CHUNK", chunk)
             monkeypatch.setattr(equity_path, "_FEW", few)
+            monkeypatch.setattr(equity_path, "_SPARSE", sparse)
             cut = path_drawdowns(*args)
             assert cut.drawdowns == default.drawdowns
             pd.testing.assert_frame_equal(cut.skeleton, default.skeleton)
