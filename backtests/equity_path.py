@@ -58,9 +58,7 @@ def path_drawdowns(broker, first: int, last: int, deposit: float, start: pd.Time
     events = _events(broker, bars)
     if events is None:
         return None
-    keys, moves = (
-        events  # (E,), (E, 5): balance, long lots, long lots x price, short lots, short lots x price
-    )
+    keys, moves = events  # (E,), (E, 5): balance, long lots, lots x price, short lots, lots x price
     state = np.vstack([np.zeros((1, 5)), np.cumsum(moves, axis=0)])  # row j: after the first j events
     money = deposit + state[:, 0]
     volume = [np.ascontiguousarray(state[:, i]) for i in range(1, 5)]
@@ -83,9 +81,8 @@ def path_drawdowns(broker, first: int, last: int, deposit: float, start: pd.Time
             # Nothing open: the equity is the same at every price of the stretch (0 x a price is 0), and a
             # repeated value is never a new peak nor a first low, so the stretch's first price stands for it.
             kept = np.where(flat, np.minimum(lengths, 1), lengths)
-            where = np.repeat(np.cumsum(lengths) - lengths - np.cumsum(kept) + kept, kept) + np.arange(
-                kept.sum()
-            )
+            shift = (np.cumsum(lengths) - lengths) - (np.cumsum(kept) - kept)  # stretch starts: chunk - kept
+            where = np.repeat(shift, kept) + np.arange(kept.sum())
             bid, ask, lengths = bid[where], ask[where], kept
         balance, long_lots, long_value, short_lots, short_value = (
             np.repeat(column[lo : hi + 1], lengths) for column in (money, *volume)
