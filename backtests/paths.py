@@ -309,6 +309,22 @@ class M1Path(PricePath):
         self.time = m1.index
         self.lows = np.minimum(self.points.min(axis=1), np.append(self.points[:1, 0], self.points[:-1, 3]))
         self.highs = np.maximum(self.points.max(axis=1), np.append(self.points[:1, 0], self.points[:-1, 3]))
+        self.reach = self._reach()
+
+    def _reach(self) -> tuple[list[float], list[float]]:
+        """Per bar, the lowest and highest price any of its minutes spans (with the gap from the previous
+        close) widened by its widest spread: a bar none of whose levels lies inside needs no minute search
+        (bars without minutes: an empty span)."""
+        first, end = self.starts[:-1], self.starts[1:]
+        covered = end > first
+        low, high = np.full(len(first), np.inf), np.full(len(first), -np.inf)
+        if covered.any():
+            rows = slice(0, int(end[-1]))
+            at = first[covered]
+            wide = np.maximum.reduceat(self.spread[rows], at)
+            low[covered] = np.minimum.reduceat(self.lows[rows], at) - wide
+            high[covered] = np.maximum.reduceat(self.highs[rows], at) + wide
+        return low.tolist(), high.tolist()
 
     def row_spreads(self) -> np.ndarray:
         return self.spread
@@ -320,7 +336,7 @@ class M1Path(PricePath):
         book = broker.book
         try:
             while m < end and book:
-                m = self._next_touch(broker, m, end)
+                m = self._next_touch(broker, t, m, end)
                 if m >= end:
                     break
                 self._minute(broker, t, m)
@@ -329,18 +345,26 @@ class M1Path(PricePath):
             broker.walking = False
             broker.now_ns = None
 
-    def _next_touch(self, broker, m: int, end: int) -> int:
+    def _next_touch(self, broker, t: int, m: int, end: int) -> int:
+        """The first minute from ``m`` of bar ``t`` (rows up to ``end``) that can reach a working level."""
         levels = _levels(broker, self.spread[m])
-        if not len(levels):
+        if not levels:
             return end
+        first_expiry = broker.book.first_expiry() if broker.book.orders else None
+        low, high = self.reach[0][t], self.reach[1][t]
+        if first_expiry is None and not any(low <= v <= high for v in levels):
+            return end  # no level inside the bar's whole span: no minute of it reaches one
+        levels = np.asarray(levels, dtype=np.float64)
         wide = self.spread[m:end].max()  # ask-side levels: any minute's spread either way
-        lo, hi = self.lows[m:end, None] - wide, self.highs[m:end, None] + wide
-        touched = ((levels >= lo) & (levels <= hi)).any(axis=1)
-        first_expiry = broker.book.first_expiry()
+        lo, hi = self.lows[m:end] - wide, self.highs[m:end] + wide
+        if len(levels) == 1:  # one stop, one pending price: no (minutes, levels) table to reduce
+            touched = (levels[0] >= lo) & (levels[0] <= hi)
+        else:
+            touched = ((levels >= lo[:, None]) & (levels <= hi[:, None])).any(axis=1)
         if first_expiry is not None:
             touched |= self.time[m:end] >= first_expiry
-        hit = np.flatnonzero(touched)
-        return m + int(hit[0]) if len(hit) else end
+        hit = int(np.argmax(touched))  # the first minute touched, if any is
+        return m + hit if touched[hit] else end
 
     def _minute(self, broker, t: int, m: int) -> None:
         pts, spr = self.points[m], self.spread[m]
@@ -372,11 +396,11 @@ def _pieces(book, p: float, q: float, spread: float) -> list[tuple[float, float]
     return list(itertools.pairwise(ends))
 
 
-def _levels(broker, spread: float) -> np.ndarray:
+def _levels(broker, spread: float) -> list[float]:
     """Every price at which something can happen now: pending prices, SL/TP, the stop-out bid (compared
     with minute ranges widened by the spread, so bid- and ask-side levels both count)."""
     out = broker.book.levels()
     cross = broker.funds.stop_out_price(spread)
     if cross is not None:
         out.append(cross)
-    return np.asarray(out, dtype=np.float64)
+    return out

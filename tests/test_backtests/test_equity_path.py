@@ -5,14 +5,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backtests import AccountConfig, Backtest
+from backtests import AccountConfig, Backtest, equity_path, replay
 from backtests.broker import Broker
 from backtests.equity_path import path_drawdowns
 from backtests.paths import M1Path
 from backtests.replay import broker_figures
+from datafeeds import bars_from_ticks, read_sample, resample, synthetic_candles, synthetic_ticks
 from datafeeds.candles import CandleMeta, make_frame
 from datafeeds.timeframes import Timeframe
-from strategies import ExpertAdvisor
+from strategies import ExpertAdvisor, SmaCrossEA
 
 POINT = 1e-5
 T0 = pd.Timestamp("2024-01-01", tz="UTC")
@@ -101,3 +102,95 @@ def test_a_backtest_reports_the_drawdown_of_its_modelled_prices():
     result = Backtest(frame, BuyOnce, forward=None, account=AccountConfig(missing_spread=0)).run()
     assert result.stats["equity_drawdown_maximal"] == pytest.approx(1_200.0)
     assert result.stats["equity_drawdown_absolute"] == pytest.approx(500.0)
+
+
+def _path_of(bt, monkeypatch, **params):
+    """Run ``bt`` and keep what its equity path was built from (the broker, the bars, the deposit)."""
+    seen = {}
+
+    def keep(*args):
+        seen["args"] = args
+        return path_drawdowns(*args)
+
+    monkeypatch.setattr(replay, "path_drawdowns", keep)
+    bt.run(**params)
+    monkeypatch.undo()
+    return seen["args"]
+
+
+def _mixed_runs(monkeypatch):
+    """Runs whose paths mix bars with finer prices and bars without (gaps in the minutes, in the ticks)."""
+    m1 = synthetic_candles("EURUSD", "M1", 60 * 24 * 20, seed=3, start="2020-01-01")
+    keep = np.ones(len(m1), dtype=bool)
+    for s in np.random.default_rng(0).integers(0, len(m1) - 600, 20):
+        keep[s : s + 400] = False  # whole bars and parts of bars without minutes
+    h1 = resample(m1, "H1")
+    minutes = Backtest(h1, SmaCrossEA, forward=None, model="ohlc1m", m1=m1[keep])
+    ticks = synthetic_ticks(
+        synthetic_candles("EURUSD", "M1", 60 * 24 * 8, seed=5, start="2023-01-02"), seed=5
+    )
+    hours = resample(bars_from_ticks(ticks, "M1"), "H1")
+    some = ticks[ticks.index.hour % 5 != 2]
+    return [
+        _path_of(Backtest(read_sample(), SmaCrossEA), monkeypatch),
+        _path_of(Backtest(read_sample(), SmaCrossEA, account=AccountConfig(hedging=True)), monkeypatch),
+        _path_of(minutes, monkeypatch, sl_points=300, tp_points=600),
+        _path_of(minutes, monkeypatch, fast=5, slow=12),
+        _path_of(
+            Backtest(hours, SmaCrossEA, forward=None, model="ticks", ticks=some), monkeypatch, fast=3, slow=7
+        ),
+    ]
+
+
+def test_the_path_does_not_depend_on_how_it_is_cut_into_chunks(monkeypatch):
+    """The equity path is built a chunk of prices at a time, each chunk's stretches between events repeated
+    from the events' places: chunks of a few prices (events and records on their edges), of one bar, and
+    of every price at once, with the lows found either way and the stretches with nothing open cut to their
+    first price or not, give the same skeleton and figures."""
+    for args in _mixed_runs(monkeypatch):
+        default = path_drawdowns(*args)
+        assert len(default.skeleton) > 2
+        cuts = ((1 << 30, 0, 0.0), (1 << 30, 1 << 30, 2.0), (37, 64, 0.0), (5, 0, 2.0), (1000, 1 << 30, 0.5))
+        for chunk, few, sparse in cuts:
+            monkeypatch.setattr(equity_path, "_CHUNK", chunk)
+            monkeypatch.setattr(equity_path, "_FEW", few)
+            monkeypatch.setattr(equity_path, "_SPARSE", sparse)
+            cut = path_drawdowns(*args)
+            assert cut.drawdowns == default.drawdowns
+            pd.testing.assert_frame_equal(cut.skeleton, default.skeleton)
+        monkeypatch.undo()
+
+
+def test_the_skeletons_drawdowns_are_those_of_the_whole_curve(monkeypatch):
+    """The figures kept from the skeleton equal the ones measured on every price of the curve: the largest
+    fall from the running peak (the deposit first), its percent, the largest percent and the lowest value."""
+    add = equity_path._Skeleton.add
+    for args in _mixed_runs(monkeypatch):
+        pieces = []
+
+        def spy(self, curve, bar_of, pieces=pieces):
+            pieces.append(curve.copy())
+            return add(self, curve, bar_of)
+
+        monkeypatch.setattr(equity_path._Skeleton, "add", spy)
+        dd = path_drawdowns(*args).drawdowns
+        monkeypatch.undo()
+        deposit = args[3]
+        curve = np.concatenate(pieces)
+        peak = np.maximum.accumulate(np.concatenate(([deposit], curve)))[1:]
+        fall, pct = peak - curve, (peak - curve) / peak * 100
+        assert dd["maximal"] == pytest.approx(fall.max(), abs=1e-6)
+        assert dd["maximal_pct"] == pytest.approx(pct[np.argmax(fall)], abs=1e-6)
+        assert dd["relative_pct"] == pytest.approx(pct.max(), abs=1e-6)
+        assert dd["absolute"] == pytest.approx(max(0.0, deposit - curve.min()), abs=1e-6)
+
+
+def test_the_legs_of_many_deals_at_once_are_those_found_one_by_one():
+    """A deal on a bar of its own four prices counts from the first price that reaches it (equal, or the
+    end of a stretch crossing it); found for all deals at once, ties and flat stretches included, it is
+    the same rank as the one-deal rule's."""
+    rng = np.random.default_rng(7)
+    points = rng.integers(0, 5, size=(4000, 4)).astype(float)  # a small grid: many ties and flat stretches
+    price = rng.integers(-1, 6, size=4000).astype(float)
+    expected = [equity_path._leg(row, p) for row, p in zip(points, price, strict=True)]
+    assert equity_path._legs(points, price).tolist() == expected
