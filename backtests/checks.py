@@ -47,11 +47,20 @@ def is_number(value: object) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool)
 
 
+def real(value: float) -> float:
+    """A number as a float; an integer too large for one (10**400) as an infinity of its sign, which the
+    checks refuse as they refuse any infinite value (never an OverflowError from deep inside a check)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def stop_value(value: float | None) -> float | None:
     """MQL5's convention: 0 (or None) is "no stop"; anything else is kept as given for ``check_stops``."""
     if value is None:
         return None
-    return None if value == 0 else float(value)
+    return None if value == 0 else real(value)
 
 
 def check_volume(lots: float, lot_min: float, lot_max: float, lot_step: float) -> Check:

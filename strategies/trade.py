@@ -9,6 +9,7 @@ requests with MetaTrader's retcode, as the terminal would.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -408,10 +409,14 @@ class TradeMethods:
 
 
 def _number(value: Any, name: str) -> float:
-    """A real number as float (NaN and infinities pass: the broker refuses them with a retcode)."""
+    """A real number as float (NaN and infinities pass: the broker refuses them with a retcode). An
+    integer too large for a float (10**400) is an infinity of its sign, refused the same way."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise EAError(f"{name} must be a number, got {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def _stop(value: Any, name: str) -> float | None:

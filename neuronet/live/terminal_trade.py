@@ -335,7 +335,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         is sent as that number of steps (a float32 0.1 goes as 0.1), never moved to another one."""
         if not checks.is_number(lots):
             return 0.0, (checks.INVALID_VOLUME, f"invalid volume {lots!r}: not a number of lots")
-        bad = checks.check_volume(float(lots), spec.volume_min, spec.volume_max, spec.volume_step)
+        bad = checks.check_volume(checks.real(lots), spec.volume_min, spec.volume_max, spec.volume_step)
         if bad:
             return 0.0, bad
         return round(round(lots / spec.volume_step) * spec.volume_step, 8), None

@@ -247,6 +247,19 @@ def test_an_expiration_crosses_in_broker_time_and_comes_back_in_utc(terminal):
 
 
 # -- rejections --------------------------------------------------------------------------------------------
+def test_a_volume_or_a_stop_too_large_for_a_float_is_refused_live_not_a_crash(terminal):
+    """An integer no float holds (10**400: an EA's arithmetic gone wrong) as a volume is refused with
+    10014 and as a stop with 10016, as the backtest refuses them, before the terminal sees anything."""
+    trade = terminal.trade()
+    _, _, ask = tick(terminal)
+    checks_before = terminal.calls("order_check")
+    assert trade.order(+1, 10**400, None, None, MAGIC, "") is None and trade.last_retcode == 10014
+    assert trade.order(+1, 0.1, 10**400, None, MAGIC, "") is None and trade.last_retcode == 10016
+    assert trade.pending("buy_limit", 0.1, ask - 0.002, None, None, -(10**400), None, MAGIC, "") is None
+    assert trade.last_retcode == 10016
+    assert terminal.calls("order_check") == checks_before and trade.positions() == []
+
+
 def test_rejections_are_recorded_never_raised(terminal):
     trade = terminal.trade()
     _, bid, ask = tick(terminal)
