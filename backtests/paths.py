@@ -330,12 +330,18 @@ class M1Path(PricePath):
             broker.now_ns = None
 
     def _next_touch(self, broker, m: int, end: int) -> int:
-        levels = _levels(broker, self.spread[m])
-        if not len(levels):
-            return end
         wide = self.spread[m:end].max()  # ask-side levels: any minute's spread either way
-        lo, hi = self.lows[m:end, None] - wide, self.highs[m:end, None] + wide
-        touched = ((levels >= lo) & (levels <= hi)).any(axis=1)
+        levels = broker.book.levels()
+        lo, hi = self.lows[m:end], self.highs[m:end]
+        if levels:
+            at = np.asarray(levels, dtype=np.float64)
+            touched = ((at >= lo[:, None] - wide) & (at <= hi[:, None] + wide)).any(axis=1)
+        else:
+            touched = np.zeros(end - m, dtype=bool)
+        if broker.stop_out_on and broker.book.positions:
+            # One-sided, at each minute's own spread: a price beyond the level stops out as much as one at
+            # it, and a minute of wide spread stops out a hedged account that no price moves.
+            touched |= broker.funds.levels_crossed(lo, hi, self.spread[m:end])
         first_expiry = broker.book.first_expiry()
         if first_expiry is not None:
             touched |= self.time[m:end] >= first_expiry
@@ -370,13 +376,3 @@ def _pieces(book, p: float, q: float, spread: float) -> list[tuple[float, float]
     cuts = [v for v in inside if min(p, q) < v < max(p, q)]
     ends = [p, *cuts, q]
     return list(itertools.pairwise(ends))
-
-
-def _levels(broker, spread: float) -> np.ndarray:
-    """Every price at which something can happen now: pending prices, SL/TP, the stop-out bid (compared
-    with minute ranges widened by the spread, so bid- and ask-side levels both count)."""
-    out = broker.book.levels()
-    cross = broker.funds.stop_out_price(spread)
-    if cross is not None:
-        out.append(cross)
-    return np.asarray(out, dtype=np.float64)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 
+import numpy as np
 import pandas as pd
 
 from backtests.broker.book import OpenPosition, OrderBook, Quote
@@ -95,6 +96,15 @@ class Account:
         o, h, lo, spr = quote
         price = o if at_open or abs(net) < 1e-12 else lo if net > 0 else h  # hedged: no price moves it
         return base - short_k * spr + net_k * price <= 0.0
+
+    def levels_crossed(self, lows: np.ndarray, highs: np.ndarray, spreads: np.ndarray) -> np.ndarray:
+        """``level_crossed`` over many ranges at once (bids and spreads in points, one per range): whether
+        each range's adverse extreme at its own spread reaches the stop-out level."""
+        margin, base, short_k, net_k, net = self._level_terms()
+        if margin <= 0:
+            return np.zeros(len(lows), dtype=bool)
+        price = 0.0 if abs(net) < 1e-12 else lows if net > 0 else highs  # hedged: no price moves it
+        return base - short_k * spreads + net_k * price <= 0.0
 
     def stop_out_price(self, spread: float) -> float | None:
         """The bid at which the margin level would reach the stop-out level, None when no price does."""

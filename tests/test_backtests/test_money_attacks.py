@@ -1,0 +1,178 @@
+"""Money the broker booked differently from MetaTrader 5, found by attacking it; each test is named after
+the defect and its figures are computed by hand in its docstring."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from backtests import AccountConfig, Backtest
+from backtests.broker import Broker
+from datafeeds import CandleMeta, make_frame, resample
+from datafeeds.timeframes import Timeframe
+from strategies import ExpertAdvisor
+
+POINT = 1e-5
+
+
+def broker(rows, **cfg) -> Broker:
+    """rows: (open, high, low, close) per hourly bar from a Monday; no spread."""
+    a = np.array(rows, dtype=float)
+    time = pd.date_range("2024-01-01", periods=len(a), freq="h", tz="UTC")
+    config = AccountConfig(**{"spread": 0, **cfg})
+    return Broker(a[:, 0], a[:, 1], a[:, 2], a[:, 3], np.zeros(len(a)), time, POINT, config)
+
+
+def minutes(rows, start="2024-01-01", spread=0) -> pd.DataFrame:
+    """M1 candles from (open, high, low, close[, spread]) rows."""
+    a = np.array([r[:4] for r in rows], dtype=float)
+    spreads = np.array([r[4] if len(r) > 4 else spread for r in rows])
+    index = pd.date_range(start, periods=len(a), freq="min", tz="UTC")
+    data = {"open": a[:, 0], "high": a[:, 1], "low": a[:, 2], "close": a[:, 3], "spread": spreads}
+    return make_frame(data, index, CandleMeta("EURUSD", Timeframe.M1, 5))
+
+
+def falling(start: float, points: int, steps: int) -> list[tuple]:
+    """``steps`` minutes, each ``points`` below the last: a straight fall."""
+    out, p = [], start
+    for _ in range(steps):
+        q = round(p - points * POINT, 5)
+        out.append((p, p, q, q))
+        p = q
+    return out
+
+
+# -- free margin at a fill inside a bar ---------------------------------------------------------------------
+def test_a_pending_fill_inside_a_bar_checks_the_free_margin_at_the_fill_not_at_the_bars_open():
+    """Long 0.5 lot at 1.10000 (margin 550 at 1:100), a buy limit of 0.3 lot at 1.09700. The bar falls to
+    1.09600: when the limit is reached the long floats -150, equity 850, and the deal would hold 550 +
+    0.3 x 100,000 x 1.097 / 100 = 879.10 of margin: MetaTrader refuses it (10019). Valued at the bar's
+    open (equity 1,000), it was accepted."""
+    b = broker([(1.1, 1.1, 1.1, 1.1), (1.1, 1.1001, 1.096, 1.0965)], deposit=1000.0, stop_out_level=0)
+    b.bar_open(0)
+    assert b.order(+1, 0.5, None, None, 0, "") is not None
+    ticket = b.pending("buy_limit", 0.3, 1.097, None, None, None, None, 0, "")
+    b.bar_range(0)
+    b.bar_open(1)
+    b.bar_range(1)
+    assert [(p.lots, p.price_open) for p in b.positions()] == [(0.5, 1.1)]
+    order = b.orders_frame().set_index("ticket").loc[ticket]
+    assert order.state == "rejected" and b.last_retcode == 10019
+
+
+class _LimitUnderLong(ExpertAdvisor):
+    def on_bar(self) -> None:
+        if len(self.bars) == 2:
+            self.buy(0.5)
+            self.buy_limit(0.3, 1.097)
+
+
+def test_a_pending_fill_inside_a_minute_checks_the_free_margin_at_that_minute_in_ohlc1m():
+    """The same account in "1 minute OHLC": the limit is reached 30 minutes into the hour, when the long
+    (0.5 lot at the ask 1.10001) floats -150.50: equity 849.50 against 550.005 + 329.10 of margin."""
+    m1 = minutes(
+        [(1.1, 1.1, 1.1, 1.1)] * 120 + falling(1.1, 10, 40) + [(1.096, 1.096, 1.096, 1.096)] * 80, spread=1
+    )
+    h1 = resample(m1, "H1")
+    account = AccountConfig(deposit=1000.0, stop_out_level=0)
+    rep = Backtest(h1, _LimitUnderLong, model="ohlc1m", m1=m1, forward=None, account=account).run()
+    assert rep.trades["lots"].tolist() == [0.5]
+    limit = rep.orders[rep.orders["type"] == "buy_limit"].iloc[0]
+    assert limit.state == "rejected" and limit.time_done == pd.Timestamp("2024-01-01 02:30", tz="UTC")
+    assert [r["retcode"] for r in rep.rejected] == [10019]
+
+
+# -- the stop-out closes at the price where the level was crossed --------------------------------------------
+def test_a_stop_out_closes_every_position_it_takes_at_the_price_where_the_level_was_crossed():
+    """Hedging, 1:1000, hedged volume holding no margin: short 1 lot at 1.09000 and long 2 lots at 1.09500,
+    deposit 654.75. From the open at 1.10000 the bid falls: equity 654.75 + (bid - 1.10000) x 100,000
+    against 109.50 of margin reaches 50 % at 1.09400. There the short (-400) is the most losing: closed,
+    balance 254.75; the long left floats -200, equity 54.75 against 219 of margin (25 %): closed at the
+    same price, -200. Balance 54.75. It was closed at 1.09427, a price passed before the level was crossed
+    (where the long alone would cross): -146, 54 USD in the EA's favour."""
+    rows = [(1.09, 1.09, 1.09, 1.09), (1.095, 1.095, 1.095, 1.095), (1.1, 1.1, 1.09, 1.09)]
+    b = broker(rows, deposit=654.75, leverage=1000.0, hedging=True, margin_hedged=0.0)
+    b.bar_open(0)
+    b.order(-1, 1.0, None, None, 0, "")
+    b.bar_range(0)
+    b.bar_open(1)
+    b.order(+1, 2.0, None, None, 0, "")
+    b.bar_range(1)
+    b.bar_open(2)
+    b.bar_range(2)
+    trades = b.trades_frame()
+    assert trades[["type", "exit_price", "exit_reason"]].values.tolist() == [
+        ["sell", 1.094, "stop out"],
+        ["buy", 1.094, "stop out"],
+    ]
+    assert trades["profit"].tolist() == pytest.approx([-400.0, -200.0])
+    assert b.balance == pytest.approx(54.75)
+
+
+class _HedgeThenHold(ExpertAdvisor):
+    def on_bar(self) -> None:
+        if len(self.bars) == 1:
+            self.buy(1.0)
+        elif len(self.bars) == 2:
+            self.sell(1.0)
+
+
+def test_a_spread_that_widens_inside_a_bar_stops_out_a_hedged_account_in_ohlc1m():
+    """Hedging, 1:1000, hedged volume charged as 10,000 units a lot, deposit 560. Long 1 lot at 1.10000,
+    the bid falls to 1.09500 (equity 60); short 1 lot there: margin 1 x 10,000 x 1.0975 / 1000 = 10.975.
+    At 02:30 the minute's spread is 60 points: equity 60 - 60 = 0, below 50 % of the margin. MetaTrader
+    closes the most losing position, the long (-500, balance 60), then the short is alone: equity 0
+    against 109.50 of margin, closed at the ask 1.09560 (-60). Balance 0. The minutes were searched for a
+    stop-out price only, which a fully hedged account has none of: nothing was closed, balance 60."""
+    flat = [(1.1, 1.1, 1.1, 1.1)] * 60
+    bottom = [(1.095, 1.095, 1.095, 1.095)]
+    m1 = minutes(flat + falling(1.1, 10, 50) + bottom * 10 + bottom * 30 + [(*bottom[0], 60)] + bottom * 29)
+    h1 = resample(m1, "H1")
+    account = AccountConfig(
+        deposit=560.0, leverage=1000.0, hedging=True, margin_hedged=10_000.0, spread=None, missing_spread=0
+    )
+    rep = Backtest(h1, _HedgeThenHold, model="ohlc1m", m1=m1, forward=None, account=account).run()
+    trades = rep.trades
+    assert trades[["type", "exit_price", "exit_reason"]].values.tolist() == [
+        ["buy", 1.095, "stop out"],
+        ["sell", 1.0956, "stop out"],
+    ]
+    assert trades["exit_time"].tolist() == [pd.Timestamp("2024-01-01 02:30", tz="UTC")] * 2
+    assert trades["profit"].tolist() == pytest.approx([-500.0, -60.0])
+    assert rep.stats["final_balance"] == pytest.approx(0.0)
+
+
+class _FourLongThreeShort(ExpertAdvisor):
+    def on_bar(self) -> None:
+        if len(self.bars) == 2:
+            self.buy(4.0)
+            self.sell(3.0)
+
+
+def test_a_stop_out_in_ohlc1m_is_found_when_a_later_minute_of_the_bar_has_a_wider_spread():
+    """Hedging, 1:10,000, hedged volume holding no margin, deposit 155: long 4 lots and short 3 lots at
+    1.10000 hold 1 x 100,000 x 1.1 / 10,000 = 11 of margin. Equity is 155 + (bid - 1.10000) - 3 x spread
+    (in points, 1 USD each): at 02:10 the bid falls to 1.09880 with a spread of 10 points, equity 5 <= 5.50.
+    MetaTrader stops out there: the long (-480, balance -325), then the short alone (equity 5 against 33)
+    at the ask 1.09890 (+330). Balance 5. The minutes were searched for the stop-out price at the widest
+    spread of the hour (100 points at 02:40), which lies above every minute's range: nothing was closed,
+    and equity sat at -155 at 02:40."""
+    flat = [(1.1, 1.1, 1.1, 1.1)] * 130
+    low = (1.0988, 1.0988, 1.0988, 1.0988, 10)
+    m1 = minutes(
+        flat + [(1.1, 1.1, 1.0988, 1.0988, 10)] + [low] * 29 + [(1.0999, 1.0999, 1.0999, 1.0999, 100)] * 80
+    )
+    h1 = resample(m1, "H1")
+    account = AccountConfig(
+        deposit=155.0, leverage=10_000.0, hedging=True, margin_hedged=0.0, spread=None, missing_spread=0
+    )
+    rep = Backtest(h1, _FourLongThreeShort, model="ohlc1m", m1=m1, forward=None, account=account).run()
+    trades = rep.trades
+    assert trades[["type", "lots", "exit_price", "exit_reason"]].values.tolist() == [
+        ["buy", 4.0, 1.0988, "stop out"],
+        ["sell", 3.0, 1.0989, "stop out"],
+    ]
+    assert trades["exit_time"].tolist() == [pd.Timestamp("2024-01-01 02:10", tz="UTC")] * 2
+    assert trades["profit"].tolist() == pytest.approx([-480.0, 330.0])
+    assert rep.stats["final_balance"] == pytest.approx(5.0)
