@@ -24,6 +24,7 @@ import pandas as pd
 
 from backtests import metrics
 from backtests.broker import AccountConfig, Broker
+from backtests.broker.config import check_currency
 from backtests.equity_path import path_drawdowns
 from backtests.paths import COVERAGE, M1Path, check_inside, check_market, check_model, model_data
 from backtests.periods import Periods, resolve
@@ -168,6 +169,7 @@ class Backtest:
         self.meta = meta_of(candles)
         self.ea_class = ea
         self.account = account or AccountConfig()
+        check_currency(self.meta.symbol, self.account)
         self.seed = int(seed)
         self.progress = progress
         self.profile = bool(profile)

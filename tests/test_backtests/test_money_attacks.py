@@ -176,3 +176,49 @@ def test_a_stop_out_in_ohlc1m_is_found_when_a_later_minute_of_the_bar_has_a_wide
     assert trades["exit_time"].tolist() == [pd.Timestamp("2024-01-01 02:10", tz="UTC")] * 2
     assert trades["profit"].tolist() == pytest.approx([-480.0, 330.0])
     assert rep.stats["final_balance"] == pytest.approx(5.0)
+
+
+# -- money of a symbol quoted in another currency than the deposit's ----------------------------------------
+class _BuyThenClose(ExpertAdvisor):
+    def on_bar(self) -> None:
+        if len(self.bars) == 1:
+            self.buy(1.0)
+        elif len(self.bars) == 2:
+            self.close()
+
+
+def yen_bars() -> pd.DataFrame:
+    """USDJPY hours (3 digits): the long bought at 109.700 closes at 109.386."""
+    a = np.array([(109.7, 109.75, 109.65, 109.7), (109.7, 109.72, 109.3, 109.386), (109.386,) * 4])
+    index = pd.date_range("2024-01-02", periods=len(a), freq="h", tz="UTC")
+    data = {"open": a[:, 0], "high": a[:, 1], "low": a[:, 2], "close": a[:, 3], "spread": np.zeros(len(a))}
+    return make_frame(data, index, CandleMeta("USDJPY", Timeframe.H1, 3))
+
+
+def test_a_symbol_quoted_in_another_currency_than_the_deposit_is_refused_not_booked_as_deposit_money():
+    """USDJPY's profit is in yen: 1 lot from 109.700 to 109.386 loses 31,400 JPY (about 286 USD), and its
+    margin at 1:100 is 1,000 USD. On a USD account the backtest booked -31,400 "USD" and charged a margin of
+    109,700 "USD" (every order of a 10,000 USD account refused): refused, naming the symbol and both
+    currencies."""
+    with pytest.raises(ValueError, match=r"USDJPY.*JPY.*USD"):
+        Backtest(yen_bars(), _BuyThenClose, forward=None, account=AccountConfig(spread=0))
+
+
+def test_a_yen_symbol_on_a_yen_account_books_yen():
+    """The same trade on a JPY account: -31,400 JPY; its margin, 1 x 100,000 x 109.7 / 100 = 109,700 JPY
+    (1,000 USD at 109.7), fits a deposit of 110,000 JPY and not one of 109,000."""
+    account = AccountConfig(deposit=110_000.0, currency="JPY", spread=0)
+    rep = Backtest(yen_bars(), _BuyThenClose, forward=None, account=account).run()
+    assert rep.trades["profit"].tolist() == pytest.approx([-31_400.0])
+    short = AccountConfig(deposit=109_000.0, currency="JPY", spread=0)
+    assert [
+        r["retcode"] for r in Backtest(yen_bars(), _BuyThenClose, forward=None, account=short).run().rejected
+    ] == [10019]
+
+
+def test_paper_trading_a_yen_symbol_on_a_usd_account_is_refused_too():
+    """Paper trading books money with the backtest's broker: the same refusal before the first bar."""
+    from neuronet.live.paper import PaperBroker
+
+    with pytest.raises(ValueError, match=r"USDJPY.*JPY.*USD"):
+        PaperBroker(yen_bars(), 0.001, AccountConfig())
