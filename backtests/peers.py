@@ -11,10 +11,16 @@ backtesting.py annualises with a fixed 252 periods a year (365 when a fifth of t
 and groups returns by calendar day, so an FX week's Sunday-evening bars make a sixth "day" (about 312 a
 year). ``trading_day_stats`` therefore gives the annualised figures again under their own names, on
 trading days (weekend bars count to the next Monday) and with the periods per year measured from the data.
+
+What depends on the bar times alone (the bar period, the periods per year, each bar's trading day, the
+calendar bins of the return series) is computed once per distinct index and kept (``functools.lru_cache``
+keyed by the instants and the time zone): an optimisation scores hundreds of passes over the same bars,
+and these pandas calendar operations were a fifth of a pass.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -35,6 +41,23 @@ def _geometric_mean(returns: pd.Series) -> float:
     return float(np.exp(np.log(r).sum() / (len(r) or np.nan)) - 1)
 
 
+class _Stamps:
+    """A DatetimeIndex as a cache key: equal to another holding the same instants in the same time zone."""
+
+    __slots__ = ("_hash", "_key", "index")
+
+    def __init__(self, index: pd.DatetimeIndex):
+        self.index = index
+        self._key = (index.asi8.tobytes(), str(index.tz))
+        self._hash = hash(self._key)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Stamps) and self._key == other._key
+
+
 def _drawdown_runs(dd: pd.Series) -> tuple[pd.Series, pd.Series]:
     """Duration and depth of each drawdown, indexed at the bar where it ends (backtesting.py's rule: a
     drawdown ends at the next bar at a new peak, or at the last bar)."""
@@ -45,7 +68,8 @@ def _drawdown_runs(dd: pd.Series) -> tuple[pd.Series, pd.Series]:
     if not len(ends):
         return pd.Series(dtype=object), pd.Series(dtype=float)
     duration = pd.Series(dd.index[ends] - dd.index[starts], index=dd.index[ends])
-    depth = [dd.iloc[a : b + 1].max() for a, b in zip(starts, ends, strict=True)]
+    values = dd.to_numpy(np.float64)
+    depth = [np.fmax.reduce(values[a : b + 1]) for a, b in zip(starts, ends, strict=True)]  # NaN-skipping max
     return duration, pd.Series(depth, index=dd.index[ends])
 
 
@@ -70,12 +94,44 @@ def _bars_of(index: pd.DatetimeIndex, times: pd.Series) -> np.ndarray:
     return index.searchsorted(pd.DatetimeIndex(times), side="right") - 1
 
 
+def _period(index: pd.DatetimeIndex) -> pd.Timedelta:
+    """The bar period as backtesting.py infers it: the median gap of the last 100 bars."""
+    return _period_of(_Stamps(index))
+
+
+@functools.lru_cache(maxsize=8)
+def _period_of(stamps: _Stamps) -> pd.Timedelta:
+    return pd.Series(stamps.index[-100:]).diff().dropna().median()
+
+
 def _periods_per_year(index: pd.DatetimeIndex) -> tuple[int, bool]:
-    period = pd.Series(index[-100:]).diff().dropna().median()
-    freq_days = period.days
+    """backtesting.py's periods per year, and whether the data trades at weekends."""
+    return _periods_per_year_of(_Stamps(index))
+
+
+@functools.lru_cache(maxsize=8)
+def _periods_per_year_of(stamps: _Stamps) -> tuple[int, bool]:
+    index = stamps.index
+    freq_days = _period(index).days
     weekends = bool(index.day_of_week.to_series().between(5, 6).mean() > 2 / 7 * 0.6)
     annual = {7: 52, 31: 12, 365: 1}.get(freq_days, 365 if weekends else 252)
     return annual, weekends
+
+
+@functools.lru_cache(maxsize=8)
+def _bin_ends(stamps: _Stamps, freq: str) -> np.ndarray:
+    """Position of the last bar of each non-empty ``resample(freq)`` bin of the index."""
+    positions = pd.Series(np.arange(len(stamps.index), dtype=np.float64), index=stamps.index)
+    ends = positions.resample(freq).last().dropna().to_numpy(np.int64)
+    ends.flags.writeable = False  # shared by every caller of the cache
+    return ends
+
+
+def _resampled_last(equity: np.ndarray, index: pd.DatetimeIndex, freq: str) -> pd.Series:
+    """``Series(equity, index).resample(freq).last().dropna()``'s values: the last equity of each bin."""
+    if np.isnan(equity).any():  # bins' last non-NaN values: pandas' own path
+        return pd.Series(equity, index=index).resample(freq).last().dropna().reset_index(drop=True)
+    return pd.Series(equity[_bin_ends(_Stamps(index), freq)])
 
 
 def backtesting_stats(curves: pd.DataFrame, trades: pd.DataFrame, contract_size: float) -> dict:
@@ -84,7 +140,7 @@ def backtesting_stats(curves: pd.DataFrame, trades: pd.DataFrame, contract_size:
     index = pd.DatetimeIndex(curves.index)
     equity = curves["equity"].to_numpy(np.float64)
     close = curves["close"].to_numpy(np.float64)
-    period = pd.Series(index[-100:]).diff().dropna().median()
+    period = _period(index)
     dd = pd.Series(1 - equity / np.maximum.accumulate(equity), index=index)
     dd_dur, dd_depth = _drawdown_runs(dd)
     # A trade is held in the bars from the one its entry falls in to the one its exit falls in: a fill at
@@ -99,7 +155,7 @@ def backtesting_stats(curves: pd.DataFrame, trades: pd.DataFrame, contract_size:
     bh_pct = (close[-1] - close[0]) / close[0] * 100
     annual, _ = _periods_per_year(index)
     freq = {7: "W", 31: "ME", 365: "YE"}.get(period.days, "D")
-    day = pd.Series(equity, index=index).resample(freq).last().dropna().pct_change().dropna()
+    day = _resampled_last(equity, index, freq).pct_change().dropna()
     g = _geometric_mean(day)
     ann = (1 + g) ** annual - 1
     var = day.var(ddof=1)
@@ -161,6 +217,12 @@ def backtesting_stats(curves: pd.DataFrame, trades: pd.DataFrame, contract_size:
 def trading_days(index: pd.DatetimeIndex, weekends: bool) -> pd.DatetimeIndex:
     """Each bar's trading day (midnight UTC): without weekend trading, Saturday and Sunday bars (the FX
     week opens on Sunday evening) belong to the following Monday."""
+    return _trading_days_of(_Stamps(index), weekends)
+
+
+@functools.lru_cache(maxsize=8)
+def _trading_days_of(stamps: _Stamps, weekends: bool) -> pd.DatetimeIndex:
+    index = stamps.index
     day = index.normalize()
     if weekends:
         return day

@@ -3,7 +3,8 @@ stdout. ``--tiny`` runs each at a toy size, in seconds: a check that none has ro
 
 On a machine without a usable OpenCL device the benchmarks of the OpenCL code are skipped with a note (the
 reason ``neuronet devices`` gives) and the others still run: there is nothing of ours to time against the
-peers there."""
+peers there. So is a benchmark that refuses an unfair comparison (a peer that would run on more CPUs than
+this process was given), with its reason."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pkgutil
 import sys
 
 import benchmarks
+from benchmarks._machine import UnfairComparison
 from opencl import NoDeviceError
 
 
@@ -26,6 +28,8 @@ def main(argv: list[str] | None = None) -> None:
                 module.main(args)
             except NoDeviceError as exc:
                 print(f"skipped benchmarks.{mod}: no usable OpenCL device ({exc})", flush=True)
+            except UnfairComparison as exc:
+                print(f"skipped benchmarks.{mod}: {exc}", flush=True)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from benchmarks._machine import header, opencl_contestant, torch_contestant
+
 SIZES = {
     "official": dict(batch=256, d_model=512, heads=8, layers=2, d_ff=2048),
     "reduced": dict(batch=32, d_model=128, heads=8, layers=2, d_ff=256),
@@ -289,6 +291,14 @@ def main(argv: list[str] | None = None) -> None:
     tdev = "cuda" if args.device == "gpu" else "cpu"
     rng = np.random.default_rng(0)
     peer = f"torch {torch.__version__} on {tdev}" if torch else "PyTorch not installed: peer skipped"
+    from opencl import get_runtime
+
+    header(
+        [
+            opencl_contestant(get_runtime(None, np.float32)),
+            *([torch_contestant(torch, tdev)] if torch else []),
+        ]
+    )
     print(f"ATFNet {size} size: {cfg}, float32, dropout 0.1, Adam; {peer}")
     print(f"{'channels':>8} {'side':>8} {'train step ms':>14} {'infer ms':>10} {'samples/s':>10}")
     for c in args.channels:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from benchmarks._machine import header, opencl_contestant, torch_contestant
 from nn.complex import ComplexDense, ComplexEncoderLayer
 from nn.ops_opencl import OpenCLBackend
 from nn.spectral import ExtendedDFT, InverseExtendedDFT, SpectrumNorm
@@ -196,18 +197,19 @@ def main(argv: list[str] | None = None) -> None:
     ours = opencl_steps(args, rng)
     be = ours["_backend"]
     print(f"OpenCL device: {be.name}; batch {args.batch}, channels {args.channels}, d_model {args.d_model}")
-    results: dict[str, dict[str, float]] = {}
-    for name in STEPS:
-        results.setdefault(name, {})["opencl"] = best_seconds(
-            ours[name], ours["_sync"], args.rounds, args.reps
-        )
     try:
         import torch
     except ImportError:
         print("PyTorch not installed: pip install torch (peer skipped)")
         torch = None
+    devices = [] if torch is None else ["cuda"] if torch.cuda.is_available() else ["cpu"]
+    header([opencl_contestant(be.runtime), *(torch_contestant(torch, d) for d in devices)])
+    results: dict[str, dict[str, float]] = {}
+    for name in STEPS:
+        results.setdefault(name, {})["opencl"] = best_seconds(
+            ours[name], ours["_sync"], args.rounds, args.reps
+        )
     if torch is not None:
-        devices = ["cuda"] if torch.cuda.is_available() else ["cpu"]
         for device in devices:
             theirs = torch_steps(args, device, rng)
             for name in STEPS:

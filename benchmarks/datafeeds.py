@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks._machine import header, python_contestant
+
 
 def _best(fn, repeats: int) -> float:
     best = float("inf")
@@ -43,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
         write_mt5_csv,
     )
 
+    header([python_contestant("neuronet datafeeds", False)])
     n, r = args.bars, args.repeats
     df = synthetic_candles("EURUSD", "M1", n, seed=1)
     with tempfile.TemporaryDirectory() as tmp:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
-import platform
 import time
 from collections.abc import Callable
 
 import numpy as np
+
+from benchmarks._machine import header, numpy_contestant, opencl_contestant, torch_contestant
 
 NETWORK = (240, 500, 250, 125, 62, 3)
 
@@ -124,17 +124,14 @@ def contestants(args) -> dict[str, Callable]:
     return out
 
 
-def machine(rt) -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return (
-        f"CPU {cpu}, {os.cpu_count()} logical cores; OpenCL device {rt.info.index} {rt.info.name} "
-        f"({rt.info.platform_version}, driver {rt.info.driver_version}); numpy {np.__version__}"
-    )
+def _contestant(name: str, rt):
+    if name == "opencl":
+        return opencl_contestant(rt)
+    if name == "numpy":
+        return numpy_contestant(f"NumPy {np.__version__}")
+    import torch
+
+    return torch_contestant(torch, name.removeprefix("torch-"))
 
 
 def tune(args) -> None:
@@ -144,7 +141,7 @@ def tune(args) -> None:
     from opencl.gemm_gpu import Tiles, gemm_gpu
 
     rt = get_runtime(args.device)
-    print(machine(rt))
+    header([opencl_contestant(rt)])
     rng = np.random.default_rng(0)
     for spec in args.tiles.split(","):
         t = Tiles(*(int(v) for v in spec.split("x")))
@@ -195,10 +192,12 @@ def main(argv: list[str] | None = None) -> None:
     square = args.square or ([256, 512, 1024, 2048] if rt.is_cpu else [256, 512, 1024, 2048, 4096])
     makers = contestants(args)
     names = list(makers)
-    print(machine(rt))
-    header = f"{'product':<22}" + "".join(f"{n + ' GF/s':>17}" for n in names)
-    header += f"{'ocl/numpy':>11}" + (f"{'ocl/torch':>11}" if len(names) > 2 else "")
-    print(header)
+    header([_contestant(name, rt) for name in names])
+    info = rt.info
+    print(f"OpenCL device {info.index} {info.name} ({info.platform_version}, driver {info.driver_version})")
+    columns = f"{'product':<22}" + "".join(f"{n + ' GF/s':>17}" for n in names)
+    columns += f"{'ocl/numpy':>11}" + (f"{'ocl/torch':>11}" if len(names) > 2 else "")
+    print(columns)
     rng = np.random.default_rng(0)
     peer = "torch-cuda" if "torch-cuda" in names else ("torch-cpu" if "torch-cpu" in names else None)
     totals = {}

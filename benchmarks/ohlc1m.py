@@ -19,6 +19,8 @@ import warnings
 
 import pandas as pd
 
+from benchmarks._machine import header, python_contestant
+
 SL, TP = 300, 600  # points
 
 
@@ -88,6 +90,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.tiny:
         args.years, args.repeats = 0.02, 1
+    header(
+        [
+            python_contestant("backtesting.py Backtest.run", True),
+            python_contestant("neuronet Backtest.run", False),
+        ]
+    )
     m1 = synthetic_candles("EURUSD", "M1", int(args.years * 365 * 1440), seed=5, start="2010-01-01")
     h1 = resample(m1, "H1")
     peer_s = time_peer(h1, args.repeats)

@@ -1,21 +1,31 @@
 """Optimisation throughput: passes per second of a 200-pass SMA grid here vs backtesting.py's ``optimize``.
 
 Both run from this process on the embedded 5,000-bar EURUSD H1 sample, the same SMA-crossover rules and
-the same 200 (fast, slow) points. backtesting.py's ``Backtest.optimize`` uses its own process pool (one
-process per core, forked). Here: ``backtests.optimize.optimize`` on a local Dask cluster of 1 and 2 worker
-processes, every pass recorded in a SQLite study; timed end to end (cluster start included) and for the
-search alone on a cluster already up. Then a paper estimate for 10 and 100 workers from the measured
-per-pass cost, the per-task scheduler overhead and the client's per-pass cost (sampler + SQLite write):
+the same 200 (fast, slow) points, on the same number of processes: ``--workers`` (default: the CPUs this
+process was given). backtesting.py's ``Backtest.optimize`` gets a forked pool of that size (through
+``backtesting.Pool``, its documented hook: by itself it starts one process per CPU of the host, more than
+were given on a pinned run); ours is ``backtests.optimize.optimize`` with that many local workers, every
+pass recorded in a SQLite study. Ours is also timed with one worker.
+
+"End to end" is the whole ``optimize`` call: workers started, the study store opened, every pass run and
+recorded, the results table and the robustness statistics of the search (Deflated Sharpe Ratio, PBO, SPA),
+which backtesting.py does not compute; their share is shown. Contestants take turns round by round
+(``--repeats`` rounds) and the spread over rounds is printed, with the CPU seconds each spent per pass (all
+its processes), which a shared machine's load changes less than the wall time. Then a paper estimate for
+10 and 100 workers from the measured per-pass cost, the per-task round trip and the client's per-pass
+cost (sampler proposal + its share of a batched store write):
 
     passes/s(W) = min(W / (pass_s + task_overhead_s / batch), 1 / client_s)
 
-    python -m benchmarks.optimize [--repeats 2]
+    taskset -c 0,1 python -m benchmarks.optimize [--repeats 5] [--workers 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
+import statistics
 import tempfile
 import time
 import warnings
@@ -23,15 +33,37 @@ from pathlib import Path
 
 os.environ.setdefault("TQDM_DISABLE", "1")  # backtesting.py's progress bars would drown the table
 
-from benchmarks._peer_sma import PeerSmaCross  # after the environment variable backtesting.py reads
+from benchmarks._machine import Contestant, cpus_given, header
+from benchmarks._peer_sma import PeerSmaCross  # after the variable backtesting.py reads
 
 FAST = list(range(2, 42, 2))  # 20 values
 SLOW = list(range(50, 150, 10))  # 10 values: 200 passes, all with fast < slow
+BATCH = 32  # the engine's largest batch, reached by large grids
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its children that have ended (the pools' workers, once shut)."""
+    import psutil
+
+    t = psutil.Process().cpu_times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
-def time_peer(df) -> float:
+def size_peer_pool(processes: int) -> None:
+    """backtesting.py's pool with ``processes`` forked processes (its own choice: one per host CPU)."""
+    import backtesting
+
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+
+    def pool(_processes=None, initializer=None, initargs=()):
+        return context.Pool(processes, initializer, initargs)
+
+    backtesting.Pool = pool
+
+
+def time_peer(df, fast: list[int], slow: list[int]) -> tuple[float, float]:
+    """Wall and CPU seconds of backtesting.py's ``optimize`` over the grid."""
     from backtesting import Backtest
 
     data = df.rename(columns=str.capitalize)[["Open", "High", "Low", "Close"]]
@@ -39,117 +71,150 @@ def time_peer(df) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         bt = Backtest(data, PeerSmaCross, cash=1e9)
-        t0 = time.perf_counter()
-        _, heat = bt.optimize(fast=FAST, slow=SLOW, maximize="Equity Final [$]", return_heatmap=True)
-        elapsed = time.perf_counter() - t0
-    assert len(heat) == len(FAST) * len(SLOW)
-    return elapsed
+        c0, t0 = _cpu(), time.perf_counter()
+        _, heat = bt.optimize(fast=fast, slow=slow, maximize="Equity Final [$]", return_heatmap=True)
+        elapsed, cpu = time.perf_counter() - t0, _cpu() - c0
+    assert len(heat) == len(fast) * len(slow)
+    return elapsed, cpu
 
 
-def time_ours(df, workers: int, folder: Path) -> dict:
-    """End-to-end and search-only seconds, and the mean worker-side seconds per pass."""
-    from backtests.optimize.api import session, setup
-    from backtests.optimize.passes import Window
-    from backtests.optimize.results import results_table
+def time_ours(df, fast: list[int], slow: list[int], workers: int, folder: Path) -> dict:
+    """Wall and CPU seconds of ``optimize`` end to end, the share of its robustness statistics, and the
+    mean worker-side seconds of a pass."""
+    from backtests.optimize import api
     from strategies import SmaCrossEA
 
-    s = setup(
-        df, SmaCrossEA, {"fast": FAST, "slow": SLOW}, method="grid", criterion="balance", passes=None,
-        seed=0, account=None, fixed=None, store_path=str(folder / f"w{workers}-{time.time_ns()}.db"),
-        progress=False, round_size=16, population=20, batch=None,
-    )  # fmt: skip
-    t0 = time.perf_counter()
-    with session(df, workers, None) as (engine, shared):
-        t1 = time.perf_counter()
-        study, ran = s.search(Window(0, len(df)), engine, shared)
-        t2 = time.perf_counter()
-        overhead = _task_overhead(engine)
-    table = results_table(study, s.space, s.job.criterion)
-    assert ran == len(table) == len(FAST) * len(SLOW)
-    return {
-        "total_s": time.perf_counter() - t0 - overhead[1],
-        "search_s": t2 - t1,
-        "pass_s": float(table["seconds"].mean()),
-        "task_overhead_s": overhead[0],
-    }
+    spent = {"robustness_s": 0.0}
+    measured = api.robustness_of
+
+    def timed(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return measured(*args, **kwargs)
+        finally:
+            spent["robustness_s"] += time.perf_counter() - t
+
+    api.robustness_of = timed
+    try:
+        c0, t0 = _cpu(), time.perf_counter()
+        table = api.optimize(
+            df, SmaCrossEA, {"fast": fast, "slow": slow}, workers=workers,
+            store_path=str(folder / f"w{workers}-{time.time_ns()}.db"),
+        )  # fmt: skip
+        elapsed, cpu = time.perf_counter() - t0, _cpu() - c0
+    finally:
+        api.robustness_of = measured
+    assert table.attrs["ran"] == len(table) == len(fast) * len(slow)
+    return {"total_s": elapsed, "cpu_s": cpu, "pass_s": float(table["seconds"].mean()), **spent}
 
 
 def _noop(shared, i):
     return i
 
 
-def _task_overhead(engine) -> tuple[float, float]:
-    """Round-trip seconds per task of a no-op task streamed as the optimiser streams batches."""
+def task_overhead(workers: int) -> float:
+    """Round-trip seconds per task of a no-op task streamed as the optimiser streams batches, per worker."""
+    from backtests.optimize import Engine
+
     n = 200
-    t0 = time.perf_counter()
-    done = sum(1 for _ in engine.stream(_noop, engine.share(0), ((i, (i,)) for i in range(n))))
-    elapsed = time.perf_counter() - t0
+    with Engine(workers) as engine:
+        shared = engine.share(0)
+        t0 = time.perf_counter()
+        done = sum(1 for _ in engine.stream(_noop, shared, ((i, (i,)) for i in range(n))))
+        elapsed = time.perf_counter() - t0
     assert done == n
-    return elapsed / n * engine.size, elapsed  # per task per worker slot, and the time spent here
+    return elapsed / n * workers
 
 
-def client_cost(folder: Path, n: int = 200) -> float:
-    """Seconds per pass on the client: a GridSampler proposal in memory plus the SQLite record, with the
-    same attributes as a real pass (its statistics, the grid bookkeeping)."""
+def client_cost(folder: Path, n: int = 256) -> float:
+    """Seconds per pass on the client: a GridSampler proposal in memory plus its share of a batched SQLite
+    record of ``BATCH`` passes, with the attributes of a real pass (its statistics, its daily returns)."""
     import optuna
     from optuna.trial import create_trial
 
     from backtests.optimize import store
     from backtests.optimize.criteria import PASS_STATS
 
-    grid = {"fast": FAST, "slow": SLOW}
+    grid = {"fast": FAST, "slow": SLOW + list(range(150, 300, 10))}
     dist = {k: optuna.distributions.CategoricalDistribution(v) for k, v in grid.items()}
     durable = store.open_study(store.storage_url(folder / "client.db"), "cost", "maximize", {})
     driver = optuna.create_study(sampler=optuna.samplers.GridSampler(grid, seed=0))
-    stats = {k: 1.0 for k in (*PASS_STATS, "custom")}
+    stats = {k: 1.0 for k in (*PASS_STATS, "custom")} | {"daily_returns": [1e-4] * 208}
     t0 = time.perf_counter()
+    batch = []
     for i in range(n):
         trial = driver.ask(dist)
-        record = create_trial(value=float(i), params=trial.params, distributions=dist,
-                              user_attrs={"stats": {**stats, "seconds": 0.03}})  # fmt: skip
-        store.record(durable, [record])
+        batch.append(create_trial(value=float(i), params=trial.params, distributions=dist,
+                                  user_attrs={"stats": {**stats, "seconds": 0.03}}))  # fmt: skip
+        if len(batch) == BATCH:
+            durable.record(batch)
+            batch = []
     return (time.perf_counter() - t0) / n
+
+
+def _spread(values: list[float], digits: int = 1) -> str:
+    """The median and, over several rounds, the range."""
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    low, mid, high = min(values), statistics.median(values), max(values)
+    return f"{mid:.{digits}f} (range {low:.{digits}f}-{high:.{digits}f})"
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=2, help="rounds; the best of each contestant is kept")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds, contestants taking turns in each")
+    parser.add_argument("--workers", type=int, default=None, help="processes of each (default: CPUs given)")
     parser.add_argument("--tiny", action="store_true", help="toy sizes: checks the benchmark runs")
     args = parser.parse_args(argv)
+    from backtests.optimize.pool import start_method
     from datafeeds.sample import read_sample
 
-    df = read_sample()
+    df, fast, slow = read_sample(), FAST, SLOW
     if args.tiny:
-        args.repeats, df = 1, df.iloc[:1500]
-    n = len(FAST) * len(SLOW)
-    best: dict[str, float] = {}
-    detail: dict[int, dict] = {}
+        args.repeats, df, fast, slow = 1, df.iloc[:1500], FAST[:4], SLOW[:3]
+    workers = args.workers or len(cpus_given())
+    counts = sorted({1, workers})
+    header(
+        [
+            Contestant("backtesting.py optimize", workers, note="a forked multiprocessing pool"),
+            *(
+                Contestant(f"neuronet optimize, {w} worker{'s' if w > 1 else ''}", w, peer=False,
+                           note=f"started by {start_method()}; this process records the passes")
+                for w in counts
+            ),
+        ]
+    )  # fmt: skip
+    size_peer_pool(workers)
+    n = len(fast) * len(slow)
+    peer: list[tuple[float, float]] = []
+    ours: dict[int, list[dict]] = {w: [] for w in counts}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for _ in range(args.repeats):  # contestants take turns, round by round
-            best["peer"] = min(best.get("peer", float("inf")), time_peer(df))
-            for w in (1, 2):
-                r = time_ours(df, w, folder)
-                if w not in detail or r["search_s"] < detail[w]["search_s"]:
-                    detail[w] = r
+            peer.append(time_peer(df, fast, slow))
+            for w in counts:
+                ours[w].append(time_ours(df, fast, slow, w, folder))
         client = client_cost(folder)
-    peer_rate = n / best["peer"]
-    print(f"{n}-pass SMA grid on the {len(df):,}-bar sample, {os.cpu_count()} cores, best of {args.repeats}")
-    print(f"backtesting.py optimize (process pool): {best['peer']:.2f} s = {peer_rate:.1f} passes/s")
-    for w, r in detail.items():
-        total, search = n / r["total_s"], n / r["search_s"]
+    overhead = task_overhead(workers)
+    print(f"{n}-pass SMA grid on {len(df):,} bars, {args.repeats} rounds; passes/s as median (range)")
+    print(f"backtesting.py optimize, {workers} processes: {_spread([n / s for s, _ in peer])} passes/s, "
+          f"{1e3 * statistics.median(c for _, c in peer) / n:.1f} ms CPU/pass")  # fmt: skip
+    for w, runs in ours.items():
+        ratios = [p[0] / r["total_s"] for p, r in zip(peer, runs, strict=True)]
+        stats_share = statistics.median(r["robustness_s"] / r["total_s"] for r in runs)
+        rates = _spread([n / r["total_s"] for r in runs])
         print(
-            f"neuronet, {w} Dask worker(s): end to end {r['total_s']:.2f} s = {total:.1f} passes/s "
-            f"({total / peer_rate:.2f}x); search only {r['search_s']:.2f} s = {search:.1f} passes/s "
-            f"({search / peer_rate:.2f}x); worker-side {1e3 * r['pass_s']:.1f} ms/pass, "
-            f"task round trip {1e3 * r['task_overhead_s']:.1f} ms"
+            f"neuronet, {w} worker{'s' if w > 1 else ' '}: end to end {rates} passes/s, "
+            f"x backtesting.py {_spread(ratios, 2)}; "
+            f"{1e3 * statistics.median(r['cpu_s'] for r in runs) / n:.1f} ms CPU/pass, worker-side "
+            f"{1e3 * statistics.median(r['pass_s'] for r in runs):.1f} ms/pass, robustness statistics "
+            f"{100 * stats_share:.0f} % of the time"
         )
-    r1, r2 = detail[1], detail[2]
-    print(f"scaling 1 -> 2 workers (search only): {r1['search_s'] / r2['search_s']:.2f}x")
-    batch = 32  # the engine's largest batch, reached by large grids
-    print(f"client: {1e3 * client:.1f} ms/pass (GridSampler proposal + SQLite record)")
+        print(f"  x backtesting.py per round: {', '.join(f'{x:.2f}' for x in ratios)}")
+    print(f"task round trip {1e3 * overhead:.2f} ms; client {1e3 * client:.2f} ms/pass (proposal + write)")
+    pass_s = statistics.median(r["pass_s"] for r in ours[1])
     for w in (10, 100):
-        worker_bound = w / (r1["pass_s"] + r1["task_overhead_s"] / batch)
+        worker_bound = w / (pass_s + overhead / BATCH)
         print(
             f"paper estimate, {w} workers: {min(worker_bound, 1 / client):.0f} passes/s "
             f"(workers alone {worker_bound:.0f}/s, client limit {1 / client:.0f}/s)"

@@ -19,6 +19,8 @@ import warnings
 
 import pandas as pd
 
+from benchmarks._machine import header, python_contestant
+
 
 def _peer_strategy():
     from benchmarks._peer_sma import PeerSmaCross  # imports backtesting.py only when its run is timed
@@ -78,6 +80,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.tiny:
         args.bars, args.repeats = 2_000, 1
+    header(
+        [
+            python_contestant("backtesting.py Backtest.run", True),
+            python_contestant("neuronet Backtest.run", False),
+        ]
+    )
     head = f"{'data':<28} {'bars':>9} {'backtesting.py':>16} {'neuronet':>14} {'(loop only)':>14}"
     print(f"{head} {'ratio':>7}")
     for name, df in datasets(args.bars):

@@ -1,7 +1,7 @@
 """Permutation test throughput: the real history and N permuted ones of SmaCrossEA over the embedded
 5,000-bar EURUSD H1 sample (forward 1/3), each a full backtest of a rebuilt history, every one recorded in a
-SQLite study store. Inline (this process) and on a local Dask cluster of 1 and 2 worker processes, timed end
-to end (cluster start included); plus the Monte Carlo of the real run (trades and bar returns).
+SQLite study store. Inline (this process) and on 1 and 2 local worker processes, timed end to end (workers'
+start included); plus the Monte Carlo of the real run (trades and bar returns).
 
     python -m benchmarks.robustness [--permutations 1000]
 """
@@ -9,11 +9,11 @@ to end (cluster start included); plus the Monte Carlo of the real run (trades an
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks._machine import Contestant, header
 
 
 def time_permutations(df, permutations: int, workers: int, folder: Path) -> tuple[float, dict]:
@@ -53,12 +53,18 @@ def main(argv: list[str] | None = None) -> None:
     df = read_sample()
     n = 8 if args.tiny else args.permutations
     sims = 200 if args.tiny else 10_000
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; SmaCrossEA on "
-          f"{len(df)} bars, {n} permutations + the real history")  # fmt: skip
+    counts = (0, 1, 2) if not args.tiny else (0,)
+    header(
+        [
+            Contestant(f"neuronet permutation test, {w or 'inline'} worker(s)", max(w, 1), peer=False)
+            for w in counts
+        ]
+    )
+    print(f"SmaCrossEA on {len(df)} bars, {n} permutations + the real history")
     with tempfile.TemporaryDirectory() as tmp:
-        for workers in (0, 1, 2) if not args.tiny else (0,):
+        for workers in counts:
             seconds, p = time_permutations(df, n, workers, Path(tmp))
-            where = "inline" if workers == 0 else f"{workers} Dask worker process(es)"
+            where = "inline" if workers == 0 else f"{workers} local worker process(es)"
             rate = (n + 1) / seconds
             print(f"permutations, {where}: {seconds:.1f} s, {rate:.1f} passes/s, p = {p['net_profit']:.4f}")
     for method, seconds in time_monte_carlo(df, sims).items():

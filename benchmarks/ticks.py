@@ -23,6 +23,7 @@ import argparse
 import math
 import time
 
+from benchmarks._machine import header, python_contestant
 from strategies import ExpertAdvisor
 
 
@@ -85,6 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.tiny:
         args.years, args.repeats = 0.01, 1
+    header([python_contestant("neuronet Backtest.run, ticks model", False)])
     t0 = time.perf_counter()
     m1 = synthetic_candles("EURUSD", "M1", int(args.years * 260 * 1440), seed=5, start="2023-01-01")
     ticks = synthetic_ticks(m1, seed=5)

@@ -39,18 +39,19 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 
+from nn.dense_stack import AdamStep, DenseStack
 from nn.errors import NNConfigError, NNTypeError
 from nn.rbm_ops import RBMOps
 
 if TYPE_CHECKING:  # the NumPy backend must work without pyopencl installed
     import pyopencl.array as cla
 
-    from nn.model import Sequential
-
 Tensor: TypeAlias = "np.ndarray | cla.Array"
 """``np.ndarray`` (float64) on the NumPy backend, ``pyopencl.array.Array`` on the OpenCL backend."""
 
 ACTIVATIONS = ("linear", "sigmoid", "tanh", "relu", "lrelu", "swish", "softplus", "gelu")
+# An activation as the kernels' ``act`` argument takes it (nn_common.h): its place in ACTIVATIONS.
+ACT_CODE = {kind: code for code, kind in enumerate(ACTIVATIONS)}
 # Activations whose derivative is a function of the output y alone: these may be fused into dense layers.
 OUTPUT_DERIVABLE = ("linear", "sigmoid", "tanh", "relu", "lrelu")
 LOSSES = ("mse", "mae", "softmax_cce", "bce")
@@ -94,8 +95,11 @@ class Activation:
 class FusedEpoch(Protocol):
     """A whole batch-1 epoch in one call (``CoreOps.online_epoch``)."""
 
-    def run(self, xd: Tensor, yd: Tensor, order: np.ndarray) -> Tensor:
-        """Train one sample at a time in ``order``; returns the summed per-sample loss ``(1,)``."""
+    def run(
+        self, xd: Tensor, yd: Tensor, order: np.ndarray, params: Tensor, moments: list[Tensor], adam: AdamStep
+    ) -> Tensor:
+        """Train one sample at a time in ``order``, updating ``params (P,)`` and Adam's ``moments``
+        (``[m, v]``, each ``(P,)``) in place; returns the summed per-sample loss ``(1,)``."""
 
 
 @runtime_checkable
@@ -280,9 +284,10 @@ class CoreOps(Protocol):
         """Scale ``g`` in place by ``min(1, max_norm/‖g‖₂)``, computed on the device (no host read)."""
 
     # --- whole-epoch fusions ------------------------------------------------------------------------
-    def online_epoch(self, model: Sequential) -> FusedEpoch | None:
-        """A fused batch-1 training epoch for ``model``, or ``None`` where the backend has none that
-        computes exactly what the step-by-step path computes (then ``fit`` trains step by step)."""
+    def online_epoch(self, stack: DenseStack) -> FusedEpoch | None:
+        """A fused batch-1 training epoch of the dense network ``stack`` describes, or ``None`` where the
+        backend has none that computes exactly what the step-by-step path computes (then ``fit`` trains
+        step by step)."""
 
 
 @runtime_checkable

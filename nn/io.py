@@ -71,6 +71,7 @@ from neuronet.atomic import replace_atomically
 from neuronet.errors import NeuronetError
 from neuronet.userfiles import NotAFileError, open_regular
 from nn.backend import Backend
+from nn.backend_choice import get_backend
 from nn.dbn import DBN
 from nn.errors import NNConfigError, NNTypeError
 from nn.model import Sequential, model_sizes
@@ -455,8 +456,6 @@ def _check_sizes(header: dict[str, Any], path: Path) -> None:
 
 
 def _load_sequential(path: Path, header: dict, arrays: dict[str, np.ndarray], backend) -> Sequential:
-    from nn import get_backend
-
     try:
         if backend is None:
             backend = "numpy" if header["saved_from"]["backend"] == "numpy" else "opencl"

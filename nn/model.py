@@ -27,13 +27,16 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from nn.backend import Backend, FusedEpoch, Tensor
+from nn.backend_choice import get_backend
 from nn.callbacks import EpochRecord, History
+from nn.dense_stack import LOSSES as FUSED_LOSSES
+from nn.dense_stack import AdamStep, DenseLayerSpec, DenseStack
 from nn.errors import NNConfigError, NNDataError
 from nn.init import initial_values
 from nn.layer import Layer, ParamSpec
-from nn.layers import Dropout, from_config
+from nn.layers import Dense, Dropout, Softmax, from_config
 from nn.losses import accuracy, check_targets, resolve_loss
-from nn.optim import Optimizer, optimizer_from_config
+from nn.optim import Adam, Optimizer, optimizer_from_config
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +120,6 @@ class Sequential:
         backend: str | Backend = "auto",
         seed: int = 0,
     ) -> None:
-        from nn import get_backend  # the package's backend factory (lazy OpenCL import)
-
         expanded = _expand(layers)
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
             raise NNConfigError(f"seed must be a non-negative integer, got {seed!r}")
@@ -350,7 +351,8 @@ class Sequential:
         t0, d0, b0 = time.perf_counter(), _device_seconds(be), getattr(be, "build_seconds", lambda: 0.0)()
         online = self._online_epoch(hooks) if bs == 1 else None
         if online is not None:  # the whole batch-1 epoch in one launch
-            acc_full = online.run(xd, yd, order)
+            acc_full = online.run(xd, yd, order, self._params, self._slots, self._adam_step())
+            self.optimizer.iterations += n
         else:
             idx = be.asarray(table.reshape(-1))  # (n_batches·stride,)
             for k, size in enumerate(sizes):
@@ -377,8 +379,37 @@ class Sequential:
         if any(hasattr(h, "on_batch_end") for h in hooks):
             return None
         if self._online is False:
-            self._online = self.backend.online_epoch(self)
+            stack = self._dense_stack()
+            self._online = None if stack is None else self.backend.online_epoch(stack)
         return self._online
+
+    def _dense_stack(self) -> DenseStack | None:
+        """This model as a plain dense network for whole-epoch fusions (``nn.dense_stack``), or ``None``
+        where it is not one: other layers, losses or optimizers, gradient clipping, samples not 1-D."""
+        opt, layers = self.optimizer, list(self.layers)
+        if self.loss.kernel not in FUSED_LOSSES or not isinstance(opt, Adam) or opt.clipnorm is not None:
+            return None
+        if self.loss.skips_softmax:
+            if not isinstance(layers[-1], Softmax):
+                return None
+            layers = layers[:-1]
+        if not layers or not all(isinstance(ly, Dense) and ly.act.output_derivable for ly in layers):
+            return None
+        if len(self.input_shape) != 1 or self._first_trainable != 0:
+            return None
+        specs = tuple(
+            DenseLayerSpec(
+                w=self.param_offset(i, "w"), b=self.param_offset(i, "b"), inputs=ly.n_in, units=ly.units,
+                activation=ly.act.kind, alpha=ly.act.alpha, beta=ly.act.beta,
+            )
+            for i, ly in enumerate(layers)
+        )  # fmt: skip
+        return DenseStack(specs, self.loss.kernel)
+
+    def _adam_step(self) -> AdamStep:
+        """The optimizer's settings for a fused epoch (only Adam's models are fused: ``_dense_stack``)."""
+        opt = self.optimizer
+        return AdamStep(opt.current_lr, opt.beta1, opt.beta2, opt.eps, opt.l1, opt.l2, opt.iterations)
 
     def _infer(self, x: np.ndarray, batch_size: int, y: np.ndarray | None) -> tuple[np.ndarray, float]:
         """Outputs ``(N, *output_shape)`` in batches, and the mean loss against ``y`` (NaN without ``y``)."""

@@ -6,15 +6,15 @@ sub-microsecond kernels). ``OnlineEpoch`` runs the same steps inside one persist
 (``opencl/kernels/online_dense.cl``) whose work-groups meet at grid-wide barriers between the phases of a
 step. It applies where that kernel computes exactly what the step-by-step path computes:
 
-- the OpenCL backend on an NVIDIA GPU, float32;
-- every layer a ``Dense`` with an output-derivable activation (linear, sigmoid, tanh, relu, lrelu), the
-  last one optionally followed by the ``Softmax`` that the cross-entropy loss skips;
-- loss ``cce`` (softmax + cross-entropy on the logits) or ``mse``;
-- optimizer Adam without gradient clipping (L1/L2 and learning-rate schedules included).
+- a dense network as ``nn.dense_stack`` describes it (``Sequential`` decides whether a model is one: dense
+  layers with output-derivable activations, softmax + cross-entropy on the logits or MSE, Adam without
+  gradient clipping, L1/L2 and learning-rate schedules included);
+- the OpenCL backend on an NVIDIA GPU, float32, layers up to ``_MAX_WIDTH`` neurons (decided here).
 
 Anything else trains step by step as before; ``OnlineEpoch.build`` returns ``None`` for it, and so does a
 backend made with ``fused_online=False`` (the tests compare both paths that way). This module belongs to the
-OpenCL side of ``nn``: ``OpenCLBackend.online_epoch`` builds it; nothing imports it on the NumPy backend.
+OpenCL side of ``nn``: ``OpenCLBackend.online_epoch`` builds it with itself and the description; it knows
+no model.
 
 The kernel's barrier needs all its work-groups resident at once: one group per compute unit, of the
 largest size the compiled kernel allows (``CL_KERNEL_WORK_GROUP_SIZE``: its registers and local memory).
@@ -24,20 +24,18 @@ above 1 there.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
 
-from nn.backend import Tensor
+from nn.backend import ACT_CODE, Tensor
+from nn.dense_stack import LOSSES, AdamStep, DenseStack
 from opencl import memory
 from opencl.launch import KernelSpec
 
-if TYPE_CHECKING:
-    from nn.model import Sequential
-    from nn.ops_opencl import OpenCLBackend
-
 _LOSS_KINDS = {"softmax_cce": 0, "mse": 1}
+assert set(_LOSS_KINDS) == set(LOSSES)
 # Work-group sizes to try, largest first: the largest the compiled kernel allows wins (more items hide
 # more latency; benchmarks/RESULTS.md has the figures).
 _GROUPS = (1024, 512, 256, 128, 64, 32)
@@ -45,11 +43,10 @@ _MAX_WIDTH = 4096  # widest layer the kernel's local buffers hold (2 x 16 KiB of
 
 
 class OnlineEpoch:
-    """The fused batch-1 epoch of one ``Sequential`` (built once, reused every epoch)."""
+    """The fused batch-1 epoch of one dense stack on one ``OpenCLBackend`` (built once, reused)."""
 
-    def __init__(self, model: Sequential, desc: np.ndarray, ab: np.ndarray, y_size: int, width: int) -> None:
-        be: OpenCLBackend = model.backend
-        self.model, self.backend = model, be
+    def __init__(self, be: Any, stack: DenseStack, desc: np.ndarray, ab: np.ndarray, y_size: int, width: int):
+        self.backend, self.loss = be, _LOSS_KINDS[stack.loss]
         self._desc = be.asarray(desc)
         self._ab = be.asarray(ab)
         self._y = be.zeros((y_size,))  # every layer's output, back to back
@@ -67,63 +64,45 @@ class OnlineEpoch:
         self._groups = int(device.max_compute_units)
 
     @classmethod
-    def build(cls, model: Sequential) -> OnlineEpoch | None:
-        """The fused epoch for ``model``, or ``None`` where it does not apply (see the module docstring)."""
-        from nn.layers import Dense, Softmax
-        from nn.ops_opencl import ACT_CODE, OpenCLBackend
-        from nn.optim import Adam
-
-        be = model.backend
-        if not isinstance(be, OpenCLBackend) or not be.fused_online or be.dtype != np.float32:
+    def build(cls, be: Any, stack: DenseStack) -> OnlineEpoch | None:
+        """The fused epoch of ``stack`` on the OpenCL backend ``be``, or ``None`` where it does not apply
+        (see the module docstring)."""
+        if be.dtype != np.float32 or stack.loss not in _LOSS_KINDS or not stack.layers:
             return None
         info = be.runtime.info
         if be.runtime.is_cpu or "nvidia" not in f"{info.platform} {info.device.vendor}".lower():
             return None
-        loss = model.loss.kernel
-        opt = model.optimizer
-        if loss not in _LOSS_KINDS or not isinstance(opt, Adam) or opt.clipnorm is not None:
-            return None
-        layers = list(model.layers)
-        if model.loss.skips_softmax:
-            if not isinstance(layers[-1], Softmax):
-                return None
-            layers = layers[:-1]
-        if not layers or not all(isinstance(ly, Dense) and ly.act.output_derivable for ly in layers):
-            return None
-        if len(model.input_shape) != 1 or model.first_trainable != 0:
-            return None
-        desc, ab, cursor = [], [], 0
-        for i, layer in enumerate(layers):
-            desc.append([model.param_offset(i, "w"), model.param_offset(i, "b"), layer.n_in, layer.units,
-                         ACT_CODE[layer.act.kind], cursor])
-            ab.append([layer.act.alpha, layer.act.beta])
-            cursor += -(-layer.units // be.alignment) * be.alignment
-        width = max(layer.units for layer in layers)
+        width = max(layer.units for layer in stack.layers)
         if width > _MAX_WIDTH:
             return None
-        epoch = cls(model, np.asarray(desc, np.int32), np.asarray(ab, np.float32), cursor, width)
+        desc, ab, cursor = [], [], 0
+        for layer in stack.layers:
+            desc.append([layer.w, layer.b, layer.inputs, layer.units, ACT_CODE[layer.activation], cursor])
+            ab.append([layer.alpha, layer.beta])
+            cursor += -(-layer.units // be.alignment) * be.alignment
+        epoch = cls(be, stack, np.asarray(desc, np.int32), np.asarray(ab, np.float32), cursor, width)
         return epoch if epoch._kernel is not None else None
 
-    def run(self, xd: Tensor, yd: Tensor, order: np.ndarray) -> Tensor:
+    def run(
+        self, xd: Tensor, yd: Tensor, order: np.ndarray, params: Tensor, moments: list[Tensor], adam: AdamStep
+    ) -> Tensor:
         """Train one sample at a time in ``order``; returns the summed per-sample loss (device, ``(1,)``)."""
-        be, opt = self.backend, self.model.optimizer
+        be = self.backend
         n = len(order)
-        t = opt.iterations + np.arange(1, n + 1, dtype=np.float64)
+        t = adam.done + np.arange(1, n + 1, dtype=np.float64)
         # Bias corrections of each step in float64 on the host, as adam_update computes them.
-        corr = np.stack([1.0 / (1.0 - opt.beta1**t), 1.0 / (1.0 - opt.beta2**t)], axis=1)
+        corr = np.stack([1.0 / (1.0 - adam.beta1**t), 1.0 / (1.0 - adam.beta2**t)], axis=1)
         order_d = be.asarray(order.astype(np.int32))
         corr_d = be.asarray(corr.astype(np.float32).reshape(-1))
         loss_sum = be.zeros((1,))
         memory.fill(self._sync, 0)
-        params, (m, v) = self.model.params, self.model.optimizer_slots
+        m, v = moments
         arg = be.arg
         self._kernel(
             (self._groups,),
             *arg(xd), *arg(yd), *arg(order_d), *arg(corr_d), *arg(params), *arg(m), *arg(v),
             self._y.base_data, self._g.base_data, self._desc.base_data, self._ab.base_data,
-            loss_sum.base_data, self._sync.base_data, self._layers, n, _LOSS_KINDS[self.model.loss.kernel],
-            opt.current_lr, opt.beta1, opt.beta2, opt.eps, opt.l1, opt.l2,
+            loss_sum.base_data, self._sync.base_data, self._layers, n, self.loss,
+            adam.lr, adam.beta1, adam.beta2, adam.eps, adam.l1, adam.l2,
         )  # fmt: skip
-        opt.iterations += n
         return loss_sum
-

@@ -26,6 +26,7 @@ import numpy as np
 from nn.attention_ops_numpy import AttentionNumpyOps
 from nn.backend import Activation, AttentionOps, ComplexOps, RBMOps, SpectralOps, bind_families
 from nn.complex_ops_numpy import ComplexNumpyOps
+from nn.dense_stack import DenseStack
 from nn.random import uniform01
 from nn.rbm_ops_numpy import RBMNumpyOps
 from nn.threads import size_blas_threads
@@ -170,7 +171,7 @@ class NumpyBackend:
     def synchronize(self) -> None:
         """Nothing is queued: NumPy runs synchronously."""
 
-    def online_epoch(self, model: object) -> None:
+    def online_epoch(self, stack: DenseStack) -> None:
         """No fused epoch: NumPy trains batch 1 step by step."""
         return None
 

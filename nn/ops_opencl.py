@@ -29,8 +29,9 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from nn.attention_ops_opencl import AttentionOpenCLOps
-from nn.backend import ACTIVATIONS, Activation, AttentionOps, ComplexOps, RBMOps, SpectralOps, bind_families
+from nn.backend import ACT_CODE, Activation, AttentionOps, ComplexOps, RBMOps, SpectralOps, bind_families
 from nn.complex_ops_opencl import ComplexOpenCLOps
+from nn.dense_stack import DenseStack
 from nn.online_opencl import OnlineEpoch
 from nn.rbm_ops_opencl import RBMOpenCLOps
 from opencl import get_runtime, memory
@@ -39,8 +40,6 @@ from opencl.blas import gemm
 from opencl.errors import ShapeError
 from opencl.launch import KernelSpec, Launcher, kernel_specs
 
-ACT_CODE = {kind: code for code, kind in enumerate(ACTIVATIONS)}
-"""The activation codes the kernels' ``act`` argument takes (``nn_common.h``)."""
 _POINTWISE_LOSS = {"mse": 0, "mae": 1, "bce": 2}
 SMALL_B = 4  # batches up to this size take the matrix-vector kernels of dense_small.cl
 # GPU layout of the small-batch kernels: forward groups of _FWD_ROWS neurons x _FWD_LANES lanes; backward
@@ -67,11 +66,15 @@ CORE_KERNELS: tuple[KernelSpec, ...] = (
     *kernel_specs("batchnorm.cl", "batchnorm_forward_train8 batchnorm_backward8", (4,), (4,)),
     *kernel_specs("batchnorm.cl", "batchnorm_forward_train batchnorm_backward", *_COL),
     *kernel_specs("dropout.cl", "dropout_mask", *_EW),
-    *kernel_specs("optim.cl", "sgd_update momentum_update adagrad_update rmsprop_update adadelta_update "
-            "adam_update", *_VECG),
+    *kernel_specs(
+        "optim.cl",
+        "sgd_update momentum_update adagrad_update rmsprop_update adadelta_update adam_update",
+        *_VECG,
+    ),
     *kernel_specs("reduce.cl", "sumsq_partials clip_by_norm", *_REDUCE, per_group=True),
-    *kernel_specs("dense_small.cl", "dense_small_forward dense_small_backward_w dense_small_backward_x",
-                  *_NEURON),
+    *kernel_specs(
+        "dense_small.cl", "dense_small_forward dense_small_backward_w dense_small_backward_x", *_NEURON
+    ),
     *kernel_specs("dense_small.cl", "dense_small_forward_gpu", (1, 1), (_FWD_LANES, _FWD_ROWS)),
     *kernel_specs("dense_small.cl", "dense_small_backward_gpu", (1,), (_BW_GROUP,), per_group=True),
     *kernel_specs("elementwise.cl", "dense_dz_bias8", (4,), (4,)),
@@ -119,8 +122,13 @@ class OpenCLBackend:
         self._vec = _VEC[lay]
         defines = {"LWG": self._lwg, "RG": self._rg, "CG": _CG[lay], "SMALL_B": SMALL_B, "VEC": self._vec}
         if not cpu:
-            defines |= {"NN_GPU": 1, "FWD_LANES": _FWD_LANES, "FWD_ROWS": _FWD_ROWS, "BW_GROUP": _BW_GROUP,
-                        "BX_COLS": _BX_COLS}
+            defines |= {
+                "NN_GPU": 1,
+                "FWD_LANES": _FWD_LANES,
+                "FWD_ROWS": _FWD_ROWS,
+                "BW_GROUP": _BW_GROUP,
+                "BX_COLS": _BX_COLS,
+            }
         self.build_defines = defines
         self._k = launcher.bind(CORE_KERNELS, **defines)
         for file in dict.fromkeys(spec.file for spec in CORE_KERNELS):  # built now: every model runs them
@@ -164,8 +172,14 @@ class OpenCLBackend:
     def copy_(self, dst: cla.Array, src: cla.Array) -> None:
         _same_shape("copy_", dst, src)
         if dst.size:
-            cl.enqueue_copy(self._queue, dst.base_data, src.base_data, byte_count=dst.nbytes,
-                            src_offset=src.offset, dst_offset=dst.offset)
+            cl.enqueue_copy(
+                self._queue,
+                dst.base_data,
+                src.base_data,
+                byte_count=dst.nbytes,
+                src_offset=src.offset,
+                dst_offset=dst.offset,
+            )
 
     def add_(self, dst: cla.Array, src: cla.Array) -> None:
         _same_shape("add_", dst, src)
@@ -180,19 +194,19 @@ class OpenCLBackend:
         if not out.size:
             return out
         if self._cpu:  # one item per row, 8-wide copies
-            self._k["gather_rows8"]((rows.shape[0],), *self.arg(src), *self.arg(rows), *self.arg(out),
-                           f, rows.shape[0])
+            self._k["gather_rows8"](
+                (rows.shape[0],), *self.arg(src), *self.arg(rows), *self.arg(out), f, rows.shape[0]
+            )
         else:  # one item per element: coalesced
-            self._k["gather_rows"]((out.size,), *self.arg(src), *self.arg(rows), *self.arg(out),
-                            f, out.size)
+            self._k["gather_rows"]((out.size,), *self.arg(src), *self.arg(rows), *self.arg(out), f, out.size)
         return out
 
     def synchronize(self) -> None:
         self.runtime.synchronize()
 
-    def online_epoch(self, model) -> OnlineEpoch | None:
+    def online_epoch(self, stack: DenseStack) -> OnlineEpoch | None:
         """The fused batch-1 epoch (``nn.online_opencl``) where it applies and ``fused_online`` is on."""
-        return OnlineEpoch.build(model) if self.fused_online else None
+        return OnlineEpoch.build(self, stack) if self.fused_online else None
 
     def device_seconds(self) -> float | None:
         """Cumulative kernel time on the device when profiling is on (else ``None``); waits for the queue."""
@@ -211,9 +225,22 @@ class OpenCLBackend:
         y = self.empty((batch, outputs))  # (B, O)
         if batch <= SMALL_B:  # the online-training hot path: (buffer, offset) pairs spelled out inline
             n = y.dtype.itemsize
-            args = (x.base_data, x.offset // n, w.base_data, w.offset // n, b.base_data, b.offset // n,
-                    y.base_data, y.offset // n, inputs, outputs, batch, ACT_CODE[act.kind], act.alpha,
-                    act.beta)
+            args = (
+                x.base_data,
+                x.offset // n,
+                w.base_data,
+                w.offset // n,
+                b.base_data,
+                b.offset // n,
+                y.base_data,
+                y.offset // n,
+                inputs,
+                outputs,
+                batch,
+                ACT_CODE[act.kind],
+                act.alpha,
+                act.beta,
+            )
             if self._cpu:  # 4 neurons per item, 8-wide vectors
                 self._k["dense_small_forward"]((-(-outputs // 4),), *args)
             else:  # FWD_ROWS neurons per group, FWD_LANES lanes over the inputs of each
@@ -233,24 +260,62 @@ class OpenCLBackend:
             g = gy if gx is None else gx  # gx groups absent: any buffer fills the slot
             n = y.dtype.itemsize
             self._k["dense_small_backward_gpu"](
-                (wg + xg,), gy.base_data, gy.offset // n, y.base_data, y.offset // n, x.base_data,
-                x.offset // n, w.base_data, w.offset // n, gw_out.base_data, gw_out.offset // n,
-                gb_out.base_data, gb_out.offset // n, g.base_data, g.offset // n, inputs, outputs, batch,
-                ACT_CODE[act.kind], act.alpha, wg)
+                (wg + xg,),
+                gy.base_data,
+                gy.offset // n,
+                y.base_data,
+                y.offset // n,
+                x.base_data,
+                x.offset // n,
+                w.base_data,
+                w.offset // n,
+                gw_out.base_data,
+                gw_out.offset // n,
+                gb_out.base_data,
+                gb_out.offset // n,
+                g.base_data,
+                g.offset // n,
+                inputs,
+                outputs,
+                batch,
+                ACT_CODE[act.kind],
+                act.alpha,
+                wg,
+            )
             return gx
         dz = self.empty((batch, outputs))
         if batch <= SMALL_B:
-            self._k["dense_small_backward_w"]((outputs,), *self.arg(gy), *self.arg(y),
-                           *self.arg(x), *self.arg(dz), *self.arg(gw_out), *self.arg(gb_out), inputs, outputs,
-                           batch, ACT_CODE[act.kind], act.alpha)
+            self._k["dense_small_backward_w"](
+                (outputs,),
+                *self.arg(gy),
+                *self.arg(y),
+                *self.arg(x),
+                *self.arg(dz),
+                *self.arg(gw_out),
+                *self.arg(gb_out),
+                inputs,
+                outputs,
+                batch,
+                ACT_CODE[act.kind],
+                act.alpha,
+            )
             if not need_input_grad:
                 return None
             gx = self.empty(x.shape)
-            self._k["dense_small_backward_x"]((-(-inputs // 8),), *self.arg(dz),
-                           *self.arg(w), *self.arg(gx), inputs, outputs, batch)
+            self._k["dense_small_backward_x"](
+                (-(-inputs // 8),), *self.arg(dz), *self.arg(w), *self.arg(gx), inputs, outputs, batch
+            )
             return gx
-        dz_args = (*self.arg(gy), *self.arg(y), *self.arg(dz), *self.arg(gb_out), outputs, batch,
-                   ACT_CODE[act.kind], act.alpha)
+        dz_args = (
+            *self.arg(gy),
+            *self.arg(y),
+            *self.arg(dz),
+            *self.arg(gb_out),
+            outputs,
+            batch,
+            ACT_CODE[act.kind],
+            act.alpha,
+        )
         if self._cpu:  # one item per 8 columns, explicit vectors
             self._k["dense_dz_bias8"]((-(-outputs // 8),), *dz_args)
         else:
@@ -266,8 +331,15 @@ class OpenCLBackend:
     def activation_forward(self, x: cla.Array, act: Activation) -> cla.Array:
         y = self.empty(x.shape)
         if x.size:
-            self._k["activation_forward"]((-(-x.size // self._vec),), *self.arg(x),
-                           *self.arg(y), x.size, ACT_CODE[act.kind], act.alpha, act.beta)
+            self._k["activation_forward"](
+                (-(-x.size // self._vec),),
+                *self.arg(x),
+                *self.arg(y),
+                x.size,
+                ACT_CODE[act.kind],
+                act.alpha,
+                act.beta,
+            )
         return y
 
     def activation_backward(self, x, y, gy, act: Activation) -> cla.Array:
@@ -276,9 +348,16 @@ class OpenCLBackend:
         y = x if y is None else y
         gx = self.empty(gy.shape)
         if gy.size:
-            self._k["activation_backward"]((-(-gy.size // self._vec),), *self.arg(x),
-                           *self.arg(y), *self.arg(gy), *self.arg(gx), gy.size, ACT_CODE[act.kind],
-                           act.alpha)
+            self._k["activation_backward"](
+                (-(-gy.size // self._vec),),
+                *self.arg(x),
+                *self.arg(y),
+                *self.arg(gy),
+                *self.arg(gx),
+                gy.size,
+                ACT_CODE[act.kind],
+                act.alpha,
+            )
         return gx
 
     def _rows(self, kernel: str, c: int, b: int, *args) -> None:
@@ -310,8 +389,15 @@ class OpenCLBackend:
         # uniform01 < rate  <=>  its 24-bit integer < ceil(rate * 2^24): exact integer comparison.
         threshold = math.ceil(rate * (1 << 24))
         if n:
-            self._k["dropout_mask"]((n,), *self.arg(mask), n, seed & 0xFFFFFFFF,
-                            counter & 0xFFFFFFFF, threshold, 1.0 / (1.0 - rate))
+            self._k["dropout_mask"](
+                (n,),
+                *self.arg(mask),
+                n,
+                seed & 0xFFFFFFFF,
+                counter & 0xFFFFFFFF,
+                threshold,
+                1.0 / (1.0 - rate),
+            )
         return mask
 
     def mul(self, a: cla.Array, b: cla.Array) -> cla.Array:
@@ -327,8 +413,17 @@ class OpenCLBackend:
         y = self.empty(x.shape)
         xhat = self.empty(x.shape)
         inv_std = self.empty((features,))
-        args = (*self.arg(x), *self.arg(gamma), *self.arg(beta), *self.arg(running_mean),
-                *self.arg(running_var), *self.arg(y), *self.arg(xhat), *self.arg(inv_std), features)
+        args = (
+            *self.arg(x),
+            *self.arg(gamma),
+            *self.arg(beta),
+            *self.arg(running_mean),
+            *self.arg(running_var),
+            *self.arg(y),
+            *self.arg(xhat),
+            *self.arg(inv_std),
+            features,
+        )
         if training and batch > 1:
             if self._cpu:
                 self._k["batchnorm_forward_train8"]((-(-features // 8),), *args, batch, momentum, eps)
@@ -342,8 +437,17 @@ class OpenCLBackend:
         _same_shape("batchnorm_backward", gy, xhat)
         batch, features = gy.shape
         gx = self.empty(gy.shape)
-        args = (*self.arg(gy), *self.arg(xhat), *self.arg(inv_std), *self.arg(gamma), *self.arg(gx),
-                *self.arg(ggamma_out), *self.arg(gbeta_out), features, batch)
+        args = (
+            *self.arg(gy),
+            *self.arg(xhat),
+            *self.arg(inv_std),
+            *self.arg(gamma),
+            *self.arg(gx),
+            *self.arg(ggamma_out),
+            *self.arg(gbeta_out),
+            features,
+            batch,
+        )
         if self._cpu:
             self._k["batchnorm_backward8"]((-(-features // 8),), *args)
         else:

@@ -77,6 +77,7 @@ BAD: dict[str, tuple[str, ...]] = {
     "--commission": NONNEGATIVE,
     "--swap-long": FINITE,
     "--swap-short": FINITE,
+    "--margin-hedged": NONNEGATIVE,
     "--hedging": FLAG,
     "--epochs": ("-1", "abc", "1.5", "", HUGE),
     "--batch-size": (*COUNT, HUGE),

@@ -86,6 +86,65 @@ def test_the_user_file_reader_imports_only_the_standard_library_and_the_error_ba
     assert tops <= set(sys.stdlib_module_names) | {"__future__"}, imported
 
 
+def _module_of(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph(package: str) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, from every import statement: inside functions and
+    ``TYPE_CHECKING`` blocks too (a type-only import is still one module knowing another's classes).
+    ``from pkg import name`` points at ``pkg.name`` where that is a module, else at the package's
+    ``__init__``, which runs it."""
+    modules = {_module_of(p): p for p in _modules(package)}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        targets: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    targets.add(sub if sub in modules else node.module)
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One import path round each circle (depth-first search; each circle reported once)."""
+    found, done, path = [], set(), []
+
+    def visit(module: str) -> None:
+        path.append(module)
+        for target in sorted(graph[module]):
+            if target in path:
+                found.append([*path[path.index(target) :], target])
+            elif target not in done:
+                visit(target)
+        path.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        if module not in done:
+            visit(module)
+    return found
+
+
+@pytest.mark.parametrize("package", ["nn", "strategies"])
+def test_no_import_circles_inside_a_package(package):
+    """The op layer knows no model: ``nn.backend`` and the OpenCL ops do not import ``nn.model``, and the
+    fused epoch gets a plain description of the network (``nn.dense_stack``) instead of the model."""
+    circles = _circles(_import_graph(package))
+    assert not circles, "\n".join(" -> ".join(c) for c in circles)
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
 def test_nn_does_not_depend_on_pandas():
     offenders = [str(p.relative_to(ROOT)) for p in _modules("nn") if "pandas" in _imported_top_levels(p)]
     assert not offenders
@@ -147,6 +206,9 @@ THIRD_PARTY_PRIVATE = {
     # optuna 5 has no public read of a live trial's system attributes (NSGA-II's generation bookkeeping),
     # which a resumed study needs to continue the genetic search where it stopped.
     "backtests/optimize/search.py": {"_storage", "_trial_id"},
+    # Python < 3.14's ProcessPoolExecutor has no public handle on its processes (3.14 adds
+    # terminate_workers); Ctrl-C must stop workers that run long passes.
+    "backtests/optimize/pool.py": {"_processes"},
 }
 
 

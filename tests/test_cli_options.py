@@ -167,4 +167,4 @@ def test_a_bad_account_option_is_a_one_line_error_naming_it(capsys, tmp_path, co
     code, _, err = run(capsys, *command, option, value, "--out", str(tmp_path / "r"))
     assert code == 2, err
     line = err.strip().splitlines()[-1]
-    assert line.startswith(f"error: {option} ") and ": invalid account setting " in line, line
+    assert line.startswith("error: invalid account setting ") and f"({option}): must be " in line, line

@@ -1,9 +1,10 @@
-"""Where passes run: a Dask distributed cluster (local worker processes or a running scheduler), or inline.
+"""Where passes run: local worker processes (``backtests.optimize.pool``), a running Dask cluster, or inline.
 
-The client scatters the candles to every worker once and streams tasks, each a batch of passes, keeping
-a few tasks per worker in flight so no worker waits on the client. When a worker dies mid-task the
-scheduler runs its tasks again elsewhere (Dask's own recovery; ``allowed-failures`` bounds retries), so a
-lost worker costs only the passes it was running.
+The client sends the shared data (the candles) to every worker once and streams tasks, each a batch of
+passes, keeping a few tasks per worker in flight so no worker waits on the client. On a Dask cluster, when
+a worker dies mid-task the scheduler runs its tasks again elsewhere (Dask's own recovery;
+``allowed-failures`` bounds retries), so a lost worker costs only the passes it was running; local
+workers recover as ``backtests.optimize.pool`` says.
 
 Reaching a running scheduler has one deadline, ``CONNECT_TIMEOUT``, for the TCP connection and Dask's
 handshake together. Dask's own ``timeout`` bounds the connection but not the handshake that follows it
@@ -17,43 +18,40 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import os
-import signal
-import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from backtests.optimize.errors import ClusterError, OptimizeError
+from backtests.optimize.pool import MAX_RESUBMITS, LocalPool, usable_cpus
 
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 10.0  # seconds to reach a --scheduler address, its handshake included
 MAX_WORKERS_PER_CORE = 4  # local worker processes; the passes are CPU-bound, so more only add overhead
-MAX_RESUBMITS = 3  # times one task may be cancelled by the cluster (lost data) before the run gives up
 
 
 class Engine:
     """Runs ``fn(shared, *args)`` tasks and yields ``(tag, result)`` in completion order.
 
-    ``workers=0`` runs tasks inline in this process (debugging, tiny studies); otherwise a Dask
-    ``LocalCluster`` of ``workers`` single-threaded processes (default: one per core), or the cluster at
-    ``scheduler`` (``tcp://HOST:8786``).
+    ``workers=0`` runs tasks inline in this process (debugging, tiny studies); otherwise a pool of
+    ``workers`` local processes (default: one per CPU this process may run on, which ``taskset`` or a
+    container may make fewer than the machine's), or the Dask cluster at ``scheduler`` (``tcp://HOST:8786``).
     """
 
     def __init__(self, workers: int | None = None, scheduler: str | None = None):
-        cores = os.cpu_count() or 1
+        cores = usable_cpus()
         if workers is not None and not 0 <= workers <= MAX_WORKERS_PER_CORE * cores:
             raise OptimizeError(
                 f"--workers {workers}: give 0 (inline) or a count up to {MAX_WORKERS_PER_CORE * cores} "
-                f"({MAX_WORKERS_PER_CORE} processes per core of the {cores} here; more only slow the passes)"
+                f"({MAX_WORKERS_PER_CORE} processes per CPU of the {cores} this process may run on; more "
+                "only slow the passes)"
             )
         if workers is not None and scheduler:
             raise OptimizeError("give --workers or --scheduler, not both")
-        self.workers = (os.cpu_count() or 1) if workers is None and not scheduler else workers
+        self.workers = cores if workers is None and not scheduler else workers
         self.scheduler = scheduler_address(scheduler) if scheduler else None
-        self._client = None
-        self._cluster = None
+        self._client = None  # the Dask client of a running cluster
+        self._pool: LocalPool | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------
     def __enter__(self) -> Engine:
@@ -66,18 +64,7 @@ class Engine:
             except (OSError, TimeoutError) as exc:
                 raise ClusterError(f"cannot reach the Dask scheduler at {self.scheduler}: {exc}") from None
         elif self.workers:
-            from distributed import Client, LocalCluster
-
-            with _workers_ignore_ctrl_c():
-                self._cluster = LocalCluster(
-                    n_workers=self.workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address=None,
-                    scheduler_kwargs={"dashboard": False},
-                    silence_logs=logging.ERROR,
-                )
-            self._client = Client(self._cluster)
+            self._pool = LocalPool(self.workers)
         if logging.getLogger().getEffectiveLevel() > logging.INFO:  # Dask's INFO chatter unless --debug
             logging.getLogger("distributed").setLevel(logging.WARNING)
         return self
@@ -85,30 +72,34 @@ class Engine:
     def __exit__(self, *exc: object) -> None:
         if self._client is not None:
             self._client.close()
-        if self._cluster is not None:
-            self._cluster.close()
-        self._client = self._cluster = None
+        if self._pool is not None:
+            self._pool.close(stop=exc[0] is not None)
+        self._client = self._pool = None
 
     @property
     def size(self) -> int:
         """Workers available now (1 inline)."""
+        if self._pool is not None:
+            return self._pool.workers
         if self._client is None:
             return 1
         return max(1, len(self._client.scheduler_info(n_workers=-1)["workers"]))
 
     @property
     def where(self) -> str:
+        if self._pool is not None:
+            return f"local worker processes ({self.size})"
         if self._client is None:
             return "inline (this process)"
-        if self.scheduler:
-            return f"Dask cluster {self.scheduler} ({self.size} workers)"
-        return f"local Dask cluster ({self.size} worker processes)"
+        return f"Dask cluster {self.scheduler} ({self.size} workers)"
 
     # -- work ------------------------------------------------------------------------------------------
     def share(self, obj: Any) -> Shared:
         """Send ``obj`` to every worker once; tasks then receive it by reference."""
         shared = Shared(obj)
-        if self._client is not None:
+        if self._pool is not None:
+            shared.key = self._pool.share(obj)
+        elif self._client is not None:
             shared.future = self._client.scatter(obj, broadcast=True, hash=False)
         return shared
 
@@ -127,13 +118,16 @@ class Engine:
         On an exception (Ctrl-C included) the tasks still in flight are cancelled before it propagates.
         """
         it = iter(tasks)
+        limit = inflight or 2 * self.size
+        if self._pool is not None:
+            yield from self._pool.stream(fn, shared.key, it, limit)
+            return
         if self._client is None:
             for tag, args in it:
                 yield tag, fn(shared.obj, *args)
             return
         from distributed import as_completed
 
-        limit = inflight or 2 * self.size
         pending = as_completed()
         live: dict[str, tuple[Any, Any, tuple, int]] = {}  # future key -> (future, tag, args, resubmits)
 
@@ -219,23 +213,11 @@ def reach(address: str, seconds: float) -> None:
             ) from None
 
 
-@contextmanager
-def _workers_ignore_ctrl_c():
-    """Worker processes started inside inherit an ignored SIGINT: Ctrl-C reaches the client alone, which
-    stops the search, keeps the finished passes and closes the cluster (no traceback from every worker)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 class Shared:
-    """Data every task needs: the object itself and, on a cluster, the future of its scattered copies."""
+    """Data every task needs: the object itself and where the workers hold it (the local pool's key, or
+    on a cluster the future of its scattered copies)."""
 
     def __init__(self, obj: Any):
         self.obj = obj
+        self.key: int | None = None
         self.future: Any = None

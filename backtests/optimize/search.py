@@ -22,6 +22,7 @@ cheap backtest); finished passes are written to the durable study as they arrive
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from collections.abc import Iterable, Iterator
@@ -206,27 +207,28 @@ class Search:
 
     # -- execution -------------------------------------------------------------------------------------
     def _execute(self, proposals: Iterable[tuple[dict, str]], count: int) -> None:
-        """Run ``count`` parameter sets in batches; each finished batch is recorded at once."""
-        if count <= 0:
-            return
-        batch = self.plan.batch or max(1, min(32, math.ceil(count / (4 * self.engine.size))))
-
-        def tasks():
-            chunk: list = []
-            for item in proposals:
-                chunk.append(item)
-                if len(chunk) == batch:
-                    yield chunk, (self.job, self.window, [p for p, _ in chunk])
-                    chunk = []
-            if chunk:
-                yield chunk, (self.job, self.window, [p for p, _ in chunk])
-
-        for chunk, rows in self.engine.stream(run_batch, self.shared, tasks()):
+        """Run ``count`` parameter sets in batches; each finished batch is recorded at once, whole."""
+        for chunk, rows in self.engine.stream(run_batch, self.shared, self._tasks(proposals, count)):
             trials = [self._record(params, row) for (params, _), row in zip(chunk, rows, strict=True)]
             self.durable.record(trials)
             for (_, key), t in zip(chunk, trials, strict=True):
                 self.recorded[key] = t
             self._advance(len(trials), trials)
+
+    def _tasks(self, proposals: Iterable[tuple[dict, str]], count: int) -> Iterator[tuple[list, tuple]]:
+        """The ``count`` proposals as tasks of ``plan.batch`` passes or, without one, guided batches: each
+        takes a quarter of an even share of the passes left (1 to 32), so batches are large while much
+        is left (few tasks, few store transactions) and small at the end (every worker busy until the
+        last pass)."""
+        it = iter(proposals)
+        left = count
+        while left > 0:
+            size = self.plan.batch or max(1, min(32, math.ceil(left / (4 * self.engine.size))))
+            chunk = list(itertools.islice(it, size))
+            if not chunk:
+                return
+            left -= len(chunk)
+            yield chunk, (self.job, self.window, [params for params, _ in chunk])
 
     def _record(self, params: dict, row: dict) -> FrozenTrial:
         """The durable record of one pass."""

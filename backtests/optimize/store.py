@@ -10,6 +10,13 @@ worker therefore leaves nothing half-done in the file; the passes that were in f
 there and are proposed again on the next run. One process at a time uses a store
 (``backtests.optimize.lock``).
 
+A batch of finished passes is one transaction. Optuna's ``add_trials`` commits trial by trial, about 17
+statements each through its ORM: 10-27 ms of the client's CPU per pass on two busy cores, as much as a
+cheap pass itself. ``Store.record`` writes the batch's rows with Optuna's own table models (so the schema
+is the installed Optuna's) in one transaction: a crash keeps every earlier batch whole and loses only the
+passes of the batch being written, which the next run proposes again. A test checks that a batch written
+this way reads back exactly as ``add_trials`` records it.
+
 Only what is ours: a store is opened only if it is new (no file, an empty file, an empty database) or
 already holds Optuna's tables. Another application's database is refused before Optuna would add its
 tables to it, and a damaged SQLite file (SQLite's ``quick_check``) or one that is not a database at all
@@ -30,6 +37,9 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+from optuna.distributions import distribution_to_json
+from optuna.storages import RDBStorage
+from optuna.storages._rdb import models  # Optuna's table models: no public bulk write exists
 from optuna.trial import FrozenTrial, TrialState
 
 from backtests.optimize.errors import StoreError
@@ -159,6 +169,7 @@ class Store:
 
     study: optuna.Study
     storage: str | None = None
+    rdb: RDBStorage | None = None  # the study's database, written to directly in batches
 
     def finished(self) -> list[FrozenTrial]:
         """Every recorded pass: COMPLETE, or FAIL where the EA refused the parameters."""
@@ -166,9 +177,14 @@ class Store:
             return self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL))
 
     def record(self, trials: list[FrozenTrial]) -> None:
-        """Write finished passes; each is one small transaction, so a crash keeps all earlier ones."""
+        """Write finished passes in one transaction: all of them, or none after a crash."""
+        if not trials:
+            return
         with self._errors("cannot write to"):
-            self.study.add_trials(trials)
+            if self.rdb is None:
+                self.study.add_trials(trials)
+            else:
+                add_finished(self.rdb, self.study.study_name, trials)
 
     def _errors(self, doing: str):
         return errors(self.storage, doing) if self.storage else _nothing()
@@ -186,8 +202,9 @@ def open_study(storage: str | None, name: str, direction: str, identity: dict) -
     check_store(storage)
     with errors(storage, "cannot open"):
         try:
+            rdb = RDBStorage(storage)
             study = optuna.create_study(
-                storage=storage,
+                storage=rdb,
                 study_name=name,
                 direction=direction,
                 sampler=optuna.samplers.RandomSampler(seed=0),
@@ -197,7 +214,60 @@ def open_study(storage: str | None, name: str, direction: str, identity: dict) -
             raise StoreError(f"cannot open the study store {where(storage)}: {_reason(exc)}") from None
         if "identity" not in study.user_attrs:
             study.set_user_attr("identity", json.loads(json.dumps(identity, default=str)))
-    return Store(study, storage)
+    return Store(study, storage, rdb)
+
+
+def add_finished(rdb: RDBStorage, study_name: str, trials: list[FrozenTrial]) -> None:
+    """Append finished ``trials`` (state, values, parameters and user attributes: what a pass records) to
+    the study in one transaction, numbered after its trials as Optuna numbers them; the study's row is
+    locked meanwhile, as Optuna's own trial creation locks it."""
+    from sqlalchemy import func, insert, orm, select
+
+    if any(t.system_attrs or t.intermediate_values for t in trials):
+        raise ValueError("add_finished writes no system attributes or intermediate values")
+    study, trial = models.StudyModel, models.TrialModel
+    with orm.Session(rdb.engine) as session, session.begin():
+        query = select(study.study_id).where(study.study_name == study_name).with_for_update()
+        study_id = session.execute(query).scalar_one()
+        first = session.scalar(select(func.count()).select_from(trial).where(trial.study_id == study_id))
+        rows = [
+            trial(
+                study_id=study_id,
+                number=first + i,
+                state=t.state,
+                datetime_start=t.datetime_start,  # the model stores them as Optuna does
+                datetime_complete=t.datetime_complete,
+            )
+            for i, t in enumerate(trials)
+        ]
+        session.add_all(rows)
+        session.flush()  # assigns the trial ids
+        params, values, attrs = [], [], []
+        for row, t in zip(rows, trials, strict=True):
+            for name, value in t.params.items():
+                dist = t.distributions[name]
+                params.append(
+                    {
+                        "trial_id": row.trial_id,
+                        "param_name": name,
+                        "param_value": dist.to_internal_repr(value),
+                        "distribution_json": distribution_to_json(dist),
+                    }
+                )
+            for k, value in enumerate(t.values or ()):
+                stored, kind = models.TrialValueModel.value_to_stored_repr(value)
+                values.append({"trial_id": row.trial_id, "objective": k, "value": stored, "value_type": kind})
+            attrs += [
+                {"trial_id": row.trial_id, "key": k, "value_json": json.dumps(v)}
+                for k, v in t.user_attrs.items()
+            ]
+        for model, batch in (
+            (models.TrialParamModel, params),
+            (models.TrialValueModel, values),
+            (models.TrialUserAttributeModel, attrs),
+        ):
+            if batch:
+                session.execute(insert(model), batch)
 
 
 def params_key(params: dict[str, Any]) -> str:

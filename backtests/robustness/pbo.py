@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
-from scipy import stats
 
 from backtests.robustness.errors import RobustnessError
 
@@ -88,12 +87,12 @@ def probability_of_overfitting(returns: np.ndarray, splits: int = 16) -> Overfit
         np.put_along_axis(mask, chunk, 1.0, axis=1)  # (C', S): 1 for the in-sample blocks
         r_in = _sharpes(mask @ bs, mask @ bsq, half * size)  # (C', N)
         r_out = _sharpes((1 - mask) @ bs, (1 - mask) @ bsq, half * size)
+        rows = np.arange(len(chunk))
         best = np.argmax(r_in, axis=1)  # the first of equal in-sample bests
-        ranks = stats.rankdata(r_out, axis=1)  # average ranks 1..N
-        omega = ranks[np.arange(len(chunk)), best] / (n + 1)
+        omega = _average_rank(r_out, r_out[rows, best]) / (n + 1)
         logits.append(np.log(omega / (1 - omega)))
-        is_best.append(r_in[np.arange(len(chunk)), best])
-        oos_best.append(r_out[np.arange(len(chunk)), best])
+        is_best.append(r_in[rows, best])
+        oos_best.append(r_out[rows, best])
     lam, r_is, r_oos = (np.concatenate(v) for v in (logits, is_best, oos_best))
     spread = float(np.var(r_is))
     slope = float(np.mean((r_is - r_is.mean()) * (r_oos - r_oos.mean())) / spread) if spread > 1e-24 else None
@@ -107,6 +106,15 @@ def probability_of_overfitting(returns: np.ndarray, splits: int = 16) -> Overfit
         prob_oos_loss=float(np.mean(r_oos < 0)),
         degradation_slope=slope,
     )
+
+
+def _average_rank(values: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """The rank of ``chosen[i]`` among row ``values[i]`` (1..N, ties sharing their average rank, as
+    ``scipy.stats.rankdata``'s default): the values below it, plus the middle of its run of equals. Only
+    the in-sample winner's rank is needed, so counting is enough; sorting each row cost 10× more."""
+    below = (values < chosen[:, None]).sum(axis=1)
+    equal = (values == chosen[:, None]).sum(axis=1)
+    return below + (equal + 1) / 2
 
 
 def _count(splits: int) -> int:

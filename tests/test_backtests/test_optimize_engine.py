@@ -1,6 +1,6 @@
-"""The engine survives losing the only copy of the shared data: Dask's memory manager keeps one replica
-of scattered data and cannot recompute it, so tasks depending on it are cancelled when its worker dies;
-the engine scatters it again and resubmits them."""
+"""On a Dask cluster the engine survives losing the only copy of the shared data: Dask's memory manager
+keeps one replica of scattered data and cannot recompute it, so tasks depending on it are cancelled when
+its worker dies; the engine scatters it again and resubmits them. (Local workers: test_optimize_pool.py.)"""
 
 from __future__ import annotations
 
@@ -21,7 +21,12 @@ def _slow_len(shared, i):
 
 @pytest.mark.slow
 def test_tasks_outlive_the_worker_holding_the_shared_data():
-    with Engine(2) as engine:
+    from distributed import LocalCluster
+
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster,
+        Engine(scheduler=cluster.scheduler_address) as engine,
+    ):
         shared = engine.share(np.arange(100))
         client = engine._client
         deadline = time.monotonic() + 60

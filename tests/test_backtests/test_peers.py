@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from backtesting._stats import compute_stats
 
-from backtests import AccountConfig, Backtest
-from backtests.peers import trading_day_stats, trading_days
+from backtests import AccountConfig, Backtest, peers
+from backtests.peers import backtesting_stats, trading_day_stats, trading_days
 from datafeeds import read_sample
 from strategies import SmaCrossEA
 
@@ -131,6 +131,32 @@ def test_trading_days_per_year_on_fx_hours():
     assert out["trading_days_per_year"] == pytest.approx(365.25 * 5 / 7, abs=0.01)
     calendar_days = pd.Series(equity, index=fx).resample("D").last().dropna()
     assert len(calendar_days) > 300  # what backtesting.py's daily resample counts
+
+
+def test_figures_of_the_bar_times_are_kept_per_index_and_never_lent_to_another():
+    """The calendar of an index (its trading days, periods per year, daily bins) is computed once and kept;
+    another index of the same length and ends (a bar moved), or the same instants in another time zone
+    (whose days begin at other instants), gets its own; a curve with NaN equity takes pandas' own path."""
+    base = pd.date_range("2024-01-01", periods=300, freq="h", tz="UTC")
+    moved = base[:150].append(pd.DatetimeIndex([base[150] + pd.Timedelta(minutes=30)])).append(base[151:])
+    tokyo = base.tz_convert("Asia/Tokyo")
+    rng = np.random.default_rng(4)
+    curves = [
+        pd.DataFrame({"equity": 1e4 + rng.normal(0, 50, 300).cumsum(), "close": 1.0}, index=index)
+        for index in (base, moved, tokyo, base)
+    ]
+    curves[3].iloc[[7, 40, 41], 0] = np.nan  # equity NaN in the middle of days
+    trades = pd.DataFrame(columns=["net_profit", "entry_time", "exit_time", "lots", "entry_price"])
+    cached = [(backtesting_stats(c, trades, 1e5), trading_day_stats(c), list(trading_days(c.index, False)))
+              for c in curves]  # fmt: skip
+    for cache in (peers._period_of, peers._periods_per_year_of, peers._bin_ends, peers._trading_days_of):
+        cache.cache_clear()
+    for c, figures in zip(curves, cached, strict=True):
+        fresh = (backtesting_stats(c, trades, 1e5), trading_day_stats(c), list(trading_days(c.index, False)))
+        assert repr(fresh) == repr(figures)
+        for cache in (peers._period_of, peers._periods_per_year_of, peers._bin_ends, peers._trading_days_of):
+            cache.cache_clear()
+    assert cached[0][2] != cached[2][2]  # Tokyo's days are not UTC's
 
 
 def test_report_json_alone_gives_backtesting_py_the_same_figures(tmp_path):

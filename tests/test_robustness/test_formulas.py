@@ -156,3 +156,16 @@ def test_diebold_mariano_with_the_hln_correction_by_hand():
 def test_diebold_mariano_refuses_identical_losses_in_one_line():
     with pytest.raises(RobustnessError, match="zero"):
         diebold_mariano(np.ones(20), np.ones(20))
+
+
+def test_pbo_ranks_the_out_of_sample_winner_as_scipys_average_ranks_do_ties_included():
+    """CSCV needs one rank per split, the in-sample winner's: counting replaces sorting every row."""
+    from backtests.robustness.pbo import _average_rank
+
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 4, (400, 30)).astype(np.float64)  # many ties
+    values[::7] = 0.0  # whole rows equal (flat passes score 0)
+    chosen = rng.integers(0, 30, 400)
+    rows = np.arange(400)
+    expected = stats.rankdata(values, axis=1)[rows, chosen]
+    np.testing.assert_array_equal(_average_rank(values, values[rows, chosen]), expected)
