@@ -23,6 +23,15 @@ from backtests.broker.margin import MarginModel
 
 log = logging.getLogger("backtests.broker")
 
+
+def cents(amount: float) -> float:
+    """Money as a deal books it: whole cents of the deposit currency, half a cent away from zero (MQL5's
+    NormalizeDouble to the account's currency digits; a billionth of a cent forgives float noise, so
+    -0.035 = -0.034999... is -0.04). MetaTrader keeps every deal's profit, commission and swap so, and the
+    balance is their sum."""
+    return math.copysign(math.floor(abs(amount) * 100.0 + 0.5 + 1e-7) / 100.0, amount) + 0.0
+
+
 Close = tuple[OpenPosition, float, str]  # a position to close, at what price, for what reason
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backtests.broker.account import Account
+from backtests.broker.account import Account, cents
 from backtests.broker.book import OpenPosition, OrderBook, Pending
 from backtests.broker.config import AccountConfig
 from backtests.broker.ledger import Ledger
@@ -312,7 +312,7 @@ class Broker:
         if remaining <= 1e-12:
             return result  # the order only reduced or closed an opposite position
         same = [] if cfg.hedging else [p for p in book.positions if p.side == side]
-        comm = remaining * cfg.commission
+        comm = cents(remaining * cfg.commission)
         if same:  # netting: the deal adds to the position
             pos = same[0]
             self._end_segment(pos)
@@ -351,10 +351,10 @@ class Broker:
         cfg, k = self.config, self.scale
         self._end_segment(pos)
         share = lots / pos.lots
-        entry_comm = pos.commission * share
-        swap = pos.swap * share
-        exit_comm = lots * cfg.commission
-        profit = pos.side * ((price - pos.price) / k) * lots * cfg.contract_size
+        entry_comm = cents(pos.commission * share)  # the last part takes what is left of it
+        swap = cents(pos.swap * share)
+        exit_comm = cents(lots * cfg.commission)
+        profit = cents(pos.side * ((price - pos.price) / k) * lots * cfg.contract_size)
         self.funds.charge(profit - exit_comm, self.t)
         if record_order:  # the broker's own closing order (SL, TP, stop-out, close request, end of test)
             kind = "sell" if pos.side > 0 else "buy"

@@ -7,8 +7,8 @@ point apart (the minute's open a jump from the previous close), and then one rul
 each tick, the orders and stops it reaches fill at that tick's price (a level met on a straight move is met
 exactly, so it fills at the level; a jump fills at the price jumped to). What this adds to the first
 reference: netting as well as hedging, the stop-out (the most losing position first, then the margin level
-again), hedged margin, commission, swaps at the server's midnight tripled on Wednesday, and refusals for
-want of free margin (a netting deal checked whole).
+again), hedged margin, commission, swaps at the server's midnight tripled on Wednesday, refusals for want
+of free margin (a netting deal checked whole), and every deal's money booked in whole cents.
 
 The rules, from MetaTrader 5 Help ("Margin calculation", "Stop Out", "Generation of Ticks") and MQL5
 ("Order types"): buy orders and shorts' stops compare the ask, the rest the bid; longs close at the bid,
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 
@@ -149,7 +150,7 @@ class Sim:
             )  # 1970-01-01 was a Thursday; Wednesday's rollover counts three nights, weekends none
             for p in self.positions:
                 rate = self.rules.swap_long if p.side > 0 else self.rules.swap_short
-                amount = rate * nights * p.lots * self.per_point
+                amount = to_cents(rate * nights * p.lots * self.per_point)
                 p.swap += amount
                 self.balance += amount
         self.day = day
@@ -197,34 +198,35 @@ class Sim:
         if rest > 0:
             legs = [(p.side, p.lots - (take if p in opposite else 0.0), p.price) for p in self.positions]
             legs.append((side, rest, price))
-            if self.equity_now() - rest * r.commission - self.margin(legs) < -1e-9:
+            if self.equity_now() - to_cents(rest * r.commission) - self.margin(legs) < -1e-9:
                 self.refused.append((self.now, side, lots))
                 return None
         if take:
             self._close(opposite[0], take, price, reason)
         if rest <= 0:
             return opposite[0].ticket
-        self.balance -= rest * r.commission
+        comm = to_cents(rest * r.commission)
+        self.balance -= comm
         same = [] if r.hedging else [p for p in self.positions if p.side == side]
         if same:
             p = same[0]
             p.price = (p.price * p.lots + price * rest) / (p.lots + rest)
             p.lots = round(p.lots + rest, 8)
-            p.commission += rest * r.commission
+            p.commission += comm
             p.sl = p.sl if sl is None else sl
             p.tp = p.tp if tp is None else tp
             return p.ticket
         if ticket is None:
             self.ticket += 1
             ticket = self.ticket
-        self.positions.append(Pos(ticket, side, rest, price, sl, tp, self.now, rest * r.commission))
+        self.positions.append(Pos(ticket, side, rest, price, sl, tp, self.now, comm))
         return ticket
 
     def _close(self, p: Pos, lots: float, price: int, reason: str) -> None:
         share = lots / p.lots
-        entry_comm, swap = p.commission * share, p.swap * share
-        exit_comm = lots * self.rules.commission
-        profit = p.side * (price - p.price) * lots * self.per_point
+        entry_comm, swap = to_cents(p.commission * share), to_cents(p.swap * share)
+        exit_comm = to_cents(lots * self.rules.commission)
+        profit = to_cents(p.side * (price - p.price) * lots * self.per_point)
         self.balance += profit - exit_comm
         self.trades.append(
             Closed(
@@ -250,6 +252,13 @@ class Sim:
     def max_drawdown(self) -> float:
         curve = np.array(self.equity)
         return float((np.maximum.accumulate(curve) - curve).max())
+
+
+def to_cents(amount: float) -> float:
+    """A deal's money in whole cents, half a cent away from zero, as MetaTrader books it (exact decimals
+    of the float's shortest repr: -0.034999... is -0.035, -0.04)."""
+    step = Decimal(repr(amount)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    return float(step)
 
 
 def minute_ticks(o: int, h: int, lo: int, c: int, rose_before: bool) -> tuple[list[int], bool]:

@@ -222,3 +222,44 @@ def test_paper_trading_a_yen_symbol_on_a_usd_account_is_refused_too():
 
     with pytest.raises(ValueError, match=r"USDJPY.*JPY.*USD"):
         PaperBroker(yen_bars(), 0.001, AccountConfig())
+
+
+# -- money booked in cents ----------------------------------------------------------------------------------
+def test_every_deal_books_its_money_in_whole_cents():
+    """Netting: 0.1 lot bought at 1.10000 and 0.2 lot at 1.10001 average 1.1000066..., closed 0.1 lot at a
+    time at 1.10010: each deal's profit, 9.333... points x 0.1 lot = 0.9333 USD, is booked as MetaTrader
+    books a deal's money, in the deposit currency's cents: 0.93 (the balance held 10,001.8666... in
+    between). A commission of 0.35 per lot and deal charges 0.035 on 0.1 lot: 0.04 (half a cent rounds away
+    from zero), 0.07 on 0.2 lot. Balance 10,000 + 3 x 0.93 - (0.04 + 0.07) - 3 x 0.04 = 10,002.56."""
+    rows = [(1.1,) * 4, (1.10001,) * 4, (1.1001,) * 4, (1.1001,) * 4, (1.1001,) * 4]
+    b = broker(rows, commission=0.35)
+    b.bar_open(0)
+    b.order(+1, 0.1, None, None, 0, "")
+    b.bar_range(0)
+    b.bar_open(1)
+    b.order(+1, 0.2, None, None, 0, "")
+    b.bar_range(1)
+    for t in (2, 3):
+        b.bar_open(t)
+        b.requests.close(b.positions()[0].ticket, None, 0.1)
+        b.bar_range(t)
+    b.finish(4)
+    trades, deals = b.trades_frame(), b.ledger.deals_frame()
+    assert trades["profit"].tolist() == [0.93, 0.93, 0.93]
+    assert deals["commission"].tolist() == [-0.04, -0.07, -0.04, -0.04, -0.04]
+    assert trades["commission"].sum() == pytest.approx(-0.23)
+    assert b.balance == pytest.approx(10_002.56, abs=1e-9)
+
+
+def test_a_swap_is_booked_in_whole_cents():
+    """-0.35 points a night on 0.1 lot is -0.035 USD: -0.04 for the Monday night."""
+    b = broker([(1.1,) * 4] * 26, swap_long=-0.35)
+    b.bar_open(0)
+    b.order(+1, 0.1, None, None, 0, "")
+    b.bar_range(0)
+    for t in range(1, 26):
+        b.bar_open(t)
+        b.bar_range(t)
+    b.finish(25)
+    assert b.trades_frame()["swap"].tolist() == [-0.04]
+    assert b.balance == pytest.approx(9_999.96, abs=1e-9)
