@@ -167,6 +167,10 @@ class Sim:
         if record:
             self.equity.append(self.equity_now())
 
+    def recheck(self) -> None:
+        """The stops and the margin level again at the current prices, after the EA's requests there."""
+        self._exits()
+
     def _exits(self) -> None:
         for p in list(self.positions):
             at = self.bid if p.side > 0 else self.ask
