@@ -402,7 +402,9 @@ class Broker:
         an older, different price than MetaTrader's re-check at the same tick."""
         quote = self.quote
         while self.funds.level_crossed(quote, at_open):
-            for pos, price, reason in self.funds.stop_out_step(quote, at_open, self.market.time[self.t]):
+            for pos, price, reason in self.funds.stop_out_step(
+                quote, at_open, self.market.time[self.t], self.t
+            ):
                 self.close_position(pos, pos.lots, price, reason)
                 if not at_open:
                     o, h, lo, spr = quote

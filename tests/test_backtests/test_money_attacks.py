@@ -263,3 +263,28 @@ def test_a_swap_is_booked_in_whole_cents():
     b.finish(25)
     assert b.trades_frame()["swap"].tolist() == [-0.04]
     assert b.balance == pytest.approx(9_999.96, abs=1e-9)
+
+
+# -- a take-profit met on the way to the stop-out ------------------------------------------------------------
+def test_a_take_profit_met_before_the_stop_out_price_fills_first_and_the_level_is_checked_after_it():
+    """Hedging, 1:1000, hedged volume holding no margin, deposit 300: long 2 lots and short 1 lot (TP
+    1.09800) at 1.10000 hold 110 of margin. The bid falls from 1.10000 to 1.09000. At 1.09800 the short's TP
+    comes first (+200, balance 500); the long alone then floats -400 (equity 100) against 220 of margin,
+    45 %: stopped out there (-400). Balance 100. The stop-out price was computed with the short still open
+    (300 + (bid - 1.10000) x 100,000 <= 55 at 1.09755) and both were stopped out there: balance 55, the TP
+    never filled."""
+    rows = [(1.1, 1.1, 1.1, 1.1), (1.1, 1.1, 1.09, 1.09)]
+    b = broker(rows, deposit=300.0, leverage=1000.0, hedging=True, margin_hedged=0.0)
+    b.bar_open(0)
+    b.order(+1, 2.0, None, None, 0, "")
+    b.order(-1, 1.0, None, 1.098, 0, "")
+    b.bar_range(0)
+    b.bar_open(1)
+    b.bar_range(1)
+    trades = b.trades_frame()
+    assert trades[["type", "exit_price", "exit_reason"]].values.tolist() == [
+        ["sell", 1.098, "tp"],
+        ["buy", 1.098, "stop out"],
+    ]
+    assert trades["profit"].tolist() == pytest.approx([200.0, -400.0])
+    assert b.balance == pytest.approx(100.0)
