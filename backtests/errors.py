@@ -45,3 +45,21 @@ class AccountError(NeuronetError, ValueError):
 
     def __reduce__(self):  # rebuilt from its parts when it crosses a process boundary (Dask workers)
         return type(self), (self.name, self.value)
+
+
+class CurrencyError(NeuronetError, ValueError):
+    """A symbol whose profit is in another currency than the deposit: the broker books a point's money as
+    the contract size over the points in a price unit, which is money of the quote currency (MetaTrader
+    converts it into the deposit currency at the cross rate of the moment, which the backtest does not
+    have)."""
+
+    def __init__(self, symbol: str, quote: str, deposit: str) -> None:
+        super().__init__(
+            f"{symbol}'s profit is in {quote}, the account's deposit currency is {deposit}: the backtest "
+            f"books money only in the symbol's quote currency; test a symbol quoted in {deposit} (in Python, "
+            f"AccountConfig(currency={quote!r}) books {quote})"
+        )
+        self.symbol, self.quote, self.deposit = symbol, quote, deposit
+
+    def __reduce__(self):  # rebuilt from its parts when it crosses a process boundary (Dask workers)
+        return type(self), (self.symbol, self.quote, self.deposit)

@@ -346,21 +346,30 @@ class M1Path(PricePath):
             broker.now_ns = None
 
     def _next_touch(self, broker, t: int, m: int, end: int) -> int:
-        """The first minute from ``m`` of bar ``t`` (rows up to ``end``) that can reach a working level."""
-        levels = _levels(broker, self.spread[m])
-        if not levels:
-            return end
+        """The first minute from ``m`` of bar ``t`` (rows up to ``end``) that can reach a working level, cross
+        the stop-out level or pass an order's expiry."""
+        levels = broker.book.levels()
+        stop_out = bool(broker.stop_out_on and broker.book.positions)
         first_expiry = broker.book.first_expiry() if broker.book.orders else None
-        low, high = self.reach[0][t], self.reach[1][t]
-        if first_expiry is None and not any(low <= v <= high for v in levels):
-            return end  # no level inside the bar's whole span: no minute of it reaches one
-        levels = np.asarray(levels, dtype=np.float64)
-        wide = self.spread[m:end].max()  # ask-side levels: any minute's spread either way
-        lo, hi = self.lows[m:end] - wide, self.highs[m:end] + wide
-        if len(levels) == 1:  # one stop, one pending price: no (minutes, levels) table to reduce
-            touched = (levels[0] >= lo) & (levels[0] <= hi)
+        if not stop_out and first_expiry is None:
+            low, high = self.reach[0][t], self.reach[1][t]
+            if not any(low <= v <= high for v in levels):
+                return end  # no level inside the bar's whole span: no minute of it reaches one
+        lo, hi = self.lows[m:end], self.highs[m:end]
+        if levels:
+            wide = self.spread[m:end].max()  # ask-side levels: any minute's spread either way
+            lo_w, hi_w = lo - wide, hi + wide
+            if len(levels) == 1:  # one stop, one pending price: no (minutes, levels) table to reduce
+                touched = (levels[0] >= lo_w) & (levels[0] <= hi_w)
+            else:
+                at = np.asarray(levels, dtype=np.float64)
+                touched = ((at >= lo_w[:, None]) & (at <= hi_w[:, None])).any(axis=1)
         else:
-            touched = ((levels >= lo[:, None]) & (levels <= hi[:, None])).any(axis=1)
+            touched = np.zeros(end - m, dtype=bool)
+        if stop_out:
+            # One-sided, at each minute's own spread: a price beyond the level stops out as much as one at
+            # it, and a minute of wide spread stops out a hedged account that no price moves.
+            touched |= broker.funds.levels_crossed(lo, hi, self.spread[m:end])
         if first_expiry is not None:
             touched |= self.time[m:end] >= first_expiry
         hit = int(np.argmax(touched))  # the first minute touched, if any is
@@ -394,13 +403,3 @@ def _pieces(book, p: float, q: float, spread: float) -> list[tuple[float, float]
     cuts = [v for v in inside if min(p, q) < v < max(p, q)]
     ends = [p, *cuts, q]
     return list(itertools.pairwise(ends))
-
-
-def _levels(broker, spread: float) -> list[float]:
-    """Every price at which something can happen now: pending prices, SL/TP, the stop-out bid (compared
-    with minute ranges widened by the spread, so bid- and ask-side levels both count)."""
-    out = broker.book.levels()
-    cross = broker.funds.stop_out_price(spread)
-    if cross is not None:
-        out.append(cross)
-    return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 
+import numpy as np
 import pandas as pd
 
 from backtests.broker.book import OpenPosition, OrderBook, Quote
@@ -21,6 +22,15 @@ from backtests.broker.ledger import Ledger
 from backtests.broker.margin import MarginModel
 
 log = logging.getLogger("backtests.broker")
+
+
+def cents(amount: float) -> float:
+    """Money as a deal books it: whole cents of the deposit currency, half a cent away from zero (MQL5's
+    NormalizeDouble to the account's currency digits; a billionth of a cent forgives float noise, so
+    -0.035 = -0.034999... is -0.04). MetaTrader keeps every deal's profit, commission and swap so, and the
+    balance is their sum."""
+    return math.copysign(math.floor(abs(amount) * 100.0 + 0.5 + 1e-7) / 100.0, amount) + 0.0
+
 
 Close = tuple[OpenPosition, float, str]  # a position to close, at what price, for what reason
 
@@ -96,6 +106,15 @@ class Account:
         price = o if at_open or abs(net) < 1e-12 else lo if net > 0 else h  # hedged: no price moves it
         return base - short_k * spr + net_k * price <= 0.0
 
+    def levels_crossed(self, lows: np.ndarray, highs: np.ndarray, spreads: np.ndarray) -> np.ndarray:
+        """``level_crossed`` over many ranges at once (bids and spreads in points, one per range): whether
+        each range's adverse extreme at its own spread reaches the stop-out level."""
+        margin, base, short_k, net_k, net = self._level_terms()
+        if margin <= 0:
+            return np.zeros(len(lows), dtype=bool)
+        price = 0.0 if abs(net) < 1e-12 else lows if net > 0 else highs  # hedged: no price moves it
+        return base - short_k * spreads + net_k * price <= 0.0
+
     def stop_out_price(self, spread: float) -> float | None:
         """The bid at which the margin level would reach the stop-out level, None when no price does."""
         if not self.book.positions or self.stop_out_level <= 0:
@@ -114,10 +133,11 @@ class Account:
         margin, base, short_k, _, _ = self._level_terms()
         return base / short_k if margin > 0 and short_k > 0 else None
 
-    def stop_out_step(self, quote: Quote, at_open: bool, when: pd.Timestamp) -> list[Close]:
+    def stop_out_step(self, quote: Quote, at_open: bool, when: pd.Timestamp, t: int) -> list[Close]:
         """What the stop-out closes next while the level is crossed on the quote's adverse path (down for a
-        net long): the nearest stop-loss met before the crossing price, else the most losing position at the
-        first whole point beyond the crossing, or at the open when the open is already beyond it."""
+        net long) in bar ``t``: the nearest stop-loss or take-profit met before the crossing price (a long's
+        SL or a short's TP on the way down), else the most losing position at the first whole point beyond
+        the crossing, or at the open when the open is already beyond it."""
         o, _, _, spr = quote
         k = self.per_point
         level = self.stop_out_level / 100.0
@@ -130,14 +150,9 @@ class Account:
             cross = (level * margin - fixed) / (k * net)
             # The first price on the grid at or beyond the crossing (1e-6 of a point forgives float noise).
             fill = min(o, math.floor(cross + 1e-6)) if net > 0 else max(o, math.ceil(cross - 1e-6))
-            first = [
-                p
-                for p in self.book.positions
-                if p.sl is not None and p.side * net > 0 and (p.sl >= fill if net > 0 else p.sl <= fill + spr)
-            ]
-            if first:  # the nearest stop-loss on the way is reached before the stop-out
-                pos = max(first, key=lambda p: p.sl * (1 if net > 0 else -1))
-                return [(pos, pos.sl, "sl")]
+            first = self._stops_before(fill, spr, net, t)
+            if first:  # the nearest SL or TP on the way is reached before the stop-out
+                return [max(first, key=lambda c: c[0])[1:]]
         equity = fixed + k * net * fill
         log.info("stop out at %s: margin level %.1f%%", when, 100 * equity / margin)
         # MetaTrader closes the most losing position first, then checks the level again (the caller loops):
@@ -147,6 +162,25 @@ class Account:
             key=lambda p: p.side * ((fill if p.side > 0 else fill + spr) - p.price) * p.lots,
         )
         return [(worst, fill if worst.side > 0 else fill + spr, "stop out")]
+
+    def _stops_before(
+        self, fill: float, spr: float, net: float, t: int
+    ) -> list[tuple[float, OpenPosition, float, str]]:
+        """(nearness, position, price, reason) of each SL and TP the bid meets on its way to ``fill``: down
+        for a net long (longs' SLs at the bid, shorts' TPs at the ask), up for a net short; a TP from its
+        ``tp_from`` bar on. Nearness grows towards the path's start, so the largest comes first."""
+        down = net > 0
+        out = []
+        for p in self.book.positions:
+            lift = 0.0 if p.side > 0 else spr  # a short's levels are asks: the bid meets them spr lower
+            for level, reason in ((p.sl, "sl"), (p.tp, "tp")):
+                if level is None or (reason == "tp" and t < p.tp_from):
+                    continue
+                if (reason == "sl") == (p.side > 0) and down and level - lift >= fill:
+                    out.append((level - lift, p, level, reason))
+                elif (reason == "sl") != (p.side > 0) and not down and level - lift <= fill:
+                    out.append((lift - level, p, level, reason))
+        return out
 
     def _level_terms(self) -> tuple[float, float, float, float, float]:
         """(margin, balance - value of the positions - stop-out equity, per_point x short lots, per_point x

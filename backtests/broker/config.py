@@ -5,7 +5,20 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from backtests.errors import AccountError
+from backtests.errors import AccountError, CurrencyError
+
+# ISO 4217 codes of the currencies FX and CFD symbols are quoted in: the last three letters of a six-letter
+# name such as EURUSD, USDJPY or XAUUSD (a broker's suffix such as EURUSD.m or USDJPYm aside).
+_QUOTES = frozenset("USD EUR GBP JPY CHF CAD AUD NZD SEK NOK DKK HKD SGD ZAR MXN TRY PLN HUF CZK CNH".split())  # noqa: SIM905
+
+
+def check_currency(symbol: str, config: AccountConfig) -> None:
+    """Refuse (``CurrencyError``) a symbol quoted in another currency than the deposit's; a name that shows
+    no quote currency (an index such as US30) is taken at its word."""
+    name = str(symbol).upper()
+    quote = name[3:6]
+    if len(name) >= 6 and name[:6].isalpha() and quote in _QUOTES and quote != config.currency.upper():
+        raise CurrencyError(str(symbol), quote, config.currency)
 
 
 @dataclass(frozen=True)

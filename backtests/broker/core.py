@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backtests.broker.account import Account
+from backtests.broker.account import Account, cents
 from backtests.broker.book import OpenPosition, OrderBook, Pending
 from backtests.broker.config import AccountConfig
 from backtests.broker.ledger import Ledger
@@ -312,7 +312,7 @@ class Broker:
         if remaining <= 1e-12:
             return result  # the order only reduced or closed an opposite position
         same = [] if cfg.hedging else [p for p in book.positions if p.side == side]
-        comm = remaining * cfg.commission
+        comm = cents(remaining * cfg.commission)
         if same:  # netting: the deal adds to the position
             pos = same[0]
             self._end_segment(pos)
@@ -351,10 +351,10 @@ class Broker:
         cfg, k = self.config, self.scale
         self._end_segment(pos)
         share = lots / pos.lots
-        entry_comm = pos.commission * share
-        swap = pos.swap * share
-        exit_comm = lots * cfg.commission
-        profit = pos.side * ((price - pos.price) / k) * lots * cfg.contract_size
+        entry_comm = cents(pos.commission * share)  # the last part takes what is left of it
+        swap = cents(pos.swap * share)
+        exit_comm = cents(lots * cfg.commission)
+        profit = cents(pos.side * ((price - pos.price) / k) * lots * cfg.contract_size)
         self.funds.charge(profit - exit_comm, self.t)
         if record_order:  # the broker's own closing order (SL, TP, stop-out, close request, end of test)
             kind = "sell" if pos.side > 0 else "buy"
@@ -394,10 +394,24 @@ class Broker:
             self.close_position(pos, pos.lots, price, reason)
 
     def _stop_out(self, at_open: bool) -> None:
-        """Close what the stop-out closes (``Account.stop_out_step``) until the level is no longer crossed."""
-        while self.funds.level_crossed(self.quote, at_open):
-            for pos, price, reason in self.funds.stop_out_step(self.quote, at_open, self.market.time[self.t]):
+        """Close what the stop-out closes (``Account.stop_out_step``) until the level is no longer crossed.
+
+        Each close happens where the market is at that moment, and the level is checked again from there:
+        what is left of the move starts at that bid (inside a bar of open prices only its high and low may
+        still come), never at a price the market had passed before, which would close the next position at
+        an older, different price than MetaTrader's re-check at the same tick."""
+        quote = self.quote
+        while self.funds.level_crossed(quote, at_open):
+            for pos, price, reason in self.funds.stop_out_step(
+                quote, at_open, self.market.time[self.t], self.t
+            ):
                 self.close_position(pos, pos.lots, price, reason)
+                if not at_open:
+                    o, h, lo, spr = quote
+                    bid = price if pos.side > 0 else price - spr
+                    if self.walking:  # a straight piece of a path: the rest of it lies beyond the bid
+                        h, lo = (bid, lo) if h == o else (h, bid)
+                    quote = (bid, h, lo, spr)
 
     def _trigger(self, t: int, at_open: bool) -> None:
         """Fill the pending orders the quote reaches (a stop-limit order becomes its limit order)."""
@@ -407,17 +421,24 @@ class Broker:
                 self.revision += 1
                 continue
             self.book.orders.remove(order)
-            ticket = self.fill(
-                order.side,
-                order.lots,
-                price,
-                order.sl,
-                order.tp,
-                order.magic,
-                order.comment,
-                ticket=order.ticket,
-                reason=order.kind,
-            )
+            # The market at the fill, which its free margin check values the open positions at: the price
+            # jumped to at an open, else the order's own price inside the range (never the bar's open).
+            bid = self.quote[0] if at_open else price - self.quote[3] if order.side > 0 else price
+            outside, self.inside = self.inside, (bid, bid + self.quote[3])
+            try:
+                ticket = self.fill(
+                    order.side,
+                    order.lots,
+                    price,
+                    order.sl,
+                    order.tp,
+                    order.magic,
+                    order.comment,
+                    ticket=order.ticket,
+                    reason=order.kind,
+                )
+            finally:
+                self.inside = outside
             if not (at_open or self.walking) and order.type.trigger == "limit" and ticket is not None:
                 # A limit reached inside the bar: the bar's extreme on the TP side may have come before the
                 # fill, so its TP counts from the next bar (its SL, beyond the fill, was reached after it).

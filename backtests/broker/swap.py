@@ -5,6 +5,7 @@ at 22:00 UTC, and its triple-swap Wednesday is a Wednesday of its clock."""
 
 from __future__ import annotations
 
+from backtests.broker.account import cents
 from backtests.broker.book import OpenPosition
 from backtests.broker.config import AccountConfig
 
@@ -32,6 +33,6 @@ class SwapModel:
         return nights
 
     def amount(self, pos: OpenPosition, nights: int) -> float:
-        """The swap of ``pos`` over ``nights`` nights, deposit currency."""
+        """The swap of ``pos`` over ``nights`` nights, deposit currency (whole cents)."""
         rate = self.long if pos.side > 0 else self.short
-        return rate * nights * pos.lots * self.point * self.contract_size
+        return cents(rate * nights * pos.lots * self.point * self.contract_size)

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from backtests.broker import AccountConfig, Broker
+from backtests.broker.config import check_currency
 from datafeeds.candles import CandleMeta
 from datafeeds.clock import UTC
 from neuronet.live.errors import LiveError
@@ -33,6 +34,8 @@ class PaperBroker(Broker):
         cols = (history[name].to_numpy(dtype=np.float64, copy=True) for name in _FIELDS)
         meta = history.attrs.get("candles")
         clock = meta.clock if isinstance(meta, CandleMeta) else UTC  # the server clock of the bars
+        if isinstance(meta, CandleMeta):
+            check_currency(meta.symbol, config)  # paper money is booked as a backtest's is
         super().__init__(*cols, history.index.as_unit("ns"), point, config, clock)
 
     def set_tick(self, bid: float, ask: float) -> None:
