@@ -376,7 +376,7 @@ def _levels(broker, spread: float) -> np.ndarray:
     """Every price at which something can happen now: pending prices, SL/TP, the stop-out bid (compared
     with minute ranges widened by the spread, so bid- and ask-side levels both count)."""
     out = broker.book.levels()
-    cross = broker.funds.stop_out_price(spread)
+    cross = broker.funds.stop_out_price(spread, broker)
     if cross is not None:
         out.append(cross)
     return np.asarray(out, dtype=np.float64)

@@ -1,48 +1,70 @@
-"""The account: balance, equity, margin, free margin and the stop-out.
+"""The account: balance, equity, margin, free margin and the stop-out, over the order books of its symbols.
 
-Prices are whole points (``backtests.broker.market``); money is ``points x lots x per_point`` with
-``per_point`` the contract size over the points in a price unit (1.0 for a 100,000-unit lot of a 5-digit
-symbol). Equity is linear in the bid ``p`` (longs valued at ``p``, shorts at ``p`` + spread), so the margin
-level at a range's adverse extreme is a few multiplications on cached sums, and the price where it crosses
-the stop-out level solves one equation; the stop-out fills at the first whole point beyond it. The sums are
-rebuilt only when the positions or the balance change (rare next to bars).
+Prices are whole points (``backtests.broker.market``); a symbol's money is ``points x lots x per_point`` in
+its profit currency, with ``per_point`` the contract size over the points in a price unit (1.0 for a
+100,000-unit lot of a 5-digit symbol), converted into the deposit currency at the rate of the moment
+(``backtests.broker.convert``). Each symbol's broker (``Broker``) is a *desk* of the account: its book, its
+margin model, its conversion and its prices now (``price_points``).
+
+One desk whose profit is in the deposit currency (EURUSD on a dollar account) takes the closed form: equity
+is linear in the bid ``p`` (longs valued at ``p``, shorts at ``p`` + spread), so the margin level at a
+range's adverse extreme is a few multiplications on cached sums, and the price where it crosses the
+stop-out level solves one equation. Several desks, or a converted profit (USDJPY's yen), take the general
+form: the equity is evaluated at the prices of the moment (the desk being worked at the price in question,
+the others at theirs), and the crossing price is found by bisection on the desk's point grid. Both close
+the most losing position of the account first and check the level again (MetaTrader 5 Help, "Margin
+Call and Stop Out"); the stop-out fills at the first whole point beyond the crossing.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from typing import Any
 
 import pandas as pd
 
-from backtests.broker.book import OpenPosition, OrderBook, Quote
+from backtests.broker.book import OpenPosition, Quote
 from backtests.broker.config import AccountConfig
 from backtests.broker.ledger import Ledger
-from backtests.broker.margin import MarginModel
 
 log = logging.getLogger("backtests.broker")
 
-Close = tuple[OpenPosition, float, str]  # a position to close, at what price, for what reason
+Close = tuple[Any, OpenPosition, float, str]  # the desk, the position to close, at what price, why
 
 
 class Account:
-    """Balance and margin of one account over the order ``book`` of its symbol; every change of the
-    balance is booked in ``ledger``."""
+    """Balance and margin of one account over its desks (``attach``); every change of the balance is
+    booked in ``ledger``."""
 
-    def __init__(self, config: AccountConfig, ledger: Ledger, book: OrderBook, margin: MarginModel):
+    def __init__(self, config: AccountConfig, ledger: Ledger):
         self.balance = config.deposit
         self.leverage = config.leverage
         self.currency = config.currency
-        self.per_point = config.contract_size / margin.scale  # money per point per lot
         self.stop_out_level = config.stop_out_level  # margin level in %, 0 = off
         self.ledger = ledger
-        self.book = book
-        self.margin = margin
+        self.desks: list[Any] = []
+        self.book = None  # the only desk's book and margin model while the closed form holds
+        self.margin = None
+        self.per_point = 0.0
+        self.closed_form = False
         self._exposure: tuple[int, tuple[float, float, float, float, float]] | None = None
         # The stop-out's terms, valid while the balance stays (``charge`` drops them) and the book does not
         # change (``_terms_at``: its ``changes`` then).
         self._terms: tuple[float, float, float, float, float] | None = None
         self._terms_at = -1
+
+    def attach(self, desk: Any) -> None:
+        """Add a symbol's broker to the account."""
+        self.desks.append(desk)
+        first = self.desks[0]
+        self.closed_form = len(self.desks) == 1 and first.profit_rate.unity
+        self.book, self.margin = first.book, first.margin
+        self.per_point = first.config.contract_size / first.scale
+
+    def refresh(self) -> None:
+        """Re-choose the form once the desks' conversions are set (``backtests.broker.portfolio``)."""
+        self.closed_form = len(self.desks) == 1 and self.desks[0].profit_rate.unity
 
     def charge(self, amount: float, t: int, swap: bool = False) -> None:
         """Add ``amount`` (negative: a cost) to the balance in bar ``t``: the money of the deal recorded next,
@@ -53,26 +75,48 @@ class Account:
             self.ledger.balance(t, amount, swap)
 
     # -- equity and margin ---------------------------------------------------------------------------------
-    def equity(self, bid: float, ask: float) -> float:
-        """Balance plus floating profit at ``bid``/``ask`` (points; longs close at the bid, shorts at the
-        ask)."""
-        k = self.per_point
+    def equity(self, bid: float, ask: float, desk: Any = None) -> float:
+        """Balance plus floating profit with ``desk`` (default: the first) at ``bid``/``ask`` (points; longs
+        close at the bid, shorts at the ask) and every other desk at its prices now."""
+        if self.closed_form:
+            k = self.per_point
+            return self.balance + sum(
+                (bid - p.price) * p.lots * k if p.side > 0 else (p.price - ask) * p.lots * k
+                for p in self.book.positions
+            )
+        desk = self.desks[0] if desk is None else desk
         return self.balance + sum(
-            (bid - p.price) * p.lots * k if p.side > 0 else (p.price - ask) * p.lots * k
-            for p in self.book.positions
+            d.floating(bid, ask) if d is desk else d.floating_now() for d in self.desks if d.book.positions
         )
 
-    def used_margin(self) -> float:
-        return self.margin.of_positions(self.book.positions)
+    def equity_now(self) -> float:
+        """Balance plus every desk's floating profit at its prices now."""
+        return self.balance + sum(d.floating_now() for d in self.desks if d.book.positions)
 
-    def margin_ok(self, legs: list[tuple[int, float, float]], cost: float, bid: float, ask: float) -> bool:
-        """Whether the free margin at ``bid``/``ask`` holds the positions ``legs`` (side, lots, price in
-        points) a deal leaves open and its ``cost`` (the entry commission): equity - cost - their margin
-        >= 0."""
-        return self.equity(bid, ask) - cost - self.margin.of_legs(legs) >= -1e-9
+    def used_margin(self) -> float:
+        if self.closed_form:
+            return self.margin.of_positions(self.book.positions)
+        return sum(d.margin.of_positions(d.book.positions) for d in self.desks if d.book.positions)
+
+    def any_open(self) -> bool:
+        """Whether any desk holds a position."""
+        return any(d.book.positions for d in self.desks)
+
+    def margin_ok(
+        self, legs: list[tuple[int, float, float]], cost: float, bid: float, ask: float, desk: Any = None
+    ) -> bool:
+        """Whether the free margin at ``bid``/``ask`` holds the positions ``legs`` (side, lots, margin price)
+        a deal on ``desk`` leaves open and its ``cost`` (the entry commission): equity - cost - the margin of
+        every desk >= 0."""
+        if self.closed_form:
+            return self.equity(bid, ask) - cost - self.margin.of_legs(legs) >= -1e-9
+        desk = self.desks[0] if desk is None else desk
+        others = sum(d.margin.of_positions(d.book.positions) for d in self.desks if d is not desk)
+        held = desk.margin.of_legs(legs) + others
+        return self.equity(bid, ask, desk) - cost - held >= -1e-9
 
     def exposure(self) -> tuple[float, float, float, float, float]:
-        """Long lots, sum of long lots x price, the same for shorts, and the used margin."""
+        """Long lots, sum of long lots x price, the same for shorts, and the used margin (the only desk)."""
         changes = self.book.changes
         if self._exposure is None or self._exposure[0] != changes:
             sums = self.book.exposure()
@@ -80,12 +124,15 @@ class Account:
         return self._exposure[1]
 
     # -- the stop-out --------------------------------------------------------------------------------------
-    def level_crossed(self, quote: Quote, at_open: bool) -> bool:
-        """Whether the margin level at the quote's adverse extreme (or its open) is at the stop-out level.
+    def level_crossed(self, quote: Quote, at_open: bool, desk: Any = None) -> bool:
+        """Whether the margin level at the quote's adverse extreme (or its open) is at the stop-out level,
+        ``desk`` working the quote and every other desk at its prices now.
 
-        Runs twice a bar while positions are open: the terms of the linear equity are cached as Python
-        floats until the positions or the balance change.
+        Runs twice a bar while positions are open: in the closed form the terms of the linear equity are
+        cached as Python floats until the positions or the balance change.
         """
+        if not self.closed_form:
+            return self._crossed(desk, quote, at_open)
         terms = self._terms
         if terms is None or self._terms_at != self.book.changes:
             terms = self._level_terms()
@@ -96,9 +143,14 @@ class Account:
         price = o if at_open or abs(net) < 1e-12 else lo if net > 0 else h  # hedged: no price moves it
         return base - short_k * spr + net_k * price <= 0.0
 
-    def stop_out_price(self, spread: float) -> float | None:
-        """The bid at which the margin level would reach the stop-out level, None when no price does."""
-        if not self.book.positions or self.stop_out_level <= 0:
+    def stop_out_price(self, spread: float, desk: Any = None) -> float | None:
+        """The bid of ``desk`` at which the margin level would reach the stop-out level, None when no price
+        does."""
+        if self.stop_out_level <= 0:
+            return None
+        if not self.closed_form:
+            return self._crossing(desk, spread)
+        if not self.book.positions:
             return None
         long_lots, long_value, short_lots, short_value, margin = self.exposure()
         net = long_lots - short_lots
@@ -108,16 +160,21 @@ class Account:
         fixed = self.balance + k * (short_value - long_value - spread * short_lots)
         return (self.stop_out_level / 100.0 * margin - fixed) / (k * net)
 
-    def stop_out_spread(self) -> float | None:
+    def stop_out_spread(self, desk: Any = None) -> float | None:
         """The spread at which the margin level reaches the stop-out level when no price moves it (every
         long hedged by a short: only the shorts' ask moves with the spread); None when none does."""
+        if not self.closed_form:
+            return self._spread_crossing(desk)
         margin, base, short_k, _, _ = self._level_terms()
         return base / short_k if margin > 0 and short_k > 0 else None
 
-    def stop_out_step(self, quote: Quote, at_open: bool, when: pd.Timestamp) -> list[Close]:
+    def stop_out_step(self, quote: Quote, at_open: bool, when: pd.Timestamp, desk: Any = None) -> list[Close]:
         """What the stop-out closes next while the level is crossed on the quote's adverse path (down for a
         net long): the nearest stop-loss met before the crossing price, else the most losing position at the
         first whole point beyond the crossing, or at the open when the open is already beyond it."""
+        desk = self.desks[0] if desk is None else desk
+        if not self.closed_form:
+            return self._general_step(desk, quote, at_open, when)
         o, _, _, spr = quote
         k = self.per_point
         level = self.stop_out_level / 100.0
@@ -130,14 +187,9 @@ class Account:
             cross = (level * margin - fixed) / (k * net)
             # The first price on the grid at or beyond the crossing (1e-6 of a point forgives float noise).
             fill = min(o, math.floor(cross + 1e-6)) if net > 0 else max(o, math.ceil(cross - 1e-6))
-            first = [
-                p
-                for p in self.book.positions
-                if p.sl is not None and p.side * net > 0 and (p.sl >= fill if net > 0 else p.sl <= fill + spr)
-            ]
-            if first:  # the nearest stop-loss on the way is reached before the stop-out
-                pos = max(first, key=lambda p: p.sl * (1 if net > 0 else -1))
-                return [(pos, pos.sl, "sl")]
+            first = _stop_first(self.book.positions, net, fill, spr)
+            if first is not None:  # the nearest stop-loss on the way is reached before the stop-out
+                return [(desk, first, first.sl, "sl")]
         equity = fixed + k * net * fill
         log.info("stop out at %s: margin level %.1f%%", when, 100 * equity / margin)
         # MetaTrader closes the most losing position first, then checks the level again (the caller loops):
@@ -146,7 +198,7 @@ class Account:
             self.book.positions,
             key=lambda p: p.side * ((fill if p.side > 0 else fill + spr) - p.price) * p.lots,
         )
-        return [(worst, fill if worst.side > 0 else fill + spr, "stop out")]
+        return [(desk, worst, fill if worst.side > 0 else fill + spr, "stop out")]
 
     def _level_terms(self) -> tuple[float, float, float, float, float]:
         """(margin, balance - value of the positions - stop-out equity, per_point x short lots, per_point x
@@ -159,3 +211,100 @@ class Account:
             self._terms = (float(margin), float(base), float(k * short_lots), float(k * net), float(net))
             self._terms_at = self.book.changes
         return self._terms
+
+    # -- the general form: several desks, or a converted profit ---------------------------------------------
+    def _surplus(self, desk: Any, bid: float, spread: float, margin: float) -> float:
+        """Equity minus the stop-out equity with ``desk`` at ``bid`` (points) and ``spread``."""
+        return self.equity(bid, bid + spread, desk) - self.stop_out_level / 100.0 * margin
+
+    def _crossed(self, desk: Any, quote: Quote, at_open: bool) -> bool:
+        margin = self.used_margin()
+        if margin <= 0:
+            return False
+        o, h, lo, spr = quote
+        prices = (o,) if at_open else (lo, h)
+        return min(self._surplus(desk, p, spr, margin) for p in prices) <= 0.0
+
+    def _crossing(self, desk: Any, spread: float) -> float | None:
+        """The bid of ``desk`` (points, a whole point) nearest its price now at which the level is reached
+        on its adverse side, by bisection; None when its positions are hedged or no price reaches it."""
+        margin = self.used_margin()
+        net = sum(p.side * p.lots for p in desk.book.positions)
+        if margin <= 0 or abs(net) < 1e-12:
+            return None
+        now = desk.price_points(-1)
+        if self._surplus(desk, now, spread, margin) <= 0:
+            return now
+        far = 1.0 if net > 0 else now * 1000.0
+        if self._surplus(desk, far, spread, margin) > 0:
+            return None
+        return _bisect(lambda p: self._surplus(desk, p, spread, margin) <= 0, now, far)
+
+    def _spread_crossing(self, desk: Any) -> float | None:
+        margin = self.used_margin()
+        if margin <= 0 or not any(p.side < 0 for p in desk.book.positions):
+            return None
+        bid = desk.price_points(-1)
+        if self._surplus(desk, bid, 0.0, margin) <= 0:
+            return 0.0
+        wide = bid * 10.0
+        if self._surplus(desk, bid, wide, margin) > 0:
+            return None
+        return _bisect(lambda s: self._surplus(desk, bid, s, margin) <= 0, 0.0, wide)
+
+    def _general_step(self, desk: Any, quote: Quote, at_open: bool, when: pd.Timestamp) -> list[Close]:
+        o, h, lo, spr = quote
+        margin = self.used_margin()
+        net = sum(p.side * p.lots for p in desk.book.positions)
+        fill = o
+        if not at_open and self._surplus(desk, o, spr, margin) > 0:  # crossed inside the range
+            far = lo if self._surplus(desk, lo, spr, margin) <= self._surplus(desk, h, spr, margin) else h
+            fill = _bisect(lambda p: self._surplus(desk, p, spr, margin) <= 0, o, far)
+            first = _stop_first(desk.book.positions, net, fill, spr) if abs(net) > 1e-12 else None
+            if first is not None:
+                return [(desk, first, first.sl, "sl")]
+        equity = self.equity(fill, fill + spr, desk)
+        log.info("stop out at %s: margin level %.1f%%", when, 100 * equity / margin if margin else math.inf)
+        # The most losing position of the account, each valued in the deposit currency where it would close:
+        # the working desk's at the fill, the others at their prices now.
+        candidates = []
+        for d in self.desks:
+            for p in d.book.positions:
+                if d is desk:
+                    exit_ = fill if p.side > 0 else fill + spr
+                    loss = d.position_profit(p, exit_, fill, fill + spr)
+                else:
+                    exit_ = d.price_points(-p.side)
+                    loss = d.position_profit(p, exit_)
+                candidates.append((loss, d, p, exit_))
+        _, d, worst, exit_ = min(candidates, key=lambda c: c[0])
+        return [(d, worst, exit_, "stop out")]
+
+
+def _stop_first(positions: list[OpenPosition], net: float, fill: float, spr: float) -> OpenPosition | None:
+    """The stop-loss nearest on the adverse path that lies before the stop-out fill (longs' stops for a net
+    long falling, shorts' for a net short rising), or None."""
+    first = [
+        p
+        for p in positions
+        if p.sl is not None and p.side * net > 0 and (p.sl >= fill if net > 0 else p.sl <= fill + spr)
+    ]
+    if not first:
+        return None
+    return max(first, key=lambda p: p.sl * (1 if net > 0 else -1))
+
+
+def _bisect(reached, start: float, far: float) -> float:
+    """The first whole point from ``start`` towards ``far`` at which ``reached`` holds (it holds at
+    ``far``, not at ``start``): MetaTrader's stop-out fills at the first tick beyond the level."""
+    a, b = float(start), float(round(far))
+    step = 1.0 if b > a else -1.0
+    while abs(b - a) > 1.0:
+        mid = float(math.floor((a + b) / 2.0)) if step > 0 else float(math.ceil((a + b) / 2.0))
+        if mid in (a, b):
+            break
+        if reached(mid):
+            b = mid
+        else:
+            a = mid
+    return b
