@@ -58,6 +58,7 @@ BAD: dict[str, tuple[str, ...]] = {
     # candle data (run, backtest, optimize, data show/export)
     "--source": NAME,
     "--symbol": ("", "NOSUCH"),
+    "--symbols": ("", ",", "EURUSD,EURUSD", "EURUSD,NOSUCH", "EURUSD,../x"),
     "--timeframe": ("", "H7", "M0"),
     "--path": (*READ_FILE, "<bad-candles>"),
     "--from": DATE_FROM,

@@ -222,3 +222,19 @@ def test_a_report_another_backtest_wrote_meanwhile_in_the_same_folder_is_not_rep
     assert res.returncode == 2 and "--out" in res.stderr and "--force" in res.stderr, res.stderr
     errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in res.stderr, res.stderr
+
+
+def test_symbols_runs_several_symbols_on_one_account_and_trades_csv_names_them(tmp_path):
+    out = tmp_path / "multi"
+    done = neuronet(
+        "backtest", "TrendFilterEA", "--source", "synthetic", "-o", "bars=3000", "--symbols", "EURUSD,USDJPY",
+        "--out", str(out), "--monte-carlo", "0", "--bootstrap", "0", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((out / "report.json").read_text())
+    table = doc["data"]["symbols"]
+    assert set(table) == {"EURUSD", "USDJPY"}  # USDJPY converts its own yen: nothing else loaded
+    header, *rows = (out / "trades.csv").read_text().splitlines()
+    assert header.split(",")[1] == "symbol"
+    counts = {s: sum(1 for r in rows if r.split(",")[1] == s) for s in table}
+    assert counts == {s: table[s]["trades"] for s in table} and all(counts.values())

@@ -84,3 +84,20 @@ def open_brokers(
         broker.ledger.convert(name, profit)
     first.funds.refresh()
     return brokers
+
+
+def conversion_pairs(symbols, deposit: str, table: Mapping[str, SymbolSpec] | None = None) -> list[str]:
+    """The symbols of the built-in table that convert ``symbols``' profit and margin currencies into
+    ``deposit`` and are not among them (what a loader fetches besides the traded symbols)."""
+    from datafeeds.symbols import BUILTIN, find_spec
+
+    out: list[str] = []
+    for name in symbols:
+        spec = find_spec(name, table or {})
+        for currency in (spec.profit_currency, spec.margin_currency):
+            if currency == deposit or {spec.base, spec.profit_currency} == {currency, deposit}:
+                continue
+            pairs = [p for p in (currency + deposit, deposit + currency) if p in BUILTIN]
+            if pairs and not any(p in symbols or p in out for p in pairs):
+                out.append(pairs[0])
+    return out

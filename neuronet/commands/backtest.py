@@ -57,6 +57,7 @@ from neuronet.commands.options import (
     prepare_out,
 )
 from neuronet.commands.summary import print_summary
+from neuronet.commands.symbols import load_symbols, symbol_list
 from strategies import BUILTIN, ExpertAdvisor
 
 ROBUSTNESS_STORE = "permutations.db"  # the permutation test's study store, in the report folder
@@ -184,6 +185,9 @@ def _execute(
 ) -> None:
     def announce() -> None:  # the EA took its parameters: say what runs (a refused one is the only line)
         meta, fs = bt.meta, bt.periods.forward_start
+        df = bt.candles  # the main chart's
+        if bt.multi is not None:
+            typer.echo(f"{ea.__name__} trades {', '.join(bt.multi.setup.symbols)} on one account")
         if account.spread is None and not df["spread"].any():
             typer.echo(
                 f"note: these candles carry no spread; trading with {account.missing_spread} points "
@@ -263,6 +267,15 @@ Timeframe = Annotated[
     str | None,
     typer.Option(
         "--timeframe", help="Timeframe such as H1 (default: the source's own).", parser=values.timeframe
+    ),
+]
+Symbols = Annotated[
+    str | None,
+    typer.Option(
+        "--symbols",
+        help="Several symbols on one account, e.g. EURUSD,GBPUSD (default: the EA's own symbols); the "
+        "first is the main chart. Their conversion pairs are loaded too.",
+        parser=values.text,
     ),
 ]
 Forward = Annotated[
@@ -372,6 +385,7 @@ def backtest(
     ea: EaArg,
     source: Source = "sample",
     symbol: Symbol = None,
+    symbols: Symbols = None,
     timeframe: Timeframe = None,
     path: CsvPath = None,
     start: Start = None,
@@ -437,7 +451,24 @@ def backtest(
     model = model.strip().lower()
     # before any work: a bad or occupied --out must not cost the user a whole run
     with out_folder(out, force, RESUMABLE) if out is not None else nullcontext():
-        df, m1, ticks = market_data(name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv)
+        names = symbol_list(symbols) or tuple(cls.symbols)
+        if symbols is not None and symbol is not None:
+            raise CommandError("give --symbol or --symbols, not both")
+        if symbols is not None and names != tuple(cls.symbols):  # the EA trades the symbols asked for
+            cls = type(cls.__name__, (cls,), {"symbols": names, "__module__": cls.__module__})
+        if len(names) > 1 or len(cls.timeframes) > 1:
+            if model != "open" or m1_csv is not None or ticks_csv is not None:
+                raise CommandError(
+                    f"--model {model}: a multi-symbol run is modelled on open prices (--model open)"
+                )
+            df = load_symbols(
+                names or (symbol or "EURUSD",), name, timeframe, start, end, options, account.currency
+            )
+            m1 = ticks = None
+        else:
+            df, m1, ticks = market_data(
+                name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv
+            )
         _execute(
             cls,
             df,
