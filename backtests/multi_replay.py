@@ -14,9 +14,12 @@ import pandas as pd
 
 from backtests.broker import AccountConfig
 from backtests.errors import SymbolsError
+from backtests.merged import walk_bar
 from backtests.multi import MultiContext, MultiSetup
+from backtests.paths import COVERAGE, M1Path, check_inside, check_market
 from backtests.periods import Periods, resolve
 from backtests.replay import Result, _Context, _criterion, _lap, broker_figures, chart_data
+from datafeeds import meta_of
 from strategies.base import call_hook, make_ea
 from strategies.errors import EARuntimeError
 
@@ -35,12 +38,18 @@ class MultiBacktest:
         seed: int,
         model: str,
         specs: Mapping | None,
+        m1: Mapping[str, pd.DataFrame] | None = None,
     ):
-        if model != "open":
+        if model not in ("open", "ohlc1m"):
             raise SymbolsError(
-                f"model {model!r}: a multi-symbol backtest runs in open-prices mode (--model open) for now"
+                f"model {model!r}: a multi-symbol backtest models open prices or M1 bars (open, ohlc1m)"
             )
+        if model == "ohlc1m" and not isinstance(m1, Mapping):
+            raise SymbolsError("model 'ohlc1m' with several symbols needs m1={symbol: M1 candles, ...}")
+        if model == "open" and m1 is not None:
+            raise SymbolsError("M1 candles are only used by model 'ohlc1m'")
         self.setup = MultiSetup(frames, ea, specs)
+        self.paths = minute_paths(self.setup, m1, account) if model == "ohlc1m" else {}
         self.ea_class = ea
         self.account = account
         self.seed = seed
@@ -75,6 +84,8 @@ class MultiBacktest:
             return _Context(feed, probes, *args, **kwargs)
 
         brokers = setup.brokers(self.account, make_main)
+        for name, path in self.paths.items():
+            brokers[name].attach_path(path.for_run(None))
         ctx = MultiContext(brokers, setup.main[0])
         main = ctx.main
         ea.attach(ctx, feed.bars, None, views=views)
@@ -113,6 +124,7 @@ class MultiBacktest:
             timings["retrain_s"] = 0.0
         desks = list(brokers.values())
         advance, on_bar, times = views.advance, ea.on_bar, self.setup.aligned.time
+        minutes = bool(self.paths)
         for t in range(fs, n):
             if every and periods.retrains_at(t):
                 tick = time.perf_counter()
@@ -130,8 +142,11 @@ class MultiBacktest:
                 raise EARuntimeError(
                     type(ea).__name__, "on_bar", f"at bar {t} ({times[t]})", exc, t, times[t]
                 ) from exc
-            for d in desks:
-                d.bar_range(t)
+            if minutes:
+                walk_bar(desks, t)
+            else:
+                for d in desks:
+                    d.bar_range(t)
 
     def _score(self, ea, main, brokers, feed, periods, last, timings, clock) -> Result:
         fs = periods.forward_start
@@ -154,6 +169,11 @@ class MultiBacktest:
                 "forward_first": str(times[fs]),
                 "forward_last": str(times[last]),
                 "model": self.model,
+                **(
+                    {"m1_quality": {n: p.quality(fs, last) for n, p in self.paths.items()}}
+                    if self.paths
+                    else {}
+                ),
                 "symbols": self.setup.describe(brokers, figures.trades),
                 "timeframes": list(self.setup.timeframes),
             },
@@ -179,6 +199,31 @@ class MultiBacktest:
             curves=figures.curves,
             equity_path=None,
         )
+
+
+def minute_paths(setup: MultiSetup, m1: Mapping[str, pd.DataFrame], account: AccountConfig) -> dict:
+    """Each loaded symbol's M1 path on the account's timeline, its minutes checked against its own candles
+    as a single-symbol run checks them (``backtests.paths``); minutes for a symbol not loaded are refused."""
+    extra = sorted(set(m1) - set(setup.frames))
+    if extra:
+        raise SymbolsError(
+            f"M1 candles for {', '.join(extra)}, which this run does not load "
+            f"(loaded: {', '.join(setup.frames)})"
+        )
+    missing = [s for s in setup.frames if s not in m1]
+    if missing:
+        raise SymbolsError(f"model 'ohlc1m' needs the M1 candles of {', '.join(missing)} too")
+    paths = {}
+    for name, df in setup.frames.items():
+        meta, minutes = meta_of(df), m1[name]
+        check_market(df, meta, minutes, "M1 bars")
+        fixed = account.spread
+        if fixed is None and "spread" in minutes and not minutes["spread"].to_numpy().any():
+            fixed = account.missing_spread
+        own = M1Path(df.index, minutes, meta.point, fixed)
+        check_inside(df, meta, minutes, own.starts, COVERAGE["ohlc1m"])
+        paths[name] = M1Path(setup.aligned.time, minutes, meta.point, fixed)
+    return paths
 
 
 class _FeedLike:

@@ -329,6 +329,15 @@ class M1Path(PricePath):
             broker.walking = False
             broker.now_ns = None
 
+    def minute(self, broker, t: int, m: int) -> tuple[float, float]:
+        """Work row ``m`` of bar ``t`` on ``broker`` (the caller set ``walking``), as ``walk`` does; the
+        minute's closing bid and ask in points (several symbols' walks are merged in time order)."""
+        if broker.book:
+            broker.now_ns = int(self.time_ns[m])
+            self._minute(broker, t, m)
+        close = self.points[m, 3]
+        return close, close + self.spread[m]
+
     def _next_touch(self, broker, m: int, end: int) -> int:
         levels = _levels(broker, self.spread[m])
         if not len(levels):

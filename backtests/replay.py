@@ -26,7 +26,15 @@ from backtests import metrics
 from backtests.broker import AccountConfig, Broker
 from backtests.broker.terms import SymbolTerms
 from backtests.equity_path import path_drawdowns
-from backtests.paths import COVERAGE, M1Path, check_inside, check_market, check_model, model_data
+from backtests.paths import (
+    COVERAGE,
+    M1Path,
+    ModelDataError,
+    check_inside,
+    check_market,
+    check_model,
+    model_data,
+)
 from backtests.periods import Periods, resolve
 from backtests.ticks import TickPath
 from datafeeds import meta_of
@@ -171,8 +179,12 @@ class Backtest:
             from backtests.multi_replay import MultiBacktest  # imports this module: built on demand
 
             frames = candles if isinstance(candles, Mapping) else {meta_of(candles).symbol: candles}
-            if m1 is not None or ticks is not None:
-                model = "ohlc1m" if m1 is not None else "ticks"
+            if ticks is not None:
+                raise ModelDataError(
+                    "model 'ticks' is not yet modelled for several symbols; use open or ohlc1m"
+                )
+            if m1 is not None and not isinstance(m1, Mapping):
+                m1 = {meta_of(m1).symbol: m1}
             self.multi = MultiBacktest(
                 frames,
                 ea,
@@ -182,6 +194,7 @@ class Backtest:
                 seed=int(seed),
                 model=model,
                 specs=specs,
+                m1=m1,
             )
             self.periods, self.meta, self.ea_class = self.multi.periods, self.multi.meta, ea
             self.account, self.seed, self.model = self.multi.account, self.multi.seed, model

@@ -13,9 +13,12 @@ from backtests import Backtest
 from backtests.broker import AccountConfig
 from backtests.broker.portfolio import ConversionError, open_brokers
 from backtests.errors import SymbolsError
+from backtests.merged import walk_bar
+from backtests.paths import M1Path
 from datafeeds import make_frame
 from datafeeds.candles import CandleMeta
 from datafeeds.clock import UTC
+from datafeeds.resample import resample
 from datafeeds.symbols import BUILTIN, UnknownSpecError
 from datafeeds.synthetic import synthetic_candles
 from datafeeds.timeframes import Timeframe
@@ -288,3 +291,81 @@ def test_a_symbol_missing_bars_keeps_its_last_bar_and_the_report_counts_them():
     assert result.data["symbols"]["EURUSD"]["lacked_bars"] == 0
     gap = [newest for now, newest in seen if gbp.index[100] < now <= gbp.index[110]]
     assert gap and all(newest == gbp.index[99] for newest in gap)
+
+
+class _Stops(_Flip):
+    """``_Flip`` with a stop-loss and a take-profit, so the minutes inside each bar decide the exits."""
+
+    def on_bar(self):
+        for s in self.symbols:
+            bars = self.data(s)
+            if len(bars) < 2 or self.position_of(s):
+                continue
+            up = bars.close[-1] > bars.close[-2]
+            (self.buy if up else self.sell)(self.lots, symbol=s, sl_points=60, tp_points=90)
+
+
+def _minutes(symbols, hours=300):
+    m1 = {s: synthetic_candles(s, "M1", hours * 60, seed=i + 1) for i, s in enumerate(symbols)}
+    return {s: resample(df, "H1") for s, df in m1.items()}, m1
+
+
+def test_ohlc1m_three_independent_symbols_equal_three_single_symbol_runs():
+    frames, m1 = _minutes(_Stops.symbols)
+    multi = Backtest(frames, _Stops, model="ohlc1m", m1=m1).run()
+    cols = ["type", "entry_time", "entry_price", "exit_time", "exit_price", "exit_reason", "profit"]
+    deposit = AccountConfig().deposit
+    summed = np.full(len(multi.equity), deposit)
+    for s in _Stops.symbols:
+        one = type(f"Stops{s}", (_Stops,), {"symbols": (s,)})
+        single = Backtest(frames[s], one, model="ohlc1m", m1=m1[s]).run()
+        mine = multi.trades[multi.trades["symbol"] == s].reset_index(drop=True)
+        assert len(mine) == len(single.trades) > 10
+        assert set(mine["exit_reason"]) >= {"sl", "tp"}  # exits inside bars, found on the minutes
+        pd.testing.assert_frame_equal(mine[cols], single.trades[cols].reset_index(drop=True))
+        summed += single.equity - deposit
+    np.testing.assert_allclose(multi.equity, summed, rtol=0, atol=1e-6)
+
+
+def test_ohlc1m_minutes_of_a_symbol_the_run_does_not_load_are_refused_by_name():
+    frames, m1 = _minutes(["EURUSD", "GBPUSD", "AUDUSD"], 50)
+    ea = type("Two", (_Flip,), {"symbols": ("EURUSD", "GBPUSD")})
+    with pytest.raises(SymbolsError, match="M1 candles for AUDUSD"):
+        Backtest({s: frames[s] for s in ea.symbols}, ea, model="ohlc1m", m1=m1)
+
+
+def _minute_frame(symbol, prices):
+    """M1 candles of constant minutes at ``prices`` (one per minute) from ``TIME[0]``."""
+    p = np.asarray(prices, dtype=float)
+    index = pd.date_range(TIME[0], periods=len(p), freq="min", tz="UTC")
+    data = {"open": p, "high": p, "low": p, "close": p, "spread": np.zeros(len(p), dtype=np.int32)}
+    return make_frame(data, index, CandleMeta(symbol, Timeframe.M1, 5))
+
+
+def test_ohlc1m_stop_out_sees_the_other_symbols_minute_of_the_same_time():
+    """GBPUSD falls at minute 5 (-450 on 0.3 lots), EURUSD at minute 20 (-100 on 0.5 lots): neither alone
+    reaches the stop-out (equity below 50% of the 940 margin: a loss over 530), both together do, at minute
+    20. The larger loser, GBPUSD, is closed at its price of that minute; then the level is 450 / 550."""
+    gbp = [1.30000] * 65 + [1.28500] * 115
+    eur = [1.10000] * 80 + [1.09800] * 100
+    m1 = {"EURUSD": _minute_frame("EURUSD", eur), "GBPUSD": _minute_frame("GBPUSD", gbp)}
+    hours = {s: resample(df, "H1") for s, df in m1.items()}
+    columns = {
+        s: (*(df[c].to_numpy() for c in ("open", "high", "low", "close")), np.zeros(3), df.index)
+        for s, df in hours.items()
+    }
+    brokers = _brokers(columns, AccountConfig(deposit=1_000.0, spread=0))
+    for s, b in brokers.items():
+        b.attach_path(M1Path(hours[s].index, m1[s], 1e-5, 0).for_run(None))
+    _at(brokers, 0)
+    brokers["EURUSD"].order(+1, 0.5, None, None, 0, "")
+    brokers["GBPUSD"].order(+1, 0.3, None, None, 0, "")
+    walk_bar(list(brokers.values()), 0)
+    _at(brokers, 1)
+    walk_bar(list(brokers.values()), 1)
+    trades = brokers["EURUSD"].trades_frame()
+    assert list(trades["symbol"]) == ["GBPUSD"] and trades["exit_reason"].iloc[0] == "stop out"
+    assert trades["exit_time"].iloc[0] == TIME[1] + pd.Timedelta(minutes=20)
+    assert trades["exit_price"].iloc[0] == pytest.approx(1.28500)
+    assert trades["profit"].iloc[0] == pytest.approx(-450.0)
+    assert len(brokers["EURUSD"].book.positions) == 1
