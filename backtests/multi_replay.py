@@ -123,7 +123,8 @@ class MultiBacktest:
         if every:
             timings["retrain_s"] = 0.0
         desks = list(brokers.values())
-        advance, on_bar, times = views.advance, ea.on_bar, self.setup.aligned.time
+        on_bar, times, step = ea.on_bar, self.setup.aligned.time, views.step
+        schedule = views.schedule(stamps)
         minutes = bool(self.paths)
         for t in range(fs, n):
             if every and periods.retrains_at(t):
@@ -133,7 +134,7 @@ class MultiBacktest:
             firsts = [d.enter(t) for d in desks]  # every symbol at this moment before any is checked
             for d, first in zip(desks, firsts, strict=True):
                 d.open_checks(t, first)
-            advance(int(stamps[t]))
+            step(schedule[t])
             try:
                 on_bar()
             except KeyboardInterrupt:

@@ -338,6 +338,10 @@ class M1Path(PricePath):
         close = self.points[m, 3]
         return close, close + self.spread[m]
 
+    def next_touch(self, broker, m: int, end: int) -> int:
+        """The first row of ``m..end-1`` whose range can reach one of ``broker``'s levels (``end``: none)."""
+        return self._next_touch(broker, m, end)
+
     def _next_touch(self, broker, m: int, end: int) -> int:
         levels = _levels(broker, self.spread[m])
         if not len(levels):

@@ -39,6 +39,24 @@ class DataViews:
             if visible > feed.visible:
                 feed.advance(visible)
 
+    def schedule(self, stamps: np.ndarray) -> list[list[tuple[BarFeed, int]]]:
+        """For each decision time of ``stamps`` (UTC ns, ascending), the feeds whose visible end moves then
+        and to where: computed once for a run, so a bar's step is a few list reads (``step``)."""
+        out: list[list[tuple[BarFeed, int]]] = [[] for _ in range(len(stamps))]
+        for key, feed in self.feeds.items():
+            counts = np.searchsorted(self._ends[key], stamps, side="right")
+            moved = np.flatnonzero(np.diff(counts, prepend=0) > 0)
+            for t in moved.tolist():
+                out[t].append((feed, int(counts[t])))
+        return out
+
+    @staticmethod
+    def step(moves: list[tuple[BarFeed, int]]) -> None:
+        """Reveal the bars one decision time of ``schedule`` closes."""
+        for feed, visible in moves:
+            if visible > feed.visible:
+                feed.advance(visible)
+
     def visible_at(self, key: tuple[str, str], now_ns: int) -> int:
         return int(np.searchsorted(self._ends[key], now_ns, side="right"))
 

@@ -53,6 +53,7 @@ class Account:
         # change (``_terms_at``: its ``changes`` then).
         self._terms: tuple[float, float, float, float, float] | None = None
         self._terms_at = -1
+        self._desk_margin: dict[int, tuple[int, float]] = {}  # id(desk) -> (its book's changes, margin)
 
     def attach(self, desk: Any) -> None:
         """Add a symbol's broker to the account."""
@@ -96,7 +97,19 @@ class Account:
     def used_margin(self) -> float:
         if self.closed_form:
             return self.margin.of_positions(self.book.positions)
-        return sum(d.margin.of_positions(d.book.positions) for d in self.desks if d.book.positions)
+        # Each desk's margin changes only with its positions (charged at their margin prices): kept per desk
+        # until its book changes.
+        total = 0.0
+        cache = self._desk_margin
+        for d in self.desks:
+            book = d.book
+            if not book.positions:
+                continue
+            held = cache.get(id(d))
+            if held is None or held[0] != book.changes:
+                held = cache[id(d)] = (book.changes, d.margin.of_positions(book.positions))
+            total += held[1]
+        return total
 
     def any_open(self) -> bool:
         """Whether any desk holds a position."""
@@ -222,8 +235,12 @@ class Account:
         if margin <= 0:
             return False
         o, h, lo, spr = quote
-        prices = (o,) if at_open else (lo, h)
-        return min(self._surplus(desk, p, spr, margin) for p in prices) <= 0.0
+        # The other desks at their prices now, once; this desk at the quote's open or at each extreme.
+        rest = self.balance - self.stop_out_level / 100.0 * margin
+        rest += sum(d.floating_now() for d in self.desks if d is not desk and d.book.positions)
+        if at_open:
+            return rest + desk.floating(o, o + spr) <= 0.0
+        return rest + min(desk.floating(lo, lo + spr), desk.floating(h, h + spr)) <= 0.0
 
     def _crossing(self, desk: Any, spread: float) -> float | None:
         """The bid of ``desk`` (points, a whole point) nearest its price now at which the level is reached
