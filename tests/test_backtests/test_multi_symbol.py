@@ -369,3 +369,25 @@ def test_ohlc1m_stop_out_sees_the_other_symbols_minute_of_the_same_time():
     assert trades["exit_price"].iloc[0] == pytest.approx(1.28500)
     assert trades["profit"].iloc[0] == pytest.approx(-450.0)
     assert len(brokers["EURUSD"].book.positions) == 1
+
+
+class _Lots(_Flip):
+    """``_Flip`` whose volume is the optimised parameter: a pass's profit is linear in it."""
+
+    symbols = ("EURUSD", "USDJPY")
+    lots = 0.1
+
+
+def test_optimize_and_walk_forward_take_a_multi_symbol_ea():
+    from backtests.optimize import optimize, walk_forward
+
+    frames = _frames(_Lots.symbols, 400)
+    table = optimize(frames, _Lots, ["lots=0.1,0.2"], criterion="balance", workers=0)
+    by_lots = {round(r["lots"], 2): r for _, r in table.iterrows()}
+    one = Backtest(frames, _Lots, forward=None).run(lots=0.2)
+    assert by_lots[0.2]["total_trades"] == len(one.trades)  # a pass is the multi-symbol backtest
+    assert set(one.trades["symbol"]) == set(_Lots.symbols)
+    result = walk_forward(
+        frames, _Lots, ["lots=0.1,0.2"], train=200, test=100, criterion="balance", workers=0
+    )
+    assert len(result.windows) == 2
