@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,7 +17,7 @@ from backtests.merged import walk_bar
 from backtests.multi import MultiContext, MultiSetup
 from backtests.paths import COVERAGE, M1Path, check_inside, check_market
 from backtests.periods import Periods, resolve
-from backtests.replay import Result, _Context, _criterion, _lap, broker_figures, chart_data
+from backtests.replay import Result, _Context, _criterion, _lap, broker_figures
 from datafeeds import meta_of
 from strategies.base import call_hook, make_ea
 from strategies.errors import EARuntimeError
@@ -158,8 +157,9 @@ class MultiBacktest:
         section = call_hook(ea, "report_section", feed.bars, where=after)
         timings["evaluate_s"] = _lap(clock)
         criterion = _criterion(ea, call_hook(ea, "on_tester", dict(figures.stats), where=after))
-        mfs = feed.bars.window(0, len(feed))
-        first_main = int(np.searchsorted(feed.time, times[fs]))
+        charts = {
+            name: symbol_chart(brokers[name], fs, last) for name in self.setup.symbols if name in brokers
+        }
         return Result(
             ea=call_hook(ea, "describe", where=after),
             data={
@@ -192,13 +192,14 @@ class MultiBacktest:
             complete=True,
             seed=self.seed,
             custom_criterion=criterion,
-            chart_data=chart_data(_FeedLike(mfs), None, first_main, len(feed) - 1),
+            chart_data=charts[self.setup.main[0]],
             section=section,
             ea_instance=ea,
             orders=main.orders_frame(),
             deals=main.deals_frame(),
             curves=figures.curves,
             equity_path=None,
+            symbol_charts=charts,
         )
 
 
@@ -227,12 +228,16 @@ def minute_paths(setup: MultiSetup, m1: Mapping[str, pd.DataFrame], account: Acc
     return paths
 
 
-class _FeedLike:
-    """The main chart's bars as ``chart_data`` reads a feed."""
-
-    def __init__(self, bars: Any):
-        self.time = bars.time
-        self._bars = bars
-
-    def column(self, name: str) -> np.ndarray:
-        return getattr(self._bars, name)
+def symbol_chart(broker, fs: int, last: int, span: int = 160) -> dict:
+    """A symbol's last ``span`` forward bars on the account's timeline, as ``chart_data`` gives the main
+    chart's (bar indices are the timeline's, as the trades' are; flat where the symbol had no bar)."""
+    m = broker.market
+    a = max(fs, last + 1 - span)
+    return {
+        "index": np.arange(a, last + 1),
+        "time": m.time[a : last + 1],
+        "open": m.opens[a : last + 1],
+        "high": m.highs[a : last + 1],
+        "low": m.lows[a : last + 1],
+        "close": m.closes[a : last + 1],
+    }

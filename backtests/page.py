@@ -286,6 +286,34 @@ def _glossary() -> str:
     return "".join(parts)
 
 
+def _symbols_html(table: dict, currency: str) -> str:
+    """The per-symbol figures of a multi-symbol run (report.json's ``data.symbols``)."""
+    head = (
+        "Symbol",
+        "Trades",
+        f"Net profit ({currency})",
+        "Profit factor",
+        "Win rate",
+        "Largest loss",
+        "Bars lacked",
+    )
+    rows = []
+    for name, s in table.items():
+        pf, wr = s.get("profit_factor"), s.get("win_rate")
+        cells = (
+            name,
+            str(s["trades"]),
+            f"{s['net_profit']:.2f}",
+            "-" if pf is None else f"{pf:.2f}",
+            "-" if wr is None else f"{100 * wr:.1f}%",
+            f"{s['largest_loss']:.2f}",
+            str(s["lacked_bars"]),
+        )
+        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    header = "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"
+    return f"<h2>Symbols</h2><table>{header}{''.join(rows)}</table>"
+
+
 def html_page(result: Result, doc: dict) -> str:
     """The whole report.html of a run (``doc``: its report.json, for the environment)."""
     from backtests import charts  # matplotlib costs a second to import: only when a report is drawn
@@ -324,9 +352,17 @@ def html_page(result: Result, doc: dict) -> str:
     if result.section is not None:
         parts.append(f"<h2>{html.escape(result.section.title)}</h2>")
         parts.extend(_img(png, name) for name, png in result.section.charts.items())
-    parts.append(
-        _img(charts.price(result.chart_data, result.trades, pred["classes"] if pred else None), "price")
-    )
+    if result.symbol_charts:  # several symbols: a table and a price chart each
+        parts.append(_symbols_html(data.get("symbols", {}), result.account["currency"]))
+        for name, chart in result.symbol_charts.items():
+            mine = result.trades[result.trades["symbol"] == name] if len(result.trades) else result.trades
+            parts.append(
+                f"<h3>{html.escape(name)}</h3>" + _img(charts.price(chart, mine, None), f"{name} price")
+            )
+    else:
+        parts.append(
+            _img(charts.price(result.chart_data, result.trades, pred["classes"] if pred else None), "price")
+        )
     if result.training:
         total_wall = sum(r.get("wall_s") or 0.0 for r in result.training)
         builds = sum(r.get("build_s") or 0.0 for r in result.training)

@@ -238,3 +238,5 @@ def test_symbols_runs_several_symbols_on_one_account_and_trades_csv_names_them(t
     assert header.split(",")[1] == "symbol"
     counts = {s: sum(1 for r in rows if r.split(",")[1] == s) for s in table}
     assert counts == {s: table[s]["trades"] for s in table} and all(counts.values())
+    page = (out / "report.html").read_text()
+    assert "<h2>Symbols</h2>" in page and 'alt="USDJPY price"' in page
