@@ -18,7 +18,7 @@ import pandas as pd
 
 from backtests.alignment import align
 from backtests.broker import AccountConfig, Broker
-from backtests.broker.portfolio import open_brokers
+from backtests.broker.portfolio import conversion, open_brokers
 from backtests.errors import SymbolsError
 from datafeeds import meta_of
 from datafeeds.resample import can_resample, resample
@@ -193,7 +193,9 @@ class MultiSetup:
     """What a multi-symbol run is made of, built and checked once per ``Backtest``: the aligned timeline,
     the specifications, and the candles of every declared (symbol, timeframe)."""
 
-    def __init__(self, frames: Mapping[str, pd.DataFrame], ea_class: Any, specs: Mapping | None):
+    def __init__(
+        self, frames: Mapping[str, pd.DataFrame], ea_class: Any, specs: Mapping | None, currency: str = "USD"
+    ):
         if not frames:
             raise SymbolsError("no candles given: a multi-symbol backtest needs a frame per symbol")
         for name, df in frames.items():
@@ -214,9 +216,32 @@ class MultiSetup:
         self.frames = {main: frames[main], **{k: v for k, v in frames.items() if k != main}}
         self.specs = symbol_specs(self.frames, specs)
         self.aligned = align(self.frames)
+        self._check_conversions(currency)
         self.views = timeframe_frames(self.frames, self.symbols, self.timeframes)
         self.main = (main, self.timeframes[0])
         self.meta = meta_of(self.frames[main])
+
+    def _check_conversions(self, currency: str) -> None:
+        """Every conversion a symbol needs is loaded (``ConversionError`` otherwise), and a pair it converts
+        through has a bar wherever the symbol has one: a rate from a stale bar would be a made-up rate."""
+        tracks = self.aligned.tracks
+        for name, spec in self.specs.items():
+            needs = [(spec.profit_currency, "profit")]
+            if spec.calc_mode not in ("cfd", "cfd_leverage"):
+                needs.append((spec.margin_currency, "margin"))
+            for cur, what in needs:
+                rate = conversion(spec, cur, currency, self.frames, what)
+                pair = rate.name
+                if rate.pair is None or pair == name:
+                    continue
+                gaps = tracks[pair].closed & ~tracks[name].closed
+                if gaps.any():
+                    first = self.aligned.time[int(np.argmax(gaps))]
+                    raise SymbolsError(
+                        f"symbol {name}: its {what} is converted through {pair}, which has no bar at "
+                        f"{int(gaps.sum())} of {name}'s bars (the first at {first}); give {pair}'s candles "
+                        "without gaps over the same span"
+                    )
 
     def feeds(self) -> DataViews:
         """Fresh feeds (one run's), nothing visible yet."""

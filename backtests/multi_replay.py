@@ -47,7 +47,7 @@ class MultiBacktest:
             raise SymbolsError("model 'ohlc1m' with several symbols needs m1={symbol: M1 candles, ...}")
         if model == "open" and m1 is not None:
             raise SymbolsError("M1 candles are only used by model 'ohlc1m'")
-        self.setup = MultiSetup(frames, ea, specs)
+        self.setup = MultiSetup(frames, ea, specs, account.currency)
         self.paths = minute_paths(self.setup, m1, account) if model == "ohlc1m" else {}
         self.ea_class = ea
         self.account = account

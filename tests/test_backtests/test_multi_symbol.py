@@ -391,3 +391,15 @@ def test_optimize_and_walk_forward_take_a_multi_symbol_ea():
         frames, _Lots, ["lots=0.1,0.2"], train=200, test=100, criterion="balance", workers=0
     )
     assert len(result.windows) == 2
+
+
+def test_a_conversion_pair_with_gaps_is_refused_by_name_before_the_run():
+    frames = _frames(["EURUSD", "USDJPY", "EURGBP", "GBPUSD"], 300)
+    gbp = frames["GBPUSD"]
+    kept = gbp.index.drop(gbp.index[50:53])
+    frames["GBPUSD"] = make_frame(gbp.loc[kept], kept, gbp.attrs["candles"])
+    ea = type("Cross", (_Flip,), {"symbols": ("EURUSD", "EURGBP")})
+    with pytest.raises(
+        SymbolsError, match=r"EURGBP: its profit is converted through GBPUSD, which has no bar at 3"
+    ):
+        Backtest(frames, ea)
