@@ -240,3 +240,33 @@ def test_symbols_runs_several_symbols_on_one_account_and_trades_csv_names_them(t
     assert counts == {s: table[s]["trades"] for s in table} and all(counts.values())
     page = (out / "report.html").read_text()
     assert "<h2>Symbols</h2>" in page and 'alt="USDJPY price"' in page
+
+
+@pytest.mark.parametrize(
+    "extra, line",
+    [
+        (["--m1-csv", "eu.csv"], "--m1-csv eu.csv: with several symbols give SYMBOL=FILE"),
+        (["--m1-csv", "GBPJPY=gj.csv"], "--m1-csv GBPJPY=gj.csv: GBPJPY is not a symbol of this run"),
+        (["--m1-csv", "EURUSD=a.csv", "--m1-csv", "eurusd=b.csv"], "--m1-csv: EURUSD is given twice"),
+        (["--model", "ticks"], "--model ticks: a multi-symbol run is modelled on open prices or M1 bars"),
+        (["--symbols", "EURUSD,EURUSD"], "--symbols 'EURUSD,EURUSD': a symbol is named twice"),
+    ],
+)
+def test_bad_multi_symbol_data_options_are_one_line_and_write_nothing(tmp_path, extra, line):
+    args = ["backtest", "TrendFilterEA", "--source", "synthetic", "-o", "bars=500", "--model", "ohlc1m"]
+    done = neuronet(*args, *extra, "--out", "r", cwd=tmp_path)
+    assert done.returncode == 2
+    assert line in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_multi_symbol_ohlc1m_run_from_the_synthetic_source_works_through_every_minute(tmp_path):
+    done = neuronet(
+        "backtest", "TrendFilterEA", "--source", "synthetic", "-o", "bars=1500", "--model", "ohlc1m",
+        "--out", "r", "--monte-carlo", "0", "--bootstrap", "0", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert doc["data"]["model"] == "ohlc1m"
+    assert set(doc["data"]["m1_quality"]) == {"EURUSD", "GBPUSD", "USDJPY"}
+    assert all(q == 100.0 for q in doc["data"]["m1_quality"].values())

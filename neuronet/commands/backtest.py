@@ -457,14 +457,11 @@ def backtest(
         if symbols is not None and names != tuple(cls.symbols):  # the EA trades the symbols asked for
             cls = type(cls.__name__, (cls,), {"symbols": names, "__module__": cls.__module__})
         if len(names) > 1 or len(cls.timeframes) > 1:
-            if model != "open" or m1_csv is not None or ticks_csv is not None:
-                raise CommandError(
-                    f"--model {model}: a multi-symbol run is modelled on open prices (--model open)"
-                )
-            df = load_symbols(
-                names or (symbol or "EURUSD",), name, timeframe, start, end, options, account.currency
-            )
-            m1 = ticks = None
+            if ticks_csv is not None or model == "ticks":
+                raise CommandError("--model ticks: a multi-symbol run is modelled on open prices or M1 bars")
+            main = names or (symbol or "EURUSD",)
+            df, m1 = load_symbols(main, name, timeframe, start, end, options, account.currency, model, m1_csv)
+            ticks = None
         else:
             df, m1, ticks = market_data(
                 name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv
