@@ -2,7 +2,8 @@
 the same source with the same options, plus the symbols its profit and margin are converted through
 (``backtests.broker.portfolio``), and for ``--model ohlc1m`` each symbol's M1 bars (``--m1-csv
 SYMBOL=FILE``, or the source's own minutes). A synthetic source gives each symbol its own seed from the
-run's, so a README example runs offline and gives the same numbers every time."""
+run's and a shock they share (correlation 0.5 of their returns), so a README example runs offline and gives
+the same numbers every time."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from backtests.broker.portfolio import conversion_pairs
 from datafeeds import load_candles
 from neuronet.commands.errors import CommandError
 from neuronet.commands.options import _file_clock, _with_minutes
+
+SYNTHETIC_CORRELATION = 0.5  # of the synthetic symbols' bar returns (-o correlation=... to change)
 
 
 def symbol_list(text: str | None) -> tuple[str, ...]:
@@ -69,8 +72,10 @@ def load_symbols(
     minutes: dict[str, pd.DataFrame] = {}
     for i, name in enumerate(todo):
         opts = dict(options)
-        if source == "synthetic":
-            opts["seed"] = int(opts.get("seed", 0)) + i  # one path per symbol, all from the run's seed
+        if source == "synthetic":  # one path per symbol, moving together through a shock of the run's seed
+            opts["seed"] = int(opts.get("seed", 0)) + i
+            opts.setdefault("common_seed", int(options.get("seed", 0)))
+            opts.setdefault("correlation", SYNTHETIC_CORRELATION)
         if model != "ohlc1m":
             frames[name] = load_candles(source, name, timeframe, start, end, **opts)
         elif name in files:

@@ -403,3 +403,19 @@ def test_a_conversion_pair_with_gaps_is_refused_by_name_before_the_run():
         SymbolsError, match=r"EURGBP: its profit is converted through GBPUSD, which has no bar at 3"
     ):
         Backtest(frames, ea)
+
+
+def test_synthetic_symbols_of_one_seed_move_together_and_repeat_exactly():
+    from neuronet.commands.symbols import load_symbols
+
+    def returns(seed):
+        frames, _ = load_symbols(
+            ("EURUSD", "GBPUSD"), "synthetic", "H1", None, None, {"seed": seed, "bars": 3000}, "USD"
+        )
+        return {s: np.diff(np.log(df["close"].to_numpy())) for s, df in frames.items()}
+
+    a, b = returns(3), returns(3)
+    assert all(np.array_equal(a[s], b[s]) for s in a)  # the README's figures on every machine
+    rho = np.corrcoef(a["EURUSD"], a["GBPUSD"])[0, 1]
+    assert 0.3 < rho < 0.7  # a shared shock of correlation 0.5 (less: each has its own volatility)
+    assert not np.array_equal(a["EURUSD"], a["GBPUSD"])
