@@ -270,3 +270,18 @@ def test_a_multi_symbol_ohlc1m_run_from_the_synthetic_source_works_through_every
     assert doc["data"]["model"] == "ohlc1m"
     assert set(doc["data"]["m1_quality"]) == {"EURUSD", "GBPUSD", "USDJPY"}
     assert all(q == 100.0 for q in doc["data"]["m1_quality"].values())
+
+
+def test_a_symbols_file_changes_a_builtin_symbols_specification(tmp_path):
+    (tmp_path / "symbols.toml").write_text("[USDJPY]\nvolume_min = 0.5\nvolume_step = 0.5\n")
+    done = neuronet(
+        "backtest", "TrendFilterEA", "--source", "synthetic", "-o", "bars=1500", "--symbols", "EURUSD,USDJPY",
+        "--symbols-file", "symbols.toml", "--out", "r", "--monte-carlo", "0", "--bootstrap", "0",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert doc["data"]["symbols"]["USDJPY"]["trades"] == 0  # its 0.1 lots are below the file's 0.5
+    assert doc["data"]["symbols"]["EURUSD"]["trades"] > 0
+    refused = {(r["symbol"], r["retcode"]) for r in doc["rejected_orders"]["first"]}
+    assert refused == {("USDJPY", 10014)}

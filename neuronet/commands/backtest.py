@@ -26,6 +26,7 @@ from backtests.optimize.errors import StoreInUseError
 from backtests.report import environment, write_report
 from backtests.robustness.analysis import Options as RobustOptions
 from backtests.robustness.analysis import analyze
+from datafeeds.symbols import read_spec_file
 from neuronet.commands import values
 from neuronet.commands.account import (
     Commission,
@@ -182,6 +183,7 @@ def _execute(
     robustness: RobustOptions | None = None,
     workers: int | None = None,
     force: bool = False,
+    specs: dict | None = None,
 ) -> None:
     def announce() -> None:  # the EA took its parameters: say what runs (a refused one is the only line)
         meta, fs = bt.meta, bt.periods.forward_start
@@ -215,6 +217,7 @@ def _execute(
         progress=progress,
         profile=profile,
         on_ready=announce,
+        **({} if specs is None else {"specs": specs}),
         **({} if forward is None else {"forward": forward}),  # else Backtest's own default, 1/3
     )
     meta = bt.meta
@@ -267,6 +270,16 @@ Timeframe = Annotated[
     str | None,
     typer.Option(
         "--timeframe", help="Timeframe such as H1 (default: the source's own).", parser=values.timeframe
+    ),
+]
+SymbolsFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--symbols-file",
+        help="Symbol specifications (TOML [EURGBP] tables or JSON): digits, contract_size, currencies, "
+        "calc_mode, swaps, levels, volumes, trade_mode; they override the built-in table of FX pairs "
+        "and metals.",
+        parser=values.path,
     ),
 ]
 Symbols = Annotated[
@@ -386,6 +399,7 @@ def backtest(
     source: Source = "sample",
     symbol: Symbol = None,
     symbols: Symbols = None,
+    symbols_file: SymbolsFile = None,
     timeframe: Timeframe = None,
     path: CsvPath = None,
     start: Start = None,
@@ -460,9 +474,17 @@ def backtest(
             if ticks_csv is not None or model == "ticks":
                 raise CommandError("--model ticks: a multi-symbol run is modelled on open prices or M1 bars")
             main = names or (symbol or "EURUSD",)
-            df, m1 = load_symbols(main, name, timeframe, start, end, options, account.currency, model, m1_csv)
+            specs = read_spec_file(symbols_file) if symbols_file is not None else None
+            df, m1 = load_symbols(
+                main, name, timeframe, start, end, options, account.currency, model, m1_csv, specs
+            )
             ticks = None
         else:
+            if symbols_file is not None:
+                raise CommandError(
+                    "--symbols-file gives the specifications of a multi-symbol run (--symbols)"
+                )
+            specs = None
             df, m1, ticks = market_data(
                 name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv
             )
@@ -483,6 +505,7 @@ def backtest(
             robustness=robust,
             workers=workers,
             force=force,
+            specs=specs,
         )
 
 

@@ -60,11 +60,12 @@ def load_symbols(
     currency: str,
     model: str = "open",
     m1_csv: list[Path] | None = None,
+    specs: dict | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame] | None]:
     """Every symbol of ``names`` and the conversion pairs they need, from one source, and their M1 bars for
     ``model`` "ohlc1m" (None otherwise)."""
     todo = list(names)
-    todo += [p for p in conversion_pairs(names, currency) if p not in todo]
+    todo += [p for p in conversion_pairs(names, currency, specs) if p not in todo]
     files = minute_files(m1_csv, todo)
     if model != "ohlc1m" and files:
         raise CommandError("--m1-csv is only used with --model ohlc1m")
