@@ -25,6 +25,7 @@ from datafeeds.resample import can_resample, resample
 from datafeeds.symbols import SymbolSpec, find_spec
 from datafeeds.timeframes import Timeframe
 from strategies.bars import BarFeed
+from strategies.errors import EAError
 from strategies.views import DataViews
 
 
@@ -114,8 +115,6 @@ class MultiContext:
             return self.main
         broker = self.brokers.get(symbol)
         if broker is None:
-            from strategies.errors import EAError
-
             raise EAError(f"symbol {symbol!r}: this run trades {', '.join(self.brokers)} only")
         return broker
 

@@ -38,6 +38,7 @@ class MultiBacktest:
         model: str,
         specs: Mapping | None,
         m1: Mapping[str, pd.DataFrame] | None = None,
+        on_ready=None,
     ):
         if model not in ("open", "ohlc1m"):
             raise SymbolsError(
@@ -50,6 +51,7 @@ class MultiBacktest:
         self.setup = MultiSetup(frames, ea, specs, account.currency)
         self.paths = minute_paths(self.setup, m1, account) if model == "ohlc1m" else {}
         self.ea_class = ea
+        self.on_ready = on_ready
         self.account = account
         self.seed = seed
         self.model = model
@@ -89,6 +91,8 @@ class MultiBacktest:
         main = ctx.main
         ea.attach(ctx, feed.bars, None, views=views)
         call_hook(ea, "on_init", where="before the first bar")
+        if self.on_ready is not None:
+            self.on_ready()
         timings["init_s"] = _lap(clock)
         clock = time.perf_counter()
         self._study(ea, views, periods, fs, stamps, brokers)

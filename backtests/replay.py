@@ -26,6 +26,7 @@ from backtests import metrics
 from backtests.broker import AccountConfig, Broker
 from backtests.broker.terms import SymbolTerms
 from backtests.equity_path import path_drawdowns
+from backtests.errors import SymbolsError
 from backtests.paths import (
     COVERAGE,
     M1Path,
@@ -196,6 +197,7 @@ class Backtest:
                 model=model,
                 specs=specs,
                 m1=m1,
+                on_ready=on_ready,
             )
             self.periods, self.meta, self.ea_class = self.multi.periods, self.multi.meta, ea
             self.account, self.seed, self.model = self.multi.account, self.multi.seed, model
@@ -203,6 +205,7 @@ class Backtest:
             return
         self.candles = candles
         self.meta = meta_of(candles)
+        _check_declared(ea, self.meta)
         self.ea_class = ea
         self.account = account or AccountConfig()
         self.seed = int(seed)
@@ -412,6 +415,16 @@ class Backtest:
             deals=ctx.deals_frame(),
             curves=curves,
             equity_path=equity_path,
+        )
+
+
+def _check_declared(ea: type[ExpertAdvisor], meta) -> None:
+    """An EA that declares one symbol or timeframe runs on candles of that symbol and timeframe only."""
+    if ea.symbols and ea.symbols[0] != meta.symbol:
+        raise SymbolsError(f"{ea.__name__} trades {ea.symbols[0]}, but the candles given are {meta.symbol}'s")
+    if ea.timeframes and str(ea.timeframes[0]).strip().upper() != meta.timeframe.name:
+        raise SymbolsError(
+            f"{ea.__name__} reads {ea.timeframes[0]}, but the candles given are {meta.timeframe.name} bars"
         )
 
 

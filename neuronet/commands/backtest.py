@@ -485,9 +485,8 @@ def backtest(
                     "--symbols-file gives the specifications of a multi-symbol run (--symbols)"
                 )
             specs = None
-            df, m1, ticks = market_data(
-                name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv
-            )
+            one = symbol or (names[0] if names else None)  # --symbols GBPUSD: one symbol, that one
+            df, m1, ticks = market_data(name, one, timeframe, start, end, options, model, m1_csv, ticks_csv)
         _execute(
             cls,
             df,

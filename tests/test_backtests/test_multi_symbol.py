@@ -419,3 +419,12 @@ def test_synthetic_symbols_of_one_seed_move_together_and_repeat_exactly():
     rho = np.corrcoef(a["EURUSD"], a["GBPUSD"])[0, 1]
     assert 0.3 < rho < 0.7  # a shared shock of correlation 0.5 (less: each has its own volatility)
     assert not np.array_equal(a["EURUSD"], a["GBPUSD"])
+
+
+def test_an_ea_declaring_one_symbol_is_refused_on_another_symbols_candles():
+    ea = type("Gbp", (_Flip,), {"symbols": ("GBPUSD",)})
+    with pytest.raises(SymbolsError, match="Gbp trades GBPUSD, but the candles given are EURUSD's"):
+        Backtest(_frames(["EURUSD"])["EURUSD"], ea)
+    d1 = type("Daily", (_Flip,), {"symbols": ("EURUSD",), "timeframes": ("D1",)})
+    with pytest.raises(SymbolsError, match="Daily reads D1, but the candles given are H1 bars"):
+        Backtest(_frames(["EURUSD"])["EURUSD"], d1)
