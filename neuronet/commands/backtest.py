@@ -188,6 +188,7 @@ def _execute(
     def announce() -> None:  # the EA took its parameters: say what runs (a refused one is the only line)
         meta, fs = bt.meta, bt.periods.forward_start
         df = bt.candles  # the main chart's
+        index = df.index if bt.multi is None else bt.multi.setup.aligned.time  # the bars the periods count
         if bt.multi is not None:
             typer.echo(f"{ea.__name__} trades {', '.join(bt.multi.setup.symbols)} on one account")
         if account.spread is None and not df["spread"].any():
@@ -197,9 +198,9 @@ def _execute(
                 err=True,
             )
         typer.echo(
-            f"{ea.__name__} on {meta.symbol} {meta.timeframe.name} ({meta.source}): {len(df)} bars, "
-            f"study {df.index[0]:%Y-%m-%d} .. {df.index[fs - 1]:%Y-%m-%d} ({fs}), "
-            f"forward {df.index[fs]:%Y-%m-%d} .. {df.index[-1]:%Y-%m-%d} ({len(df) - fs})"
+            f"{ea.__name__} on {meta.symbol} {meta.timeframe.name} ({meta.source}): {len(index)} bars, "
+            f"study {index[0]:%Y-%m-%d} .. {index[fs - 1]:%Y-%m-%d} ({fs}), "
+            f"forward {index[fs]:%Y-%m-%d} .. {index[-1]:%Y-%m-%d} ({len(index) - fs})"
         )
         chosen = str(params.get("backend", ea.param_defaults().get("backend", "")))
         if profile and chosen.startswith("numpy"):
