@@ -428,3 +428,28 @@ def test_an_ea_declaring_one_symbol_is_refused_on_another_symbols_candles():
     d1 = type("Daily", (_Flip,), {"symbols": ("EURUSD",), "timeframes": ("D1",)})
     with pytest.raises(SymbolsError, match="Daily reads D1, but the candles given are H1 bars"):
         Backtest(_frames(["EURUSD"])["EURUSD"], d1)
+
+
+class _Heavy(ExpertAdvisor):
+    """Holds a lot of each symbol, reopened whenever closed, on a deposit that barely carries both."""
+
+    symbols = ("EURUSD", "GBPUSD")
+    side = 1
+
+    def on_bar(self):
+        for s in self.symbols:
+            if not self.position_of(s):
+                (self.buy if self.side > 0 else self.sell)(1.0, symbol=s)
+
+
+def test_ruling_the_stop_out_out_per_bar_never_hides_one(monkeypatch):
+    from backtests.broker.account import Account
+
+    frames = _frames(_Heavy.symbols, 2000)
+    account = AccountConfig(deposit=3_000.0)
+    screened = Backtest(frames, _Heavy, account=account, forward=None).run(side=-1)
+    monkeypatch.setattr(Account, "ruled_out", lambda self, t: False)  # every check in full
+    full = Backtest(frames, _Heavy, account=account, forward=None).run(side=-1)
+    assert (screened.trades["exit_reason"] == "stop out").sum() > 0
+    cols = ["symbol", "type", "lots", "entry_time", "exit_time", "exit_price", "exit_reason", "profit"]
+    pd.testing.assert_frame_equal(screened.trades[cols], full.trades[cols])
