@@ -203,6 +203,12 @@ class Broker:
             return self.funds.equity(self.price_points(-1), self.price_points(+1))
         return self.funds.equity_now()
 
+    def equity_at_close(self, t: int) -> float:
+        """Balance plus floating profit at bar ``t``'s close (longs at its bid, shorts at its ask; the
+        account's other symbols at their prices now)."""
+        m = self.market
+        return self.funds.equity(m.c[t], m.c[t] + m.s_close[t], self)
+
     # -- this symbol's money in the deposit currency (the account reads them) --------------------------------
     def floating(self, bid: float, ask: float) -> float:
         """The positions' floating profit at ``bid``/``ask`` (points), deposit currency."""
