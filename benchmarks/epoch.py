@@ -48,14 +48,8 @@ def time_neuronet(backend, x, y, batch: int, repeats: int) -> tuple[float, float
     """Best epoch wall time (s) and that epoch's profiled device time (s, or None)."""
     from nn.model import Sequential
 
-    model = Sequential.from_specs(
-        specs(),
-        input_shape=(SIZES[0],),
-        loss="cce",
-        optimizer={"type": "adam", "lr": LR},
-        backend=backend,
-        seed=0,
-    )
+    model = Sequential.from_specs(specs(), input_shape=(SIZES[0],), loss="cce",
+                                  optimizer={"type": "adam", "lr": LR}, backend=backend, seed=0)
     model.fit(x, y, epochs=1, batch_size=batch, progress=False)  # warm-up
     best = (math.inf, None)
     for _ in range(repeats):
@@ -91,7 +85,7 @@ def time_torch(device: str, x, y, batch: int, repeats: int) -> float:
             torch.cuda.synchronize()
         t0 = time.perf_counter()
         for start in range(0, samples, batch):
-            idx = order[start : start + batch]
+            idx = order[start:start + batch]
             opt.zero_grad(set_to_none=True)
             loss_fn(net(xd[idx]), yd[idx]).backward()
             opt.step()
@@ -116,26 +110,15 @@ def machine() -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--batch", type=int, nargs="+", default=[256, 32, 1])
-    ap.add_argument(
-        "--only",
-        nargs="+",
-        choices=["opencl", "numpy", "torch", "torch-cuda"],
-        default=["opencl", "numpy", "torch", "torch-cuda"],
-    )
+    ap.add_argument("--only", nargs="+", choices=["opencl", "numpy", "torch", "torch-cuda"],
+                    default=["opencl", "numpy", "torch", "torch-cuda"])
     ap.add_argument("--repeats", type=int, default=2, help="timed epochs per contestant (best is kept)")
     ap.add_argument("--device", default=None, help="OpenCL device ('cpu', 'gpu', 'P:D', name part)")
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
-    ap.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="PyTorch CPU threads (default: the number of CPUs, at most 2 as in the issue)",
-    )
-    ap.add_argument(
-        "--numpy-max-batch1",
-        action="store_true",
-        help="also time the NumPy backend at batch 1 (slow: ~10k Python steps)",
-    )
+    ap.add_argument("--threads", type=int, default=None,
+                    help="PyTorch CPU threads (default: the number of CPUs, at most 2 as in the issue)")
+    ap.add_argument("--numpy-max-batch1", action="store_true",
+                    help="also time the NumPy backend at batch 1 (slow: ~10k Python steps)")
     ap.add_argument("--profile", action="store_true", help="per-kernel device time of the OpenCL epochs")
     ap.add_argument("--tiny", action="store_true", help="toy sizes: checks the benchmark runs")
     args = ap.parse_args(argv)
@@ -162,10 +145,8 @@ def main(argv: list[str] | None = None) -> None:
 
             torch.set_num_threads(torch_threads)
             have_cuda = torch.cuda.is_available()
-            print(
-                f"PyTorch {torch.__version__}, {torch_threads} CPU threads"
-                + (f", CUDA {torch.cuda.get_device_name(0)}" if have_cuda else "")
-            )
+            print(f"PyTorch {torch.__version__}, {torch_threads} CPU threads"
+                  + (f", CUDA {torch.cuda.get_device_name(0)}" if have_cuda else ""))
         except ImportError:
             print("PyTorch not installed: pip install torch (CPU peer skipped)")
             args.only = [c for c in args.only if not c.startswith("torch")]
@@ -176,10 +157,8 @@ def main(argv: list[str] | None = None) -> None:
             wall, dev = time_neuronet(ocl, x, y, batch, args.repeats)
             rows.append(("neuronet opencl", batch, wall, dev))
             if args.profile:
-                print(
-                    f"\n[batch {batch}] OpenCL epoch {wall:.3f} s wall, {dev or 0:.3f} s device "
-                    f"(kernels of the warm-up and timed epochs below)"
-                )
+                print(f"\n[batch {batch}] OpenCL epoch {wall:.3f} s wall, {dev or 0:.3f} s device "
+                      f"(kernels of the warm-up and timed epochs below)")
                 print(ocl.runtime.profiler.table())
         if "numpy" in args.only and (batch > 1 or args.numpy_max_batch1):
             rows.append(("neuronet numpy", batch, *time_neuronet("numpy", x, y, batch, 1)))
@@ -194,18 +173,14 @@ def _print_batch(rows, batch: int, samples: int) -> None:
     mine = [r for r in rows if r[1] == batch]
     peers = {r[0]: r[2] for r in mine}
     print(f"\nbatch {batch}")
-    print(
-        f"{'contestant':<18} {'epoch s':>9} {'samples/s':>11} {'vs torch cpu':>13} {'vs torch cuda':>14} "
-        f"{'vs seed':>9}"
-    )
+    print(f"{'contestant':<18} {'epoch s':>9} {'samples/s':>11} {'vs torch cpu':>13} {'vs torch cuda':>14} "
+          f"{'vs seed':>9}")
     for name, _, wall, _dev in mine:
         cpu = peers.get("pytorch cpu")
         cuda = peers.get("pytorch cuda")
-        print(
-            f"{name:<18} {wall:>9.3f} {samples / wall:>11.0f} "
-            f"{(f'{cpu / wall:.2f}x' if cpu else '-'):>13} {(f'{cuda / wall:.2f}x' if cuda else '-'):>14} "
-            f"{SEED_EPOCH_S / wall:>8.0f}x"
-        )
+        print(f"{name:<18} {wall:>9.3f} {samples / wall:>11.0f} "
+              f"{(f'{cpu / wall:.2f}x' if cpu else '-'):>13} {(f'{cuda / wall:.2f}x' if cuda else '-'):>14} "
+              f"{SEED_EPOCH_S / wall:>8.0f}x")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ FAST = list(range(2, 42, 2))  # 20 values
 SLOW = list(range(50, 150, 10))  # 10 values: 200 passes, all with fast < slow
 
 
+
+
 def time_peer(df) -> float:
     from backtesting import Backtest
 

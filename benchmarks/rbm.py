@@ -33,17 +33,8 @@ def make_data(cases: int, visible: int, seed: int = 0) -> np.ndarray:
 def _config(args, epochs: int):
     from nn.rbm import RBMConfig
 
-    return RBMConfig(
-        n_hidden=args.hidden,
-        n_rand=1,
-        n_batches=args.batches,
-        chain_start=1,
-        chain_end=1,
-        max_epochs=epochs,
-        convergence_crit=0.0,
-        max_no_improvement=10**6,
-        seed=1,
-    )
+    return RBMConfig(n_hidden=args.hidden, n_rand=1, n_batches=args.batches, chain_start=1, chain_end=1,
+                     max_epochs=epochs, convergence_crit=0.0, max_no_improvement=10**6, seed=1)
 
 
 def time_neuronet(name: str, x: np.ndarray, args) -> tuple[float, float, float]:
@@ -108,13 +99,8 @@ def time_torch(device: str, x: np.ndarray, args) -> tuple[float, float, float]:
             b += b_inc
             len2, dot = (g * g).sum(), (g * g_prev).sum()
             cos = torch.where(prev_len2 > 0, dot / torch.sqrt(len2 * prev_len2), torch.zeros_like(dot))
-            factor = torch.where(
-                cos > 0.5,
-                1.2,
-                torch.where(
-                    cos > 0.3, 1.1, torch.where(cos < -0.5, 1 / 1.2, torch.where(cos < -0.3, 1 / 1.1, 1.0))
-                ),
-            )
+            factor = torch.where(cos > 0.5, 1.2, torch.where(cos > 0.3, 1.1, torch.where(
+                cos < -0.5, 1 / 1.2, torch.where(cos < -0.3, 1 / 1.1, 1.0))))
             lr = (lr * factor).clamp(0.001, 1.0)
             mom = torch.where(cos.abs() > 0.3, mom / 1.5, mom)
             g_prev, prev_len2 = g, len2
@@ -139,12 +125,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--batches", type=int, default=100)
     ap.add_argument("--threads", type=int, default=None, help="PyTorch CPU threads (default: all)")
-    ap.add_argument(
-        "--only",
-        nargs="+",
-        choices=["opencl", "numpy", "torch", "torch-cuda"],
-        default=["opencl", "torch", "torch-cuda"],
-    )
+    ap.add_argument("--only", nargs="+", choices=["opencl", "numpy", "torch", "torch-cuda"],
+                    default=["opencl", "torch", "torch-cuda"])
     ap.add_argument("--profile", action="store_true", help="per-kernel device time of the OpenCL run")
     ap.add_argument("--tiny", action="store_true", help="toy sizes: checks the benchmark runs")
     args = ap.parse_args(argv)
@@ -152,10 +134,8 @@ def main(argv: list[str] | None = None) -> None:
         args.cases, args.visible, args.hidden, args.epochs, args.batches = 300, 20, 10, 1, 3
     x = make_data(args.cases, args.visible)
     print(f"machine: {machine()}")
-    print(
-        f"RBM {args.visible} x {args.hidden}, {args.cases} cases, {args.epochs} epochs of {args.batches} "
-        f"batches, CD-1 (book: {BOOK_S} s for 60000 x 784 x 400, 10 x 100)"
-    )
+    print(f"RBM {args.visible} x {args.hidden}, {args.cases} cases, {args.epochs} epochs of {args.batches} "
+          f"batches, CD-1 (book: {BOOK_S} s for 60000 x 784 x 400, 10 x 100)")
     size = (args.cases, args.visible, args.hidden, args.epochs, args.batches)
     book_case = size == (60_000, 784, 400, 10, 100)
     rows = []
@@ -183,10 +163,8 @@ def main(argv: list[str] | None = None) -> None:
             continue
         rows.append((label, seconds, rms))
         versus = f"  book/this {BOOK_S / seconds:6.1f}x" if book_case else ""
-        print(
-            f"{label:52s} epochs {seconds:7.3f} s (with setup {total:7.3f} s)  recon RMS {rms:.4f}{versus}",
-            flush=True,
-        )
+        print(f"{label:52s} epochs {seconds:7.3f} s (with setup {total:7.3f} s)  recon RMS {rms:.4f}{versus}",
+              flush=True)
     if rows:
         first = rows[0][1]
         for label, seconds, _ in rows[1:]:

@@ -38,7 +38,6 @@ MarginHedged = Annotated[
     ),
 ]
 
-
 def account_settings(
     *,
     deposit: float,

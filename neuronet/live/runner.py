@@ -368,14 +368,8 @@ class LiveRunner:
         """``on_study`` before bar ``t`` on the backtest's study window: every earlier bar, or the last
         ``study_bars``."""
         a, b = self.periods.study_range(t)
-        call_hook(
-            self.ea,
-            "on_study",
-            self.bars.feed.bars.window(a, b),
-            where=f"before bar {t} ({when})",
-            bar=t,
-            time=when,
-        )
+        call_hook(self.ea, "on_study", self.bars.feed.bars.window(a, b), where=f"before bar {t} ({when})",
+                  bar=t, time=when)
 
     def _record_trade(self, record: dict) -> None:
         """The terminal trade context's own records (requests sent, answers) go to the journal too."""
