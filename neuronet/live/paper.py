@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from backtests.broker import AccountConfig, Broker
+from backtests.broker.terms import SymbolTerms
 from datafeeds.candles import CandleMeta
 from datafeeds.clock import UTC
 from neuronet.live.errors import LiveError
@@ -32,8 +33,10 @@ class PaperBroker(Broker):
         # Copies: the bars grow in the broker's own buffers, never in the caller's frame.
         cols = (history[name].to_numpy(dtype=np.float64, copy=True) for name in _FIELDS)
         meta = history.attrs.get("candles")
-        clock = meta.clock if isinstance(meta, CandleMeta) else UTC  # the server clock of the bars
-        super().__init__(*cols, history.index.as_unit("ns"), point, config, clock)
+        known = isinstance(meta, CandleMeta)
+        clock = meta.clock if known else UTC  # the server clock of the bars
+        terms = SymbolTerms(meta.symbol) if known else None  # its records name the symbol, as a backtest's
+        super().__init__(*cols, history.index.as_unit("ns"), point, config, clock, terms=terms)
 
     def set_tick(self, bid: float, ask: float) -> None:
         """A quote inside the bar now forming: ``on_tick``'s orders fill there (``Broker.inside``)."""
