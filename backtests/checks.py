@@ -32,12 +32,17 @@ INVALID = 10013  # invalid request (unknown order, wrong account type for the ac
 INVALID_VOLUME = 10014
 INVALID_PRICE = 10015
 INVALID_STOPS = 10016
+TRADE_DISABLED = 10017  # trading is disabled for the symbol
+MARKET_CLOSED = 10018  # the symbol has no price now (no bar at this time)
 NO_MONEY = 10019
 INVALID_EXPIRATION = 10022
 NO_CHANGES = 10025
 FROZEN = 10029  # the order or position is within the freeze level of the market
 POSITION_CLOSED = 10036  # no open position with that ticket
 INVALID_CLOSE_VOLUME = 10038  # closing more than the position holds
+LONG_ONLY = 10042  # the symbol allows long positions only
+SHORT_ONLY = 10043  # the symbol allows short positions only
+CLOSE_ONLY = 10044  # the symbol allows closing positions only
 
 Check = tuple[int, str] | None
 
@@ -202,3 +207,20 @@ def server_day_end(now: pd.Timestamp, clock: BrokerClock) -> pd.Timestamp:
     midnight = (server // 86_400 + 1) * 86_400
     end = pd.Timestamp(int(clock.to_utc_seconds(np.array([midnight], dtype=np.int64))[0]), unit="s", tz="UTC")
     return end.tz_localize(None) if now.tzinfo is None else end.tz_convert(now.tzinfo)
+
+
+def check_trade_mode(mode: str, side: int, reduces: bool) -> Check:
+    """A deal of direction ``side`` (or a pending order of it) under the symbol's trade mode
+    (``SYMBOL_TRADE_MODE``); ``reduces``: it only reduces a position, which every mode but "disabled"
+    allows."""
+    if mode == "full" or (reduces and mode != "disabled"):
+        return None
+    if mode == "disabled":
+        return TRADE_DISABLED, "trading is disabled for the symbol (trade mode: disabled)"
+    if mode == "close_only":
+        return CLOSE_ONLY, "the symbol allows closing positions only (trade mode: close only)"
+    if mode == "long_only" and side < 0:
+        return LONG_ONLY, "the symbol allows long positions only (trade mode: long only)"
+    if mode == "short_only" and side > 0:
+        return SHORT_ONLY, "the symbol allows short positions only (trade mode: short only)"
+    return None

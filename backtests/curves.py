@@ -11,34 +11,31 @@ came first. The result is never above the equity at the close.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
 
-def worst_equity(
+def worst_floating(
     held: np.ndarray,
     trades: pd.DataFrame,
+    margin_prices: np.ndarray,
     bars: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    balance: np.ndarray,
-    equity: np.ndarray,
-    config: Any,
-    margin: Any,
+    contract_size: float,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(N,)`` equity at each bar's worst prices and the margin held at that moment.
+    """``(N,)`` floating profit of one symbol at each bar's worst prices (its profit currency) and the legs
+    held at that moment, ``(6, N)`` as ``held``.
 
-    ``held`` (4, N): long lots, long lots x price, short lots and short lots x price of the positions
-    floating over each bar; ``trades``: closed trades (broker.TRADE_COLUMNS); ``bars``: each bar's open and
-    low bid, open and high ask (prices on the symbol's grid, so an exit at the open compares exactly);
-    ``balance``/``equity``: at each bar's close; ``config``: the account (contract size); ``margin``: the
-    margin model (``backtests.broker.margin.MarginModel``: ``of_sums`` over the legs held per bar).
+    ``held`` (6, N): long lots, long lots x price, short lots, short lots x price, long lots x margin price
+    and short lots x margin price of the positions floating over each bar; ``trades``: the symbol's closed
+    trades (broker.TRADE_COLUMNS) and ``margin_prices`` the prices their margins were charged at; ``bars``:
+    each bar's open and low bid, open and high ask (prices on the symbol's grid, so an exit at the open
+    compares exactly).
     """
     opens, lows, open_ask, high_ask = bars
-    cs = config.contract_size
+    cs = contract_size
     floating = cs * (held[0] * lows - held[1] + held[3] - held[2] * high_ask)  # longs at the low bid, ...
     held = held.copy()
-    for row in trades.itertuples():
+    for row, margin_price in zip(trades.itertuples(), margin_prices, strict=True):
         long_ = row.type == "buy"
         bar = int(row.exit_bar)
         at_open = row.exit_price == (opens[bar] if long_ else open_ask[bar])
@@ -49,4 +46,5 @@ def worst_equity(
         floating[bar] += min(0.0, fall) * row.lots * cs
         side = 0 if long_ else 2
         held[side : side + 2, bar] += (row.lots, row.lots * row.entry_price)
-    return np.minimum(balance + floating, equity), margin.of_sums(*held)
+        held[4 + side // 2, bar] += row.lots * margin_price
+    return floating, held

@@ -63,3 +63,8 @@ class CurrencyError(NeuronetError, ValueError):
 
     def __reduce__(self):  # rebuilt from its parts when it crosses a process boundary (Dask workers)
         return type(self), (self.symbol, self.quote, self.deposit)
+
+
+class SymbolsError(NeuronetError, ValueError):
+    """A multi-symbol run's data or declarations that do not fit: a symbol without candles or a
+    specification, a timeframe the data cannot give, a conversion no loaded symbol makes."""

@@ -162,6 +162,41 @@ def _glossary() -> str:
 TABLE_ROWS = 1000  # rows of the orders and deals tables on the page; the CSV files hold every row
 
 
+def _symbols_html(table: dict, currency: str) -> str:
+    """The per-symbol figures of a multi-symbol run (report.json's ``data.symbols``)."""
+    head = (
+        "Symbol",
+        "Trades",
+        f"Net profit ({currency})",
+        "Profit factor",
+        "Win rate",
+        "Largest loss",
+        "Bars lacked",
+    )
+    rows = []
+    for name, s in table.items():
+        pf, wr = s.get("profit_factor"), s.get("win_rate")
+        cells = (
+            name,
+            str(s["trades"]),
+            f"{s['net_profit']:.2f}",
+            "-" if pf is None else f"{pf:.2f}",
+            "-" if wr is None else f"{100 * wr:.1f}%",
+            f"{s['largest_loss']:.2f}",
+            str(s["lacked_bars"]),
+        )
+        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    header = "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"
+    return f"<h2>Symbols</h2><table>{header}{''.join(rows)}</table>"
+
+
+def _of_symbol(table: pd.DataFrame, symbol: str) -> pd.DataFrame:
+    """The rows of a trades or orders table that belong to ``symbol`` (all of them without the column)."""
+    if not len(table) or "symbol" not in table.columns:
+        return table
+    return table[table["symbol"] == symbol]
+
+
 def html_page(result: Result, doc: dict) -> str:
     """The whole report.html of a run (``doc``: its report.json, for the environment)."""
     from backtests import plots, report_charts
@@ -199,6 +234,12 @@ def html_page(result: Result, doc: dict) -> str:
         parts.append(f"<h2>{html.escape(result.section.title)}</h2>")
         for name, chart in result.section.charts.items():  # an EA's Bokeh chart, or a PNG it drew
             parts.append(_img(chart, name) if isinstance(chart, bytes) else embed(chart, name))
+    if result.symbol_charts:  # several symbols: a table and a price chart each
+        parts.append(_symbols_html(data.get("symbols", {}), currency))
+        for name, chart in result.symbol_charts.items():
+            mine = _of_symbol(result.trades, name)
+            figure = plots.price_figure(chart, mine, _of_symbol(result.orders, name), None, 5000)
+            parts.append(f"<h3>{html.escape(name)}</h3>" + embed(figure, f"price-{name}"))
     if result.training:
         total_wall = sum(r.get("wall_s") or 0.0 for r in result.training)
         builds = sum(r.get("build_s") or 0.0 for r in result.training)

@@ -345,13 +345,26 @@ class M1Path(PricePath):
             broker.walking = False
             broker.now_ns = None
 
-    def _next_touch(self, broker, t: int, m: int, end: int) -> int:
-        """The first minute from ``m`` of bar ``t`` (rows up to ``end``) that can reach a working level, cross
-        the stop-out level or pass an order's expiry."""
+    def minute(self, broker, t: int, m: int) -> tuple[float, float]:
+        """Work row ``m`` of bar ``t`` on ``broker`` (the caller set ``walking``), as ``walk`` does; the
+        minute's closing bid and ask in points (several symbols' walks are merged in time order)."""
+        if broker.book:
+            broker.now_ns = int(self.time_ns[m])
+            self._minute(broker, t, m)
+        close = self.points[m, 3]
+        return close, close + self.spread[m]
+
+    def next_touch(self, broker, m: int, end: int) -> int:
+        """The first row of ``m..end-1`` whose range can reach one of ``broker``'s levels (``end``: none)."""
+        return self._next_touch(broker, None, m, end)
+
+    def _next_touch(self, broker, t: int | None, m: int, end: int) -> int:
+        """The first minute from ``m`` (rows up to ``end``, of bar ``t`` when known) that can reach a working
+        level, cross the stop-out level or pass an order's expiry."""
         levels = broker.book.levels()
         stop_out = bool(broker.stop_out_on and broker.book.positions)
         first_expiry = broker.book.first_expiry() if broker.book.orders else None
-        if not stop_out and first_expiry is None:
+        if t is not None and not stop_out and first_expiry is None:
             low, high = self.reach[0][t], self.reach[1][t]
             if not any(low <= v <= high for v in levels):
                 return end  # no level inside the bar's whole span: no minute of it reaches one

@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -24,8 +24,18 @@ import pandas as pd
 from backtests import metrics
 from backtests.broker import AccountConfig, Broker
 from backtests.broker.config import check_currency
+from backtests.broker.terms import SymbolTerms
 from backtests.equity_path import path_drawdowns
-from backtests.paths import COVERAGE, M1Path, check_inside, check_market, check_model, model_data
+from backtests.errors import SymbolsError
+from backtests.paths import (
+    COVERAGE,
+    M1Path,
+    ModelDataError,
+    check_inside,
+    check_market,
+    check_model,
+    model_data,
+)
 from backtests.periods import Periods, resolve
 from backtests.result import Result
 from backtests.ticks import TickPath
@@ -155,11 +165,41 @@ class Backtest:
         profile: bool = False,
         ticks: pd.DataFrame | None = None,
         on_ready: Callable[[], None] | None = None,
+        specs: Mapping[str, Any] | None = None,
     ):
         if not (isinstance(ea, type) and issubclass(ea, ExpertAdvisor)):
             raise TypeError(f"{ea!r} is not an ExpertAdvisor subclass")
+        self.multi = None
+        forward, self.forward_rule = default_forward(ea, forward, walk_forward)
+        if isinstance(candles, Mapping) or len(ea.symbols) > 1 or len(ea.timeframes) > 1:
+            from backtests.multi_replay import MultiBacktest  # imports this module: built on demand
+
+            frames = candles if isinstance(candles, Mapping) else {meta_of(candles).symbol: candles}
+            if ticks is not None:
+                raise ModelDataError(
+                    "model 'ticks' is not yet modelled for several symbols; use open or ohlc1m"
+                )
+            if m1 is not None and not isinstance(m1, Mapping):
+                m1 = {meta_of(m1).symbol: m1}
+            self.multi = MultiBacktest(
+                frames,
+                ea,
+                account=account or AccountConfig(),
+                forward=forward,
+                walk_forward=walk_forward,
+                seed=int(seed),
+                model=model,
+                specs=specs,
+                m1=m1,
+                on_ready=on_ready,
+            )
+            self.periods, self.meta, self.ea_class = self.multi.periods, self.multi.meta, ea
+            self.account, self.seed, self.model = self.multi.account, self.multi.seed, model
+            self.candles = frames[self.multi.setup.main[0]]
+            return
         self.candles = candles
         self.meta = meta_of(candles)
+        _check_declared(ea, self.meta)
         self.ea_class = ea
         self.account = account or AccountConfig()
         check_currency(self.meta.symbol, self.account)
@@ -177,7 +217,6 @@ class Backtest:
             fine = m1 if m1 is not None else ticks
             check_inside(candles, self.meta, fine, self.price_path.starts, COVERAGE[self.model])
         min_study = int(ea.min_study_bars)
-        forward, self.forward_rule = default_forward(ea, forward, walk_forward)
         self.periods: Periods = resolve(candles.index, forward, walk_forward, min_study=min_study)
 
     def run(self, **params) -> Result:
@@ -187,6 +226,8 @@ class Backtest:
         it cut (``Result.interrupted``); each phase's time stays in its own timing (training is never
         counted as replay).
         """
+        if self.multi is not None:
+            return self.multi.run(**params)
         timings: dict[str, float] = {}
         clock = time.perf_counter()
         if "seed" in self.ea_class.param_defaults() and "seed" not in params:
@@ -203,7 +244,8 @@ class Backtest:
             return sorted(m for m in points if 2 <= m < n)
 
         columns = (feed.column(c) for c in ("open", "high", "low", "close", "spread"))
-        ctx = _Context(feed, probes, *columns, feed.time, self.meta.point, self.account, self.meta.clock)
+        ctx = _Context(feed, probes, *columns, feed.time, self.meta.point, self.account, self.meta.clock,
+                       terms=SymbolTerms(self.meta.symbol))  # fmt: skip
         if ea.wants_ticks() and self.model != "ticks":
             name = type(ea).__name__
             log.warning("%s.on_tick runs only with model 'ticks'; this run calls on_bar only", name)
@@ -371,6 +413,16 @@ class Backtest:
         )
 
 
+def _check_declared(ea: type[ExpertAdvisor], meta) -> None:
+    """An EA that declares one symbol or timeframe runs on candles of that symbol and timeframe only."""
+    if ea.symbols and ea.symbols[0] != meta.symbol:
+        raise SymbolsError(f"{ea.__name__} trades {ea.symbols[0]}, but the candles given are {meta.symbol}'s")
+    if ea.timeframes and str(ea.timeframes[0]).strip().upper() != meta.timeframe.name:
+        raise SymbolsError(
+            f"{ea.__name__} reads {ea.timeframes[0]}, but the candles given are {meta.timeframe.name} bars"
+        )
+
+
 class Figures(NamedTuple):
     """What a finished broker scores to (``broker_figures``)."""
 
@@ -382,10 +434,11 @@ class Figures(NamedTuple):
     equity_path: pd.DataFrame | None  # backtests.equity_path.EquityPath.skeleton
 
 
-def broker_figures(ctx: Broker, fs: int, last: int, account: AccountConfig) -> Figures:
+def broker_figures(ctx: Broker, fs: int, last: int, account: AccountConfig, path: bool = True) -> Figures:
     """The trades, curves, MT5 statistics, balance and equity (at each bar's close) of a finished broker
     over the forward bars ``fs..last``, and the skeleton of its equity at every price the mode models that
-    the equity drawdowns come from (the backtest and a live run's report share this)."""
+    the equity drawdowns come from (the backtest and a live run's report share this; ``path`` False: the
+    bar-level drawdowns only, as for several symbols, whose path is not one symbol's prices)."""
     k = last - fs + 1
     balance, equity, _ = (c[:k] for c in ctx.curves(fs))
     worst, worst_margin = (c[:k] for c in ctx.worst_curves(fs))
@@ -403,7 +456,7 @@ def broker_figures(ctx: Broker, fs: int, last: int, account: AccountConfig) -> F
         start_close=float(close[fs - 1] if fs > 0 else ctx.opens[0]),
     )
     trades = ctx.trades_frame()
-    path = path_drawdowns(ctx, fs, last, account.deposit, start)
+    path = path_drawdowns(ctx, fs, last, account.deposit, start) if path else None
     stats = metrics.trade_stats(
         trades,
         curves,

@@ -52,6 +52,7 @@ class Result:
     deals: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's deals table
     curves: pd.DataFrame | None = None  # metrics.curve_frame: the start row, then one row per forward bar
     equity_path: pd.DataFrame | None = None  # the skeleton of the equity at every modelled price
+    symbol_charts: dict = field(default_factory=dict)  # several symbols: each traded one's chart_data
 
     def __post_init__(self) -> None:
         if not isinstance(self.stats, pd.Series):

@@ -230,13 +230,13 @@ class TickPath(PricePath):
         if book.positions and broker.stop_out_on:
             spread = self._widest(t)
             if abs(net) > 1e-12:
-                cross = funds.stop_out_price(spread)  # the widest spread brings it nearest
+                cross = funds.stop_out_price(spread, broker)  # the widest spread brings it nearest
                 if cross is not None and net > 0:
                     down_bid = max(down_bid, cross)
                 elif cross is not None:
                     up_bid = min(up_bid, cross)
             else:  # hedged: only the spread moves the equity
-                cross = funds.stop_out_spread()
+                cross = funds.stop_out_spread(broker)
                 wide = math.inf if cross is None else cross
         return up_bid, up_ask, down_bid, down_ask, expiry, wide
 

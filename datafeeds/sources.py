@@ -102,6 +102,14 @@ class CsvSource:
         return in_window(df, start, end)
 
 
+def _fraction(name: str, value: object) -> float:
+    """A number from 0 to 1 given as an option (``-o correlation=0.5``)."""
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if number is None or not 0.0 <= number <= 1.0:
+        raise DataError(f"synthetic {name} must be a number from 0 to 1, not {value!r}")
+    return float(number)
+
+
 def _whole(name: str, value: object) -> int:
     """A whole number >= 0 given as an option (``-o seed=7``; ``1e4`` reads as 10000), never rounded."""
     number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
@@ -122,8 +130,12 @@ class SyntheticSource:
         clock: BrokerClock | str = UTC,
         annual_vol: float = 0.08,
         spread: int | None = None,
+        correlation: float = 0.0,
+        common_seed: int | None = None,
     ) -> None:
         self.seed = _whole("seed", seed)
+        self.correlation = _fraction("correlation", correlation)
+        self.common_seed = None if common_seed is None else _whole("common_seed", common_seed)
         self.bars = _whole("bars", bars)
         self.start = start
         self.clock = BrokerClock.parse(clock) if isinstance(clock, str) else clock
@@ -151,6 +163,8 @@ class SyntheticSource:
             clock=self.clock,
             annual_vol=self.annual_vol,
             spread=None if self.spread is None else int(self.spread),
+            correlation=self.correlation,
+            common_seed=self.common_seed,
         )
 
 

@@ -62,11 +62,15 @@ def synthetic_candles(
     price: float | None = None,
     digits: int | None = None,
     spread: int | None = None,
+    correlation: float = 0.0,
+    common_seed: int | None = None,
 ) -> pd.DataFrame:
     """Generate ``bars`` bars from ``start`` (UTC), or every bar in ``[start, end)`` when ``end`` is given.
 
     ``annual_vol`` is the yearly volatility of log returns; ``spread`` the typical spread in points;
-    ``price``/``digits`` default by symbol (EURUSD-like, JPY pairs 3 digits, gold 2).
+    ``price``/``digits`` default by symbol (EURUSD-like, JPY pairs 3 digits, gold 2). ``correlation``
+    (0..1) mixes each bar's return shock with a shock common to every series of ``common_seed``, so
+    symbols made with their own ``seed`` and one ``common_seed`` move together with that correlation.
     """
     tf = Timeframe.parse(timeframe)
     d_digits, d_price, d_spread = symbol_defaults(symbol)
@@ -86,9 +90,7 @@ def synthetic_candles(
     if bars is not None and not 0 <= int(bars) <= MAX_BARS:
         raise DataError(f"synthetic bars must be within 0..{MAX_BARS}, not {bars}")
     if not (0 < annual_vol < math.inf and 0 < price < math.inf and spread >= 0 and 0 <= digits <= 10):
-        raise DataError(
-            "synthetic candles need annual_vol > 0, price > 0, spread >= 0 and 0 <= digits <= 10"
-        )
+        raise DataError("synthetic candles need annual_vol > 0, price > 0, spread >= 0 and 0 <= digits <= 10")
     utc = _open_times(tf, clock, utc_seconds(start, "start"), utc_seconds(end, "end"), bars)
     n = len(utc)
     rng = np.random.default_rng(seed)
@@ -99,7 +101,15 @@ def synthetic_candles(
     season = np.interp(hours + step / 7200.0, np.arange(25), _SEASON_KNOTS) if intraday else np.ones(n)
     logvol = _ar1(rng, n, np.exp(-np.log(2) * step / _HALF_LIFE_SECONDS), _VOL_OF_VOL)
     vol = sigma * season * np.exp(logvol - _VOL_OF_VOL**2 / 2)  # per-bar volatility of log returns
-    returns = vol * rng.standard_normal(n)
+    shock = rng.standard_normal(n)
+    if correlation:
+        if not (0.0 <= correlation <= 1.0) or common_seed is None:
+            raise DataError(
+                f"synthetic correlation must be within 0..1 with a common_seed, not {correlation!r}"
+            )
+        common = np.random.default_rng([int(common_seed), 1]).standard_normal(n)
+        shock = np.sqrt(correlation) * common + np.sqrt(1.0 - correlation) * shock
+    returns = vol * shock
     gap_bars = np.r_[0, np.diff(utc) // step - 1] if n else np.zeros(0, dtype=np.int64)
     gaps = np.where(
         gap_bars > 0, sigma * 0.5 * np.sqrt(np.maximum(gap_bars, 1)) * rng.standard_normal(n), 0.0

@@ -7,6 +7,7 @@ from strategies.forecast import ForecastEA
 from strategies.fractal import FractalEA
 from strategies.onnx_ea import OnnxEA
 from strategies.sma import SmaCrossEA
+from strategies.trend_filter import TrendFilterEA
 
 # Built-in EAs by the names the command line accepts (class name or short alias, case-insensitive).
 BUILTIN: dict[str, type[ExpertAdvisor]] = {
@@ -18,6 +19,8 @@ BUILTIN: dict[str, type[ExpertAdvisor]] = {
     "sma": SmaCrossEA,
     "onnxea": OnnxEA,
     "onnx": OnnxEA,
+    "trendfilterea": TrendFilterEA,
+    "trend": TrendFilterEA,
 }
 
 __all__ = [
@@ -37,5 +40,6 @@ __all__ = [
     "ReportSection",
     "SmaCrossEA",
     "Tick",
+    "TrendFilterEA",
     "call_hook",
 ]

@@ -32,7 +32,7 @@ from strategies.trade import Tick as Tick
 from strategies.trade import TradeContext, TradeMethods
 
 # Public class attributes that describe the EA rather than configure it.
-_NOT_PARAMS = frozenset({"min_study_bars"})
+_NOT_PARAMS = frozenset({"min_study_bars", "symbols", "timeframes"})
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,10 @@ class ExpertAdvisor(TradeMethods):
     magic: int = 0
     retrain_every: int = 0  # bars between retrainings in the forward period; 0 = train once
     min_study_bars = 1  # not a parameter: the harness refuses study periods shorter than this
+    # Not parameters: the symbols the EA reads and trades and the timeframes it reads, the first of each its
+    # main chart (``self.bars``); empty: the data's one symbol and timeframe. E.g. ("EURUSD", "GBPUSD").
+    symbols: tuple[str, ...] = ()
+    timeframes: tuple[str, ...] = ()
 
     def __init__(self, **params: Any):
         self.params = self.resolve_params(params)
@@ -72,6 +76,7 @@ class ExpertAdvisor(TradeMethods):
         self._epoch_hook: Callable[[dict], None] | None = None
         self._profile = False
         self._lines: list[tuple[Line, Callable[[Bars], np.ndarray]]] = []
+        self._views: Any = None  # the harness's closed bars of every declared symbol and timeframe
 
     # -- parameters ------------------------------------------------------------------------------------
     @classmethod
@@ -167,6 +172,28 @@ class ExpertAdvisor(TradeMethods):
         """JSON-ready description for the report: class name and parameters."""
         return {"class": type(self).__name__, "params": dict(self.params)}
 
+    # -- other symbols and timeframes ----------------------------------------------------------------------
+    def data(self, symbol: str | None = None, timeframe: str | None = None) -> Bars:
+        """The closed bars of ``symbol`` on ``timeframe`` (defaults: the main chart's), a view like
+        ``self.bars``: a bar is in it only once it has closed at the current time (a D1 bar from the next
+        day's first decision on, the M15 bars of an H1 chart up to the hour's open). Both must be declared
+        in the class attributes ``symbols`` and ``timeframes``."""
+        views = self._views
+        if views is None:
+            bars = self.bars
+            if bars is None:
+                raise EAError(f"{type(self).__name__}.data(): not attached to a backtest")
+            meta = bars.meta
+            wanted = (symbol or meta.symbol, (timeframe or meta.timeframe.name).upper())
+            if wanted != (meta.symbol, meta.timeframe.name):
+                raise EAError(
+                    f"data({symbol!r}, {timeframe!r}): this run has {meta.symbol} {meta.timeframe.name} "
+                    "only; "
+                    "declare what an EA reads in its class attributes symbols and timeframes"
+                )
+            return bars
+        return views.bars(symbol, timeframe)
+
     # -- indicators --------------------------------------------------------------------------------------
     def indicator(self, fn: Callable[[Bars], np.ndarray], name: str | None = None) -> Line:
         """Declare a causal series computed from bars (e.g. ``lambda b: sma(b.close, 10)``).
@@ -196,9 +223,12 @@ class ExpertAdvisor(TradeMethods):
         epoch_hook: Callable[[dict], None] | None = None,
         *,
         profile: bool = False,
+        views: Any = None,
     ) -> None:
-        """Called by the harness before ``on_init``; ``profile``: record kernel time (``nn_backend``)."""
+        """Called by the harness before ``on_init``; ``profile``: record kernel time (``nn_backend``);
+        ``views``: the closed bars of every declared symbol and timeframe (``data``)."""
         self._ctx = ctx
+        self._views = views
         self.bars = bars
         self._epoch_hook = epoch_hook
         self._profile = bool(profile)

@@ -39,6 +39,7 @@ class Position:
     magic: int
     comment: str
     profit: float  # floating, deposit currency: at the last closed bar's close (ticks model: the tick)
+    symbol: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class Order:
     time_setup: pd.Timestamp
     magic: int
     comment: str
+    symbol: str = ""
 
 
 @dataclass(frozen=True)
@@ -236,9 +238,11 @@ class TradeMethods:
         tp_points: float | None = None,
         magic: int | None = None,
         comment: str = "",
+        symbol: str | None = None,
     ) -> int | None:
-        """Market buy at the ask. Stops by price or by points from the fill; returns a ticket or None."""
-        return self._order(+1, lots, sl, tp, sl_points, tp_points, magic, comment)
+        """Market buy at the ask. Stops by price or by points from the fill; returns a ticket or None.
+        ``symbol``: one of the EA's declared ``symbols`` (default: the main chart's)."""
+        return self._order(+1, lots, sl, tp, sl_points, tp_points, magic, comment, symbol)
 
     def sell(
         self,
@@ -250,9 +254,10 @@ class TradeMethods:
         tp_points: float | None = None,
         magic: int | None = None,
         comment: str = "",
+        symbol: str | None = None,
     ) -> int | None:
         """Market sell at the bid; see ``buy``."""
-        return self._order(-1, lots, sl, tp, sl_points, tp_points, magic, comment)
+        return self._order(-1, lots, sl, tp, sl_points, tp_points, magic, comment, symbol)
 
     def close(
         self,
@@ -261,10 +266,11 @@ class TradeMethods:
         magic: int | None = None,
         lots: float | None = None,
         reason: str = "signal",
+        symbol: str | None = None,
     ) -> int:
-        """Close one position by ticket, or all (of one magic number); ``lots`` closes part of one position.
-        ``reason`` is the trade's exit reason in the report (e.g. "time" for a holding-time exit).
-        Returns how many positions were closed (or reduced)."""
+        """Close one position by ticket, or all (of one magic number, of one ``symbol``); ``lots`` closes
+        part of one position. ``reason`` is the trade's exit reason in the report (e.g. "time" for a
+        holding-time exit). Returns how many positions were closed (or reduced)."""
         if lots is not None and ticket is None:
             raise EAError("close(lots=...) closes part of one position: give its ticket")
         return self._require_ctx().close(
@@ -272,6 +278,7 @@ class TradeMethods:
             None if magic is None else _ticket(magic, "magic"),
             None if lots is None else _number(lots, "lots"),
             str(reason),
+            **_symbol(symbol),
         )
 
     def close_by(self, ticket: int, opposite: int) -> bool:
@@ -310,9 +317,9 @@ class TradeMethods:
         """When the bid falls to ``price``, place a sell limit at ``stoplimit`` (above ``price``)."""
         return self._pending("sell_stop_limit", lots, price, stoplimit, **kw)
 
-    def orders(self) -> list[Order]:
-        """The working pending orders."""
-        return self._require_ctx().orders()
+    def orders(self, symbol: str | None = None) -> list[Order]:
+        """The working pending orders (of one ``symbol``; default: all)."""
+        return self._require_ctx().orders(**_symbol(symbol))
 
     def cancel(self, ticket: int) -> bool:
         """Delete a pending order."""
@@ -343,13 +350,31 @@ class TradeMethods:
         """MetaTrader's retcode of the last request (10009 done, 10008 placed, 10016 invalid stops, ...)."""
         return self._require_ctx().last_retcode
 
-    def positions(self) -> list[Position]:
-        return self._require_ctx().positions()
+    def positions(self, symbol: str | None = None) -> list[Position]:
+        """The open positions (of one ``symbol``; default: all)."""
+        return self._require_ctx().positions(**_symbol(symbol))
 
     @property
     def position(self) -> float:
-        """Net open volume in lots: positive long, negative short, 0 flat."""
-        return sum(p.side * p.lots for p in self._require_ctx().positions())
+        """Net open volume in lots of the main chart's symbol: positive long, negative short, 0 flat."""
+        return sum(p.side * p.lots for p in self._require_ctx().positions(**_symbol(self._main_symbol())))
+
+    def position_of(self, symbol: str) -> float:
+        """Net open volume in lots of ``symbol``."""
+        return sum(p.side * p.lots for p in self._require_ctx().positions(**_symbol(symbol)))
+
+    def bid_of(self, symbol: str) -> float:
+        """``symbol``'s bid now (the open of the bar now forming)."""
+        return self._require_ctx().price(-1, **_symbol(symbol))
+
+    def ask_of(self, symbol: str) -> float:
+        """``symbol``'s ask now."""
+        return self._require_ctx().price(+1, **_symbol(symbol))
+
+    def _main_symbol(self) -> str | None:
+        """The main chart's symbol where the EA trades several (None: the run's one symbol)."""
+        declared = getattr(self, "symbols", ())
+        return declared[0] if len(declared) > 1 else None
 
     @property
     def account(self) -> Account:
@@ -373,7 +398,7 @@ class TradeMethods:
     def point(self) -> float:
         return self._require_ctx().point
 
-    def _order(self, side, lots, sl, tp, sl_points, tp_points, magic, comment) -> int | None:
+    def _order(self, side, lots, sl, tp, sl_points, tp_points, magic, comment, symbol=None) -> int | None:
         ctx = self._require_ctx()
         if (sl is not None and sl_points is not None) or (tp is not None and tp_points is not None):
             raise EAError("give a stop as a price or in points, not both")
@@ -382,15 +407,27 @@ class TradeMethods:
             if points is not None and not (_number(points, name) >= 0 and np.isfinite(points)):
                 raise EAError(f"{name} must be a finite distance >= 0 in points (0 = none), got {points!r}")
         if sl_points or tp_points:
-            price = ctx.price(side)
+            price = ctx.price(side, **_symbol(symbol))
+            point = ctx.point if symbol is None else ctx.point_of(symbol)
             if sl_points:
-                sl = price - side * sl_points * ctx.point
+                sl = price - side * sl_points * point
             if tp_points:
-                tp = price + side * tp_points * ctx.point
-        return ctx.order(side, lots, sl, tp, self._magic(magic), str(comment))
+                tp = price + side * tp_points * point
+        return ctx.order(side, lots, sl, tp, self._magic(magic), str(comment), **_symbol(symbol))
 
     def _pending(
-        self, kind, lots, price, stoplimit, *, sl=None, tp=None, expiration=None, magic=None, comment=""
+        self,
+        kind,
+        lots,
+        price,
+        stoplimit,
+        *,
+        sl=None,
+        tp=None,
+        expiration=None,
+        magic=None,
+        comment="",
+        symbol=None,
     ):
         return self._require_ctx().pending(
             kind,
@@ -402,10 +439,20 @@ class TradeMethods:
             _expiration(expiration),
             self._magic(magic),
             str(comment),
+            **_symbol(symbol),
         )
 
     def _magic(self, magic: Any) -> int:
         return self.magic if magic is None else _ticket(magic, "magic")
+
+
+def _symbol(symbol: Any) -> dict:
+    """The ``symbol=`` keyword of a request, only where one is named (a one-symbol context takes none)."""
+    if symbol is None:
+        return {}
+    if not isinstance(symbol, str) or not symbol:
+        raise EAError(f"symbol must be a symbol's name like 'EURUSD', got {symbol!r}")
+    return {"symbol": symbol}
 
 
 def _number(value: Any, name: str) -> float:

@@ -60,6 +60,8 @@ BAD: dict[str, tuple[str, ...]] = {
     # candle data (run, backtest, optimize, data show/export)
     "--source": NAME,
     "--symbol": ("", "NOSUCH"),
+    "--symbols-file": (*READ_FILE, "<foreign>"),
+    "--symbols": ("", ",", "EURUSD,EURUSD", "EURUSD,NOSUCH", "EURUSD,../x"),
     "--timeframe": ("", "H7", "M0"),
     "--path": (*READ_FILE, "<bad-candles>"),
     "--from": DATE_FROM,
@@ -334,6 +336,7 @@ PERMUTATION_OPTIONS = ("--permutation-block", "--permute", "--ea", "--workers", 
 WITH: dict[str, list[str]] = {
     **{f"data {c} --seed": ["--source", "synthetic"] for c in ("show", "export")},
     "--m1-csv": ["--model", "ohlc1m"],
+    "--symbols-file": ["--symbols", "EURUSD,GBPUSD"],
     "--ticks-csv": ["--model", "ticks"],
     "optimize --anchored": ["--walk-forward", "2000,500"],
     **{

@@ -223,3 +223,66 @@ def test_a_report_another_backtest_wrote_meanwhile_in_the_same_folder_is_not_rep
     assert res.returncode == 2 and "--out" in res.stderr and "--force" in res.stderr, res.stderr
     errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in res.stderr, res.stderr
+
+
+def test_symbols_runs_several_symbols_on_one_account_and_trades_csv_names_them(tmp_path):
+    out = tmp_path / "multi"
+    done = neuronet(
+        "backtest", "TrendFilterEA", "--source", "synthetic", "-o", "bars=3000", "--symbols", "EURUSD,USDJPY",
+        "--out", str(out), "--monte-carlo", "0", "--bootstrap", "0", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((out / "report.json").read_text())
+    table = doc["data"]["symbols"]
+    assert set(table) == {"EURUSD", "USDJPY"}  # USDJPY converts its own yen: nothing else loaded
+    header, *rows = (out / "trades.csv").read_text().splitlines()
+    assert header.split(",")[1] == "symbol"
+    counts = {s: sum(1 for r in rows if r.split(",")[1] == s) for s in table}
+    assert counts == {s: table[s]["trades"] for s in table} and all(counts.values())
+    page = (out / "report.html").read_text()
+    assert "<h2>Symbols</h2>" in page and "<h3>USDJPY</h3>" in page  # a table, then a chart each
+
+
+@pytest.mark.parametrize(
+    "extra, line",
+    [
+        (["--m1-csv", "eu.csv"], "--m1-csv eu.csv: with several symbols give SYMBOL=FILE"),
+        (["--m1-csv", "GBPJPY=gj.csv"], "--m1-csv GBPJPY=gj.csv: GBPJPY is not a symbol of this run"),
+        (["--m1-csv", "EURUSD=a.csv", "--m1-csv", "eurusd=b.csv"], "--m1-csv: EURUSD is given twice"),
+        (["--model", "ticks"], "--model ticks: a multi-symbol run is modelled on open prices or M1 bars"),
+        (["--symbols", "EURUSD,EURUSD"], "--symbols 'EURUSD,EURUSD': a symbol is named twice"),
+    ],
+)
+def test_bad_multi_symbol_data_options_are_one_line_and_write_nothing(tmp_path, extra, line):
+    args = ["backtest", "TrendFilterEA", "--source", "synthetic", "-o", "bars=500", "--model", "ohlc1m"]
+    done = neuronet(*args, *extra, "--out", "r", cwd=tmp_path)
+    assert done.returncode == 2
+    assert line in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_multi_symbol_ohlc1m_run_from_the_synthetic_source_works_through_every_minute(tmp_path):
+    done = neuronet(
+        "backtest", "TrendFilterEA", "--source", "synthetic", "-o", "bars=1500", "--model", "ohlc1m",
+        "--out", "r", "--monte-carlo", "0", "--bootstrap", "0", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert doc["data"]["model"] == "ohlc1m"
+    assert set(doc["data"]["m1_quality"]) == {"EURUSD", "GBPUSD", "USDJPY"}
+    assert all(q == 100.0 for q in doc["data"]["m1_quality"].values())
+
+
+def test_a_symbols_file_changes_a_builtin_symbols_specification(tmp_path):
+    (tmp_path / "symbols.toml").write_text("[USDJPY]\nvolume_min = 0.5\nvolume_step = 0.5\n")
+    done = neuronet(
+        "backtest", "TrendFilterEA", "--source", "synthetic", "-o", "bars=1500", "--symbols", "EURUSD,USDJPY",
+        "--symbols-file", "symbols.toml", "--out", "r", "--monte-carlo", "0", "--bootstrap", "0",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert doc["data"]["symbols"]["USDJPY"]["trades"] == 0  # its 0.1 lots are below the file's 0.5
+    assert doc["data"]["symbols"]["EURUSD"]["trades"] > 0
+    refused = {(r["symbol"], r["retcode"]) for r in doc["rejected_orders"]["first"]}
+    assert refused == {("USDJPY", 10014)}

@@ -1,25 +1,33 @@
-"""The account: balance, equity, margin, free margin and the stop-out.
+"""The account: balance, equity, margin, free margin and the stop-out, over the order books of its symbols.
 
-Prices are whole points (``backtests.broker.market``); money is ``points x lots x per_point`` with
-``per_point`` the contract size over the points in a price unit (1.0 for a 100,000-unit lot of a 5-digit
-symbol). Equity is linear in the bid ``p`` (longs valued at ``p``, shorts at ``p`` + spread), so the margin
-level at a range's adverse extreme is a few multiplications on cached sums, and the price where it crosses
-the stop-out level solves one equation; the stop-out fills at the first whole point beyond it. The sums are
-rebuilt only when the positions or the balance change (rare next to bars).
+Prices are whole points (``backtests.broker.market``); a symbol's money is ``points x lots x per_point`` in
+its profit currency, with ``per_point`` the contract size over the points in a price unit (1.0 for a
+100,000-unit lot of a 5-digit symbol), converted into the deposit currency at the rate of the moment
+(``backtests.broker.convert``). Each symbol's broker (``Broker``) is a *desk* of the account: its book, its
+margin model, its conversion and its prices now (``price_points``).
+
+One desk whose profit is in the deposit currency (EURUSD on a dollar account) takes the closed form: equity
+is linear in the bid ``p`` (longs valued at ``p``, shorts at ``p`` + spread), so the margin level at a
+range's adverse extreme is a few multiplications on cached sums, and the price where it crosses the
+stop-out level solves one equation. Several desks, or a converted profit (USDJPY's yen), take the general
+form: the equity is evaluated at the prices of the moment (the desk being worked at the price in question,
+the others at theirs), and the crossing price is found by bisection on the desk's point grid. Both close
+the most losing position of the account first and check the level again (MetaTrader 5 Help, "Margin
+Call and Stop Out"); the stop-out fills at the first whole point beyond the crossing.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from backtests.broker.book import OpenPosition, OrderBook, Quote
+from backtests.broker.book import OpenPosition, Quote
 from backtests.broker.config import AccountConfig
 from backtests.broker.ledger import Ledger
-from backtests.broker.margin import MarginModel
 
 log = logging.getLogger("backtests.broker")
 
@@ -32,27 +40,44 @@ def cents(amount: float) -> float:
     return math.copysign(math.floor(abs(amount) * 100.0 + 0.5 + 1e-7) / 100.0, amount) + 0.0
 
 
-Close = tuple[OpenPosition, float, str]  # a position to close, at what price, for what reason
+Close = tuple[Any, OpenPosition, float, str]  # the desk, the position to close, at what price, why
 
 
 class Account:
-    """Balance and margin of one account over the order ``book`` of its symbol; every change of the
-    balance is booked in ``ledger``."""
+    """Balance and margin of one account over its desks (``attach``); every change of the balance is
+    booked in ``ledger``."""
 
-    def __init__(self, config: AccountConfig, ledger: Ledger, book: OrderBook, margin: MarginModel):
+    def __init__(self, config: AccountConfig, ledger: Ledger):
         self.balance = config.deposit
         self.leverage = config.leverage
         self.currency = config.currency
-        self.per_point = config.contract_size / margin.scale  # money per point per lot
         self.stop_out_level = config.stop_out_level  # margin level in %, 0 = off
         self.ledger = ledger
-        self.book = book
-        self.margin = margin
+        self.desks: list[Any] = []
+        self.book = None  # the only desk's book and margin model while the closed form holds
+        self.margin = None
+        self.per_point = 0.0
+        self.closed_form = False
         self._exposure: tuple[int, tuple[float, float, float, float, float]] | None = None
         # The stop-out's terms, valid while the balance stays (``charge`` drops them) and the book does not
         # change (``_terms_at``: its ``changes`` then).
         self._terms: tuple[float, float, float, float, float] | None = None
         self._terms_at = -1
+        self._desk_margin: dict[int, tuple[int, float]] = {}  # id(desk) -> (its book's changes, margin)
+        # ``ruled_out``'s last answer and what it holds for: (bar, the books' changes, balance)
+        self._screened: tuple[tuple[int, int, float], bool] | None = None
+
+    def attach(self, desk: Any) -> None:
+        """Add a symbol's broker to the account."""
+        self.desks.append(desk)
+        first = self.desks[0]
+        self.closed_form = len(self.desks) == 1 and first.profit_rate.unity
+        self.book, self.margin = first.book, first.margin
+        self.per_point = first.config.contract_size / first.scale
+
+    def refresh(self) -> None:
+        """Re-choose the form once the desks' conversions are set (``backtests.broker.portfolio``)."""
+        self.closed_form = len(self.desks) == 1 and self.desks[0].profit_rate.unity
 
     def charge(self, amount: float, t: int, swap: bool = False) -> None:
         """Add ``amount`` (negative: a cost) to the balance in bar ``t``: the money of the deal recorded next,
@@ -63,26 +88,60 @@ class Account:
             self.ledger.balance(t, amount, swap)
 
     # -- equity and margin ---------------------------------------------------------------------------------
-    def equity(self, bid: float, ask: float) -> float:
-        """Balance plus floating profit at ``bid``/``ask`` (points; longs close at the bid, shorts at the
-        ask)."""
-        k = self.per_point
+    def equity(self, bid: float, ask: float, desk: Any = None) -> float:
+        """Balance plus floating profit with ``desk`` (default: the first) at ``bid``/``ask`` (points; longs
+        close at the bid, shorts at the ask) and every other desk at its prices now."""
+        if self.closed_form:
+            k = self.per_point
+            return self.balance + sum(
+                (bid - p.price) * p.lots * k if p.side > 0 else (p.price - ask) * p.lots * k
+                for p in self.book.positions
+            )
+        desk = self.desks[0] if desk is None else desk
         return self.balance + sum(
-            (bid - p.price) * p.lots * k if p.side > 0 else (p.price - ask) * p.lots * k
-            for p in self.book.positions
+            d.floating(bid, ask) if d is desk else d.floating_now() for d in self.desks if d.book.positions
         )
 
-    def used_margin(self) -> float:
-        return self.margin.of_positions(self.book.positions)
+    def equity_now(self) -> float:
+        """Balance plus every desk's floating profit at its prices now."""
+        return self.balance + sum(d.floating_now() for d in self.desks if d.book.positions)
 
-    def margin_ok(self, legs: list[tuple[int, float, float]], cost: float, bid: float, ask: float) -> bool:
-        """Whether the free margin at ``bid``/``ask`` holds the positions ``legs`` (side, lots, price in
-        points) a deal leaves open and its ``cost`` (the entry commission): equity - cost - their margin
-        >= 0."""
-        return self.equity(bid, ask) - cost - self.margin.of_legs(legs) >= -1e-9
+    def used_margin(self) -> float:
+        if self.closed_form:
+            return self.margin.of_positions(self.book.positions)
+        # Each desk's margin changes only with its positions (charged at their margin prices): kept per desk
+        # until its book changes.
+        total = 0.0
+        cache = self._desk_margin
+        for d in self.desks:
+            book = d.book
+            if not book.positions:
+                continue
+            held = cache.get(id(d))
+            if held is None or held[0] != book.changes:
+                held = cache[id(d)] = (book.changes, d.margin.of_positions(book.positions))
+            total += held[1]
+        return total
+
+    def any_open(self) -> bool:
+        """Whether any desk holds a position."""
+        return any(d.book.positions for d in self.desks)
+
+    def margin_ok(
+        self, legs: list[tuple[int, float, float]], cost: float, bid: float, ask: float, desk: Any = None
+    ) -> bool:
+        """Whether the free margin at ``bid``/``ask`` holds the positions ``legs`` (side, lots, margin price)
+        a deal on ``desk`` leaves open and its ``cost`` (the entry commission): equity - cost - the margin of
+        every desk >= 0."""
+        if self.closed_form:
+            return self.equity(bid, ask) - cost - self.margin.of_legs(legs) >= -1e-9
+        desk = self.desks[0] if desk is None else desk
+        others = sum(d.margin.of_positions(d.book.positions) for d in self.desks if d is not desk)
+        held = desk.margin.of_legs(legs) + others
+        return self.equity(bid, ask, desk) - cost - held >= -1e-9
 
     def exposure(self) -> tuple[float, float, float, float, float]:
-        """Long lots, sum of long lots x price, the same for shorts, and the used margin."""
+        """Long lots, sum of long lots x price, the same for shorts, and the used margin (the only desk)."""
         changes = self.book.changes
         if self._exposure is None or self._exposure[0] != changes:
             sums = self.book.exposure()
@@ -90,12 +149,15 @@ class Account:
         return self._exposure[1]
 
     # -- the stop-out --------------------------------------------------------------------------------------
-    def level_crossed(self, quote: Quote, at_open: bool) -> bool:
-        """Whether the margin level at the quote's adverse extreme (or its open) is at the stop-out level.
+    def level_crossed(self, quote: Quote, at_open: bool, desk: Any = None) -> bool:
+        """Whether the margin level at the quote's adverse extreme (or its open) is at the stop-out level,
+        ``desk`` working the quote and every other desk at its prices now.
 
-        Runs twice a bar while positions are open: the terms of the linear equity are cached as Python
-        floats until the positions or the balance change.
+        Runs twice a bar while positions are open: in the closed form the terms of the linear equity are
+        cached as Python floats until the positions or the balance change.
         """
+        if not self.closed_form:
+            return self._crossed(desk, quote, at_open)
         terms = self._terms
         if terms is None or self._terms_at != self.book.changes:
             terms = self._level_terms()
@@ -109,15 +171,22 @@ class Account:
     def levels_crossed(self, lows: np.ndarray, highs: np.ndarray, spreads: np.ndarray) -> np.ndarray:
         """``level_crossed`` over many ranges at once (bids and spreads in points, one per range): whether
         each range's adverse extreme at its own spread reaches the stop-out level."""
+        if not self.closed_form:  # several symbols or a converted currency: every range is looked at
+            return np.ones(len(lows), dtype=bool)
         margin, base, short_k, net_k, net = self._level_terms()
         if margin <= 0:
             return np.zeros(len(lows), dtype=bool)
         price = 0.0 if abs(net) < 1e-12 else lows if net > 0 else highs  # hedged: no price moves it
         return base - short_k * spreads + net_k * price <= 0.0
 
-    def stop_out_price(self, spread: float) -> float | None:
-        """The bid at which the margin level would reach the stop-out level, None when no price does."""
-        if not self.book.positions or self.stop_out_level <= 0:
+    def stop_out_price(self, spread: float, desk: Any = None) -> float | None:
+        """The bid of ``desk`` at which the margin level would reach the stop-out level, None when no price
+        does."""
+        if self.stop_out_level <= 0:
+            return None
+        if not self.closed_form:
+            return self._crossing(desk, spread)
+        if not self.book.positions:
             return None
         long_lots, long_value, short_lots, short_value, margin = self.exposure()
         net = long_lots - short_lots
@@ -127,17 +196,25 @@ class Account:
         fixed = self.balance + k * (short_value - long_value - spread * short_lots)
         return (self.stop_out_level / 100.0 * margin - fixed) / (k * net)
 
-    def stop_out_spread(self) -> float | None:
+    def stop_out_spread(self, desk: Any = None) -> float | None:
         """The spread at which the margin level reaches the stop-out level when no price moves it (every
         long hedged by a short: only the shorts' ask moves with the spread); None when none does."""
+        if not self.closed_form:
+            return self._spread_crossing(desk)
         margin, base, short_k, _, _ = self._level_terms()
         return base / short_k if margin > 0 and short_k > 0 else None
 
-    def stop_out_step(self, quote: Quote, at_open: bool, when: pd.Timestamp, t: int) -> list[Close]:
+    def stop_out_step(
+        self, quote: Quote, at_open: bool, when: pd.Timestamp, t: int, desk: Any = None
+    ) -> list[Close]:
         """What the stop-out closes next while the level is crossed on the quote's adverse path (down for a
-        net long) in bar ``t``: the nearest stop-loss or take-profit met before the crossing price (a long's
-        SL or a short's TP on the way down), else the most losing position at the first whole point beyond
-        the crossing, or at the open when the open is already beyond it."""
+        net long) in bar ``t`` on ``desk`` (the symbol's broker): the nearest stop-loss or take-profit met
+        before the crossing price (a long's SL or a short's TP on the way down), else the most losing
+        position at the first whole point beyond the crossing, or at the open when the open is already
+        beyond it."""
+        desk = self.desks[0] if desk is None else desk
+        if not self.closed_form:
+            return self._general_step(desk, quote, at_open, when)
         o, _, _, spr = quote
         k = self.per_point
         level = self.stop_out_level / 100.0
@@ -152,7 +229,7 @@ class Account:
             fill = min(o, math.floor(cross + 1e-6)) if net > 0 else max(o, math.ceil(cross - 1e-6))
             first = self._stops_before(fill, spr, net, t)
             if first:  # the nearest SL or TP on the way is reached before the stop-out
-                return [max(first, key=lambda c: c[0])[1:]]
+                return [(desk, *max(first, key=lambda c: c[0])[1:])]
         equity = fixed + k * net * fill
         log.info("stop out at %s: margin level %.1f%%", when, 100 * equity / margin)
         # MetaTrader closes the most losing position first, then checks the level again (the caller loops):
@@ -161,7 +238,7 @@ class Account:
             self.book.positions,
             key=lambda p: p.side * ((fill if p.side > 0 else fill + spr) - p.price) * p.lots,
         )
-        return [(worst, fill if worst.side > 0 else fill + spr, "stop out")]
+        return [(desk, worst, fill if worst.side > 0 else fill + spr, "stop out")]
 
     def _stops_before(
         self, fill: float, spr: float, net: float, t: int
@@ -193,3 +270,125 @@ class Account:
             self._terms = (float(margin), float(base), float(k * short_lots), float(k * net), float(net))
             self._terms_at = self.book.changes
         return self._terms
+
+    # -- the general form: several desks, or a converted profit ---------------------------------------------
+    def _surplus(self, desk: Any, bid: float, spread: float, margin: float) -> float:
+        """Equity minus the stop-out equity with ``desk`` at ``bid`` (points) and ``spread``."""
+        return self.equity(bid, bid + spread, desk) - self.stop_out_level / 100.0 * margin
+
+    def ruled_out(self, t: int) -> bool:
+        """Whether the stop-out cannot happen in bar ``t`` as the account stands: the equity with every desk
+        at the worst of its bar at once (longs at the low bid, shorts at the high ask with the wider of its
+        spreads) stays above the stop-out level with a tenth to spare for the conversions' moves. Kept
+        until a position changes or the balance moves, so a multi-symbol bar far from the stop-out costs one
+        pass over the desks instead of one per check."""
+        key = (t, sum(d.book.changes for d in self.desks), self.balance)
+        if self._screened is not None and self._screened[0] == key:
+            return self._screened[1]
+        margin = self.used_margin()
+        worst = self.balance
+        for d in self.desks:
+            if d.book.positions:
+                m = d.market
+                worst += d.floating(m.lo[t], m.h[t] + max(m.s_open[t], m.s[t]))
+        ruled = margin <= 0 or worst > 1.1 * self.stop_out_level / 100.0 * margin
+        self._screened = (key, ruled)
+        return ruled
+
+    def _crossed(self, desk: Any, quote: Quote, at_open: bool) -> bool:
+        if self.ruled_out(desk.t):
+            return False
+        margin = self.used_margin()
+        if margin <= 0:
+            return False
+        o, h, lo, spr = quote
+        # The other desks at their prices now, once; this desk at the quote's open or at each extreme.
+        rest = self.balance - self.stop_out_level / 100.0 * margin
+        rest += sum(d.floating_now() for d in self.desks if d is not desk and d.book.positions)
+        if at_open:
+            return rest + desk.floating(o, o + spr) <= 0.0
+        return rest + min(desk.floating(lo, lo + spr), desk.floating(h, h + spr)) <= 0.0
+
+    def _crossing(self, desk: Any, spread: float) -> float | None:
+        """The bid of ``desk`` (points, a whole point) nearest its price now at which the level is reached
+        on its adverse side, by bisection; None when its positions are hedged or no price reaches it."""
+        margin = self.used_margin()
+        net = sum(p.side * p.lots for p in desk.book.positions)
+        if margin <= 0 or abs(net) < 1e-12:
+            return None
+        now = desk.price_points(-1)
+        if self._surplus(desk, now, spread, margin) <= 0:
+            return now
+        far = 1.0 if net > 0 else now * 1000.0
+        if self._surplus(desk, far, spread, margin) > 0:
+            return None
+        return _bisect(lambda p: self._surplus(desk, p, spread, margin) <= 0, now, far)
+
+    def _spread_crossing(self, desk: Any) -> float | None:
+        margin = self.used_margin()
+        if margin <= 0 or not any(p.side < 0 for p in desk.book.positions):
+            return None
+        bid = desk.price_points(-1)
+        if self._surplus(desk, bid, 0.0, margin) <= 0:
+            return 0.0
+        wide = bid * 10.0
+        if self._surplus(desk, bid, wide, margin) > 0:
+            return None
+        return _bisect(lambda s: self._surplus(desk, bid, s, margin) <= 0, 0.0, wide)
+
+    def _general_step(self, desk: Any, quote: Quote, at_open: bool, when: pd.Timestamp) -> list[Close]:
+        o, h, lo, spr = quote
+        margin = self.used_margin()
+        net = sum(p.side * p.lots for p in desk.book.positions)
+        fill = o
+        if not at_open and self._surplus(desk, o, spr, margin) > 0:  # crossed inside the range
+            far = lo if self._surplus(desk, lo, spr, margin) <= self._surplus(desk, h, spr, margin) else h
+            fill = _bisect(lambda p: self._surplus(desk, p, spr, margin) <= 0, o, far)
+            first = _stop_first(desk.book.positions, net, fill, spr) if abs(net) > 1e-12 else None
+            if first is not None:
+                return [(desk, first, first.sl, "sl")]
+        equity = self.equity(fill, fill + spr, desk)
+        log.info("stop out at %s: margin level %.1f%%", when, 100 * equity / margin if margin else math.inf)
+        # The most losing position of the account, each valued in the deposit currency where it would close:
+        # the working desk's at the fill, the others at their prices now.
+        candidates = []
+        for d in self.desks:
+            for p in d.book.positions:
+                if d is desk:
+                    exit_ = fill if p.side > 0 else fill + spr
+                    loss = d.position_profit(p, exit_, fill, fill + spr)
+                else:
+                    exit_ = d.price_points(-p.side)
+                    loss = d.position_profit(p, exit_)
+                candidates.append((loss, d, p, exit_))
+        _, d, worst, exit_ = min(candidates, key=lambda c: c[0])
+        return [(d, worst, exit_, "stop out")]
+
+
+def _stop_first(positions: list[OpenPosition], net: float, fill: float, spr: float) -> OpenPosition | None:
+    """The stop-loss nearest on the adverse path that lies before the stop-out fill (longs' stops for a net
+    long falling, shorts' for a net short rising), or None."""
+    first = [
+        p
+        for p in positions
+        if p.sl is not None and p.side * net > 0 and (p.sl >= fill if net > 0 else p.sl <= fill + spr)
+    ]
+    if not first:
+        return None
+    return max(first, key=lambda p: p.sl * (1 if net > 0 else -1))
+
+
+def _bisect(reached, start: float, far: float) -> float:
+    """The first whole point from ``start`` towards ``far`` at which ``reached`` holds (it holds at
+    ``far``, not at ``start``): MetaTrader's stop-out fills at the first tick beyond the level."""
+    a, b = float(start), float(round(far))
+    step = 1.0 if b > a else -1.0
+    while abs(b - a) > 1.0:
+        mid = float(math.floor((a + b) / 2.0)) if step > 0 else float(math.ceil((a + b) / 2.0))
+        if mid in (a, b):
+            break
+        if reached(mid):
+            b = mid
+        else:
+            a = mid
+    return b

@@ -46,6 +46,7 @@ class OpenPosition:
         "entry_ns",
         "lots",
         "magic",
+        "margin_price",
         "opened",
         "price",
         "seg",
@@ -57,7 +58,7 @@ class OpenPosition:
         "tp_from",
     )
 
-    def __init__(self, ticket, side, lots, price, bar, sl, tp, magic, comment, commission):
+    def __init__(self, ticket, side, lots, price, bar, sl, tp, magic, comment, commission, margin_price=None):
         self.ticket = ticket
         self.side = side
         self.lots = lots
@@ -73,6 +74,8 @@ class OpenPosition:
         self.tp_from = bar  # first bar whose range may reach the TP (see the module docstring)
         self.entry_ns = None  # UTC ns of the minute or tick that filled it, None = the bar's open
         self.opened = None  # its opening time as a pd.Timestamp, made when an EA first asks
+        # The price its margin is charged at (``backtests.broker.margin``); None: its opening price
+        self.margin_price = margin_price
 
 
 class Pending:
@@ -122,7 +125,7 @@ class Pending:
         self.price, self.stoplimit = self.stoplimit, None
         self.active_from = active_from
 
-    def public(self, time: pd.DatetimeIndex, scale: int) -> Order:
+    def public(self, time: pd.DatetimeIndex, scale: int, symbol: str = "") -> Order:
         """The EA's copy, prices in price units (``scale`` points to a unit)."""
         ns = self.record.setup_ns  # placed at a tick: its time, else the bar's
         return Order(
@@ -138,6 +141,7 @@ class Pending:
             time[self.time_setup] if ns is None else pd.Timestamp(ns, tz="UTC"),
             self.magic,
             self.comment,
+            symbol,
         )
 
     def trigger(

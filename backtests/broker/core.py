@@ -3,9 +3,13 @@ path attached.
 
 The broker composes its parts, each an object with its own state: the symbol's bars (``Market``), its
 order book (``OrderBook``: positions, pending orders, what a price reaches of them), the account
-(``Account``: balance, equity, margin, stop-out), the margin and swap models, the ledger of everything
-that happened (``Ledger``) and the EA's requests (``TradeRequests``). The broker itself keeps the clock of
-the run (bar ``t``, the tick or minute being worked) and does the fills.
+(``Account``: balance, equity, margin, stop-out), the margin and swap models, the symbol's money in the
+deposit currency (``SymbolMoney``), the ledger of everything that happened (``Ledger``) and the EA's
+requests (``TradeRequests``). The broker itself keeps the clock of the run (bar ``t``, the tick or minute
+being worked) and does the fills.
+
+A broker trades one symbol. Several symbols on one account (``backtests.broker.portfolio``) are one broker
+each, sharing the account and the ledger (``share``): the money rules are these, once.
 
 Fill rules (prices are bid prices as in MT5 bars; ``backtests.broker.book`` says what a price reaches):
 - market orders fill at the current bar's open: buys at the ask (open + spread), sells at the bid (open);
@@ -19,8 +23,10 @@ Fill rules (prices are bid prices as in MT5 bars; ``backtests.broker.book`` says
 - with an M1 path (``backtests.paths``) or ticks (``backtests.ticks``) the range checks follow the bar's
   minutes or ticks instead of its high/low.
 
-Profits are in the quote currency, taken as the deposit currency (true for EURUSD on a USD account).
-The equity curve is rebuilt after the run from position segments, so the per-bar loop stays cheap.
+Profits are computed in the symbol's profit currency and converted into the deposit currency at the rate of
+the moment (``backtests.broker.convert``); a symbol without a specification keeps its profit as the deposit
+currency (EURUSD on a USD account). The equity curve is rebuilt after the run from position segments, so
+the per-bar loop stays cheap.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from backtests.broker.margin import MarginModel
 from backtests.broker.market import Market
 from backtests.broker.requests import KEEP, TradeRequests
 from backtests.broker.swap import SwapModel
+from backtests.broker.terms import SymbolMoney, SymbolTerms
 from datafeeds.clock import UTC, BrokerClock
 from strategies.trade import Account as AccountView
 from strategies.trade import Order, Position
@@ -60,16 +67,29 @@ class Broker:
         point: float,
         config: AccountConfig,
         clock: BrokerClock = UTC,
+        *,
+        terms: SymbolTerms | None = None,
+        share: Broker | None = None,
     ):
+        """``terms``: the symbol's name and what its specification adds (``SymbolTerms``); ``share``: the
+        broker of another symbol of the same account, whose account and ledger this one joins."""
         self.config = config
         self.point = point
         self.clock = clock  # the broker's server clock: its midnight is the rollover, its day "today"
+        self.terms = terms = terms or SymbolTerms()
+        self.symbol = terms.symbol
         self.market = Market(open_, high, low, close, spread_points, time, point, config, clock)
         self.scale = self.market.scale  # points per price unit: prices inside the broker are whole points
-        self.margin = MarginModel(config, self.scale)
-        self.ledger = Ledger(self.market, config, self.margin)
+        self.margin = MarginModel(config, self.scale, terms.calc_mode, terms.margin_rate)
+        self.money = SymbolMoney(config, self.scale, terms)
+        if share is None:
+            self.ledger = Ledger(self.market, config, self.margin, self.symbol)
+            self.funds = Account(config, self.ledger)
+        else:
+            self.ledger, self.funds = share.ledger, share.funds
+            self.ledger.add(self.symbol, self.market, config.contract_size, self.margin, self.money.profit)
         self.book = OrderBook()
-        self.funds = Account(config, self.ledger, self.book, self.margin)
+        self.funds.attach(self)
         self.swaps = SwapModel(config, point)
         self.requests = TradeRequests(self)
         self.t = 0
@@ -89,7 +109,6 @@ class Broker:
         # account's latest quote for on_tick): (bid, ask) in points.
         self.inside: tuple[float, float] | None = None
         self.revision = 0  # counts changes of positions and orders (a tick walk re-reads its levels then)
-        self._next_ticket = 1
 
     # -- the parts' state, read-only (``spread`` in price units, ``deals`` the number of deals) -----------
     opens = property(lambda self: self.market.opens)
@@ -104,12 +123,20 @@ class Broker:
     trades = property(lambda self: self.ledger.trades)
     rejected = property(lambda self: self.ledger.rejected)
     deals = property(lambda self: len(self.ledger.deals))  # MetaTrader's "Total Deals"
+    profit_rate = property(lambda self: self.money.profit)
 
     # -- prices and time -------------------------------------------------------------------------------------
-    def price(self, side: int) -> float:
+    def price(self, side: int, symbol: str | None = None) -> float:
         """Fill price now for a deal in direction ``side`` (+1 buy at the ask, -1 sell at the bid): the
         current bar's open, or the tick being worked."""
+        if symbol is not None:
+            self.requests.own(symbol)
         return self.price_points(side) / self.scale
+
+    def point_of(self, symbol: str) -> float:
+        """The point of ``symbol`` (this broker's own)."""
+        self.requests.own(symbol)
+        return self.point
 
     def price_points(self, side: int) -> float:
         """``price`` in whole points."""
@@ -135,15 +162,15 @@ class Broker:
         now = self.now
         return now[0] if now is not None else self.now_ns
 
-    # -- the EA's requests (strategies.trade.TradeContext) -------------------------------------------------
-    def order(self, side: int, lots: float, sl: float | None, tp: float | None, magic: int, comment: str):
-        return self.requests.order(side, lots, sl, tp, magic, comment)
+    # -- the EA's requests (strategies.trade.TradeContext; ``symbol`` must be this broker's own) ----------
+    def order(self, side, lots, sl, tp, magic, comment, symbol: str | None = None):
+        return self.requests.order(side, lots, sl, tp, magic, comment, symbol)
 
-    def pending(self, kind, lots, price, stoplimit, sl, tp, expiration, magic, comment) -> int | None:
-        return self.requests.pending(kind, lots, price, stoplimit, sl, tp, expiration, magic, comment)
+    def pending(self, kind, lots, price, stoplimit, sl, tp, expiration, magic, comment, symbol=None):
+        return self.requests.pending(kind, lots, price, stoplimit, sl, tp, expiration, magic, comment, symbol)
 
-    def close(self, ticket: int | None, magic: int | None, lots: float | None = None, reason: str = "signal"):
-        return self.requests.close(ticket, magic, lots, reason)
+    def close(self, ticket, magic, lots=None, reason: str = "signal", symbol: str | None = None) -> int:
+        return self.requests.close(ticket, magic, lots, reason, symbol)
 
     def close_by(self, ticket: int, opposite: int) -> bool:
         return self.requests.close_by(ticket, opposite)
@@ -157,11 +184,12 @@ class Broker:
     def modify_order(self, ticket, price, stoplimit, sl, tp, expiration=KEEP) -> bool:
         return self.requests.modify_order(ticket, price, stoplimit, sl, tp, expiration)
 
-    def positions(self) -> list[Position]:
-        return self.requests.positions()
+    def positions(self, symbol: str | None = None) -> list[Position]:
+        return self.requests.positions(symbol)
 
-    def orders(self) -> list[Order]:
-        return [o.public(self.market.time, self.scale) for o in self.book.orders]
+    def orders(self, symbol: str | None = None) -> list[Order]:
+        self.requests.own(symbol)
+        return [o.public(self.market.time, self.scale, self.symbol) for o in self.book.orders]
 
     def account(self) -> AccountView:
         equity = self.equity_now()
@@ -171,29 +199,60 @@ class Broker:
 
     def equity_now(self) -> float:
         """Balance plus floating profit at the current open (the tick being worked on a tick path)."""
-        return self.funds.equity(self.price_points(-1), self.price_points(+1))
+        if self.funds.closed_form:
+            return self.funds.equity(self.price_points(-1), self.price_points(+1))
+        return self.funds.equity_now()
 
     def equity_at_close(self, t: int) -> float:
-        """Balance plus floating profit at bar ``t``'s close (longs at its bid, shorts at its ask)."""
+        """Balance plus floating profit at bar ``t``'s close (longs at its bid, shorts at its ask; the
+        account's other symbols at their prices now)."""
         m = self.market
-        return self.funds.equity(m.c[t], m.c[t] + m.s_close[t])
+        return self.funds.equity(m.c[t], m.c[t] + m.s_close[t], self)
+
+    # -- this symbol's money in the deposit currency (the account reads them) --------------------------------
+    def floating(self, bid: float, ask: float) -> float:
+        """The positions' floating profit at ``bid``/``ask`` (points), deposit currency."""
+        return self.money.floating(self.book.positions, bid, ask)
+
+    def floating_now(self) -> float:
+        """The positions' floating profit at the prices now, deposit currency."""
+        return self.money.floating(self.book.positions, self.price_points(-1), self.price_points(+1))
+
+    def position_profit(self, pos: OpenPosition, exit_: float, bid=None, ask=None) -> float:
+        """``pos`` closed at ``exit_`` (points; ``bid``/``ask``: this symbol's prices then, default now),
+        in the deposit currency."""
+        amount = pos.side * (exit_ - pos.price) * pos.lots * self.money.per_point
+        if bid is None:
+            bid, ask = self.price_points(-1), self.price_points(+1)
+        return self.money.money(amount, bid, ask)
 
     # -- per-bar events (called by the harness) -----------------------------------------------------------
     def bar_open(self, t: int) -> None:
         """Start of bar ``t``: swaps, stops gapped through, expiries and pending orders reached by the open,
         then the stop-out check at the open. On a tick path the open is the bar's first tick (its bid and
         ask are then the market for the EA's decision too)."""
+        self.open_checks(t, self.enter(t))
+
+    def enter(self, t: int) -> tuple | None:
+        """Bar ``t`` begins: the clock moves to its open (its first tick on a tick path, whose quote this
+        returns). Every symbol of an account enters a bar before any is checked, so each reads the others'
+        prices of the same moment."""
         self.t = t
         self.now = self.now_ns = None
         path = self.price_path
-        first = path.open_bar(self, t) if path is not None else None
+        return path.open_bar(self, t) if path is not None else None
+
+    def open_checks(self, t: int, first: tuple | None) -> None:
+        """``bar_open``'s checks, once the bar has begun (``first``: its first tick's quote, if any)."""
         book = self.book
-        if not (book.positions or book.orders):
-            return
         m = self.market
+        if not (book.positions or book.orders) or (m.closed is not None and m.closed[t]):
+            return
         self.quote = (m.o[t], m.h[t], m.lo[t], m.s_open[t]) if first is None else first
-        if self.swaps.active and book.positions and m.day[t] != m.day[t - 1]:
-            self._swap(int(m.day[t - 1]), int(m.day[t]))
+        if self.swaps.active and book.positions:
+            prev = t - 1 if m.closed is None else int(m.prev[t])
+            if m.day[t] != m.day[prev]:
+                self._swap(int(m.day[prev]), int(m.day[t]))
         if book.orders:
             self.expire(t, self.time_now())  # the bar's open, or its first tick's time
         self.at_open_checks(t)
@@ -206,6 +265,8 @@ class Broker:
         path with an ``on_tick`` hook is walked even with nothing open (the hook runs on every tick).
         """
         path, book = self.price_path, self.book
+        if self.market.closed is not None and self.market.closed[t]:
+            return  # the symbol has no bar now: nothing trades (``Market.close_gaps``)
         if path is not None and path.covers(t) and (book.positions or book.orders or path.hook):
             path.walk(self, t)
             return
@@ -233,7 +294,7 @@ class Broker:
             self._trigger(t, at_open=True)
         if book.positions:
             self._stops(t, True)
-        if book.positions and self.stop_out_on and self.funds.level_crossed(self.quote, True):
+        if book.positions and self.stop_out_on and self.funds.level_crossed(self.quote, True, self):
             self._stop_out(at_open=True)
 
     def range_checks(self, t: int) -> None:
@@ -246,7 +307,7 @@ class Broker:
         if book.orders and not self.walking:
             self._trigger(t, at_open=False)
         if book.positions:
-            if self.stop_out_on and self.funds.level_crossed(self.quote, False):
+            if self.stop_out_on and self.funds.level_crossed(self.quote, False, self):
                 self._stop_out(at_open=False)
             self._stops(t, False)
         if book.orders and self.walking:
@@ -278,13 +339,11 @@ class Broker:
 
     # -- fills ---------------------------------------------------------------------------------------------
     def upcoming_ticket(self) -> int:
-        """The ticket the next order or position will get."""
-        return self._next_ticket
+        """The ticket the next order or position will get (one numbering for the account's symbols)."""
+        return self.ledger.upcoming_ticket()
 
     def new_ticket(self) -> int:
-        ticket = self._next_ticket
-        self._next_ticket += 1
-        return ticket
+        return self.ledger.new_ticket()
 
     def fill(self, side, lots, price, sl, tp, magic, comment, ticket=None, reason="signal") -> int | None:
         """A deal of ``lots`` at ``price`` (points; SL/TP too): netting first reduces or reverses an opposite
@@ -313,10 +372,15 @@ class Broker:
             return result  # the order only reduced or closed an opposite position
         same = [] if cfg.hedging else [p for p in book.positions if p.side == side]
         comm = cents(remaining * cfg.commission)
+        charged = self.money.margin_price(side, price, self.price_points(-1), self.price_points(+1))
         if same:  # netting: the deal adds to the position
             pos = same[0]
             self._end_segment(pos)
             total = pos.lots + remaining
+            if charged is not None or pos.margin_price is not None:  # the margin at both deals' prices
+                held = self.margin.price_of(pos)
+                now = price / self.scale if charged is None else charged
+                pos.margin_price = (held * pos.lots + now * remaining) / total
             book.resize(pos, round(total, 8), (pos.price * pos.lots + price * remaining) / total)
             pos.commission += comm
             self.funds.charge(-comm, self.t)
@@ -328,7 +392,7 @@ class Broker:
             return pos.ticket
         if ticket is None:
             ticket = self.new_ticket()
-        pos = OpenPosition(ticket, side, remaining, price, self.t, sl, tp, magic, comment, comm)
+        pos = OpenPosition(ticket, side, remaining, price, self.t, sl, tp, magic, comment, comm, charged)
         pos.entry_ns = self.stamp()
         self.funds.charge(-comm, self.t)
         book.add(pos)
@@ -354,7 +418,14 @@ class Broker:
         entry_comm = cents(pos.commission * share)  # the last part takes what is left of it
         swap = cents(pos.swap * share)
         exit_comm = cents(lots * cfg.commission)
-        profit = cents(pos.side * ((price - pos.price) / k) * lots * cfg.contract_size)
+        profit = amount = pos.side * ((price - pos.price) / k) * lots * cfg.contract_size
+        rate = 1.0
+        if not self.money.profit.unity:  # converted at the rate of the fill: this symbol at its price
+            spread = self.price_points(+1) - self.price_points(-1)
+            bid, ask = (price, price + spread) if pos.side > 0 else (price - spread, price)
+            profit = self.money.money(amount, bid, ask)
+            rate = profit / amount if amount else self.money.money(1.0, bid, ask)
+        profit = cents(profit)  # booked in whole cents of the deposit currency
         self.funds.charge(profit - exit_comm, self.t)
         if record_order:  # the broker's own closing order (SL, TP, stop-out, close request, end of test)
             kind = "sell" if pos.side > 0 else "buy"
@@ -363,7 +434,8 @@ class Broker:
             )
         self._deal(order, pos, -pos.side, entry, lots, price, 0.0 - exit_comm, swap, profit, reason)
         when = self.stamp()
-        self.ledger.new_trade(pos, lots, self.t, when, price, reason, entry_comm, exit_comm, swap, profit, k)
+        self.ledger.new_trade(pos, lots, self.t, when, price, reason, entry_comm, exit_comm, swap, profit, k,
+                              self.symbol, rate)  # fmt: skip
         left = round(pos.lots - lots, 8)
         if left <= 1e-12:
             self.book.remove(pos)
@@ -378,13 +450,17 @@ class Broker:
         ``closes`` (positions and the lots taken off them)."""
         cost = lots * self.config.commission
         positions = self.book.positions
-        if not positions:  # the common case: nothing else open, nothing floating
-            return self.funds.balance - cost - self.margin.of_legs([(side, lots, price)]) >= -1e-9
-        taken = {id(pos): take for pos, take in closes}
-        legs = [(p.side, p.lots - taken.get(id(p), 0.0), p.price) for p in positions]
-        legs.append((side, lots, price))
         bid, ask = self.price_points(-1), self.price_points(+1)
-        return self.funds.margin_ok(legs, cost, bid, ask)
+        charged = self.money.margin_price(side, price, bid, ask)
+        new = (side, lots, price / self.scale if charged is None else charged)
+        if not positions and (self.funds.closed_form or not self.funds.any_open()):
+            # the common case: nothing open on the account, nothing floating
+            return self.funds.balance - cost - self.margin.of_legs([new]) >= -1e-9
+        taken = {id(pos): take for pos, take in closes}
+        price_of = self.margin.price_of
+        legs = [(p.side, p.lots - taken.get(id(p), 0.0), price_of(p)) for p in positions]
+        legs.append(new)
+        return self.funds.margin_ok(legs, cost, bid, ask, self)
 
     def _no_money(self, side: int, lots: float, price: float) -> None:
         return self.reject("deal", side, lots, 10019, "not enough free margin", price=price / self.scale)
@@ -394,19 +470,15 @@ class Broker:
             self.close_position(pos, pos.lots, price, reason)
 
     def _stop_out(self, at_open: bool) -> None:
-        """Close what the stop-out closes (``Account.stop_out_step``) until the level is no longer crossed.
-
-        Each close happens where the market is at that moment, and the level is checked again from there:
-        what is left of the move starts at that bid (inside a bar of open prices only its high and low may
-        still come), never at a price the market had passed before, which would close the next position at
-        an older, different price than MetaTrader's re-check at the same tick."""
-        quote = self.quote
-        while self.funds.level_crossed(quote, at_open):
-            for pos, price, reason in self.funds.stop_out_step(
-                quote, at_open, self.market.time[self.t], self.t
-            ):
-                self.close_position(pos, pos.lots, price, reason)
-                if not at_open:
+        """Close what the stop-out closes (``Account.stop_out_step``: on any symbol of the account, the most
+        losing position first) until the level is no longer crossed. Each close happens where the market is
+        then, and the level is checked again from that bid on (never from a price the market had passed,
+        which would close the next position at an older price than MetaTrader's re-check at that tick)."""
+        funds, when, quote = self.funds, self.market.time[self.t], self.quote
+        while funds.level_crossed(quote, at_open, self):
+            for desk, pos, price, reason in funds.stop_out_step(quote, at_open, when, self.t, self):
+                desk.close_position(pos, pos.lots, price, reason)
+                if not at_open and desk is self:
                     o, h, lo, spr = quote
                     bid = price if pos.side > 0 else price - spr
                     if self.walking:  # a straight piece of a path: the rest of it lies beyond the bid
@@ -475,8 +547,9 @@ class Broker:
 
     def _swap(self, day_from: int, day_to: int) -> None:
         nights = self.swaps.nights(day_from, day_to)
+        bid, ask = self.price_points(-1), self.price_points(+1)
         for pos in self.book.positions:
-            amount = self.swaps.amount(pos, nights)
+            amount = self.money.money(self.swaps.amount(pos, nights), bid, ask)
             pos.swap += amount
             self.funds.charge(amount, self.t, swap=True)
 
@@ -484,14 +557,16 @@ class Broker:
         """A position is about to change (volume, price, closed): close its floating-profit segment."""
         end = self.t
         if end > pos.seg:
-            self.ledger.segment(pos.seg, end, pos.side, pos.lots, pos.price / self.scale)
+            price = pos.price / self.scale
+            self.ledger.segment(pos.seg, end, pos.side, pos.lots, price, pos.margin_price, self.symbol)
         pos.seg = end
 
     # -- records -------------------------------------------------------------------------------------------
     def reject(self, action: str, side: int, lots, retcode: int, reason: str, **request) -> None:
         """Refuse a request: ``last_retcode`` is set and the request listed with its reason."""
         self.last_retcode = retcode
-        self.ledger.reject(self.t, self.time_now(), action, side, lots, retcode, reason, **request)
+        self.ledger.reject(self.t, self.time_now(), action, side, lots, retcode, reason, symbol=self.symbol,
+                           **request)  # fmt: skip
         return None
 
     def record_order(self, ticket, kind, lots, price, sl, tp, state, position, magic, comment, **extra):
@@ -499,13 +574,13 @@ class Broker:
         in price units)."""
         self.revision += 1
         return self.ledger.new_order(self.t, self.stamp(), ticket, kind, lots, price, sl, tp, state, position,
-                                     magic, comment, **extra)  # fmt: skip
+                                     magic, comment, **extra, symbol=self.symbol)  # fmt: skip
 
     def _deal(self, order, pos: OpenPosition, side: int, entry: str, lots, price, commission, swap, profit,
               comment: str | None = None) -> None:  # fmt: skip
         self.revision += 1
         self.ledger.new_deal(self.t, self.stamp(), order, pos, side, entry, lots, price / self.scale,
-                             commission, swap, profit, self.funds.balance, comment)  # fmt: skip
+                             commission, swap, profit, self.funds.balance, comment, self.symbol)  # fmt: skip
 
     # -- result tables -------------------------------------------------------------------------------------
     def trades_frame(self) -> pd.DataFrame:

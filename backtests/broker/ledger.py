@@ -1,20 +1,25 @@
-"""The broker's ledger: every trade, deal, order, refused request, balance change and floating segment, in
+"""The account's ledger: every trade, deal, order, refused request, balance change and floating segment, in
 the order they happened, and the result tables and curves made from them once the run is over.
 
 The ledger only records: the broker decides, and passes each record the bar index and the UTC ns of the
-minute or tick it happened at (None at a bar's open); the frames turn those into times here, once.
+minute or tick it happened at (None at a bar's open); the frames turn those into times here, once. One
+account may trade several symbols (``add``): every record names its symbol, the bars of all symbols lie on
+one timeline (``backtests.alignment``), and the curves add up each symbol's floating profit and margin in
+the deposit currency (``backtests.broker.convert``).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from backtests.broker.book import OpenPosition
 from backtests.broker.config import AccountConfig
+from backtests.broker.convert import UNITY, convert_closes
 from backtests.broker.margin import MarginModel
 from backtests.broker.market import Market
 from backtests.broker.records import (
@@ -26,7 +31,7 @@ from backtests.broker.records import (
     Segment,
     Trade,
 )
-from backtests.curves import worst_equity
+from backtests.curves import worst_floating
 
 log = logging.getLogger("backtests.broker")
 
@@ -38,14 +43,29 @@ def json_safe(value: object) -> object:
     return value
 
 
-class Ledger:
-    """Records of one account (see the module docstring); ``market`` is the symbol's bars the frames and
-    curves are dated and valued with."""
+class _Symbol(NamedTuple):
+    """What the frames and curves read of one symbol: its bars, its contract size, its margin model and the
+    rate its profit is converted at (``backtests.broker.convert``)."""
 
-    def __init__(self, market: Market, config: AccountConfig, margin: MarginModel):
+    market: Market
+    contract_size: float
+    margin: MarginModel
+    rate: Any
+
+
+class Ledger:
+    """Records of one account (see the module docstring); ``market`` is the first symbol's bars, whose
+    times date every record (all symbols share the timeline)."""
+
+    def __init__(self, market: Market, config: AccountConfig, margin: MarginModel, symbol: str = ""):
         self.market = market
         self.config = config
         self.margin = margin
+        self.symbol = symbol  # the first symbol: records that name none are its
+        self.symbols: dict[str, _Symbol] = {}
+        self.segments: dict[str, list[Segment]] = {}
+        self.add(symbol, market, config.contract_size, margin, UNITY)
+        self._next_ticket = 1
         self.trades: list[Trade] = []
         self.deals: list[Deal] = []
         self.orders: list[OrderRecord] = []
@@ -53,18 +73,39 @@ class Ledger:
         # (bar, amount, deal) of every change of the balance; ``deal`` is the index in ``deals`` of the deal
         # it belongs to (recorded right after it), None for a swap charged at a rollover
         self.balance_events: list[tuple[int, float, int | None]] = []
-        self.segments: list[Segment] = []
         self._made: tuple[tuple, tuple] | None = None  # the curves, for the records they were made from
+
+    def add(self, symbol: str, market: Market, contract_size: float, margin: MarginModel, rate: Any) -> None:
+        """Keep the records of ``symbol`` too (its bars on the ledger's timeline); ``rate`` converts its
+        profit into the deposit currency."""
+        self.symbols[symbol] = _Symbol(market, contract_size, margin, rate)
+        self.segments.setdefault(symbol, [])
+
+    def convert(self, symbol: str, rate: Any) -> None:
+        """``symbol``'s profit is converted into the deposit currency by ``rate`` (its curves read it)."""
+        old = self.symbols[symbol]
+        self.symbols[symbol] = _Symbol(old.market, old.contract_size, old.margin, rate)
+
+    def new_ticket(self) -> int:
+        """The next order or position ticket of the account (one numbering across its symbols)."""
+        ticket = self._next_ticket
+        self._next_ticket += 1
+        return ticket
+
+    def upcoming_ticket(self) -> int:
+        return self._next_ticket
 
     # -- records, appended while the run goes --------------------------------------------------------------
     def reject(
         self, t: int, when: pd.Timestamp, action: str, side: int, lots, retcode: int, reason: str, **request
     ) -> None:
         """A refused request, with MetaTrader's retcode and the reason (its values JSON-safe)."""
+        symbol = request.pop("symbol", None) or self.symbol
         self.rejected.append(
             {
                 "time": str(when),
                 "bar": t,
+                "symbol": symbol,
                 "action": action,
                 "side": side,
                 "lots": json_safe(lots),
@@ -76,36 +117,42 @@ class Ledger:
         log.info("request rejected at %s: %s (retcode %d)", when, reason, retcode)
 
     def order(self, record: OrderRecord) -> OrderRecord:
+        record.symbol = record.symbol or self.symbol
         self.orders.append(record)
         return record
 
     def deal(self, record: Deal) -> None:
+        record.symbol = record.symbol or self.symbol
         self.deals.append(record)
 
     def trade(self, record: Trade) -> None:
+        record.symbol = record.symbol or self.symbol
         self.trades.append(record)
 
     def new_order(self, t: int, ns: int | None, ticket, kind, lots, price, sl, tp, state, position, magic,
-                  comment, stoplimit=None, expiration=None) -> OrderRecord:  # fmt: skip
+                  comment, stoplimit=None, expiration=None, symbol: str = "") -> OrderRecord:  # fmt: skip
         """An order placed (a pending order) or filled (a market order) in bar ``t`` at UTC ``ns``."""
         done = state == "filled"
         return self.order(
             OrderRecord(ticket, t, ns, kind, lots, price, stoplimit, sl, tp, expiration, t if done else None,
-                        ns if done else None, price if done else None, state, position, magic, comment)
+                        ns if done else None, price if done else None, state, position, magic, comment,
+                        symbol)
         )  # fmt: skip
 
     def new_deal(self, t: int, ns: int | None, order, pos: OpenPosition, side: int, entry: str, lots, price,
-                 commission, swap, profit, balance, comment: str | None = None) -> None:  # fmt: skip
+                 commission, swap, profit, balance, comment: str | None = None,
+                 symbol: str = "") -> None:  # fmt: skip
         """A deal of position ``pos`` in bar ``t`` at UTC ``ns``; ``balance`` is the balance after it."""
         kind = "buy" if side > 0 else "sell"
         note = pos.comment if comment is None else comment
         self.deal(Deal(len(self.deals) + 1, t, ns, order, pos.ticket, kind, entry, lots, price, commission,
-                       swap, profit, balance, pos.magic, note))  # fmt: skip
+                       swap, profit, balance, pos.magic, note, symbol))  # fmt: skip
 
     def new_trade(self, pos: OpenPosition, lots, t: int, ns: int | None, price, reason, entry_comm, exit_comm,
-                  swap, profit, scale: int) -> None:  # fmt: skip
+                  swap, profit, scale: int, symbol: str = "", rate: float = 1.0) -> None:  # fmt: skip
         """``lots`` of ``pos`` closed at ``price`` in bar ``t`` (UTC ``ns``): a trade, its commission the
-        entry's share and the exit's (the position's prices and ``price`` in points, ``scale`` to a unit)."""
+        entry's share and the exit's (the position's prices and ``price`` in points, ``scale`` to a unit;
+        ``rate``: the deposit currency per unit of profit currency its profit was converted at)."""
         self.trade(
             Trade(
                 pos.ticket,
@@ -126,6 +173,9 @@ class Ledger:
                 t,
                 pos.magic,
                 pos.comment,
+                symbol,
+                rate,
+                pos.margin_price,
             )
         )
 
@@ -133,9 +183,12 @@ class Ledger:
         """The balance changed by ``amount`` in bar ``t``: by the deal recorded next, or by a ``swap``."""
         self.balance_events.append((t, amount, None if swap else len(self.deals)))
 
-    def segment(self, start: int, end: int, side: int, lots: float, price: float) -> None:
-        """A position state ended: it floated over bars ``[start, end)``."""
-        self.segments.append(Segment(start, end, side, lots, price))
+    def segment(self, start: int, end: int, side: int, lots: float, price: float,
+                margin_price: float | None = None, symbol: str = "") -> None:  # fmt: skip
+        """A position state ended: it floated over bars ``[start, end)`` (``margin_price``: the price its
+        margin was charged at, default its price)."""
+        mp = price if margin_price is None else margin_price
+        self.segments[symbol or self.symbol].append(Segment(start, end, side, lots, price, mp))
 
     # -- result tables -------------------------------------------------------------------------------------
     def trades_frame(self) -> pd.DataFrame:
@@ -143,33 +196,36 @@ class Ledger:
 
         Excursions use the high/low of the bars from entry up to (not including) the exit bar, longs at the
         bid and shorts at the ask, plus the exit price: in the exit bar the stop or take-profit is taken to
-        come first (the pessimistic rule), so that bar's range beyond the exit level does not count.
+        come first (the pessimistic rule), so that bar's range beyond the exit level does not count. They
+        are in the deposit currency at the rate the trade's profit was converted at.
         """
         df = pd.DataFrame([tr.row() for tr in self.trades], columns=list(TRADE_COLUMNS))
         # The stamps from the records, not the frame: a column of ints and Nones would turn them into floats.
         df["entry_time"] = self.times(df["entry_bar"], [tr.entry_ns for tr in self.trades])
         df["exit_time"] = self.times(df["exit_bar"], [tr.exit_ns for tr in self.trades])
-        m = self.market
-        lows_all, highs_all, spread_all = m.lows, m.highs, m.spread  # made once: each is a division
-        cs = self.config.contract_size
+        bars = {}  # per symbol: lows, highs and spreads, made once (each is a division)
         mae, mfe = np.zeros(len(df)), np.zeros(len(df))
-        for k, (side, lots, entry, exit_, a, b) in enumerate(
-            zip(
-                df["type"],
-                df["lots"],
-                df["entry_price"],
-                df["exit_price"],
-                df["entry_bar"],
-                df["exit_bar"],
-                strict=True,
+        for k, tr in enumerate(self.trades):
+            sym = self.symbols[tr.symbol]
+            if tr.symbol not in bars:
+                m = sym.market
+                bars[tr.symbol] = (m.lows, m.highs, m.spread)
+            lows_all, highs_all, spread_all = bars[tr.symbol]
+            side, lots, entry, exit_, a, b = (
+                tr.type,
+                tr.lots,
+                tr.entry_price,
+                tr.exit_price,
+                tr.entry_bar,
+                tr.exit_bar,
             )
-        ):
             spr = spread_all[a:b] if side == "sell" else 0.0
             lows = np.append(lows_all[a:b] + spr, exit_)
             highs = np.append(highs_all[a:b] + spr, exit_)
             sign = 1.0 if side == "buy" else -1.0
             best = highs.max() if side == "buy" else lows.min()
             worst = lows.min() if side == "buy" else highs.max()
+            cs = sym.contract_size if tr.rate == 1.0 else sym.contract_size * tr.rate
             mfe[k] = max(0.0, sign * (best - entry) * lots * cs)
             mae[k] = min(0.0, sign * (worst - entry) * lots * cs)
         df["mae"], df["mfe"] = mae, mfe
@@ -182,21 +238,34 @@ class Ledger:
 
     def worst_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
         """Equity at each bar's worst prices and the margin held then, from bar ``first`` on
-        (``backtests.curves.worst_equity`` says how)."""
+        (``backtests.curves.worst_floating`` says how; every symbol at its worst at once)."""
         balance, equity, _, held = self._curves()
         trades = pd.DataFrame([tr.row() for tr in self.trades], columns=list(TRADE_COLUMNS))
-        m = self.market
-        k = m.scale
-        bars = (m.opens, m.lows, (m.o + m.s) / k, (m.h + m.s) / k)  # open and low bid, open and high ask
-        worst, margin = worst_equity(held, trades, bars, balance, equity, self.config, self.margin)
+        prices = np.array(
+            [tr.entry_price if tr.margin_price is None else tr.margin_price for tr in self.trades],
+            dtype=float,
+        )
+        floating = np.zeros(len(balance))
+        margin = np.zeros(len(balance))
+        for name, sym in self.symbols.items():
+            mine = (trades["symbol"] == name).to_numpy()
+            if not (mine.any() or held[name].any()):
+                continue
+            m = sym.market
+            k = m.scale
+            bars = (m.opens, m.lows, (m.o + m.s) / k, (m.h + m.s) / k)  # open and low bid, open and high ask
+            worst, legs = worst_floating(held[name], trades[mine], prices[mine], bars, sym.contract_size)
+            floating += convert_closes(sym.rate.closes(m), worst)
+            margin += sym.margin.of_sums(legs[0], legs[4], legs[2], legs[5])
+        worst = np.minimum(balance + floating, equity)
         return worst[first:], margin[first:]
 
-    def _curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(balance, equity, margin, held) at every bar's close; ``held`` (4, N): long lots, long lots x
-        price, short lots, short lots x price open over each bar (made once for the records as they are)."""
-        m = self.market
-        n = len(m.o)
-        key = (n, len(self.segments), len(self.balance_events))
+    def _curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """(balance, equity, margin, held) at every bar's close; ``held``: per symbol, (6, N) long lots, long
+        lots x price, short lots, short lots x price, long and short lots x margin price open over each bar
+        (made once for the records as they are)."""
+        n = len(self.market.o)
+        key = (n, sum(len(v) for v in self.segments.values()), len(self.balance_events))
         if self._made is not None and self._made[0] == key:
             return self._made[1]
         changes = np.zeros(n + 1)
@@ -204,17 +273,17 @@ class Ledger:
             bars, amounts, _ = zip(*self.balance_events, strict=True)
             np.add.at(changes, np.array(bars, dtype=np.int64), np.array(amounts))
         balance = self.config.deposit + np.cumsum(changes[:n])
-        legs = np.zeros((4, n + 1))  # changes of long lots, long lots x price, short lots, short lots x price
-        if self.segments:
-            start, end, side, lots, price = (np.array(c) for c in zip(*self.segments, strict=True))
-            for row, mask in ((0, side > 0), (2, side < 0)):
-                for col, amount in ((row, lots[mask]), (row + 1, (lots * price)[mask])):
-                    np.add.at(legs[col], start[mask].astype(np.int64), amount)
-                    np.add.at(legs[col], end[mask].astype(np.int64), -amount)
-        held = np.cumsum(legs[:, :n], axis=1)
-        bid, ask = m.closes, (m.c + m.s_close) / m.scale
-        floating = self.config.contract_size * (held[0] * bid - held[1] + held[3] - held[2] * ask)
-        made = (balance, balance + floating, self.margin.of_sums(*held), held)
+        floating, margin, held = np.zeros(n), np.zeros(n), {}
+        for name, sym in self.symbols.items():
+            held[name] = legs = _held(self.segments[name], n)
+            if not legs.any():
+                continue
+            m = sym.market
+            bid, ask = m.closes, (m.c + m.s_close) / m.scale
+            pc = sym.contract_size * (legs[0] * bid - legs[1] + legs[3] - legs[2] * ask)
+            floating += convert_closes(sym.rate.closes(m), pc)
+            margin += sym.margin.of_sums(legs[0], legs[4], legs[2], legs[5])
+        made = (balance, balance + floating, margin, held)
         self._made = (key, made)
         return made
 
@@ -251,3 +320,16 @@ class Ledger:
         out = at_bar.as_unit("ns").asi8.copy()
         out[inside] = ns[inside]
         return pd.DatetimeIndex(pd.to_datetime(out, utc=True), name=at_bar.name)
+
+
+def _held(segments: list[Segment], n: int) -> np.ndarray:
+    """(6, N) legs held over each of ``n`` bars by ``segments`` (see ``Ledger._curves``)."""
+    legs = np.zeros((6, n + 1))
+    if segments:
+        start, end, side, lots, price, mprice = (np.array(c) for c in zip(*segments, strict=True))
+        for row, mask in ((0, side > 0), (2, side < 0)):
+            cols = ((row, lots[mask]), (row + 1, (lots * price)[mask]), (4 + row // 2, (lots * mprice)[mask]))
+            for col, amount in cols:
+                np.add.at(legs[col], start[mask].astype(np.int64), amount)
+                np.add.at(legs[col], end[mask].astype(np.int64), -amount)
+    return np.cumsum(legs[:, :n], axis=1)

@@ -78,11 +78,27 @@ class Market:
         self.time = time
         self.clock = clock
         self.day = server_days(time.as_unit("ns").asi8, clock)
+        # Where the symbol has no bar of its own (bars of an account's timeline where only its other symbols
+        # traded: flat at the last close, no trading; ``close_gaps``), and the last bar before each it had
+        self.closed: np.ndarray | None = None
+        self.prev: np.ndarray | None = None
         self._buffers: dict[str, np.ndarray] | None = None  # made by the first ``append``
         self._ns: list[int] = []
 
     def __len__(self) -> int:
         return len(self.o)
+
+    def close_gaps(self, closed: np.ndarray) -> None:
+        """Mark the bars at which the symbol had none of its own (``backtests.alignment``): requests there
+        are refused (market closed), nothing is checked on them, and a swap is charged from the last bar the
+        symbol had."""
+        closed = np.asarray(closed, dtype=bool)
+        if not closed.any():
+            return
+        self.closed = closed
+        own = np.where(~closed, np.arange(len(closed)), -1)
+        last = np.maximum.accumulate(own)
+        self.prev = np.concatenate(([0], np.maximum(last[:-1], 0)))
 
     # -- prices ----------------------------------------------------------------------------------------------
     def to_points(self, prices: np.ndarray) -> np.ndarray:

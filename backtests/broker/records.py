@@ -1,5 +1,6 @@
 """The broker's records, one named field each: closed trades, MetaTrader's deals and orders, and the
-floating segments of positions that the curves are rebuilt from.
+floating segments of positions that the curves are rebuilt from. Each record names its symbol (one account
+may trade several); money is in the deposit currency.
 
 Times are kept as the index of the bar they fell in plus, where a minute or tick made them, its UTC
 nanoseconds (``None`` at a bar's open); ``Ledger`` turns both into timestamps once, in its frames.
@@ -15,6 +16,7 @@ import pandas as pd
 
 TRADE_COLUMNS = (
     "ticket",
+    "symbol",
     "type",
     "lots",
     "entry_time",
@@ -37,6 +39,7 @@ TRADE_COLUMNS = (
 ORDER_COLUMNS = (
     "ticket",
     "time_setup",
+    "symbol",
     "type",
     "lots",
     "price",
@@ -55,6 +58,7 @@ ORDER_COLUMNS = (
 DEAL_COLUMNS = (
     "deal",
     "time",
+    "symbol",
     "order",
     "position",
     "type",
@@ -93,6 +97,9 @@ class Trade:
     exit_bar: int
     magic: int
     comment: str
+    symbol: str = ""
+    rate: float = 1.0  # deposit currency per unit of the profit currency at the exit (MAE/MFE use it)
+    margin_price: float | None = None  # the price its margin was charged at; None: its entry price
 
     def row(self) -> tuple:
         """The trade in ``TRADE_COLUMNS`` order (the times still as UTC ns or None)."""
@@ -119,6 +126,7 @@ class Deal:
     balance: float
     magic: int
     comment: str
+    symbol: str = ""
 
     def row(self) -> tuple:
         """The deal in ``DEAL_COLUMNS`` order (its time still as a bar index)."""
@@ -147,6 +155,7 @@ class OrderRecord:
     position: int | None
     magic: int
     comment: str
+    symbol: str = ""
 
     def row(self) -> tuple:
         """The order in ``ORDER_COLUMNS`` order (its times still as bar indices)."""
@@ -154,13 +163,16 @@ class OrderRecord:
 
 
 class Segment(NamedTuple):
-    """A position state floating over bars ``[start, end)``: its direction, volume and average price."""
+    """A position state floating over bars ``[start, end)``: its direction, volume and average price, and
+    the price its margin is charged at (deposit currency per unit of the margin formula's base: see
+    ``backtests.broker.margin``)."""
 
     start: int
     end: int
     side: int
     lots: float
     price: float
+    margin_price: float
 
 
 # Each record's fields in its table's column order (``operator.attrgetter``: one C call a row).

@@ -25,6 +25,7 @@ import pandas as pd
 
 from backtests import checks
 from backtests.broker.book import Pending
+from strategies.errors import EAError
 from strategies.trade import PENDING_TYPES, Position
 
 if TYPE_CHECKING:
@@ -40,11 +41,44 @@ class TradeRequests:
         self.broker = broker
         self.config = broker.config
 
+    def own(self, symbol: str | None) -> None:
+        """Refuse a request naming another symbol than this broker's (an EA's bug: ``EAError``)."""
+        mine = self.broker.symbol
+        if symbol is not None and symbol != mine:
+            what = f"the symbol {mine}" if mine else "one symbol"
+            raise EAError(
+                f"symbol {symbol!r}: this account trades {what}; declare the symbols an EA trades in its "
+                "class attribute symbols (or --symbols)"
+            )
+
+    def _open(self, side: int, reduces: bool) -> checks.Check:
+        """Whether the market is open for a deal of ``side`` now: the symbol has a bar at this time, and its
+        trade mode allows it."""
+        return self._closed() or checks.check_trade_mode(self.broker.terms.trade_mode, side, reduces)
+
+    def _closed(self) -> checks.Check:
+        """10018 where the symbol has no bar now (an account's other symbols trade, this one does not)."""
+        b = self.broker
+        closed = b.market.closed
+        if closed is not None and closed[b.t]:
+            return checks.MARKET_CLOSED, f"market closed: {b.symbol} has no bar at {b.market.time[b.t]}"
+        return None
+
+    def _reduces(self, side: int, lots: float) -> bool:
+        """Whether a deal only reduces the symbol's position (netting: an opposite position holds as much)."""
+        if self.config.hedging:
+            return False
+        opposite = sum(p.lots for p in self.broker.book.positions if p.side != side)
+        return opposite >= lots - 1e-9
+
     # -- positions -----------------------------------------------------------------------------------------
-    def order(self, side: int, lots: float, sl: float | None, tp: float | None, magic: int, comment: str):
+    def order(self, side: int, lots: float, sl, tp, magic: int, comment: str, symbol: str | None = None):
         """Market order now; returns the ticket of the position opened or changed, None when refused."""
+        self.own(symbol)
         b, cfg = self.broker, self.config
         bad = checks.check_volume(lots, cfg.lot_min, cfg.lot_max, cfg.lot_step)
+        if not bad:
+            bad = self._open(side, self._reduces(side, lots))
         sl, tp = self._grid(checks.stop_value(sl)), self._grid(checks.stop_value(tp))
         if not bad:
             ref = b.price(-1) if side > 0 else b.price(+1)  # where the position will close
@@ -66,11 +100,13 @@ class TradeRequests:
         return ticket
 
     def close(
-        self, ticket: int | None, magic: int | None, lots: float | None = None, reason: str = "signal"
-    ) -> int:
+        self, ticket: int | None, magic: int | None, lots: float | None = None, reason: str = "signal",
+        symbol: str | None = None,
+    ) -> int:  # fmt: skip
         """Close positions by ticket and/or magic (``lots``: part of one position); returns how many.
 
         ``reason`` is the exit reason the trade records (e.g. "time" for a holding-time exit)."""
+        self.own(symbol)
         b = self.broker
         todo = [
             p
@@ -80,6 +116,11 @@ class TradeRequests:
         if ticket is not None and not todo:
             b.reject("close", 0, lots, checks.POSITION_CLOSED, f"no open position #{ticket}", ticket=ticket)
             return 0
+        if todo:
+            bad = self._open(0, True)
+            if bad:
+                b.reject("close", 0, lots, *bad, ticket=ticket)
+                return 0
         if lots is not None:
             if ticket is None:
                 b.reject("close", 0, lots, checks.INVALID, "a partial close needs a position ticket")
@@ -139,7 +180,9 @@ class TradeRequests:
         changed_sl = new_sl if new_sl != cur_sl else None
         changed_tp = new_tp if new_tp != cur_tp else None
         level = self._level(self.config.stops_level)
-        bad = checks.check_stops(pos.side, ref, changed_sl, changed_tp, level, what, b.point)
+        bad = self._closed() or checks.check_stops(
+            pos.side, ref, changed_sl, changed_tp, level, what, b.point
+        )
         if not bad and (new_sl, new_tp) == (cur_sl, cur_tp):
             bad = checks.NO_CHANGES, f"position #{ticket} already has sl={cur_sl} tp={cur_tp}"
         if not bad and self._frozen(ref, cur_sl, cur_tp):
@@ -151,8 +194,10 @@ class TradeRequests:
         b.last_retcode = checks.DONE
         return True
 
-    def positions(self) -> list[Position]:
-        """Open positions, valued at the last closed bar's close, or at the current tick (ticks model)."""
+    def positions(self, symbol: str | None = None) -> list[Position]:
+        """Open positions, valued at the last closed bar's close, or at the current tick (ticks model); their
+        profit in the deposit currency."""
+        self.own(symbol)
         b = self.broker
         t, now, m, k = b.t, b.now, b.market, b.scale
         if now is not None:
@@ -167,15 +212,18 @@ class TradeRequests:
             if p.opened is None:  # made once: an EA may ask on every tick
                 p.opened = m.time[p.bar] if p.entry_ns is None else pd.Timestamp(p.entry_ns, tz="UTC")
             profit = p.side * ((exit_price - p.price) / k) * p.lots * cs
+            if not b.money.profit.unity:
+                profit = b.money.money(profit, bid, ask)
             sl, tp = None if p.sl is None else p.sl / k, None if p.tp is None else p.tp / k
             out.append(Position(p.ticket, p.side, p.lots, p.price / k, p.opened, p.bar, sl, tp, p.magic,
-                                p.comment, profit))  # fmt: skip
+                                p.comment, profit, b.symbol))  # fmt: skip
         return out
 
     # -- pending orders ------------------------------------------------------------------------------------
-    def pending(self, kind, lots, price, stoplimit, sl, tp, expiration, magic, comment) -> int | None:
+    def pending(self, kind, lots, price, stoplimit, sl, tp, expiration, magic, comment, symbol=None):
         """Place a pending order (``kind``: a pending type of ``strategies.trade.ORDER_TYPES``); its ticket
         or None."""
+        self.own(symbol)
         b, cfg = self.broker, self.config
         side = PENDING_TYPES[kind].side if kind in PENDING_TYPES else 0
         sl, tp = self._grid(checks.stop_value(sl)), self._grid(checks.stop_value(tp))
@@ -184,6 +232,8 @@ class TradeRequests:
         if not side:
             return b.reject("pending", 0, lots, checks.INVALID, f"unknown order type {kind!r}", **request)
         bad = checks.check_volume(lots, cfg.lot_min, cfg.lot_max, cfg.lot_step)
+        if not bad:
+            bad = self._open(side, False)
         when = None
         if not bad:
             when, bad = self._expiration(expiration)
@@ -205,6 +255,9 @@ class TradeRequests:
         order = b.book.order(ticket)
         if order is None:
             return self._refuse("cancel", checks.INVALID, f"no pending order #{ticket}", ticket)
+        closed = self._closed()
+        if closed:
+            return self._refuse("cancel", *closed, ticket)
         if self._frozen(b.price(order.side), self._price(order.price)):
             return self._refuse(
                 "cancel", checks.FROZEN, f"order #{ticket} lies within the freeze level", ticket
@@ -227,6 +280,7 @@ class TradeRequests:
             "tp": old["tp"] if tp is None else self._grid(checks.stop_value(tp)),
         }
         when, bad = (order.expiration, None) if expiration == KEEP else self._expiration(expiration)
+        bad = bad or self._closed()
         if not bad:
             bad = self._check_order(order.kind, new["price"], new["stoplimit"], new["sl"], new["tp"])
         if not bad and new == old and when == order.expiration:

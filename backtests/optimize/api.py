@@ -78,6 +78,11 @@ class Setup:
             "account": self.job.account.to_dict(),
             "data": fingerprint(self.candles),
             **self._model_identity(),
+            **(
+                {"others": {s: fingerprint(o) for s, o in self.market.others.items()}}
+                if self.market.others
+                else {}
+            ),
             "window": [window.start, window.stop, window.trade_from],
         }
 
@@ -106,7 +111,7 @@ class Setup:
 
 
 def setup(
-    candles: pd.DataFrame,
+    candles: pd.DataFrame | Mapping[str, pd.DataFrame],
     ea: type[ExpertAdvisor],
     space: ParamSpace | Mapping[str, Any] | Iterable[str],
     *,
@@ -126,6 +131,11 @@ def setup(
     m1: pd.DataFrame | None = None,
     ticks: pd.DataFrame | None = None,
 ) -> Setup:
+    others = None
+    if isinstance(candles, Mapping):  # several symbols: the first is the main chart, whose bars count
+        frames = dict(candles)
+        main = next(iter(frames))
+        candles, others = frames.pop(main), frames
     if not len(candles):
         raise PeriodError("no bars to optimise on (0 bars in the range); widen --from/--to")
     if not isinstance(space, ParamSpace):
@@ -135,7 +145,7 @@ def setup(
     job = Job(ea, crit, account or AccountConfig(), int(seed), dict(space.fixed), model)
     plan = Plan(method, passes, int(seed), round_size, population, batch)
     storage = None if store_path is None else store.storage_url(store_path)
-    return Setup(Market(candles, m1, ticks), space, job, plan, storage, progress, split)
+    return Setup(Market(candles, m1, ticks, others), space, job, plan, storage, progress, split)
 
 
 def fingerprint(candles: pd.DataFrame) -> dict:
@@ -160,7 +170,7 @@ def session(market: Market, workers: int | None, scheduler: str | None):
 
 
 def optimize(
-    candles: pd.DataFrame,
+    candles: pd.DataFrame | Mapping[str, pd.DataFrame],
     ea: type[ExpertAdvisor],
     space: ParamSpace | Mapping[str, Any] | Iterable[str],
     *,
@@ -204,6 +214,7 @@ def optimize(
         fixed=fixed, store_path=store_path, progress=progress, round_size=round_size,
         population=population, batch=batch, split=split, model=model, m1=m1, ticks=ticks,
     )  # fmt: skip
+    candles = s.candles  # the main chart's (several symbols: the first's)
     n = len(candles)
     fs = n if forward is None else resolve(candles.index, forward, min_study=ea.min_study_bars).forward_start
     window = s.window(0, fs)

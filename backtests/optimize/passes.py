@@ -45,6 +45,9 @@ class Market:
     candles: pd.DataFrame
     m1: pd.DataFrame | None = None
     ticks: pd.DataFrame | None = None
+    # A multi-symbol EA's other symbols (``backtests.multi``): each pass takes their bars of its window's
+    # time span; the windows count the main chart's bars (``candles``)
+    others: dict[str, pd.DataFrame] | None = None
 
 
 def market_of(data: Market | pd.DataFrame) -> Market:
@@ -83,8 +86,11 @@ def make_backtest(data: Market | pd.DataFrame, job: Job, window: Window) -> Back
     end = df.index[-1] + pd.Timedelta(seconds=meta_of(df).timeframe.seconds)  # the last bar's close
     if window.stop < len(market.candles):
         end = min(end, market.candles.index[window.stop])
+    data: pd.DataFrame | dict[str, pd.DataFrame] = df
+    if market.others:
+        data = {meta_of(df).symbol: df, **{s: _span(o, df.index[0], end) for s, o in market.others.items()}}
     return Backtest(
-        df, job.ea, account=job.account, forward=forward, seed=job.seed, model=job.model,
+        data, job.ea, account=job.account, forward=forward, seed=job.seed, model=job.model,
         m1=_span(market.m1, df.index[0], end), ticks=_span(market.ticks, df.index[0], end),
     )  # fmt: skip
 

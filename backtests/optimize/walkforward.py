@@ -74,7 +74,7 @@ def windows(n: int, train: int, test: int, anchored: bool = False) -> list[tuple
 
 
 def walk_forward(
-    candles: pd.DataFrame,
+    candles: pd.DataFrame | Mapping[str, pd.DataFrame],
     ea: type[ExpertAdvisor],
     space: ParamSpace | Mapping[str, Any] | Iterable[str],
     train: int,
@@ -109,6 +109,7 @@ def walk_forward(
         fixed=fixed, store_path=store_path, progress=progress, round_size=round_size,
         population=population, batch=batch, split=split, model=model, m1=m1, ticks=ticks,
     )  # fmt: skip
+    candles = s.candles  # the main chart's (several symbols: the first's)
     pairs = windows(len(candles), int(train), int(test), anchored)
     rows, winners, tables, pbos = [], [], [], []
     ran = 0

@@ -26,6 +26,7 @@ from backtests.optimize.errors import StoreInUseError
 from backtests.report import environment, write_report
 from backtests.robustness.analysis import Options as RobustOptions
 from backtests.robustness.analysis import analyze
+from datafeeds.symbols import read_spec_file
 from neuronet.commands import values
 from neuronet.commands.account import (
     Commission,
@@ -58,6 +59,7 @@ from neuronet.commands.options import (
     prepare_out,
 )
 from neuronet.commands.summary import print_summary
+from neuronet.commands.symbols import load_symbols, symbol_list
 from strategies import BUILTIN, ExpertAdvisor
 from strategies.setfile import SetFile, SetFileError, read_set
 
@@ -203,9 +205,14 @@ def _execute(
     robustness: RobustOptions | None = None,
     workers: int | None = None,
     force: bool = False,
+    specs: dict | None = None,
 ) -> None:
     def announce() -> None:  # the EA took its parameters: say what runs (a refused one is the only line)
         meta, fs = bt.meta, bt.periods.forward_start
+        df = bt.candles  # the main chart's
+        index = df.index if bt.multi is None else bt.multi.setup.aligned.time  # the bars the periods count
+        if bt.multi is not None:
+            typer.echo(f"{ea.__name__} trades {', '.join(bt.multi.setup.symbols)} on one account")
         if account.spread is None and not df["spread"].any():
             typer.echo(
                 f"note: these candles carry no spread; trading with {account.missing_spread} points "
@@ -215,10 +222,11 @@ def _execute(
         # one bar before the first traded one is the start row, not a study period
         study = "no study"
         if fs > 1:
-            study = f"study {df.index[0]:%Y-%m-%d} .. {df.index[fs - 1]:%Y-%m-%d} ({fs})"
+            study = f"study {index[0]:%Y-%m-%d} .. {index[fs - 1]:%Y-%m-%d} ({fs})"
         typer.echo(
-            f"{ea.__name__} on {meta.symbol} {meta.timeframe.name} ({meta.source}): {len(df)} bars, {study}, "
-            f"forward {df.index[fs]:%Y-%m-%d} .. {df.index[-1]:%Y-%m-%d} ({len(df) - fs}): {bt.forward_rule}"
+            f"{ea.__name__} on {meta.symbol} {meta.timeframe.name} ({meta.source}): {len(index)} bars, "
+            f"{study}, forward {index[fs]:%Y-%m-%d} .. {index[-1]:%Y-%m-%d} ({len(index) - fs}): "
+            f"{bt.forward_rule}"
         )
         chosen = str(params.get("backend", ea.param_defaults().get("backend", "")))
         if profile and chosen.startswith("numpy"):
@@ -236,6 +244,7 @@ def _execute(
         progress=progress,
         profile=profile,
         on_ready=announce,
+        **({} if specs is None else {"specs": specs}),
         **({} if forward is None else {"forward": forward}),  # else Backtest's own default (auto)
     )
     meta = bt.meta
@@ -288,6 +297,25 @@ Timeframe = Annotated[
     str | None,
     typer.Option(
         "--timeframe", help="Timeframe such as H1 (default: the source's own).", parser=values.timeframe
+    ),
+]
+SymbolsFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--symbols-file",
+        help="Symbol specifications (TOML [EURGBP] tables or JSON): digits, contract_size, currencies, "
+        "calc_mode, swaps, levels, volumes, trade_mode; they override the built-in table of FX pairs "
+        "and metals.",
+        parser=values.path,
+    ),
+]
+Symbols = Annotated[
+    str | None,
+    typer.Option(
+        "--symbols",
+        help="Several symbols on one account, e.g. EURUSD,GBPUSD (default: the EA's own symbols); the "
+        "first is the main chart. Their conversion pairs are loaded too.",
+        parser=values.text,
     ),
 ]
 Forward = Annotated[
@@ -403,6 +431,8 @@ def backtest(
     ea: EaArg,
     source: Source = "sample",
     symbol: Symbol = None,
+    symbols: Symbols = None,
+    symbols_file: SymbolsFile = None,
     timeframe: Timeframe = None,
     path: CsvPath = None,
     start: Start = None,
@@ -469,7 +499,28 @@ def backtest(
     model = model.strip().lower()
     # before any work: a bad or occupied --out must not cost the user a whole run
     with out_folder(out, force, RESUMABLE) if out is not None else nullcontext():
-        df, m1, ticks = market_data(name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv)
+        names = symbol_list(symbols) or tuple(cls.symbols)
+        if symbols is not None and symbol is not None:
+            raise CommandError("give --symbol or --symbols, not both")
+        if symbols is not None and names != tuple(cls.symbols):  # the EA trades the symbols asked for
+            cls = type(cls.__name__, (cls,), {"symbols": names, "__module__": cls.__module__})
+        if len(names) > 1 or len(cls.timeframes) > 1:
+            if ticks_csv is not None or model == "ticks":
+                raise CommandError("--model ticks: a multi-symbol run is modelled on open prices or M1 bars")
+            main = names or (symbol or "EURUSD",)
+            specs = read_spec_file(symbols_file) if symbols_file is not None else None
+            df, m1 = load_symbols(
+                main, name, timeframe, start, end, options, account.currency, model, m1_csv, specs
+            )
+            ticks = None
+        else:
+            if symbols_file is not None:
+                raise CommandError(
+                    "--symbols-file gives the specifications of a multi-symbol run (--symbols)"
+                )
+            specs = None
+            one = symbol or (names[0] if names else None)  # --symbols GBPUSD: one symbol, that one
+            df, m1, ticks = market_data(name, one, timeframe, start, end, options, model, m1_csv, ticks_csv)
         _execute(
             cls,
             df,
@@ -487,6 +538,7 @@ def backtest(
             robustness=robust,
             workers=workers,
             force=force,
+            specs=specs,
         )
 
 

@@ -206,6 +206,12 @@ def live(
     cls = resolve_ea(ea)
     params = _params(param or [], cls)
     cls.resolve_params(params)  # a bad -p fails here, before the terminal is reached
+    if len(cls.symbols) > 1 or len(cls.timeframes) > 1:
+        raise LiveError(
+            f"{cls.__name__} reads {', '.join(cls.symbols or ('its symbol',))} on "
+            f"{', '.join(cls.timeframes or ('its timeframe',))}: live trading runs one symbol and timeframe "
+            "per runner for now (backtest, optimise and walk-forward take several)"
+        )
     account = account_settings(
         deposit=deposit,
         leverage=leverage,

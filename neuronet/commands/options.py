@@ -73,10 +73,11 @@ TicksCsv = Annotated[
     ),
 ]
 M1Csv = Annotated[
-    Path | None,
+    list[Path] | None,
     typer.Option(
         "--m1-csv",
-        help="M1 candles (MetaTrader CSV, in the --broker-tz clock) for --model ohlc1m.",
+        help="M1 candles (MetaTrader CSV, in the --broker-tz clock) for --model ohlc1m; with several "
+        "symbols SYMBOL=FILE, once per symbol.",
         parser=values.path,
     ),
 ]
@@ -223,7 +224,7 @@ def market_data(
     end: str | None,
     options: dict[str, object],
     model: str,
-    m1_csv: Path | None,
+    m1_csv: Path | list[Path] | None,
     ticks_csv: Path | None,
 ) -> Market:
     """``(candles, m1, ticks)`` for a modelling mode: the EA's candles and the finer data its fills are
@@ -233,6 +234,13 @@ def market_data(
     if model not in MODELS:
         names = "; ".join(f"{k}: {v}" for k, v in MODELS.items())
         raise CommandError(f"--model {model!r}: choose one of MetaTrader's modelling modes ({names})")
+    if isinstance(m1_csv, list):
+        if len(m1_csv) > 1:
+            raise CommandError(
+                f"--m1-csv given {len(m1_csv)} times: one symbol takes one file (several symbols: --symbols "
+                "and --m1-csv SYMBOL=FILE for each)"
+            )
+        m1_csv = m1_csv[0] if m1_csv else None
     if ticks_csv is not None and model != "ticks":
         raise CommandError("--ticks-csv is only used with --model ticks")
     if m1_csv is not None and model != "ohlc1m":

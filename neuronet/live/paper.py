@@ -17,6 +17,7 @@ import pandas as pd
 
 from backtests.broker import AccountConfig, Broker
 from backtests.broker.config import check_currency
+from backtests.broker.terms import SymbolTerms
 from datafeeds.candles import CandleMeta
 from datafeeds.clock import UTC
 from neuronet.live.errors import LiveError
@@ -33,10 +34,12 @@ class PaperBroker(Broker):
         # Copies: the bars grow in the broker's own buffers, never in the caller's frame.
         cols = (history[name].to_numpy(dtype=np.float64, copy=True) for name in _FIELDS)
         meta = history.attrs.get("candles")
-        clock = meta.clock if isinstance(meta, CandleMeta) else UTC  # the server clock of the bars
-        if isinstance(meta, CandleMeta):
+        known = isinstance(meta, CandleMeta)
+        clock = meta.clock if known else UTC  # the server clock of the bars
+        terms = SymbolTerms(meta.symbol) if known else None  # its records name the symbol, as a backtest's
+        if known:
             check_currency(meta.symbol, config)  # paper money is booked as a backtest's is
-        super().__init__(*cols, history.index.as_unit("ns"), point, config, clock)
+        super().__init__(*cols, history.index.as_unit("ns"), point, config, clock, terms=terms)
 
     def set_tick(self, bid: float, ask: float) -> None:
         """A quote inside the bar now forming: ``on_tick``'s orders fill there (``Broker.inside``)."""

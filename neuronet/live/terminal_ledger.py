@@ -29,6 +29,8 @@ import pandas as pd
 
 from backtests.broker import AccountConfig, Broker, OpenPosition
 from backtests.broker.records import Deal, OrderRecord, Trade
+from backtests.broker.terms import SymbolTerms
+from datafeeds.candles import CandleMeta
 from datafeeds.clock import BrokerClock
 from neuronet.live.terminal_requests import user_comment
 from strategies.trade import ORDER_TYPE_CODES
@@ -75,7 +77,9 @@ class TerminalLedger:
 
     def __init__(self, bars: pd.DataFrame, point: float, config: AccountConfig, clock: BrokerClock):
         cols = (bars[c].to_numpy(dtype=np.float64) for c in ("open", "high", "low", "close", "spread"))
-        self.broker = Broker(*cols, bars.index.as_unit("ns"), point, config, clock)
+        meta = bars.attrs.get("candles")
+        terms = SymbolTerms(meta.symbol) if isinstance(meta, CandleMeta) else None  # records name the symbol
+        self.broker = Broker(*cols, bars.index.as_unit("ns"), point, config, clock, terms=terms)
         self.ledger = self.broker.ledger
         self.clock = clock
         self._ns = self.broker.time.asi8

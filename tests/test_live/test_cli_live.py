@@ -140,6 +140,7 @@ def test_ctrl_c_stops_cleanly_and_leaves_the_journal_resumable(port, clock, tmp_
             "EURUSD is not among --allow-symbol GBPUSD",
         ),
         (("live", "NoSuchEA"), "unknown EA"),
+        (("live", "TrendFilterEA"), "live trading runs one symbol and timeframe per runner for now"),
     ],
 )
 def test_user_errors_are_one_line(tmp_path, args, message):

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from backtests.broker import AccountConfig, Broker
+from backtests.broker.terms import SymbolTerms
 from datafeeds import load_candles
 from neuronet.live.errors import LiveError
 from neuronet.live.paper import PaperBroker
@@ -49,8 +50,9 @@ def test_paper_broker_fills_as_the_backtest_broker(candles):
     cfg = AccountConfig(spread=12, commission=3.0, hedging=True)
     df, point = candles, 1e-5
     full = Broker(
-        *(df[c].to_numpy() for c in ("open", "high", "low", "close", "spread")), df.index, point, cfg
-    )
+        *(df[c].to_numpy() for c in ("open", "high", "low", "close", "spread")), df.index, point, cfg,
+        terms=SymbolTerms(df.attrs["candles"].symbol),  # the records name the symbol, as the paper broker's
+    )  # fmt: skip
     paper = PaperBroker(df.iloc[:HIST], point, cfg)
     for t in range(HIST, len(df)):
         full.bar_open(t)

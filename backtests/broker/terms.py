@@ -1,0 +1,95 @@
+"""A symbol's terms on the account: what its specification adds to the account's settings, and its money
+in the deposit currency.
+
+``SymbolTerms`` carries what ``AccountConfig`` does not: the symbol's name, MetaTrader's calculation mode of
+its margin, its margin rate and its trade mode (``datafeeds.symbols.SymbolSpec``). ``symbol_config`` merges a
+specification's volumes, swaps, levels and contract size into the account's settings, so each symbol's
+broker reads one ``AccountConfig`` as a single-symbol broker always has.
+
+``SymbolMoney`` values one symbol's positions: profit in its profit currency (``(close - open) * contract *
+lots``), converted into the deposit currency by its ``profit`` rate, and the margin price a position is
+charged at when it opens (``backtests.broker.margin``), converted by its ``margin`` rate. A symbol whose
+profit is in the deposit currency (EURUSD on a dollar account) and whose margin currency is its base keeps
+the arithmetic of the single-symbol broker exactly: no conversion, the margin at the opening price.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from backtests.broker.book import OpenPosition
+from backtests.broker.config import AccountConfig
+from backtests.broker.convert import UNITY, Rate
+from datafeeds.symbols import SymbolSpec
+
+CFD_MODES = frozenset({"cfd", "cfd_leverage"})  # margin at the market price, in the profit currency
+
+
+@dataclass(frozen=True)
+class SymbolTerms:
+    """What a symbol's specification adds to the account's settings (see the module docstring)."""
+
+    symbol: str = ""
+    calc_mode: str = "forex"
+    margin_rate: float = 1.0
+    trade_mode: str = "full"
+
+
+def symbol_config(account: AccountConfig, spec: SymbolSpec) -> AccountConfig:
+    """The account's settings with ``spec``'s trading conditions: contract size, volumes, swaps, stops and
+    freeze levels, hedged margin."""
+    return replace(
+        account,
+        contract_size=spec.contract_size,
+        lot_min=spec.volume_min,
+        lot_max=spec.volume_max,
+        lot_step=spec.volume_step,
+        swap_long=spec.swap_long,
+        swap_short=spec.swap_short,
+        stops_level=spec.stops_level,
+        freeze_level=spec.freeze_level,
+        margin_hedged=spec.margin_hedged,
+    )
+
+
+def terms_of(spec: SymbolSpec) -> SymbolTerms:
+    return SymbolTerms(spec.name, spec.calc_mode, spec.margin_rate, spec.trade_mode)
+
+
+class SymbolMoney:
+    """One symbol's money in the deposit currency (see the module docstring). ``profit`` and ``margin`` are
+    the rates of ``backtests.broker.convert`` (``margin`` None: the deal's own price, EURUSD on a dollar
+    account)."""
+
+    def __init__(self, config: AccountConfig, scale: int, terms: SymbolTerms):
+        self.per_point = config.contract_size / scale  # profit currency per point per lot
+        self.scale = scale
+        self.cfd = terms.calc_mode in CFD_MODES
+        self.profit: Rate = UNITY
+        self.margin: Rate | None = None
+
+    def convert(self, profit: Rate, margin: Rate | None) -> None:
+        """Set the conversions (``backtests.broker.portfolio`` makes them once every symbol has a broker)."""
+        self.profit, self.margin = profit, margin
+
+    def money(self, amount: float, bid: float, ask: float) -> float:
+        """``amount`` of the profit currency in the deposit currency at this symbol's ``bid``/``ask`` now."""
+        rate = self.profit
+        return amount if rate.unity else rate.profit(amount, bid, ask, self.scale)
+
+    def floating(self, positions: list[OpenPosition], bid: float, ask: float) -> float:
+        """The positions' floating profit at ``bid``/``ask`` (points), in the deposit currency."""
+        k = self.per_point
+        amount = sum(
+            (bid - p.price) * p.lots * k if p.side > 0 else (p.price - ask) * p.lots * k for p in positions
+        )
+        return self.money(amount, bid, ask)
+
+    def margin_price(self, side: int, price: float, bid: float, ask: float) -> float | None:
+        """The price a position opened now at ``price`` (points) is charged margin at: None where that is
+        its own price (no conversion, or the symbol quotes its margin currency in the deposit currency)."""
+        if self.margin is None and (not self.cfd or self.profit.unity):
+            return None
+        if self.cfd:
+            return price / self.scale * self.profit.at_side(side, bid, ask, self.scale)
+        return self.margin.at_side(side, bid, ask, self.scale)

@@ -1,0 +1,149 @@
+"""The minutes of several symbols' bars worked in time order, on one account (model "ohlc1m").
+
+MetaTrader's tester feeds a multi-currency EA every symbol's prices in the order of their times, so a
+stop-out or a pending order on one symbol sees the others' prices of that minute. Here each broker works
+its own minutes as the single-symbol walk does (``M1Path.minute``), the symbols' minutes taken in time order
+(ties in the symbols' order), and each broker's price now (``Broker.inside``) is the close of its newest
+minute, which the other symbols' equity, margin and conversions read.
+
+Walking every minute of every symbol costs a Python step per minute, so a bar is walked that way only where
+the account's stop-out may happen in it: the equity with every symbol at the worst of its bar at once (longs
+at the lowest bid, shorts at the highest ask) above the stop-out level, with a tenth to spare for the
+conversions' moves, rules it out. Otherwise only the minutes where a symbol's own pending prices, stops or
+expiries can be reached are worked (as the single-symbol walk skips), still in time order, and the other
+symbols' prices are set to their minute of that time first. A fill changes the account's margin, so after
+one the bound is taken again, and the rest of the bar is walked minute by minute where it no longer holds.
+One symbol alone with nothing open elsewhere keeps the single-symbol walk.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_NEVER = np.iinfo(np.int64).max
+_SLACK = 1.1  # the stop-out is ruled out only with a tenth of the level to spare (conversions move too)
+
+
+def walk_bar(desks: list, t: int) -> None:
+    """Bar ``t`` of every broker in ``desks`` after the decision (see the module docstring)."""
+    busy = [d for d in desks if d.book and not _closed(d, t)]
+    if not busy:
+        return
+    if len(busy) == 1 and not any(d.book.positions for d in desks if d is not busy[0]):
+        busy[0].bar_range(t)
+        return
+    walking = [d for d in desks if not _closed(d, t) and d.price_path is not None and d.price_path.covers(t)]
+    for d in desks:
+        if d not in walking and d.book and not _closed(d, t):
+            d.bar_range(t)  # no minutes in this bar: its own high and low
+    if not walking:
+        return
+    for d in walking:
+        d.walking = True
+    try:
+        _walk(walking, t)
+    finally:
+        for d in walking:
+            d.walking = False
+            d.now_ns = None
+            d.inside = None
+
+
+def _walk(walking: list, t: int) -> None:
+    spans = [(int(d.price_path.starts[t]), int(d.price_path.starts[t + 1])) for d in walking]
+    at = [a for a, _ in spans]  # each symbol's next minute not yet worked
+    touches: list[int | None] = [None] * len(walking)  # each symbol's next minute that can reach a level
+    revision = None
+    while True:
+        now = sum(w.revision for w in walking)
+        if now != revision:  # first, or something filled: the margin and the levels changed
+            revision = now
+            if _stop_out_possible(walking, spans, at):
+                _every_minute(walking, t, spans, at)
+                return
+            touches = [None] * len(walking)
+        for j, d in enumerate(walking):
+            if touches[j] is None:
+                m, end = at[j], spans[j][1]
+                touches[j] = d.price_path.next_touch(d, m, end) if d.book and m < end else end
+        times = [
+            d.price_path.time_ns[m] if m < end else _NEVER
+            for d, m, (_, end) in zip(walking, touches, spans, strict=True)
+        ]
+        k = int(np.argmin(times))
+        m = touches[k]
+        if m >= spans[k][1]:
+            return  # no symbol can reach a level in the rest of the bar
+        ns = int(times[k])
+        for j, d in enumerate(walking):  # every symbol at its price of this time
+            if j != k:  # its minutes up to this time have passed (none of them could reach a level)
+                at[j] = max(at[j], min(_upto(d.price_path, spans[j], ns), touches[j]))
+            _set_now(d, spans[j], m if j == k else at[j], ns)
+        d = walking[k]
+        d.inside = d.price_path.minute(d, t, m)
+        at[k] = m + 1
+        touches[k] = None
+
+
+def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
+    """Every remaining minute of every symbol, in time order."""
+    rows = []
+    for k, d in enumerate(walking):
+        path, (_, b) = d.price_path, spans[k]
+        a = at[k]
+        rows.append(np.column_stack((path.time_ns[a:b], np.full(b - a, k), np.arange(a, b))))
+    order = np.concatenate(rows)
+    order = order[np.lexsort((order[:, 1], order[:, 0]))]
+    for ns, k, m in order.tolist():
+        for w in walking:  # one clock: a stop-out may close another symbol's position at this minute
+            w.now_ns = ns
+        d = walking[k]
+        d.inside = d.price_path.minute(d, t, m)
+
+
+def _stop_out_possible(walking: list, spans: list, at: list) -> bool:
+    """Whether the account's margin level may reach the stop-out level in the rest of the bar (see the
+    module docstring): every symbol at its worst over its remaining minutes at once."""
+    first = walking[0]
+    funds = first.funds
+    if funds.stop_out_level <= 0 or not first.stop_out_on or not funds.any_open():
+        return False
+    margin = funds.used_margin()
+    if margin <= 0:
+        return False
+    worst = funds.balance
+    for desk in funds.desks:
+        if not desk.book.positions:
+            continue
+        if desk in walking:
+            k = walking.index(desk)
+            a, b = at[k], spans[k][1]
+            path = desk.price_path
+            if a < b:
+                low = float(path.lows[a:b].min())
+                high = float(path.highs[a:b].max() + path.spread[a:b].max())
+                worst += desk.floating(low, high)
+                continue
+        worst += desk.floating_now()
+    return worst <= _SLACK * funds.stop_out_level / 100.0 * margin
+
+
+def _upto(path, span: tuple[int, int], ns: int) -> int:
+    """The first minute of ``span`` after UTC ``ns`` (its minutes up to ``ns`` have passed)."""
+    a, b = span
+    return a + int(np.searchsorted(path.time_ns[a:b], ns, side="right"))
+
+
+def _set_now(desk, span: tuple[int, int], nxt: int, ns: int) -> None:
+    """``desk``'s clock at ``ns`` and its price now the close of its newest minute before ``nxt``."""
+    desk.now_ns = ns
+    last = nxt - 1
+    if last >= span[0]:
+        path = desk.price_path
+        close = path.points[last, 3]
+        desk.inside = (close, close + path.spread[last])
+
+
+def _closed(desk, t: int) -> bool:
+    closed = desk.market.closed
+    return closed is not None and bool(closed[t])

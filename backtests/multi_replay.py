@@ -1,0 +1,247 @@
+"""The replay of a multi-symbol, multi-timeframe EA ("open prices only"; ``backtests.multi`` says how the
+symbols share the account and the timeline). ``Backtest`` hands a run here when it is given a frame per
+symbol or the EA declares several symbols or timeframes; everything else is the one-symbol replay's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from backtests.broker import AccountConfig
+from backtests.errors import SymbolsError
+from backtests.merged import walk_bar
+from backtests.multi import MultiContext, MultiSetup
+from backtests.paths import COVERAGE, M1Path, check_inside, check_market
+from backtests.periods import Periods, resolve
+from backtests.replay import Result, _Context, _criterion, _lap, broker_figures
+from datafeeds import meta_of
+from strategies.base import call_hook, make_ea
+from strategies.errors import EARuntimeError
+
+
+class MultiBacktest:
+    """A multi-symbol run (see the module docstring); ``Backtest`` builds it and delegates ``run``."""
+
+    def __init__(
+        self,
+        frames: Mapping[str, pd.DataFrame],
+        ea: type,
+        *,
+        account: AccountConfig,
+        forward,
+        walk_forward,
+        seed: int,
+        model: str,
+        specs: Mapping | None,
+        m1: Mapping[str, pd.DataFrame] | None = None,
+        on_ready=None,
+    ):
+        if model not in ("open", "ohlc1m"):
+            raise SymbolsError(
+                f"model {model!r}: a multi-symbol backtest models open prices or M1 bars (open, ohlc1m)"
+            )
+        if model == "ohlc1m" and not isinstance(m1, Mapping):
+            raise SymbolsError("model 'ohlc1m' with several symbols needs m1={symbol: M1 candles, ...}")
+        if model == "open" and m1 is not None:
+            raise SymbolsError("M1 candles are only used by model 'ohlc1m'")
+        self.setup = MultiSetup(frames, ea, specs, account.currency)
+        self.paths = minute_paths(self.setup, m1, account) if model == "ohlc1m" else {}
+        self.ea_class = ea
+        self.on_ready = on_ready
+        self.account = account
+        self.seed = seed
+        self.model = model
+        self.meta = self.setup.meta
+        self.periods: Periods = resolve(
+            self.setup.aligned.time, forward, walk_forward, min_study=int(ea.min_study_bars)
+        )
+
+    def run(self, **params) -> Result:
+        timings: dict[str, float] = {}
+        clock = time.perf_counter()
+        if "seed" in self.ea_class.param_defaults() and "seed" not in params:
+            params["seed"] = self.seed
+        ea = make_ea(self.ea_class, params)
+        periods = self.periods.for_ea(int(ea.retrain_every))
+        setup = self.setup
+        views = setup.feeds()
+        feed = views.feeds[setup.main]
+        times = setup.aligned.time
+        stamps = np.asarray(times.as_unit("ns").asi8, dtype=np.int64)
+        fs, n = periods.forward_start, periods.n
+        rng = np.random.default_rng(self.seed)
+        m = len(feed)
+
+        def probes() -> list[int]:
+            start = views.visible_at(setup.main, int(stamps[fs]))
+            points = {start, m // 2, int(rng.integers(max(2, m // 4), max(3, m)))}
+            return sorted(p for p in points if 2 <= p < m)
+
+        def make_main(*args, **kwargs):
+            return _Context(feed, probes, *args, **kwargs)
+
+        brokers = setup.brokers(self.account, make_main)
+        for name, path in self.paths.items():
+            brokers[name].attach_path(path.for_run(None))
+        ctx = MultiContext(brokers, setup.main[0])
+        main = ctx.main
+        ea.attach(ctx, feed.bars, None, views=views)
+        call_hook(ea, "on_init", where="before the first bar")
+        if self.on_ready is not None:
+            self.on_ready()
+        timings["init_s"] = _lap(clock)
+        clock = time.perf_counter()
+        self._study(ea, views, periods, fs, stamps, brokers)
+        timings["study_s"] = _lap(clock)
+        clock = time.perf_counter()
+        self._replay(ea, views, periods, stamps, brokers, timings)
+        timings["replay_s"] = round(_lap(clock) - timings.get("retrain_s", 0.0), 6)
+        last = n - 1
+        clock = time.perf_counter()
+        for broker in brokers.values():
+            broker.finish(last)
+        ea.mark_run(complete=True, interrupted=None)
+        call_hook(ea, "on_deinit", where=f"after bar {last} ({times[last]})", bar=last, time=times[last])
+        return self._score(ea, main, brokers, feed, periods, last, timings, clock)
+
+    def _study(self, ea, views, periods, t: int, stamps, brokers) -> None:
+        """``on_study`` before timeline bar ``t`` with the main chart's bars of the study window."""
+        for broker in brokers.values():
+            broker.t = t
+        views.advance(int(stamps[t]))
+        a, _ = periods.study_range(t)
+        main = views.main
+        start = views.visible_at(main, int(stamps[a])) if a > 0 else 0
+        end = views.visible_at(main, int(stamps[t]))
+        when = self.setup.aligned.time[t]
+        bars = views.feeds[main].bars
+        call_hook(ea, "on_study", bars.window(start, end), where=f"before bar {t} ({when})", bar=t, time=when)
+
+    def _replay(self, ea, views, periods, stamps, brokers, timings) -> None:
+        fs, n, every = periods.forward_start, periods.n, periods.retrain_every
+        if every:
+            timings["retrain_s"] = 0.0
+        desks = list(brokers.values())
+        on_bar, times, step = ea.on_bar, self.setup.aligned.time, views.step
+        schedule = views.schedule(stamps)
+        minutes = bool(self.paths)
+        for t in range(fs, n):
+            if every and periods.retrains_at(t):
+                tick = time.perf_counter()
+                self._study(ea, views, periods, t, stamps, brokers)
+                timings["retrain_s"] += time.perf_counter() - tick
+            firsts = [d.enter(t) for d in desks]  # every symbol at this moment before any is checked
+            for d, first in zip(desks, firsts, strict=True):
+                d.open_checks(t, first)
+            step(schedule[t])
+            try:
+                on_bar()
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:
+                raise EARuntimeError(
+                    type(ea).__name__, "on_bar", f"at bar {t} ({times[t]})", exc, t, times[t]
+                ) from exc
+            if minutes:
+                walk_bar(desks, t)
+            else:
+                for d in desks:
+                    d.bar_range(t)
+
+    def _score(self, ea, main, brokers, feed, periods, last, timings, clock) -> Result:
+        fs = periods.forward_start
+        times = self.setup.aligned.time
+        figures = broker_figures(main, fs, last, self.account, path=False)
+        after = "after the run"
+        feed.advance(len(feed))
+        section = call_hook(ea, "report_section", feed.bars, where=after)
+        timings["evaluate_s"] = _lap(clock)
+        criterion = _criterion(ea, call_hook(ea, "on_tester", dict(figures.stats), where=after))
+        charts = {
+            name: symbol_chart(brokers[name], fs, last) for name in self.setup.symbols if name in brokers
+        }
+        return Result(
+            ea=call_hook(ea, "describe", where=after),
+            data={
+                **self.meta.to_dict(),
+                "bars": len(times),
+                "first": str(times[0]),
+                "last": str(times[-1]),
+                "forward_first": str(times[fs]),
+                "forward_last": str(times[last]),
+                "model": self.model,
+                **(
+                    {"m1_quality": {n: p.quality(fs, last) for n, p in self.paths.items()}}
+                    if self.paths
+                    else {}
+                ),
+                "symbols": self.setup.describe(brokers, figures.trades),
+                "timeframes": list(self.setup.timeframes),
+            },
+            account=self.account.to_dict(),
+            periods=periods.to_dict(),
+            trades=figures.trades,
+            time=times[fs : last + 1],
+            balance=figures.balance,
+            equity=figures.equity,
+            stats=figures.stats,
+            predictions=None,
+            training=list(ea.training_log),
+            timings=timings,
+            rejected=list(main.rejected),
+            complete=True,
+            seed=self.seed,
+            custom_criterion=criterion,
+            chart_data=charts[self.setup.main[0]],
+            section=section,
+            ea_instance=ea,
+            orders=main.orders_frame(),
+            deals=main.deals_frame(),
+            curves=figures.curves,
+            equity_path=None,
+            symbol_charts=charts,
+        )
+
+
+def minute_paths(setup: MultiSetup, m1: Mapping[str, pd.DataFrame], account: AccountConfig) -> dict:
+    """Each loaded symbol's M1 path on the account's timeline, its minutes checked against its own candles
+    as a single-symbol run checks them (``backtests.paths``); minutes for a symbol not loaded are refused."""
+    extra = sorted(set(m1) - set(setup.frames))
+    if extra:
+        raise SymbolsError(
+            f"M1 candles for {', '.join(extra)}, which this run does not load "
+            f"(loaded: {', '.join(setup.frames)})"
+        )
+    missing = [s for s in setup.frames if s not in m1]
+    if missing:
+        raise SymbolsError(f"model 'ohlc1m' needs the M1 candles of {', '.join(missing)} too")
+    paths = {}
+    for name, df in setup.frames.items():
+        meta, minutes = meta_of(df), m1[name]
+        check_market(df, meta, minutes, "M1 bars")
+        fixed = account.spread
+        if fixed is None and "spread" in minutes and not minutes["spread"].to_numpy().any():
+            fixed = account.missing_spread
+        own = M1Path(df.index, minutes, meta.point, fixed)
+        check_inside(df, meta, minutes, own.starts, COVERAGE["ohlc1m"])
+        paths[name] = M1Path(setup.aligned.time, minutes, meta.point, fixed)
+    return paths
+
+
+def symbol_chart(broker, fs: int, last: int, span: int = 160) -> dict:
+    """A symbol's last ``span`` forward bars on the account's timeline, as ``chart_data`` gives the main
+    chart's (bar indices are the timeline's, as the trades' are; flat where the symbol had no bar)."""
+    m = broker.market
+    a = max(fs, last + 1 - span)
+    return {
+        "index": np.arange(a, last + 1),
+        "time": m.time[a : last + 1],
+        "open": m.opens[a : last + 1],
+        "high": m.highs[a : last + 1],
+        "low": m.lows[a : last + 1],
+        "close": m.closes[a : last + 1],
+    }

@@ -1,0 +1,89 @@
+"""The candles of a multi-symbol run: ``--symbols`` (or the EA's own ``symbols``), each symbol loaded from
+the same source with the same options, plus the symbols its profit and margin are converted through
+(``backtests.broker.portfolio``), and for ``--model ohlc1m`` each symbol's M1 bars (``--m1-csv
+SYMBOL=FILE``, or the source's own minutes). A synthetic source gives each symbol its own seed from the
+run's and a shock they share (correlation 0.5 of their returns), so a README example runs offline and gives
+the same numbers every time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from backtests.broker.portfolio import conversion_pairs
+from datafeeds import load_candles
+from neuronet.commands.errors import CommandError
+from neuronet.commands.options import _file_clock, _with_minutes
+
+SYNTHETIC_CORRELATION = 0.5  # of the synthetic symbols' bar returns (-o correlation=... to change)
+
+
+def symbol_list(text: str | None) -> tuple[str, ...]:
+    """``--symbols EURUSD,GBPUSD`` as names; empty, repeated or blank names are one clear line."""
+    if text is None:
+        return ()
+    names = tuple(s.strip().upper() for s in text.split(","))
+    if not all(n.replace(".", "").replace("_", "").isalnum() for n in names):
+        raise CommandError(f"--symbols {text!r}: expected names separated by commas, like EURUSD,GBPUSD")
+    if len(set(names)) != len(names):
+        raise CommandError(f"--symbols {text!r}: a symbol is named twice")
+    return names
+
+
+def minute_files(values: list[Path] | None, loaded: list[str]) -> dict[str, Path]:
+    """``--m1-csv SYMBOL=FILE`` values as symbol -> file; a value without a symbol, a symbol named twice or
+    one the run does not load is one clear line."""
+    out: dict[str, Path] = {}
+    for value in values or []:
+        name, sep, file = str(value).partition("=")
+        name = name.strip().upper()
+        if not sep or not name or not file.strip():
+            raise CommandError(
+                f"--m1-csv {value}: with several symbols give SYMBOL=FILE, like EURUSD=eu_m1.csv"
+            )
+        if name not in loaded:
+            raise CommandError(f"--m1-csv {value}: {name} is not a symbol of this run ({', '.join(loaded)})")
+        if name in out:
+            raise CommandError(f"--m1-csv: {name} is given twice")
+        out[name] = Path(file.strip())
+    return out
+
+
+def load_symbols(
+    names: tuple[str, ...],
+    source: str,
+    timeframe,
+    start,
+    end,
+    options: dict,
+    currency: str,
+    model: str = "open",
+    m1_csv: list[Path] | None = None,
+    specs: dict | None = None,
+) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame] | None]:
+    """Every symbol of ``names`` and the conversion pairs they need, from one source, and their M1 bars for
+    ``model`` "ohlc1m" (None otherwise)."""
+    todo = list(names)
+    todo += [p for p in conversion_pairs(names, currency, specs) if p not in todo]
+    files = minute_files(m1_csv, todo)
+    if model != "ohlc1m" and files:
+        raise CommandError("--m1-csv is only used with --model ohlc1m")
+    frames: dict[str, pd.DataFrame] = {}
+    minutes: dict[str, pd.DataFrame] = {}
+    for i, name in enumerate(todo):
+        opts = dict(options)
+        if source == "synthetic":  # one path per symbol, moving together through a shock of the run's seed
+            opts["seed"] = int(opts.get("seed", 0)) + i
+            opts.setdefault("common_seed", int(options.get("seed", 0)))
+            opts.setdefault("correlation", SYNTHETIC_CORRELATION)
+        if model != "ohlc1m":
+            frames[name] = load_candles(source, name, timeframe, start, end, **opts)
+        elif name in files:
+            frames[name] = load_candles(source, name, timeframe, start, end, **opts)
+            minutes[name] = load_candles(
+                "csv", name, "M1", start, end, path=str(files[name]), **_file_clock(opts)
+            )
+        else:
+            frames[name], minutes[name], _ = _with_minutes(source, name, timeframe, start, end, opts, None)
+    return frames, (minutes if model == "ohlc1m" else None)

@@ -1,0 +1,76 @@
+"""The closed bars of every symbol and timeframe an expert advisor declares, at the EA's current time.
+
+Each (symbol, timeframe) has its own ``BarFeed`` over that symbol's own bars (no bar is made up where it
+had none). At a decision time ``now`` a bar is closed when its end, its open time plus its timeframe
+(MetaTrader's bar period; a month to the next 1st), is at or before ``now``: a D1 bar becomes visible at the
+next day's first decision, an M15 bar of an H1 run at the hour it ends. The feeds' visible ends only move
+forward (``BarFeed.advance``), so every route through ``strategies.bars`` stays at the newest closed bar,
+exactly as for the main chart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from strategies.bars import BarFeed, Bars
+from strategies.errors import EAError
+
+
+def bar_ends(time: pd.DatetimeIndex, timeframe) -> np.ndarray:
+    """UTC ns at which each bar of ``time`` (open times) on ``timeframe`` closes."""
+    return np.asarray((time + timeframe.offset).as_unit("ns").asi8, dtype=np.int64)
+
+
+class DataViews:
+    """The harness's feeds per (symbol, timeframe name) and where each closes (``bar_ends``)."""
+
+    def __init__(self, feeds: Mapping[tuple[str, str], BarFeed], main: tuple[str, str]):
+        self.feeds = dict(feeds)
+        self.main = main
+        self._ends = {key: bar_ends(feed.time, feed.meta.timeframe) for key, feed in self.feeds.items()}
+
+    def advance(self, now_ns: int) -> None:
+        """Reveal every bar that has closed by ``now_ns`` (UTC ns)."""
+        for key, feed in self.feeds.items():
+            visible = int(np.searchsorted(self._ends[key], now_ns, side="right"))
+            if visible > feed.visible:
+                feed.advance(visible)
+
+    def schedule(self, stamps: np.ndarray) -> list[list[tuple[BarFeed, int]]]:
+        """For each decision time of ``stamps`` (UTC ns, ascending), the feeds whose visible end moves then
+        and to where: computed once for a run, so a bar's step is a few list reads (``step``)."""
+        out: list[list[tuple[BarFeed, int]]] = [[] for _ in range(len(stamps))]
+        for key, feed in self.feeds.items():
+            counts = np.searchsorted(self._ends[key], stamps, side="right")
+            moved = np.flatnonzero(np.diff(counts, prepend=0) > 0)
+            for t in moved.tolist():
+                out[t].append((feed, int(counts[t])))
+        return out
+
+    @staticmethod
+    def step(moves: list[tuple[BarFeed, int]]) -> None:
+        """Reveal the bars one decision time of ``schedule`` closes."""
+        for feed, visible in moves:
+            if visible > feed.visible:
+                feed.advance(visible)
+
+    def visible_at(self, key: tuple[str, str], now_ns: int) -> int:
+        return int(np.searchsorted(self._ends[key], now_ns, side="right"))
+
+    def bars(self, symbol: str | None, timeframe: str | None) -> Bars:
+        """The EA's view of ``symbol`` on ``timeframe`` (None: the main chart's)."""
+        name = self.main[0] if symbol is None else symbol
+        tf = self.main[1] if timeframe is None else str(timeframe).strip().upper()
+        feed = self.feeds.get((name, tf))
+        if feed is None:
+            symbols = sorted({s for s, _ in self.feeds})
+            frames = sorted({t for _, t in self.feeds})
+            raise EAError(
+                f"data({symbol!r}, {timeframe!r}): not declared; this EA reads symbols {', '.join(symbols)} "
+                f"on "
+                f"timeframes {', '.join(frames)} (its class attributes symbols and timeframes)"
+            )
+        return feed.bars
