@@ -18,6 +18,7 @@ from pathlib import Path
 
 from backtests import AccountConfig, Backtest
 from backtests.report import write_report
+from benchmarks._machine import Contestant, header
 from datafeeds import synthetic_candles
 from strategies import SmaCrossEA
 
@@ -40,13 +41,19 @@ def browser_seconds(page: Path) -> float:
     return seconds
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.report_size", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--bars", type=int, default=1_000_000)
     ap.add_argument("--fast", type=int, default=10)
     ap.add_argument("--slow", type=int, default=22)
     ap.add_argument("--browser", action="store_true", help="also time the page in headless Chromium")
-    args = ap.parse_args()
+    ap.add_argument("--tiny", action="store_true", help="a toy size: checks that the benchmark runs")
+    args = ap.parse_args(argv)
+    if args.tiny:
+        args.bars, args.browser = 3000, False
+    header([Contestant("neuronet backtest and report", 1, peer=False)])
     df = synthetic_candles(bars=args.bars, seed=1)
     t0 = time.perf_counter()
     account = AccountConfig(deposit=1e9)  # never blown: the EA trades to the last bar
