@@ -1,0 +1,62 @@
+"""Hostile cases of multi-symbol, multi-timeframe runs: bars of a broker clock seen before they close."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from backtests import Backtest
+from datafeeds.clock import BrokerClock
+from datafeeds.synthetic import synthetic_candles
+from strategies.base import ExpertAdvisor
+
+
+class _Monthly(ExpertAdvisor):
+    symbols = ("EURUSD", "GBPUSD")
+    timeframes = ("H1", "MN1")
+    seen: ClassVar[list] = []
+
+    def on_bar(self):
+        view = self.data("GBPUSD", self.timeframes[1])
+        if len(view):
+            self.seen.append((self.time_current, view.time[-1]))
+
+
+class _Daily(_Monthly):
+    timeframes = ("H1", "D1")
+
+
+def _last_h1_open(h1: pd.DataFrame, clock: BrokerClock, label: pd.Timestamp, timeframe: str) -> pd.Timestamp:
+    """The open time of the last H1 bar inside the higher bar opened at ``label`` (UTC), grouped by the
+    broker's calendar, computed here independently of the library."""
+    broker = clock.to_broker_seconds(h1.index.as_unit("s").asi8).astype("datetime64[s]")
+    own = clock.to_broker_seconds(np.array([label.value // 10**9]))[0].astype("datetime64[s]")
+    unit = "M" if timeframe == "MN1" else "D"
+    return h1.index[broker.astype(f"datetime64[{unit}]") == own.astype(f"datetime64[{unit}]")][-1]
+
+
+@pytest.mark.parametrize(
+    ("ea", "clock", "start", "hours"),
+    [
+        (_Monthly, BrokerClock(2.0, "none"), "2024-01-01", 24 * 75),
+        (_Daily, BrokerClock(2.0, "us"), "2024-10-28", 24 * 10),  # New York falls back on 3 November
+    ],
+    ids=["MN1 at UTC+2", "D1 at UTC+2/us over the autumn switch"],
+)
+def test_a_higher_bar_of_a_broker_clock_is_invisible_until_its_last_hour_has_closed(ea, clock, start, hours):
+    ea.seen = []
+    frames = {
+        s: synthetic_candles(s, "H1", hours, seed=i + 1, clock=clock, start=start)
+        for i, s in enumerate(ea.symbols)
+    }
+    Backtest(frames, ea).run()
+    assert len(ea.seen) > 100
+    early = [
+        (now, label)
+        for now, label in ea.seen
+        if _last_h1_open(frames["GBPUSD"], clock, label, ea.timeframes[1]) + pd.Timedelta(hours=1) > now
+    ]
+    assert early == []
