@@ -118,6 +118,10 @@ class Market:
             self.s_open = np.where(np.isnan(at_open), self.s, at_open)
             self.s_close = np.where(np.isnan(at_close), self.s, at_close)
 
+    def close_quote(self, t: int) -> tuple[float, float]:
+        """Bar ``t``'s bid and ask at its close (points), where its end-of-test deals are made."""
+        return self.c[t], self.c[t] + self.s_close[t]
+
     # -- growth (a paper account's bars) ---------------------------------------------------------------------
     def spread_points(self, quoted: float) -> float:
         """The spread a new bar trades with, in points: the account's fixed spread when set, else the

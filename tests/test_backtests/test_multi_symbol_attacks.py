@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 
 from backtests import Backtest
+from backtests.broker.account import cents
+from datafeeds import make_frame
 from datafeeds.clock import BrokerClock
 from datafeeds.synthetic import synthetic_candles
 from strategies.base import ExpertAdvisor
@@ -60,3 +62,35 @@ def test_a_higher_bar_of_a_broker_clock_is_invisible_until_its_last_hour_has_clo
         if _last_h1_open(frames["GBPUSD"], clock, label, ea.timeframes[1]) + pd.Timedelta(hours=1) > now
     ]
     assert early == []
+
+
+class _HoldEurgbp(ExpertAdvisor):
+    symbols = ("EURGBP",)
+
+    def on_bar(self):
+        if not self.positions():
+            self.buy(1.0, symbol="EURGBP")
+
+
+@pytest.mark.parametrize("move", [+0.04, -0.04], ids=["GBPUSD up", "GBPUSD down"])
+def test_an_end_of_test_deal_is_converted_at_the_pairs_last_close_not_its_last_open(move):
+    """GBPUSD moves 4% in the last bar: the end-of-test deal of EURGBP at that bar's close converts its pounds
+    at GBPUSD's close (a gain at the bid, a loss at the ask), as the equity at that close does, not at the
+    open an hour earlier."""
+    frames = {
+        s: synthetic_candles(s, "H1", 60, seed=i + 7) for i, s in enumerate(("EURGBP", "GBPUSD", "EURUSD"))
+    }
+    gbp = frames["GBPUSD"].copy()
+    last = gbp.index[-1]
+    close = round(gbp.at[last, "open"] * (1 + move), 5)
+    gbp.loc[last, "close"] = close
+    gbp.loc[last, "high"] = max(gbp.at[last, "open"], close)
+    gbp.loc[last, "low"] = min(gbp.at[last, "open"], close)
+    frames["GBPUSD"] = make_frame(gbp, gbp.index, gbp.attrs["candles"])
+    result = Backtest(frames, _HoldEurgbp).run()
+    trade = result.trades.iloc[-1]
+    assert trade["exit_time"] == last and trade["lots"] == 1.0
+    pounds = round((trade["exit_price"] - trade["entry_price"]) * 100_000, 2)
+    rate = close if pounds > 0 else round(close + gbp.at[last, "spread"] * 1e-5, 5)
+    assert trade["profit"] == cents(pounds * rate)
+    assert result.equity["equity"].iloc[-1] == pytest.approx(result.equity["balance"].iloc[-1], abs=0.005)
