@@ -550,7 +550,7 @@ class Broker:
         nights = self.swaps.nights(day_from, day_to)
         bid, ask = self.price_points(-1), self.price_points(+1)
         for pos in self.book.positions:
-            amount = self.money.money(self.swaps.amount(pos, nights), bid, ask)
+            amount = cents(self.money.money(self.swaps.amount(pos, nights), bid, ask))  # booked in cents
             pos.swap += amount
             self.funds.charge(amount, self.t, swap=True)
 

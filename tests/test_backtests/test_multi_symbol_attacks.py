@@ -94,3 +94,32 @@ def test_an_end_of_test_deal_is_converted_at_the_pairs_last_close_not_its_last_o
     rate = close if pounds > 0 else round(close + gbp.at[last, "spread"] * 1e-5, 5)
     assert trade["profit"] == cents(pounds * rate)
     assert result.equity["equity"].iloc[-1] == pytest.approx(result.equity["balance"].iloc[-1], abs=0.005)
+
+
+def test_a_converted_swap_is_booked_in_whole_cents_and_the_balance_equals_the_trades():
+    """USDJPY held long over one server midnight at a swap of -7.3 points a lot: -730 yen, bought with dollars
+    at the rollover's USDJPY bid 150.000 (a loss is divided by the bid): -4.8667, booked as -4.87. The balance
+    moves by exactly what the trade reports, in whole cents."""
+    from dataclasses import replace
+
+    from backtests.broker import AccountConfig
+    from backtests.broker.portfolio import open_brokers
+    from datafeeds.clock import UTC
+    from datafeeds.symbols import BUILTIN
+
+    time = pd.DatetimeIndex(["2024-01-02 22:00", "2024-01-02 23:00", "2024-01-03 00:00"], tz="UTC")
+    o = np.array([150.000, 150.000, 150.000])
+    columns = {"USDJPY": (o, o, o, o, np.full(3, 10.0), time)}
+    specs = {"USDJPY": replace(BUILTIN["USDJPY"], swap_long=-7.3)}
+    brokers = open_brokers(columns, specs, AccountConfig(), UTC)
+    uj = brokers["USDJPY"]
+    for t in range(3):
+        uj.open_checks(t, uj.enter(t))
+        if t == 0:
+            uj.order(+1, 1.0, None, None, 0, "")
+        uj.bar_range(t)
+    uj.finish(2)
+    trade = uj.trades_frame().iloc[0]
+    assert trade["swap"] == -4.87
+    assert uj.balance == 10_000 + trade["net_profit"]
+    assert uj.balance == round(uj.balance, 2)
