@@ -204,7 +204,13 @@ class MultiSetup:
         self.symbols, self.timeframes = declared(ea_class, frames)
         main = self.symbols[0]
         main_tf = meta_of(frames[main]).timeframe
+        main_clock = meta_of(frames[main]).clock
         for name, df in frames.items():
+            if meta_of(df).clock != main_clock:  # one account, one server: its days, rollovers and bars
+                raise SymbolsError(
+                    f"the candles of {name} are on a {meta_of(df).clock.text()} server clock, those of "
+                    f"{main} on {main_clock.text()}: one account's symbols share one server clock"
+                )
             if meta_of(df).timeframe != main_tf:
                 raise SymbolsError(
                     f"the candles of {name} are {meta_of(df).timeframe.name}, "

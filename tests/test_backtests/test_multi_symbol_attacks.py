@@ -123,3 +123,23 @@ def test_a_converted_swap_is_booked_in_whole_cents_and_the_balance_equals_the_tr
     assert trade["swap"] == -4.87
     assert uj.balance == 10_000 + trade["net_profit"]
     assert uj.balance == round(uj.balance, 2)
+
+
+class _Pair(ExpertAdvisor):
+    symbols = ("EURUSD", "GBPUSD")
+
+    def on_bar(self):
+        pass
+
+
+def test_symbols_on_different_server_clocks_are_refused_by_name():
+    """One account trades on one server: GBPUSD's candles on a UTC+2 clock beside EURUSD's on UTC would
+    build its days, rollovers and D1 bars on one clock and book its swaps on the other."""
+    from backtests.errors import SymbolsError
+
+    frames = {
+        "EURUSD": synthetic_candles("EURUSD", "H1", 100, seed=1),
+        "GBPUSD": synthetic_candles("GBPUSD", "H1", 100, seed=2, clock=BrokerClock(2.0)),
+    }
+    with pytest.raises(SymbolsError, match=r"GBPUSD are on a \+2 server clock, those of EURUSD on UTC"):
+        Backtest(frames, _Pair)
