@@ -82,6 +82,7 @@ class Market:
         # traded: flat at the last close, no trading; ``close_gaps``), and the last bar before each it had
         self.closed: np.ndarray | None = None
         self.prev: np.ndarray | None = None
+        self.first = 0  # the symbol's first bar of its own: before it, it has no quote yet
         self._buffers: dict[str, np.ndarray] | None = None  # made by the first ``append``
         self._ns: list[int] = []
 
@@ -96,6 +97,7 @@ class Market:
         if not closed.any():
             return
         self.closed = closed
+        self.first = int(np.argmin(closed))
         own = np.where(~closed, np.arange(len(closed)), -1)
         last = np.maximum.accumulate(own)
         self.prev = np.concatenate(([0], np.maximum(last[:-1], 0)))

@@ -143,3 +143,33 @@ def test_symbols_on_different_server_clocks_are_refused_by_name():
     }
     with pytest.raises(SymbolsError, match=r"GBPUSD are on a \+2 server clock, those of EURUSD on UTC"):
         Backtest(frames, _Pair)
+
+
+class _EarlyQuote(ExpertAdvisor):
+    symbols = ("EURUSD", "GBPUSD")
+    seen: ClassVar[list] = []
+
+    def on_bar(self):
+        ticket = (
+            self.buy(0.1, symbol="GBPUSD", sl_points=100) if not self.positions(symbol="GBPUSD") else None
+        )
+        self.seen.append((self.time_current, self.bid_of("GBPUSD"), self.ask_of("GBPUSD"), ticket))
+
+
+def test_a_symbol_before_its_first_bar_quotes_nothing_not_its_first_open():
+    """GBPUSD's history starts 50 hours after EURUSD's: before then it has no quote (MetaTrader's
+    SymbolInfoDouble gives nothing for a symbol without ticks), never the open of its first bar, which lies
+    in the future; a request there is refused as the market closed (10018)."""
+    _EarlyQuote.seen = []
+    eu = synthetic_candles("EURUSD", "H1", 200, seed=1)
+    gb = synthetic_candles("GBPUSD", "H1", 200, seed=2)
+    first = gb.index[50]
+    gb = make_frame(gb.iloc[50:], gb.index[50:], gb.attrs["candles"])
+    result = Backtest({"EURUSD": eu, "GBPUSD": gb}, _EarlyQuote).run()
+    before = [(bid, ask, ticket) for now, bid, ask, ticket in _EarlyQuote.seen if now < first]
+    assert before and all(np.isnan(bid) and np.isnan(ask) and ticket is None for bid, ask, ticket in before)
+    at_first = next((bid, ask) for now, bid, ask, _ in _EarlyQuote.seen if now == first)
+    assert at_first[0] == gb.at[first, "open"]
+    rejected = pd.DataFrame(result.rejected)
+    assert len(rejected) == len(before) and set(rejected["retcode"]) == {10018}
+    assert result.trades["entry_time"].min() >= first
