@@ -10,6 +10,7 @@ to the broker of the symbol they name (default: the main chart's) or that holds 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -176,7 +177,10 @@ class MultiContext:
         return self.main.account()
 
     def price(self, side: int, symbol=None) -> float:
-        return self._of(symbol).price(side)
+        """A symbol's price now; NaN before its first bar, where it has no quote yet (MetaTrader's
+        ``SymbolInfoDouble`` gives none for a symbol without ticks): its flat first open is in the future."""
+        broker = self._of(symbol)
+        return broker.price(side) if broker.t >= broker.market.first else math.nan
 
     def point_of(self, symbol: str) -> float:
         return self._of(symbol).point
@@ -204,7 +208,13 @@ class MultiSetup:
         self.symbols, self.timeframes = declared(ea_class, frames)
         main = self.symbols[0]
         main_tf = meta_of(frames[main]).timeframe
+        main_clock = meta_of(frames[main]).clock
         for name, df in frames.items():
+            if meta_of(df).clock != main_clock:  # one account, one server: its days, rollovers and bars
+                raise SymbolsError(
+                    f"the candles of {name} are on a {meta_of(df).clock.text()} server clock, those of "
+                    f"{main} on {main_clock.text()}: one account's symbols share one server clock"
+                )
             if meta_of(df).timeframe != main_tf:
                 raise SymbolsError(
                     f"the candles of {name} are {meta_of(df).timeframe.name}, "

@@ -103,6 +103,8 @@ class MultiBacktest:
         last = n - 1
         clock = time.perf_counter()
         for broker in brokers.values():
+            broker.to_close(last)  # every conversion pair at its close before any end-of-test deal
+        for broker in brokers.values():
             broker.finish(last)
         ea.mark_run(complete=True, interrupted=None)
         call_hook(ea, "on_deinit", where=f"after bar {last} ({times[last]})", bar=last, time=times[last])

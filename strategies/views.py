@@ -1,11 +1,11 @@
 """The closed bars of every symbol and timeframe an expert advisor declares, at the EA's current time.
 
 Each (symbol, timeframe) has its own ``BarFeed`` over that symbol's own bars (no bar is made up where it
-had none). At a decision time ``now`` a bar is closed when its end, its open time plus its timeframe
-(MetaTrader's bar period; a month to the next 1st), is at or before ``now``: a D1 bar becomes visible at the
-next day's first decision, an M15 bar of an H1 run at the hour it ends. The feeds' visible ends only move
-forward (``BarFeed.advance``), so every route through ``strategies.bars`` stays at the newest closed bar,
-exactly as for the main chart.
+had none). At a decision time ``now`` a bar is closed when its end, the next bar's open on the broker's
+clock (MetaTrader's bar period; a month to the broker's next 1st), is at or before ``now``: a D1 bar becomes
+visible at the next day's first decision, an M15 bar of an H1 run at the hour it ends. The feeds' visible
+ends only move forward (``BarFeed.advance``), so every route through ``strategies.bars`` stays at the newest
+closed bar, exactly as for the main chart.
 """
 
 from __future__ import annotations
@@ -15,13 +15,23 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from datafeeds.clock import BrokerClock
+from datafeeds.timeframes import Timeframe
 from strategies.bars import BarFeed, Bars
 from strategies.errors import EAError
 
 
-def bar_ends(time: pd.DatetimeIndex, timeframe) -> np.ndarray:
-    """UTC ns at which each bar of ``time`` (open times) on ``timeframe`` closes."""
-    return np.asarray((time + timeframe.offset).as_unit("ns").asi8, dtype=np.int64)
+def bar_ends(time: pd.DatetimeIndex, timeframe, clock: BrokerClock) -> np.ndarray:
+    """UTC ns at which each bar of ``time`` (open times) on ``timeframe`` closes: the next bar's open in the
+    broker's calendar (MetaTrader's bars open on the server clock), so a month or a day of a UTC+2 or DST
+    clock ends at the broker's next 1st or midnight, not a UTC month or 24 hours after its UTC label."""
+    opens = clock.to_broker_seconds(time.as_unit("s").asi8)
+    if timeframe is Timeframe.MN1:
+        month = opens.astype("datetime64[s]").astype("datetime64[M]")
+        ends = (month + np.timedelta64(1, "M")).astype("datetime64[s]").astype(np.int64)
+    else:
+        ends = opens + timeframe.seconds
+    return np.asarray(clock.to_utc_seconds(ends), dtype=np.int64) * 1_000_000_000
 
 
 class DataViews:
@@ -30,7 +40,9 @@ class DataViews:
     def __init__(self, feeds: Mapping[tuple[str, str], BarFeed], main: tuple[str, str]):
         self.feeds = dict(feeds)
         self.main = main
-        self._ends = {key: bar_ends(feed.time, feed.meta.timeframe) for key, feed in self.feeds.items()}
+        self._ends = {
+            key: bar_ends(feed.time, feed.meta.timeframe, feed.meta.clock) for key, feed in self.feeds.items()
+        }
 
     def advance(self, now_ns: int) -> None:
         """Reveal every bar that has closed by ``now_ns`` (UTC ns)."""

@@ -319,16 +319,17 @@ class Broker:
         for order in self.book.expired(now):
             self.retire(order, "expired")
 
+    def to_close(self, t: int) -> None:
+        """The market moves to bar ``t``'s close, where conversions through this symbol then read it."""
+        self.t, self.now, self.now_ns, self.inside = t, None, None, self.market.close_quote(t)
+
     def finish(self, last: int) -> None:
-        """Close what is still open at the last bar's close (MetaTrader's "end of test" deals); pending
-        orders are left unfilled and listed as cancelled."""
-        self.t = last
-        self.now = self.now_ns = None
-        m = self.market
-        price_bid = m.c[last]
+        """Close what is still open at the last bar's close (MetaTrader's "end of test" deals; an account's
+        symbols all move there first, ``to_close``); pending orders are left unfilled and cancelled."""
+        self.to_close(last)
+        bid, ask = self.inside
         for pos in list(self.book.positions):
-            price = price_bid if pos.side > 0 else price_bid + m.s_close[last]
-            self.close_position(pos, pos.lots, price, "end of test")
+            self.close_position(pos, pos.lots, bid if pos.side > 0 else ask, "end of test")
         for order in list(self.book.orders):
             self.retire(order, "canceled")
 
@@ -549,7 +550,7 @@ class Broker:
         nights = self.swaps.nights(day_from, day_to)
         bid, ask = self.price_points(-1), self.price_points(+1)
         for pos in self.book.positions:
-            amount = self.money.money(self.swaps.amount(pos, nights), bid, ask)
+            amount = cents(self.money.money(self.swaps.amount(pos, nights), bid, ask))  # booked in cents
             pos.swap += amount
             self.funds.charge(amount, self.t, swap=True)
 

@@ -82,6 +82,7 @@ class Market:
         # traded: flat at the last close, no trading; ``close_gaps``), and the last bar before each it had
         self.closed: np.ndarray | None = None
         self.prev: np.ndarray | None = None
+        self.first = 0  # the symbol's first bar of its own: before it, it has no quote yet
         self._buffers: dict[str, np.ndarray] | None = None  # made by the first ``append``
         self._ns: list[int] = []
 
@@ -96,6 +97,7 @@ class Market:
         if not closed.any():
             return
         self.closed = closed
+        self.first = int(np.argmin(closed))
         own = np.where(~closed, np.arange(len(closed)), -1)
         last = np.maximum.accumulate(own)
         self.prev = np.concatenate(([0], np.maximum(last[:-1], 0)))
@@ -117,6 +119,10 @@ class Market:
         if self.fixed_spread is None:
             self.s_open = np.where(np.isnan(at_open), self.s, at_open)
             self.s_close = np.where(np.isnan(at_close), self.s, at_close)
+
+    def close_quote(self, t: int) -> tuple[float, float]:
+        """Bar ``t``'s bid and ask at its close (points), where its end-of-test deals are made."""
+        return self.c[t], self.c[t] + self.s_close[t]
 
     # -- growth (a paper account's bars) ---------------------------------------------------------------------
     def spread_points(self, quoted: float) -> float:
