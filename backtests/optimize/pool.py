@@ -15,7 +15,10 @@ imports the library, and the shared data reach it pickled, once. A start method 
 ``multiprocessing.set_start_method`` is used as set.
 
 Tasks and shared data travel with cloudpickle, so an EA class from a file the user named (a module a
-worker cannot import by name) reaches the workers by value.
+worker cannot import by name) reaches the workers by value. Only this process's own objects take that
+road, over the pipes between it and the workers it started (as every ``ProcessPoolExecutor`` message
+does): nothing read from a file, a study store or the network is ever unpickled here. Model, report and
+study files are read without pickle (``nn.io``, JSON, SQLite).
 
 A worker that dies (killed, out of memory, a crash in a native library) breaks the pool: Python's pool
 then fails every task in flight. The pool is started again and those tasks are submitted again, up to
@@ -61,6 +64,7 @@ class Payload:
 
 
 def _unpack(data: bytes) -> Payload:
+    """In a worker: a payload this pool's own process pickled (see the module docstring)."""
     return Payload(cloudpickle.loads(data))
 
 
