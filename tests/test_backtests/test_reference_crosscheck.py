@@ -11,73 +11,25 @@ import numpy as np
 import pandas as pd
 import pytest
 from test_backtests.reference_broker import ReferenceBroker, minute_path
+from test_backtests.scripted_requests import SCALE, Plan, points, script, scripted_ea
 
 from backtests import AccountConfig, Backtest
 from datafeeds import bars_from_ticks, resample, synthetic_candles, synthetic_ticks
-from strategies import ExpertAdvisor
 
-SCALE = 100_000
 DEPOSIT, COMMISSION = 1_000_000.0, 3.0
-KINDS = ("buy", "sell", "buy_limit", "sell_limit", "buy_stop", "sell_stop")
 DAY_NS = 86_400_000_000_000
 
 
-def script(seed: int, t: int, bid: int, ask: int, now: int, tickets: list[int]) -> list[tuple]:
-    """The EA's requests at bar ``t`` (prices in points; the same for the broker and the reference)."""
-    rng = np.random.default_rng([seed, t])
-    out: list[tuple] = []
-    if tickets and rng.random() < 0.15:
-        out.append(("close", tickets[0]))
-    for _ in range(int(rng.integers(0, 4))):  # up to three requests a bar, levels a few points apart
-        kind = KINDS[int(rng.integers(len(KINDS)))]
-        lots = round(0.1 * int(rng.integers(1, 5)), 2)
-        gap, sl_gap, tp_gap = (int(v) for v in rng.integers((1, 2, 2), (40, 40, 50)))
-        buy = kind.startswith("buy")
-        price = {"buy": ask, "sell": bid, "buy_limit": ask - gap, "buy_stop": ask + gap,
-                 "sell_limit": bid + gap, "sell_stop": bid - gap}[kind]  # fmt: skip
-        ref = (bid if buy else ask) if kind in ("buy", "sell") else price  # SL/TP are from where it closes
-        sl = ref - sl_gap if buy else ref + sl_gap
-        tp = ref + tp_gap if buy else ref - tp_gap
-        sl, tp = (sl if rng.random() < 0.8 else None), (tp if rng.random() < 0.8 else None)
-        if kind in ("buy", "sell"):
-            out.append((kind, lots, sl, tp))
-        else:
-            pick = rng.random()
-            expiration = (
-                None
-                if pick < 0.4
-                else "today"
-                if pick < 0.6
-                else now + int(rng.integers(5, 240)) * 60 * 10**9
-            )
-            out.append((kind, lots, price, sl, tp, expiration))
-    return out
-
-
-class Scripted(ExpertAdvisor):
-    seed = 0
-
-    def on_bar(self) -> None:
-        t = len(self.bars)
-        bid, ask = round(self.bid * SCALE), round(self.ask * SCALE)
-        tickets = sorted(p.ticket for p in self.positions())
-        for req in script(self.seed, t, bid, ask, self.time_current.value, tickets):
-            px = lambda v: None if v is None else v / SCALE  # noqa: E731
-            if req[0] == "close":
-                assert self.close(req[1]) == 1
-            elif req[0] in ("buy", "sell"):
-                _, lots, sl, tp = req
-                getattr(self, req[0])(lots, sl=px(sl), tp=px(tp))
-            else:
-                kind, lots, price, sl, tp, exp = req
-                when = exp if exp in (None, "today") else pd.Timestamp(exp, tz="UTC")
-                getattr(self, kind)(lots, px(price), sl=px(sl), tp=px(tp), expiration=when)
-            assert self.last_retcode in (10008, 10009), req
+PLAN = Plan(
+    close_chance=0.15, close_any=False, most=4, lot_unit=0.1, lot_steps=5, gaps_low=(1, 2, 2),
+    gaps_high=(40, 40, 50), stop_chance=0.8, today_below=0.6, expiry_minutes=240,
+)  # up to three requests a bar, levels a few points apart
+Scripted = scripted_ea(PLAN, strict=True)
 
 
 def _apply(ref: ReferenceBroker, seed: int, t: int, bid: int, ask: int, now: int) -> None:
     tickets = sorted(p.ticket for p in ref.positions)
-    for req in script(seed, t, bid, ask, now, tickets):
+    for req in script(PLAN, seed, t, bid, ask, now, tickets):
         if req[0] == "close":
             ref.close(req[1], bid, ask)
         elif req[0] in ("buy", "sell"):
@@ -89,13 +41,9 @@ def _apply(ref: ReferenceBroker, seed: int, t: int, bid: int, ask: int, now: int
             ref.pending(kind, lots, price, sl, tp, expiration)
 
 
-def _points(frame: pd.DataFrame, *columns: str) -> list[np.ndarray]:
-    return [np.rint(frame[c].to_numpy() * SCALE).astype(np.int64) for c in columns]
-
-
 def reference_ohlc1m(h1: pd.DataFrame, m1: pd.DataFrame, seed: int) -> ReferenceBroker:
     ref = ReferenceBroker(DEPOSIT, COMMISSION)
-    o, h, lo, c = _points(m1, "open", "high", "low", "close")
+    o, h, lo, c = points(m1, "open", "high", "low", "close")
     spread = m1["spread"].to_numpy().astype(np.int64)
     minute_ns, bar_ns = m1.index.as_unit("ns").asi8, h1.index.as_unit("ns").asi8
     starts = np.searchsorted(minute_ns, np.append(bar_ns, np.iinfo(np.int64).max))
@@ -121,7 +69,7 @@ def reference_ohlc1m(h1: pd.DataFrame, m1: pd.DataFrame, seed: int) -> Reference
 
 def reference_ticks(h1: pd.DataFrame, ticks: pd.DataFrame, seed: int) -> ReferenceBroker:
     ref = ReferenceBroker(DEPOSIT, COMMISSION)
-    bid, ask = _points(ticks, "bid", "ask")
+    bid, ask = points(ticks, "bid", "ask")
     tick_ns, bar_ns = ticks.index.as_unit("ns").asi8, h1.index.as_unit("ns").asi8
     starts = np.searchsorted(tick_ns, np.append(bar_ns, np.iinfo(np.int64).max))
     for t in range(len(h1)):

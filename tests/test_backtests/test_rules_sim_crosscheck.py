@@ -18,14 +18,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from test_backtests.rules_sim import Rules, Sim, minute_ticks
+from test_backtests.scripted_requests import SCALE, Plan, points, script, scripted_ea
 
 from backtests import AccountConfig, Backtest
 from datafeeds import BrokerClock, bars_from_ticks, resample, synthetic_candles, synthetic_ticks
-from strategies import ExpertAdvisor
 
-SCALE = 100_000
 NEW_YORK = ZoneInfo("America/New_York")
-KINDS = ("buy", "sell", "buy_limit", "sell_limit", "buy_stop", "sell_stop")
 
 
 def server_day(ns: int) -> int:
@@ -43,61 +41,16 @@ def server_midnight_after(ns: int) -> int:
     return int(end.tz_localize(NEW_YORK).tz_convert("UTC").value)
 
 
-def script(seed: int, t: int, bid: int, ask: int, now: int, tickets: list[int]) -> list[tuple]:
-    """The EA's requests at bar ``t`` (points), the same for the broker and the simulator: volumes large
-    enough that some are refused for want of margin and some positions are stopped out."""
-    rng = np.random.default_rng([seed, t])
-    out: list[tuple] = []
-    if tickets and rng.random() < 0.1:
-        out.append(("close", tickets[int(rng.integers(len(tickets)))]))
-    for _ in range(int(rng.integers(0, 3))):
-        kind = KINDS[int(rng.integers(len(KINDS)))]
-        lots = round(0.5 * int(rng.integers(1, 9)), 2)
-        gap, sl_gap, tp_gap = (int(v) for v in rng.integers((1, 5, 5), (60, 300, 300)))
-        buy = kind.startswith("buy")
-        price = {"buy": ask, "sell": bid, "buy_limit": ask - gap, "buy_stop": ask + gap,
-                 "sell_limit": bid + gap, "sell_stop": bid - gap}[kind]  # fmt: skip
-        ref = (bid if buy else ask) if kind in ("buy", "sell") else price
-        sl = (ref - sl_gap if buy else ref + sl_gap) if rng.random() < 0.5 else None
-        tp = (ref + tp_gap if buy else ref - tp_gap) if rng.random() < 0.5 else None
-        if kind in ("buy", "sell"):
-            out.append((kind, lots, sl, tp))
-        else:
-            pick = rng.random()
-            expiration = (
-                None
-                if pick < 0.4
-                else "today"
-                if pick < 0.7
-                else now + int(rng.integers(5, 300)) * 60 * 10**9
-            )
-            out.append((kind, lots, price, sl, tp, expiration))
-    return out
-
-
-class Scripted(ExpertAdvisor):
-    seed = 0
-
-    def on_bar(self) -> None:
-        t = len(self.bars)
-        bid, ask = round(self.bid * SCALE), round(self.ask * SCALE)
-        tickets = sorted(p.ticket for p in self.positions())
-        for req in script(self.seed, t, bid, ask, self.time_current.value, tickets):
-            px = lambda v: None if v is None else v / SCALE  # noqa: E731
-            if req[0] == "close":
-                self.close(req[1])
-            elif req[0] in ("buy", "sell"):
-                _, lots, sl, tp = req
-                getattr(self, req[0])(lots, sl=px(sl), tp=px(tp))
-            else:
-                kind, lots, price, sl, tp, exp = req
-                when = exp if exp in (None, "today") else pd.Timestamp(exp, tz="UTC")
-                getattr(self, kind)(lots, px(price), sl=px(sl), tp=px(tp), expiration=when)
+PLAN = Plan(
+    close_chance=0.1, close_any=True, most=3, lot_unit=0.5, lot_steps=9, gaps_low=(1, 5, 5),
+    gaps_high=(60, 300, 300), stop_chance=0.5, today_below=0.7, expiry_minutes=300,
+)  # volumes large enough that some are refused for want of margin and some positions stopped out
+Scripted = scripted_ea(PLAN, strict=False)
 
 
 def apply(sim: Sim, seed: int, t: int, now: int) -> None:
     tickets = sorted(p.ticket for p in sim.positions)
-    for req in script(seed, t, sim.bid, sim.ask, now, tickets):
+    for req in script(PLAN, seed, t, sim.bid, sim.ask, now, tickets):
         if req[0] == "close":
             sim.close(req[1])
         elif req[0] in ("buy", "sell"):
@@ -107,10 +60,6 @@ def apply(sim: Sim, seed: int, t: int, now: int) -> None:
             kind, lots, price, sl, tp, exp = req
             expiration = server_midnight_after(now) if exp == "today" else exp
             sim.pending(kind, lots, price, sl, tp, expiration)
-
-
-def points(frame: pd.DataFrame, *columns: str) -> list[np.ndarray]:
-    return [np.rint(frame[c].to_numpy() * SCALE).astype(np.int64) for c in columns]
 
 
 def simulate(h1: pd.DataFrame, rows: list[tuple[int, list[tuple[int, int]]]], rules: Rules, seed: int) -> Sim:
