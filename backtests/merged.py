@@ -3,15 +3,19 @@
 MetaTrader's tester feeds a multi-currency EA every symbol's prices in the order of their times, so a
 stop-out or a pending order on one symbol sees the others' prices of that minute. Here each broker works
 its own minutes as the single-symbol walk does (``M1Path.minute``), the symbols' minutes taken in time order
-(ties in the symbols' order), and each broker's price now (``Broker.inside``) is the close of its newest
-minute, which the other symbols' equity, margin and conversions read.
+(ties in the symbols' order), and each broker's price now (``Broker.inside``), which the other symbols'
+equity, margin and conversions read, is the price it stood at when the minute being worked began: the open
+of its own minute of that time where it has one, else the close of its newest minute before it. A minute's
+path is worked whole, so the others never stand at a price later in that minute (its close comes up to 59
+seconds after the moment being worked): a symbol's minute that has already been worked at the same time
+reads as its open again until the clock moves on.
 
 Walking every minute of every symbol costs a Python step per minute, so a bar is walked that way only where
 the account's stop-out may happen in it: the equity with every symbol at the worst of its bar at once (longs
 at the lowest bid, shorts at the highest ask) above the stop-out level, with a tenth to spare for the
 conversions' moves, rules it out. Otherwise only the minutes where a symbol's own pending prices, stops or
 expiries can be reached are worked (as the single-symbol walk skips), still in time order, and the other
-symbols' prices are set to their minute of that time first. A fill changes the account's margin, so after
+symbols' prices are set to their price of that moment first. A fill changes the account's margin, so after
 one the bound is taken again, and the rest of the bar is walked minute by minute where it no longer holds.
 One symbol alone with nothing open elsewhere keeps the single-symbol walk.
 """
@@ -65,7 +69,8 @@ def _walk(walking: list, t: int) -> None:
         for j, d in enumerate(walking):
             if touches[j] is None:
                 m, end = at[j], spans[j][1]
-                touches[j] = d.price_path.next_touch(d, m, end) if d.book and m < end else end
+                # The stop-out is ruled out for the rest of the bar until something fills (see above).
+                touches[j] = d.price_path.next_touch(d, m, end, False) if d.book and m < end else end
         times = [
             d.price_path.time_ns[m] if m < end else _NEVER
             for d, m, (_, end) in zip(walking, touches, spans, strict=True)
@@ -76,8 +81,8 @@ def _walk(walking: list, t: int) -> None:
             return  # no symbol can reach a level in the rest of the bar
         ns = int(times[k])
         for j, d in enumerate(walking):  # every symbol at its price of this time
-            if j != k:  # its minutes up to this time have passed (none of them could reach a level)
-                at[j] = max(at[j], min(_upto(d.price_path, spans[j], ns), touches[j]))
+            if j != k:  # its minutes before this time have passed (none of them could reach a level)
+                at[j] = max(at[j], min(_before(d.price_path, spans[j], ns), touches[j]))
             _set_now(d, spans[j], m if j == k else at[j], ns)
         d = walking[k]
         d.inside = d.price_path.minute(d, t, m)
@@ -94,11 +99,15 @@ def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
         rows.append(np.column_stack((path.time_ns[a:b], np.full(b - a, k), np.arange(a, b))))
     order = np.concatenate(rows)
     order = order[np.lexsort((order[:, 1], order[:, 0]))]
+    nxt = list(at)
     for ns, k, m in order.tolist():
-        for w in walking:  # one clock: a stop-out may close another symbol's position at this minute
-            w.now_ns = ns
+        for j, w in enumerate(walking):  # one clock: a stop-out may close another symbol's position now
+            if j != k:
+                _set_now(w, spans[j], nxt[j], ns)
         d = walking[k]
+        d.now_ns = ns
         d.inside = d.price_path.minute(d, t, m)
+        nxt[k] = m + 1
 
 
 def _stop_out_possible(walking: list, spans: list, at: list) -> bool:
@@ -128,20 +137,30 @@ def _stop_out_possible(walking: list, spans: list, at: list) -> bool:
     return worst <= _SLACK * funds.stop_out_level / 100.0 * margin
 
 
-def _upto(path, span: tuple[int, int], ns: int) -> int:
-    """The first minute of ``span`` after UTC ``ns`` (its minutes up to ``ns`` have passed)."""
+def _before(path, span: tuple[int, int], ns: int) -> int:
+    """The first minute of ``span`` at or after UTC ``ns`` (its minutes before ``ns`` have passed; the
+    one of ``ns`` itself has only opened)."""
     a, b = span
-    return a + int(np.searchsorted(path.time_ns[a:b], ns, side="right"))
+    return a + int(np.searchsorted(path.time_ns[a:b], ns, side="left"))
 
 
 def _set_now(desk, span: tuple[int, int], nxt: int, ns: int) -> None:
-    """``desk``'s clock at ``ns`` and its price now the close of its newest minute before ``nxt``."""
+    """``desk``'s clock at ``ns`` and its price now, ``nxt`` being its first minute not yet worked: the open
+    of its minute of time ``ns`` (to come, or already worked at this same time), else the close of its
+    newest minute before ``nxt`` (see the module docstring)."""
     desk.now_ns = ns
-    last = nxt - 1
-    if last >= span[0]:
-        path = desk.price_path
-        close = path.points[last, 3]
-        desk.inside = (close, close + path.spread[last])
+    a, b = span
+    path = desk.price_path
+    if nxt < b and path.time_ns[nxt] == ns:
+        row, col = nxt, 0
+    elif nxt - 1 >= a and path.time_ns[nxt - 1] == ns:
+        row, col = nxt - 1, 0
+    elif nxt - 1 >= a:
+        row, col = nxt - 1, 3
+    else:
+        return
+    price = path.points[row, col]
+    desk.inside = (price, price + path.spread[row])
 
 
 def _closed(desk, t: int) -> bool:

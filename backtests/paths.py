@@ -354,15 +354,16 @@ class M1Path(PricePath):
         close = self.points[m, 3]
         return close, close + self.spread[m]
 
-    def next_touch(self, broker, m: int, end: int) -> int:
-        """The first row of ``m..end-1`` whose range can reach one of ``broker``'s levels (``end``: none)."""
-        return self._next_touch(broker, None, m, end)
+    def next_touch(self, broker, m: int, end: int, stop_out: bool) -> int:
+        """The first row of ``m..end-1`` whose range can reach one of ``broker``'s levels (``end``: none);
+        the stop-out level counts only where ``stop_out`` (a caller that has ruled it out says False)."""
+        return self._next_touch(broker, None, m, end, stop_out)
 
-    def _next_touch(self, broker, t: int | None, m: int, end: int) -> int:
+    def _next_touch(self, broker, t: int | None, m: int, end: int, stop_out: bool = True) -> int:
         """The first minute from ``m`` (rows up to ``end``, of bar ``t`` when known) that can reach a working
         level, cross the stop-out level or pass an order's expiry."""
         levels = broker.book.levels()
-        stop_out = bool(broker.stop_out_on and broker.book.positions)
+        stop_out = bool(stop_out and broker.stop_out_on and broker.book.positions)
         first_expiry = broker.book.first_expiry() if broker.book.orders else None
         if t is not None and not stop_out and first_expiry is None:
             low, high = self.reach[0][t], self.reach[1][t]

@@ -1,4 +1,5 @@
-"""Hostile cases of multi-symbol, multi-timeframe runs: bars of a broker clock seen before they close."""
+"""Hostile cases of multi-symbol, multi-timeframe runs: bars of a broker clock seen before they close, and
+another symbol's price later in the minute being worked."""
 
 from __future__ import annotations
 
@@ -9,10 +10,18 @@ import pandas as pd
 import pytest
 
 from backtests import Backtest
+from backtests.broker import AccountConfig
 from backtests.broker.account import cents
+from backtests.broker.portfolio import open_brokers
+from backtests.merged import walk_bar
+from backtests.paths import M1Path
 from datafeeds import make_frame
-from datafeeds.clock import BrokerClock
+from datafeeds.candles import CandleMeta
+from datafeeds.clock import UTC, BrokerClock
+from datafeeds.resample import resample
+from datafeeds.symbols import BUILTIN
 from datafeeds.synthetic import synthetic_candles
+from datafeeds.timeframes import Timeframe
 from strategies.base import ExpertAdvisor
 
 
@@ -173,3 +182,91 @@ def test_a_symbol_before_its_first_bar_quotes_nothing_not_its_first_open():
     rejected = pd.DataFrame(result.rejected)
     assert len(rejected) == len(before) and set(rejected["retcode"]) == {10018}
     assert result.trades["entry_time"].min() >= first
+
+
+def _ohlc_minutes(symbol: str, start: pd.Timestamp, rows: list[tuple[float, float, float, float]]):
+    """M1 candles from ``start``, one (open, high, low, close) per minute, no spread."""
+    o, h, lo, c = (np.asarray(col, dtype=float) for col in zip(*rows, strict=True))
+    index = pd.date_range(start, periods=len(rows), freq="min", tz="UTC")
+    data = {"open": o, "high": h, "low": lo, "close": c, "spread": np.zeros(len(rows), dtype=np.int32)}
+    return make_frame(data, index, CandleMeta(symbol, Timeframe.M1, 5))
+
+
+def _merged_brokers(m1: dict, deposit: float):
+    """One account over the symbols of ``m1`` on their H1 bars, each walking its own minutes."""
+    hours = {s: resample(df, "H1") for s, df in m1.items()}
+    columns = {
+        s: (*(df[c].to_numpy() for c in ("open", "high", "low", "close")), np.zeros(len(df)), df.index)
+        for s, df in hours.items()
+    }
+    brokers = open_brokers(
+        columns, {s: BUILTIN[s] for s in m1}, AccountConfig(deposit=deposit, spread=0), UTC
+    )
+    for s, b in brokers.items():
+        b.attach_path(M1Path(hours[s].index, m1[s], 1e-5, 0).for_run(None))
+    return brokers
+
+
+def _enter(brokers, t):
+    firsts = [b.enter(t) for b in brokers.values()]
+    for b, first in zip(brokers.values(), firsts, strict=True):
+        b.open_checks(t, first)
+
+
+_CRASH = 80  # minute 20 of the second hour
+
+
+def _crash(price: float, to: float) -> list[tuple[float, float, float, float]]:
+    """Flat minutes at ``price`` but one that opens there and falls to ``to`` by its close, and stays."""
+    flat, low = (price,) * 4, (to,) * 4
+    return [flat] * _CRASH + [(price, price, to, to)] + [low] * (179 - _CRASH)
+
+
+def test_a_fill_never_values_another_symbol_at_the_close_of_the_same_minute():
+    """A 4-lot EURUSD buy limit (margin 4,400) is reached at 01:20, the minute GBPUSD opens at 1.30000 and
+    falls to 1.25000 by 01:20:59. At 01:20:00 the account holds 10,000 equity and 1,300 margin, so the
+    limit fills; valued at GBPUSD's close of that minute it would have been refused for lack of money."""
+    start = pd.Timestamp("2024-01-02", tz="UTC")
+    eur = [(1.1,) * 4] * _CRASH + [(1.1, 1.1, 1.0995, 1.1)] + [(1.1,) * 4] * (179 - _CRASH)
+    brokers = _merged_brokers(
+        {
+            "EURUSD": _ohlc_minutes("EURUSD", start, eur),
+            "GBPUSD": _ohlc_minutes("GBPUSD", start, _crash(1.3, 1.25)),
+        },
+        10_000.0,
+    )
+    _enter(brokers, 0)
+    brokers["GBPUSD"].order(+1, 1.0, None, None, 0, "")
+    walk_bar(list(brokers.values()), 0)
+    _enter(brokers, 1)
+    brokers["EURUSD"].pending("buy_limit", 4.0, 1.0995, None, None, None, None, 0, "")
+    walk_bar(list(brokers.values()), 1)
+    orders = brokers["EURUSD"].orders_frame()
+    limit = orders[orders["type"] == "buy_limit"].iloc[0]
+    assert limit["state"] == "filled"
+    assert [p.lots for p in brokers["EURUSD"].book.positions] == [4.0]
+
+
+def test_a_stop_out_never_reads_another_symbols_later_price_in_the_same_minute():
+    """Both symbols fall in the minute 01:20: EURUSD to 1.09000 (-1,000 on 1 lot), GBPUSD dips to
+    1.29000 (-1,000) and closes back at 1.30000. Either dip alone leaves the margin level above 50% of the
+    2,400 margin (a loss over 1,800 reaches it), and only one moment of that minute is known for both, its
+    start: so nothing is stopped out. Reading EURUSD at its close while GBPUSD's minute is worked joins
+    the two dips (-2,000) and stops out."""
+    start = pd.Timestamp("2024-01-02", tz="UTC")
+    gbp = [(1.3,) * 4] * _CRASH + [(1.3, 1.3, 1.29, 1.3)] + [(1.3,) * 4] * (179 - _CRASH)
+    brokers = _merged_brokers(
+        {
+            "EURUSD": _ohlc_minutes("EURUSD", start, _crash(1.1, 1.09)),
+            "GBPUSD": _ohlc_minutes("GBPUSD", start, gbp),
+        },
+        3_000.0,
+    )
+    _enter(brokers, 0)
+    brokers["EURUSD"].order(+1, 1.0, None, None, 0, "")
+    brokers["GBPUSD"].order(+1, 1.0, None, None, 0, "")
+    walk_bar(list(brokers.values()), 0)
+    _enter(brokers, 1)
+    walk_bar(list(brokers.values()), 1)
+    assert brokers["EURUSD"].trades_frame().empty
+    assert [len(b.book.positions) for b in brokers.values()] == [1, 1]
