@@ -428,11 +428,10 @@ class Broker:
             rate = profit / amount if amount else self.money.money(1.0, bid, ask)
         profit = cents(profit)  # booked in whole cents of the deposit currency
         self.funds.charge(profit - exit_comm, self.t)
-        if record_order:  # the broker's own closing order (SL, TP, stop-out, close request, end of test)
+        if record_order:  # the broker's own closing order (SL, TP, stop-out, close request, end of test),
+            order = self.new_ticket()  # numbered with the account's orders, as the trade server numbers it
             kind = "sell" if pos.side > 0 else "buy"
-            self.record_order(
-                None, kind, lots, price / k, None, None, "filled", pos.ticket, pos.magic, reason
-            )
+            self.record_order(order, kind, lots, price / k, None, None, "filled", pos.ticket, pos.magic, reason)
         self._deal(order, pos, -pos.side, entry, lots, price, 0.0 - exit_comm, swap, profit, reason)
         when = self.stamp()
         self.ledger.new_trade(pos, lots, self.t, when, price, reason, entry_comm, exit_comm, swap, profit, k,

@@ -204,6 +204,7 @@ class ReferenceBroker:
         self.positions.append(Position(ticket, side, lots, price, sl, tp, self.now))
 
     def _close(self, p: Position, price: int, reason: str) -> None:
+        self.ticket += 1  # the broker's closing order takes the account's next ticket
         profit = p.side * (price - p.price) * p.lots * MONEY_PER_POINT
         self.balance += profit - p.lots * self.commission
         self.positions.remove(p)

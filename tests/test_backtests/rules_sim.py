@@ -206,7 +206,7 @@ class Sim:
                 self.refused.append((self.now, side, lots))
                 return None
         if take:
-            self._close(opposite[0], take, price, reason)
+            self._close(opposite[0], take, price, reason, own_order=False)
         if rest <= 0:
             return opposite[0].ticket
         comm = to_cents(rest * r.commission)
@@ -226,7 +226,11 @@ class Sim:
         self.positions.append(Pos(ticket, side, rest, price, sl, tp, self.now, comm))
         return ticket
 
-    def _close(self, p: Pos, lots: float, price: int, reason: str) -> None:
+    def _close(self, p: Pos, lots: float, price: int, reason: str, own_order: bool = True) -> None:
+        """Close ``lots`` of ``p``: by the server's own closing order, which takes the account's next ticket
+        (SL, TP, stop-out, a close request, the end of the test), unless a deal's netting part closes it."""
+        if own_order:
+            self.ticket += 1
         share = lots / p.lots
         entry_comm, swap = to_cents(p.commission * share), to_cents(p.swap * share)
         exit_comm = to_cents(lots * self.rules.commission)

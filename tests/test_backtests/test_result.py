@@ -105,6 +105,21 @@ def test_orders_and_deals_read_as_metatrader_prints_them(result, tmp_path):
     assert got == pytest.approx(result.deals["profit"].sum(), abs=0.005 * len(deals))
 
 
+def test_every_closing_order_and_its_deal_carry_a_ticket_of_the_accounts_numbering(result):
+    """SL, TP and signal closes are the server's own orders: each has a ticket of the one numbering the
+    opening orders and positions share, and the deal it made names it (as MetaTrader's history shows)."""
+    orders, deals = result.orders, result.deals
+    assert set(result.trades["exit_reason"]) >= {"sl", "tp"}
+    assert orders["ticket"].notna().all() and orders["ticket"].is_unique
+    assert deals["order"].notna().all()
+    assert set(deals["order"]) <= set(orders["ticket"])
+    closing = orders[orders["comment"].isin(["sl", "tp"])]
+    assert len(closing) == result.trades["exit_reason"].isin(["sl", "tp"]).sum()
+    outs = deals[deals["entry"] == "out"].set_index("order")
+    assert (outs.loc[closing["ticket"], "position"].to_numpy() == closing["position"].to_numpy()).all()
+    assert sorted(orders["ticket"]) == list(range(1, len(orders) + 1))  # no gap, no number used twice
+
+
 def test_a_line_off_the_price_scale_gets_its_own_panel_not_the_candles_axis():
     from backtests.plots import split_indicators
 
