@@ -270,3 +270,33 @@ def test_a_stop_out_never_reads_another_symbols_later_price_in_the_same_minute()
     walk_bar(list(brokers.values()), 1)
     assert brokers["EURUSD"].trades_frame().empty
     assert [len(b.book.positions) for b in brokers.values()] == [1, 1]
+
+
+class _HoldBoth(ExpertAdvisor):
+    symbols = ("EURUSD", "USDJPY")
+
+    def on_bar(self):
+        for s in self.symbols:
+            if not self.position_of(s):
+                self.buy(0.1, symbol=s)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("swap_long", -5.0), ("swap_short", 2.0), ("margin_hedged", 50_000.0), ("stops_level", 30),
+     ("contract_size", 10_000.0), ("lot_step", 0.1)],
+)  # fmt: skip
+def test_an_account_swap_or_symbol_setting_a_multi_symbol_run_would_ignore_is_refused(setting, value):
+    """A multi-symbol run takes each symbol's swaps, levels, volumes and contract size from its
+    specification; an account setting of the same fact (``--swap-long -5``) used to be dropped silently, so
+    positions held over many server midnights paid no swap while the report's settings said -5."""
+    from dataclasses import replace
+
+    from backtests.errors import SymbolsError
+
+    frames = {
+        s: synthetic_candles(bars=60, seed=i, symbol=s, start="2024-01-02") for i, s in enumerate(_HoldBoth.symbols)
+    }
+    account = replace(AccountConfig(), **{setting: value})
+    with pytest.raises(SymbolsError, match=setting):
+        Backtest(frames, _HoldBoth, account=account).run()
