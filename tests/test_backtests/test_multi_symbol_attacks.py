@@ -295,7 +295,8 @@ def test_an_account_swap_or_symbol_setting_a_multi_symbol_run_would_ignore_is_re
     from backtests.errors import SymbolsError
 
     frames = {
-        s: synthetic_candles(bars=60, seed=i, symbol=s, start="2024-01-02") for i, s in enumerate(_HoldBoth.symbols)
+        s: synthetic_candles(bars=60, seed=i, symbol=s, start="2024-01-02")
+        for i, s in enumerate(_HoldBoth.symbols)
     }
     account = replace(AccountConfig(), **{setting: value})
     with pytest.raises(SymbolsError, match=setting):
