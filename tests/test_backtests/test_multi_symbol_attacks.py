@@ -301,3 +301,42 @@ def test_an_account_swap_or_symbol_setting_a_multi_symbol_run_would_ignore_is_re
     account = replace(AccountConfig(), **{setting: value})
     with pytest.raises(SymbolsError, match=setting):
         Backtest(frames, _HoldBoth, account=account).run()
+
+
+class _LateQuote(ExpertAdvisor):
+    symbols = ("EURUSD", "GBPUSD")
+    seen: ClassVar[list] = []
+
+    def on_bar(self):
+        self.seen.append((self.time_current, self.bid_of("GBPUSD")))
+        if self.time_current.hour == 1:
+            self.buy(1.0, symbol="GBPUSD")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="ohlc1m: at a bar's open another symbol whose first minute of the bar comes later quotes that "
+    "minute's open (its H1 open), a price of the future; merged.walk_bar/_set_now and Broker.enter leave "
+    "`inside` unset before a symbol's first minute of the bar",
+)
+def test_ohlc1m_a_symbol_whose_minutes_of_the_bar_begin_later_quotes_its_last_close_at_the_bars_open():
+    """EURUSD has every minute; GBPUSD stands at 1.30000 until 00:59 and has no minute again before 01:05,
+    where it opens at 1.35000. At 01:00 MetaTrader's tester has given GBPUSD no tick since 00:59: its bid is
+    1.30000 and a market buy fills there (then gains 0.05 x 100,000 = 5,000.00 by 01:05). Quoting 1.35000
+    at 01:00 shows the EA a price five minutes ahead (a jump another symbol may follow) and fills a buy at
+    a price that did not exist yet."""
+    _LateQuote.seen = []
+    start = pd.Timestamp("2024-01-02", tz="UTC")
+    full = pd.date_range(start, periods=180, freq="min", tz="UTC")
+    late = full[~((full.hour == 1) & (full.minute < 5))]
+    eu = _ohlc_minutes("EURUSD", start, [(1.1,) * 4] * 180)
+    gb = _ohlc_minutes("GBPUSD", start, [(1.3 if t.hour == 0 else 1.35,) * 4 for t in late])
+    gb = make_frame(gb, late, gb.attrs["candles"])
+    frames = {"EURUSD": resample(eu, "H1"), "GBPUSD": resample(gb, "H1")}
+    result = Backtest(
+        frames, _LateQuote, model="ohlc1m", m1={"EURUSD": eu, "GBPUSD": gb}, account=AccountConfig(spread=0)
+    ).run()
+    at_one = dict(_LateQuote.seen)[pd.Timestamp("2024-01-02 01:00", tz="UTC")]
+    assert at_one == 1.3
+    trade = result.trades.iloc[0]
+    assert trade["entry_price"] == 1.3 and trade["profit"] == 5_000.0
