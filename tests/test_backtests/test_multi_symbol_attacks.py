@@ -375,3 +375,42 @@ def test_a_multi_symbol_runs_equity_drawdown_counts_a_peak_inside_a_bar():
     assert result.stats["equity_drawdown_maximal"] == 1_000.0
     assert result.stats["equity_drawdown_maximal_pct"] == pytest.approx(100 * 1_000 / 11_000, abs=1e-6)
     assert result.equity_path is not None
+
+
+class _OffGrid(ExpertAdvisor):
+    symbols = ("EURUSD", "GBPUSD")
+    seen: ClassVar[list] = []
+
+    def on_bar(self):
+        self.seen.append((self.time_current, self.bid_of("GBPUSD")))
+
+
+def test_a_symbols_bars_still_open_at_another_symbols_bar_are_refused_not_quoted_at_their_close():
+    """GBPUSD's H1 bars stamped half an hour after EURUSD's (22:30, 23:30, ...): at EURUSD's bar of 23:00
+    GBPUSD has none, and its newest bar, 22:30-23:30, is still open. Quoting its close there (1.10010,
+    the price of 23:30) showed the EA, the account's equity and any conversion through GBPUSD a price half
+    an hour ahead (and EURUSD's 22:00 bar the same way at 22:30). MetaTrader's bars of one timeframe start
+    at the same whole periods of the server clock for every symbol, so such candles are refused by name
+    before the run: the first bar still open where another begins."""
+    from backtests.errors import SymbolsError
+
+    _OffGrid.seen = []
+    eu = synthetic_candles("EURUSD", "H1", 30, seed=1)
+    g0 = synthetic_candles("GBPUSD", "H1", 30, seed=2)
+    gb = make_frame(g0, g0.index + pd.Timedelta(minutes=30), g0.attrs["candles"])
+    says = r"EURUSD: its bar 2020-01-01 22:00:00\+00:00 is still open at 2020-01-01 22:30:00\+00:00, where"
+    with pytest.raises(SymbolsError, match=says + " GBPUSD"):
+        Backtest({"EURUSD": eu, "GBPUSD": gb}, _OffGrid).run()
+    assert not _OffGrid.seen
+
+
+def test_a_symbol_missing_a_bar_on_the_same_grid_is_still_aligned():
+    """The refusal above is for bars still open, not for a gap: GBPUSD without its 01:00 bar quotes the
+    close of its 00:00 bar (closed at 01:00) there, and the run goes on."""
+    _OffGrid.seen = []
+    eu = synthetic_candles("EURUSD", "H1", 30, seed=1)
+    g0 = synthetic_candles("GBPUSD", "H1", 30, seed=2)
+    gap = g0.index[3]
+    gb = make_frame(g0.drop(index=gap), g0.index.drop(gap), g0.attrs["candles"])
+    Backtest({"EURUSD": eu, "GBPUSD": gb}, _OffGrid).run()
+    assert dict(_OffGrid.seen)[gap] == g0["close"].iloc[2]
