@@ -54,6 +54,23 @@ class Report:
         index = pd.DatetimeIndex(pd.to_datetime(c.get("time") or [], utc=True))
         return pd.Series((equity / deposit - 1.0) * 100.0, index=index)
 
+    def checked(self, file: Path) -> Report:
+        """This report, once its curve reads as numbers by time (a report.json edited by hand or written by
+        another tool is refused in one line naming it, not met deep inside NumPy while drawing)."""
+        curves = self.doc.get("curves")
+        try:
+            if curves is not None and not isinstance(curves, dict):
+                raise TypeError(f"a table of columns, not {type(curves).__name__}")
+            curve = self.curve()
+            if curve.index.hasnans:
+                raise ValueError("a time that is no time")
+        except (TypeError, ValueError, OverflowError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise CompareError(
+                f"{file}: its curve (curves.time, curves.equity) is not equity by time: {first}"
+            ) from None
+        return self
+
 
 def read_report(path: str | Path) -> Report:
     """A report folder (or its report.json): refused in one line when it is no backtest report."""
@@ -75,7 +92,7 @@ def read_report(path: str | Path) -> Report:
     if not isinstance(doc, dict) or not isinstance(doc.get("stats"), dict) or "report_version" not in doc:
         raise CompareError(f"{file}: not a backtest report.json (no report_version and stats)")
     name = path.name if path.is_dir() else path.parent.name or path.name
-    return Report(name, doc)
+    return Report(name, doc).checked(file)
 
 
 def unique_names(reports: list[Report]) -> list[Report]:

@@ -68,3 +68,21 @@ class CurrencyError(NeuronetError, ValueError):
 class SymbolsError(NeuronetError, ValueError):
     """A multi-symbol run's data or declarations that do not fit: a symbol without candles or a
     specification, a timeframe the data cannot give, a conversion no loaded symbol makes."""
+
+
+class SpecSettingError(SymbolsError):
+    """An account setting that a multi-symbol run takes from each symbol's specification instead (its swaps,
+    levels, volumes, contract size, hedged margin): one value for every symbol would mean nothing (a swap in
+    points of EURUSD is not one of USDJPY), and dropping it would trade without what the user asked for."""
+
+    def __init__(self, name: str, value: object) -> None:
+        option = f" ({_OPTIONS[name]})" if name in _OPTIONS else ""
+        super().__init__(
+            f"account setting {name}={value!r}{option}: a multi-symbol run takes each symbol's {name} from "
+            "its specification; give it per symbol in a symbols file (--symbols-file, Backtest(specs=...))"
+        )
+        self.name = name
+        self.value = value
+
+    def __reduce__(self):  # rebuilt from its parts when it crosses a process boundary (Dask workers)
+        return type(self), (self.name, self.value)

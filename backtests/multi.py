@@ -224,7 +224,8 @@ class MultiSetup:
         # The main symbol first: its broker is the harness's context and its bars the report's chart.
         self.frames = {main: frames[main], **{k: v for k, v in frames.items() if k != main}}
         self.specs = symbol_specs(self.frames, specs)
-        self.aligned = align(self.frames)
+        intraday = main_tf.seconds < 86_400  # a day, week or month has no fixed length on a server clock
+        self.aligned = align(self.frames, pd.Timedelta(seconds=main_tf.seconds) if intraday else None)
         self._check_conversions(currency)
         self.views = timeframe_frames(self.frames, self.symbols, self.timeframes)
         self.main = (main, self.timeframes[0])

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from backtests.broker import AccountConfig
+from backtests.broker.terms import check_spec_settings
 from backtests.errors import SymbolsError
 from backtests.merged import walk_bar
 from backtests.multi import MultiContext, MultiSetup
@@ -48,6 +49,7 @@ class MultiBacktest:
             raise SymbolsError("model 'ohlc1m' with several symbols needs m1={symbol: M1 candles, ...}")
         if model == "open" and m1 is not None:
             raise SymbolsError("M1 candles are only used by model 'ohlc1m'")
+        check_spec_settings(account)  # each symbol's specification gives these
         self.setup = MultiSetup(frames, ea, specs, account.currency)
         self.paths = minute_paths(self.setup, m1, account) if model == "ohlc1m" else {}
         self.ea_class = ea

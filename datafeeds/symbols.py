@@ -214,8 +214,9 @@ def spec_from_mapping(name: str, values: Mapping[str, Any], origin: str, base: S
                 f"{where}: not a built-in symbol, so the file must give {', '.join(_REQUIRED)} "
                 f"(missing: {', '.join(missing)})"
             )
-        base = SymbolSpec(name, **{k: given.pop(k) for k in _REQUIRED})
     try:
+        if base is None:
+            base = SymbolSpec(name, **{k: given.pop(k) for k in _REQUIRED})
         spec = replace(base, name=name, **given)
     except SpecError as exc:
         raise SpecError(f"{origin}: {exc}") from None

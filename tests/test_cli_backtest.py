@@ -286,3 +286,22 @@ def test_a_symbols_file_changes_a_builtin_symbols_specification(tmp_path):
     assert doc["data"]["symbols"]["EURUSD"]["trades"] > 0
     refused = {(r["symbol"], r["retcode"]) for r in doc["rejected_orders"]["first"]}
     assert refused == {("USDJPY", 10014)}
+
+
+def test_a_symbol_with_path_characters_never_puts_the_default_report_folder_outside_reports(
+    tmp_path, monkeypatch
+):
+    """``--symbol ../../../../escaped/EURUSD`` on a CSV file named the default folder
+    ``reports/SmaCrossEA-../../../../ESCAPED/EURUSD-H1-<time>``: the report was written two folders above
+    the working directory. The folder's name keeps the symbol's own characters only."""
+    from tests.cli_inprocess import cli
+
+    work = tmp_path / "a" / "b" / "c"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    assert cli("data", "export", "--to", "2017-09-01", "--out", "eu.csv") == 0
+    status = cli("backtest", "SmaCrossEA", "--csv", "eu.csv", "--symbol", "../../../../escaped/EURUSD")
+    assert status == 0
+    assert not [p for p in tmp_path.rglob("*") if "ESCAPED" in p.name.upper() and "reports" not in p.parts]
+    (folder,) = (work / "reports").iterdir()
+    assert (folder / "report.json").is_file() and "/" not in folder.name

@@ -34,3 +34,28 @@ def test_compare_refuses_what_is_not_a_report(two_reports, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert code == 2 and f"{notes}: not a backtest report.json" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "c.html").exists()
+
+
+@pytest.mark.parametrize(
+    "curves",
+    [
+        {"time": ["2017-01-02"], "equity": ["a"]},
+        {"time": ["2017-01-02", "2017-01-03"], "equity": [10_000.0]},
+        {"time": ["not a time"], "equity": [10_000.0]},
+        {"time": ["2017-01-02"], "equity": {"x": 1}},
+        ["a list"],
+    ],
+    ids=["text equity", "lengths differ", "bad time", "equity a table", "curves a list"],
+)
+def test_compare_refuses_a_report_json_whose_curve_is_not_one(two_reports, tmp_path, capsys, curves):
+    """A report.json edited or written by another tool with a curve that is not numbers by time was an
+    "internal error: ValueError" (exit 1) from deep inside NumPy; it is one line naming the file (exit 2)."""
+    doc = json.loads((two_reports / "fast5" / "report.json").read_text())
+    doc["curves"] = curves
+    bad = tmp_path / "edited"
+    bad.mkdir()
+    (bad / "report.json").write_text(json.dumps(doc))
+    code = cli("compare", str(two_reports / "fast5"), str(bad), "--out", str(tmp_path / "c.html"))
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and str(bad / "report.json") in err and "curve" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "c.html").exists()

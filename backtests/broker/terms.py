@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from backtests.broker.book import OpenPosition
 from backtests.broker.config import AccountConfig
 from backtests.broker.convert import UNITY, Rate
+from backtests.errors import SpecSettingError
 from datafeeds.symbols import SymbolSpec
 
 CFD_MODES = frozenset({"cfd", "cfd_leverage"})  # margin at the market price, in the profit currency
@@ -33,6 +34,22 @@ class SymbolTerms:
     calc_mode: str = "forex"
     margin_rate: float = 1.0
     trade_mode: str = "full"
+
+
+# the account's settings a symbol's specification replaces (``symbol_config``)
+SPEC_SETTINGS = (
+    "contract_size", "lot_min", "lot_max", "lot_step", "swap_long", "swap_short", "stops_level",
+    "freeze_level", "margin_hedged",
+)  # fmt: skip
+
+
+def check_spec_settings(account: AccountConfig) -> None:
+    """Refuse an account whose settings of ``SPEC_SETTINGS`` are not the defaults: each symbol's
+    specification gives them in a multi-symbol run, so a value set on the account would be ignored."""
+    default = AccountConfig()
+    for name in SPEC_SETTINGS:
+        if getattr(account, name) != getattr(default, name):
+            raise SpecSettingError(name, getattr(account, name))
 
 
 def symbol_config(account: AccountConfig, spec: SymbolSpec) -> AccountConfig:

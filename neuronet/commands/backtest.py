@@ -53,6 +53,7 @@ from neuronet.commands.options import (
     Start,
     TicksCsv,
     data_request,
+    default_out,
     flag,
     market_data,
     out_folder,
@@ -250,9 +251,8 @@ def _execute(
     meta = bt.meta
     folder = out  # a given --out was prepared before the data was read
     if folder is None:
-        folder = (
-            Path("reports")
-            / f"{ea.__name__}-{meta.symbol}-{meta.timeframe.name}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+        folder = default_out(
+            ea.__name__, meta.symbol, meta.timeframe.name, f"{datetime.now(UTC):%Y%m%d-%H%M%S}"
         )
     with out_folder(folder, force=False) if out is None else nullcontext():
         result = bt.run(**params)

@@ -68,6 +68,7 @@ from neuronet.commands.options import (
     Start,
     TicksCsv,
     data_request,
+    default_out,
     market_data,
     prepare_out,
 )
@@ -214,8 +215,7 @@ def optimize_command(
             "data": [_digest(f) for f in (df, m1, ticks)],
         }  # fmt: skip
         key = hashlib.sha1(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:10]
-        label = f"{cls.__name__}-{meta.symbol}-{meta.timeframe.name}-{method}"
-        folder = Path("reports") / f"optimize-{label}-{key}"
+        folder = default_out("optimize", cls.__name__, meta.symbol, meta.timeframe.name, method, key)
         prepare_out(folder, force, _RESUMABLE)
     store_path = store or str(folder / STORE)
     common = {

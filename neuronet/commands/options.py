@@ -9,6 +9,7 @@ and the rule "``--csv``/``--path`` means the csv source" lives in ``data_request
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -158,6 +159,14 @@ def data_request(
         elif seed_is_data:
             raise CommandError("--seed is for --source synthetic")
     return source, options
+
+
+def default_out(*parts: object) -> Path:
+    """The default report folder ``reports/PART-PART-...``: a name taken from the data (a CSV file's
+    ``--symbol``, an EA's class name) keeps letters, digits and ``.#+_-`` only, so ``../`` or a slash in it
+    can never put the folder anywhere but directly inside ``reports``."""
+    name = "-".join(re.sub(r"[^\w.#+-]", "_", str(part)) for part in parts)
+    return Path("reports") / name
 
 
 def prepare_out(folder: Path, force: bool, resumable: frozenset[str] = frozenset()) -> None:

@@ -270,3 +270,147 @@ def test_a_stop_out_never_reads_another_symbols_later_price_in_the_same_minute()
     walk_bar(list(brokers.values()), 1)
     assert brokers["EURUSD"].trades_frame().empty
     assert [len(b.book.positions) for b in brokers.values()] == [1, 1]
+
+
+class _HoldBoth(ExpertAdvisor):
+    symbols = ("EURUSD", "USDJPY")
+
+    def on_bar(self):
+        for s in self.symbols:
+            if not self.position_of(s):
+                self.buy(0.1, symbol=s)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("swap_long", -5.0), ("swap_short", 2.0), ("margin_hedged", 50_000.0), ("stops_level", 30),
+     ("contract_size", 10_000.0), ("lot_step", 0.1)],
+)  # fmt: skip
+def test_an_account_swap_or_symbol_setting_a_multi_symbol_run_would_ignore_is_refused(setting, value):
+    """A multi-symbol run takes each symbol's swaps, levels, volumes and contract size from its
+    specification; an account setting of the same fact (``--swap-long -5``) used to be dropped silently, so
+    positions held over many server midnights paid no swap while the report's settings said -5."""
+    from dataclasses import replace
+
+    from backtests.errors import SymbolsError
+
+    frames = {
+        s: synthetic_candles(bars=60, seed=i, symbol=s, start="2024-01-02")
+        for i, s in enumerate(_HoldBoth.symbols)
+    }
+    account = replace(AccountConfig(), **{setting: value})
+    with pytest.raises(SymbolsError, match=setting):
+        Backtest(frames, _HoldBoth, account=account).run()
+
+
+class _LateQuote(ExpertAdvisor):
+    symbols = ("EURUSD", "GBPUSD")
+    seen: ClassVar[list] = []
+
+    def on_bar(self):
+        self.seen.append((self.time_current, self.bid_of("GBPUSD")))
+        if self.time_current.hour == 1:
+            self.buy(1.0, symbol="GBPUSD")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="ohlc1m: at a bar's open another symbol whose first minute of the bar comes later quotes that "
+    "minute's open (its H1 open), a price of the future; merged.walk_bar/_set_now and Broker.enter leave "
+    "`inside` unset before a symbol's first minute of the bar",
+)
+def test_ohlc1m_a_symbol_whose_minutes_of_the_bar_begin_later_quotes_its_last_close_at_the_bars_open():
+    """EURUSD has every minute; GBPUSD stands at 1.30000 until 00:59 and has no minute again before 01:05,
+    where it opens at 1.35000. At 01:00 MetaTrader's tester has given GBPUSD no tick since 00:59: its bid is
+    1.30000 and a market buy fills there (then gains 0.05 x 100,000 = 5,000.00 by 01:05). Quoting 1.35000
+    at 01:00 shows the EA a price five minutes ahead (a jump another symbol may follow) and fills a buy at
+    a price that did not exist yet."""
+    _LateQuote.seen = []
+    start = pd.Timestamp("2024-01-02", tz="UTC")
+    full = pd.date_range(start, periods=180, freq="min", tz="UTC")
+    late = full[~((full.hour == 1) & (full.minute < 5))]
+    eu = _ohlc_minutes("EURUSD", start, [(1.1,) * 4] * 180)
+    gb = _ohlc_minutes("GBPUSD", start, [(1.3 if t.hour == 0 else 1.35,) * 4 for t in late])
+    gb = make_frame(gb, late, gb.attrs["candles"])
+    frames = {"EURUSD": resample(eu, "H1"), "GBPUSD": resample(gb, "H1")}
+    result = Backtest(
+        frames, _LateQuote, model="ohlc1m", m1={"EURUSD": eu, "GBPUSD": gb}, account=AccountConfig(spread=0)
+    ).run()
+    at_one = dict(_LateQuote.seen)[pd.Timestamp("2024-01-02 01:00", tz="UTC")]
+    assert at_one == 1.3
+    trade = result.trades.iloc[0]
+    assert trade["entry_price"] == 1.3 and trade["profit"] == 5_000.0
+
+
+class _BuyEurusd(ExpertAdvisor):
+    symbols = ("EURUSD", "GBPUSD")
+
+    def on_bar(self):
+        if not self.positions(symbol="EURUSD"):
+            self.buy(1.0, symbol="EURUSD")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a multi-symbol run has no equity path (Result.equity_path None, report.json null): its equity "
+    "drawdowns fall back to peaks at bar closes (multi_replay.MultiBacktest.run -> metrics.trade_stats "
+    "without equity_dd), so a peak inside a bar is never counted",
+)
+def test_a_multi_symbol_runs_equity_drawdown_counts_a_peak_inside_a_bar():
+    """One lot of EURUSD bought at 1.10000 (no spread); the next bar rises to 1.11000 and closes back at
+    1.10000: the equity peaks at 11,000.00 inside that bar and falls back to 10,000.00, a maximal equity
+    drawdown of 1,000.00 (9.09 % of the peak), as the same trade gives on EURUSD alone. The other symbol
+    of the account (GBPUSD, untouched) must change nothing; the multi-symbol run reported 0.00."""
+    index = pd.date_range("2024-01-02", periods=5, freq="h", tz="UTC")
+
+    def bars(symbol, rows):
+        o, h, lo, c = (np.asarray(col, dtype=float) for col in zip(*rows, strict=True))
+        data = {"open": o, "high": h, "low": lo, "close": c, "spread": np.zeros(len(rows), dtype=np.int32)}
+        return make_frame(data, index, CandleMeta(symbol, Timeframe.H1, 5))
+
+    flat = (1.1,) * 4
+    eu = bars("EURUSD", [flat, (1.1, 1.11, 1.1, 1.1), flat, flat, flat])
+    gb = bars("GBPUSD", [(1.3,) * 4] * 5)
+    result = Backtest({"EURUSD": eu, "GBPUSD": gb}, _BuyEurusd, account=AccountConfig(spread=0)).run()
+    assert result.stats["equity_drawdown_maximal"] == 1_000.0
+    assert result.stats["equity_drawdown_maximal_pct"] == pytest.approx(100 * 1_000 / 11_000, abs=1e-6)
+    assert result.equity_path is not None
+
+
+class _OffGrid(ExpertAdvisor):
+    symbols = ("EURUSD", "GBPUSD")
+    seen: ClassVar[list] = []
+
+    def on_bar(self):
+        self.seen.append((self.time_current, self.bid_of("GBPUSD")))
+
+
+def test_a_symbols_bars_still_open_at_another_symbols_bar_are_refused_not_quoted_at_their_close():
+    """GBPUSD's H1 bars stamped half an hour after EURUSD's (22:30, 23:30, ...): at EURUSD's bar of 23:00
+    GBPUSD has none, and its newest bar, 22:30-23:30, is still open. Quoting its close there (1.10010,
+    the price of 23:30) showed the EA, the account's equity and any conversion through GBPUSD a price half
+    an hour ahead (and EURUSD's 22:00 bar the same way at 22:30). MetaTrader's bars of one timeframe start
+    at the same whole periods of the server clock for every symbol, so such candles are refused by name
+    before the run: the first bar still open where another begins."""
+    from backtests.errors import SymbolsError
+
+    _OffGrid.seen = []
+    eu = synthetic_candles("EURUSD", "H1", 30, seed=1)
+    g0 = synthetic_candles("GBPUSD", "H1", 30, seed=2)
+    gb = make_frame(g0, g0.index + pd.Timedelta(minutes=30), g0.attrs["candles"])
+    says = r"EURUSD: its bar 2020-01-01 22:00:00\+00:00 is still open at 2020-01-01 22:30:00\+00:00, where"
+    with pytest.raises(SymbolsError, match=says + " GBPUSD"):
+        Backtest({"EURUSD": eu, "GBPUSD": gb}, _OffGrid).run()
+    assert not _OffGrid.seen
+
+
+def test_a_symbol_missing_a_bar_on_the_same_grid_is_still_aligned():
+    """The refusal above is for bars still open, not for a gap: GBPUSD without its 01:00 bar quotes the
+    close of its 00:00 bar (closed at 01:00) there, and the run goes on."""
+    _OffGrid.seen = []
+    eu = synthetic_candles("EURUSD", "H1", 30, seed=1)
+    g0 = synthetic_candles("GBPUSD", "H1", 30, seed=2)
+    gap = g0.index[3]
+    gb = make_frame(g0.drop(index=gap), g0.index.drop(gap), g0.attrs["candles"])
+    Backtest({"EURUSD": eu, "GBPUSD": gb}, _OffGrid).run()
+    assert dict(_OffGrid.seen)[gap] == g0["close"].iloc[2]

@@ -55,6 +55,11 @@ def test_a_json_file_reads_as_the_toml_one(tmp_path):
         ("[EURUSD]\nstops_level = 2.5\n", "stops_level=2.5: a whole number of points"),
         ("EURUSD = 5\n", "symbol EURUSD: expected a table of fields, not int"),
         ("[EURUSD\n", "not valid TOML"),
+        (  # a new symbol's own fields are checked naming the file too
+            '[FOO]\ndigits = 2\ncontract_size = 1\nbase = "X"\n'
+            'profit_currency = "USD"\nmargin_currency = "USD"\n',
+            "symbol FOO: base='X': a currency code",
+        ),
         ("", "expected one table per symbol"),
     ],
 )
