@@ -28,12 +28,48 @@ _NEVER = np.iinfo(np.int64).max
 _SLACK = 1.1  # the stop-out is ruled out only with a tenth of the level to spare (conversions move too)
 
 
+def open_quotes(desks: list, t: int, firsts: list) -> list:
+    """Bar ``t`` begins on the account: each symbol whose first minute of the bar comes after the main
+    symbol's (the moment the EA decides) stands at the close of its newest minute before the bar until then,
+    as MetaTrader's tester has given it no tick since: the EA's quotes, fills and the account's equity read
+    that, never the bar's open, a price still to come. ``firsts`` (``Broker.enter``'s quotes) with those
+    symbols' opening checks made at that close instead; their gap to the bar's open is met where their first
+    minute is worked."""
+    path = desks[0].price_path
+    if path is None:
+        return firsts
+    start = path.starts[t]
+    now = path.time_ns[start] if path.covers(t) else path.edges_ns[t]
+    firsts = list(firsts)
+    for j, d in enumerate(desks[1:], 1):
+        own = d.price_path
+        if own is None:
+            continue
+        a = own.starts[t]
+        if a == 0 or _closed(d, t) or not own.covers(t) or own.time_ns[a] <= now:
+            continue
+        close, spread = own.points[a - 1, 3], own.spread[a - 1]
+        d.inside = (close, close + spread)
+        firsts[j] = (close, close, close, spread)
+    return firsts
+
+
 def walk_bar(desks: list, t: int) -> None:
-    """Bar ``t`` of every broker in ``desks`` after the decision (see the module docstring)."""
+    """Bar ``t`` of every broker in ``desks`` after the decision (see the module docstring); every broker's
+    price then reads its own bar again."""
+    try:
+        _walk_bar(desks, t)
+    finally:
+        for d in desks:
+            d.inside = None
+
+
+def _walk_bar(desks: list, t: int) -> None:
     busy = [d for d in desks if d.book and not _closed(d, t)]
     if not busy:
         return
     if len(busy) == 1 and not any(d.book.positions for d in desks if d is not busy[0]):
+        busy[0].inside = None  # its own minutes set its prices from its first on
         busy[0].bar_range(t)
         return
     walking = [d for d in desks if not _closed(d, t) and d.price_path is not None and d.price_path.covers(t)]
@@ -50,7 +86,6 @@ def walk_bar(desks: list, t: int) -> None:
         for d in walking:
             d.walking = False
             d.now_ns = None
-            d.inside = None
 
 
 def _walk(walking: list, t: int) -> None:
@@ -147,7 +182,8 @@ def _before(path, span: tuple[int, int], ns: int) -> int:
 def _set_now(desk, span: tuple[int, int], nxt: int, ns: int) -> None:
     """``desk``'s clock at ``ns`` and its price now, ``nxt`` being its first minute not yet worked: the open
     of its minute of time ``ns`` (to come, or already worked at this same time), else the close of its
-    newest minute before ``nxt`` (see the module docstring)."""
+    newest minute before ``nxt`` (of an earlier bar where none of this one has come yet; see the module
+    docstring)."""
     desk.now_ns = ns
     a, b = span
     path = desk.price_path
@@ -155,7 +191,7 @@ def _set_now(desk, span: tuple[int, int], nxt: int, ns: int) -> None:
         row, col = nxt, 0
     elif nxt - 1 >= a and path.time_ns[nxt - 1] == ns:
         row, col = nxt - 1, 0
-    elif nxt - 1 >= a:
+    elif nxt > 0:
         row, col = nxt - 1, 3
     else:
         return

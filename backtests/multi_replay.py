@@ -14,7 +14,7 @@ import pandas as pd
 from backtests.broker import AccountConfig
 from backtests.broker.terms import check_spec_settings
 from backtests.errors import SymbolsError
-from backtests.merged import walk_bar
+from backtests.merged import open_quotes, walk_bar
 from backtests.multi import MultiContext, MultiSetup
 from backtests.paths import COVERAGE, M1Path, check_inside, check_market
 from backtests.periods import Periods, resolve
@@ -139,6 +139,8 @@ class MultiBacktest:
                 self._study(ea, views, periods, t, stamps, brokers)
                 timings["retrain_s"] += time.perf_counter() - tick
             firsts = [d.enter(t) for d in desks]  # every symbol at this moment before any is checked
+            if minutes:
+                firsts = open_quotes(desks, t, firsts)
             for d, first in zip(desks, firsts, strict=True):
                 d.open_checks(t, first)
             step(schedule[t])

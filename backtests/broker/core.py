@@ -431,7 +431,8 @@ class Broker:
         if record_order:  # the broker's own closing order (SL, TP, stop-out, close request, end of test),
             order = self.new_ticket()  # numbered with the account's orders, as the trade server numbers it
             kind = "sell" if pos.side > 0 else "buy"
-            self.record_order(order, kind, lots, price / k, None, None, "filled", pos.ticket, pos.magic, reason)
+            self.record_order(order, kind, lots, price / k, None, None, "filled", pos.ticket, pos.magic,
+                              reason)  # fmt: skip
         self._deal(order, pos, -pos.side, entry, lots, price, 0.0 - exit_comm, swap, profit, reason)
         when = self.stamp()
         self.ledger.new_trade(pos, lots, self.t, when, price, reason, entry_comm, exit_comm, swap, profit, k,

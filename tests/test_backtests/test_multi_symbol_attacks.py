@@ -313,12 +313,6 @@ class _LateQuote(ExpertAdvisor):
             self.buy(1.0, symbol="GBPUSD")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ohlc1m: at a bar's open another symbol whose first minute of the bar comes later quotes that "
-    "minute's open (its H1 open), a price of the future; merged.walk_bar/_set_now and Broker.enter leave "
-    "`inside` unset before a symbol's first minute of the bar",
-)
 def test_ohlc1m_a_symbol_whose_minutes_of_the_bar_begin_later_quotes_its_last_close_at_the_bars_open():
     """EURUSD has every minute; GBPUSD stands at 1.30000 until 00:59 and has no minute again before 01:05,
     where it opens at 1.35000. At 01:00 MetaTrader's tester has given GBPUSD no tick since 00:59: its bid is
