@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from backtests.account_path import account_drawdowns
 from backtests.broker import AccountConfig
 from backtests.broker.terms import check_spec_settings
 from backtests.errors import SymbolsError
@@ -161,7 +162,7 @@ class MultiBacktest:
     def _score(self, ea, main, brokers, feed, periods, last, timings, clock) -> Result:
         fs = periods.forward_start
         times = self.setup.aligned.time
-        figures = broker_figures(main, fs, last, self.account, path=False)
+        figures = broker_figures(main, fs, last, self.account, path=account_drawdowns)
         after = "after the run"
         feed.advance(len(feed))
         section = call_hook(ea, "report_section", feed.bars, where=after)
@@ -208,7 +209,7 @@ class MultiBacktest:
             orders=main.orders_frame(),
             deals=main.deals_frame(),
             curves=figures.curves,
-            equity_path=None,
+            equity_path=figures.equity_path,
             symbol_charts=charts,
         )
 

@@ -434,11 +434,14 @@ class Figures(NamedTuple):
     equity_path: pd.DataFrame | None  # backtests.equity_path.EquityPath.skeleton
 
 
-def broker_figures(ctx: Broker, fs: int, last: int, account: AccountConfig, path: bool = True) -> Figures:
+def broker_figures(
+    ctx: Broker, fs: int, last: int, account: AccountConfig, path: bool | Callable = True
+) -> Figures:
     """The trades, curves, MT5 statistics, balance and equity (at each bar's close) of a finished broker
     over the forward bars ``fs..last``, and the skeleton of its equity at every price the mode models that
-    the equity drawdowns come from (the backtest and a live run's report share this; ``path`` False: the
-    bar-level drawdowns only, as for several symbols, whose path is not one symbol's prices)."""
+    the equity drawdowns come from (the backtest and a live run's report share this; ``path``: what builds
+    that skeleton, True for one symbol's ``path_drawdowns``, ``account_path.account_drawdowns`` for several
+    symbols; False: the bar-level drawdowns only)."""
     k = last - fs + 1
     balance, equity, _ = (c[:k] for c in ctx.curves(fs))
     worst, worst_margin = (c[:k] for c in ctx.worst_curves(fs))
@@ -456,7 +459,8 @@ def broker_figures(ctx: Broker, fs: int, last: int, account: AccountConfig, path
         start_close=float(close[fs - 1] if fs > 0 else ctx.opens[0]),
     )
     trades = ctx.trades_frame()
-    path = path_drawdowns(ctx, fs, last, account.deposit, start) if path else None
+    build = path_drawdowns if path is True else path
+    path = build(ctx, fs, last, account.deposit, start) if build else None
     stats = metrics.trade_stats(
         trades,
         curves,

@@ -344,12 +344,6 @@ class _BuyEurusd(ExpertAdvisor):
             self.buy(1.0, symbol="EURUSD")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a multi-symbol run has no equity path (Result.equity_path None, report.json null): its equity "
-    "drawdowns fall back to peaks at bar closes (multi_replay.MultiBacktest.run -> metrics.trade_stats "
-    "without equity_dd), so a peak inside a bar is never counted",
-)
 def test_a_multi_symbol_runs_equity_drawdown_counts_a_peak_inside_a_bar():
     """One lot of EURUSD bought at 1.10000 (no spread); the next bar rises to 1.11000 and closes back at
     1.10000: the equity peaks at 11,000.00 inside that bar and falls back to 10,000.00, a maximal equity
@@ -408,3 +402,36 @@ def test_a_symbol_missing_a_bar_on_the_same_grid_is_still_aligned():
     gb = make_frame(g0.drop(index=gap), g0.index.drop(gap), g0.attrs["candles"])
     Backtest({"EURUSD": eu, "GBPUSD": gb}, _OffGrid).run()
     assert dict(_OffGrid.seen)[gap] == g0["close"].iloc[2]
+
+
+class _OneOfTwo(ExpertAdvisor):
+    """Trades EURUSD only, with stops, beside a declared GBPUSD it never touches."""
+
+    symbols = ("EURUSD", "GBPUSD")
+
+    def on_bar(self):
+        bars = self.data("EURUSD")
+        if len(bars) < 2 or self.position_of("EURUSD"):
+            return
+        up = bars.close[-1] > bars.close[-2]
+        (self.buy if up else self.sell)(1.0, symbol="EURUSD", sl_points=200, tp_points=300)
+
+
+class _OneAlone(_OneOfTwo):
+    symbols = ("EURUSD",)
+
+
+@pytest.mark.parametrize("hedging", [False, True])
+def test_an_account_path_of_one_traded_symbol_gives_the_single_symbol_runs_drawdowns(hedging):
+    """The account's equity at every modelled price, with a second symbol that holds nothing, is the one
+    symbol's path: every equity drawdown MetaTrader reports equals the single-symbol run's."""
+    eu = synthetic_candles("EURUSD", "H1", 1500, seed=4)
+    gb = synthetic_candles("GBPUSD", "H1", 1500, seed=5)
+    account = AccountConfig(hedging=hedging)
+    multi = Backtest({"EURUSD": eu, "GBPUSD": gb}, _OneOfTwo, account=account, forward=None).run()
+    single = Backtest(eu, _OneAlone, account=account, forward=None).run()
+    assert len(multi.trades) == len(single.trades) > 100
+    keys = [k for k in single.stats.index if k.startswith("equity_drawdown")]
+    assert len(keys) >= 4
+    for k in keys:
+        assert multi.stats[k] == pytest.approx(single.stats[k], abs=1e-6), k
