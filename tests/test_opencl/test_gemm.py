@@ -203,6 +203,7 @@ def test_cpu_register_tiles_for_every_vector_width(rt, rng, monkeypatch, width):
         pytest.skip("CPU kernel")
     tiles = blas._cpu_tiles(_Device(width), rt.dtype.itemsize)
     monkeypatch.setattr(blas, "_cpu_tiles", lambda device, itemsize: tiles)
+    monkeypatch.setattr(rt, "plans", {})  # products prepared with the other tiles, dropped afterwards
     for (m, n, k), (ta, tb) in itertools.product(((130, 17, 5), (13, 130, 33), (3, 37, 200)), TRANS):
         out, ref = _run(rt, rng, m, n, k, ta, tb, bias=True, act="tanh")
         rtol, atol = _tol(rt, k)
@@ -253,3 +254,18 @@ def test_gpu_tile_choice_is_timed_once_per_shape_and_kept(rt, rng, monkeypatch):
     a, b, c0 = (x.astype(rt.dtype).astype(np.float64) for x in (a, b, c0))
     rtol, atol = _tol(rt, k)
     np.testing.assert_allclose(dc.get(), c0 + 2 * (a @ b), rtol=rtol, atol=atol)  # trials never touched C
+
+
+def test_prepared_product_follows_moved_views_and_new_buffers(rt, rng):
+    """A product is prepared once per operand layout; later calls on other buffers, and on views of one
+    buffer at other offsets, compute their own operands (the kernels' arguments follow every call)."""
+    m, n, k = 37, 21, 19
+    flat = memory.to_device(rt, rng.standard_normal(4 * (m * k + n * k) + 64))
+    for shift in (0, 16, 32, 16):  # 16-element shifts keep the layout (and the plan), move the views
+        a = flat[shift : shift + m * k].reshape(m, k)
+        b = flat[shift + m * k : shift + m * k + n * k].reshape(n, k)
+        c = memory.poison(memory.empty(rt, (m, n)))
+        gemm(rt, a, b, c, trans_b=True)
+        ha, hb = a.get().astype(np.float64), b.get().astype(np.float64)
+        rtol, atol = _tol(rt, k)
+        np.testing.assert_allclose(c.get(), ha @ hb.T, rtol=rtol, atol=atol, err_msg=f"shift {shift}")
