@@ -30,6 +30,9 @@ NR = 16  # panel width of the CPU kernel (gemm.cl)
 # small tiles are merged (a 12x16 tile at K = 240 is only 46k multiply-adds, ~0.3 µs of arithmetic).
 WORK_PER_ITEM = 131072
 DOT_MAX_M = 128  # up to this many rows, A·Bᵀ on CPUs skips packing B (gemm_dot); set from benchmarks
+# Prepared products kept per runtime; past this many (a caller varying alpha on every call, say) they are
+# dropped and prepared again as used, so memory stays bounded.
+MAX_PLANS = 1024
 
 
 @dataclass(frozen=True)
@@ -120,9 +123,13 @@ def _run(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) 
     key = (batched, A.shape, A.strides, A.dtype, A.offset & 127, B.shape, B.strides, B.dtype, B.offset & 127,
            C.shape, C.strides, C.dtype, None if bias is None else (bias.shape, bias.strides, bias.dtype),
            trans_a, trans_b, alpha, beta, act)
-    plan = rt.plans.get(key)
+    plans = rt.plans
+    plan = plans.get(key)
     if plan is None:
-        plan = rt.plans[key] = _plan(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)
+        plan = _plan(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)
+        if len(plans) >= MAX_PLANS:
+            plans.clear()
+        plans[key] = plan
     plan(A, B, C, C if bias is None else bias)
 
 

@@ -55,7 +55,7 @@ class Launch:
         self._template = list(args)
         self._offsets: tuple | None = None  # the operands' byte offsets the kernel's arguments were set for
 
-    def run(self, queue: cl.CommandQueue, buffers: tuple, offsets: tuple[int, ...], itemsize: int) -> cl.Event:
+    def run(self, queue: cl.CommandQueue, buffers: tuple, offsets: tuple, itemsize: int) -> cl.Event:
         """Set this call's buffers (every argument when the views' offsets changed since the last call)
         and enqueue."""
         kernel = self.kernel

@@ -269,3 +269,36 @@ def test_prepared_product_follows_moved_views_and_new_buffers(rt, rng):
         ha, hb = a.get().astype(np.float64), b.get().astype(np.float64)
         rtol, atol = _tol(rt, k)
         np.testing.assert_allclose(c.get(), ha @ hb.T, rtol=rtol, atol=atol, err_msg=f"shift {shift}")
+
+
+def test_a_refused_layout_is_refused_after_a_product_of_the_same_shape(rt):
+    """A prepared product never serves operands of another layout: a strided view or another dtype of the
+    same shape as an accepted operand is still refused, every time."""
+    m, k, n = 6, 8, 5
+    a, b, c = memory.empty(rt, (m, k)), memory.empty(rt, (k, n)), memory.empty(rt, (m, n))
+    gemm(rt, a, b, c)
+    strided = memory.empty(rt, (m, 2 * k))[:, :k]  # shape (m, k), rows 2k apart
+    assert strided.shape == a.shape
+    for _ in range(2):
+        with pytest.raises(ShapeError, match="C-contiguous"):
+            gemm(rt, strided, b, c)
+        with pytest.raises(ShapeError, match="dtype"):
+            gemm(rt, memory.empty(rt, (m, k), np.int32), b, c)
+        with pytest.raises(ShapeError, match="inner dimension K is 0"):
+            gemm(rt, memory.empty(rt, (m, 0)), memory.empty(rt, (0, n)), c)
+
+
+def test_prepared_products_stay_bounded_when_a_scalar_changes_every_call(rt, rng, monkeypatch):
+    """A caller varying alpha (or passing NaN, never equal to itself) on every call gets correct products
+    and a bounded number of prepared ones."""
+    from opencl import blas
+
+    monkeypatch.setattr(blas, "MAX_PLANS", 3)
+    monkeypatch.setattr(rt, "plans", {})
+    a, b = rng.standard_normal((4, 3)), rng.standard_normal((3, 5))
+    da, db, dc = memory.to_device(rt, a), memory.to_device(rt, b), memory.empty(rt, (4, 5))
+    rtol, atol = _tol(rt, 3)
+    for alpha in (0.5, 1.5, 2.5, 3.5, 4.5, float("nan"), float("nan")):
+        gemm(rt, da, db, dc, alpha=alpha)
+        assert len(rt.plans) <= 3
+        np.testing.assert_allclose(dc.get(), alpha * (a @ b), rtol=rtol, atol=atol)
