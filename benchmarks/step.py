@@ -85,8 +85,14 @@ def fit_host_seconds(rt, batch: int, samples: int) -> tuple[float, int]:
 
     x, y = make_data(samples=samples)
     backend = OpenCLBackend(device=rt.info, dtype=rt.dtype)
-    model = Sequential.from_specs(specs(), input_shape=(SIZES[0],), loss="cce",
-                                  optimizer={"type": "adam", "lr": LR}, backend=backend, seed=0)
+    model = Sequential.from_specs(
+        specs(),
+        input_shape=(SIZES[0],),
+        loss="cce",
+        optimizer={"type": "adam", "lr": LR},
+        backend=backend,
+        seed=0,
+    )
     model.fit(x, y, epochs=1, batch_size=batch, progress=False)
     t0 = time.thread_time()
     model.fit(x, y, epochs=1, batch_size=batch, progress=False)
@@ -133,8 +139,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"host CPU time of those {count} calls: {host * 1e6:.1f} us ({host / count * 1e6:.2f} us per call)")
     if args.samples:
         per_step, steps = fit_host_seconds(rt, args.batch, args.samples)
-        print(f"host CPU time per training step of a batch-{args.batch} epoch ({steps} steps, every launch): "
-              f"{per_step * 1e6:.0f} us")
+        print(
+            f"host CPU time per training step of a batch-{args.batch} epoch ({steps} steps, every launch): "
+            f"{per_step * 1e6:.0f} us"
+        )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,14 @@ class Launch:
 
     __slots__ = ("_offsets", "_template", "buffers", "global_size", "kernel", "local_size", "name")
 
-    def __init__(self, kernels: Kernels, name: str, global_size: tuple[int, ...],
-                 local_size: tuple[int, ...] | None, *args) -> None:
+    def __init__(
+        self,
+        kernels: Kernels,
+        name: str,
+        global_size: tuple[int, ...],
+        local_size: tuple[int, ...] | None,
+        *args,
+    ) -> None:
         self.kernel = kernels.fresh(name)
         self.name = name
         self.global_size = tuple(int(g) for g in global_size)
@@ -88,8 +94,13 @@ class Plan:
 
     def __call__(self, a, b, c, bias) -> None:
         """Launch on these arrays (of the layout the plan was made for: the caller checked)."""
-        buffers = (a.base_data, b.base_data, c.base_data, bias.base_data,
-                   self._allocator(self.scratch) if self.scratch else None)
+        buffers = (
+            a.base_data,
+            b.base_data,
+            c.base_data,
+            bias.base_data,
+            self._allocator(self.scratch) if self.scratch else None,
+        )
         offsets = (a.offset, b.offset, c.offset, bias.offset)
         profiler = self._profiler
         for launch in self.launches:
