@@ -9,6 +9,10 @@ The three products of a dense layer ``y = act(x·wᵀ + b)`` are all one call:
 Operands are C-contiguous 2-D ``pyopencl.array.Array`` of the runtime's dtype (views allowed). CPU devices
 use ``gemm.cl`` (B packed into 16-wide panels, register tiles, no local memory); GPUs use ``gemm_gpu.cl``
 (local-memory tiles with register blocking).
+
+A training step repeats its products on new buffers of the same layout, so each layout's launches are
+prepared once (validated, kernel variants and GPU tiles chosen, constant arguments set) and kept on the
+runtime (``opencl.plan``); a later call looks its layout up and sets only the operands' buffers.
 """
 
 from __future__ import annotations
