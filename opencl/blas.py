@@ -9,6 +9,10 @@ The three products of a dense layer ``y = act(x·wᵀ + b)`` are all one call:
 Operands are C-contiguous 2-D ``pyopencl.array.Array`` of the runtime's dtype (views allowed). CPU devices
 use ``gemm.cl`` (B packed into 16-wide panels, register tiles, no local memory); GPUs use ``gemm_gpu.cl``
 (local-memory tiles with register blocking).
+
+A training step repeats its products on new buffers of the same layout, so each layout's launches are
+prepared once (validated, kernel variants and GPU tiles chosen, constant arguments set) and kept on the
+runtime (``opencl.plan``); a later call looks its layout up and sets only the operands' buffers.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import pyopencl.array as cla
 
 from opencl import memory
 from opencl.errors import ShapeError
+from opencl.plan import OP_A, OP_B, OP_BIAS, OP_C, SCRATCH, Launch, Plan, operand
 from opencl.program import kernels
 
 _ACT_CODES = {"linear": 0, "sigmoid": 1, "tanh": 2, "relu": 3, "lrelu": 4}
@@ -29,6 +34,9 @@ NR = 16  # panel width of the CPU kernel (gemm.cl)
 # small tiles are merged (a 12x16 tile at K = 240 is only 46k multiply-adds, ~0.3 µs of arithmetic).
 WORK_PER_ITEM = 131072
 DOT_MAX_M = 128  # up to this many rows, A·Bᵀ on CPUs skips packing B (gemm_dot); set from benchmarks
+# Prepared products kept per runtime; past this many (a caller varying alpha on every call, say) they are
+# dropped and prepared again as used, so memory stays bounded.
+MAX_PLANS = 1024
 
 
 @dataclass(frozen=True)
@@ -92,9 +100,7 @@ def gemm(rt, A: cla.Array, B: cla.Array, C: cla.Array, *, trans_a: bool = False,
     ``C`` is not read when ``beta == 0`` (it may hold garbage). The activation must be output-derivable
     (linear, sigmoid, tanh, relu, lrelu).
     """
-    for name, arr in (("A", A), ("B", B), ("C", C)):
-        _check(rt, name, arr, 2)
-    _product(rt, A, B, C, 1, trans_a, trans_b, alpha, beta, bias, activation)
+    _run(rt, False, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)
 
 
 def gemm_batched(rt, A: cla.Array, B: cla.Array, C: cla.Array, *, trans_a: bool = False,
@@ -105,15 +111,52 @@ def gemm_batched(rt, A: cla.Array, B: cla.Array, C: cla.Array, *, trans_a: bool 
     ``A (G, ·, ·)``, ``B (G, ·, ·)``, ``C (G, M, N)``: C-contiguous 3-D arrays (views allowed), e.g.
     attention scores ``Q·Kᵀ`` for G = batch × heads; ``bias (N,)`` is shared by every product.
     """
+    _run(rt, True, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)
+
+
+def _run(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> None:
+    """Launch the plan of this operand layout, made (validated, tiles chosen, kernels prepared) on first use.
+
+    The key holds every fact the validation and the kernel choice read: shapes, strides, dtypes, the
+    operands' offsets modulo 128 bytes (aligned vector reads, reading B in place) and the scalars. A call
+    that fails validation makes no plan, so it fails the same way every time.
+    """
+    act = activation
+    if act is not None and not isinstance(act, str):  # an object with kind/alpha/beta, such as nn.Activation
+        act = (act.kind, act.alpha, act.beta)
+    key = (batched, A.shape, A.strides, A.dtype, A.offset & 127, B.shape, B.strides, B.dtype, B.offset & 127,
+           C.shape, C.strides, C.dtype, None if bias is None else (bias.shape, bias.strides, bias.dtype),
+           trans_a, trans_b, alpha, beta, act)
+    plans = rt.plans
+    plan = plans.get(key)
+    if plan is None:
+        plan = _plan(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)
+        if len(plans) >= MAX_PLANS:
+            plans.clear()
+        plans[key] = plan
+    plan(A, B, C, C if bias is None else bias)
+
+
+def _plan(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> Plan:
+    """Validate one operand layout and prepare its launches (an empty plan for an empty product)."""
+    ndim = 3 if batched else 2
     for name, arr in (("A", A), ("B", B), ("C", C)):
-        _check(rt, name, arr, 3)
-        if arr.shape[0] != C.shape[0]:
+        _check(rt, name, arr, ndim)
+        if batched and arr.shape[0] != C.shape[0]:
             raise ShapeError(f"gemm_batched: {name} has {arr.shape[0]} products, C has {C.shape[0]}")
-    _product(rt, A, B, C, C.shape[0], trans_a, trans_b, alpha, beta, bias, activation)
+    p = _problem(rt, A, B, C, C.shape[0] if batched else 1, trans_a, trans_b, alpha, beta, bias, activation)
+    if p is None:
+        return Plan(rt, [])
+    bias_arr = C if bias is None else bias
+    if rt.is_cpu:
+        return _cpu_plan(rt, A, B, C, bias_arr, p)
+    from opencl.gemm_gpu import gpu_plan
+
+    return gpu_plan(rt, A, B, C, bias_arr, p)
 
 
-def _product(rt, A, B, C, G, trans_a, trans_b, alpha, beta, bias, activation) -> None:
-    """Shared validation and dispatch; 2-D operands are the G = 1 case of 3-D ones."""
+def _problem(rt, A, B, C, G, trans_a, trans_b, alpha, beta, bias, activation) -> _Problem | None:
+    """Shared validation; 2-D operands are the G = 1 case of 3-D ones. None: nothing to compute."""
     ra, ca = A.shape[-2:]
     rb, cb = B.shape[-2:]
     M, K = (ca, ra) if trans_a else (ra, ca)
@@ -128,17 +171,10 @@ def _product(rt, A, B, C, G, trans_a, trans_b, alpha, beta, bias, activation) ->
         )
     ep = epilogue(activation)
     if M == 0 or N == 0 or G == 0:
-        return
+        return None
     if K == 0:
         raise ShapeError("gemm: the inner dimension K is 0")
-    p = _Problem(M, N, K, G, trans_a, trans_b, ra * ca, rb * cb, M * N, alpha, beta, bias is not None, ep)
-    bias_arr = C if bias is None else bias
-    if rt.is_cpu:
-        _gemm_cpu(rt, A, B, C, bias_arr, p)
-    else:
-        from opencl.gemm_gpu import gemm_gpu
-
-        gemm_gpu(rt, A, B, C, bias_arr, p)
+    return _Problem(M, N, K, G, trans_a, trans_b, ra * ca, rb * cb, M * N, alpha, beta, bias is not None, ep)
 
 
 class _Problem(NamedTuple):
@@ -182,39 +218,39 @@ def _direct_b(B: cla.Array, M: int, N: int, ldb: int) -> bool:
     return aligned and M <= 512
 
 
-def _gemm_cpu(rt, A, B, C, bias, p: _Problem) -> None:
+def _cpu_plan(rt, A, B, C, bias, p: _Problem) -> Plan:
+    """``gemm.cl``'s launches for a validated problem: dot products, or B read in place or packed first."""
     tm, dw, dn = _cpu_tiles(rt.info.device, rt.dtype.itemsize)
     k = kernels(rt, "gemm.cl", TM=tm, DW=dw, DN=dn)
     M, N, K, G = p.M, p.N, p.K, p.G
     lda, ldb, ldc = A.shape[-1], B.shape[-1], C.shape[-1]
     sam, sak = (1, lda) if p.trans_a else (lda, 1)
     sbk, sbn = (1, ldb) if p.trans_b else (ldb, 1)
+    a, c, b_ = operand(OP_A, A), operand(OP_C, C), operand(OP_BIAS, bias)
     if sbk == 1 and sak == 1 and M <= DOT_MAX_M:  # A·Bᵀ, both contiguous along K, few rows: dot products
         blocks = -(-N // dn)
         npi = min(blocks, -(-WORK_PER_ITEM // (4 * dn * K)))  # 4 x dn outputs of K multiply-adds per block
-        rt.launch(
-            k.gemm_dot, (-(-M // 4), -(-blocks // npi), G), (1, 1, 1),
-            *memory.arg(A), *memory.arg(B), *memory.arg(C), *memory.arg(bias),
-            M, N, K, sam, sbn, ldc, npi, *p.tail,
-        )
-        return
+        dot = Launch(k, "gemm_dot", (-(-M // 4), -(-blocks // npi), G), (1, 1, 1),
+                     *a, *operand(OP_B, B), *c, *b_, M, N, K, sam, sbn, ldc, npi, *p.tail)
+        return Plan(rt, [dot])
     panels = -(-N // NR)
     tail = p.tail
+    launches, scratch = [], 0
     if sbn == 1 and _direct_b(B, M, N, ldb):  # read B's rows in place, no packing pass
-        b_args, packed, bstep = memory.arg(B), 0, sbk
+        b_args, packed, bstep = operand(OP_B, B), 0, sbk
     else:
         gp = panels * K * NR
-        buf = memory.scratch(rt, G * gp)
+        scratch = G * gp
+        buf = (SCRATCH, 0)
         if sbk == 1:  # Bᵀ of a row-major (N, K) array: read along K, transpose 16 x 16 blocks
-            rt.launch(k.gemm_pack_bt, (-(-K // NR), panels, G), (1, 1, 1), *memory.arg(B), *buf,
-                      K, N, ldb, p.gb, gp)
+            launches.append(Launch(k, "gemm_pack_bt", (-(-K // NR), panels, G), (1, 1, 1),
+                                   *operand(OP_B, B), *buf, K, N, ldb, p.gb, gp))
         else:
-            rt.launch(k.gemm_pack_b, (K, panels, G), None, *memory.arg(B), *buf, K, N, sbk, sbn, p.gb, gp)
+            launches.append(Launch(k, "gemm_pack_b", (K, panels, G), None,
+                                   *operand(OP_B, B), *buf, K, N, sbk, sbn, p.gb, gp))
         b_args, packed, bstep = buf, 1, NR
         tail = (*tail[:-2], gp, tail[-1])
     ppi = min(panels, -(-WORK_PER_ITEM // (tm * NR * K)))  # panels per work-item
-    rt.launch(
-        k.gemm_tile, (-(-M // tm), -(-panels // ppi), G), (1, 1, 1),
-        *memory.arg(A), *b_args, *memory.arg(C), *memory.arg(bias),
-        M, N, K, sam, sak, ldc, packed, bstep, ppi, *tail,
-    )
+    launches.append(Launch(k, "gemm_tile", (-(-M // tm), -(-panels // ppi), G), (1, 1, 1),
+                           *a, *b_args, *c, *b_, M, N, K, sam, sak, ldc, packed, bstep, ppi, *tail))
+    return Plan(rt, launches, scratch)

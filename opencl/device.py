@@ -139,6 +139,7 @@ class Runtime:
         self.allocator = pyopencl.tools.MemoryPool(pyopencl.tools.ImmediateAllocator(self.queue))
         self.profiler = Profiler(self.queue, enabled=profiling)
         self.programs: dict[tuple, object] = {}  # filled by opencl.program.kernels
+        self.plans: dict[tuple, object] = {}  # prepared products by operand layout, filled by opencl.blas
         self.build_seconds = 0.0  # wall time spent compiling programs, added to by opencl.program.kernels
 
     @property

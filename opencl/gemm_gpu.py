@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 
 from opencl import memory
+from opencl.plan import OP_A, OP_B, OP_BIAS, OP_C, SCRATCH, Launch, Plan, operand
 from opencl.program import kernels
 
 log = logging.getLogger(__name__)
@@ -88,11 +89,20 @@ def split_k(rt, M: int, N: int, K: int, G: int) -> int:
 
 
 def gemm_gpu(rt, A, B, C, bias, p, tiles: Tiles | None = None, split: int | None = None) -> None:
-    """Launch ``gemm_gpu.cl`` for a validated ``blas._Problem`` (tiles and split chosen unless given)."""
+    """Launch ``gemm_gpu.cl`` once for a validated ``blas._Problem`` (tiles and split chosen unless given).
+
+    ``blas.gemm`` keeps the launches of each operand layout instead (``gpu_plan``); this one-off form is
+    for explicit tiles (tuning, tests)."""
     slices = split_k(rt, p.M, p.N, p.K, p.G) if split is None else split
     if tiles is None:
         tiles = _tuned(rt, A, B, C, bias, p, slices)
     _enqueue(rt, A, B, C, bias, p, tiles, slices)
+
+
+def gpu_plan(rt, A, B, C, bias, p) -> Plan:
+    """The prepared launches of a validated product: its K split, its tuned tiles (timed now if large)."""
+    slices = split_k(rt, p.M, p.N, p.K, p.G)
+    return _launches(rt, A, B, C, bias, p, _tuned(rt, A, B, C, bias, p, slices), slices)
 
 
 def _tuned(rt, A, B, C, bias, p, slices: int) -> Tiles:
@@ -122,39 +132,41 @@ def _tuned(rt, A, B, C, bias, p, slices: int) -> Tiles:
 
 
 def _enqueue(rt, A, B, C, bias, p, t: Tiles, slices: int) -> None:
+    _launches(rt, A, B, C, bias, p, t, slices)(A, B, C, bias)
+
+
+def _launches(rt, A, B, C, bias, p, t: Tiles, slices: int) -> Plan:
     kc = p.K
     if slices > 1:
         per_slice = -(-p.K // slices)
         kc = -(-per_slice // t.bk) * t.bk  # a whole number of BK steps
         slices = -(-p.K // kc)
     even = p.M % t.bm == 0 and p.N % t.bn == 0 and p.K % t.bk == 0 and p.K % kc == 0
-    a_arg, b_arg = memory.arg(A), memory.arg(B)
+    a_arg, b_arg = operand(OP_A, A), operand(OP_B, B)
     k = kernels(rt, "gemm_gpu.cl", BM=t.bm, BN=t.bn, BK=t.bk, TM=t.tm, TN=t.tn, TRANS_A=p.trans_a,
                 TRANS_B=p.trans_b, SPLIT=slices > 1, EVEN=even, STAGES=t.stages,
                 VEC_A=even and _aligned(A, a_arg[1], p.ga, t.bm * t.bk // t.items),
                 VEC_B=even and _aligned(B, b_arg[1], p.gb, t.bk * t.bn // t.items))
     local = (t.bn // t.tn, t.bm // t.tm, 1)
+    bias_arg = operand(OP_BIAS, bias)
     if slices == 1:
         grid = (-(-p.N // t.bn) * local[0], -(-p.M // t.bm) * local[1], p.G)
-        rt.launch(
-            k.gemm_gpu, grid, local,
-            *a_arg, *b_arg, *memory.arg(C), *memory.arg(bias),
+        return Plan(rt, [Launch(
+            k, "gemm_gpu", grid, local,
+            *a_arg, *b_arg, *operand(OP_C, C), *bias_arg,
             p.M, p.N, p.K, A.shape[-1], B.shape[-1], C.shape[-1], *p.tail, kc,
-        )
-        return
-    partial = memory.scratch(rt, slices * p.M * p.N)
+        )])
+    partial = (SCRATCH, 0)
     grid = (-(-p.N // t.bn) * local[0], -(-p.M // t.bm) * local[1], slices)
-    rt.launch(
-        k.gemm_gpu, grid, local,
-        *a_arg, *b_arg, *partial, *memory.arg(bias),
-        p.M, p.N, p.K, A.shape[-1], B.shape[-1], p.N, 1.0, 0.0, 0, 0, 1.0, 0.0, 0, 0, p.M * p.N, kc,
-    )
     e = p.ep
-    rt.launch(
-        k.gemm_splitk_reduce, (p.N, p.M), None,
-        *partial, *memory.arg(C), *memory.arg(bias),
-        p.M, p.N, C.shape[-1], slices, p.alpha, p.beta, int(p.has_bias), e.code, e.a, e.b,
-    )
+    return Plan(rt, [
+        Launch(k, "gemm_gpu", grid, local,
+               *a_arg, *b_arg, *partial, *bias_arg,
+               p.M, p.N, p.K, A.shape[-1], B.shape[-1], p.N, 1.0, 0.0, 0, 0, 1.0, 0.0, 0, 0, p.M * p.N, kc),
+        Launch(k, "gemm_splitk_reduce", (p.N, p.M), None,
+               *partial, *operand(OP_C, C), *bias_arg,
+               p.M, p.N, C.shape[-1], slices, p.alpha, p.beta, int(p.has_bias), e.code, e.a, e.b),
+    ], slices * p.M * p.N)
 
 
 def _aligned(X, offset: int, group_stride: int, per_item: int) -> bool:

@@ -6,8 +6,9 @@ code that launches them: the ``.cl`` file, the kernel name and the work-group sh
 local size; ``gpu``). ``Launcher.bind`` turns a table into ``BoundKernel`` objects (the ``cl.Kernel`` is
 built on first use and kept), and a call ``bound(items, *args)`` rounds each axis of ``items`` up to the
 work-group (kernels guard their tail) and enqueues through ``Runtime.launch`` (``set_args`` +
-``enqueue_nd_range_kernel``, the kernel's device time recorded when the runtime profiles), the same call
-``opencl.blas`` uses for its GEMM kernels: one enqueue path in the library.
+``enqueue_nd_range_kernel``, the kernel's device time recorded when the runtime profiles). ``opencl.blas``
+launches its GEMM kernels through prepared ``opencl.plan.Plan`` objects instead, whose constant arguments
+are set once per operand layout.
 
 The launcher also owns what every family shares: the runtime, the layout, and pooled arrays (``empty``:
 pyopencl's fast constructor with the shape metadata worked out once per shape).
@@ -107,8 +108,8 @@ class Launcher:
         self._queue = runtime.queue
         self._context = runtime.context
         self._allocator = runtime.allocator
-        # The one enqueue of the library (set_args + enqueue_nd_range_kernel, profiled when the runtime
-        # profiles); opencl.blas launches its GEMM kernels through it too.
+        # The enqueue of every bound kernel (set_args + enqueue_nd_range_kernel, profiled when the runtime
+        # profiles).
         self.enqueue = runtime.launch
         self._meta: dict[tuple, tuple] = {}  # (shape, dtype) -> (shape, dtype, strides, size) for empty()
         self._fast_arrays = True

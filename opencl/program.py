@@ -46,6 +46,7 @@ class Kernels:
         self.program = program
         self.path = path
         self._kernels: dict[str, cl.Kernel] = {}
+        self._dtypes: dict[str, list] = {}
         for kernel in program.all_kernels():
             try:
                 dtypes = _arg_dtypes(kernel, path)
@@ -53,10 +54,18 @@ class Kernels:
                 dtypes = _signature_dtypes(kernel.function_name, source, real, path)
             kernel.set_scalar_arg_dtypes(dtypes)
             self._kernels[kernel.function_name] = kernel
+            self._dtypes[kernel.function_name] = dtypes
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(sorted(self._kernels))
+
+    def fresh(self, name: str) -> cl.Kernel:
+        """A new kernel object of ``name`` with the same scalar argument dtypes, for a caller that keeps its
+        own argument state (``opencl.plan.Launch`` sets the constant arguments once, not per launch)."""
+        kernel = cl.Kernel(self.program, getattr(self, name).function_name)
+        kernel.set_scalar_arg_dtypes(self._dtypes[name])
+        return kernel
 
     def __getattr__(self, name: str) -> cl.Kernel:
         try:

@@ -203,6 +203,7 @@ def test_cpu_register_tiles_for_every_vector_width(rt, rng, monkeypatch, width):
         pytest.skip("CPU kernel")
     tiles = blas._cpu_tiles(_Device(width), rt.dtype.itemsize)
     monkeypatch.setattr(blas, "_cpu_tiles", lambda device, itemsize: tiles)
+    monkeypatch.setattr(rt, "plans", {})  # products prepared with the other tiles, dropped afterwards
     for (m, n, k), (ta, tb) in itertools.product(((130, 17, 5), (13, 130, 33), (3, 37, 200)), TRANS):
         out, ref = _run(rt, rng, m, n, k, ta, tb, bias=True, act="tanh")
         rtol, atol = _tol(rt, k)
@@ -253,3 +254,51 @@ def test_gpu_tile_choice_is_timed_once_per_shape_and_kept(rt, rng, monkeypatch):
     a, b, c0 = (x.astype(rt.dtype).astype(np.float64) for x in (a, b, c0))
     rtol, atol = _tol(rt, k)
     np.testing.assert_allclose(dc.get(), c0 + 2 * (a @ b), rtol=rtol, atol=atol)  # trials never touched C
+
+
+def test_prepared_product_follows_moved_views_and_new_buffers(rt, rng):
+    """A product is prepared once per operand layout; later calls on other buffers, and on views of one
+    buffer at other offsets, compute their own operands (the kernels' arguments follow every call)."""
+    m, n, k = 37, 21, 19
+    flat = memory.to_device(rt, rng.standard_normal(4 * (m * k + n * k) + 64))
+    for shift in (0, 16, 32, 16):  # 16-element shifts keep the layout (and the plan), move the views
+        a = flat[shift : shift + m * k].reshape(m, k)
+        b = flat[shift + m * k : shift + m * k + n * k].reshape(n, k)
+        c = memory.poison(memory.empty(rt, (m, n)))
+        gemm(rt, a, b, c, trans_b=True)
+        ha, hb = a.get().astype(np.float64), b.get().astype(np.float64)
+        rtol, atol = _tol(rt, k)
+        np.testing.assert_allclose(c.get(), ha @ hb.T, rtol=rtol, atol=atol, err_msg=f"shift {shift}")
+
+
+def test_a_refused_layout_is_refused_after_a_product_of_the_same_shape(rt):
+    """A prepared product never serves operands of another layout: a strided view or another dtype of the
+    same shape as an accepted operand is still refused, every time."""
+    m, k, n = 6, 8, 5
+    a, b, c = memory.empty(rt, (m, k)), memory.empty(rt, (k, n)), memory.empty(rt, (m, n))
+    gemm(rt, a, b, c)
+    strided = memory.empty(rt, (m, 2 * k))[:, :k]  # shape (m, k), rows 2k apart
+    assert strided.shape == a.shape
+    for _ in range(2):
+        with pytest.raises(ShapeError, match="C-contiguous"):
+            gemm(rt, strided, b, c)
+        with pytest.raises(ShapeError, match="dtype"):
+            gemm(rt, memory.empty(rt, (m, k), np.int32), b, c)
+        with pytest.raises(ShapeError, match="inner dimension K is 0"):
+            gemm(rt, memory.empty(rt, (m, 0)), memory.empty(rt, (0, n)), c)
+
+
+def test_prepared_products_stay_bounded_when_a_scalar_changes_every_call(rt, rng, monkeypatch):
+    """A caller varying alpha (or passing NaN, never equal to itself) on every call gets correct products
+    and a bounded number of prepared ones."""
+    from opencl import blas
+
+    monkeypatch.setattr(blas, "MAX_PLANS", 3)
+    monkeypatch.setattr(rt, "plans", {})
+    a, b = rng.standard_normal((4, 3)), rng.standard_normal((3, 5))
+    da, db, dc = memory.to_device(rt, a), memory.to_device(rt, b), memory.empty(rt, (4, 5))
+    rtol, atol = _tol(rt, 3)
+    for alpha in (0.5, 1.5, 2.5, 3.5, 4.5, float("nan"), float("nan")):
+        gemm(rt, da, db, dc, alpha=alpha)
+        assert len(rt.plans) <= 3
+        np.testing.assert_allclose(dc.get(), alpha * (a @ b), rtol=rtol, atol=atol)
