@@ -1,6 +1,7 @@
 """Expert advisors: the base class users subclass, indicators with MetaTrader's definitions, built-in EAs."""
 
 from strategies.bars import BarFeed, Bars, Line
+from strategies.basket_spread import BasketSpreadEA
 from strategies.base import Account, ExpertAdvisor, Order, Position, ReportSection, Tick, call_hook
 from strategies.errors import EAError, EARuntimeError
 from strategies.forecast import ForecastEA
@@ -21,12 +22,15 @@ BUILTIN: dict[str, type[ExpertAdvisor]] = {
     "onnx": OnnxEA,
     "trendfilterea": TrendFilterEA,
     "trend": TrendFilterEA,
+    "basketspreadea": BasketSpreadEA,
+    "basket": BasketSpreadEA,
 }
 
 __all__ = [
     "BUILTIN",
     "Account",
     "BarFeed",
+    "BasketSpreadEA",
     "Bars",
     "EAError",
     "EARuntimeError",
