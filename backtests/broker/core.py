@@ -90,7 +90,7 @@ class Broker:
             self.ledger.add(self.symbol, self.market, config.contract_size, self.margin, self.money.profit)
         self.book = OrderBook()
         self.funds.attach(self)
-        self.swaps = SwapModel(config, point)
+        self.swaps = SwapModel(config, point, terms.swap_mode)
         self.requests = TradeRequests(self)
         self.t = 0
         self.last_retcode = 0
@@ -550,7 +550,8 @@ class Broker:
         nights = self.swaps.nights(day_from, day_to)
         bid, ask = self.price_points(-1), self.price_points(+1)
         for pos in self.book.positions:
-            amount = cents(self.money.money(self.swaps.amount(pos, nights), bid, ask))  # booked in cents
+            owed = self.swaps.amount(pos, nights, bid, ask)  # in the swap's currency
+            amount = cents(self.money.swap_money(owed, bid, ask))  # booked in cents
             pos.swap += amount
             self.funds.charge(amount, self.t, swap=True)
 
