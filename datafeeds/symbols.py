@@ -311,10 +311,18 @@ def spec_from_symbol_info(info: Any) -> SymbolSpec:
             f"the terminal's symbol {name} charges swaps in mode {swap_mode} (SYMBOL_SWAP_MODE), which the "
             f"backtest does not compute; it computes {', '.join(f'{k} ({v})' for k, v in SWAP_MODES.items())}"
         )
+    digits = int(info.digits)
+    for field in ("point", "trade_tick_size"):  # prices are worked on the point grid of the digits
+        step = getattr(info, field, None)
+        if step is not None and not math.isclose(float(step), 10.0**-digits, rel_tol=1e-9):
+            raise SpecError(
+                f"the terminal's symbol {name}: {field}={step!r} is not one point of its {digits} digits; "
+                "the backtest prices on the point grid (a tick size of several points is not modelled)"
+            )
     hedged = getattr(info, "margin_hedged", None)
     return SymbolSpec(
         name=name,
-        digits=int(info.digits),
+        digits=digits,
         contract_size=float(info.trade_contract_size),
         base=str(info.currency_base),
         profit_currency=str(info.currency_profit),

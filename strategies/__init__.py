@@ -1,8 +1,8 @@
 """Expert advisors: the base class users subclass, indicators with MetaTrader's definitions, built-in EAs."""
 
 from strategies.bars import BarFeed, Bars, Line
-from strategies.basket_spread import BasketSpreadEA
 from strategies.base import Account, ExpertAdvisor, Order, Position, ReportSection, Tick, call_hook
+from strategies.basket_spread import BasketSpreadEA
 from strategies.errors import EAError, EARuntimeError
 from strategies.forecast import ForecastEA
 from strategies.fractal import FractalEA
@@ -30,8 +30,8 @@ __all__ = [
     "BUILTIN",
     "Account",
     "BarFeed",
-    "BasketSpreadEA",
     "Bars",
+    "BasketSpreadEA",
     "EAError",
     "EARuntimeError",
     "ExpertAdvisor",

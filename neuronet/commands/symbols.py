@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from backtests.broker.portfolio import conversion_pairs
-from datafeeds import load_candles
+from datafeeds import get_source, load_candles
 from datafeeds.symbols import SymbolSpec, read_spec_file
 from neuronet.commands.errors import CommandError
 from neuronet.commands.options import _file_clock, _with_minutes, market_data
@@ -92,6 +92,22 @@ def load_symbols(
     return frames, (minutes if model == "ohlc1m" else None)
 
 
+def terminal_specs(
+    names: tuple[str, ...], options: dict, currency: str, given: dict[str, SymbolSpec]
+) -> dict[str, SymbolSpec]:
+    """The specifications of ``names`` and of the pairs that convert their money into ``currency``, from
+    the terminal's ``symbol_info`` (the ``mt5`` source with ``options``); the symbols ``given`` by a
+    symbols file are not asked for. A symbol the terminal does not know is refused by name."""
+    source = get_source("mt5", **options)
+    try:
+        out = {n: source.spec(n) for n in names if n not in given}
+        pairs = conversion_pairs(names, currency, {**out, **given})
+        out.update({p: source.spec(p) for p in pairs if p not in given})
+    finally:
+        source.close()
+    return out
+
+
 @dataclass(frozen=True)
 class MarketRequest:
     """The data options of ``backtest``, ``run`` and ``optimize`` that choose the symbols and their data."""
@@ -143,6 +159,8 @@ def load_market(ea: type[ExpertAdvisor], request: MarketRequest, currency: str) 
             raise CommandError("--model ticks: a multi-symbol run is modelled on open prices or M1 bars")
         main = names or (r.symbol or "EURUSD",)
         specs = read_spec_file(r.symbols_file) if r.symbols_file is not None else None
+        if r.source == "mt5":  # the terminal's own conditions; a symbols file still overrides them
+            specs = {**terminal_specs(main, r.options, currency, specs or {}), **(specs or {})}
         frames, m1 = load_symbols(
             main, r.source, r.timeframe, r.start, r.end, r.options, currency, r.model, r.m1_csv, specs
         )
