@@ -12,7 +12,7 @@ import pytest
 
 from backtests.broker import AccountConfig
 from backtests.broker.portfolio import ConversionError, conversion_pairs, open_brokers
-from datafeeds.clock import UTC
+from datafeeds.clock import UTC, BrokerClock
 from datafeeds.symbols import BUILTIN
 
 # Wednesday 22:00 and 23:00, then Thursday 00:00 and 01:00 of the server clock (UTC here): the rollover of
@@ -125,3 +125,22 @@ def test_the_command_lines_loader_fetches_the_swap_currencys_pair_too():
     assert conversion_pairs(["EURGBP"], "USD", {"EURGBP": spec}) == ["GBPUSD"]  # points: in pounds
     euros = replace(spec, swap_mode="currency_symbol")
     assert conversion_pairs(["EURGBP"], "USD", {"EURGBP": euros}) == ["GBPUSD", "EURUSD"]
+
+
+def test_the_rollover_is_the_servers_midnight_not_utcs():
+    """Wednesday 20:00 to 23:00 UTC: on a UTC server no midnight passes; on a UTC+2 server its Wednesday
+    midnight falls at 22:00 UTC, and that is the triple night."""
+    spec = replace(BUILTIN["USDJPY"], swap_long=-5.0)
+    evening = WEDNESDAY - pd.Timedelta(hours=2)  # 20:00 .. 23:00 UTC on Wednesday
+    columns = {"USDJPY": _cols(151.000, 20, evening)}
+    swaps = {}
+    for clock in (UTC, BrokerClock(2.0)):
+        brokers = open_brokers(columns, {"USDJPY": spec}, AccountConfig(), clock)
+        jpy = brokers["USDJPY"]
+        for t in range(4):
+            jpy.open_checks(t, jpy.enter(t))
+            if t == 0:
+                assert jpy.order(+1, 1.0, None, None, 0, "")
+        jpy.close(None, None)
+        swaps[clock.utc_offset_hours] = jpy.trades_frame()["swap"].iloc[0]
+    assert swaps == {0.0: 0.0, 2.0: -9.93}  # three nights, -1,500 JPY / 151.000
