@@ -550,8 +550,7 @@ class Broker:
         nights = self.swaps.nights(day_from, day_to)
         bid, ask = self.price_points(-1), self.price_points(+1)
         for pos in self.book.positions:
-            owed = self.swaps.amount(pos, nights, bid, ask)  # in the swap's currency
-            amount = cents(self.money.swap_money(owed, bid, ask))  # booked in cents
+            amount = cents(self.money.swap_money(self.swaps.amount(pos, nights, bid, ask), bid, ask))
             pos.swap += amount
             self.funds.charge(amount, self.t, swap=True)
 
