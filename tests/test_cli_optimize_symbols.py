@@ -33,7 +33,7 @@ def symbols_file(tmp_path):
 def test_a_pass_of_a_multi_symbol_optimisation_is_the_backtest_of_its_parameters(tmp_path, symbols_file):
     opt = neuronet(
         "optimize", "BasketSpreadEA", "-p", "entry=1.5,2.0", "--set", "window=60", *SYNTHETIC, *BASKET,
-        "--workers", "0", "--out", "opt", "--no-progress", cwd=tmp_path,
+        "--workers", "2", "--out", "opt", "--no-progress", cwd=tmp_path,  # the EA of --symbols crosses over
     )  # fmt: skip
     assert opt.returncode == 0, opt.stderr
     assert "BasketSpreadEA trades EURUSD, GBPUSD, EURGBP on one account" in opt.stdout

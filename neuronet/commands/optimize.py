@@ -45,6 +45,7 @@ from neuronet.commands.account import (
 from neuronet.commands.backtest import (
     BackendOpt,
     BatchSize,
+    EaArg,
     Epochs,
     Seed,
     Symbol,
@@ -130,7 +131,7 @@ _SPLIT = typer.Option(
 
 
 def optimize_command(
-    ea: str = typer.Argument(..., help="FILE.py:ClassName or a built-in: FractalEA, ForecastEA, SmaCrossEA."),
+    ea: EaArg,
     param: list[str] = _PARAM,
     fixed: list[str] = _SET,
     method: str = _METHOD,
