@@ -113,4 +113,17 @@ def test_bad_multi_symbol_options_of_optimize_are_one_line_and_write_nothing(
     assert cli(*args, *extra, "--out", "r") == 2
     err = capsys.readouterr().err
     assert line in err and len(err.strip().splitlines()) == 1, err
-    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
+    assert not (tmp_path / "r").exists()  # the refused run leaves no folder behind
+
+
+@pytest.mark.parametrize("command", ["backtest", "optimize"])
+def test_a_symbols_file_with_a_swap_mode_not_modelled_names_the_file_the_symbol_and_the_field(
+    tmp_path, monkeypatch, capsys, command
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.toml").write_text('[USDJPY]\nswap_long = -3\nswap_mode = "reopen_bid"\n')
+    space = ["-p", "hourly=12,24"] if command == "optimize" else []
+    assert cli(command, "TrendFilterEA", *space, *SYNTHETIC, "--symbols-file", "s.toml", "--out", "r") == 2
+    err = capsys.readouterr().err
+    assert "s.toml: symbol USDJPY: swap_mode='reopen_bid': one of disabled, points" in err, err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "r").exists()

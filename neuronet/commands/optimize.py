@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import pandas as pd
@@ -71,6 +72,7 @@ from neuronet.commands.options import (
     Start,
     TicksCsv,
     data_request,
+    out_folder,
     prepare_out,
 )
 from neuronet.commands.symbols import MarketRequest, load_market
@@ -203,17 +205,17 @@ def optimize_command(
         raise CommandError("--anchored applies to --walk-forward TRAIN,TEST only")
     if store is not None:
         check_location(store)  # a folder, a pipe or another application's database: before the data
-    if out is not None:
-        prepare_out(out, force, _RESUMABLE)
     name, options = data_request(source, csv, opt, broker_tz, seed, seed_is_data=False, start=start, end=end)
     request = MarketRequest(
         name, options, symbol, symbols, symbols_file, timeframe, start, end, model.strip().lower(), m1_csv,
         ticks_csv,
     )  # fmt: skip
-    market = load_market(cls, request, account.currency)
-    cls, candles, m1, ticks, df = market.ea, market.candles, market.m1, market.ticks, market.main
     split = None if pass_forward.strip().lower() in _NONE else pass_forward
-    _check_periods(df, cls, None if no_forward else forward, wf, anchored, split)
+    # a bad or occupied --out fails before the data is read; refused data leaves no folder behind
+    with out_folder(out, force, _RESUMABLE) if out is not None else nullcontext():
+        market = load_market(cls, request, account.currency)
+        cls, candles, m1, ticks, df = market.ea, market.candles, market.m1, market.ticks, market.main
+        _check_periods(df, cls, None if no_forward else forward, wf, anchored, split)
     meta = meta_of(df)
     folder = out
     if folder is None:  # named after what makes the figures; checked before any pass runs
