@@ -101,3 +101,42 @@ def test_a_multi_symbol_backtest_from_the_terminal_trades_on_its_conditions(
     err = capsys.readouterr().err
     assert "has no symbol 'EURUSX'" in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "bad").exists()
+
+
+def test_optimize_takes_the_terminals_symbols_with_one_symbols_minutes_from_a_file(
+    capsys, mt5_server, mt5sim, tmp_path, monkeypatch
+):
+    """--m1-csv SYMBOL=FILE with the minutes the terminal exported: that symbol's minutes from the file,
+    the other's from the terminal, every pass worked through them on the terminal's specifications."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NEURONET_CACHE", str(tmp_path / "cache"))
+    host, port = mt5_server
+    terminal = ["-s", "mt5", "-o", f"host={host}", "-o", f"port={port}", "--broker-tz", "+2/us"]
+    window = ["--from", "2023-01-02", "--to", "2023-02-01"]
+    main_args = ["data", "export", "USDJPY", "M1", *terminal, *window, "--out", "uj_m1.csv"]
+    try:
+        main(main_args)
+    except SystemExit as stop:
+        assert stop.code in (0, None), capsys.readouterr().err
+    args = [
+        "optimize", "TrendFilterEA", "-p", "hourly=8,12", "--set", "daily=5", *terminal, *window,
+        "--symbols", "EURUSD,USDJPY", "--model", "ohlc1m", "--m1-csv", "USDJPY=uj_m1.csv",
+        "--workers", "0", "--out", "o", "--no-progress",
+    ]  # fmt: skip
+    try:
+        main(args)
+    except SystemExit as stop:
+        assert stop.code in (0, None), capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "TrendFilterEA trades EURUSD, USDJPY on one account" in out and "1 minute OHLC" in out
+    passes = pd.read_csv(tmp_path / "o" / "results.csv")
+    assert len(passes) == 2 and passes["error"].isna().all() and (passes["total_trades"] > 0).all()
+    lines = (tmp_path / "uj_m1.csv").read_text().splitlines()
+    fields = lines[100].split("\t")
+    fields[3] = "999.000"  # the high of data row 100: far above its hour
+    lines[100] = "\t".join(fields)
+    (tmp_path / "uj_m1.csv").write_text("\n".join(lines) + "\n")
+    with pytest.raises(SystemExit) as stop:
+        main([*args[:-2], "o2", "--no-progress"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "uj_m1.csv: row 100 (" in err and "USDJPY high 999.000" in err, err
