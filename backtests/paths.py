@@ -96,11 +96,18 @@ def check_market(candles: pd.DataFrame, meta, fine: pd.DataFrame, what: str) -> 
     gap = np.abs(seen[ok] - opens[ok])
     rel = float(np.median(gap / opens[ok]))
     if rel > OTHER_MARKET:
-        k = int(np.argmax(ok))
+        # the first bar whose first row is that far off: the file, its row and the symbol, so a user with
+        # several symbols' files knows which one to look at
+        far = np.zeros(len(ok), dtype=bool)
+        far[ok] = gap / opens[ok] > OTHER_MARKET
+        k = int(np.argmax(far)) if far.any() else int(np.argmax(ok))
+        row = int(np.searchsorted(fine_ns, bar_ns[k], side="left"))
+        origin = getattr(fine_meta, "source", "") or what
         raise ModelDataError(
-            f"the {what} do not fit the {meta.symbol} candles: at {candles.index[k]} the bar opens at "
-            f"{opens[k]:.{meta.digits}f} but the {what} start at {seen[k]:.{meta.digits}f} (median gap "
-            f"{100 * rel:.1f}% over {int(ok.sum())} bars); another symbol or other price digits?"
+            f"{origin}: row {row + 1} ({fine.index[row]}): the {what} do not fit the {meta.symbol} candles: "
+            f"the {meta.symbol} bar {candles.index[k]} opens at {opens[k]:.{meta.digits}f} but its first row "
+            f"is at {seen[k]:.{meta.digits}f} (median gap {100 * rel:.1f}% over {int(ok.sum())} bars); "
+            "another symbol or other price digits?"
         )
     bar_range = float(np.median((candles["high"] - candles["low"]).to_numpy(dtype=np.float64)[ok]))
     typical = float(np.median(gap))
@@ -164,7 +171,7 @@ def check_inside(candles: pd.DataFrame, meta, fine: pd.DataFrame, starts: np.nda
     more = f" ({len(bad) - 1} more rows outside their bars)" if len(bad) > 1 else ""
     d = meta.digits
     raise ModelDataError(
-        f"{origin}: row {row + 1} ({fine.index[row]}): {name} {price / scale:.{d}f} lies "
+        f"{origin}: row {row + 1} ({fine.index[row]}): {meta.symbol} {name} {price / scale:.{d}f} lies "
         f"{'above' if up else 'below'} the {'high' if up else 'low'} {limit / scale:.{d}f} of its "
         f"{meta.timeframe.name} bar {candles.index[t]}{more}: the {what} and the candles must be the same "
         f"market (MetaTrader builds its bars from its minutes and ticks); give the bars and the {what} of "

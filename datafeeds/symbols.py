@@ -38,6 +38,26 @@ from neuronet.userfiles import open_regular
 CALC_MODES = {"forex": 0, "cfd": 2, "cfd_leverage": 4, "forex_no_leverage": 5}
 # ENUM_SYMBOL_TRADE_MODE
 TRADE_MODES = {"disabled": 0, "long_only": 1, "short_only": 2, "close_only": 3, "full": 4}
+# ENUM_SYMBOL_SWAP_MODE values the backtest computes, and what ``swap_long``/``swap_short`` then are:
+#   disabled          no swap
+#   points            points per lot per night, in the profit currency (the points' value)
+#   currency_symbol   money per lot per night in the symbol's base currency
+#   currency_margin   money per lot per night in its margin currency
+#   currency_deposit  money per lot per night in the account's currency
+#   interest_current  % a year (360 days) of the position's value at the current price
+#   interest_open     % a year (360 days) of its value at its opening price
+# The reopening modes (7, 8) close and reopen positions at the rollover, which the backtest does not model.
+SWAP_MODES = {
+    "disabled": 0,
+    "points": 1,
+    "currency_symbol": 2,
+    "currency_margin": 3,
+    "currency_deposit": 4,
+    "interest_current": 5,
+    "interest_open": 6,
+}
+# ENUM_DAY_OF_WEEK, of SYMBOL_SWAP_ROLLOVER3DAYS: the day whose rollover charges three nights
+WEEKDAYS = ("sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday")
 
 
 class SpecError(DataError):
@@ -61,8 +81,10 @@ class SymbolSpec:
     calc_mode: str = "forex"  # a key of CALC_MODES
     margin_rate: float = 1.0  # MetaTrader's initial margin rate (a multiplier)
     margin_hedged: float | None = None  # SYMBOL_MARGIN_HEDGED, units per lot; None = the contract size
-    swap_long: float = 0.0  # points per lot per night
+    swap_long: float = 0.0  # per lot per night, in the unit of swap_mode (points by default)
     swap_short: float = 0.0
+    swap_mode: str = "points"  # a key of SWAP_MODES
+    swap_rollover3days: int = 3  # ENUM_DAY_OF_WEEK (0 = Sunday): the triple-swap day, Wednesday
     stops_level: int = 0  # points
     freeze_level: int = 0  # points
     volume_min: float = 0.01
@@ -122,6 +144,15 @@ def _check(spec: SymbolSpec, origin: str) -> None:
         raise bad("calc_mode", f"one of {', '.join(CALC_MODES)} (MetaTrader's SYMBOL_TRADE_CALC_MODE)")
     if spec.trade_mode not in TRADE_MODES:
         raise bad("trade_mode", f"one of {', '.join(TRADE_MODES)} (MetaTrader's SYMBOL_TRADE_MODE)")
+    if spec.swap_mode not in SWAP_MODES:
+        raise bad("swap_mode", f"one of {', '.join(SWAP_MODES)} (MetaTrader's SYMBOL_SWAP_MODE)")
+    day = spec.swap_rollover3days
+    if isinstance(day, bool) or not isinstance(day, int) or not 1 <= day <= 5:
+        raise bad(
+            "swap_rollover3days",
+            "a weekday 1 (Monday) to 5 (Friday) as MetaTrader's ENUM_DAY_OF_WEEK counts them: the day "
+            "whose rollover charges three nights (weekends have none)",
+        )
 
 
 def _number(value: Any) -> bool:
@@ -200,7 +231,15 @@ def spec_from_mapping(name: str, values: Mapping[str, Any], origin: str, base: S
         hint = f"; did you mean {close[0]!r}?" if close else f"; fields: {', '.join(sorted(_FIELDS))}"
         raise SpecError(f"{where}: unknown field {unknown[0]!r}{hint}")
     given = dict(values)
-    for key in ("stops_level", "freeze_level", "digits"):  # TOML has no 10.0 for a count, JSON may
+    if isinstance(given.get("swap_rollover3days"), str):  # "wednesday" as well as 3
+        day = given["swap_rollover3days"].strip().lower()
+        given["swap_rollover3days"] = WEEKDAYS.index(day) if day in WEEKDAYS else given["swap_rollover3days"]
+    for key in (
+        "stops_level",
+        "freeze_level",
+        "digits",
+        "swap_rollover3days",
+    ):  # TOML has no 10.0 for a count, JSON may
         value = given.get(key)
         if isinstance(value, float) and value.is_integer():
             given[key] = int(value)
@@ -266,10 +305,25 @@ def spec_from_symbol_info(info: Any) -> SymbolSpec:
             f"the terminal's symbol {name} uses calculation mode {calc} (SYMBOL_TRADE_CALC_MODE), which the "
             f"backtest does not compute; it computes {', '.join(f'{k} ({v})' for k, v in CALC_MODES.items())}"
         )
+    swaps = {v: k for k, v in SWAP_MODES.items()}
+    swap_mode = int(getattr(info, "swap_mode", SWAP_MODES["points"]))
+    if swap_mode not in swaps:
+        raise SpecError(
+            f"the terminal's symbol {name} charges swaps in mode {swap_mode} (SYMBOL_SWAP_MODE), which the "
+            f"backtest does not compute; it computes {', '.join(f'{k} ({v})' for k, v in SWAP_MODES.items())}"
+        )
+    digits = int(info.digits)
+    for field in ("point", "trade_tick_size"):  # prices are worked on the point grid of the digits
+        step = getattr(info, field, None)
+        if step is not None and not math.isclose(float(step), 10.0**-digits, rel_tol=1e-9):
+            raise SpecError(
+                f"the terminal's symbol {name}: {field}={step!r} is not one point of its {digits} digits; "
+                "the backtest prices on the point grid (a tick size of several points is not modelled)"
+            )
     hedged = getattr(info, "margin_hedged", None)
     return SymbolSpec(
         name=name,
-        digits=int(info.digits),
+        digits=digits,
         contract_size=float(info.trade_contract_size),
         base=str(info.currency_base),
         profit_currency=str(info.currency_profit),
@@ -278,6 +332,8 @@ def spec_from_symbol_info(info: Any) -> SymbolSpec:
         margin_hedged=None if hedged is None else float(hedged),
         swap_long=float(info.swap_long),
         swap_short=float(info.swap_short),
+        swap_mode=swaps[swap_mode],
+        swap_rollover3days=int(getattr(info, "swap_rollover3days", 3)),
         stops_level=int(info.trade_stops_level),
         freeze_level=int(info.trade_freeze_level),
         volume_min=float(info.volume_min),

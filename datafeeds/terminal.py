@@ -37,6 +37,7 @@ import pandas as pd
 from datafeeds.candles import RATES_DTYPE, CandleMeta, from_rates
 from datafeeds.clock import BrokerClock, utc_seconds
 from datafeeds.errors import DataError
+from datafeeds.symbols import SpecError, SymbolSpec, spec_from_symbol_info
 from datafeeds.terminal_errors import (
     IPC_INIT_FAILED,
     IPC_NO_CONNECTION,
@@ -360,8 +361,32 @@ class TerminalSource:
             )
         self.trade_server = str(getattr(account, "server", "") or "")
 
+    def spec(self, symbol: str) -> SymbolSpec:
+        """``symbol``'s trading conditions from the terminal's ``symbol_info`` (MQL5 Reference, "Symbol
+        Properties"): digits, contract size, currencies, calculation mode, swaps and their mode, levels,
+        volumes, trade mode, hedged margin. A symbol the terminal does not know is refused by name; a reply
+        no MetaTrader symbol could give is one line naming the symbol and the field, never a spec made up."""
+        info = self._info(symbol)
+        try:
+            return spec_from_symbol_info(info)
+        except SpecError as exc:
+            raise SpecError(f"the terminal at {self.where}: {exc}") from None
+        except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise SpecError(
+                f"the terminal at {self.where} answered symbol_info({symbol!r}) with a record no MetaTrader "
+                f"symbol has ({type(exc).__name__}: {exc})"
+            ) from None
+
     def _select(self, symbol: str) -> int:
         """Check the symbol and put it in Market Watch (history is served only for those); give its digits."""
+        info = self._info(symbol)
+        if not self._call("symbol_select", symbol, True, expect_none=True):
+            raise TerminalError(f"the terminal at {self.where} could not add {symbol} to Market Watch")
+        return int(info.digits)
+
+    def _info(self, symbol: str) -> Any:
+        """The terminal's ``symbol_info`` record of ``symbol``; an unknown symbol refused by name, with the
+        closest names the terminal has."""
         info = self._call("symbol_info", symbol, expect_none=True)
         if info is None:
             known = self._call("symbols_get", expect_none=True) or ()
@@ -373,9 +398,7 @@ class TerminalSource:
                 else (f"; it has {len(names)} symbols, e.g. {', '.join(names[:5])}" if names else "")
             )
             raise UnknownSymbolError(f"the terminal at {self.where} has no symbol {symbol!r}{hint}")
-        if not self._call("symbol_select", symbol, True, expect_none=True):
-            raise TerminalError(f"the terminal at {self.where} could not add {symbol} to Market Watch")
-        return int(info.digits)
+        return info
 
     def _page_size(self) -> int:
         if self.page_size is not None:

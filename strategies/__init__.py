@@ -2,6 +2,7 @@
 
 from strategies.bars import BarFeed, Bars, Line
 from strategies.base import Account, ExpertAdvisor, Order, Position, ReportSection, Tick, call_hook
+from strategies.basket_spread import BasketSpreadEA
 from strategies.errors import EAError, EARuntimeError
 from strategies.forecast import ForecastEA
 from strategies.fractal import FractalEA
@@ -21,6 +22,8 @@ BUILTIN: dict[str, type[ExpertAdvisor]] = {
     "onnx": OnnxEA,
     "trendfilterea": TrendFilterEA,
     "trend": TrendFilterEA,
+    "basketspreadea": BasketSpreadEA,
+    "basket": BasketSpreadEA,
 }
 
 __all__ = [
@@ -28,6 +31,7 @@ __all__ = [
     "Account",
     "BarFeed",
     "Bars",
+    "BasketSpreadEA",
     "EAError",
     "EARuntimeError",
     "ExpertAdvisor",

@@ -60,7 +60,7 @@ BAD: dict[str, tuple[str, ...]] = {
     # candle data (run, backtest, optimize, data show/export)
     "--source": NAME,
     "--symbol": ("", "NOSUCH"),
-    "--symbols-file": (*READ_FILE, "<foreign>"),
+    "--symbols-file": (*READ_FILE, "<foreign>", "<bad-symbols>"),
     "--symbols": ("", ",", "EURUSD,EURUSD", "EURUSD,NOSUCH", "EURUSD,../x"),
     "--timeframe": ("", "H7", "M0"),
     "--path": (*READ_FILE, "<bad-candles>"),
@@ -508,6 +508,7 @@ def prepare_files(root: Path) -> dict[str, str]:
     (root / "bad.set").write_text("threshold=0.5\ndepth=20||10||0||30||Y\n")  # step 0 on line 2
     (root / "bad.toml").write_text('seed = 1\nforwrad = "1/3"\n')  # a misspelt option
     (root / "bad_table.toml").write_text("[nosuch]\nseed = 1\n")  # a table of no command
+    (root / "bad_symbols.toml").write_text('[EURUSD]\nswap_mode = "reopen_bid"\n')  # not modelled
     (root / "eas.py").write_text(
         "from strategies import ExpertAdvisor\n\n\nclass Mine(ExpertAdvisor):\n    pass\n"
     )
@@ -560,6 +561,7 @@ def prepare_files(root: Path) -> dict[str, str]:
         "bad-set": str(root / "bad.set"),
         "bad-config": str(root / "bad.toml"),
         "bad-config-table": str(root / "bad_table.toml"),
+        "bad-symbols": str(root / "bad_symbols.toml"),
         "series": str(root / "series.csv"),
         "bad-series": str(root / "bad_series.csv"),
         "table": str(root / "table.csv"),

@@ -90,7 +90,7 @@ class Broker:
             self.ledger.add(self.symbol, self.market, config.contract_size, self.margin, self.money.profit)
         self.book = OrderBook()
         self.funds.attach(self)
-        self.swaps = SwapModel(config, point)
+        self.swaps = SwapModel(config, point, terms.swap_mode)
         self.requests = TradeRequests(self)
         self.t = 0
         self.last_retcode = 0
@@ -550,7 +550,7 @@ class Broker:
         nights = self.swaps.nights(day_from, day_to)
         bid, ask = self.price_points(-1), self.price_points(+1)
         for pos in self.book.positions:
-            amount = cents(self.money.money(self.swaps.amount(pos, nights), bid, ask))  # booked in cents
+            amount = cents(self.money.swap_money(self.swaps.amount(pos, nights, bid, ask), bid, ask))
             pos.swap += amount
             self.funds.charge(amount, self.t, swap=True)
 

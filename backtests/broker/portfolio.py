@@ -20,7 +20,7 @@ from typing import Any
 from backtests.broker.config import AccountConfig
 from backtests.broker.convert import UNITY, Rate
 from backtests.broker.core import Broker
-from backtests.broker.terms import symbol_config, terms_of
+from backtests.broker.terms import swap_currency, symbol_config, terms_of
 from backtests.errors import SymbolsError
 from datafeeds.symbols import SymbolSpec
 
@@ -80,21 +80,24 @@ def open_brokers(
             margin = None  # its own opening price (EURUSD on a dollar account)
         else:
             margin = conversion(spec, spec.margin_currency, deposit, brokers, "margin")
-        broker.money.convert(profit, margin)
+        swap = None  # points and interest: in the profit currency
+        if spec.swap_mode.startswith("currency_"):
+            swap = conversion(spec, swap_currency(spec, deposit), deposit, brokers, "swap")
+        broker.money.convert(profit, margin, swap)
         broker.ledger.convert(name, profit)
     first.funds.refresh()
     return brokers
 
 
 def conversion_pairs(symbols, deposit: str, table: Mapping[str, SymbolSpec] | None = None) -> list[str]:
-    """The symbols of the built-in table that convert ``symbols``' profit and margin currencies into
+    """The symbols of the built-in table that convert ``symbols``' profit, margin and swap currencies into
     ``deposit`` and are not among them (what a loader fetches besides the traded symbols)."""
     from datafeeds.symbols import BUILTIN, find_spec
 
     out: list[str] = []
     for name in symbols:
         spec = find_spec(name, table or {})
-        for currency in (spec.profit_currency, spec.margin_currency):
+        for currency in (spec.profit_currency, spec.margin_currency, swap_currency(spec, deposit)):
             if currency == deposit or {spec.base, spec.profit_currency} == {currency, deposit}:
                 continue
             pairs = [p for p in (currency + deposit, deposit + currency) if p in BUILTIN]

@@ -34,6 +34,7 @@ class SymbolTerms:
     calc_mode: str = "forex"
     margin_rate: float = 1.0
     trade_mode: str = "full"
+    swap_mode: str = "points"  # datafeeds.symbols.SWAP_MODES: the unit of the account's swap_long/short
 
 
 # the account's settings a symbol's specification replaces (``symbol_config``)
@@ -63,6 +64,7 @@ def symbol_config(account: AccountConfig, spec: SymbolSpec) -> AccountConfig:
         lot_step=spec.volume_step,
         swap_long=spec.swap_long,
         swap_short=spec.swap_short,
+        triple_swap_weekday=spec.swap_rollover3days - 1,  # MetaTrader counts from Sunday, ours from Monday
         stops_level=spec.stops_level,
         freeze_level=spec.freeze_level,
         margin_hedged=spec.margin_hedged,
@@ -70,7 +72,18 @@ def symbol_config(account: AccountConfig, spec: SymbolSpec) -> AccountConfig:
 
 
 def terms_of(spec: SymbolSpec) -> SymbolTerms:
-    return SymbolTerms(spec.name, spec.calc_mode, spec.margin_rate, spec.trade_mode)
+    return SymbolTerms(spec.name, spec.calc_mode, spec.margin_rate, spec.trade_mode, spec.swap_mode)
+
+
+def swap_currency(spec: SymbolSpec, deposit: str) -> str:
+    """The currency ``spec``'s swap rates are money of: the base, the margin or the deposit currency in
+    those modes, the profit currency for points and interest (a price difference, or a share of a value
+    in the profit currency)."""
+    return {
+        "currency_symbol": spec.base,
+        "currency_margin": spec.margin_currency,
+        "currency_deposit": deposit,
+    }.get(spec.swap_mode, spec.profit_currency)
 
 
 class SymbolMoney:
@@ -84,14 +97,23 @@ class SymbolMoney:
         self.cfd = terms.calc_mode in CFD_MODES
         self.profit: Rate = UNITY
         self.margin: Rate | None = None
+        self.swap: Rate = UNITY
 
-    def convert(self, profit: Rate, margin: Rate | None) -> None:
-        """Set the conversions (``backtests.broker.portfolio`` makes them once every symbol has a broker)."""
+    def convert(self, profit: Rate, margin: Rate | None, swap: Rate | None = None) -> None:
+        """Set the conversions (``backtests.broker.portfolio`` makes them once every symbol has a broker);
+        ``swap``: of the swap's currency where it is not the profit currency (``swap_currency``)."""
         self.profit, self.margin = profit, margin
+        self.swap = profit if swap is None else swap
 
     def money(self, amount: float, bid: float, ask: float) -> float:
         """``amount`` of the profit currency in the deposit currency at this symbol's ``bid``/``ask`` now."""
         rate = self.profit
+        return amount if rate.unity else rate.profit(amount, bid, ask, self.scale)
+
+    def swap_money(self, amount: float, bid: float, ask: float) -> float:
+        """A swap of ``amount`` in its own currency, in the deposit currency now (a credit sold for the
+        deposit currency, a charge bought with it, as ``money``)."""
+        rate = self.swap
         return amount if rate.unity else rate.profit(amount, bid, ask, self.scale)
 
     def floating(self, positions: list[OpenPosition], bid: float, ask: float) -> float:

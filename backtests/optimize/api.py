@@ -76,6 +76,7 @@ class Setup:
             "round_size": self.plan.round_size if self.plan.method in ("tpe", "genetic") else None,
             "population": self.plan.population if self.plan.method == "genetic" else None,
             "account": self.job.account.to_dict(),
+            **self._specs_identity(),
             "data": fingerprint(self.candles),
             **self._model_identity(),
             **(
@@ -86,15 +87,27 @@ class Setup:
             "window": [window.start, window.stop, window.trade_from],
         }
 
+    def _specs_identity(self) -> dict:
+        """A symbols file's specifications (none for the built-in table: those studies keep their names)."""
+        if self.job.specs is None:
+            return {}
+        return {"specs": {name: spec.to_dict() for name, spec in sorted(self.job.specs.items())}}
+
     def _model_identity(self) -> dict:
         """The modelling mode and its data (none for open prices: those studies keep their names)."""
         if self.job.model == "open":
             return {}
         fine = self.market.m1 if self.job.model == "ohlc1m" else self.market.ticks
         columns = ["open", "high", "low", "close", "spread"] if self.job.model == "ohlc1m" else ["bid", "ask"]
-        prices = np.ascontiguousarray(fine[columns].to_numpy(np.float64))
-        digest = hashlib.sha1(prices.tobytes() + fine.index.asi8.tobytes()).hexdigest()
-        return {"model": self.job.model, "model_data": {"rows": len(fine), "sha1": digest}}
+
+        def digest(frame: pd.DataFrame) -> dict:
+            prices = np.ascontiguousarray(frame[columns].to_numpy(np.float64))
+            sha1 = hashlib.sha1(prices.tobytes() + frame.index.asi8.tobytes()).hexdigest()
+            return {"rows": len(frame), "sha1": sha1}
+
+        if isinstance(fine, dict):  # several symbols' minutes: one digest each
+            return {"model": self.job.model, "model_data": {s: digest(f) for s, f in fine.items()}}
+        return {"model": self.job.model, "model_data": digest(fine)}
 
     def study(self, window: Window) -> store.Store:
         identity = self.identity(window)
@@ -128,8 +141,9 @@ def setup(
     batch: int | None,
     split: str | float | None = None,
     model: str = "open",
-    m1: pd.DataFrame | None = None,
+    m1: pd.DataFrame | Mapping[str, pd.DataFrame] | None = None,
     ticks: pd.DataFrame | None = None,
+    specs: Mapping[str, Any] | None = None,
 ) -> Setup:
     others = None
     if isinstance(candles, Mapping):  # several symbols: the first is the main chart, whose bars count
@@ -142,7 +156,10 @@ def setup(
         space = parse_space(ea, space, fixed)
     crit = criterion if isinstance(criterion, Criterion) else get_criterion(criterion)
     model = check_model(model, m1, ticks)
-    job = Job(ea, crit, account or AccountConfig(), int(seed), dict(space.fixed), model)
+    if isinstance(m1, Mapping):
+        m1 = dict(m1)
+    specs = None if specs is None else dict(specs)
+    job = Job(ea, crit, account or AccountConfig(), int(seed), dict(space.fixed), model, specs)
     plan = Plan(method, passes, int(seed), round_size, population, batch)
     storage = None if store_path is None else store.storage_url(store_path)
     return Setup(Market(candles, m1, ticks, others), space, job, plan, storage, progress, split)
@@ -191,8 +208,9 @@ def optimize(
     batch: int | None = None,
     split: str | float | None = None,
     model: str = "open",
-    m1: pd.DataFrame | None = None,
+    m1: pd.DataFrame | Mapping[str, pd.DataFrame] | None = None,
     ticks: pd.DataFrame | None = None,
+    specs: Mapping[str, Any] | None = None,
     spa_reps: int = DEFAULT_REPS,
     pbo_splits: int = DEFAULT_SPLITS,
 ) -> pd.DataFrame:
@@ -204,7 +222,8 @@ def optimize(
     inline; ``scheduler="tcp://HOST:8786"`` uses a running Dask cluster. ``split``: each pass's own
     forward split of the optimisation period (for EAs that train: score them on bars they did not learn).
     ``model``/``m1``/``ticks``: the modelling mode of every pass, as ``Backtest``'s (the M1 bars or ticks
-    go to each worker once; each pass takes its window's part). ``table.attrs["robustness"]``: the best
+    go to each worker once; each pass takes its window's part; several symbols: ``m1`` a frame per symbol).
+    ``specs``: the symbols' specifications, as ``Backtest``'s. ``table.attrs["robustness"]``: the best
     pass's Deflated Sharpe Ratio, the PBO and the SPA p-value (``backtests.robustness.optimisation``; the
     SPA test with ``spa_reps`` bootstrap replicates, CSCV with ``pbo_splits`` blocks, seeded by ``seed``).
     """
@@ -212,7 +231,7 @@ def optimize(
     s = setup(
         candles, ea, space, method=method, criterion=criterion, passes=passes, seed=seed, account=account,
         fixed=fixed, store_path=store_path, progress=progress, round_size=round_size,
-        population=population, batch=batch, split=split, model=model, m1=m1, ticks=ticks,
+        population=population, batch=batch, split=split, model=model, m1=m1, ticks=ticks, specs=specs,
     )  # fmt: skip
     candles = s.candles  # the main chart's (several symbols: the first's)
     n = len(candles)

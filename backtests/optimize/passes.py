@@ -35,6 +35,7 @@ class Job:
     seed: int = 0
     fixed: dict = field(default_factory=dict)
     model: str = "open"  # the modelling mode (backtests.paths.MODELS); its data travels in the Market
+    specs: dict | None = None  # symbol specifications of a multi-symbol EA (None: the built-in table)
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Market:
     modelling mode (``m1`` for ohlc1m, ``ticks`` for ticks) over the same span or more."""
 
     candles: pd.DataFrame
-    m1: pd.DataFrame | None = None
+    m1: pd.DataFrame | dict[str, pd.DataFrame] | None = None  # several symbols: one frame each
     ticks: pd.DataFrame | None = None
     # A multi-symbol EA's other symbols (``backtests.multi``): each pass takes their bars of its window's
     # time span; the windows count the main chart's bars (``candles``)
@@ -89,9 +90,14 @@ def make_backtest(data: Market | pd.DataFrame, job: Job, window: Window) -> Back
     data: pd.DataFrame | dict[str, pd.DataFrame] = df
     if market.others:
         data = {meta_of(df).symbol: df, **{s: _span(o, df.index[0], end) for s, o in market.others.items()}}
+    m1 = market.m1
+    if isinstance(m1, dict):
+        m1 = {s: _span(f, df.index[0], end) for s, f in m1.items()}
+    else:
+        m1 = _span(m1, df.index[0], end)
     return Backtest(
-        data, job.ea, account=job.account, forward=forward, seed=job.seed, model=job.model,
-        m1=_span(market.m1, df.index[0], end), ticks=_span(market.ticks, df.index[0], end),
+        data, job.ea, account=job.account, forward=forward, seed=job.seed, model=job.model, m1=m1,
+        ticks=_span(market.ticks, df.index[0], end), **({} if job.specs is None else {"specs": job.specs}),
     )  # fmt: skip
 
 

@@ -96,8 +96,9 @@ def walk_forward(
     batch: int | None = None,
     split: str | float | None = None,
     model: str = "open",
-    m1: pd.DataFrame | None = None,
+    m1: pd.DataFrame | Mapping[str, pd.DataFrame] | None = None,
     ticks: pd.DataFrame | None = None,
+    specs: Mapping[str, Any] | None = None,
     pbo_splits: int = DEFAULT_SPLITS,
 ) -> WalkForwardResult:
     """Run the analysis; arguments as ``optimize``, plus ``train``/``test`` window sizes in bars. Each
@@ -107,7 +108,7 @@ def walk_forward(
     s = setup(
         candles, ea, space, method=method, criterion=criterion, passes=passes, seed=seed, account=account,
         fixed=fixed, store_path=store_path, progress=progress, round_size=round_size,
-        population=population, batch=batch, split=split, model=model, m1=m1, ticks=ticks,
+        population=population, batch=batch, split=split, model=model, m1=m1, ticks=ticks, specs=specs,
     )  # fmt: skip
     candles = s.candles  # the main chart's (several symbols: the first's)
     pairs = windows(len(candles), int(train), int(test), anchored)

@@ -26,7 +26,6 @@ from backtests.optimize.errors import StoreInUseError
 from backtests.report import environment, write_report
 from backtests.robustness.analysis import Options as RobustOptions
 from backtests.robustness.analysis import analyze
-from datafeeds.symbols import read_spec_file
 from neuronet.commands import values
 from neuronet.commands.account import (
     Commission,
@@ -55,12 +54,11 @@ from neuronet.commands.options import (
     data_request,
     default_out,
     flag,
-    market_data,
     out_folder,
     prepare_out,
 )
 from neuronet.commands.summary import print_summary
-from neuronet.commands.symbols import load_symbols, symbol_list
+from neuronet.commands.symbols import MarketRequest, load_market
 from strategies import BUILTIN, ExpertAdvisor
 from strategies.setfile import SetFile, SetFileError, read_set
 
@@ -499,31 +497,13 @@ def backtest(
     model = model.strip().lower()
     # before any work: a bad or occupied --out must not cost the user a whole run
     with out_folder(out, force, RESUMABLE) if out is not None else nullcontext():
-        names = symbol_list(symbols) or tuple(cls.symbols)
-        if symbols is not None and symbol is not None:
-            raise CommandError("give --symbol or --symbols, not both")
-        if symbols is not None and names != tuple(cls.symbols):  # the EA trades the symbols asked for
-            cls = type(cls.__name__, (cls,), {"symbols": names, "__module__": cls.__module__})
-        if len(names) > 1 or len(cls.timeframes) > 1:
-            if ticks_csv is not None or model == "ticks":
-                raise CommandError("--model ticks: a multi-symbol run is modelled on open prices or M1 bars")
-            main = names or (symbol or "EURUSD",)
-            specs = read_spec_file(symbols_file) if symbols_file is not None else None
-            df, m1 = load_symbols(
-                main, name, timeframe, start, end, options, account.currency, model, m1_csv, specs
-            )
-            ticks = None
-        else:
-            if symbols_file is not None:
-                raise CommandError(
-                    "--symbols-file gives the specifications of a multi-symbol run (--symbols)"
-                )
-            specs = None
-            one = symbol or (names[0] if names else None)  # --symbols GBPUSD: one symbol, that one
-            df, m1, ticks = market_data(name, one, timeframe, start, end, options, model, m1_csv, ticks_csv)
+        request = MarketRequest(
+            name, options, symbol, symbols, symbols_file, timeframe, start, end, model, m1_csv, ticks_csv
+        )
+        market = load_market(cls, request, account.currency)
         _execute(
-            cls,
-            df,
+            market.ea,
+            market.candles,
             forward=forward,
             walk_forward=walk,
             account=account,
@@ -533,12 +513,12 @@ def backtest(
             progress=progress and sys.stderr.isatty(),
             profile=profile,
             model=model,
-            m1=m1,
-            ticks=ticks,
+            m1=market.m1,
+            ticks=market.ticks,
             robustness=robust,
             workers=workers,
             force=force,
-            specs=specs,
+            specs=market.specs,
         )
 
 

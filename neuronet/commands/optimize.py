@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import pandas as pd
@@ -45,9 +46,12 @@ from neuronet.commands.account import (
 from neuronet.commands.backtest import (
     BackendOpt,
     BatchSize,
+    EaArg,
     Epochs,
     Seed,
     Symbol,
+    Symbols,
+    SymbolsFile,
     Timeframe,
     _params,
     _walk_forward,
@@ -69,9 +73,10 @@ from neuronet.commands.options import (
     TicksCsv,
     data_request,
     default_out,
-    market_data,
+    out_folder,
     prepare_out,
 )
+from neuronet.commands.symbols import MarketRequest, load_market
 from strategies.setfile import SetRange, write_set
 
 _NONE = ("none", "off", "0", "")
@@ -129,7 +134,7 @@ _SPLIT = typer.Option(
 
 
 def optimize_command(
-    ea: str = typer.Argument(..., help="FILE.py:ClassName or a built-in: FractalEA, ForecastEA, SmaCrossEA."),
+    ea: EaArg,
     param: list[str] = _PARAM,
     fixed: list[str] = _SET,
     method: str = _METHOD,
@@ -144,6 +149,8 @@ def optimize_command(
     heatmap: str | None = _HEAT,
     source: Source = "sample",
     symbol: Symbol = None,
+    symbols: Symbols = None,
+    symbols_file: SymbolsFile = None,
     timeframe: Timeframe = None,
     csv: CsvPath = None,
     start: Start = None,
@@ -199,12 +206,17 @@ def optimize_command(
         raise CommandError("--anchored applies to --walk-forward TRAIN,TEST only")
     if store is not None:
         check_location(store)  # a folder, a pipe or another application's database: before the data
-    if out is not None:
-        prepare_out(out, force, _RESUMABLE)
     name, options = data_request(source, csv, opt, broker_tz, seed, seed_is_data=False, start=start, end=end)
-    df, m1, ticks = market_data(name, symbol, timeframe, start, end, options, model, m1_csv, ticks_csv)
+    request = MarketRequest(
+        name, options, symbol, symbols, symbols_file, timeframe, start, end, model.strip().lower(), m1_csv,
+        ticks_csv,
+    )  # fmt: skip
     split = None if pass_forward.strip().lower() in _NONE else pass_forward
-    _check_periods(df, cls, None if no_forward else forward, wf, anchored, split)
+    # a bad or occupied --out fails before the data is read; refused data leaves no folder behind
+    with out_folder(out, force, _RESUMABLE) if out is not None else nullcontext():
+        market = load_market(cls, request, account.currency)
+        cls, candles, m1, ticks, df = market.ea, market.candles, market.m1, market.ticks, market.main
+        _check_periods(df, cls, None if no_forward else forward, wf, anchored, split)
     meta = meta_of(df)
     folder = out
     if folder is None:  # named after what makes the figures; checked before any pass runs
@@ -212,7 +224,8 @@ def optimize_command(
             "space": space.describe(), "method": method, "seed": seed, "criterion": crit.name,
             "account": account.to_dict(), "model": model.strip().lower(), "forward": forward.strip().lower(),
             "walk_forward": [wf, anchored], "pass_forward": pass_forward.strip().lower(),
-            "data": [_digest(f) for f in (df, m1, ticks)],
+            "data": [_digest(f) for f in (candles, m1, ticks)],
+            "specs": None if market.specs is None else {k: v.to_dict() for k, v in market.specs.items()},
         }  # fmt: skip
         key = hashlib.sha1(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:10]
         folder = default_out("optimize", cls.__name__, meta.symbol, meta.timeframe.name, method, key)
@@ -223,8 +236,10 @@ def optimize_command(
         "workers": workers, "scheduler": scheduler, "store_path": store_path,
         "progress": progress and sys.stderr.isatty(),
         "split": split,
-        "model": model.strip().lower(), "m1": m1, "ticks": ticks,
+        "model": model.strip().lower(), "m1": m1, "ticks": ticks, "specs": market.specs,
     }  # fmt: skip
+    if isinstance(candles, dict):
+        typer.echo(f"{cls.__name__} trades {', '.join(cls.symbols)} on one account")
     typer.echo(
         f"{cls.__name__} on {meta.symbol} {meta.timeframe.name}: {len(df)} bars, {space.grid_size} grid "
         f"points; {method}, {crit.label}; model {MODELS[common['model']]}; study {store_path}"
@@ -232,13 +247,13 @@ def optimize_command(
     try:
         if wf is None:
             table = optimize(
-                df, cls, space, forward=None if no_forward else forward, top=top, spa_reps=spa_reps,
+                candles, cls, space, forward=None if no_forward else forward, top=top, spa_reps=spa_reps,
                 pbo_splits=pbo_splits, **common,
             )  # fmt: skip
             result = None
         else:
             result = walk_forward(
-                df, cls, space, wf[0], wf[1], anchored=anchored, pbo_splits=pbo_splits, **common
+                candles, cls, space, wf[0], wf[1], anchored=anchored, pbo_splits=pbo_splits, **common
             )
             table = result.passes[result.passes["window"] == result.passes["window"].max()]
     except KeyboardInterrupt:
@@ -309,10 +324,12 @@ def _write_best_set(folder: Path, ea, space, table: pd.DataFrame) -> Path | None
     return write_set(folder / "best.set", ea.__name__, values, ranges)
 
 
-def _digest(frame: pd.DataFrame | None) -> str | None:
-    """A hash of a frame's values and times (None for no frame)."""
+def _digest(frame: pd.DataFrame | dict[str, pd.DataFrame] | None) -> str | dict | None:
+    """A hash of a frame's values and times (None for no frame; several symbols: one each)."""
     if frame is None:
         return None
+    if isinstance(frame, dict):
+        return {name: _digest(f) for name, f in frame.items()}
     rows = pd.util.hash_pandas_object(frame, index=True).to_numpy()
     return hashlib.sha1(rows.tobytes()).hexdigest()
 

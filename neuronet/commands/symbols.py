@@ -7,14 +7,17 @@ the same numbers every time."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from backtests.broker.portfolio import conversion_pairs
-from datafeeds import load_candles
+from datafeeds import get_source, load_candles
+from datafeeds.symbols import SymbolSpec, read_spec_file
 from neuronet.commands.errors import CommandError
-from neuronet.commands.options import _file_clock, _with_minutes
+from neuronet.commands.options import _file_clock, _with_minutes, market_data
+from strategies import ExpertAdvisor
 
 SYNTHETIC_CORRELATION = 0.5  # of the synthetic symbols' bar returns (-o correlation=... to change)
 
@@ -87,3 +90,84 @@ def load_symbols(
         else:
             frames[name], minutes[name], _ = _with_minutes(source, name, timeframe, start, end, opts, None)
     return frames, (minutes if model == "ohlc1m" else None)
+
+
+def terminal_specs(
+    names: tuple[str, ...], options: dict, currency: str, given: dict[str, SymbolSpec]
+) -> dict[str, SymbolSpec]:
+    """The specifications of ``names`` and of the pairs that convert their money into ``currency``, from
+    the terminal's ``symbol_info`` (the ``mt5`` source with ``options``); the symbols ``given`` by a
+    symbols file are not asked for. A symbol the terminal does not know is refused by name."""
+    source = get_source("mt5", **options)
+    try:
+        out = {n: source.spec(n) for n in names if n not in given}
+        pairs = conversion_pairs(names, currency, {**out, **given})
+        out.update({p: source.spec(p) for p in pairs if p not in given})
+    finally:
+        source.close()
+    return out
+
+
+@dataclass(frozen=True)
+class MarketRequest:
+    """The data options of ``backtest``, ``run`` and ``optimize`` that choose the symbols and their data."""
+
+    source: str
+    options: dict
+    symbol: str | None = None  # --symbol
+    symbols: str | None = None  # --symbols
+    symbols_file: Path | None = None  # --symbols-file
+    timeframe: str | None = None
+    start: str | None = None
+    end: str | None = None
+    model: str = "open"
+    m1_csv: list[Path] | None = None
+    ticks_csv: Path | None = None
+
+
+@dataclass(frozen=True)
+class LoadedMarket:
+    """What a run trades: the EA (with the symbols ``--symbols`` asked for), its candles (a frame, or one
+    per symbol with the conversion pairs), the finer data of the modelling mode, the specifications of a
+    ``--symbols-file`` (None: the built-in table)."""
+
+    ea: type[ExpertAdvisor]
+    candles: pd.DataFrame | dict[str, pd.DataFrame]
+    m1: pd.DataFrame | dict[str, pd.DataFrame] | None
+    ticks: pd.DataFrame | None
+    specs: dict[str, SymbolSpec] | None
+
+    @property
+    def main(self) -> pd.DataFrame:
+        """The main chart's candles (the first symbol's)."""
+        return next(iter(self.candles.values())) if isinstance(self.candles, dict) else self.candles
+
+
+def load_market(ea: type[ExpertAdvisor], request: MarketRequest, currency: str) -> LoadedMarket:
+    """The one route from the data options to what a run trades, shared by every command that runs an EA:
+    the EA's own symbols or ``--symbols`` (the EA then trades those), each from the same source with the
+    conversion pairs into ``currency``, M1 bars per symbol (``--m1-csv SYMBOL=FILE``), the
+    specifications of ``--symbols-file``; one symbol on one timeframe loads as a single-symbol run."""
+    r = request
+    names = symbol_list(r.symbols) or tuple(ea.symbols)
+    if r.symbols is not None and r.symbol is not None:
+        raise CommandError("give --symbol or --symbols, not both")
+    if r.symbols is not None and names != tuple(ea.symbols):  # the EA trades the symbols asked for
+        ea = type(ea.__name__, (ea,), {"symbols": names, "__module__": ea.__module__})
+    if len(names) > 1 or len(ea.timeframes) > 1:
+        if r.ticks_csv is not None or r.model == "ticks":
+            raise CommandError("--model ticks: a multi-symbol run is modelled on open prices or M1 bars")
+        main = names or (r.symbol or "EURUSD",)
+        specs = read_spec_file(r.symbols_file) if r.symbols_file is not None else None
+        if r.source == "mt5":  # the terminal's own conditions; a symbols file still overrides them
+            specs = {**terminal_specs(main, r.options, currency, specs or {}), **(specs or {})}
+        frames, m1 = load_symbols(
+            main, r.source, r.timeframe, r.start, r.end, r.options, currency, r.model, r.m1_csv, specs
+        )
+        return LoadedMarket(ea, frames, m1, None, specs)
+    if r.symbols_file is not None:
+        raise CommandError("--symbols-file gives the specifications of a multi-symbol run (--symbols)")
+    one = r.symbol or (names[0] if names else None)  # --symbols GBPUSD: one symbol, that one
+    df, m1, ticks = market_data(r.source, one, r.timeframe, r.start, r.end, r.options, r.model, r.m1_csv,
+                                r.ticks_csv)  # fmt: skip
+    return LoadedMarket(ea, df, m1, ticks, None)

@@ -37,6 +37,17 @@ def test_a_toml_file_changes_a_builtin_symbol_and_adds_a_new_one(tmp_path):
     assert find_spec("US500", specs) is specs["US500"]
 
 
+def test_a_symbols_file_gives_the_swap_mode_and_the_triple_swap_day_by_name_or_number(tmp_path):
+    path = tmp_path / "symbols.toml"
+    path.write_text(
+        '[USDJPY]\nswap_long = -1.5\nswap_mode = "interest_current"\nswap_rollover3days = "Friday"\n\n'
+        "[EURGBP]\nswap_short = 0.8\nswap_rollover3days = 3.0\n"
+    )
+    specs = read_spec_file(path)
+    assert (specs["USDJPY"].swap_mode, specs["USDJPY"].swap_rollover3days) == ("interest_current", 5)
+    assert (specs["EURGBP"].swap_mode, specs["EURGBP"].swap_rollover3days) == ("points", 3)
+
+
 def test_a_json_file_reads_as_the_toml_one(tmp_path):
     path = tmp_path / "symbols.json"
     path.write_text('{"GBPUSD": {"volume_min": 0.1, "volume_step": 0.1}}')
@@ -53,6 +64,10 @@ def test_a_json_file_reads_as_the_toml_one(tmp_path):
         ('[EURUSD]\nprofit_currency = "usd"\n', "a currency code of three capital letters"),
         ("[EURUSD]\nvolume_max = 0.001\n", "volume_max=0.001: below volume_min"),
         ("[EURUSD]\nstops_level = 2.5\n", "stops_level=2.5: a whole number of points"),
+        ('[EURUSD]\nswap_mode = "reopen_bid"\n', "swap_mode='reopen_bid': one of disabled, points"),
+        ("[EURUSD]\nswap_rollover3days = 0\n", "swap_rollover3days=0: a weekday 1 (Monday) to 5"),
+        ('[EURUSD]\nswap_rollover3days = "someday"\n', "swap_rollover3days='someday': a weekday"),
+        ("[EURUSD]\nswap_long = nan\n", "swap_long=nan: a finite number"),
         ("EURUSD = 5\n", "symbol EURUSD: expected a table of fields, not int"),
         ("[EURUSD\n", "not valid TOML"),
         (  # a new symbol's own fields are checked naming the file too
@@ -97,6 +112,16 @@ def test_the_terminals_symbol_info_becomes_a_specification_and_an_unknown_mode_i
     )  # fmt: skip
     spec = spec_from_symbol_info(info)
     assert (spec.calc_mode, spec.trade_mode, spec.stops_level) == ("cfd", "full", 20)
+    assert (spec.swap_mode, spec.swap_rollover3days) == ("points", 3)  # a terminal without the fields
+    info.swap_mode, info.swap_rollover3days = 6, 5
+    assert (spec_from_symbol_info(info).swap_mode, spec_from_symbol_info(info).swap_rollover3days) == (
+        "interest_open",
+        5,
+    )
+    info.swap_mode = 8  # reopen at the bid: not modelled
+    with pytest.raises(SpecError, match=r"GER40 charges swaps in mode 8 \(SYMBOL_SWAP_MODE\)"):
+        spec_from_symbol_info(info)
+    info.swap_mode = 1
     info.trade_calc_mode = 32  # exchange stocks
     with pytest.raises(SpecError, match="calculation mode 32"):
         spec_from_symbol_info(info)
