@@ -1,0 +1,151 @@
+"""One live runner over a multi-symbol, multi-timeframe EA on the simulated terminal (a real RPyC server):
+paper figures equal the backtest's on the same bars, every request is journaled with its symbol, look-ahead
+rules are the backtest's, and a journal of another symbol set is refused."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_live.live_support import OPEN_SOURCES
+
+from backtests import AccountConfig, Backtest
+from datafeeds.symbols import SymbolSpec
+from datafeeds.terminal import TerminalSource
+from datafeeds.timeframes import Timeframe
+from neuronet.live.errors import JournalError, LiveError
+from neuronet.live.journal import read_journal
+from neuronet.live.multi_runner import MultiLiveRunner
+from neuronet.live.runner import LiveSettings
+from strategies.base import ExpertAdvisor
+from strategies.trend_filter import TrendFilterEA
+
+PARAMS = {"daily": 3, "hourly": 4, "lots": 0.1}
+
+
+def multi_runner(port, sim, journal, ea=TrendFilterEA, params=PARAMS, **settings):
+    settings.setdefault("history_bars", 200)
+    settings.setdefault("max_bars", 30)
+    source = TerminalSource("127.0.0.1", port, retries=0, timeout=10.0)
+    OPEN_SOURCES.append(source)
+    main_tf = (ea.timeframes or ("H1",))[0]
+    s = LiveSettings(ea.symbols[0], Timeframe.parse(main_tf), journal, **settings)
+    return MultiLiveRunner(ea, params, source, s, sleep=sim.sleep, status=lambda line: None)
+
+
+class Probe(ExpertAdvisor):
+    """Records, at each decision, the newest bar of each view."""
+
+    symbols = ("EURUSD", "GBPUSD")
+    timeframes = ("H1", "D1")
+    seen: ClassVar[list] = []
+
+    def on_bar(self) -> None:
+        type(self).seen.append(
+            (
+                self.time_current,
+                self.data("EURUSD", "D1").time[-1],
+                self.data("GBPUSD", "H1").time[-1],
+                self.data().time[-1],
+            )
+        )
+
+
+def test_a_d1_bar_is_visible_only_once_closed_and_every_symbol_shows_its_last_closed_bar(
+    mt5_server, sim, tmp_path
+):
+    Probe.seen = []
+    multi_runner(mt5_server[1], sim, tmp_path / "j.jsonl", ea=Probe, params={}, max_bars=60).run()
+    assert len(Probe.seen) >= 60
+    hour, day = pd.Timedelta(hours=1), pd.Timedelta(days=1)
+    for now, d1, gbp_h1, main in Probe.seen:
+        assert main + hour <= now  # the main chart's newest bar has closed (a weekend lies between some)
+        assert gbp_h1 == main  # the other symbol's newest bar is the same hour (the terminal has it)
+        assert now - d1 >= day - hour  # a D1 bar only after its broker day ended (23 h across DST)
+    changes = [
+        (now, d1)
+        for (now, d1, *_), (_, before, *_) in zip(Probe.seen[1:], Probe.seen, strict=False)
+        if d1 != before
+    ]
+    assert changes  # a new D1 bar appeared during the run: at the first decision after its close
+    for now, d1 in changes:
+        assert now - d1 in (day - hour, day, day + hour) or now.day_of_week == 6  # Sunday: after a weekend
+
+
+class Basket(ExpertAdvisor):
+    """Each of three symbols on its own: long above its mean of the last ``n`` H1 closes, short below."""
+
+    symbols = ("EURUSD", "GBPUSD", "USDJPY")
+    timeframes = ("H1",)
+    n: int = 4
+    lots: float = 0.1
+
+    def on_bar(self) -> None:
+        for symbol in self.symbols:
+            bars = self.data(symbol, "H1")
+            if len(bars) < self.n:
+                continue
+            side = np.sign(bars.close[-1] - bars.close[-self.n :].mean())
+            held = self.position_of(symbol)
+            if held and np.sign(held) != side:
+                self.close(symbol=symbol)
+                held = 0.0
+            if side and not held:
+                (self.buy if side > 0 else self.sell)(self.lots, symbol=symbol, comment=f"b{symbol}")
+
+
+def test_paper_and_backtest_give_the_same_trades_on_the_same_bars(mt5_server, sim, tmp_path):
+    journal = tmp_path / "basket.jsonl"
+    run = multi_runner(mt5_server[1], sim, journal, ea=Basket, params={}, max_bars=40)
+    run.run()
+    paper = run.paper.brokers["EURUSD"].deals_frame()
+    assert set(paper["symbol"]) == {"EURUSD", "GBPUSD", "USDJPY"}  # every symbol traded, on one account
+    requests = [r for r in read_journal(journal) if r["type"] == "request"]
+    assert requests and all(r["symbol"] in Basket.symbols for r in requests)
+    # The backtest over the very bars the run saw: the terminal's own, from its first to its last.
+    source = TerminalSource("127.0.0.1", mt5_server[1], retries=0, timeout=10.0)
+    OPEN_SOURCES.append(source)
+    candles = {}
+    for name in Basket.symbols:
+        feed = run.views.feeds[(name, "H1")]
+        df = source.fetch(name, "H1").frame
+        candles[name] = df[(df.index >= feed.time[0]) & (df.index <= feed.time[-1])]
+        assert np.array_equal(candles[name]["close"].to_numpy(), feed.column("close"))
+    start = read_journal(journal)[0]
+    specs = {k: SymbolSpec(**v) for k, v in start["specs"].items()}
+    fs = candles["EURUSD"].index[start["forward_start"]]
+    result = Backtest(candles, Basket, account=AccountConfig(), forward=fs, specs=specs).run()
+    backtest = result.deals
+    cols = ["symbol", "type", "entry", "lots", "price", "time", "profit", "swap", "balance"]
+    ours = paper[cols].reset_index(drop=True)
+    theirs = backtest[cols].reset_index(drop=True)
+    # The backtest closes what is open at its end ("end of test" deals); the paper run leaves it open.
+    theirs = theirs.iloc[: len(ours)]
+    pd.testing.assert_frame_equal(ours, theirs, check_dtype=False)
+    assert len(ours) >= 6
+
+
+def test_a_journal_of_another_symbol_set_is_refused(mt5_server, sim, tmp_path):
+    journal = tmp_path / "j.jsonl"
+    multi_runner(mt5_server[1], sim, journal, ea=Basket, params={}, max_bars=2).run()
+    size = journal.stat().st_size
+
+    class Pair(Basket):
+        symbols = ("EURUSD", "GBPUSD")
+
+    Pair.__name__ = "Basket"  # the same EA name and parameters: only the symbol set differs
+    with pytest.raises(JournalError, match="symbols"):
+        multi_runner(mt5_server[1], sim, journal, ea=Pair, params={}, max_bars=2).run()
+    assert journal.stat().st_size == size  # nothing written
+
+
+def test_an_ea_symbol_the_terminal_does_not_know_is_refused_by_name(mt5_server, sim, tmp_path):
+    class Odd(Basket):
+        symbols = ("EURUSD", "XAUEUR")
+
+    journal = tmp_path / "j.jsonl"
+    with pytest.raises(LiveError, match="XAUEUR"):
+        multi_runner(mt5_server[1], sim, journal, ea=Odd, params={}, max_bars=2).run()
+    assert not journal.exists() or journal.stat().st_size == 0  # refused before the run began
