@@ -8,6 +8,7 @@ live account); a paper account uses ``MultiContext`` itself over its brokers (``
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -17,8 +18,11 @@ import pandas as pd
 
 from backtests.replay import causal_indicator
 from neuronet.live.context import LiveBars
+from neuronet.live.journal import json_ready
 from strategies.bars import Bars
 from strategies.errors import EAError
+
+log = logging.getLogger(__name__)
 
 
 class TerminalRouter:
@@ -158,6 +162,10 @@ class MultiLiveContext:
         self._record = record
         self._now = now
         self._bar = bar
+        # A resumed run deciding again a bar the stop cut short: the requests journaled for it, in order,
+        # answered from the journal instead of sent again (``multi_resume.replay``).
+        self.replay: list[dict] = []
+        self._replayed: int | None = None  # the retcode of the request last answered from the journal
 
     @property
     def point(self) -> float:
@@ -165,7 +173,32 @@ class MultiLiveContext:
 
     @property
     def last_retcode(self) -> int:
-        return self.trading.last_retcode
+        return self.trading.last_retcode if self._replayed is None else self._replayed
+
+    def _journaled(self, name: str, args: list, target: str | None) -> tuple[bool, Any]:
+        """``(True, answer)`` when this request is the next one journaled for the bar being decided again:
+        sent before the stop, never again (the terminal's own notes have it looked up if its reply never
+        came). A request that differs ends the replay: from it on, requests are new and sent."""
+        if not self.replay:
+            return False, None
+        head = self.replay[0]
+        if (
+            head["call"] == name
+            and head.get("symbol") == target
+            and json_ready(args) == json_ready(head["args"])
+        ):
+            self.replay.pop(0)
+            self._replayed = int(head.get("retcode") or 0)
+            return True, head.get("value")
+        log.warning(
+            "the bar decided again asks %s %s, where the journal has %s %s: sending from here on",
+            name,
+            target,
+            head["call"],
+            head.get("symbol"),
+        )
+        self.replay = []
+        return False, None
 
     def _symbol(self, symbol: str | None, ticket: int | None) -> str | None:
         """The symbol a request goes to, for the journal (None for a close of every symbol)."""
@@ -180,6 +213,10 @@ class MultiLiveContext:
         target = (
             None if (name == "close" and symbol is None and ticket is None) else self._symbol(symbol, ticket)
         )
+        done, value = self._journaled(name, args, target)
+        if done:
+            return value
+        self._replayed = None
         self._record("request", bar=self._bar(), time=self._now(), call=name, args=list(args), symbol=target)
         kw = {} if symbol is None else {"symbol": symbol}
         value = getattr(self.trading, name)(*args, **kw)

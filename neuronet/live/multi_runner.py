@@ -29,19 +29,19 @@ import pandas as pd
 
 from backtests.periods import Periods
 from datafeeds.candles import meta_of
-from datafeeds.symbols import SpecError, spec_from_symbol_info
 from datafeeds.terminal import TerminalSource
 from datafeeds.terminal_errors import NoBarsError, TerminalConnectionError, TerminalError, UnknownSymbolError
-from datafeeds.timeframes import Timeframe
 from neuronet.live.context import LiveBars
-from neuronet.live.errors import JournalError, LiveError
-from neuronet.live.identity import check_magic, terminal_account
+from neuronet.live.errors import LiveError
+from neuronet.live.identity import check_magic, check_same_account, terminal_account
 from neuronet.live.journal import Journal, JournalRecords, json_ready
 from neuronet.live.limits import AccountState
 from neuronet.live.multi_context import MultiLiveContext, TerminalRouter
+from neuronet.live.multi_market import checked_quote, declared, quote_bounds, terminal_specs
 from neuronet.live.multi_paper import Closed, MultiPaper, Quote
+from neuronet.live.multi_resume import MultiJournal, check_identity, read_multi, replay
 from neuronet.live.multi_views import LiveViews
-from neuronet.live.quotes import QuoteBounds, QuoteError, check_prices, check_time
+from neuronet.live.quotes import QuoteBounds, QuoteError
 from neuronet.live.rebuild import history_record
 from neuronet.live.runner import LiveSettings, LiveSummary
 from strategies.base import ExpertAdvisor, call_hook, make_ea
@@ -53,23 +53,6 @@ log = logging.getLogger(__name__)
 
 class _Stop(Exception):
     """Internal: the run reached ``max_bars``."""
-
-
-def declared(
-    ea_class: type[ExpertAdvisor], settings: LiveSettings
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The EA's symbols and timeframes (class attributes; empty: the settings' one), checked by name."""
-    symbols = tuple(str(s).strip() for s in ea_class.symbols) or (settings.symbol,)
-    frames = tuple(str(t).strip().upper() for t in ea_class.timeframes) or (settings.timeframe.name,)
-    for kind, names in (("symbols", symbols), ("timeframes", frames)):
-        if not all(names) or len(set(names)) != len(names):
-            raise LiveError(f"{ea_class.__name__}.{kind}: distinct names, not {names!r}")
-    for tf in frames:
-        try:
-            Timeframe.parse(tf)
-        except ValueError as exc:
-            raise LiveError(f"{ea_class.__name__}.timeframes: {exc}") from None
-    return symbols, frames
 
 
 class MultiLiveRunner:
@@ -93,7 +76,7 @@ class MultiLiveRunner:
             raise LiveError("a live run needs a trade context factory")
         if settings.mode == "live":
             check_magic(ea_class, params)
-        self.symbols, self.timeframes = declared(ea_class, settings)
+        self.symbols, self.timeframes = declared(ea_class, settings.symbol, settings.timeframe.name)
         if (self.symbols[0], self.timeframes[0]) != (settings.symbol, settings.timeframe.name):
             raise LiveError(
                 f"{ea_class.__name__}'s main chart is {self.symbols[0]} {self.timeframes[0]}, "
@@ -146,51 +129,21 @@ class MultiLiveRunner:
             raise LiveError(f"{self.ea_class.__name__} reads {key[0]} {key[1]}: {exc}") from None
 
     def _specs(self) -> dict:
-        """Each symbol's specification from the terminal's ``symbol_info`` (the paper account's terms)."""
-        specs = {}
-        for name in self.symbols:
-            info, _ = self._retrying(f"reading {name}", lambda n=name: self.source.call("symbol_info", n))
-            if info is None:
-                raise LiveError(
-                    f"{self.ea_class.__name__} trades {name}: the terminal has no symbol {name!r}"
-                )
-            try:
-                specs[name] = spec_from_symbol_info(info)
-            except SpecError as exc:
-                raise LiveError(str(exc)) from None
-        return specs
+        return terminal_specs(self.source, self.symbols, self.ea_class.__name__, self._retrying)
 
     def bounds(self, symbol: str) -> Callable[[], QuoteBounds | None]:
-        """What a ``symbol`` quote is checked against: the bar forming and its closed bars' price band."""
+        """What a ``symbol`` quote is checked against now (``multi_market.quote_bounds``)."""
 
         def read() -> QuoteBounds | None:
             feed = self.views.feeds[(symbol, self.main[1])] if self.views is not None else None
-            if self._market_bar is None or feed is None or not len(feed):
-                return None
-            return QuoteBounds.of(
-                feed.column("high"),
-                feed.column("low"),
-                feed.column("close")[-1],
-                self._market_bar,
-                self.main_tf.seconds,
-            )
+            return quote_bounds(feed, self._market_bar, self.main_tf.seconds)
 
         return read
 
     def _quote(self, symbol: str, bar_open: pd.Timestamp) -> Quote:
-        """``symbol``'s checked quote for the bar opened at ``bar_open`` (``QuoteError`` when refused)."""
-        try:
-            when, bid, ask = self._retrying(f"reading the {symbol} quote", lambda: self.source.tick(symbol))
-        except UnknownSymbolError as exc:
-            raise QuoteError(str(exc)) from None
-        except (TypeError, ValueError, OverflowError, AttributeError) as exc:
-            raise QuoteError(f"the terminal's {symbol} quote cannot be read ({exc})") from None
-        bid, ask = check_prices(symbol, bid, ask)
-        check_time(symbol, when, bar_open, self.main_tf.seconds)
-        bounds = self.bounds(symbol)()
-        if bounds is not None:
-            bounds.check_prices(symbol, bid, ask)
-        return Quote(bid, ask)
+        return checked_quote(
+            self.source, symbol, bar_open, self.main_tf.seconds, self.bounds(symbol)(), self._retrying
+        )
 
     def account_state(self) -> AccountState:
         """Every symbol's exposures and today's P&L together (``limits.AccountLimits``)."""
@@ -215,18 +168,25 @@ class MultiLiveRunner:
         }
 
     def run(self) -> LiveSummary:
-        """Run until ``max_bars`` main-chart bars closed or Ctrl-C (re-raised after a clean stop)."""
+        """Run until ``max_bars`` main-chart bars closed or Ctrl-C (re-raised after a clean stop); an
+        existing journal of this run is resumed."""
         path = Path(self.s.journal)
         journal = Journal(path)
         try:
+            state = None
             if path.stat().st_size:
-                self._refuse_resume(path, JournalRecords(path))
+                records = JournalRecords(path)
+                check_identity(path, records.start, self.identity(), self.s.account)
+                state = read_multi(path, records)
+                if self.s.mode == "live":  # only on the account it was written on
+                    who = self._retrying("reading the account", lambda: terminal_account(self.source))
+                    check_same_account(path, state.account, who, "give a new --journal")
         except BaseException:
             journal.close()
             raise
         self.journal = journal
         try:
-            self._start()
+            self._start(state)
             self._loop()
         except KeyboardInterrupt:
             self.summary.interrupted = True
@@ -241,24 +201,9 @@ class MultiLiveRunner:
             self.journal.close()
         return self.summary
 
-    def _refuse_resume(self, path: Path, records: JournalRecords) -> None:
-        """A journal of another run (another EA, parameters, symbol set, timeframes or mode) is refused;
-        one of this run is not resumed (a multi-symbol run starts a new journal: its positions are the
-        terminal's, found by magic number, or the paper account's, reported from the old journal)."""
-        start = records.start
-        mine = self.identity()
-        theirs = {k: json_ready(start.get(k)) for k in mine}
-        if theirs["symbols"] is None:  # a one-symbol journal names its one symbol and timeframe
-            theirs["symbols"], theirs["timeframes"] = [start.get("symbol")], [start.get("timeframe")]
-        if theirs != mine:
-            diff = ", ".join(f"{k} {theirs[k]!r} here {mine[k]!r}" for k in mine if theirs[k] != mine[k])
-            raise JournalError(f"journal {path} belongs to another run ({diff}); give a new --journal")
-        raise JournalError(
-            f"journal {path} is of this run, and a multi-symbol run is not resumed from its journal yet; "
-            "give a new --journal (a live account's positions are found again by the EA's magic number)"
-        )
-
-    def _start(self) -> None:
+    def _history(self) -> tuple[dict, dict, Any]:
+        """A new run's specifications and history of every (symbol, timeframe), journaled; and the fetch
+        of the main chart (its ``final_until`` is the bar forming now)."""
         s = self.s
         specs = self._specs()
         frames: dict[tuple[str, str], pd.DataFrame] = {}
@@ -285,7 +230,6 @@ class MultiLiveRunner:
         empty = [f"{k[0]} {k[1]}" for k, df in frames.items() if k[1] == self.main[1] and not len(df)]
         if empty:
             raise LiveError(f"the terminal has no closed {', '.join(empty)} bars since {first}")
-        self._market_bar = fetched_main.final_until
         start = {
             **self.identity(),
             "params": self.ea_class.resolve_params(self.params),
@@ -300,11 +244,22 @@ class MultiLiveRunner:
             ("history", {"symbol": k[0], "timeframe": k[1], **history_record(df)}) for k, df in frames.items()
         ]
         self.journal.write_all(("start", start), *histories)
+        return specs, frames, fetched_main
+
+    def _start(self, state: MultiJournal | None) -> None:
+        s = self.s
+        if state is None:
+            specs, frames, fetched = self._history()
+            self._market_bar = fetched.final_until
+            fs = len(frames[self.main])
+        else:
+            self.summary.resumed = True
+            specs, frames, fs = state.specs, state.frames, int(state.start["forward_start"])
+        main_hist = frames[self.main]
         self.bars = LiveBars(main_hist, meta_of(main_hist))
         self.views = LiveViews(frames, self.main, self.bars.feed)
         self.t = len(main_hist)
         self.ea = make_ea(self.ea_class, self.params)
-        self.periods = Periods(self.t, self.t, s.study_bars).for_ea(int(self.ea.retrain_every))
         if s.mode == "paper":
             history = {name: frames[(name, self.main[1])] for name in self.symbols}
             self.paper = MultiPaper(history, specs, s.account)
@@ -318,6 +273,22 @@ class MultiLiveRunner:
                 for name in self.symbols
             }
             self.router = trading = TerminalRouter(trades, self.main[0])
+            if state is not None and state.halted_day is not None:
+                self.router.restore_halt(state.halted_day)  # a restart does not lift the day's halt
+            if state is not None and state.unresolved:
+                self.router.restore_unresolved(state.unresolved)  # looked up by symbol, never sent again
+        self.ctx = MultiLiveContext(trading, self.bars, self.journal.write, self._now, self._bar)
+        again: list[dict] = []
+        if state is not None:
+            again = replay(self, state.events)
+            self.journal.write(
+                "resume",
+                after_bar=self.t - 1,
+                forming=None if self.forming is None else self.forming[0],
+                at=pd.Timestamp.now(tz="UTC"),
+            )
+            log.info("resuming %s after bar %d", s.journal, self.t - 1)
+        if self.router is not None:
             acc = self._retrying("reading the account", self.router.account)
             who = self._retrying("reading the account", lambda: terminal_account(self.source))
             self.journal.write(
@@ -329,22 +300,41 @@ class MultiLiveRunner:
                 login=int(who.login),
                 server=str(who.server),
             )
-        self.ctx = MultiLiveContext(trading, self.bars, self.journal.write, self._now, self._bar)
+        self.periods = Periods(self.t, fs, s.study_bars).for_ea(int(self.ea.retrain_every))
         self.ea.attach(self.ctx, self.bars.feed.bars, None, views=self.views)
         call_hook(self.ea, "on_init", where="before the first live bar")
         self.bars.show(self.ea)  # the main chart's indicators first (it reveals every closed main bar)
-        self.views.advance(int(self.bars.feed.time[-1].value) + self.main_tf.seconds * 10**9)
-        a, b = self.periods.study_range(self.t)
+        now = (
+            self.forming[1]
+            if self.forming
+            else self.bars.feed.time[-1] + pd.Timedelta(self.main_tf.seconds, "s")
+        )
+        self.views.advance(int(now.value))
+        at = self.periods.last_training(self.t - 1) if state is not None else self.t
+        a, b = self.periods.study_range(at)
+        when = self.bars.feed.time[at - 1]
         call_hook(
             self.ea,
             "on_study",
             self.bars.feed.bars.window(a, b),
-            where=f"before bar {self.t}",
-            bar=self.t,
-            time=main_hist.index[-1],
+            where=f"before bar {at} ({when})",
+            bar=at,
+            time=when,
         )
         self._started = True
-        self._open_new(fetched_main.final_until)
+        if state is None:
+            self._open_new(fetched.final_until)
+        elif self.forming is not None and again is not None:
+            # Cut short by the stop in the middle of a bar: decided again, and each request already
+            # journaled for it is answered from the journal, not sent again (``MultiLiveContext.replay``).
+            log.warning(
+                "on_bar at bar %d was cut short by the stop: run again, %d request(s) it had made are not "
+                "sent again",
+                self.forming[0],
+                len(again),
+            )
+            self.ctx.replay = again
+            self._decide(*self.forming, missed=False)
 
     def _record_trade(self, record: dict) -> None:
         kind = "result" if "retcode" in record else "request"
@@ -408,9 +398,9 @@ class MultiLiveRunner:
         self._begin(when, quotes, missed=False)
 
     def _begin(self, when: pd.Timestamp, quotes: dict[str, Quote | None], *, missed: bool) -> None:
+        """Bar ``t`` of the timeline opens at ``when`` at ``quotes`` (journaled), then is decided on."""
         t = self.t
-        if self.paper is not None:
-            self.paper.open_bar(when, quotes)
+        self.open_bar(t, when, quotes)
         self.journal.write(
             "open",
             bar=t,
@@ -418,19 +408,21 @@ class MultiLiveRunner:
             missed=missed,
             quotes={k: None if q is None else [q.bid, q.ask] for k, q in quotes.items()},
         )
+        self._decide(t, when, missed=missed)
+
+    def open_bar(self, t: int, when: pd.Timestamp, quotes: dict[str, Quote | None]) -> None:
+        """The paper account and the run enter bar ``t`` (a resumed run's replay calls it too)."""
+        if self.paper is not None:
+            self.paper.open_bar(when, quotes)
         self.forming = (t, when)
+
+    def _decide(self, t: int, when: pd.Timestamp, *, missed: bool) -> None:
         self.bars.show(self.ea)
         self.views.advance(int(when.value))
         if self.periods.retrains_at(t):
             a, b = self.periods.study_range(t)
-            call_hook(
-                self.ea,
-                "on_study",
-                self.bars.feed.bars.window(a, b),
-                where=f"before bar {t} ({when})",
-                bar=t,
-                time=when,
-            )
+            where = f"before bar {t} ({when})"
+            call_hook(self.ea, "on_study", self.bars.feed.bars.window(a, b), where=where, bar=t, time=when)
         if missed and self.router is not None:
             self.router.late = (
                 f"bar {when} closed before it was decided on: a live account cannot trade at its open"
@@ -440,10 +432,10 @@ class MultiLiveRunner:
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
-            raise EARuntimeError(
-                type(self.ea).__name__, "on_bar", f"at bar {t} ({when})", exc, t, when
-            ) from exc
+            name = type(self.ea).__name__
+            raise EARuntimeError(name, "on_bar", f"at bar {t} ({when})", exc, t, when) from exc
         finally:
+            self.ctx.replay = []
             if self.router is not None:
                 self.router.late = None
         self.summary.decisions += 1
@@ -458,7 +450,7 @@ class MultiLiveRunner:
                 f"the terminal's bar {when} is not the bar forming at {self.forming[1]}: "
                 "its history changed under the run; start a new journal"
             )
-        new = {}
+        new = {self.main: row.to_frame().T.astype(float).set_axis(pd.DatetimeIndex([when]), axis=0)}
         for key in self.views.feeds:
             if key == self.main:
                 continue
@@ -466,46 +458,46 @@ class MultiLiveRunner:
             if key[1] == self.main[1]:
                 got = got[got.index <= when]  # bars of the timeline after this one arrive with it
             new[key] = got
-        own = {name: (row if name == self.main[0] else new[(name, self.main[1])]) for name in self.symbols}
-        rows = {
-            name: (r if isinstance(r, pd.Series) else (r.loc[when] if when in r.index else None))
-            for name, r in own.items()
-        }
+        rows = {}
+        for name in self.symbols:
+            frame = new[(name, self.main[1])]
+            rows[name] = frame.loc[when] if when in frame.index else None
         if self.forming is None:  # closed before it was decided on (unreachable, or its quote refused)
             self.summary.missed += 1
-            quotes = {
-                n: None
-                if r is None
-                else Quote(float(r["open"]), float(r["open"]) + float(r["spread"]) * self._point(n))
-                for n, r in rows.items()
-            }
+            quotes = {n: None if r is None else self._open_quote(n, r) for n, r in rows.items()}
             self._begin(when, quotes, missed=True)
         t = self.forming[0]
-        if self.paper is not None:
-            self.paper.close_bar(
-                t,
-                {
-                    n: None if r is None else Closed(float(r["high"]), float(r["low"]), float(r["close"]))
-                    for n, r in rows.items()
-                },
-            )
-        self.views.append(
-            self.main, row.to_frame().T.astype(float).set_axis(pd.DatetimeIndex([when]), axis=0)
-        )
-        for key, frame in new.items():
-            if len(frame):
-                self.views.append(key, frame)
-        self.forming = None
-        self.t += 1
         closed = {
-            n: None if r is None else {c: float(r[c]) for c in ("open", "high", "low", "close", "spread")}
+            n: None if r is None else Closed(float(r["high"]), float(r["low"]), float(r["close"]))
             for n, r in rows.items()
         }
-        self.journal.write("bar", bar=t, time=when, bars=closed)
+        self.close_bar(t, closed, new)
+        feeds = {f"{k[0]} {k[1]}": history_record(frame) for k, frame in new.items() if len(frame)}
+        self.journal.write(
+            "bar", bar=t, time=when, bars={n: r and r._asdict() for n, r in closed.items()}, feeds=feeds
+        )
         self.summary.bars_closed += 1
         self._status(when, row)
         if self.s.max_bars is not None and self.summary.bars_closed >= self.s.max_bars:
             raise _Stop
+
+    def close_bar(
+        self, t: int, closed: dict[str, Closed | None], new: dict[tuple[str, str], pd.DataFrame]
+    ) -> None:
+        """Bar ``t`` closed with each symbol's bar (None: it had none) and ``new`` closed bars per feed (a
+        resumed run's replay calls it too)."""
+        if self.paper is not None:
+            self.paper.close_bar(t, closed)
+        for key, frame in new.items():
+            if len(frame):
+                self.views.append(key, frame)
+        self.forming = None
+        self.t = t + 1
+
+    def _open_quote(self, name: str, row: pd.Series) -> Quote:
+        """A missed bar's open and spread as its quote (the backtest's fill prices of that bar)."""
+        bid = float(row["open"])
+        return Quote(bid, bid + float(row["spread"]) * self._point(name))
 
     def _point(self, name: str) -> float:
         return float(self.views.feeds[(name, self.main[1])].meta.point)

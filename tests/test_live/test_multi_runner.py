@@ -149,3 +149,20 @@ def test_an_ea_symbol_the_terminal_does_not_know_is_refused_by_name(mt5_server, 
     with pytest.raises(LiveError, match="XAUEUR"):
         multi_runner(mt5_server[1], sim, journal, ea=Odd, params={}, max_bars=2).run()
     assert not journal.exists() or journal.stat().st_size == 0  # refused before the run began
+
+
+def test_a_resumed_paper_run_books_as_one_run_did(mt5_server, sim, tmp_path):
+    from test_live.conftest import START
+
+    whole = multi_runner(mt5_server[1], sim, tmp_path / "whole.jsonl", ea=Basket, params={}, max_bars=20)
+    whole.run()
+    sim.market.set_now(START)
+    journal = tmp_path / "split.jsonl"
+    multi_runner(mt5_server[1], sim, journal, ea=Basket, params={}, max_bars=8).run()
+    resumed = multi_runner(mt5_server[1], sim, journal, ea=Basket, params={}, max_bars=12)
+    resumed.run()
+    assert resumed.summary.resumed
+    a = whole.paper.brokers["EURUSD"].deals_frame()
+    b = resumed.paper.brokers["EURUSD"].deals_frame()
+    assert len(a) >= 6
+    pd.testing.assert_frame_equal(a, b)

@@ -294,6 +294,8 @@ def order_send(request):
         SIM.set_error(RES_E_INVALID_PARAMS)
         return None
     lost = SIM.book.lose_reply()
+    if lost == 1:  # RES_S_OK: this one's reply arrives (a plan (1, -10005) loses only the second's)
+        return answer
     if lost == 0:
         raise ConnectionResetError("order_send: the link dropped before the reply (simulated)")
     if lost is not None:
