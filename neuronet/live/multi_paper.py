@@ -69,6 +69,10 @@ class MultiPaper:
     def __len__(self) -> int:
         return len(self.brokers[self.main].market)
 
+    def lacked(self) -> dict[str, int]:
+        """Per symbol, the bars of the timeline it had none of (the report's "Bars lacked")."""
+        return {name: int(sum(closed)) for name, closed in self._closed.items()}
+
     def _gaps(self, name: str) -> None:
         """The bars at which ``name`` had none of its own, over its grown market."""
         market = self.brokers[name].market

@@ -43,6 +43,7 @@ class MultiJournal:
     account: dict | None = None  # live: the first account record (who the run traded as)
     halted_day: int | None = None
     unresolved: dict[str, dict] = field(default_factory=dict)
+    stopped: dict | None = None  # the last stop record
 
 
 def identity_of(start: dict) -> dict:
@@ -88,6 +89,8 @@ def read_multi(path: Path, records: JournalRecords) -> MultiJournal:
             out.frames[key] = feed_frame(rec, _meta(meta, specs, key), f"{where} line {rec.get('_line')}")
         elif kind in EVENTS and rec.get("source") != "terminal":
             out.events.append(rec)
+        elif kind == "stop":
+            out.stopped = rec
         elif kind == "account" and out.account is None:
             out.account = rec
         elif rec.get("source") == "terminal":

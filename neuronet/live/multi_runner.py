@@ -333,8 +333,12 @@ class MultiLiveRunner:
                 self.forming[0],
                 len(again),
             )
+            # A bar that has closed since is decided late: on a live account the requests not sent yet
+            # are refused (its open cannot be traded any more), never sent at the price now.
+            fetched = self._fetch(self.main, self.bars.feed.time[-1])
+            self._market_bar = fetched.final_until
             self.ctx.replay = again
-            self._decide(*self.forming, missed=False)
+            self._decide(*self.forming, missed=fetched.final_until > self.forming[1])
 
     def _record_trade(self, record: dict) -> None:
         kind = "result" if "retcode" in record else "request"

@@ -179,3 +179,19 @@ def test_a_killed_process_resumed_sends_only_what_was_not_sent(port, sim, tmp_pa
     assert read_journal(journal)[-1]["type"] != "stop"  # no clean stop: killed
     live_runner(port, sim, journal, ea=BuyAll, bars=1, per_symbol=ROOMY).run()
     assert _sent(sim) == {"EURUSD": 1, "GBPUSD": 1, "USDJPY": 1}
+
+
+def test_a_bar_cut_short_that_closed_while_stopped_sends_nothing_at_the_price_now(port, sim, tmp_path):
+    """Resumed three hours later, the bar cut short has closed: its requests not sent are refused (10021),
+    not sent at today's price, and the one sent before the stop is not sent again."""
+    STOP["midway"] = False
+    journal = tmp_path / "live.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        live_runner(port, sim, journal, ea=StopMidway, bars=3, per_symbol=ROOMY).run()
+    sim.market.advance(3 * 3600)
+    live_runner(port, sim, journal, ea=StopMidway, bars=1, per_symbol=ROOMY).run()
+    recs = read_journal(journal)
+    resumed = next(i for i, r in enumerate(recs) if r["type"] == "resume")
+    first = [r for r in recs[resumed:] if r["type"] == "result" and r.get("source") != "terminal"][:2]
+    assert [(r["symbol"], r["retcode"]) for r in first] == [("GBPUSD", 10021), ("USDJPY", 10021)]
+    assert _sent(sim) == {"EURUSD": 1}  # the run stops as the late bar closes: nothing else was sent

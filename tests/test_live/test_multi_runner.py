@@ -166,3 +166,72 @@ def test_a_resumed_paper_run_books_as_one_run_did(mt5_server, sim, tmp_path):
     b = resumed.paper.brokers["EURUSD"].deals_frame()
     assert len(a) >= 6
     pd.testing.assert_frame_equal(a, b)
+
+
+def test_the_report_of_a_multi_symbol_paper_journal_is_the_backtests_with_a_symbol_column(
+    mt5_server, sim, tmp_path
+):
+    from neuronet.live.report import journal_result
+
+    journal = tmp_path / "basket.jsonl"
+    run = multi_runner(mt5_server[1], sim, journal, ea=Basket, params={}, max_bars=30)
+    run.run()
+    got = journal_result(journal)
+    source = TerminalSource("127.0.0.1", mt5_server[1], retries=0, timeout=10.0)
+    OPEN_SOURCES.append(source)
+    candles = {}
+    for name in Basket.symbols:
+        feed = run.views.feeds[(name, "H1")]
+        df = source.fetch(name, "H1").frame
+        candles[name] = df[(df.index >= feed.time[0]) & (df.index <= feed.time[-1])]
+    start = read_journal(journal)[0]
+    specs = {k: SymbolSpec(**v) for k, v in start["specs"].items()}
+    fs = candles["EURUSD"].index[start["forward_start"]]
+    want = Backtest(candles, Basket, account=AccountConfig(), forward=fs, specs=specs).run()
+    cols = [
+        "symbol",
+        "type",
+        "lots",
+        "entry_time",
+        "entry_price",
+        "exit_time",
+        "exit_price",
+        "exit_reason",
+        "net_profit",
+    ]
+    assert set(got.trades["symbol"]) == set(Basket.symbols)
+    pd.testing.assert_frame_equal(
+        got.trades[cols].reset_index(drop=True), want.trades[cols].reset_index(drop=True), check_dtype=False
+    )
+    assert got.stats["total_net_profit"] == want.stats["total_net_profit"]
+    for name in Basket.symbols:
+        assert got.data["symbols"][name]["trades"] == want.data["symbols"][name]["trades"]
+        assert got.data["symbols"][name]["net_profit"] == want.data["symbols"][name]["net_profit"]
+
+
+def test_a_crossed_quote_of_one_symbol_closes_its_market_for_that_bar_only(
+    mt5_server, sim, tmp_path, bad_quotes
+):
+    """A hostile terminal answers GBPUSD's quote at the first bar's open with an ask below the bid: that bar
+    has no GBPUSD market on paper (the backtest's "market closed", 10018); EURUSD and USDJPY trade."""
+    bad_quotes("{}", "{'ask': 0.5}", "{}")  # EURUSD, GBPUSD, USDJPY at the first open, in that order
+    journal = tmp_path / "j.jsonl"
+    run = multi_runner(mt5_server[1], sim, journal, ea=Basket, params={}, max_bars=1)
+    run.run()
+    recs = read_journal(journal)
+    first = next(r for r in recs if r["type"] == "open")
+    assert first["quotes"]["GBPUSD"] is None and first["quotes"]["EURUSD"] is not None
+    results = {r["symbol"]: r["retcode"] for r in recs if r["type"] == "result"}
+    assert results["GBPUSD"] == 10018 and results["EURUSD"] == results["USDJPY"] == 10009
+    assert set(run.paper.brokers["EURUSD"].deals_frame()["symbol"]) == {"EURUSD", "USDJPY"}
+
+
+def test_two_runs_on_one_multi_symbol_journal_are_refused(mt5_server, sim, tmp_path):
+    from neuronet.live.journal import Journal
+
+    journal = tmp_path / "j.jsonl"
+    multi_runner(mt5_server[1], sim, journal, ea=Basket, params={}, max_bars=1).run()
+    size = journal.stat().st_size
+    with Journal(journal), pytest.raises(JournalError, match="in use by another run"):
+        multi_runner(mt5_server[1], sim, journal, ea=Basket, params={}, max_bars=1).run()
+    assert journal.stat().st_size == size
