@@ -544,12 +544,31 @@ class MultiLiveRunner:
         )
 
     # -- the stop --------------------------------------------------------------------------------------------
+    def _closing_quotes(self) -> bool:
+        """Paper: every symbol's quote ``--close-on-exit`` closes at, set on the paper account (False when
+        one is refused: the positions are left as they are). A live account closes at the terminal's price."""
+        if self.paper is None:
+            return True
+        when = self._now()
+        try:
+            quotes = {name: self._quote(name, when) for name in self.symbols}
+        except QuoteError as exc:
+            message = f"{exc}: positions left open at the stop"
+            log.warning("%s", message)
+            self.journal.write("warning", bar=self._bar(), message=message)
+            return False
+        self.paper.set_tick(quotes)
+        self.journal.write(
+            "tick", bar=self._bar(), time=when, quotes={k: [q.bid, q.ask] for k, q in quotes.items()}
+        )
+        return True
+
     def _finish(self, reason: str, deinit: bool = True) -> None:
         if self.ea is None or self.ctx is None:
             return
         closed = 0
         try:
-            if self.s.close_on_exit:
+            if self.s.close_on_exit and self._closing_quotes():
                 closed = self.ctx.close(None, self.ea.magic)
             if deinit:
                 self.ea.mark_run(

@@ -25,14 +25,14 @@ from strategies.trend_filter import TrendFilterEA
 PARAMS = {"daily": 3, "hourly": 4, "lots": 0.1}
 
 
-def multi_runner(port, sim, journal, ea=TrendFilterEA, params=PARAMS, **settings):
+def multi_runner(port, sim, journal, ea=TrendFilterEA, params=PARAMS, sleep=None, **settings):
     settings.setdefault("history_bars", 200)
     settings.setdefault("max_bars", 30)
     source = TerminalSource("127.0.0.1", port, retries=0, timeout=10.0)
     OPEN_SOURCES.append(source)
     main_tf = (ea.timeframes or ("H1",))[0]
     s = LiveSettings(ea.symbols[0], Timeframe.parse(main_tf), journal, **settings)
-    return MultiLiveRunner(ea, params, source, s, sleep=sim.sleep, status=lambda line: None)
+    return MultiLiveRunner(ea, params, source, s, sleep=sleep or sim.sleep, status=lambda line: None)
 
 
 class Probe(ExpertAdvisor):
@@ -209,12 +209,18 @@ def test_the_report_of_a_multi_symbol_paper_journal_is_the_backtests_with_a_symb
         assert got.data["symbols"][name]["net_profit"] == want.data["symbols"][name]["net_profit"]
 
 
-def test_a_crossed_quote_of_one_symbol_closes_its_market_for_that_bar_only(
-    mt5_server, sim, tmp_path, bad_quotes
+@pytest.mark.parametrize(
+    "gbpusd",
+    ["{'ask': 0.5}", "{'time': 2000000000}", "{'bid': float('nan')}", "None"],
+    ids=["crossed", "stamped-in-2033", "nan", "none"],
+)
+def test_a_hostile_quote_of_one_symbol_closes_its_market_for_that_bar_only(
+    mt5_server, sim, tmp_path, bad_quotes, gbpusd
 ):
-    """A hostile terminal answers GBPUSD's quote at the first bar's open with an ask below the bid: that bar
-    has no GBPUSD market on paper (the backtest's "market closed", 10018); EURUSD and USDJPY trade."""
-    bad_quotes("{}", "{'ask': 0.5}", "{}")  # EURUSD, GBPUSD, USDJPY at the first open, in that order
+    """A hostile terminal answers GBPUSD's quote at the first bar's open with an ask below the bid, a time
+    years ahead, a NaN or nothing: that bar has no GBPUSD market on paper (the backtest's "market closed",
+    10018); EURUSD and USDJPY trade."""
+    bad_quotes("{}", gbpusd, "{}")  # EURUSD, GBPUSD, USDJPY at the first open, in that order
     journal = tmp_path / "j.jsonl"
     run = multi_runner(mt5_server[1], sim, journal, ea=Basket, params={}, max_bars=1)
     run.run()
@@ -235,3 +241,43 @@ def test_two_runs_on_one_multi_symbol_journal_are_refused(mt5_server, sim, tmp_p
     with Journal(journal), pytest.raises(JournalError, match="in use by another run"):
         multi_runner(mt5_server[1], sim, journal, ea=Basket, params={}, max_bars=1).run()
     assert journal.stat().st_size == size
+
+
+def test_close_on_exit_closes_every_symbol_at_its_own_quote_then(mt5_server, sim, tmp_path):
+    journal = tmp_path / "j.jsonl"
+    run = multi_runner(mt5_server[1], sim, journal, ea=Basket, params={}, max_bars=5, close_on_exit=True)
+    run.run()
+    assert run.ctx.positions() == []
+    recs = read_journal(journal)
+    quotes = [r for r in recs if r["type"] == "tick"][-1]["quotes"]
+    deals = run.paper.brokers["EURUSD"].deals_frame()
+    exits = deals[deals["entry"] == "out"].groupby("symbol").tail(1)
+    assert set(exits["symbol"]) == set(Basket.symbols)
+    for _, deal in exits.iterrows():
+        bid, ask = quotes[deal["symbol"]]
+        assert deal["price"] == pytest.approx(bid if deal["type"] == "sell" else ask, abs=1e-9)
+
+
+class Ticks(ExpertAdvisor):
+    """Records, at each tick, every symbol's bid as the EA reads it."""
+
+    symbols = ("EURUSD", "GBPUSD")
+    timeframes = ("H1",)
+    seen: ClassVar[list] = []
+
+    def on_tick(self, tick) -> None:
+        type(self).seen.append((tick.bid, self.bid_of("EURUSD"), self.bid_of("GBPUSD")))
+
+
+def test_on_tick_sees_every_symbols_quote(mt5_server, sim, tmp_path):
+    Ticks.seen = []
+    journal = tmp_path / "j.jsonl"
+
+    def sleep(_):  # a poll: twenty minutes of the terminal's time
+        sim.market.advance(1200)
+
+    multi_runner(mt5_server[1], sim, journal, ea=Ticks, params={}, max_bars=3, sleep=sleep).run()
+    ticks = [r["quotes"] for r in read_journal(journal) if r["type"] == "tick"]
+    assert len(ticks) >= 4 and len(Ticks.seen) == len(ticks)
+    for (main, eur, gbp), quotes in zip(Ticks.seen, ticks, strict=True):
+        assert main == eur == quotes["EURUSD"][0] and gbp == quotes["GBPUSD"][0]
