@@ -281,3 +281,25 @@ def test_on_tick_sees_every_symbols_quote(mt5_server, sim, tmp_path):
     assert len(ticks) >= 4 and len(Ticks.seen) == len(ticks)
     for (main, eur, gbp), quotes in zip(Ticks.seen, ticks, strict=True):
         assert main == eur == quotes["EURUSD"][0] and gbp == quotes["GBPUSD"][0]
+
+
+def test_a_paper_run_stopped_in_the_middle_of_a_bar_and_resumed_books_as_one_that_never_stopped(
+    mt5_server, sim, tmp_path
+):
+    from test_live.conftest import START
+    from test_live.multi_eas import STOP, StopMidway
+
+    STOP["midway"] = True  # never stops
+    whole = multi_runner(mt5_server[1], sim, tmp_path / "whole.jsonl", ea=StopMidway, params={}, max_bars=6)
+    whole.run()
+    sim.market.set_now(START)
+    STOP["midway"] = False  # stops once, after the first symbol's order of the first bar
+    journal = tmp_path / "split.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        multi_runner(mt5_server[1], sim, journal, ea=StopMidway, params={}, max_bars=6).run()
+    resumed = multi_runner(mt5_server[1], sim, journal, ea=StopMidway, params={}, max_bars=6)
+    resumed.run()
+    a = whole.paper.brokers["EURUSD"].deals_frame()
+    b = resumed.paper.brokers["EURUSD"].deals_frame()
+    assert len(a) == 3 * 6  # every symbol bought at every bar, once
+    pd.testing.assert_frame_equal(a, b)
