@@ -37,8 +37,7 @@ class _Book:
     """The journal's bars and paper account, brought to its end by ``multi_resume.replay`` (what a
     resumed runner does, without an EA or a terminal)."""
 
-    def __init__(self, path: Path, frames: dict, main: tuple[str, str], specs: dict, account: AccountConfig):
-        self.s = type("Settings", (), {"journal": path})
+    def __init__(self, frames: dict, main: tuple[str, str], specs: dict, account: AccountConfig):
         hist = frames[main]
         self.views = LiveViews(frames, main, LiveBars(hist, meta_of(hist)).feed)
         self.main = main
@@ -72,8 +71,8 @@ def multi_result(path: str | Path, records: JournalRecords, result_of) -> Result
         )
     state = read_multi(path, records)
     main = (str(start["symbol"]), str(start["timeframe"]))
-    book = _Book(path, state.frames, main, state.specs, AccountConfig(**start["account"]))
-    replay(book, state.events)
+    book = _Book(state.frames, main, state.specs, AccountConfig(**start["account"]))
+    replay(book, state.events, path)
     if book.forming is not None:  # decided, not closed: the report ends at the last closed bar
         raise JournalError(
             f"journal {path}: it ends inside bar {book.forming[0]}; resume the run to close it, then report"

@@ -121,7 +121,7 @@ def _meta(main: CandleMeta, specs: dict[str, SymbolSpec], key: tuple[str, str]) 
     return CandleMeta(key[0], Timeframe.parse(key[1]), digits, main.clock, source=main.source)
 
 
-def replay(run: Any, events: list[dict]) -> list[dict] | None:
+def replay(run: Any, events: list[dict], journal: Path) -> list[dict] | None:
     """Bring ``run`` (a ``MultiLiveRunner`` being resumed) to where its journal ends: every bar opened and
     closed again on its views and paper account, and on paper every request made again (each must give
     the answer journaled). Returns the requests journaled for a bar whose ``on_bar`` the stop cut short
@@ -130,7 +130,7 @@ def replay(run: Any, events: list[dict]) -> list[dict] | None:
     decided: set[int] = set()
     made: list[dict] = []  # the EA's requests of the bar forming, with their journaled answers
     for rec in events:
-        kind, where = rec["type"], f"journal {run.s.journal} line {rec.get('_line')}"
+        kind, where = rec["type"], f"journal {journal} line {rec.get('_line')}"
         try:
             if kind == "open":
                 if int(rec["bar"]) != run.t:

@@ -280,7 +280,7 @@ class MultiLiveRunner:
         self.ctx = MultiLiveContext(trading, self.bars, self.journal.write, self._now, self._bar)
         again: list[dict] = []
         if state is not None:
-            again = replay(self, state.events)
+            again = replay(self, state.events, Path(s.journal))
             self.journal.write(
                 "resume",
                 after_bar=self.t - 1,
