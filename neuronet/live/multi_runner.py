@@ -222,11 +222,15 @@ class MultiLiveRunner:
                 f"the terminal has {len(main_hist)} closed {self.main[0]} {self.main[1]} bars; "
                 "a live run needs history to start from"
             )
-        first = main_hist.index[0]
+        # The timeline is the main chart's history: another symbol's bars on its timeframe from the first
+        # to the last of it (the terminal's clock moves while the symbols are read one after the other: a
+        # bar read later is taken as it closes, never ahead of the main chart).
+        first, last = main_hist.index[0], main_hist.index[-1]
         for key, df in frames.items():
-            frames[key] = (
-                main_hist if key == self.main else df[df.index >= first] if key[1] == self.main[1] else df
-            )
+            if key == self.main:
+                frames[key] = main_hist
+            elif key[1] == self.main[1]:
+                frames[key] = df[(df.index >= first) & (df.index <= last)]
         empty = [f"{k[0]} {k[1]}" for k, df in frames.items() if k[1] == self.main[1] and not len(df)]
         if empty:
             raise LiveError(f"the terminal has no closed {', '.join(empty)} bars since {first}")

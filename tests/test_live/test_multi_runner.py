@@ -303,3 +303,26 @@ def test_a_paper_run_stopped_in_the_middle_of_a_bar_and_resumed_books_as_one_tha
     b = resumed.paper.brokers["EURUSD"].deals_frame()
     assert len(a) == 3 * 6  # every symbol bought at every bar, once
     pd.testing.assert_frame_equal(a, b)
+
+
+def test_the_command_line_runs_a_multi_symbol_ea_on_paper_with_a_clock_moving_while_it_reads_history(
+    mt5_server, sim, tmp_path, monkeypatch
+):
+    """``neuronet live TrendFilterEA`` against the simulated terminal, its clock running by itself (ten
+    hours a second), as the README's example runs it. The clock moved while the symbols' histories were
+    read one after the other: GBPUSD's and USDJPY's went past EURUSD's last bar, the paper account's
+    timeline with them, and the first bar decided "did not follow the last bar"."""
+    from cli_table import invoke
+    from test_live.conftest import START
+
+    monkeypatch.chdir(tmp_path)
+    sim.market.run_clock(START, 36_000)
+    argv = ["live", "TrendFilterEA", "-p", "daily=3", "-p", "hourly=4", "-o", f"port={mt5_server[1]}",
+            "--history", "100", "--poll", "0.05", "--max-bars", "3"]  # fmt: skip
+    code, text = invoke(argv)
+    assert code == 0, text
+    assert "TrendFilterEA paper on EURUSD, GBPUSD, USDJPY on H1, D1" in text
+    assert "stopped after 3 bars" in text
+    journal = tmp_path / "journals" / "TrendFilterEA-EURUSD+GBPUSD+USDJPY-H1+D1-paper.jsonl"
+    start = read_journal(journal)[0]
+    assert start["symbols"] == ["EURUSD", "GBPUSD", "USDJPY"] and start["timeframes"] == ["H1", "D1"]
