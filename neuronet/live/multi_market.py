@@ -1,6 +1,6 @@
-"""What a multi-symbol live run reads of the terminal besides bars: the EA's declared symbols and
-timeframes, each symbol's specification, and each symbol's quote, checked (``quotes``) before anything is
-decided or filled at it."""
+"""What a multi-symbol live run reads of the terminal: the EA's declared symbols and timeframes, each
+symbol's specification, the first history of every (symbol, timeframe), and each symbol's quote, checked
+(``quotes``) before anything is decided or filled at it."""
 
 from __future__ import annotations
 
@@ -81,3 +81,43 @@ def checked_quote(
     if bounds is not None:
         bounds.check_prices(symbol, bid, ask)
     return Quote(bid, ask)
+
+
+def first_history(
+    fetch: Callable[[tuple[str, str], Any], Any],
+    symbols: tuple[str, ...],
+    timeframes: tuple[str, ...],
+    history_bars: int,
+) -> tuple[dict[tuple[str, str], pd.DataFrame], Any]:
+    """A new run's closed bars of every (symbol, timeframe) (``fetch(key, None)``: the terminal's), and the
+    main chart's fetch (its ``final_until`` is the bar forming now). The main chart keeps its last
+    ``history_bars`` (0: all); the timeline is its history: another symbol's bars on the main timeframe
+    from its first to its last bar (the terminal's clock moves while the symbols are read one after the
+    other: a bar read later is taken when it closes, never ahead of the main chart)."""
+    main = (symbols[0], timeframes[0])
+    frames: dict[tuple[str, str], pd.DataFrame] = {}
+    fetched_main = None
+    for name in symbols:
+        for tf in timeframes:
+            fetched = fetch((name, tf), None)
+            frames[(name, tf)] = fetched.frame
+            if (name, tf) == main:
+                fetched_main = fetched
+    main_hist = frames[main]
+    if history_bars:
+        main_hist = main_hist.iloc[-history_bars:]
+    if len(main_hist) < 2:
+        raise LiveError(
+            f"the terminal has {len(main_hist)} closed {main[0]} {main[1]} bars; "
+            "a live run needs history to start from"
+        )
+    first, last = main_hist.index[0], main_hist.index[-1]
+    for key, df in frames.items():
+        if key == main:
+            frames[key] = main_hist
+        elif key[1] == main[1]:
+            frames[key] = df[(df.index >= first) & (df.index <= last)]
+    empty = [f"{k[0]} {k[1]}" for k, df in frames.items() if k[1] == main[1] and not len(df)]
+    if empty:
+        raise LiveError(f"the terminal has no closed {', '.join(empty)} bars since {first}")
+    return frames, fetched_main

@@ -37,7 +37,7 @@ from neuronet.live.identity import check_magic, check_same_account, terminal_acc
 from neuronet.live.journal import Journal, JournalRecords, json_ready
 from neuronet.live.limits import AccountState
 from neuronet.live.multi_context import MultiLiveContext, TerminalRouter
-from neuronet.live.multi_market import checked_quote, declared, quote_bounds, terminal_specs
+from neuronet.live.multi_market import checked_quote, declared, first_history, quote_bounds, terminal_specs
 from neuronet.live.multi_paper import Closed, MultiPaper, Quote
 from neuronet.live.multi_resume import MultiJournal, check_identity, read_multi, replay
 from neuronet.live.multi_views import LiveViews
@@ -206,34 +206,8 @@ class MultiLiveRunner:
         of the main chart (its ``final_until`` is the bar forming now)."""
         s = self.s
         specs = self._specs()
-        frames: dict[tuple[str, str], pd.DataFrame] = {}
-        fetched_main = None
-        for name in self.symbols:
-            for tf in self.timeframes:
-                fetched = self._fetch((name, tf), None)
-                frames[(name, tf)] = fetched.frame
-                if (name, tf) == self.main:
-                    fetched_main = fetched
+        frames, fetched_main = first_history(self._fetch, self.symbols, self.timeframes, s.history_bars)
         main_hist = frames[self.main]
-        if s.history_bars:
-            main_hist = main_hist.iloc[-s.history_bars :]
-        if len(main_hist) < 2:
-            raise LiveError(
-                f"the terminal has {len(main_hist)} closed {self.main[0]} {self.main[1]} bars; "
-                "a live run needs history to start from"
-            )
-        # The timeline is the main chart's history: another symbol's bars on its timeframe from the first
-        # to the last of it (the terminal's clock moves while the symbols are read one after the other: a
-        # bar read later is taken as it closes, never ahead of the main chart).
-        first, last = main_hist.index[0], main_hist.index[-1]
-        for key, df in frames.items():
-            if key == self.main:
-                frames[key] = main_hist
-            elif key[1] == self.main[1]:
-                frames[key] = df[(df.index >= first) & (df.index <= last)]
-        empty = [f"{k[0]} {k[1]}" for k, df in frames.items() if k[1] == self.main[1] and not len(df)]
-        if empty:
-            raise LiveError(f"the terminal has no closed {', '.join(empty)} bars since {first}")
         start = {
             **self.identity(),
             "params": self.ea_class.resolve_params(self.params),
