@@ -181,6 +181,7 @@ BAD: dict[str, tuple[str, ...]] = {
     "live --max-bars": (*COUNT, HUGE),
     "live --max-lots": POSITIVE,
     "live --max-positions": (*COUNT, HUGE),
+    "live --max-account-positions": (*COUNT, HUGE),
     "live --max-daily-loss": POSITIVE,
     "live --allow-symbol": ("", " "),
     "live --kill-switch": ("", "<dir>"),
@@ -627,3 +628,4 @@ def install_stops(patch) -> None:
     for work in ("session", "monte_carlo", "permutation_test", "prediction_robustness"):
         patch(backtests.robustness.analysis, work, stop(f"the robustness analysis started ({work})"))
     patch(neuronet.commands.live.LiveRunner, "_start", stop("the live session reached the terminal"))
+    patch(neuronet.commands.live.MultiLiveRunner, "_start", stop("the live session reached the terminal"))

@@ -28,6 +28,7 @@ from cli_table import (
     pending,
     prepare_files,
 )
+from test_datafeeds.conftest import mt5_server  # noqa: F401 - the simulated terminal's server
 
 
 def test_every_option_has_an_entry():
@@ -290,3 +291,66 @@ def test_a_generative_chain_beyond_32_bits_is_refused_at_once(files, empty_folde
     """``deep sample --chain 1e20`` ran the Gibbs chain until it was stopped."""
     code, text = invoke(["deep", "sample", files["model"], "--backend", "numpy", "--chain", HUGE])
     assert (code, text) == (2, f"error: --chain {HUGE}: must be 0-2147483647\n")
+
+
+_MULTI_EAS = """
+from strategies.trend_filter import TrendFilterEA
+
+
+class Odd(TrendFilterEA):
+    symbols = ("EURUSD", "XAUEUR")
+
+
+class NoDaily(TrendFilterEA):
+    symbols = ("EURUSD", "GBPUSD")
+
+
+class Seven(TrendFilterEA):
+    timeframes = ("H1", "H7")
+"""
+_LIMITS = ["--max-lots", "1", "--max-positions", "1", "--max-daily-loss", "100"]
+
+
+@pytest.mark.parametrize(
+    ("ea", "extra", "line"),
+    [
+        ("eas.py:Odd", [], "error: Odd trades XAUEUR: the terminal has no symbol 'XAUEUR'"),
+        ("eas.py:NoDaily", [],
+         "error: NoDaily reads GBPUSD D1: the terminal at 127.0.0.1:{port} has no GBPUSD D1 history"),
+        ("eas.py:Seven", [], "error: Seven.timeframes: "),
+        ("TrendFilterEA", ["--live", *_LIMITS, "--allow-symbol", "EURUSD", "--allow-symbol", "USDJPY"],
+         "error: --live: GBPUSD is not among --allow-symbol EURUSD, USDJPY (TrendFilterEA trades EURUSD, "
+         "GBPUSD, USDJPY); nothing was sent"),
+        ("TrendFilterEA", ["--symbol", "GBPUSD"],
+         "error: --symbol GBPUSD: TrendFilterEA declares its own main chart EURUSD H1"),
+        ("TrendFilterEA", ["--max-account-positions", "2"],
+         "error: --max-account-positions is a limit of --live; a paper run has none"),
+    ],
+)  # fmt: skip
+def test_a_multi_symbol_live_run_refuses_what_it_cannot_trade_before_anything_is_sent(
+    mt5_server,  # noqa: F811 - the imported fixture
+    ea,
+    extra,
+    line,
+    empty_folder,
+):
+    """An EA symbol the terminal does not know, a timeframe it cannot give (no history of it, or none
+    MetaTrader has), a symbol not in --allow-symbol: one line each, no journal, no order."""
+    import rpyc
+
+    (empty_folder / "eas.py").write_text(_MULTI_EAS)
+    control = rpyc.classic.connect(*mt5_server)
+    sim = control.modules.MetaTrader5.SIM
+    sim.reset()
+    sim.configure(no_history=(("GBPUSD", 16408),))  # TIMEFRAME_D1
+    try:
+        argv = ["live", ea, "-o", f"port={mt5_server[1]}", "--poll", "0", "--max-bars", "1", *extra]
+        code, text = invoke(argv)
+        assert sim.call_count("order_send") == 0
+    finally:
+        sim.reset()
+        control.close()
+    lines = text.strip().splitlines()
+    assert code == 2 and lines[-1].startswith(line.format(port=mt5_server[1])), text
+    journals = empty_folder / "journals"
+    assert all(p.stat().st_size == 0 for p in journals.glob("*.jsonl"))  # nothing journaled

@@ -37,7 +37,8 @@ from neuronet.commands.options import BrokerTz, Force, Opts, data_request, flag,
 from neuronet.commands.summary import print_summary
 from neuronet.live.credentials import load as load_credentials
 from neuronet.live.errors import LiveError
-from neuronet.live.limits import Limits
+from neuronet.live.limits import AccountLimits, Limits
+from neuronet.live.multi_runner import MultiLiveRunner
 from neuronet.live.report import journal_result
 from neuronet.live.runner import LiveRunner, LiveSettings
 from neuronet.live.terminal_trade import TerminalTrade
@@ -73,10 +74,22 @@ JournalArg = Annotated[
 def live(
     ea: EaArg,
     journal_arg: JournalArg = None,
-    symbol: Annotated[str, typer.Option("--symbol", help="Symbol to trade.", parser=values.text)] = "EURUSD",
+    symbol: Annotated[
+        str | None,
+        typer.Option(
+            "--symbol",
+            help="Symbol to trade (default EURUSD; a multi-symbol EA's is its first declared one).",
+            parser=values.text,
+        ),
+    ] = None,
     timeframe: Annotated[
-        str, typer.Option("--timeframe", help="Bar timeframe, e.g. H1.", parser=values.timeframe)
-    ] = "H1",
+        str | None,
+        typer.Option(
+            "--timeframe",
+            help="Bar timeframe, e.g. H1 (default H1; a multi-timeframe EA's is its first declared one).",
+            parser=values.timeframe,
+        ),
+    ] = None,
     opt: Opts = None,
     broker_tz: BrokerTz = None,
     paper: Annotated[
@@ -144,17 +157,35 @@ def live(
     margin_hedged: MarginHedged = None,
     max_lots: Annotated[
         float | None,
-        typer.Option("--max-lots", help="--live: most lots per order.", parser=values.positive),
+        typer.Option(
+            "--max-lots",
+            help="--live: most lots per order (per symbol of a multi-symbol EA).",
+            parser=values.positive,
+        ),
     ] = None,
     max_positions: Annotated[
         int | None,
-        typer.Option("--max-positions", help="--live: most open positions.", min=1, max=values.MAX_COUNT),
+        typer.Option(
+            "--max-positions",
+            help="--live: most open positions and pending orders (per symbol of a multi-symbol EA).",
+            min=1,
+            max=values.MAX_COUNT,
+        ),
+    ] = None,
+    max_account_positions: Annotated[
+        int | None,
+        typer.Option(
+            "--max-account-positions",
+            help="--live, multi-symbol EAs: most open positions and pending orders of all symbols together.",
+            min=1,
+            max=values.MAX_COUNT,
+        ),
     ] = None,
     max_daily_loss: Annotated[
         float | None,
         typer.Option(
             "--max-daily-loss",
-            help="--live: loss of the day (deposit currency) that stops trading.",
+            help="--live: loss of the day (deposit currency, the whole account) that stops trading.",
             parser=values.positive,
         ),
     ] = None,
@@ -206,12 +237,8 @@ def live(
     cls = resolve_ea(ea)
     params = _params(param or [], cls)
     cls.resolve_params(params)  # a bad -p fails here, before the terminal is reached
-    if len(cls.symbols) > 1 or len(cls.timeframes) > 1:
-        raise LiveError(
-            f"{cls.__name__} reads {', '.join(cls.symbols or ('its symbol',))} on "
-            f"{', '.join(cls.timeframes or ('its timeframe',))}: live trading runs one symbol and timeframe "
-            "per runner for now (backtest, optimise and walk-forward take several)"
-        )
+    multi = len(cls.symbols) > 1 or len(cls.timeframes) > 1
+    symbol, timeframe = _main_chart(cls, symbol, timeframe, multi)
     account = account_settings(
         deposit=deposit,
         leverage=leverage,
@@ -225,7 +252,8 @@ def live(
     source = _source(opt, broker_tz, credentials)
     tf = Timeframe.parse(timeframe)
     mode = "paper" if paper else "live"
-    path = journal or Path("journals") / _file_name(f"{cls.__name__}-{symbol}-{tf.name}-{mode}.jsonl")
+    chart = "+".join(cls.symbols) + "-" + "+".join(cls.timeframes) if multi else f"{symbol}-{tf.name}"
+    path = journal or Path("journals") / _file_name(f"{cls.__name__}-{chart}-{mode}.jsonl")
     if path.is_dir():  # the journal refuses these too; said here before the run is announced
         raise LiveError(f"--journal: journal {path} is a directory; give a file name")
     if path.exists() and not path.is_file():
@@ -259,13 +287,28 @@ def live(
                 "--" + ("allow-symbol" if k == "symbols" else k.replace("_", "-")) for k in missing
             )
             raise LiveError(f"--live trades real money and needs explicit limits: give {options}")
-        if symbol not in limits["symbols"]:
-            raise LiveError(f"--live: {symbol} is not among --allow-symbol {', '.join(limits['symbols'])}")
-        trading = _terminal_trading(limits, kill_switch, deviation)
-    typer.echo(
-        f"{cls.__name__} {mode} on {symbol} {tf.name} at {source.cache_feed()}; journal {path}; Ctrl-C stops"
-    )
-    runner = LiveRunner(cls, params, source, settings, trading=trading, status=typer.echo)
+        traded = cls.symbols if multi else (symbol,)
+        refused = [s for s in traded if s not in limits["symbols"]]
+        if refused:
+            verb = "is" if len(refused) == 1 else "are"
+            raise LiveError(
+                f"--live: {', '.join(refused)} {verb} not among --allow-symbol "
+                f"{', '.join(limits['symbols'])} ({cls.__name__} trades {', '.join(traded)}); "
+                "nothing was sent"
+            )
+        state = (lambda: runner.account_state()) if multi else None
+        trading = _terminal_trading(limits, kill_switch, deviation, max_account_positions, state)
+    elif max_account_positions is not None:
+        raise LiveError("--max-account-positions is a limit of --live; a paper run has none")
+    if max_account_positions is not None and not multi:
+        raise LiveError(
+            f"--max-account-positions caps several symbols together; {cls.__name__} trades {symbol} only: "
+            "give --max-positions"
+        )
+    what = f"{', '.join(cls.symbols)} on {', '.join(cls.timeframes)}" if multi else f"{symbol} {tf.name}"
+    typer.echo(f"{cls.__name__} {mode} on {what} at {source.cache_feed()}; journal {path}; Ctrl-C stops")
+    make = MultiLiveRunner if multi else LiveRunner
+    runner = make(cls, params, source, settings, trading=trading, status=typer.echo)
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a service manager's stop: as clean as Ctrl-C
     try:
         summary = runner.run()
@@ -288,9 +331,34 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _terminal_trading(limits: dict, kill_switch: Path | None, deviation: int) -> Any:
-    """The terminal trade context of ``--live`` (``neuronet.live.terminal_trade``) under its limits."""
-    checked = Limits(**limits, kill_switch=kill_switch)
+def _main_chart(cls: type, symbol: str | None, timeframe: str | None, multi: bool) -> tuple[str, str]:
+    """The main chart: ``--symbol``/``--timeframe`` (EURUSD H1 by default), or a multi-symbol EA's first
+    declared symbol and timeframe (options naming another one are refused, not silently overridden)."""
+    if not multi:
+        return symbol or "EURUSD", timeframe or "H1"
+    main = (cls.symbols or (symbol or "EURUSD",))[0]
+    main_tf = str((cls.timeframes or (timeframe or "H1",))[0]).upper()
+    for option, given, declared in (("--symbol", symbol, main), ("--timeframe", timeframe, main_tf)):
+        if given is not None and given.upper() != declared.upper():
+            raise LiveError(
+                f"{option} {given}: {cls.__name__} declares its own main chart {main} {main_tf} (symbols "
+                f"{', '.join(cls.symbols or (main,))}; timeframes {', '.join(cls.timeframes or (main_tf,))})"
+            )
+    return main, main_tf
+
+
+def _terminal_trading(
+    limits: dict,
+    kill_switch: Path | None,
+    deviation: int,
+    account_positions: int | None = None,
+    account: Any = None,
+) -> Any:
+    """The terminal trade context of ``--live`` (``neuronet.live.terminal_trade``) under its limits; with
+    ``account`` (a multi-symbol run's ``account_state``) also under the account-wide ones."""
+    checked: Any = Limits(**limits, kill_switch=kill_switch)
+    if account is not None:
+        checked = AccountLimits(checked, account_positions, account)
 
     def make(source: TerminalSource, symbol: str, magic: int, record: Any, *, market: Any) -> TerminalTrade:
         return TerminalTrade(

@@ -21,7 +21,8 @@ Closing, deleting pending orders and moving stops are always allowed, so a halte
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from neuronet.errors import NeuronetError
@@ -134,3 +135,48 @@ class Limits:
             "symbols": list(self.symbols),
             "kill_switch": None if self.kill_switch is None else str(self.kill_switch),
         }
+
+
+@dataclass(frozen=True)
+class AccountState:
+    """The whole account's side of the limits (every symbol of the run): its exposures (positions, pending
+    orders and requests whose reply was lost) and today's P&L in deposit currency."""
+
+    exposures: int
+    day_pnl: float
+
+
+class AccountLimits:
+    """A multi-symbol run's limits: ``per_symbol`` (``Limits``: lots per order and positions per symbol,
+    the allowed symbols, the kill switch) checked with the account's daily P&L, plus ``max_positions``
+    across every symbol (None: no account-wide cap). ``state`` reads the account now (every symbol's
+    trade context), so the daily loss halts every symbol at once, whichever lost."""
+
+    def __init__(self, per_symbol: Limits, max_positions: int | None, state: Callable[[], AccountState]):
+        if max_positions is not None and (
+            isinstance(max_positions, bool) or not isinstance(max_positions, int) or max_positions < 1
+        ):
+            raise LimitsError(
+                f"limit max_account_positions must be a whole number >= 1, got {max_positions!r}"
+            )
+        self.per_symbol, self.max_positions, self._state = per_symbol, max_positions, state
+        self.max_daily_loss = per_symbol.max_daily_loss
+
+    def check(self, request: Request, state: TradeState) -> str | None:
+        account = self._state()
+        reason = self.per_symbol.check(request, replace(state, day_pnl=account.day_pnl))
+        if reason is not None:
+            return reason
+        if self.max_positions is not None and account.exposures >= self.max_positions:
+            return (
+                f"{account.exposures} open positions and pending orders on the account already: the "
+                f"account-wide limit is {self.max_positions}"
+            )
+        return None
+
+    def daily_loss_reached(self, day_pnl: float) -> bool:
+        """The account's P&L of the day, not one symbol's, is what the daily loss limit counts."""
+        return self.per_symbol.daily_loss_reached(self._state().day_pnl)
+
+    def to_dict(self) -> dict:
+        return {**self.per_symbol.to_dict(), "max_account_positions": self.max_positions}

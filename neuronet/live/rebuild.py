@@ -68,7 +68,7 @@ class _Closed:
         self.times.append(when)
 
 
-def _lost_reply(unresolved: dict[str, dict], in_flight: dict[str, dict], note: dict) -> None:
+def follow_lost_reply(unresolved: dict[str, dict], in_flight: dict[str, dict], note: dict) -> None:
     """Follow the terminal's requests whose reply was lost: "unresolved" until "recovered" or "not
     executed" (a resumed live run looks the rest up again, ``TerminalTrade.restore_unresolved``). A
     "request" without its "result" (``in_flight``) was being sent when the run was killed: its outcome is
@@ -91,7 +91,7 @@ def _lost_reply(unresolved: dict[str, dict], in_flight: dict[str, dict], note: d
         unresolved.pop(tag, None)
 
 
-def _frame(columns: dict, times: list, meta: CandleMeta, where: str) -> pd.DataFrame:
+def bars_frame(columns: dict, times: list, meta: CandleMeta, where: str) -> pd.DataFrame:
     try:
         index = pd.to_datetime(times, utc=True)
         return make_frame({c: np.asarray(columns[c], dtype=np.float64) for c in COLUMNS}, index, meta)
@@ -114,7 +114,7 @@ def read_state(path: str, records: Iterable[dict], *, paper: bool | None = None)
     history = next((r for r in records if r["type"] == "history"), None)  # the record after the start
     if history is None:
         raise JournalError(f"{where}: no history record (the run stopped before its first bar)")
-    hist = _frame(
+    hist = bars_frame(
         history,
         [pd.Timestamp(int(s), unit="s", tz="UTC") for s in history.get("time", [])],
         meta,
@@ -174,7 +174,7 @@ def read_state(path: str, records: Iterable[dict], *, paper: bool | None = None)
                 state.account = rec
             elif kind == "request" and (rec.get("terminal") or {}).get("event") == "halted":
                 state.halted_day = int(rec["terminal"]["day"])
-            _lost_reply(state.unresolved, in_flight, rec.get("terminal") or {})
+            follow_lost_reply(state.unresolved, in_flight, rec.get("terminal") or {})
         except JournalError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a field of the wrong kind
@@ -182,7 +182,7 @@ def read_state(path: str, records: Iterable[dict], *, paper: bool | None = None)
     for tag, note in in_flight.items():  # killed while sending: looked up, counted open, never sent again
         state.unresolved.setdefault(tag, note)
     if closed:
-        run = _frame(closed.columns, closed.times, meta, where)
+        run = bars_frame(closed.columns, closed.times, meta, where)
         state.bars = pd.concat([hist, run])
         state.bars.attrs = hist.attrs
     return state

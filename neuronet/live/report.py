@@ -25,6 +25,7 @@ from neuronet.live import retcodes
 from neuronet.live.account_report import terminal_ledger
 from neuronet.live.errors import JournalError
 from neuronet.live.journal import JournalRecords
+from neuronet.live.multi_report import is_multi, multi_result
 from neuronet.live.rebuild import JournalState, read_state
 from strategies.bars import BarFeed
 
@@ -41,6 +42,8 @@ def journal_result(path: str | Path, terminal: Any = None) -> Result:
             f"journal {path} is of a 'live' run: its report is made from the terminal's deal history; give "
             "the terminal's address (-o host=... -o port=...) as for 'neuronet live'"
         )
+    if is_multi(start):
+        return multi_result(path, records, _result)
     state = read_state(str(path), records)
     last = len(state.bars) - 1
     if last < state.forward_start:

@@ -140,7 +140,8 @@ def test_ctrl_c_stops_cleanly_and_leaves_the_journal_resumable(port, clock, tmp_
             "EURUSD is not among --allow-symbol GBPUSD",
         ),
         (("live", "NoSuchEA"), "unknown EA"),
-        (("live", "TrendFilterEA"), "live trading runs one symbol and timeframe per runner for now"),
+        (("live", "TrendFilterEA", "--timeframe", "M5"), "--timeframe M5: TrendFilterEA declares its own"),
+        (("live", "SmaCrossEA", "--max-account-positions", "2"), "--max-account-positions is a limit of"),
     ],
 )
 def test_user_errors_are_one_line(tmp_path, args, message):

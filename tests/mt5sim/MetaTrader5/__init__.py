@@ -93,6 +93,15 @@ def _valid_timeframe(timeframe) -> bool:
     return valid
 
 
+def _served(symbol, timeframe) -> bool:
+    """False (and "call failed") for a (symbol, timeframe) the terminal is switched to hold no bars of
+    (``SIM.configure(no_history=...)``: a broker's symbol without that history)."""
+    if (str(symbol), int(timeframe)) in SIM.no_history:
+        SIM.set_error(RES_E_FAIL)
+        return False
+    return True
+
+
 def last_error():
     return SIM.error
 
@@ -232,7 +241,7 @@ def _capped(rates: np.ndarray, count: int) -> np.ndarray:
 @_api()
 def copy_rates_from(symbol, timeframe, date_from, count):
     """The ``count`` bars up to and including ``date_from`` (capped at maxbars), oldest first."""
-    if _spec(symbol) is None or not _valid_timeframe(timeframe):
+    if _spec(symbol) is None or not _valid_timeframe(timeframe) or not _served(symbol, timeframe):
         return None
     rates, _ = market.history(symbol, int(timeframe))
     end = np.searchsorted(rates["time"], _seconds(date_from), side="right")
@@ -243,7 +252,7 @@ def copy_rates_from(symbol, timeframe, date_from, count):
 @_api()
 def copy_rates_from_pos(symbol, timeframe, start_pos, count):
     """Bars counted back from the forming bar (position 0), oldest first; None past the history."""
-    if _spec(symbol) is None or not _valid_timeframe(timeframe):
+    if _spec(symbol) is None or not _valid_timeframe(timeframe) or not _served(symbol, timeframe):
         return None
     rates, _ = market.history(symbol, int(timeframe))
     end = len(rates) - int(start_pos)
@@ -257,7 +266,7 @@ def copy_rates_from_pos(symbol, timeframe, start_pos, count):
 @_api()
 def copy_rates_range(symbol, timeframe, date_from, date_to):
     """Bars opening in ``[date_from, date_to]``; past maxbars the answer stops at the cap (oldest first)."""
-    if _spec(symbol) is None or not _valid_timeframe(timeframe):
+    if _spec(symbol) is None or not _valid_timeframe(timeframe) or not _served(symbol, timeframe):
         return None
     rates, _ = market.history(symbol, int(timeframe))
     lo = np.searchsorted(rates["time"], _seconds(date_from), side="left")
@@ -294,6 +303,8 @@ def order_send(request):
         SIM.set_error(RES_E_INVALID_PARAMS)
         return None
     lost = SIM.book.lose_reply()
+    if lost == 1:  # RES_S_OK: this one's reply arrives (a plan (1, -10005) loses only the second's)
+        return answer
     if lost == 0:
         raise ConnectionResetError("order_send: the link dropped before the reply (simulated)")
     if lost is not None:

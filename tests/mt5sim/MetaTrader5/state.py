@@ -32,6 +32,7 @@ class SimState:
             self.init_error: int | None = None
             self.failures: list[tuple[str, int, int]] = []
             self.delays: dict[str, float] = {}
+            self.no_history: set[tuple[str, int]] = set()  # (symbol, timeframe) with no bars at all
             self.calls: Counter[str] = Counter()
             self.begun: Counter[str] = Counter()  # calls received, counted before any delay
             self.error = (RES_S_OK, ERROR_MESSAGES[RES_S_OK])
@@ -46,13 +47,16 @@ class SimState:
         fail: tuple[tuple[str, int, int], ...] = (),
         delay: tuple[tuple[str, float], ...] = (),
         trade: dict | None = None,
+        no_history: tuple[tuple[str, int], ...] = (),
     ) -> None:
         """Set switches. ``fail``: ``(function, nth_call, error_code)`` — the nth call from now fails with
         that ``last_error()`` code; code 0 makes it raise ``ConnectionResetError`` instead (a dropped link).
         ``delay``: ``(function, seconds)`` — that function sleeps before answering (a stalled terminal).
         ``trade``: the trade server's switches, ``trading.Book.configure``'s keywords (requotes, lost
-        replies, market closed, ...)."""
+        replies, market closed, ...). ``no_history``: ``(symbol, timeframe)`` pairs the terminal serves no
+        bars of (a timeframe it cannot give for that symbol)."""
         with self.lock:
+            self.no_history.update((str(name), int(tf)) for name, tf in no_history)
             if maxbars is not None:
                 self.maxbars = int(maxbars)
             if logged_in is not None:
@@ -94,4 +98,5 @@ if os.environ.get("MT5SIM"):
         fail=tuple(tuple(f) for f in _cfg.get("fail", ())),
         delay=tuple(tuple(d) for d in _cfg.get("delay", ())),
         trade=_cfg.get("trade"),
+        no_history=tuple(tuple(p) for p in _cfg.get("no_history", ())),
     )

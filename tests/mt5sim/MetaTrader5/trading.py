@@ -23,8 +23,8 @@ Switches (``Book.configure``; a new book, as ``SIM.reset()`` makes, has none): `
 (False: a server that drops request comments from positions and deals);
 ``requotes``/``price_changes``: the next n deals answer 10004/10020 after the price moved by
 ``requote_points`` (signed points); ``lost_replies``: error codes for the next deals that execute and then
-lose their reply (0: the link drops, ``ConnectionResetError``; else ``None`` with that ``last_error()``
-code, such as an IPC timeout)."""
+lose their reply (0: the link drops, ``ConnectionResetError``; 1: this deal's reply arrives, so that a plan
+can lose a later deal's only; else ``None`` with that ``last_error()`` code, such as an IPC timeout)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,123 @@
+"""What a multi-symbol live run reads of the terminal: the EA's declared symbols and timeframes, each
+symbol's specification, the first history of every (symbol, timeframe), and each symbol's quote, checked
+(``quotes``) before anything is decided or filled at it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from datafeeds.symbols import SpecError, spec_from_symbol_info
+from datafeeds.terminal_errors import UnknownSymbolError
+from datafeeds.timeframes import Timeframe
+from neuronet.live.errors import LiveError
+from neuronet.live.multi_paper import Quote
+from neuronet.live.quotes import QuoteBounds, QuoteError, check_prices, check_time
+
+Retrying = Callable[[str, Callable[[], Any]], Any]  # the runner's terminal call, retried after a drop
+
+
+def declared(ea_class: Any, symbol: str, timeframe: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The EA's symbols and timeframes (class attributes; empty: ``symbol``/``timeframe``), checked: names,
+    distinct, timeframes MetaTrader has."""
+    symbols = tuple(str(s).strip() for s in ea_class.symbols) or (symbol,)
+    frames = tuple(str(t).strip().upper() for t in ea_class.timeframes) or (timeframe,)
+    for kind, names in (("symbols", symbols), ("timeframes", frames)):
+        if not all(names) or len(set(names)) != len(names):
+            raise LiveError(f"{ea_class.__name__}.{kind}: distinct names, not {names!r}")
+    for tf in frames:
+        try:
+            Timeframe.parse(tf)
+        except ValueError as exc:
+            raise LiveError(f"{ea_class.__name__}.timeframes: {exc}") from None
+    return symbols, frames
+
+
+def terminal_specs(source: Any, symbols: tuple[str, ...], ea: str, retrying: Retrying) -> dict:
+    """Each symbol's specification from the terminal's ``symbol_info`` (the paper account's terms: digits,
+    contract size, currencies, swaps, volume limits); a symbol the terminal does not know is refused."""
+    specs = {}
+    for name in symbols:
+        info, _ = retrying(f"reading {name}", lambda n=name: source.call("symbol_info", n))
+        if info is None:
+            raise LiveError(f"{ea} trades {name}: the terminal has no symbol {name!r}")
+        try:
+            specs[name] = spec_from_symbol_info(info)
+        except SpecError as exc:
+            raise LiveError(str(exc)) from None
+    return specs
+
+
+def quote_bounds(feed: Any, market_bar: pd.Timestamp | None, seconds: int) -> QuoteBounds | None:
+    """A symbol's quote is checked against the bar the terminal forms and its closed bars' price band
+    (``QuoteBounds``); None before either is known."""
+    if market_bar is None or feed is None or not len(feed):
+        return None
+    return QuoteBounds.of(
+        feed.column("high"), feed.column("low"), feed.column("close")[-1], market_bar, seconds
+    )
+
+
+def checked_quote(
+    source: Any,
+    symbol: str,
+    bar_open: pd.Timestamp,
+    seconds: int,
+    bounds: QuoteBounds | None,
+    retrying: Retrying,
+) -> Quote:
+    """``symbol``'s quote for the bar opened at ``bar_open``: one that is missing, not a price, crossed, at
+    a time far from that bar or at prices far from the recent bars is a ``QuoteError``."""
+    try:
+        when, bid, ask = retrying(f"reading the {symbol} quote", lambda: source.tick(symbol))
+    except UnknownSymbolError as exc:
+        raise QuoteError(str(exc)) from None
+    except (TypeError, ValueError, OverflowError, AttributeError) as exc:
+        raise QuoteError(f"the terminal's {symbol} quote cannot be read ({exc})") from None
+    bid, ask = check_prices(symbol, bid, ask)
+    check_time(symbol, when, bar_open, seconds)
+    if bounds is not None:
+        bounds.check_prices(symbol, bid, ask)
+    return Quote(bid, ask)
+
+
+def first_history(
+    fetch: Callable[[tuple[str, str], Any], Any],
+    symbols: tuple[str, ...],
+    timeframes: tuple[str, ...],
+    history_bars: int,
+) -> tuple[dict[tuple[str, str], pd.DataFrame], Any]:
+    """A new run's closed bars of every (symbol, timeframe) (``fetch(key, None)``: the terminal's), and the
+    main chart's fetch (its ``final_until`` is the bar forming now). The main chart keeps its last
+    ``history_bars`` (0: all); the timeline is its history: another symbol's bars on the main timeframe
+    from its first to its last bar (the terminal's clock moves while the symbols are read one after the
+    other: a bar read later is taken when it closes, never ahead of the main chart)."""
+    main = (symbols[0], timeframes[0])
+    frames: dict[tuple[str, str], pd.DataFrame] = {}
+    fetched_main = None
+    for name in symbols:
+        for tf in timeframes:
+            fetched = fetch((name, tf), None)
+            frames[(name, tf)] = fetched.frame
+            if (name, tf) == main:
+                fetched_main = fetched
+    main_hist = frames[main]
+    if history_bars:
+        main_hist = main_hist.iloc[-history_bars:]
+    if len(main_hist) < 2:
+        raise LiveError(
+            f"the terminal has {len(main_hist)} closed {main[0]} {main[1]} bars; "
+            "a live run needs history to start from"
+        )
+    first, last = main_hist.index[0], main_hist.index[-1]
+    for key, df in frames.items():
+        if key == main:
+            frames[key] = main_hist
+        elif key[1] == main[1]:
+            frames[key] = df[(df.index >= first) & (df.index <= last)]
+    empty = [f"{k[0]} {k[1]}" for k, df in frames.items() if k[1] == main[1] and not len(df)]
+    if empty:
+        raise LiveError(f"the terminal has no closed {', '.join(empty)} bars since {first}")
+    return frames, fetched_main

@@ -1,0 +1,565 @@
+"""The live lifecycle of a multi-symbol, multi-timeframe EA: one runner, the EA's symbols and timeframes.
+
+As the backtest runs it (``backtests.multi_replay``): the main chart is the first declared symbol on the
+first declared timeframe; a new main-chart bar triggers ``on_bar``, and ``data(symbol, timeframe)`` shows
+each symbol's bars closed at that moment (``strategies.views``: a D1 bar only once it closed on the broker's
+clock; a symbol whose bar has not arrived yet shows its last closed bar). Bars come from the terminal's
+rates (``TerminalSource.fetch``: only bars before the one forming), never from the local clock. Decisions
+are made at each symbol's live quote; a symbol whose quote is missing or stale at a bar's open has no
+market then (the backtest's flat bar: "market closed").
+
+Paper (default) books on the backtest's multi-symbol account (``multi_paper``); a live account trades
+through one ``TerminalTrade`` per symbol (``multi_context.TerminalRouter``), each under its symbol's limits
+and the account's (``limits.AccountLimits``). Every request is journaled with its symbol before it is
+sent; the lost-replies logic looks a request up by symbol, comment and magic before anything is sent
+again. The journal's identity names the EA's symbols and timeframes: a journal of another symbol set is
+refused, as another EA's is.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from backtests.periods import Periods
+from datafeeds.candles import meta_of
+from datafeeds.terminal import TerminalSource
+from datafeeds.terminal_errors import NoBarsError, TerminalConnectionError, TerminalError, UnknownSymbolError
+from neuronet.live.context import LiveBars
+from neuronet.live.errors import LiveError
+from neuronet.live.identity import check_magic, check_same_account, terminal_account
+from neuronet.live.journal import Journal, JournalRecords, json_ready
+from neuronet.live.limits import AccountState
+from neuronet.live.multi_context import MultiLiveContext, TerminalRouter
+from neuronet.live.multi_market import checked_quote, declared, first_history, quote_bounds, terminal_specs
+from neuronet.live.multi_paper import Closed, MultiPaper, Quote
+from neuronet.live.multi_resume import MultiJournal, check_identity, read_multi, replay
+from neuronet.live.multi_views import LiveViews
+from neuronet.live.quotes import QuoteBounds, QuoteError
+from neuronet.live.rebuild import history_record
+from neuronet.live.runner import LiveSettings, LiveSummary
+from strategies.base import ExpertAdvisor, call_hook, make_ea
+from strategies.errors import EARuntimeError
+from strategies.trade import Tick
+
+log = logging.getLogger(__name__)
+
+
+class _Stop(Exception):
+    """Internal: the run reached ``max_bars``."""
+
+
+class MultiLiveRunner:
+    """Run ``ea_class(**params)`` live over its declared symbols and timeframes (see the module docstring).
+
+    ``trading`` (live accounts): the factory ``(source, symbol, magic, record, *, market) -> TerminalTrade``
+    of ``LiveRunner``, called once per symbol. ``settings.symbol``/``timeframe`` are the main chart's."""
+
+    def __init__(
+        self,
+        ea_class: type[ExpertAdvisor],
+        params: dict[str, Any],
+        source: TerminalSource,
+        settings: LiveSettings,
+        *,
+        trading: Callable[..., Any] | None = None,
+        sleep: Callable[[float], None] | None = None,
+        status: Callable[[str], None] | None = None,
+    ):
+        if settings.mode == "live" and trading is None:
+            raise LiveError("a live run needs a trade context factory")
+        if settings.mode == "live":
+            check_magic(ea_class, params)
+        self.symbols, self.timeframes = declared(ea_class, settings.symbol, settings.timeframe.name)
+        if (self.symbols[0], self.timeframes[0]) != (settings.symbol, settings.timeframe.name):
+            raise LiveError(
+                f"{ea_class.__name__}'s main chart is {self.symbols[0]} {self.timeframes[0]}, "
+                f"not {settings.symbol} {settings.timeframe.name} (--symbol/--timeframe)"
+            )
+        self.ea_class, self.params, self.source, self.s = ea_class, dict(params), source, settings
+        self.main = (self.symbols[0], self.timeframes[0])
+        self.main_tf = settings.timeframe
+        self._factory = trading
+        self._sleep = sleep or time.sleep
+        self._emit = status or log.info
+        self.summary = LiveSummary(settings.journal)
+        self._started = False
+        self.journal: Journal | None = None
+        self.views: LiveViews | None = None
+        self.bars: LiveBars | None = None  # the main chart (its feed is the views' main feed)
+        self.paper: MultiPaper | None = None
+        self.router: TerminalRouter | None = None
+        self.ea: ExpertAdvisor | None = None
+        self.ctx: MultiLiveContext | None = None
+        self.forming: tuple[int, pd.Timestamp] | None = None
+        self.t = 0  # bars of the account's timeline so far
+        self._market_bar: pd.Timestamp | None = None
+        self._last_quotes: dict[str, Quote] | None = None
+
+    # -- terminal calls, surviving drops ---------------------------------------------------------------------
+    def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
+        wait = self.s.backoff_s
+        while True:
+            try:
+                return call()
+            except TerminalError as exc:
+                if not self._started or not (exc.transient or isinstance(exc, TerminalConnectionError)):
+                    raise
+                self.summary.reconnects += 1
+                log.warning("%s: %s; trying again in %.1f s", what, exc, wait)
+                self.journal.write("reconnect", during=what, error=str(exc), wait_s=wait)
+                self._sleep(wait)
+                wait = min(max(wait * 2, 0.001), self.s.backoff_max_s)
+
+    def _fetch(self, key: tuple[str, str], after: pd.Timestamp | None):
+        start = None if after is None else after + pd.Timedelta(seconds=1)
+        try:
+            return self._retrying(
+                f"reading {key[0]} {key[1]} bars", lambda: self.source.fetch(key[0], key[1], start)
+            )
+        except (UnknownSymbolError, NoBarsError) as exc:
+            if self._started:
+                raise
+            raise LiveError(f"{self.ea_class.__name__} reads {key[0]} {key[1]}: {exc}") from None
+
+    def _specs(self) -> dict:
+        return terminal_specs(self.source, self.symbols, self.ea_class.__name__, self._retrying)
+
+    def bounds(self, symbol: str) -> Callable[[], QuoteBounds | None]:
+        """What a ``symbol`` quote is checked against now (``multi_market.quote_bounds``)."""
+
+        def read() -> QuoteBounds | None:
+            feed = self.views.feeds[(symbol, self.main[1])] if self.views is not None else None
+            return quote_bounds(feed, self._market_bar, self.main_tf.seconds)
+
+        return read
+
+    def _quote(self, symbol: str, bar_open: pd.Timestamp) -> Quote:
+        return checked_quote(
+            self.source, symbol, bar_open, self.main_tf.seconds, self.bounds(symbol)(), self._retrying
+        )
+
+    def account_state(self) -> AccountState:
+        """Every symbol's exposures and today's P&L together (``limits.AccountLimits``)."""
+        if self.router is None:
+            return AccountState(0, 0.0)
+        trades = list(self.router.trades.values())
+        held = sum(len(t.positions()) + len(t.orders()) + t.possibly_open() for t in trades)
+        day = trades[0].server_day()
+        return AccountState(held, sum(t.day_pnl(day) for t in trades))
+
+    # -- the run ---------------------------------------------------------------------------------------------
+    def identity(self) -> dict:
+        """What makes a journal this run's: the EA, its parameters, its symbols and timeframes, the mode."""
+        return {
+            "ea": self.ea_class.__name__,
+            "params": json_ready(self.ea_class.resolve_params(self.params)),
+            "symbol": self.main[0],
+            "timeframe": self.main[1],
+            "symbols": list(self.symbols),
+            "timeframes": list(self.timeframes),
+            "mode": self.s.mode,
+        }
+
+    def run(self) -> LiveSummary:
+        """Run until ``max_bars`` main-chart bars closed or Ctrl-C (re-raised after a clean stop); an
+        existing journal of this run is resumed."""
+        path = Path(self.s.journal)
+        journal = Journal(path)
+        try:
+            state = None
+            if path.stat().st_size:
+                records = JournalRecords(path)
+                check_identity(path, records.start, self.identity(), self.s.account)
+                state = read_multi(path, records)
+                if self.s.mode == "live":  # only on the account it was written on
+                    who = self._retrying("reading the account", lambda: terminal_account(self.source))
+                    check_same_account(path, state.account, who, "give a new --journal")
+        except BaseException:
+            journal.close()
+            raise
+        self.journal = journal
+        try:
+            self._start(state)
+            self._loop()
+        except KeyboardInterrupt:
+            self.summary.interrupted = True
+            self._finish("interrupted")
+            raise
+        except _Stop:
+            self._finish("max_bars")
+        except BaseException as exc:
+            self._finish(f"error: {type(exc).__name__}", deinit=not isinstance(exc, EARuntimeError))
+            raise
+        finally:
+            self.journal.close()
+        return self.summary
+
+    def _history(self) -> tuple[dict, dict, Any]:
+        """A new run's specifications and history of every (symbol, timeframe), journaled; and the fetch
+        of the main chart (its ``final_until`` is the bar forming now)."""
+        s = self.s
+        specs = self._specs()
+        frames, fetched_main = first_history(self._fetch, self.symbols, self.timeframes, s.history_bars)
+        main_hist = frames[self.main]
+        start = {
+            **self.identity(),
+            "params": self.ea_class.resolve_params(self.params),
+            "meta": meta_of(main_hist).to_dict(),
+            "account": asdict(s.account),
+            "specs": {name: asdict(spec) for name, spec in specs.items()},
+            "forward_start": len(main_hist),
+            "study_bars": s.study_bars,
+            "started": pd.Timestamp.now(tz="UTC"),
+        }
+        histories = [
+            ("history", {"symbol": k[0], "timeframe": k[1], **history_record(df)}) for k, df in frames.items()
+        ]
+        self.journal.write_all(("start", start), *histories)
+        return specs, frames, fetched_main
+
+    def _start(self, state: MultiJournal | None) -> None:
+        s = self.s
+        if state is None:
+            specs, frames, fetched = self._history()
+            self._market_bar = fetched.final_until
+            fs = len(frames[self.main])
+        else:
+            self.summary.resumed = True
+            specs, frames, fs = state.specs, state.frames, int(state.start["forward_start"])
+        main_hist = frames[self.main]
+        self.bars = LiveBars(main_hist, meta_of(main_hist))
+        self.views = LiveViews(frames, self.main, self.bars.feed)
+        self.t = len(main_hist)
+        self.ea = make_ea(self.ea_class, self.params)
+        if s.mode == "paper":
+            history = {name: frames[(name, self.main[1])] for name in self.symbols}
+            self.paper = MultiPaper(history, specs, s.account)
+            trading: Any = self.paper.context
+        else:
+            self._retrying("connecting", self.source.link)
+            trades = {
+                name: self._factory(
+                    self.source, name, self.ea.magic, self._record_trade, market=self.bounds(name)
+                )
+                for name in self.symbols
+            }
+            self.router = trading = TerminalRouter(trades, self.main[0])
+            if state is not None and state.halted_day is not None:
+                self.router.restore_halt(state.halted_day)  # a restart does not lift the day's halt
+            if state is not None and state.unresolved:
+                self.router.restore_unresolved(state.unresolved)  # looked up by symbol, never sent again
+        self.ctx = MultiLiveContext(trading, self.bars, self.journal.write, self._now, self._bar)
+        again: list[dict] = []
+        if state is not None:
+            again = replay(self, state.events, Path(s.journal))
+            self.journal.write(
+                "resume",
+                after_bar=self.t - 1,
+                forming=None if self.forming is None else self.forming[0],
+                at=pd.Timestamp.now(tz="UTC"),
+            )
+            log.info("resuming %s after bar %d", s.journal, self.t - 1)
+        if self.router is not None:
+            acc = self._retrying("reading the account", self.router.account)
+            who = self._retrying("reading the account", lambda: terminal_account(self.source))
+            self.journal.write(
+                "account",
+                magic=int(self.ea.magic),
+                balance=acc.balance,
+                currency=acc.currency,
+                leverage=acc.leverage,
+                login=int(who.login),
+                server=str(who.server),
+            )
+        self.periods = Periods(self.t, fs, s.study_bars).for_ea(int(self.ea.retrain_every))
+        self.ea.attach(self.ctx, self.bars.feed.bars, None, views=self.views)
+        call_hook(self.ea, "on_init", where="before the first live bar")
+        self.bars.show(self.ea)  # the main chart's indicators first (it reveals every closed main bar)
+        now = (
+            self.forming[1]
+            if self.forming
+            else self.bars.feed.time[-1] + pd.Timedelta(self.main_tf.seconds, "s")
+        )
+        self.views.advance(int(now.value))
+        at = self.periods.last_training(self.t - 1) if state is not None else self.t
+        a, b = self.periods.study_range(at)
+        when = self.bars.feed.time[at - 1]
+        call_hook(
+            self.ea,
+            "on_study",
+            self.bars.feed.bars.window(a, b),
+            where=f"before bar {at} ({when})",
+            bar=at,
+            time=when,
+        )
+        self._started = True
+        if state is None:
+            self._open_new(fetched.final_until)
+        elif self.forming is not None and again is not None:
+            # Cut short by the stop in the middle of a bar: decided again, and each request already
+            # journaled for it is answered from the journal, not sent again (``MultiLiveContext.replay``).
+            log.warning(
+                "on_bar at bar %d was cut short by the stop: run again, %d request(s) it had made are not "
+                "sent again",
+                self.forming[0],
+                len(again),
+            )
+            # A bar that has closed since is decided late: on a live account the requests not sent yet
+            # are refused (its open cannot be traded any more), never sent at the price now.
+            fetched = self._fetch(self.main, self.bars.feed.time[-1])
+            self._market_bar = fetched.final_until
+            self.ctx.replay = again
+            self._decide(*self.forming, missed=fetched.final_until > self.forming[1])
+
+    def _record_trade(self, record: dict) -> None:
+        kind = "result" if "retcode" in record else "request"
+        self.journal.write(
+            kind, source="terminal", symbol=record.get("request", record).get("symbol"), terminal=record
+        )
+
+    def _now(self) -> pd.Timestamp:
+        return self.forming[1] if self.forming else self.bars.feed.time[-1]
+
+    def _bar(self) -> int:
+        return self.forming[0] if self.forming else self.t - 1
+
+    # -- bars ------------------------------------------------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            last = self.views.feeds[self.main].time[-1]
+            fetched = self._fetch(self.main, last)
+            self._market_bar = fetched.final_until
+            self._resolve_lost()
+            for when, row in fetched.frame.iterrows():
+                self._closed(when, row)
+            if self.forming is None and fetched.final_until > self.views.feeds[self.main].time[-1]:
+                self._open_new(fetched.final_until)
+            elif self.forming is not None and self.ea.wants_ticks():
+                self._on_tick()
+            self._sleep(self.s.poll_s)
+
+    def _resolve_lost(self) -> None:
+        if self.router is None or not self.router.unresolved:
+            return
+        try:
+            self.router.resolve()
+        except (TerminalError, QuoteError) as exc:
+            log.warning("requests whose reply was lost cannot be looked up yet: %s", exc)
+
+    def _quotes(self, when: pd.Timestamp) -> dict[str, Quote | None]:
+        """Every symbol's quote at the open of the bar forming at ``when``; the main symbol's must be good
+        (``QuoteError``), another's that is refused means it has no market at this moment."""
+        quotes: dict[str, Quote | None] = {}
+        for name in self.symbols:
+            try:
+                quotes[name] = self._quote(name, when)
+            except QuoteError as exc:
+                if name == self.main[0]:
+                    raise
+                log.warning("%s: %s: no market for it at %s", name, exc, when)
+                quotes[name] = None
+        return quotes
+
+    def _open_new(self, when: pd.Timestamp) -> None:
+        """The main bar forming at ``when`` begins: decide at every symbol's quote (a refused main quote:
+        look again at the next poll)."""
+        try:
+            quotes = self._quotes(when)
+        except QuoteError as exc:
+            message = f"{exc}: bar {when} is not decided on yet; looking again"
+            log.warning("%s", message)
+            self.journal.write("warning", bar=self.t, message=message)
+            return
+        self._begin(when, quotes, missed=False)
+
+    def _begin(self, when: pd.Timestamp, quotes: dict[str, Quote | None], *, missed: bool) -> None:
+        """Bar ``t`` of the timeline opens at ``when`` at ``quotes`` (journaled), then is decided on."""
+        t = self.t
+        self.open_bar(t, when, quotes)
+        self.journal.write(
+            "open",
+            bar=t,
+            time=when,
+            missed=missed,
+            quotes={k: None if q is None else [q.bid, q.ask] for k, q in quotes.items()},
+        )
+        self._decide(t, when, missed=missed)
+
+    def open_bar(self, t: int, when: pd.Timestamp, quotes: dict[str, Quote | None]) -> None:
+        """The paper account and the run enter bar ``t`` (a resumed run's replay calls it too)."""
+        if self.paper is not None:
+            self.paper.open_bar(when, quotes)
+        self.forming = (t, when)
+
+    def _decide(self, t: int, when: pd.Timestamp, *, missed: bool) -> None:
+        self.bars.show(self.ea)
+        self.views.advance(int(when.value))
+        if self.periods.retrains_at(t):
+            a, b = self.periods.study_range(t)
+            where = f"before bar {t} ({when})"
+            call_hook(self.ea, "on_study", self.bars.feed.bars.window(a, b), where=where, bar=t, time=when)
+        if missed and self.router is not None:
+            self.router.late = (
+                f"bar {when} closed before it was decided on: a live account cannot trade at its open"
+            )
+        try:
+            self.ea.on_bar()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            name = type(self.ea).__name__
+            raise EARuntimeError(name, "on_bar", f"at bar {t} ({when})", exc, t, when) from exc
+        finally:
+            self.ctx.replay = []
+            if self.router is not None:
+                self.router.late = None
+        self.summary.decisions += 1
+        net = {name: sum(p.side * p.lots for p in self.ctx.positions(name)) for name in self.symbols}
+        self.journal.write("decision", bar=t, time=when, positions=net, retcode=self.ctx.last_retcode)
+
+    def _closed(self, when: pd.Timestamp, row: pd.Series) -> None:
+        """The main bar at ``when`` closed: every other feed's bars closed by now are read, the paper account
+        works the bar's range; a bar that closed before it was decided on is decided at its own opens."""
+        if self.forming is not None and self.forming[1] != when:
+            raise LiveError(
+                f"the terminal's bar {when} is not the bar forming at {self.forming[1]}: "
+                "its history changed under the run; start a new journal"
+            )
+        new = {self.main: row.to_frame().T.astype(float).set_axis(pd.DatetimeIndex([when]), axis=0)}
+        for key in self.views.feeds:
+            if key == self.main:
+                continue
+            got = self._fetch(key, self.views.feeds[key].time[-1]).frame
+            if key[1] == self.main[1]:
+                got = got[got.index <= when]  # bars of the timeline after this one arrive with it
+            new[key] = got
+        rows = {}
+        for name in self.symbols:
+            frame = new[(name, self.main[1])]
+            rows[name] = frame.loc[when] if when in frame.index else None
+        if self.forming is None:  # closed before it was decided on (unreachable, or its quote refused)
+            self.summary.missed += 1
+            quotes = {n: None if r is None else self._open_quote(n, r) for n, r in rows.items()}
+            self._begin(when, quotes, missed=True)
+        t = self.forming[0]
+        closed = {
+            n: None if r is None else Closed(float(r["high"]), float(r["low"]), float(r["close"]))
+            for n, r in rows.items()
+        }
+        self.close_bar(t, closed, new)
+        feeds = {f"{k[0]} {k[1]}": history_record(frame) for k, frame in new.items() if len(frame)}
+        self.journal.write(
+            "bar", bar=t, time=when, bars={n: r and r._asdict() for n, r in closed.items()}, feeds=feeds
+        )
+        self.summary.bars_closed += 1
+        self._status(when, row)
+        if self.s.max_bars is not None and self.summary.bars_closed >= self.s.max_bars:
+            raise _Stop
+
+    def close_bar(
+        self, t: int, closed: dict[str, Closed | None], new: dict[tuple[str, str], pd.DataFrame]
+    ) -> None:
+        """Bar ``t`` closed with each symbol's bar (None: it had none) and ``new`` closed bars per feed (a
+        resumed run's replay calls it too)."""
+        if self.paper is not None:
+            self.paper.close_bar(t, closed)
+        for key, frame in new.items():
+            if len(frame):
+                self.views.append(key, frame)
+        self.forming = None
+        self.t = t + 1
+
+    def _open_quote(self, name: str, row: pd.Series) -> Quote:
+        """A missed bar's open and spread as its quote (the backtest's fill prices of that bar)."""
+        bid = float(row["open"])
+        return Quote(bid, bid + float(row["spread"]) * self._point(name))
+
+    def _point(self, name: str) -> float:
+        return float(self.views.feeds[(name, self.main[1])].meta.point)
+
+    def _status(self, when: pd.Timestamp, row: pd.Series) -> None:
+        acc = self.ctx.account()
+        net = " ".join(
+            f"{name} {sum(p.side * p.lots for p in self.ctx.positions(name)):+.2f}" for name in self.symbols
+        )
+        digits = self.bars.feed.meta.digits
+        self._emit(
+            f"{when:%Y-%m-%d %H:%M} {self.main[0]} {self.main[1]} close {float(row['close']):.{digits}f} "
+            f"positions {net} equity {acc.equity:.2f}"
+        )
+
+    def _on_tick(self) -> None:
+        quotes: dict[str, Quote] = {}
+        for name in self.symbols:
+            try:
+                quotes[name] = self._quote(name, self.forming[1])
+            except QuoteError:
+                continue
+        if self.main[0] not in quotes or quotes == self._last_quotes:
+            return
+        self._last_quotes = quotes
+        if self.paper is not None:
+            self.paper.set_tick(quotes)
+        q = quotes[self.main[0]]
+        stamp = self._now()
+        self.journal.write(
+            "tick", bar=self.forming[0], time=stamp, quotes={k: [v.bid, v.ask] for k, v in quotes.items()}
+        )
+        call_hook(
+            self.ea,
+            "on_tick",
+            Tick(stamp, q.bid, q.ask),
+            where=f"at {stamp}",
+            bar=self.forming[0],
+            time=stamp,
+        )
+
+    # -- the stop --------------------------------------------------------------------------------------------
+    def _closing_quotes(self) -> bool:
+        """Paper: every symbol's quote ``--close-on-exit`` closes at, set on the paper account (False when
+        one is refused: the positions are left as they are). A live account closes at the terminal's price."""
+        if self.paper is None:
+            return True
+        when = self._now()
+        try:
+            quotes = {name: self._quote(name, when) for name in self.symbols}
+        except QuoteError as exc:
+            message = f"{exc}: positions left open at the stop"
+            log.warning("%s", message)
+            self.journal.write("warning", bar=self._bar(), message=message)
+            return False
+        self.paper.set_tick(quotes)
+        self.journal.write(
+            "tick", bar=self._bar(), time=when, quotes={k: [q.bid, q.ask] for k, q in quotes.items()}
+        )
+        return True
+
+    def _finish(self, reason: str, deinit: bool = True) -> None:
+        if self.ea is None or self.ctx is None:
+            return
+        closed = 0
+        try:
+            if self.s.close_on_exit and self._closing_quotes():
+                closed = self.ctx.close(None, self.ea.magic)
+            if deinit:
+                self.ea.mark_run(
+                    complete=reason == "max_bars", interrupted=None if reason == "max_bars" else reason
+                )
+                call_hook(self.ea, "on_deinit", where="at the stop")
+        finally:
+            lost = sorted(self.router.unresolved) if self.router is not None else []
+            if lost:
+                message = (
+                    f"stopping with {len(lost)} request(s) whose reply was lost and that the terminal does "
+                    f"not show yet ({', '.join(lost)}): check the terminal"
+                )
+                log.warning("%s", message)
+                self.journal.write("warning", bar=self._bar(), message=message)
+            self.journal.write("stop", reason=reason, closed_on_exit=closed, at=pd.Timestamp.now(tz="UTC"))
