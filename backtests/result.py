@@ -165,3 +165,34 @@ def equity_frame(time, balance, equity, curves: pd.DataFrame | None, account: di
         frame["drawdown_pct"] = np.where(peak > 0, (peak - equity) / peak * 100.0, 0.0)
     frame.index.name = "time"
     return frame
+
+
+@dataclass
+class PassFigures:
+    """What an optimisation pass keeps of a run (``Backtest.run_pass``): its statistics (those asked for,
+    or all), its ``on_tester`` value, and its equity at each forward bar's close (``time``, ``equity``)
+    and on the report's curve (``curve_time``, ``curve_equity``: the start row, the deposit, first)."""
+
+    stats: dict
+    custom_criterion: float | None
+    time: pd.DatetimeIndex
+    equity: np.ndarray
+    curve_time: pd.DatetimeIndex
+    curve_equity: np.ndarray
+    complete: bool
+    interrupted: str | None = None
+
+    @classmethod
+    def of_result(cls, result: Result) -> PassFigures:
+        """A full run's (several symbols run in full)."""
+        curves = result.curves
+        return cls(
+            stats=dict(result.stats),
+            custom_criterion=result.custom_criterion,
+            time=result.time,
+            equity=result.equity["equity"].to_numpy(dtype=np.float64),
+            curve_time=pd.DatetimeIndex(curves.index),
+            curve_equity=curves["equity"].to_numpy(dtype=np.float64),
+            complete=result.complete,
+            interrupted=result.interrupted,
+        )
