@@ -135,11 +135,19 @@ def _bin_ends(stamps: _Stamps, freq: str) -> np.ndarray:
     return ends
 
 
-def _resampled_last(equity: np.ndarray, index: pd.DatetimeIndex, freq: str) -> pd.Series:
+def _resampled_last(equity: np.ndarray, index: pd.DatetimeIndex, freq: str) -> np.ndarray:
     """``Series(equity, index).resample(freq).last().dropna()``'s values: the last equity of each bin."""
     if np.isnan(equity).any():  # bins' last non-NaN values: pandas' own path
-        return pd.Series(equity, index=index).resample(freq).last().dropna().reset_index(drop=True)
-    return pd.Series(equity[_bin_ends(_Stamps(index), freq)])
+        return pd.Series(equity, index=index).resample(freq).last().dropna().to_numpy()
+    return equity[_bin_ends(_Stamps(index), freq)]
+
+
+def _pct_change(values: np.ndarray) -> np.ndarray:
+    """``Series(values).pct_change().dropna()``'s values: each over the one before, less one (NaN dropped:
+    the first, and 0 over 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        change = values[1:] / values[:-1] - 1
+    return change[~np.isnan(change)]
 
 
 class PeerInputs:
@@ -179,7 +187,7 @@ class PeerInputs:
     def day(self) -> pd.Series:
         """Returns of the last equity of each calendar period (day, or week, month, year for such bars)."""
         freq = {7: "W", 31: "ME", 365: "YE"}.get(self.period.days, "D")
-        return _resampled_last(self.equity, self.index, freq).pct_change().dropna()
+        return pd.Series(_pct_change(_resampled_last(self.equity, self.index, freq)))
 
 
 def backtesting_stats(curves: pd.DataFrame, trades: pd.DataFrame, contract_size: float) -> dict:
@@ -313,6 +321,30 @@ def _trading_days_of(stamps: _Stamps, weekends: bool) -> pd.DatetimeIndex:
     return day + pd.to_timedelta(shift, unit="D")
 
 
+def day_closes(index: pd.DatetimeIndex, equity: np.ndarray) -> np.ndarray:
+    """The curve's equity at the start (its first row) and at the end of each trading day after it (the
+    last equity of the day; weekend bars count to the next Monday unless the data trades at weekends)."""
+    _, weekends = _periods_per_year(index[1:])
+    ends = _day_ends(_Stamps(index[1:]), weekends)
+    later = equity[1:]
+    if ends is None or np.isnan(later).any():  # days' last non-NaN values, or days out of order: pandas' path
+        later = pd.Series(later).groupby(trading_days(index[1:], weekends).asi8).last().to_numpy()
+    else:
+        later = later[ends]
+    return np.concatenate((equity[:1], later))
+
+
+@functools.lru_cache(maxsize=8)
+def _day_ends(stamps: _Stamps, weekends: bool) -> np.ndarray | None:
+    """Position of the last bar of each trading day of the index (None unless the days run in order)."""
+    days = _trading_days_of(stamps, weekends).asi8
+    if len(days) == 0 or np.any(days[1:] < days[:-1]):
+        return None
+    ends = np.flatnonzero(np.append(days[1:] != days[:-1], True))
+    ends.flags.writeable = False  # shared by every caller of the cache
+    return ends
+
+
 def trading_day_stats(curves: pd.DataFrame) -> dict:
     """Annualised return, volatility, Sharpe and Sortino as backtesting.py defines them (geometric mean
     daily return compounded over a year), on trading-day returns with the periods per year measured: the
@@ -332,13 +364,12 @@ def _day_figures(index: pd.DatetimeIndex, equity: np.ndarray) -> dict:
         return empty
     _, weekends = _periods_per_year(index[1:])
     days = trading_days(index[1:], weekends)
-    last = pd.Series(equity[1:]).groupby(days.asi8).last()
-    daily = np.concatenate(([equity[0]], last.to_numpy()))
+    daily = day_closes(index, equity)
     rets = pd.Series(daily[1:] / daily[:-1] - 1)
     span = pd.date_range(days[0], days[-1], freq="D")
     if not weekends:
         span = span[span.day_of_week < 5]
-    per_year = len(last) / len(span) * (365.25 if weekends else 365.25 * 5 / 7)
+    per_year = (len(daily) - 1) / len(span) * (365.25 if weekends else 365.25 * 5 / 7)
     if len(rets) < 2:
         return empty
     g = _geometric_mean(rets)

@@ -49,6 +49,7 @@ class TradeColumns:
         if not len(trades):
             empty, stamps = np.empty(0), pd.DatetimeIndex([], tz="UTC")
             return cls(empty, np.empty(0, bool), empty, empty, empty, empty, stamps, stamps)
+
         def column(name: str) -> np.ndarray | None:  # a figure reading an absent column fails on it
             return trades[name].to_numpy(float) if name in trades else None
 

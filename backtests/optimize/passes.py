@@ -18,7 +18,7 @@ import pandas as pd
 
 from backtests.broker import AccountConfig
 from backtests.optimize.criteria import PASS_STATS, Criterion
-from backtests.peers import _periods_per_year, trading_days
+from backtests.peers import day_closes
 from backtests.periods import resolve
 from backtests.replay import Backtest
 from backtests.result import PassFigures
@@ -128,11 +128,7 @@ def daily_returns(index: pd.DatetimeIndex, equity: np.ndarray) -> list[float]:
     series of the Deflated Sharpe Ratio and the SPA test (``backtests.robustness.optimisation``)."""
     if len(index) < 2:
         return []
-    index = pd.DatetimeIndex(index)
-    equity = np.asarray(equity, dtype=np.float64)
-    days = trading_days(index[1:], _periods_per_year(index[1:])[1])
-    last = pd.Series(equity[1:]).groupby(days.asi8).last().to_numpy()
-    daily = np.concatenate(([equity[0]], last))
+    daily = day_closes(pd.DatetimeIndex(index), np.asarray(equity, dtype=np.float64))
     with np.errstate(divide="ignore", invalid="ignore"):
         returns = np.where(daily[:-1] > 0, daily[1:] / daily[:-1] - 1.0, 0.0)
     return [round(float(r), 12) for r in returns]
