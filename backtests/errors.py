@@ -68,3 +68,10 @@ class CurrencyError(NeuronetError, ValueError):
 class SymbolsError(NeuronetError, ValueError):
     """A multi-symbol run's data or declarations that do not fit: a symbol without candles or a
     specification, a timeframe the data cannot give, a conversion no loaded symbol makes."""
+
+
+class StatisticError(NeuronetError, KeyError):
+    """A statistic asked for by a name the report does not have (``backtests.statistics.TABLE``)."""
+
+    def __str__(self) -> str:  # the line itself, not KeyError's quoted repr of it
+        return str(self.args[0]) if self.args else ""

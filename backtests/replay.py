@@ -25,7 +25,7 @@ from backtests import metrics
 from backtests.broker import AccountConfig, Broker
 from backtests.broker.config import check_currency
 from backtests.broker.terms import SymbolTerms
-from backtests.errors import SymbolsError
+from backtests.errors import StatisticError, SymbolsError
 from backtests.paths import (
     COVERAGE,
     M1Path,
@@ -37,7 +37,7 @@ from backtests.paths import (
 )
 from backtests.periods import Periods, resolve
 from backtests.result import PassFigures, Result
-from backtests.scoring import broker_figures, pass_figures
+from backtests.scoring import broker_figures, groups_of, pass_figures
 from backtests.ticks import TickPath
 from datafeeds import meta_of
 from neuronet.errors import NeuronetError
@@ -237,9 +237,13 @@ class Backtest:
         orders, deals and trades tables, the price chart, the prediction scores; like MetaTrader's
         optimisation passes, it calls ``on_tester`` and ``on_deinit`` but not the report's hooks
         (``evaluate_predictions``, ``report_section``, ``describe``). Several symbols run in full."""
+        if isinstance(keys, str):
+            raise StatisticError(f"give the statistics' names as a list, not the string {keys!r}")
+        keys = frozenset(keys)
+        groups_of(keys)  # an unknown name is refused before the run
         if self.multi is not None:
             return PassFigures.of_result(self.multi.run(**params))
-        return self._run(params, frozenset(keys))
+        return self._run(params, keys)
 
     def _run(self, params: dict, keys: frozenset[str] | None) -> Result | PassFigures:
         timings: dict[str, float] = {}

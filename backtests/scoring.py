@@ -14,6 +14,7 @@ period) is worked out once, on first use, by ``Inputs``.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -24,6 +25,7 @@ import pandas as pd
 
 from backtests import metrics, peers
 from backtests.equity_path import path_drawdowns
+from backtests.errors import StatisticError
 from backtests.statistics import TABLE
 
 
@@ -231,9 +233,13 @@ _ORDER = {s.key: k for k, s in enumerate(TABLE)}
 
 def groups_of(keys: Iterable[str]) -> list[Group]:
     """The groups that compute ``keys``, each once; an unknown key is refused by name."""
-    unknown = sorted(set(keys) - _GROUP_OF.keys())
+    keys = list(keys)
+    unknown = sorted({str(k) for k in keys if not isinstance(k, str) or k not in _GROUP_OF})
     if unknown:
-        raise KeyError(f"no statistic named {', '.join(unknown)}")
+        close = difflib.get_close_matches(unknown[0], list(_GROUP_OF), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise StatisticError(f"no statistic named {', '.join(map(repr, unknown))}{hint}; the report's are "
+                             "backtests.statistics.TABLE's keys")  # fmt: skip
     wanted = {id(_GROUP_OF[k]) for k in keys}
     return [g for g in GROUPS if id(g) in wanted]
 

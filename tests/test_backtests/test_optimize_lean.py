@@ -13,12 +13,14 @@ from test_backtests.pass_eas import HEDGING, Flip, HedgedBrackets, TrailingBreak
 
 from backtests import Backtest, scoring
 from backtests.broker.ledger import Ledger
+from backtests.errors import StatisticError
 from backtests.optimize import optimize
 from backtests.optimize.criteria import PASS_STATS, get_criterion
 from backtests.optimize.passes import Job, Window, daily_returns, make_backtest, run_curve
 from backtests.optimize.store import storage_url
 from backtests.statistics import TABLE
 from datafeeds.sample import read_sample
+from neuronet.errors import NeuronetError
 from strategies import SmaCrossEA
 
 ALL = [s.key for s in TABLE]
@@ -99,9 +101,19 @@ def test_a_pass_builds_no_table_and_no_worst_prices_unless_a_figure_reads_them(c
         bt.run_pass({"trail": 300}, ["margin_level_min_pct"])  # read at each bar's worst prices
 
 
-def test_an_unknown_statistic_is_refused_by_name(candles):
-    with pytest.raises(KeyError, match="no statistic named equity_drawdwn_relative_pct"):
-        Backtest(candles, SmaCrossEA).run_pass({}, ["final_balance", "equity_drawdwn_relative_pct"])
+def test_an_unknown_statistic_is_refused_by_name_before_the_run(candles, monkeypatch):
+    """A misspelt key, a key of another type, and one string where a list of keys is due are refused in
+    one line naming them, before any bar is replayed."""
+    bt = Backtest(candles, SmaCrossEA)
+    monkeypatch.setattr(Backtest, "_replay", lambda *a: pytest.fail("replayed"))
+    with pytest.raises(
+        StatisticError, match=r"'equity_drawdwn_relative_pct' \(did you mean 'equity_drawdown_rel"
+    ):
+        bt.run_pass({}, ["final_balance", "equity_drawdwn_relative_pct"])
+    with pytest.raises(KeyError, match="no statistic named '3'"):
+        bt.run_pass({}, [3])
+    with pytest.raises(NeuronetError, match="as a list, not the string 'final_balance'"):
+        bt.run_pass({}, "final_balance")
 
 
 def test_every_statistic_is_computed_by_exactly_one_group():
