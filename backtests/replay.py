@@ -381,7 +381,8 @@ class Backtest:
 
     def _score_pass(self, ea, ctx, periods: Periods, last, complete, keys: frozenset[str]) -> PassFigures:
         fs = periods.forward_start
-        scores_itself = type(ea).on_tester is not ExpertAdvisor.on_tester
+        # the EA's own on_tester, in its class or set on the instance, is handed every figure
+        scores_itself = getattr(ea.on_tester, "__func__", None) is not ExpertAdvisor.on_tester
         stats, curve = pass_figures(ctx, fs, last, self.account, None if scores_itself else keys)
         value = call_hook(ea, "on_tester", copy.deepcopy(stats), where="after the run")
         return PassFigures(

@@ -79,11 +79,17 @@ def test_an_ea_that_scores_itself_is_handed_every_figure(candles):
             seen.append(stats)
             return super().on_tester(stats)
 
+    class SetLate(TrailingBreakout):  # on_tester given to the instance, not the class
+        def on_init(self):
+            self.on_tester = lambda stats: seen.append(stats) or stats["total_deals"]
+
     bt = Backtest(candles, Recorder, forward=None, account=HEDGING)
     lean = bt.run_pass({}, ["final_balance"])
     full = bt.run()
     assert list(seen[0]) == ALL and seen[0] == seen[1] == dict(full.stats)
     assert lean.custom_criterion == full.custom_criterion is not None
+    late = Backtest(candles, SetLate, forward=None).run_pass({}, ["final_balance"])
+    assert list(seen[2]) == ALL and late.custom_criterion == seen[2]["total_deals"] > 0
 
 
 def test_a_pass_builds_no_table_and_no_worst_prices_unless_a_figure_reads_them(candles, monkeypatch):
