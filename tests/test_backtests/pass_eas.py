@@ -31,18 +31,26 @@ class HedgedBrackets(ExpertAdvisor):
     every = 7
     sl = 300
     tp = 200
+    size = 1.0  # lots of the buy; the sell is twice as large
 
     def on_bar(self):
         if len(self.bars) % self.every:
             return
-        self.buy(0.1, sl_points=self.sl, tp_points=self.tp)
-        self.sell(0.2, sl_points=self.sl, tp_points=self.tp)
+        self.buy(0.1 * self.size, sl_points=self.sl, tp_points=self.tp)
+        self.sell(0.2 * self.size, sl_points=self.sl, tp_points=self.tp)
         if not self.orders():
             self.sell_limit(0.1, self.bid + 150 * self.point, tp=self.bid, expiration="today")
 
     def on_tester(self, stats: dict) -> float | None:
         deals = stats["total_deals"]
         return stats["total_net_profit"] / deals if deals else None
+
+
+class Idle(ExpertAdvisor):
+    """Never trades: every trade figure is undefined or zero."""
+
+    def on_bar(self):
+        pass
 
 
 class Flip(ExpertAdvisor):

@@ -9,9 +9,9 @@ import numpy as np
 import optuna
 import pandas as pd
 import pytest
-from test_backtests.pass_eas import HEDGING, Flip, HedgedBrackets, TrailingBreakout, flip_frames
+from test_backtests.pass_eas import HEDGING, Flip, HedgedBrackets, Idle, TrailingBreakout, flip_frames
 
-from backtests import Backtest, scoring
+from backtests import AccountConfig, Backtest, scoring
 from backtests.broker.ledger import Ledger
 from backtests.errors import StatisticError
 from backtests.optimize import optimize
@@ -24,6 +24,7 @@ from neuronet.errors import NeuronetError
 from strategies import SmaCrossEA
 
 ALL = [s.key for s in TABLE]
+SMALL = AccountConfig(hedging=True, deposit=500.0)  # HedgedBrackets(size=20) is stopped out on it
 
 
 def _same(got, expected, key: str) -> None:
@@ -45,22 +46,23 @@ def _cases(candles):
             {"every": 3, "sl": 120},
         ),
         ("symbols", Backtest(flip_frames(400), Flip), {}),
+        ("idle", Backtest(candles, Idle, forward=None), {}),
+        ("blown", Backtest(candles, HedgedBrackets, forward=None, account=SMALL), {"size": 20.0}),
     ]
 
 
-@pytest.mark.parametrize("case", range(4), ids=["sma", "pending", "hedging", "symbols"])
+@pytest.mark.parametrize("case", range(6), ids=["sma", "pending", "hedging", "symbols", "idle", "blown"])
 def test_a_pass_has_the_reports_figures_asked_alone_in_groups_or_all(candles, case):
     name, bt, params = _cases(candles)[case]
     full = bt.run(**params)
-    assert full.stats["total_trades"] > 10, name
+    assert (full.stats["total_trades"] > 10) != (name == "idle"), name
+    if name == "blown":
+        assert "stop out" in set(full.trades["exit_reason"])
     for keys in (PASS_STATS, ALL, *(g.keys for g in scoring.GROUPS)):
         lean = bt.run_pass(params, keys)
         # an EA scoring itself is handed every figure; several symbols run in full
-        computed = (
-            set(ALL)
-            if name in ("hedging", "symbols")
-            else {k for g in scoring.groups_of(keys) for k in g.keys}
-        )
+        grouped = {k for g in scoring.groups_of(keys) for k in g.keys}
+        computed = set(ALL) if name in ("hedging", "symbols", "blown") else grouped
         assert set(lean.stats) == computed >= set(keys)
         for key in lean.stats:
             _same(lean.stats[key], full.stats[key], key)
@@ -90,6 +92,18 @@ def test_an_ea_that_scores_itself_is_handed_every_figure(candles):
     assert lean.custom_criterion == full.custom_criterion is not None
     late = Backtest(candles, SetLate, forward=None).run_pass({}, ["final_balance"])
     assert list(seen[2]) == ALL and late.custom_criterion == seen[2]["total_deals"] > 0
+
+
+def test_an_ea_rewriting_the_figures_it_is_handed_changes_no_recorded_figure(candles):
+    class Liar(TrailingBreakout):
+        def on_tester(self, stats):
+            stats["final_balance"] = stats["total_trades"] = 1e9
+            return 1.0
+
+    honest = Backtest(candles, TrailingBreakout, forward=None).run().stats
+    lean = Backtest(candles, Liar, forward=None).run_pass({}, PASS_STATS)
+    assert lean.stats["final_balance"] == honest["final_balance"] < 1e9
+    assert lean.stats["total_trades"] == honest["total_trades"] and lean.custom_criterion == 1.0
 
 
 def test_a_pass_builds_no_table_and_no_worst_prices_unless_a_figure_reads_them(candles, monkeypatch):
