@@ -137,29 +137,6 @@ def equity_drawdowns(equity: np.ndarray, worst: np.ndarray, deposit: float) -> d
     return drawdowns(path, deposit)
 
 
-def curve_frame(
-    time: pd.DatetimeIndex,
-    close: np.ndarray,
-    balance: np.ndarray,
-    equity: np.ndarray,
-    worst: np.ndarray,
-    worst_margin: np.ndarray,
-    *,
-    deposit: float,
-    start_time: pd.Timestamp,
-    start_close: float,
-) -> pd.DataFrame:
-    """The report's curve: one row per forward bar after a first row for the start (the deposit at the
-    close of the last study bar), with the bar's close price, balance and equity at the close, equity at
-    the bar's worst prices and the margin level there (equity / margin, %; None without positions)."""
-    from backtests.scoring import Curve
-
-    return Curve.of_bars(
-        time, close, balance, equity, lambda: (worst, worst_margin),
-        deposit=deposit, start_time=start_time, start_close=start_close,
-    ).frame()  # fmt: skip
-
-
 def trade_stats(
     trades: pd.DataFrame,
     curves: pd.DataFrame,
@@ -170,10 +147,11 @@ def trade_stats(
     equity_dd: dict | None = None,
 ) -> dict:
     """Every MetaTrader report field that bar data supports, backtesting.py's ``stats`` and the annualised
-    figures on trading days, from the closed trades and the report's curve (``curve_frame``), in the order
-    of ``backtests.statistics.TABLE``. The equity drawdowns are ``equity_dd`` (``backtests.equity_path``:
-    on every price the mode models) where given, else estimated from the curve (peaks at closes, troughs at
-    each bar's worst prices). ``backtests.scoring`` computes them, group by group."""
+    figures on trading days, from the closed trades and the report's curve (``scoring.Curve.frame``), in
+    the order of ``backtests.statistics.TABLE``. The equity drawdowns are ``equity_dd``
+    (``backtests.equity_path``: on every price the mode models) where given, else estimated from the curve
+    (peaks at closes, troughs at each bar's worst prices). ``backtests.scoring`` computes them, group by
+    group."""
     from backtests.scoring import Curve, Inputs, TradeColumns, score
 
     inputs = Inputs(

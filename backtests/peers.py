@@ -81,17 +81,10 @@ def _ceil(value, period: pd.Timedelta):
     return value.ceil(resolution)
 
 
-def trade_returns(trades: pd.DataFrame, contract_size: float) -> pd.Series:
+def trade_returns(
+    lots: np.ndarray, entry_price: np.ndarray, net: np.ndarray, contract_size: float
+) -> pd.Series:
     """Each trade's net profit over its entry value (backtesting.py's ``ReturnPct``; swap included)."""
-    if not len(trades):
-        return pd.Series(dtype=float)
-    return _returns(
-        trades["lots"].to_numpy(float), trades["entry_price"].to_numpy(float),
-        trades["net_profit"].to_numpy(float), contract_size,
-    )  # fmt: skip
-
-
-def _returns(lots: np.ndarray, entry_price: np.ndarray, net: np.ndarray, contract_size: float) -> pd.Series:
     if not len(net):
         return pd.Series(dtype=float)
     return pd.Series(net / (lots * contract_size * entry_price))
@@ -281,7 +274,7 @@ def _trade_figures(i) -> dict:
     trades, period = i.trades, i.peer.period
     n = len(trades)
     pl = pd.Series(trades.net_profit) if n else pd.Series(dtype=float)
-    rets = _returns(trades.lots, trades.entry_price, trades.net_profit, i.contract_size)
+    rets = trade_returns(trades.lots, trades.entry_price, trades.net_profit, i.contract_size)
     win = float((pl > 0).mean()) if n else None
     held_for = trades.exit_time - trades.entry_time
     with np.errstate(divide="ignore", invalid="ignore"):  # backtesting.py's NaN cases become None

@@ -50,7 +50,7 @@ class Result:
     interrupted: str | None = None  # the phase Ctrl-C cut short: "on_init", "on_study" or "replay"
     orders: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's orders table
     deals: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's deals table
-    curves: pd.DataFrame | None = None  # metrics.curve_frame: the start row, then one row per forward bar
+    curves: pd.DataFrame | None = None  # scoring.Curve.frame: the start row, then one row per forward bar
     equity_path: pd.DataFrame | None = None  # the skeleton of the equity at every modelled price
     symbol_charts: dict = field(default_factory=dict)  # several symbols: each traded one's chart_data
 

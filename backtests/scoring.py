@@ -123,7 +123,7 @@ class Curve:
         start_close: float,
     ) -> Curve:
         """From the forward bars' columns, ``worst`` giving their equity at the worst prices and the margin
-        held then, and the start row (``metrics.curve_frame``'s arguments)."""
+        held then, and the start row."""
 
         def worst_columns() -> tuple[np.ndarray, np.ndarray]:
             low, margin = worst()
@@ -143,7 +143,7 @@ class Curve:
 
     @classmethod
     def of_frame(cls, curves: pd.DataFrame) -> Curve:
-        """From a curve table (``metrics.curve_frame``'s columns; the start row first)."""
+        """From a curve table (``frame``'s columns; the start row first)."""
         close, balance, equity, low, level = (
             curves[c].to_numpy(float) if c in curves else None
             for c in ("close", "balance", "equity", "equity_worst", "margin_level")
@@ -164,7 +164,7 @@ class Curve:
         return self._worst_columns[1]
 
     def frame(self) -> pd.DataFrame:
-        """``metrics.curve_frame``: the curve as the report's table."""
+        """The curve as the report's table (``Result.curves``)."""
         return pd.DataFrame(
             {
                 "close": self.close,
@@ -257,7 +257,7 @@ class Figures(NamedTuple):
     """What a finished broker scores to (``broker_figures``)."""
 
     trades: pd.DataFrame
-    curves: pd.DataFrame  # metrics.curve_frame
+    curves: pd.DataFrame  # scoring.Curve.frame
     stats: dict
     balance: np.ndarray  # (F,) at each forward bar's close
     equity: np.ndarray  # (F,)
