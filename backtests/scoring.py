@@ -31,16 +31,17 @@ from backtests.statistics import TABLE
 
 @dataclass(frozen=True)
 class TradeColumns:
-    """The closed trades' columns the statistics read, in closing order (``TRADE_COLUMNS``' names)."""
+    """The closed trades' columns the statistics read, in closing order (``TRADE_COLUMNS``' names; None
+    where a table given by hand lacks the column: a figure reading it fails on it)."""
 
     net_profit: np.ndarray
-    buy: np.ndarray  # bool: a long position's trade
-    lots: np.ndarray
-    entry_price: np.ndarray
-    commission: np.ndarray
-    swap: np.ndarray
-    entry_time: pd.DatetimeIndex
-    exit_time: pd.DatetimeIndex
+    buy: np.ndarray | None  # bool: a long position's trade
+    lots: np.ndarray | None
+    entry_price: np.ndarray | None
+    commission: np.ndarray | None
+    swap: np.ndarray | None
+    entry_time: pd.DatetimeIndex | None
+    exit_time: pd.DatetimeIndex | None
 
     def __len__(self) -> int:
         return len(self.net_profit)
