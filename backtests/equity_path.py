@@ -43,13 +43,16 @@ class EquityPath:
     each happened in, the report's start for the deposit)."""
 
     drawdowns: dict
-    skeleton: pd.DataFrame  # columns time, equity
+    skeleton: pd.DataFrame | None  # columns time, equity (None when not asked for)
 
 
-def path_drawdowns(broker, first: int, last: int, deposit: float, start: pd.Timestamp) -> EquityPath | None:
+def path_drawdowns(
+    broker, first: int, last: int, deposit: float, start: pd.Timestamp, frame: bool = True
+) -> EquityPath | None:
     """The equity path over the prices of bars ``first..last`` from ``deposit`` at ``start`` (the report's
-    first row; ``EquityPath``); None when the ledger's deals cannot be replayed as positions (a live
-    account's reversal deals), where the caller keeps the bar-level estimate.
+    first row; ``EquityPath``, its skeleton's table only with ``frame``); None when the ledger's deals
+    cannot be replayed as positions (a live account's reversal deals), where the caller keeps the
+    bar-level estimate.
 
     Between two events the open volume is constant, so each chunk of prices is cut into the stretches
     between the events that fall in it (an event's place is its bar's first price plus its rank in the
@@ -94,8 +97,8 @@ def path_drawdowns(broker, first: int, last: int, deposit: float, start: pd.Time
                 a + _bar_of(offsets, i if where is None else where[i])
             ),
         )
-    frame = skeleton.frame(broker.market.time)
-    return EquityPath(skeleton_drawdowns(frame["equity"].to_numpy(), deposit), frame)
+    figures = skeleton_drawdowns(skeleton.values(), deposit)
+    return EquityPath(figures, skeleton.frame(broker.market.time) if frame else None)
 
 
 def _bar_of(offsets: np.ndarray, index: np.ndarray | int) -> np.ndarray:
@@ -346,15 +349,25 @@ class _Skeleton:
         self.peak, self.peak_bar = float(peaks[-1]), int(bar_of(record[-1]))
         self.low, self.low_bar = float(lows[-1]), int(bar_of(low_at[-1]))
 
-    def frame(self, time: pd.DatetimeIndex) -> pd.DataFrame:
-        """``time`` (the bar each value fell in; the start for the deposit), ``equity``: peak, low, ..."""
+    def _columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """(values, bars): peak, low, peak, low, ... and the bar each fell in (-1: the start)."""
         pairs = [*self.pairs]
         if self.low < self.peak:
             pairs.append(tuple(np.array([v]) for v in (self.peak, self.peak_bar, self.low, self.low_bar)))
         if not pairs:
-            return pd.DataFrame({"time": pd.DatetimeIndex([], tz="UTC"), "equity": np.zeros(0)})
+            return np.zeros(0), np.zeros(0, dtype=np.int64)
         peaks, peak_bars, lows, low_bars = (np.concatenate(x) for x in zip(*pairs, strict=True))
         values = np.column_stack([peaks, lows]).ravel()
-        bars = np.column_stack([peak_bars, low_bars]).ravel().astype(np.int64)
+        return values, np.column_stack([peak_bars, low_bars]).ravel().astype(np.int64)
+
+    def values(self) -> np.ndarray:
+        """The skeleton's equity: peak, low, peak, low, ..."""
+        return self._columns()[0]
+
+    def frame(self, time: pd.DatetimeIndex) -> pd.DataFrame:
+        """``time`` (the bar each value fell in; the start for the deposit), ``equity``: peak, low, ..."""
+        values, bars = self._columns()
+        if not len(values):
+            return pd.DataFrame({"time": pd.DatetimeIndex([], tz="UTC"), "equity": np.zeros(0)})
         times = time[np.maximum(bars, 0)].where(bars >= 0, self.start)
         return pd.DataFrame({"time": times, "equity": values})

@@ -86,3 +86,8 @@ class SpecSettingError(SymbolsError):
 
     def __reduce__(self):  # rebuilt from its parts when it crosses a process boundary (Dask workers)
         return type(self), (self.name, self.value)
+class StatisticError(NeuronetError, KeyError):
+    """A statistic asked for by a name the report does not have (``backtests.statistics.TABLE``)."""
+
+    def __str__(self) -> str:  # the line itself, not KeyError's quoted repr of it
+        return str(self.args[0]) if self.args else ""

@@ -54,7 +54,7 @@ def drawdowns(curve: np.ndarray, deposit: float) -> dict:
     }
 
 
-def _streaks(profits: np.ndarray) -> dict:
+def streaks(profits: np.ndarray) -> dict:
     """Runs of winning (> 0) and losing (<= 0) trades: longest by count and by money, and average lengths."""
     wins: list[tuple[int, float]] = []
     losses: list[tuple[int, float]] = []
@@ -98,35 +98,36 @@ def _z_score(profits: np.ndarray, runs: int) -> tuple[float | None, float | None
     return _num(z, 4), _num(prob, 2)
 
 
-def _per_trade(net: np.ndarray, deposit: float) -> dict:
-    """Per-trade holding-period returns (AHPR/GHPR, MetaTrader's per-trade Sharpe) and the balance fit."""
+def _hpr(net: np.ndarray, deposit: float) -> dict:
+    """Per-trade holding-period returns: AHPR, GHPR and MetaTrader's per-trade Sharpe ratio."""
     if len(net) == 0:
-        return {
-            "ahpr": None,
-            "ghpr": None,
-            "sharpe_ratio": None,
-            "lr_correlation": None,
-            "lr_standard_error": None,
-        }
+        return {"ahpr": None, "ghpr": None, "sharpe_ratio": None}
     after = deposit + np.cumsum(net)
     before = np.concatenate(([deposit], after[:-1]))
     hpr = np.where(before > 0, after / before, np.nan)
     ahpr = float(np.nanmean(hpr))
     ghpr = float(np.exp(np.nanmean(np.log(hpr)))) if np.all(hpr > 0) else None
     sd = float(np.nanstd(hpr))
-    out = {
+    return {
         "ahpr": _num(ahpr),
         "ghpr": _num(ghpr),
         "sharpe_ratio": _ratio(ahpr - 1.0, sd) if sd > 1e-15 else None,
     }
+
+
+def _balance_fit(net: np.ndarray, deposit: float) -> dict:
+    """The balance graph's least-squares line: its correlation and standard error."""
+    if len(net) == 0:
+        return {"lr_correlation": None, "lr_standard_error": None}
     # MetaTrader's balance graph starts at the deposit: x = 0..n, y = deposit, balance after each trade.
-    y = np.concatenate(([deposit], after))
+    y = np.concatenate(([deposit], deposit + np.cumsum(net)))
     x = np.arange(len(y), dtype=np.float64)
     slope, icept = np.polyfit(x, y, 1)
     resid = y - (slope * x + icept)
-    out["lr_correlation"] = _num(np.corrcoef(x, y)[0, 1]) if y.std() > 0 else None
-    out["lr_standard_error"] = _num(math.sqrt(float(resid @ resid) / (len(y) - 2))) if len(y) > 2 else None
-    return out
+    return {
+        "lr_correlation": _num(np.corrcoef(x, y)[0, 1]) if y.std() > 0 else None,
+        "lr_standard_error": _num(math.sqrt(float(resid @ resid) / (len(y) - 2))) if len(y) > 2 else None,
+    }
 
 
 def equity_drawdowns(equity: np.ndarray, worst: np.ndarray, deposit: float) -> dict:
@@ -134,37 +135,6 @@ def equity_drawdowns(equity: np.ndarray, worst: np.ndarray, deposit: float) -> d
     position at its worst price) comes before the close, peaks are reached at closes."""
     path = np.column_stack((worst, equity)).reshape(-1)  # (2F,): worst_0, close_0, worst_1, close_1, ...
     return drawdowns(path, deposit)
-
-
-def curve_frame(
-    time: pd.DatetimeIndex,
-    close: np.ndarray,
-    balance: np.ndarray,
-    equity: np.ndarray,
-    worst: np.ndarray,
-    worst_margin: np.ndarray,
-    *,
-    deposit: float,
-    start_time: pd.Timestamp,
-    start_close: float,
-) -> pd.DataFrame:
-    """The report's curve: one row per forward bar after a first row for the start (the deposit at the
-    close of the last study bar), with the bar's close price, balance and equity at the close, equity at
-    the bar's worst prices and the margin level there (equity / margin, %; None without positions)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        level = np.where(worst_margin > 1e-12, worst / worst_margin * 100.0, np.nan)
-    frame = pd.DataFrame(
-        {
-            "close": np.concatenate(([start_close], close)),
-            "balance": np.concatenate(([deposit], balance)),
-            "equity": np.concatenate(([deposit], equity)),
-            "equity_worst": np.concatenate(([deposit], worst)),
-            "margin_level": np.concatenate(([np.nan], level)),
-        },
-        index=pd.DatetimeIndex([start_time]).append(pd.DatetimeIndex(time)),
-    )
-    frame.index.name = "time"
-    return frame
 
 
 def trade_stats(
@@ -177,52 +147,67 @@ def trade_stats(
     equity_dd: dict | None = None,
 ) -> dict:
     """Every MetaTrader report field that bar data supports, backtesting.py's ``stats`` and the annualised
-    figures on trading days, from the closed trades and the report's curve (``curve_frame``). The equity
-    drawdowns are ``equity_dd`` (``backtests.equity_path``: on every price the mode models) where given,
-    else estimated from the curve (peaks at closes, troughs at each bar's worst prices)."""
-    from backtests.peers import backtesting_stats, trading_day_stats
+    figures on trading days, from the closed trades and the report's curve (``scoring.Curve.frame``), in
+    the order of ``backtests.statistics.TABLE``. The equity drawdowns are ``equity_dd``
+    (``backtests.equity_path``: on every price the mode models) where given, else estimated from the curve
+    (peaks at closes, troughs at each bar's worst prices). ``backtests.scoring`` computes them, group by
+    group."""
+    from backtests.scoring import Curve, Inputs, TradeColumns, score
 
-    times = pd.DatetimeIndex(curves.index)
-    balance, equity = curves["balance"].to_numpy(float), curves["equity"].to_numpy(float)
-    level = curves["margin_level"].to_numpy(float)
-    net = trades["net_profit"].to_numpy(dtype=np.float64) if len(trades) else np.empty(0)
+    inputs = Inputs(
+        TradeColumns.of_frame(trades), Curve.of_frame(curves),
+        deposit=deposit, deals=deals, contract_size=contract_size, equity_dd=equity_dd,
+    )  # fmt: skip
+    return score(inputs)
+
+
+# -- the MetaTrader figures by group (``backtests.scoring``), each a function of a run's ``Inputs`` --------
+
+
+def _span(i) -> dict:
+    times = i.curve.time
+    return {"start": str(times[0]), "end": str(times[-1]), "bars": len(times) - 1,
+            "initial_deposit": _num(i.deposit, 2)}  # fmt: skip
+
+
+def _money(i) -> dict:
+    net = i.net
     wins, losses = net[net > 0], net[net <= 0]
-    long_ = trades["type"].to_numpy() == "buy" if len(trades) else np.empty(0, bool)
-    n = len(net)
     gross_profit, gross_loss = float(wins.sum()), float(losses.sum())
-    bal_dd = drawdowns(balance, deposit)
-    eq_dd = equity_dd or equity_drawdowns(equity, curves["equity_worst"].to_numpy(float), deposit)
-    streaks = _streaks(net)
-    z, z_prob = _z_score(net, streaks.pop("runs"))
-    stats = {
-        "start": str(times[0]),
-        "end": str(times[-1]),
-        "bars": len(times) - 1,
-        "initial_deposit": _num(deposit, 2),
+    return {
         "total_net_profit": _num(net.sum(), 2),
         "gross_profit": _num(gross_profit, 2),
         "gross_loss": _num(gross_loss, 2),
         "profit_factor": _ratio(gross_profit, -gross_loss),
-        "expected_payoff": _ratio(float(net.sum()), n),
-        "recovery_factor": _ratio(float(net.sum()), bal_dd["maximal"] or 0.0),
-        "final_balance": _num(balance[-1], 2),
-        "final_equity": _num(equity[-1], 2),
-        "balance_drawdown_absolute": bal_dd["absolute"],
-        "balance_drawdown_maximal": bal_dd["maximal"],
-        "balance_drawdown_maximal_pct": bal_dd["maximal_pct"],
-        "balance_drawdown_relative_pct": bal_dd["relative_pct"],
-        "balance_drawdown_relative": bal_dd["relative"],
-        "equity_drawdown_absolute": eq_dd["absolute"],
-        "equity_drawdown_maximal": eq_dd["maximal"],
-        "equity_drawdown_maximal_pct": eq_dd["maximal_pct"],
-        "equity_drawdown_relative_pct": eq_dd["relative_pct"],
-        "equity_drawdown_relative": eq_dd["relative"],
-        "margin_level_min_pct": _num(np.nanmin(level), 2) if np.isfinite(level).any() else None,
-        "z_score": z,
-        "z_score_probability_pct": z_prob,
-        **_per_trade(net, deposit),
+        "expected_payoff": _ratio(float(net.sum()), len(net)),
+    }
+
+
+def _recovery(i) -> dict:
+    return {"recovery_factor": _ratio(float(i.net.sum()), i.balance_dd["maximal"] or 0.0)}
+
+
+def _final(i) -> dict:
+    return {"final_balance": _num(i.curve.balance[-1], 2), "final_equity": _num(i.curve.equity[-1], 2)}
+
+
+def _margin(i) -> dict:
+    level = i.curve.margin_level
+    return {"margin_level_min_pct": _num(np.nanmin(level), 2) if np.isfinite(level).any() else None}
+
+
+def _z(i) -> dict:
+    z, prob = _z_score(i.net, i.streaks["runs"])
+    return {"z_score": z, "z_score_probability_pct": prob}
+
+
+def _counts(i) -> dict:
+    net, long_ = i.net, i.trades.buy
+    wins, losses = net[net > 0], net[net <= 0]
+    n = len(net)
+    return {
         "total_trades": n,
-        "total_deals": int(deals),
+        "total_deals": int(i.deals),
         "short_trades": int((~long_).sum()),
         "short_won_pct": _ratio(100.0 * float(((~long_) & (net > 0)).sum()), int((~long_).sum())),
         "long_trades": int(long_.sum()),
@@ -235,13 +220,49 @@ def trade_stats(
         "largest_loss_trade": _num(losses.min(), 2) if len(losses) else None,
         "average_profit_trade": _num(wins.mean(), 2) if len(wins) else None,
         "average_loss_trade": _num(losses.mean(), 2) if len(losses) else None,
-        **streaks,
-        "commission": _num(trades["commission"].sum(), 2) if n else 0.0,
-        "swap": _num(trades["swap"].sum(), 2) if n else 0.0,
-        **backtesting_stats(curves, trades, contract_size),
-        **trading_day_stats(curves),
     }
-    return stats
+
+
+def _costs(i) -> dict:
+    n = len(i.net)
+    return {
+        "commission": _num(i.trades.commission.sum(), 2) if n else 0.0,
+        "swap": _num(i.trades.swap.sum(), 2) if n else 0.0,
+    }
+
+
+_COUNT_KEYS = ("total_trades", "total_deals", "short_trades", "short_won_pct", "long_trades", "long_won_pct",
+               "profit_trades", "profit_trades_pct", "loss_trades", "loss_trades_pct", "largest_profit_trade",
+               "largest_loss_trade", "average_profit_trade", "average_loss_trade")  # fmt: skip
+_STREAK_KEYS = ("max_consecutive_wins", "max_consecutive_wins_money", "max_consecutive_losses",
+                "max_consecutive_losses_money", "maximal_consecutive_profit",
+                "maximal_consecutive_profit_count", "maximal_consecutive_loss",
+                "maximal_consecutive_loss_count", "average_consecutive_wins",
+                "average_consecutive_losses")  # fmt: skip
+_DD = ("absolute", "maximal", "maximal_pct", "relative_pct", "relative")
+
+
+def _drawdown_group(prefix: str, which: str) -> tuple:
+    return (tuple(f"{prefix}_drawdown_{k}" for k in _DD),
+            lambda i: {f"{prefix}_drawdown_{k}": getattr(i, which)[k] for k in _DD})  # fmt: skip
+
+
+# (keys, function of ``backtests.scoring.Inputs``): the MetaTrader figures, each computed by one group.
+GROUPS = (
+    (("start", "end", "bars", "initial_deposit"), _span),
+    (("total_net_profit", "gross_profit", "gross_loss", "profit_factor", "expected_payoff"), _money),
+    (("recovery_factor",), _recovery),
+    (("final_balance", "final_equity"), _final),
+    _drawdown_group("balance", "balance_dd"),
+    _drawdown_group("equity", "equity_dd"),
+    (("margin_level_min_pct",), _margin),
+    (("z_score", "z_score_probability_pct"), _z),
+    (("ahpr", "ghpr", "sharpe_ratio"), lambda i: _hpr(i.net, i.deposit)),
+    (("lr_correlation", "lr_standard_error"), lambda i: _balance_fit(i.net, i.deposit)),
+    (_COUNT_KEYS, _counts),
+    (_STREAK_KEYS, lambda i: {k: i.streaks[k] for k in _STREAK_KEYS}),
+    (("commission", "swap"), _costs),
+)
 
 
 # -- predictions ------------------------------------------------------------------------------------------

@@ -81,12 +81,13 @@ def _ceil(value, period: pd.Timedelta):
     return value.ceil(resolution)
 
 
-def trade_returns(trades: pd.DataFrame, contract_size: float) -> pd.Series:
+def trade_returns(
+    lots: np.ndarray, entry_price: np.ndarray, net: np.ndarray, contract_size: float
+) -> pd.Series:
     """Each trade's net profit over its entry value (backtesting.py's ``ReturnPct``; swap included)."""
-    if not len(trades):
+    if not len(net):
         return pd.Series(dtype=float)
-    notional = trades["lots"].to_numpy(float) * contract_size * trades["entry_price"].to_numpy(float)
-    return pd.Series(trades["net_profit"].to_numpy(float) / notional)
+    return pd.Series(net / (lots * contract_size * entry_price))
 
 
 def _bars_of(index: pd.DatetimeIndex, times: pd.Series) -> np.ndarray:
@@ -127,42 +128,124 @@ def _bin_ends(stamps: _Stamps, freq: str) -> np.ndarray:
     return ends
 
 
-def _resampled_last(equity: np.ndarray, index: pd.DatetimeIndex, freq: str) -> pd.Series:
+def _resampled_last(equity: np.ndarray, index: pd.DatetimeIndex, freq: str) -> np.ndarray:
     """``Series(equity, index).resample(freq).last().dropna()``'s values: the last equity of each bin."""
     if np.isnan(equity).any():  # bins' last non-NaN values: pandas' own path
-        return pd.Series(equity, index=index).resample(freq).last().dropna().reset_index(drop=True)
-    return pd.Series(equity[_bin_ends(_Stamps(index), freq)])
+        return pd.Series(equity, index=index).resample(freq).last().dropna().to_numpy()
+    return equity[_bin_ends(_Stamps(index), freq)]
+
+
+def _pct_change(values: np.ndarray) -> np.ndarray:
+    """``Series(values).pct_change().dropna()``'s values: each over the one before, less one (NaN dropped:
+    the first, and 0 over 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        change = values[1:] / values[:-1] - 1
+    return change[~np.isnan(change)]
+
+
+class PeerInputs:
+    """What backtesting.py's figures share, worked out once on first use: the curve (``index``, ``equity``
+    and ``close``, the start row first), the bar period and periods per year, the drawdown series and the
+    calendar-day returns."""
+
+    def __init__(self, index: pd.DatetimeIndex, equity: np.ndarray, close: np.ndarray):
+        self.index, self.equity, self.close = index, equity, close
+
+    @functools.cached_property
+    def period(self) -> pd.Timedelta:
+        return _period(self.index)
+
+    @functools.cached_property
+    def annual(self) -> int:
+        return _periods_per_year(self.index)[0]
+
+    @functools.cached_property
+    def dd(self) -> np.ndarray:
+        """The equity's fall below its running peak, as a fraction (backtesting.py's ``DrawdownPct``)."""
+        return 1 - self.equity / np.maximum.accumulate(self.equity)
+
+    @functools.cached_property
+    def duration(self) -> pd.Timedelta:
+        return self.index[-1] - self.index[0]
+
+    @functools.cached_property
+    def ret_pct(self) -> float:
+        return (self.equity[-1] - self.equity[0]) / self.equity[0] * 100
+
+    @functools.cached_property
+    def bh_pct(self) -> float:
+        return (self.close[-1] - self.close[0]) / self.close[0] * 100
+
+    @functools.cached_property
+    def day(self) -> pd.Series:
+        """Returns of the last equity of each calendar period (day, or week, month, year for such bars)."""
+        freq = {7: "W", 31: "ME", 365: "YE"}.get(self.period.days, "D")
+        return pd.Series(_pct_change(_resampled_last(self.equity, self.index, freq)))
 
 
 def backtesting_stats(curves: pd.DataFrame, trades: pd.DataFrame, contract_size: float) -> dict:
     """backtesting.py's ``stats`` on the report's curve (``equity`` and ``close`` columns, first row the
     start) and trades; keys are the names in snake case, percentages as backtesting.py prints them."""
-    index = pd.DatetimeIndex(curves.index)
-    equity = curves["equity"].to_numpy(np.float64)
-    close = curves["close"].to_numpy(np.float64)
-    period = _period(index)
-    dd = pd.Series(1 - equity / np.maximum.accumulate(equity), index=index)
-    dd_dur, dd_depth = _drawdown_runs(dd)
+    from backtests.scoring import Curve, Inputs, TradeColumns, score
+
+    deposit = float(curves["equity"].iloc[0])
+    inputs = Inputs(
+        TradeColumns.of_frame(trades), Curve.of_frame(curves), deposit=deposit, contract_size=contract_size
+    )
+    return score(inputs, [k for keys, fn in GROUPS if fn is not _trading_days for k in keys])
+
+
+def _curve_figures(i) -> dict:
+    p = i.peer
+    equity, duration = p.equity, p.duration
+    years = (duration.days + duration.seconds / 86400) / 365.25
+    return {
+        "duration": _timedelta(duration),
+        "equity_final": _num(equity[-1], 2),
+        "equity_peak": _num(equity.max(), 2),
+        "return_pct": _num(p.ret_pct, 4),
+        "buy_and_hold_return_pct": _num(p.bh_pct, 4),
+        "cagr_pct": _num(((equity[-1] / equity[0]) ** (1 / years) - 1) * 100, 4) if years else None,
+    }
+
+
+def _exposure(i) -> dict:
     # A trade is held in the bars from the one its entry falls in to the one its exit falls in: a fill at
     # 10:23 inside the 10:00 bar counts that bar (the next bar's row would drop it and count one too many).
-    entry = _bars_of(index, trades["entry_time"]) if len(trades) else []
-    exit_ = _bars_of(index, trades["exit_time"]) if len(trades) else []
+    index, trades = i.peer.index, i.trades
+    entry = _bars_of(index, trades.entry_time) if len(trades) else []
+    exit_ = _bars_of(index, trades.exit_time) if len(trades) else []
     held = np.zeros(len(index), dtype=np.int64)
     for a, b in zip(entry, exit_, strict=True):
         held[a : b + 1] = 1
-    duration = index[-1] - index[0]
-    ret_pct = (equity[-1] - equity[0]) / equity[0] * 100
-    bh_pct = (close[-1] - close[0]) / close[0] * 100
-    annual, _ = _periods_per_year(index)
-    freq = {7: "W", 31: "ME", 365: "YE"}.get(period.days, "D")
-    day = _resampled_last(equity, index, freq).pct_change().dropna()
+    return {"exposure_time_pct": _num(held.mean() * 100, 4)}
+
+
+def _annualised(i) -> dict:
+    p = i.peer
+    annual, day = p.annual, p.day
     g = _geometric_mean(day)
     ann = (1 + g) ** annual - 1
     var = day.var(ddof=1)
     vol = math.sqrt((var + (1 + g) ** 2) ** annual - (1 + g) ** (2 * annual)) * 100 if len(day) > 1 else None
-    years = (duration.days + duration.seconds / 86400) / 365.25
     downside = float(np.sqrt(np.mean(day.clip(-np.inf, 0) ** 2)) * np.sqrt(annual)) if len(day) else 0.0
-    max_dd = float(np.nan_to_num(dd.max()))
+    max_dd = _max_dd(p)
+    return {
+        "return_ann_pct": _num(ann * 100, 4),
+        "volatility_ann_pct": _num(vol, 4),
+        "sharpe_ratio_ann": _num(ann * 100 / vol, 4) if vol else None,
+        "sortino_ratio": _num(ann / downside, 4) if downside else None,
+        "calmar_ratio": _num(ann / max_dd, 4) if max_dd else None,
+    }
+
+
+def _max_dd(p: PeerInputs) -> float:
+    return float(np.nan_to_num(np.fmax.reduce(p.dd)))  # the NaN-skipping max, as pandas' Series.max
+
+
+def _beta(i) -> dict:
+    p = i.peer
+    equity, close = p.equity, p.close
     with np.errstate(divide="ignore", invalid="ignore"):
         eq_log = np.log(equity[1:] / equity[:-1])
     mkt_log = np.log(close[1:] / close[:-1])
@@ -170,11 +253,30 @@ def backtesting_stats(curves: pd.DataFrame, trades: pd.DataFrame, contract_size:
     if len(eq_log) > 1:
         cov = np.cov(eq_log, mkt_log)
         beta = cov[0, 1] / cov[1, 1] if cov[1, 1] else None
-    pl = trades["net_profit"].astype(float).reset_index(drop=True) if len(trades) else pd.Series(dtype=float)
-    rets = trade_returns(trades, contract_size)
+    return {
+        "alpha_pct": _num(p.ret_pct - beta * p.bh_pct, 4) if beta is not None else None,
+        "beta": _num(beta, 4),
+    }
+
+
+def _drawdown_figures(i) -> dict:
+    p = i.peer
+    dd_dur, dd_depth = _drawdown_runs(pd.Series(p.dd, index=p.index))
+    return {
+        "max_drawdown_pct": _num(-_max_dd(p) * 100, 4),
+        "avg_drawdown_pct": _num(-dd_depth.mean() * 100, 4) if len(dd_depth) else None,
+        "max_drawdown_duration": _timedelta(_ceil(dd_dur.max(), p.period)) if len(dd_dur) else None,
+        "avg_drawdown_duration": _timedelta(_ceil(dd_dur.mean(), p.period)) if len(dd_dur) else None,
+    }
+
+
+def _trade_figures(i) -> dict:
+    trades, period = i.trades, i.peer.period
     n = len(trades)
+    pl = pd.Series(trades.net_profit) if n else pd.Series(dtype=float)
+    rets = trade_returns(trades.lots, trades.entry_price, trades.net_profit, i.contract_size)
     win = float((pl > 0).mean()) if n else None
-    held_for = pd.DatetimeIndex(trades["exit_time"]) - pd.DatetimeIndex(trades["entry_time"])
+    held_for = trades.exit_time - trades.entry_time
     with np.errstate(divide="ignore", invalid="ignore"):  # backtesting.py's NaN cases become None
         loss_sum = np.float64(abs(rets[rets < 0].sum()))
         pf = np.float64(rets[rets > 0].sum()) / loss_sum
@@ -183,24 +285,6 @@ def backtesting_stats(curves: pd.DataFrame, trades: pd.DataFrame, contract_size:
         payoff = np.float64(pl[pl > 0].mean()) / -np.float64(pl[pl < 0].mean())
         kelly = win - (1 - win) / payoff if n else None
     return {
-        "duration": _timedelta(duration),
-        "exposure_time_pct": _num(held.mean() * 100, 4),
-        "equity_final": _num(equity[-1], 2),
-        "equity_peak": _num(equity.max(), 2),
-        "return_pct": _num(ret_pct, 4),
-        "buy_and_hold_return_pct": _num(bh_pct, 4),
-        "return_ann_pct": _num(ann * 100, 4),
-        "volatility_ann_pct": _num(vol, 4),
-        "cagr_pct": _num(((equity[-1] / equity[0]) ** (1 / years) - 1) * 100, 4) if years else None,
-        "sharpe_ratio_ann": _num(ann * 100 / vol, 4) if vol else None,
-        "sortino_ratio": _num(ann / downside, 4) if downside else None,
-        "calmar_ratio": _num(ann / max_dd, 4) if max_dd else None,
-        "alpha_pct": _num(ret_pct - beta * bh_pct, 4) if beta is not None else None,
-        "beta": _num(beta, 4),
-        "max_drawdown_pct": _num(-max_dd * 100, 4),
-        "avg_drawdown_pct": _num(-dd_depth.mean() * 100, 4) if len(dd_depth) else None,
-        "max_drawdown_duration": _timedelta(_ceil(dd_dur.max(), period)) if len(dd_dur) else None,
-        "avg_drawdown_duration": _timedelta(_ceil(dd_dur.mean(), period)) if len(dd_dur) else None,
         "win_rate_pct": _num(win * 100, 4) if n else None,
         "best_trade_pct": _num(rets.max() * 100, 4) if n else None,
         "worst_trade_pct": _num(rets.min() * 100, 4) if n else None,
@@ -230,26 +314,55 @@ def _trading_days_of(stamps: _Stamps, weekends: bool) -> pd.DatetimeIndex:
     return day + pd.to_timedelta(shift, unit="D")
 
 
+def day_closes(index: pd.DatetimeIndex, equity: np.ndarray) -> np.ndarray:
+    """The curve's equity at the start (its first row) and at the end of each trading day after it (the
+    last equity of the day; weekend bars count to the next Monday unless the data trades at weekends)."""
+    _, weekends = _periods_per_year(index[1:])
+    ends = _day_ends(_Stamps(index[1:]), weekends)
+    later = equity[1:]
+    if ends is None or np.isnan(later).any():  # days' last non-NaN values, or days out of order: pandas' path
+        later = pd.Series(later).groupby(trading_days(index[1:], weekends).asi8).last().to_numpy()
+    else:
+        later = later[ends]
+    return np.concatenate((equity[:1], later))
+
+
+@functools.lru_cache(maxsize=8)
+def _day_ends(stamps: _Stamps, weekends: bool) -> np.ndarray | None:
+    """Position of the last bar of each trading day of the index (None unless the days run in order)."""
+    days = _trading_days_of(stamps, weekends).asi8
+    if len(days) == 0 or np.any(days[1:] < days[:-1]):
+        return None
+    ends = np.flatnonzero(np.append(days[1:] != days[:-1], True))
+    ends.flags.writeable = False  # shared by every caller of the cache
+    return ends
+
+
 def trading_day_stats(curves: pd.DataFrame) -> dict:
     """Annualised return, volatility, Sharpe and Sortino as backtesting.py defines them (geometric mean
     daily return compounded over a year), on trading-day returns with the periods per year measured: the
     share of weekdays (or calendar days, for data that trades at weekends) that hold bars, times their
     number in a year."""
+    return _day_figures(pd.DatetimeIndex(curves.index), curves["equity"].to_numpy(np.float64))
+
+
+def _trading_days(i) -> dict:
+    return _day_figures(i.peer.index, i.peer.equity)
+
+
+def _day_figures(index: pd.DatetimeIndex, equity: np.ndarray) -> dict:
     keys = ("trading_days_per_year", "td_return_ann_pct", "td_volatility_ann_pct", "td_sharpe_ratio")
     empty = dict.fromkeys((*keys, "td_sortino_ratio"))
-    index = pd.DatetimeIndex(curves.index)
     if len(index) < 3:
         return empty
-    equity = curves["equity"].to_numpy(np.float64)
     _, weekends = _periods_per_year(index[1:])
     days = trading_days(index[1:], weekends)
-    last = pd.Series(equity[1:]).groupby(days.asi8).last()
-    daily = np.concatenate(([equity[0]], last.to_numpy()))
+    daily = day_closes(index, equity)
     rets = pd.Series(daily[1:] / daily[:-1] - 1)
     span = pd.date_range(days[0], days[-1], freq="D")
     if not weekends:
         span = span[span.day_of_week < 5]
-    per_year = len(last) / len(span) * (365.25 if weekends else 365.25 * 5 / 7)
+    per_year = (len(daily) - 1) / len(span) * (365.25 if weekends else 365.25 * 5 / 7)
     if len(rets) < 2:
         return empty
     g = _geometric_mean(rets)
@@ -263,3 +376,21 @@ def trading_day_stats(curves: pd.DataFrame) -> dict:
         "td_sharpe_ratio": _num(ann / vol, 4) if vol else None,
         "td_sortino_ratio": _num(ann / downside, 4) if downside else None,
     }
+
+
+# (keys, function of ``backtests.scoring.Inputs``): backtesting.py's figures and those on trading days.
+GROUPS = (
+    (("duration", "equity_final", "equity_peak", "return_pct", "buy_and_hold_return_pct", "cagr_pct"),
+     _curve_figures),
+    (("exposure_time_pct",), _exposure),
+    (("return_ann_pct", "volatility_ann_pct", "sharpe_ratio_ann", "sortino_ratio", "calmar_ratio"),
+     _annualised),
+    (("alpha_pct", "beta"), _beta),
+    (("max_drawdown_pct", "avg_drawdown_pct", "max_drawdown_duration", "avg_drawdown_duration"),
+     _drawdown_figures),
+    (("win_rate_pct", "best_trade_pct", "worst_trade_pct", "avg_trade_pct", "max_trade_duration",
+      "avg_trade_duration", "profit_factor_returns", "expectancy_pct", "sqn", "kelly_criterion"),
+     _trade_figures),
+    (("trading_days_per_year", "td_return_ann_pct", "td_volatility_ann_pct", "td_sharpe_ratio",
+      "td_sortino_ratio"), _trading_days),
+)  # fmt: skip

@@ -15,8 +15,8 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,8 +25,7 @@ from backtests import metrics
 from backtests.broker import AccountConfig, Broker
 from backtests.broker.config import check_currency
 from backtests.broker.terms import SymbolTerms
-from backtests.equity_path import path_drawdowns
-from backtests.errors import SymbolsError
+from backtests.errors import StatisticError, SymbolsError
 from backtests.paths import (
     COVERAGE,
     M1Path,
@@ -37,7 +36,8 @@ from backtests.paths import (
     model_data,
 )
 from backtests.periods import Periods, resolve
-from backtests.result import Result
+from backtests.result import PassFigures, Result
+from backtests.scoring import broker_figures, groups_of, pass_figures
 from backtests.ticks import TickPath
 from datafeeds import meta_of
 from neuronet.errors import NeuronetError
@@ -48,7 +48,7 @@ from strategies.errors import EARuntimeError
 log = logging.getLogger(__name__)
 _PREDICTION_KEYS = frozenset({"classes", "y_true", "y_pred", "proba"})
 
-__all__ = ["Backtest", "EARuntimeError", "IndicatorError", "LookAheadError", "Result"]
+__all__ = ["Backtest", "EARuntimeError", "IndicatorError", "LookAheadError", "Result", "broker_figures"]
 
 
 _RUN = 24  # consecutive prefixes of the look-ahead check (``causal_indicator``)
@@ -228,6 +228,24 @@ class Backtest:
         """
         if self.multi is not None:
             return self.multi.run(**params)
+        return self._run(params, None)
+
+    def run_pass(self, params: dict, keys: Iterable[str]) -> PassFigures:
+        """One optimisation pass with ``params``: the run's statistics ``keys`` (all of them for an EA that
+        scores itself in ``on_tester``, which is handed every figure), its ``on_tester`` value and its
+        equity at each close, the same numbers as ``run()``'s. What a pass does not read is not built: the
+        orders, deals and trades tables, the price chart, the prediction scores; like MetaTrader's
+        optimisation passes, it calls ``on_tester`` and ``on_deinit`` but not the report's hooks
+        (``evaluate_predictions``, ``report_section``, ``describe``). Several symbols run in full."""
+        if isinstance(keys, str):
+            raise StatisticError(f"give the statistics' names as a list, not the string {keys!r}")
+        keys = frozenset(keys)
+        groups_of(keys)  # an unknown name is refused before the run
+        if self.multi is not None:
+            return PassFigures.of_result(self.multi.run(**params))
+        return self._run(params, keys)
+
+    def _run(self, params: dict, keys: frozenset[str] | None) -> Result | PassFigures:
         timings: dict[str, float] = {}
         clock = time.perf_counter()
         if "seed" in self.ea_class.param_defaults() and "seed" not in params:
@@ -294,7 +312,10 @@ class Backtest:
         ea.mark_run(complete=complete, interrupted=interrupted)
         when = df.index[last]
         call_hook(ea, "on_deinit", where=f"after bar {last} ({when})", bar=last, time=when)
-        result = self._score(ea, ctx, feed, periods, last, complete, timings, clock)
+        if keys is None:
+            result = self._score(ea, ctx, feed, periods, last, complete, timings, clock)
+        else:
+            result = self._score_pass(ea, ctx, periods, last, complete, keys)
         result.interrupted = interrupted
         return result
 
@@ -357,6 +378,22 @@ class Backtest:
                     progress.to(t - fs)
         finally:
             progress.close()
+
+    def _score_pass(self, ea, ctx, periods: Periods, last, complete, keys: frozenset[str]) -> PassFigures:
+        fs = periods.forward_start
+        # the EA's own on_tester, in its class or set on the instance, is handed every figure
+        scores_itself = getattr(ea.on_tester, "__func__", None) is not ExpertAdvisor.on_tester
+        stats, curve = pass_figures(ctx, fs, last, self.account, None if scores_itself else keys)
+        value = call_hook(ea, "on_tester", copy.deepcopy(stats), where="after the run")
+        return PassFigures(
+            stats=stats,
+            custom_criterion=_criterion(ea, value),
+            time=self.candles.index[fs : last + 1],
+            equity=curve.equity[1:],
+            curve_time=curve.time,
+            curve_equity=curve.equity,
+            complete=complete,
+        )
 
     def _score(self, ea, ctx, feed: BarFeed, periods: Periods, last, complete, timings, clock) -> Result:
         fs = periods.forward_start
@@ -421,55 +458,6 @@ def _check_declared(ea: type[ExpertAdvisor], meta) -> None:
         raise SymbolsError(
             f"{ea.__name__} reads {ea.timeframes[0]}, but the candles given are {meta.timeframe.name} bars"
         )
-
-
-class Figures(NamedTuple):
-    """What a finished broker scores to (``broker_figures``)."""
-
-    trades: pd.DataFrame
-    curves: pd.DataFrame  # metrics.curve_frame
-    stats: dict
-    balance: np.ndarray  # (F,) at each forward bar's close
-    equity: np.ndarray  # (F,)
-    equity_path: pd.DataFrame | None  # backtests.equity_path.EquityPath.skeleton
-
-
-def broker_figures(
-    ctx: Broker, fs: int, last: int, account: AccountConfig, path: bool | Callable = True
-) -> Figures:
-    """The trades, curves, MT5 statistics, balance and equity (at each bar's close) of a finished broker
-    over the forward bars ``fs..last``, and the skeleton of its equity at every price the mode models that
-    the equity drawdowns come from (the backtest and a live run's report share this; ``path``: what builds
-    that skeleton, True for one symbol's ``path_drawdowns``, ``account_path.account_drawdowns`` for several
-    symbols; False: the bar-level drawdowns only)."""
-    k = last - fs + 1
-    balance, equity, _ = (c[:k] for c in ctx.curves(fs))
-    worst, worst_margin = (c[:k] for c in ctx.worst_curves(fs))
-    index, close = ctx.time, ctx.closes
-    start = index[fs - 1] if fs > 0 else index[0] - (index[1] - index[0])
-    curves = metrics.curve_frame(
-        index[fs : last + 1],
-        close[fs : last + 1],
-        balance,
-        equity,
-        worst,
-        worst_margin,
-        deposit=account.deposit,
-        start_time=start,
-        start_close=float(close[fs - 1] if fs > 0 else ctx.opens[0]),
-    )
-    trades = ctx.trades_frame()
-    build = path_drawdowns if path is True else path
-    path = build(ctx, fs, last, account.deposit, start) if build else None
-    stats = metrics.trade_stats(
-        trades,
-        curves,
-        deposit=account.deposit,
-        deals=ctx.deals,
-        contract_size=account.contract_size,
-        equity_dd=None if path is None else path.drawdowns,
-    )
-    return Figures(trades, curves, stats, balance, equity, None if path is None else path.skeleton)
 
 
 def _criterion(ea: ExpertAdvisor, value: Any) -> float | None:

@@ -50,7 +50,7 @@ class Result:
     interrupted: str | None = None  # the phase Ctrl-C cut short: "on_init", "on_study" or "replay"
     orders: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's orders table
     deals: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's deals table
-    curves: pd.DataFrame | None = None  # metrics.curve_frame: the start row, then one row per forward bar
+    curves: pd.DataFrame | None = None  # scoring.Curve.frame: the start row, then one row per forward bar
     equity_path: pd.DataFrame | None = None  # the skeleton of the equity at every modelled price
     symbol_charts: dict = field(default_factory=dict)  # several symbols: each traded one's chart_data
 
@@ -165,3 +165,34 @@ def equity_frame(time, balance, equity, curves: pd.DataFrame | None, account: di
         frame["drawdown_pct"] = np.where(peak > 0, (peak - equity) / peak * 100.0, 0.0)
     frame.index.name = "time"
     return frame
+
+
+@dataclass
+class PassFigures:
+    """What an optimisation pass keeps of a run (``Backtest.run_pass``): its statistics (those asked for,
+    or all), its ``on_tester`` value, and its equity at each forward bar's close (``time``, ``equity``)
+    and on the report's curve (``curve_time``, ``curve_equity``: the start row, the deposit, first)."""
+
+    stats: dict
+    custom_criterion: float | None
+    time: pd.DatetimeIndex
+    equity: np.ndarray
+    curve_time: pd.DatetimeIndex
+    curve_equity: np.ndarray
+    complete: bool
+    interrupted: str | None = None
+
+    @classmethod
+    def of_result(cls, result: Result) -> PassFigures:
+        """A full run's (several symbols run in full)."""
+        curves = result.curves
+        return cls(
+            stats=dict(result.stats),
+            custom_criterion=result.custom_criterion,
+            time=result.time,
+            equity=result.equity["equity"].to_numpy(dtype=np.float64),
+            curve_time=pd.DatetimeIndex(curves.index),
+            curve_equity=curves["equity"].to_numpy(dtype=np.float64),
+            complete=result.complete,
+            interrupted=result.interrupted,
+        )

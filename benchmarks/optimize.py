@@ -11,7 +11,8 @@ pass recorded in a SQLite study. Ours is also timed with one worker.
 recorded, the results table and the robustness statistics of the search (Deflated Sharpe Ratio, PBO, SPA),
 which backtesting.py does not compute; their share is shown. Contestants take turns round by round
 (``--repeats`` rounds) and the spread over rounds is printed, with the CPU seconds each spent per pass (all
-its processes), which a shared machine's load changes less than the wall time. Then a paper estimate for
+its processes), which a shared machine's load changes less than the wall time, and the CPU of one pass of
+each run in this process, no pool (``pass_cpu``), steadier still. Then a paper estimate for
 10 and 100 workers from the measured per-pass cost, the per-task round trip and the client's per-pass
 cost (sampler proposal + its share of a batched store write):
 
@@ -108,6 +109,42 @@ def time_ours(df, fast: list[int], slow: list[int], workers: int, folder: Path) 
     return {"total_s": elapsed, "cpu_s": cpu, "pass_s": float(table["seconds"].mean()), **spent}
 
 
+def pass_cpu(df, points: list[tuple[int, int]], rounds: int = 3) -> tuple[float, float]:
+    """CPU seconds of one pass in this process, no pool, the lowest of ``rounds`` rounds over ``points``:
+    backtesting.py's ``Backtest.run`` (what each process of its ``optimize`` runs per pass) and ours
+    (``backtests.optimize.passes``: the window's backtest, the pass and the figures the study records).
+    The steadiest figure on a shared machine: no scheduling between processes, one core's work."""
+    from backtesting import Backtest
+
+    from backtests.optimize.criteria import get_criterion
+    from backtests.optimize.passes import Job, Window, make_backtest, run_one, summarize
+    from strategies import SmaCrossEA
+
+    data = df.rename(columns=str.capitalize)[["Open", "High", "Low", "Close"]]
+    data.index = data.index.tz_localize(None)
+    job = Job(SmaCrossEA, get_criterion("balance"))
+    ours = make_backtest(df, job, Window(0, len(df)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        peer = Backtest(data, PeerSmaCross, cash=1e9)
+
+        def run_peer(fast: int, slow: int) -> None:
+            peer.run(fast=fast, slow=slow)
+
+        def run_ours(fast: int, slow: int) -> None:
+            summarize(run_one(ours, job, {"fast": fast, "slow": slow}), job)
+
+        best = {run_peer: float("inf"), run_ours: float("inf")}
+        for _ in range(rounds):
+            for fn in best:  # contestants take turns
+                fn(*points[0])  # warm
+                t0 = time.process_time()
+                for fast, slow in points:
+                    fn(fast, slow)
+                best[fn] = min(best[fn], (time.process_time() - t0) / len(points))
+    return best[run_peer], best[run_ours]
+
+
 def _noop(shared, i):
     return i
 
@@ -196,6 +233,8 @@ def main(argv: list[str] | None = None) -> None:
                 ours[w].append(time_ours(df, fast, slow, w, folder))
         client = client_cost(folder)
     overhead = task_overhead(workers)
+    points = [(f, s) for f in fast for s in slow][:: max(1, n // 20)]
+    peer_pass, our_pass = pass_cpu(df, points, rounds=1 if args.tiny else 3)
     print(f"{n}-pass SMA grid on {len(df):,} bars, {args.repeats} rounds; passes/s as median (range)")
     print(f"backtesting.py optimize, {workers} processes: {_spread([n / s for s, _ in peer])} passes/s, "
           f"{1e3 * statistics.median(c for _, c in peer) / n:.1f} ms CPU/pass")  # fmt: skip
@@ -211,6 +250,11 @@ def main(argv: list[str] | None = None) -> None:
             f"{100 * stats_share:.0f} % of the time"
         )
         print(f"  x backtesting.py per round: {', '.join(f'{x:.2f}' for x in ratios)}")
+    print(
+        f"one pass in one process, CPU (best of the rounds, {len(points)} passes): backtesting.py "
+        f"{1e3 * peer_pass:.1f} ms, neuronet {1e3 * our_pass:.1f} ms "
+        f"(x backtesting.py {peer_pass / our_pass:.2f})"
+    )
     print(f"task round trip {1e3 * overhead:.2f} ms; client {1e3 * client:.2f} ms/pass (proposal + write)")
     pass_s = statistics.median(r["pass_s"] for r in ours[1])
     for w in (10, 100):

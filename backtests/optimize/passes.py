@@ -18,9 +18,10 @@ import pandas as pd
 
 from backtests.broker import AccountConfig
 from backtests.optimize.criteria import PASS_STATS, Criterion
-from backtests.peers import _periods_per_year, trading_days
+from backtests.peers import day_closes
 from backtests.periods import resolve
-from backtests.replay import Backtest, Result
+from backtests.replay import Backtest
+from backtests.result import PassFigures
 from datafeeds import meta_of
 from strategies.base import ExpertAdvisor
 
@@ -111,36 +112,39 @@ def _span(fine: pd.DataFrame | None, start: pd.Timestamp, end: pd.Timestamp) -> 
     return out
 
 
-def run_one(bt: Backtest, job: Job, params: dict) -> Result:
-    """Run one pass; a Ctrl-C inside the replay must stop the optimisation, not record a partial pass."""
-    result = bt.run(**{**job.fixed, **params})
+def pass_keys(job: Job) -> frozenset[str]:
+    """The statistics a pass computes: those the results table keeps and the criterion reads."""
+    return frozenset((*PASS_STATS, *([job.criterion.field] if job.criterion.field else [])))
+
+
+def run_one(bt: Backtest, job: Job, params: dict) -> PassFigures:
+    """Run one pass, computing only the figures it keeps (``Backtest.run_pass``: the same numbers as a
+    backtest's report); a Ctrl-C inside the replay must stop the optimisation, not record a partial pass."""
+    result = bt.run_pass({**job.fixed, **params}, pass_keys(job))
     if not result.complete:
         raise KeyboardInterrupt
     return result
 
 
-def daily_returns(curves: pd.DataFrame | None) -> list[float]:
-    """The pass's equity returns per trading day: the last equity of each day, from the start row's
-    deposit, on trading days as ``backtests.peers`` counts them (weekend bars go to Monday unless the data
-    trades at weekends). One row of the pass × period matrix of the Probability of Backtest Overfitting, and
-    the series of the Deflated Sharpe Ratio and the SPA test (``backtests.robustness.optimisation``)."""
-    if curves is None or len(curves) < 2:
+def daily_returns(index: pd.DatetimeIndex, equity: np.ndarray) -> list[float]:
+    """The pass's equity returns per trading day, from its curve (``index``, ``equity``: the start row, the
+    deposit, then each forward bar's close): the last equity of each day, from the start row's deposit, on
+    trading days as ``backtests.peers`` counts them (weekend bars go to Monday unless the data trades at
+    weekends). One row of the pass × period matrix of the Probability of Backtest Overfitting, and the
+    series of the Deflated Sharpe Ratio and the SPA test (``backtests.robustness.optimisation``)."""
+    if len(index) < 2:
         return []
-    index = pd.DatetimeIndex(curves.index)
-    equity = curves["equity"].to_numpy(np.float64)
-    days = trading_days(index[1:], _periods_per_year(index[1:])[1])
-    last = pd.Series(equity[1:]).groupby(days.asi8).last().to_numpy()
-    daily = np.concatenate(([equity[0]], last))
+    daily = day_closes(pd.DatetimeIndex(index), np.asarray(equity, dtype=np.float64))
     with np.errstate(divide="ignore", invalid="ignore"):
         returns = np.where(daily[:-1] > 0, daily[1:] / daily[:-1] - 1.0, 0.0)
     return [round(float(r), 12) for r in returns]
 
 
-def summarize(result: Result, job: Job) -> dict[str, Any]:
+def summarize(result: PassFigures, job: Job) -> dict[str, Any]:
     """The figures the results table keeps for one pass (JSON-ready), with its daily returns."""
     stats = {k: result.stats.get(k) for k in PASS_STATS}
     stats["custom"] = result.custom_criterion
-    stats["daily_returns"] = daily_returns(result.curves)
+    stats["daily_returns"] = daily_returns(result.curve_time, result.curve_equity)
     return {"value": job.criterion.value(result.stats, result.custom_criterion), "stats": stats}
 
 
@@ -170,7 +174,7 @@ def run_curve(market: Market, job: Job, window: Window, params: dict) -> dict[st
     result = run_one(bt, job, params)
     row = summarize(result, job)
     row["time"] = np.asarray(result.time.asi8)
-    row["equity"] = result.equity["equity"].to_numpy(dtype=np.float64)
+    row["equity"] = np.asarray(result.equity, dtype=np.float64)
     return row
 
 

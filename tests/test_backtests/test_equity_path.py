@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backtests import AccountConfig, Backtest, equity_path, replay
+from backtests import AccountConfig, Backtest, equity_path, scoring
 from backtests.broker import Broker
 from backtests.equity_path import path_drawdowns
 from backtests.paths import M1Path
@@ -112,7 +112,7 @@ def _path_of(bt, monkeypatch, **params):
         seen["args"] = args
         return path_drawdowns(*args)
 
-    monkeypatch.setattr(replay, "path_drawdowns", keep)
+    monkeypatch.setattr(scoring, "path_drawdowns", keep)
     bt.run(**params)
     monkeypatch.undo()
     return seen["args"]

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backtests.metrics import curve_frame, drawdowns, prediction_report, trade_stats
+from backtests.metrics import drawdowns, prediction_report, trade_stats
+from backtests.scoring import Curve
 
 
 def test_three_drawdowns_by_hand():
@@ -44,17 +45,16 @@ def _stats(net, types=None):
         }
     )
     balance = 1000.0 + np.cumsum(net)
-    curves = curve_frame(
+    curves = Curve.of_bars(
         times[1:],
         np.linspace(1.0, 1.1, n),
         balance,
         balance.copy(),
-        balance.copy(),
-        np.ones(n),
+        lambda: (balance.copy(), np.ones(n)),
         deposit=1000.0,
         start_time=times[0],
         start_close=1.0,
-    )
+    ).frame()
     return trade_stats(trades, curves, deposit=1000.0, deals=2 * n, contract_size=1000.0)
 
 

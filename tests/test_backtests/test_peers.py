@@ -9,7 +9,7 @@ import pytest
 from backtesting._stats import compute_stats
 
 from backtests import AccountConfig, Backtest, peers
-from backtests.peers import backtesting_stats, trading_day_stats, trading_days
+from backtests.peers import backtesting_stats, day_closes, trading_day_stats, trading_days
 from datafeeds import read_sample
 from strategies import SmaCrossEA
 
@@ -46,6 +46,9 @@ DURATIONS = {
     "max_trade_duration": "Max. Trade Duration",
     "avg_trade_duration": "Avg. Trade Duration",
 }
+
+CACHES = (peers._period_of, peers._periods_per_year_of, peers._bin_ends, peers._trading_days_of,
+          peers._day_ends)  # fmt: skip
 
 
 def peer_stats(curves: pd.DataFrame, trades: pd.DataFrame, contract_size: float) -> pd.Series:
@@ -149,12 +152,12 @@ def test_figures_of_the_bar_times_are_kept_per_index_and_never_lent_to_another()
     trades = pd.DataFrame(columns=["net_profit", "entry_time", "exit_time", "lots", "entry_price"])
     cached = [(backtesting_stats(c, trades, 1e5), trading_day_stats(c), list(trading_days(c.index, False)))
               for c in curves]  # fmt: skip
-    for cache in (peers._period_of, peers._periods_per_year_of, peers._bin_ends, peers._trading_days_of):
+    for cache in CACHES:
         cache.cache_clear()
     for c, figures in zip(curves, cached, strict=True):
         fresh = (backtesting_stats(c, trades, 1e5), trading_day_stats(c), list(trading_days(c.index, False)))
         assert repr(fresh) == repr(figures)
-        for cache in (peers._period_of, peers._periods_per_year_of, peers._bin_ends, peers._trading_days_of):
+        for cache in CACHES:
             cache.cache_clear()
     assert cached[0][2] != cached[2][2]  # Tokyo's days are not UTC's
 
@@ -190,3 +193,25 @@ def test_exposure_counts_the_bar_an_intrabar_fill_falls_in():
         }
     )
     assert backtesting_stats(curves, trades, 100_000.0)["exposure_time_pct"] == 40.0
+
+
+def test_day_closes_are_the_last_equity_of_each_trading_day():
+    """The start's equity, then each trading day's last (found once per index, by position), as pandas'
+    group-by gives them: FX hours with Sunday-evening bars (counted to Monday), a week of hours in Tokyo's
+    zone, crypto bars trading at weekends, and equity with gaps (NaN) whose days keep their last value."""
+    fx = pd.date_range("2024-01-05 20:00", periods=120, freq="h", tz="UTC")  # Friday evening .. Wednesday
+    fx = fx[(fx.day_of_week < 5) | ((fx.day_of_week == 6) & (fx.hour >= 21))]
+    crypto = pd.date_range("2024-01-01", periods=24 * 9, freq="h", tz="UTC")
+    tokyo = pd.date_range("2024-01-01", periods=24 * 9, freq="h", tz="UTC").tz_convert("Asia/Tokyo")
+    rng = np.random.default_rng(7)
+    for index in (fx, crypto, tokyo):
+        for gaps in (False, True):
+            equity = 1e4 + rng.normal(0, 10, len(index)).cumsum()
+            if gaps:
+                equity[[3, 30, 31]] = np.nan
+            weekends = peers._periods_per_year(index[1:])[1]
+            days = trading_days(index[1:], weekends).asi8
+            expected = pd.Series(equity[1:]).groupby(days).last().to_numpy()
+            got = day_closes(index, equity)
+            assert got[0] == equity[0]
+            np.testing.assert_array_equal(got[1:], expected)
