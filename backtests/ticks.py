@@ -158,6 +158,10 @@ class TickPath(PricePath):
             ) from exc
         return j
 
+    def tick(self, broker, t: int, j: int) -> None:
+        """Work tick ``j`` of bar ``t`` on ``broker`` (the caller set ``walking``), as ``walk`` does."""
+        self._tick(broker, t, j)
+
     def _tick(self, broker, t: int, j: int) -> None:
         """Tick ``j``: expiries, then pending orders, stops and the stop-out at its prices."""
         broker.now = Tick.at(int(self.ns[j]), float(self.bid[j]), float(self.ask[j]))
@@ -167,9 +171,14 @@ class TickPath(PricePath):
         broker.quote = (bid, bid, bid, float(self.ask_points[j]) - bid)
         broker.at_open_checks(t)
 
-    def _next_touch(self, broker, t: int, i: int, e: int) -> int:
+    def next_touch(self, broker, t: int, i: int, e: int, stop_out: bool) -> int:
+        """The first tick in ``i..e-1`` of bar ``t`` that can reach one of ``broker``'s levels (``e``: none);
+        the stop-out counts only where ``stop_out`` (several symbols' walk rules it out for the bar)."""
+        return self._next_touch(broker, t, i, e, stop_out)
+
+    def _next_touch(self, broker, t: int, i: int, e: int, stop_out: bool = True) -> int:
         """The first tick in ``i..e-1`` at which something can happen now (``e`` when none can)."""
-        up_bid, up_ask, down_bid, down_ask, expiry, wide = self._thresholds(broker, t)
+        up_bid, up_ask, down_bid, down_ask, expiry, wide = self._thresholds(broker, t, stop_out)
         window = _FIRST_WINDOW
         while i < e:
             k = min(e, i + window)
@@ -193,7 +202,9 @@ class TickPath(PricePath):
             i, window = k, window * 8
         return e
 
-    def _thresholds(self, broker, t: int) -> tuple[float, float, float, float, int | None, float]:
+    def _thresholds(
+        self, broker, t: int, stop_out: bool = True
+    ) -> tuple[float, float, float, float, int | None, float]:
         """(lowest level the bid / ask may rise to, highest level the bid / ask may fall to, first expiry
         in UTC ns, the spread at which a hedged account is stopped out): what ``at_open_checks`` reacts to."""
         up_bid = up_ask = math.inf
@@ -227,7 +238,7 @@ class TickPath(PricePath):
                 if p.tp is not None:
                     down_ask = max(down_ask, p.tp)
         wide = math.inf
-        if book.positions and broker.stop_out_on:
+        if stop_out and book.positions and broker.stop_out_on:
             spread = self._widest(t)
             if abs(net) > 1e-12:
                 cross = funds.stop_out_price(spread, broker)  # the widest spread brings it nearest

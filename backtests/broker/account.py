@@ -66,6 +66,9 @@ class Account:
         self._desk_margin: dict[int, tuple[int, float]] = {}  # id(desk) -> (its book's changes, margin)
         # ``ruled_out``'s last answer and what it holds for: (bar, the books' changes, balance)
         self._screened: tuple[tuple[int, int, float], bool] | None = None
+        # Off while a walk whose prices may leave the bars' own ranges (several symbols' ticks, each at its
+        # last tick) checks every price itself: ``ruled_out`` then rules nothing out.
+        self.screening = True
 
     def attach(self, desk: Any) -> None:
         """Add a symbol's broker to the account."""
@@ -282,6 +285,8 @@ class Account:
         spreads) stays above the stop-out level with a tenth to spare for the conversions' moves. Kept
         until a position changes or the balance moves, so a multi-symbol bar far from the stop-out costs one
         pass over the desks instead of one per check."""
+        if not self.screening:
+            return False
         key = (t, sum(d.book.changes for d in self.desks), self.balance)
         if self._screened is not None and self._screened[0] == key:
             return self._screened[1]
