@@ -505,14 +505,12 @@ def backtest(
         if symbols is not None and names != tuple(cls.symbols):  # the EA trades the symbols asked for
             cls = type(cls.__name__, (cls,), {"symbols": names, "__module__": cls.__module__})
         if len(names) > 1 or len(cls.timeframes) > 1:
-            if ticks_csv is not None or model == "ticks":
-                raise CommandError("--model ticks: a multi-symbol run is modelled on open prices or M1 bars")
             main = names or (symbol or "EURUSD",)
             specs = read_spec_file(symbols_file) if symbols_file is not None else None
-            df, m1 = load_symbols(
-                main, name, timeframe, start, end, options, account.currency, model, m1_csv, specs
+            df, fine = load_symbols(
+                main, name, timeframe, start, end, options, account.currency, model, m1_csv, specs, ticks_csv
             )
-            ticks = None
+            m1, ticks = (None, fine) if model == "ticks" else (fine, None)
         else:
             if symbols_file is not None:
                 raise CommandError(

@@ -239,7 +239,7 @@ def test_a_loaded_symbol_without_ticks_is_refused_by_name():
 def test_ticks_outside_their_bars_range_name_the_symbol_the_file_and_the_row():
     ticks = {"EURUSD": _hand_ticks("EURUSD", EUR), "GBPUSD": _hand_ticks("GBPUSD", GBP)}
     frames = {s: bars_from_ticks(t, "H1") for s, t in ticks.items()}
-    spike = GBP[:4] + [(2 * H + 15, 1.4)] + GBP[4:]
+    spike = [*GBP[:4], (2 * H + 15, 1.4), *GBP[4:]]
     ticks["GBPUSD"] = _hand_ticks("GBPUSD", spike)
     with pytest.raises(ModelDataError, match=r"^GBPUSD: gbpusd_ticks.csv: row 5 .*bid 1.40000 lies above"):
         Backtest(frames, _Both, model="ticks", ticks=ticks)
