@@ -303,7 +303,19 @@ def test_a_multi_symbol_tick_run_from_the_synthetic_source_works_through_every_s
     doc = json.loads((tmp_path / "r" / "report.json").read_text())
     assert doc["data"]["model"] == "ticks"
     assert doc["data"]["tick_quality"] == {"EURUSD": 100.0, "GBPUSD": 100.0, "USDJPY": 100.0}
-    assert sum(v["trades"] for v in doc["data"]["symbols"].values()) > 0
+    table = doc["data"]["symbols"]
+    assert sum(v["trades"] for v in table.values()) > 0
+    # The same run in Python, from the same loader: the same figures (one set of defaults).
+    from backtests import Backtest
+    from neuronet.commands.symbols import load_symbols
+    from strategies.trend_filter import TrendFilterEA
+
+    names = TrendFilterEA.symbols
+    frames, ticks = load_symbols(names, "synthetic", "H1", None, None, {"bars": 300}, "USD", "ticks")
+    mine = Backtest(frames, TrendFilterEA, model="ticks", ticks=ticks).run(daily=3).data["symbols"]
+    assert {s: (table[s]["trades"], table[s]["net_profit"]) for s in names} == {
+        s: (mine[s]["trades"], mine[s]["net_profit"]) for s in names
+    }
 
 
 def test_a_tick_file_outside_its_symbols_bars_names_the_symbol_the_file_and_the_row(tmp_path):

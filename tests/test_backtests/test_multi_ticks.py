@@ -249,3 +249,35 @@ def test_ticks_are_refused_with_another_model_and_m1_with_ticks():
     frames, ticks = _market(["EURUSD", "GBPUSD"], 3)
     with pytest.raises(SymbolsError, match="ticks are only used by model 'ticks'"):
         Backtest(frames, _Both, model="open", ticks=ticks)
+
+
+def test_empty_ticks_of_one_symbol_are_refused_naming_it():
+    frames, ticks = _market(["EURUSD", "GBPUSD"], 3)
+    empty = ticks["GBPUSD"].iloc[:0]
+    with pytest.raises(ModelDataError, match=r"^GBPUSD: the ticks are empty"):
+        Backtest(frames, _Both, model="ticks", ticks={**ticks, "GBPUSD": empty})
+
+
+class _Heavy(ExpertAdvisor):
+    """Holds a lot of each symbol, reopened whenever closed, on a deposit that barely carries both."""
+
+    symbols = ("EURUSD", "GBPUSD")
+
+    def on_bar(self):
+        for s in self.symbols:
+            if not self.position_of(s):
+                self.sell(1.0, symbol=s)
+
+
+def test_ticks_ruling_the_stop_out_out_for_a_bar_never_hides_one(monkeypatch):
+    """The bound that skips the ticks where no stop-out can happen, against every tick of every symbol."""
+    import backtests.merged_ticks as merged
+
+    frames, ticks = _market(_Heavy.symbols, 120)
+    account = AccountConfig(deposit=2_400.0, stop_out_level=90.0)  # out after about 130 points of loss
+    screened = Backtest(frames, _Heavy, model="ticks", ticks=ticks, account=account, forward=None).run()
+    monkeypatch.setattr(merged, "_stop_out_possible", lambda *args: True)
+    full = Backtest(frames, _Heavy, model="ticks", ticks=ticks, account=account, forward=None).run()
+    assert (screened.trades["exit_reason"] == "stop out").sum() > 0
+    cols = ["symbol", "type", "lots", "entry_time", "exit_time", "exit_price", "exit_reason", "profit"]
+    pd.testing.assert_frame_equal(screened.trades[cols], full.trades[cols])
