@@ -76,7 +76,7 @@ def _walk(walking: list, t: int) -> None:
         now = sum(w.revision for w in walking)
         if now != revision:  # first, or something filled: the margin and the levels changed
             revision = now
-            if _stop_out_possible(walking, spans, at):
+            if _stop_out_possible(walking, t, spans):
                 _every_tick(walking, t, spans, at)
                 return
             touches = [None] * len(walking)
@@ -126,7 +126,7 @@ def _every_tick(walking: list, t: int, spans: list, at: list) -> None:
         walking[k].price_path.tick(walking[k], t, m)
 
 
-def _stop_out_possible(walking: list, spans: list, at: list) -> bool:
+def _stop_out_possible(walking: list, t: int, spans: list) -> bool:
     """Whether the account's margin level may reach the stop-out level in the rest of the bar (see the
     module docstring): every symbol at the worst of the ticks it may stand at, at once."""
     first = walking[0]
@@ -142,10 +142,17 @@ def _stop_out_possible(walking: list, spans: list, at: list) -> bool:
             continue
         if desk in walking:
             k = walking.index(desk)
-            a, b = max(spans[k][0] - 1, 0), spans[k][1]  # its last tick before the bar included
+            a = max(spans[k][0] - 1, 0)  # its last tick before the bar too
             path = desk.price_path
-            low = float(path.bid_points[a:b].min())
-            high = float(path.ask_points[a:b].max())
+            low, high = float(path.bid_points[a]), float(path.ask_points[a])
+            if path.reach is not None:  # the bar's lowest bid and highest ask, kept per bar
+                low, high = min(low, path.reach[0][t]), max(high, path.reach[3][t])
+            else:
+                b = spans[k][1]
+                low, high = (
+                    min(low, float(path.bid_points[a:b].min())),
+                    max(high, float(path.ask_points[a:b].max())),
+                )
             worst += desk.floating(low, high)
             continue
         worst += desk.floating_now()

@@ -280,6 +280,7 @@ def tick_paths(setup: MultiSetup, ticks: Mapping[str, pd.DataFrame], account: Ac
         except ModelDataError as exc:
             raise ModelDataError(f"{name}: {exc}") from None
         paths[name] = TickPath(setup.aligned.time, own_ticks, meta.point, account.spread)
+        paths[name].screen_bars()
     return paths
 
 
