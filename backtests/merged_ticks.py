@@ -23,8 +23,8 @@ the bar included) above the stop-out level with a tenth to spare for the convers
 Otherwise only the ticks at which a symbol's own pending prices, stops or expiries can be reached are
 worked (the single-symbol walk's vectorised search, ``TickPath.next_touch``), still in time order, the
 others set to their prices of that moment first; a fill changes the account's margin, so after one the
-bound is taken again. One symbol alone with nothing open elsewhere and no profit converted through another
-symbol keeps the single-symbol walk.
+bound is taken again. One symbol alone with nothing open elsewhere and neither profit nor margin converted
+through another symbol keeps the single-symbol walk.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ def walk_ticks(desks: list, t: int) -> None:
         len(busy) == 1
         and not any(d.book.positions for d in desks if d is not alone)
         and getattr(alone.money.profit, "pair", None) is None
+        and getattr(alone.money.margin, "pair", None) is None
     ):
         alone.bar_range(t)
         return

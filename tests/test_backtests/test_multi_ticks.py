@@ -281,3 +281,35 @@ def test_ticks_ruling_the_stop_out_out_for_a_bar_never_hides_one(monkeypatch):
     assert (screened.trades["exit_reason"] == "stop out").sum() > 0
     cols = ["symbol", "type", "lots", "entry_time", "exit_time", "exit_price", "exit_reason", "profit"]
     pd.testing.assert_frame_equal(screened.trades[cols], full.trades[cols])
+
+
+class _Cross(ExpertAdvisor):
+    """1 lot of EURGBP at the second bar: its pounds converted through GBPUSD, its euro margin through
+    EURUSD."""
+
+    symbols = ("EURGBP",)
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy(1.0, symbol="EURGBP")
+
+
+def test_ticks_a_profit_converted_through_another_symbol_reads_that_symbols_tick_of_the_moment():
+    """EURGBP falls 1000 points at 02:00:20 (-1000 GBP). GBPUSD's bar opens only at 02:00:30, at 1.20; at
+    02:00:20 it still stands at its last tick before, 1.30, so the loss is 1300 USD: equity 1800 - 1300 =
+    500 is below 50% of the 1100 margin (1 lot x 100,000 EUR / 100 at EURUSD's 1.10), and EURGBP is stopped
+    out there at 0.84000, booked -1300.00. Read at GBPUSD's first tick of its bar (later), the loss would be
+    1200 and the level 600 / 1100: no stop-out."""
+    rows = {
+        "EURGBP": [(0, 0.85), (H, 0.85), (2 * H, 0.85), (2 * H + 20, 0.84), (3 * H, 0.84), (4 * H - 1, 0.84)],
+        "GBPUSD": [(0, 1.3), (H, 1.3), (2 * H - 1, 1.3), (2 * H + 30, 1.2), (3 * H, 1.2), (4 * H - 1, 1.2)],
+        "EURUSD": [(0, 1.1), (H, 1.1), (2 * H, 1.1), (3 * H, 1.1), (4 * H - 1, 1.1)],
+    }
+    ticks = {s: _hand_ticks(s, r) for s, r in rows.items()}
+    frames = {s: bars_from_ticks(t, "H1") for s, t in ticks.items()}
+    account = AccountConfig(deposit=1_800.0, spread=0, leverage=100.0, stop_out_level=50.0)
+    result = Backtest(frames, _Cross, model="ticks", ticks=ticks, account=account, forward=None).run()
+    trade = result.trades.iloc[0]
+    assert (trade["symbol"], trade["exit_reason"]) == ("EURGBP", "stop out")
+    assert trade["exit_time"] == T0 + pd.Timedelta(seconds=2 * H + 20)
+    assert trade["exit_price"] == pytest.approx(0.84) and trade["profit"] == pytest.approx(-1300.0)
