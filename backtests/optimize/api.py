@@ -92,9 +92,15 @@ class Setup:
             return {}
         fine = self.market.m1 if self.job.model == "ohlc1m" else self.market.ticks
         columns = ["open", "high", "low", "close", "spread"] if self.job.model == "ohlc1m" else ["bid", "ask"]
-        prices = np.ascontiguousarray(fine[columns].to_numpy(np.float64))
-        digest = hashlib.sha1(prices.tobytes() + fine.index.asi8.tobytes()).hexdigest()
-        return {"model": self.job.model, "model_data": {"rows": len(fine), "sha1": digest}}
+
+        def identity(frame: pd.DataFrame) -> dict:
+            prices = np.ascontiguousarray(frame[columns].to_numpy(np.float64))
+            digest = hashlib.sha1(prices.tobytes() + frame.index.asi8.tobytes()).hexdigest()
+            return {"rows": len(frame), "sha1": digest}
+
+        if isinstance(fine, Mapping):  # several symbols: each one's
+            return {"model": self.job.model, "model_data": {s: identity(f) for s, f in sorted(fine.items())}}
+        return {"model": self.job.model, "model_data": identity(fine)}
 
     def study(self, window: Window) -> store.Store:
         identity = self.identity(window)

@@ -313,3 +313,18 @@ def test_ticks_a_profit_converted_through_another_symbol_reads_that_symbols_tick
     assert (trade["symbol"], trade["exit_reason"]) == ("EURGBP", "stop out")
     assert trade["exit_time"] == T0 + pd.Timedelta(seconds=2 * H + 20)
     assert trade["exit_price"] == pytest.approx(0.84) and trade["profit"] == pytest.approx(-1300.0)
+
+
+@pytest.mark.parametrize("model", ["ohlc1m", "ticks"])
+def test_optimize_takes_a_multi_symbol_ea_on_every_symbols_minutes_or_ticks(model):
+    """Each symbol's minutes or ticks cut to the pass's window (they were taken for one frame and failed)."""
+    from backtests.optimize import optimize
+
+    frames, ticks = _market(_Brackets.symbols, 60)
+    fine = ticks if model == "ticks" else {s: bars_from_ticks(t, "M1") for s, t in ticks.items()}
+    data = {"ticks": fine} if model == "ticks" else {"m1": fine}
+    table = optimize(frames, _Brackets, ["lots=0.1,0.2"], criterion="balance", workers=0, model=model, **data)
+    one = Backtest(frames, _Brackets, model=model, forward=None, **data).run(lots=0.2)
+    by_lots = {round(r["lots"], 2): r for _, r in table.iterrows()}
+    assert by_lots[0.2]["total_trades"] == len(one.trades) > 0
+    assert by_lots[0.2]["total_net_profit"] == pytest.approx(one.trades["net_profit"].sum(), abs=0.005)
