@@ -97,7 +97,7 @@ def _walk(walking: list, t: int) -> None:
         now = sum(w.revision for w in walking)
         if now != revision:  # first, or something filled: the margin and the levels changed
             revision = now
-            if _stop_out_possible(walking, spans, at):
+            if _stop_out_possible(walking, t, spans, at):
                 _every_minute(walking, t, spans, at)
                 return
             touches = [None] * len(walking)
@@ -105,7 +105,7 @@ def _walk(walking: list, t: int) -> None:
             if touches[j] is None:
                 m, end = at[j], spans[j][1]
                 # The stop-out is ruled out for the rest of the bar until something fills (see above).
-                touches[j] = d.price_path.next_touch(d, m, end, False) if d.book and m < end else end
+                touches[j] = d.price_path.next_touch(d, m, end, False, t) if d.book and m < end else end
         times = [
             d.price_path.time_ns[m] if m < end else _NEVER
             for d, m, (_, end) in zip(walking, touches, spans, strict=True)
@@ -145,12 +145,14 @@ def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
         nxt[k] = m + 1
 
 
-def _stop_out_possible(walking: list, spans: list, at: list) -> bool:
+def _stop_out_possible(walking: list, t: int, spans: list, at: list) -> bool:
     """Whether the account's margin level may reach the stop-out level in the rest of the bar (see the
     module docstring): every symbol at its worst over its remaining minutes at once."""
     first = walking[0]
     funds = first.funds
     if funds.stop_out_level <= 0 or not first.stop_out_on or not funds.any_open():
+        return False
+    if funds.ruled_out(t):  # the account's own screen of the bar: every check in it says no stop-out
         return False
     margin = funds.used_margin()
     if margin <= 0:

@@ -1,10 +1,13 @@
-"""The replay of a multi-symbol, multi-timeframe EA ("open prices only"; ``backtests.multi`` says how the
-symbols share the account and the timeline). ``Backtest`` hands a run here when it is given a frame per
-symbol or the EA declares several symbols or timeframes; everything else is the one-symbol replay's.
+"""The replay of a multi-symbol, multi-timeframe EA (``backtests.multi`` says how the symbols share the
+account and the timeline): open prices, every symbol's M1 bars (``backtests.merged``) or every symbol's
+ticks (``backtests.merged_ticks``) worked in time order. ``Backtest`` hands a run here when it is given a
+frame per symbol or the EA declares several symbols or timeframes; everything else is the one-symbol
+replay's.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 
@@ -16,13 +19,17 @@ from backtests.broker import AccountConfig
 from backtests.broker.terms import check_spec_settings
 from backtests.errors import SymbolsError
 from backtests.merged import open_quotes, walk_bar
+from backtests.merged_ticks import walk_ticks
 from backtests.multi import MultiContext, MultiSetup
-from backtests.paths import COVERAGE, M1Path, check_inside, check_market
+from backtests.paths import COVERAGE, MODELS, M1Path, ModelDataError, check_inside, check_market
 from backtests.periods import Periods, resolve
 from backtests.replay import Result, _Context, _criterion, _lap, broker_figures
+from backtests.ticks import TickPath
 from datafeeds import meta_of
 from strategies.base import call_hook, make_ea
 from strategies.errors import EARuntimeError
+
+log = logging.getLogger(__name__)
 
 
 class MultiBacktest:
@@ -40,19 +47,28 @@ class MultiBacktest:
         model: str,
         specs: Mapping | None,
         m1: Mapping[str, pd.DataFrame] | None = None,
+        ticks: Mapping[str, pd.DataFrame] | None = None,
         on_ready=None,
     ):
-        if model not in ("open", "ohlc1m"):
-            raise SymbolsError(
-                f"model {model!r}: a multi-symbol backtest models open prices or M1 bars (open, ohlc1m)"
-            )
+        if model not in MODELS:
+            raise SymbolsError(f"model {model!r}: choose {', '.join(MODELS)}")
         if model == "ohlc1m" and not isinstance(m1, Mapping):
             raise SymbolsError("model 'ohlc1m' with several symbols needs m1={symbol: M1 candles, ...}")
-        if model == "open" and m1 is not None:
+        if model == "ticks" and not isinstance(ticks, Mapping):
+            raise SymbolsError("model 'ticks' with several symbols needs ticks={symbol: ticks, ...}")
+        if model != "ohlc1m" and m1 is not None:
             raise SymbolsError("M1 candles are only used by model 'ohlc1m'")
+        if model != "ticks" and ticks is not None:
+            raise SymbolsError("ticks are only used by model 'ticks'")
         check_spec_settings(account)  # each symbol's specification gives these
         self.setup = MultiSetup(frames, ea, specs, account.currency)
-        self.paths = minute_paths(self.setup, m1, account) if model == "ohlc1m" else {}
+        self.paths = (
+            minute_paths(self.setup, m1, account)
+            if model == "ohlc1m"
+            else tick_paths(self.setup, ticks, account)
+            if model == "ticks"
+            else {}
+        )
         self.ea_class = ea
         self.on_ready = on_ready
         self.account = account
@@ -69,6 +85,10 @@ class MultiBacktest:
         if "seed" in self.ea_class.param_defaults() and "seed" not in params:
             params["seed"] = self.seed
         ea = make_ea(self.ea_class, params)
+        if ea.wants_ticks():
+            log.warning(
+                "%s.on_tick is not called in a multi-symbol run; it decides in on_bar only", type(ea).__name__
+            )
         periods = self.periods.for_ea(int(ea.retrain_every))
         setup = self.setup
         views = setup.feeds()
@@ -133,14 +153,14 @@ class MultiBacktest:
         desks = list(brokers.values())
         on_bar, times, step = ea.on_bar, self.setup.aligned.time, views.step
         schedule = views.schedule(stamps)
-        minutes = bool(self.paths)
+        walk = walk_ticks if self.model == "ticks" else walk_bar if self.paths else None
         for t in range(fs, n):
             if every and periods.retrains_at(t):
                 tick = time.perf_counter()
                 self._study(ea, views, periods, t, stamps, brokers)
                 timings["retrain_s"] += time.perf_counter() - tick
             firsts = [d.enter(t) for d in desks]  # every symbol at this moment before any is checked
-            if minutes:
+            if walk is walk_bar:
                 firsts = open_quotes(desks, t, firsts)
             for d, first in zip(desks, firsts, strict=True):
                 d.open_checks(t, first)
@@ -153,8 +173,8 @@ class MultiBacktest:
                 raise EARuntimeError(
                     type(ea).__name__, "on_bar", f"at bar {t} ({times[t]})", exc, t, times[t]
                 ) from exc
-            if minutes:
-                walk_bar(desks, t)
+            if walk is not None:
+                walk(desks, t)
             else:
                 for d in desks:
                     d.bar_range(t)
@@ -182,7 +202,11 @@ class MultiBacktest:
                 "forward_last": str(times[last]),
                 "model": self.model,
                 **(
-                    {"m1_quality": {n: p.quality(fs, last) for n, p in self.paths.items()}}
+                    {
+                        ("tick_quality" if self.model == "ticks" else "m1_quality"): {
+                            n: p.quality(fs, last) for n, p in self.paths.items()
+                        }
+                    }
                     if self.paths
                     else {}
                 ),
@@ -236,6 +260,32 @@ def minute_paths(setup: MultiSetup, m1: Mapping[str, pd.DataFrame], account: Acc
         own = M1Path(df.index, minutes, meta.point, fixed)
         check_inside(df, meta, minutes, own.starts, COVERAGE["ohlc1m"])
         paths[name] = M1Path(setup.aligned.time, minutes, meta.point, fixed)
+    return paths
+
+
+def tick_paths(setup: MultiSetup, ticks: Mapping[str, pd.DataFrame], account: AccountConfig) -> dict:
+    """Each loaded symbol's tick path on the account's timeline, its ticks checked against its own candles
+    as a single-symbol run checks them (``backtests.ticks``); ticks of a symbol the run does not load, a
+    loaded symbol without ticks, and ticks of another market are one line naming the symbol."""
+    extra = sorted(set(ticks) - set(setup.frames))
+    if extra:
+        raise SymbolsError(
+            f"ticks for {', '.join(extra)}, which this run does not load (loaded: {', '.join(setup.frames)})"
+        )
+    missing = [s for s in setup.frames if s not in ticks]
+    if missing:
+        raise SymbolsError(f"model 'ticks' needs the ticks of {', '.join(missing)} too")
+    paths = {}
+    for name, df in setup.frames.items():
+        meta, own_ticks = meta_of(df), ticks[name]
+        try:
+            check_market(df, meta, own_ticks, "ticks")
+            own = TickPath(df.index, own_ticks, meta.point, account.spread)
+            check_inside(df, meta, own_ticks, own.starts, COVERAGE["ticks"])
+        except ModelDataError as exc:
+            raise ModelDataError(f"{name}: {exc}") from None
+        paths[name] = TickPath(setup.aligned.time, own_ticks, meta.point, account.spread)
+        paths[name].screen_bars()
     return paths
 
 

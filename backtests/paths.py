@@ -361,10 +361,11 @@ class M1Path(PricePath):
         close = self.points[m, 3]
         return close, close + self.spread[m]
 
-    def next_touch(self, broker, m: int, end: int, stop_out: bool) -> int:
-        """The first row of ``m..end-1`` whose range can reach one of ``broker``'s levels (``end``: none);
-        the stop-out level counts only where ``stop_out`` (a caller that has ruled it out says False)."""
-        return self._next_touch(broker, None, m, end, stop_out)
+    def next_touch(self, broker, m: int, end: int, stop_out: bool, t: int | None = None) -> int:
+        """The first row of ``m..end-1`` (rows of bar ``t``, when given: its whole span is screened first)
+        whose range can reach one of ``broker``'s levels (``end``: none); the stop-out level counts only
+        where ``stop_out`` (a caller that has ruled it out says False)."""
+        return self._next_touch(broker, t, m, end, stop_out)
 
     def _next_touch(self, broker, t: int | None, m: int, end: int, stop_out: bool = True) -> int:
         """The first minute from ``m`` (rows up to ``end``, of bar ``t`` when known) that can reach a working

@@ -175,12 +175,10 @@ class Backtest:
             from backtests.multi_replay import MultiBacktest  # imports this module: built on demand
 
             frames = candles if isinstance(candles, Mapping) else {meta_of(candles).symbol: candles}
-            if ticks is not None:
-                raise ModelDataError(
-                    "model 'ticks' is not yet modelled for several symbols; use open or ohlc1m"
-                )
             if m1 is not None and not isinstance(m1, Mapping):
                 m1 = {meta_of(m1).symbol: m1}
+            if ticks is not None and not isinstance(ticks, Mapping):
+                ticks = {_tick_symbol(ticks, frames): ticks}
             self.multi = MultiBacktest(
                 frames,
                 ea,
@@ -191,6 +189,7 @@ class Backtest:
                 model=model,
                 specs=specs,
                 m1=m1,
+                ticks=ticks,
                 on_ready=on_ready,
             )
             self.periods, self.meta, self.ea_class = self.multi.periods, self.multi.meta, ea
@@ -448,6 +447,17 @@ class Backtest:
             curves=curves,
             equity_path=equity_path,
         )
+
+
+def _tick_symbol(ticks: pd.DataFrame, frames: Mapping[str, pd.DataFrame]) -> str:
+    """The symbol one tick frame given to a multi-symbol run belongs to: its own name, else the only
+    symbol loaded."""
+    name = getattr(ticks.attrs.get("ticks"), "symbol", None)
+    if name:
+        return str(name).upper()
+    if len(frames) == 1:
+        return next(iter(frames))
+    raise ModelDataError("ticks without a symbol name: give ticks={symbol: ticks, ...} for several symbols")
 
 
 def _check_declared(ea: type[ExpertAdvisor], meta) -> None:

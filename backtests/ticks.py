@@ -79,6 +79,8 @@ class TickPath(PricePath):
             )
         self.reset()
 
+    reach = None  # per bar: (bid low, bid high, ask low, ask high, last tick's ns), after ``screen_bars``
+
     def reset(self) -> None:
         self._bar_spread: tuple[int, float] = (-1, 0.0)
 
@@ -158,6 +160,10 @@ class TickPath(PricePath):
             ) from exc
         return j
 
+    def tick(self, broker, t: int, j: int) -> None:
+        """Work tick ``j`` of bar ``t`` on ``broker`` (the caller set ``walking``), as ``walk`` does."""
+        self._tick(broker, t, j)
+
     def _tick(self, broker, t: int, j: int) -> None:
         """Tick ``j``: expiries, then pending orders, stops and the stop-out at its prices."""
         broker.now = Tick.at(int(self.ns[j]), float(self.bid[j]), float(self.ask[j]))
@@ -167,9 +173,46 @@ class TickPath(PricePath):
         broker.quote = (bid, bid, bid, float(self.ask_points[j]) - bid)
         broker.at_open_checks(t)
 
-    def _next_touch(self, broker, t: int, i: int, e: int) -> int:
+    def next_touch(self, broker, t: int, i: int, e: int, stop_out: bool) -> int:
+        """The first tick in ``i..e-1`` of bar ``t`` that can reach one of ``broker``'s levels (``e``: none);
+        the stop-out counts only where ``stop_out`` (several symbols' walk rules it out for the bar). With
+        ``screen_bars`` done, a bar none of whose ticks reaches a level is answered without a search."""
+        reach = self.reach
+        if reach is not None:
+            up_bid, up_ask, down_bid, down_ask, expiry, wide = self._thresholds(broker, t, stop_out)
+            bid_low, bid_high, ask_low, ask_high, last_ns = (r[t] for r in reach)
+            if (
+                up_bid > bid_high
+                and up_ask > ask_high
+                and down_bid < bid_low
+                and down_ask < ask_low
+                and (expiry is None or expiry > last_ns)
+                and wide > ask_high - bid_low
+            ):
+                return e
+        return self._next_touch(broker, t, i, e, stop_out)
+
+    def screen_bars(self) -> None:
+        """Per bar, its ticks' lowest and highest bid and ask and its last tick's time (``reach``), so that
+        ``next_touch`` passes over a bar whose ticks reach no level (a multi-symbol walk searches each
+        symbol's bar again after every event of any symbol)."""
+        first, end = self.starts[:-1], self.starts[1:]
+        covered = np.flatnonzero(end > first)
+        n = len(first)
+        lows, highs = np.full((2, n), np.inf), np.full((2, n), -np.inf)
+        last = np.full(n, np.iinfo(np.int64).max)
+        if len(covered):
+            rows = slice(0, int(end[-1]))
+            at = first[covered]
+            for k, side in enumerate((self.bid_points[rows], self.ask_points[rows])):
+                lows[k, covered] = np.minimum.reduceat(side, at)
+                highs[k, covered] = np.maximum.reduceat(side, at)
+            last[covered] = self.ns[end[covered] - 1]
+        self.reach = (lows[0].tolist(), highs[0].tolist(), lows[1].tolist(), highs[1].tolist(), last.tolist())
+
+    def _next_touch(self, broker, t: int, i: int, e: int, stop_out: bool = True) -> int:
         """The first tick in ``i..e-1`` at which something can happen now (``e`` when none can)."""
-        up_bid, up_ask, down_bid, down_ask, expiry, wide = self._thresholds(broker, t)
+        up_bid, up_ask, down_bid, down_ask, expiry, wide = self._thresholds(broker, t, stop_out)
         window = _FIRST_WINDOW
         while i < e:
             k = min(e, i + window)
@@ -193,7 +236,9 @@ class TickPath(PricePath):
             i, window = k, window * 8
         return e
 
-    def _thresholds(self, broker, t: int) -> tuple[float, float, float, float, int | None, float]:
+    def _thresholds(
+        self, broker, t: int, stop_out: bool = True
+    ) -> tuple[float, float, float, float, int | None, float]:
         """(lowest level the bid / ask may rise to, highest level the bid / ask may fall to, first expiry
         in UTC ns, the spread at which a hedged account is stopped out): what ``at_open_checks`` reacts to."""
         up_bid = up_ask = math.inf
@@ -227,7 +272,7 @@ class TickPath(PricePath):
                 if p.tp is not None:
                     down_ask = max(down_ask, p.tp)
         wide = math.inf
-        if book.positions and broker.stop_out_on:
+        if stop_out and book.positions and broker.stop_out_on:
             spread = self._widest(t)
             if abs(net) > 1e-12:
                 cross = funds.stop_out_price(spread, broker)  # the widest spread brings it nearest

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 
@@ -249,7 +250,7 @@ def test_symbols_runs_several_symbols_on_one_account_and_trades_csv_names_them(t
         (["--m1-csv", "eu.csv"], "--m1-csv eu.csv: with several symbols give SYMBOL=FILE"),
         (["--m1-csv", "GBPJPY=gj.csv"], "--m1-csv GBPJPY=gj.csv: GBPJPY is not a symbol of this run"),
         (["--m1-csv", "EURUSD=a.csv", "--m1-csv", "eurusd=b.csv"], "--m1-csv: EURUSD is given twice"),
-        (["--model", "ticks"], "--model ticks: a multi-symbol run is modelled on open prices or M1 bars"),
+        (["--ticks-csv", "EURUSD=eu.csv"], "--ticks-csv is only used with --model ticks"),
         (["--symbols", "EURUSD,EURUSD"], "--symbols 'EURUSD,EURUSD': a symbol is named twice"),
     ],
 )
@@ -271,6 +272,74 @@ def test_a_multi_symbol_ohlc1m_run_from_the_synthetic_source_works_through_every
     assert doc["data"]["model"] == "ohlc1m"
     assert set(doc["data"]["m1_quality"]) == {"EURUSD", "GBPUSD", "USDJPY"}
     assert all(q == 100.0 for q in doc["data"]["m1_quality"].values())
+
+
+@pytest.mark.parametrize(
+    "extra, line",
+    [
+        (["--ticks-csv", "eu.csv"], "--ticks-csv eu.csv: with several symbols give SYMBOL=FILE"),
+        (["--ticks-csv", "GBPJPY=gj.csv"], "--ticks-csv GBPJPY=gj.csv: GBPJPY is not a symbol of this run"),
+        (
+            ["--ticks-csv", "EURUSD=a.csv", "--ticks-csv", "eurusd=b.csv"],
+            "--ticks-csv: EURUSD is given twice",
+        ),
+        (["--m1-csv", "EURUSD=eu.csv"], "--m1-csv is only used with --model ohlc1m"),
+    ],
+)
+def test_bad_multi_symbol_tick_options_are_one_line_and_write_nothing(tmp_path, extra, line):
+    args = ["backtest", "TrendFilterEA", "--source", "synthetic", "-o", "bars=50", "--model", "ticks"]
+    done = neuronet(*args, *extra, "--out", "r", cwd=tmp_path)
+    assert done.returncode == 2
+    assert line in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_multi_symbol_tick_run_from_the_synthetic_source_works_through_every_symbols_ticks(tmp_path):
+    done = neuronet(
+        "backtest", "TrendFilterEA", "--source", "synthetic", "-o", "bars=300", "-p", "daily=3", "--model",
+        "ticks", "--out", "r", "--monte-carlo", "0", "--bootstrap", "0", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert doc["data"]["model"] == "ticks"
+    assert doc["data"]["tick_quality"] == {"EURUSD": 100.0, "GBPUSD": 100.0, "USDJPY": 100.0}
+    table = doc["data"]["symbols"]
+    assert sum(v["trades"] for v in table.values()) > 0
+    # The same run in Python, from the same loader: the same figures (one set of defaults).
+    from backtests import Backtest
+    from neuronet.commands.symbols import load_symbols
+    from strategies.trend_filter import TrendFilterEA
+
+    names = TrendFilterEA.symbols
+    frames, ticks = load_symbols(names, "synthetic", "H1", None, None, {"bars": 300}, "USD", "ticks")
+    mine = Backtest(frames, TrendFilterEA, model="ticks", ticks=ticks).run(daily=3).data["symbols"]
+    assert {s: (table[s]["trades"], table[s]["net_profit"]) for s in names} == {
+        s: (mine[s]["trades"], mine[s]["net_profit"]) for s in names
+    }
+
+
+def test_a_tick_file_outside_its_symbols_bars_names_the_symbol_the_file_and_the_row(tmp_path):
+    from datafeeds import load_candles
+    from datafeeds.tick_csv import write_tick_csv
+    from datafeeds.ticks import TickMeta, make_ticks
+
+    # GBPUSD's synthetic bars as the run loads them (the second symbol: seed 1, the run's shock), and four
+    # ticks in each (open, high, low, close) that make them up; one tick 500 points above its bar's high.
+    bars = load_candles("synthetic", "GBPUSD", "H1", seed=1, bars=30, common_seed=0, correlation=0.5)
+    offsets = np.array([0, 600, 1200, 3540]) * 1_000_000_000
+    ns = (bars.index.as_unit("ns").asi8[:, None] + offsets).ravel()
+    bid = bars[["open", "high", "low", "close"]].to_numpy().ravel().copy()
+    bid[41] += 0.005
+    write_tick_csv(make_ticks(ns, bid, bid + 0.0001, TickMeta("GBPUSD", 5, "gbp.csv")), tmp_path / "gbp.csv")
+    done = neuronet(
+        "backtest", "TrendFilterEA", "--source", "synthetic", "-o", "bars=30", "--symbols", "EURUSD,GBPUSD",
+        "--model", "ticks", "--ticks-csv", "GBPUSD=gbp.csv", "--out", "r", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    line = done.stderr.strip()
+    assert len(line.splitlines()) == 1
+    assert line.startswith("error: GBPUSD: csv:gbp.csv: row 42 ") and "lies above the high" in line, line
+    assert not (tmp_path / "r").exists()
 
 
 def test_a_symbols_file_changes_a_builtin_symbols_specification(tmp_path):

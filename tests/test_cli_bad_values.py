@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_table import (
+    BAD,
     BASE,
     HUGE,
     SLOW_FAILURES,
@@ -148,6 +149,22 @@ def test_a_tick_line_with_an_extra_field_names_the_file_and_line(files, empty_fo
     ticks = files["bad-ticks"]
     code, text = invoke(["backtest", "SmaCrossEA", "--model", "ticks", "--ticks-csv", ticks])
     assert (code, text) == (2, f"error: {ticks}: line 5: 8 tab-separated fields where the header names 7\n")
+
+
+@pytest.mark.parametrize("option", ["--ticks-csv", "--m1-csv"])
+def test_a_bad_file_of_one_symbol_of_several_is_one_line_naming_it(option, files, stops, empty_folder):
+    """The multi-symbol route of --ticks-csv / --m1-csv (SYMBOL=FILE): each bad file of the table, given
+    for the second symbol, is refused in one line that names the option or the file, and nothing is
+    written."""
+    model = "ticks" if option == "--ticks-csv" else "ohlc1m"
+    base = ["backtest", "TrendFilterEA", "--source", "synthetic", "-o", "bars=50", "--model", model]
+    for value in BAD[option]:
+        given = fill(value, files)
+        code, text = invoke([*base, option, f"GBPUSD={given}", "--out", "r"])
+        lines = text.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), f"{value}: {text}"
+        assert option in lines[0] or (given.strip() and given in lines[0]), f"{value}: {lines[0]}"
+        assert not list(empty_folder.iterdir()), value
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,9 @@ class Account:
         self._desk_margin: dict[int, tuple[int, float]] = {}  # id(desk) -> (its book's changes, margin)
         # ``ruled_out``'s last answer and what it holds for: (bar, the books' changes, balance)
         self._screened: tuple[tuple[int, int, float], bool] | None = None
+        # Off while a walk whose prices may leave the bars' own ranges (several symbols' ticks, each at its
+        # last tick) checks every price itself: ``ruled_out`` then rules nothing out.
+        self.screening = True
 
     def attach(self, desk: Any) -> None:
         """Add a symbol's broker to the account."""
@@ -112,16 +115,18 @@ class Account:
         # Each desk's margin changes only with its positions (charged at their margin prices): kept per desk
         # until its book changes.
         total = 0.0
-        cache = self._desk_margin
         for d in self.desks:
-            book = d.book
-            if not book.positions:
-                continue
-            held = cache.get(id(d))
-            if held is None or held[0] != book.changes:
-                held = cache[id(d)] = (book.changes, d.margin.of_positions(book.positions))
-            total += held[1]
+            if d.book.positions:
+                total += self._margin_of(d)
         return total
+
+    def _margin_of(self, desk: Any) -> float:
+        """``desk``'s margin, kept until its book changes."""
+        book = desk.book
+        held = self._desk_margin.get(id(desk))
+        if held is None or held[0] != book.changes:
+            held = self._desk_margin[id(desk)] = (book.changes, desk.margin.of_positions(book.positions))
+        return held[1]
 
     def any_open(self) -> bool:
         """Whether any desk holds a position."""
@@ -136,7 +141,7 @@ class Account:
         if self.closed_form:
             return self.equity(bid, ask) - cost - self.margin.of_legs(legs) >= -1e-9
         desk = self.desks[0] if desk is None else desk
-        others = sum(d.margin.of_positions(d.book.positions) for d in self.desks if d is not desk)
+        others = sum(self._margin_of(d) for d in self.desks if d is not desk and d.book.positions)
         held = desk.margin.of_legs(legs) + others
         return self.equity(bid, ask, desk) - cost - held >= -1e-9
 
@@ -282,6 +287,8 @@ class Account:
         spreads) stays above the stop-out level with a tenth to spare for the conversions' moves. Kept
         until a position changes or the balance moves, so a multi-symbol bar far from the stop-out costs one
         pass over the desks instead of one per check."""
+        if not self.screening:
+            return False
         key = (t, sum(d.book.changes for d in self.desks), self.balance)
         if self._screened is not None and self._screened[0] == key:
             return self._screened[1]
@@ -289,8 +296,13 @@ class Account:
         worst = self.balance
         for d in self.desks:
             if d.book.positions:
-                m = d.market
-                worst += d.floating(m.lo[t], m.h[t] + max(m.s_open[t], m.s[t]))
+                # The positions' sums (cached with the book) instead of each position: a screen with a tenth
+                # to spare, so the rounding of the other order of sums cannot matter.
+                m, money = d.market, d.money
+                long_lots, long_value, short_lots, short_value = d.book.exposure()
+                low, high = m.lo[t], m.h[t] + max(m.s_open[t], m.s[t])
+                amount = (low * long_lots - long_value + short_value - high * short_lots) * money.per_point
+                worst += money.money(amount, low, high)
         ruled = margin <= 0 or worst > 1.1 * self.stop_out_level / 100.0 * margin
         self._screened = (key, ruled)
         return ruled

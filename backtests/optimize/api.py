@@ -100,14 +100,14 @@ class Setup:
         fine = self.market.m1 if self.job.model == "ohlc1m" else self.market.ticks
         columns = ["open", "high", "low", "close", "spread"] if self.job.model == "ohlc1m" else ["bid", "ask"]
 
-        def digest(frame: pd.DataFrame) -> dict:
+        def identity(frame: pd.DataFrame) -> dict:
             prices = np.ascontiguousarray(frame[columns].to_numpy(np.float64))
-            sha1 = hashlib.sha1(prices.tobytes() + frame.index.asi8.tobytes()).hexdigest()
-            return {"rows": len(frame), "sha1": sha1}
+            digest = hashlib.sha1(prices.tobytes() + frame.index.asi8.tobytes()).hexdigest()
+            return {"rows": len(frame), "sha1": digest}
 
-        if isinstance(fine, dict):  # several symbols' minutes: one digest each
-            return {"model": self.job.model, "model_data": {s: digest(f) for s, f in fine.items()}}
-        return {"model": self.job.model, "model_data": digest(fine)}
+        if isinstance(fine, Mapping):  # several symbols: each one's
+            return {"model": self.job.model, "model_data": {s: identity(f) for s, f in sorted(fine.items())}}
+        return {"model": self.job.model, "model_data": identity(fine)}
 
     def study(self, window: Window) -> store.Store:
         identity = self.identity(window)

@@ -10,6 +10,7 @@ only the client writes to the database.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,10 +103,13 @@ def make_backtest(data: Market | pd.DataFrame, job: Job, window: Window) -> Back
     )  # fmt: skip
 
 
-def _span(fine: pd.DataFrame | None, start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame | None:
-    """Rows of ``fine`` in ``[start, end)``: a positional slice (a view of the worker's copy)."""
+def _span(fine, start: pd.Timestamp, end: pd.Timestamp):
+    """Rows of ``fine`` in ``[start, end)``: a positional slice (a view of the worker's copy); of each
+    symbol's frame where ``fine`` holds one per symbol."""
     if fine is None:
         return None
+    if isinstance(fine, Mapping):
+        return {name: _span(frame, start, end) for name, frame in fine.items()}
     a, b = fine.index.searchsorted([start, end], side="left")
     out = fine.iloc[a:b]
     out.attrs = dict(fine.attrs)

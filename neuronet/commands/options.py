@@ -66,10 +66,11 @@ Model = Annotated[
     ),
 ]
 TicksCsv = Annotated[
-    Path | None,
+    list[Path] | None,
     typer.Option(
         "--ticks-csv",
-        help="Ticks (MetaTrader 5 'Export ticks' file, in the --broker-tz clock) for --model ticks.",
+        help="Ticks (MetaTrader 5 'Export ticks' file, in the --broker-tz clock) for --model ticks; with "
+        "several symbols SYMBOL=FILE, once per symbol.",
         parser=values.path,
     ),
 ]
@@ -234,7 +235,7 @@ def market_data(
     options: dict[str, object],
     model: str,
     m1_csv: Path | list[Path] | None,
-    ticks_csv: Path | None,
+    ticks_csv: Path | list[Path] | None,
 ) -> Market:
     """``(candles, m1, ticks)`` for a modelling mode: the EA's candles and the finer data its fills are
     worked through (None where the mode takes none), from ``--m1-csv``/``--ticks-csv`` or from the candle
@@ -250,6 +251,13 @@ def market_data(
                 "and --m1-csv SYMBOL=FILE for each)"
             )
         m1_csv = m1_csv[0] if m1_csv else None
+    if isinstance(ticks_csv, list):
+        if len(ticks_csv) > 1:
+            raise CommandError(
+                f"--ticks-csv given {len(ticks_csv)} times: one symbol takes one file (several symbols: "
+                "--symbols and --ticks-csv SYMBOL=FILE for each)"
+            )
+        ticks_csv = ticks_csv[0] if ticks_csv else None
     if ticks_csv is not None and model != "ticks":
         raise CommandError("--ticks-csv is only used with --model ticks")
     if m1_csv is not None and model != "ohlc1m":

@@ -1,7 +1,8 @@
 """The candles of a multi-symbol run: ``--symbols`` (or the EA's own ``symbols``), each symbol loaded from
 the same source with the same options, plus the symbols its profit and margin are converted through
 (``backtests.broker.portfolio``), and for ``--model ohlc1m`` each symbol's M1 bars (``--m1-csv
-SYMBOL=FILE``, or the source's own minutes). A synthetic source gives each symbol its own seed from the
+SYMBOL=FILE``, or the source's own minutes), for ``--model ticks`` its ticks (``--ticks-csv SYMBOL=FILE``, or
+the source's own ticks). A synthetic source gives each symbol its own seed from the
 run's and a shock they share (correlation 0.5 of their returns), so a README example runs offline and gives
 the same numbers every time."""
 
@@ -16,7 +17,7 @@ from backtests.broker.portfolio import conversion_pairs
 from datafeeds import get_source, load_candles
 from datafeeds.symbols import SymbolSpec, read_spec_file
 from neuronet.commands.errors import CommandError
-from neuronet.commands.options import _file_clock, _with_minutes, market_data
+from neuronet.commands.options import _file_clock, _with_minutes, _with_ticks, market_data
 from strategies import ExpertAdvisor
 
 SYNTHETIC_CORRELATION = 0.5  # of the synthetic symbols' bar returns (-o correlation=... to change)
@@ -34,21 +35,22 @@ def symbol_list(text: str | None) -> tuple[str, ...]:
     return names
 
 
-def minute_files(values: list[Path] | None, loaded: list[str]) -> dict[str, Path]:
-    """``--m1-csv SYMBOL=FILE`` values as symbol -> file; a value without a symbol, a symbol named twice or
-    one the run does not load is one clear line."""
+def minute_files(values: list[Path] | None, loaded: list[str], option: str = "--m1-csv") -> dict[str, Path]:
+    """``--m1-csv SYMBOL=FILE`` (or ``option``'s) values as symbol -> file; a value without a symbol, a
+    symbol named twice or one the run does not load is one clear line."""
     out: dict[str, Path] = {}
+    example = "eu_ticks.csv" if option == "--ticks-csv" else "eu_m1.csv"
     for value in values or []:
         name, sep, file = str(value).partition("=")
         name = name.strip().upper()
         if not sep or not name or not file.strip():
             raise CommandError(
-                f"--m1-csv {value}: with several symbols give SYMBOL=FILE, like EURUSD=eu_m1.csv"
+                f"{option} {value}: with several symbols give SYMBOL=FILE, like EURUSD={example}"
             )
         if name not in loaded:
-            raise CommandError(f"--m1-csv {value}: {name} is not a symbol of this run ({', '.join(loaded)})")
+            raise CommandError(f"{option} {value}: {name} is not a symbol of this run ({', '.join(loaded)})")
         if name in out:
-            raise CommandError(f"--m1-csv: {name} is given twice")
+            raise CommandError(f"{option}: {name} is given twice")
         out[name] = Path(file.strip())
     return out
 
@@ -64,14 +66,18 @@ def load_symbols(
     model: str = "open",
     m1_csv: list[Path] | None = None,
     specs: dict | None = None,
+    ticks_csv: list[Path] | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame] | None]:
     """Every symbol of ``names`` and the conversion pairs they need, from one source, and their M1 bars for
-    ``model`` "ohlc1m" (None otherwise)."""
+    ``model`` "ohlc1m" or their ticks for "ticks" (None otherwise)."""
     todo = list(names)
     todo += [p for p in conversion_pairs(names, currency, specs) if p not in todo]
     files = minute_files(m1_csv, todo)
     if model != "ohlc1m" and files:
         raise CommandError("--m1-csv is only used with --model ohlc1m")
+    tick_files = minute_files(ticks_csv, todo, "--ticks-csv")
+    if model != "ticks" and tick_files:
+        raise CommandError("--ticks-csv is only used with --model ticks")
     frames: dict[str, pd.DataFrame] = {}
     minutes: dict[str, pd.DataFrame] = {}
     for i, name in enumerate(todo):
@@ -80,7 +86,11 @@ def load_symbols(
             opts["seed"] = int(opts.get("seed", 0)) + i
             opts.setdefault("common_seed", int(options.get("seed", 0)))
             opts.setdefault("correlation", SYNTHETIC_CORRELATION)
-        if model != "ohlc1m":
+        if model == "ticks":
+            frames[name], _, minutes[name] = _with_ticks(
+                source, name, timeframe, start, end, opts, tick_files.get(name)
+            )
+        elif model != "ohlc1m":
             frames[name] = load_candles(source, name, timeframe, start, end, **opts)
         elif name in files:
             frames[name] = load_candles(source, name, timeframe, start, end, **opts)
@@ -89,7 +99,7 @@ def load_symbols(
             )
         else:
             frames[name], minutes[name], _ = _with_minutes(source, name, timeframe, start, end, opts, None)
-    return frames, (minutes if model == "ohlc1m" else None)
+    return frames, (minutes if model in ("ohlc1m", "ticks") else None)
 
 
 def terminal_specs(
@@ -122,7 +132,7 @@ class MarketRequest:
     end: str | None = None
     model: str = "open"
     m1_csv: list[Path] | None = None
-    ticks_csv: Path | None = None
+    ticks_csv: list[Path] | None = None
 
 
 @dataclass(frozen=True)
@@ -134,7 +144,7 @@ class LoadedMarket:
     ea: type[ExpertAdvisor]
     candles: pd.DataFrame | dict[str, pd.DataFrame]
     m1: pd.DataFrame | dict[str, pd.DataFrame] | None
-    ticks: pd.DataFrame | None
+    ticks: pd.DataFrame | dict[str, pd.DataFrame] | None
     specs: dict[str, SymbolSpec] | None
 
     @property
@@ -155,16 +165,16 @@ def load_market(ea: type[ExpertAdvisor], request: MarketRequest, currency: str) 
     if r.symbols is not None and names != tuple(ea.symbols):  # the EA trades the symbols asked for
         ea = type(ea.__name__, (ea,), {"symbols": names, "__module__": ea.__module__})
     if len(names) > 1 or len(ea.timeframes) > 1:
-        if r.ticks_csv is not None or r.model == "ticks":
-            raise CommandError("--model ticks: a multi-symbol run is modelled on open prices or M1 bars")
         main = names or (r.symbol or "EURUSD",)
         specs = read_spec_file(r.symbols_file) if r.symbols_file is not None else None
         if r.source == "mt5":  # the terminal's own conditions; a symbols file still overrides them
             specs = {**terminal_specs(main, r.options, currency, specs or {}), **(specs or {})}
-        frames, m1 = load_symbols(
-            main, r.source, r.timeframe, r.start, r.end, r.options, currency, r.model, r.m1_csv, specs
-        )
-        return LoadedMarket(ea, frames, m1, None, specs)
+        frames, fine = load_symbols(
+            main, r.source, r.timeframe, r.start, r.end, r.options, currency, r.model, r.m1_csv, specs,
+            r.ticks_csv,
+        )  # fmt: skip
+        m1, ticks = (None, fine) if r.model == "ticks" else (fine, None)
+        return LoadedMarket(ea, frames, m1, ticks, specs)
     if r.symbols_file is not None:
         raise CommandError("--symbols-file gives the specifications of a multi-symbol run (--symbols)")
     one = r.symbol or (names[0] if names else None)  # --symbols GBPUSD: one symbol, that one

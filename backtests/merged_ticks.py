@@ -1,0 +1,181 @@
+"""The ticks of several symbols worked in time order on one account (model "ticks").
+
+MetaTrader's tester in "Every tick based on real ticks" feeds a multi-currency EA every symbol's ticks
+merged in time order: a tick moves its own symbol's bid and ask only, and every other symbol stands at its
+last tick at or before that moment (MetaTrader 5 Help, "Strategy Tester > Multi-Currency Testing": the
+ticks of the other symbols are synchronised by time). So here:
+
+- the EA decides at the bar's open, where each symbol stands at its bar's first tick (the bar's opening
+  price, as one symbol's tick walk and the other models open a bar; market orders fill there);
+- after the decision the rest of every symbol's ticks of the bar are taken in time order (ties in the
+  symbols' order), each worked by its own symbol's path as the single-symbol walk works it
+  (``TickPath.tick``); before a tick at time ``x`` is worked, every other symbol is set to its last tick
+  before ``x`` (at ``x`` itself only where that symbol comes earlier in the order, its tick of the same
+  instant having been worked first). That may be a tick of an earlier bar when its bar's first tick comes
+  after ``x``: a price of the future is never read. A symbol with no tick at all before ``x`` stands at its
+  first tick, the earliest price the run knows of it.
+
+Stop-outs, pending fills and their margin checks, SL/TP and the conversions of profit through another
+symbol all read those prices. Walking every tick of every symbol costs a Python step per tick, so it is done
+only where the account's stop-out may happen in the rest of the bar: the equity with every symbol at the
+worst of the ticks it may stand at (longs at the lowest bid, shorts at the highest ask, its last tick before
+the bar included) above the stop-out level with a tenth to spare for the conversions' moves rules it out.
+Otherwise only the ticks at which a symbol's own pending prices, stops or expiries can be reached are
+worked (the single-symbol walk's vectorised search, ``TickPath.next_touch``), still in time order, the
+others set to their prices of that moment first; a fill changes the account's margin, so after one the
+bound is taken again. One symbol alone with nothing open elsewhere and neither profit nor margin converted
+through another symbol keeps the single-symbol walk.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_SLACK = 1.1  # the stop-out is ruled out only with a tenth of the level to spare (conversions move too)
+
+
+def walk_ticks(desks: list, t: int) -> None:
+    """Bar ``t`` of every broker in ``desks`` after the decision (see the module docstring)."""
+    busy = [d for d in desks if d.book and not _closed(d, t)]
+    if not busy:
+        return
+    alone = busy[0]
+    if (
+        len(busy) == 1
+        and not any(d.book.positions for d in desks if d is not alone)
+        and getattr(alone.money.profit, "pair", None) is None
+        and getattr(alone.money.margin, "pair", None) is None
+    ):
+        alone.bar_range(t)
+        return
+    walking = [d for d in desks if not _closed(d, t) and d.price_path is not None and d.price_path.covers(t)]
+    for d in desks:
+        if d not in walking and d.book and not _closed(d, t):
+            d.bar_range(t)  # no ticks in this bar: its own high and low
+    if not any(d.book for d in walking):
+        return
+    for d in walking:
+        d.walking = True
+    try:
+        _walk(walking, t)
+    finally:
+        walking[0].funds.screening = True
+        for d in walking:
+            d.walking = False
+            d.now = None
+            d.now_ns = None
+            d.inside = None
+
+
+def _walk(walking: list, t: int) -> None:
+    paths = [d.price_path for d in walking]
+    spans = [(int(p.starts[t]), int(p.starts[t + 1])) for p in paths]
+    at = [a + 1 for a, _ in spans]  # each symbol's next tick not yet passed (the first was the bar's open)
+    touches: list[int | None] = [None] * len(walking)
+    revision = None
+    while True:
+        now = sum(w.revision for w in walking)
+        if now != revision:  # first, or something filled: the margin and the levels changed
+            revision = now
+            if _stop_out_possible(walking, t, spans):
+                _every_tick(walking, t, spans, at)
+                return
+            touches = [None] * len(walking)
+        key = None
+        for j, d in enumerate(walking):
+            end = spans[j][1]
+            if touches[j] is None:
+                a = at[j]
+                touches[j] = paths[j].next_touch(d, t, a, end, False) if d.book and a < end else end
+            m = touches[j]
+            if m < end:
+                mine = (int(paths[j].ns[m]), j)
+                if key is None or mine < key:
+                    key = mine
+        if key is None:
+            return  # no symbol can reach a level in the rest of the bar
+        ns, k = key
+        m = touches[k]
+        for j, d in enumerate(walking):
+            if j != k:
+                # its ticks before this moment have passed (none of them could reach a level)
+                at[j] = max(at[j], _passed(paths[j], ns, j < k))
+                _stand(d, j < k, ns)
+        paths[k].tick(walking[k], t, m)
+        at[k] = m + 1
+        touches[k] = None
+
+
+def _every_tick(walking: list, t: int, spans: list, at: list) -> None:
+    """Every remaining tick of every symbol holding something, in time order (ties: the symbols' order)."""
+    funds = walking[0].funds
+    funds.screening = False  # the bar's own range does not bound these prices (see the module docstring)
+    rows = []
+    for k, d in enumerate(walking):
+        a, b = at[k], spans[k][1]
+        if d.book and a < b:
+            ns = d.price_path.ns[a:b]
+            rows.append(np.column_stack((ns, np.full(b - a, k), np.arange(a, b))))
+    if not rows:
+        return
+    order = np.concatenate(rows)
+    order = order[np.lexsort((order[:, 1], order[:, 0]))]
+    for ns, k, m in order.tolist():
+        for j, d in enumerate(walking):  # one clock: a stop-out may close another symbol's position now
+            if j != k:
+                _stand(d, j < k, ns)
+        walking[k].price_path.tick(walking[k], t, m)
+
+
+def _stop_out_possible(walking: list, t: int, spans: list) -> bool:
+    """Whether the account's margin level may reach the stop-out level in the rest of the bar (see the
+    module docstring): every symbol at the worst of the ticks it may stand at, at once."""
+    first = walking[0]
+    funds = first.funds
+    if funds.stop_out_level <= 0 or not first.stop_out_on or not funds.any_open():
+        return False
+    margin = funds.used_margin()
+    if margin <= 0:
+        return False
+    worst = funds.balance
+    for desk in funds.desks:
+        if not desk.book.positions:
+            continue
+        if desk in walking:
+            k = walking.index(desk)
+            a = max(spans[k][0] - 1, 0)  # its last tick before the bar too
+            path = desk.price_path
+            low, high = float(path.bid_points[a]), float(path.ask_points[a])
+            if path.reach is not None:  # the bar's lowest bid and highest ask, kept per bar
+                low, high = min(low, path.reach[0][t]), max(high, path.reach[3][t])
+            else:
+                b = spans[k][1]
+                low, high = (
+                    min(low, float(path.bid_points[a:b].min())),
+                    max(high, float(path.ask_points[a:b].max())),
+                )
+            worst += desk.floating(low, high)
+            continue
+        worst += desk.floating_now()
+    return worst <= _SLACK * funds.stop_out_level / 100.0 * margin
+
+
+def _passed(path, ns: int, same: bool) -> int:
+    """The first row of ``path`` not passed at UTC ``ns``: those before ``ns`` have (and those at ``ns``
+    where ``same``: the symbol comes first in the order, so its ticks of that instant were worked)."""
+    return int(np.searchsorted(path.ns, ns, side="right" if same else "left"))
+
+
+def _stand(desk, same: bool, ns: int) -> None:
+    """``desk``'s clock at ``ns`` and its price: its last tick passed then (``_passed``; its first tick
+    where none has), never a later one."""
+    path = desk.price_path
+    row = max(_passed(path, ns, same) - 1, 0)
+    desk.now = None
+    desk.now_ns = ns
+    desk.inside = (float(path.bid_points[row]), float(path.ask_points[row]))
+
+
+def _closed(desk, t: int) -> bool:
+    closed = desk.market.closed
+    return closed is not None and bool(closed[t])
