@@ -5,8 +5,10 @@ merged in time order: a tick moves its own symbol's bid and ask only, and every 
 last tick at or before that moment (MetaTrader 5 Help, "Strategy Tester > Multi-Currency Testing": the
 ticks of the other symbols are synchronised by time). So here:
 
-- the EA decides at the bar's open, where each symbol stands at its bar's first tick (the bar's opening
-  price, as one symbol's tick walk and the other models open a bar; market orders fill there);
+- the EA decides at the bar's open, the main symbol's first tick of the bar, where each symbol stands at its
+  bar's first tick (the bar's opening price, as one symbol's tick walk and the other models open a bar;
+  market orders fill there), or, where that comes later, at its last tick before the bar (``open_ticks``:
+  the tick still to come is never read; it is worked after the decision, its gap included);
 - after the decision the rest of every symbol's ticks of the bar are taken in time order (ties in the
   symbols' order), each worked by its own symbol's path as the single-symbol walk works it
   (``TickPath.tick``); before a tick at time ``x`` is worked, every other symbol is set to its last tick
@@ -31,7 +33,42 @@ from __future__ import annotations
 
 import numpy as np
 
+from strategies.trade import Tick
+
 _SLACK = 1.1  # the stop-out is ruled out only with a tenth of the level to spare (conversions move too)
+
+
+def open_ticks(desks: list, t: int, firsts: list) -> list:
+    """Bar ``t`` begins on the account: a symbol whose first tick of the bar comes after the main symbol's
+    (the moment the EA decides) stands at its last tick before the bar until then, as MetaTrader's tester
+    has given it no newer tick: the EA's quotes, fills and the account's equity read that, never the tick
+    still to come. ``firsts`` (``Broker.enter``'s quotes) with those symbols' opening checks made at that
+    tick; their first tick of the bar is worked after the decision, its gap included."""
+    firsts = list(firsts)
+    for j, d in _late(desks, t):
+        path = d.price_path
+        r = int(path.starts[t]) - 1
+        d.now = Tick.at(int(path.ns[r]), float(path.bid[r]), float(path.ask[r]))
+        bid = float(path.bid_points[r])
+        firsts[j] = (bid, bid, bid, float(path.ask_points[r]) - bid)
+    return firsts
+
+
+def _late(desks: list, t: int) -> list[tuple[int, object]]:
+    """The symbols (index, broker) whose first tick of bar ``t`` comes after the main symbol's."""
+    main = desks[0].price_path
+    if main is None:
+        return []
+    now = int(main.ns[main.starts[t]]) if main.covers(t) else int(main.edges_ns[t])
+    late = []
+    for j, d in enumerate(desks[1:], 1):
+        path = d.price_path
+        if path is None or _closed(d, t) or not path.covers(t):
+            continue
+        s = int(path.starts[t])
+        if s > 0 and int(path.ns[s]) > now:
+            late.append((j, d))
+    return late
 
 
 def walk_ticks(desks: list, t: int) -> None:
@@ -39,6 +76,7 @@ def walk_ticks(desks: list, t: int) -> None:
     busy = [d for d in desks if d.book and not _closed(d, t)]
     if not busy:
         return
+    late = {id(d) for _, d in _late(desks, t)}  # their first tick of the bar is still to be worked
     alone = busy[0]
     if (
         len(busy) == 1
@@ -46,6 +84,12 @@ def walk_ticks(desks: list, t: int) -> None:
         and getattr(alone.money.profit, "pair", None) is None
         and getattr(alone.money.margin, "pair", None) is None
     ):
+        if id(alone) in late:
+            alone.walking = True
+            try:
+                alone.price_path.tick(alone, t, int(alone.price_path.starts[t]))
+            finally:
+                alone.walking = False
         alone.bar_range(t)
         return
     walking = [d for d in desks if not _closed(d, t) and d.price_path is not None and d.price_path.covers(t)]
@@ -57,7 +101,7 @@ def walk_ticks(desks: list, t: int) -> None:
     for d in walking:
         d.walking = True
     try:
-        _walk(walking, t)
+        _walk(walking, t, late)
     finally:
         walking[0].funds.screening = True
         for d in walking:
@@ -67,10 +111,12 @@ def walk_ticks(desks: list, t: int) -> None:
             d.inside = None
 
 
-def _walk(walking: list, t: int) -> None:
+def _walk(walking: list, t: int, late: set[int]) -> None:
     paths = [d.price_path for d in walking]
     spans = [(int(p.starts[t]), int(p.starts[t + 1])) for p in paths]
-    at = [a + 1 for a, _ in spans]  # each symbol's next tick not yet passed (the first was the bar's open)
+    # each symbol's next tick not yet passed: the first was the bar's open, but for those whose first tick
+    # came after the decision
+    at = [a if id(d) in late else a + 1 for d, (a, _) in zip(walking, spans, strict=True)]
     touches: list[int | None] = [None] * len(walking)
     revision = None
     while True:

@@ -19,7 +19,7 @@ from backtests.broker import AccountConfig
 from backtests.broker.terms import check_spec_settings
 from backtests.errors import SymbolsError
 from backtests.merged import open_quotes, walk_bar
-from backtests.merged_ticks import walk_ticks
+from backtests.merged_ticks import open_ticks, walk_ticks
 from backtests.multi import MultiContext, MultiSetup
 from backtests.paths import COVERAGE, MODELS, M1Path, ModelDataError, check_inside, check_market
 from backtests.periods import Periods, resolve
@@ -162,6 +162,8 @@ class MultiBacktest:
             firsts = [d.enter(t) for d in desks]  # every symbol at this moment before any is checked
             if walk is walk_bar:
                 firsts = open_quotes(desks, t, firsts)
+            elif walk is walk_ticks:
+                firsts = open_ticks(desks, t, firsts)
             for d, first in zip(desks, firsts, strict=True):
                 d.open_checks(t, first)
             step(schedule[t])

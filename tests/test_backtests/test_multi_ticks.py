@@ -45,18 +45,29 @@ class _Brackets(ExpertAdvisor):
             (self.buy if up else self.sell)(self.lots, symbol=s, sl_points=80, tp_points=100)
 
 
-def _market(symbols, hours, ticks_per_minute=6.0):
-    """H1 candles built from synthetic ticks of each symbol (so they agree), and the ticks."""
+def _market(symbols, hours, ticks_per_minute=6.0, on_the_hour=False):
+    """H1 candles built from synthetic ticks of each symbol (so they agree), and the ticks; ``on_the_hour``:
+    every symbol's first tick of each hour moved to the hour itself, so all of them open a bar together."""
     frames, ticks = {}, {}
     for i, s in enumerate(symbols):
         m1 = synthetic_candles(s, "M1", hours * 60, seed=i + 1)
-        ticks[s] = synthetic_ticks(m1, seed=i + 11, ticks_per_minute=ticks_per_minute)
+        own = synthetic_ticks(m1, seed=i + 11, ticks_per_minute=ticks_per_minute)
+        if on_the_hour:
+            hour = own.index.floor("h")
+            first = np.r_[True, hour[1:] != hour[:-1]]
+            own = make_ticks(
+                np.where(first, hour.asi8, own.index.asi8), own["bid"].to_numpy(), own["ask"].to_numpy(),
+                own.attrs["ticks"],
+            )  # fmt: skip
+        ticks[s] = own
         frames[s] = bars_from_ticks(ticks[s], "H1")
     return frames, ticks
 
 
 def test_ticks_three_independent_symbols_equal_three_single_symbol_tick_runs():
-    frames, ticks = _market(_Brackets.symbols, 240)
+    """With every symbol's bar opening at the same instant (a symbol whose first tick comes later stands at
+    its last tick before the bar at the decision, as a single-symbol run never does)."""
+    frames, ticks = _market(_Brackets.symbols, 240, on_the_hour=True)
     multi = Backtest(frames, _Brackets, model="ticks", ticks=ticks).run()
     cols = ["type", "lots", "entry_time", "entry_price", "exit_time", "exit_price", "exit_reason", "profit"]
     deposit = AccountConfig().deposit
@@ -185,7 +196,8 @@ def test_ticks_of_one_instant_are_worked_in_the_symbols_order(order, state):
 
 class _Peek(ExpertAdvisor):
     """Reads every route to each symbol's prices at each decision and notes any price or bar from after the
-    decision's moment (each symbol's bar opens at its first tick of the bar)."""
+    decision's moment (the main symbol's first tick of the bar): a symbol stands at its first tick of the bar
+    where that came no later, else at its last tick before the bar."""
 
     symbols = ("EURUSD", "GBPUSD", "USDJPY")
     timeframes = ("H1", "H4")
@@ -212,11 +224,17 @@ def test_ticks_a_cheating_ea_gets_nothing_from_the_future():
     frames, ticks = _market(_Peek.symbols, 60)
     _Peek.found = []
     _Peek.opens = {}
+    main = ticks[_Peek.symbols[0]]
+    decisions = main.groupby(main.index.floor("h")).head(1).index  # the main symbol's first tick of a bar
     for s, t in ticks.items():
-        hour = t.index.floor("h")
-        firsts = t.groupby(hour).head(1)
+        hours = t.index.floor("h").asi8
+        first = np.searchsorted(hours, decisions.floor("h").asi8, side="left")  # its first tick of the bar
+        late = t.index.asi8[np.minimum(first, len(t) - 1)] > decisions.asi8
+        last = np.where(late, first - 1, first)
         _Peek.opens[s] = {
-            h: (b, a) for h, b, a in zip(firsts.index.floor("h"), firsts["bid"], firsts["ask"], strict=True)
+            h: (t["bid"].iloc[r], t["ask"].iloc[r])
+            for h, r in zip(decisions.floor("h"), last, strict=True)
+            if r >= 0
         }
     result = Backtest(frames, _Peek, model="ticks", ticks=ticks, forward=None).run()
     assert _Peek.found == []
@@ -328,3 +346,28 @@ def test_optimize_takes_a_multi_symbol_ea_on_every_symbols_minutes_or_ticks(mode
     by_lots = {round(r["lots"], 2): r for _, r in table.iterrows()}
     assert by_lots[0.2]["total_trades"] == len(one.trades) > 0
     assert by_lots[0.2]["total_net_profit"] == pytest.approx(one.trades["net_profit"].sum(), abs=0.005)
+
+
+class _LateTick(ExpertAdvisor):
+    symbols = ("EURUSD", "GBPUSD")
+    seen: ClassVar[list] = []
+
+    def on_bar(self):
+        self.seen.append((self.time_current, self.bid_of("GBPUSD")))
+        if len(self.bars) == 1:
+            self.buy(1.0, symbol="GBPUSD")
+
+
+def test_ticks_a_symbol_whose_first_tick_of_the_bar_comes_later_stands_at_its_last_tick():
+    """EURUSD ticks at 01:00:00; GBPUSD's last tick before is 00:59:50 at 1.30000 and its next 01:05:00 at
+    1.35000. At the decision (01:00:00) MetaTrader's tester has given GBPUSD no newer tick: its bid is
+    1.30000 and a market buy fills there, then gains 0.05 x 100,000 = 5,000.00 by the end. Its first tick of
+    the bar would show the EA, and fill it at, a price five minutes ahead."""
+    _LateTick.seen = []
+    eur = [(0, 1.1), (H, 1.1), (H + 10, 1.1), (2 * H, 1.1), (3 * H - 1, 1.1)]
+    gbp = [(0, 1.3), (H - 10, 1.3), (H + 300, 1.35), (2 * H, 1.35), (3 * H - 1, 1.35)]
+    result = _two(100_000.0, eur=eur, gbp=gbp, ea=_LateTick)
+    assert dict(_LateTick.seen)[T0 + pd.Timedelta(hours=1)] == 1.3
+    trade = result.trades.iloc[0]
+    assert trade["symbol"] == "GBPUSD" and trade["entry_price"] == 1.3
+    assert trade["profit"] == 5_000.0
