@@ -27,6 +27,7 @@ from backtests.broker.config import check_currency
 from backtests.broker.terms import SymbolTerms
 from backtests.equity_path import path_drawdowns
 from backtests.errors import SymbolsError
+from backtests.heap import settled_heap
 from backtests.paths import (
     COVERAGE,
     M1Path,
@@ -270,7 +271,8 @@ class Backtest:
             epoch_bar.close()
             timings["study_s"] = _lap(clock)
             clock, phase = time.perf_counter(), "replay"
-            self._replay(ea, ctx, feed, periods, timings)
+            with settled_heap():
+                self._replay(ea, ctx, feed, periods, timings)
         except KeyboardInterrupt:
             interrupted = phase
             log.warning(

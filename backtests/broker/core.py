@@ -36,6 +36,7 @@ import pandas as pd
 
 from backtests.broker.account import Account, cents
 from backtests.broker.book import OpenPosition, OrderBook, Pending
+from backtests.broker.calm import Calm
 from backtests.broker.config import AccountConfig
 from backtests.broker.ledger import Ledger
 from backtests.broker.margin import MarginModel
@@ -92,6 +93,7 @@ class Broker:
         self.funds.attach(self)
         self.swaps = SwapModel(config, point)
         self.requests = TradeRequests(self)
+        self.calm = Calm(self)  # the open-prices bars that reach nothing of the book: their checks skipped
         self.t = 0
         self.last_retcode = 0
         self.stop_out_on = config.stop_out_level > 0
@@ -248,11 +250,13 @@ class Broker:
         m = self.market
         if not (book.positions or book.orders) or (m.closed is not None and m.closed[t]):
             return
-        self.quote = (m.o[t], m.h[t], m.lo[t], m.s_open[t]) if first is None else first
         if self.swaps.active and book.positions:
             prev = t - 1 if m.closed is None else int(m.prev[t])
             if m.day[t] != m.day[prev]:
                 self._swap(int(m.day[prev]), int(m.day[t]))
+        if first is None and self.calm.holds(t):
+            return
+        self.quote = (m.o[t], m.h[t], m.lo[t], m.s_open[t]) if first is None else first
         if book.orders:
             self.expire(t, self.time_now())  # the bar's open, or its first tick's time
         self.at_open_checks(t)
@@ -270,7 +274,7 @@ class Broker:
         if path is not None and path.covers(t) and (book.positions or book.orders or path.hook):
             path.walk(self, t)
             return
-        if not (book.positions or book.orders):
+        if not (book.positions or book.orders) or self.calm.holds(t):
             return
         m = self.market
         self.quote = (m.o[t], m.h[t], m.lo[t], m.s[t])
@@ -499,17 +503,8 @@ class Broker:
             bid = self.quote[0] if at_open else price - self.quote[3] if order.side > 0 else price
             outside, self.inside = self.inside, (bid, bid + self.quote[3])
             try:
-                ticket = self.fill(
-                    order.side,
-                    order.lots,
-                    price,
-                    order.sl,
-                    order.tp,
-                    order.magic,
-                    order.comment,
-                    ticket=order.ticket,
-                    reason=order.kind,
-                )
+                ticket = self.fill(order.side, order.lots, price, order.sl, order.tp, order.magic,
+                                   order.comment, ticket=order.ticket, reason=order.kind)  # fmt: skip
             finally:
                 self.inside = outside
             if not (at_open or self.walking) and order.type.trigger == "limit" and ticket is not None:
