@@ -233,7 +233,11 @@ class Broker:
         """Start of bar ``t``: swaps, stops gapped through, expiries and pending orders reached by the open,
         then the stop-out check at the open. On a tick path the open is the bar's first tick (its bid and
         ask are then the market for the EA's decision too)."""
-        self.open_checks(t, self.enter(t))
+        if self.price_path is None:  # open prices: ``enter`` without a path to open
+            self.t, self.now, self.now_ns = t, None, None
+            self.open_checks(t, None)
+        else:
+            self.open_checks(t, self.enter(t))
 
     def enter(self, t: int) -> tuple | None:
         """Bar ``t`` begins: the clock moves to its open (its first tick on a tick path, whose quote this
