@@ -24,15 +24,16 @@ import numpy as np
 if TYPE_CHECKING:
     from backtests.broker.core import Broker
 
-_FIRST_BLOCK = 16  # bars searched after the state changes; each quiet block is followed by a larger one
+_PROBES = 8  # bars looked at one by one after a change: a state that lasts a few bars costs no search
+_FIRST_BLOCK = 16  # bars searched after them; each quiet block is followed by a larger one
 _LARGEST_BLOCK = 4096
 
 
 class Calm:
     """The bars of one broker where its checks can be skipped (see the module docstring)."""
 
-    __slots__ = ("_block", "_book", "_bounds", "_funds", "_key", "_loud", "_market", "_start", "_until",
-                 "broker")  # fmt: skip
+    __slots__ = ("_block", "_book", "_bounds", "_funds", "_key", "_loud", "_market", "_probes", "_start",
+                 "_until", "broker")  # fmt: skip
 
     def __init__(self, broker: Broker):
         self.broker = broker
@@ -45,13 +46,14 @@ class Calm:
         self._until = 0  # the bars from ``_start`` up to here are quiet in this state
         self._loud = -1  # the bar the last search stopped at: it may reach a bound
         self._block = _FIRST_BLOCK
+        self._probes = _PROBES
 
     def holds(self, t: int) -> bool:
         """Whether bar ``t`` (open and range) reaches nothing of the book as it stands."""
         key = self._book.changes + self.broker.revision + self._funds.changes + self._market.changes
         if key != self._key or t < self._start:
             self._key, self._start, self._until, self._loud = key, t, t, -1
-            self._block = _FIRST_BLOCK
+            self._block, self._probes = _FIRST_BLOCK, _PROBES
             self._bounds = self._gather()
         if t < self._until:
             return True
@@ -89,8 +91,22 @@ class Calm:
         return bid_low, bid_high, ask_low, ask_high
 
     def _screen(self, t: int) -> bool:
-        """Search the next block of bars from ``t`` for the first one that may reach a bound."""
-        ext = self.broker.market.extremes()
+        """Search the next block of bars from ``t`` for the first one that may reach a bound (the first few
+        bars of a state one at a time)."""
+        ext = self._market.extremes()
+        if self._probes and t < len(ext.bid_low):
+            self._probes -= 1
+            bid_low, bid_high, ask_low, ask_high = self._bounds
+            if (
+                ext.bid_low[t] > bid_low
+                and ext.bid_high[t] < bid_high
+                and ext.ask_low[t] > ask_low
+                and ext.ask_high[t] < ask_high
+            ):
+                self._until = t + 1
+                return True
+            self._loud = t
+            return False
         n = len(ext.bid_low)
         end = min(n, t + self._block)
         if end <= t:
