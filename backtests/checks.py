@@ -70,15 +70,15 @@ def stop_value(value: float | None) -> float | None:
 
 def check_volume(lots: float, lot_min: float, lot_max: float, lot_step: float) -> Check:
     """Volume within min/max and a whole number of steps (the terminal does not round for you)."""
-    limits = f"(min {lot_min}, max {lot_max}, step {lot_step})"
     if not math.isfinite(lots) or lots <= 0:
-        return INVALID_VOLUME, f"invalid volume {lots}: must be a positive finite number of lots {limits}"
-    steps = round(lots / lot_step)
-    if abs(steps * lot_step - lots) > 1e-6 * lot_step:  # a float32 0.1 is 0.1 lots, 0.015 is not
-        return INVALID_VOLUME, f"invalid volume {lots}: not a multiple of the lot step {limits}"
-    if not lot_min - 1e-9 <= lots <= lot_max + 1e-9:
-        return INVALID_VOLUME, f"invalid volume {lots}: outside {limits}"
-    return None
+        problem = "must be a positive finite number of lots"
+    elif abs(round(lots / lot_step) * lot_step - lots) > 1e-6 * lot_step:  # a float32 0.1 is 0.1 lots
+        problem = "not a multiple of the lot step"
+    elif not lot_min - 1e-9 <= lots <= lot_max + 1e-9:
+        problem = "outside"
+    else:
+        return None
+    return INVALID_VOLUME, f"invalid volume {lots}: {problem} (min {lot_min}, max {lot_max}, step {lot_step})"
 
 
 def check_close_by(sides: dict[int, int], ticket: int, opposite: int, hedging: bool) -> Check:

@@ -26,6 +26,7 @@ from backtests.broker import AccountConfig, Broker
 from backtests.broker.config import check_currency
 from backtests.broker.terms import SymbolTerms
 from backtests.errors import StatisticError, SymbolsError
+from backtests.heap import settled_heap
 from backtests.paths import (
     COVERAGE,
     M1Path,
@@ -287,7 +288,8 @@ class Backtest:
             epoch_bar.close()
             timings["study_s"] = _lap(clock)
             clock, phase = time.perf_counter(), "replay"
-            self._replay(ea, ctx, feed, periods, timings)
+            with settled_heap():
+                self._replay(ea, ctx, feed, periods, timings)
         except KeyboardInterrupt:
             interrupted = phase
             log.warning(

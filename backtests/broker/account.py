@@ -37,6 +37,8 @@ def cents(amount: float) -> float:
     NormalizeDouble to the account's currency digits; a billionth of a cent forgives float noise, so
     -0.035 = -0.034999... is -0.04). MetaTrader keeps every deal's profit, commission and swap so, and the
     balance is their sum."""
+    if not amount:  # no commission, no swap: most deals' parts (and never -0.0)
+        return 0.0
     return math.copysign(math.floor(abs(amount) * 100.0 + 0.5 + 1e-7) / 100.0, amount) + 0.0
 
 
@@ -58,6 +60,7 @@ class Account:
         self.margin = None
         self.per_point = 0.0
         self.closed_form = False
+        self.changes = 0  # counts changes of the balance (what is computed from it follows them)
         self._exposure: tuple[int, tuple[float, float, float, float, float]] | None = None
         # The stop-out's terms, valid while the balance stays (``charge`` drops them) and the book does not
         # change (``_terms_at``: its ``changes`` then).
@@ -87,6 +90,7 @@ class Account:
         or a ``swap`` at a rollover."""
         if amount:
             self.balance += amount
+            self.changes += 1
             self._terms = None
             self.ledger.balance(t, amount, swap)
 
@@ -172,6 +176,36 @@ class Account:
         o, h, lo, spr = quote
         price = o if at_open or abs(net) < 1e-12 else lo if net > 0 else h  # hedged: no price moves it
         return base - short_k * spr + net_k * price <= 0.0
+
+    def calm_bounds(self, widest: float) -> tuple[float, float, float] | None:
+        """The prices a quote must stay within for ``level_crossed`` to be false at it, in the closed form:
+        ``(bid_low, bid_high, ask_high)``, each ruling out the stop-out while every bid is above
+        ``bid_low`` and below ``bid_high`` and every ask below ``ask_high`` (``widest``: the widest spread
+        a quote may have). None where it cannot tell (the general form, or a hedged account where only
+        the spread moves the level).
+
+        The level is linear in the adverse price (``level_crossed``): longs alone cross at a bid, shorts
+        alone at an ask (their bid plus the spread), a mix at a bid with the shorts valued at the widest
+        spread. The slack (a point, and a billionth of the terms' size in points) covers the rounding of
+        the division and of ``level_crossed``'s own sum: the screen may look at a quiet quote, never pass
+        a crossing one."""
+        if not self.closed_form:
+            return None
+        margin, base, short_k, net_k, net = self._level_terms()
+        inf = math.inf
+        if margin <= 0:
+            return -inf, inf, inf
+        if abs(net) < 1e-12:
+            return None
+        if net_k == -short_k:  # shorts only: crossed where base - short_k * ask <= 0
+            edge = base / short_k
+            return -inf, inf, edge - _slack(edge, base, short_k)
+        shorts = short_k * widest  # nothing for longs alone; a mix's shorts at the widest spread
+        if net > 0:  # crossed where base - shorts + net_k * bid <= 0
+            edge = (shorts - base) / net_k
+            return edge + _slack(edge, abs(base) + shorts, net_k), inf, inf
+        edge = (base - shorts) / -net_k  # crossed where base - shorts - |net_k| * bid <= 0
+        return -inf, edge - _slack(edge, abs(base) + shorts, net_k), inf
 
     def levels_crossed(self, lows: np.ndarray, highs: np.ndarray, spreads: np.ndarray) -> np.ndarray:
         """``level_crossed`` over many ranges at once (bids and spreads in points, one per range): whether
@@ -375,6 +409,12 @@ class Account:
                 candidates.append((loss, d, p, exit_))
         _, d, worst, exit_ = min(candidates, key=lambda c: c[0])
         return [(d, worst, exit_, "stop out")]
+
+
+def _slack(edge: float, terms: float, per_price: float) -> float:
+    """Points of slack around a stop-out price ``edge`` solved from money ``terms`` over ``per_price``
+    (money per point): a point, plus a billionth of the terms and of the price, far above their rounding."""
+    return 1.0 + 1e-9 * (abs(terms) / abs(per_price) + abs(edge))
 
 
 def _stop_first(positions: list[OpenPosition], net: float, fill: float, spr: float) -> OpenPosition | None:

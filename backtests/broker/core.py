@@ -36,6 +36,7 @@ import pandas as pd
 
 from backtests.broker.account import Account, cents
 from backtests.broker.book import OpenPosition, OrderBook, Pending
+from backtests.broker.calm import Calm
 from backtests.broker.config import AccountConfig
 from backtests.broker.ledger import Ledger
 from backtests.broker.margin import MarginModel
@@ -92,6 +93,7 @@ class Broker:
         self.funds.attach(self)
         self.swaps = SwapModel(config, point, terms.swap_mode)
         self.requests = TradeRequests(self)
+        self.calm = Calm(self)  # the open-prices bars that reach nothing of the book: their checks skipped
         self.t = 0
         self.last_retcode = 0
         self.stop_out_on = config.stop_out_level > 0
@@ -231,7 +233,11 @@ class Broker:
         """Start of bar ``t``: swaps, stops gapped through, expiries and pending orders reached by the open,
         then the stop-out check at the open. On a tick path the open is the bar's first tick (its bid and
         ask are then the market for the EA's decision too)."""
-        self.open_checks(t, self.enter(t))
+        if self.price_path is None:  # open prices: ``enter`` without a path to open
+            self.t, self.now, self.now_ns = t, None, None
+            self.open_checks(t, None)
+        else:
+            self.open_checks(t, self.enter(t))
 
     def enter(self, t: int) -> tuple | None:
         """Bar ``t`` begins: the clock moves to its open (its first tick on a tick path, whose quote this
@@ -248,11 +254,13 @@ class Broker:
         m = self.market
         if not (book.positions or book.orders) or (m.closed is not None and m.closed[t]):
             return
-        self.quote = (m.o[t], m.h[t], m.lo[t], m.s_open[t]) if first is None else first
         if self.swaps.active and book.positions:
             prev = t - 1 if m.closed is None else int(m.prev[t])
             if m.day[t] != m.day[prev]:
                 self._swap(int(m.day[prev]), int(m.day[t]))
+        if first is None and self.calm.holds(t):
+            return
+        self.quote = (m.o[t], m.h[t], m.lo[t], m.s_open[t]) if first is None else first
         if book.orders:
             self.expire(t, self.time_now())  # the bar's open, or its first tick's time
         self.at_open_checks(t)
@@ -270,7 +278,7 @@ class Broker:
         if path is not None and path.covers(t) and (book.positions or book.orders or path.hook):
             path.walk(self, t)
             return
-        if not (book.positions or book.orders):
+        if not (book.positions or book.orders) or self.calm.holds(t):
             return
         m = self.market
         self.quote = (m.o[t], m.h[t], m.lo[t], m.s[t])
@@ -499,17 +507,8 @@ class Broker:
             bid = self.quote[0] if at_open else price - self.quote[3] if order.side > 0 else price
             outside, self.inside = self.inside, (bid, bid + self.quote[3])
             try:
-                ticket = self.fill(
-                    order.side,
-                    order.lots,
-                    price,
-                    order.sl,
-                    order.tp,
-                    order.magic,
-                    order.comment,
-                    ticket=order.ticket,
-                    reason=order.kind,
-                )
+                ticket = self.fill(order.side, order.lots, price, order.sl, order.tp, order.magic,
+                                   order.comment, ticket=order.ticket, reason=order.kind)  # fmt: skip
             finally:
                 self.inside = outside
             if not (at_open or self.walking) and order.type.trigger == "limit" and ticket is not None:

@@ -14,6 +14,7 @@ and ``complete``, so the broker never needs to know where its bars come from.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,17 @@ def server_days(utc_ns: np.ndarray, clock: BrokerClock) -> np.ndarray:
 def scale_of(point: float) -> int:
     """Points per price unit: 100,000 for a point of 0.00001."""
     return round(1.0 / point)
+
+
+class Extremes(NamedTuple):
+    """Per bar, in points: the lowest and highest bid of its open and range, the same for the ask (the open
+    at its opening spread, the range at the bar's), and the widest spread of any bar."""
+
+    bid_low: np.ndarray
+    bid_high: np.ndarray
+    ask_low: np.ndarray
+    ask_high: np.ndarray
+    widest: float
 
 
 class Market:
@@ -85,6 +97,8 @@ class Market:
         self.first = 0  # the symbol's first bar of its own: before it, it has no quote yet
         self._buffers: dict[str, np.ndarray] | None = None  # made by the first ``append``
         self._ns: list[int] = []
+        self.changes = 0  # counts changes of the prices (a paper account's bars): ``extremes`` follows them
+        self._extremes: Extremes | None = None
 
     def __len__(self) -> int:
         return len(self.o)
@@ -119,6 +133,26 @@ class Market:
         if self.fixed_spread is None:
             self.s_open = np.where(np.isnan(at_open), self.s, at_open)
             self.s_close = np.where(np.isnan(at_close), self.s, at_close)
+            self._changed()
+
+    def extremes(self) -> Extremes:
+        """Each bar's lowest and highest bid and ask over its open and its range, made once (per change of
+        the prices): what a position's levels are screened against (``backtests.broker.calm``)."""
+        if self._extremes is None:
+            o, h, lo, s, s_open = self.o, self.h, self.lo, self.s, self.s_open
+            widest = float(max(s.max(), s_open.max())) if len(s) else 0.0
+            self._extremes = Extremes(
+                np.minimum(o, lo),
+                np.maximum(o, h),
+                np.minimum(o + s_open, lo + s),
+                np.maximum(o + s_open, h + s),
+                widest,
+            )
+        return self._extremes
+
+    def _changed(self) -> None:
+        self.changes += 1
+        self._extremes = None
 
     def close_quote(self, t: int) -> tuple[float, float]:
         """Bar ``t``'s bid and ask at its close (points), where its end-of-test deals are made."""
@@ -171,6 +205,7 @@ class Market:
         self.h[t] = max(round(high * self.scale), o)
         self.lo[t] = min(round(low * self.scale), o)
         self.c[t] = round(close * self.scale)
+        self._changed()
 
     def _views(self, n: int) -> None:
         buf = self._buffers
@@ -178,6 +213,7 @@ class Market:
         self.s_open = self.s_close = self.s
         self.time = pd.DatetimeIndex(np.array(self._ns, dtype="datetime64[ns]")).tz_localize("UTC")
         self.day = server_days(np.asarray(self._ns, dtype=np.int64), self.clock)
+        self._changed()
 
 
 class BarPriceError(NeuronetError, ValueError):

@@ -1,0 +1,136 @@
+"""Quiet bars: where nothing an order book holds can be reached, so the open-prices replay skips its checks.
+
+With positions open and no pending order, a bar of "open prices only" changes nothing unless its open or
+range reaches a stop-loss, a take-profit or the stop-out level (``backtests.broker.book`` and
+``Account.level_crossed`` say how each is reached). Each is a bound on the bid or on the ask: a long's SL
+on the lowest bid, its TP on the highest, a short's SL on the highest ask, its TP on the lowest; the
+stop-out on one of them too (``Account.calm_bounds``). Gathered once per state of the book, the balance and
+the bars, the four bounds are compared with every bar's extremes (``Market.extremes``) a block of bars at a
+time in NumPy, which gives the first bar that may reach one; each bar before it then costs one comparison.
+
+The screen only ever rules checks out: a bar it does not pass is checked as before, so a take-profit that
+counts from a later bar (``tp_from``) or a bound met by the slack alone costs a check and nothing else.
+Pending orders, a price path (ohlc1m, ticks) and the stop-out of several symbols or a converted profit
+(the general form) are never screened: they are checked at every bar as before.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from backtests.broker.core import Broker
+
+_PROBES = 8  # bars looked at one by one after a change: a state that lasts a few bars costs no search
+_FIRST_BLOCK = 16  # bars searched after them; each quiet block is followed by a larger one
+_LARGEST_BLOCK = 4096
+
+
+class Calm:
+    """The bars of one broker where its checks can be skipped (see the module docstring)."""
+
+    __slots__ = ("_block", "_book", "_bounds", "_funds", "_key", "_loud", "_market", "_probes", "_start",
+                 "_until", "broker")  # fmt: skip
+
+    def __init__(self, broker: Broker):
+        self.broker = broker
+        self._book, self._funds, self._market = broker.book, broker.funds, broker.market
+        # The state the bounds hold for: the sum of the counters of every change of the book, the orders and
+        # stops, the balance and the bars (each only grows, so the sum moves whenever one does)
+        self._key = -1
+        self._bounds: tuple[float, float, float, float] | None = None  # None: never quiet in this state
+        self._start = 0  # the first bar the bounds were screened from
+        self._until = 0  # the bars from ``_start`` up to here are quiet in this state
+        self._loud = -1  # the bar the last search stopped at: it may reach a bound
+        self._block = _FIRST_BLOCK
+        self._probes = _PROBES
+
+    def holds(self, t: int) -> bool:
+        """Whether bar ``t`` (open and range) reaches nothing of the book as it stands."""
+        key = self._book.changes + self.broker.revision + self._funds.changes + self._market.changes
+        if key != self._key or t < self._start:
+            self._key, self._start, self._until, self._loud = key, t, t, -1
+            self._block, self._probes = _FIRST_BLOCK, _PROBES
+            self._bounds = self._gather()
+        if t < self._until:
+            return True
+        if self._bounds is None or t == self._loud:
+            return False
+        return self._screen(t)
+
+    def _gather(self) -> tuple[float, float, float, float] | None:
+        """``(bid_low, bid_high, ask_low, ask_high)``: a bar is quiet while its bids stay strictly between
+        the first two and its asks between the last two; None where the screen does not apply."""
+        b = self.broker
+        book = b.book
+        if book.orders or b.price_path is not None:
+            return None
+        inf = math.inf
+        bid_low, bid_high, ask_low, ask_high = -inf, inf, -inf, inf
+        for p in book.positions:
+            sl, tp = p.sl, p.tp
+            if p.side > 0:  # a long leaves at the bid: its SL below, its TP above
+                if sl is not None and sl > bid_low:
+                    bid_low = sl
+                if tp is not None and tp < bid_high:
+                    bid_high = tp
+            else:  # a short leaves at the ask: its SL above, its TP below
+                if sl is not None and sl < ask_high:
+                    ask_high = sl
+                if tp is not None and tp > ask_low:
+                    ask_low = tp
+        if b.stop_out_on and book.positions:
+            bounds = b.funds.calm_bounds(b.market.extremes().widest)
+            if bounds is None:
+                return None
+            low, high, ask = bounds
+            bid_low, bid_high, ask_high = max(bid_low, low), min(bid_high, high), min(ask_high, ask)
+        return bid_low, bid_high, ask_low, ask_high
+
+    def _screen(self, t: int) -> bool:
+        """Search the next block of bars from ``t`` for the first one that may reach a bound (the first few
+        bars of a state one at a time)."""
+        ext = self._market.extremes()
+        if self._probes and t < len(ext.bid_low):
+            self._probes -= 1
+            bid_low, bid_high, ask_low, ask_high = self._bounds
+            if (
+                ext.bid_low[t] > bid_low
+                and ext.bid_high[t] < bid_high
+                and ext.ask_low[t] > ask_low
+                and ext.ask_high[t] < ask_high
+            ):
+                self._until = t + 1
+                return True
+            self._loud = t
+            return False
+        n = len(ext.bid_low)
+        end = min(n, t + self._block)
+        if end <= t:
+            return False
+        bid_low, bid_high, ask_low, ask_high = self._bounds
+        loud = None
+        for values, bound, below in (
+            (ext.bid_low, bid_low, True),
+            (ext.bid_high, bid_high, False),
+            (ext.ask_low, ask_low, True),
+            (ext.ask_high, ask_high, False),
+        ):
+            if math.isinf(bound):
+                continue
+            part = values[t:end]
+            hit = part <= bound if below else part >= bound
+            loud = hit if loud is None else loud | hit
+        if loud is None:  # no bound at all: quiet to the last bar
+            self._until = n
+            return True
+        first = int(np.argmax(loud)) if loud.any() else end - t
+        self._until = t + first
+        if first == end - t:
+            self._block = min(_LARGEST_BLOCK, 4 * self._block)
+        else:
+            self._loud, self._block = t + first, _FIRST_BLOCK
+        return first > 0

@@ -1,0 +1,163 @@
+"""The open-prices screen of quiet bars (``backtests.broker.calm``) skips only checks that would do nothing.
+
+Every run here is made twice, with the screen and with every bar checked (``Calm.holds`` always False), and
+must give the same orders, deals, trades and balance: stop-losses, take-profits, stops moved inside a bar's
+reach, swaps that bring the stop-out nearer, stop-outs of longs, shorts and hedged mixes.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from backtests import AccountConfig, Backtest
+from backtests.broker import Broker
+from backtests.broker.calm import Calm
+from datafeeds import read_sample
+from neuronet.live.paper import PaperBroker
+from strategies.base import ExpertAdvisor
+
+
+class RandomStopsEA(ExpertAdvisor):
+    """Opens, closes and re-stops positions at random, with stops at random distances."""
+
+    seed: int = 0
+    lots: float = 0.8
+
+    def on_init(self) -> None:
+        self.rng = np.random.default_rng(self.seed)
+
+    def on_bar(self) -> None:
+        r = self.rng.random()
+        if r < 0.02:
+            self.close()
+        elif r < 0.08:
+            side = self.buy if self.rng.random() < 0.5 else self.sell
+            sl = float(self.rng.integers(30, 900)) if self.rng.random() < 0.7 else None
+            tp = float(self.rng.integers(20, 300)) if self.rng.random() < 0.7 else None
+            side(self.lots, sl_points=sl, tp_points=tp)
+        elif r < 0.16 and self.positions():
+            pos = self.positions()[0]
+            near = float(self.rng.integers(5, 200)) * self.point
+            level = self.bid - near if pos.side > 0 else self.ask + near
+            self.modify(pos.ticket, sl=level)
+
+
+def _unscreened(monkeypatch) -> None:
+    monkeypatch.setattr(Calm, "holds", lambda self, t: False)
+
+
+def _figures(result) -> dict:
+    return {
+        "trades": result.trades,
+        "deals": result.deals,
+        "orders": result.orders,
+        "rejected": pd.DataFrame(result.rejected),
+        "balance": pd.DataFrame(np.asarray(result.balance)),
+        "equity": pd.DataFrame(np.asarray(result.equity)),
+    }
+
+
+def _same(a: dict, b: dict) -> None:
+    for name, frame in a.items():
+        pd.testing.assert_frame_equal(frame, b[name], check_exact=True, obj=name)
+
+
+ACCOUNTS = {
+    "netting": AccountConfig(deposit=1_000.0),
+    "hedging": AccountConfig(deposit=1_000.0, hedging=True),
+    "swaps": AccountConfig(deposit=1_000.0, hedging=True, swap_long=-40.0, swap_short=-35.0),
+    "no_stop_out": AccountConfig(deposit=1_000.0, stop_out_level=0.0),
+}
+
+
+ACCOUNT = AccountConfig(deposit=1_000.0, hedging=True, leverage=1000.0)
+
+
+@pytest.mark.parametrize("name", ACCOUNTS)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_quiet_bars_skip_nothing_a_check_would_act_on(name, seed, monkeypatch):
+    df = read_sample()
+    bt = Backtest(df, RandomStopsEA, account=ACCOUNTS[name], forward=None)
+    screened = bt.run(seed=seed)
+    _unscreened(monkeypatch)
+    checked = bt.run(seed=seed)
+    reasons = set(checked.trades["exit_reason"])
+    assert {"sl", "tp"} <= reasons  # the runs reach stops, so the screen had something to miss
+    _same(_figures(screened), _figures(checked))
+
+
+def test_shorts_and_longs_alone_and_hedged_are_each_stopped_out_where_every_bar_is_checked(monkeypatch):
+    """The stop-out bound of each form (``Account.calm_bounds``): longs only, shorts only, and a hedged mix
+    whose shorts are valued at the widest spread."""
+
+    class Hold(ExpertAdvisor):
+        sides: str = "+"
+
+        def on_bar(self) -> None:
+            if not self.positions():
+                for s in self.sides:
+                    (self.buy if s == "+" else self.sell)(4.0 if s == self.sides[0] else 1.3)
+
+    df = read_sample()
+    runs: dict[str, dict] = {}
+    for sides in ("+", "-", "+-", "-+"):
+        bt = Backtest(df, Hold, account=ACCOUNT, forward=None)
+        runs[sides] = _figures(bt.run(sides=sides))
+    _unscreened(monkeypatch)
+    for sides, screened in runs.items():
+        bt = Backtest(df, Hold, account=ACCOUNT, forward=None)
+        checked = bt.run(sides=sides)
+        assert "stop out" in set(checked.trades["exit_reason"]), sides
+        _same(screened, _figures(checked))
+
+
+def test_calm_bounds_lie_beyond_the_stop_out_price():
+    """Longs alone: every bid above the bound keeps the margin level above the stop-out; the price where
+    the level is reached lies at or below the bound."""
+    df = read_sample().iloc[:50]
+    cols = (df[c].to_numpy() for c in ("open", "high", "low", "close", "spread"))
+    b = Broker(*cols, df.index, 1e-5, AccountConfig(deposit=1_000.0))
+    b.bar_open(10)
+    b.order(+1, 0.8, None, None, 0, "")
+    low, high, ask_high = b.funds.calm_bounds(b.market.extremes().widest)
+    assert high == ask_high == np.inf
+    crossing = b.funds.stop_out_price(0.0)
+    assert crossing <= low < crossing + 2
+    above = float(np.ceil(low)) if np.ceil(low) > low else low + 1
+    assert not b.funds.level_crossed((above, above, above, 0.0), False, b)
+    assert b.funds.level_crossed((np.floor(crossing),) * 3 + (0.0,), False, b)
+
+
+def test_a_paper_bar_completed_after_its_open_reaches_the_stop():
+    """A paper bar opens flat (high = low = open) and gets its range at its close: the screen made at its
+    open must not keep the stop-loss its range reaches from being checked."""
+    df = read_sample().iloc[:60]
+    point = 1e-5
+    paper = PaperBroker(df.iloc[:50], point, AccountConfig(spread=10))
+    t = paper.open_bar(df.index[50], 1.10000, 1.10010)
+    paper.order(+1, 1.0, 1.09900, None, 0, "")
+    paper.close_bar(t, 1.10050, 1.09950, 1.10000)  # nothing reached
+    t = paper.open_bar(df.index[51], 1.10000, 1.10010)  # quiet at its open: high = low = open
+    assert not paper.trades
+    paper.close_bar(t, 1.10020, 1.09850, 1.09900)  # its low passes the stop-loss
+    assert [(tr.exit_reason, tr.exit_price) for tr in paper.trades] == [("sl", 1.099)]
+
+
+def test_a_replay_leaves_the_collector_as_it_found_it():
+    """The replay freezes the heap of before it only while it runs, and never undoes a caller's freeze."""
+    df = read_sample().iloc[:300]
+    bt = Backtest(df, RandomStopsEA, account=AccountConfig(deposit=1_000.0), forward=None)
+    assert gc.get_freeze_count() == 0
+    bt.run()
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        bt.run()
+        assert gc.get_freeze_count() > frozen // 2  # still the caller's (less what was freed meanwhile)
+    finally:
+        gc.unfreeze()
