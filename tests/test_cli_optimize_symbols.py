@@ -98,7 +98,10 @@ def test_m1_files_that_are_not_the_bars_minutes_are_refused_naming_the_symbol_th
     [
         (["--m1-csv", "eu.csv"], "--m1-csv eu.csv: with several symbols give SYMBOL=FILE"),
         (["--m1-csv", "GBPJPY=gj.csv"], "--m1-csv GBPJPY=gj.csv: GBPJPY is not a symbol of this run"),
-        (["--model", "ticks"], "--model ticks: a multi-symbol run is modelled on open prices or M1 bars"),
+        (
+            ["--model", "ticks", "--ticks-csv", "GBPJPY=gj.csv"],
+            "--ticks-csv GBPJPY=gj.csv: GBPJPY is not a symbol of this run",
+        ),
         (["--symbols", "EURUSD,EURUSD"], "--symbols 'EURUSD,EURUSD': a symbol is named twice"),
         (["--symbol", "EURUSD", "--symbols", "EURUSD,GBPUSD"], "give --symbol or --symbols, not both"),
         (["--symbols", "EURUSD,NOSUCH"], "no specification for symbol 'NOSUCH'"),
