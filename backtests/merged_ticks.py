@@ -5,10 +5,12 @@ merged in time order: a tick moves its own symbol's bid and ask only, and every 
 last tick at or before that moment (MetaTrader 5 Help, "Strategy Tester > Multi-Currency Testing": the
 ticks of the other symbols are synchronised by time). So here:
 
-- the EA decides at the bar's open, the main symbol's first tick of the bar, where each symbol stands at its
-  bar's first tick (the bar's opening price, as one symbol's tick walk and the other models open a bar;
-  market orders fill there), or, where that comes later, at its last tick before the bar (``open_ticks``:
-  the tick still to come is never read; it is worked after the decision, its gap included);
+- the EA decides at the bar's open, the main symbol's first tick of the bar (the bar's opening price, as
+  one symbol's tick walk and the other models open a bar); each other symbol's ticks of the bar up to that
+  moment are worked first, in time order (``to_decision``), and it stands at its last tick at or before it,
+  where market orders fill: its first tick of the bar, a later one, or, where its first comes after the
+  decision, its last tick before the bar (``open_ticks``: the tick still to come is never read; it is
+  worked after the decision, its gap included);
 - after the decision the rest of every symbol's ticks of the bar are taken in time order (ties in the
   symbols' order), each worked by its own symbol's path as the single-symbol walk works it
   (``TickPath.tick``); before a tick at time ``x`` is worked, every other symbol is set to its last tick
@@ -45,30 +47,28 @@ def open_ticks(desks: list, t: int, firsts: list) -> list:
     still to come. ``firsts`` (``Broker.enter``'s quotes) with those symbols' opening checks made at that
     tick; their first tick of the bar is worked after the decision, its gap included."""
     firsts = list(firsts)
-    for j, d in _late(desks, t):
-        path = d.price_path
-        r = int(path.starts[t]) - 1
-        d.now = Tick.at(int(path.ns[r]), float(path.bid[r]), float(path.ask[r]))
-        bid = float(path.bid_points[r])
-        firsts[j] = (bid, bid, bid, float(path.ask_points[r]) - bid)
+    for j, d in enumerate(desks):
+        row = _decision_row(desks, d, t)
+        if row is not None and row < int(d.price_path.starts[t]):  # its first tick comes later
+            tick = _tick_at(d.price_path, row)
+            d.now = tick
+            firsts[j] = (tick[1], tick[1], tick[1], tick[2] - tick[1])
     return firsts
 
 
-def _late(desks: list, t: int) -> list[tuple[int, object]]:
-    """The symbols (index, broker) whose first tick of bar ``t`` comes after the main symbol's."""
-    main = desks[0].price_path
-    if main is None:
-        return []
-    now = int(main.ns[main.starts[t]]) if main.covers(t) else int(main.edges_ns[t])
-    late = []
-    for j, d in enumerate(desks[1:], 1):
-        path = d.price_path
-        if path is None or _closed(d, t) or not path.covers(t):
-            continue
-        s = int(path.starts[t])
-        if s > 0 and int(path.ns[s]) > now:
-            late.append((j, d))
-    return late
+def to_decision(desks: list, t: int) -> None:
+    """After the opening checks, before the EA decides: every other symbol's ticks of bar ``t`` up to the
+    decision's moment (after its first, worked at the open) are worked in time order, so their fills, stops
+    and stop-outs come before the decision as they did in time; then each symbol stands at its last tick at
+    or before that moment (``Broker.now``), which the EA's quotes and fills read."""
+    walking = _walking(desks, t)
+    at = [int(d.price_path.starts[t]) + 1 for d in walking]
+    ends = [_decision_row(desks, d, t) + 1 for d in walking]
+    if any(a < e for a, e in zip(at, ends, strict=True)) and any(d.book for d in walking):
+        _run(walking, t, at, ends)
+    for d in walking:
+        d.now = _tick_at(d.price_path, _decision_row(desks, d, t))
+        d.now_ns = d.inside = None
 
 
 def walk_ticks(desks: list, t: int) -> None:
@@ -76,32 +76,61 @@ def walk_ticks(desks: list, t: int) -> None:
     busy = [d for d in desks if d.book and not _closed(d, t)]
     if not busy:
         return
-    late = {id(d) for _, d in _late(desks, t)}  # their first tick of the bar is still to be worked
     alone = busy[0]
     if (
         len(busy) == 1
         and not any(d.book.positions for d in desks if d is not alone)
         and getattr(alone.money.profit, "pair", None) is None
         and getattr(alone.money.margin, "pair", None) is None
+        and (alone.price_path is None or not alone.price_path.covers(t) or _from(desks, alone, t) == 1)
     ):
-        if id(alone) in late:
-            alone.walking = True
-            try:
-                alone.price_path.tick(alone, t, int(alone.price_path.starts[t]))
-            finally:
-                alone.walking = False
-        alone.bar_range(t)
+        alone.bar_range(t)  # its first tick was its opening, the rest are still to come
         return
-    walking = [d for d in desks if not _closed(d, t) and d.price_path is not None and d.price_path.covers(t)]
+    walking = _walking(desks, t)
     for d in desks:
         if d not in walking and d.book and not _closed(d, t):
             d.bar_range(t)  # no ticks in this bar: its own high and low
-    if not any(d.book for d in walking):
-        return
+    if any(d.book for d in walking):
+        at = [_decision_row(desks, d, t) + 1 for d in walking]
+        _run(walking, t, at, [int(d.price_path.starts[t + 1]) for d in walking])
+
+
+def _walking(desks: list, t: int) -> list:
+    """The symbols with ticks in bar ``t``."""
+    return [d for d in desks if not _closed(d, t) and d.price_path is not None and d.price_path.covers(t)]
+
+
+def _decision_row(desks: list, desk, t: int) -> int | None:
+    """``desk``'s last tick at or before the moment the EA decides in bar ``t`` (the main symbol's first
+    tick of the bar, else the bar's opening time): its first of the bar or a later one, or its last before
+    the bar where its first comes later; None where it has no tick in the bar."""
+    path = desk.price_path
+    if path is None or _closed(desk, t) or not path.covers(t):
+        return None
+    s, e = int(path.starts[t]), int(path.starts[t + 1])
+    if desk is desks[0]:
+        return s
+    main = desks[0].price_path
+    now = int(main.ns[main.starts[t]]) if main is not None and main.covers(t) else int(path.edges_ns[t])
+    row = s + int(np.searchsorted(path.ns[s:e], now, side="right")) - 1
+    return row if row >= s else s - 1 if s > 0 else s  # no tick before the path's first: that one
+
+
+def _from(desks: list, desk, t: int) -> int:
+    """``desk``'s first tick after the decision, counted from its bar's first."""
+    return _decision_row(desks, desk, t) + 1 - int(desk.price_path.starts[t])
+
+
+def _tick_at(path, row: int) -> Tick:
+    return Tick.at(int(path.ns[row]), float(path.bid[row]), float(path.ask[row]))
+
+
+def _run(walking: list, t: int, at: list, ends: list) -> None:
+    """Walk ``walking``'s ticks ``at[j]..ends[j]-1`` in time order (see the module docstring)."""
     for d in walking:
         d.walking = True
     try:
-        _walk(walking, t, late)
+        _walk(walking, t, at, ends)
     finally:
         walking[0].funds.screening = True
         for d in walking:
@@ -111,12 +140,9 @@ def walk_ticks(desks: list, t: int) -> None:
             d.inside = None
 
 
-def _walk(walking: list, t: int, late: set[int]) -> None:
+def _walk(walking: list, t: int, at: list, ends: list) -> None:
     paths = [d.price_path for d in walking]
-    spans = [(int(p.starts[t]), int(p.starts[t + 1])) for p in paths]
-    # each symbol's next tick not yet passed: the first was the bar's open, but for those whose first tick
-    # came after the decision
-    at = [a if id(d) in late else a + 1 for d, (a, _) in zip(walking, spans, strict=True)]
+    spans = [(int(p.starts[t]), end) for p, end in zip(paths, ends, strict=True)]
     touches: list[int | None] = [None] * len(walking)
     revision = None
     while True:

@@ -19,7 +19,7 @@ from backtests.broker import AccountConfig
 from backtests.broker.terms import check_spec_settings
 from backtests.errors import SymbolsError
 from backtests.merged import open_quotes, walk_bar
-from backtests.merged_ticks import open_ticks, walk_ticks
+from backtests.merged_ticks import open_ticks, to_decision, walk_ticks
 from backtests.multi import MultiContext, MultiSetup
 from backtests.paths import COVERAGE, MODELS, M1Path, ModelDataError, check_inside, check_market
 from backtests.periods import Periods, resolve
@@ -166,6 +166,8 @@ class MultiBacktest:
                 firsts = open_ticks(desks, t, firsts)
             for d, first in zip(desks, firsts, strict=True):
                 d.open_checks(t, first)
+            if walk is walk_ticks:
+                to_decision(desks, t)
             step(schedule[t])
             try:
                 on_bar()

@@ -196,8 +196,8 @@ def test_ticks_of_one_instant_are_worked_in_the_symbols_order(order, state):
 
 class _Peek(ExpertAdvisor):
     """Reads every route to each symbol's prices at each decision and notes any price or bar from after the
-    decision's moment (the main symbol's first tick of the bar): a symbol stands at its first tick of the bar
-    where that came no later, else at its last tick before the bar."""
+    decision's moment (the main symbol's first tick of the bar): each symbol stands at its last tick at or
+    before it."""
 
     symbols = ("EURUSD", "GBPUSD", "USDJPY")
     timeframes = ("H1", "H4")
@@ -227,10 +227,7 @@ def test_ticks_a_cheating_ea_gets_nothing_from_the_future():
     main = ticks[_Peek.symbols[0]]
     decisions = main.groupby(main.index.floor("h")).head(1).index  # the main symbol's first tick of a bar
     for s, t in ticks.items():
-        hours = t.index.floor("h").asi8
-        first = np.searchsorted(hours, decisions.floor("h").asi8, side="left")  # its first tick of the bar
-        late = t.index.asi8[np.minimum(first, len(t) - 1)] > decisions.asi8
-        last = np.where(late, first - 1, first)
+        last = np.searchsorted(t.index.asi8, decisions.asi8, side="right") - 1  # at or before it
         _Peek.opens[s] = {
             h: (t["bid"].iloc[r], t["ask"].iloc[r])
             for h, r in zip(decisions.floor("h"), last, strict=True)
@@ -371,3 +368,31 @@ def test_ticks_a_symbol_whose_first_tick_of_the_bar_comes_later_stands_at_its_la
     trade = result.trades.iloc[0]
     assert trade["symbol"] == "GBPUSD" and trade["entry_price"] == 1.3
     assert trade["profit"] == 5_000.0
+
+
+class _CloseAll(ExpertAdvisor):
+    symbols = ("EURUSD", "GBPUSD")
+    seen: ClassVar[list] = []
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy(1.0, symbol="GBPUSD", sl=1.29)
+        elif len(self.bars) == 2:
+            self.seen.append(len(self.positions(symbol="GBPUSD")))
+            self.close(symbol="GBPUSD")
+
+
+def test_ticks_a_stop_reached_before_the_decision_closes_before_it_not_at_the_decisions_price():
+    """GBPUSD (long 1 lot, SL 1.29000) opens the third hour at 1.30000 and falls to 1.28000 five seconds in;
+    EURUSD's first tick of that hour, where the EA decides, comes at ten seconds. The stop was reached before
+    the decision: the position is closed there (at 1.28000, the tick that passed it: -2,000.00) and the EA
+    finds it gone, not open to be closed at the decision's price."""
+    _CloseAll.seen = []
+    eur = [(0, 1.1), (H, 1.1), (2 * H + 10, 1.1), (3 * H - 1, 1.1)]
+    gbp = [(0, 1.3), (H, 1.3), (2 * H, 1.3), (2 * H + 5, 1.28), (2 * H + 20, 1.28), (3 * H - 1, 1.28)]
+    result = _two(100_000.0, eur=eur, gbp=gbp, ea=_CloseAll)
+    assert _CloseAll.seen == [0]
+    trade = result.trades.iloc[0]
+    assert trade["exit_reason"] == "sl" and trade["exit_price"] == 1.28
+    assert trade["exit_time"] == T0 + pd.Timedelta(hours=2, seconds=5)
+    assert trade["profit"] == -2_000.0
