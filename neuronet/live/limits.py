@@ -126,6 +126,10 @@ class Limits:
     def daily_loss_reached(self, day_pnl: float) -> bool:
         return day_pnl <= -self.max_daily_loss
 
+    def day_pnl(self, own: float) -> float:
+        """The P&L of the day the daily loss limit counts: the one symbol's own (``own``)."""
+        return own
+
     def to_dict(self) -> dict:
         """JSON-ready, for the journal's header."""
         return {
@@ -140,10 +144,13 @@ class Limits:
 @dataclass(frozen=True)
 class AccountState:
     """The whole account's side of the limits (every symbol of the run): its exposures (positions, pending
-    orders and requests whose reply was lost) and today's P&L in deposit currency."""
+    orders and requests whose reply was lost), today's P&L in deposit currency, and whether the daily loss
+    limit was reached today on any symbol (a halt of the account: it holds for every symbol until the
+    server day ends, even if the loss shrinks)."""
 
     exposures: int
     day_pnl: float
+    halted: bool = False
 
 
 class AccountLimits:
@@ -164,7 +171,8 @@ class AccountLimits:
 
     def check(self, request: Request, state: TradeState) -> str | None:
         account = self._state()
-        reason = self.per_symbol.check(request, replace(state, day_pnl=account.day_pnl))
+        halted = state.halted or account.halted
+        reason = self.per_symbol.check(request, replace(state, day_pnl=account.day_pnl, halted=halted))
         if reason is not None:
             return reason
         if self.max_positions is not None and account.exposures >= self.max_positions:
@@ -175,8 +183,12 @@ class AccountLimits:
         return None
 
     def daily_loss_reached(self, day_pnl: float) -> bool:
-        """The account's P&L of the day, not one symbol's, is what the daily loss limit counts."""
-        return self.per_symbol.daily_loss_reached(self._state().day_pnl)
+        """``day_pnl``: the account's P&L of the day (``day_pnl``), not one symbol's."""
+        return self.per_symbol.daily_loss_reached(day_pnl)
+
+    def day_pnl(self, own: float) -> float:
+        """The account's P&L of the day, not one symbol's (``own``), is what the daily loss limit counts."""
+        return self._state().day_pnl
 
     def to_dict(self) -> dict:
         return {**self.per_symbol.to_dict(), "max_account_positions": self.max_positions}

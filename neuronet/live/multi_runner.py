@@ -146,13 +146,15 @@ class MultiLiveRunner:
         )
 
     def account_state(self) -> AccountState:
-        """Every symbol's exposures and today's P&L together (``limits.AccountLimits``)."""
+        """Every symbol's exposures and today's P&L together, and whether any symbol's request found the
+        daily loss limit reached today: a halt of the whole account (``limits.AccountLimits``)."""
         if self.router is None:
             return AccountState(0, 0.0)
         trades = list(self.router.trades.values())
         held = sum(len(t.positions()) + len(t.orders()) + t.possibly_open() for t in trades)
         day = trades[0].server_day()
-        return AccountState(held, sum(t.day_pnl(day) for t in trades))
+        halted = any(t.halted_on(day) for t in trades)
+        return AccountState(held, sum(t.day_pnl(day) for t in trades), halted)
 
     # -- the run ---------------------------------------------------------------------------------------------
     def identity(self) -> dict:
