@@ -11,9 +11,11 @@ import pytest
 from test_backtests.pass_eas import HEDGING, HedgedBrackets
 
 from backtests import AccountConfig, Backtest
-from datafeeds import resample, synthetic_candles
+from datafeeds import make_frame, resample, synthetic_candles
+from datafeeds.candles import CandleMeta
 from datafeeds.clock import BrokerClock
 from datafeeds.symbols import BUILTIN
+from datafeeds.timeframes import Timeframe
 from strategies.base import ExpertAdvisor
 from strategies.errors import EARuntimeError
 
@@ -97,3 +99,25 @@ def test_a_pass_the_ea_broke_leaves_nothing_for_the_next_pass_on_the_same_backte
         reused.run_pass({"every": 4, "boom": 1}, KEYS)
     assert reused.run_pass({"every": 4}, KEYS).stats == fresh
     assert fresh["total_trades"] > 3
+
+
+def test_a_short_run_with_a_large_gain_has_no_cagr_and_no_numpy_overflow_warning(recwarn):
+    """A 75% gain over four hours compounds to far beyond a float a year: the CAGR is undefined (None),
+    with no RuntimeWarning from deep inside NumPy on the user's screen."""
+
+    class BuyOnce(ExpertAdvisor):
+        def on_bar(self):
+            if not self.deals_done:
+                self.deals_done = bool(self.buy(1.0))
+
+        def on_init(self):
+            self.deals_done = False
+
+    index = pd.date_range("2024-01-02", periods=5, freq="h", tz="UTC")
+    prices = [1.1000, 1.1000, 1.1050, 1.1100, 1.1150]
+    frame = {"open": prices, "high": prices, "low": prices, "close": prices, "spread": [0] * 5}
+    bars = make_frame(frame, index, CandleMeta("EURUSD", Timeframe.H1, 5))
+    result = Backtest(bars, BuyOnce, forward=None, account=AccountConfig(spread=0, deposit=2_000.0)).run()
+    assert result.stats["total_net_profit"] > 0
+    assert result.stats["cagr_pct"] is None
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
