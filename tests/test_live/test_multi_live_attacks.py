@@ -41,3 +41,29 @@ def test_a_daily_loss_halt_reached_on_one_symbol_holds_for_the_others_when_the_l
     assert not answers["EURUSD"]
     assert not answers["GBPUSD"], "a new GBPUSD order was sent after the account's daily loss halt"
     assert sim.state.book.executed == 3  # nothing sent after the halt
+
+
+def test_a_missing_quote_of_the_main_symbol_does_not_refuse_another_symbols_order(port, sim, tmp_path):
+    """The terminal answers no EURUSD quote while a GBPUSD order is checked: GBPUSD's own quote is good,
+    so the order is sent (each request checks its own quote); the account's limits count the server day
+    of that quote, not of the main symbol's."""
+    answers = {}
+    no_eurusd = (
+        "import MetaTrader5 as _m\n_market = _m.symbol_info_tick\n"
+        "_m.symbol_info_tick = lambda s: None if s == 'EURUSD' else _market(s)"
+    )
+
+    class MainQuoteGone(EachOnce):
+        def on_bar(self):
+            sim.conn.execute(no_eurusd)
+            try:
+                answers["EURUSD"] = self.buy(0.1, symbol="EURUSD")
+                answers["GBPUSD"] = self.buy(0.1, symbol="GBPUSD")
+            finally:
+                sim.conn.execute("_m.symbol_info_tick = _market")
+
+    MainQuoteGone.__name__ = "EachOnce"
+    live_runner(port, sim, tmp_path / "j.jsonl", ea=MainQuoteGone, bars=1, per_symbol=LIMITS).run()
+    assert not answers["EURUSD"]  # no quote of its own: 10021
+    assert answers["GBPUSD"], "GBPUSD's order was refused for EURUSD's missing quote"
+    assert _held(sim) == {"GBPUSD": 0.1}
