@@ -199,13 +199,15 @@ def _curve_figures(i) -> dict:
     p = i.peer
     equity, duration = p.equity, p.duration
     years = (duration.days + duration.seconds / 86400) / 365.25
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # a short run's CAGR overflows: None
+        cagr = ((equity[-1] / equity[0]) ** (1 / years) - 1) * 100 if years else None
     return {
         "duration": _timedelta(duration),
         "equity_final": _num(equity[-1], 2),
         "equity_peak": _num(equity.max(), 2),
         "return_pct": _num(p.ret_pct, 4),
         "buy_and_hold_return_pct": _num(p.bh_pct, 4),
-        "cagr_pct": _num(((equity[-1] / equity[0]) ** (1 / years) - 1) * 100, 4) if years else None,
+        "cagr_pct": _num(cagr, 4),
     }
 
 

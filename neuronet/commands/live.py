@@ -296,7 +296,7 @@ def live(
                 f"{', '.join(limits['symbols'])} ({cls.__name__} trades {', '.join(traded)}); "
                 "nothing was sent"
             )
-        state = (lambda: runner.account_state()) if multi else None
+        state = (lambda day=None: runner.account_state(day)) if multi else None
         trading = _terminal_trading(limits, kill_switch, deviation, max_account_positions, state)
     elif max_account_positions is not None:
         raise LiveError("--max-account-positions is a limit of --live; a paper run has none")

@@ -44,12 +44,14 @@ class Request:
 class TradeState:
     """The EA's state when a request is checked: its open positions plus pending orders (``exposures``,
     of which ``unresolved`` are requests whose reply was lost, counted as open), today's P&L in deposit
-    currency, and whether the daily loss limit was already reached today."""
+    currency, whether the daily loss limit was already reached today, and today's server ``day`` (read
+    from the requesting symbol's own checked quote: another symbol's garbage quote never refuses it)."""
 
     exposures: int
     day_pnl: float
     halted: bool = False
     unresolved: int = 0
+    day: int | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,10 @@ class Limits:
     def daily_loss_reached(self, day_pnl: float) -> bool:
         return day_pnl <= -self.max_daily_loss
 
+    def day_pnl(self, own: float, day: int | None = None) -> float:
+        """The P&L of server ``day`` the daily loss limit counts: the one symbol's own (``own``)."""
+        return own
+
     def to_dict(self) -> dict:
         """JSON-ready, for the journal's header."""
         return {
@@ -140,19 +146,25 @@ class Limits:
 @dataclass(frozen=True)
 class AccountState:
     """The whole account's side of the limits (every symbol of the run): its exposures (positions, pending
-    orders and requests whose reply was lost) and today's P&L in deposit currency."""
+    orders and requests whose reply was lost), today's P&L in deposit currency, and whether the daily loss
+    limit was reached today on any symbol (a halt of the account: it holds for every symbol until the
+    server day ends, even if the loss shrinks)."""
 
     exposures: int
     day_pnl: float
+    halted: bool = False
 
 
 class AccountLimits:
     """A multi-symbol run's limits: ``per_symbol`` (``Limits``: lots per order and positions per symbol,
     the allowed symbols, the kill switch) checked with the account's daily P&L, plus ``max_positions``
     across every symbol (None: no account-wide cap). ``state`` reads the account now (every symbol's
-    trade context), so the daily loss halts every symbol at once, whichever lost."""
+    trade context, on the server day given, or that of the main symbol's quote for None), so the daily
+    loss halts every symbol at once, whichever lost."""
 
-    def __init__(self, per_symbol: Limits, max_positions: int | None, state: Callable[[], AccountState]):
+    def __init__(
+        self, per_symbol: Limits, max_positions: int | None, state: Callable[[int | None], AccountState]
+    ):
         if max_positions is not None and (
             isinstance(max_positions, bool) or not isinstance(max_positions, int) or max_positions < 1
         ):
@@ -163,8 +175,9 @@ class AccountLimits:
         self.max_daily_loss = per_symbol.max_daily_loss
 
     def check(self, request: Request, state: TradeState) -> str | None:
-        account = self._state()
-        reason = self.per_symbol.check(request, replace(state, day_pnl=account.day_pnl))
+        account = self._state(state.day)
+        halted = state.halted or account.halted
+        reason = self.per_symbol.check(request, replace(state, day_pnl=account.day_pnl, halted=halted))
         if reason is not None:
             return reason
         if self.max_positions is not None and account.exposures >= self.max_positions:
@@ -175,8 +188,13 @@ class AccountLimits:
         return None
 
     def daily_loss_reached(self, day_pnl: float) -> bool:
-        """The account's P&L of the day, not one symbol's, is what the daily loss limit counts."""
-        return self.per_symbol.daily_loss_reached(self._state().day_pnl)
+        """``day_pnl``: the account's P&L of the day (``day_pnl``), not one symbol's."""
+        return self.per_symbol.daily_loss_reached(day_pnl)
+
+    def day_pnl(self, own: float, day: int | None = None) -> float:
+        """The account's P&L of server ``day``, not one symbol's (``own``), is what the daily loss limit
+        counts."""
+        return self._state(day).day_pnl
 
     def to_dict(self) -> dict:
         return {**self.per_symbol.to_dict(), "max_account_positions": self.max_positions}

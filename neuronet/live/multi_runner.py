@@ -145,14 +145,17 @@ class MultiLiveRunner:
             self.source, symbol, bar_open, self.main_tf.seconds, self.bounds(symbol)(), self._retrying
         )
 
-    def account_state(self) -> AccountState:
-        """Every symbol's exposures and today's P&L together (``limits.AccountLimits``)."""
+    def account_state(self, day: int | None = None) -> AccountState:
+        """Every symbol's exposures and today's P&L together, and whether any symbol's request found the
+        daily loss limit reached today: a halt of the whole account (``limits.AccountLimits``). ``day``: the
+        server day of the requesting symbol's own quote (None: the main symbol's)."""
         if self.router is None:
             return AccountState(0, 0.0)
         trades = list(self.router.trades.values())
         held = sum(len(t.positions()) + len(t.orders()) + t.possibly_open() for t in trades)
-        day = trades[0].server_day()
-        return AccountState(held, sum(t.day_pnl(day) for t in trades))
+        day = trades[0].server_day() if day is None else int(day)
+        halted = any(t.halted_on(day) for t in trades)
+        return AccountState(held, sum(t.day_pnl(day) for t in trades), halted)
 
     # -- the run ---------------------------------------------------------------------------------------------
     def identity(self) -> dict:

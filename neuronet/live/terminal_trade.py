@@ -259,7 +259,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             return None
         self._look_up_lost()  # what the terminal now shows of them counts once, as positions and orders
         day = self.server_day()
-        pnl = self.day_pnl(day)
+        pnl = self.limits.day_pnl(self.day_pnl(day), day)  # a multi-symbol run's: the account's
         if self.limits.daily_loss_reached(pnl) and self._halted_day != day:
             self._halted_day = day
             log.error(
@@ -268,8 +268,12 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             self._note("halted", day_pnl=pnl, limit=self.limits.max_daily_loss, day=day)
         lost = self.lost.possibly_open()
         held = len(self.positions()) + len(self.orders()) + lost
-        state = TradeState(held, pnl, self._halted_day == day, lost)
+        state = TradeState(held, pnl, self._halted_day == day, lost, day)
         return self.limits.check(Request(self.symbol, lots), state)
+
+    def halted_on(self, day: int) -> bool:
+        """Whether the daily loss limit was reached on server ``day`` by a request of this symbol."""
+        return self._halted_day == int(day)
 
     def restore_halt(self, day: int) -> None:
         """The daily loss limit was reached on server ``day`` (days since 1970 in broker time) before a

@@ -32,7 +32,7 @@ def live_runner(port, sim, journal, ea=EachOnce, *, bars, per_symbol=None, accou
     holder = {}
 
     def factory(src, symbol, magic, record, *, market):
-        checked = AccountLimits(limits, account_positions, lambda: holder["run"].account_state())
+        checked = AccountLimits(limits, account_positions, lambda day=None: holder["run"].account_state(day))
         return TerminalTrade(
             src,
             symbol,
