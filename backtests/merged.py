@@ -8,7 +8,9 @@ equity, margin and conversions read, is the price it stood at when the minute be
 of its own minute of that time where it has one, else the close of its newest minute before it. A minute's
 path is worked whole, so the others never stand at a price later in that minute (its close comes up to 59
 seconds after the moment being worked): a symbol's minute that has already been worked at the same time
-reads as its open again until the clock moves on.
+reads as its open again until the clock moves on. The EA decides at the main symbol's first minute of the
+bar: the other symbols' minutes before that moment are worked first (``to_decision``), and one whose first
+minute comes later stands at its close before the bar until then (``open_quotes``).
 
 Walking every minute of every symbol costs a Python step per minute, so a bar is walked that way only where
 the account's stop-out may happen in it: the equity with every symbol at the worst of its bar at once (longs
@@ -54,6 +56,27 @@ def open_quotes(desks: list, t: int, firsts: list) -> list:
     return firsts
 
 
+def to_decision(desks: list, t: int) -> None:
+    """After the opening checks, before the EA decides: the other symbols' minutes of bar ``t`` before the
+    decision's moment (the main symbol's first minute) are worked in time order, so their fills and stops
+    come before the decision as they did in time; each of those symbols then stands at its price of that
+    moment (``_set_now``: the open of its minute of that time, else the close of its minute before)."""
+    now = _decision_ns(desks, t)
+    if now is None:
+        return
+    walking = _walking(desks, t)
+    spans = [_span(d, t) for d in walking]
+    ends = [_first_at(d, t, now) for d in walking]
+    if not any(e > a for (a, _), e in zip(spans, ends, strict=True)):
+        return  # every symbol's bar begins with the main symbol's, or later (``open_quotes``)
+    if any(d.book for d in walking):
+        _run(walking, t, [a for a, _ in spans], ends)
+    for d, span, e in zip(walking, spans, ends, strict=True):
+        if e > span[0] and d is not desks[0]:
+            _set_now(d, span, e, now)
+            d.now_ns = None
+
+
 def walk_bar(desks: list, t: int) -> None:
     """Bar ``t`` of every broker in ``desks`` after the decision (see the module docstring); every broker's
     price then reads its own bar again."""
@@ -68,29 +91,60 @@ def _walk_bar(desks: list, t: int) -> None:
     busy = [d for d in desks if d.book and not _closed(d, t)]
     if not busy:
         return
-    if len(busy) == 1 and not any(d.book.positions for d in desks if d is not busy[0]):
+    now = _decision_ns(desks, t)
+    walking = _walking(desks, t)
+    at = [_span(d, t)[0] if now is None else _first_at(d, t, now) for d in walking]
+    begun = any(a > _span(d, t)[0] for d, a in zip(walking, at, strict=True))  # minutes worked before
+    if len(busy) == 1 and not begun and not any(d.book.positions for d in desks if d is not busy[0]):
         busy[0].inside = None  # its own minutes set its prices from its first on
         busy[0].bar_range(t)
         return
-    walking = [d for d in desks if not _closed(d, t) and d.price_path is not None and d.price_path.covers(t)]
     for d in desks:
         if d not in walking and d.book and not _closed(d, t):
             d.bar_range(t)  # no minutes in this bar: its own high and low
-    if not walking:
-        return
+    if walking:
+        _run(walking, t, at, [_span(d, t)[1] for d in walking])
+
+
+def _decision_ns(desks: list, t: int) -> int | None:
+    """The UTC ns the EA decides at in bar ``t``: the main symbol's first minute of the bar (else its
+    opening time); None without minutes."""
+    path = desks[0].price_path
+    if path is None:
+        return None
+    return int(path.time_ns[path.starts[t]]) if path.covers(t) else int(path.edges_ns[t])
+
+
+def _walking(desks: list, t: int) -> list:
+    """The symbols with minutes in bar ``t``."""
+    return [d for d in desks if not _closed(d, t) and d.price_path is not None and d.price_path.covers(t)]
+
+
+def _span(desk, t: int) -> tuple[int, int]:
+    path = desk.price_path
+    return int(path.starts[t]), int(path.starts[t + 1])
+
+
+def _first_at(desk, t: int, ns: int) -> int:
+    """``desk``'s first minute of bar ``t`` at or after UTC ``ns`` (its end where none is)."""
+    return _before(desk.price_path, _span(desk, t), ns)
+
+
+def _run(walking: list, t: int, at: list, ends: list) -> None:
+    """Work ``walking``'s minutes ``at[j]..ends[j]-1`` in time order (see the module docstring)."""
     for d in walking:
         d.walking = True
     try:
-        _walk(walking, t)
+        _walk(walking, t, at, ends)
     finally:
         for d in walking:
             d.walking = False
             d.now_ns = None
 
 
-def _walk(walking: list, t: int) -> None:
-    spans = [(int(d.price_path.starts[t]), int(d.price_path.starts[t + 1])) for d in walking]
-    at = [a for a, _ in spans]  # each symbol's next minute not yet worked
+def _walk(walking: list, t: int, at: list, ends: list) -> None:
+    spans = [(int(d.price_path.starts[t]), end) for d, end in zip(walking, ends, strict=True)]
+    at = list(at)  # each symbol's next minute not yet worked
     touches: list[int | None] = [None] * len(walking)  # each symbol's next minute that can reach a level
     revision = None
     while True:

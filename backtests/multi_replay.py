@@ -19,6 +19,7 @@ from backtests.broker import AccountConfig
 from backtests.broker.terms import check_spec_settings
 from backtests.errors import SymbolsError
 from backtests.merged import open_quotes, walk_bar
+from backtests.merged import to_decision as minutes_to_decision
 from backtests.merged_ticks import open_ticks, to_decision, walk_ticks
 from backtests.multi import MultiContext, MultiSetup
 from backtests.paths import COVERAGE, MODELS, M1Path, ModelDataError, check_inside, check_market
@@ -168,6 +169,8 @@ class MultiBacktest:
                 d.open_checks(t, first)
             if walk is walk_ticks:
                 to_decision(desks, t)
+            elif walk is walk_bar:
+                minutes_to_decision(desks, t)
             step(schedule[t])
             try:
                 on_bar()

@@ -435,3 +435,40 @@ def test_an_account_path_of_one_traded_symbol_gives_the_single_symbol_runs_drawd
     assert len(keys) >= 4
     for k in keys:
         assert multi.stats[k] == pytest.approx(single.stats[k], abs=1e-6), k
+
+
+class _CloseGbp(ExpertAdvisor):
+    symbols = ("EURUSD", "GBPUSD")
+    seen: ClassVar[list] = []
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy(1.0, symbol="GBPUSD", sl=1.29)
+        elif len(self.bars) == 2:
+            self.seen.append(len(self.positions(symbol="GBPUSD")))
+            self.close(symbol="GBPUSD")
+
+
+def test_ohlc1m_a_stop_reached_before_the_main_symbols_first_minute_closes_before_the_decision():
+    """EURUSD has no minute from 02:00 to 02:04, so the EA decides at 02:05; GBPUSD (long 1 lot, SL 1.29000)
+    falls to 1.28000 in its minute 02:02. The stop was reached before the decision: the position is closed
+    there (at the SL, the minute passing through it: -1,000.00) and the EA finds it gone, not open to be
+    closed at the decision's price (-2,000.00)."""
+    _CloseGbp.seen = []
+    start = pd.Timestamp("2024-01-02", tz="UTC")
+    full = pd.date_range(start, periods=240, freq="min", tz="UTC")
+    kept = full[~((full.hour == 2) & (full.minute < 5))]
+    eu = _ohlc_minutes("EURUSD", start, [(1.1,) * 4] * len(kept))
+    eu = make_frame(eu, kept, eu.attrs["candles"])
+    gbp = [(1.3,) * 4] * 122 + [(1.3, 1.3, 1.28, 1.28)] + [(1.28,) * 4] * 117
+    gb = _ohlc_minutes("GBPUSD", start, gbp)
+    frames = {"EURUSD": resample(eu, "H1"), "GBPUSD": resample(gb, "H1")}
+    result = Backtest(
+        frames, _CloseGbp, model="ohlc1m", m1={"EURUSD": eu, "GBPUSD": gb}, account=AccountConfig(spread=0),
+        forward=None,
+    ).run()  # fmt: skip
+    assert _CloseGbp.seen == [0]
+    trade = result.trades.iloc[0]
+    assert trade["exit_reason"] == "sl" and trade["exit_price"] == 1.29
+    assert trade["exit_time"] == start + pd.Timedelta(hours=2, minutes=2)
+    assert trade["profit"] == -1_000.0
