@@ -160,12 +160,14 @@ class MultiBacktest:
                 self._study(ea, views, periods, t, stamps, brokers)
                 timings["retrain_s"] += time.perf_counter() - tick
             firsts = [d.enter(t) for d in desks]  # every symbol at this moment before any is checked
-            if walk is walk_bar:
-                firsts = open_quotes(desks, t, firsts)
-            elif walk is walk_ticks:
-                firsts = open_ticks(desks, t, firsts)
-            for d, first in zip(desks, firsts, strict=True):
-                d.open_checks(t, first)
+            if walk is None:  # open prices: a symbol with nothing open or pending has nothing to check
+                for d in desks:
+                    if d.book:
+                        d.open_checks(t, None)
+            else:
+                firsts = (open_quotes if walk is walk_bar else open_ticks)(desks, t, firsts)
+                for d, first in zip(desks, firsts, strict=True):
+                    d.open_checks(t, first)
             if walk is walk_ticks:
                 to_decision(desks, t)
             step(schedule[t])
@@ -181,7 +183,8 @@ class MultiBacktest:
                 walk(desks, t)
             else:
                 for d in desks:
-                    d.bar_range(t)
+                    if d.book:
+                        d.bar_range(t)
 
     def _score(self, ea, main, brokers, feed, periods, last, timings, clock) -> Result:
         fs = periods.forward_start
