@@ -18,6 +18,7 @@ from backtests.account_path import account_drawdowns
 from backtests.broker import AccountConfig
 from backtests.broker.terms import check_spec_settings
 from backtests.errors import SymbolsError
+from backtests.heap import settled_heap
 from backtests.merged import open_quotes, walk_bar
 from backtests.merged_ticks import open_ticks, to_decision, walk_ticks
 from backtests.multi import MultiContext, MultiSetup
@@ -121,7 +122,8 @@ class MultiBacktest:
         self._study(ea, views, periods, fs, stamps, brokers)
         timings["study_s"] = _lap(clock)
         clock = time.perf_counter()
-        self._replay(ea, views, periods, stamps, brokers, timings)
+        with settled_heap():  # the heap of before out of the collector's full passes (``backtests.heap``)
+            self._replay(ea, views, periods, stamps, brokers, timings)
         timings["replay_s"] = round(_lap(clock) - timings.get("retrain_s", 0.0), 6)
         last = n - 1
         clock = time.perf_counter()
