@@ -18,6 +18,7 @@ from backtests.account_path import account_drawdowns
 from backtests.broker import AccountConfig
 from backtests.broker.terms import check_spec_settings
 from backtests.errors import SymbolsError
+from backtests.heap import settled_heap
 from backtests.merged import open_quotes, walk_bar
 from backtests.merged import to_decision as minutes_to_decision
 from backtests.merged_ticks import open_ticks, to_decision, walk_ticks
@@ -122,7 +123,8 @@ class MultiBacktest:
         self._study(ea, views, periods, fs, stamps, brokers)
         timings["study_s"] = _lap(clock)
         clock = time.perf_counter()
-        self._replay(ea, views, periods, stamps, brokers, timings)
+        with settled_heap():  # the heap of before out of the collector's full passes (``backtests.heap``)
+            self._replay(ea, views, periods, stamps, brokers, timings)
         timings["replay_s"] = round(_lap(clock) - timings.get("retrain_s", 0.0), 6)
         last = n - 1
         clock = time.perf_counter()
@@ -161,12 +163,14 @@ class MultiBacktest:
                 self._study(ea, views, periods, t, stamps, brokers)
                 timings["retrain_s"] += time.perf_counter() - tick
             firsts = [d.enter(t) for d in desks]  # every symbol at this moment before any is checked
-            if walk is walk_bar:
-                firsts = open_quotes(desks, t, firsts)
-            elif walk is walk_ticks:
-                firsts = open_ticks(desks, t, firsts)
-            for d, first in zip(desks, firsts, strict=True):
-                d.open_checks(t, first)
+            if walk is None:  # open prices: a symbol with nothing open or pending has nothing to check
+                for d in desks:
+                    if d.book:
+                        d.open_checks(t, None)
+            else:
+                firsts = (open_quotes if walk is walk_bar else open_ticks)(desks, t, firsts)
+                for d, first in zip(desks, firsts, strict=True):
+                    d.open_checks(t, first)
             if walk is walk_ticks:
                 to_decision(desks, t)
             elif walk is walk_bar:
@@ -184,7 +188,8 @@ class MultiBacktest:
                 walk(desks, t)
             else:
                 for d in desks:
-                    d.bar_range(t)
+                    if d.book:
+                        d.bar_range(t)
 
     def _score(self, ea, main, brokers, feed, periods, last, timings, clock) -> Result:
         fs = periods.forward_start

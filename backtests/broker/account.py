@@ -67,8 +67,8 @@ class Account:
         self._terms: tuple[float, float, float, float, float] | None = None
         self._terms_at = -1
         self._desk_margin: dict[int, tuple[int, float]] = {}  # id(desk) -> (its book's changes, margin)
-        # ``ruled_out``'s last answer and what it holds for: (bar, the books' changes, balance)
-        self._screened: tuple[tuple[int, int, float], bool] | None = None
+        # ``ruled_out``'s last answer and what it holds for: (bar, the books' changes, balance, the answer)
+        self._screened: tuple[int, int, float, bool] | None = None
         # Off while a walk whose prices may leave the bars' own ranges (several symbols' ticks, each at its
         # last tick) checks every price itself: ``ruled_out`` then rules nothing out.
         self.screening = True
@@ -323,9 +323,12 @@ class Account:
         pass over the desks instead of one per check."""
         if not self.screening:
             return False
-        key = (t, sum(d.book.changes for d in self.desks), self.balance)
-        if self._screened is not None and self._screened[0] == key:
-            return self._screened[1]
+        changes = 0
+        for d in self.desks:
+            changes += d.book.changes
+        held = self._screened
+        if held is not None and held[0] == t and held[1] == changes and held[2] == self.balance:
+            return held[3]
         margin = self.used_margin()
         worst = self.balance
         for d in self.desks:
@@ -338,7 +341,7 @@ class Account:
                 amount = (low * long_lots - long_value + short_value - high * short_lots) * money.per_point
                 worst += money.money(amount, low, high)
         ruled = margin <= 0 or worst > 1.1 * self.stop_out_level / 100.0 * margin
-        self._screened = (key, ruled)
+        self._screened = (t, changes, self.balance, ruled)
         return ruled
 
     def _crossed(self, desk: Any, quote: Quote, at_open: bool) -> bool:

@@ -10,8 +10,14 @@ time in NumPy, which gives the first bar that may reach one; each bar before it 
 
 The screen only ever rules checks out: a bar it does not pass is checked as before, so a take-profit that
 counts from a later bar (``tp_from``) or a bound met by the slack alone costs a check and nothing else.
-Pending orders, a price path (ohlc1m, ticks) and the stop-out of several symbols or a converted profit
-(the general form) are never screened: they are checked at every bar as before.
+Pending orders and a price path (ohlc1m, ticks) are never screened: they are checked at every bar as before.
+
+The stop-out of several symbols or of a converted profit (the general form, where the level depends on every
+symbol's price at once) has no bound on one symbol's prices: there a bar is quiet only where its own stops
+are out of reach and the account's screen of the bar (``Account.ruled_out``: every symbol at the worst of its
+bar at once, with a tenth of the level to spare) rules the stop-out out. That screen is asked once per bar
+and account whatever the number of symbols (its answer is kept until a book or the balance changes), so a
+multi-symbol bar far from its stops costs a comparison per symbol instead of every check of every symbol.
 """
 
 from __future__ import annotations
@@ -32,8 +38,8 @@ _LARGEST_BLOCK = 4096
 class Calm:
     """The bars of one broker where its checks can be skipped (see the module docstring)."""
 
-    __slots__ = ("_block", "_book", "_bounds", "_funds", "_key", "_loud", "_market", "_probes", "_start",
-                 "_until", "broker")  # fmt: skip
+    __slots__ = ("_block", "_book", "_bounds", "_funds", "_general", "_key", "_loud", "_market", "_probes",
+                 "_start", "_until", "broker")  # fmt: skip
 
     def __init__(self, broker: Broker):
         self.broker = broker
@@ -42,6 +48,7 @@ class Calm:
         # stops, the balance and the bars (each only grows, so the sum moves whenever one does)
         self._key = -1
         self._bounds: tuple[float, float, float, float] | None = None  # None: never quiet in this state
+        self._general = False  # the stop-out in the general form: each bar also needs the account's screen
         self._start = 0  # the first bar the bounds were screened from
         self._until = 0  # the bars from ``_start`` up to here are quiet in this state
         self._loud = -1  # the bar the last search stopped at: it may reach a bound
@@ -55,6 +62,8 @@ class Calm:
             self._key, self._start, self._until, self._loud = key, t, t, -1
             self._block, self._probes = _FIRST_BLOCK, _PROBES
             self._bounds = self._gather()
+        if self._general and not self._funds.ruled_out(t):
+            return False
         if t < self._until:
             return True
         if self._bounds is None or t == self._loud:
@@ -66,6 +75,7 @@ class Calm:
         the first two and its asks between the last two; None where the screen does not apply."""
         b = self.broker
         book = b.book
+        self._general = False
         if book.orders or b.price_path is not None:
             return None
         inf = math.inf
@@ -82,7 +92,9 @@ class Calm:
                     ask_high = sl
                 if tp is not None and tp > ask_low:
                     ask_low = tp
-        if b.stop_out_on and book.positions:
+        if b.stop_out_on and book.positions and not b.funds.closed_form:
+            self._general = True  # the account's screen rules the stop-out out bar by bar (``holds``)
+        elif b.stop_out_on and book.positions:
             bounds = b.funds.calm_bounds(b.market.extremes().widest)
             if bounds is None:
                 return None
