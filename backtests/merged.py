@@ -48,7 +48,7 @@ def open_quotes(desks: list, t: int, firsts: list) -> list:
         if own is None:
             continue
         a = own.starts[t]
-        if a == 0 or _closed(d, t) or not own.covers(t) or own.time_ns[a] <= now:
+        if a == 0 or closed_at(d, t) or not own.covers(t) or own.time_ns[a] <= now:
             continue
         close, spread = own.points[a - 1, 3], own.spread[a - 1]
         d.inside = (close, close + spread)
@@ -64,7 +64,7 @@ def to_decision(desks: list, t: int) -> None:
     now = _decision_ns(desks, t)
     if now is None:
         return
-    walking = _walking(desks, t)
+    walking = with_path(desks, t)
     spans = [_span(d, t) for d in walking]
     ends = [_first_at(d, t, now) for d in walking]
     if not any(e > a for (a, _), e in zip(spans, ends, strict=True)):
@@ -88,11 +88,11 @@ def walk_bar(desks: list, t: int) -> None:
 
 
 def _walk_bar(desks: list, t: int) -> None:
-    busy = [d for d in desks if d.book and not _closed(d, t)]
+    busy = [d for d in desks if d.book and not closed_at(d, t)]
     if not busy:
         return
     now = _decision_ns(desks, t)
-    walking = _walking(desks, t)
+    walking = with_path(desks, t)
     at = [_span(d, t)[0] if now is None else _first_at(d, t, now) for d in walking]
     begun = any(a > _span(d, t)[0] for d, a in zip(walking, at, strict=True))  # minutes worked before
     if len(busy) == 1 and not begun and not any(d.book.positions for d in desks if d is not busy[0]):
@@ -100,7 +100,7 @@ def _walk_bar(desks: list, t: int) -> None:
         busy[0].bar_range(t)
         return
     for d in desks:
-        if d not in walking and d.book and not _closed(d, t):
+        if d not in walking and d.book and not closed_at(d, t):
             d.bar_range(t)  # no minutes in this bar: its own high and low
     if walking:
         _run(walking, t, at, [_span(d, t)[1] for d in walking])
@@ -115,9 +115,9 @@ def _decision_ns(desks: list, t: int) -> int | None:
     return int(path.time_ns[path.starts[t]]) if path.covers(t) else int(path.edges_ns[t])
 
 
-def _walking(desks: list, t: int) -> list:
-    """The symbols with minutes in bar ``t``."""
-    return [d for d in desks if not _closed(d, t) and d.price_path is not None and d.price_path.covers(t)]
+def with_path(desks: list, t: int) -> list:
+    """The symbols with minutes (or ticks) in bar ``t``."""
+    return [d for d in desks if not closed_at(d, t) and d.price_path is not None and d.price_path.covers(t)]
 
 
 def _span(desk, t: int) -> tuple[int, int]:
@@ -202,11 +202,28 @@ def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
 def _stop_out_possible(walking: list, t: int, spans: list, at: list) -> bool:
     """Whether the account's margin level may reach the stop-out level in the rest of the bar (see the
     module docstring): every symbol at its worst over its remaining minutes at once."""
+
+    def extremes(k: int, desk) -> tuple[float, float] | None:
+        a, b = at[k], spans[k][1]
+        if a >= b:
+            return None
+        path = desk.price_path
+        return float(path.lows[a:b].min()), float(path.highs[a:b].max() + path.spread[a:b].max())
+
+    return stop_out_possible(walking, t, extremes, screen=True)
+
+
+def stop_out_possible(walking: list, t: int, extremes, screen: bool) -> bool:
+    """The bound both merged walks (minutes here, ticks in ``merged_ticks``) rule the stop-out out with:
+    the equity with every symbol holding positions at the worst of the prices it may still stand at in bar
+    ``t`` (``extremes(k, desk)``: the lowest bid and highest ask of ``walking[k]``, None for its price now),
+    longs at the lowest bid and shorts at the highest ask at once, above the stop-out level with a tenth to
+    spare; ``screen``: the account's own screen of the bar may answer first (its bars bound the prices)."""
     first = walking[0]
     funds = first.funds
     if funds.stop_out_level <= 0 or not first.stop_out_on or not funds.any_open():
         return False
-    if funds.ruled_out(t):  # the account's own screen of the bar: every check in it says no stop-out
+    if screen and funds.ruled_out(t):  # the account's own screen of the bar: every check in it says no
         return False
     margin = funds.used_margin()
     if margin <= 0:
@@ -215,16 +232,8 @@ def _stop_out_possible(walking: list, t: int, spans: list, at: list) -> bool:
     for desk in funds.desks:
         if not desk.book.positions:
             continue
-        if desk in walking:
-            k = walking.index(desk)
-            a, b = at[k], spans[k][1]
-            path = desk.price_path
-            if a < b:
-                low = float(path.lows[a:b].min())
-                high = float(path.highs[a:b].max() + path.spread[a:b].max())
-                worst += desk.floating(low, high)
-                continue
-        worst += desk.floating_now()
+        bounds = extremes(walking.index(desk), desk) if desk in walking else None
+        worst += desk.floating_now() if bounds is None else desk.floating(*bounds)
     return worst <= _SLACK * funds.stop_out_level / 100.0 * margin
 
 
@@ -255,6 +264,7 @@ def _set_now(desk, span: tuple[int, int], nxt: int, ns: int) -> None:
     desk.inside = (price, price + path.spread[row])
 
 
-def _closed(desk, t: int) -> bool:
+def closed_at(desk, t: int) -> bool:
+    """Whether ``desk``'s symbol has no bar at ``t`` (``Market.close_gaps``)."""
     closed = desk.market.closed
     return closed is not None and bool(closed[t])

@@ -35,9 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from backtests.merged import closed_at, stop_out_possible, with_path
 from strategies.trade import Tick
-
-_SLACK = 1.1  # the stop-out is ruled out only with a tenth of the level to spare (conversions move too)
 
 
 def open_ticks(desks: list, t: int, firsts: list) -> list:
@@ -61,7 +60,7 @@ def to_decision(desks: list, t: int) -> None:
     decision's moment (after its first, worked at the open) are worked in time order, so their fills, stops
     and stop-outs come before the decision as they did in time; then each symbol stands at its last tick at
     or before that moment (``Broker.now``), which the EA's quotes and fills read."""
-    walking = _walking(desks, t)
+    walking = with_path(desks, t)
     at = [int(d.price_path.starts[t]) + 1 for d in walking]
     ends = [_decision_row(desks, d, t) + 1 for d in walking]
     if any(a < e for a, e in zip(at, ends, strict=True)) and any(d.book for d in walking):
@@ -73,7 +72,7 @@ def to_decision(desks: list, t: int) -> None:
 
 def walk_ticks(desks: list, t: int) -> None:
     """Bar ``t`` of every broker in ``desks`` after the decision (see the module docstring)."""
-    busy = [d for d in desks if d.book and not _closed(d, t)]
+    busy = [d for d in desks if d.book and not closed_at(d, t)]
     if not busy:
         return
     alone = busy[0]
@@ -86,18 +85,13 @@ def walk_ticks(desks: list, t: int) -> None:
     ):
         alone.bar_range(t)  # its first tick was its opening, the rest are still to come
         return
-    walking = _walking(desks, t)
+    walking = with_path(desks, t)
     for d in desks:
-        if d not in walking and d.book and not _closed(d, t):
+        if d not in walking and d.book and not closed_at(d, t):
             d.bar_range(t)  # no ticks in this bar: its own high and low
     if any(d.book for d in walking):
         at = [_decision_row(desks, d, t) + 1 for d in walking]
         _run(walking, t, at, [int(d.price_path.starts[t + 1]) for d in walking])
-
-
-def _walking(desks: list, t: int) -> list:
-    """The symbols with ticks in bar ``t``."""
-    return [d for d in desks if not _closed(d, t) and d.price_path is not None and d.price_path.covers(t)]
 
 
 def _decision_row(desks: list, desk, t: int) -> int | None:
@@ -105,7 +99,7 @@ def _decision_row(desks: list, desk, t: int) -> int | None:
     tick of the bar, else the bar's opening time): its first of the bar or a later one, or its last before
     the bar where its first comes later; None where it has no tick in the bar."""
     path = desk.price_path
-    if path is None or _closed(desk, t) or not path.covers(t):
+    if path is None or closed_at(desk, t) or not path.covers(t):
         return None
     s, e = int(path.starts[t]), int(path.starts[t + 1])
     if desk is desks[0]:
@@ -201,35 +195,19 @@ def _every_tick(walking: list, t: int, spans: list, at: list) -> None:
 
 def _stop_out_possible(walking: list, t: int, spans: list) -> bool:
     """Whether the account's margin level may reach the stop-out level in the rest of the bar (see the
-    module docstring): every symbol at the worst of the ticks it may stand at, at once."""
-    first = walking[0]
-    funds = first.funds
-    if funds.stop_out_level <= 0 or not first.stop_out_on or not funds.any_open():
-        return False
-    margin = funds.used_margin()
-    if margin <= 0:
-        return False
-    worst = funds.balance
-    for desk in funds.desks:
-        if not desk.book.positions:
-            continue
-        if desk in walking:
-            k = walking.index(desk)
-            a = max(spans[k][0] - 1, 0)  # its last tick before the bar too
-            path = desk.price_path
-            low, high = float(path.bid_points[a]), float(path.ask_points[a])
-            if path.reach is not None:  # the bar's lowest bid and highest ask, kept per bar
-                low, high = min(low, path.reach[0][t]), max(high, path.reach[3][t])
-            else:
-                b = spans[k][1]
-                low, high = (
-                    min(low, float(path.bid_points[a:b].min())),
-                    max(high, float(path.ask_points[a:b].max())),
-                )
-            worst += desk.floating(low, high)
-            continue
-        worst += desk.floating_now()
-    return worst <= _SLACK * funds.stop_out_level / 100.0 * margin
+    module docstring): every symbol at the worst of the ticks it may stand at, at once (its last tick
+    before the bar too, which the bar's own range does not bound: no screen of the bar)."""
+
+    def extremes(k: int, desk) -> tuple[float, float]:
+        a = max(spans[k][0] - 1, 0)  # its last tick before the bar too
+        path = desk.price_path
+        low, high = float(path.bid_points[a]), float(path.ask_points[a])
+        if path.reach is not None:  # the bar's lowest bid and highest ask, kept per bar
+            return min(low, path.reach[0][t]), max(high, path.reach[3][t])
+        b = spans[k][1]
+        return min(low, float(path.bid_points[a:b].min())), max(high, float(path.ask_points[a:b].max()))
+
+    return stop_out_possible(walking, t, extremes, screen=False)
 
 
 def _passed(path, ns: int, same: bool) -> int:
@@ -246,8 +224,3 @@ def _stand(desk, same: bool, ns: int) -> None:
     desk.now = None
     desk.now_ns = ns
     desk.inside = (float(path.bid_points[row]), float(path.ask_points[row]))
-
-
-def _closed(desk, t: int) -> bool:
-    closed = desk.market.closed
-    return closed is not None and bool(closed[t])
