@@ -14,12 +14,14 @@ and the account's (``limits.AccountLimits``). Every request is journaled with it
 sent; the lost-replies logic looks a request up by symbol, comment and magic before anything is sent
 again. The journal's identity names the EA's symbols and timeframes: a journal of another symbol set is
 refused, as another EA's is.
+
+The loop, the retries after a drop, the lost-reply look-ups, the decision and the stop are the engine's
+(``engine.LiveEngine``), shared with the one-symbol runner; this module holds what is several symbols'.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -30,11 +32,11 @@ import pandas as pd
 from backtests.periods import Periods
 from datafeeds.candles import meta_of
 from datafeeds.terminal import TerminalSource
-from datafeeds.terminal_errors import NoBarsError, TerminalConnectionError, TerminalError, UnknownSymbolError
+from datafeeds.terminal_errors import NoBarsError, UnknownSymbolError
 from neuronet.live.context import LiveBars
+from neuronet.live.engine import LiveEngine, LiveSettings
 from neuronet.live.errors import LiveError
-from neuronet.live.identity import check_magic, check_same_account, terminal_account
-from neuronet.live.journal import Journal, JournalRecords, json_ready
+from neuronet.live.journal import JournalRecords, json_ready
 from neuronet.live.limits import AccountState
 from neuronet.live.multi_context import MultiLiveContext, TerminalRouter
 from neuronet.live.multi_market import checked_quote, declared, first_history, quote_bounds, terminal_specs
@@ -43,19 +45,13 @@ from neuronet.live.multi_resume import MultiJournal, check_identity, read_multi,
 from neuronet.live.multi_views import LiveViews
 from neuronet.live.quotes import QuoteBounds, QuoteError
 from neuronet.live.rebuild import history_record
-from neuronet.live.runner import LiveSettings, LiveSummary
 from strategies.base import ExpertAdvisor, call_hook, make_ea
-from strategies.errors import EARuntimeError
 from strategies.trade import Tick
 
 log = logging.getLogger(__name__)
 
 
-class _Stop(Exception):
-    """Internal: the run reached ``max_bars``."""
-
-
-class MultiLiveRunner:
+class MultiLiveRunner(LiveEngine):
     """Run ``ea_class(**params)`` live over its declared symbols and timeframes (see the module docstring).
 
     ``trading`` (live accounts): the factory ``(source, symbol, magic, record, *, market) -> TerminalTrade``
@@ -72,50 +68,23 @@ class MultiLiveRunner:
         sleep: Callable[[float], None] | None = None,
         status: Callable[[str], None] | None = None,
     ):
-        if settings.mode == "live" and trading is None:
-            raise LiveError("a live run needs a trade context factory")
-        if settings.mode == "live":
-            check_magic(ea_class, params)
+        super().__init__(ea_class, params, source, settings, trading=trading, sleep=sleep)
         self.symbols, self.timeframes = declared(ea_class, settings.symbol, settings.timeframe.name)
         if (self.symbols[0], self.timeframes[0]) != (settings.symbol, settings.timeframe.name):
             raise LiveError(
                 f"{ea_class.__name__}'s main chart is {self.symbols[0]} {self.timeframes[0]}, "
                 f"not {settings.symbol} {settings.timeframe.name} (--symbol/--timeframe)"
             )
-        self.ea_class, self.params, self.source, self.s = ea_class, dict(params), source, settings
         self.main = (self.symbols[0], self.timeframes[0])
         self.main_tf = settings.timeframe
-        self._factory = trading
-        self._sleep = sleep or time.sleep
         self._emit = status or log.info
-        self.summary = LiveSummary(settings.journal)
-        self._started = False
-        self.journal: Journal | None = None
         self.views: LiveViews | None = None
         self.bars: LiveBars | None = None  # the main chart (its feed is the views' main feed)
         self.paper: MultiPaper | None = None
         self.router: TerminalRouter | None = None
-        self.ea: ExpertAdvisor | None = None
         self.ctx: MultiLiveContext | None = None
-        self.forming: tuple[int, pd.Timestamp] | None = None
         self.t = 0  # bars of the account's timeline so far
-        self._market_bar: pd.Timestamp | None = None
         self._last_quotes: dict[str, Quote] | None = None
-
-    # -- terminal calls, surviving drops ---------------------------------------------------------------------
-    def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
-        wait = self.s.backoff_s
-        while True:
-            try:
-                return call()
-            except TerminalError as exc:
-                if not self._started or not (exc.transient or isinstance(exc, TerminalConnectionError)):
-                    raise
-                self.summary.reconnects += 1
-                log.warning("%s: %s; trying again in %.1f s", what, exc, wait)
-                self.journal.write("reconnect", during=what, error=str(exc), wait_s=wait)
-                self._sleep(wait)
-                wait = min(max(wait * 2, 0.001), self.s.backoff_max_s)
 
     def _fetch(self, key: tuple[str, str], after: pd.Timestamp | None):
         start = None if after is None else after + pd.Timedelta(seconds=1)
@@ -127,6 +96,11 @@ class MultiLiveRunner:
             if self._started:
                 raise
             raise LiveError(f"{self.ea_class.__name__} reads {key[0]} {key[1]}: {exc}") from None
+
+    def _fetch_main(self, after: pd.Timestamp | None):
+        fetched = self._fetch(self.main, after)
+        self._market_bar = fetched.final_until
+        return fetched
 
     def _specs(self) -> dict:
         return terminal_specs(self.source, self.symbols, self.ea_class.__name__, self._retrying)
@@ -170,39 +144,10 @@ class MultiLiveRunner:
             "mode": self.s.mode,
         }
 
-    def run(self) -> LiveSummary:
-        """Run until ``max_bars`` main-chart bars closed or Ctrl-C (re-raised after a clean stop); an
-        existing journal of this run is resumed."""
-        path = Path(self.s.journal)
-        journal = Journal(path)
-        try:
-            state = None
-            if path.stat().st_size:
-                records = JournalRecords(path)
-                check_identity(path, records.start, self.identity(), self.s.account)
-                state = read_multi(path, records)
-                if self.s.mode == "live":  # only on the account it was written on
-                    who = self._retrying("reading the account", lambda: terminal_account(self.source))
-                    check_same_account(path, state.account, who, "give a new --journal")
-        except BaseException:
-            journal.close()
-            raise
-        self.journal = journal
-        try:
-            self._start(state)
-            self._loop()
-        except KeyboardInterrupt:
-            self.summary.interrupted = True
-            self._finish("interrupted")
-            raise
-        except _Stop:
-            self._finish("max_bars")
-        except BaseException as exc:
-            self._finish(f"error: {type(exc).__name__}", deinit=not isinstance(exc, EARuntimeError))
-            raise
-        finally:
-            self.journal.close()
-        return self.summary
+    def _read_journal(self, path: Path, records: JournalRecords) -> MultiJournal:
+        """The journal read back (``multi_resume``); one of another run is refused."""
+        check_identity(path, records.start, self.identity(), self.s.account)
+        return read_multi(path, records)
 
     def _history(self) -> tuple[dict, dict, Any]:
         """A new run's specifications and history of every (symbol, timeframe), journaled; and the fetch
@@ -225,6 +170,7 @@ class MultiLiveRunner:
             ("history", {"symbol": k[0], "timeframe": k[1], **history_record(df)}) for k, df in frames.items()
         ]
         self.journal.write_all(("start", start), *histories)
+        self._begun = True
         return specs, frames, fetched_main
 
     def _start(self, state: MultiJournal | None) -> None:
@@ -248,7 +194,7 @@ class MultiLiveRunner:
         else:
             self._retrying("connecting", self.source.link)
             trades = {
-                name: self._factory(
+                name: self._trading_factory(
                     self.source, name, self.ea.magic, self._record_trade, market=self.bounds(name)
                 )
                 for name in self.symbols
@@ -268,19 +214,10 @@ class MultiLiveRunner:
                 forming=None if self.forming is None else self.forming[0],
                 at=pd.Timestamp.now(tz="UTC"),
             )
+            self._begun = True
             log.info("resuming %s after bar %d", s.journal, self.t - 1)
         if self.router is not None:
-            acc = self._retrying("reading the account", self.router.account)
-            who = self._retrying("reading the account", lambda: terminal_account(self.source))
-            self.journal.write(
-                "account",
-                magic=int(self.ea.magic),
-                balance=acc.balance,
-                currency=acc.currency,
-                leverage=acc.leverage,
-                login=int(who.login),
-                server=str(who.server),
-            )
+            self._journal_account(self.router.account)
         self.periods = Periods(self.t, fs, s.study_bars).for_ea(int(self.ea.retrain_every))
         self.ea.attach(self.ctx, self.bars.feed.bars, None, views=self.views)
         call_hook(self.ea, "on_init", where="before the first live bar")
@@ -292,16 +229,7 @@ class MultiLiveRunner:
         )
         self.views.advance(int(now.value))
         at = self.periods.last_training(self.t - 1) if state is not None else self.t
-        a, b = self.periods.study_range(at)
-        when = self.bars.feed.time[at - 1]
-        call_hook(
-            self.ea,
-            "on_study",
-            self.bars.feed.bars.window(a, b),
-            where=f"before bar {at} ({when})",
-            bar=at,
-            time=when,
-        )
+        self._study(at, self.bars.feed.time[at - 1])
         self._started = True
         if state is None:
             self._open_new(fetched.final_until)
@@ -321,41 +249,27 @@ class MultiLiveRunner:
             self.ctx.replay = again
             self._decide(*self.forming, missed=fetched.final_until > self.forming[1])
 
-    def _record_trade(self, record: dict) -> None:
-        kind = "result" if "retcode" in record else "request"
-        self.journal.write(
-            kind, source="terminal", symbol=record.get("request", record).get("symbol"), terminal=record
-        )
+    def _show(self, when: pd.Timestamp) -> None:
+        self.bars.show(self.ea)
+        self.views.advance(int(when.value))
 
-    def _now(self) -> pd.Timestamp:
-        return self.forming[1] if self.forming else self.bars.feed.time[-1]
+    def _positions(self) -> dict:
+        return {
+            "positions": {
+                name: sum(p.side * p.lots for p in self.ctx.positions(name)) for name in self.symbols
+            }
+        }
 
-    def _bar(self) -> int:
-        return self.forming[0] if self.forming else self.t - 1
+    def _late_trading(self) -> Any:
+        return self.router
+
+    def _lost_replies(self) -> Any:
+        return self.router
+
+    def _decision_over(self) -> None:
+        self.ctx.replay = []  # requests made after this decision are sent, not answered from the journal
 
     # -- bars ------------------------------------------------------------------------------------------------
-    def _loop(self) -> None:
-        while True:
-            last = self.views.feeds[self.main].time[-1]
-            fetched = self._fetch(self.main, last)
-            self._market_bar = fetched.final_until
-            self._resolve_lost()
-            for when, row in fetched.frame.iterrows():
-                self._closed(when, row)
-            if self.forming is None and fetched.final_until > self.views.feeds[self.main].time[-1]:
-                self._open_new(fetched.final_until)
-            elif self.forming is not None and self.ea.wants_ticks():
-                self._on_tick()
-            self._sleep(self.s.poll_s)
-
-    def _resolve_lost(self) -> None:
-        if self.router is None or not self.router.unresolved:
-            return
-        try:
-            self.router.resolve()
-        except (TerminalError, QuoteError) as exc:
-            log.warning("requests whose reply was lost cannot be looked up yet: %s", exc)
-
     def _quotes(self, when: pd.Timestamp) -> dict[str, Quote | None]:
         """Every symbol's quote at the open of the bar forming at ``when``; the main symbol's must be good
         (``QuoteError``), another's that is refused means it has no market at this moment."""
@@ -401,32 +315,6 @@ class MultiLiveRunner:
             self.paper.open_bar(when, quotes)
         self.forming = (t, when)
 
-    def _decide(self, t: int, when: pd.Timestamp, *, missed: bool) -> None:
-        self.bars.show(self.ea)
-        self.views.advance(int(when.value))
-        if self.periods.retrains_at(t):
-            a, b = self.periods.study_range(t)
-            where = f"before bar {t} ({when})"
-            call_hook(self.ea, "on_study", self.bars.feed.bars.window(a, b), where=where, bar=t, time=when)
-        if missed and self.router is not None:
-            self.router.late = (
-                f"bar {when} closed before it was decided on: a live account cannot trade at its open"
-            )
-        try:
-            self.ea.on_bar()
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            name = type(self.ea).__name__
-            raise EARuntimeError(name, "on_bar", f"at bar {t} ({when})", exc, t, when) from exc
-        finally:
-            self.ctx.replay = []
-            if self.router is not None:
-                self.router.late = None
-        self.summary.decisions += 1
-        net = {name: sum(p.side * p.lots for p in self.ctx.positions(name)) for name in self.symbols}
-        self.journal.write("decision", bar=t, time=when, positions=net, retcode=self.ctx.last_retcode)
-
     def _closed(self, when: pd.Timestamp, row: pd.Series) -> None:
         """The main bar at ``when`` closed: every other feed's bars closed by now are read, the paper account
         works the bar's range; a bar that closed before it was decided on is decided at its own opens."""
@@ -461,10 +349,8 @@ class MultiLiveRunner:
         self.journal.write(
             "bar", bar=t, time=when, bars={n: r and r._asdict() for n, r in closed.items()}, feeds=feeds
         )
-        self.summary.bars_closed += 1
         self._status(when, row)
-        if self.s.max_bars is not None and self.summary.bars_closed >= self.s.max_bars:
-            raise _Stop
+        self._count_closed()
 
     def close_bar(
         self, t: int, closed: dict[str, Closed | None], new: dict[tuple[str, str], pd.DataFrame]
@@ -543,26 +429,3 @@ class MultiLiveRunner:
             "tick", bar=self._bar(), time=when, quotes={k: [q.bid, q.ask] for k, q in quotes.items()}
         )
         return True
-
-    def _finish(self, reason: str, deinit: bool = True) -> None:
-        if self.ea is None or self.ctx is None:
-            return
-        closed = 0
-        try:
-            if self.s.close_on_exit and self._closing_quotes():
-                closed = self.ctx.close(None, self.ea.magic)
-            if deinit:
-                self.ea.mark_run(
-                    complete=reason == "max_bars", interrupted=None if reason == "max_bars" else reason
-                )
-                call_hook(self.ea, "on_deinit", where="at the stop")
-        finally:
-            lost = sorted(self.router.unresolved) if self.router is not None else []
-            if lost:
-                message = (
-                    f"stopping with {len(lost)} request(s) whose reply was lost and that the terminal does "
-                    f"not show yet ({', '.join(lost)}): check the terminal"
-                )
-                log.warning("%s", message)
-                self.journal.write("warning", bar=self._bar(), message=message)
-            self.journal.write("stop", reason=reason, closed_on_exit=closed, at=pd.Timestamp.now(tz="UTC"))
