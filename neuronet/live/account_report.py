@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from backtests.broker import AccountConfig
+from datafeeds.candles import CandleMeta
 from datafeeds.terminal_errors import error_from_last_error
 from neuronet.live import retcodes
 from neuronet.live.errors import JournalError
@@ -106,49 +107,84 @@ def _read(source: Any, name: str, *args: Any, **kwargs: Any) -> Any:
     return answer
 
 
+def check_login(path: str, who: RunIdentity, source: Any) -> None:
+    """The terminal must be logged in to the account the run traded on: another's deals are not its money."""
+    if who.login is not None:
+        journaled = {"login": who.login, "server": who.server}
+        check_same_account(
+            path, journaled, _read(source, "account_info"), "log it in to that account for the report"
+        )
+
+
+def scored_config(path: str, start: dict, who: RunIdentity, **settings: Any) -> AccountConfig:
+    """The account a live run is scored with: the run's settings, with the terminal account's balance at the
+    start as the deposit, its currency and leverage, and no modelled costs (the deals carry the
+    terminal's own commission, fees and swaps); ``settings`` replace further fields."""
+    try:
+        return replace(
+            AccountConfig(**start["account"]),
+            deposit=who.balance,
+            currency=who.currency,
+            leverage=who.leverage,
+            spread=None,
+            commission=0.0,
+            swap_long=0.0,
+            swap_short=0.0,
+            **settings,
+        )
+    except ValueError as exc:  # a balance or leverage of 0: nothing a report can be scored on
+        raise JournalError(f"journal {path}: the account at the start cannot be scored on ({exc})") from None
+
+
+def run_span(times: pd.DatetimeIndex, first: int, meta: CandleMeta) -> tuple[int, int]:
+    """The run's span in broker seconds ``[lo, hi)``: from the opening of bar ``first`` (the first live
+    bar) to the end of the bar forming after the last closed one (a close at the stop falls there)."""
+    step = pd.Timedelta(seconds=meta.timeframe.seconds)
+    first_utc, end_utc = times[first], times[-1] + 2 * step
+    utc = np.array([first_utc.value // 10**9, end_utc.value // 10**9], dtype=np.int64)
+    lo, hi = (int(v) for v in meta.clock.to_broker_seconds(utc))
+    return lo, hi
+
+
+def run_history(
+    source: Any, who: RunIdentity, symbols: Iterable[str], span: tuple[int, int]
+) -> dict[str, tuple[list[Any], list[Any]]]:
+    """Per symbol of the run, the terminal's buy and sell deals and its orders over ``span`` carrying one
+    of the run's magic numbers (deals of other symbols, other EAs and manual trades are not the run's)."""
+    lo, hi = span
+    deals = _read(source, "history_deals_get", lo, hi) or ()
+    orders = _read(source, "history_orders_get", lo, hi) or ()
+
+    def mine(rows: Any, symbol: str, when: str) -> list[Any]:
+        return [
+            r
+            for r in rows
+            if r.symbol == symbol and int(r.magic) in who.magics and lo <= int(getattr(r, when)) < hi
+        ]
+
+    return {
+        name: (
+            [d for d in mine(deals, name, "time") if int(d.type) in (0, 1)],
+            mine(orders, name, "time_setup"),
+        )
+        for name in symbols
+    }
+
+
 def terminal_ledger(
     path: str, records: Iterable[dict], state: JournalState, source: Any
 ) -> tuple[TerminalLedger, AccountConfig, RunIdentity]:
     """The run's ``TerminalLedger``, booked from the terminal behind ``source`` (``TerminalSource`` or any
     object with its ``call``), and the account it was scored with."""
     who = run_identity(path, records)
-    if who.login is not None:  # another account's deals are not this run's money
-        journaled = {"login": who.login, "server": who.server}
-        fix = "log it in to that account for the report"
-        check_same_account(path, journaled, _read(source, "account_info"), fix)
+    check_login(path, who, source)
     start, meta, bars, fs = state.start, state.meta, state.bars, state.forward_start
     symbol = str(start["symbol"])
     info = _read(source, "symbol_info", symbol)
     if info is None:
         raise JournalError(f"journal {path}: the terminal has no symbol {symbol!r}")
-    step = pd.Timedelta(seconds=meta.timeframe.seconds)
-    first_utc, end_utc = bars.index[fs], bars.index[-1] + 2 * step
-    utc = np.array([first_utc.value // 10**9, end_utc.value // 10**9], dtype=np.int64)
-    lo, hi = (int(v) for v in meta.clock.to_broker_seconds(utc))
-
-    def mine(rows: Any, when: str) -> list[Any]:
-        return [
-            r
-            for r in rows or ()
-            if r.symbol == symbol and int(r.magic) in who.magics and lo <= int(getattr(r, when)) < hi
-        ]
-
-    deals = [d for d in mine(_read(source, "history_deals_get", lo, hi), "time") if int(d.type) in (0, 1)]
-    orders = mine(_read(source, "history_orders_get", lo, hi), "time_setup")
-    try:
-        config = replace(
-            AccountConfig(**start["account"]),
-            deposit=who.balance,
-            currency=who.currency,
-            leverage=who.leverage,
-            contract_size=float(info.trade_contract_size),
-            spread=None,
-            commission=0.0,
-            swap_long=0.0,
-            swap_short=0.0,
-        )
-    except ValueError as exc:  # a balance or leverage of 0: nothing a report can be scored on
-        raise JournalError(f"journal {path}: the account at the start cannot be scored on ({exc})") from None
-    ledger = TerminalLedger(bars, meta.point, config, meta.clock)
+    deals, orders = run_history(source, who, (symbol,), run_span(bars.index, fs, meta))[symbol]
+    config = scored_config(path, start, who, contract_size=float(info.trade_contract_size))
+    ledger = TerminalLedger.over(bars, meta.point, config, meta.clock)
     ledger.book(deals, orders, fs, stop_changes(path, records))
     return ledger, config, who

@@ -14,19 +14,19 @@ Positions it still holds are closed at the last bar's close in the report only, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from backtests.broker import AccountConfig, Broker
 from backtests.periods import Periods
 from backtests.replay import Result, broker_figures, chart_data
-from neuronet.live import retcodes
 from neuronet.live.account_report import terminal_ledger
 from neuronet.live.errors import JournalError
 from neuronet.live.journal import JournalRecords
 from neuronet.live.multi_report import is_multi, multi_result
 from neuronet.live.rebuild import JournalState, read_state
+from neuronet.live.refused import refused
 from strategies.bars import BarFeed
 
 
@@ -43,7 +43,7 @@ def journal_result(path: str | Path, terminal: Any = None) -> Result:
             "the terminal's address (-o host=... -o port=...) as for 'neuronet live'"
         )
     if is_multi(start):
-        return multi_result(path, records, _result)
+        return multi_result(path, records, _result, terminal)
     state = read_state(str(path), records)
     last = len(state.bars) - 1
     if last < state.forward_start:
@@ -61,49 +61,26 @@ def journal_result(path: str | Path, terminal: Any = None) -> Result:
         "magic": sorted(who.magics),
         "open_positions": ledger.held_at_end,
     }
-    ledger.broker.rejected.extend(_refused(records))
+    ledger.broker.rejected.extend(refused(records))
     return _result(path, state, ledger.broker, config, extra)
 
 
-def _refused(records: Iterable[dict]) -> list[dict]:
-    """The requests of the live run that were refused, by a check or a limit before the terminal
-    ("refused") or by the terminal ("result" with a failing retcode), as the backtest lists its rejected
-    requests; the time is that of the EA's call they came from. A request whose reply was lost (10012) and
-    that was found on the terminal afterwards ("recovered") executed: it is not listed."""
-    out, when, bar = [], None, None
-    recovered: set[str] = set()
-    for rec in records:
-        if rec["type"] == "request" and "call" in rec:
-            when, bar = rec.get("time"), rec.get("bar")
-        note = rec.get("terminal") or {}
-        code = note.get("retcode")
-        if note.get("event") == "recovered":
-            recovered.add(str(note.get("id")))
-        failed = note.get("event") == "refused" or (
-            note.get("event") == "result" and code not in retcodes.SUCCESS
-        )
-        if failed and isinstance(code, int):
-            reason = note.get("reason") or note.get("message") or retcodes.message(code)
-            out.append(
-                {
-                    "time": when,
-                    "bar": bar,
-                    "action": note.get("action"),
-                    "retcode": code,
-                    "reason": reason,
-                    "id": str(note.get("id")),
-                }
-            )
-    return [{k: v for k, v in r.items() if k != "id"} for r in out if r["id"] not in recovered]
-
-
 def _result(
-    path: str | Path, state: JournalState, broker: Broker, config: AccountConfig, extra: dict
+    path: str | Path,
+    state: JournalState,
+    broker: Broker,
+    config: AccountConfig,
+    extra: dict,
+    equity_path: Callable | bool = True,
 ) -> Result:
-    """The report's ``Result`` of a finished ``broker`` (a paper account or a terminal's ledger)."""
+    """The report's ``Result`` of a finished ``broker`` (a paper account or a terminal's ledger; the main
+    symbol's broker of an account of several, with ``equity_path``: the account's path of every symbol,
+    ``account_path.account_drawdowns``)."""
     start, fs = state.start, state.forward_start
     last = len(broker.opens) - 1
-    trades, curves, stats, balance, equity, equity_path = broker_figures(broker, fs, last, config)
+    trades, curves, stats, balance, equity, equity_path = broker_figures(
+        broker, fs, last, config, equity_path
+    )
     index = broker.time
     cols = {"open": broker.opens, "high": broker.highs, "low": broker.lows, "close": broker.closes}
     zeros = broker.opens * 0.0

@@ -16,6 +16,12 @@ history). Positions the terminal still holds at the end are handed to the broker
 closed by ``finish`` at the last bar's close, in the report only, by the backtest broker's own "end of
 test" exit (longs at the bid, shorts at the ask), so their floating profit is in the net profit as a
 backtest's or a paper run's is.
+
+Several symbols on one account: one ``TerminalLedger`` per symbol over that symbol's broker of the account
+(``backtests.broker.portfolio.open_brokers``: one balance, one ledger), each booking its symbol's deals;
+every record names its symbol. A deal's profit is the terminal's, already in the account currency as it
+booked it; only the floating profit of the open positions at each bar's close, and the trade's MAE/MFE, are
+valued by the backtest's conversion (for a trade, at the rate its own profit implies).
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ class _Open:
     sl: float | None
     tp: float | None
     seg: int  # bar where its current floating segment began
+    margin_price: float | None = None  # the price its margin is charged at (None: its own opening price)
 
 
 @dataclass(frozen=True)
@@ -71,21 +78,29 @@ class StopChange:
 
 
 class TerminalLedger:
-    """The backtest's ledger over ``bars`` (a candle frame, UTC, the journal's closed bars), filled from
-    the terminal's history by ``book`` (see the module docstring); ``broker`` holds it and is scored as a
-    backtest's broker is."""
+    """The backtest's ledger of ``broker`` (one symbol's, over the journal's closed bars), filled from the
+    terminal's history of that symbol by ``book`` (see the module docstring); ``broker`` holds it and is
+    scored as a backtest's broker is. ``over`` makes one over the bars of a one-symbol run."""
 
-    def __init__(self, bars: pd.DataFrame, point: float, config: AccountConfig, clock: BrokerClock):
-        cols = (bars[c].to_numpy(dtype=np.float64) for c in ("open", "high", "low", "close", "spread"))
-        meta = bars.attrs.get("candles")
-        terms = SymbolTerms(meta.symbol) if isinstance(meta, CandleMeta) else None  # records name the symbol
-        self.broker = Broker(*cols, bars.index.as_unit("ns"), point, config, clock, terms=terms)
-        self.ledger = self.broker.ledger
+    def __init__(self, broker: Broker, clock: BrokerClock):
+        self.broker = broker
+        self.symbol = broker.symbol
+        self.ledger = broker.ledger
         self.clock = clock
         self._ns = self.broker.time.asi8
         self._open: dict[int, _Open] = {}
         self._changes: list[StopChange] = []
         self.held_at_end = 0  # positions the terminal still held, closed by ``finish`` in the report only
+
+    @classmethod
+    def over(
+        cls, bars: pd.DataFrame, point: float, config: AccountConfig, clock: BrokerClock
+    ) -> TerminalLedger:
+        """A ledger over ``bars`` (a candle frame, UTC, the journal's closed bars) on its own account."""
+        cols = (bars[c].to_numpy(dtype=np.float64) for c in ("open", "high", "low", "close", "spread"))
+        meta = bars.attrs.get("candles")
+        terms = SymbolTerms(meta.symbol) if isinstance(meta, CandleMeta) else None  # records name the symbol
+        return cls(Broker(*cols, bars.index.as_unit("ns"), point, config, clock, terms=terms), clock)
 
     def utc_ns(self, broker_seconds: int, broker_msc: int | None = None) -> int:
         """A terminal time (broker seconds, or milliseconds where given) as UTC nanoseconds."""
@@ -105,28 +120,18 @@ class TerminalLedger:
         ``first`` on; what is still open at the end is left for ``finish``. Deals of a position whose
         entry is not among ``deals`` (opened before the run) are left out, with a warning. ``stops``: the
         run's successful changes of a position's SL/TP, each applied to the exits after its time."""
-        self._changes = sorted(stops or (), key=lambda c: c.ns)
-        opened = {int(d.position_id) for d in deals if int(d.entry) == IN}
-        foreign = sorted({int(d.position_id) for d in deals} - opened)
-        if foreign:
-            log.warning(
-                "positions %s were opened before the run: their deals are not in the report",
-                ", ".join(f"#{p}" for p in foreign),
-            )
-        levels = {int(o.ticket): (float(o.sl) or None, float(o.tp) or None) for o in orders}
-        fills: dict[int, float] = {}
-        for d in sorted(deals, key=lambda d: (int(d.time_msc or int(d.time) * 1000), int(d.ticket))):
-            fills.setdefault(int(d.order), float(d.price))
-            if int(d.position_id) in opened:
-                self._book_deal(d, first, levels.get(int(d.order), (None, None)))
-        for o in sorted(orders, key=lambda o: (int(o.time_setup), int(o.ticket))):
-            self._book_order(o, first, fills.get(int(o.ticket)))
-        self.broker.t = len(self._ns) - 1
+        book_account({self.symbol: (self, deals, orders)}, first, stops)
 
     def finish(self, last: int) -> None:
         """Close the positions the terminal still holds at bar ``last``'s close, in the report only, with
         the backtest's "end of test" exit: each becomes a backtest position (its entry commission as a
         cost, as the backtest keeps it) and ``Broker.finish`` closes it."""
+        self.hand_over()
+        self.broker.finish(last)
+
+    def hand_over(self) -> None:
+        """The positions the terminal still holds become the broker's (``Broker.adopt``), for its
+        ``finish`` to close (an account of several symbols moves every symbol to the close first)."""
         self.held_at_end = len(self._open)
         for pid, pos in self._open.items():
             pos.sl, pos.tp = self._levels(pid, None, pos.sl, pos.tp)
@@ -143,10 +148,9 @@ class TerminalLedger:
             held = OpenPosition(
                 pid, pos.side, pos.lots, price, pos.bar, sl, tp, pos.magic, pos.comment, 0.0 - pos.commission
             )
-            held.entry_ns, held.seg = pos.entry_ns, pos.seg
+            held.entry_ns, held.seg, held.margin_price = pos.entry_ns, pos.seg, pos.margin_price
             self.broker.adopt(held)
         self._open.clear()
-        self.broker.finish(last)
 
     def _book_deal(self, d: Any, first: int, levels: tuple[float | None, float | None]) -> None:
         ns = self.utc_ns(d.time, getattr(d, "time_msc", None))
@@ -165,8 +169,17 @@ class TerminalLedger:
             self._exit(pid, pos, closing, price, ns, bar, money * share, swap, profit, int(d.reason), comment)
             rest = round(lots - closing, 8)
             if entry == INOUT and rest > 1e-9:
-                self._open[pid] = _Open(
-                    side, rest, price, bar, ns, money * (1 - share), int(d.magic), comment, *levels, bar
+                self._open[pid] = self._opened(
+                    side,
+                    rest,
+                    price,
+                    bar,
+                    ns,
+                    money * (1 - share),
+                    int(d.magic),
+                    comment,
+                    *levels,
+                    bar,
                 )
         elif entry != IN:  # an exit of a position already closed: its money stands, it makes no trade
             log.warning(
@@ -175,10 +188,16 @@ class TerminalLedger:
                 pid,
             )
         elif pos is None:
-            self._open[pid] = _Open(side, lots, price, bar, ns, money, int(d.magic), comment, *levels, bar)
+            self._open[pid] = self._opened(
+                side, lots, price, bar, ns, money, int(d.magic), comment, *levels, bar
+            )
         else:  # a netting account adds to its position
             self._end(pos, bar)
             total = pos.lots + lots
+            charged = self._margin_price(side, price)
+            if charged is not None or pos.margin_price is not None:  # both deals' margin prices, averaged
+                held = pos.price if pos.margin_price is None else pos.margin_price
+                pos.margin_price = (held * pos.lots + (price if charged is None else charged) * lots) / total
             pos.price = (pos.price * pos.lots + price * lots) / total
             pos.lots, pos.commission = round(total, 8), pos.commission + money
         self.ledger.deal(
@@ -198,8 +217,18 @@ class TerminalLedger:
                 self.broker.balance,
                 int(d.magic),
                 comment,
+                self.symbol,
             )
         )
+
+    def _opened(self, side: int, lots: float, price: float, *rest: Any) -> _Open:
+        """A position opened (or left by a netting reversal) at ``price``, charged margin as the broker
+        charges it (``SymbolMoney.margin_price``: converted into the deposit currency where it must be)."""
+        return _Open(side, lots, price, *rest, self._margin_price(side, price))
+
+    def _margin_price(self, side: int, price: float) -> float | None:
+        at = self.broker.to_points(price)
+        return self.broker.money.margin_price(side, at, at, at)
 
     def _exit(
         self,
@@ -221,6 +250,14 @@ class TerminalLedger:
         entry_comm = pos.commission * share
         why = _REASON.get(reason) or comment or "signal"
         commission = entry_comm + money
+        amount = pos.side * (price - pos.price) * lots * self.broker.config.contract_size
+        if self.broker.money.profit.unity:
+            rate = 1.0
+        elif amount and profit:  # the terminal's own conversion of this trade
+            rate = profit / amount
+        else:
+            at = self.broker.to_points(price)
+            rate = self.broker.money.money(1.0, at, at)
         self.ledger.trade(
             Trade(
                 pid,
@@ -241,6 +278,8 @@ class TerminalLedger:
                 bar,
                 pos.magic,
                 pos.comment,
+                self.symbol,
+                rate,
             )
         )
         left = round(pos.lots - lots, 8)
@@ -263,7 +302,7 @@ class TerminalLedger:
 
     def _end(self, pos: _Open, bar: int) -> None:
         if bar > pos.seg:
-            self.ledger.segment(pos.seg, bar, pos.side, pos.lots, pos.price)
+            self.ledger.segment(pos.seg, bar, pos.side, pos.lots, pos.price, pos.margin_price, self.symbol)
         pos.seg = bar
 
     def _book_order(self, o: Any, first: int, fill: float | None) -> None:
@@ -292,5 +331,40 @@ class TerminalLedger:
                 position=int(o.position_id) or None,
                 magic=int(o.magic),
                 comment=user_comment(str(o.comment)),
+                symbol=self.symbol,
             )
         )
+
+
+def book_account(
+    ledgers: dict[str, tuple[TerminalLedger, list[Any], list[Any]]],
+    first: int,
+    stops: list[StopChange] | None = None,
+) -> None:
+    """Book each symbol's deals and orders (symbol -> (its ledger, deals, orders)) into its ledger, the
+    deals of all the symbols in the terminal's time order, so that each deal's balance is the account's
+    after it (see ``TerminalLedger.book``)."""
+    changes = sorted(stops or (), key=lambda c: c.ns)
+    merged = []
+    for ledger, deals, orders in ledgers.values():
+        ledger._changes = changes
+        opened = {int(d.position_id) for d in deals if int(d.entry) == IN}
+        foreign = sorted({int(d.position_id) for d in deals} - opened)
+        if foreign:
+            log.warning(
+                "positions %s were opened before the run: their deals are not in the report",
+                ", ".join(f"#{p}" for p in foreign),
+            )
+        levels = {int(o.ticket): (float(o.sl) or None, float(o.tp) or None) for o in orders}
+        merged += [(ledger, d, levels, int(d.position_id) in opened) for d in deals]
+    fills: dict[int, float] = {}
+    for ledger, d, levels, ours in sorted(
+        merged, key=lambda m: (int(m[1].time_msc or int(m[1].time) * 1000), int(m[1].ticket))
+    ):
+        fills.setdefault(int(d.order), float(d.price))
+        if ours:
+            ledger._book_deal(d, first, levels.get(int(d.order), (None, None)))
+    for ledger, _, orders in ledgers.values():
+        for o in sorted(orders, key=lambda o: (int(o.time_setup), int(o.ticket))):
+            ledger._book_order(o, first, fills.get(int(o.ticket)))
+        ledger.broker.t = len(ledger._ns) - 1

@@ -81,7 +81,7 @@ def deal(
 
 
 def ledger(deals, *, first=1, clock=UTC, frame=None) -> TerminalLedger:
-    led = TerminalLedger(frame if frame is not None else bars(), 1e-5, AccountConfig(), clock)
+    led = TerminalLedger.over(frame if frame is not None else bars(), 1e-5, AccountConfig(), clock)
     led.book(deals, [], first)
     return led
 
@@ -231,7 +231,7 @@ def test_a_change_of_stops_applies_to_the_exits_after_it_and_to_the_end():
         StopChange(at, 92, 1.0990, 1.1200),
         StopChange(at + H * 10**9, 92, 1.0995, None),
     ]
-    led = TerminalLedger(bars(), 1e-5, AccountConfig(hedging=True), UTC)
+    led = TerminalLedger.over(bars(), 1e-5, AccountConfig(hedging=True), UTC)
     led.book(
         [
             deal(1, 1, BUY, IN, 91, 1.0, 1.1000),
