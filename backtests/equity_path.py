@@ -11,7 +11,8 @@ a trough. The prices of each bar, in time order:
 
 Positions and the balance change where the ledger's deals happened: at a bar's open, at the minute or tick
 of their time stamp, inside a stretch of prices from the first price beyond the deal's price (a deal at a
-price of the path itself counts from that price), and after the last price for the end of the test.
+price of the path itself counts from that price), and after the last price for the end of the test
+(``path_events.deal_events``, the builder the equity path of several symbols, ``account_path``, reads too).
 Equity there is the balance plus every open position's floating profit: longs at the bid, shorts at the
 ask. The path is rebuilt after the run, a chunk of bars at a time, from the bars, the price path and the
 ledger, so the bar loop pays nothing for it; it is kept as its skeleton (each peak the equity fell from and
@@ -25,11 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from backtests.paths import M1Path, ohlc_points
-from backtests.ticks import TickPath
+from backtests.path_events import KEY_SHIFT, LAST_RANK, BarPrices, deal_events
 
-_SHIFT = 32  # a price's key: bar << 32 | its rank inside the bar
-_LAST = (1 << _SHIFT) - 1  # the key's rank after every price of a bar
 _CHUNK = 1 << 16  # prices a chunk, about: its temporaries stay in the processor's cache
 _FEW = 64  # records of a chunk up to which their lows are found one slice at a time
 _SPARSE = 0.25  # share of a chunk's prices with nothing open from which those stretches are cut short
@@ -57,17 +55,17 @@ def path_drawdowns(
     Between two events the open volume is constant, so each chunk of prices is cut into the stretches
     between the events that fall in it (an event's place is its bar's first price plus its rank in the
     bar) and each stretch's balance and volume are repeated over its prices: no per-price search."""
-    bars = _BarPrices(broker)
-    events = _events(broker, bars)
+    bars = BarPrices(broker)
+    events = deal_events(broker.ledger, {broker.symbol: bars})
     if events is None:
         return None
     keys, moves = events  # (E,), (E, 5): balance, long lots, lots x price, short lots, lots x price
     state = np.vstack([np.zeros((1, 5)), np.cumsum(moves, axis=0)])  # row j: after the first j events
     money = deposit + state[:, 0]
     volume = [np.ascontiguousarray(state[:, i]) for i in range(1, 5)]
-    event_bar, event_rank = keys >> _SHIFT, keys & _LAST
+    event_bar, event_rank = keys >> KEY_SHIFT, keys & LAST_RANK
     per_point = broker.config.contract_size / broker.scale
-    skeleton = _Skeleton(deposit, start)
+    skeleton = Skeleton(deposit, start)
     step = max(1, _CHUNK // bars.per_bar(first, last + 1))
     for a in range(first, last + 1, step):
         b = min(last + 1, a + step)
@@ -126,181 +124,7 @@ def skeleton_drawdowns(skeleton: np.ndarray, deposit: float) -> dict:
     return {k: round(v, 6) if np.isfinite(v) else None for k, v in figures.items()}
 
 
-class _BarPrices:
-    """The modelled prices of bars (see the module docstring): bids and asks in whole points."""
-
-    def __init__(self, broker):
-        m = broker.market
-        self.m, self.path = m, broker.price_path
-        # Each bar's own four prices, ordered as a minute's (bull: low first; bear: high first).
-        self.own = ohlc_points(m.o, m.h, m.lo, m.c)
-        self.own_spread = np.column_stack([m.s_open, m.s, m.s, m.s_close])
-
-    def per_bar(self, a: int, b: int) -> int:
-        """The prices of a bar, on average over bars ``a..b-1`` (at least the four of a bar's own)."""
-        if self.path is None or b <= a:
-            return 4
-        rows = int(self.path.starts[b] - self.path.starts[a])
-        return max(4, (rows * (4 if isinstance(self.path, M1Path) else 1)) // (b - a))
-
-    def covered(self, a: int, b: int) -> np.ndarray:
-        if self.path is None:
-            return np.zeros(b - a, dtype=bool)
-        return self.path.starts[a + 1 : b + 1] > self.path.starts[a:b]
-
-    def counts(self, a: int, b: int) -> np.ndarray:
-        """The number of prices of each bar ``a..b-1``: four of its own, or its minutes' four each, or its
-        ticks (their ranks in the bar run from 0 without a gap)."""
-        if self.path is None:
-            return np.full(b - a, 4, dtype=np.int64)
-        rows = np.diff(self.path.starts[a : b + 1]).astype(np.int64)
-        fine = rows * 4 if isinstance(self.path, M1Path) else rows
-        return np.where(rows > 0, fine, 4)
-
-    def prices(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(bids, asks)`` of every price of bars ``a..b-1``, in time order."""
-        covered = self.covered(a, b)
-        if not covered.any():  # the bars' own prices
-            return self.own[a:b].ravel(), (self.own[a:b] + self.own_spread[a:b]).ravel()
-        path = self.path
-        if covered.all():  # the rows of consecutive bars are one slice
-            rows = slice(int(path.starts[a]), int(path.starts[b]))
-            if isinstance(path, M1Path):
-                return path.points[rows].ravel(), (path.points[rows] + path.spread[rows, None]).ravel()
-            return path.bid_points[rows], path.ask_points[rows]
-        bars = np.arange(a, b)[~covered]
-        parts = [(
-            ((bars[:, None] << _SHIFT) + np.arange(4)).ravel(),
-            self.own[bars].ravel(),
-            (self.own[bars] + self.own_spread[bars]).ravel(),
-        ), self._fine(np.arange(a, b)[covered])]  # fmt: skip
-        keys, bid, ask = (np.concatenate(x) for x in zip(*parts, strict=True))
-        order = np.argsort(keys, kind="stable")
-        return bid[order], ask[order]
-
-    def _fine(self, bars: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(keys, bids, asks)`` of the minutes' or ticks' prices of ``bars`` (covered ones)."""
-        path = self.path
-        starts, ends = path.starts[bars], path.starts[bars + 1]
-        counts = ends - starts
-        bar = np.repeat(bars, counts)
-        rows = np.repeat(ends - counts.cumsum(), counts) + np.arange(counts.sum())  # each bar's rows
-        rank = rows - np.repeat(starts, counts)
-        if isinstance(path, M1Path):
-            keys = ((bar << _SHIFT) + 4 * rank)[:, None] + np.arange(4)
-            bid = path.points[rows]
-            return keys.ravel(), bid.ravel(), (bid + path.spread[rows, None]).ravel()
-        return (bar << _SHIFT) + rank, path.bid_points[rows], path.ask_points[rows]
-
-    def key(self, t: int, ns: int | None, price: float, buy: bool) -> int:
-        """Where a deal of bar ``t``, a bar of minutes or ticks, at UTC ``ns`` (None: the bar's open) and
-        ``price`` (points; a buy deal at the ask) takes effect (a bar of its own prices: ``_deal_keys``)."""
-        path, base = self.path, t << _SHIFT
-        if ns is None:
-            return base  # at the bar's open (its first minute or tick)
-        s = int(path.starts[t])
-        if isinstance(path, M1Path):
-            r = s + int(np.searchsorted(path.time_ns[s : path.starts[t + 1]], ns))
-            return base + 4 * (r - s) + _leg(path.points[r], price - (path.spread[r] if buy else 0.0))
-        assert isinstance(path, TickPath)
-        lo, hi = (
-            s + int(np.searchsorted(path.ns[s : path.starts[t + 1]], ns, side=x)) for x in ("left", "right")
-        )
-        quotes = (path.ask_points if buy else path.bid_points)[lo:hi]
-        match = np.flatnonzero(quotes == price)
-        return base + (lo + (int(match[0]) if len(match) else 0)) - s
-
-
-def _leg(points: np.ndarray, price: float) -> int:
-    """The rank of the first of four path prices from which a deal at ``price`` counts: the first place the
-    path reaches it, that price itself or the end of the stretch that crosses it."""
-    for i in range(4):
-        if points[i] == price:
-            return i
-        if i < 3 and min(points[i], points[i + 1]) < price < max(points[i], points[i + 1]):
-            return i + 1
-    return 0
-
-
-def _events(broker, bars: _BarPrices) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(keys, moves)``: every change of the balance and of the open volume (lots and lots x price, long
-    and short) at the key it takes effect, sorted; None when a deal is not an entry or an exit."""
-    ledger, scale = broker.ledger, broker.scale
-    trades = iter(ledger.trades)
-    where, rows = [], []  # each deal's (bar, time, price in points, buy, end of test); its volume change
-    for d in ledger.deals:
-        buy = d.type == "buy"
-        price = round(d.price * scale)
-        where.append((d.bar, d.ns, price, buy, d.comment == "end of test"))
-        if d.entry == "in":
-            rows.append(
-                (0.0, *((d.lots, d.lots * price, 0.0, 0.0) if buy else (0.0, 0.0, d.lots, d.lots * price)))
-            )
-        elif d.entry in ("out", "out_by"):
-            trade = next(trades, None)
-            if trade is None:
-                return None
-            entry = trade.entry_price * scale
-            closed = (
-                (0.0, 0.0, -trade.lots, -trade.lots * entry)
-                if buy
-                else (-trade.lots, -trade.lots * entry, 0.0, 0.0)
-            )
-            rows.append((0.0, *closed))
-        else:
-            return None
-    deal_keys = _deal_keys(bars, where)
-    keys = [*deal_keys]
-    for bar, amount, deal in ledger.balance_events:
-        keys.append(bar << _SHIFT if deal is None or deal >= len(deal_keys) else int(deal_keys[deal]))
-        rows.append((amount, 0.0, 0.0, 0.0, 0.0))
-    if not rows:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, 5))
-    table = np.array(rows, dtype=np.float64)
-    keys = np.array(keys, dtype=np.int64)
-    order = np.argsort(keys, kind="stable")
-    return keys[order], table[order]
-
-
-def _deal_keys(bars: _BarPrices, where: list[tuple]) -> np.ndarray:
-    """The key of each deal (``where``: bar, time, price in points, buy, end of test): on a bar of its own
-    four prices found for all such deals at once (``_legs``), on a bar of minutes or ticks one by one."""
-    if not where:
-        return np.zeros(0, dtype=np.int64)
-    bar = np.array([w[0] for w in where], dtype=np.int64)
-    price = np.array([w[2] for w in where], dtype=np.float64)
-    buy = np.array([w[3] for w in where], dtype=bool)
-    at_open = np.array([w[1] is None for w in where], dtype=bool)
-    end = np.array([w[4] for w in where], dtype=bool)
-    # The end of the test closes at the last bar's close, after every price of the bar.
-    keys = (bar << _SHIFT) + np.where(end, _LAST, 0)
-    path = bars.path
-    own = ~end if path is None else ~end & (path.starts[bar + 1] <= path.starts[bar])
-    if own.any():
-        m, t = bars.m, bar[own]
-        opened = at_open[own] & (price[own] - np.where(buy[own], m.s_open[t], 0.0) == m.o[t])
-        legs = _legs(bars.own[t], price[own] - np.where(buy[own], m.s[t], 0.0))
-        keys[own] += np.where(opened, 0, legs)  # at the open: a decision, a gap
-    for i in np.flatnonzero(~end & ~own):
-        t, ns, p, b, _ = where[i]
-        keys[i] = bars.key(t, ns, p, b)
-    return keys
-
-
-def _legs(points: np.ndarray, price: np.ndarray) -> np.ndarray:
-    """``_leg`` of each row of four prices ``points`` (n, 4) and its ``price``, all at once: its checks
-    in the same order, the first that holds."""
-    low, high = np.minimum(points[:, :3], points[:, 1:]), np.maximum(points[:, :3], points[:, 1:])
-    between = (low < price[:, None]) & (price[:, None] < high)
-    equal = points == price[:, None]
-    checks = np.column_stack(
-        [equal[:, 0], between[:, 0], equal[:, 1], between[:, 1], equal[:, 2], between[:, 2], equal[:, 3]]
-    )
-    first = np.argmax(checks, axis=1)
-    return np.where(checks.any(axis=1), np.array([0, 1, 1, 2, 2, 3, 3])[first], 0)
-
-
-class _Skeleton:
+class Skeleton:
     """A curve given in pieces, kept as its skeleton: each peak it fell from (a value above every one
     before it, the deposit first) and the lowest value before the next higher one. Every drawdown
     MetaTrader reports is such a peak and its low (a rise without a fall leaves nothing)."""

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backtests import AccountConfig, Backtest, equity_path, scoring
+from backtests import AccountConfig, Backtest, equity_path, path_events, scoring
 from backtests.broker import Broker
 from backtests.equity_path import path_drawdowns
 from backtests.paths import M1Path
@@ -164,7 +164,7 @@ def test_the_path_does_not_depend_on_how_it_is_cut_into_chunks(monkeypatch):
 def test_the_skeletons_drawdowns_are_those_of_the_whole_curve(monkeypatch):
     """The figures kept from the skeleton equal the ones measured on every price of the curve: the largest
     fall from the running peak (the deposit first), its percent, the largest percent and the lowest value."""
-    add = equity_path._Skeleton.add
+    add = equity_path.Skeleton.add
     for args in _mixed_runs(monkeypatch):
         pieces = []
 
@@ -172,7 +172,7 @@ def test_the_skeletons_drawdowns_are_those_of_the_whole_curve(monkeypatch):
             pieces.append(curve.copy())
             return add(self, curve, bar_of)
 
-        monkeypatch.setattr(equity_path._Skeleton, "add", spy)
+        monkeypatch.setattr(equity_path.Skeleton, "add", spy)
         dd = path_drawdowns(*args).drawdowns
         monkeypatch.undo()
         deposit = args[3]
@@ -192,5 +192,5 @@ def test_the_legs_of_many_deals_at_once_are_those_found_one_by_one():
     rng = np.random.default_rng(7)
     points = rng.integers(0, 5, size=(4000, 4)).astype(float)  # a small grid: many ties and flat stretches
     price = rng.integers(-1, 6, size=4000).astype(float)
-    expected = [equity_path._leg(row, p) for row, p in zip(points, price, strict=True)]
-    assert equity_path._legs(points, price).tolist() == expected
+    expected = [path_events._leg(row, p) for row, p in zip(points, price, strict=True)]
+    assert path_events._legs(points, price).tolist() == expected

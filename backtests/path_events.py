@@ -1,0 +1,205 @@
+"""Where an account's deals change its balance and its open volume on the prices a run models: the one
+builder of events that the equity path of one symbol (``equity_path``) and of several (``account_path``)
+read.
+
+Each price a bar models has a key, ``bar << KEY_SHIFT | its rank inside the bar``. A deal takes effect at a
+bar's open (a decision, a gap), at the minute or tick of its time stamp, inside a stretch of prices from the
+first price beyond the deal's price (a deal at a price of the path itself counts from that price), or after
+the last price for the end of the test (``LAST_RANK``). An event is a change of the balance (column 0) or of
+one symbol's open volume (four columns a symbol: long lots, long lots x price, short lots, short lots x
+price, prices in whole points) at its key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from backtests.paths import M1Path, ohlc_points
+from backtests.ticks import TickPath
+
+KEY_SHIFT = 32  # a price's key: bar << 32 | its rank inside the bar
+LAST_RANK = (1 << KEY_SHIFT) - 1  # the key's rank after every price of a bar
+
+
+class BarPrices:
+    """The modelled prices of bars (see the module docstring): bids and asks in whole points."""
+
+    def __init__(self, broker):
+        m = broker.market
+        self.m, self.path, self.scale = m, broker.price_path, broker.scale  # points per price unit
+        # Each bar's own four prices, ordered as a minute's (bull: low first; bear: high first).
+        self.own = ohlc_points(m.o, m.h, m.lo, m.c)
+        self.own_spread = np.column_stack([m.s_open, m.s, m.s, m.s_close])
+
+    def per_bar(self, a: int, b: int) -> int:
+        """The prices of a bar, on average over bars ``a..b-1`` (at least the four of a bar's own)."""
+        if self.path is None or b <= a:
+            return 4
+        rows = int(self.path.starts[b] - self.path.starts[a])
+        return max(4, (rows * (4 if isinstance(self.path, M1Path) else 1)) // (b - a))
+
+    def covered(self, a: int, b: int) -> np.ndarray:
+        if self.path is None:
+            return np.zeros(b - a, dtype=bool)
+        return self.path.starts[a + 1 : b + 1] > self.path.starts[a:b]
+
+    def counts(self, a: int, b: int) -> np.ndarray:
+        """The number of prices of each bar ``a..b-1``: four of its own, or its minutes' four each, or its
+        ticks (their ranks in the bar run from 0 without a gap)."""
+        if self.path is None:
+            return np.full(b - a, 4, dtype=np.int64)
+        rows = np.diff(self.path.starts[a : b + 1]).astype(np.int64)
+        fine = rows * 4 if isinstance(self.path, M1Path) else rows
+        return np.where(rows > 0, fine, 4)
+
+    def prices(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(bids, asks)`` of every price of bars ``a..b-1``, in time order."""
+        covered = self.covered(a, b)
+        if not covered.any():  # the bars' own prices
+            return self.own[a:b].ravel(), (self.own[a:b] + self.own_spread[a:b]).ravel()
+        path = self.path
+        if covered.all():  # the rows of consecutive bars are one slice
+            rows = slice(int(path.starts[a]), int(path.starts[b]))
+            if isinstance(path, M1Path):
+                return path.points[rows].ravel(), (path.points[rows] + path.spread[rows, None]).ravel()
+            return path.bid_points[rows], path.ask_points[rows]
+        bars = np.arange(a, b)[~covered]
+        parts = [(
+            ((bars[:, None] << KEY_SHIFT) + np.arange(4)).ravel(),
+            self.own[bars].ravel(),
+            (self.own[bars] + self.own_spread[bars]).ravel(),
+        ), self._fine(np.arange(a, b)[covered])]  # fmt: skip
+        keys, bid, ask = (np.concatenate(x) for x in zip(*parts, strict=True))
+        order = np.argsort(keys, kind="stable")
+        return bid[order], ask[order]
+
+    def _fine(self, bars: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(keys, bids, asks)`` of the minutes' or ticks' prices of ``bars`` (covered ones)."""
+        path = self.path
+        starts, ends = path.starts[bars], path.starts[bars + 1]
+        counts = ends - starts
+        bar = np.repeat(bars, counts)
+        rows = np.repeat(ends - counts.cumsum(), counts) + np.arange(counts.sum())  # each bar's rows
+        rank = rows - np.repeat(starts, counts)
+        if isinstance(path, M1Path):
+            keys = ((bar << KEY_SHIFT) + 4 * rank)[:, None] + np.arange(4)
+            bid = path.points[rows]
+            return keys.ravel(), bid.ravel(), (bid + path.spread[rows, None]).ravel()
+        return (bar << KEY_SHIFT) + rank, path.bid_points[rows], path.ask_points[rows]
+
+    def key(self, t: int, ns: int | None, price: float, buy: bool) -> int:
+        """Where a deal of bar ``t``, a bar of minutes or ticks, at UTC ``ns`` (None: the bar's open) and
+        ``price`` (points; a buy deal at the ask) takes effect (a bar of its own prices: ``_deal_keys``)."""
+        path, base = self.path, t << KEY_SHIFT
+        if ns is None:
+            return base  # at the bar's open (its first minute or tick)
+        s = int(path.starts[t])
+        if isinstance(path, M1Path):
+            r = s + int(np.searchsorted(path.time_ns[s : path.starts[t + 1]], ns))
+            return base + 4 * (r - s) + _leg(path.points[r], price - (path.spread[r] if buy else 0.0))
+        assert isinstance(path, TickPath)
+        lo, hi = (
+            s + int(np.searchsorted(path.ns[s : path.starts[t + 1]], ns, side=x)) for x in ("left", "right")
+        )
+        quotes = (path.ask_points if buy else path.bid_points)[lo:hi]
+        match = np.flatnonzero(quotes == price)
+        return base + (lo + (int(match[0]) if len(match) else 0)) - s
+
+
+def _leg(points: np.ndarray, price: float) -> int:
+    """The rank of the first of four path prices from which a deal at ``price`` counts: the first place the
+    path reaches it, that price itself or the end of the stretch that crosses it."""
+    for i in range(4):
+        if points[i] == price:
+            return i
+        if i < 3 and min(points[i], points[i + 1]) < price < max(points[i], points[i + 1]):
+            return i + 1
+    return 0
+
+
+def deal_events(
+    ledger, symbols: Mapping[str, BarPrices], *, timed: bool = True
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(keys, moves)``: every change of the balance (column 0) and of each symbol's open volume (the
+    four columns of the i-th symbol of ``symbols`` from ``1 + 4 * i``; each symbol's deals placed on its
+    own ``BarPrices``) at the key it takes effect, sorted; None when a deal is neither an entry nor an exit
+    (a netting reversal). ``timed``: a deal's time stamp places it inside a bar of minutes or ticks, and
+    only a deal without one is taken at the bar's open; without, every deal is placed by its price on its
+    bar's own four prices."""
+    column = {name: i for i, name in enumerate(symbols)}
+    width = 1 + 4 * len(symbols)
+    trades = iter(ledger.trades)
+    where: dict[str, list] = {name: [] for name in symbols}  # per symbol: bar, time, points, buy, end
+    placed: list[tuple[str, int]] = []  # each deal's symbol and its index in that symbol's list
+    rows = []
+    for d in ledger.deals:
+        scale, buy = symbols[d.symbol].scale, d.type == "buy"
+        price = round(d.price * scale)
+        placed.append((d.symbol, len(where[d.symbol])))
+        where[d.symbol].append((d.bar, d.ns if timed else None, price, buy, d.comment == "end of test"))
+        row = np.zeros(width)
+        j = 1 + 4 * column[d.symbol]
+        if d.entry == "in":
+            row[j + (0 if buy else 2) : j + (2 if buy else 4)] = (d.lots, d.lots * price)
+        elif d.entry in ("out", "out_by"):
+            trade = next(trades, None)
+            if trade is None:
+                return None
+            entry = trade.entry_price * scale
+            row[j + (2 if buy else 0) : j + (4 if buy else 2)] = (-trade.lots, -trade.lots * entry)
+        else:
+            return None
+        rows.append(row)
+    own = {name: deal_keys(symbols[name], where[name]) for name in symbols}
+    keys = [int(own[name][i]) for name, i in placed]
+    placed_keys = len(keys)
+    for bar, amount, deal in ledger.balance_events:
+        keys.append(bar << KEY_SHIFT if deal is None or deal >= placed_keys else keys[deal])
+        row = np.zeros(width)
+        row[0] = amount
+        rows.append(row)
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, width))
+    keys = np.array(keys, dtype=np.int64)
+    order = np.argsort(keys, kind="stable")
+    return keys[order], np.array(rows, dtype=np.float64)[order]
+
+
+def deal_keys(bars: BarPrices, where: list[tuple]) -> np.ndarray:
+    """The key of each deal (``where``: bar, time, price in points, buy, end of test): on a bar of its own
+    four prices found for all such deals at once (``_legs``), on a bar of minutes or ticks one by one."""
+    if not where:
+        return np.zeros(0, dtype=np.int64)
+    bar = np.array([w[0] for w in where], dtype=np.int64)
+    price = np.array([w[2] for w in where], dtype=np.float64)
+    buy = np.array([w[3] for w in where], dtype=bool)
+    at_open = np.array([w[1] is None for w in where], dtype=bool)
+    end = np.array([w[4] for w in where], dtype=bool)
+    # The end of the test closes at the last bar's close, after every price of the bar.
+    keys = (bar << KEY_SHIFT) + np.where(end, LAST_RANK, 0)
+    path = bars.path
+    own = ~end if path is None else ~end & (path.starts[bar + 1] <= path.starts[bar])
+    if own.any():
+        m, t = bars.m, bar[own]
+        opened = at_open[own] & (price[own] - np.where(buy[own], m.s_open[t], 0.0) == m.o[t])
+        legs = _legs(bars.own[t], price[own] - np.where(buy[own], m.s[t], 0.0))
+        keys[own] += np.where(opened, 0, legs)  # at the open: a decision, a gap
+    for i in np.flatnonzero(~end & ~own):
+        t, ns, p, b, _ = where[i]
+        keys[i] = bars.key(t, ns, p, b)
+    return keys
+
+
+def _legs(points: np.ndarray, price: np.ndarray) -> np.ndarray:
+    """``_leg`` of each row of four prices ``points`` (n, 4) and its ``price``, all at once: its checks
+    in the same order, the first that holds."""
+    low, high = np.minimum(points[:, :3], points[:, 1:]), np.maximum(points[:, :3], points[:, 1:])
+    between = (low < price[:, None]) & (price[:, None] < high)
+    equal = points == price[:, None]
+    checks = np.column_stack(
+        [equal[:, 0], between[:, 0], equal[:, 1], between[:, 1], equal[:, 2], between[:, 2], equal[:, 3]]
+    )
+    first = np.argmax(checks, axis=1)
+    return np.where(checks.any(axis=1), np.array([0, 1, 1, 2, 2, 3, 3])[first], 0)
