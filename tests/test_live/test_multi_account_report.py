@@ -11,11 +11,12 @@ import pandas as pd
 import pytest
 from test_live.live_support import OPEN_SOURCES
 from test_live.multi_eas import STOP, EachOnce, StopMidway
-from test_live.test_account_report import _send
+from test_live.test_account_report import _edit_account, _send
 from test_live.test_multi_live import ROOMY, live_runner
 
 from datafeeds.terminal import TerminalSource
 from datafeeds.timeframes import Timeframe
+from neuronet.live.errors import JournalError
 from neuronet.live.journal import read_journal
 from neuronet.live.multi_runner import MultiLiveRunner
 from neuronet.live.report import journal_result
@@ -181,3 +182,46 @@ def test_a_multi_symbol_reports_equity_drawdown_is_the_accounts_not_the_main_sym
     absolute = got.stats["equity_drawdown_absolute"]
     assert 0 < absolute <= -worst + 0.01
     assert got.stats["equity_drawdown_maximal"] < 100  # tens of dollars on 0.3 lots, not millions
+
+
+def test_a_lost_reply_that_executed_is_a_trade_and_not_a_rejection(port, sim, tmp_path):
+    """GBPUSD's order executes and its reply is lost: the run looks it up (never sends it again); the
+    report has its trade, from the terminal's deals, and does not list it as rejected."""
+    sim.state.book.configure(lost_replies=(1, -10005))
+    journal = tmp_path / "live.jsonl"
+    run_live(port, sim, journal, bars=4, close_on_exit=True)
+    notes = [r["terminal"] for r in read_journal(journal) if r.get("source") == "terminal"]
+    assert any(n["event"] == "recovered" for n in notes)
+    got = journal_result(journal, source(port))
+    assert sorted(got.trades["symbol"]) == ["EURUSD", "GBPUSD", "USDJPY"]
+    assert got.rejected == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"login": 1}, r"written on account 1 .*log it in to that account for the report"),
+        ({"balance": 0.0}, "the account at the start cannot be scored on"),
+        ({"magic": "x"}, r"line \d+: the account record cannot be read"),
+    ],
+)
+def test_a_journal_of_another_account_or_a_damaged_account_record_is_refused(
+    port, sim, tmp_path, fields, message
+):
+    journal = tmp_path / "live.jsonl"
+    run_live(port, sim, journal, bars=2)
+    _edit_account(journal, **fields)
+    with pytest.raises(JournalError, match=message):
+        journal_result(journal, source(port))
+
+
+def test_a_journal_whose_last_record_was_cut_by_a_crash_is_still_reported(port, sim, tmp_path):
+    """A crash while writing leaves half a record at the end: the report reads the whole ones."""
+    journal = tmp_path / "live.jsonl"
+    run_live(port, sim, journal, bars=3, close_on_exit=True)
+    whole = journal_result(journal, source(port))
+    text = journal.read_bytes()
+    journal.write_bytes(text + b'{"type":"tick","bar":1')
+    cut = journal_result(journal, source(port))
+    pd.testing.assert_frame_equal(cut.trades, whole.trades)
+    assert cut.stats["total_net_profit"] == whole.stats["total_net_profit"]
