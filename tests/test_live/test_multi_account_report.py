@@ -5,6 +5,7 @@ terminal booked them (USDJPY's yen profit converted by the terminal, never again
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,7 @@ import pytest
 from test_live.live_support import OPEN_SOURCES
 from test_live.multi_eas import STOP, EachOnce, StopMidway
 from test_live.test_account_report import _edit_account, _send
+from test_live.test_cli_live import neuronet
 from test_live.test_multi_live import ROOMY, live_runner
 
 from datafeeds.terminal import TerminalSource
@@ -225,3 +227,17 @@ def test_a_journal_whose_last_record_was_cut_by_a_crash_is_still_reported(port, 
     cut = journal_result(journal, source(port))
     pd.testing.assert_frame_equal(cut.trades, whole.trades)
     assert cut.stats["total_net_profit"] == whole.stats["total_net_profit"]
+
+
+def test_the_command_line_writes_the_multi_symbol_live_accounts_report(port, sim, tmp_path):
+    journal = tmp_path / "live.jsonl"
+    run_live(port, sim, journal, bars=3, close_on_exit=True)
+    money = round(sum(float(d.profit) for d in terminal_deals(sim)), 2)
+    out = tmp_path / "rep"
+    res = neuronet("live", "report", str(journal), "-o", f"port={port}", "--out", str(out), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["data"]["model"] == "live account" and set(doc["data"]["symbols"]) == set(EachOnce.symbols)
+    assert doc["stats"]["total_net_profit"] == money and money != 0
+    assert {t["symbol"] for t in doc["trades"]} == set(EachOnce.symbols)
+    assert (out / "report.html").exists() and (out / "trades.csv").exists()
