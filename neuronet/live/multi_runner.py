@@ -296,8 +296,11 @@ class MultiLiveRunner(LiveEngine):
             return
         self._begin(when, quotes, missed=False)
 
-    def _begin(self, when: pd.Timestamp, quotes: dict[str, Quote | None], *, missed: bool) -> None:
-        """Bar ``t`` of the timeline opens at ``when`` at ``quotes`` (journaled), then is decided on."""
+    def _begin(
+        self, when: pd.Timestamp, quotes: dict[str, Quote | None], *, missed: bool, decide: bool = True
+    ) -> None:
+        """Bar ``t`` of the timeline opens at ``when`` at ``quotes`` (journaled), then is decided on (not
+        with ``decide=False``: a missed bar skipped)."""
         t = self.t
         self.open_bar(t, when, quotes)
         self.journal.write(
@@ -307,7 +310,8 @@ class MultiLiveRunner(LiveEngine):
             missed=missed,
             quotes={k: None if q is None else [q.bid, q.ask] for k, q in quotes.items()},
         )
-        self._decide(t, when, missed=missed)
+        if decide:
+            self._decide(t, when, missed=missed)
 
     def open_bar(self, t: int, when: pd.Timestamp, quotes: dict[str, Quote | None]) -> None:
         """The paper account and the run enter bar ``t`` (a resumed run's replay calls it too)."""
@@ -336,9 +340,15 @@ class MultiLiveRunner(LiveEngine):
             frame = new[(name, self.main[1])]
             rows[name] = frame.loc[when] if when in frame.index else None
         if self.forming is None:  # closed before it was decided on (unreachable, or its quote refused)
-            self.summary.missed += 1
             quotes = {n: None if r is None else self._open_quote(n, r) for n, r in rows.items()}
-            self._begin(when, quotes, missed=True)
+            if self.s.skip_missed:  # entered on the account at its open, as every bar is; no on_bar
+                self.summary.skipped += 1
+                log.info("bar %s closed before it was decided on: skipped (no on_bar)", when)
+                message = f"bar {when} skipped: closed before it was decided on"
+                self.journal.write("warning", bar=self.t, message=message)
+            else:
+                self.summary.missed += 1
+            self._begin(when, quotes, missed=True, decide=not self.s.skip_missed)
         t = self.forming[0]
         closed = {
             n: None if r is None else Closed(float(r["high"]), float(r["low"]), float(r["close"]))
