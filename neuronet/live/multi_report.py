@@ -45,7 +45,7 @@ from neuronet.live.multi_resume import read_multi, replay
 from neuronet.live.multi_views import LiveViews
 from neuronet.live.rebuild import JournalState
 from neuronet.live.refused import refused
-from neuronet.live.terminal_ledger import TerminalLedger, book_account
+from neuronet.live.terminal_ledger import TerminalLedger
 
 
 def is_multi(start: dict) -> bool:
@@ -151,7 +151,9 @@ def _book_terminal(
     history = run_history(terminal, who, list(brokers), span)
     stops = stop_changes(str(path), records)
     ledgers = {name: TerminalLedger(broker, meta.clock) for name, broker in brokers.items()}
-    book_account({name: (ledger, *history[name]) for name, ledger in ledgers.items()}, fs, stops)
+    TerminalLedger.book_account(
+        {name: (ledger, *history[name]) for name, ledger in ledgers.items()}, fs, stops
+    )
     for ledger in ledgers.values():
         ledger.hand_over()
     main = next(iter(brokers.values()))

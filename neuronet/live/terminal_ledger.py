@@ -120,7 +120,41 @@ class TerminalLedger:
         ``first`` on; what is still open at the end is left for ``finish``. Deals of a position whose
         entry is not among ``deals`` (opened before the run) are left out, with a warning. ``stops``: the
         run's successful changes of a position's SL/TP, each applied to the exits after its time."""
-        book_account({self.symbol: (self, deals, orders)}, first, stops)
+        TerminalLedger.book_account({self.symbol: (self, deals, orders)}, first, stops)
+
+    @staticmethod
+    def book_account(
+        ledgers: dict[str, tuple[TerminalLedger, list[Any], list[Any]]],
+        first: int,
+        stops: list[StopChange] | None = None,
+    ) -> None:
+        """Book each symbol's deals and orders (symbol -> (its ledger, deals, orders)) into its ledger, the
+        deals of all the symbols in the terminal's time order, so that each deal's balance is the account's
+        after it (see ``TerminalLedger.book``)."""
+        changes = sorted(stops or (), key=lambda c: c.ns)
+        merged = []
+        for ledger, deals, orders in ledgers.values():
+            ledger._changes = changes
+            opened = {int(d.position_id) for d in deals if int(d.entry) == IN}
+            foreign = sorted({int(d.position_id) for d in deals} - opened)
+            if foreign:
+                log.warning(
+                    "positions %s were opened before the run: their deals are not in the report",
+                    ", ".join(f"#{p}" for p in foreign),
+                )
+            levels = {int(o.ticket): (float(o.sl) or None, float(o.tp) or None) for o in orders}
+            merged += [(ledger, d, levels, int(d.position_id) in opened) for d in deals]
+        fills: dict[int, float] = {}
+        for ledger, d, levels, ours in sorted(
+            merged, key=lambda m: (int(m[1].time_msc or int(m[1].time) * 1000), int(m[1].ticket))
+        ):
+            fills.setdefault(int(d.order), float(d.price))
+            if ours:
+                ledger._book_deal(d, first, levels.get(int(d.order), (None, None)))
+        for ledger, _, orders in ledgers.values():
+            for o in sorted(orders, key=lambda o: (int(o.time_setup), int(o.ticket))):
+                ledger._book_order(o, first, fills.get(int(o.ticket)))
+            ledger.broker.t = len(ledger._ns) - 1
 
     def finish(self, last: int) -> None:
         """Close the positions the terminal still holds at bar ``last``'s close, in the report only, with
@@ -334,37 +368,3 @@ class TerminalLedger:
                 symbol=self.symbol,
             )
         )
-
-
-def book_account(
-    ledgers: dict[str, tuple[TerminalLedger, list[Any], list[Any]]],
-    first: int,
-    stops: list[StopChange] | None = None,
-) -> None:
-    """Book each symbol's deals and orders (symbol -> (its ledger, deals, orders)) into its ledger, the
-    deals of all the symbols in the terminal's time order, so that each deal's balance is the account's
-    after it (see ``TerminalLedger.book``)."""
-    changes = sorted(stops or (), key=lambda c: c.ns)
-    merged = []
-    for ledger, deals, orders in ledgers.values():
-        ledger._changes = changes
-        opened = {int(d.position_id) for d in deals if int(d.entry) == IN}
-        foreign = sorted({int(d.position_id) for d in deals} - opened)
-        if foreign:
-            log.warning(
-                "positions %s were opened before the run: their deals are not in the report",
-                ", ".join(f"#{p}" for p in foreign),
-            )
-        levels = {int(o.ticket): (float(o.sl) or None, float(o.tp) or None) for o in orders}
-        merged += [(ledger, d, levels, int(d.position_id) in opened) for d in deals]
-    fills: dict[int, float] = {}
-    for ledger, d, levels, ours in sorted(
-        merged, key=lambda m: (int(m[1].time_msc or int(m[1].time) * 1000), int(m[1].ticket))
-    ):
-        fills.setdefault(int(d.order), float(d.price))
-        if ours:
-            ledger._book_deal(d, first, levels.get(int(d.order), (None, None)))
-    for ledger, _, orders in ledgers.values():
-        for o in sorted(orders, key=lambda o: (int(o.time_setup), int(o.ticket))):
-            ledger._book_order(o, first, fills.get(int(o.ticket)))
-        ledger.broker.t = len(ledger._ns) - 1

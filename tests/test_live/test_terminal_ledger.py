@@ -248,3 +248,37 @@ def test_a_change_of_stops_applies_to_the_exits_after_it_and_to_the_end():
     assert list(trades["ticket"]) == [91, 91, 92]
     assert trades["sl"].isna().iloc[0] and list(trades["sl"].iloc[1:]) == [1.0950, 1.0995]
     assert trades["tp"].isna().all()
+
+
+def test_the_deals_of_several_symbols_are_booked_in_the_terminals_time_order():
+    """Booked a symbol at a time, EURUSD's exit at 14:01 came before USDJPY's at 13:01 and carried a balance
+    without USDJPY's profit. One account: each deal's balance is the account's right after it."""
+    from backtests.broker.portfolio import open_brokers
+    from datafeeds.symbols import BUILTIN
+
+    frame = bars()
+    jpy = frame.assign(**{c: frame[c] * 100 for c in ("open", "high", "low", "close")})
+    columns = {
+        name: (
+            *(df[c].to_numpy() for c in ("open", "high", "low", "close", "spread")),
+            df.index.as_unit("ns"),
+        )
+        for name, df in (("EURUSD", frame), ("USDJPY", jpy))
+    }
+    brokers = open_brokers(columns, {n: BUILTIN[n] for n in columns}, AccountConfig(), UTC)
+    ledgers = {name: TerminalLedger(broker, UTC) for name, broker in brokers.items()}
+    eur = [deal(1, 1, BUY, IN, 11, 0.1, 1.1010), deal(2, 4, SELL, OUT, 11, 0.1, 1.1040, profit=30.0)]
+    jpy_deals = [
+        deal(3, 2, BUY, IN, 12, 0.1, 110.20)._replace(symbol="USDJPY"),
+        deal(4, 3, SELL, OUT, 12, 0.1, 110.40, profit=18.12)._replace(symbol="USDJPY"),
+    ]
+    TerminalLedger.book_account(
+        {"EURUSD": (ledgers["EURUSD"], eur, []), "USDJPY": (ledgers["USDJPY"], jpy_deals, [])}, 1
+    )
+    deals = brokers["EURUSD"].deals_frame()
+    assert list(deals["deal"]) == [1, 3, 4, 2]
+    assert list(deals["symbol"]) == ["EURUSD", "USDJPY", "USDJPY", "EURUSD"]
+    assert list(deals["balance"]) == [10_000.0, 10_000.0, 10_018.12, 10_048.12]
+    trades = brokers["EURUSD"].ledger.trades
+    assert [(t.symbol, t.profit) for t in trades] == [("USDJPY", 18.12), ("EURUSD", 30.0)]
+    assert trades[0].rate == pytest.approx(18.12 / (0.2 * 0.1 * 100_000))  # the terminal's own conversion
