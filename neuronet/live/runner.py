@@ -18,6 +18,7 @@ and a daily loss halt journaled on the same server day holds again (``TerminalTr
 run journals its account at the start (``account``: the magic number and balance ``neuronet live report``
 scores it with), and once the terminal answers again after a drop, the requests whose reply was lost are
 looked up (``TerminalTrade.resolve``) before the EA decides anything more.
+
 The loop, the retries after a drop, the lost-reply look-ups, the decision and the stop are the engine's
 (``engine.LiveEngine``), shared with the multi-symbol runner; this module holds what is one symbol's.
 """
