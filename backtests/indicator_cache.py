@@ -156,7 +156,7 @@ def digest(feed: BarFeed) -> Hashable | None:
         hash(meta)
     except TypeError:
         return None
-    h = hashlib.blake2b(digest_size=20)
+    h = hashlib.sha256()
     for name in COLUMNS:
         h.update(np.ascontiguousarray(feed.column(name)).data)
     h.update(np.ascontiguousarray(feed.time.asi8).data)
