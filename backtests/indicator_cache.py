@@ -22,8 +22,8 @@ returns is a copy of values that passed the same check on the same bars, so a fu
 behaviour between calls against its contract (``ExpertAdvisor.indicator``: a pure function of its bars)
 is at worst given its earlier, proved values, never unchecked ones.
 
-The kept values are bounded (``BUDGET`` bytes, the least recently used dropped first) and belong to the
-process: each optimisation worker keeps its own.
+The kept values are bounded (``BUDGET`` bytes and ``ENTRIES`` proofs, the least recently used dropped
+first) and belong to the process: each optimisation worker keeps its own.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ import numpy as np
 from strategies.bars import COLUMNS, BarFeed
 
 BUDGET = 128 * 2**20  # bytes of kept indicator values in one process
+ENTRIES = 4096  # and proofs: each key holds the function's code and what it reads
 _DEPTH = 4  # how deep closures over functions are followed before the function counts as not pure
 _VALUES = (type(None), bool, int, str, bytes)
 
@@ -165,10 +166,11 @@ def digest(feed: BarFeed) -> Hashable | None:
 
 class ProvenIndicators:
     """Indicator values proved causal, by function, bars and probe points (least recently used dropped
-    first beyond ``budget`` bytes). Safe to share between threads (a Dask worker runs several tasks)."""
+    first beyond ``budget`` bytes or ``entries`` proofs). Safe to share between threads (a Dask worker
+    runs several tasks at once)."""
 
-    def __init__(self, budget: int = BUDGET):
-        self.budget = budget
+    def __init__(self, budget: int = BUDGET, entries: int = ENTRIES):
+        self.budget, self.entries = budget, entries
         self.hits = 0
         self.misses = 0
         self._kept: OrderedDict[Hashable, np.ndarray] = OrderedDict()
@@ -203,7 +205,7 @@ class ProvenIndicators:
                 if key not in self._kept:
                     self._kept[key] = kept
                     self._size += kept.nbytes
-                while self._size > self.budget:
+                while self._size > self.budget or len(self._kept) > self.entries:
                     _, dropped = self._kept.popitem(last=False)
                     self._size -= dropped.nbytes
         return values

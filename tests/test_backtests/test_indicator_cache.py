@@ -160,6 +160,47 @@ def test_the_kept_values_stay_within_their_budget():
     assert cache.hits == 1
 
 
+def test_the_kept_proofs_stay_within_their_count():
+    cache = ProvenIndicators(entries=3)
+    feed = BarFeed.from_frame(DF, meta_of(DF))
+    for period in range(2, 8):
+        cache.proved(_window(period), feed, "w", [100], causal_indicator)
+    assert len(cache._kept) == 3
+
+
+def test_threads_sharing_the_kept_proofs_each_get_their_own_function_s_values():
+    """A Dask worker runs several passes at once on threads: each gets the values of its own function."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cache = ProvenIndicators(entries=5)  # small: proofs are dropped while others are read
+    meta = meta_of(DF)
+    expected = {
+        p: causal_indicator(_window(p), BarFeed.from_frame(DF, meta), "w", [100]) for p in range(2, 12)
+    }
+
+    def one(k: int) -> bool:
+        period = 2 + k % 10
+        got = cache.proved(_window(period), BarFeed.from_frame(DF, meta), "w", [100], causal_indicator)
+        return np.array_equal(got, expected[period], equal_nan=True)
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(one, range(200)))
+    assert cache.hits > 0
+
+
+def test_candles_changed_in_place_between_runs_are_new_bars():
+    """The bars are known by their content: a frame edited in place after a run is not served the first
+    run's indicator values."""
+    frame = DF.copy()
+    first = Backtest(frame, SmaCrossEA, forward=None).run(fast=3, slow=9)
+    frame.loc[frame.index[150:], "close"] += 0.01  # the same frame object, other closes
+    changed = Backtest(frame, SmaCrossEA, forward=None).run(fast=3, slow=9)
+    PROVEN.clear()
+    fresh = Backtest(frame, SmaCrossEA, forward=None).run(fast=3, slow=9)
+    pd.testing.assert_series_equal(changed.stats, fresh.stats)
+    assert changed.stats["total_net_profit"] != first.stats["total_net_profit"]
+
+
 def test_a_backtest_gives_the_same_figures_from_kept_proofs():
     bt = Backtest(DF, SmaCrossEA, forward="1/3")
     cold = bt.run(fast=4, slow=30)
