@@ -85,30 +85,34 @@ _code_names = functools.lru_cache(maxsize=1024)(_names)
 
 
 def _reference(v: Any, names: frozenset[str], depth: int, follow: bool) -> Hashable:
-    """A key of what a name of the code refers to: a plain value by value; a module or class by identity
-    with the key of each attribute the code may read of it; a builtin or ufunc by identity; a function
-    by identity where it is a global (``follow`` false: a module's function), by its own fingerprint where
-    a closure holds it (a function made in the EA's ``on_init``, new in every pass)."""
-    if isinstance(v, types.ModuleType | type):
-        spaces = [vars(v)] if isinstance(v, types.ModuleType) else [vars(c) for c in v.__mro__]
-        read = []
-        for name in sorted(names):
-            for space in spaces:
-                if name in space:
-                    read.append((name, _attribute(space[name], depth)))
-                    break
-        return v, tuple(read)
-    if isinstance(v, types.BuiltinFunctionType | np.ufunc) or (type(v) is types.FunctionType and not follow):
+    """A key of what a name of the code refers to: a plain value by value; a module, class or global
+    function by identity, with the key of each attribute the code may read of it (``_read``); a builtin
+    or ufunc by identity; a function a closure holds by its own fingerprint (one made in the EA's
+    ``on_init`` is new in every pass; ``follow``)."""
+    if isinstance(v, types.ModuleType | type) or (type(v) is types.FunctionType and not follow):
+        return v, _read(v, names, depth)
+    if isinstance(v, types.BuiltinFunctionType | np.ufunc):
         return v
     return _value(v, depth)
 
 
+def _read(v: Any, names: frozenset[str], depth: int) -> tuple:
+    """``(name, key)`` of each attribute of ``v`` (a module, a class with its bases, a function's own
+    attributes) whose name the code reads; modules, classes and functions among them by identity."""
+    spaces = [vars(c) for c in v.__mro__] if isinstance(v, type) else [vars(v)]
+    read = []
+    for name in sorted(names):
+        for space in spaces:
+            if name in space:
+                read.append((name, _attribute(space[name], depth)))
+                break
+    return tuple(read)
+
+
 def _attribute(v: Any, depth: int) -> Hashable:
-    """An attribute of a module or class: as a global name is, without following modules and classes
-    further (their identity stands for them)."""
-    if isinstance(v, types.ModuleType | type | types.FunctionType | types.BuiltinFunctionType | np.ufunc):
-        return v
-    if isinstance(v, staticmethod | classmethod | property):
+    """An attribute of a module, class or function, not followed further where it is one of those."""
+    kinds = types.ModuleType | type | types.FunctionType | types.BuiltinFunctionType | np.ufunc
+    if isinstance(v, kinds | staticmethod | classmethod | property):
         return v
     return _value(v, depth)
 

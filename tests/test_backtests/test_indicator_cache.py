@@ -32,6 +32,14 @@ def _window(period):
     return lambda b: sma(b.close, period)
 
 
+def _own_attribute(b):
+    """An indicator reading an attribute of itself (set by an EA before it declares it)."""
+    return sma(b.close, _own_attribute.period)
+
+
+_own_attribute.period = 5
+
+
 def _lead(x: np.ndarray, k: int) -> np.ndarray:
     """``x`` moved ``k`` bars earlier (k > 0 reads the future) or ``-k`` bars later."""
     out = np.full_like(x, np.nan)
@@ -72,13 +80,14 @@ def test_a_function_is_known_by_its_code_and_every_value_it_reads():
         return sma(b.close, Settings.period)
 
     global SCALE
-    before = [fingerprint(f) for f in (scaled, from_module, from_class)]
+    functions = (scaled, from_module, from_class, _own_attribute)
+    before = [fingerprint(f) for f in functions]
     old = SCALE
     try:
-        SCALE, HELPERS.period, Settings.period = 3.0, 6, 7
-        after = [fingerprint(f) for f in (scaled, from_module, from_class)]
+        SCALE, HELPERS.period, Settings.period, _own_attribute.period = 3.0, 6, 7, 8
+        after = [fingerprint(f) for f in functions]
     finally:
-        SCALE, HELPERS.period = old, 5
+        SCALE, HELPERS.period, _own_attribute.period = old, 5, 5
     assert all(a is not None and b is not None and a != b for a, b in zip(before, after, strict=True))
 
 
