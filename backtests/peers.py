@@ -33,9 +33,11 @@ def _timedelta(value) -> str | None:
     return str(value) if isinstance(value, pd.Timedelta) and not pd.isna(value) else None
 
 
-def _geometric_mean(returns: pd.Series) -> float:
-    """backtesting.py's geometric mean: 0 when any return is -100 % or worse."""
-    r = returns.fillna(0) + 1
+def _geometric_mean(returns: pd.Series | np.ndarray) -> float:
+    """backtesting.py's geometric mean: 0 when any return is -100 % or worse (a missing return counts as
+    0, as its ``fillna(0)`` does; on the array, which sums as pandas' ``Series.sum`` does without NaN)."""
+    r = np.asarray(returns, dtype=np.float64)
+    r = np.where(np.isnan(r), 0.0, r) + 1
     if np.any(r <= 0):
         return 0.0
     return float(np.exp(np.log(r).sum() / (len(r) or np.nan)) - 1)
@@ -226,11 +228,13 @@ def _exposure(i) -> dict:
 def _annualised(i) -> dict:
     p = i.peer
     annual, day = p.annual, p.day
-    g = _geometric_mean(day)
+    values = day.to_numpy()  # no NaN (``_pct_change`` drops them): NumPy's mean is pandas' here
+    g = _geometric_mean(values)
     ann = (1 + g) ** annual - 1
     var = day.var(ddof=1)
     vol = math.sqrt((var + (1 + g) ** 2) ** annual - (1 + g) ** (2 * annual)) * 100 if len(day) > 1 else None
-    downside = float(np.sqrt(np.mean(day.clip(-np.inf, 0) ** 2)) * np.sqrt(annual)) if len(day) else 0.0
+    # the losses' root mean square (backtesting.py's ``clip(-inf, 0)``; a -0.0 or 0.0 squares alike)
+    downside = float(np.sqrt(np.mean(np.minimum(values, 0.0) ** 2)) * np.sqrt(annual)) if len(day) else 0.0
     max_dd = _max_dd(p)
     return {
         "return_ann_pct": _num(ann * 100, 4),

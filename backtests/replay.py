@@ -27,6 +27,7 @@ from backtests.broker.config import check_currency
 from backtests.broker.terms import SymbolTerms
 from backtests.errors import StatisticError, SymbolsError
 from backtests.heap import settled_heap
+from backtests.indicator_cache import PROVEN
 from backtests.paths import (
     COVERAGE,
     M1Path,
@@ -73,8 +74,9 @@ class _Context(Broker):
         self._probe_points = probe_points
 
     def indicator(self, fn: Callable[[Bars], np.ndarray], name: str) -> np.ndarray:
-        """``fn`` over the whole history, proved causal on shorter prefixes; each call sees its own copies."""
-        return causal_indicator(fn, self._feed, name, self._probe_points())
+        """``fn`` over the whole history, proved causal on shorter prefixes (or the values of an identical
+        proof made before in this process: ``backtests.indicator_cache``); each call sees its own copies."""
+        return PROVEN.proved(fn, self._feed, name, self._probe_points(), causal_indicator)
 
 
 def causal_indicator(

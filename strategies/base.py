@@ -202,7 +202,9 @@ class ExpertAdvisor(TradeMethods):
         prove it causal (a ``LookAheadError`` otherwise); ``on_bar`` then sees it grow with the bars. The
         bars ``fn`` receives are blanked (NaN) once it returns, so keeping them leads nowhere; ``fn`` must be
         a pure function of its bars (one that copies data out on purpose is not stopped: the guard is the
-        API, not a sandbox).
+        API, not a sandbox). Where this process already proved the same function (its code and the values
+        it reads) on the same bars, as the passes of an optimisation do, its proved values are reused and
+        ``fn`` is not called again.
         """
         ctx = self._require_ctx()
         label = name or getattr(fn, "__name__", "indicator")

@@ -49,12 +49,22 @@ def _block_moments(m: np.ndarray, splits: int) -> tuple[np.ndarray, np.ndarray, 
 
 
 def _sharpes(s: np.ndarray, sq: np.ndarray, count: int) -> np.ndarray:
-    """Sharpe ratios from sums over ``count`` rows; a flat series (zero variance) scores 0."""
+    """Sharpe ratios from sums over ``count`` rows; a flat series (zero variance) scores 0.
+
+    Each step writes into the array of the step before (the same operations, in the same order, as
+    ``sqrt(max(sq - s·mean, 0) / (count - 1))``): the arrays of a chunk are too large for the caches, and
+    a new one per step cost more than the arithmetic."""
     mean = s / count
-    var = np.maximum(sq - s * mean, 0.0) / (count - 1)
-    sd = np.sqrt(var)
+    sd = s * mean
+    np.subtract(sq, sd, out=sd)
+    np.maximum(sd, 0.0, out=sd)
+    np.divide(sd, count - 1, out=sd)
+    np.sqrt(sd, out=sd)
+    floor = np.abs(mean)
+    np.maximum(floor, 1.0, out=floor)
+    np.multiply(floor, 1e-15, out=floor)
     out = np.zeros_like(mean)
-    np.divide(mean, sd, out=out, where=sd > 1e-15 * np.maximum(1.0, np.abs(mean)))
+    np.divide(mean, sd, out=out, where=np.greater(sd, floor, out=np.empty(sd.shape, dtype=bool)))
     return out
 
 
@@ -112,8 +122,8 @@ def _average_rank(values: np.ndarray, chosen: np.ndarray) -> np.ndarray:
     """The rank of ``chosen[i]`` among row ``values[i]`` (1..N, ties sharing their average rank, as
     ``scipy.stats.rankdata``'s default): the values below it, plus the middle of its run of equals. Only
     the in-sample winner's rank is needed, so counting is enough; sorting each row cost 10× more."""
-    below = (values < chosen[:, None]).sum(axis=1)
-    equal = (values == chosen[:, None]).sum(axis=1)
+    below = np.count_nonzero(values < chosen[:, None], axis=1)
+    equal = np.count_nonzero(values == chosen[:, None], axis=1)
     return below + (equal + 1) / 2
 
 

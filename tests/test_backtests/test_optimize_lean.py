@@ -180,3 +180,29 @@ def test_a_forward_window_keeps_the_runs_equity(candles):
     np.testing.assert_array_equal(row["time"], full.time.asi8)
     np.testing.assert_array_equal(row["equity"], full.equity["equity"].to_numpy())
     assert row["value"] == full.stats["final_balance"]
+
+
+def test_kept_indicator_proofs_change_no_column_of_the_results_or_the_walk_forward(candles, monkeypatch):
+    """Passes that repeat an indicator take its values from the proof an earlier pass made; every column
+    of the results table, the robustness statistics and each walk-forward window are those of passes that
+    prove every indicator again (a cache that keeps nothing)."""
+    from backtests import replay
+    from backtests.indicator_cache import PROVEN, ProvenIndicators
+    from backtests.optimize import walk_forward
+
+    space = {"fast": [3, 5, 8], "slow": [20, 30, 45]}
+
+    def run() -> tuple[pd.DataFrame, dict, pd.DataFrame]:
+        table = optimize(candles, SmaCrossEA, space, workers=0, forward="1/3", top=3)
+        wf = walk_forward(candles, SmaCrossEA, space, 300, 150, workers=0)
+        return table.drop(columns="seconds"), table.attrs, wf.windows
+
+    PROVEN.clear()
+    hits = PROVEN.hits
+    kept = run()
+    assert PROVEN.hits > hits
+    monkeypatch.setattr(replay, "PROVEN", ProvenIndicators(budget=0))
+    proved = run()
+    pd.testing.assert_frame_equal(kept[0], proved[0], check_exact=True)
+    assert kept[1]["robustness"]["deflated_sharpe"]["dsr"] > 0 and kept[1] == proved[1]
+    pd.testing.assert_frame_equal(kept[2], proved[2], check_exact=True)

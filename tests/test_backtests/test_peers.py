@@ -215,3 +215,30 @@ def test_day_closes_are_the_last_equity_of_each_trading_day():
             got = day_closes(index, equity)
             assert got[0] == equity[0]
             np.testing.assert_array_equal(got[1:], expected)
+
+
+@pytest.mark.parametrize(
+    "returns",
+    [
+        [0.01, -0.02, np.nan, 0.003, -0.0, 0.0],
+        [0.5, -1.0, 0.2],  # a -100 % period: backtesting.py's 0
+        [1e-9, -1e-9, 1e300],
+        [np.inf, 0.1],
+        [],
+        list(np.random.default_rng(3).normal(0, 0.01, 997)),
+    ],
+)
+def test_the_geometric_mean_and_downside_on_arrays_are_pandas_bit_for_bit(returns):
+    """The annualised figures read the day returns as an array; backtesting.py's own expressions on the
+    Series give the same bits (its ``fillna(0)``, ``Series.sum``, ``clip(-inf, 0)`` and ``np.mean``)."""
+    series = pd.Series(returns, dtype=float)
+    r = series.fillna(0) + 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pandas_mean = 0.0 if np.any(r <= 0) else float(np.exp(np.log(r).sum() / (len(r) or np.nan)) - 1)
+    got = peers._geometric_mean(series.to_numpy())
+    assert got == pandas_mean or (np.isnan(got) and np.isnan(pandas_mean))
+    assert peers._geometric_mean(series) == got or np.isnan(got)
+    clean = series.dropna()
+    if len(clean):
+        expected = float(np.sqrt(np.mean(clean.clip(-np.inf, 0) ** 2)))
+        assert float(np.sqrt(np.mean(np.minimum(clean.to_numpy(), 0.0) ** 2))) == expected

@@ -169,3 +169,20 @@ def test_pbo_ranks_the_out_of_sample_winner_as_scipys_average_ranks_do_ties_incl
     rows = np.arange(400)
     expected = stats.rankdata(values, axis=1)[rows, chosen]
     np.testing.assert_array_equal(_average_rank(values, values[rows, chosen]), expected)
+
+
+def test_cscv_sharpe_ratios_are_the_plain_formula_bit_for_bit():
+    """``pbo._sharpes`` works in place; each ratio is still sqrt(max(sq - s·mean, 0) / (n - 1)) over the
+    mean, and 0 for a flat or constant column."""
+    from backtests.robustness.pbo import _sharpes
+
+    rng = np.random.default_rng(11)
+    s = rng.normal(0, 0.1, (64, 9))
+    sq = s * s / 40 + rng.uniform(0, 1e-3, s.shape)
+    s[:, 0], sq[:, 0] = 0.0, 0.0  # flat
+    sq[:, 1] = s[:, 1] * s[:, 1] / 40  # constant: zero variance up to rounding
+    mean = s / 40
+    sd = np.sqrt(np.maximum(sq - s * mean, 0.0) / 39)
+    expected = np.where(sd > 1e-15 * np.maximum(1.0, np.abs(mean)), mean / np.where(sd > 0, sd, 1), 0.0)
+    got = _sharpes(s, sq, 40)
+    assert np.array_equal(got, expected) and not got[:, 0].any()

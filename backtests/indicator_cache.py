@@ -1,0 +1,237 @@
+"""Indicators already proved causal, kept so that an optimisation pass does not prove them again.
+
+An indicator is evaluated over the whole history and then recomputed on shorter prefixes to prove it does
+not look ahead (``backtests.replay.causal_indicator``): about as much work as a fifth of an SMA pass's
+replay, done again in every pass although most passes of a grid repeat an input another pass had (a
+200-pass grid of two SMA periods has 30 distinct SMAs, not 400).
+
+A proof is kept under everything its outcome depends on, so that a later identical request gets exactly
+the values that request would have computed and checked:
+
+- the function: its code, the values its closure holds, its defaults, and every global and builtin name
+  its code reads, with the attributes it reads of the modules and classes among them (``fingerprint``);
+- the bars: a digest of every column and bar time the function could read, with the candles' metadata
+  (the content, not the frame's identity: a frame changed in place is a different input);
+- the prefixes the proof recomputed (the run's probe points, drawn per run from its seed).
+
+A function whose result may depend on anything else (a bound method of the EA, whose state differs from
+pass to pass, such as a trained network; a closure over a list, an array or an object; a global that is
+not a plain value, function, class or module) is not kept: it is evaluated and proved in every call, as
+before. A failed proof is never kept, so a look-ahead is reported by every pass that meets it. What a hit
+returns is a copy of values that passed the same check on the same bars, so a function that changes its
+behaviour between calls against its contract (``ExpertAdvisor.indicator``: a pure function of its bars)
+is at worst given its earlier, proved values, never unchecked ones.
+
+The kept values are bounded (``BUDGET`` bytes and ``ENTRIES`` proofs, the least recently used dropped
+first) and belong to the process: each optimisation worker keeps its own.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import hashlib
+import threading
+import types
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import numpy as np
+
+from strategies.bars import COLUMNS, BarFeed
+
+BUDGET = 128 * 2**20  # bytes of kept indicator values in one process
+ENTRIES = 4096  # and proofs: each key holds the function's code and what it reads
+_DEPTH = 4  # how deep closures over functions are followed before the function counts as not pure
+_VALUES = (type(None), bool, int, str, bytes)
+
+
+class _Unknown(Exception):
+    """What a function reads cannot be told from its code and closure: it is not kept."""
+
+
+def _value(v: Any, depth: int) -> Hashable:
+    """A key of a plain value, or of a function held in a closure, equal only for the same value and type
+    (``1``, ``1.0``, ``True`` and ``-0.0``, ``0.0`` differ)."""
+    kind = type(v)
+    if kind in _VALUES:
+        return kind, v
+    if kind is float:
+        return kind, v.hex()
+    if kind is complex:
+        return kind, v.real.hex(), v.imag.hex()
+    if isinstance(v, np.generic) and not isinstance(v, np.object_):
+        return kind, v.tobytes()
+    if kind is tuple or kind is frozenset:
+        items = (_value(x, depth) for x in v)
+        return kind, (tuple(items) if kind is tuple else frozenset(items))
+    if kind is types.FunctionType or kind is functools.partial:
+        return fingerprint_of(v, depth + 1)
+    raise _Unknown
+
+
+def _names(code: types.CodeType) -> frozenset[str]:
+    """Every global, builtin and attribute name ``code`` and the code nested in it (comprehensions,
+    inner functions) read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return frozenset(names)
+
+
+_code_names = functools.lru_cache(maxsize=1024)(_names)
+
+
+def _reference(v: Any, names: frozenset[str], depth: int, follow: bool) -> Hashable:
+    """A key of what a name of the code refers to: a plain value by value; a module, class or global
+    function by identity, with the key of each attribute the code may read of it (``_read``); a builtin
+    or ufunc by identity; a function a closure holds by its own fingerprint (one made in the EA's
+    ``on_init`` is new in every pass; ``follow``)."""
+    if isinstance(v, types.ModuleType | type) or (type(v) is types.FunctionType and not follow):
+        return v, _read(v, names, depth)
+    if isinstance(v, types.BuiltinFunctionType | np.ufunc):
+        return v
+    return _value(v, depth)
+
+
+def _read(v: Any, names: frozenset[str], depth: int) -> tuple:
+    """``(name, key)`` of each attribute of ``v`` (a module, a class with its bases, a function's own
+    attributes) whose name the code reads; modules, classes and functions among them by identity."""
+    spaces = [vars(c) for c in v.__mro__] if isinstance(v, type) else [vars(v)]
+    read = []
+    for name in sorted(names):
+        for space in spaces:
+            if name in space:
+                read.append((name, _attribute(space[name], depth)))
+                break
+    return tuple(read)
+
+
+def _attribute(v: Any, depth: int) -> Hashable:
+    """An attribute of a module, class or function, not followed further where it is one of those."""
+    kinds = types.ModuleType | type | types.FunctionType | types.BuiltinFunctionType | np.ufunc
+    if isinstance(v, kinds | staticmethod | classmethod | property):
+        return v
+    return _value(v, depth)
+
+
+def fingerprint_of(fn: Any, depth: int = 0) -> Hashable:
+    """A key equal for two indicator functions only when they compute the same thing from the same bars;
+    ``_Unknown`` when that cannot be told from the function."""
+    if depth > _DEPTH:
+        raise _Unknown
+    if type(fn) is functools.partial:
+        keywords = tuple(sorted((k, _value(v, depth)) for k, v in fn.keywords.items()))
+        return "partial", fingerprint_of(fn.func, depth + 1), _value(fn.args, depth), keywords
+    if type(fn) is not types.FunctionType:
+        raise _Unknown  # a bound method, a callable object: its state is not in its code
+    code = fn.__code__
+    try:
+        contents = [cell.cell_contents for cell in fn.__closure__ or ()]
+    except ValueError:  # an empty cell
+        raise _Unknown from None
+    names = _code_names(code)
+    cells = tuple(_reference(v, names, depth, follow=True) for v in contents)
+    space, builtin = fn.__globals__, vars(builtins)
+    refs = tuple(
+        (name, _reference(space[name] if name in space else builtin[name], names, depth, follow=False))
+        for name in sorted(names)
+        if name in space or name in builtin
+    )
+    kwdefaults = tuple(sorted((k, _value(v, depth)) for k, v in (fn.__kwdefaults__ or {}).items()))
+    return code, cells, _value(fn.__defaults__ or (), depth), kwdefaults, refs
+
+
+def fingerprint(fn: Callable) -> Hashable | None:
+    """``fingerprint_of(fn)``, or None for a function whose result may depend on more than its code shows."""
+    try:
+        key = fingerprint_of(fn)
+        hash(key)
+    except (_Unknown, TypeError):
+        return None
+    return key
+
+
+def digest(feed: BarFeed) -> Hashable | None:
+    """What the bars of ``feed`` are, by content: every column, the bar times and the metadata."""
+    meta = feed.meta
+    try:
+        hash(meta)
+    except TypeError:
+        return None
+    h = hashlib.sha256()
+    for name in COLUMNS:
+        h.update(np.ascontiguousarray(feed.column(name)).data)
+    h.update(np.ascontiguousarray(feed.time.asi8).data)
+    return len(feed), str(feed.time.dtype), meta, h.digest()
+
+
+class ProvenIndicators:
+    """Indicator values proved causal, by function, bars and probe points (least recently used dropped
+    first beyond ``budget`` bytes or ``entries`` proofs). Safe to share between threads (a Dask worker
+    runs several tasks at once)."""
+
+    def __init__(self, budget: int = BUDGET, entries: int = ENTRIES):
+        self.budget, self.entries = budget, entries
+        self.hits = 0
+        self.misses = 0
+        self._kept: OrderedDict[Hashable, np.ndarray] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+        self._feed: BarFeed | None = None  # the last feed digested, held so its identity stays its own
+        self._digest: Hashable | None = None
+
+    def proved(
+        self,
+        fn: Callable,
+        feed: BarFeed,
+        name: str,
+        probes: list[int],
+        prove: Callable[[Callable, BarFeed, str, list[int]], np.ndarray],
+    ) -> np.ndarray:
+        """``prove(fn, feed, name, probes)``, or a copy of its values from an identical earlier call."""
+        key = self._key(fn, feed, probes)
+        if key is not None:
+            with self._lock:
+                kept = self._kept.get(key)
+                if kept is not None:
+                    self._kept.move_to_end(key)
+                    self.hits += 1
+                    return kept.copy()
+                self.misses += 1
+        values = prove(fn, feed, name, probes)
+        if key is not None and values.nbytes <= self.budget // 4:
+            kept = values.copy()
+            kept.flags.writeable = False
+            with self._lock:
+                if key not in self._kept:
+                    self._kept[key] = kept
+                    self._size += kept.nbytes
+                while self._size > self.budget or len(self._kept) > self.entries:
+                    _, dropped = self._kept.popitem(last=False)
+                    self._size -= dropped.nbytes
+        return values
+
+    def _key(self, fn: Callable, feed: BarFeed, probes: list[int]) -> Hashable | None:
+        code = fingerprint(fn)
+        if code is None:
+            return None
+        with self._lock:
+            # a run's feed is one object for all its indicators, and a backtest's feed never grows
+            if feed is not self._feed or self._digest is None or self._digest[0] != len(feed):
+                self._feed, self._digest = feed, digest(feed)
+            data = self._digest
+        if data is None:
+            return None
+        return code, data, tuple(probes)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+            self._size = 0
+            self._feed = self._digest = None
+
+
+PROVEN = ProvenIndicators()

@@ -1,0 +1,290 @@
+"""An indicator proved causal once is not proved again for the same function, bars and probe points, and
+nothing else ever reuses a proof: a function whose result may depend on state its key cannot see is proved
+in every call, a failed proof is never kept, and a look-ahead is caught in every optimisation pass that
+meets it, after the first as in the first."""
+
+from __future__ import annotations
+
+import functools
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_backtests.test_cheating_ea import DF
+
+from backtests import Backtest, LookAheadError
+from backtests.indicator_cache import PROVEN, ProvenIndicators, digest, fingerprint
+from backtests.optimize import optimize
+from backtests.replay import causal_indicator
+from datafeeds import meta_of
+from strategies import ExpertAdvisor, SmaCrossEA
+from strategies.bars import BarFeed
+from strategies.indicators import sma
+
+SCALE = 2.0  # a global a test rebinds
+HELPERS = types.ModuleType("helpers")  # a module whose attribute a test rebinds
+HELPERS.period = 5
+ARRAY = np.array([5])  # a global that is not a plain value
+
+
+def _window(period):
+    return lambda b: sma(b.close, period)
+
+
+def _own_attribute(b):
+    """An indicator reading an attribute of itself (set by an EA before it declares it)."""
+    return sma(b.close, _own_attribute.period)
+
+
+_own_attribute.period = 5
+
+
+def _lead(x: np.ndarray, k: int) -> np.ndarray:
+    """``x`` moved ``k`` bars earlier (k > 0 reads the future) or ``-k`` bars later."""
+    out = np.full_like(x, np.nan)
+    if k > 0:
+        out[: len(x) - k] = x[k:]
+    else:
+        out[-k:] = x[: len(x) + k]
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    PROVEN.clear()
+    yield
+    PROVEN.clear()
+
+
+def test_a_function_is_known_by_its_code_and_every_value_it_reads():
+    assert fingerprint(_window(5)) == fingerprint(_window(5))
+    assert fingerprint(_window(5)) != fingerprint(_window(6))
+    # the same number of another type or sign is another input
+    keys = {fingerprint(_window(v)) for v in (1, 1.0, True, np.int64(1), -0.0, 0.0)}
+    assert len(keys) == 6
+    assert fingerprint(lambda b: sma(b.close, 5)) != fingerprint(lambda b: sma(b.open, 5))
+    assert fingerprint(functools.partial(sma, period=5)) == fingerprint(functools.partial(sma, period=5))
+    assert fingerprint(functools.partial(sma, period=5)) != fingerprint(functools.partial(sma, period=6))
+
+    def scaled(b):
+        return b.close * SCALE
+
+    def from_module(b):
+        return sma(b.close, HELPERS.period)
+
+    class Settings:
+        period = 5
+
+    def from_class(b):
+        return sma(b.close, Settings.period)
+
+    global SCALE
+    functions = (scaled, from_module, from_class, _own_attribute)
+    before = [fingerprint(f) for f in functions]
+    old = SCALE
+    try:
+        SCALE, HELPERS.period, Settings.period, _own_attribute.period = 3.0, 6, 7, 8
+        after = [fingerprint(f) for f in functions]
+    finally:
+        SCALE, HELPERS.period, _own_attribute.period = old, 5, 5
+    assert all(a is not None and b is not None and a != b for a, b in zip(before, after, strict=True))
+
+
+def test_a_function_whose_result_may_depend_on_hidden_state_is_never_kept():
+    class EA:
+        period = 5
+
+        def line(self, b):
+            return sma(b.close, self.period)
+
+    ea, window, table = EA(), [5], {"period": 5}
+    hidden = (
+        ea.line,  # a bound method: the EA's state
+        lambda b: sma(b.close, ea.period),  # a closure over an object
+        lambda b: sma(b.close, window[0]),  # over a list
+        lambda b: sma(b.close, table["period"]),  # over a dict
+        lambda b: sma(b.close, ARRAY[0]),  # a global array
+    )
+    assert [fingerprint(fn) for fn in hidden] == [None] * 5
+    assert fingerprint(lambda b: b.close * np.ones(len(b.close))) is not None  # np, len: by identity
+
+
+def test_bars_are_known_by_their_content_not_their_frame():
+    meta = meta_of(DF)
+    first = digest(BarFeed.from_frame(DF, meta))
+    assert digest(BarFeed.from_frame(DF.copy(), meta)) == first
+    for column in ("open", "tick_volume", "spread", "real_volume"):
+        changed = DF.copy()
+        changed.iloc[200, changed.columns.get_loc(column)] += 1
+        assert digest(BarFeed.from_frame(changed, meta)) != first, column
+    shifted = DF.copy()
+    shifted.index = shifted.index + pd.Timedelta(hours=1)
+    assert digest(BarFeed.from_frame(shifted, meta)) != first
+    assert digest(BarFeed.from_frame(DF.iloc[:-1], meta)) != first
+
+
+def test_an_identical_request_gets_a_copy_of_the_kept_values_and_nothing_else_does():
+    cache, calls = ProvenIndicators(), []
+
+    def prove(fn, feed, name, probes):
+        calls.append((name, tuple(probes)))
+        return causal_indicator(fn, feed, name, probes)
+
+    feed = BarFeed.from_frame(DF, meta_of(DF))
+    first = cache.proved(_window(5), feed, "a", [100, 200], prove)
+    again = cache.proved(_window(5), BarFeed.from_frame(DF.copy(), meta_of(DF)), "b", [100, 200], prove)
+    assert len(calls) == 1 and cache.hits == 1
+    np.testing.assert_array_equal(first, again)
+    again[:] = 0.0  # the caller's copy: the kept values stay as proved
+    np.testing.assert_array_equal(cache.proved(_window(5), feed, "c", [100, 200], prove), first)
+    cache.proved(_window(5), feed, "d", [100, 300], prove)  # other probe points: proved again
+    cache.proved(_window(6), feed, "e", [100, 200], prove)
+    cache.proved(lambda b: sma(b.close, [5][0]), feed, "f", [100, 200], prove)  # not kept
+    cache.proved(lambda b: sma(b.close, [5][0]), feed, "g", [100, 200], prove)
+    assert [c[0] for c in calls] == ["a", "d", "e", "f", "g"]
+
+
+def test_a_failed_proof_is_never_kept():
+    cache, calls = ProvenIndicators(), []
+
+    def prove(fn, feed, name, probes):
+        calls.append(name)
+        return causal_indicator(fn, feed, name, probes)
+
+    feed = BarFeed.from_frame(DF, meta_of(DF))
+    for _ in range(3):
+        with pytest.raises(LookAheadError, match="'peek' looks ahead"):
+            cache.proved(lambda b: _lead(b.close, 1), feed, "peek", [100, 200], prove)
+    assert calls == ["peek"] * 3 and cache.hits == 0
+
+
+def test_the_kept_values_stay_within_their_budget():
+    cache = ProvenIndicators(budget=4 * DF.shape[0] * 8)  # room for four lines of the history
+    feed = BarFeed.from_frame(DF, meta_of(DF))
+    for period in range(2, 12):
+        cache.proved(_window(period), feed, "w", [100], causal_indicator)
+    assert len(cache._kept) == 4 and cache._size <= cache.budget
+    cache.proved(_window(11), feed, "w", [100], causal_indicator)  # the newest are kept
+    assert cache.hits == 1
+
+
+def test_the_kept_proofs_stay_within_their_count():
+    cache = ProvenIndicators(entries=3)
+    feed = BarFeed.from_frame(DF, meta_of(DF))
+    for period in range(2, 8):
+        cache.proved(_window(period), feed, "w", [100], causal_indicator)
+    assert len(cache._kept) == 3
+
+
+def test_threads_sharing_the_kept_proofs_each_get_their_own_function_s_values():
+    """A Dask worker runs several passes at once on threads: each gets the values of its own function."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cache = ProvenIndicators(entries=5)  # small: proofs are dropped while others are read
+    meta = meta_of(DF)
+    expected = {
+        p: causal_indicator(_window(p), BarFeed.from_frame(DF, meta), "w", [100]) for p in range(2, 12)
+    }
+
+    def one(k: int) -> bool:
+        period = 2 + k % 10
+        got = cache.proved(_window(period), BarFeed.from_frame(DF, meta), "w", [100], causal_indicator)
+        return np.array_equal(got, expected[period], equal_nan=True)
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(one, range(200)))
+    assert cache.hits > 0
+
+
+def test_candles_changed_in_place_between_runs_are_new_bars():
+    """The bars are known by their content: a frame edited in place after a run is not served the first
+    run's indicator values."""
+    frame = DF.copy()
+    first = Backtest(frame, SmaCrossEA, forward=None).run(fast=3, slow=9)
+    frame.loc[frame.index[150:], "close"] += 0.01  # the same frame object, other closes
+    changed = Backtest(frame, SmaCrossEA, forward=None).run(fast=3, slow=9)
+    PROVEN.clear()
+    fresh = Backtest(frame, SmaCrossEA, forward=None).run(fast=3, slow=9)
+    pd.testing.assert_series_equal(changed.stats, fresh.stats)
+    assert changed.stats["total_net_profit"] != first.stats["total_net_profit"]
+
+
+def test_a_backtest_gives_the_same_figures_from_kept_proofs():
+    bt = Backtest(DF, SmaCrossEA, forward="1/3")
+    cold = bt.run(fast=4, slow=30)
+    hits = PROVEN.hits
+    warm = bt.run(fast=4, slow=30)
+    assert PROVEN.hits == hits + 2
+    pd.testing.assert_series_equal(warm.stats, cold.stats)
+    pd.testing.assert_frame_equal(warm.trades, cold.trades)
+    pd.testing.assert_frame_equal(warm.equity, cold.equity)
+
+
+class Shifted(ExpertAdvisor):
+    """Trades on a line of closes moved ``shift`` bars: later (honest) or earlier (a look at the future)."""
+
+    shift: int = -1
+    lots: float = 0.1
+    order: list[int] = []  # noqa: RUF012 - the shifts in the order their passes ran (this process)
+
+    def on_init(self) -> None:
+        type(self).order.append(self.shift)
+        shift = self.shift
+        self.line = self.indicator(lambda b: _lead(b.close, shift), f"lead{shift}")
+
+    def on_bar(self) -> None:
+        if len(self.bars) > 2 and self.line[-1] > self.bars.close[-1]:
+            self.close()
+            self.buy(self.lots)
+        elif len(self.bars) > 2:
+            self.close()
+            self.sell(self.lots)
+
+
+class Turncoat(ExpertAdvisor):
+    """Honest in its first passes, then peeking through state its indicator reads (a class attribute
+    counted up by each pass's ``on_init``): the same parameters, another function."""
+
+    period: int = 3
+    runs = 0
+
+    def on_init(self) -> None:
+        type(self).runs += 1
+        period = self.period
+        self.line = self.indicator(lambda b: _lead(b.close, 1 if Turncoat.runs > 2 else -period), "turncoat")
+
+    def on_bar(self) -> None:
+        pass
+
+
+def test_a_look_ahead_is_caught_in_an_optimisation_pass_after_the_first():
+    """Passes that repeat an honest line reuse its proof; the passes whose line peeks, run after honest
+    ones with the same function, are refused as look-aheads, in this process and in a worker process."""
+    space = {"shift": [-3, -2, -1, 1, 2], "lots": [0.1, 0.2]}
+    Shifted.order = []
+    inline = optimize(DF, Shifted, space, workers=0).sort_values("pass")
+    assert Shifted.order[0] < 0 and len(Shifted.order) == 10  # an honest pass ran first
+    assert PROVEN.hits > 0
+    pooled = optimize(DF, Shifted, space, workers=1).sort_values("pass")
+    for table in (inline, pooled):
+        for row in table.itertuples():
+            if row.shift > 0:
+                assert isinstance(row.error, str) and np.isnan(row.criterion), row
+                assert row.error.startswith(f"LookAheadError: indicator 'lead{row.shift}' looks ahead"), row
+            else:
+                full = Backtest(DF, Shifted, forward=None).run(shift=row.shift, lots=row.lots)
+                assert not isinstance(row.error, str) and row.criterion == full.stats["final_balance"], row
+    pd.testing.assert_frame_equal(inline.drop(columns="seconds"), pooled.drop(columns="seconds"))
+
+
+def test_an_indicator_that_turns_to_peeking_through_state_it_reads_is_caught():
+    Turncoat.runs = 0
+    table = optimize(DF, Turncoat, {"period": [3]}, workers=0)
+    assert table["error"].isna().all()
+    bt = Backtest(DF, Turncoat, forward=None)
+    bt.run()  # the second run, honest: its proof is kept under Turncoat.runs == 2
+    with pytest.raises(LookAheadError, match="'turncoat' looks ahead"):
+        bt.run()
+    with pytest.raises(LookAheadError, match="'turncoat' looks ahead"):
+        bt.run()
