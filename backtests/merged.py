@@ -95,9 +95,16 @@ def _walk_bar(desks: list, t: int) -> None:
     walking = with_path(desks, t)
     at = [_span(d, t)[0] if now is None else _first_at(d, t, now) for d in walking]
     begun = any(a > _span(d, t)[0] for d, a in zip(walking, at, strict=True))  # minutes worked before
-    if len(busy) == 1 and not begun and not any(d.book.positions for d in desks if d is not busy[0]):
-        busy[0].inside = None  # its own minutes set its prices from its first on
-        busy[0].bar_range(t)
+    alone = busy[0]
+    if (
+        len(busy) == 1
+        and not begun
+        and not any(d.book.positions for d in desks if d is not alone)
+        and getattr(alone.money.profit, "pair", None) is None  # its money read at another symbol's price
+        and getattr(alone.money.margin, "pair", None) is None
+    ):
+        alone.inside = None  # its own minutes set its prices from its first on
+        alone.bar_range(t)
         return
     for d in desks:
         if d not in walking and d.book and not closed_at(d, t):
@@ -233,8 +240,26 @@ def stop_out_possible(walking: list, t: int, extremes, screen: bool) -> bool:
         if not desk.book.positions:
             continue
         bounds = extremes(walking.index(desk), desk) if desk in walking else None
-        worst += desk.floating_now() if bounds is None else desk.floating(*bounds)
+        if bounds is None:
+            bounds = (desk.price_points(-1), desk.price_points(+1))
+        reach = _pair_reach(walking, extremes, desk)
+        worst += desk.money.floating(desk.book.positions, *bounds, reach)
     return worst <= _SLACK * funds.stop_out_level / 100.0 * margin
+
+
+def _pair_reach(walking: list, extremes, desk) -> tuple[float, float] | None:
+    """The lowest bid and highest ask (points) of the symbol converting ``desk``'s profit in the rest of
+    the bar: its price now and the prices still to come (it moves while ``desk``'s loss grows); None where
+    the profit needs no other symbol."""
+    rate = desk.money.profit
+    pair = None if rate.unity else rate.pair
+    if pair is None:
+        return None
+    low, high = pair.price_points(-1), pair.price_points(+1)
+    bounds = extremes(walking.index(pair), pair) if pair in walking else None
+    if bounds is not None:
+        low, high = min(low, bounds[0]), max(high, bounds[1])
+    return low, high
 
 
 def _before(path, span: tuple[int, int], ns: int) -> int:
