@@ -19,7 +19,8 @@ conversions' moves, rules it out. Otherwise only the minutes where a symbol's ow
 expiries can be reached are worked (as the single-symbol walk skips), still in time order, and the other
 symbols' prices are set to their price of that moment first. A fill changes the account's margin, so after
 one the bound is taken again, and the rest of the bar is walked minute by minute where it no longer holds.
-One symbol alone with nothing open elsewhere keeps the single-symbol walk.
+One symbol alone with nothing open elsewhere, and neither its profit nor its margin converted through
+another symbol, keeps the single-symbol walk.
 """
 
 from __future__ import annotations
