@@ -116,3 +116,28 @@ def test_ohlc1m_a_stop_out_reads_the_converting_pairs_minute_not_its_bars_open(e
     trade = result.trades[result.trades["symbol"] == "EURGBP"].iloc[0]
     assert (trade["exit_reason"], trade["exit_time"]) == ("stop out", T0 + pd.Timedelta(minutes=121))
     assert trade["exit_price"] == pytest.approx(price) and trade["profit"] == profit
+
+
+class _CrossWithStop(ExpertAdvisor):
+    symbols = ("EURGBP",)
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy(1.0, symbol="EURGBP", sl=0.84)
+
+
+def test_ohlc1m_a_stop_loss_of_a_lone_symbol_is_converted_at_the_pairs_price_of_that_minute():
+    """EURGBP's stop-loss at 0.84 is reached in its 02:01 minute, when GBPUSD stands at 1.60 (its 02:01
+    open, after its 02:00 minute rose from 1.30): -1,000 GBP x 1.60 = -1,600.00 USD. EURGBP walked alone
+    converted it at GBPUSD's 1.30 of the bar's open: -1,300.00, 300 dollars in the EA's favour."""
+    m1 = {
+        "EURGBP": _minutes("EURGBP", 0.85, {121: (0.85, 0.85, 0.84, 0.85)}),
+        "GBPUSD": _minutes("GBPUSD", 1.3, {120: (1.3, 1.6, 1.3, 1.6), 121: (1.6, 1.6, 1.3, 1.3)}),
+        "EURUSD": _minutes("EURUSD", 1.1, {}),
+    }
+    frames = {s: resample(df, "H1") for s, df in m1.items()}
+    account = AccountConfig(deposit=100_000.0, spread=0, leverage=100.0)
+    result = Backtest(frames, _CrossWithStop, model="ohlc1m", m1=m1, account=account, forward=None).run()
+    trade = result.trades.iloc[0]
+    assert (trade["exit_reason"], trade["exit_time"]) == ("sl", T0 + pd.Timedelta(minutes=121))
+    assert trade["exit_price"] == pytest.approx(0.84) and trade["profit"] == -1600.00
