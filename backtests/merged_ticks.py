@@ -49,9 +49,10 @@ def open_ticks(desks: list, t: int, firsts: list) -> list:
     for j, d in enumerate(desks):
         row = _decision_row(desks, d, t)
         if row is not None and row < int(d.price_path.starts[t]):  # its first tick comes later
-            tick = _tick_at(d.price_path, row)
-            d.now = tick
-            firsts[j] = (tick[1], tick[1], tick[1], tick[2] - tick[1])
+            path = d.price_path
+            d.now = _tick_at(path, row)
+            bid = float(path.bid_points[row])  # a quote is in points, as ``TickPath.open_bar``'s
+            firsts[j] = (bid, bid, bid, float(path.ask_points[row]) - bid)
     return firsts
 
 
