@@ -188,7 +188,11 @@ def _walk(walking: list, t: int, at: list, ends: list) -> None:
 
 
 def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
-    """Every remaining minute of every symbol, in time order."""
+    """Every remaining minute of every symbol, in time order. A minute of a symbol that converts the
+    profit of another's positions (GBPUSD for EURGBP's pounds) moves their equity: the account's stop-out
+    is checked at each of its four prices, MetaTrader's ticks of a 1-minute OHLC minute, those positions
+    standing at their prices then (``_converted_at``)."""
+    converted = [converting(walking, p) for p in walking]
     rows = []
     for k, d in enumerate(walking):
         path, (_, b) = d.price_path, spans[k]
@@ -205,6 +209,31 @@ def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
         d.now_ns = ns
         d.inside = d.price_path.minute(d, t, m)
         nxt[k] = m + 1
+        for desk in converted[k]:
+            if desk.book.positions and desk.inside is not None:
+                _converted_at(d, m, desk, t)
+
+
+def converting(walking: list, pair) -> list:
+    """The symbols of ``walking`` whose profit ``pair`` converts into the deposit currency."""
+    return [d for d in walking if d is not pair and getattr(d.money.profit, "pair", None) is pair]
+
+
+def _converted_at(pair, m: int, desk, t: int) -> None:
+    """``desk``'s stop-out at each of the four prices of ``pair``'s minute ``m`` (its path order), ``desk``
+    standing at its price now: only the conversion of its profit moved."""
+    path, kept = pair.price_path, pair.inside
+    spread = float(path.spread[m])
+    bid, ask = desk.inside
+    try:
+        for price in path.points[m].tolist():
+            pair.inside = (price, price + spread)
+            desk.quote = (bid, bid, bid, ask - bid)
+            desk.at_open_checks(t)
+            if not desk.book.positions:
+                break
+    finally:
+        pair.inside = kept
 
 
 def _stop_out_possible(walking: list, t: int, spans: list, at: list) -> bool:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backtests.merged import closed_at, stop_out_possible, with_path
+from backtests.merged import closed_at, converting, stop_out_possible, with_path
 from strategies.trade import Tick
 
 
@@ -174,13 +174,17 @@ def _walk(walking: list, t: int, at: list, ends: list) -> None:
 
 
 def _every_tick(walking: list, t: int, spans: list, at: list) -> None:
-    """Every remaining tick of every symbol holding something, in time order (ties: the symbols' order)."""
+    """Every remaining tick of every symbol holding something or converting the profit of a symbol that
+    does, in time order (ties: the symbols' order). A tick of a converting symbol moves the equity of the
+    positions it converts (EURGBP's pounds at GBPUSD's price): the account's stop-out is checked there,
+    those positions standing at their prices then, as MetaTrader checks the margin level at every tick."""
     funds = walking[0].funds
     funds.screening = False  # the bar's own range does not bound these prices (see the module docstring)
+    converted = [converting(walking, p) for p in walking]
     rows = []
     for k, d in enumerate(walking):
         a, b = at[k], spans[k][1]
-        if d.book and a < b:
+        if (d.book or converted[k]) and a < b:
             ns = d.price_path.ns[a:b]
             rows.append(np.column_stack((ns, np.full(b - a, k), np.arange(a, b))))
     if not rows:
@@ -192,6 +196,11 @@ def _every_tick(walking: list, t: int, spans: list, at: list) -> None:
             if j != k:
                 _stand(d, j < k, ns)
         walking[k].price_path.tick(walking[k], t, m)
+        for d in converted[k]:
+            if d.book.positions:  # at the price it stands at: only the conversion moved
+                bid, ask = d.inside
+                d.quote = (bid, bid, bid, ask - bid)
+                d.at_open_checks(t)
 
 
 def _stop_out_possible(walking: list, t: int, spans: list) -> bool:

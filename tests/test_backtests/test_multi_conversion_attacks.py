@@ -141,3 +141,46 @@ def test_ohlc1m_a_stop_loss_of_a_lone_symbol_is_converted_at_the_pairs_price_of_
     trade = result.trades.iloc[0]
     assert (trade["exit_reason"], trade["exit_time"]) == ("sl", T0 + pd.Timedelta(minutes=121))
     assert trade["exit_price"] == pytest.approx(0.84) and trade["profit"] == -1600.00
+
+
+def test_ticks_a_move_of_the_converting_pair_alone_stops_the_position_out_at_that_tick():
+    """EURGBP dips to 0.84 at 02:00:10 (-1,000 GBP at GBPUSD's 1.30: equity 700, above the 550 of the
+    stop-out) and stands there; GBPUSD jumps to 1.60 at 02:00:20: -1,600 USD, equity 400, so the position
+    is stopped out at that tick at EURGBP's 0.84: -1,600.00. Both come back before the hour ends. A tick of
+    a symbol without positions checked nothing, and EURGBP's own next tick (0.85) no longer lost: the run
+    ended flat at 0.00."""
+    rows = {
+        "EURGBP": [
+            (0, 0.85),
+            (H, 0.85),
+            (2 * H, 0.85),
+            (2 * H + 10, 0.84),
+            (2 * H + 40, 0.85),
+            (4 * H - 1, 0.85),
+        ],
+        "GBPUSD": [(0, 1.3), (H, 1.3), (2 * H, 1.3), (2 * H + 20, 1.6), (2 * H + 50, 1.3), (4 * H - 1, 1.3)],
+        "EURUSD": [(0, 1.1), (H, 1.1), (2 * H, 1.1), (3 * H, 1.1), (4 * H - 1, 1.1)],
+    }
+    ticks = {s: _ticks(s, r) for s, r in rows.items()}
+    frames = {s: bars_from_ticks(t, "H1") for s, t in ticks.items()}
+    result = Backtest(frames, _Cross, model="ticks", ticks=ticks, account=ACCOUNT, forward=None).run()
+    trade = result.trades.iloc[0]
+    assert (trade["exit_reason"], trade["exit_time"]) == ("stop out", T0 + pd.Timedelta(seconds=2 * H + 20))
+    assert trade["exit_price"] == pytest.approx(0.84) and trade["profit"] == -1600.00
+
+
+def test_ohlc1m_a_move_of_the_converting_pair_alone_stops_the_position_out_at_its_minutes_price():
+    """EURGBP's 02:00 minute ends at 0.84 and its 02:01 minute opens there; GBPUSD's 02:01 minute is a bull
+    minute 1.30 -> 1.30 -> 1.60 -> 1.60 (MetaTrader's four ticks of a 1-minute OHLC minute). At its 1.60 the
+    pounds lost cost 1,600 USD (equity 400 < 550): EURGBP is stopped out at the 0.84 it stands at,
+    -1,600.00. The minute of a symbol without positions checked nothing: the run ended flat."""
+    m1 = {
+        "EURGBP": _minutes("EURGBP", 0.85, {120: (0.85, 0.85, 0.84, 0.84), 121: (0.84, 0.85, 0.84, 0.85)}),
+        "GBPUSD": _minutes("GBPUSD", 1.3, {121: (1.3, 1.6, 1.3, 1.6), 122: (1.6, 1.6, 1.3, 1.3)}),
+        "EURUSD": _minutes("EURUSD", 1.1, {}),
+    }
+    frames = {s: resample(df, "H1") for s, df in m1.items()}
+    result = Backtest(frames, _Cross, model="ohlc1m", m1=m1, account=ACCOUNT, forward=None).run()
+    trade = result.trades.iloc[0]
+    assert (trade["exit_reason"], trade["exit_time"]) == ("stop out", T0 + pd.Timedelta(minutes=121))
+    assert trade["exit_price"] == pytest.approx(0.84) and trade["profit"] == -1600.00
