@@ -50,7 +50,7 @@ def open_ticks(desks: list, t: int, firsts: list) -> list:
         row = _decision_row(desks, d, t)
         if row is not None and row < int(d.price_path.starts[t]):  # its first tick comes later
             path = d.price_path
-            d.now = _tick_at(path, row)
+            d.now = _stood_at(path, row, _decision_ns(desks, t))
             bid = float(path.bid_points[row])  # a quote is in points, as ``TickPath.open_bar``'s
             firsts[j] = (bid, bid, bid, float(path.ask_points[row]) - bid)
     return firsts
@@ -66,8 +66,9 @@ def to_decision(desks: list, t: int) -> None:
     ends = [_decision_row(desks, d, t) + 1 for d in walking]
     if any(a < e for a, e in zip(at, ends, strict=True)) and any(d.book for d in walking):
         _run(walking, t, at, ends)
+    now = _decision_ns(desks, t)
     for d in walking:
-        d.now = _tick_at(d.price_path, _decision_row(desks, d, t))
+        d.now = _stood_at(d.price_path, _decision_row(desks, d, t), now)
         d.now_ns = d.inside = None
 
 
@@ -105,10 +106,25 @@ def _decision_row(desks: list, desk, t: int) -> int | None:
     s, e = int(path.starts[t]), int(path.starts[t + 1])
     if desk is desks[0]:
         return s
-    main = desks[0].price_path
-    now = int(main.ns[main.starts[t]]) if main is not None and main.covers(t) else int(path.edges_ns[t])
+    now = _decision_ns(desks, t)
     row = s + int(np.searchsorted(path.ns[s:e], now, side="right")) - 1
     return row if row >= s else s - 1 if s > 0 else s  # no tick before the path's first: that one
+
+
+def _decision_ns(desks: list, t: int) -> int:
+    """The UTC ns the EA decides at in bar ``t``: the main symbol's first tick of the bar, else the bar's
+    opening time."""
+    main = desks[0].price_path
+    if main is not None and main.covers(t):
+        return int(main.ns[main.starts[t]])
+    return int(next(d.price_path for d in desks if d.price_path is not None).edges_ns[t])
+
+
+def _stood_at(path, row: int, now: int) -> Tick:
+    """The quote of ``path``'s tick ``row`` as it stands at UTC ``now`` (the decision's moment, at or after
+    that tick): the prices of its last tick, the clock of the server now, which a request's time, its
+    "today" and the orders' expiries read (MetaTrader's ``TimeCurrent``, the newest tick of any symbol)."""
+    return Tick.at(now, float(path.bid[row]), float(path.ask[row]))
 
 
 def _from(desks: list, desk, t: int) -> int:

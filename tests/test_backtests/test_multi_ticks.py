@@ -430,3 +430,35 @@ def test_ticks_a_symbol_whose_first_tick_comes_later_is_checked_at_its_last_tick
     trade = trades.iloc[0]
     assert (trade["exit_reason"], trade["exit_price"], trade["profit"]) == ("end of test", 1.31, profit)
     assert result.stats["total_net_profit"] == profit
+
+
+class _TodayOnALateSymbol(ExpertAdvisor):
+    """At the first decision of a server day: a GBPUSD buy limit far below the market, good for "today"."""
+
+    symbols = ("EURUSD", "GBPUSD")
+
+    def on_bar(self):
+        if self.time_current.hour == 0 and not self.orders():
+            self.buy_limit(1.0, 1.2, symbol="GBPUSD", expiration="today")
+
+
+def test_ticks_a_request_on_a_symbol_standing_at_an_older_tick_is_timed_at_the_decision():
+    """The EA decides at 00:00:00 on 3 January (EURUSD's tick); GBPUSD's newest tick is of 23:59:50 the
+    day before, its next of 00:05:00. The order is placed at 00:00:00 (MetaTrader's ``TimeCurrent``, the
+    newest tick of any symbol), good until the end of 3 January, and still working when the test ends at
+    01:00. It was stamped 23:59:50 (before the EA decided), its "today" read as 2 January, and it expired
+    at GBPUSD's next tick, five minutes after it was placed."""
+    day = 24 * H
+    eur = [(0, 1.1), (day - H, 1.1), (day, 1.1), (day + 10, 1.1), (day + H, 1.1), (day + 2 * H - 1, 1.1)]
+    gbp = [
+        (0, 1.3),
+        (day - H, 1.3),
+        (day - 10, 1.3),
+        (day + 300, 1.31),
+        (day + H, 1.31),
+        (day + 2 * H - 1, 1.31),
+    ]
+    result = _two(100_000.0, eur=eur, gbp=gbp, ea=_TodayOnALateSymbol)
+    order = result.orders.iloc[0]
+    assert order["time_setup"] == T0 + pd.Timedelta(days=1)
+    assert (order["state"], order["time_done"]) == ("canceled", T0 + pd.Timedelta(days=1, hours=1))
