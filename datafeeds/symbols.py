@@ -302,9 +302,13 @@ def read_spec_file(path: str | Path) -> dict[str, SymbolSpec]:
     if not isinstance(doc, dict) or not doc:
         raise SpecError(f"{path}: expected one table per symbol, e.g. [EURUSD] with digits = 5")
     out = {}
-    for name, values in doc.items():
+    for given, values in doc.items():
         if not isinstance(values, dict):
-            raise SpecError(f"{path}: symbol {name}: expected a table of fields, not {type(values).__name__}")
+            kind = type(values).__name__
+            raise SpecError(f"{path}: symbol {given}: expected a table of fields, not {kind}")
+        name = given.upper()  # in capitals, as every source and --symbols name a symbol
+        if name in out:
+            raise SpecError(f"{path}: symbol {given!r} is given twice (names are compared in capitals)")
         out[name] = spec_from_mapping(name, values, str(path), BUILTIN.get(name))
     return out
 
