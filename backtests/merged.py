@@ -19,7 +19,8 @@ conversions' moves, rules it out. Otherwise only the minutes where a symbol's ow
 expiries can be reached are worked (as the single-symbol walk skips), still in time order, and the other
 symbols' prices are set to their price of that moment first. A fill changes the account's margin, so after
 one the bound is taken again, and the rest of the bar is walked minute by minute where it no longer holds.
-One symbol alone with nothing open elsewhere keeps the single-symbol walk.
+One symbol alone with nothing open elsewhere, and neither its profit nor its margin converted through
+another symbol, keeps the single-symbol walk.
 """
 
 from __future__ import annotations
@@ -95,9 +96,16 @@ def _walk_bar(desks: list, t: int) -> None:
     walking = with_path(desks, t)
     at = [_span(d, t)[0] if now is None else _first_at(d, t, now) for d in walking]
     begun = any(a > _span(d, t)[0] for d, a in zip(walking, at, strict=True))  # minutes worked before
-    if len(busy) == 1 and not begun and not any(d.book.positions for d in desks if d is not busy[0]):
-        busy[0].inside = None  # its own minutes set its prices from its first on
-        busy[0].bar_range(t)
+    alone = busy[0]
+    if (
+        len(busy) == 1
+        and not begun
+        and not any(d.book.positions for d in desks if d is not alone)
+        and getattr(alone.money.profit, "pair", None) is None  # its money read at another symbol's price
+        and getattr(alone.money.margin, "pair", None) is None
+    ):
+        alone.inside = None  # its own minutes set its prices from its first on
+        alone.bar_range(t)
         return
     for d in desks:
         if d not in walking and d.book and not closed_at(d, t):
@@ -180,7 +188,11 @@ def _walk(walking: list, t: int, at: list, ends: list) -> None:
 
 
 def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
-    """Every remaining minute of every symbol, in time order."""
+    """Every remaining minute of every symbol, in time order. A minute of a symbol that converts the
+    profit of another's positions (GBPUSD for EURGBP's pounds) moves their equity: the account's stop-out
+    is checked at each of its four prices, MetaTrader's ticks of a 1-minute OHLC minute, those positions
+    standing at their prices then (``_converted_at``)."""
+    converted = [converting(walking, p) for p in walking]
     rows = []
     for k, d in enumerate(walking):
         path, (_, b) = d.price_path, spans[k]
@@ -197,6 +209,31 @@ def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
         d.now_ns = ns
         d.inside = d.price_path.minute(d, t, m)
         nxt[k] = m + 1
+        for desk in converted[k]:
+            if desk.book.positions and desk.inside is not None:
+                _converted_at(d, m, desk, t)
+
+
+def converting(walking: list, pair) -> list:
+    """The symbols of ``walking`` whose profit ``pair`` converts into the deposit currency."""
+    return [d for d in walking if d is not pair and getattr(d.money.profit, "pair", None) is pair]
+
+
+def _converted_at(pair, m: int, desk, t: int) -> None:
+    """``desk``'s stop-out at each of the four prices of ``pair``'s minute ``m`` (its path order), ``desk``
+    standing at its price now: only the conversion of its profit moved."""
+    path, kept = pair.price_path, pair.inside
+    spread = float(path.spread[m])
+    bid, ask = desk.inside
+    try:
+        for price in path.points[m].tolist():
+            pair.inside = (price, price + spread)
+            desk.quote = (bid, bid, bid, ask - bid)
+            desk.at_open_checks(t)
+            if not desk.book.positions:
+                break
+    finally:
+        pair.inside = kept
 
 
 def _stop_out_possible(walking: list, t: int, spans: list, at: list) -> bool:
@@ -233,8 +270,26 @@ def stop_out_possible(walking: list, t: int, extremes, screen: bool) -> bool:
         if not desk.book.positions:
             continue
         bounds = extremes(walking.index(desk), desk) if desk in walking else None
-        worst += desk.floating_now() if bounds is None else desk.floating(*bounds)
+        if bounds is None:
+            bounds = (desk.price_points(-1), desk.price_points(+1))
+        reach = _pair_reach(walking, extremes, desk)
+        worst += desk.money.floating(desk.book.positions, *bounds, reach)
     return worst <= _SLACK * funds.stop_out_level / 100.0 * margin
+
+
+def _pair_reach(walking: list, extremes, desk) -> tuple[float, float] | None:
+    """The lowest bid and highest ask (points) of the symbol converting ``desk``'s profit in the rest of
+    the bar: its price now and the prices still to come (it moves while ``desk``'s loss grows); None where
+    the profit needs no other symbol."""
+    rate = desk.money.profit
+    pair = None if rate.unity else rate.pair
+    if pair is None:
+        return None
+    low, high = pair.price_points(-1), pair.price_points(+1)
+    bounds = extremes(walking.index(pair), pair) if pair in walking else None
+    if bounds is not None:
+        low, high = min(low, bounds[0]), max(high, bounds[1])
+    return low, high
 
 
 def _before(path, span: tuple[int, int], ns: int) -> int:

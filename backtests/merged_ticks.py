@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backtests.merged import closed_at, stop_out_possible, with_path
+from backtests.merged import closed_at, converting, stop_out_possible, with_path
 from strategies.trade import Tick
 
 
@@ -49,9 +49,10 @@ def open_ticks(desks: list, t: int, firsts: list) -> list:
     for j, d in enumerate(desks):
         row = _decision_row(desks, d, t)
         if row is not None and row < int(d.price_path.starts[t]):  # its first tick comes later
-            tick = _tick_at(d.price_path, row)
-            d.now = tick
-            firsts[j] = (tick[1], tick[1], tick[1], tick[2] - tick[1])
+            path = d.price_path
+            d.now = _stood_at(path, row, _decision_ns(desks, t))
+            bid = float(path.bid_points[row])  # a quote is in points, as ``TickPath.open_bar``'s
+            firsts[j] = (bid, bid, bid, float(path.ask_points[row]) - bid)
     return firsts
 
 
@@ -65,8 +66,9 @@ def to_decision(desks: list, t: int) -> None:
     ends = [_decision_row(desks, d, t) + 1 for d in walking]
     if any(a < e for a, e in zip(at, ends, strict=True)) and any(d.book for d in walking):
         _run(walking, t, at, ends)
+    now = _decision_ns(desks, t)
     for d in walking:
-        d.now = _tick_at(d.price_path, _decision_row(desks, d, t))
+        d.now = _stood_at(d.price_path, _decision_row(desks, d, t), now)
         d.now_ns = d.inside = None
 
 
@@ -104,10 +106,25 @@ def _decision_row(desks: list, desk, t: int) -> int | None:
     s, e = int(path.starts[t]), int(path.starts[t + 1])
     if desk is desks[0]:
         return s
-    main = desks[0].price_path
-    now = int(main.ns[main.starts[t]]) if main is not None and main.covers(t) else int(path.edges_ns[t])
+    now = _decision_ns(desks, t)
     row = s + int(np.searchsorted(path.ns[s:e], now, side="right")) - 1
     return row if row >= s else s - 1 if s > 0 else s  # no tick before the path's first: that one
+
+
+def _decision_ns(desks: list, t: int) -> int:
+    """The UTC ns the EA decides at in bar ``t``: the main symbol's first tick of the bar, else the bar's
+    opening time."""
+    main = desks[0].price_path
+    if main is not None and main.covers(t):
+        return int(main.ns[main.starts[t]])
+    return int(next(d.price_path for d in desks if d.price_path is not None).edges_ns[t])
+
+
+def _stood_at(path, row: int, now: int) -> Tick:
+    """The quote of ``path``'s tick ``row`` as it stands at UTC ``now`` (the decision's moment, at or after
+    that tick): the prices of its last tick, the clock of the server now, which a request's time, its
+    "today" and the orders' expiries read (MetaTrader's ``TimeCurrent``, the newest tick of any symbol)."""
+    return Tick.at(now, float(path.bid[row]), float(path.ask[row]))
 
 
 def _from(desks: list, desk, t: int) -> int:
@@ -173,13 +190,17 @@ def _walk(walking: list, t: int, at: list, ends: list) -> None:
 
 
 def _every_tick(walking: list, t: int, spans: list, at: list) -> None:
-    """Every remaining tick of every symbol holding something, in time order (ties: the symbols' order)."""
+    """Every remaining tick of every symbol holding something or converting the profit of a symbol that
+    does, in time order (ties: the symbols' order). A tick of a converting symbol moves the equity of the
+    positions it converts (EURGBP's pounds at GBPUSD's price): the account's stop-out is checked there,
+    those positions standing at their prices then, as MetaTrader checks the margin level at every tick."""
     funds = walking[0].funds
     funds.screening = False  # the bar's own range does not bound these prices (see the module docstring)
+    converted = [converting(walking, p) for p in walking]
     rows = []
     for k, d in enumerate(walking):
         a, b = at[k], spans[k][1]
-        if d.book and a < b:
+        if (d.book or converted[k]) and a < b:
             ns = d.price_path.ns[a:b]
             rows.append(np.column_stack((ns, np.full(b - a, k), np.arange(a, b))))
     if not rows:
@@ -191,6 +212,11 @@ def _every_tick(walking: list, t: int, spans: list, at: list) -> None:
             if j != k:
                 _stand(d, j < k, ns)
         walking[k].price_path.tick(walking[k], t, m)
+        for d in converted[k]:
+            if d.book.positions:  # at the price it stands at: only the conversion moved
+                bid, ask = d.inside
+                d.quote = (bid, bid, bid, ask - bid)
+                d.at_open_checks(t)
 
 
 def _stop_out_possible(walking: list, t: int, spans: list) -> bool:

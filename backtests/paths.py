@@ -153,6 +153,7 @@ def check_inside(candles: pd.DataFrame, meta, fine: pd.DataFrame, starts: np.nda
     scale = round(1.0 / meta.point)
     bar = np.searchsorted(starts, rows, side="right") - 1
     ticks = "bid" in fine.columns
+    _check_grid(meta, fine, rows, scale, what, ("bid", "ask") if ticks else ("open", "high", "low", "close"))
     cols = ("bid", "bid") if ticks else ("high", "low")
     high, low = (np.rint(fine[c].to_numpy(dtype=np.float64)[rows] * scale) for c in cols)
     bar_high = np.rint(candles["high"].to_numpy(dtype=np.float64) * scale)[bar]
@@ -177,6 +178,29 @@ def check_inside(candles: pd.DataFrame, meta, fine: pd.DataFrame, starts: np.nda
         f"market (MetaTrader builds its bars from its minutes and ticks); give the bars and the {what} of "
         f"one feed, or build the bars from the {what}"
     )
+
+
+def _check_grid(meta, fine: pd.DataFrame, rows: np.ndarray, scale: int, what: str, cols: tuple) -> None:
+    """Refuse M1 bars or ticks whose prices lie between the symbol's points (1.300005 is no 5-digit price):
+    the bars are refused so (``backtests.broker.market.check_prices``), and rounding a minute or a tick
+    to the grid silently would make a level it never reached (a take-profit at 1.30001) a fill."""
+    for col in cols:
+        if col not in fine.columns:
+            continue
+        values = fine[col].to_numpy(dtype=np.float64)[rows]
+        scaled = values * scale
+        between = np.abs(scaled - np.rint(scaled)) > 1e-6  # beyond float noise (NaN compares False)
+        if between.any():
+            k = int(np.argmax(between))
+            row = int(rows[k])
+            fine_meta = fine.attrs.get("ticks") or fine.attrs.get("candles")
+            origin = getattr(fine_meta, "source", "") or what
+            raise ModelDataError(
+                f"{origin}: row {row + 1} ({fine.index[row]}): {meta.symbol} {col} {float(values[k])!r} is "
+                f"not on the symbol's grid of {meta.digits}-digit prices (point {meta.point:g}): the {what} "
+                "must be prices of the symbol's digits, as the candles are; round them, or give the digits "
+                "they have"
+            )
 
 
 def model_data(model: str, broker, first: int, last: int, fine_spreads: bool = True) -> dict:

@@ -264,6 +264,19 @@ def spec_from_mapping(name: str, values: Mapping[str, Any], origin: str, base: S
     return spec
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object naming one key twice (``json`` would keep the last silently; TOML refuses it)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
 def read_spec_file(path: str | Path) -> dict[str, SymbolSpec]:
     """Specifications from a user file: TOML (``[EURUSD]`` tables) or JSON (``{"EURUSD": {...}}``), by
     its extension (``.toml``, ``.json``). A built-in symbol's table may change some fields only."""
@@ -279,17 +292,23 @@ def read_spec_file(path: str | Path) -> dict[str, SymbolSpec]:
         raise SpecError(f"{path}: larger than 16 MiB; not a symbols file")
     try:
         text = raw.decode("utf-8")
-        doc = tomllib.loads(text) if kind == ".toml" else json.loads(text)
+        doc = tomllib.loads(text) if kind == ".toml" else json.loads(text, object_pairs_hook=_unique_keys)
     except UnicodeDecodeError:
         raise SpecError(f"{path}: not UTF-8 text") from None
+    except _DuplicateKey as exc:
+        raise SpecError(f"{path}: {exc.args[0]!r} is given twice; give each symbol and field once") from None
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise SpecError(f"{path}: not valid {kind[1:].upper()}: {exc}") from None
     if not isinstance(doc, dict) or not doc:
         raise SpecError(f"{path}: expected one table per symbol, e.g. [EURUSD] with digits = 5")
     out = {}
-    for name, values in doc.items():
+    for given, values in doc.items():
         if not isinstance(values, dict):
-            raise SpecError(f"{path}: symbol {name}: expected a table of fields, not {type(values).__name__}")
+            kind = type(values).__name__
+            raise SpecError(f"{path}: symbol {given}: expected a table of fields, not {kind}")
+        name = given.upper()  # in capitals, as every source and --symbols name a symbol
+        if name in out:
+            raise SpecError(f"{path}: symbol {given!r} is given twice (names are compared in capitals)")
         out[name] = spec_from_mapping(name, values, str(path), BUILTIN.get(name))
     return out
 

@@ -339,7 +339,9 @@ class Account:
                 long_lots, long_value, short_lots, short_value = d.book.exposure()
                 low, high = m.lo[t], m.h[t] + max(m.s_open[t], m.s[t])
                 amount = (low * long_lots - long_value + short_value - high * short_lots) * money.per_point
-                worst += money.money(amount, low, high)
+                rate = money.profit
+                reach = None if rate.unity else rate.reach(t)  # the converting pair moves in the bar too
+                worst += money.money(amount, low, high) if reach is None else rate.adverse(amount, *reach)
         ruled = margin <= 0 or worst > 1.1 * self.stop_out_level / 100.0 * margin
         self._screened = (t, changes, self.balance, ruled)
         return ruled

@@ -72,6 +72,26 @@ class Rate:
             return amount / (a if amount > 0 else b)
         return amount * (b if amount > 0 else a)
 
+    def adverse(self, amount: float, low: float, high: float) -> float:
+        """``amount`` at the pair's price least in the trader's favour while its bid may fall to ``low`` and
+        its ask rise to ``high`` (points): a bound over a span in which the pair moves too (the stop-out
+        screens of a bar), where the rate of one moment would understate a loss."""
+        k = self.pair.scale
+        b, a = low / k, high / k
+        if self.divide:
+            return amount / (a if amount > 0 else b)
+        return amount * (b if amount > 0 else a)
+
+    def reach(self, t: int) -> tuple[float, float] | None:
+        """The lowest bid and highest ask (points) the pair may stand at in bar ``t``: its price now and its
+        bar's range at the wider of its spreads; None where the amount is this symbol's own to convert."""
+        pair = self.pair
+        if pair is None:
+            return None
+        m = pair.market
+        low = min(pair.price_points(-1), m.lo[t])
+        return low, max(pair.price_points(+1), m.h[t] + max(m.s_open[t], m.s[t]))
+
     def at_side(self, side: int, bid: float | None = None, ask: float | None = None, scale: int = 1):
         """The rate at a deal's side (a buy at the ask, a sell at the bid): what a margin is charged at."""
         b, a = self._quotes(bid, ask, scale)

@@ -116,12 +116,16 @@ class SymbolMoney:
         rate = self.swap
         return amount if rate.unity else rate.profit(amount, bid, ask, self.scale)
 
-    def floating(self, positions: list[OpenPosition], bid: float, ask: float) -> float:
-        """The positions' floating profit at ``bid``/``ask`` (points), in the deposit currency."""
+    def floating(self, positions: list[OpenPosition], bid: float, ask: float, pair_range=None) -> float:
+        """The positions' floating profit at ``bid``/``ask`` (points), in the deposit currency;
+        ``pair_range``: the lowest bid and highest ask the profit's conversion pair may reach meanwhile,
+        converted then at the worst of them (``Rate.adverse``: a stop-out screen's bound)."""
         k = self.per_point
         amount = sum(
             (bid - p.price) * p.lots * k if p.side > 0 else (p.price - ask) * p.lots * k for p in positions
         )
+        if pair_range is not None and not self.profit.unity and self.profit.pair is not None:
+            return self.profit.adverse(amount, *pair_range)
         return self.money(amount, bid, ask)
 
     def margin_price(self, side: int, price: float, bid: float, ask: float) -> float | None:

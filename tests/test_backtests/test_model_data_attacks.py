@@ -224,3 +224,28 @@ def test_minutes_without_spreads_trade_with_the_default_spread_not_with_none(mar
     ten = Backtest(bare_h1, SmaCrossEA, model="ohlc1m", m1=tens, forward=None).run(**params)
     assert bare.stats["total_trades"] > 0
     assert bare.stats["total_net_profit"] == ten.stats["total_net_profit"]
+
+
+def test_minutes_or_ticks_between_the_symbols_points_are_refused_not_rounded_to_a_level(market, tmp_path):
+    """A 5-digit symbol's tick at 1.300005 and a minute high of half a point above its bar's were read
+    rounded to the grid (``np.rint``), silently: a price the feed never quoted, which a take-profit half a
+    point beyond the real high filled at. The bars are refused for this; so are the minutes and ticks,
+    naming the file, the row and the price."""
+    h1, m1, ticks = market
+    write_mt5_csv(h1, tmp_path / "EURUSD_H1.csv")
+    between = ticks.copy()
+    bid = round(float(between["bid"].iloc[700]), 5)
+    quote = [between.columns.get_loc("bid"), between.columns.get_loc("ask")]
+    between.iloc[700, quote] = [bid + 5e-6, bid + 1e-4]
+    between.attrs = {"ticks": replace(ticks.attrs["ticks"], digits=6)}  # the file as a 6-digit feed writes it
+    write_tick_csv(between, tmp_path / "EURUSD_ticks.csv")
+    res = cli(tmp_path, "--csv", "EURUSD_H1.csv", "--model", "ticks", "--ticks-csv", "EURUSD_ticks.csv",
+              "--out", "r")  # fmt: skip
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    line = res.stderr.strip().splitlines()[-1]
+    assert "EURUSD_ticks.csv: row 701 (" in line and "is not on the symbol's grid of 5-digit prices" in line
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())  # nothing written
+    minutes = m1.copy()
+    minutes.iloc[100, minutes.columns.get_loc("close")] = round(float(m1["close"].iloc[100]), 5) + 5e-6
+    with pytest.raises(ModelDataError, match=r"row 101 .*EURUSD close 1\.\d+ is not on the symbol's grid"):
+        Backtest(h1, SmaCrossEA, model="ohlc1m", m1=minutes)

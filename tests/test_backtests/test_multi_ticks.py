@@ -396,3 +396,69 @@ def test_ticks_a_stop_reached_before_the_decision_closes_before_it_not_at_the_de
     assert trade["exit_reason"] == "sl" and trade["exit_price"] == 1.28
     assert trade["exit_time"] == T0 + pd.Timedelta(hours=2, seconds=5)
     assert trade["profit"] == -2_000.0
+
+
+class _HeldAcrossALateTick(ExpertAdvisor):
+    """1 lot of GBPUSD with its levels 1,000 points away, bought or sold at the second bar."""
+
+    symbols = ("EURUSD", "GBPUSD")
+    side = +1
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            if self.side > 0:
+                self.buy(1.0, symbol="GBPUSD", sl=1.29, tp=1.40)
+            else:
+                self.sell(1.0, symbol="GBPUSD", sl=1.40, tp=1.29)
+            self.buy_limit(1.0, 1.29, symbol="GBPUSD")
+
+
+@pytest.mark.parametrize(("side", "profit"), [(+1, 1_000.0), (-1, -1_000.0)], ids=["long", "short"])
+def test_ticks_a_symbol_whose_first_tick_comes_later_is_checked_at_its_last_tick_in_points(side, profit):
+    """GBPUSD, 1 lot at 1.30000 with its SL or TP at 1.29000 and a buy limit at 1.29000, stands at its
+    01:59:50 tick (1.30000) when the third hour opens on EURUSD's tick; its next tick is 1.31000 at
+    02:05:00, where it stays. Nothing is reached: the position ends the test at 1.31000 (+1,000.00 long,
+    -1,000.00 short) and the limit is never filled. The opening checks of that late symbol read its bid as
+    1.3 points (the price, not 130,000 points), so every level above it was "reached": the long's stop
+    booked -129,998.70 at 0.000013, and the short was closed by the buy limit filled there, +129,998.70."""
+    _HeldAcrossALateTick.side = side
+    eur = [(0, 1.1), (H, 1.1), (2 * H, 1.1), (2 * H + 10, 1.1), (3 * H - 1, 1.1)]
+    gbp = [(0, 1.3), (H, 1.3), (2 * H - 10, 1.3), (2 * H + 300, 1.31), (3 * H - 1, 1.31)]
+    result = _two(1_000_000.0, eur=eur, gbp=gbp, ea=_HeldAcrossALateTick)
+    trades = result.trades
+    assert len(trades) == 1
+    trade = trades.iloc[0]
+    assert (trade["exit_reason"], trade["exit_price"], trade["profit"]) == ("end of test", 1.31, profit)
+    assert result.stats["total_net_profit"] == profit
+
+
+class _TodayOnALateSymbol(ExpertAdvisor):
+    """At the first decision of a server day: a GBPUSD buy limit far below the market, good for "today"."""
+
+    symbols = ("EURUSD", "GBPUSD")
+
+    def on_bar(self):
+        if self.time_current.hour == 0 and not self.orders():
+            self.buy_limit(1.0, 1.2, symbol="GBPUSD", expiration="today")
+
+
+def test_ticks_a_request_on_a_symbol_standing_at_an_older_tick_is_timed_at_the_decision():
+    """The EA decides at 00:00:00 on 3 January (EURUSD's tick); GBPUSD's newest tick is of 23:59:50 the
+    day before, its next of 00:05:00. The order is placed at 00:00:00 (MetaTrader's ``TimeCurrent``, the
+    newest tick of any symbol), good until the end of 3 January, and still working when the test ends at
+    01:00. It was stamped 23:59:50 (before the EA decided), its "today" read as 2 January, and it expired
+    at GBPUSD's next tick, five minutes after it was placed."""
+    day = 24 * H
+    eur = [(0, 1.1), (day - H, 1.1), (day, 1.1), (day + 10, 1.1), (day + H, 1.1), (day + 2 * H - 1, 1.1)]
+    gbp = [
+        (0, 1.3),
+        (day - H, 1.3),
+        (day - 10, 1.3),
+        (day + 300, 1.31),
+        (day + H, 1.31),
+        (day + 2 * H - 1, 1.31),
+    ]
+    result = _two(100_000.0, eur=eur, gbp=gbp, ea=_TodayOnALateSymbol)
+    order = result.orders.iloc[0]
+    assert order["time_setup"] == T0 + pd.Timedelta(days=1)
+    assert (order["state"], order["time_done"]) == ("canceled", T0 + pd.Timedelta(days=1, hours=1))

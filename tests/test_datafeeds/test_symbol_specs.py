@@ -88,6 +88,47 @@ def test_a_bad_symbols_file_is_one_line_naming_the_file_and_the_field(tmp_path, 
     assert isinstance(info.value, ValueError)
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "twice"),
+    [
+        ("dup.json", '{"EURUSD": {"swap_long": -50.0}, "EURUSD": {"swap_long": 5.0}}', "EURUSD"),
+        ("dupf.json", '{"EURUSD": {"swap_long": -50.0, "swap_long": 5.0}}', "swap_long"),
+        ("dup.toml", "[EURUSD]\nswap_long = -50.0\n[EURUSD]\nswap_long = 5.0\n", None),
+        ("dupf.toml", "[EURUSD]\nswap_long = -50.0\nswap_long = 5.0\n", None),
+    ],
+    ids=["json symbol", "json field", "toml symbol", "toml field"],
+)
+def test_a_symbol_or_field_given_twice_is_refused_not_the_last_one_kept(tmp_path, name, text, twice):
+    """JSON keeps the last of two equal keys silently: a swap of -50 points a night overridden by a +5 credit
+    further down the file (TOML refuses both already)."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(SpecError) as err:
+        read_spec_file(path)
+    assert str(path) in str(err.value)
+    if twice is not None:
+        assert f"{twice!r} is given twice" in str(err.value)
+
+
+def test_a_symbol_is_found_in_the_file_whatever_its_case_as_the_sources_name_it_in_capitals(tmp_path):
+    """Every source and ``--symbols`` name a symbol in capitals (eurusd is EURUSD, a broker's EURUSD.a is
+    EURUSD.A), so a file's ``[eurusd]`` with all its fields and a swap of -50 points was a table no run
+    looked up: the built-in EURUSD traded without swaps. A name given twice in two cases is refused."""
+    path = tmp_path / "symbols.toml"
+    path.write_text(
+        "[eurusd]\ndigits = 5\ncontract_size = 100000\nbase = 'EUR'\nprofit_currency = 'USD'\n"
+        "margin_currency = 'EUR'\nswap_long = -50.0\n\n"
+        "['EURUSD.a']\ndigits = 5\ncontract_size = 100000\nbase = 'EUR'\nprofit_currency = 'USD'\n"
+        "margin_currency = 'EUR'\n"
+    )
+    specs = read_spec_file(path)
+    assert find_spec("EURUSD", specs).swap_long == -50.0
+    assert find_spec("EURUSD.A", specs).name == "EURUSD.A"
+    path.write_text("[eurusd]\nswap_long = -50.0\n\n[EURUSD]\nswap_long = 1.0\n")
+    with pytest.raises(SpecError, match=r"symbols\.toml: symbol 'EURUSD' is given twice"):
+        read_spec_file(path)
+
+
 def test_a_file_that_is_not_toml_json_or_text_is_refused_by_name(tmp_path):
     for name, data in (("symbols.csv", b"a,b\n"), ("symbols.toml", b"\xff\xfe[EURUSD]")):
         path = tmp_path / name
