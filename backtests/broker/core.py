@@ -371,7 +371,9 @@ class Broker:
                 take = min(pos.lots, remaining)
                 closes.append((pos, take))
                 remaining = round(remaining - take, 8)
-        if remaining > 1e-12 and not self._margin_ok(side, remaining, price, closes):
+        bid, ask = self.price_points(-1), self.price_points(+1)
+        charged = self.money.margin_price(side, price, bid, ask)  # the closes below move no price
+        if remaining > 1e-12 and not self._margin_ok(side, remaining, price, closes, charged, bid, ask):
             return self._no_money(side, lots, price)
         result = None
         for pos, take in closes:
@@ -381,7 +383,6 @@ class Broker:
             return result  # the order only reduced or closed an opposite position
         same = [] if cfg.hedging else [p for p in book.positions if p.side == side]
         comm = cents(remaining * cfg.commission)
-        charged = self.money.margin_price(side, price, self.price_points(-1), self.price_points(+1))
         if same:  # netting: the deal adds to the position
             pos = same[0]
             self._end_segment(pos)
@@ -452,15 +453,12 @@ class Broker:
             self.book.resize(pos, left, pos.price)
             pos.commission, pos.swap = pos.commission - entry_comm, pos.swap - swap
 
-    def _margin_ok(
-        self, side: int, lots: float, price: float, closes: list[tuple[OpenPosition, float]]
-    ) -> bool:
-        """Whether the free margin holds what a deal leaves open: ``lots`` opened at ``price`` after the
-        ``closes`` (positions and the lots taken off them)."""
+    def _margin_ok(self, side: int, lots: float, price: float, closes: list[tuple[OpenPosition, float]],
+                   charged: float | None, bid: float, ask: float) -> bool:  # fmt: skip
+        """Whether the free margin holds what a deal leaves open: ``lots`` opened at ``price`` (its margin
+        at ``charged``, the market at ``bid``/``ask``) after the ``closes`` (positions and lots taken)."""
         cost = lots * self.config.commission
         positions = self.book.positions
-        bid, ask = self.price_points(-1), self.price_points(+1)
-        charged = self.money.margin_price(side, price, bid, ask)
         new = (side, lots, price / self.scale if charged is None else charged)
         if not positions and (self.funds.closed_form or not self.funds.any_open()):
             # the common case: nothing open on the account, nothing floating

@@ -133,27 +133,27 @@ class Ledger:
                   comment, stoplimit=None, expiration=None, symbol: str = "") -> OrderRecord:  # fmt: skip
         """An order placed (a pending order) or filled (a market order) in bar ``t`` at UTC ``ns``."""
         done = state == "filled"
-        return self.order(
-            OrderRecord(ticket, t, ns, kind, lots, price, stoplimit, sl, tp, expiration, t if done else None,
-                        ns if done else None, price if done else None, state, position, magic, comment,
-                        symbol)
-        )  # fmt: skip
+        record = OrderRecord(ticket, t, ns, kind, lots, price, stoplimit, sl, tp, expiration,
+                             t if done else None, ns if done else None, price if done else None, state,
+                             position, magic, comment, symbol or self.symbol)  # fmt: skip
+        self.orders.append(record)
+        return record
 
     def new_deal(self, t: int, ns: int | None, order, pos: OpenPosition, side: int, entry: str, lots, price,
                  commission, swap, profit, balance, comment: str | None = None,
                  symbol: str = "") -> None:  # fmt: skip
         """A deal of position ``pos`` in bar ``t`` at UTC ``ns``; ``balance`` is the balance after it."""
-        kind = "buy" if side > 0 else "sell"
-        note = pos.comment if comment is None else comment
-        self.deal(Deal(len(self.deals) + 1, t, ns, order, pos.ticket, kind, entry, lots, price, commission,
-                       swap, profit, balance, pos.magic, note, symbol))  # fmt: skip
+        deals = self.deals
+        deals.append(Deal(len(deals) + 1, t, ns, order, pos.ticket, "buy" if side > 0 else "sell", entry,
+                          lots, price, commission, swap, profit, balance, pos.magic,
+                          pos.comment if comment is None else comment, symbol or self.symbol))  # fmt: skip
 
     def new_trade(self, pos: OpenPosition, lots, t: int, ns: int | None, price, reason, entry_comm, exit_comm,
                   swap, profit, scale: int, symbol: str = "", rate: float = 1.0) -> None:  # fmt: skip
         """``lots`` of ``pos`` closed at ``price`` in bar ``t`` (UTC ``ns``): a trade, its commission the
         entry's share and the exit's (the position's prices and ``price`` in points, ``scale`` to a unit;
         ``rate``: the deposit currency per unit of profit currency its profit was converted at)."""
-        self.trade(
+        self.trades.append(
             Trade(
                 pos.ticket,
                 "buy" if pos.side > 0 else "sell",
@@ -173,7 +173,7 @@ class Ledger:
                 t,
                 pos.magic,
                 pos.comment,
-                symbol,
+                symbol or self.symbol,
                 rate,
                 pos.margin_price,
             )
