@@ -62,6 +62,8 @@ class Calm:
     def holds(self, t: int) -> bool:
         """Whether bar ``t`` (open and range) reaches nothing of the book as it stands."""
         key = self._book.changes + self.broker.revision + self._funds.changes + self._market.changes
+        if key == self._key and self._start <= t < self._until and not self._general:
+            return True  # a quiet bar of the state screened already: asked at its open and at its range
         if key != self._key or t < self._start:
             self._key, self._start, self._until, self._loud = key, t, t, -1
             self._block, self._probes = _FIRST_BLOCK, _PROBES

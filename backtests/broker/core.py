@@ -235,7 +235,9 @@ class Broker:
         ask are then the market for the EA's decision too)."""
         if self.price_path is None:  # open prices: ``enter`` without a path to open
             self.t, self.now, self.now_ns = t, None, None
-            self.open_checks(t, None)
+            book = self.book
+            if book.positions or book.orders:  # nothing open, nothing to check
+                self.open_checks(t, None)
         else:
             self.open_checks(t, self.enter(t))
 
