@@ -164,6 +164,29 @@ def test_a_replay_leaves_the_collector_as_it_found_it():
         gc.unfreeze()
 
 
+def test_the_collector_thresholds_are_raised_only_while_a_replay_runs():
+    """The youngest generation is collected less often during the bar loop, and the caller's thresholds
+    come back after it, also when the EA fails."""
+    seen: list[tuple[int, int, int]] = []
+
+    class Watch(ExpertAdvisor):
+        fail: bool = False
+
+        def on_bar(self) -> None:
+            seen.append(gc.get_threshold())
+            if self.fail and len(self.bars) > 10:
+                raise RuntimeError("the EA's own bug")
+
+    before = gc.get_threshold()
+    bt = Backtest(read_sample().iloc[:50], Watch, forward=None)
+    bt.run()
+    assert gc.get_threshold() == before
+    assert seen and all(t[0] > before[0] and t[1:] == before[1:] for t in seen)
+    with pytest.raises(Exception, match="the EA's own bug"):
+        bt.run(fail=True)
+    assert gc.get_threshold() == before
+
+
 def _falls_at(fall: int, n: int = 700) -> pd.DataFrame:
     """Flat H1 bars at 1.10000 (range 20 points, spread 10) whose bar ``fall`` reaches down to 1.09000."""
     index = pd.date_range("2024-01-01", periods=n, freq="h", tz="UTC")
