@@ -7,10 +7,11 @@ the modules, an EA's network), which cost about a seventh of a 200,000-bar open-
 (``gc.freeze``), the heap of before is skipped; the replay's own objects are still collected, cycles
 included, and ``gc.unfreeze`` hands the frozen ones back to the collector afterwards.
 
-The youngest generation is also collected less often while the replay runs (every ``_YOUNG`` new tracked
-objects instead of CPython's 700): a bar loop allocates small objects all the time (bound methods, the
-records), nearly all freed by their count at once, and the passes over them were about a tenth of the run.
-The collector's thresholds are restored afterwards.
+The youngest generation is also collected less often meanwhile (every ``_YOUNG`` new tracked objects
+instead of CPython's 700): a bar loop allocates small objects all the time (bound methods, the records),
+nearly all freed by their count at once, and the passes over them were about a tenth of the run. The
+report made after the bars (its tables of orders, deals and trades) is made the same way, for the same
+reason. The collector's thresholds are restored afterwards.
 """
 
 from __future__ import annotations
