@@ -338,9 +338,10 @@ def _held(segments: list[Segment], n: int) -> np.ndarray:
         start, end, side, lots, price, mprice = (np.array(c) for c in zip(*segments, strict=True))
         for row, mask in ((0, side > 0), (2, side < 0)):
             cols = ((row, lots[mask]), (row + 1, (lots * price)[mask]), (4 + row // 2, (lots * mprice)[mask]))
+            # each bar's starts, then its ends, summed in segment order (``bincount`` adds one by one)
+            where = np.concatenate((start[mask], end[mask])).astype(np.int64)
             for col, amount in cols:
-                np.add.at(legs[col], start[mask].astype(np.int64), amount)
-                np.add.at(legs[col], end[mask].astype(np.int64), -amount)
+                legs[col] = np.bincount(where, np.concatenate((amount, -amount)), minlength=n + 1)
     return np.cumsum(legs[:, :n], axis=1)
 
 
