@@ -32,7 +32,8 @@ def settled_heap() -> Iterator[None]:
         return
     gc.freeze()
     thresholds = gc.get_threshold()
-    gc.set_threshold(max(thresholds[0], _YOUNG), *thresholds[1:])
+    if thresholds[0]:  # a threshold of 0 is the caller's way of turning automatic collection off
+        gc.set_threshold(max(thresholds[0], _YOUNG), *thresholds[1:])
     try:
         yield
     finally:

@@ -185,6 +185,13 @@ def test_the_collector_thresholds_are_raised_only_while_a_replay_runs():
     with pytest.raises(Exception, match="the EA's own bug"):
         bt.run(fail=True)
     assert gc.get_threshold() == before
+    seen.clear()
+    gc.set_threshold(0, *before[1:])  # automatic collection off: left off
+    try:
+        bt.run()
+    finally:
+        gc.set_threshold(*before)
+    assert seen and all(t[0] == 0 for t in seen)
 
 
 def _falls_at(fall: int, n: int = 700) -> pd.DataFrame:
