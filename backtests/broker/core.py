@@ -373,15 +373,15 @@ class Broker:
                 take = min(pos.lots, remaining)
                 closes.append((pos, take))
                 remaining = round(remaining - take, 8)
-        bid, ask = self.price_points(-1), self.price_points(+1)
-        charged = self.money.margin_price(side, price, bid, ask)  # the closes below move no price
-        if remaining > 1e-12 and not self._margin_ok(side, remaining, price, closes, charged, bid, ask):
+        bid, ask, opens = self.price_points(-1), self.price_points(+1), remaining > 1e-12
+        charged = self.money.margin_price(side, price, bid, ask) if opens else None  # once: closes move none
+        if opens and not self._margin_ok(side, remaining, price, closes, charged, bid, ask):
             return self._no_money(side, lots, price)
         result = None
         for pos, take in closes:
             result = pos.ticket
             self.close_position(pos, take, price, reason, order=ticket, record_order=False)
-        if remaining <= 1e-12:
+        if not opens:
             return result  # the order only reduced or closed an opposite position
         same = [] if cfg.hedging else [p for p in book.positions if p.side == side]
         comm = cents(remaining * cfg.commission)
