@@ -194,11 +194,11 @@ def test_the_collector_thresholds_are_raised_only_while_a_replay_runs():
     assert seen and all(t[0] == 0 for t in seen)
 
 
-def _falls_at(fall: int, n: int = 700) -> pd.DataFrame:
-    """Flat H1 bars at 1.10000 (range 20 points, spread 10) whose bar ``fall`` reaches down to 1.09000."""
+def _falls_at(fall: int, n: int = 700, to: float = 1.09000) -> pd.DataFrame:
+    """Flat H1 bars at 1.10000 (range 20 points, spread 10) whose bar ``fall`` reaches down to ``to``."""
     index = pd.date_range("2024-01-01", periods=n, freq="h", tz="UTC")
     low = np.full(n, 1.09990)
-    low[fall] = 1.09000
+    low[fall] = to
     flat = np.full(n, 1.10000)
     columns = {"open": flat, "high": flat + 0.0001, "low": low, "close": flat, "spread": np.full(n, 10.0)}
     return make_frame(columns, index, meta_of(read_sample()))
@@ -227,6 +227,18 @@ def test_a_stop_reached_once_after_long_quiet_is_met_at_its_bar(fall, monkeypatc
     screened = bt.run()
     assert list(screened.trades["exit_reason"]) == ["sl"]
     assert list(screened.trades["exit_bar"]) == [fall]
+    _unscreened(monkeypatch)
+    _same(_figures(screened), _figures(bt.run()))
+
+
+def test_a_stop_touched_exactly_once_after_long_quiet_is_met_at_its_level(monkeypatch):
+    """The stop-loss lies at 1.10010 - 500 points = 1.09510 and one bar's low is exactly that: a touch."""
+    df = _falls_at(300, to=1.09510)
+    bt = Backtest(df, LongWithStopEA, account=AccountConfig(deposit=1e6), forward=None)
+    screened = bt.run()
+    assert [(r.exit_reason, r.exit_bar, r.exit_price) for r in screened.trades.itertuples()] == [
+        ("sl", 300, 1.09510)
+    ]
     _unscreened(monkeypatch)
     _same(_figures(screened), _figures(bt.run()))
 
