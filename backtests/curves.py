@@ -11,14 +11,14 @@ came first. The result is never above the equity at the close.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
-import pandas as pd
 
 
 def worst_floating(
     held: np.ndarray,
-    trades: pd.DataFrame,
-    margin_prices: np.ndarray,
+    trades: ClosedTrades,
     bars: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     contract_size: float,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -27,24 +27,37 @@ def worst_floating(
 
     ``held`` (6, N): long lots, long lots x price, short lots, short lots x price, long lots x margin price
     and short lots x margin price of the positions floating over each bar; ``trades``: the symbol's closed
-    trades (broker.TRADE_COLUMNS) and ``margin_prices`` the prices their margins were charged at; ``bars``:
-    each bar's open and low bid, open and high ask (prices on the symbol's grid, so an exit at the open
-    compares exactly).
+    trades in closing order; ``bars``: each bar's open and low bid, open and high ask (prices on the
+    symbol's grid, so an exit at the open compares exactly).
     """
     opens, lows, open_ask, high_ask = bars
     cs = contract_size
     floating = cs * (held[0] * lows - held[1] + held[3] - held[2] * high_ask)  # longs at the low bid, ...
     held = held.copy()
-    for row, margin_price in zip(trades.itertuples(), margin_prices, strict=True):
-        long_ = row.type == "buy"
-        bar = int(row.exit_bar)
-        at_open = row.exit_price == (opens[bar] if long_ else open_ask[bar])
-        if row.exit_reason in ("sl", "stop out") or at_open:
-            continue  # no excursion beyond the exit inside its bar
-        extreme = lows[bar] if long_ else high_ask[bar]
-        fall = (extreme - row.exit_price) if long_ else (row.exit_price - extreme)
-        floating[bar] += min(0.0, fall) * row.lots * cs
-        side = 0 if long_ else 2
-        held[side : side + 2, bar] += (row.lots, row.lots * row.entry_price)
-        held[4 + side // 2, bar] += row.lots * margin_price
+    long_, bar, exit_ = trades.long, trades.exit_bar, trades.exit_price
+    at_open = exit_ == np.where(long_, opens[bar], open_ask[bar])
+    inside = ~(at_open | trades.stopped)  # no excursion beyond the exit inside its bar where not inside
+    if not inside.any():
+        return floating, held
+    long_, bar, exit_ = long_[inside], bar[inside], exit_[inside]
+    lots, entry, margin = trades.lots[inside], trades.entry_price[inside], trades.margin_price[inside]
+    fall = np.where(long_, lows[bar] - exit_, exit_ - high_ask[bar])
+    # in closing order, one bar at a time (``np.add.at``): the same sums as trade by trade
+    np.add.at(floating, bar, np.where(fall < 0.0, fall, 0.0) * lots * cs)
+    for side, mask in ((0, long_), (2, ~long_)):
+        np.add.at(held[side], bar[mask], lots[mask])
+        np.add.at(held[side + 1], bar[mask], (lots * entry)[mask])
+        np.add.at(held[4 + side // 2], bar[mask], (lots * margin)[mask])
     return floating, held
+
+
+class ClosedTrades(NamedTuple):
+    """The columns of one symbol's closed trades that ``worst_floating`` reads, in closing order."""
+
+    long: np.ndarray  # bool: a buy position
+    lots: np.ndarray
+    entry_price: np.ndarray
+    exit_price: np.ndarray
+    exit_bar: np.ndarray  # int64
+    stopped: np.ndarray  # bool: closed at a stop-loss or by the stop-out (its worst is the exit itself)
+    margin_price: np.ndarray  # the price its margin was charged at

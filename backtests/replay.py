@@ -315,10 +315,11 @@ class Backtest:
         ea.mark_run(complete=complete, interrupted=interrupted)
         when = df.index[last]
         call_hook(ea, "on_deinit", where=f"after bar {last} ({when})", bar=last, time=when)
-        if keys is None:
-            result = self._score(ea, ctx, feed, periods, last, complete, timings, clock)
-        else:
-            result = self._score_pass(ea, ctx, periods, last, complete, keys)
+        with settled_heap():  # the report's tables make as many objects as the bars did (``backtests.heap``)
+            if keys is None:
+                result = self._score(ea, ctx, feed, periods, last, complete, timings, clock)
+            else:
+                result = self._score_pass(ea, ctx, periods, last, complete, keys)
         result.interrupted = interrupted
         return result
 

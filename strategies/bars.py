@@ -295,7 +295,7 @@ class Line:
     copy that ends at the newest closed bar, like ``Bars``.
     """
 
-    __slots__ = ("_bars", "_flat", "_shown", "_values", "name")
+    __slots__ = ("_bars", "_feed", "_fixed", "_flat", "_shown", "_values", "name")
 
     def __init__(self, values: np.ndarray, bars: Bars, name: str):
         values = np.array(values, dtype=np.float64)  # the harness's array stays the harness's
@@ -304,11 +304,12 @@ class Line:
         self._flat = values.ndim == 1
         self._shown = _Revealed(values, np.nan)
         self._bars = bars
+        # ``bars.end`` read per bar without the view: its feed, and its fixed end (None: the feed's visible)
+        self._feed, self._fixed = bars._feed, bars._stop
         self.name = name
 
     def __getitem__(self, key: Any) -> Any:
-        bars = self._bars
-        stop = bars._feed._visible if bars._stop is None else bars._stop  # Bars.end, inlined: per bar
+        stop = self._feed._visible if self._fixed is None else self._fixed  # Bars.end, inlined: per bar
         if type(key) is int and self._flat:  # the per-bar case (line[-1]): a scalar, no view needed
             i = key + stop if key < 0 else key
             if not 0 <= i < stop:

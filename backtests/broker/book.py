@@ -200,15 +200,15 @@ class OrderBook:
     def exposure(self) -> tuple[float, float, float, float]:
         """Long lots, sum of long lots x price, the same for shorts (cached until the positions change)."""
         if self._exposure is None or self._exposure[0] != self.changes:
-            longs = [(p.lots, p.price) for p in self.positions if p.side > 0]
-            shorts = [(p.lots, p.price) for p in self.positions if p.side < 0]
-            sums = (
-                sum(lots for lots, _ in longs),
-                sum(lots * price for lots, price in longs),
-                sum(lots for lots, _ in shorts),
-                sum(lots * price for lots, price in shorts),
-            )
-            self._exposure = (self.changes, sums)
+            long_lots = long_value = short_lots = short_value = 0  # summed in position order, as ``sum``
+            for p in self.positions:
+                if p.side > 0:
+                    long_lots += p.lots
+                    long_value += p.lots * p.price
+                elif p.side < 0:
+                    short_lots += p.lots
+                    short_value += p.lots * p.price
+            self._exposure = (self.changes, (long_lots, long_value, short_lots, short_value))
         return self._exposure[1]
 
     def reached_stops(self, quote: Quote, t: int, gap_only: bool) -> list[tuple[OpenPosition, float, str]]:

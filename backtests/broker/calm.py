@@ -5,8 +5,10 @@ range reaches a stop-loss, a take-profit or the stop-out level (``backtests.brok
 ``Account.level_crossed`` say how each is reached). Each is a bound on the bid or on the ask: a long's SL
 on the lowest bid, its TP on the highest, a short's SL on the highest ask, its TP on the lowest; the
 stop-out on one of them too (``Account.calm_bounds``). Gathered once per state of the book, the balance and
-the bars, the four bounds are compared with every bar's extremes (``Market.extremes``) a block of bars at a
-time in NumPy, which gives the first bar that may reach one; each bar before it then costs one comparison.
+the bars, the four bounds are first compared with the extremes of all the bars left at once
+(``Extremes.tails``: a stop-out level or a stop far beyond the rest of the history rules every bar out), then
+with every bar's extremes (``Market.extremes``) a block of bars at a time in NumPy, which gives the first
+bar that may reach one; each bar before it then costs one comparison.
 
 The screen only ever rules checks out: a bar it does not pass is checked as before, so a take-profit that
 counts from a later bar (``tp_from``) or a bound met by the slack alone costs a check and nothing else.
@@ -26,6 +28,8 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from backtests.broker.market import TAIL
 
 if TYPE_CHECKING:
     from backtests.broker.core import Broker
@@ -58,10 +62,14 @@ class Calm:
     def holds(self, t: int) -> bool:
         """Whether bar ``t`` (open and range) reaches nothing of the book as it stands."""
         key = self._book.changes + self.broker.revision + self._funds.changes + self._market.changes
+        if key == self._key and self._start <= t < self._until and not self._general:
+            return True  # a quiet bar of the state screened already: asked at its open and at its range
         if key != self._key or t < self._start:
             self._key, self._start, self._until, self._loud = key, t, t, -1
             self._block, self._probes = _FIRST_BLOCK, _PROBES
             self._bounds = self._gather()
+            if self._bounds is not None:
+                self._reach(t)
         if self._general and not self._funds.ruled_out(t):
             return False
         if t < self._until:
@@ -101,6 +109,17 @@ class Calm:
             low, high, ask = bounds
             bid_low, bid_high, ask_high = max(bid_low, low), min(bid_high, high), min(ask_high, ask)
         return bid_low, bid_high, ask_low, ask_high
+
+    def _reach(self, t: int) -> None:
+        """Every bar from ``t`` to the last is quiet where the extremes of all of them at once reach no bound
+        (``Extremes.tails``): the levels lie beyond anything the rest of the history reaches."""
+        ext = self._market.extremes()
+        step = t // TAIL
+        if step < len(ext.tails):
+            bid_low, bid_high, ask_low, ask_high = self._bounds
+            lowest, highest, lowest_ask, highest_ask = ext.tails[step]
+            if lowest > bid_low and highest < bid_high and lowest_ask > ask_low and highest_ask < ask_high:
+                self._until = len(ext.bid_low)
 
     def _screen(self, t: int) -> bool:
         """Search the next block of bars from ``t`` for the first one that may reach a bound (the first few

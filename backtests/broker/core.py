@@ -235,7 +235,9 @@ class Broker:
         ask are then the market for the EA's decision too)."""
         if self.price_path is None:  # open prices: ``enter`` without a path to open
             self.t, self.now, self.now_ns = t, None, None
-            self.open_checks(t, None)
+            book = self.book
+            if book.positions or book.orders:  # nothing open, nothing to check
+                self.open_checks(t, None)
         else:
             self.open_checks(t, self.enter(t))
 
@@ -371,17 +373,18 @@ class Broker:
                 take = min(pos.lots, remaining)
                 closes.append((pos, take))
                 remaining = round(remaining - take, 8)
-        if remaining > 1e-12 and not self._margin_ok(side, remaining, price, closes):
+        bid, ask, opens = self.price_points(-1), self.price_points(+1), remaining > 1e-12
+        charged = self.money.margin_price(side, price, bid, ask) if opens else None  # once: closes move none
+        if opens and not self._margin_ok(side, remaining, price, closes, charged, bid, ask):
             return self._no_money(side, lots, price)
         result = None
         for pos, take in closes:
             result = pos.ticket
             self.close_position(pos, take, price, reason, order=ticket, record_order=False)
-        if remaining <= 1e-12:
+        if not opens:
             return result  # the order only reduced or closed an opposite position
         same = [] if cfg.hedging else [p for p in book.positions if p.side == side]
         comm = cents(remaining * cfg.commission)
-        charged = self.money.margin_price(side, price, self.price_points(-1), self.price_points(+1))
         if same:  # netting: the deal adds to the position
             pos = same[0]
             self._end_segment(pos)
@@ -452,15 +455,12 @@ class Broker:
             self.book.resize(pos, left, pos.price)
             pos.commission, pos.swap = pos.commission - entry_comm, pos.swap - swap
 
-    def _margin_ok(
-        self, side: int, lots: float, price: float, closes: list[tuple[OpenPosition, float]]
-    ) -> bool:
-        """Whether the free margin holds what a deal leaves open: ``lots`` opened at ``price`` after the
-        ``closes`` (positions and the lots taken off them)."""
+    def _margin_ok(self, side: int, lots: float, price: float, closes: list[tuple[OpenPosition, float]],
+                   charged: float | None, bid: float, ask: float) -> bool:  # fmt: skip
+        """Whether the free margin holds what a deal leaves open: ``lots`` opened at ``price`` (its margin
+        at ``charged``, the market at ``bid``/``ask``) after the ``closes`` (positions and lots taken)."""
         cost = lots * self.config.commission
         positions = self.book.positions
-        bid, ask = self.price_points(-1), self.price_points(+1)
-        charged = self.money.margin_price(side, price, bid, ask)
         new = (side, lots, price / self.scale if charged is None else charged)
         if not positions and (self.funds.closed_form or not self.funds.any_open()):
             # the common case: nothing open on the account, nothing floating

@@ -31,7 +31,7 @@ from backtests.broker.records import (
     Segment,
     Trade,
 )
-from backtests.curves import worst_floating
+from backtests.curves import ClosedTrades, worst_floating
 
 log = logging.getLogger("backtests.broker")
 
@@ -133,27 +133,27 @@ class Ledger:
                   comment, stoplimit=None, expiration=None, symbol: str = "") -> OrderRecord:  # fmt: skip
         """An order placed (a pending order) or filled (a market order) in bar ``t`` at UTC ``ns``."""
         done = state == "filled"
-        return self.order(
-            OrderRecord(ticket, t, ns, kind, lots, price, stoplimit, sl, tp, expiration, t if done else None,
-                        ns if done else None, price if done else None, state, position, magic, comment,
-                        symbol)
-        )  # fmt: skip
+        record = OrderRecord(ticket, t, ns, kind, lots, price, stoplimit, sl, tp, expiration,
+                             t if done else None, ns if done else None, price if done else None, state,
+                             position, magic, comment, symbol or self.symbol)  # fmt: skip
+        self.orders.append(record)
+        return record
 
     def new_deal(self, t: int, ns: int | None, order, pos: OpenPosition, side: int, entry: str, lots, price,
                  commission, swap, profit, balance, comment: str | None = None,
                  symbol: str = "") -> None:  # fmt: skip
         """A deal of position ``pos`` in bar ``t`` at UTC ``ns``; ``balance`` is the balance after it."""
-        kind = "buy" if side > 0 else "sell"
-        note = pos.comment if comment is None else comment
-        self.deal(Deal(len(self.deals) + 1, t, ns, order, pos.ticket, kind, entry, lots, price, commission,
-                       swap, profit, balance, pos.magic, note, symbol))  # fmt: skip
+        deals = self.deals
+        deals.append(Deal(len(deals) + 1, t, ns, order, pos.ticket, "buy" if side > 0 else "sell", entry,
+                          lots, price, commission, swap, profit, balance, pos.magic,
+                          pos.comment if comment is None else comment, symbol or self.symbol))  # fmt: skip
 
     def new_trade(self, pos: OpenPosition, lots, t: int, ns: int | None, price, reason, entry_comm, exit_comm,
                   swap, profit, scale: int, symbol: str = "", rate: float = 1.0) -> None:  # fmt: skip
         """``lots`` of ``pos`` closed at ``price`` in bar ``t`` (UTC ``ns``): a trade, its commission the
         entry's share and the exit's (the position's prices and ``price`` in points, ``scale`` to a unit;
         ``rate``: the deposit currency per unit of profit currency its profit was converted at)."""
-        self.trade(
+        self.trades.append(
             Trade(
                 pos.ticket,
                 "buy" if pos.side > 0 else "sell",
@@ -173,7 +173,7 @@ class Ledger:
                 t,
                 pos.magic,
                 pos.comment,
-                symbol,
+                symbol or self.symbol,
                 rate,
                 pos.margin_price,
             )
@@ -199,35 +199,36 @@ class Ledger:
         come first (the pessimistic rule), so that bar's range beyond the exit level does not count. They
         are in the deposit currency at the rate the trade's profit was converted at.
         """
-        df = pd.DataFrame([tr.row() for tr in self.trades], columns=list(TRADE_COLUMNS))
+        trades = self.trades
+        df = pd.DataFrame([tr.row() for tr in trades], columns=list(TRADE_COLUMNS))
         # The stamps from the records, not the frame: a column of ints and Nones would turn them into floats.
-        df["entry_time"] = self.times(df["entry_bar"], [tr.entry_ns for tr in self.trades])
-        df["exit_time"] = self.times(df["exit_bar"], [tr.exit_ns for tr in self.trades])
-        bars = {}  # per symbol: lows, highs and spreads, made once (each is a division)
+        df["entry_time"] = self.times(df["entry_bar"], [tr.entry_ns for tr in trades])
+        df["exit_time"] = self.times(df["exit_bar"], [tr.exit_ns for tr in trades])
         mae, mfe = np.zeros(len(df)), np.zeros(len(df))
-        for k, tr in enumerate(self.trades):
-            sym = self.symbols[tr.symbol]
-            if tr.symbol not in bars:
-                m = sym.market
-                bars[tr.symbol] = (m.lows, m.highs, m.spread)
-            lows_all, highs_all, spread_all = bars[tr.symbol]
-            side, lots, entry, exit_, a, b = (
-                tr.type,
-                tr.lots,
-                tr.entry_price,
-                tr.exit_price,
-                tr.entry_bar,
-                tr.exit_bar,
-            )
-            spr = spread_all[a:b] if side == "sell" else 0.0
-            lows = np.append(lows_all[a:b] + spr, exit_)
-            highs = np.append(highs_all[a:b] + spr, exit_)
-            sign = 1.0 if side == "buy" else -1.0
-            best = highs.max() if side == "buy" else lows.min()
-            worst = lows.min() if side == "buy" else highs.max()
-            cs = sym.contract_size if tr.rate == 1.0 else sym.contract_size * tr.rate
-            mfe[k] = max(0.0, sign * (best - entry) * lots * cs)
-            mae[k] = min(0.0, sign * (worst - entry) * lots * cs)
+        names = df["symbol"].to_numpy()
+        for name, sym in self.symbols.items():
+            mine = names == name
+            if not mine.any():
+                continue
+            m = sym.market
+            lows, highs, spread = m.lows, m.highs, m.spread
+            wanted = ("type", "lots", "entry_price", "exit_price", "entry_bar", "exit_bar")
+            col = {c: df[c].to_numpy()[mine] for c in wanted}
+            rate = np.array([tr.rate for tr in trades], dtype=np.float64)[mine]
+            buy = col["type"] == "buy"
+            a, b = col["entry_bar"].astype(np.int64), col["exit_bar"].astype(np.int64)
+            exit_ = col["exit_price"].astype(np.float64)
+            # Longs at the bid, shorts at the ask; each side's extremes over bars a..b-1, then the exit price.
+            low = _range_extreme(np.minimum, lows, lows + spread, buy, a, b, exit_)
+            high = _range_extreme(np.maximum, highs, highs + spread, buy, a, b, exit_)
+            sign = np.where(buy, 1.0, -1.0)
+            best, worst = np.where(buy, high, low), np.where(buy, low, high)
+            cs = np.where(rate == 1.0, sym.contract_size, sym.contract_size * rate)
+            lots, entry = col["lots"].astype(np.float64), col["entry_price"].astype(np.float64)
+            up = sign * (best - entry) * lots * cs
+            down = sign * (worst - entry) * lots * cs
+            mfe[mine] = np.where(up > 0.0, up, 0.0)
+            mae[mine] = np.where(down < 0.0, down, 0.0)
         df["mae"], df["mfe"] = mae, mfe
         return df
 
@@ -240,21 +241,29 @@ class Ledger:
         """Equity at each bar's worst prices and the margin held then, from bar ``first`` on
         (``backtests.curves.worst_floating`` says how; every symbol at its worst at once)."""
         balance, equity, _, held = self._curves()
-        trades = pd.DataFrame([tr.row() for tr in self.trades], columns=list(TRADE_COLUMNS))
-        prices = np.array(
-            [tr.entry_price if tr.margin_price is None else tr.margin_price for tr in self.trades],
-            dtype=float,
-        )
+        trades = self.trades
+        names = np.array([tr.symbol for tr in trades], dtype=object)
+        columns = ClosedTrades(
+            np.array([tr.type == "buy" for tr in trades], dtype=bool),
+            np.array([tr.lots for tr in trades], dtype=np.float64),
+            np.array([tr.entry_price for tr in trades], dtype=np.float64),
+            np.array([tr.exit_price for tr in trades], dtype=np.float64),
+            np.array([tr.exit_bar for tr in trades], dtype=np.int64),
+            np.array([tr.exit_reason in ("sl", "stop out") for tr in trades], dtype=bool),
+            np.array([tr.entry_price if tr.margin_price is None else tr.margin_price for tr in trades],
+                     dtype=np.float64),
+        )  # fmt: skip
         floating = np.zeros(len(balance))
         margin = np.zeros(len(balance))
         for name, sym in self.symbols.items():
-            mine = (trades["symbol"] == name).to_numpy()
+            mine = names == name
             if not (mine.any() or held[name].any()):
                 continue
             m = sym.market
             k = m.scale
             bars = (m.opens, m.lows, (m.o + m.s) / k, (m.h + m.s) / k)  # open and low bid, open and high ask
-            worst, legs = worst_floating(held[name], trades[mine], prices[mine], bars, sym.contract_size)
+            own = ClosedTrades(*(column[mine] for column in columns))
+            worst, legs = worst_floating(held[name], own, bars, sym.contract_size)
             floating += convert_closes(sym.rate.closes(m), worst)
             margin += sym.margin.of_sums(legs[0], legs[4], legs[2], legs[5])
         worst = np.minimum(balance + floating, equity)
@@ -329,7 +338,33 @@ def _held(segments: list[Segment], n: int) -> np.ndarray:
         start, end, side, lots, price, mprice = (np.array(c) for c in zip(*segments, strict=True))
         for row, mask in ((0, side > 0), (2, side < 0)):
             cols = ((row, lots[mask]), (row + 1, (lots * price)[mask]), (4 + row // 2, (lots * mprice)[mask]))
+            # each bar's starts, then its ends, summed in segment order (``bincount`` adds one by one)
+            where = np.concatenate((start[mask], end[mask])).astype(np.int64)
             for col, amount in cols:
-                np.add.at(legs[col], start[mask].astype(np.int64), amount)
-                np.add.at(legs[col], end[mask].astype(np.int64), -amount)
+                legs[col] = np.bincount(where, np.concatenate((amount, -amount)), minlength=n + 1)
     return np.cumsum(legs[:, :n], axis=1)
+
+
+def _range_extreme(
+    pick: np.ufunc,
+    bid: np.ndarray,
+    ask: np.ndarray,
+    buy: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    last: np.ndarray,
+) -> np.ndarray:
+    """``pick`` (``np.minimum``/``np.maximum``) of each trade's bars ``a..b-1`` (the bid's for a buy, the
+    ask's for a sell) and of its ``last`` price: one ``reduceat`` over every trade's pair of bounds (the
+    reductions between one trade's end and the next one's start are dropped)."""
+    out = last.copy()
+    full = b > a
+    for values, side in ((bid, buy), (ask, ~buy)):
+        rows = np.flatnonzero(full & side)
+        if rows.size:
+            bounds = np.empty(2 * rows.size, dtype=np.int64)
+            bounds[0::2], bounds[1::2] = a[rows], b[rows]
+            # ``reduceat``'s bounds lie inside its array, and a trade's end may be one past the last bar
+            padded = np.append(values, 0.0)
+            out[rows] = pick(pick.reduceat(padded, bounds)[0::2], last[rows])
+    return out

@@ -38,15 +38,21 @@ def scale_of(point: float) -> int:
     return round(1.0 / point)
 
 
+TAIL = 64  # bars per step of ``Extremes.tails``
+
+
 class Extremes(NamedTuple):
     """Per bar, in points: the lowest and highest bid of its open and range, the same for the ask (the open
-    at its opening spread, the range at the bar's), and the widest spread of any bar."""
+    at its opening spread, the range at the bar's), and the widest spread of any bar. ``tails`` holds the
+    same four from every ``TAIL``-th bar to the last, one row each: ``tails[t // TAIL]`` bounds every bar
+    from ``t`` on (and a few before it) at once."""
 
     bid_low: np.ndarray
     bid_high: np.ndarray
     ask_low: np.ndarray
     ask_high: np.ndarray
     widest: float
+    tails: list[tuple[float, float, float, float]]
 
 
 class Market:
@@ -141,13 +147,9 @@ class Market:
         if self._extremes is None:
             o, h, lo, s, s_open = self.o, self.h, self.lo, self.s, self.s_open
             widest = float(max(s.max(), s_open.max())) if len(s) else 0.0
-            self._extremes = Extremes(
-                np.minimum(o, lo),
-                np.maximum(o, h),
-                np.minimum(o + s_open, lo + s),
-                np.maximum(o + s_open, h + s),
-                widest,
-            )
+            columns = (np.minimum(o, lo), np.maximum(o, h), np.minimum(o + s_open, lo + s),
+                       np.maximum(o + s_open, h + s))  # fmt: skip
+            self._extremes = Extremes(*columns, widest, _tails(columns))
         return self._extremes
 
     def _changed(self) -> None:
@@ -214,6 +216,20 @@ class Market:
         self.time = pd.DatetimeIndex(np.array(self._ns, dtype="datetime64[ns]")).tz_localize("UTC")
         self.day = server_days(np.asarray(self._ns, dtype=np.int64), self.clock)
         self._changed()
+
+
+def _tails(columns: tuple[np.ndarray, ...]) -> list[tuple[float, float, float, float]]:
+    """``Extremes.tails`` of the four columns (lowest, highest, lowest, highest): each step's extreme, then
+    accumulated from the last step back."""
+    n = len(columns[0])
+    if not n:
+        return []
+    starts = np.arange(0, n, TAIL)
+    out = []
+    for values, pick in zip(columns, (np.minimum, np.maximum, np.minimum, np.maximum), strict=True):
+        steps = pick.reduceat(values, starts)
+        out.append(pick.accumulate(steps[::-1])[::-1].tolist())
+    return list(zip(*out, strict=True))
 
 
 class BarPriceError(NeuronetError, ValueError):

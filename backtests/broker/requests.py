@@ -51,10 +51,19 @@ class TradeRequests:
                 "class attribute symbols (or --symbols)"
             )
 
-    def _open(self, side: int, reduces: bool) -> checks.Check:
+    def _open(self, side: int, reduces: bool, lots: float | None = None) -> checks.Check:
         """Whether the market is open for a deal of ``side`` now: the symbol has a bar at this time, and its
-        trade mode allows it."""
-        return self._closed() or checks.check_trade_mode(self.broker.terms.trade_mode, side, reduces)
+        trade mode allows it (``reduces``: the deal only reduces a position; with ``lots`` given, whether
+        a deal of that volume does, asked only where the trade mode is not "full")."""
+        closed = self._closed()
+        if closed:
+            return closed
+        mode = self.broker.terms.trade_mode
+        if mode == "full":
+            return None
+        if lots is not None:
+            reduces = self._reduces(side, lots)
+        return checks.check_trade_mode(mode, side, reduces)
 
     def _closed(self) -> checks.Check:
         """10018 where the symbol has no bar now (an account's other symbols trade, this one does not)."""
@@ -78,9 +87,9 @@ class TradeRequests:
         b, cfg = self.broker, self.config
         bad = checks.check_volume(lots, cfg.lot_min, cfg.lot_max, cfg.lot_step)
         if not bad:
-            bad = self._open(side, self._reduces(side, lots))
+            bad = self._open(side, False, lots)
         sl, tp = self._grid(checks.stop_value(sl)), self._grid(checks.stop_value(tp))
-        if not bad:
+        if not bad and (sl is not None or tp is not None):
             ref = b.price(-1) if side > 0 else b.price(+1)  # where the position will close
             what = "bid" if side > 0 else "ask"
             bad = checks.check_stops(side, ref, sl, tp, self._level(cfg.stops_level), what, b.point)
@@ -88,12 +97,13 @@ class TradeRequests:
             return b.reject("deal", side, lots, *bad, sl=sl, tp=tp)
         norm = round(round(lots / cfg.lot_step) * cfg.lot_step, 8)
         price = b.price_points(side)
-        new = b.upcoming_ticket()
+        ledger = b.ledger
+        new = ledger.upcoming_ticket()
         ticket = b.fill(side, norm, price, self._points(sl), self._points(tp), magic, comment)
         if ticket is None:
             return None
         b.last_retcode = checks.DONE
-        opened = ticket == new and b.upcoming_ticket() == new + 1
+        opened = ticket == new and ledger.upcoming_ticket() == new + 1
         kind = "buy" if side > 0 else "sell"
         b.record_order(new if opened else None, kind, norm, price / b.scale, sl, tp, "filled", ticket, magic,
                        comment)  # fmt: skip

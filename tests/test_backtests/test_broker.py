@@ -146,6 +146,44 @@ def test_mae_and_mfe_stop_at_the_exit_level():
     assert trade.mae == pytest.approx(-0.02 * 100_000)
 
 
+def test_mae_and_mfe_of_overlapping_shorts_longs_and_same_bar_trades_are_each_their_own():
+    """Hedged positions that overlap, a short valued at the ask (spread 10 points), a trade opened and
+    closed in one bar (only its exit counts) and one closed at the last bar: each trade's excursions come
+    from its own bars, by hand."""
+    rows = [
+        (1.00000, 1.00000, 1.00000, 1.00000),
+        (1.00000, 1.00300, 0.99800, 1.00100),  # bar 1: the long and the short open at its open
+        (1.00100, 1.00500, 0.99900, 1.00200),
+        (1.00200, 1.00250, 0.99500, 0.99600),  # bar 3: the long closes at its open; a long opens and closes
+        (0.99600, 0.99700, 0.99000, 0.99100),  # bar 4, the last: the short ends the test at its close
+    ]
+    b = _broker(rows, spread=10, hedging=True)
+    _step(b, 0)
+    _step(b, 1, lambda b: (b.order(+1, 1.0, None, None, 0, ""), b.order(-1, 2.0, None, None, 0, "")))
+    _step(b, 2)
+    long_, short = sorted(p.ticket for p in b.positions())
+
+    def bar3(b):
+        b.close(long_, None)
+        b.order(+1, 0.5, None, None, 0, "")
+        b.close(b.positions()[-1].ticket, None)
+
+    _step(b, 3, bar3)
+    _step(b, 4)
+    b.finish(4)
+    trades = b.trades_frame().set_index("ticket")
+    # the long: bought at the ask 1.00010 over bars 1-2 (bids 0.99800..1.00500), sold at the bid 1.00200
+    assert trades.loc[long_, "mfe"] == pytest.approx((1.00500 - 1.00010) * 100_000)
+    assert trades.loc[long_, "mae"] == pytest.approx((0.99800 - 1.00010) * 100_000)
+    # the same-bar long: only its exit (the open bid 1.00200) against its entry (the open ask 1.00210)
+    (same,) = (t for t in trades.index if t not in (long_, short))
+    assert trades.loc[same, "mfe"] == 0.0
+    assert trades.loc[same, "mae"] == pytest.approx((1.00200 - 1.00210) * 0.5 * 100_000)
+    # the short: sold at 1.00000 over bars 1-3 (asks 0.99510..1.00510), bought back at the last close's ask
+    assert trades.loc[short, "mfe"] == pytest.approx((1.00000 - 0.99110) * 2 * 100_000)
+    assert trades.loc[short, "mae"] == pytest.approx((1.00000 - 1.00510) * 2 * 100_000)
+
+
 @pytest.mark.parametrize("split", [False, True], ids=["one-order", "two-orders"])
 def test_stop_out_closes_everything_where_the_margin_level_crosses(split):
     # 1,000 deposit, 1:100, 0.9 lot at 1.0 needs 900 margin; a fall to 0.995 leaves 1000 - 450 = 550 equity,

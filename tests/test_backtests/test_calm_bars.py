@@ -16,7 +16,8 @@ import pytest
 from backtests import AccountConfig, Backtest
 from backtests.broker import Broker
 from backtests.broker.calm import Calm
-from datafeeds import read_sample
+from datafeeds import meta_of, read_sample
+from datafeeds.candles import make_frame
 from neuronet.live.paper import PaperBroker
 from strategies.base import ExpertAdvisor
 
@@ -161,3 +162,94 @@ def test_a_replay_leaves_the_collector_as_it_found_it():
         assert gc.get_freeze_count() > frozen // 2  # still the caller's (less what was freed meanwhile)
     finally:
         gc.unfreeze()
+
+
+def test_the_collector_thresholds_are_raised_only_while_a_replay_runs():
+    """The youngest generation is collected less often during the bar loop, and the caller's thresholds
+    come back after it, also when the EA fails."""
+    seen: list[tuple[int, int, int]] = []
+
+    class Watch(ExpertAdvisor):
+        fail: bool = False
+
+        def on_bar(self) -> None:
+            seen.append(gc.get_threshold())
+            if self.fail and len(self.bars) > 10:
+                raise RuntimeError("the EA's own bug")
+
+    before = gc.get_threshold()
+    bt = Backtest(read_sample().iloc[:50], Watch, forward=None)
+    bt.run()
+    assert gc.get_threshold() == before
+    assert seen and all(t[0] > before[0] and t[1:] == before[1:] for t in seen)
+    with pytest.raises(Exception, match="the EA's own bug"):
+        bt.run(fail=True)
+    assert gc.get_threshold() == before
+    seen.clear()
+    gc.set_threshold(0, *before[1:])  # automatic collection off: left off
+    try:
+        bt.run()
+    finally:
+        gc.set_threshold(*before)
+    assert seen and all(t[0] == 0 for t in seen)
+
+
+def _falls_at(fall: int, n: int = 700, to: float = 1.09000) -> pd.DataFrame:
+    """Flat H1 bars at 1.10000 (range 20 points, spread 10) whose bar ``fall`` reaches down to ``to``."""
+    index = pd.date_range("2024-01-01", periods=n, freq="h", tz="UTC")
+    low = np.full(n, 1.09990)
+    low[fall] = to
+    flat = np.full(n, 1.10000)
+    columns = {"open": flat, "high": flat + 0.0001, "low": low, "close": flat, "spread": np.full(n, 10.0)}
+    return make_frame(columns, index, meta_of(read_sample()))
+
+
+class LongWithStopEA(ExpertAdvisor):
+    """One long from bar ``entry`` with a stop-loss 500 points below the bid."""
+
+    entry: int = 5
+
+    def on_bar(self) -> None:
+        if len(self.bars) >= self.entry and not self.positions() and not len(self.history):
+            self.buy(1.0, sl_points=500)
+            self.history.append(1)
+
+    def on_init(self) -> None:
+        self.history: list[int] = []
+
+
+@pytest.mark.parametrize("fall", [6, 63, 64, 65, 500, 699])
+def test_a_stop_reached_once_after_long_quiet_is_met_at_its_bar(fall, monkeypatch):
+    """The screen rules out the bars left at once only where none of them reaches a level: a single bar
+    that falls to a long's stop-loss, early, at a step's edge or at the last bar, closes it there."""
+    df = _falls_at(fall)
+    bt = Backtest(df, LongWithStopEA, account=AccountConfig(deposit=1e6), forward=None)
+    screened = bt.run()
+    assert list(screened.trades["exit_reason"]) == ["sl"]
+    assert list(screened.trades["exit_bar"]) == [fall]
+    _unscreened(monkeypatch)
+    _same(_figures(screened), _figures(bt.run()))
+
+
+def test_a_stop_touched_exactly_once_after_long_quiet_is_met_at_its_level(monkeypatch):
+    """The stop-loss lies at 1.10010 - 500 points = 1.09510 and one bar's low is exactly that: a touch."""
+    df = _falls_at(300, to=1.09510)
+    bt = Backtest(df, LongWithStopEA, account=AccountConfig(deposit=1e6), forward=None)
+    screened = bt.run()
+    assert [(r.exit_reason, r.exit_bar, r.exit_price) for r in screened.trades.itertuples()] == [
+        ("sl", 300, 1.09510)
+    ]
+    _unscreened(monkeypatch)
+    _same(_figures(screened), _figures(bt.run()))
+
+
+def test_a_stop_beyond_every_later_price_rules_out_the_rest_at_once(monkeypatch):
+    """No bar after the entry reaches the stop: the screen looks at no block of bars one by one (the bars
+    are ruled out in steps of ``TAIL``, so the fall lies a step before the entry)."""
+    searched = []
+    search = Calm._screen
+    monkeypatch.setattr(Calm, "_screen", lambda self, t: searched.append(t) or search(self, t))
+    df = _falls_at(2)  # the fall comes before the entry
+    result = Backtest(df, LongWithStopEA, account=AccountConfig(deposit=1e6), forward=None).run(entry=70)
+    assert list(result.trades["exit_reason"]) == ["end of test"]
+    assert searched == []
