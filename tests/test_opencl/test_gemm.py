@@ -264,9 +264,10 @@ def test_gpu_tile_choice_is_timed_once_per_shape_and_kept(rt, rng, monkeypatch):
 
 def test_split_k_sums_do_not_depend_on_the_timed_tiles(rt, rng):
     """The slices of K are cut the same way whatever BK the timed configuration has (70 in 3 slices: 32, 32
-    and 6 for BK 8 as for BK 16), so the partial sums, and the result's bits, are the same run to run."""
+    and 6 for BK 8 as for BK 16) and added in slice order, so the result's bits are the same run to run and
+    call to call."""
     from opencl.blas import _Problem, epilogue
-    from opencl.gemm_gpu import Tiles, gemm_gpu, slice_length
+    from opencl.gemm_gpu import Tiles, _launches, gemm_gpu, slice_length
 
     assert slice_length(70, 3) == 32 and slice_length(256, 8) == 32 and slice_length(70, 1) == 70
     m, n, k = 33, 17, 70
@@ -277,6 +278,11 @@ def test_split_k_sums_do_not_depend_on_the_timed_tiles(rt, rng):
     for tiles in (Tiles(32, 32, 16, 4, 4), Tiles(32, 32, 8, 4, 4), Tiles(32, 32, 16, 4, 4)):
         c = memory.poison(memory.empty(rt, (m, n)))
         gemm_gpu(rt, da, db, c, c, problem, tiles=tiles, split=3)
+        results.append(c.get())
+    plan = _launches(rt, da, db, c, c, problem, Tiles(32, 32, 16, 4, 4), 3)
+    for _ in range(3):  # one prepared product, called again
+        c = memory.poison(memory.empty(rt, (m, n)))
+        plan(da, db, c, c)
         results.append(c.get())
     for other in results[1:]:
         np.testing.assert_array_equal(other, results[0])
