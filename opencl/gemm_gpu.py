@@ -5,10 +5,9 @@ rule can see: on an H200 double-buffering 128x128 blocks pays with BK 8 for x·w
 16 for x·w, and a batch-256 product of a few hundred columns runs fastest in 64x32 or 32x64 blocks
 (benchmarks/RESULTS.md). So every product but the tiniest is tuned once per shape, the way BLAS autotuners
 do it: every configuration that fits the device is run on the real operands (into a scratch output) on a
-profiling queue, timed by its kernels' device time (a small product takes less time on the device than
-its launch takes on the host, so a host clock would time the launches), and the fastest is kept for the
-rest of the process. All configurations add the products along K in the same order, so the choice never
-changes a result.
+profiling queue, several times back to back as a training step runs it, timed by its kernels' events (the
+host's clock would add the host's own work), and the fastest is kept for the rest of the process. All
+configurations add the products along K in the same order, so the choice never changes a result.
 
 Products whose M x N has too few blocks to occupy the device are split along K: each slice of K gets its
 own grid layer writing a partial sum, and a second launch adds them in a fixed order. A weight gradient
