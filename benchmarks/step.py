@@ -14,8 +14,12 @@ setting, the enqueue) matters as much as the kernels. Three figures per run:
 - ``fit``: CPU time of this thread per step of a batch-256 training epoch of the whole network (gather,
   products, bias gradients, loss, Adam): the host side of every launch of a step.
 
+With ``--profile`` each product is also timed alone by its kernels' device time (OpenCL profiling events;
+PyTorch's kernels through ``torch.profiler`` when it runs on CUDA), with the tile configuration and K split
+chosen for it: where the step's device time goes.
+
     python -m benchmarks.step                      # the device neuronet chooses
-    NEURONET_DEVICE=gpu python -m benchmarks.step --rounds 20
+    NEURONET_DEVICE=gpu python -m benchmarks.step --rounds 20 [--profile]
 """
 
 from __future__ import annotations
@@ -58,6 +62,52 @@ def _torch_step(torch, device: str, batch: int):
             torch.mm(a, b, out=c)
 
     return step, (torch.cuda.synchronize if device == "cuda" else (lambda: None))
+
+
+def _torch_kernel_seconds(torch, a, b, c, reps: int) -> float:
+    """Device seconds per ``torch.mm`` call: the CUDA kernels' time from ``torch.profiler``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.mm(a, b, out=c)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            torch.mm(a, b, out=c)
+        torch.cuda.synchronize()
+    return sum(e.self_device_time_total for e in prof.key_averages()) * 1e-6 / reps
+
+
+def profile_products(rt, batch: int, torch=None, reps: int = 20) -> None:
+    """Print each product's shape, layout, tiles and K split, and its device µs alone (ours, PyTorch's)."""
+    from opencl import gemm_gpu, memory
+    from opencl.blas import _plan
+
+    rng = np.random.default_rng(0)
+    queue = rt.timing_queue
+    print(
+        f"{'product':<22} {'M x N x K':>14} {'op':>3} {'tiles (BMxBNxBK TMxTN stages)':>30} {'split':>5} "
+        f"{'opencl us':>9} {'torch us':>9}"
+    )
+    total = total_torch = 0.0
+    for label, m, n, k, ta, tb in problems([], True, [batch]):
+        a, b = operands(rng, m, n, k, ta, tb)
+        da, db, dc = memory.to_device(rt, a), memory.to_device(rt, b), memory.empty(rt, (m, n))
+        plan = _plan(rt, False, da, db, dc, ta, tb, 1.0, 0.0, None, None)  # this product's launches (tuned)
+        us = plan.device_seconds(queue, da, db, dc, dc, reps) * 1e6
+        tiles, split = "CPU kernels", 1
+        if not rt.is_cpu:
+            split = gemm_gpu.split_k(rt, m, n, k, 1)
+            t = next(v for key, v in gemm_gpu._chosen.items() if key[3:9] == (m, n, k, 1, ta, tb))
+            tiles = f"{t.bm}x{t.bn}x{t.bk} {t.tm}x{t.tn} {t.stages}"
+        theirs = float("nan")
+        if torch is not None:
+            ta_, tb_ = (torch.from_numpy(x).cuda() for x in (a, b))
+            out = torch.empty((m, n), device="cuda")
+            theirs = _torch_kernel_seconds(torch, ta_.T if ta else ta_, tb_.T if tb else tb_, out, reps) * 1e6
+        total, total_torch = total + us, total_torch + theirs
+        op = ("T" if ta else "N") + ("T" if tb else "N")
+        print(f"{label:<22} {f'{m}x{n}x{k}':>14} {op:>3} {tiles:>30} {split:>5} {us:>9.1f} {theirs:>9.1f}")
+    print(f"{'device time of the products alone':<78} {total:>9.1f} {total_torch:>9.1f}")
 
 
 def host_seconds(rt, step, rounds: int, steps: int = 20) -> float:
@@ -108,6 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--samples", type=int, default=12_405, help="samples of the fit epoch (0: skip it)")
     p.add_argument("--no-torch", dest="torch", action="store_false", help="skip the PyTorch peer")
+    p.add_argument("--profile", action="store_true", help="each product's device time alone, and its tiles")
     p.add_argument("--tiny", action="store_true", help="toy sizes: checks the benchmark runs")
     args = p.parse_args(argv)
     if args.tiny:
@@ -135,6 +186,8 @@ def main(argv: list[str] | None = None) -> None:
     seconds = best_seconds(fns, args.min_time, args.rounds)
     parts = ", ".join(f"{name} {sec * 1e6:.0f} us" for name, sec in seconds.items())
     print(f"the {count} products of one batch-{args.batch} step, host + device: {parts}")
+    if args.profile:
+        profile_products(rt, args.batch, torch if torch is not None and torch.cuda.is_available() else None)
     host = host_seconds(rt, step, args.rounds)
     print(f"host CPU time of those {count} calls: {host * 1e6:.1f} us ({host / count * 1e6:.2f} us per call)")
     if args.samples:

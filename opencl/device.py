@@ -141,6 +141,16 @@ class Runtime:
         self.programs: dict[tuple, object] = {}  # filled by opencl.program.kernels
         self.plans: dict[tuple, object] = {}  # prepared products by operand layout, filled by opencl.blas
         self.build_seconds = 0.0  # wall time spent compiling programs, added to by opencl.program.kernels
+        self._timing_queue: cl.CommandQueue | None = None
+
+    @property
+    def timing_queue(self) -> cl.CommandQueue:
+        """A profiling queue on this runtime's context (made on first use), for timing kernels by their
+        device time: a product shorter than a launch's host cost cannot be timed by the host's clock."""
+        if self._timing_queue is None:
+            props = cl.command_queue_properties.PROFILING_ENABLE
+            self._timing_queue = cl.CommandQueue(self.context, properties=props)
+        return self._timing_queue
 
     @property
     def is_cpu(self) -> bool:

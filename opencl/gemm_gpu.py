@@ -2,21 +2,24 @@
 
 Which tile configuration is fastest depends on the transposition and the shape more than on anything a
 rule can see: on an H200 double-buffering 128x128 blocks pays with BK 8 for x·wᵀ and costs 1.3x with BK
-16 for x·w (benchmarks/RESULTS.md). So products large enough for it to matter are tuned once per
-shape, the way BLAS autotuners do: every configuration that fits the device is timed on the real operands
-(into a scratch output) and the fastest is kept for the rest of the process. All configurations add the
-products along K in the same order, so the choice never changes a result.
+16 for x·w, and a batch-256 product of a few hundred columns runs fastest in 64x32 or 32x64 blocks
+(benchmarks/RESULTS.md). So every product but the tiniest is tuned once per shape, the way BLAS autotuners
+do it: every configuration that fits the device is run on the real operands (into a scratch output) on a
+profiling queue, several times back to back as a training step runs it, timed by its kernels' events (the
+host's clock would add the host's own work), and the fastest is kept for the rest of the process. All
+configurations add the products along K in the same order, so the choice never changes a result.
 
-Products whose M x N has too few blocks to occupy the device (a weight gradient over 20,000 samples has
-K = 20,000 but M x N = 512 x 16) are split along K: each slice of K gets its own grid layer writing a
-partial sum, and a second launch adds them in a fixed order. The number of slices depends only on the
-shape and the device, so runs stay reproducible.
+Products whose M x N has too few blocks to occupy the device are split along K: each slice of K gets its
+own grid layer writing a partial sum, and a second launch adds them in a fixed order. A weight gradient
+over 20,000 samples (K = 20,000, M x N = 512 x 16) needs it to fill the device at all; a batch-256 one
+(K = 256, 62 x 125) needs it because a work-group walking a long K with a small tile spends each step
+waiting on memory (an H200: 20.8 µs whole, 17.9 µs in 8 slices). The number of slices and their length
+depend only on the shape and the device, never on the timed tile choice, so runs stay reproducible.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 
 from opencl import memory
@@ -47,15 +50,18 @@ class Tiles:
 
 
 # The block shapes measured on an H200 (benchmarks/RESULTS.md), largest blocks first; each double-buffered
-# first, then single-buffered (which needs half the local memory).
+# first, then single-buffered (which needs half the local memory). Every BK divides SLICE_K_STEP.
 _BLOCKS = ((128, 128, 16, 8, 8), (128, 128, 8, 8, 8), (128, 64, 16, 8, 4), (128, 64, 8, 8, 4),
-           (64, 64, 16, 4, 4), (64, 64, 8, 4, 4), (32, 32, 16, 4, 4))
+           (64, 64, 16, 4, 4), (64, 64, 8, 4, 4), (64, 32, 16, 4, 4), (32, 64, 16, 4, 4), (32, 32, 16, 4, 4))
 CONFIGS = tuple(Tiles(*b, stages=s) for b in _BLOCKS for s in (2, 1))
-# Below this many multiply-adds a product takes a few microseconds, less than a launch costs: not worth
-# timing, any configuration that fills the device does.
-TUNE_MIN_MACS = 1 << 26
+# Below this many multiply-adds a product takes about a launch's fixed cost on the device whichever
+# configuration runs it: not worth timing, any configuration that fills the device does.
+TUNE_MIN_MACS = 1 << 20
+TUNE_REPS = 8  # back-to-back runs timed per configuration, after an untimed one
 MAX_SPLIT = 16
-MIN_SPLIT_K = 512  # each slice of K keeps at least this many steps
+SPLIT_MIN_K = 256  # products with a shorter K are not split: the reduction's launch costs more than it saves
+MIN_SLICE_K = 32  # each slice of K keeps at least this many steps
+SLICE_K_STEP = 16  # slice lengths are multiples of this, whatever BK the timed configuration has
 
 _chosen: dict[tuple, Tiles] = {}
 
@@ -79,13 +85,23 @@ def choose_tiles(rt, M: int, N: int, G: int = 1) -> Tiles:
 def split_k(rt, M: int, N: int, K: int, G: int) -> int:
     """Slices of K for a product whose 64x64 blocks number fewer than the compute units (1: no split).
 
-    Aims at about two work-groups per compute unit, each slice at least ``MIN_SPLIT_K`` long.
+    Aims at about two work-groups per compute unit, each slice at least ``MIN_SLICE_K`` long; a K under
+    ``SPLIT_MIN_K`` is not split.
     """
     blocks = -(-M // 64) * -(-N // 64)
     units = rt.info.compute_units
-    if G != 1 or blocks >= units:
+    if G != 1 or blocks >= units or K < SPLIT_MIN_K:
         return 1
-    return max(1, min(MAX_SPLIT, (2 * units) // blocks, K // MIN_SPLIT_K))
+    return max(1, min(MAX_SPLIT, (2 * units) // blocks, K // MIN_SLICE_K))
+
+
+def slice_length(K: int, slices: int) -> int:
+    """The K steps of each slice (the last may be shorter): a multiple of ``SLICE_K_STEP``, so that every
+    configuration adds the same partial sums."""
+    if slices <= 1:
+        return K
+    per_slice = -(-K // slices)
+    return -(-per_slice // SLICE_K_STEP) * SLICE_K_STEP
 
 
 def gemm_gpu(rt, A, B, C, bias, p, tiles: Tiles | None = None, split: int | None = None) -> None:
@@ -115,18 +131,17 @@ def _tuned(rt, A, B, C, bias, p, slices: int) -> Tiles:
     else:
         scratch = memory.empty(rt, C.shape)
         trial = p._replace(beta=0.0)  # the scratch output is never read
-        seconds = {}
-        for t in fitting(rt):
-            _enqueue(rt, A, B, scratch, bias, trial, t, slices)  # builds the variant, warms caches
-            rt.synchronize()
-            start = time.perf_counter()
-            for _ in range(3):
-                _enqueue(rt, A, B, scratch, bias, trial, t, slices)
-            rt.synchronize()
-            seconds[t] = time.perf_counter() - start
+        rt.synchronize()  # the operands are written on the runtime's queue; the trials run on another
+        queue = rt.timing_queue
+        seconds = {
+            t: _launches(rt, A, B, scratch, bias, trial, t, slices).device_seconds(
+                queue, A, B, scratch, bias, TUNE_REPS
+            )
+            for t in fitting(rt)
+        }
         tiles = min(seconds, key=seconds.get)
         log.debug("gemm %dx%dx%d (G %d, %s%s, %d slices): %s, %.1f us", p.M, p.N, p.K, p.G,
-                  "T" if p.trans_a else "N", "T" if p.trans_b else "N", slices, tiles, seconds[tiles] / 3e-6)
+                  "T" if p.trans_a else "N", "T" if p.trans_b else "N", slices, tiles, seconds[tiles] * 1e6)
     _chosen[key] = tiles
     return tiles
 
@@ -136,11 +151,8 @@ def _enqueue(rt, A, B, C, bias, p, t: Tiles, slices: int) -> None:
 
 
 def _launches(rt, A, B, C, bias, p, t: Tiles, slices: int) -> Plan:
-    kc = p.K
-    if slices > 1:
-        per_slice = -(-p.K // slices)
-        kc = -(-per_slice // t.bk) * t.bk  # a whole number of BK steps
-        slices = -(-p.K // kc)
+    kc = slice_length(p.K, slices)
+    slices = -(-p.K // kc)
     even = p.M % t.bm == 0 and p.N % t.bn == 0 and p.K % t.bk == 0 and p.K % kc == 0
     a_arg, b_arg = operand(OP_A, A), operand(OP_B, B)
     k = kernels(rt, "gemm_gpu.cl", BM=t.bm, BN=t.bn, BK=t.bk, TM=t.tm, TN=t.tn, TRANS_A=p.trans_a,

@@ -92,8 +92,7 @@ class Plan:
         self._allocator, self._queue, self._profiler = rt.allocator, rt.queue, rt.profiler
         self._itemsize = rt.dtype.itemsize
 
-    def __call__(self, a, b, c, bias) -> None:
-        """Launch on these arrays (of the layout the plan was made for: the caller checked)."""
+    def _buffers(self, a, b, c, bias) -> tuple[tuple, tuple]:
         buffers = (
             a.base_data,
             b.base_data,
@@ -101,7 +100,30 @@ class Plan:
             bias.base_data,
             self._allocator(self.scratch) if self.scratch else None,
         )
-        offsets = (a.offset, b.offset, c.offset, bias.offset)
+        return buffers, (a.offset, b.offset, c.offset, bias.offset)
+
+    def device_seconds(self, queue: cl.CommandQueue, a, b, c, bias, reps: int) -> float:
+        """Device seconds per call, run ``reps`` times back to back on ``queue`` (a profiling queue of the
+        same context, such as ``Runtime.timing_queue``) after an untimed call: from the first launch's start
+        to the last one's end, over ``reps``. Back to back as in a training step, so what the device spends
+        between launches (a launch's fixed cost, the gap before a split-K reduction) counts; one call's own
+        events on an idle queue are mostly that fixed cost (about 8 µs on an H200), whatever the kernel."""
+        buffers, offsets = self._buffers(a, b, c, bias)
+
+        def call() -> list[cl.Event]:
+            return [launch.run(queue, buffers, offsets, self._itemsize) for launch in self.launches]
+
+        call()
+        queue.finish()
+        first = last = call()
+        for _ in range(reps - 1):
+            last = call()
+        queue.finish()
+        return (last[-1].profile.end - first[0].profile.start) * 1e-9 / reps
+
+    def __call__(self, a, b, c, bias) -> None:
+        """Launch on these arrays (of the layout the plan was made for: the caller checked)."""
+        buffers, offsets = self._buffers(a, b, c, bias)
         profiler = self._profiler
         for launch in self.launches:
             event = launch.run(self._queue, buffers, offsets, self._itemsize)

@@ -119,3 +119,17 @@ def test_the_optimisation_benchmark_sizes_backtesting_pys_pool_to_the_cpus_given
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "1"
+
+
+def test_the_step_profile_lists_every_product_with_its_device_time(capsys):
+    """``benchmarks.step --profile``: one row per product of the step (shape, layout, tiles, K slices, device
+    µs), then their total."""
+    from opencl import NoDeviceError
+
+    try:
+        importlib.import_module("benchmarks.step").main(["--tiny", "--profile", "--no-torch"])
+    except NoDeviceError:
+        pytest.skip("no OpenCL device")
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("B8 ")]
+    assert len(rows) == 14
+    assert all(float(row.split()[-2]) > 0 for row in rows)  # our device µs; PyTorch's column is nan here

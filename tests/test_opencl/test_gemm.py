@@ -231,7 +231,8 @@ def test_gpu_kernel_split_along_k(rt, rng, m, n, k, split):
 
 
 def test_gpu_tile_choice_is_timed_once_per_shape_and_kept(rt, rng, monkeypatch):
-    """Large products time every fitting configuration once; the winner is kept and computes the product."""
+    """Products time every fitting configuration once by device time; the winner is kept and computes the
+    product, and the trials never touch C."""
     from opencl import gemm_gpu as gg
     from opencl.blas import _Problem, epilogue
 
@@ -240,8 +241,13 @@ def test_gpu_tile_choice_is_timed_once_per_shape_and_kept(rt, rng, monkeypatch):
     monkeypatch.setattr(gg, "TUNE_MIN_MACS", 0)
     monkeypatch.setattr(gg, "_chosen", {})
     timed = []
-    real_enqueue = gg._enqueue
-    monkeypatch.setattr(gg, "_enqueue", lambda *a: timed.append(a[6]) or real_enqueue(*a))
+    real_seconds = gg.Plan.device_seconds
+
+    def seconds(plan, queue, *args):
+        timed.append(queue)
+        return real_seconds(plan, queue, *args)
+
+    monkeypatch.setattr(gg.Plan, "device_seconds", seconds)
     m, n, k = 40, 33, 20
     a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
     c0 = rng.standard_normal((m, n))
@@ -249,11 +255,40 @@ def test_gpu_tile_choice_is_timed_once_per_shape_and_kept(rt, rng, monkeypatch):
     problem = _Problem(m, n, k, 1, False, False, 0, 0, 0, 1.0, 1.0, False, epilogue(None))
     for _ in range(2):
         gg.gemm_gpu(rt, da, db, dc, dc, problem)
-    assert timed.count(candidates[0]) + timed.count(candidates[1]) == 2 * 4 + 2  # 4 trial runs each, 2 real
+    assert timed == [rt.timing_queue] * 2  # each candidate once, on the profiling queue, for both calls
     assert next(iter(gg._chosen.values())) in candidates
     a, b, c0 = (x.astype(rt.dtype).astype(np.float64) for x in (a, b, c0))
     rtol, atol = _tol(rt, k)
     np.testing.assert_allclose(dc.get(), c0 + 2 * (a @ b), rtol=rtol, atol=atol)  # trials never touched C
+
+
+def test_split_k_sums_do_not_depend_on_the_timed_tiles(rt, rng):
+    """The slices of K are cut the same way whatever BK the timed configuration has (70 in 3 slices: 32, 32
+    and 6 for BK 8 as for BK 16) and added in slice order, so the result's bits are the same run to run and
+    call to call."""
+    from opencl.blas import _Problem, epilogue
+    from opencl.gemm_gpu import Tiles, _launches, gemm_gpu, slice_length
+
+    assert slice_length(70, 3) == 32 and slice_length(256, 8) == 32 and slice_length(70, 1) == 70
+    m, n, k = 33, 17, 70
+    a, b = rng.standard_normal((k, m)), rng.standard_normal((k, n))
+    da, db = memory.to_device(rt, a), memory.to_device(rt, b)
+    problem = _Problem(m, n, k, 1, True, False, 0, 0, 0, 1.0, 0.0, False, epilogue(None))
+    results = []
+    for tiles in (Tiles(32, 32, 16, 4, 4), Tiles(32, 32, 8, 4, 4), Tiles(32, 32, 16, 4, 4)):
+        c = memory.poison(memory.empty(rt, (m, n)))
+        gemm_gpu(rt, da, db, c, c, problem, tiles=tiles, split=3)
+        results.append(c.get())
+    plan = _launches(rt, da, db, c, c, problem, Tiles(32, 32, 16, 4, 4), 3)
+    for _ in range(3):  # one prepared product, called again
+        c = memory.poison(memory.empty(rt, (m, n)))
+        plan(da, db, c, c)
+        results.append(c.get())
+    for other in results[1:]:
+        np.testing.assert_array_equal(other, results[0])
+    a, b = (x.astype(rt.dtype).astype(np.float64) for x in (a, b))
+    rtol, atol = _tol(rt, k)
+    np.testing.assert_allclose(results[0], a.T @ b, rtol=rtol, atol=atol)
 
 
 def test_prepared_product_follows_moved_views_and_new_buffers(rt, rng):
