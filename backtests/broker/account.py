@@ -61,14 +61,18 @@ class Account:
         self.per_point = 0.0
         self.closed_form = False
         self.changes = 0  # counts changes of the balance (what is computed from it follows them)
+        # Counts changes of the balance and of every desk's positions (each book tells it): what is computed
+        # from the whole account (``ruled_out``) is current while it stays.
+        self.revision = 0
         self._exposure: tuple[int, tuple[float, float, float, float, float]] | None = None
         # The stop-out's terms, valid while the balance stays (``charge`` drops them) and the book does not
         # change (``_terms_at``: its ``changes`` then).
         self._terms: tuple[float, float, float, float, float] | None = None
         self._terms_at = -1
         self._desk_margin: dict[int, tuple[int, float]] = {}  # id(desk) -> (its book's changes, margin)
-        # ``ruled_out``'s last answer and what it holds for: (bar, the books' changes, balance, the answer)
-        self._screened: tuple[int, int, float, bool] | None = None
+        self._desk_worst: dict[int, tuple[int, int, float]] = {}  # id(desk) -> (bar, changes, ``_worst_of``)
+        # ``ruled_out``'s last answer and what it holds for: (bar, ``revision``, the answer)
+        self._screened: tuple[int, int, bool] | None = None
         # Off while a walk whose prices may leave the bars' own ranges (several symbols' ticks, each at its
         # last tick) checks every price itself: ``ruled_out`` then rules nothing out.
         self.screening = True
@@ -76,6 +80,7 @@ class Account:
     def attach(self, desk: Any) -> None:
         """Add a symbol's broker to the account."""
         self.desks.append(desk)
+        desk.book.account = self
         first = self.desks[0]
         self.closed_form = len(self.desks) == 1 and first.profit_rate.unity
         self.book, self.margin = first.book, first.margin
@@ -91,6 +96,7 @@ class Account:
         if amount:
             self.balance += amount
             self.changes += 1
+            self.revision += 1
             self._terms = None
             self.ledger.balance(t, amount, swap)
 
@@ -319,30 +325,42 @@ class Account:
         """Whether the stop-out cannot happen in bar ``t`` as the account stands: the equity with every desk
         at the worst of its bar at once (longs at the low bid, shorts at the high ask with the wider of its
         spreads) stays above the stop-out level with a tenth to spare for the conversions' moves. Kept
-        until a position changes or the balance moves, so a multi-symbol bar far from the stop-out costs one
-        pass over the desks instead of one per check."""
+        for the bar until a position changes or the balance moves (``revision``), so it is worked out once
+        per bar and state of the account, whatever the number of symbols asking, and read back with one
+        comparison."""
         if not self.screening:
             return False
-        changes = 0
-        for d in self.desks:
-            changes += d.book.changes
         held = self._screened
-        if held is not None and held[0] == t and held[1] == changes and held[2] == self.balance:
-            return held[3]
-        margin = self.used_margin()
+        if held is not None and held[0] == t and held[1] == self.revision:
+            return held[2]
+        margin = 0.0
         worst = self.balance
         for d in self.desks:
             if d.book.positions:
-                # The positions' sums (cached with the book) instead of each position: a screen with a tenth
-                # to spare, so the rounding of the other order of sums cannot matter.
-                m, money = d.market, d.money
-                long_lots, long_value, short_lots, short_value = d.book.exposure()
-                low, high = m.lo[t], m.h[t] + max(m.s_open[t], m.s[t])
-                amount = (low * long_lots - long_value + short_value - high * short_lots) * money.per_point
-                worst += money.money(amount, low, high)
+                margin += self._margin_of(d)
+                worst += self._worst_of(d, t)
         ruled = margin <= 0 or worst > 1.1 * self.stop_out_level / 100.0 * margin
-        self._screened = (t, changes, self.balance, ruled)
+        self._screened = (t, self.revision, ruled)
         return ruled
+
+    def _worst_of(self, desk: Any, t: int) -> float:
+        """``desk``'s floating profit at the worst of bar ``t`` (``ruled_out``), deposit currency: kept for
+        the bar until its book changes where it converts at its own prices (another symbol's rate moves
+        inside the bar, so that desk's is worked out each time)."""
+        book, money = desk.book, desk.money
+        held = self._desk_worst.get(id(desk))
+        if held is not None and held[0] == t and held[1] == book.changes:
+            return held[2]
+        # The positions' sums (cached with the book) instead of each position: a screen with a tenth to
+        # spare, so the rounding of the other order of sums cannot matter.
+        m = desk.market
+        long_lots, long_value, short_lots, short_value = book.exposure()
+        low, high = m.lo[t], m.h[t] + max(m.s_open[t], m.s[t])
+        amount = (low * long_lots - long_value + short_value - high * short_lots) * money.per_point
+        value = money.money(amount, low, high)
+        if money.profit.pair is None:
+            self._desk_worst[id(desk)] = (t, book.changes, value)
+        return value
 
     def _crossed(self, desk: Any, quote: Quote, at_open: bool) -> bool:
         if self.ruled_out(desk.t):

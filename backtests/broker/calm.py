@@ -45,7 +45,8 @@ class Calm:
         self.broker = broker
         self._book, self._funds, self._market = broker.book, broker.funds, broker.market
         # The state the bounds hold for: the sum of the counters of every change of the book, the orders and
-        # stops, the balance and the bars (each only grows, so the sum moves whenever one does)
+        # stops, the balance (in the closed form, whose bounds it moves) and the bars (each only grows, so
+        # the sum moves whenever one does)
         self._key = -1
         self._bounds: tuple[float, float, float, float] | None = None  # None: never quiet in this state
         self._general = False  # the stop-out in the general form: each bar also needs the account's screen
@@ -57,12 +58,15 @@ class Calm:
 
     def holds(self, t: int) -> bool:
         """Whether bar ``t`` (open and range) reaches nothing of the book as it stands."""
-        key = self._book.changes + self.broker.revision + self._funds.changes + self._market.changes
+        funds = self._funds
+        key = self._book.changes + self.broker.revision + self._market.changes
+        if funds.closed_form:  # the stop-out's bounds move with the balance; the general form asks per bar
+            key += funds.changes
         if key != self._key or t < self._start:
             self._key, self._start, self._until, self._loud = key, t, t, -1
             self._block, self._probes = _FIRST_BLOCK, _PROBES
             self._bounds = self._gather()
-        if self._general and not self._funds.ruled_out(t):
+        if self._general and not funds.ruled_out(t):
             return False
         if t < self._until:
             return True
