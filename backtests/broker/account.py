@@ -71,6 +71,7 @@ class Account:
         self._terms_at = -1
         self._desk_margin: dict[int, tuple[int, float]] = {}  # id(desk) -> (its book's changes, margin)
         self._desk_worst: dict[int, tuple[int, int, float]] = {}  # id(desk) -> (bar, changes, ``_worst_of``)
+        self._desk_prices: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}  # ``_worst_prices``
         # ``ruled_out``'s last answer and what it holds for: (bar, ``revision``, the answer)
         self._screened: tuple[int, int, bool] | None = None
         # Off while a walk whose prices may leave the bars' own ranges (several symbols' ticks, each at its
@@ -353,14 +354,23 @@ class Account:
             return held[2]
         # The positions' sums (cached with the book) instead of each position: a screen with a tenth to
         # spare, so the rounding of the other order of sums cannot matter.
-        m = desk.market
+        lows, highs = self._worst_prices(desk)
+        low, high = lows.item(t), highs.item(t)
         long_lots, long_value, short_lots, short_value = book.exposure()
-        low, high = m.lo[t], m.h[t] + max(m.s_open[t], m.s[t])
         amount = (low * long_lots - long_value + short_value - high * short_lots) * money.per_point
         value = money.money(amount, low, high)
         if money.profit.pair is None:
             self._desk_worst[id(desk)] = (t, book.changes, value)
         return value
+
+    def _worst_prices(self, desk: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Per bar of ``desk``, the lowest bid and the highest ask at the wider of its spreads (points), made
+        once per change of its prices."""
+        m = desk.market
+        held = self._desk_prices.get(id(desk))
+        if held is None or held[0] != m.changes:
+            held = self._desk_prices[id(desk)] = (m.changes, m.lo, m.h + np.maximum(m.s_open, m.s))
+        return held[1], held[2]
 
     def _crossed(self, desk: Any, quote: Quote, at_open: bool) -> bool:
         if self.ruled_out(desk.t):
