@@ -39,8 +39,8 @@ class TradingContext:
 
     # -- routing -------------------------------------------------------------------------------------------
     def _of(self, symbol: str | None) -> Broker:
-        """The broker of ``symbol`` (None: the main chart's); a symbol the run does not trade is the EA's
-        bug."""
+        """The broker of ``symbol`` (None: the main chart's; the requests an EA makes every bar test for
+        None before calling this); a symbol the run does not trade is the EA's bug."""
         if symbol is None:
             return self.main
         broker = self.brokers.get(symbol)
@@ -70,10 +70,11 @@ class TradingContext:
 
     # -- requests ------------------------------------------------------------------------------------------
     def order(self, side, lots, sl, tp, magic, comment, symbol=None):
-        return self._use(self._of(symbol)).order(side, lots, sl, tp, magic, comment)
+        broker = self._last = self.main if symbol is None else self._of(symbol)
+        return broker.order(side, lots, sl, tp, magic, comment)
 
     def pending(self, kind, lots, price, stoplimit, sl, tp, expiration, magic, comment, symbol=None):
-        broker = self._use(self._of(symbol))
+        broker = self._last = self.main if symbol is None else self._of(symbol)
         return broker.pending(kind, lots, price, stoplimit, sl, tp, expiration, magic, comment)
 
     def close(self, ticket, magic, lots=None, reason="signal", symbol=None) -> int:
@@ -99,9 +100,11 @@ class TradingContext:
     # -- queries -------------------------------------------------------------------------------------------
     def positions(self, symbol=None) -> list[Position]:
         """One symbol's positions, or every symbol's in ticket order (one symbol's: in its book's order)."""
-        if symbol is not None or not self._several:
-            return self._of(symbol).positions()
-        return sorted((p for b in self.brokers.values() for p in b.positions()), key=lambda p: p.ticket)
+        if symbol is None:
+            if not self._several:
+                return self.main.positions()
+            return sorted((p for b in self.brokers.values() for p in b.positions()), key=lambda p: p.ticket)
+        return self._of(symbol).positions()
 
     def orders(self, symbol=None) -> list[Order]:
         if symbol is not None or not self._several:
@@ -113,7 +116,7 @@ class TradingContext:
 
     def price(self, side: int, symbol=None) -> float:
         """A symbol's price now; NaN before its first bar of its own (see the module docstring)."""
-        broker = self._of(symbol)
+        broker = self.main if symbol is None else self._of(symbol)
         return broker.price(side) if broker.t >= broker.market.first else math.nan
 
     def point_of(self, symbol: str) -> float:

@@ -148,13 +148,40 @@ class Account:
     ) -> bool:
         """Whether the free margin at ``bid``/``ask`` holds the positions ``legs`` (side, lots, margin price)
         a deal on ``desk`` leaves open and its ``cost`` (the entry commission): equity - cost - the margin of
-        every desk >= 0."""
+        every desk >= 0. Where the other desks at the worst of their bar leave the equity clear of that with
+        room for any rounding (``_clear_of``), it holds without valuing each of their positions."""
         if self.closed_form:
             return self.equity(bid, ask) - cost - self.margin.of_legs(legs) >= -1e-9
         desk = self.desks[0] if desk is None else desk
         others = sum(self._margin_of(d) for d in self.desks if d is not desk and d.book.positions)
         held = desk.margin.of_legs(legs) + others
+        if self._clear_of(desk, bid, ask, cost + held):
+            return True
         return self.equity(bid, ask, desk) - cost - held >= -1e-9
+
+    def _clear_of(self, desk: Any, bid: float, ask: float, need: float) -> bool:
+        """Whether the equity surely exceeds ``need`` with ``desk`` at ``bid``/``ask``: every other desk
+        holding positions is one whose prices now are its bar's open (open prices, no quote inside the
+        bar) and whose profit is in the deposit currency, so its floating profit is at least its worst of
+        the bar (``_worst_of``: longs at the lowest bid, shorts at the highest ask). A sufficient test
+        only: a no here leaves the answer to the exact sum. The room (a billionth of every amount summed)
+        is far above the rounding of either order of sums."""
+        t = desk.t
+        floor = self.balance + desk.floating(bid, ask)
+        size = abs(self.balance) + abs(need) + 1.0
+        for d in self.desks:
+            if d is desk or not d.book.positions:
+                continue
+            if d.price_path is not None or d.now is not None or d.inside is not None or d.t != t:
+                return False
+            money = d.money
+            if not money.profit.unity:
+                return False
+            worst = self._worst_of(d, t)
+            _, long_value, _, short_value = d.book.exposure()
+            floor += worst
+            size += abs(worst) + (abs(long_value) + abs(short_value)) * money.per_point
+        return floor - need > 1e-9 * size
 
     def exposure(self) -> tuple[float, float, float, float, float]:
         """Long lots, sum of long lots x price, the same for shorts, and the used margin (the only desk)."""
@@ -364,12 +391,14 @@ class Account:
         return value
 
     def _worst_prices(self, desk: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Per bar of ``desk``, the lowest bid and the highest ask at the wider of its spreads (points), made
-        once per change of its prices."""
+        """Per bar of ``desk``, the lowest bid and the highest ask at the wider of its spreads, over its
+        open and its range (points), made once per change of its prices."""
         m = desk.market
         held = self._desk_prices.get(id(desk))
         if held is None or held[0] != m.changes:
-            held = self._desk_prices[id(desk)] = (m.changes, m.lo, m.h + np.maximum(m.s_open, m.s))
+            lows = np.minimum(m.o, m.lo)
+            highs = np.maximum(m.o, m.h) + np.maximum(m.s_open, m.s)
+            held = self._desk_prices[id(desk)] = (m.changes, lows, highs)
         return held[1], held[2]
 
     def _crossed(self, desk: Any, quote: Quote, at_open: bool) -> bool:
