@@ -28,6 +28,7 @@ import pandas as pd
 from backtests.broker.book import OpenPosition, Quote
 from backtests.broker.config import AccountConfig
 from backtests.broker.ledger import Ledger
+from backtests.broker.screen import AccountScreen
 
 log = logging.getLogger("backtests.broker")
 
@@ -70,10 +71,7 @@ class Account:
         self._terms: tuple[float, float, float, float, float] | None = None
         self._terms_at = -1
         self._desk_margin: dict[int, tuple[int, float]] = {}  # id(desk) -> (its book's changes, margin)
-        self._desk_worst: dict[int, tuple[int, int, float]] = {}  # id(desk) -> (bar, changes, ``_worst_of``)
-        self._desk_prices: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}  # ``_worst_prices``
-        # ``ruled_out``'s last answer and what it holds for: (bar, ``revision``, the answer)
-        self._screened: tuple[int, int, bool] | None = None
+        self.screen = AccountScreen(self)  # the cheap sufficient tests of the stop-out and the free margin
         # Off while a walk whose prices may leave the bars' own ranges (several symbols' ticks, each at its
         # last tick) checks every price itself: ``ruled_out`` then rules nothing out.
         self.screening = True
@@ -128,10 +126,10 @@ class Account:
         total = 0.0
         for d in self.desks:
             if d.book.positions:
-                total += self._margin_of(d)
+                total += self.margin_of(d)
         return total
 
-    def _margin_of(self, desk: Any) -> float:
+    def margin_of(self, desk: Any) -> float:
         """``desk``'s margin, kept until its book changes."""
         book = desk.book
         held = self._desk_margin.get(id(desk))
@@ -149,39 +147,15 @@ class Account:
         """Whether the free margin at ``bid``/``ask`` holds the positions ``legs`` (side, lots, margin price)
         a deal on ``desk`` leaves open and its ``cost`` (the entry commission): equity - cost - the margin of
         every desk >= 0. Where the other desks at the worst of their bar leave the equity clear of that with
-        room for any rounding (``_clear_of``), it holds without valuing each of their positions."""
+        room for any rounding (``AccountScreen.clear_of``), it holds without valuing their positions."""
         if self.closed_form:
             return self.equity(bid, ask) - cost - self.margin.of_legs(legs) >= -1e-9
         desk = self.desks[0] if desk is None else desk
-        others = sum(self._margin_of(d) for d in self.desks if d is not desk and d.book.positions)
+        others = sum(self.margin_of(d) for d in self.desks if d is not desk and d.book.positions)
         held = desk.margin.of_legs(legs) + others
-        if self._clear_of(desk, bid, ask, cost + held):
+        if self.screen.clear_of(desk, bid, ask, cost + held):
             return True
         return self.equity(bid, ask, desk) - cost - held >= -1e-9
-
-    def _clear_of(self, desk: Any, bid: float, ask: float, need: float) -> bool:
-        """Whether the equity surely exceeds ``need`` with ``desk`` at ``bid``/``ask``: every other desk
-        holding positions is one whose prices now are its bar's open (open prices, no quote inside the
-        bar) and whose profit is in the deposit currency, so its floating profit is at least its worst of
-        the bar (``_worst_of``: longs at the lowest bid, shorts at the highest ask). A sufficient test
-        only: a no here leaves the answer to the exact sum. The room (a billionth of every amount summed)
-        is far above the rounding of either order of sums."""
-        t = desk.t
-        floor = self.balance + desk.floating(bid, ask)
-        size = abs(self.balance) + abs(need) + 1.0
-        for d in self.desks:
-            if d is desk or not d.book.positions:
-                continue
-            if d.price_path is not None or d.now is not None or d.inside is not None or d.t != t:
-                return False
-            money = d.money
-            if not money.profit.unity:
-                return False
-            worst = self._worst_of(d, t)
-            _, long_value, _, short_value = d.book.exposure()
-            floor += worst
-            size += abs(worst) + (abs(long_value) + abs(short_value)) * money.per_point
-        return floor - need > 1e-9 * size
 
     def exposure(self) -> tuple[float, float, float, float, float]:
         """Long lots, sum of long lots x price, the same for shorts, and the used margin (the only desk)."""
@@ -350,56 +324,9 @@ class Account:
         return self.equity(bid, bid + spread, desk) - self.stop_out_level / 100.0 * margin
 
     def ruled_out(self, t: int) -> bool:
-        """Whether the stop-out cannot happen in bar ``t`` as the account stands: the equity with every desk
-        at the worst of its bar at once (longs at the low bid, shorts at the high ask with the wider of its
-        spreads) stays above the stop-out level with a tenth to spare for the conversions' moves. Kept
-        for the bar until a position changes or the balance moves (``revision``), so it is worked out once
-        per bar and state of the account, whatever the number of symbols asking, and read back with one
-        comparison."""
-        if not self.screening:
-            return False
-        held = self._screened
-        if held is not None and held[0] == t and held[1] == self.revision:
-            return held[2]
-        margin = 0.0
-        worst = self.balance
-        for d in self.desks:
-            if d.book.positions:
-                margin += self._margin_of(d)
-                worst += self._worst_of(d, t)
-        ruled = margin <= 0 or worst > 1.1 * self.stop_out_level / 100.0 * margin
-        self._screened = (t, self.revision, ruled)
-        return ruled
-
-    def _worst_of(self, desk: Any, t: int) -> float:
-        """``desk``'s floating profit at the worst of bar ``t`` (``ruled_out``), deposit currency: kept for
-        the bar until its book changes where it converts at its own prices (another symbol's rate moves
-        inside the bar, so that desk's is worked out each time)."""
-        book, money = desk.book, desk.money
-        held = self._desk_worst.get(id(desk))
-        if held is not None and held[0] == t and held[1] == book.changes:
-            return held[2]
-        # The positions' sums (cached with the book) instead of each position: a screen with a tenth to
-        # spare, so the rounding of the other order of sums cannot matter.
-        lows, highs = self._worst_prices(desk)
-        low, high = lows.item(t), highs.item(t)
-        long_lots, long_value, short_lots, short_value = book.exposure()
-        amount = (low * long_lots - long_value + short_value - high * short_lots) * money.per_point
-        value = money.money(amount, low, high)
-        if money.profit.pair is None:
-            self._desk_worst[id(desk)] = (t, book.changes, value)
-        return value
-
-    def _worst_prices(self, desk: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Per bar of ``desk``, the lowest bid and the highest ask at the wider of its spreads, over its
-        open and its range (points), made once per change of its prices."""
-        m = desk.market
-        held = self._desk_prices.get(id(desk))
-        if held is None or held[0] != m.changes:
-            lows = np.minimum(m.o, m.lo)
-            highs = np.maximum(m.o, m.h) + np.maximum(m.s_open, m.s)
-            held = self._desk_prices[id(desk)] = (m.changes, lows, highs)
-        return held[1], held[2]
+        """Whether the stop-out cannot happen in bar ``t`` as the account stands (``AccountScreen``); off
+        while a walk checks every price itself (``screening``)."""
+        return self.screening and self.screen.ruled_out(t)
 
     def _crossed(self, desk: Any, quote: Quote, at_open: bool) -> bool:
         if self.ruled_out(desk.t):

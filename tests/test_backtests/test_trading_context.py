@@ -9,7 +9,10 @@ import pandas as pd
 import pytest
 
 from backtests import AccountConfig, Backtest
+from backtests.broker.account import Account
+from backtests.broker.calm import Calm
 from backtests.broker.portfolio import open_brokers
+from backtests.broker.screen import AccountScreen
 from backtests.context import TradingContext
 from datafeeds.clock import UTC
 from datafeeds.symbols import BUILTIN
@@ -152,9 +155,9 @@ def test_views_stepped_once_a_run_show_every_bar_closed_by_each_decision_across_
 
 
 def test_the_free_margin_screen_never_admits_a_deal_the_exact_sum_refuses():
-    """Near the edge and far from it, on random bars and positions: wherever ``_clear_of`` says the equity
-    covers a need, the exact sum (every position at the prices now) says so too; and it does say so where
-    the room is plain, so the screen is used."""
+    """Near the edge and far from it, on random bars and positions: wherever ``AccountScreen.clear_of``
+    says the equity covers a need, the exact sum (every position at the prices now) says so too; and it
+    does say so where the room is plain, so the screen is used."""
     rng = np.random.default_rng(7)
     account = AccountConfig(deposit=2_000.0, leverage=100.0, hedging=True)
     names = ("EURUSD", "GBPUSD", "AUDUSD")
@@ -179,7 +182,7 @@ def test_the_free_margin_screen_never_admits_a_deal_the_exact_sum_refuses():
         bid, ask = desk.price_points(-1), desk.price_points(+1)
         exact = funds.equity(bid, ask, desk)
         for need in exact + np.array([-300.0, -20.0, -1.0, -1e-6, 0.0, 1e-6, 5.0]):
-            if funds._clear_of(desk, bid, ask, float(need)):
+            if funds.screen.clear_of(desk, bid, ask, float(need)):
                 used += 1
                 assert exact - need >= -1e-9, (exact, need)
     assert used > 30
@@ -209,12 +212,49 @@ def test_a_run_with_the_free_margin_screen_equals_one_valuing_every_position(mon
     frames = {s: synthetic_candles(s, "H1", 600, seed=i + 5) for i, s in enumerate(_Crowds.symbols)}
     account = AccountConfig(deposit=3_000.0, leverage=100.0, hedging=hedging)
     screened = Backtest(frames, _Crowds, forward=None, account=account).run()
-    from backtests.broker.account import Account
-
-    monkeypatch.setattr(Account, "_clear_of", lambda self, desk, bid, ask, need: False)
+    monkeypatch.setattr(AccountScreen, "clear_of", lambda self, desk, bid, ask, need: False)
     exact = Backtest(frames, _Crowds, forward=None, account=account).run()
     assert any(r["retcode"] == 10019 for r in exact.rejected)  # the margin is reached, and refused
     for name in ("orders", "deals", "trades"):
         pd.testing.assert_frame_equal(getattr(screened, name), getattr(exact, name))
     assert screened.rejected == exact.rejected
     np.testing.assert_array_equal(np.asarray(screened.equity), np.asarray(exact.equity))
+
+
+class _HeavyDollars(ExpertAdvisor):
+    """Holds a lot of each dollar-quoted symbol (profit in the deposit currency, so the stop-out screen
+    tries whole blocks of bars), reopened whenever closed, on a deposit that barely carries them."""
+
+    symbols = ("EURUSD", "GBPUSD", "AUDUSD")
+    side = 1
+    lots = 1.0
+
+    def on_bar(self):
+        for s in self.symbols:
+            if not self.position_of(s):
+                (self.buy if self.side > 0 else self.sell)(
+                    self.lots, symbol=s, sl_points=2500, tp_points=2500
+                )
+
+
+@pytest.mark.parametrize(("side", "lots", "deposit"), [(1, 1.0, 4_000.0), (-1, 1.0, 4_000.0), (1, 0.2, 5e4)])
+def test_block_screened_stop_outs_of_dollar_symbols_equal_every_bar_checked(side, lots, deposit, monkeypatch):
+    """The block screen (every symbol at the worst of 64 bars) rules out only what every check would: the
+    same deals and curves as a run checking every bar of every symbol in full, stop-outs included."""
+    frames = {s: synthetic_candles(s, "H1", 2000, seed=i + 3) for i, s in enumerate(_HeavyDollars.symbols)}
+    bt = Backtest(frames, _HeavyDollars, account=AccountConfig(deposit=deposit), forward=None)
+    screened = bt.run(side=side, lots=lots)
+    blocks = []
+    original = AccountScreen._block_clear
+    monkeypatch.setattr(AccountScreen, "_block_clear", lambda self, t: blocks.append(t) or original(self, t))
+    assert bt.run(side=side, lots=lots).deals.equals(screened.deals)
+    assert blocks  # the block screen was asked
+    monkeypatch.setattr(Calm, "holds", lambda self, t: False)
+    monkeypatch.setattr(Account, "ruled_out", lambda self, t: False)
+    checked = bt.run(side=side, lots=lots)
+    if deposit < 1e4:
+        assert "stop out" in set(checked.trades["exit_reason"])
+    for name in ("orders", "deals", "trades"):
+        pd.testing.assert_frame_equal(getattr(screened, name), getattr(checked, name), check_exact=True)
+    np.testing.assert_array_equal(np.asarray(screened.equity), np.asarray(checked.equity))
+    np.testing.assert_array_equal(np.asarray(screened.balance), np.asarray(checked.balance))
