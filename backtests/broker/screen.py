@@ -14,7 +14,8 @@ figures as one that checks everything (``tests/test_backtests/test_multi_calm.py
   An answer holds until a position of any desk or the balance changes (``Account.revision``), so it is
   worked out once per state of the account, whatever the number of symbols asking.
 - The free margin (``clear_of``): a deal is admitted without valuing the other desks' positions where
-  their worst of the bar leaves the equity above what it needs, by more than any rounding of the sums.
+  their worst of the bar's block leaves the equity above what it needs, by more than any rounding of the
+  sums.
 """
 
 from __future__ import annotations
@@ -128,10 +129,12 @@ class AccountScreen:
         """Whether the equity surely exceeds ``need`` with ``desk`` at ``bid``/``ask``: every other desk
         holding positions is one whose prices now are its bar's open (open prices, no quote inside the
         bar) and whose profit is in the deposit currency, so its floating profit is at least its worst of
-        the bar. A sufficient test only: a no here leaves the answer to the exact sum. The room (a
-        billionth of every amount summed) is far above the rounding of either order of sums."""
+        the bar's block (kept with the stop-out screen's). A sufficient test only: a no here leaves the
+        answer to the exact sum. The room (a billionth of every amount summed) is far above the rounding
+        of either order of sums."""
         account = self.account
         t = desk.t
+        block = t // BLOCK
         floor = account.balance + desk.floating(bid, ask)
         size = abs(account.balance) + abs(need) + 1.0
         for d in account.desks:
@@ -142,7 +145,7 @@ class AccountScreen:
             money = d.money
             if not money.profit.unity:
                 return False
-            worst = self._worst_of(d, t)
+            worst = self._worst_in_block(d, block)  # no more than its worst of the bar
             _, long_value, _, short_value = d.book.exposure()
             floor += worst
             size += abs(worst) + (abs(long_value) + abs(short_value)) * money.per_point
