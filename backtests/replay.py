@@ -65,7 +65,9 @@ class LookAheadError(IndicatorError):
     """An indicator's past values changed when future bars were added: it peeks ahead."""
 
 
-def indicators_on(feed: BarFeed, probe_points: Callable[[], list[int]]):
+def indicators_on(
+    feed: BarFeed, probe_points: Callable[[], list[int]]
+) -> Callable[[Callable[[Bars], np.ndarray], str], np.ndarray]:
     """The run's indicator evaluator (``TradingContext``'s): ``fn`` over the whole history of ``feed``,
     proved causal on shorter prefixes (``probe_points`` and a run of them); each call sees its own copies."""
     return lambda fn, name: causal_indicator(fn, feed, name, probe_points())

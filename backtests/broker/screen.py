@@ -35,7 +35,7 @@ class AccountScreen:
         # The stop-out screen's last answer and what it holds for: (first bar, end bar, revision, answer)
         self._screened: tuple[int, int, int, bool] | None = None
         self._bar_worst: dict[int, tuple[int, int, float]] = {}  # id(desk) -> (bar, book changes, worst)
-        self._block_worst: dict[int, tuple[int, int, float]] = {}  # id(desk) -> (block, changes, worst)
+        self._block_worst: dict[int, tuple[int, int, float, float]] = {}  # id(desk) -> ``_block_terms``
         # id(desk) -> (its prices' changes, worst bids, worst asks, and the same per block)
         self._prices: dict[int, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
@@ -85,14 +85,20 @@ class AccountScreen:
 
     def _worst_in_block(self, desk: Any, block: int) -> float:
         """``desk``'s floating profit at the worst of block ``block`` (profit in the deposit currency)."""
+        return self._block_terms(desk, block)[2]
+
+    def _block_terms(self, desk: Any, block: int) -> tuple[int, int, float, float]:
+        """(block, book changes, ``_worst_in_block``, the size of the sums it came from), kept per desk."""
         book = desk.book
         held = self._block_worst.get(id(desk))
-        if held is not None and held[0] == block and held[1] == book.changes:
-            return held[2]
-        _, _, _, lows, highs = self._worst_prices(desk)
-        value = _floating_at(book, lows.item(block), highs.item(block), desk.money.per_point)
-        self._block_worst[id(desk)] = (block, book.changes, value)
-        return value
+        if held is None or held[0] != block or held[1] != book.changes:
+            _, _, _, lows, highs = self._worst_prices(desk)
+            per_point = desk.money.per_point
+            value = _floating_at(book, lows.item(block), highs.item(block), per_point)
+            _, long_value, _, short_value = book.exposure()
+            size = abs(value) + (abs(long_value) + abs(short_value)) * per_point
+            held = self._block_worst[id(desk)] = (block, book.changes, value, size)
+        return held
 
     def _worst_of(self, desk: Any, t: int) -> float:
         """``desk``'s floating profit at the worst of bar ``t``, deposit currency: kept for the bar until its
@@ -135,20 +141,20 @@ class AccountScreen:
         account = self.account
         t = desk.t
         block = t // BLOCK
-        floor = account.balance + desk.floating(bid, ask)
-        size = abs(account.balance) + abs(need) + 1.0
+        floor = account.balance
+        if desk.book.positions:
+            floor += desk.floating(bid, ask)
+        size = abs(floor) + abs(need) + 1.0
         for d in account.desks:
             if d is desk or not d.book.positions:
                 continue
             if d.price_path is not None or d.now is not None or d.inside is not None or d.t != t:
                 return False
-            money = d.money
-            if not money.profit.unity:
+            if not d.money.profit.unity:
                 return False
-            worst = self._worst_in_block(d, block)  # no more than its worst of the bar
-            _, long_value, _, short_value = d.book.exposure()
+            _, _, worst, sums = self._block_terms(d, block)  # no more than its worst of the bar
             floor += worst
-            size += abs(worst) + (abs(long_value) + abs(short_value)) * money.per_point
+            size += sums
         return floor - need > 1e-9 * size
 
 
