@@ -32,6 +32,7 @@ class TradingContext:
     def __init__(self, brokers: Mapping[str, Broker], main: str, indicator: Indicator | None = None):
         self.brokers = dict(brokers)
         self.main = self.brokers[main]
+        self._route: dict[str | None, Broker] = {None: self.main, **self.brokers}  # None: the main chart
         self.point = self.main.point
         self._last = self.main  # the broker of the latest request: its retcode is the EA's
         self._several = len(self.brokers) > 1
@@ -39,11 +40,9 @@ class TradingContext:
 
     # -- routing -------------------------------------------------------------------------------------------
     def _of(self, symbol: str | None) -> Broker:
-        """The broker of ``symbol`` (None: the main chart's; the requests an EA makes every bar test for
-        None before calling this); a symbol the run does not trade is the EA's bug."""
-        if symbol is None:
-            return self.main
-        broker = self.brokers.get(symbol)
+        """The broker of ``symbol`` (None: the main chart's); a symbol the run does not trade is the EA's
+        bug."""
+        broker = self._route.get(symbol)
         if broker is None:
             raise EAError(
                 f"symbol {symbol!r}: this run trades {', '.join(self.brokers)} only; declare the symbols "
@@ -70,11 +69,11 @@ class TradingContext:
 
     # -- requests ------------------------------------------------------------------------------------------
     def order(self, side, lots, sl, tp, magic, comment, symbol=None):
-        broker = self._last = self.main if symbol is None else self._of(symbol)
+        broker = self._last = self._route.get(symbol) or self._of(symbol)
         return broker.order(side, lots, sl, tp, magic, comment)
 
     def pending(self, kind, lots, price, stoplimit, sl, tp, expiration, magic, comment, symbol=None):
-        broker = self._last = self.main if symbol is None else self._of(symbol)
+        broker = self._last = self._route.get(symbol) or self._of(symbol)
         return broker.pending(kind, lots, price, stoplimit, sl, tp, expiration, magic, comment)
 
     def close(self, ticket, magic, lots=None, reason="signal", symbol=None) -> int:
@@ -100,11 +99,9 @@ class TradingContext:
     # -- queries -------------------------------------------------------------------------------------------
     def positions(self, symbol=None) -> list[Position]:
         """One symbol's positions, or every symbol's in ticket order (one symbol's: in its book's order)."""
-        if symbol is None:
-            if not self._several:
-                return self.main.positions()
+        if symbol is None and self._several:
             return sorted((p for b in self.brokers.values() for p in b.positions()), key=lambda p: p.ticket)
-        return self._of(symbol).positions()
+        return (self._route.get(symbol) or self._of(symbol)).positions()
 
     def orders(self, symbol=None) -> list[Order]:
         if symbol is not None or not self._several:
@@ -116,11 +113,11 @@ class TradingContext:
 
     def price(self, side: int, symbol=None) -> float:
         """A symbol's price now; NaN before its first bar of its own (see the module docstring)."""
-        broker = self.main if symbol is None else self._of(symbol)
+        broker = self._route.get(symbol) or self._of(symbol)
         return broker.price(side) if broker.t >= broker.market.first else math.nan
 
     def point_of(self, symbol: str) -> float:
-        return self._of(symbol).point
+        return (self._route.get(symbol) or self._of(symbol)).point
 
     def time_now(self) -> pd.Timestamp:
         return self.main.time_now()
