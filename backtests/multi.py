@@ -4,13 +4,12 @@ The account's timeline is the union of the symbols' main-timeframe bars (``backt
 symbol has its own broker on it, all on one account (``backtests.broker.portfolio``). At each bar of the
 timeline every broker enters the bar (so each reads the others' prices of that moment), runs its opening
 checks, the EA decides with every declared (symbol, timeframe) revealed up to the bars closed by then
-(``strategies.views``), and each broker works its bar's range. ``MultiContext`` routes the EA's requests
-to the broker of the symbol they name (default: the main chart's) or that holds the ticket.
+(``strategies.views``), and each broker works its bar's range. The EA's requests reach the brokers
+through ``backtests.context.TradingContext``, whose one-broker case is a single-symbol run.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,7 +25,6 @@ from datafeeds.resample import can_resample, resample
 from datafeeds.symbols import SymbolSpec, find_spec
 from datafeeds.timeframes import Timeframe
 from strategies.bars import BarFeed
-from strategies.errors import EAError
 from strategies.views import DataViews
 
 
@@ -101,97 +99,6 @@ def symbol_specs(frames: Mapping[str, pd.DataFrame], user: Mapping[str, SymbolSp
     return specs
 
 
-class MultiContext:
-    """The EA's trading context over several brokers of one account (see the module docstring); the main
-    broker (``main``, the first symbol's) also evaluates indicators on the main chart."""
-
-    def __init__(self, brokers: Mapping[str, Broker], main: str):
-        self.brokers = dict(brokers)
-        self.main = self.brokers[main]
-        self.point = self.main.point
-        self._last = self.main
-
-    def _of(self, symbol: str | None) -> Broker:
-        if symbol is None:
-            return self.main
-        broker = self.brokers.get(symbol)
-        if broker is None:
-            raise EAError(f"symbol {symbol!r}: this run trades {', '.join(self.brokers)} only")
-        return broker
-
-    def _holding(self, ticket: int) -> Broker:
-        """The broker with position or pending order ``ticket`` (the main one refuses an unknown ticket)."""
-        for broker in self.brokers.values():
-            book = broker.book
-            if any(p.ticket == ticket for p in book.positions) or book.order(ticket) is not None:
-                return broker
-        return self.main
-
-    def _use(self, broker: Broker) -> Broker:
-        self._last = broker
-        return broker
-
-    @property
-    def last_retcode(self) -> int:
-        return self._last.last_retcode
-
-    def order(self, side, lots, sl, tp, magic, comment, symbol=None):
-        b = self._use(self._of(symbol))
-        return b.order(side, lots, sl, tp, magic, comment, b.symbol)
-
-    def pending(self, kind, lots, price, stoplimit, sl, tp, expiration, magic, comment, symbol=None):
-        b = self._use(self._of(symbol))
-        return b.pending(kind, lots, price, stoplimit, sl, tp, expiration, magic, comment, b.symbol)
-
-    def close(self, ticket, magic, lots=None, reason="signal", symbol=None) -> int:
-        if symbol is not None:
-            b = self._use(self._of(symbol))
-            return b.close(ticket, magic, lots, reason, b.symbol)
-        if ticket is not None:
-            return self._use(self._holding(ticket)).close(ticket, magic, lots, reason)
-        return sum(self._use(b).close(None, magic, lots, reason) for b in self.brokers.values())
-
-    def close_by(self, ticket: int, opposite: int) -> bool:
-        return self._use(self._holding(ticket)).close_by(ticket, opposite)
-
-    def modify(self, ticket: int, sl, tp) -> bool:
-        return self._use(self._holding(ticket)).modify(ticket, sl, tp)
-
-    def cancel(self, ticket: int) -> bool:
-        return self._use(self._holding(ticket)).cancel(ticket)
-
-    def modify_order(self, ticket, price, stoplimit, sl, tp, expiration="keep") -> bool:
-        return self._use(self._holding(ticket)).modify_order(ticket, price, stoplimit, sl, tp, expiration)
-
-    def positions(self, symbol=None) -> list:
-        if symbol is not None:
-            return self._of(symbol).positions()
-        return sorted((p for b in self.brokers.values() for p in b.positions()), key=lambda p: p.ticket)
-
-    def orders(self, symbol=None) -> list:
-        if symbol is not None:
-            return self._of(symbol).orders()
-        return sorted((o for b in self.brokers.values() for o in b.orders()), key=lambda o: o.ticket)
-
-    def account(self):
-        return self.main.account()
-
-    def price(self, side: int, symbol=None) -> float:
-        """A symbol's price now; NaN before its first bar, where it has no quote yet (MetaTrader's
-        ``SymbolInfoDouble`` gives none for a symbol without ticks): its flat first open is in the future."""
-        broker = self._of(symbol)
-        return broker.price(side) if broker.t >= broker.market.first else math.nan
-
-    def point_of(self, symbol: str) -> float:
-        return self._of(symbol).point
-
-    def time_now(self) -> pd.Timestamp:
-        return self.main.time_now()
-
-    def indicator(self, fn, name: str) -> np.ndarray:
-        return self.main.indicator(fn, name)
-
-
 class MultiSetup:
     """What a multi-symbol run is made of, built and checked once per ``Backtest``: the aligned timeline,
     the specifications, and the candles of every declared (symbol, timeframe)."""
@@ -257,19 +164,15 @@ class MultiSetup:
         """Fresh feeds (one run's), nothing visible yet."""
         return DataViews({k: BarFeed.from_frame(df, meta_of(df)) for k, df in self.views.items()}, self.main)
 
-    def brokers(self, account: AccountConfig, make_main) -> dict[str, Broker]:
-        """One broker per loaded symbol on the timeline (``make_main`` builds the main symbol's)."""
+    def brokers(self, account: AccountConfig) -> dict[str, Broker]:
+        """One broker per loaded symbol on the timeline, the main symbol's first."""
         time = self.aligned.time
         columns = {
             name: (tr.open, tr.high, tr.low, tr.close, tr.spread, time)
             for name, tr in self.aligned.tracks.items()
         }
         main = self.main[0]
-
-        def make(*args, **kwargs):
-            return make_main(*args, **kwargs) if kwargs.get("share") is None else Broker(*args, **kwargs)
-
-        brokers = open_brokers(columns, self.specs, account, self.meta.clock, make)
+        brokers = open_brokers(columns, self.specs, account, self.meta.clock)
         for name, broker in brokers.items():
             broker.market.close_gaps(self.aligned.tracks[name].closed)
         assert next(iter(brokers)) == main

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -17,15 +17,16 @@ import pandas as pd
 from backtests.account_path import account_drawdowns
 from backtests.broker import AccountConfig
 from backtests.broker.terms import check_spec_settings
+from backtests.context import TradingContext
 from backtests.errors import SymbolsError
 from backtests.heap import settled_heap
 from backtests.merged import open_quotes, walk_bar
 from backtests.merged import to_decision as minutes_to_decision
 from backtests.merged_ticks import open_ticks, to_decision, walk_ticks
-from backtests.multi import MultiContext, MultiSetup
+from backtests.multi import MultiSetup
 from backtests.paths import COVERAGE, MODELS, M1Path, ModelDataError, check_inside, check_market
 from backtests.periods import Periods, resolve
-from backtests.replay import Result, _Context, _criterion, _lap, broker_figures
+from backtests.replay import Result, _criterion, _lap, broker_figures, indicators_on
 from backtests.ticks import TickPath
 from datafeeds import meta_of
 from strategies.base import call_hook, make_ea
@@ -106,13 +107,10 @@ class MultiBacktest:
             points = {start, m // 2, int(rng.integers(max(2, m // 4), max(3, m)))}
             return sorted(p for p in points if 2 <= p < m)
 
-        def make_main(*args, **kwargs):
-            return _Context(feed, probes, *args, **kwargs)
-
-        brokers = setup.brokers(self.account, make_main)
+        brokers = setup.brokers(self.account)
         for name, path in self.paths.items():
             brokers[name].attach_path(path.for_run(None))
-        ctx = MultiContext(brokers, setup.main[0])
+        ctx = TradingContext(brokers, setup.main[0], indicators_on(feed, probes))
         main = ctx.main
         ea.attach(ctx, feed.bars, None, views=views)
         call_hook(ea, "on_init", where="before the first bar")
@@ -156,25 +154,15 @@ class MultiBacktest:
         desks = list(brokers.values())
         on_bar, times, step = ea.on_bar, self.setup.aligned.time, views.step
         schedule = views.schedule(stamps)
-        walk = walk_ticks if self.model == "ticks" else walk_bar if self.paths else None
+        opening, closing = (
+            open_prices(desks) if not self.paths else price_paths(desks, ticks=self.model == "ticks")
+        )
         for t in range(fs, n):
             if every and periods.retrains_at(t):
                 tick = time.perf_counter()
                 self._study(ea, views, periods, t, stamps, brokers)
                 timings["retrain_s"] += time.perf_counter() - tick
-            firsts = [d.enter(t) for d in desks]  # every symbol at this moment before any is checked
-            if walk is None:  # open prices: a symbol with nothing open or pending has nothing to check
-                for d in desks:
-                    if d.book:
-                        d.open_checks(t, None)
-            else:
-                firsts = (open_quotes if walk is walk_bar else open_ticks)(desks, t, firsts)
-                for d, first in zip(desks, firsts, strict=True):
-                    d.open_checks(t, first)
-            if walk is walk_ticks:
-                to_decision(desks, t)
-            elif walk is walk_bar:
-                minutes_to_decision(desks, t)
+            opening(t)
             step(schedule[t])
             try:
                 on_bar()
@@ -184,12 +172,7 @@ class MultiBacktest:
                 raise EARuntimeError(
                     type(ea).__name__, "on_bar", f"at bar {t} ({times[t]})", exc, t, times[t]
                 ) from exc
-            if walk is not None:
-                walk(desks, t)
-            else:
-                for d in desks:
-                    if d.book:
-                        d.bar_range(t)
+            closing(t)
 
     def _score(self, ea, main, brokers, feed, periods, last, timings, clock) -> Result:
         fs = periods.forward_start
@@ -248,6 +231,47 @@ class MultiBacktest:
             equity_path=figures.equity_path,
             symbol_charts=charts,
         )
+
+
+def open_prices(desks: list) -> tuple[Callable[[int], None], Callable[[int], None]]:
+    """A bar's work before and after the EA's decision in open prices: every symbol enters the bar (so
+    each reads the others' prices of the moment) before any is checked; a symbol with nothing open or
+    pending has nothing to check, at the open or over the range."""
+    books = [(d, d.book) for d in desks]
+
+    def opening(t: int) -> None:
+        for d in desks:
+            d.enter(t)
+        for d, book in books:
+            if book.positions or book.orders:
+                d.open_checks(t, None)
+
+    def closing(t: int) -> None:
+        for d, book in books:
+            if book.positions or book.orders:
+                d.bar_range(t)
+
+    return opening, closing
+
+
+def price_paths(desks: list, ticks: bool) -> tuple[Callable[[int], None], Callable[[int], None]]:
+    """The same for every symbol's minutes (``backtests.merged``) or ticks (``backtests.merged_ticks``):
+    the bar opens at each symbol's first minute or tick, the prices move on to the decision, and after
+    it the bar's minutes or ticks of every symbol are walked in time order."""
+    first_quotes, to_the_decision, walk = (
+        (open_ticks, to_decision, walk_ticks) if ticks else (open_quotes, minutes_to_decision, walk_bar)
+    )
+
+    def opening(t: int) -> None:
+        firsts = first_quotes(desks, t, [d.enter(t) for d in desks])
+        for d, first in zip(desks, firsts, strict=True):
+            d.open_checks(t, first)
+        to_the_decision(desks, t)
+
+    def closing(t: int) -> None:
+        walk(desks, t)
+
+    return opening, closing
 
 
 def minute_paths(setup: MultiSetup, m1: Mapping[str, pd.DataFrame], account: AccountConfig) -> dict:

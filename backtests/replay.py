@@ -25,6 +25,7 @@ from backtests import metrics
 from backtests.broker import AccountConfig, Broker
 from backtests.broker.config import check_currency
 from backtests.broker.terms import SymbolTerms
+from backtests.context import TradingContext
 from backtests.errors import StatisticError, SymbolsError
 from backtests.heap import settled_heap
 from backtests.indicator_cache import PROVEN
@@ -65,18 +66,13 @@ class LookAheadError(IndicatorError):
     """An indicator's past values changed when future bars were added: it peeks ahead."""
 
 
-class _Context(Broker):
-    """The broker plus indicator evaluation: everything an EA may reach during a run."""
-
-    def __init__(self, feed: BarFeed, probe_points: Callable[[], list[int]], *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._feed = feed
-        self._probe_points = probe_points
-
-    def indicator(self, fn: Callable[[Bars], np.ndarray], name: str) -> np.ndarray:
-        """``fn`` over the whole history, proved causal on shorter prefixes (or the values of an identical
-        proof made before in this process: ``backtests.indicator_cache``); each call sees its own copies."""
-        return PROVEN.proved(fn, self._feed, name, self._probe_points(), causal_indicator)
+def indicators_on(
+    feed: BarFeed, probe_points: Callable[[], list[int]]
+) -> Callable[[Callable[[Bars], np.ndarray], str], np.ndarray]:
+    """The run's indicator evaluator (``TradingContext``'s): ``fn`` over the whole history of ``feed``,
+    proved causal on shorter prefixes (``probe_points`` and a run of them), or the values of an identical
+    proof made before in this process (``backtests.indicator_cache``); each call sees its own copies."""
+    return lambda fn, name: PROVEN.proved(fn, feed, name, probe_points(), causal_indicator)
 
 
 def causal_indicator(
@@ -264,15 +260,16 @@ class Backtest:
             return sorted(m for m in points if 2 <= m < n)
 
         columns = (feed.column(c) for c in ("open", "high", "low", "close", "spread"))
-        ctx = _Context(feed, probes, *columns, feed.time, self.meta.point, self.account, self.meta.clock,
-                       terms=SymbolTerms(self.meta.symbol))  # fmt: skip
+        ctx = Broker(*columns, feed.time, self.meta.point, self.account, self.meta.clock,
+                     terms=SymbolTerms(self.meta.symbol))  # fmt: skip
         if ea.wants_ticks() and self.model != "ticks":
             name = type(ea).__name__
             log.warning("%s.on_tick runs only with model 'ticks'; this run calls on_bar only", name)
         if self.price_path is not None:
             ctx.attach_path(self.price_path.for_run(ea if ea.wants_ticks() else None))
         epoch_bar = _EpochProgress(self.progress)
-        ea.attach(ctx, feed.bars, epoch_bar.update, profile=self.profile)
+        trading = TradingContext({ctx.symbol: ctx}, ctx.symbol, indicators_on(feed, probes))
+        ea.attach(trading, feed.bars, epoch_bar.update, profile=self.profile)
         phase, interrupted = "on_init", None
         try:
             call_hook(ea, "on_init", where="before the first bar")
@@ -334,9 +331,7 @@ class Backtest:
             return TickPath(self.candles.index, self.ticks, self.meta.point, self.account.spread)
         return None
 
-    def _replay(
-        self, ea: ExpertAdvisor, ctx: _Context, feed: BarFeed, periods: Periods, timings: dict
-    ) -> None:
+    def _replay(self, ea: ExpertAdvisor, ctx: Broker, feed: BarFeed, periods: Periods, timings: dict) -> None:
         fs, n, every = periods.forward_start, periods.n, periods.retrain_every
         if every:
             timings["retrain_s"] = 0.0

@@ -10,7 +10,7 @@ closed bar, exactly as for the main chart.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -51,23 +51,26 @@ class DataViews:
             if visible > feed.visible:
                 feed.advance(visible)
 
-    def schedule(self, stamps: np.ndarray) -> list[list[tuple[BarFeed, int]]]:
+    def schedule(self, stamps: np.ndarray) -> list[list[tuple[Callable[[int], None], int]]]:
         """For each decision time of ``stamps`` (UTC ns, ascending), the feeds whose visible end moves then
-        and to where: computed once for a run, so a bar's step is a few list reads (``step``)."""
-        out: list[list[tuple[BarFeed, int]]] = [[] for _ in range(len(stamps))]
+        and to where (each feed's ``advance`` and its new end): computed once for a run, so a bar's step
+        over every symbol and timeframe is one pass of calls (``step``). An end is the count of bars
+        closed by then, as ``advance`` counts it, so a feed already moved there (a retraining's ``advance``
+        at that bar) is moved to where it is, never back."""
+        out: list[list[tuple[Callable[[int], None], int]]] = [[] for _ in range(len(stamps))]
         for key, feed in self.feeds.items():
             counts = np.searchsorted(self._ends[key], stamps, side="right")
             moved = np.flatnonzero(np.diff(counts, prepend=0) > 0)
-            for t in moved.tolist():
-                out[t].append((feed, int(counts[t])))
+            reveal = feed.advance
+            for t, visible in zip(moved.tolist(), counts[moved].tolist(), strict=True):
+                out[t].append((reveal, visible))
         return out
 
     @staticmethod
-    def step(moves: list[tuple[BarFeed, int]]) -> None:
+    def step(moves: list[tuple[Callable[[int], None], int]]) -> None:
         """Reveal the bars one decision time of ``schedule`` closes."""
-        for feed, visible in moves:
-            if visible > feed.visible:
-                feed.advance(visible)
+        for reveal, visible in moves:
+            reveal(visible)
 
     def visible_at(self, key: tuple[str, str], now_ns: int) -> int:
         return int(np.searchsorted(self._ends[key], now_ns, side="right"))

@@ -28,6 +28,7 @@ import pandas as pd
 from backtests.broker.book import OpenPosition, Quote
 from backtests.broker.config import AccountConfig
 from backtests.broker.ledger import Ledger
+from backtests.broker.screen import AccountScreen
 
 log = logging.getLogger("backtests.broker")
 
@@ -61,14 +62,16 @@ class Account:
         self.per_point = 0.0
         self.closed_form = False
         self.changes = 0  # counts changes of the balance (what is computed from it follows them)
+        # Counts changes of the balance and of every desk's positions (each book tells it): what is computed
+        # from the whole account (``ruled_out``) is current while it stays.
+        self.revision = 0
         self._exposure: tuple[int, tuple[float, float, float, float, float]] | None = None
         # The stop-out's terms, valid while the balance stays (``charge`` drops them) and the book does not
         # change (``_terms_at``: its ``changes`` then).
         self._terms: tuple[float, float, float, float, float] | None = None
         self._terms_at = -1
         self._desk_margin: dict[int, tuple[int, float]] = {}  # id(desk) -> (its book's changes, margin)
-        # ``ruled_out``'s last answer and what it holds for: (bar, the books' changes, balance, the answer)
-        self._screened: tuple[int, int, float, bool] | None = None
+        self.screen = AccountScreen(self)  # the cheap sufficient tests of the stop-out and the free margin
         # Off while a walk whose prices may leave the bars' own ranges (several symbols' ticks, each at its
         # last tick) checks every price itself: ``ruled_out`` then rules nothing out.
         self.screening = True
@@ -76,6 +79,7 @@ class Account:
     def attach(self, desk: Any) -> None:
         """Add a symbol's broker to the account."""
         self.desks.append(desk)
+        desk.book.account = self
         first = self.desks[0]
         self.closed_form = len(self.desks) == 1 and first.profit_rate.unity
         self.book, self.margin = first.book, first.margin
@@ -91,6 +95,7 @@ class Account:
         if amount:
             self.balance += amount
             self.changes += 1
+            self.revision += 1
             self._terms = None
             self.ledger.balance(t, amount, swap)
 
@@ -121,10 +126,10 @@ class Account:
         total = 0.0
         for d in self.desks:
             if d.book.positions:
-                total += self._margin_of(d)
+                total += self.margin_of(d)
         return total
 
-    def _margin_of(self, desk: Any) -> float:
+    def margin_of(self, desk: Any) -> float:
         """``desk``'s margin, kept until its book changes."""
         book = desk.book
         held = self._desk_margin.get(id(desk))
@@ -141,12 +146,15 @@ class Account:
     ) -> bool:
         """Whether the free margin at ``bid``/``ask`` holds the positions ``legs`` (side, lots, margin price)
         a deal on ``desk`` leaves open and its ``cost`` (the entry commission): equity - cost - the margin of
-        every desk >= 0."""
+        every desk >= 0. Where the other desks at the worst of their bar leave the equity clear of that with
+        room for any rounding (``AccountScreen.clear_of``), it holds without valuing their positions."""
         if self.closed_form:
             return self.equity(bid, ask) - cost - self.margin.of_legs(legs) >= -1e-9
         desk = self.desks[0] if desk is None else desk
-        others = sum(self._margin_of(d) for d in self.desks if d is not desk and d.book.positions)
+        others = sum(self.margin_of(d) for d in self.desks if d is not desk and d.book.positions)
         held = desk.margin.of_legs(legs) + others
+        if self.screen.clear_of(desk, bid, ask, cost + held):
+            return True
         return self.equity(bid, ask, desk) - cost - held >= -1e-9
 
     def exposure(self) -> tuple[float, float, float, float, float]:
@@ -316,35 +324,9 @@ class Account:
         return self.equity(bid, bid + spread, desk) - self.stop_out_level / 100.0 * margin
 
     def ruled_out(self, t: int) -> bool:
-        """Whether the stop-out cannot happen in bar ``t`` as the account stands: the equity with every desk
-        at the worst of its bar at once (longs at the low bid, shorts at the high ask with the wider of its
-        spreads) stays above the stop-out level with a tenth to spare for the conversions' moves. Kept
-        until a position changes or the balance moves, so a multi-symbol bar far from the stop-out costs one
-        pass over the desks instead of one per check."""
-        if not self.screening:
-            return False
-        changes = 0
-        for d in self.desks:
-            changes += d.book.changes
-        held = self._screened
-        if held is not None and held[0] == t and held[1] == changes and held[2] == self.balance:
-            return held[3]
-        margin = self.used_margin()
-        worst = self.balance
-        for d in self.desks:
-            if d.book.positions:
-                # The positions' sums (cached with the book) instead of each position: a screen with a tenth
-                # to spare, so the rounding of the other order of sums cannot matter.
-                m, money = d.market, d.money
-                long_lots, long_value, short_lots, short_value = d.book.exposure()
-                low, high = m.lo[t], m.h[t] + max(m.s_open[t], m.s[t])
-                amount = (low * long_lots - long_value + short_value - high * short_lots) * money.per_point
-                rate = money.profit
-                reach = None if rate.unity else rate.reach(t)  # the converting pair moves in the bar too
-                worst += money.money(amount, low, high) if reach is None else rate.adverse(amount, *reach)
-        ruled = margin <= 0 or worst > 1.1 * self.stop_out_level / 100.0 * margin
-        self._screened = (t, changes, self.balance, ruled)
-        return ruled
+        """Whether the stop-out cannot happen in bar ``t`` as the account stands (``AccountScreen``); off
+        while a walk checks every price itself (``screening``)."""
+        return self.screening and self.screen.ruled_out(t)
 
     def _crossed(self, desk: Any, quote: Quote, at_open: bool) -> bool:
         if self.ruled_out(desk.t):

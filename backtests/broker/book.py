@@ -167,13 +167,17 @@ class OrderBook:
     """The open positions and working pending orders of one symbol (see the module docstring).
 
     ``changes`` counts every change of the positions' volumes and prices, so what is computed from them
-    (the exposure, the margin) is cached until the next one.
+    (the exposure, the margin) is cached until the next one; the account the book belongs to counts them
+    too (``account``, set by ``Account.attach``: its ``revision``), so a screen of the whole account is
+    known current with one comparison. The positions are indexed by ticket.
     """
 
     def __init__(self) -> None:
         self.positions: list[OpenPosition] = []
         self.orders: list[Pending] = []
         self.changes = 0
+        self.account = None  # backtests.broker.account.Account, told of every change (its ``revision``)
+        self._tickets: dict[int, OpenPosition] = {}
         self._exposure: tuple[int, tuple[float, float, float, float]] | None = None
 
     def __bool__(self) -> bool:
@@ -182,20 +186,27 @@ class OrderBook:
 
     # -- positions -----------------------------------------------------------------------------------------
     def position(self, ticket: int) -> OpenPosition | None:
-        return next((p for p in self.positions if p.ticket == ticket), None)
+        return self._tickets.get(ticket)
 
     def add(self, pos: OpenPosition) -> None:
         self.positions.append(pos)
-        self.changes += 1
+        self._tickets[pos.ticket] = pos  # an account numbers its positions once (``Ledger.new_ticket``)
+        self._changed()
 
     def remove(self, pos: OpenPosition) -> None:
         self.positions.remove(pos)
-        self.changes += 1
+        del self._tickets[pos.ticket]
+        self._changed()
 
     def resize(self, pos: OpenPosition, lots: float, price: float) -> None:
         """A position's volume and average price changed (a netting deal added to it, a partial close)."""
         pos.lots, pos.price = lots, price
+        self._changed()
+
+    def _changed(self) -> None:
         self.changes += 1
+        if self.account is not None:
+            self.account.revision += 1
 
     def exposure(self) -> tuple[float, float, float, float]:
         """Long lots, sum of long lots x price, the same for shorts (cached until the positions change)."""

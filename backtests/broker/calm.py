@@ -49,7 +49,8 @@ class Calm:
         self.broker = broker
         self._book, self._funds, self._market = broker.book, broker.funds, broker.market
         # The state the bounds hold for: the sum of the counters of every change of the book, the orders and
-        # stops, the balance and the bars (each only grows, so the sum moves whenever one does)
+        # stops, the balance (in the closed form, whose bounds it moves) and the bars (each only grows, so
+        # the sum moves whenever one does)
         self._key = -1
         self._bounds: tuple[float, float, float, float] | None = None  # None: never quiet in this state
         self._general = False  # the stop-out in the general form: each bar also needs the account's screen
@@ -61,7 +62,10 @@ class Calm:
 
     def holds(self, t: int) -> bool:
         """Whether bar ``t`` (open and range) reaches nothing of the book as it stands."""
-        key = self._book.changes + self.broker.revision + self._funds.changes + self._market.changes
+        funds = self._funds
+        key = self._book.changes + self.broker.revision + self._market.changes
+        if funds.closed_form:  # the stop-out's bounds move with the balance; the general form asks per bar
+            key += funds.changes
         if key == self._key and self._start <= t < self._until and not self._general:
             return True  # a quiet bar of the state screened already: asked at its open and at its range
         if key != self._key or t < self._start:
@@ -70,7 +74,7 @@ class Calm:
             self._bounds = self._gather()
             if self._bounds is not None:
                 self._reach(t)
-        if self._general and not self._funds.ruled_out(t):
+        if self._general and not funds.ruled_out(t):
             return False
         if t < self._until:
             return True

@@ -1,7 +1,7 @@
 """The trade context of a multi-symbol live EA: requests routed by symbol, each journaled with its symbol.
 
-``TerminalRouter`` is ``backtests.multi.MultiContext``'s routing over one ``TerminalTrade`` per symbol (a
-live account); a paper account uses ``MultiContext`` itself over its brokers (``multi_paper``). Either way
+``TerminalRouter`` is ``backtests.context.TradingContext``'s routing over one ``TerminalTrade`` per symbol (a
+live account); a paper account uses ``TradingContext`` itself over its brokers (``multi_paper``). Either way
 ``MultiLiveContext`` journals every request first, with the symbol it goes to, then its result (as
 ``context.LiveContext`` does for one symbol), and evaluates indicators on the main chart's closed bars.
 """

@@ -23,7 +23,7 @@ import pandas as pd
 from backtests.alignment import align
 from backtests.broker import AccountConfig, Broker
 from backtests.broker.portfolio import open_brokers
-from backtests.multi import MultiContext
+from backtests.context import TradingContext
 from datafeeds.candles import meta_of
 from datafeeds.symbols import SymbolSpec
 from neuronet.live.errors import LiveError
@@ -64,7 +64,7 @@ class MultiPaper:
         self._closed = {name: list(tr.closed) for name, tr in aligned.tracks.items()}
         for name in self.brokers:
             self._gaps(name)
-        self.context = MultiContext(self.brokers, self.main)
+        self.context = TradingContext(self.brokers, self.main)
 
     def __len__(self) -> int:
         return len(self.brokers[self.main].market)

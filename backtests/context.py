@@ -1,0 +1,128 @@
+"""The trading context of a backtest: what an expert advisor's requests reach (``strategies.trade``).
+
+One class for every run: a broker per symbol, all on one account, the first symbol's the main chart's.
+A single-symbol run is the case of one broker, so each rule is written once here: where a request goes
+(``symbol=`` names a declared symbol, None the main chart's; a ticket goes to the symbol that holds it),
+what a position query returns, and that no symbol is quoted before its first bar of its own (MetaTrader's
+``SymbolInfoDouble`` gives no price for a symbol without ticks: its flat first open lies in the future).
+Indicators are evaluated on the main chart by the harness's evaluator (``backtests.replay``: proved
+causal on shorter prefixes), which the context calls but does not own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from backtests.broker import Broker
+from strategies.errors import EAError
+from strategies.trade import Account, Order, Position
+
+Indicator = Callable[[Callable, str], np.ndarray]  # (fn, name) -> its values over the main chart's bars
+
+
+class TradingContext:
+    """``strategies.trade.TradeContext`` over the brokers of one account (see the module docstring);
+    ``indicator``: the harness's causal evaluator on the main chart (None: an account without bars of its
+    own, such as a paper account's, whose runner evaluates indicators itself)."""
+
+    def __init__(self, brokers: Mapping[str, Broker], main: str, indicator: Indicator | None = None):
+        self.brokers = dict(brokers)
+        self.main = self.brokers[main]
+        self._route: dict[str | None, Broker] = {None: self.main, **self.brokers}  # None: the main chart
+        self.point = self.main.point
+        self._last = self.main  # the broker of the latest request: its retcode is the EA's
+        self._several = len(self.brokers) > 1
+        self._indicator = indicator
+
+    # -- routing -------------------------------------------------------------------------------------------
+    def _of(self, symbol: str | None) -> Broker:
+        """The broker of ``symbol`` (None: the main chart's); a symbol the run does not trade is the EA's
+        bug."""
+        broker = self._route.get(symbol)
+        if broker is None:
+            raise EAError(
+                f"symbol {symbol!r}: this run trades {', '.join(self.brokers)} only; declare the symbols "
+                "an EA trades in its class attribute symbols (or --symbols)"
+            )
+        return broker
+
+    def _holding(self, ticket: int) -> Broker:
+        """The broker with position or pending order ``ticket`` (the main one refuses an unknown ticket)."""
+        if self._several:
+            for broker in self.brokers.values():
+                book = broker.book
+                if book.position(ticket) is not None or book.order(ticket) is not None:
+                    return broker
+        return self.main
+
+    def _use(self, broker: Broker) -> Broker:
+        self._last = broker
+        return broker
+
+    @property
+    def last_retcode(self) -> int:
+        return self._last.last_retcode
+
+    # -- requests ------------------------------------------------------------------------------------------
+    def order(self, side, lots, sl, tp, magic, comment, symbol=None):
+        broker = self._last = self._route.get(symbol) or self._of(symbol)
+        return broker.order(side, lots, sl, tp, magic, comment)
+
+    def pending(self, kind, lots, price, stoplimit, sl, tp, expiration, magic, comment, symbol=None):
+        broker = self._last = self._route.get(symbol) or self._of(symbol)
+        return broker.pending(kind, lots, price, stoplimit, sl, tp, expiration, magic, comment)
+
+    def close(self, ticket, magic, lots=None, reason="signal", symbol=None) -> int:
+        """One position (by ticket), or every position (of a magic number) of one symbol or of all."""
+        if symbol is not None:
+            return self._use(self._of(symbol)).close(ticket, magic, lots, reason)
+        if ticket is not None:
+            return self._use(self._holding(ticket)).close(ticket, magic, lots, reason)
+        return sum(self._use(b).close(None, magic, lots, reason) for b in self.brokers.values())
+
+    def close_by(self, ticket: int, opposite: int) -> bool:
+        return self._use(self._holding(ticket)).close_by(ticket, opposite)
+
+    def modify(self, ticket: int, sl, tp) -> bool:
+        return self._use(self._holding(ticket)).modify(ticket, sl, tp)
+
+    def cancel(self, ticket: int) -> bool:
+        return self._use(self._holding(ticket)).cancel(ticket)
+
+    def modify_order(self, ticket, price, stoplimit, sl, tp, expiration="keep") -> bool:
+        return self._use(self._holding(ticket)).modify_order(ticket, price, stoplimit, sl, tp, expiration)
+
+    # -- queries -------------------------------------------------------------------------------------------
+    def positions(self, symbol=None) -> list[Position]:
+        """One symbol's positions, or every symbol's in ticket order (one symbol's: in its book's order)."""
+        if symbol is None and self._several:
+            return sorted((p for b in self.brokers.values() for p in b.positions()), key=lambda p: p.ticket)
+        return (self._route.get(symbol) or self._of(symbol)).positions()
+
+    def orders(self, symbol=None) -> list[Order]:
+        if symbol is not None or not self._several:
+            return self._of(symbol).orders()
+        return sorted((o for b in self.brokers.values() for o in b.orders()), key=lambda o: o.ticket)
+
+    def account(self) -> Account:
+        return self.main.account()
+
+    def price(self, side: int, symbol=None) -> float:
+        """A symbol's price now; NaN before its first bar of its own (see the module docstring)."""
+        broker = self._route.get(symbol) or self._of(symbol)
+        return broker.price(side) if broker.t >= broker.market.first else math.nan
+
+    def point_of(self, symbol: str) -> float:
+        return (self._route.get(symbol) or self._of(symbol)).point
+
+    def time_now(self) -> pd.Timestamp:
+        return self.main.time_now()
+
+    def indicator(self, fn: Callable, name: str) -> np.ndarray:
+        if self._indicator is None:
+            raise EAError(f"indicator {name!r}: this account evaluates no indicators of its own")
+        return self._indicator(fn, name)
