@@ -24,6 +24,7 @@ from backtests.merged import open_quotes, walk_bar
 from backtests.merged import to_decision as minutes_to_decision
 from backtests.merged_ticks import open_ticks, to_decision, walk_ticks
 from backtests.multi import MultiSetup
+from backtests.pair_moves import PairMoves
 from backtests.paths import COVERAGE, MODELS, M1Path, ModelDataError, check_inside, check_market
 from backtests.periods import Periods, resolve
 from backtests.replay import Result, _criterion, _lap, broker_figures, indicators_on
@@ -236,7 +237,8 @@ class MultiBacktest:
 def open_prices(desks: list) -> tuple[Callable[[int], None], Callable[[int], None]]:
     """A bar's work before and after the EA's decision in open prices: every symbol enters the bar (so
     each reads the others' prices of the moment) before any is checked; a symbol with nothing open or
-    pending has nothing to check, at the open or over the range."""
+    pending has nothing to check, at the open or over the range; then the pairs that convert a held
+    symbol's profit move through their bars (``backtests.pair_moves``)."""
     books = [(d, d.book) for d in desks]
 
     def opening(t: int) -> None:
@@ -250,7 +252,10 @@ def open_prices(desks: list) -> tuple[Callable[[int], None], Callable[[int], Non
         for d, book in books:
             if book.positions or book.orders:
                 d.bar_range(t)
+        if pairs:
+            pairs.check(t)
 
+    pairs = PairMoves(desks)
     return opening, closing
 
 

@@ -305,7 +305,7 @@ class Broker:
         if book.positions:
             self._stops(t, True)
         if book.positions and self.stop_out_on and self.funds.level_crossed(self.quote, True, self):
-            self._stop_out(at_open=True)
+            self.stop_out(at_open=True)
 
     def range_checks(self, t: int) -> None:
         """Over a range of prices (``quote``): pending orders, the stop-out, then SL/TP.
@@ -318,7 +318,7 @@ class Broker:
             self._trigger(t, at_open=False)
         if book.positions:
             if self.stop_out_on and self.funds.level_crossed(self.quote, False, self):
-                self._stop_out(at_open=False)
+                self.stop_out(at_open=False)
             self._stops(t, False)
         if book.orders and self.walking:
             self._trigger(t, at_open=False)
@@ -478,7 +478,7 @@ class Broker:
         for pos, price, reason in self.book.reached_stops(self.quote, t, gap_only):
             self.close_position(pos, pos.lots, price, reason)
 
-    def _stop_out(self, at_open: bool) -> None:
+    def stop_out(self, at_open: bool) -> None:
         """Close what the stop-out closes (``Account.stop_out_step``: on any symbol of the account, the most
         losing position first) until the level is no longer crossed. Each close happens where the market is
         then, and the level is checked again from that bid on (never from a price the market had passed,

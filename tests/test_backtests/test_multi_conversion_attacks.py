@@ -197,13 +197,6 @@ def _hours(symbol: str, base: float, special: dict[int, tuple[float, float, floa
     return make_frame(cols, index, CandleMeta(symbol, Timeframe.H1, 5, UTC, "test"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open prices: only a symbol with positions or orders works its bar's range "
-    "(MultiBacktest._replay), each with the other symbols at their opens, so a converting pair's range never "
-    "reaches the stop-out, "
-    "which the account's equity path (each bar's four prices of every symbol together) does see",
-)
 def test_open_prices_a_converting_pairs_range_that_takes_the_equity_below_the_stop_out_stops_out():
     """EURGBP stands at 0.84 from the third bar (-1,000 GBP, equity 700 at GBPUSD's 1.30); in the fourth
     bar GBPUSD reaches 1.60 and comes back: the report's own equity path goes to 2,000 - 1,600 = 400 USD
@@ -221,3 +214,36 @@ def test_open_prices_a_converting_pairs_range_that_takes_the_equity_below_the_st
     trade = result.trades.iloc[0]
     assert (trade["exit_reason"], trade["exit_time"]) == ("stop out", T0 + pd.Timedelta(hours=3))
     assert -1600.00 <= trade["profit"] <= -1450.00
+
+
+def test_open_prices_a_stop_out_by_the_converting_pair_closes_at_that_steps_rate():
+    """The same bar, hand-worked: the pair is stepped through its four prices (open 1.30, low 1.30, high
+    1.60, close 1.30: a doji with no moving bar before it counts as rising), EURGBP standing at 0.84.
+    At the high the equity is 2,000 - 1,000 GBP x 1.60 = 400 USD < 550: the position is closed there, at
+    the rate of that step: -1,600.00 USD, balance 400.00."""
+    frames = {
+        "EURGBP": _hours("EURGBP", 0.85, {2: (0.85, 0.85, 0.84, 0.84), 3: (0.84, 0.84, 0.84, 0.84),
+                                          4: (0.84, 0.84, 0.84, 0.84), 5: (0.84, 0.85, 0.84, 0.85)}),
+        "GBPUSD": _hours("GBPUSD", 1.3, {3: (1.3, 1.6, 1.3, 1.3)}),
+        "EURUSD": _hours("EURUSD", 1.1, {}),
+    }  # fmt: skip
+    result = Backtest(frames, _Cross, account=ACCOUNT, forward=None).run()
+    trade = result.trades.iloc[0]
+    assert trade["profit"] == pytest.approx(-1600.00)
+    assert result.stats["final_balance"] == pytest.approx(400.00)
+
+
+def test_open_prices_a_converting_pair_moving_in_the_traders_favour_stops_nothing_out():
+    """The pair falls to 1.00 inside the bar instead: the loss reads 1,000 GBP x 1.00 = 1,000 USD at its
+    lowest and 1,300 at the open, equity 700 USD at worst, above the 550 of the stop-out: the position is
+    still open at the end, closed flat at 0.85 (0.00)."""
+    frames = {
+        "EURGBP": _hours("EURGBP", 0.85, {2: (0.85, 0.85, 0.84, 0.84), 3: (0.84, 0.84, 0.84, 0.84),
+                                          4: (0.84, 0.84, 0.84, 0.84), 5: (0.84, 0.85, 0.84, 0.85)}),
+        "GBPUSD": _hours("GBPUSD", 1.3, {3: (1.3, 1.3, 1.0, 1.3)}),
+        "EURUSD": _hours("EURUSD", 1.1, {}),
+    }  # fmt: skip
+    result = Backtest(frames, _Cross, account=ACCOUNT, forward=None).run()
+    trade = result.trades.iloc[0]
+    assert trade["exit_reason"] != "stop out"
+    assert trade["profit"] == pytest.approx(0.0)
