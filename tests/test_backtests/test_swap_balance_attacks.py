@@ -59,11 +59,6 @@ class _LongAndShortLived(ExpertAdvisor):
             self.close(symbol="EURUSD")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the broker charges each night's swap to the account's balance at the rollover "
-    "(Account.charge(swap=True)), where MetaTrader keeps it on the position until its closing deal",
-)
 def test_a_swap_moves_the_balance_only_with_the_deal_that_closes_its_position():
     """EURUSD, 1 lot held Monday to Friday at -10 USD a night (currency_deposit, triple on Friday, so the
     nights of Monday to Thursday: -40), falls 200 points: its closing deal books -200 and -40. GBPUSD,
