@@ -98,7 +98,7 @@ class Account:
             self._terms = None
             self.ledger.balance(t, amount)
         if swap:
-            self.swap -= swap
+            self.swap = round(self.swap - swap, 2)  # a sum of whole cents: no float residue once all booked
             self.changes += 1
             self._terms = None
             self.ledger.swap(t, -swap, booked=True)
@@ -108,7 +108,7 @@ class Account:
         (``POSITION_SWAP``, part of its floating result, so in the equity and the margin level) until the deal
         that closes it books it to the balance (``charge``)."""
         if amount:
-            self.swap += amount
+            self.swap = round(self.swap + amount, 2)
             self.changes += 1
             self._terms = None
             self.ledger.swap(t, amount)
