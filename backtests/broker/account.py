@@ -115,27 +115,18 @@ class Account:
 
     # -- equity and margin ---------------------------------------------------------------------------------
     def equity(self, bid: float, ask: float, desk: Any = None) -> float:
-        """Balance plus floating profit with ``desk`` (default: the first) at ``bid``/``ask`` (points; longs
-        close at the bid, shorts at the ask) and every other desk at its prices now."""
+        """Balance, accrued swap and floating profit with ``desk`` (default: the first) at ``bid``/``ask``
+        (points; longs close at the bid, shorts at the ask) and every other desk at its prices now."""
+        held = self.balance + self.swap  # the accrued swap is part of the positions' floating result
         if self.closed_form:
             k = self.per_point
-            return (
-                self.balance
-                + self.swap
-                + sum(
-                    (bid - p.price) * p.lots * k if p.side > 0 else (p.price - ask) * p.lots * k
-                    for p in self.book.positions
-                )
+            return held + sum(
+                (bid - p.price) * p.lots * k if p.side > 0 else (p.price - ask) * p.lots * k
+                for p in self.book.positions
             )
         desk = self.desks[0] if desk is None else desk
-        return (
-            self.balance
-            + self.swap
-            + sum(
-                d.floating(bid, ask) if d is desk else d.floating_now()
-                for d in self.desks
-                if d.book.positions
-            )
+        return held + sum(
+            d.floating(bid, ask) if d is desk else d.floating_now() for d in self.desks if d.book.positions
         )
 
     def equity_now(self) -> float:
@@ -361,11 +352,11 @@ class Account:
         for d in self.desks:
             changes += d.book.changes
         held = self._screened
-        money = self.balance + self.swap
-        if held is not None and held[0] == t and held[1] == changes and held[2] == money:
+        base = self.balance + self.swap
+        if held is not None and held[0] == t and held[1] == changes and held[2] == base:
             return held[3]
         margin = self.used_margin()
-        worst = money
+        worst = base
         for d in self.desks:
             if d.book.positions:
                 # The positions' sums (cached with the book) instead of each position: a screen with a tenth
@@ -378,7 +369,7 @@ class Account:
                 reach = None if rate.unity else rate.reach(t)  # the converting pair moves in the bar too
                 worst += money.money(amount, low, high) if reach is None else rate.adverse(amount, *reach)
         ruled = margin <= 0 or worst > 1.1 * self.stop_out_level / 100.0 * margin
-        self._screened = (t, changes, money, ruled)
+        self._screened = (t, changes, base, ruled)
         return ruled
 
     def _crossed(self, desk: Any, quote: Quote, at_open: bool) -> bool:
