@@ -4,10 +4,10 @@ MetaTrader tracks equity at every price it models, so a peak inside a bar counts
 (``backtests.equity_path`` does this for one symbol). With several symbols each bar of each symbol is
 modelled by its four prices (its open, its two extremes in the order of a minute's, a bull bar low first and
 a bear bar high first, and its close: ``backtests.paths.ohlc_points``) and the symbols are taken step by step
-together: the account's equity at the i-th price of bar t is the balance there plus every symbol's floating
-profit at its own i-th price, converted into the deposit currency at the conversion pair's i-th price (a
-gain at the dealer's side, as ``backtests.broker.convert`` books it). A symbol with no bar at t stands at
-its last close (its aligned market is flat there). Deals take effect where their price lies on their
+together: the account's equity at the i-th price of bar t is the balance and the accrued swap there plus every
+symbol's floating profit at its own i-th price, converted into the deposit currency at the conversion pair's
+i-th price (a gain at the dealer's side, as ``backtests.broker.convert`` books it). A symbol with no bar at t
+stands at its last close (its aligned market is flat there). Deals take effect where their price lies on their
 symbol's four prices, as on one symbol's bars: the events are ``path_events.deal_events``', the builder
 one symbol's path reads too (a symbol's four columns beside the others'). With minutes ("1 minute OHLC")
 the bars' own four prices are used here too: the minutes of several symbols have no common step, and a

@@ -13,10 +13,10 @@ Positions and the balance change where the ledger's deals happened: at a bar's o
 of their time stamp, inside a stretch of prices from the first price beyond the deal's price (a deal at a
 price of the path itself counts from that price), and after the last price for the end of the test
 (``path_events.deal_events``, the builder the equity path of several symbols, ``account_path``, reads too).
-Equity there is the balance plus every open position's floating profit: longs at the bid, shorts at the
-ask. The path is rebuilt after the run, a chunk of bars at a time, from the bars, the price path and the
-ledger, so the bar loop pays nothing for it; it is kept as its skeleton (each peak the equity fell from and
-the lowest equity after it), from which every drawdown MetaTrader reports follows.
+Equity there is the balance plus every open position's accrued swap and floating profit: longs at the bid,
+shorts at the ask. The path is rebuilt after the run, a chunk of bars at a time, from the bars, the price path
+and the ledger, so the bar loop pays nothing for it; it is kept as its skeleton (each peak the equity fell
+from and the lowest equity after it), from which every drawdown MetaTrader reports follows.
 """
 
 from __future__ import annotations

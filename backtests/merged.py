@@ -265,7 +265,7 @@ def stop_out_possible(walking: list, t: int, extremes, screen: bool) -> bool:
     margin = funds.used_margin()
     if margin <= 0:
         return False
-    worst = funds.balance
+    worst = funds.balance + funds.swap  # the accrued swap is in the equity
     for desk in funds.desks:
         if not desk.book.positions:
             continue

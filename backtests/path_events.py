@@ -5,9 +5,11 @@ read.
 Each price a bar models has a key, ``bar << KEY_SHIFT | its rank inside the bar``. A deal takes effect at a
 bar's open (a decision, a gap), at the minute or tick of its time stamp, inside a stretch of prices from the
 first price beyond the deal's price (a deal at a price of the path itself counts from that price), or after
-the last price for the end of the test (``LAST_RANK``). An event is a change of the balance (column 0) or of
-one symbol's open volume (four columns a symbol: long lots, long lots x price, short lots, short lots x
-price, prices in whole points) at its key.
+the last price for the end of the test (``LAST_RANK``). An event is a change of the money the equity holds
+besides the floating profit (column 0: the balance, and the open positions' swap accrued at a rollover, at
+the bar's open, until the closing deal moves it onto the balance) or of one symbol's open volume (four
+columns a symbol: long lots, long lots x price, short lots, short lots x price, prices in whole points) at
+its key.
 """
 
 from __future__ import annotations
@@ -122,12 +124,12 @@ def _leg(points: np.ndarray, price: float) -> int:
 def deal_events(
     ledger, symbols: Mapping[str, BarPrices], *, timed: bool = True
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(keys, moves)``: every change of the balance (column 0) and of each symbol's open volume (the
-    four columns of the i-th symbol of ``symbols`` from ``1 + 4 * i``; each symbol's deals placed on its
-    own ``BarPrices``) at the key it takes effect, sorted; None when a deal is neither an entry nor an exit
-    (a netting reversal). ``timed``: a deal's time stamp places it inside a bar of minutes or ticks, and
-    only a deal without one is taken at the bar's open; without, every deal is placed by its price on its
-    bar's own four prices."""
+    """``(keys, moves)``: every change of the balance and the accrued swap (column 0) and of each symbol's
+    open volume (the four columns of the i-th symbol of ``symbols`` from ``1 + 4 * i``; each symbol's deals
+    placed on its own ``BarPrices``) at the key it takes effect, sorted; None when a deal is neither an
+    entry nor an exit (a netting reversal). ``timed``: a deal's time stamp places it inside a bar of
+    minutes or ticks, and only a deal without one is taken at the bar's open; without, every deal is placed
+    by its price on its bar's own four prices."""
     column = {name: i for i, name in enumerate(symbols)}
     width = 1 + 4 * len(symbols)
     trades = iter(ledger.trades)
@@ -155,7 +157,7 @@ def deal_events(
     own = {name: deal_keys(symbols[name], where[name]) for name in symbols}
     keys = [int(own[name][i]) for name, i in placed]
     placed_keys = len(keys)
-    for bar, amount, deal in ledger.balance_events:
+    for bar, amount, deal in (*ledger.balance_events, *ledger.swap_events):
         keys.append(bar << KEY_SHIFT if deal is None or deal >= placed_keys else keys[deal])
         row = np.zeros(width)
         row[0] = amount

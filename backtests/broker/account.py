@@ -52,6 +52,9 @@ class Account:
 
     def __init__(self, config: AccountConfig, ledger: Ledger):
         self.balance = config.deposit
+        # The swap accrued on the open positions (the sum of their ``POSITION_SWAP``): in the equity, the
+        # margin level and the stop-out, on the balance only once the deal that closes a position books it.
+        self.swap = 0.0
         self.leverage = config.leverage
         self.currency = config.currency
         self.stop_out_level = config.stop_out_level  # margin level in %, 0 = off
@@ -89,34 +92,53 @@ class Account:
         """Re-choose the form once the desks' conversions are set (``backtests.broker.portfolio``)."""
         self.closed_form = len(self.desks) == 1 and self.desks[0].profit_rate.unity
 
-    def charge(self, amount: float, t: int, swap: bool = False) -> None:
+    def charge(self, amount: float, t: int, swap: float = 0.0) -> None:
         """Add ``amount`` (negative: a cost) to the balance in bar ``t``: the money of the deal recorded next,
-        or a ``swap`` at a rollover."""
+        of which ``swap`` is the accrued swap it books (``DEAL_SWAP`` of an exit: it leaves the positions'
+        accrued swap for the balance, the equity stays)."""
         if amount:
             self.balance += amount
             self.changes += 1
             self.revision += 1
             self._terms = None
-            self.ledger.balance(t, amount, swap)
+            self.ledger.balance(t, amount)
+        if swap:
+            self.swap = round(self.swap - swap, 2)  # a sum of whole cents: no float residue once all booked
+            self.changes += 1
+            self.revision += 1
+            self._terms = None
+            self.ledger.swap(t, -swap, booked=True)
+
+    def accrue(self, amount: float, t: int) -> None:
+        """A rollover's swap in bar ``t`` on the open positions: MetaTrader keeps it on the position
+        (``POSITION_SWAP``, part of its floating result, so in the equity and the margin level) until the deal
+        that closes it books it to the balance (``charge``)."""
+        if amount:
+            self.swap = round(self.swap + amount, 2)
+            self.changes += 1
+            self.revision += 1
+            self._terms = None
+            self.ledger.swap(t, amount)
 
     # -- equity and margin ---------------------------------------------------------------------------------
     def equity(self, bid: float, ask: float, desk: Any = None) -> float:
-        """Balance plus floating profit with ``desk`` (default: the first) at ``bid``/``ask`` (points; longs
-        close at the bid, shorts at the ask) and every other desk at its prices now."""
+        """Balance, accrued swap and floating profit with ``desk`` (default: the first) at ``bid``/``ask``
+        (points; longs close at the bid, shorts at the ask) and every other desk at its prices now."""
+        held = self.balance + self.swap  # the accrued swap is part of the positions' floating result
         if self.closed_form:
             k = self.per_point
-            return self.balance + sum(
+            return held + sum(
                 (bid - p.price) * p.lots * k if p.side > 0 else (p.price - ask) * p.lots * k
                 for p in self.book.positions
             )
         desk = self.desks[0] if desk is None else desk
-        return self.balance + sum(
+        return held + sum(
             d.floating(bid, ask) if d is desk else d.floating_now() for d in self.desks if d.book.positions
         )
 
     def equity_now(self) -> float:
-        """Balance plus every desk's floating profit at its prices now."""
-        return self.balance + sum(d.floating_now() for d in self.desks if d.book.positions)
+        """Balance, accrued swap and every desk's floating profit at its prices now."""
+        return self.balance + self.swap + sum(d.floating_now() for d in self.desks if d.book.positions)
 
     def used_margin(self) -> float:
         if self.closed_form:
@@ -240,7 +262,7 @@ class Account:
         if margin <= 0 or abs(net) < 1e-12:
             return None
         k = self.per_point
-        fixed = self.balance + k * (short_value - long_value - spread * short_lots)
+        fixed = self.balance + self.swap + k * (short_value - long_value - spread * short_lots)
         return (self.stop_out_level / 100.0 * margin - fixed) / (k * net)
 
     def stop_out_spread(self, desk: Any = None) -> float | None:
@@ -267,7 +289,7 @@ class Account:
         level = self.stop_out_level / 100.0
         long_lots, long_value, short_lots, short_value, margin = self.exposure()
         net = long_lots - short_lots
-        fixed = self.balance + k * (short_value - long_value - spr * short_lots)
+        fixed = self.balance + self.swap + k * (short_value - long_value - spr * short_lots)
         if at_open or abs(net) < 1e-12:
             fill = o
         else:
@@ -312,7 +334,12 @@ class Account:
         if self._terms is None or self._terms_at != self.book.changes:
             long_lots, long_value, short_lots, short_value, margin = self.exposure()
             k = self.per_point
-            base = self.balance + k * (short_value - long_value) - self.stop_out_level / 100.0 * margin
+            base = (
+                self.balance
+                + self.swap
+                + k * (short_value - long_value)
+                - self.stop_out_level / 100.0 * margin
+            )
             net = long_lots - short_lots
             self._terms = (float(margin), float(base), float(k * short_lots), float(k * net), float(net))
             self._terms_at = self.book.changes
@@ -336,7 +363,7 @@ class Account:
             return False
         o, h, lo, spr = quote
         # The other desks at their prices now, once; this desk at the quote's open or at each extreme.
-        rest = self.balance - self.stop_out_level / 100.0 * margin
+        rest = self.balance + self.swap - self.stop_out_level / 100.0 * margin
         rest += sum(d.floating_now() for d in self.desks if d is not desk and d.book.positions)
         if at_open:
             return rest + desk.floating(o, o + spr) <= 0.0

@@ -14,7 +14,8 @@ each, sharing the account and the ledger (``share``): the money rules are these,
 Fill rules (prices are bid prices as in MT5 bars; ``backtests.broker.book`` says what a price reaches):
 - market orders fill at the current bar's open: buys at the ask (open + spread), sells at the bid (open);
   longs close at the bid, shorts at the ask; netting (one position per symbol, default) or hedging;
-- commission is money per lot per deal (entry and exit); swap is points per lot per night (``swap``);
+- commission is money per lot per deal (entry and exit); swap is points per lot per night (``swap``), kept
+  on the position (in the equity) until the deal that closes it books it to the balance, as MetaTrader does;
 - an opening order needing more than the free margin is rejected, as the terminal does (no partial
   fills); requests are checked as the trade server does (``backtests.checks``) and a refused one is
   recorded with MetaTrader's retcode;
@@ -421,9 +422,9 @@ class Broker:
         record_order=True,
         entry="out",
     ) -> None:
-        """Close ``lots`` of ``pos`` at ``price`` (points): the profit and exit commission hit the balance, a
-        deal and a trade are recorded (and the broker's own closing order, unless ``record_order`` is
-        False)."""
+        """Close ``lots`` of ``pos`` at ``price`` (points): the profit, the exit commission and the lots'
+        share of the position's accrued swap hit the balance, a deal and a trade are recorded (and the
+        broker's own closing order, unless ``record_order`` is False)."""
         cfg, k = self.config, self.scale
         self._end_segment(pos)
         share = lots / pos.lots
@@ -438,7 +439,7 @@ class Broker:
             profit = self.money.money(amount, bid, ask)
             rate = profit / amount if amount else self.money.money(1.0, bid, ask)
         profit = cents(profit)  # booked in whole cents of the deposit currency
-        self.funds.charge(profit - exit_comm, self.t)
+        self.funds.charge(profit - exit_comm + swap, self.t, swap)  # the deal books its share of the swap
         if record_order:  # the broker's own closing order (SL, TP, stop-out, close request, end of test),
             order = self.new_ticket()  # numbered with the account's orders, as the trade server numbers it
             kind = "sell" if pos.side > 0 else "buy"
@@ -551,7 +552,7 @@ class Broker:
         for pos in self.book.positions:
             amount = cents(self.money.swap_money(self.swaps.amount(pos, nights, bid, ask), bid, ask))
             pos.swap += amount
-            self.funds.charge(amount, self.t, swap=True)
+            self.funds.accrue(amount, self.t)  # on the position until its closing deal books it
 
     def _end_segment(self, pos: OpenPosition) -> None:
         """A position is about to change (volume, price, closed): close its floating-profit segment."""

@@ -71,8 +71,12 @@ class Ledger:
         self.orders: list[OrderRecord] = []
         self.rejected: list[dict] = []
         # (bar, amount, deal) of every change of the balance; ``deal`` is the index in ``deals`` of the deal
-        # it belongs to (recorded right after it), None for a swap charged at a rollover
+        # it belongs to (recorded right after it): the balance moves only with deals
         self.balance_events: list[tuple[int, float, int | None]] = []
+        # (bar, amount, deal) of every change of the open positions' accrued swap: a rollover's (``deal``
+        # None), and the share a closing deal takes off to book it (negative, ``deal`` as above). It is in
+        # the equity, not the balance, until then (MetaTrader's ``POSITION_SWAP``).
+        self.swap_events: list[tuple[int, float, int | None]] = []
         self._made: tuple[tuple, tuple] | None = None  # the curves, for the records they were made from
 
     def add(self, symbol: str, market: Market, contract_size: float, margin: MarginModel, rate: Any) -> None:
@@ -179,9 +183,14 @@ class Ledger:
             )
         )
 
-    def balance(self, t: int, amount: float, swap: bool = False) -> None:
-        """The balance changed by ``amount`` in bar ``t``: by the deal recorded next, or by a ``swap``."""
-        self.balance_events.append((t, amount, None if swap else len(self.deals)))
+    def balance(self, t: int, amount: float) -> None:
+        """The balance changed by ``amount`` in bar ``t``, by the deal recorded next."""
+        self.balance_events.append((t, amount, len(self.deals)))
+
+    def swap(self, t: int, amount: float, booked: bool = False) -> None:
+        """The open positions' accrued swap changed by ``amount`` in bar ``t``: a rollover's swap, or
+        (``booked``) the share the deal recorded next books to the balance."""
+        self.swap_events.append((t, amount, len(self.deals) if booked else None))
 
     def segment(self, start: int, end: int, side: int, lots: float, price: float,
                 margin_price: float | None = None, symbol: str = "") -> None:  # fmt: skip
@@ -233,7 +242,8 @@ class Ledger:
         return df
 
     def curves(self, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Balance, equity and used margin at each bar's close from bar ``first`` on (after the run)."""
+        """Balance, equity (with the open positions' accrued swap) and used margin at each bar's close from
+        bar ``first`` on (after the run)."""
         balance, equity, margin, _ = self._curves()
         return balance[first:], equity[first:], margin[first:]
 
@@ -241,6 +251,7 @@ class Ledger:
         """Equity at each bar's worst prices and the margin held then, from bar ``first`` on
         (``backtests.curves.worst_floating`` says how; every symbol at its worst at once)."""
         balance, equity, _, held = self._curves()
+        accrued = self._accrued(len(balance))
         trades = self.trades
         names = np.array([tr.symbol for tr in trades], dtype=object)
         columns = ClosedTrades(
@@ -266,7 +277,7 @@ class Ledger:
             worst, legs = worst_floating(held[name], own, bars, sym.contract_size)
             floating += convert_closes(sym.rate.closes(m), worst)
             margin += sym.margin.of_sums(legs[0], legs[4], legs[2], legs[5])
-        worst = np.minimum(balance + floating, equity)
+        worst = np.minimum(balance + accrued + floating, equity)
         return worst[first:], margin[first:]
 
     def _curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
@@ -274,14 +285,15 @@ class Ledger:
         lots x price, short lots, short lots x price, long and short lots x margin price open over each bar
         (made once for the records as they are)."""
         n = len(self.market.o)
-        key = (n, sum(len(v) for v in self.segments.values()), len(self.balance_events))
+        key = (
+            n,
+            sum(len(v) for v in self.segments.values()),
+            len(self.balance_events),
+            len(self.swap_events),
+        )
         if self._made is not None and self._made[0] == key:
             return self._made[1]
-        changes = np.zeros(n + 1)
-        if self.balance_events:
-            bars, amounts, _ = zip(*self.balance_events, strict=True)
-            np.add.at(changes, np.array(bars, dtype=np.int64), np.array(amounts))
-        balance = self.config.deposit + np.cumsum(changes[:n])
+        balance = self.config.deposit + _running(self.balance_events, n)
         floating, margin, held = np.zeros(n), np.zeros(n), {}
         for name, sym in self.symbols.items():
             held[name] = legs = _held(self.segments[name], n)
@@ -292,9 +304,13 @@ class Ledger:
             pc = sym.contract_size * (legs[0] * bid - legs[1] + legs[3] - legs[2] * ask)
             floating += convert_closes(sym.rate.closes(m), pc)
             margin += sym.margin.of_sums(legs[0], legs[4], legs[2], legs[5])
-        made = (balance, balance + floating, margin, held)
+        made = (balance, balance + self._accrued(n) + floating, margin, held)
         self._made = (key, made)
         return made
+
+    def _accrued(self, n: int) -> np.ndarray:
+        """The open positions' accrued swap at each of ``n`` bars' closes (in the equity, not the balance)."""
+        return _running(self.swap_events, n)
 
     def orders_frame(self) -> pd.DataFrame:
         """Every accepted order, as MetaTrader's report lists them: market orders (the EA's and the closing
@@ -329,6 +345,15 @@ class Ledger:
         out = at_bar.as_unit("ns").asi8.copy()
         out[inside] = ns[inside]
         return pd.DatetimeIndex(pd.to_datetime(out, utc=True), name=at_bar.name)
+
+
+def _running(events: list[tuple[int, float, int | None]], n: int) -> np.ndarray:
+    """The running sum of ``events`` (bar, amount, deal) at each of ``n`` bars' closes."""
+    changes = np.zeros(n + 1)
+    if events:
+        bars, amounts, _ = zip(*events, strict=True)
+        np.add.at(changes, np.array(bars, dtype=np.int64), np.array(amounts))
+    return np.cumsum(changes[:n])
 
 
 def _held(segments: list[Segment], n: int) -> np.ndarray:

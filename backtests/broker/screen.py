@@ -52,7 +52,7 @@ class AccountScreen:
             self._screened = (t, end, revision, True)
             return True
         margin = 0.0
-        worst = account.balance
+        worst = account.balance + account.swap  # the positions' accrued swap is in the equity
         for d in account.desks:
             if d.book.positions:
                 margin += account.margin_of(d)
@@ -71,7 +71,7 @@ class AccountScreen:
         if t >= n:
             return 0
         margin = 0.0
-        worst = account.balance
+        worst = account.balance + account.swap  # the positions' accrued swap is in the equity
         for d in account.desks:
             book = d.book
             if book.positions:
@@ -144,7 +144,7 @@ class AccountScreen:
         account = self.account
         t = desk.t
         block = t // BLOCK
-        floor = account.balance
+        floor = account.balance + account.swap
         if desk.book.positions:
             floor += desk.floating(bid, ask)
         size = abs(floor) + abs(need) + 1.0

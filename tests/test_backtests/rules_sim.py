@@ -7,8 +7,10 @@ point apart (the minute's open a jump from the previous close), and then one rul
 each tick, the orders and stops it reaches fill at that tick's price (a level met on a straight move is met
 exactly, so it fills at the level; a jump fills at the price jumped to). What this adds to the first
 reference: netting as well as hedging, the stop-out (the most losing position first, then the margin level
-again), hedged margin, commission, swaps at the server's midnight tripled on Wednesday, refusals for want
-of free margin (a netting deal checked whole), and every deal's money booked in whole cents.
+again), hedged margin, commission, swaps at the server's midnight tripled on Wednesday (kept on the position,
+in its equity, until the deal that closes it books its share: MQL5's ``POSITION_SWAP`` and ``DEAL_SWAP``),
+refusals for want of free margin (a netting deal checked whole), and every deal's money booked in whole
+cents.
 
 The rules, from MetaTrader 5 Help ("Margin calculation", "Stop Out", "Generation of Ticks") and MQL5
 ("Order types"): buy orders and shorts' stops compare the ask, the rest the bid; longs close at the bid,
@@ -91,6 +93,7 @@ class Sim:
     trades: list[Closed] = field(default_factory=list)
     refused: list[tuple] = field(default_factory=list)
     equity: list[float] = field(default_factory=list)
+    deal_balances: list[tuple[int, float]] = field(default_factory=list)  # (UTC ns, balance) after each deal
     ticket: int = 0
     now: int = 0
     bid: int = 0
@@ -108,7 +111,8 @@ class Sim:
         return p.side * (exit_ - p.price) * p.lots * self.per_point
 
     def equity_now(self) -> float:
-        return self.balance + sum(self.floating(p) for p in self.positions)
+        """The balance plus each open position's floating profit and accrued swap."""
+        return self.balance + sum(self.floating(p) + p.swap for p in self.positions)
 
     def margin(self, legs: list[tuple[int, float, float]]) -> float:
         r = self.rules
@@ -151,8 +155,7 @@ class Sim:
             for p in self.positions:
                 rate = self.rules.swap_long if p.side > 0 else self.rules.swap_short
                 amount = to_cents(rate * nights * p.lots * self.per_point)
-                p.swap += amount
-                self.balance += amount
+                p.swap += amount  # on the position: its closing deal books it
         self.day = day
         self.orders = [o for o in self.orders if o.expiration is None or o.expiration > ns]
         self._exits()
@@ -211,6 +214,7 @@ class Sim:
             return opposite[0].ticket
         comm = to_cents(rest * r.commission)
         self.balance -= comm
+        self.deal_balances.append((self.now, self.balance))
         same = [] if r.hedging else [p for p in self.positions if p.side == side]
         if same:
             p = same[0]
@@ -235,7 +239,8 @@ class Sim:
         entry_comm, swap = to_cents(p.commission * share), to_cents(p.swap * share)
         exit_comm = to_cents(lots * self.rules.commission)
         profit = to_cents(p.side * (price - p.price) * lots * self.per_point)
-        self.balance += profit - exit_comm
+        self.balance += profit - exit_comm + swap
+        self.deal_balances.append((self.now, self.balance))
         self.trades.append(
             Closed(
                 p.ticket,

@@ -1,7 +1,8 @@
 """``ohlc1m`` and ``ticks``, netting and hedging, against a second independent simulator (``rules_sim``:
 every modelled price a tick, whole points, sharing no code with the broker): trade for trade, the final
-balance and the equity drawdown, with stop-outs, refusals for want of margin, commission, swaps at a
-UTC+2/+3 server's midnight and hedged margin, on synthetic minutes whose moves make the stop-out fire.
+balance, the balance after each deal and the equity drawdown, with stop-outs, refusals for want of margin,
+commission, swaps at a UTC+2/+3 server's midnight (on the position until its closing deal books them) and
+hedged margin, on synthetic minutes whose moves make the stop-out fire.
 
 One order is a convention neither MetaTrader's documentation nor its help fixes: at a tick that reaches a
 position's SL/TP and a pending order both, the broker fills the order first (a gap may fill it beyond its
@@ -42,8 +43,16 @@ def server_midnight_after(ns: int) -> int:
 
 
 PLAN = Plan(
-    close_chance=0.1, close_any=True, most=3, lot_unit=0.5, lot_steps=9, gaps_low=(1, 5, 5),
-    gaps_high=(60, 300, 300), stop_chance=0.5, today_below=0.7, expiry_minutes=300,
+    close_chance=0.1,
+    close_any=True,
+    most=3,
+    lot_unit=0.5,
+    lot_steps=9,
+    gaps_low=(1, 5, 5),
+    gaps_high=(60, 300, 300),
+    stop_chance=0.5,
+    today_below=0.7,
+    expiry_minutes=300,
 )  # volumes large enough that some are refused for want of margin and some positions stopped out
 Scripted = scripted_ea(PLAN, strict=False)
 
@@ -144,7 +153,17 @@ def compare(result, sim: Sim) -> None:
         assert g == w
     assert len(got) == len(want)
     assert result.stats["final_balance"] == pytest.approx(sim.balance, abs=1e-6)
+    # The balance moves only with deals: after the deals of each moment it is the simulator's (deals of one
+    # tick may come in another order, as the module docstring says).
+    deals = result.deals
+    ours_after = deals["balance"][deals["time"].ne(deals["time"].shift(-1))].to_numpy()
+    np.testing.assert_allclose(ours_after, _last_of_each_moment(sim.deal_balances), atol=1e-6)
     assert result.stats["equity_drawdown_maximal"] == pytest.approx(sim.max_drawdown(), abs=1e-6)
+
+
+def _last_of_each_moment(balances: list[tuple[int, float]]) -> list[float]:
+    """The balance after the last deal of each run of deals at one moment."""
+    return [b for (ns, b), nxt in zip(balances, [*balances[1:], (None, 0.0)], strict=True) if ns != nxt[0]]
 
 
 def account(hedging: bool) -> tuple[AccountConfig, Rules]:

@@ -14,6 +14,7 @@ from backtests import AccountConfig, Backtest
 from datafeeds import make_frame
 from datafeeds.candles import CandleMeta
 from datafeeds.clock import UTC
+from datafeeds.resample import resample
 from datafeeds.symbols import BUILTIN
 from datafeeds.timeframes import Timeframe
 from strategies.base import ExpertAdvisor
@@ -59,11 +60,6 @@ class _LongAndShortLived(ExpertAdvisor):
             self.close(symbol="EURUSD")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the broker charges each night's swap to the account's balance at the rollover "
-    "(Account.charge(swap=True)), where MetaTrader keeps it on the position until its closing deal",
-)
 def test_a_swap_moves_the_balance_only_with_the_deal_that_closes_its_position():
     """EURUSD, 1 lot held Monday to Friday at -10 USD a night (currency_deposit, triple on Friday, so the
     nights of Monday to Thursday: -40), falls 200 points: its closing deal books -200 and -40. GBPUSD,
@@ -92,3 +88,50 @@ def test_a_swap_moves_the_balance_only_with_the_deal_that_closes_its_position():
     running = 10_000.0 + (deals["profit"] + deals["commission"] + deals["swap"]).cumsum()
     np.testing.assert_allclose(deals["balance"].to_numpy(), running.to_numpy(), atol=0.005)
     assert result.stats["balance_drawdown_maximal"] == pytest.approx(240.00, abs=0.005)
+
+
+class _LongEuros(ExpertAdvisor):
+    """1 lot of EURUSD and 0.01 lots of GBPUSD bought on Monday at 01:00 and held."""
+
+    symbols = ("EURUSD", "GBPUSD")
+
+    def on_bar(self):
+        if self.time_current == _at(0, 1):
+            self.buy(1.0, symbol="EURUSD")
+            self.buy(0.01, symbol="GBPUSD")
+
+
+def _minutes(symbol: str, price: float, dip: pd.Timestamp | None = None, low: float = 0.0) -> pd.DataFrame:
+    """Flat M1 bars at ``price`` over the five days (spread 0), the minute at ``dip`` reaching ``low``."""
+    minutes = pd.date_range(MONDAY, periods=5 * 24 * 60, freq="min")
+    lows = np.full(len(minutes), price)
+    if dip is not None:
+        lows[minutes.get_loc(dip)] = low
+    flat = np.full(len(minutes), price)
+    cols = {"open": flat, "high": flat, "low": lows, "close": flat, "tick_volume": np.ones(len(minutes))}
+    return make_frame(cols, minutes, CandleMeta(symbol, Timeframe.M1, 5, UTC, "test"))
+
+
+def test_the_accrued_swap_counts_in_the_stop_out_screen_of_several_symbols_minutes():
+    """1,000 USD at 1:500, 1 lot of EURUSD at 1.10000 (margin 220.00) at -300 points a night and 0.01 lots
+    of GBPUSD at 1.30000 (margin 2.60) without swap, both flat, so the minutes of both are walked together:
+    after Wednesday's rollover the equity is 1,000 - 600 = 400.00 with the balance still 1,000.00. A minute
+    of Wednesday 10:30 dips EURUSD to 1.09700: the level reaches 50 % (equity 111.30) below 1.097113, at
+    1.09711, where the EURUSD position is stopped out (profit -289.00, swap -600.00: balance 111.00). The
+    screen that rules a bar's stop-out out must count the accrued swap: with the balance alone the equity at
+    the bar's worst is 1,000 - 300 = 700.00, far above the level, and the stop-out is never looked for."""
+    dip = _at(2, 10) + pd.Timedelta(minutes=30)
+    m1 = {"EURUSD": _minutes("EURUSD", 1.10000, dip, 1.09700), "GBPUSD": _minutes("GBPUSD", 1.30000)}
+    frames = {s: resample(m, "H1") for s, m in m1.items()}
+    specs = {
+        "EURUSD": replace(BUILTIN["EURUSD"], swap_long=-300.0, swap_mode="points", swap_rollover3days=5),
+        "GBPUSD": replace(BUILTIN["GBPUSD"], swap_long=0.0, swap_short=0.0),
+    }
+    account = AccountConfig(deposit=1_000.0, leverage=500.0, stop_out_level=50.0, spread=0)
+    result = Backtest(
+        frames, _LongEuros, model="ohlc1m", m1=m1, account=account, specs=specs, forward=None
+    ).run()
+    trade = result.trades.set_index("symbol").loc["EURUSD"]
+    assert (trade.exit_reason, trade.exit_time) == ("stop out", dip)
+    assert (trade.exit_price, trade.profit, trade.swap) == (1.09711, -289.0, -600.0)
+    assert result.deals["balance"].round(2).tolist() == [1_000.0, 1_000.0, 111.0, 111.0]

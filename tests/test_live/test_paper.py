@@ -8,7 +8,10 @@ import pytest
 
 from backtests.broker import AccountConfig, Broker
 from backtests.broker.terms import SymbolTerms
-from datafeeds import load_candles
+from datafeeds import load_candles, make_frame
+from datafeeds.candles import CandleMeta
+from datafeeds.clock import UTC
+from datafeeds.timeframes import Timeframe
 from neuronet.live.errors import LiveError
 from neuronet.live.paper import PaperBroker
 
@@ -139,3 +142,30 @@ def test_a_paper_order_for_today_ends_at_the_servers_midnight(candles):
     ticket = paper.pending("buy_limit", 0.1, row["open"] - 0.001, None, None, None, "today", 0, "")
     assert ticket is not None
     assert paper.orders()[0].expiration == pd.Timestamp("2017-05-01 22:00", tz="UTC")
+
+
+def test_a_paper_positions_swap_stays_on_it_until_its_closing_deal_books_it():
+    """Paper money is the backtest's: 1 lot of EURUSD bought on Monday at 1.10000 (flat, no spread) at
+    -10 points a night accrues -20.00 by Wednesday noon, in the equity (9,980.00) and not the balance
+    (10,000.00); the deal closing it on Thursday at noon books its -30.00 (balance 9,970.00)."""
+    hours = pd.date_range("2024-01-08", periods=10, freq="h", tz="UTC")  # Monday 00:00 to 09:00
+    flat = np.full(len(hours), 1.1)
+    meta = CandleMeta("EURUSD", Timeframe.H1, 5, UTC, "test")
+    history = make_frame({"open": flat, "high": flat, "low": flat, "close": flat}, hours, meta)
+    config = AccountConfig(spread=0, swap_long=-10.0, triple_swap_weekday=4)
+    paper = PaperBroker(history, 1e-5, config)
+    seen = {}
+    for when in pd.date_range(hours[-1] + pd.Timedelta(hours=1), "2024-01-11 12:00+00:00", freq="h"):
+        t = paper.open_bar(when, 1.1, 1.1)
+        if when == pd.Timestamp("2024-01-08 10:00", tz="UTC"):
+            ticket = paper.order(+1, 1.0, None, None, 7, "")
+        elif when == pd.Timestamp("2024-01-10 12:00", tz="UTC"):
+            seen["wednesday"] = paper.account()
+        elif when == pd.Timestamp("2024-01-11 12:00", tz="UTC"):
+            paper.close(ticket, 7)
+        paper.close_bar(t, 1.1, 1.1, 1.1)
+    wednesday = seen["wednesday"]
+    assert (wednesday.balance, wednesday.equity) == (10_000.0, pytest.approx(9_980.0, abs=1e-9))
+    deals = paper.deals_frame()
+    assert deals["swap"].tolist() == [0.0, -30.0]
+    assert deals["balance"].tolist() == [10_000.0, 9_970.0]
