@@ -252,13 +252,14 @@ def _max_dd(p: PeerInputs) -> float:
 def _beta(i) -> dict:
     p = i.peer
     equity, close = p.equity, p.close
+    beta = None
+    # An equity wiped out (a stop-out to zero) has no log return: its NaN gives no beta, as backtesting.py's.
     with np.errstate(divide="ignore", invalid="ignore"):
         eq_log = np.log(equity[1:] / equity[:-1])
-    mkt_log = np.log(close[1:] / close[:-1])
-    beta = None
-    if len(eq_log) > 1:
-        cov = np.cov(eq_log, mkt_log)
-        beta = cov[0, 1] / cov[1, 1] if cov[1, 1] else None
+        mkt_log = np.log(close[1:] / close[:-1])
+        if len(eq_log) > 1:
+            cov = np.cov(eq_log, mkt_log)
+            beta = cov[0, 1] / cov[1, 1] if cov[1, 1] else None
     return {
         "alpha_pct": _num(p.ret_pct - beta * p.bh_pct, 4) if beta is not None else None,
         "beta": _num(beta, 4),
