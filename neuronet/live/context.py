@@ -108,6 +108,9 @@ class LiveContext:
     def positions(self) -> list[Position]:
         return self.trading.positions()
 
+    def net_lots(self) -> float:
+        return self.trading.net_lots()
+
     def account(self) -> Account:
         return self.trading.account()
 
