@@ -153,8 +153,8 @@ class MultiBacktest:
         if every:
             timings["retrain_s"] = 0.0
         desks = list(brokers.values())
-        on_bar, times, step = ea.on_bar, self.setup.aligned.time, views.step
-        schedule = views.schedule(stamps)
+        on_bar, times = ea.on_bar, self.setup.aligned.time
+        schedule = views.schedule(stamps)  # each bar's reveals, listed once: one pass of calls a bar
         opening, closing = (
             open_prices(desks) if not self.paths else price_paths(desks, ticks=self.model == "ticks")
         )
@@ -164,7 +164,8 @@ class MultiBacktest:
                 self._study(ea, views, periods, t, stamps, brokers)
                 timings["retrain_s"] += time.perf_counter() - tick
             opening(t)
-            step(schedule[t])
+            for reveal, visible in schedule[t]:
+                reveal(visible)
             try:
                 on_bar()
             except KeyboardInterrupt:
