@@ -80,7 +80,7 @@ class DataViews:
             pass
         name = self.main[0] if symbol is None else symbol
         tf = self.main[1] if timeframe is None else str(timeframe).strip().upper()
-        feed = self.feeds.get((name, tf))
+        feed = self.feeds.get((name, tf)) if isinstance(name, str) else None  # a list names nothing
         if feed is None:
             symbols = sorted({s for s, _ in self.feeds})
             frames = sorted({t for _, t in self.feeds})
