@@ -139,3 +139,55 @@ def test_a_symbol_the_run_does_not_trade_is_the_eas_bug(symbol):
     ea = _ea(_backtest())
     with pytest.raises(EAError, match="symbol"):
         ea.position_of(symbol)
+
+
+class _Churn(ExpertAdvisor):
+    """Random deals, partial closes, reversals and stops on three symbols; on every bar, before and after
+    its requests, each symbol's net volume is checked against the sum over its position records."""
+
+    symbols = ("EURUSD", "GBPUSD", "USDJPY")
+    seed: int = 0
+
+    def on_init(self) -> None:
+        self.rng = np.random.default_rng(self.seed)
+        self.checked = 0
+        self.held = 0
+
+    def _check(self) -> None:
+        for s in self.symbols:
+            net = self.position_of(s)
+            assert net == net_volume(self.positions(s)), (self.time_current, s)
+            self.checked += 1
+            self.held += net != 0
+        assert self.position == self.position_of("EURUSD")
+
+    def on_bar(self) -> None:
+        self._check()
+        for s in self.symbols:
+            move = self.rng.integers(0, 6)
+            lots = float(self.rng.integers(1, 8)) / 10
+            if move == 0:
+                self.buy(lots, symbol=s, sl_points=150, tp_points=150)
+            elif move == 1:
+                self.sell(lots, symbol=s, sl_points=150, tp_points=150)
+            elif move == 2 and self.positions(s):
+                p = self.positions(s)[0]
+                self.close(p.ticket, lots=min(p.lots, 0.1))
+            elif move == 3:
+                self.buy(50.0, symbol=s)  # refused: no margin for it (10019), nothing changes
+        self._check()
+
+
+@pytest.mark.parametrize("hedging", [True, False])
+def test_every_bar_of_a_churning_run_answers_the_sum_over_the_records(hedging):
+    """Deals, partial closes, netting reversals, refused requests and stops hit inside bars: after each,
+    the kept net volume is the records' sum (a kept answer that missed a change of the book would differ)."""
+    from backtests import Backtest
+    from datafeeds.synthetic import synthetic_candles
+
+    frames = {s: synthetic_candles(s, "H1", 400, seed=i + 1) for i, s in enumerate(_Churn.symbols)}
+    account = AccountConfig(deposit=10_000.0, hedging=hedging)
+    result = Backtest(frames, _Churn, forward="1/2", account=account).run()
+    ea = result.ea_instance
+    assert ea.checked == 2 * 200 * 3 and ea.held > 200  # positions were open much of the time
+    assert len(result.trades) > 100 and any(r["retcode"] == 10019 for r in result.rejected)
