@@ -189,10 +189,6 @@ class Broker:
     def positions(self, symbol: str | None = None) -> list[Position]:
         return self.requests.positions(symbol)
 
-    def net_lots(self, symbol: str | None = None) -> float:
-        self.requests.own(symbol)
-        return self.book.net_lots()
-
     def orders(self, symbol: str | None = None) -> list[Order]:
         self.requests.own(symbol)
         return [o.public(self.market.time, self.scale, self.symbol) for o in self.book.orders]
