@@ -249,14 +249,16 @@ def open_prices(desks: list) -> tuple[Callable[[int], None], Callable[[int], Non
             if book.positions or book.orders:
                 d.open_checks(t, None)
 
+    pairs = PairMoves(desks)
+    moves = pairs.check if pairs else None  # the converting pairs are fixed for the run: asked once
+
     def closing(t: int) -> None:
         for d, book in books:
             if book.positions or book.orders:
                 d.bar_range(t)
-        if pairs:
-            pairs.check(t)
+        if moves is not None:
+            moves(t)
 
-    pairs = PairMoves(desks)
     return opening, closing
 
 
