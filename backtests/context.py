@@ -19,7 +19,7 @@ import pandas as pd
 
 from backtests.broker import Broker
 from strategies.errors import EAError
-from strategies.trade import Account, Order, Position
+from strategies.trade import Account, Order, Position, net_volume
 
 Indicator = Callable[[Callable, str], np.ndarray]  # (fn, name) -> its values over the main chart's bars
 
@@ -102,6 +102,13 @@ class TradingContext:
         if symbol is None and self._several:
             return sorted((p for b in self.brokers.values() for p in b.positions()), key=lambda p: p.ticket)
         return (self._route.get(symbol) or self._of(symbol)).positions()
+
+    def net_lots(self, symbol=None) -> float:
+        """One symbol's net volume in lots (None: the main chart's), from its book's kept sum: the same as
+        ``net_volume(self.positions(symbol))`` without building the records."""
+        if symbol is None and self._several:
+            return net_volume(self.positions())
+        return (self._route.get(symbol) or self._of(symbol)).book.net_lots()
 
     def orders(self, symbol=None) -> list[Order]:
         if symbol is not None or not self._several:

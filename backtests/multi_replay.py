@@ -153,8 +153,8 @@ class MultiBacktest:
         if every:
             timings["retrain_s"] = 0.0
         desks = list(brokers.values())
-        on_bar, times, step = ea.on_bar, self.setup.aligned.time, views.step
-        schedule = views.schedule(stamps)
+        on_bar, times = ea.on_bar, self.setup.aligned.time
+        schedule = views.schedule(stamps)  # each bar's reveals, listed once: one pass of calls a bar
         opening, closing = (
             open_prices(desks) if not self.paths else price_paths(desks, ticks=self.model == "ticks")
         )
@@ -164,7 +164,8 @@ class MultiBacktest:
                 self._study(ea, views, periods, t, stamps, brokers)
                 timings["retrain_s"] += time.perf_counter() - tick
             opening(t)
-            step(schedule[t])
+            for reveal, visible in schedule[t]:
+                reveal(visible)
             try:
                 on_bar()
             except KeyboardInterrupt:
@@ -248,14 +249,16 @@ def open_prices(desks: list) -> tuple[Callable[[int], None], Callable[[int], Non
             if book.positions or book.orders:
                 d.open_checks(t, None)
 
+    pairs = PairMoves(desks)
+    moves = pairs.check if pairs else None  # the converting pairs are fixed for the run: asked once
+
     def closing(t: int) -> None:
         for d, book in books:
             if book.positions or book.orders:
                 d.bar_range(t)
-        if pairs:
-            pairs.check(t)
+        if moves is not None:
+            moves(t)
 
-    pairs = PairMoves(desks)
     return opening, closing
 
 

@@ -10,7 +10,7 @@ requests with MetaTrader's retcode, as the terminal would.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -212,6 +212,11 @@ class TradeContext(Protocol):
 
     def positions(self) -> list[Position]: ...
 
+    def net_lots(self) -> float:
+        """``net_volume(self.positions())``, answered without building the position records where the
+        context keeps its positions itself (an EA may ask on every bar of every symbol)."""
+        ...
+
     def account(self) -> Account: ...
 
     def price(self, side: int) -> float: ...
@@ -357,11 +362,11 @@ class TradeMethods:
     @property
     def position(self) -> float:
         """Net open volume in lots of the main chart's symbol: positive long, negative short, 0 flat."""
-        return sum(p.side * p.lots for p in self._require_ctx().positions(**_symbol(self._main_symbol())))
+        return self._require_ctx().net_lots(**_symbol(self._main_symbol()))
 
     def position_of(self, symbol: str) -> float:
         """Net open volume in lots of ``symbol``."""
-        return sum(p.side * p.lots for p in self._require_ctx().positions(**_symbol(symbol)))
+        return self._require_ctx().net_lots(**_symbol(symbol))
 
     def bid_of(self, symbol: str) -> float:
         """``symbol``'s bid now (the open of the bar now forming)."""
@@ -444,6 +449,14 @@ class TradeMethods:
 
     def _magic(self, magic: Any) -> int:
         return self.magic if magic is None else _ticket(magic, "magic")
+
+
+def net_volume(positions: Iterable[Any]) -> float:
+    """Net open volume in lots of ``positions`` (records with ``side`` and ``lots``): positive long, negative
+    short, 0 flat. Summed in the positions' order, so every context that answers ``net_lots`` gives the
+    same float as the sum over its ``positions()`` (MQL5's ``PositionGetDouble(POSITION_VOLUME)`` signed
+    by ``POSITION_TYPE``, added up over a hedging account's positions of the symbol)."""
+    return sum(p.side * p.lots for p in positions)
 
 
 def _symbol(symbol: Any) -> dict:

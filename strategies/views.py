@@ -43,6 +43,9 @@ class DataViews:
         self._ends = {
             key: bar_ends(feed.time, feed.meta.timeframe, feed.meta.clock) for key, feed in self.feeds.items()
         }
+        # ``bars``'s answers by the arguments as the EA gives them (an EA asks per symbol on every bar); a
+        # feed's ``bars`` is the one live view of it, so an answer never goes stale
+        self._asked: dict[tuple[object, object], Bars] = {}
 
     def advance(self, now_ns: int) -> None:
         """Reveal every bar that has closed by ``now_ns`` (UTC ns)."""
@@ -54,7 +57,7 @@ class DataViews:
     def schedule(self, stamps: np.ndarray) -> list[list[tuple[Callable[[int], None], int]]]:
         """For each decision time of ``stamps`` (UTC ns, ascending), the feeds whose visible end moves then
         and to where (each feed's ``advance`` and its new end): computed once for a run, so a bar's step
-        over every symbol and timeframe is one pass of calls (``step``). An end is the count of bars
+        over every symbol and timeframe is one pass of calls. An end is the count of bars
         closed by then, as ``advance`` counts it, so a feed already moved there (a retraining's ``advance``
         at that bar) is moved to where it is, never back."""
         out: list[list[tuple[Callable[[int], None], int]]] = [[] for _ in range(len(stamps))]
@@ -66,20 +69,18 @@ class DataViews:
                 out[t].append((reveal, visible))
         return out
 
-    @staticmethod
-    def step(moves: list[tuple[Callable[[int], None], int]]) -> None:
-        """Reveal the bars one decision time of ``schedule`` closes."""
-        for reveal, visible in moves:
-            reveal(visible)
-
     def visible_at(self, key: tuple[str, str], now_ns: int) -> int:
         return int(np.searchsorted(self._ends[key], now_ns, side="right"))
 
     def bars(self, symbol: str | None, timeframe: str | None) -> Bars:
         """The EA's view of ``symbol`` on ``timeframe`` (None: the main chart's)."""
+        try:
+            return self._asked[symbol, timeframe]
+        except (KeyError, TypeError):  # not asked yet, or arguments no name can equal
+            pass
         name = self.main[0] if symbol is None else symbol
         tf = self.main[1] if timeframe is None else str(timeframe).strip().upper()
-        feed = self.feeds.get((name, tf))
+        feed = self.feeds.get((name, tf)) if isinstance(name, str) else None  # a list names nothing
         if feed is None:
             symbols = sorted({s for s, _ in self.feeds})
             frames = sorted({t for _, t in self.feeds})
@@ -88,4 +89,5 @@ class DataViews:
                 f"on "
                 f"timeframes {', '.join(frames)} (its class attributes symbols and timeframes)"
             )
+        self._asked[symbol, timeframe] = feed.bars
         return feed.bars

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 import pandas as pd
 
 from backtests.broker.records import OrderRecord
-from strategies.trade import PENDING_TYPES, Order, OrderType
+from strategies.trade import PENDING_TYPES, Order, OrderType, net_volume
 
 Quote = tuple[float, float, float, float]  # (open, high, low, spread) of a bar or of one stretch of a path
 
@@ -179,6 +179,7 @@ class OrderBook:
         self.account = None  # backtests.broker.account.Account, told of every change (its ``revision``)
         self._tickets: dict[int, OpenPosition] = {}
         self._exposure: tuple[int, tuple[float, float, float, float]] | None = None
+        self._net: tuple[int, float] = (0, 0)  # (changes, net lots): no position, 0 as ``sum`` of none
 
     def __bool__(self) -> bool:
         """Whether anything is working: an open position or a pending order."""
@@ -207,6 +208,13 @@ class OrderBook:
         self.changes += 1
         if self.account is not None:
             self.account.revision += 1
+
+    def net_lots(self) -> float:
+        """The positions' net volume in lots (``strategies.trade.net_volume``: the same float as the sum over
+        the EA's position records), kept until the positions change."""
+        if self._net[0] != self.changes:
+            self._net = (self.changes, net_volume(self.positions))
+        return self._net[1]
 
     def exposure(self) -> tuple[float, float, float, float]:
         """Long lots, sum of long lots x price, the same for shorts (cached until the positions change)."""

@@ -66,8 +66,10 @@ class Calm:
         key = self._book.changes + self.broker.revision + self._market.changes
         if funds.closed_form:  # the stop-out's bounds move with the balance; the general form asks per bar
             key += funds.changes
-        if key == self._key and self._start <= t < self._until and not self._general:
-            return True  # a quiet bar of the state screened already: asked at its open and at its range
+        if key == self._key and self._start <= t < self._until:
+            # a quiet bar of the state screened already, asked at its open and at its range (in the general
+            # form the account's screen still rules the stop-out out bar by bar)
+            return not self._general or funds.ruled_out(t)
         if key != self._key or t < self._start:
             self._key, self._start, self._until, self._loud = key, t, t, -1
             self._block, self._probes = _FIRST_BLOCK, _PROBES

@@ -36,6 +36,9 @@ class AccountScreen:
         self._screened: tuple[int, int, int, bool] | None = None
         self._bar_worst: dict[int, tuple[int, int, float]] = {}  # id(desk) -> (bar, book changes, worst)
         self._block_worst: dict[int, tuple[int, int, float, float]] = {}  # id(desk) -> ``_block_terms``
+        # id(desk) -> (block, book changes, its margin, its worst of the block): what ``_block_clear`` adds up
+        # per desk, both fixed until its book changes or the block ends, read back in one look-up
+        self._desk_terms: dict[int, tuple[int, int, float, float]] = {}
         # id(desk) -> (its prices' changes, worst bids, worst asks, and the same per block)
         self._prices: dict[int, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
@@ -72,13 +75,22 @@ class AccountScreen:
             return 0
         margin = 0.0
         worst = account.balance + account.swap  # the positions' accrued swap is in the equity
+        kept = self._desk_terms
         for d in account.desks:
             book = d.book
             if book.positions:
-                if not d.money.profit.unity:
-                    return 0
-                margin += account.margin_of(d)
-                worst += self._worst_in_block(d, block)
+                held = kept.get(id(d))
+                if held is None or held[0] != block or held[1] != book.changes:
+                    if not d.money.profit.unity:
+                        return 0
+                    held = kept[id(d)] = (
+                        block,
+                        book.changes,
+                        account.margin_of(d),
+                        self._worst_in_block(d, block),
+                    )
+                margin += held[2]
+                worst += held[3]
         if margin <= 0 or worst > 1.1 * account.stop_out_level / 100.0 * margin:
             return min((block + 1) * BLOCK, n)
         return 0

@@ -18,7 +18,7 @@ import pandas as pd
 from backtests.replay import causal_indicator, check_causal, evaluate_indicator
 from strategies.bars import BarFeed, Bars
 from strategies.base import ExpertAdvisor
-from strategies.trade import Account, Order, Position
+from strategies.trade import Account, Order, Position, net_volume
 
 # The requests of ``strategies.trade.TradeContext`` that change something: journaled and replayable.
 REQUESTS = ("order", "pending", "close", "close_by", "modify", "cancel", "modify_order")
@@ -107,6 +107,10 @@ class LiveContext:
 
     def positions(self) -> list[Position]:
         return self.trading.positions()
+
+    def net_lots(self) -> float:
+        """The sum over the records of the trading (a paper broker or a terminal), as an EA would add them."""
+        return net_volume(self.trading.positions())
 
     def account(self) -> Account:
         return self.trading.account()

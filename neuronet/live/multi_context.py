@@ -21,6 +21,7 @@ from neuronet.live.context import LiveBars
 from neuronet.live.journal import json_ready
 from strategies.bars import Bars
 from strategies.errors import EAError
+from strategies.trade import net_volume
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,9 @@ class TerminalRouter:
         if symbol is not None:
             return self._of(symbol).positions()
         return sorted((p for t in self.trades.values() for p in t.positions()), key=lambda p: p.ticket)
+
+    def net_lots(self, symbol=None) -> float:
+        return net_volume(self.positions(symbol))
 
     def orders(self, symbol=None) -> list:
         if symbol is not None:
@@ -257,6 +261,9 @@ class MultiLiveContext:
 
     def positions(self, symbol=None):
         return self.trading.positions(symbol)
+
+    def net_lots(self, symbol=None) -> float:
+        return self.trading.net_lots(symbol)
 
     def account(self):
         return self.trading.account()

@@ -59,7 +59,7 @@ from neuronet.live.terminal_requests import (
     TradeSetupError,
     user_comment,
 )
-from strategies.trade import Account, Order, Position
+from strategies.trade import Account, Order, Position, net_volume
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +171,10 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         return pd.Timestamp(int(self.clock.to_utc_seconds(np.array([broker_seconds]))[0]), unit="s", tz="UTC")
 
     # -- state ----------------------------------------------------------------------------------------------
+    def net_lots(self) -> float:
+        """The net volume of this symbol's positions of the EA's magic numbers, read from the terminal."""
+        return net_volume(self.positions())
+
     def positions(self) -> list[Position]:
         out = []
         for p in self._read("positions_get", symbol=self.symbol) or ():

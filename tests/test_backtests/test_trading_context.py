@@ -154,6 +154,43 @@ def test_views_stepped_once_a_run_show_every_bar_closed_by_each_decision_across_
         assert eurusd == gbpusd == closed, now
 
 
+class _Spellings(ExpertAdvisor):
+    """Asks its views under every spelling, and for what it did not declare, on every bar."""
+
+    symbols = ("EURUSD", "GBPUSD")
+    timeframes = ("H1", "H4")
+    BAD = (("XAUUSD", None), ("EURUSD", "D1"), (["EURUSD"], None), ("EURUSD", ["H1"]), ({"a": 1}, "H1"))
+
+    def on_init(self) -> None:
+        self.seen: list[tuple[pd.Timestamp, int, int]] = []
+        self.refused = 0
+
+    def on_bar(self) -> None:
+        main = self.data()
+        for same in (self.data("EURUSD"), self.data("EURUSD", "h1"), self.data(None, " H1 "), self.bars):
+            assert same is main  # one live view, whichever way it is asked
+        self.seen.append((self.time_current, len(main), len(self.data("GBPUSD", "h4"))))
+        for symbol, timeframe in self.BAD:
+            try:
+                self.data(symbol, timeframe)
+            except EAError as exc:
+                assert "not declared" in str(exc)
+                self.refused += 1
+
+
+def test_views_asked_again_are_the_same_live_views_and_what_is_not_declared_is_refused_every_time():
+    """The views' answers kept by the arguments an EA gives stay live (each decision sees the bars closed
+    by then, never a copy of an earlier bar's), and a symbol or timeframe the EA did not declare, or an
+    argument of the wrong type, is refused with the same line on every bar, never kept."""
+    frames = {s: synthetic_candles(s, "H1", 120, seed=i + 1) for i, s in enumerate(_Spellings.symbols)}
+    ea = Backtest(frames, _Spellings, forward="1/2").run().ea_instance
+    assert len(ea.seen) == 60 and ea.refused == 60 * len(_Spellings.BAD)
+    opens = frames["EURUSD"].index
+    for now, h1, h4 in ea.seen:
+        assert h1 == int(np.sum(opens + pd.Timedelta(hours=1) <= now)), now
+        assert h4 == int(np.sum(opens.floor("4h").unique() + pd.Timedelta(hours=4) <= now)), now
+
+
 def test_the_free_margin_screen_never_admits_a_deal_the_exact_sum_refuses():
     """Near the edge and far from it, on random bars and positions: wherever ``AccountScreen.clear_of``
     says the equity covers a need, the exact sum (every position at the prices now) says so too; and it
