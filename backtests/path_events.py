@@ -147,7 +147,8 @@ def deal_events(
     for i, name in enumerate(symbols):
         mine = symbol == name
         scale[mine], sym_col[mine] = symbols[name].scale, 1 + 4 * i
-    price = np.rint(np.array([d.price for d in deals], dtype=np.float64) * scale)  # round() of each: half to even
+    # round() of each price in points: to the nearest, half to even
+    price = np.rint(np.array([d.price for d in deals], dtype=np.float64) * scale)
     closed = trades[: int(is_out.sum())]  # the exits close the trades in their order
     volume = np.where(is_in, lots, 0.0)
     amount = np.where(is_in, lots * price, 0.0)
