@@ -55,21 +55,28 @@ def drawdowns(curve: np.ndarray, deposit: float) -> dict:
 
 
 def streaks(profits: np.ndarray) -> dict:
-    """Runs of winning (> 0) and losing (<= 0) trades: longest by count and by money, and average lengths."""
-    wins: list[tuple[int, float]] = []
-    losses: list[tuple[int, float]] = []
-    run: list[float] = []
-    for p in profits:
-        if run and (p > 0) != (run[-1] > 0):
-            (wins if run[-1] > 0 else losses).append((len(run), sum(run)))
-            run = []
-        run.append(float(p))
-    if run:
-        (wins if run[-1] > 0 else losses).append((len(run), sum(run)))
-    longest_w = max(wins, key=lambda r: (r[0], r[1]), default=(0, 0.0))
-    longest_l = max(losses, key=lambda r: (r[0], -r[1]), default=(0, 0.0))
-    richest_w = max(wins, key=lambda r: r[1], default=(0, 0.0))
-    poorest_l = min(losses, key=lambda r: r[1], default=(0, 0.0))
+    """Runs of winning (> 0) and losing (<= 0) trades: longest by count and by money, and average lengths.
+
+    Each run's money is summed in trade order (as Python's ``sum`` of the run), for all runs at once; of
+    runs that tie, the first one counts."""
+    values = np.asarray(profits, dtype=np.float64)
+    won = values > 0
+    starts = (
+        np.flatnonzero(np.concatenate(([True], won[1:] != won[:-1])))
+        if len(values)
+        else np.zeros(0, dtype=np.int64)
+    )
+    counts = np.diff(np.append(starts, len(values)))
+    money = np.zeros(len(starts))
+    for k in range(int(counts.max()) if len(counts) else 0):  # the k-th trade of every run that long
+        longer = counts > k
+        money[longer] += values[starts[longer] + k]
+    kind = won[starts]
+    wins, losses = (np.flatnonzero(kind == w) for w in (True, False))
+    longest_w = _first(wins, counts, money, lambda c, m: (c == c.max()) & (m == m[c == c.max()].max()))
+    longest_l = _first(losses, counts, money, lambda c, m: (c == c.max()) & (m == m[c == c.max()].min()))
+    richest_w = _first(wins, counts, money, lambda c, m: m == m.max())
+    poorest_l = _first(losses, counts, money, lambda c, m: m == m.min())
     return {
         "max_consecutive_wins": longest_w[0],
         "max_consecutive_wins_money": _num(longest_w[1]),
@@ -79,10 +86,19 @@ def streaks(profits: np.ndarray) -> dict:
         "maximal_consecutive_profit_count": richest_w[0],
         "maximal_consecutive_loss": _num(poorest_l[1]),
         "maximal_consecutive_loss_count": poorest_l[0],
-        "average_consecutive_wins": _num(np.mean([r[0] for r in wins])) if wins else 0.0,
-        "average_consecutive_losses": _num(np.mean([r[0] for r in losses])) if losses else 0.0,
-        "runs": len(wins) + len(losses),
+        "average_consecutive_wins": _num(np.mean(counts[wins])) if len(wins) else 0.0,
+        "average_consecutive_losses": _num(np.mean(counts[losses])) if len(losses) else 0.0,
+        "runs": len(starts),
     }
+
+
+def _first(runs: np.ndarray, counts: np.ndarray, money: np.ndarray, best) -> tuple[int, float]:
+    """(count, money) of the first of ``runs`` that ``best(counts, money)`` (over those runs) marks;
+    (0, 0.0) without runs."""
+    if not len(runs):
+        return 0, 0.0
+    i = runs[int(np.argmax(best(counts[runs], money[runs])))]
+    return int(counts[i]), float(money[i])
 
 
 def _z_score(profits: np.ndarray, runs: int) -> tuple[float | None, float | None]:

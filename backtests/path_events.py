@@ -93,7 +93,7 @@ class BarPrices:
 
     def key(self, t: int, ns: int | None, price: float, buy: bool) -> int:
         """Where a deal of bar ``t``, a bar of minutes or ticks, at UTC ``ns`` (None: the bar's open) and
-        ``price`` (points; a buy deal at the ask) takes effect (a bar of its own prices: ``_deal_keys``)."""
+        ``price`` (points; a buy deal at the ask) takes effect (a bar of its own prices: ``_keys``)."""
         path, base = self.path, t << KEY_SHIFT
         if ns is None:
             return base  # at the bar's open (its first minute or tick)
@@ -130,55 +130,62 @@ def deal_events(
     entry nor an exit (a netting reversal). ``timed``: a deal's time stamp places it inside a bar of
     minutes or ticks, and only a deal without one is taken at the bar's open; without, every deal is placed
     by its price on its bar's own four prices."""
-    column = {name: i for i, name in enumerate(symbols)}
     width = 1 + 4 * len(symbols)
-    trades = iter(ledger.trades)
-    where: dict[str, list] = {name: [] for name in symbols}  # per symbol: bar, time, points, buy, end
-    placed: list[tuple[str, int]] = []  # each deal's symbol and its index in that symbol's list
-    rows = []
-    for d in ledger.deals:
-        scale, buy = symbols[d.symbol].scale, d.type == "buy"
-        price = round(d.price * scale)
-        placed.append((d.symbol, len(where[d.symbol])))
-        where[d.symbol].append((d.bar, d.ns if timed else None, price, buy, d.comment == "end of test"))
-        row = np.zeros(width)
-        j = 1 + 4 * column[d.symbol]
-        if d.entry == "in":
-            row[j + (0 if buy else 2) : j + (2 if buy else 4)] = (d.lots, d.lots * price)
-        elif d.entry in ("out", "out_by"):
-            trade = next(trades, None)
-            if trade is None:
-                return None
-            entry = trade.entry_price * scale
-            row[j + (2 if buy else 0) : j + (4 if buy else 2)] = (-trade.lots, -trade.lots * entry)
-        else:
-            return None
-        rows.append(row)
-    own = {name: deal_keys(symbols[name], where[name]) for name in symbols}
-    keys = [int(own[name][i]) for name, i in placed]
-    placed_keys = len(keys)
-    for bar, amount, deal in (*ledger.balance_events, *ledger.swap_events):
-        keys.append(bar << KEY_SHIFT if deal is None or deal >= placed_keys else keys[deal])
-        row = np.zeros(width)
-        row[0] = amount
-        rows.append(row)
-    if not rows:
+    deals, trades = ledger.deals, ledger.trades
+    n = len(deals)
+    entry = np.array([d.entry for d in deals], dtype=object)
+    is_in = entry == "in"
+    is_out = (entry == "out") | (entry == "out_by")
+    if not (is_in | is_out).all() or int(is_out.sum()) > len(trades):
+        return None  # a netting reversal, or an exit without its trade
+    symbol = np.array([d.symbol for d in deals], dtype=object)
+    buy = np.array([d.type == "buy" for d in deals], dtype=bool)
+    lots = np.array([d.lots for d in deals], dtype=np.float64)
+    bar = np.array([d.bar for d in deals], dtype=np.int64)
+    end = np.array([d.comment == "end of test" for d in deals], dtype=bool)
+    ns = [d.ns if timed else None for d in deals]
+    scale = np.zeros(n)
+    sym_col = np.zeros(n, dtype=np.int64)
+    for i, name in enumerate(symbols):
+        mine = symbol == name
+        scale[mine], sym_col[mine] = symbols[name].scale, 1 + 4 * i
+    # round() of each price in points: to the nearest, half to even
+    price = np.rint(np.array([d.price for d in deals], dtype=np.float64) * scale)
+    closed = trades[: int(is_out.sum())]  # the exits close the trades in their order
+    volume = np.where(is_in, lots, 0.0)
+    amount = np.where(is_in, lots * price, 0.0)
+    out = np.flatnonzero(is_out)
+    t_lots = np.array([t.lots for t in closed], dtype=np.float64)
+    volume[out] = -t_lots
+    amount[out] = -t_lots * (np.array([t.entry_price for t in closed], dtype=np.float64) * scale[out])
+    # an entry adds to its side (long: +0, short: +2), an exit takes from the other one
+    side = sym_col + np.where(is_in == buy, 0, 2)
+    balance = (*ledger.balance_events, *ledger.swap_events)
+    moves = np.zeros((n + len(balance), width))
+    moves[np.arange(n), side] = volume
+    moves[np.arange(n), side + 1] = amount
+    keys = np.zeros(n + len(balance), dtype=np.int64)
+    for name in symbols:
+        mine = np.flatnonzero(symbol == name)
+        keys[mine] = _keys(symbols[name], bar[mine], [ns[i] for i in mine], price[mine], buy[mine], end[mine])
+    for k, (b, value, deal) in enumerate(balance, start=n):
+        keys[k] = b << KEY_SHIFT if deal is None or deal >= n else keys[deal]
+        moves[k, 0] = value
+    if not len(keys):
         return np.zeros(0, dtype=np.int64), np.zeros((0, width))
-    keys = np.array(keys, dtype=np.int64)
     order = np.argsort(keys, kind="stable")
-    return keys[order], np.array(rows, dtype=np.float64)[order]
+    return keys[order], moves[order]
 
 
-def deal_keys(bars: BarPrices, where: list[tuple]) -> np.ndarray:
-    """The key of each deal (``where``: bar, time, price in points, buy, end of test): on a bar of its own
-    four prices found for all such deals at once (``_legs``), on a bar of minutes or ticks one by one."""
-    if not where:
+def _keys(
+    bars: BarPrices, bar: np.ndarray, ns: list, price: np.ndarray, buy: np.ndarray, end: np.ndarray
+) -> np.ndarray:
+    """The key of each deal of one symbol (its bar, UTC time or None, price in points, buy, end of test):
+    on a bar of its own four prices found for all such deals at once (``_legs``), on a bar of minutes or
+    ticks one by one."""
+    if not len(bar):
         return np.zeros(0, dtype=np.int64)
-    bar = np.array([w[0] for w in where], dtype=np.int64)
-    price = np.array([w[2] for w in where], dtype=np.float64)
-    buy = np.array([w[3] for w in where], dtype=bool)
-    at_open = np.array([w[1] is None for w in where], dtype=bool)
-    end = np.array([w[4] for w in where], dtype=bool)
+    at_open = np.array([x is None for x in ns], dtype=bool)
     # The end of the test closes at the last bar's close, after every price of the bar.
     keys = (bar << KEY_SHIFT) + np.where(end, LAST_RANK, 0)
     path = bars.path
@@ -189,8 +196,7 @@ def deal_keys(bars: BarPrices, where: list[tuple]) -> np.ndarray:
         legs = _legs(bars.own[t], price[own] - np.where(buy[own], m.s[t], 0.0))
         keys[own] += np.where(opened, 0, legs)  # at the open: a decision, a gap
     for i in np.flatnonzero(~end & ~own):
-        t, ns, p, b, _ = where[i]
-        keys[i] = bars.key(t, ns, p, b)
+        keys[i] = bars.key(int(bar[i]), ns[i], float(price[i]), bool(buy[i]))
     return keys
 
 

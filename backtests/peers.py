@@ -219,10 +219,19 @@ def _exposure(i) -> dict:
     index, trades = i.peer.index, i.trades
     entry = _bars_of(index, trades.entry_time) if len(trades) else []
     exit_ = _bars_of(index, trades.exit_time) if len(trades) else []
-    held = np.zeros(len(index), dtype=np.int64)
-    for a, b in zip(entry, exit_, strict=True):
-        held[a : b + 1] = 1
-    return {"exposure_time_pct": _num(held.mean() * 100, 4)}
+    return {
+        "exposure_time_pct": _num(_held(len(index), np.asarray(entry), np.asarray(exit_)).mean() * 100, 4)
+    }
+
+
+def _held(n: int, entry: np.ndarray, exit_: np.ndarray) -> np.ndarray:
+    """1 at each of ``n`` bars inside some trade's ``held[entry : exit + 1]`` (the slices of Python: an entry
+    before the first bar, -1, starts at the last one), else 0: every trade's bounds counted at once."""
+    start = np.where(entry < 0, np.maximum(entry + n, 0), entry).astype(np.int64)
+    stop = np.minimum(exit_ + 1, n).astype(np.int64)
+    some = start < stop
+    inside = np.bincount(start[some], minlength=n + 1) - np.bincount(stop[some], minlength=n + 1)
+    return (np.cumsum(inside[:n]) > 0).astype(np.int64)
 
 
 def _annualised(i) -> dict:

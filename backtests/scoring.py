@@ -274,10 +274,11 @@ def broker_figures(ctx, fs: int, last: int, account, path: bool | Callable = Tru
     start = _start(ctx, fs)
     build = path_drawdowns if path is True else path
     found = build(ctx, fs, last, account.deposit, start) if build else None
-    inputs = _inputs(ctx, fs, last, account, None if found is None else found.drawdowns)
+    trades = ctx.trades_frame()  # the report's table: the statistics read its columns, not the records again
+    inputs = _inputs(ctx, fs, last, account, None if found is None else found.drawdowns, trades)
     curve = inputs.curve
     stats = score(inputs)
-    return Figures(ctx.trades_frame(), curve.frame(), stats, curve.balance[1:], curve.equity[1:],
+    return Figures(trades, curve.frame(), stats, curve.balance[1:], curve.equity[1:],
                    None if found is None else found.skeleton)  # fmt: skip
 
 
@@ -301,7 +302,8 @@ def _start(ctx, fs: int) -> pd.Timestamp:
     return index[fs - 1] if fs > 0 else index[0] - (index[1] - index[0])
 
 
-def _inputs(ctx, fs: int, last: int, account, equity_dd) -> Inputs:
+def _inputs(ctx, fs: int, last: int, account, equity_dd, trades: pd.DataFrame | None = None) -> Inputs:
+    """The statistics' inputs; ``trades``: the trades table when one is built anyway (else the records')."""
     k = last - fs + 1
     balance, equity, _ = (c[:k] for c in ctx.curves(fs))
     index, close = ctx.time, ctx.closes
@@ -312,6 +314,6 @@ def _inputs(ctx, fs: int, last: int, account, equity_dd) -> Inputs:
         start_close=float(close[fs - 1] if fs > 0 else ctx.opens[0]),
     )  # fmt: skip
     return Inputs(
-        TradeColumns.of_ledger(ctx.ledger), curve,
+        TradeColumns.of_ledger(ctx.ledger) if trades is None else TradeColumns.of_frame(trades), curve,
         deposit=account.deposit, deals=ctx.deals, contract_size=account.contract_size, equity_dd=equity_dd,
     )  # fmt: skip

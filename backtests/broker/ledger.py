@@ -316,11 +316,11 @@ class Ledger:
         """Every accepted order, as MetaTrader's report lists them: market orders (the EA's and the closing
         orders of SL, TP, stop-out and end of test) and pending orders with their final state."""
         df = pd.DataFrame([r.row() for r in self.orders], columns=list(ORDER_COLUMNS))
-        for col, stamps in (
-            ("time_setup", [r.setup_ns for r in self.orders]),
-            ("time_done", [r.done_ns for r in self.orders]),
+        for col, at, stamps in (
+            ("time_setup", [r.bar_setup for r in self.orders], [r.setup_ns for r in self.orders]),
+            ("time_done", [r.bar_done for r in self.orders], [r.done_ns for r in self.orders]),
         ):
-            bars = np.array([-1 if b is None else b for b in df[col]], dtype=np.int64)
+            bars = np.array([-1 if b is None else b for b in at], dtype=np.int64)  # the records' own bars
             df[col] = self.times(np.maximum(bars, 0), stamps).where(bars >= 0)
         for col in ("ticket", "position"):
             df[col] = df[col].astype("Int64")

@@ -194,3 +194,41 @@ def test_the_legs_of_many_deals_at_once_are_those_found_one_by_one():
     price = rng.integers(-1, 6, size=4000).astype(float)
     expected = [path_events._leg(row, p) for row, p in zip(points, price, strict=True)]
     assert path_events._legs(points, price).tolist() == expected
+
+
+def test_the_events_of_a_short_trade_and_its_profit_are_hand_computed():
+    """A sell of 1 lot at bar 0's open (1.10000, spread 0) adds 1 lot and 110,000 lot-points to the short
+    side where it was filled; the buy that closes it at bar 1's open (1.09500) takes the trade's own
+    1 lot x 110,000 back at that bar's open, and its profit (+500.00) reaches the balance there."""
+    rows = [(1.1,) * 4, (1.0950, 1.0960, 1.0940, 1.0950), (1.0950,) * 4]
+    b = _broker(rows)
+    _run(
+        b,
+        {0: lambda b: b.order(-1, 1.0, None, None, 0, ""), 1: lambda b: b.order(+1, 1.0, None, None, 0, "")},
+    )
+    keys, moves = path_events.deal_events(b.ledger, {b.symbol: path_events.BarPrices(b)})
+    assert keys.tolist() == [0, 1 << path_events.KEY_SHIFT, 1 << path_events.KEY_SHIFT]
+    assert moves.tolist() == [
+        [0.0, 0.0, 0.0, 1.0, 110_000.0],
+        [0.0, 0.0, 0.0, -1.0, pytest.approx(-110_000.0)],  # the entry price x points per unit, unrounded
+        [pytest.approx(500.0), 0.0, 0.0, 0.0, 0.0],
+    ]
+
+
+def test_deals_that_are_not_positions_leave_the_bar_level_estimate():
+    """A deal that is neither an entry nor an exit (a live account's netting reversal, "inout") or an exit
+    without its trade cannot be replayed as positions: the builder says so (None) instead of placing a
+    volume it does not know."""
+    rows = [(1.1,) * 4, (1.0950,) * 4, (1.0950,) * 4]
+    b = _broker(rows)
+    _run(
+        b,
+        {0: lambda b: b.order(+1, 1.0, None, None, 0, ""), 1: lambda b: b.order(-1, 1.0, None, None, 0, "")},
+    )
+    prices = {b.symbol: path_events.BarPrices(b)}
+    assert path_events.deal_events(b.ledger, prices) is not None
+    b.ledger.deals[1].entry = "inout"
+    assert path_events.deal_events(b.ledger, prices) is None
+    b.ledger.deals[1].entry = "out"
+    b.ledger.trades.clear()
+    assert path_events.deal_events(b.ledger, prices) is None

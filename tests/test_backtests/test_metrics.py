@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backtests.metrics import drawdowns, prediction_report, trade_stats
+from backtests.metrics import drawdowns, prediction_report, streaks, trade_stats
 from backtests.scoring import Curve
 
 
@@ -116,3 +116,16 @@ def test_prediction_scores_and_baselines_by_hand():
     assert rep["study_prior"] == pytest.approx([4 / 6, 1 / 6, 1 / 6], abs=1e-6)
     # Expected hit rate of random signals = share of real fractals among forward bars' buy/sell matches.
     assert prior["hit_rate"] == pytest.approx((2 * 1 / 6 + 1 * 1 / 6) / (5 * 2 / 6))
+
+
+def test_streaks_of_all_runs_at_once_are_hand_computed():
+    """Wins 5, 3 | losses -1, -0.0, 0 | win 2 | loss -4: the longest win run is 2 trades (+8), the longest
+    loss run 3 trades (-1), the poorest run the single -4, four runs in all."""
+    s = streaks(np.array([5.0, 3.0, -1.0, -0.0, 0.0, 2.0, -4.0]))
+    assert (s["max_consecutive_wins"], s["max_consecutive_wins_money"]) == (2, 8.0)
+    assert (s["max_consecutive_losses"], s["max_consecutive_losses_money"]) == (3, -1.0)
+    assert (s["maximal_consecutive_profit"], s["maximal_consecutive_profit_count"]) == (8.0, 2)
+    assert (s["maximal_consecutive_loss"], s["maximal_consecutive_loss_count"]) == (-4.0, 1)
+    assert (s["average_consecutive_wins"], s["average_consecutive_losses"], s["runs"]) == (1.5, 2.0, 4)
+    empty = streaks(np.zeros(0))
+    assert (empty["max_consecutive_wins"], empty["maximal_consecutive_loss"], empty["runs"]) == (0, 0.0, 0)

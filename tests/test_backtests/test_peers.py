@@ -242,3 +242,19 @@ def test_the_geometric_mean_and_downside_on_arrays_are_pandas_bit_for_bit(return
     if len(clean):
         expected = float(np.sqrt(np.mean(clean.clip(-np.inf, 0) ** 2)))
         assert float(np.sqrt(np.mean(np.minimum(clean.to_numpy(), 0.0) ** 2))) == expected
+
+
+def test_the_bars_held_by_all_trades_at_once_are_those_marked_trade_by_trade():
+    """Each trade holds the bars ``entry..exit`` (an entry before the first bar, -1, slices from the last bar
+    as the per-trade ``held[a : b + 1] = 1`` did); counted for all trades at once, overlaps, single-bar
+    trades, one at the last bar and an exit before the entry included, the same bars are held."""
+    rng = np.random.default_rng(3)
+    n = 300
+    entry = rng.integers(-1, n, size=500)
+    exit_ = np.clip(entry + rng.integers(-3, 12, size=500), -1, n - 1)
+    expected = np.zeros(n, dtype=np.int64)
+    for a, b in zip(entry, exit_, strict=True):
+        expected[a : b + 1] = 1
+    assert peers._held(n, entry, exit_).tolist() == expected.tolist()
+    assert peers._held(n, np.array([-1]), np.array([n - 1])).tolist() == [0] * (n - 1) + [1]
+    assert peers._held(n, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)).sum() == 0
