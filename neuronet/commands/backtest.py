@@ -85,12 +85,16 @@ def resolve_ea(target: str) -> type[ExpertAdvisor]:
     module_name = f"neuronet_user_ea_{abs(hash(path.resolve()))}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
+    # Reading the user's EA leaves their folder as it was: no ``__pycache__`` written beside their file.
+    kept, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         raise CommandError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
     except Exception as exc:
         raise CommandError(f"cannot import {path}: {type(exc).__name__}: {exc}") from None
+    finally:
+        sys.dont_write_bytecode = kept
     found = {
         n: obj
         for n, obj in vars(module).items()
