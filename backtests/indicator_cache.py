@@ -9,7 +9,10 @@ A proof is kept under everything its outcome depends on, so that a later identic
 the values that request would have computed and checked:
 
 - the function: its code, the values its closure holds, its defaults, and every global and builtin name
-  its code reads, with the attributes it reads of the modules and classes among them (``fingerprint``);
+  its code reads, with the attributes it reads of the modules and classes among them; and the same of
+  every Python function it reaches, by a global name, a module's or class's attribute or its closure (a
+  helper's result depends on what the helper reads) (``fingerprint``). NumPy's and the builtins'
+  functions count as pure and are known by identity;
 - the bars: a digest of every column and bar time the function could read, with the candles' metadata
   (the content, not the frame's identity: a frame changed in place is a different input);
 - the prefixes the proof recomputed (the run's probe points, drawn per run from its seed).
@@ -45,6 +48,24 @@ BUDGET = 128 * 2**20  # bytes of kept indicator values in one process
 ENTRIES = 4096  # and proofs: each key holds the function's code and what it reads
 _DEPTH = 4  # how deep closures over functions are followed before the function counts as not pure
 _VALUES = (type(None), bool, int, str, bytes)
+# NumPy's own functions, taken by identity as builtins are (``np.all`` dispatches to Python code)
+_LIBRARY = types.BuiltinFunctionType | np.ufunc | type(np.all)
+# builtins that read state by a name or a path the code does not spell: a function calling one is not kept
+_OPAQUE = frozenset(
+    vars(builtins)[name]
+    for name in (
+        "getattr",
+        "vars",
+        "globals",
+        "locals",
+        "eval",
+        "exec",
+        "compile",
+        "open",
+        "__import__",
+        "input",
+    )
+)
 
 
 class _Unknown(Exception):
@@ -84,14 +105,21 @@ def _names(code: types.CodeType) -> frozenset[str]:
 _code_names = functools.lru_cache(maxsize=1024)(_names)
 
 
-def _reference(v: Any, names: frozenset[str], depth: int, follow: bool) -> Hashable:
-    """A key of what a name of the code refers to: a plain value by value; a module, class or global
-    function by identity, with the key of each attribute the code may read of it (``_read``); a builtin
-    or ufunc by identity; a function a closure holds by its own fingerprint (one made in the EA's
-    ``on_init`` is new in every pass; ``follow``)."""
-    if isinstance(v, types.ModuleType | type) or (type(v) is types.FunctionType and not follow):
+def _reference(v: Any, names: frozenset[str], depth: int) -> Hashable:
+    """A key of what a name of the code or a cell of its closure refers to: a plain value by value; a
+    module or class by identity, with the key of each attribute the code may read of it (``_read``); a
+    builtin or one of NumPy's functions by identity; a Python function by its own fingerprint with the
+    attributes the code may read of it. A helper is followed wherever it is reached: what it returns
+    depends on the globals, closure and defaults *it* reads, which the caller's code does not name (a
+    helper reading a global that the EA's ``on_init`` sets from its parameter would otherwise hand a
+    later pass the values, or the passed proof, of an earlier one)."""
+    if isinstance(v, types.ModuleType | type):
         return v, _read(v, names, depth)
-    if isinstance(v, types.BuiltinFunctionType | np.ufunc):
+    if type(v) is types.FunctionType:
+        return fingerprint_of(v, depth + 1), _read(v, names, depth)
+    if isinstance(v, _LIBRARY):
+        if v in _OPAQUE:
+            raise _Unknown
         return v
     return _value(v, depth)
 
@@ -110,9 +138,19 @@ def _read(v: Any, names: frozenset[str], depth: int) -> tuple:
 
 
 def _attribute(v: Any, depth: int) -> Hashable:
-    """An attribute of a module, class or function, not followed further where it is one of those."""
-    kinds = types.ModuleType | type | types.FunctionType | types.BuiltinFunctionType | np.ufunc
-    if isinstance(v, kinds | staticmethod | classmethod | property):
+    """An attribute of a module, class or function: a Python function (a static method's too) by its
+    fingerprint, since a module's helper reads its own globals; a module, class, builtin or one of
+    NumPy's functions by identity; a class method, which reads its class's attributes under names its
+    caller does not show, is not known."""
+    if isinstance(v, staticmethod):
+        v = v.__func__
+    if type(v) is types.FunctionType:
+        return fingerprint_of(v, depth + 1)
+    if isinstance(v, classmethod):
+        raise _Unknown
+    if isinstance(v, _LIBRARY) and v in _OPAQUE:
+        raise _Unknown
+    if isinstance(v, types.ModuleType | type | _LIBRARY | property):
         return v
     return _value(v, depth)
 
@@ -133,15 +171,23 @@ def fingerprint_of(fn: Any, depth: int = 0) -> Hashable:
     except ValueError:  # an empty cell
         raise _Unknown from None
     names = _code_names(code)
-    cells = tuple(_reference(v, names, depth, follow=True) for v in contents)
+    cells = tuple(_reference(v, names, depth) for v in contents)
     space, builtin = fn.__globals__, vars(builtins)
     refs = tuple(
-        (name, _reference(space[name] if name in space else builtin[name], names, depth, follow=False))
+        (name, _global(fn, space[name] if name in space else builtin[name], names, depth))
         for name in sorted(names)
         if name in space or name in builtin
     )
     kwdefaults = tuple(sorted((k, _value(v, depth)) for k, v in (fn.__kwdefaults__ or {}).items()))
     return code, cells, _value(fn.__defaults__ or (), depth), kwdefaults, refs
+
+
+def _global(fn: types.FunctionType, v: Any, names: frozenset[str], depth: int) -> Hashable:
+    """``_reference`` of a global, where a function that names itself (to read an attribute set on it)
+    is keyed by those attributes rather than followed into itself."""
+    if v is fn:
+        return "itself", _read(fn, names, depth)
+    return _reference(v, names, depth)
 
 
 def fingerprint(fn: Callable) -> Hashable | None:
