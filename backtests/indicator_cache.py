@@ -83,7 +83,7 @@ def _value(v: Any, depth: int) -> Hashable:
     if kind is complex:
         return kind, v.real.hex(), v.imag.hex()
     if isinstance(v, np.generic) and not isinstance(v, np.object_):
-        return kind, v.tobytes()
+        return kind, v.dtype.str, v.tobytes()  # the unit of a date or time span is in its dtype
     if kind is tuple or kind is frozenset:
         items = (_value(x, depth) for x in v)
         return kind, (tuple(items) if kind is tuple else frozenset(items))

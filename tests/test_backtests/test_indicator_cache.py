@@ -406,3 +406,23 @@ def test_a_function_reading_state_by_a_name_its_code_does_not_spell_is_never_kep
     assert calls == ["p", "p"]
     np.testing.assert_array_equal(second, sma(DF["close"].to_numpy(), 6))
     assert not np.array_equal(first, second, equal_nan=True)
+
+
+def _highest_within(window):
+    """The highest close of the bars within ``window`` (a NumPy time span) up to each bar."""
+    return lambda b: pd.Series(b.close, index=b.time).rolling(pd.Timedelta(window)).max().to_numpy()
+
+
+def test_time_spans_of_other_units_are_other_inputs():
+    """``np.timedelta64(3, 'h')`` and ``np.timedelta64(3, 'D')`` hold the same integer: a window of three
+    days is not served the values of a window of three hours (nor dates of other units each other's)."""
+    assert fingerprint(_highest_within(np.timedelta64(3, "h"))) != fingerprint(
+        _highest_within(np.timedelta64(3, "D"))
+    )
+    assert fingerprint(_window(np.datetime64(5, "s"))) != fingerprint(_window(np.datetime64(5, "D")))
+    feed = BarFeed.from_frame(DF, meta_of(DF))
+    hours = PROVEN.proved(_highest_within(np.timedelta64(3, "h")), feed, "hi", [100], causal_indicator)
+    days = PROVEN.proved(_highest_within(np.timedelta64(3, "D")), feed, "hi", [100], causal_indicator)
+    expected = DF["close"].rolling(pd.Timedelta(days=3)).max().to_numpy()
+    np.testing.assert_array_equal(days, expected)
+    assert not np.array_equal(hours, days)
