@@ -34,6 +34,8 @@ from __future__ import annotations
 import builtins
 import functools
 import hashlib
+import sys
+import sysconfig
 import threading
 import types
 from collections import OrderedDict
@@ -66,6 +68,10 @@ _OPAQUE = frozenset(
         "input",
     )
 )
+
+
+# where installed libraries live: their modules and classes count as fixed, the user's are read further
+_INSTALLED = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
 
 
 class _Unknown(Exception):
@@ -132,16 +138,17 @@ def _read(v: Any, names: frozenset[str], depth: int) -> tuple:
     for name in sorted(names):
         for space in spaces:
             if name in space:
-                read.append((name, _attribute(space[name], depth)))
+                read.append((name, _attribute(space[name], names, depth)))
                 break
     return tuple(read)
 
 
-def _attribute(v: Any, depth: int) -> Hashable:
+def _attribute(v: Any, names: frozenset[str], depth: int) -> Hashable:
     """An attribute of a module, class or function: a Python function (a static method's too) by its
-    fingerprint, since a module's helper reads its own globals; a module, class, builtin or one of
-    NumPy's functions by identity; a class method, which reads its class's attributes under names its
-    caller does not show, is not known."""
+    fingerprint, since a module's helper reads its own globals; a module or class of the user's by
+    identity with the attributes the code may read of it (``cfg.Settings.period``), an installed one, a
+    builtin or one of NumPy's functions by identity; a class method, which reads its class's attributes
+    under names its caller does not show, is not known."""
     if isinstance(v, staticmethod):
         v = v.__func__
     if type(v) is types.FunctionType:
@@ -150,9 +157,22 @@ def _attribute(v: Any, depth: int) -> Hashable:
         raise _Unknown
     if isinstance(v, _LIBRARY) and v in _OPAQUE:
         raise _Unknown
+    if isinstance(v, types.ModuleType | type) and not _installed(v):
+        if depth >= _DEPTH:
+            raise _Unknown
+        return v, _read(v, names, depth + 1)
     if isinstance(v, types.ModuleType | type | _LIBRARY | property):
         return v
     return _value(v, depth)
+
+
+def _installed(v: types.ModuleType | type) -> bool:
+    """Whether a module or class comes with Python or an installed library (not the user's own code)."""
+    module = v if isinstance(v, types.ModuleType) else sys.modules.get(v.__module__)
+    if module is None:
+        return False
+    path = getattr(module, "__file__", None)
+    return module.__name__ in sys.builtin_module_names if path is None else path.startswith(_INSTALLED)
 
 
 def fingerprint_of(fn: Any, depth: int = 0) -> Hashable:
