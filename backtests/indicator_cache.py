@@ -11,8 +11,9 @@ the values that request would have computed and checked:
 - the function: its code, the values its closure holds, its defaults, and every global and builtin name
   its code reads, with the attributes it reads of the modules and classes among them; and the same of
   every Python function it reaches, by a global name, a module's or class's attribute or its closure (a
-  helper's result depends on what the helper reads) (``fingerprint``). NumPy's and the builtins'
-  functions count as pure and are known by identity;
+  helper's result depends on what the helper reads) (``fingerprint``). The functions of Python and of
+  installed libraries count as pure and are known by identity, as builtins are, except those that read
+  state by a name in a string (``getattr``, ``eval``, ``open``, ``os.getenv``: ``_OPAQUE``);
 - the bars: a digest of every column and bar time the function could read, with the candles' metadata
   (the content, not the frame's identity: a frame changed in place is a different input);
 - the prefixes the proof recomputed (the run's probe points, drawn per run from its seed).
@@ -34,6 +35,7 @@ from __future__ import annotations
 import builtins
 import functools
 import hashlib
+import os
 import sys
 import sysconfig
 import threading
@@ -52,21 +54,11 @@ _DEPTH = 4  # how deep closures over functions are followed before the function 
 _VALUES = (type(None), bool, int, str, bytes)
 # NumPy's own functions, taken by identity as builtins are (``np.all`` dispatches to Python code)
 _LIBRARY = types.BuiltinFunctionType | np.ufunc | type(np.all)
-# builtins that read state by a name or a path the code does not spell: a function calling one is not kept
+# functions that read state by a name or a path the code does not spell: a function calling one is not kept
 _OPAQUE = frozenset(
-    vars(builtins)[name]
-    for name in (
-        "getattr",
-        "vars",
-        "globals",
-        "locals",
-        "eval",
-        "exec",
-        "compile",
-        "open",
-        "__import__",
-        "input",
-    )
+    [vars(builtins)[name] for name in ("getattr", "vars", "globals", "locals", "eval", "exec", "compile")]
+    + [vars(builtins)[name] for name in ("open", "__import__", "input")]
+    + [os.getenv, getattr(os, "getenvb", os.getenv)]  # the environment, read by a name in a string
 )
 
 
@@ -93,7 +85,9 @@ def _value(v: Any, depth: int) -> Hashable:
     if kind is tuple or kind is frozenset:
         items = (_value(x, depth) for x in v)
         return kind, (tuple(items) if kind is tuple else frozenset(items))
-    if kind is types.FunctionType or kind is functools.partial:
+    if kind is types.FunctionType:
+        return _function(v, depth)
+    if kind is functools.partial:
         return fingerprint_of(v, depth + 1)
     raise _Unknown
 
@@ -122,12 +116,24 @@ def _reference(v: Any, names: frozenset[str], depth: int) -> Hashable:
     if isinstance(v, types.ModuleType | type):
         return v, _read(v, names, depth)
     if type(v) is types.FunctionType:
-        return fingerprint_of(v, depth + 1), _read(v, names, depth)
+        return _function(v, depth), _read(v, names, depth)
     if isinstance(v, _LIBRARY):
         if v in _OPAQUE:
             raise _Unknown
         return v
     return _value(v, depth)
+
+
+def _function(v: types.FunctionType, depth: int) -> Hashable:
+    """A Python function reached from an indicator: the user's by its fingerprint; one of Python's or of an
+    installed library by identity, as builtins are (``pandas.concat`` is as pure as ``len``), except the
+    few that read the environment (``_OPAQUE``)."""
+    if v in _OPAQUE:
+        raise _Unknown
+    module = sys.modules.get(v.__module__ or "")
+    if module is not None and _installed(module):
+        return v
+    return fingerprint_of(v, depth + 1)
 
 
 def _read(v: Any, names: frozenset[str], depth: int) -> tuple:
@@ -152,7 +158,7 @@ def _attribute(v: Any, names: frozenset[str], depth: int) -> Hashable:
     if isinstance(v, staticmethod):
         v = v.__func__
     if type(v) is types.FunctionType:
-        return fingerprint_of(v, depth + 1)
+        return _function(v, depth)
     if isinstance(v, classmethod):
         raise _Unknown
     if isinstance(v, _LIBRARY) and v in _OPAQUE:
@@ -182,7 +188,9 @@ def fingerprint_of(fn: Any, depth: int = 0) -> Hashable:
         raise _Unknown
     if type(fn) is functools.partial:
         keywords = tuple(sorted((k, _value(v, depth)) for k, v in fn.keywords.items()))
-        return "partial", fingerprint_of(fn.func, depth + 1), _value(fn.args, depth), keywords
+        plain = type(fn.func) is types.FunctionType
+        func = _function(fn.func, depth) if plain else fingerprint_of(fn.func, depth + 1)
+        return "partial", func, _value(fn.args, depth), keywords
     if type(fn) is not types.FunctionType:
         raise _Unknown  # a bound method, a callable object: its state is not in its code
     code = fn.__code__

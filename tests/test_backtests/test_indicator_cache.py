@@ -453,3 +453,31 @@ def test_an_attribute_of_a_class_or_module_reached_through_a_module_is_part_of_t
     finally:
         del HELPERS.Settings, HELPERS.inner
     assert all(a is not None and b is not None and a != b for a, b in zip(before, after, strict=True))
+
+
+def test_a_library_s_functions_are_known_by_identity_and_the_environment_s_reader_is_never_kept():
+    """``pandas.concat`` or ``numpy.full`` called by name is as pure as a builtin: an indicator calling one is
+    kept (its proof is reused); ``os.getenv`` reads a variable named in a string and is not."""
+    import os
+
+    from numpy import full
+    from pandas import concat
+
+    kept = (
+        lambda b: concat([pd.Series(b.close)]).to_numpy(),
+        lambda b: full(len(b.close), 1.0),
+        functools.partial(concat, ignore_index=True),
+    )
+    assert all(fingerprint(fn) is not None for fn in kept)
+    cache, calls = ProvenIndicators(), []
+
+    def prove(fn, feed, name, probes):
+        calls.append(name)
+        return causal_indicator(fn, feed, name, probes)
+
+    feed = BarFeed.from_frame(DF, meta_of(DF))
+    for _ in range(2):
+        cache.proved(lambda b: concat([pd.Series(b.close)]).to_numpy(), feed, "concat", [100], prove)
+    assert calls == ["concat"]
+    assert fingerprint(lambda b: sma(b.close, int(os.getenv("PERIOD", "5")))) is None
+    assert fingerprint(lambda b: sma(b.close, int(os.environ.get("PERIOD", "5")))) is None
