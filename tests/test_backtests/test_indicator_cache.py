@@ -481,3 +481,25 @@ def test_a_library_s_functions_are_known_by_identity_and_the_environment_s_reade
     assert calls == ["concat"]
     assert fingerprint(lambda b: sma(b.close, int(os.getenv("PERIOD", "5")))) is None
     assert fingerprint(lambda b: sma(b.close, int(os.environ.get("PERIOD", "5")))) is None
+
+
+def test_a_walk_forward_whose_helper_reads_the_pass_s_global_picks_from_each_pass_s_own_line(monkeypatch):
+    """Each window's passes (shifts 1, 2 and 3 bars back, set through the helper's global) are scored on
+    their own lines, inline and in the worker pool: the windows equal those of a run that keeps no proof.
+    Served the first pass's line, every pass scored alike and the first shift won each window."""
+    from backtests import replay
+    from backtests.optimize import walk_forward
+
+    def windows(workers: int) -> pd.DataFrame:
+        return walk_forward(DF, Helped, {"shift": [-1, -2, -3]}, 200, 100, workers=workers).windows
+
+    kept = [windows(0), windows(1)]
+    monkeypatch.setattr(replay, "PROVEN", ProvenIndicators(budget=0))
+    proved = windows(0)
+    assert proved["shift"].nunique() > 1 or set(proved["shift"]) != {-1}
+    for table in kept:
+        pd.testing.assert_frame_equal(
+            table.drop(columns="seconds", errors="ignore"),
+            proved.drop(columns="seconds", errors="ignore"),
+            check_exact=True,
+        )
