@@ -36,6 +36,7 @@ import builtins
 import functools
 import hashlib
 import os
+import site
 import sys
 import sysconfig
 import threading
@@ -63,7 +64,10 @@ _OPAQUE = frozenset(
 
 
 # where installed libraries live: their modules and classes count as fixed, the user's are read further
-_INSTALLED = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+_INSTALLED = tuple(
+    {os.path.join(sysconfig.get_paths()[k], "") for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    | {os.path.join(site.getusersitepackages(), "")}  # ``pip install --user``
+)
 
 
 class _Unknown(Exception):
