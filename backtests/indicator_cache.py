@@ -142,7 +142,7 @@ def _function(v: types.FunctionType, depth: int) -> Hashable:
 
 def _read(v: Any, names: frozenset[str], depth: int) -> tuple:
     """``(name, key)`` of each attribute of ``v`` (a module, a class with its bases, a function's own
-    attributes) whose name the code reads; modules, classes and functions among them by identity."""
+    attributes) whose name the code reads, each keyed by ``_attribute``."""
     spaces = [vars(c) for c in v.__mro__] if isinstance(v, type) else [vars(v)]
     read = []
     for name in sorted(names):
@@ -162,7 +162,9 @@ def _attribute(v: Any, names: frozenset[str], depth: int) -> Hashable:
     if isinstance(v, staticmethod):
         v = v.__func__
     if type(v) is types.FunctionType:
-        return _function(v, depth)
+        if depth >= _DEPTH:
+            raise _Unknown
+        return _function(v, depth), _read(v, names, depth + 1)  # and its own attributes: ``cfg.line.period``
     if isinstance(v, classmethod):
         raise _Unknown
     if isinstance(v, _LIBRARY) and v in _OPAQUE:

@@ -429,19 +429,26 @@ def test_time_spans_of_other_units_are_other_inputs():
 
 
 def test_an_attribute_of_a_class_or_module_reached_through_a_module_is_part_of_the_key():
-    """``HELPERS.Settings.period`` and ``HELPERS.inner.period``: the period read two steps away from the
-    global changes the key as one step away does."""
+    """``HELPERS.Settings.period``, ``HELPERS.inner.period`` and ``HELPERS.line.period``: the period read
+    two steps away from the global changes the key as one step away does."""
 
     class Settings:
         period = 5
 
+    def line(b):
+        return b.close
+
     inner = types.ModuleType("inner")
-    inner.period = 5
-    HELPERS.Settings, HELPERS.inner = Settings, inner
-    callers = (lambda b: sma(b.close, HELPERS.Settings.period), lambda b: sma(b.close, HELPERS.inner.period))
+    inner.period = line.period = 5
+    HELPERS.Settings, HELPERS.inner, HELPERS.line = Settings, inner, line
+    callers = (
+        lambda b: sma(b.close, HELPERS.Settings.period),
+        lambda b: sma(b.close, HELPERS.inner.period),
+        lambda b: sma(b.close, HELPERS.line.period),
+    )
     try:
         before = [fingerprint(f) for f in callers]
-        Settings.period = inner.period = 6
+        Settings.period = inner.period = line.period = 6
         after = [fingerprint(f) for f in callers]
         feed = BarFeed.from_frame(DF, meta_of(DF))
         got = PROVEN.proved(callers[0], feed, "s", [100], causal_indicator)
@@ -451,7 +458,7 @@ def test_an_attribute_of_a_class_or_module_reached_through_a_module_is_part_of_t
         )
         np.testing.assert_array_equal(got, sma(DF["close"].to_numpy(), 6))
     finally:
-        del HELPERS.Settings, HELPERS.inner
+        del HELPERS.Settings, HELPERS.inner, HELPERS.line
     assert all(a is not None and b is not None and a != b for a, b in zip(before, after, strict=True))
 
 
