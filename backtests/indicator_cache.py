@@ -9,7 +9,11 @@ A proof is kept under everything its outcome depends on, so that a later identic
 the values that request would have computed and checked:
 
 - the function: its code, the values its closure holds, its defaults, and every global and builtin name
-  its code reads, with the attributes it reads of the modules and classes among them (``fingerprint``);
+  its code reads, with the attributes it reads of the modules and classes among them; and the same of
+  every Python function it reaches, by a global name, a module's or class's attribute or its closure (a
+  helper's result depends on what the helper reads) (``fingerprint``). The functions of Python and of
+  installed libraries count as pure and are known by identity, as builtins are, except those that read
+  state by a name in a string (``getattr``, ``eval``, ``open``, ``os.getenv``: ``_OPAQUE``);
 - the bars: a digest of every column and bar time the function could read, with the candles' metadata
   (the content, not the frame's identity: a frame changed in place is a different input);
 - the prefixes the proof recomputed (the run's probe points, drawn per run from its seed).
@@ -31,6 +35,10 @@ from __future__ import annotations
 import builtins
 import functools
 import hashlib
+import os
+import site
+import sys
+import sysconfig
 import threading
 import types
 from collections import OrderedDict
@@ -45,6 +53,21 @@ BUDGET = 128 * 2**20  # bytes of kept indicator values in one process
 ENTRIES = 4096  # and proofs: each key holds the function's code and what it reads
 _DEPTH = 4  # how deep closures over functions are followed before the function counts as not pure
 _VALUES = (type(None), bool, int, str, bytes)
+# NumPy's own functions, taken by identity as builtins are (``np.all`` dispatches to Python code)
+_LIBRARY = types.BuiltinFunctionType | np.ufunc | type(np.all)
+# functions that read state by a name or a path the code does not spell: a function calling one is not kept
+_OPAQUE = frozenset(
+    [vars(builtins)[name] for name in ("getattr", "vars", "globals", "locals", "eval", "exec", "compile")]
+    + [vars(builtins)[name] for name in ("open", "__import__", "input")]
+    + [os.getenv, getattr(os, "getenvb", os.getenv)]  # the environment, read by a name in a string
+)
+
+
+# where installed libraries live: their modules and classes count as fixed, the user's are read further
+_INSTALLED = tuple(
+    {os.path.join(sysconfig.get_paths()[k], "") for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    | {os.path.join(site.getusersitepackages(), "")}  # ``pip install --user``
+)
 
 
 class _Unknown(Exception):
@@ -62,11 +85,13 @@ def _value(v: Any, depth: int) -> Hashable:
     if kind is complex:
         return kind, v.real.hex(), v.imag.hex()
     if isinstance(v, np.generic) and not isinstance(v, np.object_):
-        return kind, v.tobytes()
+        return kind, v.dtype.str, v.tobytes()  # the unit of a date or time span is in its dtype
     if kind is tuple or kind is frozenset:
         items = (_value(x, depth) for x in v)
         return kind, (tuple(items) if kind is tuple else frozenset(items))
-    if kind is types.FunctionType or kind is functools.partial:
+    if kind is types.FunctionType:
+        return _function(v, depth)
+    if kind is functools.partial:
         return fingerprint_of(v, depth + 1)
     raise _Unknown
 
@@ -84,37 +109,82 @@ def _names(code: types.CodeType) -> frozenset[str]:
 _code_names = functools.lru_cache(maxsize=1024)(_names)
 
 
-def _reference(v: Any, names: frozenset[str], depth: int, follow: bool) -> Hashable:
-    """A key of what a name of the code refers to: a plain value by value; a module, class or global
-    function by identity, with the key of each attribute the code may read of it (``_read``); a builtin
-    or ufunc by identity; a function a closure holds by its own fingerprint (one made in the EA's
-    ``on_init`` is new in every pass; ``follow``)."""
-    if isinstance(v, types.ModuleType | type) or (type(v) is types.FunctionType and not follow):
+def _reference(v: Any, names: frozenset[str], depth: int) -> Hashable:
+    """A key of what a name of the code or a cell of its closure refers to: a plain value by value; a
+    module or class by identity, with the key of each attribute the code may read of it (``_read``); a
+    builtin or one of NumPy's functions by identity; a Python function by its own fingerprint with the
+    attributes the code may read of it. A helper is followed wherever it is reached: what it returns
+    depends on the globals, closure and defaults *it* reads, which the caller's code does not name (a
+    helper reading a global that the EA's ``on_init`` sets from its parameter would otherwise hand a
+    later pass the values, or the passed proof, of an earlier one)."""
+    if isinstance(v, types.ModuleType | type):
         return v, _read(v, names, depth)
-    if isinstance(v, types.BuiltinFunctionType | np.ufunc):
+    if type(v) is types.FunctionType:
+        return _function(v, depth), _read(v, names, depth)
+    if isinstance(v, _LIBRARY):
+        if v in _OPAQUE:
+            raise _Unknown
         return v
     return _value(v, depth)
 
 
+def _function(v: types.FunctionType, depth: int) -> Hashable:
+    """A Python function reached from an indicator: the user's by its fingerprint; one of Python's or of an
+    installed library by identity, as builtins are (``pandas.concat`` is as pure as ``len``), except the
+    few that read the environment (``_OPAQUE``)."""
+    if v in _OPAQUE:
+        raise _Unknown
+    module = sys.modules.get(v.__module__ or "")
+    if module is not None and _installed(module):
+        return v
+    return fingerprint_of(v, depth + 1)
+
+
 def _read(v: Any, names: frozenset[str], depth: int) -> tuple:
     """``(name, key)`` of each attribute of ``v`` (a module, a class with its bases, a function's own
-    attributes) whose name the code reads; modules, classes and functions among them by identity."""
+    attributes) whose name the code reads, each keyed by ``_attribute``."""
     spaces = [vars(c) for c in v.__mro__] if isinstance(v, type) else [vars(v)]
     read = []
     for name in sorted(names):
         for space in spaces:
             if name in space:
-                read.append((name, _attribute(space[name], depth)))
+                read.append((name, _attribute(space[name], names, depth)))
                 break
     return tuple(read)
 
 
-def _attribute(v: Any, depth: int) -> Hashable:
-    """An attribute of a module, class or function, not followed further where it is one of those."""
-    kinds = types.ModuleType | type | types.FunctionType | types.BuiltinFunctionType | np.ufunc
-    if isinstance(v, kinds | staticmethod | classmethod | property):
+def _attribute(v: Any, names: frozenset[str], depth: int) -> Hashable:
+    """An attribute of a module, class or function: a Python function (a static method's too) by its
+    fingerprint, since a module's helper reads its own globals; a module or class of the user's by
+    identity with the attributes the code may read of it (``cfg.Settings.period``), an installed one, a
+    builtin or one of NumPy's functions by identity; a class method, which reads its class's attributes
+    under names its caller does not show, is not known."""
+    if isinstance(v, staticmethod):
+        v = v.__func__
+    if type(v) is types.FunctionType:
+        if depth >= _DEPTH:
+            raise _Unknown
+        return _function(v, depth), _read(v, names, depth + 1)  # and its own attributes: ``cfg.line.period``
+    if isinstance(v, classmethod):
+        raise _Unknown
+    if isinstance(v, _LIBRARY) and v in _OPAQUE:
+        raise _Unknown
+    if isinstance(v, types.ModuleType | type) and not _installed(v):
+        if depth >= _DEPTH:
+            raise _Unknown
+        return v, _read(v, names, depth + 1)
+    if isinstance(v, types.ModuleType | type | _LIBRARY | property):
         return v
     return _value(v, depth)
+
+
+def _installed(v: types.ModuleType | type) -> bool:
+    """Whether a module or class comes with Python or an installed library (not the user's own code)."""
+    module = v if isinstance(v, types.ModuleType) else sys.modules.get(v.__module__)
+    if module is None:
+        return False
+    path = getattr(module, "__file__", None)
+    return module.__name__ in sys.builtin_module_names if path is None else path.startswith(_INSTALLED)
 
 
 def fingerprint_of(fn: Any, depth: int = 0) -> Hashable:
@@ -124,7 +194,9 @@ def fingerprint_of(fn: Any, depth: int = 0) -> Hashable:
         raise _Unknown
     if type(fn) is functools.partial:
         keywords = tuple(sorted((k, _value(v, depth)) for k, v in fn.keywords.items()))
-        return "partial", fingerprint_of(fn.func, depth + 1), _value(fn.args, depth), keywords
+        plain = type(fn.func) is types.FunctionType
+        func = _function(fn.func, depth) if plain else fingerprint_of(fn.func, depth + 1)
+        return "partial", func, _value(fn.args, depth), keywords
     if type(fn) is not types.FunctionType:
         raise _Unknown  # a bound method, a callable object: its state is not in its code
     code = fn.__code__
@@ -133,15 +205,23 @@ def fingerprint_of(fn: Any, depth: int = 0) -> Hashable:
     except ValueError:  # an empty cell
         raise _Unknown from None
     names = _code_names(code)
-    cells = tuple(_reference(v, names, depth, follow=True) for v in contents)
+    cells = tuple(_reference(v, names, depth) for v in contents)
     space, builtin = fn.__globals__, vars(builtins)
     refs = tuple(
-        (name, _reference(space[name] if name in space else builtin[name], names, depth, follow=False))
+        (name, _global(fn, space[name] if name in space else builtin[name], names, depth))
         for name in sorted(names)
         if name in space or name in builtin
     )
     kwdefaults = tuple(sorted((k, _value(v, depth)) for k, v in (fn.__kwdefaults__ or {}).items()))
     return code, cells, _value(fn.__defaults__ or (), depth), kwdefaults, refs
+
+
+def _global(fn: types.FunctionType, v: Any, names: frozenset[str], depth: int) -> Hashable:
+    """``_reference`` of a global, where a function that names itself (to read an attribute set on it)
+    is keyed by those attributes rather than followed into itself."""
+    if v is fn:
+        return "itself", _read(fn, names, depth)
+    return _reference(v, names, depth)
 
 
 def fingerprint(fn: Callable) -> Hashable | None:

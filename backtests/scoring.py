@@ -191,10 +191,12 @@ class Inputs:
         deals: int = 0,
         contract_size: float = 1.0,
         equity_dd: dict | Callable[[], dict | None] | None = None,
+        balance_path: np.ndarray | None = None,
     ):
         self.trades, self.curve = trades, curve
         self.deposit, self.deals, self.contract_size = deposit, deals, contract_size
         self._equity_dd = equity_dd  # or the function that measures them on the path, called on first use
+        self.balance_path = balance_path  # the balance after each deal (``_balance_path``), else the curve's
 
     @cached_property
     def net(self) -> np.ndarray:
@@ -202,7 +204,8 @@ class Inputs:
 
     @cached_property
     def balance_dd(self) -> dict:
-        return metrics.drawdowns(self.curve.balance, self.deposit)
+        path = self.curve.balance if self.balance_path is None else self.balance_path
+        return metrics.drawdowns(path, self.deposit)
 
     @cached_property
     def equity_dd(self) -> dict:
@@ -316,4 +319,16 @@ def _inputs(ctx, fs: int, last: int, account, equity_dd, trades: pd.DataFrame | 
     return Inputs(
         TradeColumns.of_ledger(ctx.ledger) if trades is None else TradeColumns.of_frame(trades), curve,
         deposit=account.deposit, deals=ctx.deals, contract_size=account.contract_size, equity_dd=equity_dd,
+        balance_path=_balance_path(ctx.ledger.balance_events, fs, last, curve.balance),
     )  # fmt: skip
+
+
+def _balance_path(events, fs: int, last: int, closes: np.ndarray) -> np.ndarray:
+    """The balance after every deal of bars ``fs..last``, after the start row of the bars' ``closes`` (the
+    balance moves only with deals, so every close is among them). MetaTrader's balance drawdown follows
+    the balance from deal to deal ("the highest local balance value and the next lowest"): an entry's
+    commission booked in the bar where another position's take-profit then lifts the balance is a low
+    that no bar's close shows."""
+    before = closes[0] + sum(a for t, a, _ in events if t < fs)
+    amounts = [a for t, a, _ in events if fs <= t <= last]
+    return np.concatenate((closes[:1], before + np.cumsum(amounts))) if amounts else closes

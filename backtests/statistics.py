@@ -74,7 +74,7 @@ TABLE: tuple[Statistic, ...] = (
     _s("margin_level_min_pct", "Margin Level (min) %", _MT, "pct",
        "lowest equity / margin in %, equity at each bar's worst prices (margin_level)."),
     _s("balance_drawdown_absolute", "Balance Drawdown Absolute", _MT, "money",
-       "deposit − lowest balance below it (balance at bar closes)."),
+       "deposit − lowest balance below it (the balance after each deal)."),
     _s("balance_drawdown_maximal", "Balance Drawdown Maximal", _MT, "money",
        "largest fall of the balance from a running peak, money (% of that peak)."),
     _s("balance_drawdown_maximal_pct", "Balance Drawdown Maximal %", _MT, "pct",

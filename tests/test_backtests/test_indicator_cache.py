@@ -288,3 +288,225 @@ def test_an_indicator_that_turns_to_peeking_through_state_it_reads_is_caught():
         bt.run()
     with pytest.raises(LookAheadError, match="'turncoat' looks ahead"):
         bt.run()
+
+
+SHIFT_READ_BY_A_HELPER = -1  # a global that the helper below reads and ``Helped.on_init`` sets
+
+
+def _moved_by_the_global(b):
+    """A module's helper: the closes moved by a global it reads (its caller's code does not name it)."""
+    return _lead(b.close, SHIFT_READ_BY_A_HELPER)
+
+
+class _StaticHelpers:
+    @staticmethod
+    def moved(b):
+        return _lead(b.close, SHIFT_READ_BY_A_HELPER)
+
+
+class Helped(ExpertAdvisor):
+    """Its indicator calls a helper whose shift a global holds, set here from the pass's parameter."""
+
+    shift: int = -1
+
+    def on_init(self) -> None:
+        global SHIFT_READ_BY_A_HELPER
+        SHIFT_READ_BY_A_HELPER = self.shift
+        self.line = self.indicator(lambda b: _moved_by_the_global(b) * 1.0, "helped")
+
+    def on_bar(self) -> None:
+        if len(self.bars) > 2 and self.line[-1] > self.bars.close[-1]:
+            self.close()
+            self.buy(0.1)
+        elif len(self.bars) > 2:
+            self.close()
+            self.sell(0.1)
+
+
+def test_a_helper_s_own_globals_are_part_of_its_caller_s_key():
+    """A helper reached by a global name, as a module's attribute or as a class's static method is known
+    by what it reads, not by its identity: a global it reads changed between passes is another function."""
+    global SHIFT_READ_BY_A_HELPER
+    HELPERS.moved = _moved_by_the_global
+    callers = (
+        lambda b: _moved_by_the_global(b),
+        lambda b: HELPERS.moved(b),
+        lambda b: _StaticHelpers.moved(b),
+    )
+    try:
+        SHIFT_READ_BY_A_HELPER = -1
+        before = [fingerprint(f) for f in callers]
+        SHIFT_READ_BY_A_HELPER = -2
+        after = [fingerprint(f) for f in callers]
+    finally:
+        SHIFT_READ_BY_A_HELPER = -1
+        del HELPERS.moved
+    assert all(a is not None and b is not None and a != b for a, b in zip(before, after, strict=True))
+
+
+def test_a_pass_whose_helper_reads_another_global_is_not_served_the_earlier_pass_s_values():
+    """The second pass's line is its own (closes two bars back), not the first pass's (one bar back):
+    the same figures as that pass run alone."""
+    bt = Backtest(DF, Helped, forward=None)
+    bt.run(shift=-1)
+    warm = bt.run(shift=-2)
+    PROVEN.clear()
+    alone = Backtest(DF, Helped, forward=None).run(shift=-2)
+    pd.testing.assert_series_equal(warm.stats, alone.stats)
+    pd.testing.assert_frame_equal(warm.trades, alone.trades)
+
+
+def test_a_look_ahead_through_a_helper_is_caught_after_an_honest_pass():
+    """A pass whose helper peeks (a positive shift), run after an honest pass with the same code, is
+    refused as a look-ahead: in one process, in the optimiser inline and in its worker pool."""
+    bt = Backtest(DF, Helped, forward=None)
+    bt.run(shift=-1)
+    with pytest.raises(LookAheadError, match="'helped' looks ahead"):
+        bt.run(shift=1)
+    for workers in (0, 1):
+        PROVEN.clear()
+        table = optimize(DF, Helped, {"shift": [-1, 1]}, workers=workers).set_index("shift")
+        assert not isinstance(table.loc[-1, "error"], str)
+        error = str(table.loc[1, "error"])
+        assert error.startswith("LookAheadError: indicator 'helped' looks ahead"), workers
+
+
+def test_a_function_reading_state_by_a_name_its_code_does_not_spell_is_never_kept(tmp_path):
+    """``getattr(Settings, "period")`` reads an attribute whose name is a string, not a name of the code:
+    a period set on the class between passes would be unseen by the key, so such a function is proved in
+    every call, as are those reading a file, the environment or their globals by name."""
+    import builtins
+    import os
+
+    class Settings:
+        period = 5
+
+    path = tmp_path / "period.txt"
+    path.write_text("5")
+    opaque = (
+        lambda b: sma(b.close, getattr(Settings, "period")),  # noqa: B009 - the attack itself
+        lambda b: sma(b.close, vars(Settings)["period"]),
+        lambda b: sma(b.close, int(open(path).read())),  # noqa: SIM115
+        lambda b: sma(b.close, int(os.getenv("PERIOD", "5"))),
+        lambda b: sma(b.close, globals()["HELPERS"].period),
+        lambda b: sma(b.close, eval("HELPERS.period")),
+        lambda b: sma(b.close, builtins.getattr(Settings, "period")),  # noqa: B009
+    )
+    assert [fingerprint(fn) for fn in opaque] == [None] * len(opaque)
+    cache, calls = ProvenIndicators(), []
+
+    def prove(fn, feed, name, probes):
+        calls.append(name)
+        return causal_indicator(fn, feed, name, probes)
+
+    feed = BarFeed.from_frame(DF, meta_of(DF))
+    first = cache.proved(opaque[0], feed, "p", [100], prove)
+    Settings.period = 6
+    second = cache.proved(opaque[0], feed, "p", [100], prove)
+    assert calls == ["p", "p"]
+    np.testing.assert_array_equal(second, sma(DF["close"].to_numpy(), 6))
+    assert not np.array_equal(first, second, equal_nan=True)
+
+
+def _highest_within(window):
+    """The highest close of the bars within ``window`` (a NumPy time span) up to each bar."""
+    return lambda b: pd.Series(b.close, index=b.time).rolling(pd.Timedelta(window)).max().to_numpy()
+
+
+def test_time_spans_of_other_units_are_other_inputs():
+    """``np.timedelta64(3, 'h')`` and ``np.timedelta64(3, 'D')`` hold the same integer: a window of three
+    days is not served the values of a window of three hours (nor dates of other units each other's)."""
+    assert fingerprint(_highest_within(np.timedelta64(3, "h"))) != fingerprint(
+        _highest_within(np.timedelta64(3, "D"))
+    )
+    assert fingerprint(_window(np.datetime64(5, "s"))) != fingerprint(_window(np.datetime64(5, "D")))
+    feed = BarFeed.from_frame(DF, meta_of(DF))
+    hours = PROVEN.proved(_highest_within(np.timedelta64(3, "h")), feed, "hi", [100], causal_indicator)
+    days = PROVEN.proved(_highest_within(np.timedelta64(3, "D")), feed, "hi", [100], causal_indicator)
+    expected = DF["close"].rolling(pd.Timedelta(days=3)).max().to_numpy()
+    np.testing.assert_array_equal(days, expected)
+    assert not np.array_equal(hours, days)
+
+
+def test_an_attribute_of_a_class_or_module_reached_through_a_module_is_part_of_the_key():
+    """``HELPERS.Settings.period``, ``HELPERS.inner.period`` and ``HELPERS.line.period``: the period read
+    two steps away from the global changes the key as one step away does."""
+
+    class Settings:
+        period = 5
+
+    def line(b):
+        return b.close
+
+    inner = types.ModuleType("inner")
+    inner.period = line.period = 5
+    HELPERS.Settings, HELPERS.inner, HELPERS.line = Settings, inner, line
+    callers = (
+        lambda b: sma(b.close, HELPERS.Settings.period),
+        lambda b: sma(b.close, HELPERS.inner.period),
+        lambda b: sma(b.close, HELPERS.line.period),
+    )
+    try:
+        before = [fingerprint(f) for f in callers]
+        Settings.period = inner.period = line.period = 6
+        after = [fingerprint(f) for f in callers]
+        feed = BarFeed.from_frame(DF, meta_of(DF))
+        got = PROVEN.proved(callers[0], feed, "s", [100], causal_indicator)
+        Settings.period = 7
+        np.testing.assert_array_equal(
+            PROVEN.proved(callers[0], feed, "s", [100], causal_indicator), sma(DF["close"].to_numpy(), 7)
+        )
+        np.testing.assert_array_equal(got, sma(DF["close"].to_numpy(), 6))
+    finally:
+        del HELPERS.Settings, HELPERS.inner, HELPERS.line
+    assert all(a is not None and b is not None and a != b for a, b in zip(before, after, strict=True))
+
+
+def test_a_library_s_functions_are_known_by_identity_and_the_environment_s_reader_is_never_kept():
+    """``pandas.concat`` or ``numpy.full`` called by name is as pure as a builtin: an indicator calling one is
+    kept (its proof is reused); ``os.getenv`` reads a variable named in a string and is not."""
+    import os
+
+    from numpy import full
+    from pandas import concat
+
+    kept = (
+        lambda b: concat([pd.Series(b.close)]).to_numpy(),
+        lambda b: full(len(b.close), 1.0),
+        functools.partial(concat, ignore_index=True),
+    )
+    assert all(fingerprint(fn) is not None for fn in kept)
+    cache, calls = ProvenIndicators(), []
+
+    def prove(fn, feed, name, probes):
+        calls.append(name)
+        return causal_indicator(fn, feed, name, probes)
+
+    feed = BarFeed.from_frame(DF, meta_of(DF))
+    for _ in range(2):
+        cache.proved(lambda b: concat([pd.Series(b.close)]).to_numpy(), feed, "concat", [100], prove)
+    assert calls == ["concat"]
+    assert fingerprint(lambda b: sma(b.close, int(os.getenv("PERIOD", "5")))) is None
+    assert fingerprint(lambda b: sma(b.close, int(os.environ.get("PERIOD", "5")))) is None
+
+
+def test_a_walk_forward_whose_helper_reads_the_pass_s_global_picks_from_each_pass_s_own_line(monkeypatch):
+    """Each window's passes (shifts 1, 2 and 3 bars back, set through the helper's global) are scored on
+    their own lines, inline and in the worker pool: the windows equal those of a run that keeps no proof.
+    Served the first pass's line, every pass scored alike and the first shift won each window."""
+    from backtests import replay
+    from backtests.optimize import walk_forward
+
+    def windows(workers: int) -> pd.DataFrame:
+        return walk_forward(DF, Helped, {"shift": [-1, -2, -3]}, 200, 100, workers=workers).windows
+
+    kept = [windows(0), windows(1)]
+    monkeypatch.setattr(replay, "PROVEN", ProvenIndicators(budget=0))
+    proved = windows(0)
+    assert proved["shift"].nunique() > 1 or set(proved["shift"]) != {-1}
+    for table in kept:
+        pd.testing.assert_frame_equal(
+            table.drop(columns="seconds", errors="ignore"),
+            proved.drop(columns="seconds", errors="ignore"),
+            check_exact=True,
+        )
