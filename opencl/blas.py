@@ -114,19 +114,103 @@ def gemm_batched(rt, A: cla.Array, B: cla.Array, C: cla.Array, *, trans_a: bool 
     _run(rt, True, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)
 
 
-def _run(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> None:
-    """Launch the plan of this operand layout, made (validated, tiles chosen, kernels prepared) on first use.
+class Product(NamedTuple):
+    """One product of ``gemm_pair``: ``C = act(alpha·op(A)·op(B) + beta·C + bias)`` as in ``gemm``."""
 
-    The key holds every fact the validation and the kernel choice read: shapes, strides, dtypes, the
-    operands' offsets modulo 128 bytes (aligned vector reads, reading B in place) and the scalars. A call
-    that fails validation makes no plan, so it fails the same way every time.
+    A: cla.Array
+    B: cla.Array
+    C: cla.Array
+    trans_a: bool = False
+    trans_b: bool = False
+    alpha: float = 1.0
+    beta: float = 0.0
+    bias: cla.Array | None = None
+    activation: object = None
+
+
+def gemm_pair(rt, first: Product, second: Product) -> None:
+    """Two independent 2-D products, such as a dense layer's weight gradient ``dzᵀ·x`` and input gradient
+    ``dz·w``: the same results as two ``gemm`` calls, in one kernel launch on a GPU (plus the reduction of
+    a product split along K), where the driver's cost per launch is what a small product costs.
+
+    Neither product may write where the other reads or writes (refused with ``ShapeError``): their
+    work-groups run at the same time. On a CPU device the two products run one after the other.
     """
+    _disjoint(first, second)
+    if rt.is_cpu:
+        for p in (first, second):
+            _run(rt, False, p.A, p.B, p.C, p.trans_a, p.trans_b, p.alpha, p.beta, p.bias, p.activation)
+        return
+    key = ("pair", _key(rt, False, *first), _key(rt, False, *second))
+    plans = rt.plans
+    plan = plans.get(key)
+    if plan is None:
+        from opencl.gemm_gpu import pair_plan
+
+        checked = []
+        for p in (first, second):
+            for name, arr in (("A", p.A), ("B", p.B), ("C", p.C)):
+                _check(rt, name, arr, 2)
+            problem = _problem(rt, p.A, p.B, p.C, 1, p.trans_a, p.trans_b, p.alpha, p.beta, p.bias,
+                               p.activation)
+            checked.append((p.A, p.B, p.C, p.C if p.bias is None else p.bias, problem))
+        if checked[0][4] is None or checked[1][4] is None:  # an empty product: the other alone
+            plan = _PairOfPlans(*(_plan(rt, False, *(p.A, p.B, p.C, p.trans_a, p.trans_b, p.alpha, p.beta,
+                                                     p.bias, p.activation)) for p in (first, second)))
+        else:
+            plan = pair_plan(rt, checked[0], checked[1])
+        if len(plans) >= MAX_PLANS:
+            plans.clear()
+        plans[key] = plan
+    plan(first.A, first.B, first.C, first.C if first.bias is None else first.bias,
+         second.A, second.B, second.C, second.C if second.bias is None else second.bias)
+
+
+class _PairOfPlans(NamedTuple):
+    """A pair with an empty product: each product's own plan (the empty one launches nothing)."""
+
+    first: Plan
+    second: Plan
+
+    def __call__(self, a, b, c, bias, a2, b2, c2, bias2) -> None:
+        self.first(a, b, c, bias)
+        self.second(a2, b2, c2, bias2)
+
+
+def _disjoint(first: Product, second: Product) -> None:
+    """Refuse a pair where one product's output overlaps anything of the other's."""
+    for out, other in ((first, second), (second, first)):
+        c = out.C
+        for name, x in (("A", other.A), ("B", other.B), ("C", other.C), ("bias", other.bias)):
+            if x is not None and x.base_data == c.base_data and _bytes(x)[0] < _bytes(c)[1] \
+                    and _bytes(c)[0] < _bytes(x)[1]:
+                which = "first" if out is first else "second"
+                raise ShapeError(f"gemm_pair: the {which} product's C overlaps the other product's {name}")
+
+
+def _bytes(x) -> tuple[int, int]:
+    """The byte range [start, end) of a C-contiguous array in its base buffer."""
+    return x.offset, x.offset + x.nbytes
+
+
+def _key(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> tuple:
+    """Every fact the validation and the kernel choice read: shapes, strides, dtypes, the operands' offsets
+    modulo 128 bytes (aligned vector reads, reading B in place) and the scalars."""
     act = activation
     if act is not None and not isinstance(act, str):  # an object with kind/alpha/beta, such as nn.Activation
         act = (act.kind, act.alpha, act.beta)
-    key = (batched, A.shape, A.strides, A.dtype, A.offset & 127, B.shape, B.strides, B.dtype, B.offset & 127,
-           C.shape, C.strides, C.dtype, None if bias is None else (bias.shape, bias.strides, bias.dtype),
-           trans_a, trans_b, alpha, beta, act)
+    return (batched, A.shape, A.strides, A.dtype, A.offset & 127, B.shape, B.strides, B.dtype, B.offset & 127,
+            C.shape, C.strides, C.dtype, None if bias is None else (bias.shape, bias.strides, bias.dtype),
+            trans_a, trans_b, alpha, beta, act)
+
+
+def _run(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> None:
+    """Launch the plan of this operand layout, made (validated, tiles chosen, kernels prepared) on first use.
+
+    The key (``_key``) holds every fact the validation and the kernel choice read. A call that fails
+    validation makes no plan, so it fails the same way every time.
+    """
+    key = _key(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)
     plans = rt.plans
     plan = plans.get(key)
     if plan is None:
