@@ -178,19 +178,17 @@ class _PairOfPlans(NamedTuple):
 
 
 def _disjoint(first: Product, second: Product) -> None:
-    """Refuse a pair where one product's output overlaps anything of the other's."""
+    """Refuse a pair where one product's output overlaps anything of the other's (byte ranges compared only
+    for arrays in the same buffer: this runs on every call)."""
     for out, other in ((first, second), (second, first)):
         c = out.C
+        buffer = c.base_data
         for name, x in (("A", other.A), ("B", other.B), ("C", other.C), ("bias", other.bias)):
-            if x is not None and x.base_data == c.base_data and _bytes(x)[0] < _bytes(c)[1] \
-                    and _bytes(c)[0] < _bytes(x)[1]:
-                which = "first" if out is first else "second"
-                raise ShapeError(f"gemm_pair: the {which} product's C overlaps the other product's {name}")
-
-
-def _bytes(x) -> tuple[int, int]:
-    """The byte range [start, end) of a C-contiguous array in its base buffer."""
-    return x.offset, x.offset + x.nbytes
+            if x is not None and x.base_data == buffer:
+                start, end = c.offset, c.offset + c.nbytes
+                if x.offset < end and start < x.offset + x.nbytes:
+                    which = "first" if out is first else "second"
+                    raise ShapeError(f"gemm_pair: the {which} product's C overlaps the other product's {name}")
 
 
 def _key(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> tuple:

@@ -104,8 +104,9 @@ class Plan:
         )
         offsets = (a.offset, b.offset, c.offset, bias.offset, 0)
         if second:  # a pair's second product: slots 5..8
-            buffers += tuple(x.base_data for x in second)
-            offsets += tuple(x.offset for x in second)
+            a2, b2, c2, bias2 = second
+            buffers += (a2.base_data, b2.base_data, c2.base_data, bias2.base_data)
+            offsets += (a2.offset, b2.offset, c2.offset, bias2.offset)
         return buffers, offsets
 
     def device_seconds(self, queue: cl.CommandQueue, a, b, c, bias, reps: int, second: tuple = ()) -> float:
