@@ -3,8 +3,9 @@
 One training step of the Fractal_OCL network (240 -> 500 -> 250 -> 125 -> 62 -> 3) multiplies 14 matrices:
 per layer the forward ``x·wᵀ``, the weight gradient ``dzᵀ·x`` and (after the first layer) the input
 gradient ``dz·w`` (those two as one ``gemm_pair``, one launch on GPUs, as ``Sequential.fit`` runs them;
-``--unpaired`` also times them as separate calls). They are small, so what a call costs the host (validation, kernel choice, argument
-setting, the enqueue) matters as much as the kernels. Three figures per run:
+``--unpaired`` also times them as separate calls). They are small, so what a call costs the host
+(validation, kernel choice, argument setting, the enqueue) matters as much as the kernels.
+Three figures per run:
 
 - ``step``: the 14 products back to back, waited for at the end; the best of ``--rounds`` rounds, each
   contestant in turn (``benchmarks.gemm.best_seconds``). PyTorch runs the same products with ``torch.mm``
@@ -169,8 +170,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--samples", type=int, default=12_405, help="samples of the fit epoch (0: skip it)")
     p.add_argument("--no-torch", dest="torch", action="store_false", help="skip the PyTorch peer")
     p.add_argument("--profile", action="store_true", help="each product's device time alone, and its tiles")
-    p.add_argument("--unpaired", action="store_true",
-                   help="also time every product as its own gemm call (each layer's gradients not paired)")
+    p.add_argument(
+        "--unpaired",
+        action="store_true",
+        help="also time every product as its own gemm call (each layer's gradients not paired)",
+    )
     p.add_argument("--tiny", action="store_true", help="toy sizes: checks the benchmark runs")
     args = p.parse_args(argv)
     if args.tiny:

@@ -188,7 +188,9 @@ def _disjoint(first: Product, second: Product) -> None:
                 start, end = c.offset, c.offset + c.nbytes
                 if x.offset < end and start < x.offset + x.nbytes:
                     which = "first" if out is first else "second"
-                    raise ShapeError(f"gemm_pair: the {which} product's C overlaps the other product's {name}")
+                    raise ShapeError(
+                        f"gemm_pair: the {which} product's C overlaps the other product's {name}"
+                    )
 
 
 def _key(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> tuple:

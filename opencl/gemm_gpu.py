@@ -24,7 +24,20 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from opencl import memory
-from opencl.plan import OP_A, OP_A2, OP_B, OP_B2, OP_BIAS, OP_BIAS2, OP_C, OP_C2, SCRATCH, Launch, Plan, operand
+from opencl.plan import (
+    OP_A,
+    OP_A2,
+    OP_B,
+    OP_B2,
+    OP_BIAS,
+    OP_BIAS2,
+    OP_C,
+    OP_C2,
+    SCRATCH,
+    Launch,
+    Plan,
+    operand,
+)
 from opencl.program import kernels
 
 log = logging.getLogger(__name__)

@@ -9,6 +9,7 @@ import pytest
 from opencl import ShapeError, memory
 from opencl.blas import Product, gemm_pair
 
+
 def _tol(rt, k: int) -> tuple[float, float]:
     if rt.dtype == np.float64:
         return 1e-12, 1e-13 * k
@@ -66,10 +67,10 @@ def test_pair_kernel_gives_the_bits_of_the_products_alone(rt, rng, shapes):
         np.testing.assert_array_equal(c1.get(), alone1.get(), err_msg=msg)
         np.testing.assert_array_equal(c2.get(), alone2.get(), err_msg=msg)
         rtol, atol = _tol(rt, max(k1, k2))
-        np.testing.assert_allclose(c1.get(), 0.5 * _ref(rt, a1, b1, ta1, tb1), rtol=rtol, atol=atol, err_msg=msg)
-        bias2 = bias2.astype(rt.dtype).astype(np.float64)
-        np.testing.assert_allclose(c2.get(), np.tanh(_ref(rt, a2, b2, ta2, tb2) + bias2), rtol=rtol, atol=atol,
-                                   err_msg=msg)
+        ref1 = 0.5 * _ref(rt, a1, b1, ta1, tb1)
+        np.testing.assert_allclose(c1.get(), ref1, rtol=rtol, atol=atol, err_msg=msg)
+        ref2 = np.tanh(_ref(rt, a2, b2, ta2, tb2) + bias2.astype(rt.dtype).astype(np.float64))
+        np.testing.assert_allclose(c2.get(), ref2, rtol=rtol, atol=atol, err_msg=msg)
 
 
 def test_dense_gradients_as_one_pair_on_views_called_again(rt, rng):
@@ -79,12 +80,14 @@ def test_dense_gradients_as_one_pair_on_views_called_again(rt, rng):
 
     batch, outputs, inputs = 70, 33, 45
     for shift in (0, 16):
-        flat = memory.to_device(rt, rng.standard_normal(shift + batch * outputs + batch * inputs
-                                                        + outputs * inputs))
+        flat = memory.to_device(
+            rt, rng.standard_normal(shift + batch * outputs + batch * inputs + outputs * inputs)
+        )
         dz = flat[shift : shift + batch * outputs].reshape(batch, outputs)
         x = flat[shift + batch * outputs : shift + batch * (outputs + inputs)].reshape(batch, inputs)
         w = flat[shift + batch * (outputs + inputs) :].reshape(outputs, inputs)
-        gw, gx = memory.poison(memory.empty(rt, (outputs, inputs))), memory.poison(memory.empty(rt, (batch, inputs)))
+        gw = memory.poison(memory.empty(rt, (outputs, inputs)))
+        gx = memory.poison(memory.empty(rt, (batch, inputs)))
         gemm_pair(rt, Product(dz, x, gw, trans_a=True), Product(dz, w, gx))
         gw1, gx1 = memory.empty(rt, (outputs, inputs)), memory.empty(rt, (batch, inputs))
         gemm(rt, dz, x, gw1, trans_a=True)
