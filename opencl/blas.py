@@ -137,9 +137,10 @@ def gemm_pair(rt, first: Product, second: Product) -> None:
     work-groups run at the same time. On a CPU device the two products run one after the other.
     """
     _disjoint(first, second)
-    if rt.is_cpu:
-        for p in (first, second):
-            _run(rt, False, p.A, p.B, p.C, p.trans_a, p.trans_b, p.alpha, p.beta, p.bias, p.activation)
+    if rt.is_cpu:  # both validated before either runs: a refused pair changes nothing
+        one, two = (_prepared(rt, False, *p) for p in (first, second))
+        one(first.A, first.B, first.C, first.C if first.bias is None else first.bias)
+        two(second.A, second.B, second.C, second.C if second.bias is None else second.bias)
         return
     key = ("pair", _key(rt, False, *first), _key(rt, False, *second))
     plans = rt.plans
@@ -180,6 +181,13 @@ class _PairOfPlans(NamedTuple):
 def _disjoint(first: Product, second: Product) -> None:
     """Refuse a pair where one product's output overlaps anything of the other's (byte ranges compared only
     for arrays in the same buffer: this runs on every call)."""
+    c1, c2 = first.C.base_data, second.C.base_data
+    # no None among the buffers: comparing a buffer with None is slow in pyopencl
+    reads1, reads2 = (
+        (p.A.base_data, p.B.base_data, (p.A if p.bias is None else p.bias).base_data) for p in (first, second)
+    )
+    if c1 != c2 and c1 not in reads2 and c2 not in reads1:  # the usual case: no buffer shared with an output
+        return
     for out, other in ((first, second), (second, first)):
         c = out.C
         buffer = c.base_data
@@ -210,6 +218,13 @@ def _run(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) 
     The key (``_key``) holds every fact the validation and the kernel choice read. A call that fails
     validation makes no plan, so it fails the same way every time.
     """
+    _prepared(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)(
+        A, B, C, C if bias is None else bias
+    )
+
+
+def _prepared(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> Plan:
+    """The kept plan of this operand layout, made on first use."""
     key = _key(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)
     plans = rt.plans
     plan = plans.get(key)
@@ -218,7 +233,7 @@ def _run(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) 
         if len(plans) >= MAX_PLANS:
             plans.clear()
         plans[key] = plan
-    plan(A, B, C, C if bias is None else bias)
+    return plan
 
 
 def _plan(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> Plan:

@@ -39,19 +39,31 @@
 
 #include "gemm_gpu_reduce.h"
 
-#define GEMM_ARGS(n)                                                                                  \
-    __global const REAL *restrict A##n, const uint a_off##n, __global const REAL *restrict B##n,      \
-        const uint b_off##n, __global REAL *restrict C##n, const uint c_off##n,                       \
-        __global const REAL *restrict bias##n, const uint bias_off##n, const int M##n, const int N##n, \
-        const int K##n, const int lda##n, const int ldb##n, const int ldc##n, const REAL alpha##n,     \
-        const REAL beta##n, const int has_bias##n, const int act##n, const REAL act_a##n,              \
-        const REAL act_b##n, const int ga##n, const int gb##n, const int gc##n, const int kc##n
+// The signature is spelled out (no macro): drivers without kernel argument info have the scalar types
+// parsed from this file's text (opencl/program.py).
 #define GEMM_PASS(n)                                                                                      \
     A##n, a_off##n, B##n, b_off##n, C##n, c_off##n, bias##n, bias_off##n, M##n, N##n, K##n, lda##n, ldb##n, \
         ldc##n, alpha##n, beta##n, has_bias##n, act##n, act_a##n, act_b##n, ga##n, gb##n, gc##n, kc##n
 
 __kernel __attribute__((reqd_work_group_size(BN / TN, BM / TM, 1)))
-void gemm_gpu_pair(GEMM_ARGS(1), GEMM_ARGS(2), const int layers1) {
+void gemm_gpu_pair(
+                   __global const REAL* restrict A1, const uint a_off1,
+                   __global const REAL* restrict B1, const uint b_off1,
+                   __global REAL* restrict C1, const uint c_off1,
+                   __global const REAL* restrict bias1, const uint bias_off1,
+                   const int M1, const int N1, const int K1, const int lda1, const int ldb1, const int ldc1,
+                   const REAL alpha1, const REAL beta1, const int has_bias1,
+                   const int act1, const REAL act_a1, const REAL act_b1,
+                   const int ga1, const int gb1, const int gc1, const int kc1,
+                   __global const REAL* restrict A2, const uint a_off2,
+                   __global const REAL* restrict B2, const uint b_off2,
+                   __global REAL* restrict C2, const uint c_off2,
+                   __global const REAL* restrict bias2, const uint bias_off2,
+                   const int M2, const int N2, const int K2, const int lda2, const int ldb2, const int ldc2,
+                   const REAL alpha2, const REAL beta2, const int has_bias2,
+                   const int act2, const REAL act_a2, const REAL act_b2,
+                   const int ga2, const int gb2, const int gc2, const int kc2,
+                   const int layers1) {
     __local REAL As[STAGES][BK][BM + PAD] __attribute__((aligned(4 * sizeof(REAL))));
     __local REAL Bs[STAGES][BK][BN + PAD] __attribute__((aligned(4 * sizeof(REAL))));
     const int gx = get_group_id(0), gy = get_group_id(1), gz = get_group_id(2);
