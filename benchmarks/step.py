@@ -36,11 +36,12 @@ from benchmarks.gemm import best_seconds, operands, problems
 
 
 def _opencl_step(rt, batch: int, pair: bool = True):
-    """The 14 products as training runs them: a layer's weight and input gradients as one ``gemm_pair``
-    (one launch on GPUs) unless ``pair`` is false."""
+    """The 14 products as training runs them: on a GPU a layer's weight and input gradients as one
+    ``gemm_pair`` (one launch) unless ``pair`` is false; on a CPU device, as there, two calls."""
     from opencl import memory
     from opencl.blas import Product, gemm, gemm_pair
 
+    pair = pair and not rt.is_cpu
     rng = np.random.default_rng(0)
     calls = []
     for label, m, n, k, ta, tb in problems([], True, [batch]):

@@ -324,8 +324,11 @@ class OpenCLBackend:
             gemm(self.runtime, dz, x, gw_out, trans_a=True)  # (B, O)ᵀ·(B, I) -> (O, I)
             return None
         gx = self.empty(x.shape)
-        # (B, O)ᵀ·(B, I) -> (O, I) and (B, O)·(O, I) -> (B, I): one launch on GPUs
-        gemm_pair(self.runtime, Product(dz, x, gw_out, trans_a=True), Product(dz, w, gx))
+        if self._cpu:  # a CPU device runs a pair one product after the other: nothing to save
+            gemm(self.runtime, dz, x, gw_out, trans_a=True)
+            gemm(self.runtime, dz, w, gx)  # (B, O)·(O, I) -> (B, I)
+        else:  # one launch for both: the driver's cost per launch is what a small product costs
+            gemm_pair(self.runtime, Product(dz, x, gw_out, trans_a=True), Product(dz, w, gx))
         return gx
 
     # --- elementwise activations and softmax --------------------------------------------------------
