@@ -1,10 +1,12 @@
-"""Matrix products on the device: ``gemm`` (one product, fused epilogue) and ``gemm_batched``.
+"""Matrix products on the device: ``gemm`` (one product, fused epilogue), ``gemm_batched`` and ``gemm_pair``
+(two independent products, one launch on GPUs: a dense layer's two gradients).
 
 The three products of a dense layer ``y = act(x·wᵀ + b)`` are all one call:
 
     forward          gemm(rt, x, w, y, trans_b=True, bias=b, activation="tanh")   (B,I)·(O,I)ᵀ
     weight gradient  gemm(rt, dz, x, gw, trans_a=True)                              (B,O)ᵀ·(B,I)
     input gradient   gemm(rt, dz, w, gx)                                            (B,O)·(O,I)
+    both gradients   gemm_pair(rt, Product(dz, x, gw, trans_a=True), Product(dz, w, gx))
 
 Operands are C-contiguous 2-D ``pyopencl.array.Array`` of the runtime's dtype (views allowed). CPU devices
 use ``gemm.cl`` (B packed into 16-wide panels, register tiles, no local memory); GPUs use ``gemm_gpu.cl``
