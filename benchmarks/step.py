@@ -2,8 +2,10 @@
 
 One training step of the Fractal_OCL network (240 -> 500 -> 250 -> 125 -> 62 -> 3) multiplies 14 matrices:
 per layer the forward ``x·wᵀ``, the weight gradient ``dzᵀ·x`` and (after the first layer) the input
-gradient ``dz·w``. They are small, so what a call costs the host (validation, kernel choice, argument
-setting, the enqueue) matters as much as the kernels. Three figures per run:
+gradient ``dz·w`` (those two as one ``gemm_pair``, one launch on GPUs, as ``Sequential.fit`` runs them;
+``--unpaired`` also times them as separate calls). They are small, so what a call costs the host
+(validation, kernel choice, argument setting, the enqueue) matters as much as the kernels.
+Three figures per run:
 
 - ``step``: the 14 products back to back, waited for at the end; the best of ``--rounds`` rounds, each
   contestant in turn (``benchmarks.gemm.best_seconds``). PyTorch runs the same products with ``torch.mm``
@@ -33,21 +35,31 @@ from benchmarks._machine import header, opencl_contestant, torch_contestant
 from benchmarks.gemm import best_seconds, operands, problems
 
 
-def _opencl_step(rt, batch: int):
+def _opencl_step(rt, batch: int, pair: bool = True):
+    """The 14 products as training runs them: on a GPU a layer's weight and input gradients as one
+    ``gemm_pair`` (one launch) unless ``pair`` is false; on a CPU device, as there, two calls."""
     from opencl import memory
-    from opencl.blas import gemm
+    from opencl.blas import Product, gemm, gemm_pair
 
+    pair = pair and not rt.is_cpu
     rng = np.random.default_rng(0)
     calls = []
-    for _, m, n, k, ta, tb in problems([], True, [batch]):
+    for label, m, n, k, ta, tb in problems([], True, [batch]):
         a, b = operands(rng, m, n, k, ta, tb)
-        calls.append((memory.to_device(rt, a), memory.to_device(rt, b), memory.empty(rt, (m, n)), ta, tb))
+        product = Product(memory.to_device(rt, a), memory.to_device(rt, b), memory.empty(rt, (m, n)), ta, tb)
+        if pair and " gx " in label:  # follows the same layer's weight gradient
+            calls[-1] = (calls[-1][0], product)
+        else:
+            calls.append((product, None))
 
     def step() -> None:
-        for a, b, c, ta, tb in calls:
-            gemm(rt, a, b, c, trans_a=ta, trans_b=tb)
+        for first, second in calls:
+            if second is None:
+                gemm(rt, first.A, first.B, first.C, trans_a=first.trans_a, trans_b=first.trans_b)
+            else:
+                gemm_pair(rt, first, second)
 
-    return step, len(calls)
+    return step, sum(1 if second is None else 2 for _, second in calls)
 
 
 def _torch_step(torch, device: str, batch: int):
@@ -159,6 +171,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--samples", type=int, default=12_405, help="samples of the fit epoch (0: skip it)")
     p.add_argument("--no-torch", dest="torch", action="store_false", help="skip the PyTorch peer")
     p.add_argument("--profile", action="store_true", help="each product's device time alone, and its tiles")
+    p.add_argument(
+        "--unpaired",
+        action="store_true",
+        help="also time every product as its own gemm call (each layer's gradients not paired)",
+    )
     p.add_argument("--tiny", action="store_true", help="toy sizes: checks the benchmark runs")
     args = p.parse_args(argv)
     if args.tiny:
@@ -169,6 +186,8 @@ def main(argv: list[str] | None = None) -> None:
     rt = get_runtime(args.device)
     step, count = _opencl_step(rt, args.batch)
     fns = {"opencl": (step, rt.synchronize)}
+    if args.unpaired:
+        fns["opencl-unpaired"] = (_opencl_step(rt, args.batch, pair=False)[0], rt.synchronize)
     contestants = [opencl_contestant(rt)]
     torch = None
     if args.torch:

@@ -36,7 +36,7 @@ from nn.online_opencl import OnlineEpoch
 from nn.rbm_ops_opencl import RBMOpenCLOps
 from opencl import get_runtime, memory
 from opencl import kernels as build_kernels
-from opencl.blas import gemm
+from opencl.blas import Product, gemm, gemm_pair
 from opencl.errors import ShapeError
 from opencl.launch import KernelSpec, Launcher, kernel_specs
 
@@ -320,11 +320,15 @@ class OpenCLBackend:
             self._k["dense_dz_bias8"]((-(-outputs // 8),), *dz_args)
         else:
             self._k["dense_dz_bias"]((outputs, 1), *dz_args)
-        gemm(self.runtime, dz, x, gw_out, trans_a=True)  # (B, O)ᵀ·(B, I) -> (O, I)
         if not need_input_grad:
+            gemm(self.runtime, dz, x, gw_out, trans_a=True)  # (B, O)ᵀ·(B, I) -> (O, I)
             return None
         gx = self.empty(x.shape)
-        gemm(self.runtime, dz, w, gx)  # (B, O)·(O, I) -> (B, I)
+        if self._cpu:  # a CPU device runs a pair one product after the other: nothing to save
+            gemm(self.runtime, dz, x, gw_out, trans_a=True)
+            gemm(self.runtime, dz, w, gx)  # (B, O)·(O, I) -> (B, I)
+        else:  # one launch for both: the driver's cost per launch is what a small product costs
+            gemm_pair(self.runtime, Product(dz, x, gw_out, trans_a=True), Product(dz, w, gx))
         return gx
 
     # --- elementwise activations and softmax --------------------------------------------------------

@@ -1,10 +1,12 @@
-"""Matrix products on the device: ``gemm`` (one product, fused epilogue) and ``gemm_batched``.
+"""Matrix products on the device: ``gemm`` (one product, fused epilogue), ``gemm_batched`` and ``gemm_pair``
+(two independent products, one launch on GPUs: a dense layer's two gradients).
 
 The three products of a dense layer ``y = act(x·wᵀ + b)`` are all one call:
 
     forward          gemm(rt, x, w, y, trans_b=True, bias=b, activation="tanh")   (B,I)·(O,I)ᵀ
     weight gradient  gemm(rt, dz, x, gw, trans_a=True)                              (B,O)ᵀ·(B,I)
     input gradient   gemm(rt, dz, w, gx)                                            (B,O)·(O,I)
+    both gradients   gemm_pair(rt, Product(dz, x, gw, trans_a=True), Product(dz, w, gx))
 
 Operands are C-contiguous 2-D ``pyopencl.array.Array`` of the runtime's dtype (views allowed). CPU devices
 use ``gemm.cl`` (B packed into 16-wide panels, register tiles, no local memory); GPUs use ``gemm_gpu.cl``
@@ -114,19 +116,118 @@ def gemm_batched(rt, A: cla.Array, B: cla.Array, C: cla.Array, *, trans_a: bool 
     _run(rt, True, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)
 
 
-def _run(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> None:
-    """Launch the plan of this operand layout, made (validated, tiles chosen, kernels prepared) on first use.
+class Product(NamedTuple):
+    """One product of ``gemm_pair``: ``C = act(alpha·op(A)·op(B) + beta·C + bias)`` as in ``gemm``."""
 
-    The key holds every fact the validation and the kernel choice read: shapes, strides, dtypes, the
-    operands' offsets modulo 128 bytes (aligned vector reads, reading B in place) and the scalars. A call
-    that fails validation makes no plan, so it fails the same way every time.
+    A: cla.Array
+    B: cla.Array
+    C: cla.Array
+    trans_a: bool = False
+    trans_b: bool = False
+    alpha: float = 1.0
+    beta: float = 0.0
+    bias: cla.Array | None = None
+    activation: object = None
+
+
+def gemm_pair(rt, first: Product, second: Product) -> None:
+    """Two independent 2-D products, such as a dense layer's weight gradient ``dzᵀ·x`` and input gradient
+    ``dz·w``: the same results as two ``gemm`` calls, in one kernel launch on a GPU (plus the reduction of
+    a product split along K), where the driver's cost per launch is what a small product costs.
+
+    Neither product may write where the other reads or writes (refused with ``ShapeError``): their
+    work-groups run at the same time. On a CPU device the two products run one after the other.
     """
+    _disjoint(first, second)
+    if rt.is_cpu:  # both validated before either runs: a refused pair changes nothing
+        one, two = (_prepared(rt, False, *p) for p in (first, second))
+        one(first.A, first.B, first.C, first.C if first.bias is None else first.bias)
+        two(second.A, second.B, second.C, second.C if second.bias is None else second.bias)
+        return
+    key = ("pair", _key(rt, False, *first), _key(rt, False, *second))
+    plans = rt.plans
+    plan = plans.get(key)
+    if plan is None:
+        from opencl.gemm_gpu import pair_plan
+
+        checked = []
+        for p in (first, second):
+            for name, arr in (("A", p.A), ("B", p.B), ("C", p.C)):
+                _check(rt, name, arr, 2)
+            problem = _problem(rt, p.A, p.B, p.C, 1, p.trans_a, p.trans_b, p.alpha, p.beta, p.bias,
+                               p.activation)
+            checked.append((p.A, p.B, p.C, p.C if p.bias is None else p.bias, problem))
+        if checked[0][4] is None or checked[1][4] is None:  # an empty product: the other alone
+            plan = _PairOfPlans(*(_plan(rt, False, *(p.A, p.B, p.C, p.trans_a, p.trans_b, p.alpha, p.beta,
+                                                     p.bias, p.activation)) for p in (first, second)))
+        else:
+            plan = pair_plan(rt, checked[0], checked[1])
+        if len(plans) >= MAX_PLANS:
+            plans.clear()
+        plans[key] = plan
+    plan(first.A, first.B, first.C, first.C if first.bias is None else first.bias,
+         second.A, second.B, second.C, second.C if second.bias is None else second.bias)
+
+
+class _PairOfPlans(NamedTuple):
+    """A pair with an empty product: each product's own plan (the empty one launches nothing)."""
+
+    first: Plan
+    second: Plan
+
+    def __call__(self, a, b, c, bias, a2, b2, c2, bias2) -> None:
+        self.first(a, b, c, bias)
+        self.second(a2, b2, c2, bias2)
+
+
+def _disjoint(first: Product, second: Product) -> None:
+    """Refuse a pair where one product's output overlaps anything of the other's (byte ranges compared only
+    for arrays in the same buffer: this runs on every call)."""
+    c1, c2 = first.C.base_data, second.C.base_data
+    # no None among the buffers: comparing a buffer with None is slow in pyopencl
+    reads1, reads2 = (
+        (p.A.base_data, p.B.base_data, (p.A if p.bias is None else p.bias).base_data) for p in (first, second)
+    )
+    if c1 != c2 and c1 not in reads2 and c2 not in reads1:  # the usual case: no buffer shared with an output
+        return
+    for out, other in ((first, second), (second, first)):
+        c = out.C
+        buffer = c.base_data
+        for name, x in (("A", other.A), ("B", other.B), ("C", other.C), ("bias", other.bias)):
+            if x is not None and x.base_data == buffer:
+                start, end = c.offset, c.offset + c.nbytes
+                if x.offset < end and start < x.offset + x.nbytes:
+                    which = "first" if out is first else "second"
+                    raise ShapeError(
+                        f"gemm_pair: the {which} product's C overlaps the other product's {name}"
+                    )
+
+
+def _key(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> tuple:
+    """Every fact the validation and the kernel choice read: shapes, strides, dtypes, the operands' offsets
+    modulo 128 bytes (aligned vector reads, reading B in place) and the scalars."""
     act = activation
     if act is not None and not isinstance(act, str):  # an object with kind/alpha/beta, such as nn.Activation
         act = (act.kind, act.alpha, act.beta)
-    key = (batched, A.shape, A.strides, A.dtype, A.offset & 127, B.shape, B.strides, B.dtype, B.offset & 127,
-           C.shape, C.strides, C.dtype, None if bias is None else (bias.shape, bias.strides, bias.dtype),
-           trans_a, trans_b, alpha, beta, act)
+    return (batched, A.shape, A.strides, A.dtype, A.offset & 127, B.shape, B.strides, B.dtype, B.offset & 127,
+            C.shape, C.strides, C.dtype, None if bias is None else (bias.shape, bias.strides, bias.dtype),
+            trans_a, trans_b, alpha, beta, act)
+
+
+def _run(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> None:
+    """Launch the plan of this operand layout, made (validated, tiles chosen, kernels prepared) on first use.
+
+    The key (``_key``) holds every fact the validation and the kernel choice read. A call that fails
+    validation makes no plan, so it fails the same way every time.
+    """
+    _prepared(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)(
+        A, B, C, C if bias is None else bias
+    )
+
+
+def _prepared(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> Plan:
+    """The kept plan of this operand layout, made on first use."""
+    key = _key(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)
     plans = rt.plans
     plan = plans.get(key)
     if plan is None:
@@ -134,7 +235,7 @@ def _run(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) 
         if len(plans) >= MAX_PLANS:
             plans.clear()
         plans[key] = plan
-    plan(A, B, C, C if bias is None else bias)
+    return plan
 
 
 def _plan(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> Plan:

@@ -21,9 +21,23 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from opencl import memory
-from opencl.plan import OP_A, OP_B, OP_BIAS, OP_C, SCRATCH, Launch, Plan, operand
+from opencl.plan import (
+    OP_A,
+    OP_A2,
+    OP_B,
+    OP_B2,
+    OP_BIAS,
+    OP_BIAS2,
+    OP_C,
+    OP_C2,
+    SCRATCH,
+    Launch,
+    Plan,
+    operand,
+)
 from opencl.program import kernels
 
 log = logging.getLogger(__name__)
@@ -150,35 +164,99 @@ def _enqueue(rt, A, B, C, bias, p, t: Tiles, slices: int) -> None:
     _launches(rt, A, B, C, bias, p, t, slices)(A, B, C, bias)
 
 
-def _launches(rt, A, B, C, bias, p, t: Tiles, slices: int) -> Plan:
+class _Part(NamedTuple):
+    """One product's share of a launch: its defines, its 24 kernel arguments, its grid of blocks and
+    layers, and its split-K reduction's arguments (None unsplit) and partial sums (elements)."""
+
+    defines: dict
+    args: tuple
+    n_blocks: int
+    m_blocks: int
+    layers: int
+    reduce: tuple | None
+    scratch: int
+
+
+def _part(A, B, C, bias, p, t: Tiles, slices: int, slots: tuple, scratch_at: int) -> _Part:
+    """``p``'s arguments with its operands in ``slots`` (A, B, C, bias) and its partial sums, if split, at
+    element ``scratch_at`` of the plan's scratch."""
     kc = slice_length(p.K, slices)
     slices = -(-p.K // kc)
     even = p.M % t.bm == 0 and p.N % t.bn == 0 and p.K % t.bk == 0 and p.K % kc == 0
-    a_arg, b_arg = operand(OP_A, A), operand(OP_B, B)
-    k = kernels(rt, "gemm_gpu.cl", BM=t.bm, BN=t.bn, BK=t.bk, TM=t.tm, TN=t.tn, TRANS_A=p.trans_a,
-                TRANS_B=p.trans_b, SPLIT=slices > 1, EVEN=even, STAGES=t.stages,
-                VEC_A=even and _aligned(A, a_arg[1], p.ga, t.bm * t.bk // t.items),
-                VEC_B=even and _aligned(B, b_arg[1], p.gb, t.bk * t.bn // t.items))
-    local = (t.bn // t.tn, t.bm // t.tm, 1)
-    bias_arg = operand(OP_BIAS, bias)
+    a_arg, b_arg = operand(slots[0], A), operand(slots[1], B)
+    bias_arg = operand(slots[3], bias)
+    defines = dict(TRANS_A=p.trans_a, TRANS_B=p.trans_b, SPLIT=slices > 1, EVEN=even,
+                   VEC_A=even and _aligned(A, a_arg[1], p.ga, t.bm * t.bk // t.items),
+                   VEC_B=even and _aligned(B, b_arg[1], p.gb, t.bk * t.bn // t.items))
+    blocks = (-(-p.N // t.bn), -(-p.M // t.bm))
     if slices == 1:
-        grid = (-(-p.N // t.bn) * local[0], -(-p.M // t.bm) * local[1], p.G)
-        return Plan(rt, [Launch(
-            k, "gemm_gpu", grid, local,
-            *a_arg, *b_arg, *operand(OP_C, C), *bias_arg,
-            p.M, p.N, p.K, A.shape[-1], B.shape[-1], C.shape[-1], *p.tail, kc,
-        )])
-    partial = (SCRATCH, 0)
-    grid = (-(-p.N // t.bn) * local[0], -(-p.M // t.bm) * local[1], slices)
+        args = (*a_arg, *b_arg, *operand(slots[2], C), *bias_arg,
+                p.M, p.N, p.K, A.shape[-1], B.shape[-1], C.shape[-1], *p.tail, kc)
+        return _Part(defines, args, *blocks, p.G, None, 0)
+    partial = (SCRATCH, scratch_at)
     e = p.ep
-    return Plan(rt, [
-        Launch(k, "gemm_gpu", grid, local,
-               *a_arg, *b_arg, *partial, *bias_arg,
-               p.M, p.N, p.K, A.shape[-1], B.shape[-1], p.N, 1.0, 0.0, 0, 0, 1.0, 0.0, 0, 0, p.M * p.N, kc),
-        Launch(k, "gemm_splitk_reduce", (p.N, p.M), None,
-               *partial, *operand(OP_C, C), *bias_arg,
-               p.M, p.N, C.shape[-1], slices, p.alpha, p.beta, int(p.has_bias), e.code, e.a, e.b),
-    ], slices * p.M * p.N)
+    args = (*a_arg, *b_arg, *partial, *bias_arg,
+            p.M, p.N, p.K, A.shape[-1], B.shape[-1], p.N, 1.0, 0.0, 0, 0, 1.0, 0.0, 0, 0, p.M * p.N, kc)
+    reduce = (*partial, *operand(slots[2], C), *bias_arg,
+              p.M, p.N, C.shape[-1], slices, p.alpha, p.beta, int(p.has_bias), e.code, e.a, e.b)
+    return _Part(defines, args, *blocks, slices, reduce, slices * p.M * p.N)
+
+
+def _reductions(k, parts, ps) -> list[Launch]:
+    return [Launch(k, "gemm_splitk_reduce", (p.N, p.M), None, *part.reduce)
+            for part, p in zip(parts, ps, strict=True) if part.reduce is not None]
+
+
+def _launches(rt, A, B, C, bias, p, t: Tiles, slices: int) -> Plan:
+    part = _part(A, B, C, bias, p, t, slices, (OP_A, OP_B, OP_C, OP_BIAS), 0)
+    k = kernels(rt, "gemm_gpu.cl", BM=t.bm, BN=t.bn, BK=t.bk, TM=t.tm, TN=t.tn, STAGES=t.stages,
+                **part.defines)
+    local = (t.bn // t.tn, t.bm // t.tm, 1)
+    grid = (part.n_blocks * local[0], part.m_blocks * local[1], part.layers)
+    return Plan(rt, [Launch(k, "gemm_gpu", grid, local, *part.args), *_reductions(k, [part], [p])],
+                part.scratch)
+
+
+def pair_plan(rt, first: tuple, second: tuple) -> Plan:
+    """The prepared launch of two validated 2-D products ``(A, B, C, bias, problem)``: one ``gemm_gpu_pair``
+    launch over both products' blocks, then the reduction of each product split along K. Each product keeps
+    the K split it has alone, so the pair gives the bits of the two products launched alone with the same
+    tiles; the shared tiles are timed once per pair of shapes like a single product's."""
+    p1, p2 = first[4], second[4]
+    s1, s2 = (split_k(rt, p.M, p.N, p.K, p.G) for p in (p1, p2))
+    key = ("pair", rt.info.index, rt.info.name, rt.dtype.str, *(
+        (p.M, p.N, p.K, p.trans_a, p.trans_b) for p in (p1, p2)), s1, s2)
+    tiles = _chosen.get(key)
+    if tiles is None:
+        if p1.M * p1.N * p1.K + p2.M * p2.N * p2.K < TUNE_MIN_MACS:
+            # the smaller blocks of the two choices, so both products fill the device
+            tiles = max((choose_tiles(rt, p.M, p.N, s) for p, s in ((p1, s1), (p2, s2))), key=CONFIGS.index)
+        else:
+            c1, c2 = memory.empty(rt, first[2].shape), memory.empty(rt, second[2].shape)
+            trial1, trial2 = (*first[:2], c1, first[3], p1._replace(beta=0.0)), \
+                (*second[:2], c2, second[3], p2._replace(beta=0.0))
+            rt.synchronize()  # the operands are written on the runtime's queue; the trials run on another
+            seconds = {
+                t: _pair_launches(rt, trial1, trial2, t, s1, s2).device_seconds(
+                    rt.timing_queue, *trial1[:4], TUNE_REPS, second=trial2[:4])
+                for t in fitting(rt)
+            }
+            tiles = min(seconds, key=seconds.get)
+        _chosen[key] = tiles
+    return _pair_launches(rt, first, second, tiles, s1, s2)
+
+
+def _pair_launches(rt, first: tuple, second: tuple, t: Tiles, s1: int, s2: int) -> Plan:
+    one = _part(*first, t, s1, (OP_A, OP_B, OP_C, OP_BIAS), 0)
+    two = _part(*second, t, s2, (OP_A2, OP_B2, OP_C2, OP_BIAS2), one.scratch)
+    k = kernels(rt, "gemm_gpu_pair.cl", BM=t.bm, BN=t.bn, BK=t.bk, TM=t.tm, TN=t.tn, STAGES=t.stages,
+                **{f"{name}1": v for name, v in one.defines.items()},
+                **{f"{name}2": v for name, v in two.defines.items()})
+    local = (t.bn // t.tn, t.bm // t.tm, 1)
+    grid = (max(one.n_blocks, two.n_blocks) * local[0], max(one.m_blocks, two.m_blocks) * local[1],
+            one.layers + two.layers)
+    pair = Launch(k, "gemm_gpu_pair", grid, local, *one.args, *two.args, one.layers)
+    return Plan(rt, [pair, *_reductions(k, [one, two], [first[4], second[4]])], one.scratch + two.scratch)
 
 
 def _aligned(X, offset: int, group_stride: int, per_item: int) -> bool:

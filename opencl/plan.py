@@ -25,12 +25,14 @@ from opencl.program import Kernels
 
 class Operand(NamedTuple):
     """Where an operand's buffer goes in an argument list: 0..3 the call's arrays (A, B, C, bias), 4 the
-    plan's scratch buffer (its offset is always 0)."""
+    plan's scratch buffer (its offset is set in the template), 5..8 the second product's arrays of a pair
+    (``opencl.blas.gemm_pair``)."""
 
     slot: int
 
 
-OP_A, OP_B, OP_C, OP_BIAS, SCRATCH = (Operand(i) for i in range(5))
+OP_A, OP_B, OP_C, OP_BIAS, SCRATCH, OP_A2, OP_B2, OP_C2, OP_BIAS2 = (Operand(i) for i in range(9))
+_SCRATCH = SCRATCH.slot
 _enqueue = cl.enqueue_nd_range_kernel
 
 
@@ -72,7 +74,7 @@ class Launch:
             args = self._template
             for index, slot in self.buffers:
                 args[index] = buffers[slot]
-                if slot < 4:
+                if slot != _SCRATCH:
                     args[index + 1] = offsets[slot] // itemsize
             kernel.set_args(*args)
             for index, _ in self.buffers:  # keep no buffer alive through the template
@@ -92,7 +94,7 @@ class Plan:
         self._allocator, self._queue, self._profiler = rt.allocator, rt.queue, rt.profiler
         self._itemsize = rt.dtype.itemsize
 
-    def _buffers(self, a, b, c, bias) -> tuple[tuple, tuple]:
+    def _buffers(self, a, b, c, bias, second: tuple) -> tuple[tuple, tuple]:
         buffers = (
             a.base_data,
             b.base_data,
@@ -100,15 +102,21 @@ class Plan:
             bias.base_data,
             self._allocator(self.scratch) if self.scratch else None,
         )
-        return buffers, (a.offset, b.offset, c.offset, bias.offset)
+        offsets = (a.offset, b.offset, c.offset, bias.offset, 0)
+        if second:  # a pair's second product: slots 5..8
+            a2, b2, c2, bias2 = second
+            buffers += (a2.base_data, b2.base_data, c2.base_data, bias2.base_data)
+            offsets += (a2.offset, b2.offset, c2.offset, bias2.offset)
+        return buffers, offsets
 
-    def device_seconds(self, queue: cl.CommandQueue, a, b, c, bias, reps: int) -> float:
+    def device_seconds(self, queue: cl.CommandQueue, a, b, c, bias, reps: int, second: tuple = ()) -> float:
         """Device seconds per call, run ``reps`` times back to back on ``queue`` (a profiling queue of the
         same context, such as ``Runtime.timing_queue``) after an untimed call: from the first launch's start
         to the last one's end, over ``reps``. Back to back as in a training step, so what the device spends
         between launches (a launch's fixed cost, the gap before a split-K reduction) counts; one call's own
-        events on an idle queue are mostly that fixed cost (about 8 µs on an H200), whatever the kernel."""
-        buffers, offsets = self._buffers(a, b, c, bias)
+        events on an idle queue are mostly that fixed cost (about 8 µs on an H200), whatever the kernel.
+        ``second``: a pair's second (A, B, C, bias)."""
+        buffers, offsets = self._buffers(a, b, c, bias, second)
 
         def call() -> list[cl.Event]:
             return [launch.run(queue, buffers, offsets, self._itemsize) for launch in self.launches]
@@ -121,9 +129,10 @@ class Plan:
         queue.finish()
         return (last[-1].profile.end - first[0].profile.start) * 1e-9 / reps
 
-    def __call__(self, a, b, c, bias) -> None:
-        """Launch on these arrays (of the layout the plan was made for: the caller checked)."""
-        buffers, offsets = self._buffers(a, b, c, bias)
+    def __call__(self, a, b, c, bias, *second) -> None:
+        """Launch on these arrays (of the layout the plan was made for: the caller checked); a pair's plan
+        takes the second product's (A, B, C, bias) after the first's."""
+        buffers, offsets = self._buffers(a, b, c, bias, second)
         profiler = self._profiler
         for launch in self.launches:
             event = launch.run(self._queue, buffers, offsets, self._itemsize)

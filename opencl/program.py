@@ -51,7 +51,7 @@ class Kernels:
             try:
                 dtypes = _arg_dtypes(kernel, path)
             except cl.Error:  # a driver without argument info: read the signature from the source
-                dtypes = _signature_dtypes(kernel.function_name, source, real, path)
+                dtypes = _signature_dtypes(kernel.function_name, _with_headers(source), real, path)
             kernel.set_scalar_arg_dtypes(dtypes)
             self._kernels[kernel.function_name] = kernel
             self._dtypes[kernel.function_name] = dtypes
@@ -95,6 +95,24 @@ def _arg_dtypes(kernel: cl.Kernel, path: Path) -> list:
             )
         dtypes.append(_SCALARS[type_name])
     return dtypes
+
+
+def _with_headers(source: str) -> str:
+    """``source`` followed by the text of every header of ours it includes (a kernel may be declared in one,
+    such as ``gemm_gpu_reduce.h``), each once."""
+    seen: set[str] = set()
+    pending = re.findall(r'#include "([^"]+)"', source)
+    parts = [source]
+    while pending:
+        name = pending.pop()
+        header = kernels_dir() / name
+        if name in seen or not header.is_file():
+            continue
+        seen.add(name)
+        text = header.read_text()
+        parts.append(text)
+        pending += re.findall(r'#include "([^"]+)"', text)
+    return "\n".join(parts)
 
 
 def _signature_dtypes(name: str, source: str, real: str, path: Path) -> list:

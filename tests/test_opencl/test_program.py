@@ -45,17 +45,33 @@ def test_signature_parser_agrees_with_driver_argument_info(rt):
     the fallback."""
     import uuid
 
-    from opencl.program import _arg_dtypes, _signature_dtypes, kernels_dir
+    from opencl.program import _arg_dtypes, _signature_dtypes, _with_headers, kernels_dir
 
+    tiles = {"BM": 32, "BN": 32, "BK": 16, "TM": 4, "TN": 4}
     for filename, defines in (
         ("gemm.cl", {"TM": 4}),
+        ("gemm_gpu.cl", {**tiles, "TRANS_A": 0, "TRANS_B": 1, "EVEN": 0}),  # its reduction: in a header
         (
-            "gemm_gpu.cl",
-            {"BM": 32, "BN": 32, "BK": 16, "TM": 2, "TN": 4, "TRANS_A": 0, "TRANS_B": 1, "EVEN": 0},
+            "gemm_gpu_pair.cl",
+            {
+                **tiles,
+                "TRANS_A1": 1,
+                "TRANS_B1": 0,
+                "SPLIT1": 1,
+                "EVEN1": 0,
+                "VEC_A1": 0,
+                "VEC_B1": 0,
+                "TRANS_A2": 0,
+                "TRANS_B2": 0,
+                "SPLIT2": 0,
+                "EVEN2": 0,
+                "VEC_A2": 0,
+                "VEC_B2": 0,
+            },
         ),
     ):
         k = kernels(rt, filename, **defines, FRESH_BUILD=uuid.uuid4().int % 2**31)
-        source = (kernels_dir() / filename).read_text()
+        source = _with_headers((kernels_dir() / filename).read_text())
         for name in k.names:
             assert _signature_dtypes(name, source, rt.real, k.path) == _arg_dtypes(k[name], k.path)
 
