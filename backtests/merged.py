@@ -10,7 +10,8 @@ path is worked whole, so the others never stand at a price later in that minute 
 seconds after the moment being worked): a symbol's minute that has already been worked at the same time
 reads as its open again until the clock moves on. The EA decides at the main symbol's first minute of the
 bar: the other symbols' minutes before that moment are worked first (``to_decision``), and one whose first
-minute comes later stands at its close before the bar until then (``open_quotes``).
+minute comes later stands at its close before the bar until then (``open_quotes``); one that has had no
+minute at all yet has no quote (``NO_QUOTE``: the EA sees none and a request on it is refused, 10021).
 
 Walking every minute of every symbol costs a Python step per minute, so a bar is walked that way only where
 the account's stop-out may happen in it: the equity with every symbol at the worst of its bar at once (longs
@@ -28,6 +29,10 @@ from __future__ import annotations
 import numpy as np
 
 _NEVER = np.iinfo(np.int64).max
+# The price of a symbol that has had no minute or tick yet (MetaTrader's tester has given it no quote): NaN,
+# so that nothing is priced from its first one, which lies in the future; requests on it are refused
+# (``backtests.context``).
+NO_QUOTE = (float("nan"), float("nan"))
 _SLACK = 1.1  # the stop-out is ruled out only with a tenth of the level to spare (conversions move too)
 
 
@@ -49,7 +54,11 @@ def open_quotes(desks: list, t: int, firsts: list) -> list:
         if own is None:
             continue
         a = own.starts[t]
-        if a == 0 or closed_at(d, t) or not own.covers(t) or own.time_ns[a] <= now:
+        if closed_at(d, t) or not own.covers(t) or own.time_ns[a] <= now:
+            continue
+        if a == 0:  # no minute yet at all: no quote until its first
+            d.inside = NO_QUOTE
+            firsts[j] = (*NO_QUOTE, *NO_QUOTE)
             continue
         close, spread = own.points[a - 1, 3], own.spread[a - 1]
         d.inside = (close, close + spread)
@@ -313,7 +322,8 @@ def _set_now(desk, span: tuple[int, int], nxt: int, ns: int) -> None:
         row, col = nxt - 1, 0
     elif nxt > 0:
         row, col = nxt - 1, 3
-    else:
+    else:  # no minute of it yet: no quote
+        desk.inside = NO_QUOTE
         return
     price = path.points[row, col]
     desk.inside = (price, price + path.spread[row])

@@ -16,8 +16,10 @@ ticks of the other symbols are synchronised by time). So here:
   (``TickPath.tick``); before a tick at time ``x`` is worked, every other symbol is set to its last tick
   before ``x`` (at ``x`` itself only where that symbol comes earlier in the order, its tick of the same
   instant having been worked first). That may be a tick of an earlier bar when its bar's first tick comes
-  after ``x``: a price of the future is never read. A symbol with no tick at all before ``x`` stands at its
-  first tick, the earliest price the run knows of it.
+  after ``x``: a price of the future is never read. A symbol with no tick at all before ``x`` has no quote
+  (MetaTrader's tester has given it none): its price is NaN (``NO_QUOTE``), the EA sees none, and a request
+  on it or on a symbol it converts is refused with 10021 (``backtests.context``); its first tick is worked
+  after the decision like any other.
 
 Stop-outs, pending fills and their margin checks, SL/TP and the conversions of profit through another
 symbol all read those prices. Walking every tick of every symbol costs a Python step per tick, so it is done
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backtests.merged import closed_at, converting, stop_out_possible, with_path
+from backtests.merged import NO_QUOTE, closed_at, converting, stop_out_possible, with_path
 from strategies.trade import Tick
 
 
@@ -48,7 +50,10 @@ def open_ticks(desks: list, t: int, firsts: list) -> list:
     firsts = list(firsts)
     for j, d in enumerate(desks):
         row = _decision_row(desks, d, t)
-        if row is not None and row < int(d.price_path.starts[t]):  # its first tick comes later
+        if row is not None and row < 0:  # no tick yet at all: no quote until its first
+            d.now, d.inside = None, NO_QUOTE
+            firsts[j] = (*NO_QUOTE, *NO_QUOTE)
+        elif row is not None and row < int(d.price_path.starts[t]):  # its first tick comes later
             path = d.price_path
             d.now = _stood_at(path, row, _decision_ns(desks, t))
             bid = float(path.bid_points[row])  # a quote is in points, as ``TickPath.open_bar``'s
@@ -68,8 +73,12 @@ def to_decision(desks: list, t: int) -> None:
         _run(walking, t, at, ends)
     now = _decision_ns(desks, t)
     for d in walking:
-        d.now = _stood_at(d.price_path, _decision_row(desks, d, t), now)
-        d.now_ns = d.inside = None
+        row = _decision_row(desks, d, t)
+        d.now_ns = None
+        if row < 0:  # no tick yet (``open_ticks``)
+            d.now, d.inside = None, NO_QUOTE
+        else:
+            d.now, d.inside = _stood_at(d.price_path, row, now), None
 
 
 def walk_ticks(desks: list, t: int) -> None:
@@ -99,7 +108,8 @@ def walk_ticks(desks: list, t: int) -> None:
 def _decision_row(desks: list, desk, t: int) -> int | None:
     """``desk``'s last tick at or before the moment the EA decides in bar ``t`` (the main symbol's first
     tick of the bar, else the bar's opening time): its first of the bar or a later one, or its last before
-    the bar where its first comes later; None where it has no tick in the bar."""
+    the bar where its first comes later (-1: it has had no tick yet); None where it has no tick in the
+    bar."""
     path = desk.price_path
     if path is None or closed_at(desk, t) or not path.covers(t):
         return None
@@ -108,7 +118,7 @@ def _decision_row(desks: list, desk, t: int) -> int | None:
         return s
     now = _decision_ns(desks, t)
     row = s + int(np.searchsorted(path.ns[s:e], now, side="right")) - 1
-    return row if row >= s else s - 1 if s > 0 else s  # no tick before the path's first: that one
+    return row if row >= s else s - 1  # -1: no tick before the path's first, no quote yet
 
 
 def _decision_ns(desks: list, t: int) -> int:
@@ -243,10 +253,10 @@ def _passed(path, ns: int, same: bool) -> int:
 
 
 def _stand(desk, same: bool, ns: int) -> None:
-    """``desk``'s clock at ``ns`` and its price: its last tick passed then (``_passed``; its first tick
+    """``desk``'s clock at ``ns`` and its price: its last tick passed then (``_passed``; none, ``NO_QUOTE``,
     where none has), never a later one."""
     path = desk.price_path
-    row = max(_passed(path, ns, same) - 1, 0)
+    row = _passed(path, ns, same) - 1
     desk.now = None
     desk.now_ns = ns
-    desk.inside = (float(path.bid_points[row]), float(path.ask_points[row]))
+    desk.inside = (float(path.bid_points[row]), float(path.ask_points[row])) if row >= 0 else NO_QUOTE
