@@ -17,7 +17,8 @@ import numpy as np
 
 class BarPlan:
     """Per bar of one run: ``decision[t]`` (UTC ns), ``walking[t]`` (the desks with rows in bar ``t`` and a
-    bar of their own, in the desks' order), and per desk ``at[desk][t]``: with ``side="left"`` its first row
+    bar of their own, in the desks' order), ``late[t]`` (those of them, the main symbol's aside, whose first
+    row of the bar comes after the decision), and per desk ``at[desk][t]``: with ``side="left"`` its first row
     at or after the decision (minutes: where its walk after the decision starts), with ``side="right"`` its
     last row at or before it (ticks: the tick it stands at; -1 where it has had none yet). ``starts[desk]``:
     its rows' bar edges as a list."""
@@ -35,6 +36,7 @@ class BarPlan:
             decision = np.asarray(opens)
         self.decision: list[int] = decision.tolist()
         self.walking: list[list] = [[] for _ in range(len(opens))]
+        self.late: list[list] = [[] for _ in range(len(opens))]
         self.at: dict = {}
         self.starts: dict = {}
         for d in desks:
@@ -48,6 +50,10 @@ class BarPlan:
                 own &= ~np.asarray(closed, dtype=bool)
             for t in np.flatnonzero(own).tolist():
                 self.walking[t].append(d)
+            if d is not desks[0] and len(path.row_ns):
+                first = path.row_ns[np.minimum(starts[:-1], len(path.row_ns) - 1)]
+                for t in np.flatnonzero(own & (first > decision)).tolist():
+                    self.late[t].append(d)
             found = np.searchsorted(path.row_ns, decision, side=side)
             if side == "right":
                 found = found - 1

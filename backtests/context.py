@@ -45,9 +45,9 @@ class TradingContext:
         self._late = _late_quotes(self.brokers.values(), self.main)
         # What a request on each symbol needs a quote of: itself and the pairs converting its money, where
         # one may have none yet (the symbols of ``_late``); empty in every other run, so nothing is asked.
-        self._needs = {
-            b: needs for b in self.brokers.values() if (needs := [x for x in _quoting(b) if x in self._late])
-        }
+        late = self._late
+        needs = {b: [x for x in _quoting(b) if x in late] for b in self.brokers.values()} if late else {}
+        self._needs = {b: need for b, need in needs.items() if need}
 
     # -- routing -------------------------------------------------------------------------------------------
     def _of(self, symbol: str | None) -> Broker:

@@ -37,26 +37,23 @@ NO_QUOTE = (float("nan"), float("nan"))
 _SLACK = 1.1  # the stop-out is ruled out only with a tenth of the level to spare (conversions move too)
 
 
-def open_quotes(desks: list, t: int, firsts: list) -> list:
+def open_quotes(desks: list, t: int, firsts: list, plan: BarPlan | None = None) -> list:
     """Bar ``t`` begins on the account: each symbol whose first minute of the bar comes after the main
     symbol's (the moment the EA decides) stands at the close of its newest minute before the bar until then,
     as MetaTrader's tester has given it no tick since: the EA's quotes, fills and the account's equity read
     that, never the bar's open, a price still to come. ``firsts`` (``Broker.enter``'s quotes) with those
     symbols' opening checks made at that close instead; their gap to the bar's open is met where their first
-    minute is worked."""
-    path = desks[0].price_path
-    if path is None:
+    minute is worked. ``plan``: the run's ``BarPlan`` (made here where not given)."""
+    if desks[0].price_path is None:
         return firsts
-    start = path.starts[t]
-    now = path.time_ns[start] if path.covers(t) else path.edges_ns[t]
+    late = (plan or BarPlan(desks, "left")).late[t]
+    if not late:
+        return firsts
     firsts = list(firsts)
-    for j, d in enumerate(desks[1:], 1):
+    for d in late:
+        j = desks.index(d)
         own = d.price_path
-        if own is None:
-            continue
         a = own.starts[t]
-        if closed_at(d, t) or not own.covers(t) or own.time_ns[a] <= now:
-            continue
         if a == 0:  # no minute yet at all: no quote until its first
             d.inside = NO_QUOTE
             firsts[j] = (*NO_QUOTE, *NO_QUOTE)
@@ -176,7 +173,7 @@ def _walk(walking: list, t: int, at: list, ends: list) -> None:
         ns, k = key
         m = touches[k]
         for j, d in enumerate(walking):  # every symbol at its price of this time
-            if j != k:  # its minutes before this time have passed (none of them could reach a level)
+            if j != k and at[j] < touches[j]:  # its minutes before this time have passed (none reached one)
                 at[j] = max(at[j], min(_before(paths[j], spans[j], ns), touches[j]))
             _set_now(d, spans[j], m if j == k else at[j], ns)
         d = walking[k]

@@ -50,11 +50,12 @@ def open_ticks(desks: list, t: int, firsts: list, plan: BarPlan | None = None) -
     tick; their first tick of the bar is worked after the decision, its gap included. ``plan``: the run's
     ``BarPlan`` (made here where not given)."""
     plan = plan or BarPlan(desks, "right")
+    late = plan.late[t]  # those whose first tick of the bar comes after the main symbol's
+    if not late:
+        return firsts
     firsts = list(firsts)
-    for d in plan.walking[t]:
+    for d in late:
         row = plan.at[d][t]
-        if row >= plan.starts[d][t]:
-            continue  # its first tick of the bar comes with the main symbol's, or before
         j = desks.index(d)
         if row < 0:  # no tick yet at all: no quote until its first
             d.now, d.inside = None, NO_QUOTE

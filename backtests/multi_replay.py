@@ -272,7 +272,7 @@ def price_paths(desks: list, ticks: bool) -> tuple[Callable[[int], None], Callab
 
     def opening(t: int) -> None:
         entered = [d.enter(t) for d in desks]
-        firsts = open_ticks(desks, t, entered, plan) if ticks else open_quotes(desks, t, entered)
+        firsts = (open_ticks if ticks else open_quotes)(desks, t, entered, plan)
         for d, first in zip(desks, firsts, strict=True):
             d.open_checks(t, first)
         to_the_decision(desks, t, plan)

@@ -177,3 +177,25 @@ def test_the_late_symbol_is_never_priced_from_its_first_tick_before_it_comes(mod
         result = Backtest(frames, _Stand, model="ohlc1m", m1=m1, account=account, forward=None).run()
     assert list(result.trades["symbol"]) == ["EURUSD"]
     assert all(math.isnan(v) for v in read)
+
+
+class _AtOnce(ExpertAdvisor):
+    symbols = ("EURUSD", "GBPUSD")
+    seen: ClassVar[list] = []
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.seen.append(self.bid_of("GBPUSD"))
+            self.buy(1.0, symbol="GBPUSD")
+
+
+def test_ticks_a_first_tick_at_the_decisions_instant_is_a_quote():
+    """GBPUSD's first-ever tick comes at 01:00:00 itself, the instant of EURUSD's where the EA decides: it has
+    a quote there (1.35000) and the buy fills at it, ending at 1.30000: -5,000.00."""
+    _AtOnce.seen = []
+    gbp = [(H, LATE), (2 * H + 10, 1.3), (3 * H - 1, 1.3)]
+    result = _run(_AtOnce, {"EURUSD": EUR, "GBPUSD": gbp})
+    assert _AtOnce.seen == [LATE]
+    assert result.rejected == []
+    trade = result.trades.iloc[0]
+    assert (trade["entry_price"], trade["profit"]) == (LATE, -5_000.0)

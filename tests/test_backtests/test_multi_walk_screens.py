@@ -83,7 +83,8 @@ def test_screened_merged_walks_equal_every_minute_and_tick_walked(model, module,
 def test_a_bars_plan_is_what_each_bar_searched_for_itself(side):
     """The decision's moment and each symbol's row of it, found for every bar at once, against the search of
     each bar's own rows: the main symbol's first row of the bar (else the bar's opening), each symbol's first
-    row at or after it (``left``) or its last at or before it (``right``, -1 before its first ever)."""
+    row at or after it (``left``) or its last at or before it (``right``, -1 before its first ever), and
+    which symbols' first row of the bar comes after the decision."""
     frames, ticks = _ticks(30)
     bt = Backtest(frames, _Busy, model="ticks", ticks=ticks, forward=None)
     brokers = bt.multi.setup.brokers(AccountConfig())
@@ -104,6 +105,7 @@ def test_a_bars_plan_is_what_each_bar_searched_for_itself(side):
             if not own:
                 continue
             rows = path.row_ns[a:b]
+            assert (d in plan.late[t]) == (d is not desks[0] and rows[0] > now)
             if side == "left":
                 expected = a + int(np.searchsorted(rows, now, side="left"))
             elif d is desks[0]:
