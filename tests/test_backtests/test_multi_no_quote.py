@@ -59,19 +59,27 @@ class _Cheat(ExpertAdvisor):
         seen.append(("eur", self.buy(0.1, symbol="EURUSD")))  # the main symbol is quoted
 
 
-def _run(ea, rows: dict, deposit: float = 100_000.0):
+def _run(ea, rows: dict, deposit: float = 100_000.0, model: str = "ticks"):
+    """``ea`` on hand-made ticks of each symbol (``model="ohlc1m"``: on the M1 bars made of them)."""
     ticks = {s: _ticks(s, r) for s, r in rows.items()}
     frames = {s: bars_from_ticks(t, "H1") for s, t in ticks.items()}
     account = AccountConfig(deposit=deposit, spread=0, leverage=100.0, stop_out_level=50.0)
-    return Backtest(frames, ea, model="ticks", ticks=ticks, account=account, forward=None).run()
+    fine = (
+        {"ticks": ticks}
+        if model == "ticks"
+        else {"m1": {s: bars_from_ticks(t, "M1") for s, t in ticks.items()}}
+    )
+    return Backtest(frames, ea, model=model, account=account, forward=None, **fine).run()
 
 
-def test_ticks_a_symbol_before_its_first_ever_tick_has_no_quote_and_refuses_requests():
+@pytest.mark.parametrize("model", ["ticks", "ohlc1m"])
+def test_a_symbol_before_its_first_ever_tick_or_minute_has_no_quote_and_refuses_requests(model):
     """At 01:00:00 GBPUSD's first tick (1.35000 at 01:05:00) is still to come: its bid and ask are NaN, the
     market order, the sell and the buy limit are refused with 10021 naming GBPUSD, and nothing is opened;
-    EURUSD trades. It was quoted at 1.35000 and the buy filled there, five minutes ahead."""
+    EURUSD trades. It was quoted at 1.35000 and the buy filled there, five minutes ahead. With "1 minute
+    OHLC" the same: GBPUSD's first minute is 01:05."""
     _Cheat.seen = []
-    result = _run(_Cheat, {"EURUSD": EUR, "GBPUSD": GBP})
+    result = _run(_Cheat, {"EURUSD": EUR, "GBPUSD": GBP}, model=model)
     seen = dict((k, v) for k, v, *_ in _Cheat.seen)
     assert math.isnan(seen["bid"]) and math.isnan(seen["ask"])
     assert seen["bars"] == 0
