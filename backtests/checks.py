@@ -35,6 +35,7 @@ INVALID_STOPS = 10016
 TRADE_DISABLED = 10017  # trading is disabled for the symbol
 MARKET_CLOSED = 10018  # the symbol has no price now (no bar at this time)
 NO_MONEY = 10019
+PRICE_OFF = 10021  # no quotes to process the request (the symbol, or a pair converting it, has no price yet)
 INVALID_EXPIRATION = 10022
 NO_CHANGES = 10025
 FROZEN = 10029  # the order or position is within the freeze level of the market

@@ -4,7 +4,11 @@ One class for every run: a broker per symbol, all on one account, the first symb
 A single-symbol run is the case of one broker, so each rule is written once here: where a request goes
 (``symbol=`` names a declared symbol, None the main chart's; a ticket goes to the symbol that holds it),
 what a position query returns, and that no symbol is quoted before its first bar of its own (MetaTrader's
-``SymbolInfoDouble`` gives no price for a symbol without ticks: its flat first open lies in the future).
+``SymbolInfoDouble`` gives no price for a symbol without ticks: its flat first open lies in the future),
+nor, with several symbols' minutes or ticks, before its first minute or tick: its price is NaN, and a
+request on it, or on a symbol whose profit or margin it converts, is refused with 10021 (MetaTrader's
+``TRADE_RETCODE_PRICE_OFF``, "there are no quotes to process the request") naming it, so no later price is
+read, shown or filled at.
 Indicators are evaluated on the main chart by the harness's evaluator (``backtests.replay``: proved
 causal on shorter prefixes), which the context calls but does not own.
 """
@@ -17,9 +21,10 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from backtests import checks
 from backtests.broker import Broker
 from strategies.errors import EAError
-from strategies.trade import Account, Order, Position, net_volume
+from strategies.trade import PENDING_TYPES, Account, Order, Position, net_volume
 
 Indicator = Callable[[Callable, str], np.ndarray]  # (fn, name) -> its values over the main chart's bars
 
@@ -37,6 +42,12 @@ class TradingContext:
         self._last = self.main  # the broker of the latest request: its retcode is the EA's
         self._several = len(self.brokers) > 1
         self._indicator = indicator
+        self._late = _late_quotes(self.brokers.values(), self.main)
+        # What a request on each symbol needs a quote of: itself and the pairs converting its money, where
+        # one may have none yet (the symbols of ``_late``); empty in every other run, so nothing is asked.
+        late = self._late
+        needs = {b: [x for x in _quoting(b) if x in late] for b in self.brokers.values()} if late else {}
+        self._needs = {b: need for b, need in needs.items() if need}
 
     # -- routing -------------------------------------------------------------------------------------------
     def _of(self, symbol: str | None) -> Broker:
@@ -70,11 +81,47 @@ class TradingContext:
     # -- requests ------------------------------------------------------------------------------------------
     def order(self, side, lots, sl, tp, magic, comment, symbol=None):
         broker = self._last = self._route.get(symbol) or self._of(symbol)
+        if self._needs and self._no_quote(broker, "deal", side, lots, sl=sl, tp=tp):
+            return None
         return broker.order(side, lots, sl, tp, magic, comment)
 
     def pending(self, kind, lots, price, stoplimit, sl, tp, expiration, magic, comment, symbol=None):
         broker = self._last = self._route.get(symbol) or self._of(symbol)
+        if self._needs:
+            side = PENDING_TYPES[kind].side if kind in PENDING_TYPES else 0
+            request = {"kind": kind, "price": price, "stoplimit": stoplimit, "sl": sl, "tp": tp}
+            if self._no_quote(broker, "pending", side, lots, **request, expiration=str(expiration)):
+                return None
         return broker.pending(kind, lots, price, stoplimit, sl, tp, expiration, magic, comment)
+
+    def _no_quote(self, broker: Broker, action: str, side: int, lots, **request) -> bool:
+        """Refuse a request (10021) where its symbol, or a pair converting its profit or margin, has no
+        quote yet (see the module docstring); the reason names that symbol, never a price."""
+        missing = next((x for x in self._needs.get(broker, ()) if not self._quoted(x, x is broker)), None)
+        if missing is None:
+            return False
+        at = self.time_now()
+        why = (
+            f"no quotes: {broker.symbol} has no price yet at {at}"
+            if missing is broker
+            else f"no quotes: {broker.symbol}'s money converts through {missing.symbol}, which has no price "
+            f"yet at {at}"
+        )
+        broker.reject(action, side, lots, checks.PRICE_OFF, why, **request)
+        return True
+
+    def _quoted(self, broker: Broker, own: bool = False) -> bool:
+        """Whether ``broker``'s symbol has a price now: its first bar of its own has begun (``own``: not
+        asked, a request on the symbol itself is refused there as the market being closed, 10018) and,
+        with minutes or ticks, its first one has come by the moment the EA decides (the main symbol's
+        first of the bar)."""
+        if broker.t < broker.market.first and not own:
+            return False
+        first = self._late.get(broker)
+        if first is None:
+            return True
+        path = self.main.price_path
+        return path is None or first <= path.opening_ns(self.main.t)
 
     def close(self, ticket, magic, lots=None, reason="signal", symbol=None) -> int:
         """One position (by ticket), or every position (of a magic number) of one symbol or of all."""
@@ -121,7 +168,9 @@ class TradingContext:
     def price(self, side: int, symbol=None) -> float:
         """A symbol's price now; NaN before its first bar of its own (see the module docstring)."""
         broker = self._route.get(symbol) or self._of(symbol)
-        return broker.price(side) if broker.t >= broker.market.first else math.nan
+        if broker.t < broker.market.first or (broker in self._late and not self._quoted(broker)):
+            return math.nan
+        return broker.price(side)
 
     def point_of(self, symbol: str) -> float:
         return (self._route.get(symbol) or self._of(symbol)).point
@@ -133,3 +182,27 @@ class TradingContext:
         if self._indicator is None:
             raise EAError(f"indicator {name!r}: this account evaluates no indicators of its own")
         return self._indicator(fn, name)
+
+
+def _late_quotes(brokers, main: Broker) -> dict[Broker, int]:
+    """The symbols that may have no quote at a moment the EA decides: each one whose first bar of its own
+    comes after the account's first (value: -1, no later price path), and each other than the main symbol
+    whose first minute or tick comes after the account's first bar opens (value: that minute's or tick's
+    UTC ns). The main symbol decides at its own first price of a bar, so it always has one."""
+    late: dict[Broker, int] = {}
+    for b in brokers:
+        path = b.price_path
+        first = int(path.row_ns[0]) if path is not None and len(path.row_ns) else -1
+        if b is not main and path is not None and first > int(path.edges_ns[0]):
+            late[b] = first
+        elif b.market.first > 0:
+            late[b] = -1
+    return late
+
+
+def _quoting(broker: Broker) -> list[Broker]:
+    """The brokers whose quotes a request on ``broker`` reads: its own, and those of the pairs converting
+    its profit and its margin into the deposit currency (``backtests.broker.convert``)."""
+    money = broker.money
+    pairs = [getattr(money.profit, "pair", None), getattr(money.margin, "pair", None)]
+    return [broker, *(p for p in pairs if p is not None and p is not broker)]

@@ -10,7 +10,8 @@ path is worked whole, so the others never stand at a price later in that minute 
 seconds after the moment being worked): a symbol's minute that has already been worked at the same time
 reads as its open again until the clock moves on. The EA decides at the main symbol's first minute of the
 bar: the other symbols' minutes before that moment are worked first (``to_decision``), and one whose first
-minute comes later stands at its close before the bar until then (``open_quotes``).
+minute comes later stands at its close before the bar until then (``open_quotes``); one that has had no
+minute at all yet has no quote (``NO_QUOTE``: the EA sees none and a request on it is refused, 10021).
 
 Walking every minute of every symbol costs a Python step per minute, so a bar is walked that way only where
 the account's stop-out may happen in it: the equity with every symbol at the worst of its bar at once (longs
@@ -27,29 +28,35 @@ from __future__ import annotations
 
 import numpy as np
 
-_NEVER = np.iinfo(np.int64).max
+from backtests.bar_plan import BarPlan
+
+# The price of a symbol that has had no minute or tick yet (MetaTrader's tester has given it no quote): NaN,
+# so that nothing is priced from its first one, which lies in the future; requests on it are refused
+# (``backtests.context``).
+NO_QUOTE = (float("nan"), float("nan"))
 _SLACK = 1.1  # the stop-out is ruled out only with a tenth of the level to spare (conversions move too)
 
 
-def open_quotes(desks: list, t: int, firsts: list) -> list:
+def open_quotes(desks: list, t: int, firsts: list, plan: BarPlan | None = None) -> list:
     """Bar ``t`` begins on the account: each symbol whose first minute of the bar comes after the main
     symbol's (the moment the EA decides) stands at the close of its newest minute before the bar until then,
     as MetaTrader's tester has given it no tick since: the EA's quotes, fills and the account's equity read
     that, never the bar's open, a price still to come. ``firsts`` (``Broker.enter``'s quotes) with those
     symbols' opening checks made at that close instead; their gap to the bar's open is met where their first
-    minute is worked."""
-    path = desks[0].price_path
-    if path is None:
+    minute is worked. ``plan``: the run's ``BarPlan`` (made here where not given)."""
+    if desks[0].price_path is None:
         return firsts
-    start = path.starts[t]
-    now = path.time_ns[start] if path.covers(t) else path.edges_ns[t]
+    late = (plan or BarPlan(desks, "left")).late[t]
+    if not late:
+        return firsts
     firsts = list(firsts)
-    for j, d in enumerate(desks[1:], 1):
+    for d in late:
+        j = desks.index(d)
         own = d.price_path
-        if own is None:
-            continue
         a = own.starts[t]
-        if a == 0 or closed_at(d, t) or not own.covers(t) or own.time_ns[a] <= now:
+        if a == 0:  # no minute yet at all: no quote until its first
+            d.inside = NO_QUOTE
+            firsts[j] = (*NO_QUOTE, *NO_QUOTE)
             continue
         close, spread = own.points[a - 1, 3], own.spread[a - 1]
         d.inside = (close, close + spread)
@@ -57,19 +64,22 @@ def open_quotes(desks: list, t: int, firsts: list) -> list:
     return firsts
 
 
-def to_decision(desks: list, t: int) -> None:
+def to_decision(desks: list, t: int, plan: BarPlan | None = None) -> None:
     """After the opening checks, before the EA decides: the other symbols' minutes of bar ``t`` before the
     decision's moment (the main symbol's first minute) are worked in time order, so their fills and stops
     come before the decision as they did in time; each of those symbols then stands at its price of that
-    moment (``_set_now``: the open of its minute of that time, else the close of its minute before)."""
-    now = _decision_ns(desks, t)
-    if now is None:
+    moment (``_set_now``: the open of its minute of that time, else the close of its minute before).
+    ``plan``: the run's ``BarPlan`` (made here where not given)."""
+    if desks[0].price_path is None:
         return
-    walking = with_path(desks, t)
-    spans = [_span(d, t) for d in walking]
-    ends = [_first_at(d, t, now) for d in walking]
-    if not any(e > a for (a, _), e in zip(spans, ends, strict=True)):
+    plan = plan or BarPlan(desks, "left")
+    walking = plan.walking[t]
+    starts, firsts = plan.starts, plan.at
+    ends = [firsts[d][t] for d in walking]
+    if not any(e > starts[d][t] for d, e in zip(walking, ends, strict=True)):
         return  # every symbol's bar begins with the main symbol's, or later (``open_quotes``)
+    now = plan.decision[t]
+    spans = [(starts[d][t], starts[d][t + 1]) for d in walking]
     if any(d.book for d in walking):
         _run(walking, t, [a for a, _ in spans], ends)
     for d, span, e in zip(walking, spans, ends, strict=True):
@@ -78,24 +88,29 @@ def to_decision(desks: list, t: int) -> None:
             d.now_ns = None
 
 
-def walk_bar(desks: list, t: int) -> None:
+def walk_bar(desks: list, t: int, plan: BarPlan | None = None) -> None:
     """Bar ``t`` of every broker in ``desks`` after the decision (see the module docstring); every broker's
-    price then reads its own bar again."""
+    price then reads its own bar again. ``plan``: the run's ``BarPlan`` (made here where not given)."""
     try:
-        _walk_bar(desks, t)
+        _walk_bar(desks, t, plan)
     finally:
         for d in desks:
             d.inside = None
 
 
-def _walk_bar(desks: list, t: int) -> None:
+def _walk_bar(desks: list, t: int, plan: BarPlan | None) -> None:
     busy = [d for d in desks if d.book and not closed_at(d, t)]
     if not busy:
         return
-    now = _decision_ns(desks, t)
-    walking = with_path(desks, t)
-    at = [_span(d, t)[0] if now is None else _first_at(d, t, now) for d in walking]
-    begun = any(a > _span(d, t)[0] for d, a in zip(walking, at, strict=True))  # minutes worked before
+    if desks[0].price_path is None:
+        for d in busy:
+            d.bar_range(t)
+        return
+    plan = plan or BarPlan(desks, "left")
+    walking = plan.walking[t]
+    starts = plan.starts
+    at = [plan.at[d][t] for d in walking]
+    begun = any(a > starts[d][t] for d, a in zip(walking, at, strict=True))  # minutes worked before
     alone = busy[0]
     if (
         len(busy) == 1
@@ -107,35 +122,11 @@ def _walk_bar(desks: list, t: int) -> None:
         alone.inside = None  # its own minutes set its prices from its first on
         alone.bar_range(t)
         return
-    for d in desks:
-        if d not in walking and d.book and not closed_at(d, t):
+    for d in busy:
+        if d not in walking:
             d.bar_range(t)  # no minutes in this bar: its own high and low
     if walking:
-        _run(walking, t, at, [_span(d, t)[1] for d in walking])
-
-
-def _decision_ns(desks: list, t: int) -> int | None:
-    """The UTC ns the EA decides at in bar ``t``: the main symbol's first minute of the bar (else its
-    opening time); None without minutes."""
-    path = desks[0].price_path
-    if path is None:
-        return None
-    return int(path.time_ns[path.starts[t]]) if path.covers(t) else int(path.edges_ns[t])
-
-
-def with_path(desks: list, t: int) -> list:
-    """The symbols with minutes (or ticks) in bar ``t``."""
-    return [d for d in desks if not closed_at(d, t) and d.price_path is not None and d.price_path.covers(t)]
-
-
-def _span(desk, t: int) -> tuple[int, int]:
-    path = desk.price_path
-    return int(path.starts[t]), int(path.starts[t + 1])
-
-
-def _first_at(desk, t: int, ns: int) -> int:
-    """``desk``'s first minute of bar ``t`` at or after UTC ``ns`` (its end where none is)."""
-    return _before(desk.price_path, _span(desk, t), ns)
+        _run(walking, t, at, [starts[d][t + 1] for d in walking])
 
 
 def _run(walking: list, t: int, at: list, ends: list) -> None:
@@ -151,38 +142,42 @@ def _run(walking: list, t: int, at: list, ends: list) -> None:
 
 
 def _walk(walking: list, t: int, at: list, ends: list) -> None:
-    spans = [(int(d.price_path.starts[t]), end) for d, end in zip(walking, ends, strict=True)]
+    paths = [d.price_path for d in walking]
+    spans = [(int(p.starts[t]), end) for p, end in zip(paths, ends, strict=True)]
     at = list(at)  # each symbol's next minute not yet worked
     touches: list[int | None] = [None] * len(walking)  # each symbol's next minute that can reach a level
+    found_at = [-1] * len(walking)  # the revision of its book each touch was found at
     revision = None
     while True:
         now = sum(w.revision for w in walking)
-        if now != revision:  # first, or something filled: the margin and the levels changed
+        if now != revision:  # first, or something filled: the margin changed
             revision = now
             if _stop_out_possible(walking, t, spans, at):
                 _every_minute(walking, t, spans, at)
                 return
-            touches = [None] * len(walking)
+        key = None
         for j, d in enumerate(walking):
-            if touches[j] is None:
-                m, end = at[j], spans[j][1]
+            end = spans[j][1]
+            if touches[j] is None or found_at[j] != d.revision:  # its own levels are as they were
+                m = at[j]
                 # The stop-out is ruled out for the rest of the bar until something fills (see above).
-                touches[j] = d.price_path.next_touch(d, m, end, False, t) if d.book and m < end else end
-        times = [
-            d.price_path.time_ns[m] if m < end else _NEVER
-            for d, m, (_, end) in zip(walking, touches, spans, strict=True)
-        ]
-        k = int(np.argmin(times))
-        m = touches[k]
-        if m >= spans[k][1]:
+                touches[j] = paths[j].next_touch(d, m, end, False, t) if d.book and m < end else end
+                found_at[j] = d.revision
+            m = touches[j]
+            if m < end:
+                mine = (int(paths[j].time_ns[m]), j)
+                if key is None or mine < key:
+                    key = mine
+        if key is None:
             return  # no symbol can reach a level in the rest of the bar
-        ns = int(times[k])
+        ns, k = key
+        m = touches[k]
         for j, d in enumerate(walking):  # every symbol at its price of this time
-            if j != k:  # its minutes before this time have passed (none of them could reach a level)
-                at[j] = max(at[j], min(_before(d.price_path, spans[j], ns), touches[j]))
+            if j != k and at[j] < touches[j]:  # its minutes before this time have passed (none reached one)
+                at[j] = max(at[j], min(_before(paths[j], spans[j], ns), touches[j]))
             _set_now(d, spans[j], m if j == k else at[j], ns)
         d = walking[k]
-        d.inside = d.price_path.minute(d, t, m)
+        d.inside = paths[k].minute(d, t, m)
         at[k] = m + 1
         touches[k] = None
 
@@ -296,7 +291,7 @@ def _before(path, span: tuple[int, int], ns: int) -> int:
     """The first minute of ``span`` at or after UTC ``ns`` (its minutes before ``ns`` have passed; the
     one of ``ns`` itself has only opened)."""
     a, b = span
-    return a + int(np.searchsorted(path.time_ns[a:b], ns, side="left"))
+    return min(max(int(path.time_ns.searchsorted(ns, side="left")), a), b)
 
 
 def _set_now(desk, span: tuple[int, int], nxt: int, ns: int) -> None:
@@ -313,7 +308,8 @@ def _set_now(desk, span: tuple[int, int], nxt: int, ns: int) -> None:
         row, col = nxt - 1, 0
     elif nxt > 0:
         row, col = nxt - 1, 3
-    else:
+    else:  # no minute of it yet: no quote
+        desk.inside = NO_QUOTE
         return
     price = path.points[row, col]
     desk.inside = (price, price + path.spread[row])

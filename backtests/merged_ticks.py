@@ -16,8 +16,10 @@ ticks of the other symbols are synchronised by time). So here:
   (``TickPath.tick``); before a tick at time ``x`` is worked, every other symbol is set to its last tick
   before ``x`` (at ``x`` itself only where that symbol comes earlier in the order, its tick of the same
   instant having been worked first). That may be a tick of an earlier bar when its bar's first tick comes
-  after ``x``: a price of the future is never read. A symbol with no tick at all before ``x`` stands at its
-  first tick, the earliest price the run knows of it.
+  after ``x``: a price of the future is never read. A symbol with no tick at all before ``x`` has no quote
+  (MetaTrader's tester has given it none): its price is NaN (``NO_QUOTE``), the EA sees none, and a request
+  on it or on a symbol it converts is refused with 10021 (``backtests.context``); its first tick is worked
+  after the decision like any other.
 
 Stop-outs, pending fills and their margin checks, SL/TP and the conversions of profit through another
 symbol all read those prices. Walking every tick of every symbol costs a Python step per tick, so it is done
@@ -35,89 +37,81 @@ from __future__ import annotations
 
 import numpy as np
 
-from backtests.merged import closed_at, converting, stop_out_possible, with_path
+from backtests.bar_plan import BarPlan
+from backtests.merged import NO_QUOTE, closed_at, converting, stop_out_possible
 from strategies.trade import Tick
 
 
-def open_ticks(desks: list, t: int, firsts: list) -> list:
+def open_ticks(desks: list, t: int, firsts: list, plan: BarPlan | None = None) -> list:
     """Bar ``t`` begins on the account: a symbol whose first tick of the bar comes after the main symbol's
     (the moment the EA decides) stands at its last tick before the bar until then, as MetaTrader's tester
     has given it no newer tick: the EA's quotes, fills and the account's equity read that, never the tick
     still to come. ``firsts`` (``Broker.enter``'s quotes) with those symbols' opening checks made at that
-    tick; their first tick of the bar is worked after the decision, its gap included."""
+    tick; their first tick of the bar is worked after the decision, its gap included. ``plan``: the run's
+    ``BarPlan`` (made here where not given)."""
+    plan = plan or BarPlan(desks, "right")
+    late = plan.late[t]  # those whose first tick of the bar comes after the main symbol's
+    if not late:
+        return firsts
     firsts = list(firsts)
-    for j, d in enumerate(desks):
-        row = _decision_row(desks, d, t)
-        if row is not None and row < int(d.price_path.starts[t]):  # its first tick comes later
+    for d in late:
+        row = plan.at[d][t]
+        j = desks.index(d)
+        if row < 0:  # no tick yet at all: no quote until its first
+            d.now, d.inside = None, NO_QUOTE
+            firsts[j] = (*NO_QUOTE, *NO_QUOTE)
+        else:  # its first tick of the bar comes later
             path = d.price_path
-            d.now = _stood_at(path, row, _decision_ns(desks, t))
+            d.now = _stood_at(path, row, plan.decision[t])
             bid = float(path.bid_points[row])  # a quote is in points, as ``TickPath.open_bar``'s
             firsts[j] = (bid, bid, bid, float(path.ask_points[row]) - bid)
     return firsts
 
 
-def to_decision(desks: list, t: int) -> None:
+def to_decision(desks: list, t: int, plan: BarPlan | None = None) -> None:
     """After the opening checks, before the EA decides: every other symbol's ticks of bar ``t`` up to the
     decision's moment (after its first, worked at the open) are worked in time order, so their fills, stops
     and stop-outs come before the decision as they did in time; then each symbol stands at its last tick at
     or before that moment (``Broker.now``), which the EA's quotes and fills read."""
-    walking = with_path(desks, t)
-    at = [int(d.price_path.starts[t]) + 1 for d in walking]
-    ends = [_decision_row(desks, d, t) + 1 for d in walking]
-    if any(a < e for a, e in zip(at, ends, strict=True)) and any(d.book for d in walking):
-        _run(walking, t, at, ends)
-    now = _decision_ns(desks, t)
-    for d in walking:
-        d.now = _stood_at(d.price_path, _decision_row(desks, d, t), now)
-        d.now_ns = d.inside = None
+    plan = plan or BarPlan(desks, "right")
+    walking = plan.walking[t]
+    rows = [plan.at[d][t] for d in walking]
+    starts = plan.starts
+    at = [starts[d][t] + 1 for d in walking]
+    if any(a <= r for a, r in zip(at, rows, strict=True)) and any(d.book for d in walking):
+        _run(walking, t, at, [r + 1 for r in rows])
+    now = plan.decision[t]
+    for d, row in zip(walking, rows, strict=True):
+        d.now_ns = None
+        if row < 0:  # no tick yet (``open_ticks``)
+            d.now, d.inside = None, NO_QUOTE
+        else:
+            d.now, d.inside = _stood_at(d.price_path, row, now), None
 
 
-def walk_ticks(desks: list, t: int) -> None:
+def walk_ticks(desks: list, t: int, plan: BarPlan | None = None) -> None:
     """Bar ``t`` of every broker in ``desks`` after the decision (see the module docstring)."""
     busy = [d for d in desks if d.book and not closed_at(d, t)]
     if not busy:
         return
+    plan = plan or BarPlan(desks, "right")
+    walking = plan.walking[t]
     alone = busy[0]
     if (
         len(busy) == 1
         and not any(d.book.positions for d in desks if d is not alone)
         and getattr(alone.money.profit, "pair", None) is None
         and getattr(alone.money.margin, "pair", None) is None
-        and (alone.price_path is None or not alone.price_path.covers(t) or _from(desks, alone, t) == 1)
+        and (alone not in walking or plan.at[alone][t] == plan.starts[alone][t])
     ):
         alone.bar_range(t)  # its first tick was its opening, the rest are still to come
         return
-    walking = with_path(desks, t)
-    for d in desks:
-        if d not in walking and d.book and not closed_at(d, t):
+    for d in busy:
+        if d not in walking:
             d.bar_range(t)  # no ticks in this bar: its own high and low
     if any(d.book for d in walking):
-        at = [_decision_row(desks, d, t) + 1 for d in walking]
-        _run(walking, t, at, [int(d.price_path.starts[t + 1]) for d in walking])
-
-
-def _decision_row(desks: list, desk, t: int) -> int | None:
-    """``desk``'s last tick at or before the moment the EA decides in bar ``t`` (the main symbol's first
-    tick of the bar, else the bar's opening time): its first of the bar or a later one, or its last before
-    the bar where its first comes later; None where it has no tick in the bar."""
-    path = desk.price_path
-    if path is None or closed_at(desk, t) or not path.covers(t):
-        return None
-    s, e = int(path.starts[t]), int(path.starts[t + 1])
-    if desk is desks[0]:
-        return s
-    now = _decision_ns(desks, t)
-    row = s + int(np.searchsorted(path.ns[s:e], now, side="right")) - 1
-    return row if row >= s else s - 1 if s > 0 else s  # no tick before the path's first: that one
-
-
-def _decision_ns(desks: list, t: int) -> int:
-    """The UTC ns the EA decides at in bar ``t``: the main symbol's first tick of the bar, else the bar's
-    opening time."""
-    main = desks[0].price_path
-    if main is not None and main.covers(t):
-        return int(main.ns[main.starts[t]])
-    return int(next(d.price_path for d in desks if d.price_path is not None).edges_ns[t])
+        at = [plan.at[d][t] + 1 for d in walking]
+        _run(walking, t, at, [plan.starts[d][t + 1] for d in walking])
 
 
 def _stood_at(path, row: int, now: int) -> Tick:
@@ -125,15 +119,6 @@ def _stood_at(path, row: int, now: int) -> Tick:
     that tick): the prices of its last tick, the clock of the server now, which a request's time, its
     "today" and the orders' expiries read (MetaTrader's ``TimeCurrent``, the newest tick of any symbol)."""
     return Tick.at(now, float(path.bid[row]), float(path.ask[row]))
-
-
-def _from(desks: list, desk, t: int) -> int:
-    """``desk``'s first tick after the decision, counted from its bar's first."""
-    return _decision_row(desks, desk, t) + 1 - int(desk.price_path.starts[t])
-
-
-def _tick_at(path, row: int) -> Tick:
-    return Tick.at(int(path.ns[row]), float(path.bid[row]), float(path.ask[row]))
 
 
 def _run(walking: list, t: int, at: list, ends: list) -> None:
@@ -155,21 +140,22 @@ def _walk(walking: list, t: int, at: list, ends: list) -> None:
     paths = [d.price_path for d in walking]
     spans = [(int(p.starts[t]), end) for p, end in zip(paths, ends, strict=True)]
     touches: list[int | None] = [None] * len(walking)
+    found_at = [-1] * len(walking)  # the revision of its book each touch was found at
     revision = None
     while True:
         now = sum(w.revision for w in walking)
-        if now != revision:  # first, or something filled: the margin and the levels changed
+        if now != revision:  # first, or something filled: the margin changed
             revision = now
             if _stop_out_possible(walking, t, spans):
                 _every_tick(walking, t, spans, at)
                 return
-            touches = [None] * len(walking)
         key = None
         for j, d in enumerate(walking):
             end = spans[j][1]
-            if touches[j] is None:
+            if touches[j] is None or found_at[j] != d.revision:  # its own levels are as they were
                 a = at[j]
                 touches[j] = paths[j].next_touch(d, t, a, end, False) if d.book and a < end else end
+                found_at[j] = d.revision
             m = touches[j]
             if m < end:
                 mine = (int(paths[j].ns[m]), j)
@@ -239,14 +225,14 @@ def _stop_out_possible(walking: list, t: int, spans: list) -> bool:
 def _passed(path, ns: int, same: bool) -> int:
     """The first row of ``path`` not passed at UTC ``ns``: those before ``ns`` have (and those at ``ns``
     where ``same``: the symbol comes first in the order, so its ticks of that instant were worked)."""
-    return int(np.searchsorted(path.ns, ns, side="right" if same else "left"))
+    return int(path.ns.searchsorted(ns, side="right" if same else "left"))
 
 
 def _stand(desk, same: bool, ns: int) -> None:
-    """``desk``'s clock at ``ns`` and its price: its last tick passed then (``_passed``; its first tick
+    """``desk``'s clock at ``ns`` and its price: its last tick passed then (``_passed``; none, ``NO_QUOTE``,
     where none has), never a later one."""
     path = desk.price_path
-    row = max(_passed(path, ns, same) - 1, 0)
+    row = _passed(path, ns, same) - 1
     desk.now = None
     desk.now_ns = ns
-    desk.inside = (float(path.bid_points[row]), float(path.ask_points[row]))
+    desk.inside = (float(path.bid_points[row]), float(path.ask_points[row])) if row >= 0 else NO_QUOTE

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from backtests.account_path import account_drawdowns
+from backtests.bar_plan import BarPlan
 from backtests.broker import AccountConfig
 from backtests.broker.terms import check_spec_settings
 from backtests.context import TradingContext
@@ -266,18 +267,18 @@ def price_paths(desks: list, ticks: bool) -> tuple[Callable[[int], None], Callab
     """The same for every symbol's minutes (``backtests.merged``) or ticks (``backtests.merged_ticks``):
     the bar opens at each symbol's first minute or tick, the prices move on to the decision, and after
     it the bar's minutes or ticks of every symbol are walked in time order."""
-    first_quotes, to_the_decision, walk = (
-        (open_ticks, to_decision, walk_ticks) if ticks else (open_quotes, minutes_to_decision, walk_bar)
-    )
+    to_the_decision, walk = (to_decision, walk_ticks) if ticks else (minutes_to_decision, walk_bar)
+    plan = BarPlan(desks, "right" if ticks else "left")  # each bar's moments and rows, found once a run
 
     def opening(t: int) -> None:
-        firsts = first_quotes(desks, t, [d.enter(t) for d in desks])
+        entered = [d.enter(t) for d in desks]
+        firsts = (open_ticks if ticks else open_quotes)(desks, t, entered, plan)
         for d, first in zip(desks, firsts, strict=True):
             d.open_checks(t, first)
-        to_the_decision(desks, t)
+        to_the_decision(desks, t, plan)
 
     def closing(t: int) -> None:
-        walk(desks, t)
+        walk(desks, t, plan)
 
     return opening, closing
 

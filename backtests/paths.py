@@ -282,6 +282,12 @@ class PricePath:
         step = int(np.median(np.diff(bar_ns))) if len(bar_ns) > 1 else 60_000_000_000
         self.edges_ns = np.append(bar_ns, bar_ns[-1] + step)  # bar opens, then the last bar's close
         self.starts = np.searchsorted(row_ns, self.edges_ns, side="left")
+        self.row_ns = row_ns
+
+    def opening_ns(self, t: int) -> int:
+        """UTC ns of bar ``t``'s first row, else of the bar's opening: where an EA decides in bar ``t``."""
+        s = self.starts[t]
+        return int(self.row_ns[s]) if self.starts[t + 1] > s else int(self.edges_ns[t])
 
     def covers(self, t: int) -> bool:
         return self.starts[t + 1] > self.starts[t]
