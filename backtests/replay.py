@@ -343,6 +343,10 @@ class Backtest:
             feed.advance,
             feed.time,
         )
+        # Quiet bars (``Calm.span``): while the state stays ``key``, the bars before ``end`` need no check at
+        # their open or range, and the loop only moves the broker's clock; the state is read inline.
+        book, market, funds, span = ctx.book, ctx.market, ctx.funds, ctx.calm.span
+        end, key = 0, -1
         try:
             for t in range(fs, n):
                 if every and periods.retrains_at(t):
@@ -362,7 +366,10 @@ class Backtest:
                         )
                     finally:  # an interrupted retraining is still training time, not replay
                         timings["retrain_s"] += time.perf_counter() - tick
-                bar_open(t)
+                if t < end and book.changes + ctx.revision + market.changes + funds.changes == key:
+                    ctx.t = t
+                else:
+                    bar_open(t)
                 advance(t)
                 try:
                     on_bar()
@@ -372,7 +379,9 @@ class Backtest:
                     raise EARuntimeError(
                         type(ea).__name__, "on_bar", f"at bar {t} ({times[t]})", exc, t, times[t]
                     ) from exc
-                bar_range(t)
+                if t >= end or book.changes + ctx.revision + market.changes + funds.changes != key:
+                    bar_range(t)
+                    end, key = span(t)
                 if progress.enabled and (t - fs) % 2048 == 0:
                     progress.to(t - fs)
         finally:

@@ -84,6 +84,34 @@ class Calm:
             return False
         return self._screen(t)
 
+    def state(self) -> int:
+        """A number that moves whenever the book, the orders and stops, the balance or the bars change (the
+        sum of their counters, each of which only grows): ``span``'s quiet bars hold while it stays."""
+        b = self.broker
+        return b.book.changes + b.revision + self._market.changes + self._funds.changes
+
+    def span(self, t: int) -> tuple[int, int]:
+        """``(end, state)`` after bar ``t``'s checks: while ``state()`` stays ``state``, the open and the range
+        of every bar after ``t`` and before ``end`` need no check at all (``bar_open`` and ``bar_range``
+        would only move the clock), so the replay moves the clock itself. ``end`` is ``t`` where that
+        cannot be told: a price path, bars with gaps (``Market.closed``), the general form of the stop-out
+        (asked bar by bar), a bar not screened quiet in this state. A swap's rollover ends the span: its
+        bar's open books the swap."""
+        b, key = self.broker, self.state()
+        market, book = self._market, self._book
+        if b.price_path is not None or market.closed is not None or b.now is not None or b.now_ns is not None:
+            return t, key
+        if not (book.positions or book.orders):  # nothing to check until something is opened or placed
+            return len(market.day), key
+        mine = book.changes + b.revision + market.changes + (self._funds.changes if self._funds.closed_form else 0)
+        if mine != self._key or self._bounds is None or self._general or not self._start <= t < self._until:
+            return t, key
+        end = self._until
+        if b.swaps.active:  # the first bar of the next server day opens with a rollover
+            day = market.day
+            end = min(end, int(np.searchsorted(day, day[t], side="right")))
+        return end, key
+
     def _gather(self) -> tuple[float, float, float, float] | None:
         """``(bid_low, bid_high, ask_low, ask_high)``: a bar is quiet while its bids stay strictly between
         the first two and its asks between the last two; None where the screen does not apply."""
