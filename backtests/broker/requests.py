@@ -83,12 +83,14 @@ class TradeRequests:
     # -- positions -----------------------------------------------------------------------------------------
     def order(self, side: int, lots: float, sl, tp, magic: int, comment: str, symbol: str | None = None):
         """Market order now; returns the ticket of the position opened or changed, None when refused."""
-        self.own(symbol)
+        if symbol is not None:
+            self.own(symbol)
         b, cfg = self.broker, self.config
         bad = checks.check_volume(lots, cfg.lot_min, cfg.lot_max, cfg.lot_step)
         if not bad:
             bad = self._open(side, False, lots)
-        sl, tp = self._grid(checks.stop_value(sl)), self._grid(checks.stop_value(tp))
+        if sl is not None or tp is not None:
+            sl, tp = self._grid(checks.stop_value(sl)), self._grid(checks.stop_value(tp))
         if not bad and (sl is not None or tp is not None):
             ref = b.price(-1) if side > 0 else b.price(+1)  # where the position will close
             what = "bid" if side > 0 else "ask"
@@ -99,7 +101,8 @@ class TradeRequests:
         price = b.price_points(side)
         ledger = b.ledger
         new = ledger.upcoming_ticket()
-        ticket = b.fill(side, norm, price, self._points(sl), self._points(tp), magic, comment)
+        stops = (None, None) if sl is None and tp is None else (self._points(sl), self._points(tp))
+        ticket = b.fill(side, norm, price, *stops, magic, comment)
         if ticket is None:
             return None
         b.last_retcode = checks.DONE
