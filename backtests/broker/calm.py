@@ -91,7 +91,7 @@ class Calm:
         return b.book.changes + b.revision + self._market.changes + self._funds.changes
 
     def span(self, t: int) -> tuple[int, int]:
-        """``(end, state)`` after bar ``t``'s checks: while ``state()`` stays ``state``, the open and the range
+        """``(end, state)`` after bar ``t``'s checks: while ``state()`` stays ``state``, the open and range
         of every bar after ``t`` and before ``end`` need no check at all (``bar_open`` and ``bar_range``
         would only move the clock), so the replay moves the clock itself. ``end`` is ``t`` where that
         cannot be told: a price path, bars with gaps (``Market.closed``), the general form of the stop-out
@@ -103,7 +103,8 @@ class Calm:
             return t, key
         if not (book.positions or book.orders):  # nothing to check until something is opened or placed
             return len(market.day), key
-        mine = book.changes + b.revision + market.changes + (self._funds.changes if self._funds.closed_form else 0)
+        funds = self._funds
+        mine = book.changes + b.revision + market.changes + (funds.changes if funds.closed_form else 0)
         if mine != self._key or self._bounds is None or self._general or not self._start <= t < self._until:
             return t, key
         end = self._until

@@ -119,8 +119,22 @@ class TradeRequests:
         """Close positions by ticket and/or magic (``lots``: part of one position); returns how many.
 
         ``reason`` is the exit reason the trade records (e.g. "time" for a holding-time exit)."""
-        self.own(symbol)
+        if symbol is not None:
+            self.own(symbol)
         b = self.broker
+        if ticket is None and magic is None and lots is None:  # every position: the common close
+            positions = b.book.positions
+            if not positions:
+                return 0
+            bad = self._open(0, True)
+            if bad:
+                b.reject("close", 0, lots, *bad, ticket=ticket)
+                return 0
+            todo = list(positions)
+            for pos in todo:
+                b.close_position(pos, pos.lots, b.price_points(-pos.side), reason)
+            b.last_retcode = checks.DONE
+            return len(todo)
         todo = [
             p
             for p in b.book.positions
