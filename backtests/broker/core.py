@@ -367,7 +367,7 @@ class Broker:
         book = self.book
         closes: list[tuple[OpenPosition, float]] = []  # the opposite positions it reduces, and by how much
         remaining = lots
-        if not cfg.hedging:
+        if not cfg.hedging and book.positions:
             for pos in [p for p in book.positions if p.side != side]:
                 if remaining <= 1e-12:
                     break
@@ -384,8 +384,8 @@ class Broker:
             self.close_position(pos, take, price, reason, order=ticket, record_order=False)
         if not opens:
             return result  # the order only reduced or closed an opposite position
-        same = [] if cfg.hedging else [p for p in book.positions if p.side == side]
-        comm = cents(remaining * cfg.commission)
+        same = [] if cfg.hedging or not book.positions else [p for p in book.positions if p.side == side]
+        comm = cents(remaining * cfg.commission) if cfg.commission else 0.0
         if same:  # netting: the deal adds to the position
             pos = same[0]
             self._end_segment(pos)
@@ -404,10 +404,11 @@ class Broker:
                 pos.tp = tp
             return pos.ticket
         if ticket is None:
-            ticket = self.new_ticket()
+            ticket = self.ledger.new_ticket()
         pos = OpenPosition(ticket, side, remaining, price, self.t, sl, tp, magic, comment, comm, charged)
-        pos.entry_ns = self.stamp()
-        self.funds.charge(-comm, self.t)
+        pos.entry_ns = self.now[0] if self.now is not None else self.now_ns  # ``stamp``
+        if comm:
+            self.funds.charge(-comm, self.t)
         book.add(pos)
         self._deal(ticket, pos, side, "in", remaining, price, 0.0 - comm, 0.0, 0.0)  # 0.0 - x: never -0.0
         return pos.ticket
