@@ -345,7 +345,7 @@ class Backtest:
         )
         # Quiet bars (``Calm.span``): while the state stays ``key``, the bars before ``end`` need no check at
         # their open or range, and the loop only moves the broker's clock; the state is read inline.
-        book, market, funds, span = ctx.book, ctx.market, ctx.funds, ctx.calm.span
+        book, market, funds, span, shown = ctx.book, ctx.market, ctx.funds, ctx.calm.span, progress.enabled
         end, key = 0, -1
         try:
             for t in range(fs, n):
@@ -382,7 +382,7 @@ class Backtest:
                 if t >= end or book.changes + ctx.revision + market.changes + funds.changes != key:
                     bar_range(t)
                     end, key = span(t)
-                if progress.enabled and (t - fs) % 2048 == 0:
+                if shown and (t - fs) % 2048 == 0:
                     progress.to(t - fs)
         finally:
             progress.close()
