@@ -346,7 +346,7 @@ class Backtest:
         # Quiet bars (``Calm.span``): while the state stays ``key``, the bars before ``end`` need no check at
         # their open or range, and the loop only moves the broker's clock; the state is read inline.
         book, market, funds, span, shown = ctx.book, ctx.market, ctx.funds, ctx.calm.span, progress.enabled
-        end, key = 0, -1
+        end, key, quiet = 0, -1, ctx.price_path is None  # a price path checks its bars' prices itself
         try:
             for t in range(fs, n):
                 if every and periods.retrains_at(t):
@@ -381,7 +381,8 @@ class Backtest:
                     ) from exc
                 if t >= end or book.changes + ctx.revision + market.changes + funds.changes != key:
                     bar_range(t)
-                    end, key = span(t)
+                    if quiet:
+                        end, key = span(t)
                 if shown and (t - fs) % 2048 == 0:
                     progress.to(t - fs)
         finally:
