@@ -15,7 +15,7 @@ import pytest
 
 from backtests import AccountConfig, Backtest
 from backtests.broker import Broker
-from backtests.broker.calm import Calm
+from backtests.broker.calm import Calm, Span
 from datafeeds import meta_of, read_sample
 from datafeeds.candles import make_frame
 from neuronet.live.paper import PaperBroker
@@ -279,7 +279,7 @@ def test_a_quiet_span_ends_at_each_rollover_so_every_night_books_its_swap(monkey
     swap = float(screened.trades["swap"].sum())
     assert swap < 0
     _unscreened(monkeypatch)
-    monkeypatch.setattr(Calm, "span", lambda self, t: (t, self.state()))
+    monkeypatch.setattr(Calm, "span", lambda self, t: Span(t, self.state()))
     checked = bt.run()
     _same(_figures(screened), _figures(checked))
     assert float(checked.trades["swap"].sum()) == swap
@@ -299,5 +299,5 @@ def test_a_flat_account_passes_its_bars_without_their_events_and_trades_when_ask
     screened = bt.run()
     assert list(screened.trades["exit_reason"])[:1] == ["sl"]
     _unscreened(monkeypatch)
-    monkeypatch.setattr(Calm, "span", lambda self, t: (t, self.state()))
+    monkeypatch.setattr(Calm, "span", lambda self, t: Span(t, self.state()))
     _same(_figures(screened), _figures(bt.run()))
