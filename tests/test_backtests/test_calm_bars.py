@@ -285,6 +285,24 @@ def test_a_quiet_span_ends_at_each_rollover_so_every_night_books_its_swap(monkey
     assert float(checked.trades["swap"].sum()) == swap
 
 
+def test_a_quiet_span_ends_at_the_server_midnight_of_a_shifted_clock(monkeypatch):
+    """On a UTC+2 server with US daylight saving the rollover comes at 22:00 or 21:00 UTC: each span ends
+    there, and the swaps equal those of a run where every bar is checked."""
+    from dataclasses import replace
+
+    from datafeeds.clock import BrokerClock
+
+    df = read_sample().iloc[:900].copy()
+    df.attrs = {"candles": replace(df.attrs["candles"], clock=BrokerClock(2.0, "us"))}
+    account = AccountConfig(deposit=1e6, swap_long=-40.0, swap_short=-35.0)
+    bt = Backtest(df, HoldLongEA, account=account, forward=None)
+    screened = bt.run()
+    assert float(screened.trades["swap"].sum()) < 0
+    _unscreened(monkeypatch)
+    monkeypatch.setattr(Calm, "span", lambda self, t: Span(t, self.state()))
+    _same(_figures(screened), _figures(bt.run()))
+
+
 def test_a_flat_account_passes_its_bars_without_their_events_and_trades_when_asked(monkeypatch):
     """With nothing open the span runs to the last bar, but an order placed in it ends it at once: the
     position's stop is checked from its first bar on."""
