@@ -349,7 +349,9 @@ class Backtest:
         end, key, quiet = 0, -1, ctx.price_path is None  # a price path checks its bars' prices itself
         try:
             for t in range(fs, n):
+                same = True  # nothing ran since the last bar's state was read: it still holds
                 if every and periods.retrains_at(t):
+                    same = False  # ``on_study`` may trade
                     tick = time.perf_counter()
                     advance(t)
                     ctx.t = t
@@ -366,7 +368,7 @@ class Backtest:
                         )
                     finally:  # an interrupted retraining is still training time, not replay
                         timings["retrain_s"] += time.perf_counter() - tick
-                if t < end and book.changes + ctx.revision + market.changes + funds.changes == key:
+                if t < end and (same or book.changes + ctx.revision + market.changes + funds.changes == key):
                     ctx.t = t
                 else:
                     bar_open(t)

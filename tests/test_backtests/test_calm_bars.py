@@ -319,3 +319,24 @@ def test_a_flat_account_passes_its_bars_without_their_events_and_trades_when_ask
     _unscreened(monkeypatch)
     monkeypatch.setattr(Calm, "span", lambda self, t: Span(t, self.state()))
     _same(_figures(screened), _figures(bt.run()))
+
+
+class StudyTraderEA(ExpertAdvisor):
+    """Trades only when it retrains: a position with a near stop opened by ``on_study`` inside a quiet
+    span (nothing else happens between the bars, so only the retraining can change the book)."""
+
+    retrain_every: int = 37
+
+    def on_study(self, bars) -> None:
+        if not self.positions():
+            self.buy(1.0, sl_points=60, tp_points=90)
+
+
+def test_a_position_opened_by_a_retraining_ends_the_quiet_span_at_once(monkeypatch):
+    df = read_sample().iloc[:1500]
+    bt = Backtest(df, StudyTraderEA, account=AccountConfig(deposit=1e6), forward=0.5)
+    screened = bt.run()
+    assert {"sl", "tp"} <= set(screened.trades["exit_reason"])
+    _unscreened(monkeypatch)
+    monkeypatch.setattr(Calm, "span", lambda self, t: Span(t, self.state()))
+    _same(_figures(screened), _figures(bt.run()))
