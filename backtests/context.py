@@ -125,6 +125,9 @@ class TradingContext:
 
     def close(self, ticket, magic, lots=None, reason="signal", symbol=None) -> int:
         """One position (by ticket), or every position (of a magic number) of one symbol or of all."""
+        if symbol is None and not self._several:  # one symbol: its broker holds every ticket
+            broker = self._last = self.main
+            return broker.close(ticket, magic, lots, reason)
         if symbol is not None:
             return self._use(self._of(symbol)).close(ticket, magic, lots, reason)
         if ticket is not None:

@@ -343,9 +343,15 @@ class Backtest:
             feed.advance,
             feed.time,
         )
+        # Quiet bars (``Calm.span``): while the state stays ``key``, the bars before ``end`` need no check at
+        # their open or range, and the loop only moves the broker's clock; the state is read inline.
+        book, market, funds, span, shown = ctx.book, ctx.market, ctx.funds, ctx.calm.span, progress.enabled
+        end, key, quiet = 0, -1, ctx.price_path is None  # a price path checks its bars' prices itself
         try:
             for t in range(fs, n):
+                same = True  # nothing ran since the last bar's state was read: it still holds
                 if every and periods.retrains_at(t):
+                    same = False  # ``on_study`` may trade
                     tick = time.perf_counter()
                     advance(t)
                     ctx.t = t
@@ -362,7 +368,10 @@ class Backtest:
                         )
                     finally:  # an interrupted retraining is still training time, not replay
                         timings["retrain_s"] += time.perf_counter() - tick
-                bar_open(t)
+                if t < end and (same or book.changes + ctx.revision + market.changes + funds.changes == key):
+                    ctx.t = t
+                else:
+                    bar_open(t)
                 advance(t)
                 try:
                     on_bar()
@@ -372,8 +381,11 @@ class Backtest:
                     raise EARuntimeError(
                         type(ea).__name__, "on_bar", f"at bar {t} ({times[t]})", exc, t, times[t]
                     ) from exc
-                bar_range(t)
-                if progress.enabled and (t - fs) % 2048 == 0:
+                if t >= end or book.changes + ctx.revision + market.changes + funds.changes != key:
+                    bar_range(t)
+                    if quiet:
+                        end, key = span(t)
+                if shown and (t - fs) % 2048 == 0:
                     progress.to(t - fs)
         finally:
             progress.close()

@@ -278,6 +278,8 @@ class TradeMethods:
         holding-time exit). Returns how many positions were closed (or reduced)."""
         if lots is not None and ticket is None:
             raise EAError("close(lots=...) closes part of one position: give its ticket")
+        if ticket is None and magic is None and lots is None and symbol is None and type(reason) is str:
+            return self._require_ctx().close(None, None, None, reason)  # close all: nothing to convert
         return self._require_ctx().close(
             _ticket(ticket, "ticket", optional=True),
             None if magic is None else _ticket(magic, "magic"),
@@ -405,6 +407,11 @@ class TradeMethods:
 
     def _order(self, side, lots, sl, tp, sl_points, tp_points, magic, comment, symbol=None) -> int | None:
         ctx = self._require_ctx()
+        if sl is None and tp is None and sl_points is None and tp_points is None and symbol is None:
+            # no stops, the main chart: the common order, with only its volume and magic to convert
+            lots = lots if type(lots) is float else _number(lots, "lots")
+            magic = self.magic if magic is None else _ticket(magic, "magic")
+            return ctx.order(side, lots, None, None, magic, comment if type(comment) is str else str(comment))
         if (sl is not None and sl_points is not None) or (tp is not None and tp_points is not None):
             raise EAError("give a stop as a price or in points, not both")
         lots, sl, tp = _number(lots, "lots"), _stop(sl, "sl"), _stop(tp, "tp")

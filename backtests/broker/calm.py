@@ -13,6 +13,8 @@ bar that may reach one; each bar before it then costs one comparison.
 The screen only ever rules checks out: a bar it does not pass is checked as before, so a take-profit that
 counts from a later bar (``tp_from``) or a bound met by the slack alone costs a check and nothing else.
 Pending orders and a price path (ohlc1m, ticks) are never screened: they are checked at every bar as before.
+The open-prices replay asks for the quiet bars ahead once a bar is checked (``Calm.span``) and, while nothing
+changes, passes them without the broker's bar events at all; a swap's rollover ends such a span.
 
 The stop-out of several symbols or of a converted profit (the general form, where the level depends on every
 symbol's price at once) has no bound on one symbol's prices: there a bar is quiet only where its own stops
@@ -25,7 +27,7 @@ multi-symbol bar far from its stops costs a comparison per symbol instead of eve
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -37,6 +39,14 @@ if TYPE_CHECKING:
 _PROBES = 8  # bars looked at one by one after a change: a state that lasts a few bars costs no search
 _FIRST_BLOCK = 16  # bars searched after them; each quiet block is followed by a larger one
 _LARGEST_BLOCK = 4096
+
+
+class Span(NamedTuple):
+    """The bars after a checked one that need no check while the broker's ``state`` stays as it is: up to
+    (not including) bar ``end``."""
+
+    end: int
+    state: int
 
 
 class Calm:
@@ -83,6 +93,35 @@ class Calm:
         if self._bounds is None or t == self._loud:
             return False
         return self._screen(t)
+
+    def state(self) -> int:
+        """A number that moves whenever the book, the orders and stops, the balance or the bars change (the
+        sum of their counters, each of which only grows): ``span``'s quiet bars hold while it stays."""
+        b = self.broker
+        return b.book.changes + b.revision + self._market.changes + self._funds.changes
+
+    def span(self, t: int) -> Span:
+        """The ``Span`` after bar ``t``'s checks: while ``state()`` stays ``state``, the open and range
+        of every bar after ``t`` and before ``end`` need no check at all (``bar_open`` and ``bar_range``
+        would only move the clock), so the replay moves the clock itself. ``end`` is ``t`` where that
+        cannot be told: a price path, bars with gaps (``Market.closed``), the general form of the stop-out
+        (asked bar by bar), a bar not screened quiet in this state. A swap's rollover ends the span: its
+        bar's open books the swap."""
+        b, key = self.broker, self.state()
+        market, book = self._market, self._book
+        if b.price_path is not None or market.closed is not None or b.now is not None or b.now_ns is not None:
+            return Span(t, key)
+        if not (book.positions or book.orders):  # nothing to check until something is opened or placed
+            return Span(len(market.day), key)
+        funds = self._funds
+        mine = book.changes + b.revision + market.changes + (funds.changes if funds.closed_form else 0)
+        if mine != self._key or self._bounds is None or self._general or not self._start <= t < self._until:
+            return Span(t, key)
+        end = self._until
+        if b.swaps.active:  # the first bar of the next server day opens with a rollover
+            day = market.day
+            end = min(end, int(np.searchsorted(day, day[t], side="right")))
+        return Span(end, key)
 
     def _gather(self) -> tuple[float, float, float, float] | None:
         """``(bid_low, bid_high, ask_low, ask_high)``: a bar is quiet while its bids stay strictly between

@@ -367,7 +367,7 @@ class Broker:
         book = self.book
         closes: list[tuple[OpenPosition, float]] = []  # the opposite positions it reduces, and by how much
         remaining = lots
-        if not cfg.hedging:
+        if not cfg.hedging and book.positions:
             for pos in [p for p in book.positions if p.side != side]:
                 if remaining <= 1e-12:
                     break
@@ -377,15 +377,15 @@ class Broker:
         bid, ask, opens = self.price_points(-1), self.price_points(+1), remaining > 1e-12
         charged = self.money.margin_price(side, price, bid, ask) if opens else None  # once: closes move none
         if opens and not self._margin_ok(side, remaining, price, closes, charged, bid, ask):
-            return self._no_money(side, lots, price)
+            return self.reject("deal", side, lots, 10019, "not enough free margin", price=price / self.scale)
         result = None
         for pos, take in closes:
             result = pos.ticket
             self.close_position(pos, take, price, reason, order=ticket, record_order=False)
         if not opens:
             return result  # the order only reduced or closed an opposite position
-        same = [] if cfg.hedging else [p for p in book.positions if p.side == side]
-        comm = cents(remaining * cfg.commission)
+        same = [] if cfg.hedging or not book.positions else [p for p in book.positions if p.side == side]
+        comm = cents(remaining * cfg.commission) if cfg.commission else 0.0
         if same:  # netting: the deal adds to the position
             pos = same[0]
             self._end_segment(pos)
@@ -404,10 +404,11 @@ class Broker:
                 pos.tp = tp
             return pos.ticket
         if ticket is None:
-            ticket = self.new_ticket()
+            ticket = self.ledger.new_ticket()
         pos = OpenPosition(ticket, side, remaining, price, self.t, sl, tp, magic, comment, comm, charged)
-        pos.entry_ns = self.stamp()
-        self.funds.charge(-comm, self.t)
+        pos.entry_ns = self.now[0] if self.now is not None else self.now_ns  # ``stamp``
+        if comm:
+            self.funds.charge(-comm, self.t)
         book.add(pos)
         self._deal(ticket, pos, side, "in", remaining, price, 0.0 - comm, 0.0, 0.0)  # 0.0 - x: never -0.0
         return pos.ticket
@@ -428,9 +429,9 @@ class Broker:
         cfg, k = self.config, self.scale
         self._end_segment(pos)
         share = lots / pos.lots
-        entry_comm = cents(pos.commission * share)  # the last part takes what is left of it
-        swap = cents(pos.swap * share)
-        exit_comm = cents(lots * cfg.commission)
+        entry_comm = cents(pos.commission * share) if pos.commission else 0.0  # the last part: what is left
+        swap = cents(pos.swap * share) if pos.swap else 0.0
+        exit_comm = cents(lots * cfg.commission) if cfg.commission else 0.0
         profit = amount = pos.side * ((price - pos.price) / k) * lots * cfg.contract_size
         rate = 1.0
         if not self.money.profit.unity:  # converted at the rate of the fill: this symbol at its price
@@ -446,7 +447,7 @@ class Broker:
             self.record_order(order, kind, lots, price / k, None, None, "filled", pos.ticket, pos.magic,
                               reason)  # fmt: skip
         self._deal(order, pos, -pos.side, entry, lots, price, 0.0 - exit_comm, swap, profit, reason)
-        when = self.stamp()
+        when = self.now[0] if self.now is not None else self.now_ns  # ``stamp``
         self.ledger.new_trade(pos, lots, self.t, when, price, reason, entry_comm, exit_comm, swap, profit, k,
                               self.symbol, rate)  # fmt: skip
         left = round(pos.lots - lots, 8)
@@ -471,9 +472,6 @@ class Broker:
         legs = [(p.side, p.lots - taken.get(id(p), 0.0), price_of(p)) for p in positions]
         legs.append(new)
         return self.funds.margin_ok(legs, cost, bid, ask, self)
-
-    def _no_money(self, side: int, lots: float, price: float) -> None:
-        return self.reject("deal", side, lots, 10019, "not enough free margin", price=price / self.scale)
 
     def _stops(self, t: int, gap_only: bool) -> None:
         for pos, price, reason in self.book.reached_stops(self.quote, t, gap_only):
@@ -574,14 +572,16 @@ class Broker:
         """An order of the orders table (a market order filled now, or a pending order placed now; prices
         in price units)."""
         self.revision += 1
-        return self.ledger.new_order(self.t, self.stamp(), ticket, kind, lots, price, sl, tp, state, position,
-                                     magic, comment, **extra, symbol=self.symbol)  # fmt: skip
+        ns = self.now[0] if self.now is not None else self.now_ns  # ``stamp``, inline: per order
+        return self.ledger.new_order(self.t, ns, ticket, kind, lots, price, sl, tp, state, position, magic,
+                                     comment, **extra, symbol=self.symbol)  # fmt: skip
 
     def _deal(self, order, pos: OpenPosition, side: int, entry: str, lots, price, commission, swap, profit,
               comment: str | None = None) -> None:  # fmt: skip
         self.revision += 1
-        self.ledger.new_deal(self.t, self.stamp(), order, pos, side, entry, lots, price / self.scale,
-                             commission, swap, profit, self.funds.balance, comment, self.symbol)  # fmt: skip
+        ns = self.now[0] if self.now is not None else self.now_ns  # ``stamp``, inline: per deal
+        self.ledger.new_deal(self.t, ns, order, pos, side, entry, lots, price / self.scale, commission, swap,
+                             profit, self.funds.balance, comment, self.symbol)  # fmt: skip
 
     # -- result tables -------------------------------------------------------------------------------------
     def trades_frame(self) -> pd.DataFrame:

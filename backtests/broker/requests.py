@@ -83,12 +83,14 @@ class TradeRequests:
     # -- positions -----------------------------------------------------------------------------------------
     def order(self, side: int, lots: float, sl, tp, magic: int, comment: str, symbol: str | None = None):
         """Market order now; returns the ticket of the position opened or changed, None when refused."""
-        self.own(symbol)
+        if symbol is not None:
+            self.own(symbol)
         b, cfg = self.broker, self.config
         bad = checks.check_volume(lots, cfg.lot_min, cfg.lot_max, cfg.lot_step)
-        if not bad:
-            bad = self._open(side, False, lots)
-        sl, tp = self._grid(checks.stop_value(sl)), self._grid(checks.stop_value(tp))
+        if not bad and (b.market.closed is not None or b.terms.trade_mode != "full"):
+            bad = self._open(side, False, lots)  # the market always open and every deal allowed: no check
+        if sl is not None or tp is not None:
+            sl, tp = self._grid(checks.stop_value(sl)), self._grid(checks.stop_value(tp))
         if not bad and (sl is not None or tp is not None):
             ref = b.price(-1) if side > 0 else b.price(+1)  # where the position will close
             what = "bid" if side > 0 else "ask"
@@ -99,7 +101,8 @@ class TradeRequests:
         price = b.price_points(side)
         ledger = b.ledger
         new = ledger.upcoming_ticket()
-        ticket = b.fill(side, norm, price, self._points(sl), self._points(tp), magic, comment)
+        stops = (None, None) if sl is None and tp is None else (self._points(sl), self._points(tp))
+        ticket = b.fill(side, norm, price, *stops, magic, comment)
         if ticket is None:
             return None
         b.last_retcode = checks.DONE
@@ -116,8 +119,23 @@ class TradeRequests:
         """Close positions by ticket and/or magic (``lots``: part of one position); returns how many.
 
         ``reason`` is the exit reason the trade records (e.g. "time" for a holding-time exit)."""
-        self.own(symbol)
+        if symbol is not None:
+            self.own(symbol)
         b = self.broker
+        if ticket is None and magic is None and lots is None:  # every position: the common close
+            positions = b.book.positions
+            if not positions:
+                return 0
+            market_checked = b.market.closed is not None or b.terms.trade_mode != "full"
+            bad = self._open(0, True) if market_checked else None
+            if bad:
+                b.reject("close", 0, lots, *bad, ticket=ticket)
+                return 0
+            todo = list(positions)
+            for pos in todo:
+                b.close_position(pos, pos.lots, b.price_points(-pos.side), reason)
+            b.last_retcode = checks.DONE
+            return len(todo)
         todo = [
             p
             for p in b.book.positions

@@ -360,3 +360,42 @@ def test_the_rollover_follows_the_servers_daylight_saving(clock, swap):
     _step(b, 1)
     b.finish(1)
     assert b.trades_frame().iloc[0].swap == pytest.approx(swap, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("mode", "buy", "sell", "close_all"),
+    [
+        ("full", 0, 0, 10009),
+        ("close_only", 10044, 10044, 10009),
+        ("long_only", 0, 10042, 10009),
+        ("short_only", 10043, 0, 10009),
+        ("disabled", 10017, 10017, 10017),
+    ],
+)
+def test_each_trade_mode_refuses_its_orders_and_closes_on_the_plain_request_path(mode, buy, sell, close_all):
+    """A market order without stops and a close of every position take the shortest path through the
+    requests; the symbol's trade mode (``SYMBOL_TRADE_MODE``) still refuses what it forbids there, with its
+    retcode, and a refused request changes nothing."""
+    from backtests.broker.book import OpenPosition
+    from backtests.broker.terms import SymbolTerms
+
+    rows = [(1.1, 1.1, 1.1, 1.1)] * 3
+    a = np.array(rows, dtype=float)
+    time = pd.date_range("2024-01-01", periods=len(a), freq="h", tz="UTC")
+    config = AccountConfig(deposit=100_000.0, missing_spread=0, hedging=True)
+    b = Broker(a[:, 0], a[:, 1], a[:, 2], a[:, 3], np.zeros(len(a)), time, POINT, config,
+               terms=SymbolTerms("EURUSD", trade_mode=mode))  # fmt: skip
+    b.bar_open(0)
+    b.adopt(OpenPosition(b.new_ticket(), +1, 1.0, 110_000.0, 0, None, None, 0, "", 0.0, None))
+    for side, retcode in ((+1, buy), (-1, sell)):
+        before = len(b.book.positions)
+        b.last_retcode = 0
+        ticket = b.order(side, 0.1, None, None, 0, "")
+        assert (ticket is None) == bool(retcode)
+        assert b.last_retcode == (retcode or 10009)
+        assert len(b.book.positions) == before + (0 if retcode else 1)
+    held = len(b.book.positions)
+    closed = b.close(None, None)
+    assert b.last_retcode == close_all
+    assert closed == (0 if close_all == 10017 else held)
+    assert len(b.book.positions) == (held if close_all == 10017 else 0)

@@ -15,7 +15,7 @@ import pytest
 
 from backtests import AccountConfig, Backtest
 from backtests.broker import Broker
-from backtests.broker.calm import Calm
+from backtests.broker.calm import Calm, Span
 from datafeeds import meta_of, read_sample
 from datafeeds.candles import make_frame
 from neuronet.live.paper import PaperBroker
@@ -253,3 +253,90 @@ def test_a_stop_beyond_every_later_price_rules_out_the_rest_at_once(monkeypatch)
     result = Backtest(df, LongWithStopEA, account=AccountConfig(deposit=1e6), forward=None).run(entry=70)
     assert list(result.trades["exit_reason"]) == ["end of test"]
     assert searched == []
+
+
+class HoldLongEA(ExpertAdvisor):
+    """Buys once and holds, without stops: on a deep account every later bar is quiet."""
+
+    def on_bar(self) -> None:
+        if not self.positions():
+            self.buy(1.0)
+
+
+def test_a_quiet_span_ends_at_each_rollover_so_every_night_books_its_swap(monkeypatch):
+    """The replay passes quiet bars without the broker's bar events (``Calm.span``), but a span never
+    crosses a server midnight: the rollover's bar opens with its swap, as where every bar is checked."""
+    opened = []
+    bar_open = Broker.bar_open
+    monkeypatch.setattr(Broker, "bar_open", lambda self, t: opened.append(t) or bar_open(self, t))
+    df = read_sample().iloc[:600]
+    account = AccountConfig(deposit=1e6, swap_long=-40.0, swap_short=-35.0)
+    bt = Backtest(df, HoldLongEA, account=account, forward=None)
+    screened = bt.run()
+    days = set(df.index.normalize())  # the sample's server clock is UTC
+    assert len(opened) < len(df) / 4  # the span was used: most bars were passed without their events
+    assert len(days) >= 20 and set(df.index[opened].normalize()) == days  # yet every day had its open
+    swap = float(screened.trades["swap"].sum())
+    assert swap < 0
+    _unscreened(monkeypatch)
+    monkeypatch.setattr(Calm, "span", lambda self, t: Span(t, self.state()))
+    checked = bt.run()
+    _same(_figures(screened), _figures(checked))
+    assert float(checked.trades["swap"].sum()) == swap
+
+
+def test_a_quiet_span_ends_at_the_server_midnight_of_a_shifted_clock(monkeypatch):
+    """On a UTC+2 server with US daylight saving the rollover comes at 22:00 or 21:00 UTC: each span ends
+    there, and the swaps equal those of a run where every bar is checked."""
+    from dataclasses import replace
+
+    from datafeeds.clock import BrokerClock
+
+    df = read_sample().iloc[:900].copy()
+    df.attrs = {"candles": replace(df.attrs["candles"], clock=BrokerClock(2.0, "us"))}
+    account = AccountConfig(deposit=1e6, swap_long=-40.0, swap_short=-35.0)
+    bt = Backtest(df, HoldLongEA, account=account, forward=None)
+    screened = bt.run()
+    assert float(screened.trades["swap"].sum()) < 0
+    _unscreened(monkeypatch)
+    monkeypatch.setattr(Calm, "span", lambda self, t: Span(t, self.state()))
+    _same(_figures(screened), _figures(bt.run()))
+
+
+def test_a_flat_account_passes_its_bars_without_their_events_and_trades_when_asked(monkeypatch):
+    """With nothing open the span runs to the last bar, but an order placed in it ends it at once: the
+    position's stop is checked from its first bar on."""
+
+    class LateEntryEA(ExpertAdvisor):
+        def on_bar(self) -> None:
+            if len(self.bars) == 300 and not self.positions():
+                self.buy(1.0, sl_points=150)
+
+    df = read_sample().iloc[:1200]
+    bt = Backtest(df, LateEntryEA, account=AccountConfig(deposit=1e6), forward=None)
+    screened = bt.run()
+    assert list(screened.trades["exit_reason"])[:1] == ["sl"]
+    _unscreened(monkeypatch)
+    monkeypatch.setattr(Calm, "span", lambda self, t: Span(t, self.state()))
+    _same(_figures(screened), _figures(bt.run()))
+
+
+class StudyTraderEA(ExpertAdvisor):
+    """Trades only when it retrains: a position with a near stop opened by ``on_study`` inside a quiet
+    span (nothing else happens between the bars, so only the retraining can change the book)."""
+
+    retrain_every: int = 37
+
+    def on_study(self, bars) -> None:
+        if not self.positions():
+            self.buy(1.0, sl_points=60, tp_points=90)
+
+
+def test_a_position_opened_by_a_retraining_ends_the_quiet_span_at_once(monkeypatch):
+    df = read_sample().iloc[:1500]
+    bt = Backtest(df, StudyTraderEA, account=AccountConfig(deposit=1e6), forward=0.5)
+    screened = bt.run()
+    assert {"sl", "tp"} <= set(screened.trades["exit_reason"])
+    _unscreened(monkeypatch)
+    monkeypatch.setattr(Calm, "span", lambda self, t: Span(t, self.state()))
+    _same(_figures(screened), _figures(bt.run()))
