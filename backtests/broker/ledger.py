@@ -78,6 +78,7 @@ class Ledger:
         # the equity, not the balance, until then (MetaTrader's ``POSITION_SWAP``).
         self.swap_events: list[tuple[int, float, int | None]] = []
         self._made: tuple[tuple, tuple] | None = None  # the curves, for the records they were made from
+        self._margin_made: tuple[tuple, tuple] | None = None  # the margin at each bar, likewise
 
     def add(self, symbol: str, market: Market, contract_size: float, margin: MarginModel, rate: Any) -> None:
         """Keep the records of ``symbol`` too (its bars on the ledger's timeline); ``rate`` converts its
@@ -244,13 +245,18 @@ class Ledger:
     def curves(self, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Balance, equity (with the open positions' accrued swap) and used margin at each bar's close from
         bar ``first`` on (after the run)."""
-        balance, equity, margin, _ = self._curves()
-        return balance[first:], equity[first:], margin[first:]
+        balance, equity, _ = self._curves()
+        return balance[first:], equity[first:], self._margins()[1][first:]
+
+    def closing_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
+        """``curves``' balance and equity without the margin (the report's curve reads no used margin)."""
+        balance, equity, _ = self._curves()
+        return balance[first:], equity[first:]
 
     def worst_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
         """Equity at each bar's worst prices and the margin held then, from bar ``first`` on
         (``backtests.curves.worst_floating`` says how; every symbol at its worst at once)."""
-        balance, equity, _, held = self._curves()
+        balance, equity, held = self._curves()
         accrued = self._accrued(len(balance))
         trades = self.trades
         names = np.array([tr.symbol for tr in trades], dtype=object)
@@ -265,7 +271,7 @@ class Ledger:
                      dtype=np.float64),
         )  # fmt: skip
         floating = np.zeros(len(balance))
-        margin = np.zeros(len(balance))
+        counted, changed = self._margins()[0], {}
         for name, sym in self.symbols.items():
             mine = names == name
             if not (mine.any() or held[name].any()):
@@ -274,27 +280,30 @@ class Ledger:
             k = m.scale
             bars = (m.opens, m.lows, (m.o + m.s) / k, (m.h + m.s) / k)  # open and low bid, open and high ask
             own = ClosedTrades(*(column[mine] for column in columns))
-            worst, legs = worst_floating(held[name], own, bars, sym.contract_size)
+            worst, changed[name] = worst_floating(held[name], own, bars, sym.contract_size)
             floating += convert_closes(sym.rate.closes(m), worst)
-            margin += sym.margin.of_sums(legs[0], legs[4], legs[2], legs[5])
+        margin = self._margins()[1].copy()  # the close's, but where a trade closed inside a bar counts
+        moved = np.unique(np.concatenate([c.bars for c in changed.values()] or [np.zeros(0, np.int64)]))
+        if moved.size:
+            margin[moved] = 0.0
+            for name in (n for n in self.symbols if n in counted or n in changed):  # in the close's order
+                legs = held[name][:, moved]
+                if name in changed and changed[name].bars.size:
+                    legs[:, np.searchsorted(moved, changed[name].bars)] = changed[name].legs
+                margin[moved] += self.symbols[name].margin.of_sums(legs[0], legs[4], legs[2], legs[5])
         worst = np.minimum(balance + accrued + floating, equity)
         return worst[first:], margin[first:]
 
-    def _curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-        """(balance, equity, margin, held) at every bar's close; ``held``: per symbol, (6, N) long lots, long
-        lots x price, short lots, short lots x price, long and short lots x margin price open over each bar
-        (made once for the records as they are)."""
-        n = len(self.market.o)
-        key = (
-            n,
-            sum(len(v) for v in self.segments.values()),
-            len(self.balance_events),
-            len(self.swap_events),
-        )
+    def _curves(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """(balance, equity, held) at every bar's close; ``held``: per symbol, (6, N) long lots, long lots x
+        price, short lots, short lots x price, long and short lots x margin price open over each bar (made
+        once for the records as they are)."""
+        key = self._key()
         if self._made is not None and self._made[0] == key:
             return self._made[1]
+        n = len(self.market.o)
         balance = self.config.deposit + _running(self.balance_events, n)
-        floating, margin, held = np.zeros(n), np.zeros(n), {}
+        floating, held = np.zeros(n), {}
         for name, sym in self.symbols.items():
             held[name] = legs = _held(self.segments[name], n)
             if not legs.any():
@@ -303,10 +312,34 @@ class Ledger:
             bid, ask = m.closes, (m.c + m.s_close) / m.scale
             pc = sym.contract_size * (legs[0] * bid - legs[1] + legs[3] - legs[2] * ask)
             floating += convert_closes(sym.rate.closes(m), pc)
-            margin += sym.margin.of_sums(legs[0], legs[4], legs[2], legs[5])
-        made = (balance, balance + self._accrued(n) + floating, margin, held)
+        made = (balance, balance + self._accrued(n) + floating, held)
         self._made = (key, made)
         return made
+
+    def _margins(self) -> tuple[list[str], np.ndarray]:
+        """The symbols that hold margin at some bar and the margin of the positions open over each bar, at
+        every bar (made once for the records as they are: the close's and the worst prices' share it)."""
+        key = self._key()
+        if self._margin_made is not None and self._margin_made[0] == key:
+            return self._margin_made[1]
+        _, _, held = self._curves()
+        margin, counted = np.zeros(len(self.market.o)), []
+        for name, sym in self.symbols.items():
+            legs = held[name]
+            if legs.any():
+                counted.append(name)
+                margin += sym.margin.of_sums(legs[0], legs[4], legs[2], legs[5])
+        self._margin_made = (key, (counted, margin))
+        return counted, margin
+
+    def _key(self) -> tuple[int, int, int, int]:
+        """What the curves are made from, counted: new records make them again."""
+        return (
+            len(self.market.o),
+            sum(len(v) for v in self.segments.values()),
+            len(self.balance_events),
+            len(self.swap_events),
+        )
 
     def _accrued(self, n: int) -> np.ndarray:
         """The open positions' accrued swap at each of ``n`` bars' closes (in the equity, not the balance)."""
