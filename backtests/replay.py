@@ -442,8 +442,8 @@ class Backtest:
             chart_data=chart_data(feed, evaluated, fs, last, indicators=ea.declared_indicators()),
             section=section,
             ea_instance=ea,
-            orders=ctx.orders_frame(),
-            deals=ctx.deals_frame(),
+            orders=ctx.orders_frame,  # built on first read (``Result``): the finished run's records
+            deals=ctx.deals_frame,
             curves=curves,
             equity_path=equity_path,
         )
