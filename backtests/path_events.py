@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from backtests.paths import M1Path, ohlc_points
+from backtests.paths import M1Path, ohlc_rising, ohlc_rows
 from backtests.ticks import TickPath
 
 KEY_SHIFT = 32  # a price's key: bar << 32 | its rank inside the bar
@@ -31,9 +31,20 @@ class BarPrices:
     def __init__(self, broker):
         m = broker.market
         self.m, self.path, self.scale = m, broker.price_path, broker.scale  # points per price unit
-        # Each bar's own four prices, ordered as a minute's (bull: low first; bear: high first).
-        self.own = ohlc_points(m.o, m.h, m.lo, m.c)
-        self.own_spread = np.column_stack([m.s_open, m.s, m.s, m.s_close])
+        self._rising = ohlc_rising(m.o, m.c)  # each bar's own prices made only for the bars read
+
+    def own(self, bars: slice | np.ndarray) -> np.ndarray:
+        """(n, 4) each of ``bars``' own four prices, ordered as a minute's (bull: low first; bear: high
+        first; ``backtests.paths.ohlc_points``)."""
+        m = self.m
+        return ohlc_rows(m.o[bars], m.h[bars], m.lo[bars], m.c[bars], self._rising[bars])
+
+    def own_quotes(self, bars: slice | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(bids, asks)`` of ``bars``' own four prices each, in time order (the spread of the open at
+        the open, the bar's at its extremes and that of the close at the close)."""
+        m, own = self.m, self.own(bars)
+        spread = np.column_stack([m.s_open[bars], m.s[bars], m.s[bars], m.s_close[bars]])
+        return own.ravel(), (own + spread).ravel()
 
     def per_bar(self, a: int, b: int) -> int:
         """The prices of a bar, on average over bars ``a..b-1`` (at least the four of a bar's own)."""
@@ -60,7 +71,7 @@ class BarPrices:
         """``(bids, asks)`` of every price of bars ``a..b-1``, in time order."""
         covered = self.covered(a, b)
         if not covered.any():  # the bars' own prices
-            return self.own[a:b].ravel(), (self.own[a:b] + self.own_spread[a:b]).ravel()
+            return self.own_quotes(slice(a, b))
         path = self.path
         if covered.all():  # the rows of consecutive bars are one slice
             rows = slice(int(path.starts[a]), int(path.starts[b]))
@@ -68,11 +79,10 @@ class BarPrices:
                 return path.points[rows].ravel(), (path.points[rows] + path.spread[rows, None]).ravel()
             return path.bid_points[rows], path.ask_points[rows]
         bars = np.arange(a, b)[~covered]
-        parts = [(
-            ((bars[:, None] << KEY_SHIFT) + np.arange(4)).ravel(),
-            self.own[bars].ravel(),
-            (self.own[bars] + self.own_spread[bars]).ravel(),
-        ), self._fine(np.arange(a, b)[covered])]  # fmt: skip
+        parts = [
+            (((bars[:, None] << KEY_SHIFT) + np.arange(4)).ravel(), *self.own_quotes(bars)),
+            self._fine(np.arange(a, b)[covered]),
+        ]
         keys, bid, ask = (np.concatenate(x) for x in zip(*parts, strict=True))
         order = np.argsort(keys, kind="stable")
         return bid[order], ask[order]
@@ -193,7 +203,7 @@ def _keys(
     if own.any():
         m, t = bars.m, bar[own]
         opened = at_open[own] & (price[own] - np.where(buy[own], m.s_open[t], 0.0) == m.o[t])
-        legs = _legs(bars.own[t], price[own] - np.where(buy[own], m.s[t], 0.0))
+        legs = _legs(bars.own(t), price[own] - np.where(buy[own], m.s[t], 0.0))
         keys[own] += np.where(opened, 0, legs)  # at the open: a decision, a gap
     for i in np.flatnonzero(~end & ~own):
         keys[i] = bars.key(int(bar[i]), ns[i], float(price[i]), bool(buy[i]))
