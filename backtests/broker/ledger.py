@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -384,16 +385,23 @@ def _running(events: list[tuple[int, float, int | None]], n: int) -> np.ndarray:
     """The running sum of ``events`` (bar, amount, deal) at each of ``n`` bars' closes."""
     changes = np.zeros(n + 1)
     if events:
-        bars, amounts, _ = zip(*events, strict=True)
-        np.add.at(changes, np.array(bars, dtype=np.int64), np.array(amounts))
+        bars, amounts = (_field(events, k, dtype) for k, dtype in ((0, np.int64), (1, np.float64)))
+        np.add.at(changes, bars, amounts)
     return np.cumsum(changes[:n])
+
+
+def _field(records: list[tuple], k: int, dtype: type) -> np.ndarray:
+    """Field ``k`` of every record as one array, read in one pass (``zip(*records)`` would make an iterator
+    per record: a hundred thousand objects for the collector at a million bars)."""
+    return np.fromiter(map(itemgetter(k), records), dtype=dtype, count=len(records))
 
 
 def _held(segments: list[Segment], n: int) -> np.ndarray:
     """(6, N) legs held over each of ``n`` bars by ``segments`` (see ``Ledger._curves``)."""
     legs = np.zeros((6, n + 1))
     if segments:
-        start, end, side, lots, price, mprice = (np.array(c) for c in zip(*segments, strict=True))
+        start, end, side = (_field(segments, k, np.int64) for k in range(3))
+        lots, price, mprice = (_field(segments, k, np.float64) for k in range(3, 6))
         for row, mask in ((0, side > 0), (2, side < 0)):
             cols = ((row, lots[mask]), (row + 1, (lots * price)[mask]), (4 + row // 2, (lots * mprice)[mask]))
             # each bar's starts, then its ends, summed in segment order (``bincount`` adds one by one)
