@@ -15,6 +15,7 @@ its key.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -143,31 +144,31 @@ def deal_events(
     width = 1 + 4 * len(symbols)
     deals, trades = ledger.deals, ledger.trades
     n = len(deals)
-    entry = np.array([d.entry for d in deals], dtype=object)
+    entry = _texts(deals, "entry")
     is_in = entry == "in"
     is_out = (entry == "out") | (entry == "out_by")
     if not (is_in | is_out).all() or int(is_out.sum()) > len(trades):
         return None  # a netting reversal, or an exit without its trade
-    symbol = np.array([d.symbol for d in deals], dtype=object)
-    buy = np.array([d.type == "buy" for d in deals], dtype=bool)
-    lots = np.array([d.lots for d in deals], dtype=np.float64)
-    bar = np.array([d.bar for d in deals], dtype=np.int64)
-    end = np.array([d.comment == "end of test" for d in deals], dtype=bool)
-    ns = [d.ns if timed else None for d in deals]
+    symbol = _texts(deals, "symbol")
+    buy = _texts(deals, "type") == "buy"
+    lots = _numbers(deals, "lots")
+    bar = _numbers(deals, "bar", np.int64)
+    end = _texts(deals, "comment") == "end of test"
+    ns = list(map(attrgetter("ns"), deals)) if timed else [None] * n
     scale = np.zeros(n)
     sym_col = np.zeros(n, dtype=np.int64)
     for i, name in enumerate(symbols):
         mine = symbol == name
         scale[mine], sym_col[mine] = symbols[name].scale, 1 + 4 * i
     # round() of each price in points: to the nearest, half to even
-    price = np.rint(np.array([d.price for d in deals], dtype=np.float64) * scale)
+    price = np.rint(_numbers(deals, "price") * scale)
     closed = trades[: int(is_out.sum())]  # the exits close the trades in their order
     volume = np.where(is_in, lots, 0.0)
     amount = np.where(is_in, lots * price, 0.0)
     out = np.flatnonzero(is_out)
-    t_lots = np.array([t.lots for t in closed], dtype=np.float64)
+    t_lots = _numbers(closed, "lots")
     volume[out] = -t_lots
-    amount[out] = -t_lots * (np.array([t.entry_price for t in closed], dtype=np.float64) * scale[out])
+    amount[out] = -t_lots * (_numbers(closed, "entry_price") * scale[out])
     # an entry adds to its side (long: +0, short: +2), an exit takes from the other one
     side = sym_col + np.where(is_in == buy, 0, 2)
     balance = (*ledger.balance_events, *ledger.swap_events)
@@ -178,13 +179,25 @@ def deal_events(
     for name in symbols:
         mine = np.flatnonzero(symbol == name)
         keys[mine] = _keys(symbols[name], bar[mine], [ns[i] for i in mine], price[mine], buy[mine], end[mine])
-    for k, (b, value, deal) in enumerate(balance, start=n):
-        keys[k] = b << KEY_SHIFT if deal is None or deal >= n else keys[deal]
-        moves[k, 0] = value
+    if balance:  # at its deal's key, else at its bar's open
+        of = np.fromiter((-1 if d is None or d >= n else d for _, _, d in balance), np.int64, len(balance))
+        bars = np.fromiter(map(itemgetter(0), balance), np.int64, len(balance))
+        keys[n:] = np.where(of >= 0, keys[np.maximum(of, 0)], bars << KEY_SHIFT)
+        moves[n:, 0] = np.fromiter(map(itemgetter(1), balance), np.float64, len(balance))
     if not len(keys):
         return np.zeros(0, dtype=np.int64), np.zeros((0, width))
     order = np.argsort(keys, kind="stable")
     return keys[order], moves[order]
+
+
+def _texts(records: list, name: str) -> np.ndarray:
+    """Field ``name`` of every record, as an array of objects (to compare with text)."""
+    return np.array(list(map(attrgetter(name), records)), dtype=object)
+
+
+def _numbers(records: list, name: str, dtype: type = np.float64) -> np.ndarray:
+    """Field ``name`` of every record, as an array of ``dtype``."""
+    return np.fromiter(map(attrgetter(name), records), dtype=dtype, count=len(records))
 
 
 def _keys(
