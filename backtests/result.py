@@ -180,14 +180,15 @@ def equity_frame(time, balance, equity, curves: pd.DataFrame | None, account: di
     """The forward bars' balance and equity (at each close) with their times, the worst equity and margin
     level of each bar where the curve has them, and the drawdown from the running peak in %."""
     equity = np.asarray(equity, dtype=np.float64)
-    frame = pd.DataFrame({"equity": equity, "balance": np.asarray(balance, dtype=np.float64)}, index=time)
-    if curves is not None and len(curves) == len(frame) + 1:  # the curve's first row is the start
-        frame["equity_worst"] = curves["equity_worst"].to_numpy()[1:]
-        frame["margin_level"] = curves["margin_level"].to_numpy()[1:]
+    columns = {"equity": equity, "balance": np.asarray(balance, dtype=np.float64)}
+    if curves is not None and len(curves) == len(equity) + 1:  # the curve's first row is the start
+        columns["equity_worst"] = curves["equity_worst"].to_numpy()[1:]
+        columns["margin_level"] = curves["margin_level"].to_numpy()[1:]
     deposit = float(account.get("deposit") or (equity[0] if len(equity) else 0.0))
     peak = np.maximum.accumulate(np.concatenate(([deposit], equity)))[1:]
     with np.errstate(divide="ignore", invalid="ignore"):
-        frame["drawdown_pct"] = np.where(peak > 0, (peak - equity) / peak * 100.0, 0.0)
+        columns["drawdown_pct"] = np.where(peak > 0, (peak - equity) / peak * 100.0, 0.0)
+    frame = pd.DataFrame(columns, index=time)  # one table made once, not a column at a time
     frame.index.name = "time"
     return frame
 
