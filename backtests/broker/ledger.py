@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -260,17 +260,24 @@ class Ledger:
         balance, equity, held = self._curves()
         accrued = self._accrued(len(balance))
         trades = self.trades
-        names = np.array([tr.symbol for tr in trades], dtype=object)
+        n = len(trades)
+
+        def field(name: str, dtype: type = np.float64) -> np.ndarray:
+            return np.fromiter(map(attrgetter(name), trades), dtype=dtype, count=n)
+
+        names = np.array(list(map(attrgetter("symbol"), trades)), dtype=object)
+        margin_price = np.array(list(map(attrgetter("margin_price"), trades)), dtype=object)
+        unset = np.equal(margin_price, None)
+        margin_price[unset] = field("entry_price")[unset]  # None: charged at its entry price
         columns = ClosedTrades(
-            np.array([tr.type == "buy" for tr in trades], dtype=bool),
-            np.array([tr.lots for tr in trades], dtype=np.float64),
-            np.array([tr.entry_price for tr in trades], dtype=np.float64),
-            np.array([tr.exit_price for tr in trades], dtype=np.float64),
-            np.array([tr.exit_bar for tr in trades], dtype=np.int64),
-            np.array([tr.exit_reason in ("sl", "stop out") for tr in trades], dtype=bool),
-            np.array([tr.entry_price if tr.margin_price is None else tr.margin_price for tr in trades],
-                     dtype=np.float64),
-        )  # fmt: skip
+            np.array(list(map(attrgetter("type"), trades)), dtype=object) == "buy",
+            field("lots"),
+            field("entry_price"),
+            field("exit_price"),
+            field("exit_bar", np.int64),
+            np.isin(np.array(list(map(attrgetter("exit_reason"), trades)), dtype=object), ["sl", "stop out"]),
+            margin_price.astype(np.float64),
+        )
         floating = np.zeros(len(balance))
         counted, changed = self._margins()[0], {}
         for name, sym in self.symbols.items():
