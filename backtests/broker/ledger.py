@@ -213,10 +213,11 @@ class Ledger:
         trades = self.trades
         df = pd.DataFrame([tr.row() for tr in trades], columns=list(TRADE_COLUMNS))
         # The stamps from the records, not the frame: a column of ints and Nones would turn them into floats.
-        df["entry_time"] = self.times(df["entry_bar"], [tr.entry_ns for tr in trades])
-        df["exit_time"] = self.times(df["exit_bar"], [tr.exit_ns for tr in trades])
+        df["entry_time"] = self.times(df["entry_bar"], list(map(attrgetter("entry_ns"), trades)))
+        df["exit_time"] = self.times(df["exit_bar"], list(map(attrgetter("exit_ns"), trades)))
         mae, mfe = np.zeros(len(df)), np.zeros(len(df))
         names = df["symbol"].to_numpy()
+        rates = np.fromiter(map(attrgetter("rate"), trades), dtype=np.float64, count=len(trades))
         for name, sym in self.symbols.items():
             mine = names == name
             if not mine.any():
@@ -225,7 +226,7 @@ class Ledger:
             lows, highs, spread = m.lows, m.highs, m.spread
             wanted = ("type", "lots", "entry_price", "exit_price", "entry_bar", "exit_bar")
             col = {c: df[c].to_numpy()[mine] for c in wanted}
-            rate = np.array([tr.rate for tr in trades], dtype=np.float64)[mine]
+            rate = rates[mine]
             buy = col["type"] == "buy"
             a, b = col["entry_bar"].astype(np.int64), col["exit_bar"].astype(np.int64)
             exit_ = col["exit_price"].astype(np.float64)
