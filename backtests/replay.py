@@ -396,6 +396,7 @@ class Backtest:
     def _score(self, ea, ctx, feed: BarFeed, periods: Periods, last, complete, timings, clock) -> Result:
         fs = periods.forward_start
         df = self.candles
+        records = ctx.ledger.snapshot()  # the tables built on first read: the records the figures are of
         trades, curves, stats, balance, equity, equity_path = broker_figures(ctx, fs, last, self.account)
         times = df.index[fs : last + 1]
         after = "after the run"
@@ -443,8 +444,8 @@ class Backtest:
             chart_data=chart_data(feed, evaluated, fs, last, indicators=ea.declared_indicators()),
             section=section,
             ea_instance=ea,
-            orders=ctx.orders_frame,  # built on first read (``Result``): the finished run's records
-            deals=ctx.deals_frame,
+            orders=records.orders_frame,  # built on first read (``Result``) from the records at the end
+            deals=records.deals_frame,
             curves=curves,
             equity_path=equity_path,
         )

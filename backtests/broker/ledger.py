@@ -10,6 +10,7 @@ the deposit currency (``backtests.broker.convert``).
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 from operator import attrgetter, itemgetter
@@ -202,6 +203,17 @@ class Ledger:
         self.segments[symbol or self.symbol].append(Segment(start, end, side, lots, price, mp))
 
     # -- result tables -------------------------------------------------------------------------------------
+    def snapshot(self) -> Ledger:
+        """The ledger as it is now, for tables built later (``Result.orders``): its lists of records
+        copied, so a request made after the run (through an EA kept with its result) adds nothing to them;
+        the records themselves are shared (a finished run has no pending order left to change)."""
+        frozen = copy.copy(self)
+        for name in ("trades", "deals", "orders", "rejected", "balance_events", "swap_events"):
+            setattr(frozen, name, list(getattr(self, name)))
+        frozen.segments = {k: list(v) for k, v in self.segments.items()}
+        frozen.symbols = dict(self.symbols)
+        return frozen
+
     def trades_frame(self) -> pd.DataFrame:
         """Closed trades in closing order, with MAE/MFE: the worst and best floating profit while open.
 

@@ -186,3 +186,14 @@ def test_a_result_given_no_orders_has_empty_tables_of_its_own(result):
     one.orders["x"] = [1]  # one result's table is its own
     assert two.orders.empty
     pd.testing.assert_frame_equal(replace(result).orders, result.orders)
+
+
+def test_a_request_after_the_run_changes_no_table_of_its_result():
+    res = Backtest(read_sample().iloc[:600], SmaCrossEA).run()
+    ticket = res.ea_instance.buy(0.1)  # the EA kept with the result still reaches its broker
+    assert ticket  # (accepted there: the tables must not show it)
+    assert len(res.deals) == 2 * len(res.trades) == 2 * res.stats["total_trades"]
+    assert (
+        ticket not in set(res.orders["ticket"])
+        and res.deals["balance"].iloc[-1] == res.stats["final_balance"]
+    )
