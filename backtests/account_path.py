@@ -72,7 +72,7 @@ def account_drawdowns(
 
 def _quotes(bars: _OwnBars, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
     """Bids and asks (points) of the four prices of bars ``a..b-1``."""
-    return bars.own[a:b].ravel(), (bars.own[a:b] + bars.own_spread[a:b]).ravel()
+    return bars.own_quotes(slice(a, b))
 
 
 def _converted(desk, amount: np.ndarray, quotes: dict) -> np.ndarray:

@@ -21,9 +21,11 @@ def worst_floating(
     trades: ClosedTrades,
     bars: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     contract_size: float,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, WorstLegs]:
     """``(N,)`` floating profit of one symbol at each bar's worst prices (its profit currency) and the legs
-    held at that moment, ``(6, N)`` as ``held``.
+    held at that moment where they differ from ``held`` (``WorstLegs``: the bars where a trade closed
+    inside its bar still counts, and the legs there); everywhere else they are ``held``'s, so the margin
+    held at the worst prices is the margin at the close but at those few bars.
 
     ``held`` (6, N): long lots, long lots x price, short lots, short lots x price, long lots x margin price
     and short lots x margin price of the positions floating over each bar; ``trades``: the symbol's closed
@@ -33,22 +35,32 @@ def worst_floating(
     opens, lows, open_ask, high_ask = bars
     cs = contract_size
     floating = cs * (held[0] * lows - held[1] + held[3] - held[2] * high_ask)  # longs at the low bid, ...
-    held = held.copy()
     long_, bar, exit_ = trades.long, trades.exit_bar, trades.exit_price
     at_open = exit_ == np.where(long_, opens[bar], open_ask[bar])
     inside = ~(at_open | trades.stopped)  # no excursion beyond the exit inside its bar where not inside
     if not inside.any():
-        return floating, held
+        return floating, WorstLegs(np.zeros(0, dtype=np.int64), held[:, :0].copy())
     long_, bar, exit_ = long_[inside], bar[inside], exit_[inside]
     lots, entry, margin = trades.lots[inside], trades.entry_price[inside], trades.margin_price[inside]
     fall = np.where(long_, lows[bar] - exit_, exit_ - high_ask[bar])
     # in closing order, one bar at a time (``np.add.at``): the same sums as trade by trade
     np.add.at(floating, bar, np.where(fall < 0.0, fall, 0.0) * lots * cs)
+    touched = np.unique(bar)
+    legs = held[:, touched]  # a copy: ``held`` stays the close's
+    at = np.searchsorted(touched, bar)
     for side, mask in ((0, long_), (2, ~long_)):
-        np.add.at(held[side], bar[mask], lots[mask])
-        np.add.at(held[side + 1], bar[mask], (lots * entry)[mask])
-        np.add.at(held[4 + side // 2], bar[mask], (lots * margin)[mask])
-    return floating, held
+        np.add.at(legs[side], at[mask], lots[mask])
+        np.add.at(legs[side + 1], at[mask], (lots * entry)[mask])
+        np.add.at(legs[4 + side // 2], at[mask], (lots * margin)[mask])
+    return floating, WorstLegs(touched, legs)
+
+
+class WorstLegs(NamedTuple):
+    """The legs held at a bar's worst prices where a trade closed inside it still counts there: ``bars``
+    (sorted, int64) and ``legs`` (6, len(bars)), in ``held``'s rows."""
+
+    bars: np.ndarray
+    legs: np.ndarray
 
 
 class ClosedTrades(NamedTuple):

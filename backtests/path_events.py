@@ -15,10 +15,11 @@ its key.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
-from backtests.paths import M1Path, ohlc_points
+from backtests.paths import M1Path, ohlc_rising, ohlc_rows
 from backtests.ticks import TickPath
 
 KEY_SHIFT = 32  # a price's key: bar << 32 | its rank inside the bar
@@ -31,9 +32,20 @@ class BarPrices:
     def __init__(self, broker):
         m = broker.market
         self.m, self.path, self.scale = m, broker.price_path, broker.scale  # points per price unit
-        # Each bar's own four prices, ordered as a minute's (bull: low first; bear: high first).
-        self.own = ohlc_points(m.o, m.h, m.lo, m.c)
-        self.own_spread = np.column_stack([m.s_open, m.s, m.s, m.s_close])
+        self._rising = ohlc_rising(m.o, m.c)  # each bar's own prices made only for the bars read
+
+    def own(self, bars: slice | np.ndarray) -> np.ndarray:
+        """(n, 4) each of ``bars``' own four prices, ordered as a minute's (bull: low first; bear: high
+        first; ``backtests.paths.ohlc_points``)."""
+        m = self.m
+        return ohlc_rows(m.o[bars], m.h[bars], m.lo[bars], m.c[bars], self._rising[bars])
+
+    def own_quotes(self, bars: slice | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(bids, asks)`` of ``bars``' own four prices each, in time order (the spread of the open at
+        the open, the bar's at its extremes and that of the close at the close)."""
+        m, own = self.m, self.own(bars)
+        spread = np.column_stack([m.s_open[bars], m.s[bars], m.s[bars], m.s_close[bars]])
+        return own.ravel(), (own + spread).ravel()
 
     def per_bar(self, a: int, b: int) -> int:
         """The prices of a bar, on average over bars ``a..b-1`` (at least the four of a bar's own)."""
@@ -60,7 +72,7 @@ class BarPrices:
         """``(bids, asks)`` of every price of bars ``a..b-1``, in time order."""
         covered = self.covered(a, b)
         if not covered.any():  # the bars' own prices
-            return self.own[a:b].ravel(), (self.own[a:b] + self.own_spread[a:b]).ravel()
+            return self.own_quotes(slice(a, b))
         path = self.path
         if covered.all():  # the rows of consecutive bars are one slice
             rows = slice(int(path.starts[a]), int(path.starts[b]))
@@ -68,11 +80,10 @@ class BarPrices:
                 return path.points[rows].ravel(), (path.points[rows] + path.spread[rows, None]).ravel()
             return path.bid_points[rows], path.ask_points[rows]
         bars = np.arange(a, b)[~covered]
-        parts = [(
-            ((bars[:, None] << KEY_SHIFT) + np.arange(4)).ravel(),
-            self.own[bars].ravel(),
-            (self.own[bars] + self.own_spread[bars]).ravel(),
-        ), self._fine(np.arange(a, b)[covered])]  # fmt: skip
+        parts = [
+            (((bars[:, None] << KEY_SHIFT) + np.arange(4)).ravel(), *self.own_quotes(bars)),
+            self._fine(np.arange(a, b)[covered]),
+        ]
         keys, bid, ask = (np.concatenate(x) for x in zip(*parts, strict=True))
         order = np.argsort(keys, kind="stable")
         return bid[order], ask[order]
@@ -133,31 +144,31 @@ def deal_events(
     width = 1 + 4 * len(symbols)
     deals, trades = ledger.deals, ledger.trades
     n = len(deals)
-    entry = np.array([d.entry for d in deals], dtype=object)
+    entry = _texts(deals, "entry")
     is_in = entry == "in"
     is_out = (entry == "out") | (entry == "out_by")
     if not (is_in | is_out).all() or int(is_out.sum()) > len(trades):
         return None  # a netting reversal, or an exit without its trade
-    symbol = np.array([d.symbol for d in deals], dtype=object)
-    buy = np.array([d.type == "buy" for d in deals], dtype=bool)
-    lots = np.array([d.lots for d in deals], dtype=np.float64)
-    bar = np.array([d.bar for d in deals], dtype=np.int64)
-    end = np.array([d.comment == "end of test" for d in deals], dtype=bool)
-    ns = [d.ns if timed else None for d in deals]
+    symbol = _texts(deals, "symbol")
+    buy = _texts(deals, "type") == "buy"
+    lots = _numbers(deals, "lots")
+    bar = _numbers(deals, "bar", np.int64)
+    end = _texts(deals, "comment") == "end of test"
+    ns = list(map(attrgetter("ns"), deals)) if timed else [None] * n
     scale = np.zeros(n)
     sym_col = np.zeros(n, dtype=np.int64)
     for i, name in enumerate(symbols):
         mine = symbol == name
         scale[mine], sym_col[mine] = symbols[name].scale, 1 + 4 * i
     # round() of each price in points: to the nearest, half to even
-    price = np.rint(np.array([d.price for d in deals], dtype=np.float64) * scale)
+    price = np.rint(_numbers(deals, "price") * scale)
     closed = trades[: int(is_out.sum())]  # the exits close the trades in their order
     volume = np.where(is_in, lots, 0.0)
     amount = np.where(is_in, lots * price, 0.0)
     out = np.flatnonzero(is_out)
-    t_lots = np.array([t.lots for t in closed], dtype=np.float64)
+    t_lots = _numbers(closed, "lots")
     volume[out] = -t_lots
-    amount[out] = -t_lots * (np.array([t.entry_price for t in closed], dtype=np.float64) * scale[out])
+    amount[out] = -t_lots * (_numbers(closed, "entry_price") * scale[out])
     # an entry adds to its side (long: +0, short: +2), an exit takes from the other one
     side = sym_col + np.where(is_in == buy, 0, 2)
     balance = (*ledger.balance_events, *ledger.swap_events)
@@ -168,13 +179,25 @@ def deal_events(
     for name in symbols:
         mine = np.flatnonzero(symbol == name)
         keys[mine] = _keys(symbols[name], bar[mine], [ns[i] for i in mine], price[mine], buy[mine], end[mine])
-    for k, (b, value, deal) in enumerate(balance, start=n):
-        keys[k] = b << KEY_SHIFT if deal is None or deal >= n else keys[deal]
-        moves[k, 0] = value
+    if balance:  # at its deal's key, else at its bar's open
+        of = np.fromiter((-1 if d is None or d >= n else d for _, _, d in balance), np.int64, len(balance))
+        bars = np.fromiter(map(itemgetter(0), balance), np.int64, len(balance))
+        keys[n:] = np.where(of >= 0, keys[np.maximum(of, 0)], bars << KEY_SHIFT)
+        moves[n:, 0] = np.fromiter(map(itemgetter(1), balance), np.float64, len(balance))
     if not len(keys):
         return np.zeros(0, dtype=np.int64), np.zeros((0, width))
     order = np.argsort(keys, kind="stable")
     return keys[order], moves[order]
+
+
+def _texts(records: list, name: str) -> np.ndarray:
+    """Field ``name`` of every record, as an array of objects (to compare with text)."""
+    return np.array(list(map(attrgetter(name), records)), dtype=object)
+
+
+def _numbers(records: list, name: str, dtype: type = np.float64) -> np.ndarray:
+    """Field ``name`` of every record, as an array of ``dtype``."""
+    return np.fromiter(map(attrgetter(name), records), dtype=dtype, count=len(records))
 
 
 def _keys(
@@ -193,7 +216,7 @@ def _keys(
     if own.any():
         m, t = bars.m, bar[own]
         opened = at_open[own] & (price[own] - np.where(buy[own], m.s_open[t], 0.0) == m.o[t])
-        legs = _legs(bars.own[t], price[own] - np.where(buy[own], m.s[t], 0.0))
+        legs = _legs(bars.own(t), price[own] - np.where(buy[own], m.s[t], 0.0))
         keys[own] += np.where(opened, 0, legs)  # at the open: a decision, a gap
     for i in np.flatnonzero(~end & ~own):
         keys[i] = bars.key(int(bar[i]), ns[i], float(price[i]), bool(buy[i]))

@@ -247,12 +247,22 @@ def ohlc_points(o: np.ndarray, h: np.ndarray, lo: np.ndarray, c: np.ndarray) -> 
     opposite of the last bar before it that was not a doji ("If the previous candlestick was rising, this
     one is considered falling, and vice versa", MetaTrader 5 Help, "Generation of Ticks"), and as a rising
     one when no bar before it was."""
+    return ohlc_rows(o, h, lo, c, ohlc_rising(o, c))
+
+
+def ohlc_rising(o: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Whether ``ohlc_points`` walks each bar as a rising one (low before high): a bar's rows can then be
+    made for any bars alone (``ohlc_rows``), the direction of a doji coming from the bars before it."""
     direction = np.sign(c - o)
     moved = direction != 0
     last = np.maximum.accumulate(np.where(moved, np.arange(len(o)), -1))  # the latest bar that moved
     before = np.concatenate(([-1], last[:-1]))  # ... strictly before each bar
     previous = np.where(before >= 0, direction[np.maximum(before, 0)], -1.0)
-    rising = np.where(moved, direction > 0, previous < 0)
+    return np.where(moved, direction > 0, previous < 0)
+
+
+def ohlc_rows(o: np.ndarray, h: np.ndarray, lo: np.ndarray, c: np.ndarray, rising: np.ndarray) -> np.ndarray:
+    """``ohlc_points``' rows of bars given with their ``ohlc_rising``."""
     first = np.where(rising, lo, h)
     second = np.where(rising, h, lo)
     return np.column_stack([o, first, second, c])

@@ -375,16 +375,21 @@ def _day_figures(index: pd.DatetimeIndex, equity: np.ndarray) -> dict:
     days = trading_days(index[1:], weekends)
     daily = day_closes(index, equity)
     rets = pd.Series(daily[1:] / daily[:-1] - 1)
-    span = pd.date_range(days[0], days[-1], freq="D")
-    if not weekends:
-        span = span[span.day_of_week < 5]
-    per_year = (len(daily) - 1) / len(span) * (365.25 if weekends else 365.25 * 5 / 7)
+    per_year = (
+        (len(daily) - 1)
+        / _days_between(days[0], days[-1], weekends)
+        * (365.25 if weekends else 365.25 * 5 / 7)
+    )
     if len(rets) < 2:
         return empty
     g = _geometric_mean(rets)
     ann = (1 + g) ** per_year - 1
     vol = math.sqrt((rets.var(ddof=1) + (1 + g) ** 2) ** per_year - (1 + g) ** (2 * per_year))
-    downside = float(np.sqrt(np.mean(rets.clip(-np.inf, 0) ** 2)) * np.sqrt(per_year))
+    values = rets.to_numpy()
+    if np.isnan(values).any():  # pandas' mean skips a NaN return
+        downside = float(np.sqrt(np.mean(rets.clip(-np.inf, 0) ** 2)) * np.sqrt(per_year))
+    else:  # the losses' root mean square, as ``_annualised``'s: NumPy's mean is pandas' without NaN
+        downside = float(np.sqrt(np.mean(np.minimum(values, 0.0) ** 2)) * np.sqrt(per_year))
     return {
         "trading_days_per_year": _num(per_year, 2),
         "td_return_ann_pct": _num(ann * 100, 4),
@@ -392,6 +397,13 @@ def _day_figures(index: pd.DatetimeIndex, equity: np.ndarray) -> dict:
         "td_sharpe_ratio": _num(ann / vol, 4) if vol else None,
         "td_sortino_ratio": _num(ann / downside, 4) if downside else None,
     }
+
+
+@functools.lru_cache(maxsize=8)
+def _days_between(first: pd.Timestamp, last: pd.Timestamp, weekends: bool) -> int:
+    """The calendar days from ``first`` to ``last`` (both included), weekdays only without weekends."""
+    span = pd.date_range(first, last, freq="D")
+    return len(span) if weekends else int((span.day_of_week < 5).sum())
 
 
 # (keys, function of ``backtests.scoring.Inputs``): backtesting.py's figures and those on trading days.

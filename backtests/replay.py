@@ -392,8 +392,7 @@ class Backtest:
 
     def _score_pass(self, ea, ctx, periods: Periods, last, complete, keys: frozenset[str]) -> PassFigures:
         fs = periods.forward_start
-        # the EA's own on_tester, in its class or set on the instance, is handed every figure
-        scores_itself = getattr(ea.on_tester, "__func__", None) is not ExpertAdvisor.on_tester
+        scores_itself = _scores_itself(ea)  # and is handed every figure
         stats, curve = pass_figures(ctx, fs, last, self.account, None if scores_itself else keys)
         value = call_hook(ea, "on_tester", copy.deepcopy(stats), where="after the run")
         return PassFigures(
@@ -409,6 +408,7 @@ class Backtest:
     def _score(self, ea, ctx, feed: BarFeed, periods: Periods, last, complete, timings, clock) -> Result:
         fs = periods.forward_start
         df = self.candles
+        records = ctx.ledger.snapshot()  # the tables built on first read: the records the figures are of
         trades, curves, stats, balance, equity, equity_path = broker_figures(ctx, fs, last, self.account)
         times = df.index[fs : last + 1]
         after = "after the run"
@@ -425,7 +425,9 @@ class Backtest:
             predictions = metrics.prediction_report(evaluated, fs, last + 1)
         section = call_hook(ea, "report_section", feed.bars.window(0, last + 1), where=after)
         timings["evaluate_s"] = _lap(clock)
-        criterion = _criterion(ea, call_hook(ea, "on_tester", copy.deepcopy(stats), where=after))
+        criterion = None  # ExpertAdvisor's own on_tester returns None: its copy of the figures is not made
+        if _scores_itself(ea):
+            criterion = _criterion(ea, call_hook(ea, "on_tester", copy.deepcopy(stats), where=after))
         return Result(
             ea=call_hook(ea, "describe", where=after),
             data={
@@ -454,8 +456,8 @@ class Backtest:
             chart_data=chart_data(feed, evaluated, fs, last, indicators=ea.declared_indicators()),
             section=section,
             ea_instance=ea,
-            orders=ctx.orders_frame(),
-            deals=ctx.deals_frame(),
+            orders=records.orders_frame,  # built on first read (``Result``) from the records at the end
+            deals=records.deals_frame,
             curves=curves,
             equity_path=equity_path,
         )
@@ -480,6 +482,11 @@ def _check_declared(ea: type[ExpertAdvisor], meta) -> None:
         raise SymbolsError(
             f"{ea.__name__} reads {ea.timeframes[0]}, but the candles given are {meta.timeframe.name} bars"
         )
+
+
+def _scores_itself(ea: ExpertAdvisor) -> bool:
+    """Whether the EA has an ``on_tester`` of its own, in its class or set on the instance."""
+    return getattr(ea.on_tester, "__func__", None) is not ExpertAdvisor.on_tester
 
 
 def _criterion(ea: ExpertAdvisor, value: Any) -> float | None:

@@ -9,6 +9,7 @@ times. Printing a result gives a summary of a few dozen lines, never the tables 
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,30 @@ import pandas as pd
 
 from backtests import statistics
 from strategies.base import ExpertAdvisor, ReportSection
+
+
+class _OnRead:
+    """A table of ``Result`` given as itself or as the function that builds it, built on its first read and
+    kept: MetaTrader's orders and deals tables (a hundred thousand rows each at a million bars) cost as
+    much as a third of the report, and a run read only for its statistics never builds them. An empty
+    table where none was given."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}_table"
+
+    def __get__(self, obj: object, owner: type | None = None) -> pd.DataFrame | _OnRead:
+        if obj is None:
+            return self  # the dataclass's default: an empty table of its own for each result
+        value = obj.__dict__.get(self._slot, self)
+        if value is self:
+            value = pd.DataFrame()
+        elif callable(value):
+            value = value()
+        obj.__dict__[self._slot] = value
+        return value
+
+    def __set__(self, obj: object, value: pd.DataFrame | Callable[[], pd.DataFrame] | _OnRead) -> None:
+        obj.__dict__[self._slot] = value
 
 
 @dataclass
@@ -48,8 +73,8 @@ class Result:
     section: ReportSection | None = None
     ea_instance: ExpertAdvisor | None = None
     interrupted: str | None = None  # the phase Ctrl-C cut short: "on_init", "on_study" or "replay"
-    orders: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's orders table
-    deals: pd.DataFrame = field(default_factory=pd.DataFrame)  # MetaTrader's deals table
+    orders: pd.DataFrame = _OnRead()  # MetaTrader's orders table (or what builds it on first read)
+    deals: pd.DataFrame = _OnRead()  # MetaTrader's deals table (likewise)
     curves: pd.DataFrame | None = None  # scoring.Curve.frame: the start row, then one row per forward bar
     equity_path: pd.DataFrame | None = None  # the skeleton of the equity at every modelled price
     symbol_charts: dict = field(default_factory=dict)  # several symbols: each traded one's chart_data
@@ -155,14 +180,15 @@ def equity_frame(time, balance, equity, curves: pd.DataFrame | None, account: di
     """The forward bars' balance and equity (at each close) with their times, the worst equity and margin
     level of each bar where the curve has them, and the drawdown from the running peak in %."""
     equity = np.asarray(equity, dtype=np.float64)
-    frame = pd.DataFrame({"equity": equity, "balance": np.asarray(balance, dtype=np.float64)}, index=time)
-    if curves is not None and len(curves) == len(frame) + 1:  # the curve's first row is the start
-        frame["equity_worst"] = curves["equity_worst"].to_numpy()[1:]
-        frame["margin_level"] = curves["margin_level"].to_numpy()[1:]
+    columns = {"equity": equity, "balance": np.asarray(balance, dtype=np.float64)}
+    if curves is not None and len(curves) == len(equity) + 1:  # the curve's first row is the start
+        columns["equity_worst"] = curves["equity_worst"].to_numpy()[1:]
+        columns["margin_level"] = curves["margin_level"].to_numpy()[1:]
     deposit = float(account.get("deposit") or (equity[0] if len(equity) else 0.0))
     peak = np.maximum.accumulate(np.concatenate(([deposit], equity)))[1:]
     with np.errstate(divide="ignore", invalid="ignore"):
-        frame["drawdown_pct"] = np.where(peak > 0, (peak - equity) / peak * 100.0, 0.0)
+        columns["drawdown_pct"] = np.where(peak > 0, (peak - equity) / peak * 100.0, 0.0)
+    frame = pd.DataFrame(columns, index=time)  # one table made once, not a column at a time
     frame.index.name = "time"
     return frame
 

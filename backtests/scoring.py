@@ -308,7 +308,7 @@ def _start(ctx, fs: int) -> pd.Timestamp:
 def _inputs(ctx, fs: int, last: int, account, equity_dd, trades: pd.DataFrame | None = None) -> Inputs:
     """The statistics' inputs; ``trades``: the trades table when one is built anyway (else the records')."""
     k = last - fs + 1
-    balance, equity, _ = (c[:k] for c in ctx.curves(fs))
+    balance, equity = (c[:k] for c in ctx.ledger.closing_curves(fs))
     index, close = ctx.time, ctx.closes
     curve = Curve.of_bars(
         index[fs : last + 1], close[fs : last + 1], balance, equity,

@@ -10,8 +10,10 @@ the deposit currency (``backtests.broker.convert``).
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -78,6 +80,7 @@ class Ledger:
         # the equity, not the balance, until then (MetaTrader's ``POSITION_SWAP``).
         self.swap_events: list[tuple[int, float, int | None]] = []
         self._made: tuple[tuple, tuple] | None = None  # the curves, for the records they were made from
+        self._margin_made: tuple[tuple, tuple] | None = None  # the margin at each bar, likewise
 
     def add(self, symbol: str, market: Market, contract_size: float, margin: MarginModel, rate: Any) -> None:
         """Keep the records of ``symbol`` too (its bars on the ledger's timeline); ``rate`` converts its
@@ -200,6 +203,17 @@ class Ledger:
         self.segments[symbol or self.symbol].append(Segment(start, end, side, lots, price, mp))
 
     # -- result tables -------------------------------------------------------------------------------------
+    def snapshot(self) -> Ledger:
+        """The ledger as it is now, for tables built later (``Result.orders``): its lists of records
+        copied, so a request made after the run (through an EA kept with its result) adds nothing to them;
+        the records themselves are shared (a finished run has no pending order left to change)."""
+        frozen = copy.copy(self)
+        for name in ("trades", "deals", "orders", "rejected", "balance_events", "swap_events"):
+            setattr(frozen, name, list(getattr(self, name)))
+        frozen.segments = {k: list(v) for k, v in self.segments.items()}
+        frozen.symbols = dict(self.symbols)
+        return frozen
+
     def trades_frame(self) -> pd.DataFrame:
         """Closed trades in closing order, with MAE/MFE: the worst and best floating profit while open.
 
@@ -211,10 +225,11 @@ class Ledger:
         trades = self.trades
         df = pd.DataFrame([tr.row() for tr in trades], columns=list(TRADE_COLUMNS))
         # The stamps from the records, not the frame: a column of ints and Nones would turn them into floats.
-        df["entry_time"] = self.times(df["entry_bar"], [tr.entry_ns for tr in trades])
-        df["exit_time"] = self.times(df["exit_bar"], [tr.exit_ns for tr in trades])
+        df["entry_time"] = self.times(df["entry_bar"], list(map(attrgetter("entry_ns"), trades)))
+        df["exit_time"] = self.times(df["exit_bar"], list(map(attrgetter("exit_ns"), trades)))
         mae, mfe = np.zeros(len(df)), np.zeros(len(df))
         names = df["symbol"].to_numpy()
+        rates = np.fromiter(map(attrgetter("rate"), trades), dtype=np.float64, count=len(trades))
         for name, sym in self.symbols.items():
             mine = names == name
             if not mine.any():
@@ -223,7 +238,7 @@ class Ledger:
             lows, highs, spread = m.lows, m.highs, m.spread
             wanted = ("type", "lots", "entry_price", "exit_price", "entry_bar", "exit_bar")
             col = {c: df[c].to_numpy()[mine] for c in wanted}
-            rate = np.array([tr.rate for tr in trades], dtype=np.float64)[mine]
+            rate = rates[mine]
             buy = col["type"] == "buy"
             a, b = col["entry_bar"].astype(np.int64), col["exit_bar"].astype(np.int64)
             exit_ = col["exit_price"].astype(np.float64)
@@ -244,28 +259,40 @@ class Ledger:
     def curves(self, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Balance, equity (with the open positions' accrued swap) and used margin at each bar's close from
         bar ``first`` on (after the run)."""
-        balance, equity, margin, _ = self._curves()
-        return balance[first:], equity[first:], margin[first:]
+        balance, equity, _ = self._curves()
+        return balance[first:], equity[first:], self._margins()[1][first:]
+
+    def closing_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
+        """``curves``' balance and equity without the margin (the report's curve reads no used margin)."""
+        balance, equity, _ = self._curves()
+        return balance[first:], equity[first:]
 
     def worst_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
         """Equity at each bar's worst prices and the margin held then, from bar ``first`` on
         (``backtests.curves.worst_floating`` says how; every symbol at its worst at once)."""
-        balance, equity, _, held = self._curves()
+        balance, equity, held = self._curves()
         accrued = self._accrued(len(balance))
         trades = self.trades
-        names = np.array([tr.symbol for tr in trades], dtype=object)
+        n = len(trades)
+
+        def field(name: str, dtype: type = np.float64) -> np.ndarray:
+            return np.fromiter(map(attrgetter(name), trades), dtype=dtype, count=n)
+
+        names = np.array(list(map(attrgetter("symbol"), trades)), dtype=object)
+        margin_price = np.array(list(map(attrgetter("margin_price"), trades)), dtype=object)
+        unset = np.equal(margin_price, None)
+        margin_price[unset] = field("entry_price")[unset]  # None: charged at its entry price
         columns = ClosedTrades(
-            np.array([tr.type == "buy" for tr in trades], dtype=bool),
-            np.array([tr.lots for tr in trades], dtype=np.float64),
-            np.array([tr.entry_price for tr in trades], dtype=np.float64),
-            np.array([tr.exit_price for tr in trades], dtype=np.float64),
-            np.array([tr.exit_bar for tr in trades], dtype=np.int64),
-            np.array([tr.exit_reason in ("sl", "stop out") for tr in trades], dtype=bool),
-            np.array([tr.entry_price if tr.margin_price is None else tr.margin_price for tr in trades],
-                     dtype=np.float64),
-        )  # fmt: skip
+            np.array(list(map(attrgetter("type"), trades)), dtype=object) == "buy",
+            field("lots"),
+            field("entry_price"),
+            field("exit_price"),
+            field("exit_bar", np.int64),
+            np.isin(np.array(list(map(attrgetter("exit_reason"), trades)), dtype=object), ["sl", "stop out"]),
+            margin_price.astype(np.float64),
+        )
         floating = np.zeros(len(balance))
-        margin = np.zeros(len(balance))
+        counted, changed = self._margins()[0], {}
         for name, sym in self.symbols.items():
             mine = names == name
             if not (mine.any() or held[name].any()):
@@ -274,27 +301,30 @@ class Ledger:
             k = m.scale
             bars = (m.opens, m.lows, (m.o + m.s) / k, (m.h + m.s) / k)  # open and low bid, open and high ask
             own = ClosedTrades(*(column[mine] for column in columns))
-            worst, legs = worst_floating(held[name], own, bars, sym.contract_size)
+            worst, changed[name] = worst_floating(held[name], own, bars, sym.contract_size)
             floating += convert_closes(sym.rate.closes(m), worst)
-            margin += sym.margin.of_sums(legs[0], legs[4], legs[2], legs[5])
+        margin = self._margins()[1].copy()  # the close's, but where a trade closed inside a bar counts
+        moved = np.unique(np.concatenate([c.bars for c in changed.values()] or [np.zeros(0, np.int64)]))
+        if moved.size:
+            margin[moved] = 0.0
+            for name in (n for n in self.symbols if n in counted or n in changed):  # in the close's order
+                legs = held[name][:, moved]
+                if name in changed and changed[name].bars.size:
+                    legs[:, np.searchsorted(moved, changed[name].bars)] = changed[name].legs
+                margin[moved] += self.symbols[name].margin.of_sums(legs[0], legs[4], legs[2], legs[5])
         worst = np.minimum(balance + accrued + floating, equity)
         return worst[first:], margin[first:]
 
-    def _curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-        """(balance, equity, margin, held) at every bar's close; ``held``: per symbol, (6, N) long lots, long
-        lots x price, short lots, short lots x price, long and short lots x margin price open over each bar
-        (made once for the records as they are)."""
-        n = len(self.market.o)
-        key = (
-            n,
-            sum(len(v) for v in self.segments.values()),
-            len(self.balance_events),
-            len(self.swap_events),
-        )
+    def _curves(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """(balance, equity, held) at every bar's close; ``held``: per symbol, (6, N) long lots, long lots x
+        price, short lots, short lots x price, long and short lots x margin price open over each bar (made
+        once for the records as they are)."""
+        key = self._key()
         if self._made is not None and self._made[0] == key:
             return self._made[1]
+        n = len(self.market.o)
         balance = self.config.deposit + _running(self.balance_events, n)
-        floating, margin, held = np.zeros(n), np.zeros(n), {}
+        floating, held = np.zeros(n), {}
         for name, sym in self.symbols.items():
             held[name] = legs = _held(self.segments[name], n)
             if not legs.any():
@@ -303,10 +333,34 @@ class Ledger:
             bid, ask = m.closes, (m.c + m.s_close) / m.scale
             pc = sym.contract_size * (legs[0] * bid - legs[1] + legs[3] - legs[2] * ask)
             floating += convert_closes(sym.rate.closes(m), pc)
-            margin += sym.margin.of_sums(legs[0], legs[4], legs[2], legs[5])
-        made = (balance, balance + self._accrued(n) + floating, margin, held)
+        made = (balance, balance + self._accrued(n) + floating, held)
         self._made = (key, made)
         return made
+
+    def _margins(self) -> tuple[list[str], np.ndarray]:
+        """The symbols that hold margin at some bar and the margin of the positions open over each bar, at
+        every bar (made once for the records as they are: the close's and the worst prices' share it)."""
+        key = self._key()
+        if self._margin_made is not None and self._margin_made[0] == key:
+            return self._margin_made[1]
+        _, _, held = self._curves()
+        margin, counted = np.zeros(len(self.market.o)), []
+        for name, sym in self.symbols.items():
+            legs = held[name]
+            if legs.any():
+                counted.append(name)
+                margin += sym.margin.of_sums(legs[0], legs[4], legs[2], legs[5])
+        self._margin_made = (key, (counted, margin))
+        return counted, margin
+
+    def _key(self) -> tuple[int, int, int, int]:
+        """What the curves are made from, counted: new records make them again."""
+        return (
+            len(self.market.o),
+            sum(len(v) for v in self.segments.values()),
+            len(self.balance_events),
+            len(self.swap_events),
+        )
 
     def _accrued(self, n: int) -> np.ndarray:
         """The open positions' accrued swap at each of ``n`` bars' closes (in the equity, not the balance)."""
@@ -351,16 +405,23 @@ def _running(events: list[tuple[int, float, int | None]], n: int) -> np.ndarray:
     """The running sum of ``events`` (bar, amount, deal) at each of ``n`` bars' closes."""
     changes = np.zeros(n + 1)
     if events:
-        bars, amounts, _ = zip(*events, strict=True)
-        np.add.at(changes, np.array(bars, dtype=np.int64), np.array(amounts))
+        bars, amounts = (_field(events, k, dtype) for k, dtype in ((0, np.int64), (1, np.float64)))
+        np.add.at(changes, bars, amounts)
     return np.cumsum(changes[:n])
+
+
+def _field(records: list[tuple], k: int, dtype: type) -> np.ndarray:
+    """Field ``k`` of every record as one array, read in one pass (``zip(*records)`` would make an iterator
+    per record: a hundred thousand objects for the collector at a million bars)."""
+    return np.fromiter(map(itemgetter(k), records), dtype=dtype, count=len(records))
 
 
 def _held(segments: list[Segment], n: int) -> np.ndarray:
     """(6, N) legs held over each of ``n`` bars by ``segments`` (see ``Ledger._curves``)."""
     legs = np.zeros((6, n + 1))
     if segments:
-        start, end, side, lots, price, mprice = (np.array(c) for c in zip(*segments, strict=True))
+        start, end, side = (_field(segments, k, np.int64) for k in range(3))
+        lots, price, mprice = (_field(segments, k, np.float64) for k in range(3, 6))
         for row, mask in ((0, side > 0), (2, side < 0)):
             cols = ((row, lots[mask]), (row + 1, (lots * price)[mask]), (4 + row // 2, (lots * mprice)[mask]))
             # each bar's starts, then its ends, summed in segment order (``bincount`` adds one by one)

@@ -156,3 +156,44 @@ def test_text_from_the_ea_is_shown_as_text_in_every_page_not_run_as_html(tmp_pat
     for text in (page, chart.read_text()):
         assert "<script>alert(1)" not in text and "<img src=x" not in text
     assert "note=&lt;script&gt;alert(1)&lt;/script&gt;" in page  # the input, shown as written
+
+
+def test_orders_and_deals_tables_are_built_on_first_read_from_the_finished_run(monkeypatch):
+    from backtests.broker import ledger
+
+    built = []
+    for name in ("orders_frame", "deals_frame"):
+        original = getattr(ledger.Ledger, name)
+        monkeypatch.setattr(ledger.Ledger, name, lambda self, f=original, n=name: built.append(n) or f(self))
+    res = Backtest(read_sample().iloc[:900], SmaCrossEA).run()
+    assert built == []  # a run read only for its statistics builds neither table
+    orders, deals = res.orders, res.deals
+    assert built == ["orders_frame", "deals_frame"]
+    assert res.orders is orders and res.deals is deals and built == ["orders_frame", "deals_frame"]
+    assert len(deals) == 2 * len(res.trades) and deals["balance"].iloc[-1] == res.stats["final_balance"]
+    assert (orders["state"] == "filled").all() and len(orders) == len(deals)
+
+
+def test_a_result_given_no_orders_has_empty_tables_of_its_own(result):
+    from dataclasses import MISSING, fields, replace
+
+    from backtests.result import Result
+
+    required = {f.name: getattr(result, f.name) for f in fields(Result) if f.default is MISSING
+                and f.default_factory is MISSING}  # fmt: skip
+    one, two = Result(**required), Result(**required)
+    assert one.orders.empty and one.deals.empty and one.orders is not two.orders
+    one.orders["x"] = [1]  # one result's table is its own
+    assert two.orders.empty
+    pd.testing.assert_frame_equal(replace(result).orders, result.orders)
+
+
+def test_a_request_after_the_run_changes_no_table_of_its_result():
+    res = Backtest(read_sample().iloc[:600], SmaCrossEA).run()
+    ticket = res.ea_instance.buy(0.1)  # the EA kept with the result still reaches its broker
+    assert ticket  # (accepted there: the tables must not show it)
+    assert len(res.deals) == 2 * len(res.trades) == 2 * res.stats["total_trades"]
+    assert (
+        ticket not in set(res.orders["ticket"])
+        and res.deals["balance"].iloc[-1] == res.stats["final_balance"]
+    )
