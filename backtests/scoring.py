@@ -191,12 +191,12 @@ class Inputs:
         deals: int = 0,
         contract_size: float = 1.0,
         equity_dd: dict | Callable[[], dict | None] | None = None,
-        balance_path: np.ndarray | None = None,
+        balance_path: Callable[[], np.ndarray] | None = None,
     ):
         self.trades, self.curve = trades, curve
         self.deposit, self.deals, self.contract_size = deposit, deals, contract_size
         self._equity_dd = equity_dd  # or the function that measures them on the path, called on first use
-        self.balance_path = balance_path  # the balance after each deal (``_balance_path``), else the curve's
+        self._balance_path = balance_path  # makes the balance after each deal, else the curve's is used
 
     @cached_property
     def net(self) -> np.ndarray:
@@ -204,7 +204,7 @@ class Inputs:
 
     @cached_property
     def balance_dd(self) -> dict:
-        path = self.curve.balance if self.balance_path is None else self.balance_path
+        path = self.curve.balance if self._balance_path is None else self._balance_path()
         return metrics.drawdowns(path, self.deposit)
 
     @cached_property
@@ -319,7 +319,7 @@ def _inputs(ctx, fs: int, last: int, account, equity_dd, trades: pd.DataFrame | 
     return Inputs(
         TradeColumns.of_ledger(ctx.ledger) if trades is None else TradeColumns.of_frame(trades), curve,
         deposit=account.deposit, deals=ctx.deals, contract_size=account.contract_size, equity_dd=equity_dd,
-        balance_path=_balance_path(ctx.ledger.balance_events, fs, last, curve.balance),
+        balance_path=lambda: _balance_path(ctx.ledger.balance_events, fs, last, curve.balance),
     )  # fmt: skip
 
 
