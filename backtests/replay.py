@@ -383,7 +383,10 @@ class Backtest:
         # the EA's own on_tester, in its class or set on the instance, is handed every figure
         scores_itself = getattr(ea.on_tester, "__func__", None) is not ExpertAdvisor.on_tester
         stats, curve = pass_figures(ctx, fs, last, self.account, None if scores_itself else keys)
-        value = call_hook(ea, "on_tester", copy.deepcopy(stats), where="after the run")
+        # the base class's on_tester scores nothing: no copy of the figures for it to read
+        value = (
+            call_hook(ea, "on_tester", copy.deepcopy(stats), where="after the run") if scores_itself else None
+        )
         return PassFigures(
             stats=stats,
             custom_criterion=_criterion(ea, value),
