@@ -234,14 +234,16 @@ class Search:
             self._advance(len(trials), trials)
 
     def _tasks(self, proposals: Iterable[tuple[dict, str]], count: int) -> Iterator[tuple[list, tuple]]:
-        """The ``count`` proposals as tasks of ``plan.batch`` passes or, without one, guided batches: each
-        takes a quarter of an even share of the passes left (1 to 32), so batches are large while much
-        is left (few tasks, few store transactions) and small at the end (every worker busy until the
-        last pass)."""
+        """The ``count`` proposals as tasks of ``plan.batch`` passes or, without one, batches by factoring
+        (Hummel, Schonberg and Flynn, "Factoring: a method for scheduling parallel loops", CACM 35(8),
+        1992): each takes half an even share of the passes left (1 to 32), so batches are large while
+        much is left (few tasks, few store transactions: each costs the client about 9 ms of CPU) and
+        single passes at the end (every worker busy until the last pass). A quarter of a share gave 29
+        tasks for 200 passes on two workers instead of 17, and no better finish."""
         it = iter(proposals)
         left = count
         while left > 0:
-            size = self.plan.batch or max(1, min(32, math.ceil(left / (4 * self.engine.size))))
+            size = self.plan.batch or max(1, min(32, math.ceil(left / (2 * self.engine.size))))
             chunk = list(itertools.islice(it, size))
             if not chunk:
                 return
