@@ -39,7 +39,7 @@ from optuna.trial import FrozenTrial, TrialState, create_trial
 from backtests.optimize import store
 from backtests.optimize.engine import Engine
 from backtests.optimize.errors import OptimizeError
-from backtests.optimize.passes import Job, Window, run_batch
+from backtests.optimize.passes import BatchInterrupted, Job, Window, run_batch
 from backtests.optimize.space import ParamSpace
 
 log = logging.getLogger(__name__)
@@ -225,13 +225,22 @@ class Search:
 
     # -- execution -------------------------------------------------------------------------------------
     def _execute(self, proposals: Iterable[tuple[dict, str]], count: int) -> None:
-        """Run ``count`` parameter sets in batches; each finished batch is recorded at once, whole."""
-        for chunk, rows in self.engine.stream(run_batch, self.shared, self._tasks(proposals, count)):
-            trials = [self._record(params, row) for (params, _), row in zip(chunk, rows, strict=True)]
-            self.durable.record(trials)
-            for (_, key), t in zip(chunk, trials, strict=True):
-                self.recorded[key] = t
-            self._advance(len(trials), trials)
+        """Run ``count`` parameter sets in batches; each finished batch is recorded at once, whole, and
+        after Ctrl-C in a batch the passes of it that finished (inline: Ctrl-C does not reach workers)."""
+        try:
+            for chunk, rows in self.engine.stream(run_batch, self.shared, self._tasks(proposals, count)):
+                self._keep([(params, key, row) for (params, key), row in zip(chunk, rows, strict=True)])
+        except BatchInterrupted as stop:
+            self._keep([(params, store.params_key(params), row) for params, row in stop.finished])
+            raise
+
+    def _keep(self, done: list[tuple[dict, str, dict]]) -> None:
+        """Record finished passes ``(params, key, row)`` in one transaction."""
+        trials = [self._record(params, row) for params, _, row in done]
+        self.durable.record(trials)
+        for (_, key, _), t in zip(done, trials, strict=True):
+            self.recorded[key] = t
+        self._advance(len(trials), trials)
 
     def _tasks(self, proposals: Iterable[tuple[dict, str]], count: int) -> Iterator[tuple[list, tuple]]:
         """The ``count`` proposals as tasks of ``plan.batch`` passes or, without one, batches by factoring
