@@ -394,7 +394,10 @@ class Backtest:
         fs = periods.forward_start
         scores_itself = _scores_itself(ea)  # and is handed every figure
         stats, curve = pass_figures(ctx, fs, last, self.account, None if scores_itself else keys)
-        value = call_hook(ea, "on_tester", copy.deepcopy(stats), where="after the run")
+        # the base class's on_tester scores nothing: no copy of the figures for it to read
+        value = (
+            call_hook(ea, "on_tester", copy.deepcopy(stats), where="after the run") if scores_itself else None
+        )
         return PassFigures(
             stats=stats,
             custom_criterion=_criterion(ea, value),

@@ -8,6 +8,7 @@ as ``forward_*`` columns (MetaTrader's "Forward results").
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 from collections.abc import Iterable, Mapping
 from contextlib import contextmanager
@@ -110,16 +111,26 @@ class Setup:
         return {"model": self.job.model, "model_data": identity(fine)}
 
     def study(self, window: Window) -> store.Store:
+        return store.open_study(*self._study_args(window))
+
+    def _study_args(self, window: Window) -> tuple[str | None, str, str, dict]:
+        """``store.open_study``'s arguments for the window's study."""
         identity = self.identity(window)
-        name = store.study_name(identity)
-        return store.open_study(self.storage, name, self.job.criterion.direction, identity)
+        return self.storage, store.study_name(identity), self.job.criterion.direction, identity
 
     def search(self, window: Window, engine: Engine, shared: Any, label: str = "optimise") -> Search:
-        """The window's search, run: its study, its passes, how many ran now (the rest were recorded)."""
+        """The window's search, run: its study, its passes, how many ran now (the rest were recorded).
+        A study that holds no pass yet is opened on a thread while the first passes run."""
         make_backtest(self.market, self.job, window)  # bad periods or data fail here, before any pass
-        study = self.study(window)
-        search = Search(study, self.space, self.job, window, self.plan, engine, shared, self.progress, label)
-        search.run()
+        args = self._study_args(window)
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="open-study") as opener:
+            if store.holds_no_study(self.storage, args[1]):
+                study = opener.submit(store.open_study, *args)
+            else:
+                study = store.open_study(*args)
+            plan = self.plan
+            search = Search(study, self.space, self.job, window, plan, engine, shared, self.progress, label)
+            search.run()
         return search
 
 

@@ -152,11 +152,21 @@ def summarize(result: PassFigures, job: Job) -> dict[str, Any]:
     return {"value": job.criterion.value(result.stats, result.custom_criterion), "stats": stats}
 
 
+class BatchInterrupted(KeyboardInterrupt):
+    """Ctrl-C inside a batch (``args[0]``: the ``(params, row)`` of its passes that finished before it),
+    so that they are recorded as every finished pass is; picklable, as a task's exception travels."""
+
+    @property
+    def finished(self) -> list[tuple[dict, dict]]:
+        return self.args[0] if self.args else []
+
+
 def run_batch(market: Market, job: Job, window: Window, batch: list[dict]) -> list[dict]:
     """Run parameter sets one after another; a set the EA refuses is a failed pass, not a failed task.
 
     Each output dict has ``value`` (the criterion or None), ``stats``, ``seconds`` and ``error`` (None, or
-    the EA's one-line complaint such as ``fast < slow`` violated).
+    the EA's one-line complaint such as ``fast < slow`` violated). Ctrl-C in a pass raises
+    ``BatchInterrupted`` with the passes finished before it.
     """
     bt = make_backtest(market, job, window)
     out = []
@@ -167,6 +177,8 @@ def run_batch(market: Market, job: Job, window: Window, batch: list[dict]) -> li
             row["error"] = None
         except (ValueError, LookupError, ArithmeticError) as exc:
             row = {"value": None, "stats": {}, "error": f"{type(exc).__name__}: {exc}"}
+        except KeyboardInterrupt:
+            raise BatchInterrupted(list(zip(batch, out, strict=False))) from None
         row["seconds"] = time.perf_counter() - tick
         out.append(row)
     return out

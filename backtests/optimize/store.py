@@ -195,6 +195,35 @@ def _nothing() -> Iterator[None]:
     yield
 
 
+def holds_no_study(storage: str | None, name: str) -> bool:
+    """Whether the store certainly holds no pass of the study ``name``: no store (in memory), a SQLite file
+    that does not exist yet or is empty, or one whose Optuna tables hold no such study (read-only). False
+    where that is not known: another database (a server is not asked), a file that cannot be read as
+    Optuna's (``open_study`` then says why, in one line)."""
+    if storage is None:
+        return True
+    if _new_file(storage):
+        return True
+    if not storage.startswith(SQLITE):
+        return False
+    try:
+        con = sqlite3.connect(f"{Path(where(storage)).resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return con.execute("select 1 from studies where study_name = ?", (name,)).fetchone() is None
+        finally:
+            con.close()
+    except (sqlite3.Error, OSError):
+        return False
+
+
+def _new_file(storage: str) -> bool:
+    """A SQLite store with nothing in it yet: Optuna's tables will be made by the running Optuna."""
+    if not storage.startswith(SQLITE):
+        return False
+    file = Path(where(storage))
+    return not file.exists() or file.stat().st_size == 0
+
+
 def open_study(storage: str | None, name: str, direction: str, identity: dict) -> Store:
     """Create or load the durable study (its sampler is never used: passes are proposed in memory)."""
     if storage is None:
@@ -202,7 +231,9 @@ def open_study(storage: str | None, name: str, direction: str, identity: dict) -
     check_store(storage)
     with errors(storage, "cannot open"):
         try:
-            rdb = RDBStorage(storage)
+            # A new file gets the running Optuna's schema: checking it against that Optuna's own (its
+            # migration scripts, read from disk) would only cost time. An existing store is checked.
+            rdb = RDBStorage(storage, skip_compatibility_check=_new_file(storage))
             study = optuna.create_study(
                 storage=rdb,
                 study_name=name,

@@ -135,3 +135,18 @@ def test_workers_finishing_in_any_order_give_the_inline_table():
     spread = optimize(df, SmaCrossEA, space, workers=2, **common)
     columns = ["pass", "fast", "slow", "criterion", "total_trades"]
     pd.testing.assert_frame_equal(spread[columns], inline[columns])
+
+
+def test_ctrl_c_inside_a_batch_keeps_the_passes_of_it_that_finished(candles, tmp_path):
+    """Inline, Ctrl-C in the fourth pass of a batch of five: the three passes before it are in the store,
+    and the resumed run runs only the other five of the eight."""
+    space = {"x": "0:3", "y": "0:1"}
+    db = str(tmp_path / "s.db")
+    common = {"criterion": "custom", "seed": 4, "workers": 0, "store_path": db, "batch": 5}
+    Hill.stop_after = 3
+    with pytest.raises(KeyboardInterrupt):
+        optimize(candles, Hill, space, **common)
+    first, Hill.runs, Hill.stop_after = list(Hill.runs), [], None
+    table = optimize(candles, Hill, space, **common)
+    assert len(first) == 3 and table.attrs["ran"] == 5 and len(Hill.runs) == 5
+    assert sorted(first + Hill.runs) == sorted(zip(table["x"], table["y"], strict=True))

@@ -6,10 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from robust_helpers import RandomEA, candles
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from backtests.optimize import optimize, walk_forward
 from backtests.robustness.errors import RobustnessError
 from backtests.robustness.optimisation import check_options, optimisation_robustness
+from backtests.robustness.pbo import probability_of_overfitting
+from nn.threads import USER_VARIABLES
 
 
 def test_a_noise_grid_through_the_optimiser_is_not_significant():
@@ -62,3 +65,32 @@ def test_bad_options_are_one_line(reps, splits):
     with pytest.raises(RobustnessError) as info:
         check_options(reps, splits)
     assert "\n" not in str(info.value)
+
+
+def _blas_threads() -> int:
+    return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+
+def test_the_statistics_run_blas_on_one_thread_with_the_figures_of_several(monkeypatch):
+    """OpenBLAS's threads spin while they wait for each other, which on busy cores cost more than the
+    statistics' small products: they run on one thread, giving the figures BLAS gives on two; a thread
+    count the user set is kept."""
+    import backtests.robustness.optimisation as robustness
+
+    m = np.random.default_rng(4).normal(0.0, 0.01, (208, 60))
+    rows = [(k, list(m[:, k])) for k in range(60)]
+    seen = []
+
+    def spy(matrix, splits):
+        seen.append(_blas_threads())
+        return probability_of_overfitting(matrix, splits)
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        on_two = probability_of_overfitting(m, 16).to_dict()
+        monkeypatch.setattr(robustness, "probability_of_overfitting", spy)
+        for name in USER_VARIABLES:
+            monkeypatch.delenv(name, raising=False)
+        got = optimisation_robustness(rows, 7, reps=200)
+        assert seen == [1] and got["pbo"] == on_two and _blas_threads() == 2  # restored after
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+        assert optimisation_robustness(rows, 7, reps=200) == got and seen == [1, 2]
