@@ -132,7 +132,7 @@ class TerminalRouter:
     def restore_unresolved(self, lost: Mapping[str, dict]) -> None:
         """Each request a stopped run left unresolved goes back to the context of its own symbol."""
         for symbol, trade in self.trades.items():
-            mine = {k: v for k, v in lost.items() if v.get("symbol", self.main.symbol) == symbol}
+            mine = {k: v for k, v in lost.items() if (v.get("symbol") or self.main.symbol) == symbol}
             if mine:
                 trade.restore_unresolved(mine)
 

@@ -26,6 +26,7 @@ from neuronet.live.errors import JournalError
 from neuronet.live.journal import JournalRecords, json_ready
 from neuronet.live.multi_paper import Closed, Quote
 from neuronet.live.rebuild import bars_frame, follow_lost_reply
+from neuronet.live.retcodes import TIMEOUT
 
 # Records replayed in order to rebuild the run's state (the rest are read for the live account only).
 EVENTS = frozenset({"open", "request", "result", "decision", "bar", "tick"})
@@ -95,6 +96,8 @@ def read_multi(path: Path, records: JournalRecords) -> MultiJournal:
             out.account = rec
         elif rec.get("source") == "terminal":
             note = rec.get("terminal") or {}
+            if note.get("event") == "request" and out.events and out.events[-1]["type"] == "request":
+                out.events[-1]["_sent"] = True  # the EA's request reached order_check/order_send
             if note.get("event") == "halted":
                 out.halted_day = int(note["day"])
             follow_lost_reply(out.unresolved, in_flight, note)
@@ -145,6 +148,7 @@ def replay(run: Any, events: list[dict], journal: Path) -> list[dict] | None:
                 run.paper.set_tick({k: Quote(float(v[0]), float(v[1])) for k, v in rec["quotes"].items()})
             elif kind == "request":
                 entry = {"call": rec["call"], "symbol": rec.get("symbol"), "args": rec["args"], "value": None}
+                entry["sent"] = bool(rec.get("_sent"))
                 if paper is not None:
                     kw = {"symbol": rec["symbol"]} if rec.get("symbol") and rec["call"] in _BY_SYMBOL else {}
                     entry["made"] = getattr(paper, rec["call"])(*replay_args(rec["call"], rec["args"]), **kw)
@@ -175,4 +179,20 @@ def replay(run: Any, events: list[dict], journal: Path) -> list[dict] | None:
             ) from None
     if run.forming is None or run.forming[0] in decided:
         return None
-    return [{k: v for k, v in e.items() if k != "made"} for e in made]
+    return answered(made, live=paper is None)
+
+
+def answered(made: list[dict], *, live: bool) -> list[dict]:
+    """The requests of a bar cut short that the bar decided again answers from the journal. On a live
+    account a request without its result was cut off either before the terminal heard of it (no terminal
+    request journaled: it was never sent, so it is sent now, not answered "None") or while it was being
+    sent (answered 10012, "request canceled by timeout", as a lost reply is: it is looked up, never sent
+    again). On paper every journaled request was booked again by the replay, so all are answered."""
+    out = []
+    for entry in made:
+        if live and "retcode" not in entry:
+            if not entry["sent"]:
+                break  # killed before it reached the terminal: it and what follows are sent now
+            entry = {**entry, "retcode": TIMEOUT}
+        out.append({k: v for k, v in entry.items() if k not in ("made", "sent")})
+    return out

@@ -79,6 +79,7 @@ def follow_lost_reply(unresolved: dict[str, dict], in_flight: dict[str, dict], n
         in_flight[tag] = {
             "event": "unresolved",
             "id": tag,
+            "symbol": note.get("symbol"),  # looked up among that symbol's deals, counted in its limits
             "reason": "the run stopped while it was sent",
             "request": note.get("request") or {},
             "at": None,
