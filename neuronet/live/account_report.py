@@ -19,7 +19,9 @@ import numpy as np
 import pandas as pd
 
 from backtests.broker import AccountConfig
+from backtests.broker.portfolio import open_brokers
 from datafeeds.candles import CandleMeta
+from datafeeds.symbols import SpecError, spec_from_symbol_info
 from datafeeds.terminal_errors import error_from_last_error
 from neuronet.live import retcodes
 from neuronet.live.errors import JournalError
@@ -28,6 +30,7 @@ from neuronet.live.rebuild import JournalState
 from neuronet.live.terminal_ledger import StopChange, TerminalLedger
 
 RES_S_OK = 1
+COLUMNS = ("open", "high", "low", "close", "spread")  # a broker's bar columns, then the times
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,15 @@ def terminal_ledger(
     if info is None:
         raise JournalError(f"journal {path}: the terminal has no symbol {symbol!r}")
     deals, orders = run_history(source, who, (symbol,), run_span(bars.index, fs, meta))[symbol]
-    config = scored_config(path, start, who, contract_size=float(info.trade_contract_size))
-    ledger = TerminalLedger.over(bars, meta.point, config, meta.clock)
+    try:  # no modelled costs: the deals carry the terminal's swaps
+        spec = replace(spec_from_symbol_info(info), swap_long=0.0, swap_short=0.0)
+    except SpecError as exc:
+        raise JournalError(f"journal {path}: {exc}") from None
+    config = scored_config(path, start, who, contract_size=spec.contract_size)
+    # The symbol's money in the account currency (USDJPY's yen in dollars, EURUSD's dollars on a euro
+    # account), as the multi-symbol report values it: open positions and the end-of-test close included.
+    cols = (*(bars[c].to_numpy(dtype=np.float64) for c in COLUMNS), bars.index.as_unit("ns"))
+    broker = open_brokers({symbol: cols}, {symbol: spec}, scored_config(path, start, who), meta.clock)
+    ledger = TerminalLedger(broker[symbol], meta.clock)
     ledger.book(deals, orders, fs, stop_changes(path, records))
     return ledger, config, who

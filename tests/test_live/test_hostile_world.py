@@ -151,15 +151,15 @@ class Flip(ExpertAdvisor):
             self.sell(0.1)
 
 
-def one_symbol_live(port, sim, journal, *, ea=Flip, bars: int) -> LiveRunner:
+def one_symbol_live(port, sim, journal, *, ea=Flip, bars: int, symbol: str = "EURUSD") -> LiveRunner:
     source = TerminalSource("127.0.0.1", port, retries=0, timeout=0.5, backoff=0.01)
     OPEN_SOURCES.append(source)
-    limits = Limits(max_lots=1.0, max_positions=1, max_daily_loss=10_000.0, symbols=("EURUSD",))
+    limits = Limits(max_lots=1.0, max_positions=1, max_daily_loss=10_000.0, symbols=(symbol,))
 
-    def factory(src, symbol, magic, record, *, market):
+    def factory(src, name, magic, record, *, market):
         return TerminalTrade(
             src,
-            symbol,
+            name,
             magic=magic,
             limits=limits,
             record=record,
@@ -169,7 +169,7 @@ def one_symbol_live(port, sim, journal, *, ea=Flip, bars: int) -> LiveRunner:
             backoff=0.01,
         )
 
-    settings = LiveSettings("EURUSD", Timeframe.H1, journal, mode="live", history_bars=100, max_bars=bars)
+    settings = LiveSettings(symbol, Timeframe.H1, journal, mode="live", history_bars=100, max_bars=bars)
     return LiveRunner(ea, {}, source, settings, trading=factory, sleep=sim.sleep, status=lambda _: None)
 
 
