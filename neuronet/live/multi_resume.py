@@ -21,12 +21,12 @@ from backtests.broker import AccountConfig
 from datafeeds.candles import CandleMeta
 from datafeeds.symbols import SymbolSpec
 from datafeeds.timeframes import Timeframe
+from neuronet.live.answers import answered
 from neuronet.live.context import replay_args
 from neuronet.live.errors import JournalError
 from neuronet.live.journal import JournalRecords, json_ready
 from neuronet.live.multi_paper import Closed, Quote
 from neuronet.live.rebuild import bars_frame, follow_lost_reply
-from neuronet.live.retcodes import TIMEOUT
 
 # Records replayed in order to rebuild the run's state (the rest are read for the live account only).
 EVENTS = frozenset({"open", "request", "result", "decision", "bar", "tick"})
@@ -180,19 +180,3 @@ def replay(run: Any, events: list[dict], journal: Path) -> list[dict] | None:
     if run.forming is None or run.forming[0] in decided:
         return None
     return answered(made, live=paper is None)
-
-
-def answered(made: list[dict], *, live: bool) -> list[dict]:
-    """The requests of a bar cut short that the bar decided again answers from the journal. On a live
-    account a request without its result was cut off either before the terminal heard of it (no terminal
-    request journaled: it was never sent, so it is sent now, not answered "None") or while it was being
-    sent (answered 10012, "request canceled by timeout", as a lost reply is: it is looked up, never sent
-    again). On paper every journaled request was booked again by the replay, so all are answered."""
-    out = []
-    for entry in made:
-        if live and "retcode" not in entry:
-            if not entry["sent"]:
-                break  # killed before it reached the terminal: it and what follows are sent now
-            entry = {**entry, "retcode": TIMEOUT}
-        out.append({k: v for k, v in entry.items() if k not in ("made", "sent")})
-    return out

@@ -246,8 +246,9 @@ class MultiLiveRunner(LiveEngine):
             # are refused (its open cannot be traded any more), never sent at the price now.
             fetched = self._fetch(self.main, self.bars.feed.time[-1])
             self._market_bar = fetched.final_until
-            self.ctx.replay = again
+            self.ctx.answers.start(again)
             self._decide(*self.forming, missed=fetched.final_until > self.forming[1])
+            self.ctx.answers.done()
 
     def _show(self, when: pd.Timestamp) -> None:
         self.bars.show(self.ea)

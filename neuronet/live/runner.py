@@ -191,12 +191,6 @@ class LiveRunner(LiveEngine):
             )
             self._begun = True
             log.info("resuming %s after bar %d (%s)", s.journal, len(hist) - 1, hist.index[-1])
-            if self.forming is not None and self.forming[0] not in self.decided:
-                log.warning(
-                    "on_bar at bar %d was cut short by the stop: the requests it made stand, "
-                    "it is not run again",
-                    self.forming[0],
-                )
         self.bars = LiveBars(hist, self.meta)
         self.ea = make_ea(self.ea_class, self.params)
         # The backtest's retraining rule over the live bars (the history is the study period).
@@ -222,6 +216,20 @@ class LiveRunner(LiveEngine):
         self._started = True
         if state is None:
             self._open_new(first_open)
+        elif self.forming is not None and self.forming[0] not in self.decided:
+            # Cut short by the stop in the middle of a bar: decided again, each request already journaled
+            # for it answered from the journal (``answers``), so only what was not sent is sent. A bar
+            # that has closed since is decided late: on a live account its requests are then refused.
+            log.warning(
+                "on_bar at bar %d was cut short by the stop: run again, %d request(s) it had made are not "
+                "sent again",
+                self.forming[0],
+                len(state.again),
+            )
+            fetched = self._fetch_main(self.bars.feed.time[-1])
+            self.ctx.answers.start(state.again)
+            self._decide(*self.forming, missed=fetched.final_until > self.forming[1])
+            self.ctx.answers.done()
 
     def _lost_replies(self) -> Any:
         return None if self.ctx is None else self.ctx.trading

@@ -176,31 +176,93 @@ def one_symbol_live(
     return LiveRunner(ea, {}, source, settings, trading=factory, sleep=sim.sleep, status=lambda _: None)
 
 
+class TwoBuys(ExpertAdvisor):
+    """Buys 0.1 then 0.2 lots at every bar, whatever it holds: a deterministic bar of two requests."""
+
+    magic: int = 4646
+
+    def on_bar(self) -> None:
+        self.buy(0.1)
+        self.buy(0.2)
+
+
 ONE = (
-    "from test_live.test_hostile_world import one_symbol_live\n"
-    "one_symbol_live({port}, sim, pathlib.Path({journal!r}), bars=3).run()"
+    "from test_live.test_hostile_world import {ea}, one_symbol_live\n"
+    "from neuronet.live.limits import Limits\n"
+    "roomy = Limits(max_lots=1.0, max_positions=9, max_daily_loss=1e4, symbols=('EURUSD',))\n"
+    "one_symbol_live({port}, sim, pathlib.Path({journal!r}), ea={ea}, bars=3, limits=roomy).run()"
 )
+ROOMY_ONE = Limits(max_lots=1.0, max_positions=9, max_daily_loss=1e4, symbols=("EURUSD",))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a one-symbol live run killed in the middle of on_bar does not decide that bar again on "
-    "resume (runner.py: 'the requests it made stand, it is not run again'): the order after the close "
-    "is lost, where the multi-symbol runner sends what was not sent",
-)
-def test_a_one_symbol_reversal_killed_after_its_close_is_completed_on_resume(port, sim, tmp_path):
-    """``Flip`` buys at the first bar; at the second it closes the long, and the process is killed while
-    the terminal's note of the sell that follows is written (the sell never reached the terminal). The
-    resumed run must sell (the EA's decision at that bar), not leave the account flat until the EA's next
-    bar, nor buy again."""
+def _deals(sim) -> list[tuple[int, int, float]]:
+    """(type, entry, volume) of each deal the terminal made, in order."""
+    return [(d.type, d.entry, d.volume) for d in sim.state.book.deals]
+
+
+def test_a_one_symbol_bar_killed_before_its_second_order_reached_the_terminal_sends_it_on_resume(
+    port, sim, tmp_path
+):
+    """Killed while the terminal's note of the bar's second order was written: the bar is decided again on
+    resume, the first order answered from the journal (not sent twice) and the second sent."""
     journal = tmp_path / "live.jsonl"
-    _die_writing(tmp_path, port, journal, "request", "request", "EURUSD", nth=3, run=ONE)
-    book = sim.state.book
-    assert [(d.type, d.entry) for d in book.deals] == [(0, 0), (1, 1)]  # bought, then the long closed
-    one_symbol_live(port, sim, journal, bars=1).run()
-    assert [(d.type, d.entry) for d in book.deals][:3] == [(0, 0), (1, 1), (1, 0)], (
-        "the cut bar's sell is lost"
+    _die_writing(
+        tmp_path, port, journal, "request", "request", "EURUSD", run=ONE.replace("{ea}", "TwoBuys"), nth=2
     )
+    assert _deals(sim) == [(0, 0, 0.1)]
+    one_symbol_live(port, sim, journal, ea=TwoBuys, bars=1, limits=ROOMY_ONE).run()
+    assert _deals(sim)[:2] == [(0, 0, 0.1), (0, 0, 0.2)], "the cut bar's second order was lost or doubled"
+    recs = read_journal(journal)
+    resumed = next(i for i, r in enumerate(recs) if r["type"] == "resume")
+    decided = [r for r in recs[resumed:] if r["type"] == "decision"]
+    assert decided[0]["bar"] == recs[resumed]["forming"]  # the cut bar, decided again
+
+
+def test_a_reversal_killed_after_its_close_never_turns_into_a_buy_on_resume(port, sim, tmp_path):
+    """``Flip`` buys at the first bar; at the second it closes the long, and the process is killed before
+    the sell that follows reached the terminal. Decided again on resume, the EA sees no position and asks
+    a buy: the opposite of what it decided at that bar. Nothing is sent for the rest of that bar (10027,
+    journaled as a warning); the account stays flat until the EA's next bar."""
+    journal = tmp_path / "live.jsonl"
+    _die_writing(
+        tmp_path, port, journal, "request", "request", "EURUSD", run=ONE.replace("{ea}", "Flip"), nth=3
+    )
+    assert _deals(sim) == [(0, 0, 0.1), (1, 1, 0.1)]  # bought, then the long closed
+    one_symbol_live(port, sim, journal, ea=Flip, bars=1, limits=ROOMY_ONE).run()
+    recs = read_journal(journal)
+    resumed = next(i for i, r in enumerate(recs) if r["type"] == "resume")
+    cut = recs[resumed]["forming"]
+    assert _deals(sim) == [(0, 0, 0.1), (1, 1, 0.1)]  # no buy at the bar decided to sell
+    made_at_cut = [r for r in recs[resumed:] if r["type"] == "request" and r.get("bar") == cut]
+    assert not made_at_cut, "a request of the bar decided again was sent though it asked otherwise"
+    assert any(r["type"] == "warning" and "asks otherwise" in r["message"] for r in recs[resumed:])
+
+
+class FlipFirst(BuyAll):
+    """A multi-symbol ``Flip`` on its first symbol (EURUSD): a close, then an order the other way."""
+
+    def on_bar(self) -> None:
+        held = self.positions("EURUSD")
+        for p in held:
+            self.close(p.ticket)
+        if not held or held[0].side < 0:
+            self.buy(0.1, symbol="EURUSD")
+        else:
+            self.sell(0.1, symbol="EURUSD")
+
+
+def test_a_multi_symbol_reversal_killed_after_its_close_never_turns_into_a_buy_on_resume(port, sim, tmp_path):
+    journal = tmp_path / "live.jsonl"
+    run = "from test_live.test_hostile_world import FlipFirst\n" + MULTI.replace("=BuyAll", "=FlipFirst")
+    _die_writing(tmp_path, port, journal, "request", "request", "EURUSD", run=run, nth=3)
+    assert _deals(sim) == [(0, 0, 0.1), (1, 1, 0.1)]
+    live_runner(port, sim, journal, ea=FlipFirst, bars=1, per_symbol=ROOMY).run()
+    recs = read_journal(journal)
+    resumed = next(i for i, r in enumerate(recs) if r["type"] == "resume")
+    cut = recs[resumed]["forming"]
+    sent = [r for r in recs[resumed:] if r["type"] == "request" and r.get("bar") == cut]
+    assert not sent, "the bar decided again sent a buy where the EA had decided to sell"
+    assert _deals(sim) == [(0, 0, 0.1), (1, 1, 0.1)]
 
 
 class HoldThenAdd(ExpertAdvisor):
