@@ -189,7 +189,8 @@ class LiveEngine:
         raise NotImplementedError
 
     def _decision_over(self) -> None:
-        """After ``on_bar`` returned or raised."""
+        """After ``on_bar`` returned or raised: a bar decided again is over, requests are sent again."""
+        self.ctx.answers.done()
 
     # -- terminal calls, surviving drops ---------------------------------------------------------------------
     def _retrying(self, what: str, call: Callable[[], Any]) -> Any:

@@ -12,9 +12,11 @@ meanwhile are then processed in order (``on_bar`` at each one's own open) or, wi
 journaled and skipped with a warning — never twice, and never out of order.
 
 Every bar, decision, trade request and result goes to the journal (``journal``). Started again with the
-same journal, the run resumes after the last bar it processed, with its paper account rebuilt from the
-journal (``rebuild``); on a live account the terminal holds the positions, found by the EA's magic number,
-and a daily loss halt journaled on the same server day holds again (``TerminalTrade.restore_halt``). A live
+same journal, the run resumes after the last bar it processed (a bar whose ``on_bar`` the stop cut short
+is decided again, what it had sent answered from the journal: ``answers``), with its paper account rebuilt
+from the journal (``rebuild``); on a live account the terminal holds the positions, found by the EA's
+magic number, and a daily loss halt journaled on the same server day holds again
+(``TerminalTrade.restore_halt``). A live
 run journals its account at the start (``account``: the magic number and balance ``neuronet live report``
 scores it with), and once the terminal answers again after a drop, the requests whose reply was lost are
 looked up (``TerminalTrade.resolve``) before the EA decides anything more.
@@ -229,7 +231,6 @@ class LiveRunner(LiveEngine):
             fetched = self._fetch_main(self.bars.feed.time[-1])
             self.ctx.answers.start(state.again)
             self._decide(*self.forming, missed=fetched.final_until > self.forming[1])
-            self.ctx.answers.done()
 
     def _lost_replies(self) -> Any:
         return None if self.ctx is None else self.ctx.trading
