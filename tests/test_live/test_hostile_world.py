@@ -16,6 +16,7 @@ from test_live.test_multi_live import ROOMY, _sent, live_runner
 
 from datafeeds.terminal import TerminalSource
 from datafeeds.timeframes import Timeframe
+from neuronet.live.errors import JournalError
 from neuronet.live.journal import read_journal
 from neuronet.live.limits import Limits
 from neuronet.live.runner import LiveRunner, LiveSettings
@@ -305,3 +306,69 @@ def test_a_gain_carried_from_yesterday_does_not_hide_todays_loss_from_the_daily_
     first = min(sim.conn.modules.MetaTrader5.positions_get(), key=lambda p: p.ticket)
     assert 0 < first.profit < 500  # still a gain since it opened: that hides the day's loss
     assert ADDED and not ADDED[0], "a new order was sent after the account lost about 900 USD today"
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 256 KiB file system (tmpfs), where root may mount one; unmounted after."""
+    where = tmp_path / "disk"
+    where.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(where)], capture_output=True
+    )
+    if mounted.returncode:
+        pytest.skip("cannot mount a small file system here")
+    yield where
+    subprocess.run(["umount", "-l", str(where)], check=True)  # lazily: a file a failed run left open
+
+
+class FillsTheDisk(ExpertAdvisor):
+    """Buys 0.1 lots at every bar; at its second bar it first fills the disk its journal is on."""
+
+    magic: int = 4747
+
+    def on_bar(self) -> None:
+        filler = Path(os.environ["A_FULL_DISK"])
+        if self.bars.time.size and not filler.exists() and len(sim_deals()) == 1:
+            fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+            try:
+                while os.write(fd, b"\0" * 4096):
+                    pass
+            except OSError:  # full
+                pass
+            finally:
+                os.close(fd)
+        self.buy(0.1)
+
+
+SIM_DEALS: list = []
+
+
+def sim_deals() -> list:
+    return SIM_DEALS[0]() if SIM_DEALS else []
+
+
+def test_a_full_disk_stops_the_run_with_one_line_naming_the_journal_and_resumes_once_freed(
+    port, sim, tmp_path, small_disk, monkeypatch
+):
+    """The journal's disk fills in the middle of a bar: the run stops with a journal error that names the
+    journal (not as the EA's own failure), nothing unjournaled is sent; once space is freed the same journal
+    resumes and nothing is sent twice."""
+    filler = small_disk / "filler"
+    monkeypatch.setenv("A_FULL_DISK", str(filler))
+    SIM_DEALS[:] = [lambda: sim.state.book.deals]
+    journal = small_disk / "live.jsonl"
+    limits = Limits(max_lots=1.0, max_positions=9, max_daily_loss=1e4, symbols=("EURUSD",))
+    with pytest.raises(JournalError, match=r"live\.jsonl.*No space left"):
+        one_symbol_live(port, sim, journal, ea=FillsTheDisk, bars=4, limits=limits).run()
+    assert len(sim.state.book.deals) == 1  # the second bar's order was not sent unjournaled
+    filler.unlink()
+    one_symbol_live(port, sim, journal, ea=FillsTheDisk, bars=2, limits=limits).run()
+    tags = [d.comment.split()[0] for d in sim.state.book.deals]
+    assert len(tags) == len(set(tags)) and len(tags) >= 2  # each request id filled once
+    requests = [
+        r
+        for r in read_journal(journal)
+        if r.get("source") == "terminal" and r["terminal"]["event"] == "request"
+    ]
+    assert sorted(r["terminal"]["id"] for r in requests) == sorted(tags)  # every order sent is journaled
