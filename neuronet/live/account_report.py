@@ -149,14 +149,35 @@ def run_span(times: pd.DatetimeIndex, first: int, meta: CandleMeta) -> tuple[int
     return lo, hi
 
 
+def journaled_deals(records: Iterable[dict]) -> set[int]:
+    """The deal tickets the terminal answered the run's requests with (its "result" notes)."""
+    out = set()
+    for rec in records:
+        note = rec.get("terminal") if rec.get("source") == "terminal" else None
+        if not isinstance(note, dict) or note.get("event") != "result":
+            continue
+        if note.get("retcode") in retcodes.SUCCESS and int(note.get("deal") or 0) > 0:
+            out.add(int(note["deal"]))
+    return out
+
+
 def run_history(
-    source: Any, who: RunIdentity, symbols: Iterable[str], span: tuple[int, int]
+    source: Any, who: RunIdentity, symbols: Iterable[str], span: tuple[int, int], path: str, made: set[int]
 ) -> dict[str, tuple[list[Any], list[Any]]]:
     """Per symbol of the run, the terminal's buy and sell deals and its orders over ``span`` carrying one
-    of the run's magic numbers (deals of other symbols, other EAs and manual trades are not the run's)."""
+    of the run's magic numbers (deals of other symbols, other EAs and manual trades are not the run's).
+    ``made``: the deals the journal says the run made (``journaled_deals``); one the terminal's history
+    lacks (a history cut short) is refused: the report would leave its money out, or take the rest of its
+    position for one opened before the run."""
     lo, hi = span
     deals = _read(source, "history_deals_get", lo, hi) or ()
     orders = _read(source, "history_orders_get", lo, hi) or ()
+    lacked = sorted(made - {int(d.ticket) for d in deals})
+    if lacked:
+        raise JournalError(
+            f"journal {path}: the terminal's deal history lacks deal(s) {', '.join(f'#{t}' for t in lacked)} "
+            "that the run made (its history is cut short: load more of it in the terminal's History tab)"
+        )
 
     def mine(rows: Any, symbol: str, when: str) -> list[Any]:
         return [
@@ -186,7 +207,8 @@ def terminal_ledger(
     info = _read(source, "symbol_info", symbol)
     if info is None:
         raise JournalError(f"journal {path}: the terminal has no symbol {symbol!r}")
-    deals, orders = run_history(source, who, (symbol,), run_span(bars.index, fs, meta))[symbol]
+    span = run_span(bars.index, fs, meta)
+    deals, orders = run_history(source, who, (symbol,), span, path, journaled_deals(records))[symbol]
     try:  # no modelled costs: the deals carry the terminal's swaps
         spec = replace(spec_from_symbol_info(info), swap_long=0.0, swap_short=0.0)
     except SpecError as exc:

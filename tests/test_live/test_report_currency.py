@@ -6,10 +6,13 @@ dollars booked as the account's money."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from test_live.test_hostile_world import one_symbol_live
 from test_live.test_multi_account_report import source
 
+from neuronet.live.errors import JournalError
 from neuronet.live.journal import read_journal
 from neuronet.live.rebuild import read_state
 from neuronet.live.report import journal_result
@@ -66,3 +69,28 @@ def test_a_symbol_whose_profit_the_report_cannot_convert_is_one_line(port, sim, 
     """GBPUSD on a euro account: its margin in pounds needs EURGBP, which a one-symbol journal lacks."""
     with pytest.raises(ValueError, match=r"GBPUSD.*EUR"):
         _held_to_the_end(port, sim, tmp_path, "GBPUSD", "EUR")
+
+
+CUT_HISTORY = (
+    "import MetaTrader5 as _m\n_deals = _m.history_deals_get\n"
+    "_m.history_deals_get = lambda *a, **k: tuple(d for d in (_deals(*a, **k) or ()) if d.entry != 0)"
+)
+
+
+def test_a_terminal_whose_history_lost_the_runs_entry_deals_is_refused_not_reported_without_them(
+    port, sim, tmp_path
+):
+    """The run bought and closed at its stop; the terminal's deal history no longer holds the entry deal
+    (a history cut short). The report must not leave the trade's money out as if its position had been
+    opened before the run: it is refused, naming the deal the journal says the run made."""
+    journal = tmp_path / "live.jsonl"
+    run = one_symbol_live(port, sim, journal, ea=HoldOne, bars=3)
+    run.s = dataclasses.replace(run.s, close_on_exit=True)
+    run.run()
+    entry = next(d for d in sim.state.book.deals if d.entry == 0)
+    sim.conn.execute(CUT_HISTORY)
+    try:
+        with pytest.raises(JournalError, match=f"#{entry.ticket}"):
+            journal_result(journal, source(port))
+    finally:
+        sim.conn.execute("_m.history_deals_get = _deals")
