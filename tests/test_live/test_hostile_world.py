@@ -372,3 +372,43 @@ def test_a_full_disk_stops_the_run_with_one_line_naming_the_journal_and_resumes_
         if r.get("source") == "terminal" and r["terminal"]["event"] == "request"
     ]
     assert sorted(r["terminal"]["id"] for r in requests) == sorted(tags)  # every order sent is journaled
+
+
+TIMEOUT_THEN_FILLED = (
+    "import MetaTrader5 as _m\n_send = _m.order_send\n"
+    "def _late(request):\n"
+    "    res = _send(request)\n"
+    "    _m.order_send = _send\n"  # only the first
+    "    return res._replace(retcode=10012, comment='Request canceled by timeout')\n"
+    "_m.order_send = _late"
+)
+ANSWERS: list = []
+
+
+class BuyOnceNoted(ExpertAdvisor):
+    """Buys 0.1 lots while it holds none, keeping each answer and retcode in ``ANSWERS``."""
+
+    magic: int = 4848
+
+    def on_bar(self) -> None:
+        if not self.positions():
+            ANSWERS.append((self.buy(0.1), self.last_retcode))
+
+
+def test_a_timeout_answer_for_an_order_the_terminal_filled_is_looked_up_not_taken_as_refused(
+    port, sim, tmp_path
+):
+    """``order_send`` answers 10012 ("request canceled by timeout") for an order the trade server in fact
+    filled: the outcome of a timed-out request is unknown, so it is looked up by its id and found, the EA
+    gets its ticket, and it is journaled as recovered, never as refused."""
+    ANSWERS.clear()
+    journal = tmp_path / "live.jsonl"
+    sim.conn.execute(TIMEOUT_THEN_FILLED)
+    try:
+        one_symbol_live(port, sim, journal, ea=BuyOnceNoted, bars=2).run()
+    finally:
+        sim.conn.execute("_m.order_send = _send")
+    assert len(sim.state.book.deals) == 1
+    (ticket, retcode), *_ = ANSWERS
+    assert ticket == sim.state.book.deals[0].order and retcode == 10009
+    assert [n["event"] for n in _notes(journal, "recovered")] == ["recovered"]
