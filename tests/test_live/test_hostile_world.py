@@ -4,6 +4,7 @@ EA asked for may be lost."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -412,3 +413,42 @@ def test_a_timeout_answer_for_an_order_the_terminal_filled_is_looked_up_not_take
     (ticket, retcode), *_ = ANSWERS
     assert ticket == sim.state.book.deals[0].order and retcode == 10009
     assert [n["event"] for n in _notes(journal, "recovered")] == ["recovered"]
+
+
+STOPPED: list = []  # StopAfterFirstBuy stops once
+
+
+class StopAfterFirstBuy(TwoBuys):
+    """``TwoBuys`` stopped (Ctrl-C) once, right after the first buy of its second bar."""
+
+    def on_bar(self) -> None:
+        self.buy(0.1)
+        if len(self.bars) > 300 and not STOPPED:
+            STOPPED.append(True)
+            raise KeyboardInterrupt
+        self.buy(0.2)
+
+
+def _results(journal: Path) -> list[tuple]:
+    return [
+        (r["bar"], r["call"], json.dumps(r["value"]), r["retcode"])
+        for r in read_journal(journal)
+        if r["type"] == "result" and r.get("source") != "terminal"
+    ]
+
+
+def test_a_one_symbol_paper_run_stopped_in_the_middle_of_a_bar_books_as_one_that_never_stopped(
+    port, sim, tmp_path
+):
+    from test_live.live_support import runner
+
+    whole = tmp_path / "whole.jsonl"
+    StopAfterFirstBuy.__name__ = "TwoBuys"
+    runner(port, sim, whole, ea=TwoBuys, params={}, max_bars=3).run()
+    sim.market.set_now("2024-03-07 10:00")
+    STOPPED.clear()
+    cut = tmp_path / "cut.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        runner(port, sim, cut, ea=StopAfterFirstBuy, params={}, max_bars=3).run()
+    runner(port, sim, cut, ea=StopAfterFirstBuy, params={}, max_bars=2).run()
+    assert _results(cut) == _results(whole)  # the cut bar's first buy once, its second buy made on resume
