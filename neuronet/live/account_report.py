@@ -19,7 +19,9 @@ import numpy as np
 import pandas as pd
 
 from backtests.broker import AccountConfig
+from backtests.broker.portfolio import open_brokers
 from datafeeds.candles import CandleMeta
+from datafeeds.symbols import SpecError, spec_from_symbol_info
 from datafeeds.terminal_errors import error_from_last_error
 from neuronet.live import retcodes
 from neuronet.live.errors import JournalError
@@ -28,6 +30,7 @@ from neuronet.live.rebuild import JournalState
 from neuronet.live.terminal_ledger import StopChange, TerminalLedger
 
 RES_S_OK = 1
+COLUMNS = ("open", "high", "low", "close", "spread")  # a broker's bar columns, then the times
 
 
 @dataclass(frozen=True)
@@ -146,14 +149,35 @@ def run_span(times: pd.DatetimeIndex, first: int, meta: CandleMeta) -> tuple[int
     return lo, hi
 
 
+def journaled_deals(records: Iterable[dict]) -> set[int]:
+    """The deal tickets the terminal answered the run's requests with (its "result" notes)."""
+    out = set()
+    for rec in records:
+        note = rec.get("terminal") if rec.get("source") == "terminal" else None
+        if not isinstance(note, dict) or note.get("event") != "result":
+            continue
+        if note.get("retcode") in retcodes.SUCCESS and int(note.get("deal") or 0) > 0:
+            out.add(int(note["deal"]))
+    return out
+
+
 def run_history(
-    source: Any, who: RunIdentity, symbols: Iterable[str], span: tuple[int, int]
+    source: Any, who: RunIdentity, symbols: Iterable[str], span: tuple[int, int], path: str, made: set[int]
 ) -> dict[str, tuple[list[Any], list[Any]]]:
     """Per symbol of the run, the terminal's buy and sell deals and its orders over ``span`` carrying one
-    of the run's magic numbers (deals of other symbols, other EAs and manual trades are not the run's)."""
+    of the run's magic numbers (deals of other symbols, other EAs and manual trades are not the run's).
+    ``made``: the deals the journal says the run made (``journaled_deals``); one the terminal's history
+    lacks (a history cut short) is refused: the report would leave its money out, or take the rest of its
+    position for one opened before the run."""
     lo, hi = span
     deals = _read(source, "history_deals_get", lo, hi) or ()
     orders = _read(source, "history_orders_get", lo, hi) or ()
+    lacked = sorted(made - {int(d.ticket) for d in deals})
+    if lacked:
+        raise JournalError(
+            f"journal {path}: the terminal's deal history lacks deal(s) {', '.join(f'#{t}' for t in lacked)} "
+            "that the run made (its history is cut short: load more of it in the terminal's History tab)"
+        )
 
     def mine(rows: Any, symbol: str, when: str) -> list[Any]:
         return [
@@ -183,8 +207,17 @@ def terminal_ledger(
     info = _read(source, "symbol_info", symbol)
     if info is None:
         raise JournalError(f"journal {path}: the terminal has no symbol {symbol!r}")
-    deals, orders = run_history(source, who, (symbol,), run_span(bars.index, fs, meta))[symbol]
-    config = scored_config(path, start, who, contract_size=float(info.trade_contract_size))
-    ledger = TerminalLedger.over(bars, meta.point, config, meta.clock)
+    span = run_span(bars.index, fs, meta)
+    deals, orders = run_history(source, who, (symbol,), span, path, journaled_deals(records))[symbol]
+    try:  # no modelled costs: the deals carry the terminal's swaps
+        spec = replace(spec_from_symbol_info(info), swap_long=0.0, swap_short=0.0)
+    except SpecError as exc:
+        raise JournalError(f"journal {path}: {exc}") from None
+    config = scored_config(path, start, who, contract_size=spec.contract_size)
+    # The symbol's money in the account currency (USDJPY's yen in dollars, EURUSD's dollars on a euro
+    # account), as the multi-symbol report values it: open positions and the end-of-test close included.
+    cols = (*(bars[c].to_numpy(dtype=np.float64) for c in COLUMNS), bars.index.as_unit("ns"))
+    broker = open_brokers({symbol: cols}, {symbol: spec}, scored_config(path, start, who), meta.clock)
+    ledger = TerminalLedger(broker[symbol], meta.clock)
     ledger.book(deals, orders, fs, stop_changes(path, records))
     return ledger, config, who

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from backtests.replay import causal_indicator, check_causal, evaluate_indicator
+from neuronet.live.answers import JournalAnswers
 from strategies.bars import BarFeed, Bars
 from strategies.base import ExpertAdvisor
 from strategies.trade import Account, Order, Position, net_volume
@@ -66,6 +67,7 @@ class LiveContext:
         self._record = record
         self._now = now
         self._bar = bar
+        self.answers = JournalAnswers()  # a bar cut short and decided again: its requests' answers
 
     @property
     def point(self) -> float:
@@ -73,9 +75,15 @@ class LiveContext:
 
     @property
     def last_retcode(self) -> int:
-        return self.trading.last_retcode
+        got = self.answers.retcode
+        return self.trading.last_retcode if got is None else got
 
     def _request(self, name: str, *args: Any) -> Any:
+        done, value, why = self.answers.take(name, list(args), None)
+        if why is not None:
+            self._record("warning", bar=self._bar(), message=why)
+        if done:
+            return value
         self._record("request", bar=self._bar(), time=self._now(), call=name, args=list(args))
         value = getattr(self.trading, name)(*args)
         self._record("result", bar=self._bar(), call=name, value=value, retcode=self.trading.last_retcode)

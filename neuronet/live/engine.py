@@ -31,7 +31,7 @@ from backtests.broker import AccountConfig
 from datafeeds.terminal import TerminalSource
 from datafeeds.terminal_errors import TerminalConnectionError, TerminalError
 from datafeeds.timeframes import Timeframe
-from neuronet.live.errors import LiveError
+from neuronet.live.errors import JournalError, LiveError
 from neuronet.live.identity import check_magic, check_same_account, terminal_account
 from neuronet.live.journal import Journal, JournalRecords
 from neuronet.live.quotes import QuoteError
@@ -189,7 +189,8 @@ class LiveEngine:
         raise NotImplementedError
 
     def _decision_over(self) -> None:
-        """After ``on_bar`` returned or raised."""
+        """After ``on_bar`` returned or raised: a bar decided again is over, requests are sent again."""
+        self.ctx.answers.done()
 
     # -- terminal calls, surviving drops ---------------------------------------------------------------------
     def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
@@ -265,8 +266,14 @@ class LiveEngine:
         except Stop:
             self._finish("max_bars")
         except BaseException as exc:
-            self._finish(f"error: {type(exc).__name__}", deinit=not isinstance(exc, EARuntimeError))
-            raise
+            if isinstance(exc, EARuntimeError) and isinstance(exc.original, JournalError):
+                exc = exc.original  # the journal could not be written while the EA traded: not the EA's fault
+            try:
+                self._finish(f"error: {type(exc).__name__}", deinit=not isinstance(exc, EARuntimeError))
+            except JournalError:
+                if not isinstance(exc, JournalError):
+                    raise
+            raise exc from None
         finally:
             self.journal.close()
         return self.summary

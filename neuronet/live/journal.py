@@ -245,6 +245,7 @@ class Journal:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise JournalError(f"journal {self.path}: cannot write it ({exc.strerror or exc})") from None
+        self._broken: str | None = None  # why a write failed: nothing is written (nor sent) after it
         self._lock = self._locked()
         try:
             self._repair_tail()
@@ -310,6 +311,8 @@ class Journal:
         """Append ``(kind, fields)`` records together: each is encoded and checked first, and none is written
         when one is longer than ``MAX_LINE`` (the reader would refuse it: the journal could never be
         resumed or reported)."""
+        if self._broken is not None:
+            raise JournalError(self._broken)
         out, lines = [], []
         for kind, fields in records:
             if kind not in TYPES:
@@ -325,14 +328,25 @@ class Journal:
                 )
             out.append(record)
             lines.append(line)
-        self._file.write(b"".join(lines))
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        try:
+            self._file.write(b"".join(lines))
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as exc:  # a full disk, a folder made read-only, a removed drive
+            self._broken = (
+                f"journal {self.path}: cannot write it ({exc.strerror or exc}); the run stops and sends "
+                "nothing more: make room (or make it writable), then start the same command to resume"
+            )
+            raise JournalError(self._broken) from None
         return out
 
     def close(self) -> None:
         if not self._file.closed:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError:  # what a failed write left unflushed: the journal already said it was not written
+                if self._broken is None:
+                    raise
             self._lock.release()
 
     def __enter__(self) -> Journal:

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from backtests.replay import causal_indicator
+from neuronet.live.answers import JournalAnswers
 from neuronet.live.context import LiveBars
-from neuronet.live.journal import json_ready
 from strategies.bars import Bars
 from strategies.errors import EAError
 from strategies.trade import net_volume
@@ -132,7 +132,7 @@ class TerminalRouter:
     def restore_unresolved(self, lost: Mapping[str, dict]) -> None:
         """Each request a stopped run left unresolved goes back to the context of its own symbol."""
         for symbol, trade in self.trades.items():
-            mine = {k: v for k, v in lost.items() if v.get("symbol", self.main.symbol) == symbol}
+            mine = {k: v for k, v in lost.items() if (v.get("symbol") or self.main.symbol) == symbol}
             if mine:
                 trade.restore_unresolved(mine)
 
@@ -167,9 +167,8 @@ class MultiLiveContext:
         self._now = now
         self._bar = bar
         # A resumed run deciding again a bar the stop cut short: the requests journaled for it, in order,
-        # answered from the journal instead of sent again (``multi_resume.replay``).
-        self.replay: list[dict] = []
-        self._replayed: int | None = None  # the retcode of the request last answered from the journal
+        # answered from the journal instead of sent again (``answers``).
+        self.answers = JournalAnswers()
 
     @property
     def point(self) -> float:
@@ -177,32 +176,8 @@ class MultiLiveContext:
 
     @property
     def last_retcode(self) -> int:
-        return self.trading.last_retcode if self._replayed is None else self._replayed
-
-    def _journaled(self, name: str, args: list, target: str | None) -> tuple[bool, Any]:
-        """``(True, answer)`` when this request is the next one journaled for the bar being decided again:
-        sent before the stop, never again (the terminal's own notes have it looked up if its reply never
-        came). A request that differs ends the replay: from it on, requests are new and sent."""
-        if not self.replay:
-            return False, None
-        head = self.replay[0]
-        if (
-            head["call"] == name
-            and head.get("symbol") == target
-            and json_ready(args) == json_ready(head["args"])
-        ):
-            self.replay.pop(0)
-            self._replayed = int(head.get("retcode") or 0)
-            return True, head.get("value")
-        log.warning(
-            "the bar decided again asks %s %s, where the journal has %s %s: sending from here on",
-            name,
-            target,
-            head["call"],
-            head.get("symbol"),
-        )
-        self.replay = []
-        return False, None
+        got = self.answers.retcode
+        return self.trading.last_retcode if got is None else got
 
     def _symbol(self, symbol: str | None, ticket: int | None) -> str | None:
         """The symbol a request goes to, for the journal (None for a close of every symbol)."""
@@ -217,10 +192,11 @@ class MultiLiveContext:
         target = (
             None if (name == "close" and symbol is None and ticket is None) else self._symbol(symbol, ticket)
         )
-        done, value = self._journaled(name, args, target)
+        done, value, why = self.answers.take(name, args, target)
+        if why is not None:
+            self._record("warning", bar=self._bar(), message=why)
         if done:
             return value
-        self._replayed = None
         self._record("request", bar=self._bar(), time=self._now(), call=name, args=list(args), symbol=target)
         kw = {} if symbol is None else {"symbol": symbol}
         value = getattr(self.trading, name)(*args, **kw)

@@ -31,6 +31,7 @@ from backtests.replay import Result
 from datafeeds.candles import CandleMeta, meta_of
 from neuronet.live.account_report import (
     check_login,
+    journaled_deals,
     run_history,
     run_identity,
     run_span,
@@ -148,7 +149,7 @@ def _book_terminal(
     """Book the terminal's deals and orders of each symbol into its broker of the account (the positions
     it still holds handed over for the report's "end of test" close); the report's data about it."""
     span = run_span(times, fs, meta)
-    history = run_history(terminal, who, list(brokers), span)
+    history = run_history(terminal, who, list(brokers), span, str(path), journaled_deals(records))
     stops = stop_changes(str(path), records)
     ledgers = {name: TerminalLedger(broker, meta.clock) for name, broker in brokers.items()}
     TerminalLedger.book_account(

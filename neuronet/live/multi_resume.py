@@ -21,6 +21,7 @@ from backtests.broker import AccountConfig
 from datafeeds.candles import CandleMeta
 from datafeeds.symbols import SymbolSpec
 from datafeeds.timeframes import Timeframe
+from neuronet.live.answers import answered
 from neuronet.live.context import replay_args
 from neuronet.live.errors import JournalError
 from neuronet.live.journal import JournalRecords, json_ready
@@ -95,6 +96,8 @@ def read_multi(path: Path, records: JournalRecords) -> MultiJournal:
             out.account = rec
         elif rec.get("source") == "terminal":
             note = rec.get("terminal") or {}
+            if note.get("event") == "request" and out.events and out.events[-1]["type"] == "request":
+                out.events[-1]["_sent"] = True  # the EA's request reached order_check/order_send
             if note.get("event") == "halted":
                 out.halted_day = int(note["day"])
             follow_lost_reply(out.unresolved, in_flight, note)
@@ -145,6 +148,7 @@ def replay(run: Any, events: list[dict], journal: Path) -> list[dict] | None:
                 run.paper.set_tick({k: Quote(float(v[0]), float(v[1])) for k, v in rec["quotes"].items()})
             elif kind == "request":
                 entry = {"call": rec["call"], "symbol": rec.get("symbol"), "args": rec["args"], "value": None}
+                entry["sent"] = bool(rec.get("_sent"))
                 if paper is not None:
                     kw = {"symbol": rec["symbol"]} if rec.get("symbol") and rec["call"] in _BY_SYMBOL else {}
                     entry["made"] = getattr(paper, rec["call"])(*replay_args(rec["call"], rec["args"]), **kw)
@@ -175,4 +179,4 @@ def replay(run: Any, events: list[dict], journal: Path) -> list[dict] | None:
             ) from None
     if run.forming is None or run.forming[0] in decided:
         return None
-    return [{k: v for k, v in e.items() if k != "made"} for e in made]
+    return answered(made, live=paper is None)

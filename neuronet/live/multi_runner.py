@@ -235,7 +235,7 @@ class MultiLiveRunner(LiveEngine):
             self._open_new(fetched.final_until)
         elif self.forming is not None and again is not None:
             # Cut short by the stop in the middle of a bar: decided again, and each request already
-            # journaled for it is answered from the journal, not sent again (``MultiLiveContext.replay``).
+            # journaled for it is answered from the journal, not sent again (``answers``).
             log.warning(
                 "on_bar at bar %d was cut short by the stop: run again, %d request(s) it had made are not "
                 "sent again",
@@ -246,7 +246,7 @@ class MultiLiveRunner(LiveEngine):
             # are refused (its open cannot be traded any more), never sent at the price now.
             fetched = self._fetch(self.main, self.bars.feed.time[-1])
             self._market_bar = fetched.final_until
-            self.ctx.replay = again
+            self.ctx.answers.start(again)
             self._decide(*self.forming, missed=fetched.final_until > self.forming[1])
 
     def _show(self, when: pd.Timestamp) -> None:
@@ -265,9 +265,6 @@ class MultiLiveRunner(LiveEngine):
 
     def _lost_replies(self) -> Any:
         return self.router
-
-    def _decision_over(self) -> None:
-        self.ctx.replay = []  # requests made after this decision are sent, not answered from the journal
 
     # -- bars ------------------------------------------------------------------------------------------------
     def _quotes(self, when: pd.Timestamp) -> dict[str, Quote | None]:

@@ -17,6 +17,7 @@ import pandas as pd
 
 from backtests.broker import AccountConfig
 from datafeeds.candles import COLUMNS, CandleMeta, make_frame
+from neuronet.live.answers import answered
 from neuronet.live.context import REQUESTS, replay_args
 from neuronet.live.errors import JournalError
 from neuronet.live.journal import json_ready
@@ -39,6 +40,7 @@ class JournalState:
     halted_day: int | None = None  # live: the last server day the daily loss limit was reached on
     unresolved: dict[str, dict] = field(default_factory=dict)  # live: lost replies not settled (id -> note)
     account: dict | None = None  # live: the first account record (who the run traded as)
+    again: list[dict] = field(default_factory=list)  # the cut bar's requests, answered when decided again
 
 
 def history_record(bars: pd.DataFrame) -> dict:
@@ -79,6 +81,7 @@ def follow_lost_reply(unresolved: dict[str, dict], in_flight: dict[str, dict], n
         in_flight[tag] = {
             "event": "unresolved",
             "id": tag,
+            "symbol": note.get("symbol"),  # looked up among that symbol's deals, counted in its limits
             "reason": "the run stopped while it was sent",
             "request": note.get("request") or {},
             "at": None,
@@ -89,6 +92,21 @@ def follow_lost_reply(unresolved: dict[str, dict], in_flight: dict[str, dict], n
         unresolved[str(note["id"])] = note
     elif event in ("recovered", "not executed"):
         unresolved.pop(tag, None)
+
+
+def _follow_requests(made: list[dict], rec: dict) -> None:
+    """Keep ``made``, the EA's requests of the bar forming with their answers (``answers.answered``)."""
+    kind = rec.get("type")
+    if kind == "open":
+        made.clear()
+    elif rec.get("source") == "terminal":
+        if (rec.get("terminal") or {}).get("event") == "request" and made:
+            made[-1]["sent"] = True  # it reached order_check/order_send
+    elif kind == "request":
+        made.append({"call": rec.get("call"), "symbol": rec.get("symbol"), "args": rec.get("args", [])})
+        made[-1]["value"] = None
+    elif kind == "result" and made:
+        made[-1]["value"], made[-1]["retcode"] = rec.get("value"), rec.get("retcode")
 
 
 def bars_frame(columns: dict, times: list, meta: CandleMeta, where: str) -> pd.DataFrame:
@@ -128,9 +146,11 @@ def read_state(path: str, records: Iterable[dict], *, paper: bool | None = None)
     state = JournalState(path, start, meta, hist, fs, broker=broker)
     pending_result: dict | None = None
     in_flight: dict[str, dict] = {}  # live: terminal requests without their result yet (id -> note)
+    made: list[dict] = []  # the EA's requests of the bar forming (``answers``)
     for rec in records:
         kind, line = rec["type"], rec["_line"]
         try:
+            _follow_requests(made, rec)
             if kind == "open":
                 t, when = int(rec["bar"]), pd.Timestamp(rec["time"])
                 if t != fs + len(closed) or state.forming is not None:
@@ -181,6 +201,8 @@ def read_state(path: str, records: Iterable[dict], *, paper: bool | None = None)
             raise JournalError(f"{where} line {line}: {kind} record cannot be read ({exc})") from None
     for tag, note in in_flight.items():  # killed while sending: looked up, counted open, never sent again
         state.unresolved.setdefault(tag, note)
+    if state.forming is not None and state.forming[0] not in state.decided:
+        state.again = answered(made, live=broker is None)
     if closed:
         run = bars_frame(closed.columns, closed.times, meta, where)
         state.bars = pd.concat([hist, run])

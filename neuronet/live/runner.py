@@ -12,9 +12,11 @@ meanwhile are then processed in order (``on_bar`` at each one's own open) or, wi
 journaled and skipped with a warning — never twice, and never out of order.
 
 Every bar, decision, trade request and result goes to the journal (``journal``). Started again with the
-same journal, the run resumes after the last bar it processed, with its paper account rebuilt from the
-journal (``rebuild``); on a live account the terminal holds the positions, found by the EA's magic number,
-and a daily loss halt journaled on the same server day holds again (``TerminalTrade.restore_halt``). A live
+same journal, the run resumes after the last bar it processed (a bar whose ``on_bar`` the stop cut short
+is decided again, what it had sent answered from the journal: ``answers``), with its paper account rebuilt
+from the journal (``rebuild``); on a live account the terminal holds the positions, found by the EA's
+magic number, and a daily loss halt journaled on the same server day holds again
+(``TerminalTrade.restore_halt``). A live
 run journals its account at the start (``account``: the magic number and balance ``neuronet live report``
 scores it with), and once the terminal answers again after a drop, the requests whose reply was lost are
 looked up (``TerminalTrade.resolve``) before the EA decides anything more.
@@ -191,12 +193,6 @@ class LiveRunner(LiveEngine):
             )
             self._begun = True
             log.info("resuming %s after bar %d (%s)", s.journal, len(hist) - 1, hist.index[-1])
-            if self.forming is not None and self.forming[0] not in self.decided:
-                log.warning(
-                    "on_bar at bar %d was cut short by the stop: the requests it made stand, "
-                    "it is not run again",
-                    self.forming[0],
-                )
         self.bars = LiveBars(hist, self.meta)
         self.ea = make_ea(self.ea_class, self.params)
         # The backtest's retraining rule over the live bars (the history is the study period).
@@ -222,6 +218,19 @@ class LiveRunner(LiveEngine):
         self._started = True
         if state is None:
             self._open_new(first_open)
+        elif self.forming is not None and self.forming[0] not in self.decided:
+            # Cut short by the stop in the middle of a bar: decided again, each request already journaled
+            # for it answered from the journal (``answers``), so only what was not sent is sent. A bar
+            # that has closed since is decided late: on a live account its requests are then refused.
+            log.warning(
+                "on_bar at bar %d was cut short by the stop: run again, %d request(s) it had made are not "
+                "sent again",
+                self.forming[0],
+                len(state.again),
+            )
+            fetched = self._fetch_main(self.bars.feed.time[-1])
+            self.ctx.answers.start(state.again)
+            self._decide(*self.forming, missed=fetched.final_until > self.forming[1])
 
     def _lost_replies(self) -> Any:
         return None if self.ctx is None else self.ctx.trading

@@ -2,8 +2,9 @@
 the deviation, and a lost reply handed to ``lost_replies`` (a mix-in of ``TerminalTrade``).
 
 Idempotency: every request carries an id in its comment (``nn`` + 8 hex digits, then the EA's comment, cut
-to the terminal's 31 characters) and is sent once. When ``order_send`` gives no answer, the request's fate
-is ``lost_replies``' to find out: found on the terminal, or kept unresolved (10012) — never sent again.
+to the terminal's 31 characters) and is sent once. When ``order_send`` gives no answer, or answers 10012
+("request canceled by timeout": whether the trade server filled it is as unknown), the request's fate is
+``lost_replies``' to find out: found on the terminal, or kept unresolved (10012) — never sent again.
 
 Requotes (10004) and "prices changed" (10020): the request is sent again at the new price as long as that
 price lies within ``deviation`` points of the price the EA decided at, at most ``requote_retries`` times;
@@ -265,6 +266,8 @@ class TerminalRequests:
             if code <= IPC_ERRORS:
                 return self.lost.after_lost(request, tag, verify, at, f"{code} {message}")
             return Outcome(retcodes.INVALID, f"order_send() answered None ({code} {message})")
+        if int(answer.retcode) == retcodes.TIMEOUT:  # "canceled by timeout": the server may have filled it
+            return self.lost.after_lost(request, tag, verify, at, f"10012 {answer.comment}")
         return Outcome(
             int(answer.retcode),
             str(answer.comment),
