@@ -39,6 +39,7 @@ from backtests.paths import (
     model_data,
 )
 from backtests.periods import Periods, resolve
+from backtests.progress import BarProgress, EpochProgress
 from backtests.result import PassFigures, Result
 from backtests.scoring import broker_figures, groups_of, pass_figures
 from backtests.ticks import TickPath
@@ -267,7 +268,7 @@ class Backtest:
             log.warning("%s.on_tick runs only with model 'ticks'; this run calls on_bar only", name)
         if self.price_path is not None:
             ctx.attach_path(self.price_path.for_run(ea if ea.wants_ticks() else None))
-        epoch_bar = _EpochProgress(self.progress)
+        epoch_bar = EpochProgress(self.progress)
         trading = TradingContext({ctx.symbol: ctx}, ctx.symbol, indicators_on(feed, probes))
         ea.attach(trading, feed.bars, epoch_bar.update, profile=self.profile)
         phase, interrupted = "on_init", None
@@ -335,7 +336,7 @@ class Backtest:
         fs, n, every = periods.forward_start, periods.n, periods.retrain_every
         if every:
             timings["retrain_s"] = 0.0
-        progress = _BarProgress(self.progress, n - fs)
+        progress = BarProgress(self.progress, n - fs)
         on_bar, bar_open, bar_range, advance, times = (
             ea.on_bar,
             ctx.bar_open,
@@ -541,62 +542,3 @@ def default_forward(ea: type[ExpertAdvisor], forward, walk_forward) -> tuple[obj
 
 def _lap(start: float) -> float:
     return round(time.perf_counter() - start, 6)
-
-
-class _BarProgress:
-    """A tqdm bar over replayed bars, updated every few thousand bars so it costs nothing per bar."""
-
-    def __init__(self, enabled: bool, total: int):
-        self.enabled = enabled
-        self._bar = None
-        if enabled:
-            from tqdm import tqdm
-
-            self._bar = tqdm(total=total, unit="bar", desc="replay", leave=False)
-
-    def to(self, done: int) -> None:
-        if self._bar is not None:
-            self._bar.update(done - self._bar.n)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.update(self._bar.total - self._bar.n)
-            self._bar.close()
-            self._bar = None
-
-
-class _EpochProgress:
-    """Epoch progress from the EA's training records: loss and seconds per epoch.
-
-    One bar per training round (walk-forward retrains, or a record count reaching the announced total, start
-    a new one), so the count never runs past its total."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-        self._bar = None
-        self._round = None
-
-    def update(self, record: dict) -> None:
-        if not self.enabled:
-            return
-        total = record.get("epochs")
-        full = self._bar is not None and total is not None and self._bar.n >= (self._bar.total or 0)
-        if self._bar is not None and (record.get("round") != self._round or full):
-            self.close()
-        if self._bar is None:
-            from tqdm import tqdm
-
-            self._round = record.get("round")
-            desc = "training" if self._round is None else f"training round {self._round}"
-            self._bar = tqdm(total=total, unit="epoch", desc=desc, leave=False)
-        self._bar.update(1)
-        shown = {"loss": f"{record.get('loss') or float('nan'):.4f}", "s": f"{record.get('wall_s') or 0:.2f}"}
-        for key, label in (("train_hit_rate", "forecast"), ("train_missed_rate", "undefine")):
-            if record.get(key) is not None:
-                shown[label] = f"{100 * record[key]:.1f}%"
-        self._bar.set_postfix(shown)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from backtests import Backtest
-from backtests.replay import _EpochProgress
+from backtests.progress import EpochProgress
 from datafeeds import SOURCES, load_candles
 from neuronet.cli import main
 from strategies import FractalEA
@@ -128,7 +128,7 @@ def test_walk_forward_epoch_bar_never_runs_past_its_total(monkeypatch):
             bars.append(self)
 
     monkeypatch.setattr(tqdm, "tqdm", Recorder)
-    progress = _EpochProgress(True)
+    progress = EpochProgress(True)
     for rnd, epochs in ((1, 10), (1, 10), (2, 10), (3, 10)):
         for _ in range(epochs if rnd > 1 else 5):
             progress.update({"round": rnd, "epochs": 10, "loss": 0.1})

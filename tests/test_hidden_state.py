@@ -24,6 +24,8 @@ ENV_READERS = {  # module -> the one function in it that may read the environmen
     "nn/threads.py": "plan",  # OPENBLAS_NUM_THREADS etc.: BLAS threads the user set are kept
     "neuronet/cli.py": "_debug_wanted",  # NEURONET_DEBUG: the CLI's --debug default
     "neuronet/live/credentials.py": "from_env",  # NEURONET_MT5_LOGIN/PASSWORD/SERVER: terminal login
+    # names ``os.getenv`` without calling it: an indicator that calls it reads state its key cannot see
+    "backtests/indicator_cache.py": "<module>",
 }
 ENV_NAMES = {"environ", "getenv", "putenv", "unsetenv", "environb"}
 

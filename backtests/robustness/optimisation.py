@@ -19,7 +19,6 @@ change the numbers (BLAS splits a product by the result's rows and columns, neve
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -31,7 +30,7 @@ from backtests.robustness.errors import RobustnessError
 from backtests.robustness.pbo import probability_of_overfitting
 from backtests.robustness.sharpe import deflated_sharpe
 from backtests.robustness.snooping import data_snooping
-from nn.threads import USER_VARIABLES
+from nn.threads import plan as blas_plan
 
 DEFAULT_SPLITS = 16  # the paper's S
 DEFAULT_REPS = 1000
@@ -40,7 +39,7 @@ DEFAULT_REPS = 1000
 @contextmanager
 def one_blas_thread() -> Iterator[None]:
     """BLAS on one thread meanwhile, unless the user chose a count (see the module docstring)."""
-    if any(os.environ.get(name, "").strip() for name in USER_VARIABLES):
+    if blas_plan().threads is None:  # the user set a count: it is kept
         yield
         return
     with threadpool_limits(limits=1, user_api="blas"):
