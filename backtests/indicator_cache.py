@@ -13,7 +13,8 @@ the values that request would have computed and checked:
   every Python function it reaches, by a global name, a module's or class's attribute or its closure (a
   helper's result depends on what the helper reads) (``fingerprint``). The functions of Python and of
   installed libraries count as pure and are known by identity, as builtins are, except those that read
-  state by a name in a string (``getattr``, ``eval``, ``open``, ``os.getenv``: ``_OPAQUE``);
+  state by a name in a string (``getattr``, ``eval``, ``os.getenv``: ``_OPAQUE``) or a file by its path
+  (``open``, ``numpy.load``, ``pandas.read_csv``, ``pathlib.Path``: what the file holds is not in the key);
 - the bars: a digest of every column and bar time the function could read, with the candles' metadata
   (the content, not the frame's identity: a frame changed in place is a different input);
 - the prefixes the proof recomputed (the run's probe points, drawn per run from its seed).
@@ -35,8 +36,12 @@ from __future__ import annotations
 import builtins
 import functools
 import hashlib
+import io
 import os
+import pathlib
+import shelve
 import site
+import sqlite3
 import sys
 import sysconfig
 import threading
@@ -46,6 +51,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from strategies.bars import COLUMNS, BarFeed
 
@@ -60,6 +66,11 @@ _OPAQUE = frozenset(
     [vars(builtins)[name] for name in ("getattr", "vars", "globals", "locals", "eval", "exec", "compile")]
     + [vars(builtins)[name] for name in ("open", "__import__", "input")]
     + [os.getenv, getattr(os, "getenvb", os.getenv)]  # the environment, read by a name in a string
+    # files read by a path: what they hold is no part of the key (a signal file written again between two
+    # runs of one process would be served the first file's values)
+    + [np.load, np.loadtxt, np.genfromtxt, np.fromfile, np.memmap, io.open, io.FileIO, pathlib.Path]
+    + [pathlib.PurePath, sqlite3.connect, shelve.open]
+    + [getattr(pd, name) for name in dir(pd) if name.startswith("read_")]
 )
 
 
@@ -117,6 +128,8 @@ def _reference(v: Any, names: frozenset[str], depth: int) -> Hashable:
     depends on the globals, closure and defaults *it* reads, which the caller's code does not name (a
     helper reading a global that the EA's ``on_init`` sets from its parameter would otherwise hand a
     later pass the values, or the passed proof, of an earlier one)."""
+    if isinstance(v, type) and v in _OPAQUE:
+        raise _Unknown
     if isinstance(v, types.ModuleType | type):
         return v, _read(v, names, depth)
     if type(v) is types.FunctionType:
@@ -167,7 +180,7 @@ def _attribute(v: Any, names: frozenset[str], depth: int) -> Hashable:
         return _function(v, depth), _read(v, names, depth + 1)  # and its own attributes: ``cfg.line.period``
     if isinstance(v, classmethod):
         raise _Unknown
-    if isinstance(v, _LIBRARY) and v in _OPAQUE:
+    if isinstance(v, _LIBRARY | type) and v in _OPAQUE:
         raise _Unknown
     if isinstance(v, types.ModuleType | type) and not _installed(v):
         if depth >= _DEPTH:

@@ -180,6 +180,7 @@ class MultiBacktest:
     def _score(self, ea, main, brokers, feed, periods, last, timings, clock) -> Result:
         fs = periods.forward_start
         times = self.setup.aligned.time
+        records = main.ledger.snapshot()  # the records the figures are of: ``on_tester`` may still trade
         figures = broker_figures(main, fs, last, self.account, path=account_drawdowns)
         after = "after the run"
         feed.advance(len(feed))
@@ -221,15 +222,15 @@ class MultiBacktest:
             predictions=None,
             training=list(ea.training_log),
             timings=timings,
-            rejected=list(main.rejected),
+            rejected=list(records.rejected),
             complete=True,
             seed=self.seed,
             custom_criterion=criterion,
             chart_data=charts[self.setup.main[0]],
             section=section,
             ea_instance=ea,
-            orders=main.orders_frame(),
-            deals=main.deals_frame(),
+            orders=records.orders_frame,  # built on first read (``Result``)
+            deals=records.deals_frame,
             curves=figures.curves,
             equity_path=figures.equity_path,
             symbol_charts=charts,

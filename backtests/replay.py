@@ -453,7 +453,7 @@ class Backtest:
             predictions=predictions,
             training=list(ea.training_log),
             timings=timings,
-            rejected=list(ctx.rejected),
+            rejected=list(records.rejected),
             complete=complete,
             seed=self.seed,
             custom_criterion=criterion,

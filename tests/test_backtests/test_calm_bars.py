@@ -340,3 +340,87 @@ def test_a_position_opened_by_a_retraining_ends_the_quiet_span_at_once(monkeypat
     _unscreened(monkeypatch)
     monkeypatch.setattr(Calm, "span", lambda self, t: Span(t, self.state()))
     _same(_figures(screened), _figures(bt.run()))
+
+
+class RandomStudyAndBarEA(ExpertAdvisor):
+    """Acts at random in ``on_study`` and, rarely, in ``on_bar``: market orders with stops, pending orders
+    of every kind with and without an expiration, closes by magic and of everything, stops moved near the
+    market, cancellations; long quiet spans between them."""
+
+    seed: int = 0
+    rate: float = 0.03
+    retrain_every: int = 7
+
+    def on_init(self) -> None:
+        self.rng = np.random.default_rng(self.seed)
+
+    def on_study(self, bars) -> None:
+        if self.rng.random() < 0.7:
+            self._act()
+
+    def on_bar(self) -> None:
+        if self.rng.random() < self.rate:
+            self._act()
+
+    def _act(self) -> None:
+        r, bid, ask, pt = self.rng, self.bid, self.ask, self.point
+        x = r.random()
+        if x < 0.35:
+            side = self.buy if r.random() < 0.5 else self.sell
+            sl = float(r.integers(50, 1500)) if r.random() < 0.6 else None
+            tp = float(r.integers(50, 1500)) if r.random() < 0.6 else None
+            lots = float(r.choice([0.1, 0.5, 1.0, 2.0]))
+            side(lots, sl_points=sl, tp_points=tp, magic=int(r.integers(1, 3)))
+        elif x < 0.6:
+            kind, away = int(r.integers(0, 4)), float(r.integers(20, 900)) * pt
+            kw = {"magic": int(r.integers(1, 3))}
+            if r.random() < 0.5:
+                kw["expiration"] = self.time_current + pd.Timedelta(minutes=int(r.integers(5, 3000)))
+            price = (ask - away, bid + away, ask + away, bid - away)[kind]
+            (self.buy_limit, self.sell_limit, self.buy_stop, self.sell_stop)[kind](0.5, round(price, 5), **kw)
+        elif x < 0.7:
+            self.close(magic=int(r.integers(1, 3)))
+        elif x < 0.73:
+            self.close()
+        elif x < 0.93 and self.positions():
+            pos = self.positions()[int(r.integers(0, len(self.positions())))]
+            near = float(r.integers(5, 400)) * pt
+            if r.random() < 0.5:
+                self.modify(pos.ticket, sl=round(bid - near if pos.side > 0 else ask + near, 5))
+            else:
+                self.modify(pos.ticket, tp=round(bid + near if pos.side > 0 else ask - near, 5))
+        elif self.orders():
+            self.cancel(self.orders()[0].ticket)
+
+
+@pytest.mark.parametrize(
+    "account",
+    [
+        AccountConfig(deposit=600.0, leverage=200.0, hedging=True, swap_long=-60.0, swap_short=-45.0),
+        AccountConfig(
+            deposit=800.0,
+            leverage=200.0,
+            commission=7.0,
+            stops_level=20,
+            freeze_level=10,
+            swap_long=-60.0,
+            swap_short=-45.0,
+        ),
+    ],
+    ids=["hedging-swaps", "netting-commission-levels"],
+)
+def test_trades_made_in_retrainings_and_rare_bars_equal_a_run_that_checks_every_bar(account, monkeypatch):
+    """Between two retrainings (every 7 bars) the book changes only there or in a rare ``on_bar``: pending
+    orders placed, expiring and filled, stops moved, swaps and stop-outs, over the sample's weekends. Every
+    figure equals that of a run where every bar's events run (no quiet bar, no quiet span)."""
+    df = read_sample()
+    bt = Backtest(df, RandomStudyAndBarEA, account=account, forward=None, walk_forward=(300, 7))
+    screened = [bt.run(seed=seed) for seed in (1, 2, 3)]
+    _unscreened(monkeypatch)
+    monkeypatch.setattr(Calm, "span", lambda self, t: Span(t, self.state()))
+    checked = [bt.run(seed=seed) for seed in (1, 2, 3)]
+    reasons = set().union(*(set(r.trades["exit_reason"]) for r in checked))
+    assert {"sl", "tp", "stop out"} <= reasons
+    assert any((r.orders["state"] == "expired").any() for r in checked)
+    for a, b in zip(screened, checked, strict=True):
+        _same(_figures(a), _figures(b))

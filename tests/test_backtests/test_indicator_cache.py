@@ -510,3 +510,64 @@ def test_a_walk_forward_whose_helper_reads_the_pass_s_global_picks_from_each_pas
             proved.drop(columns="seconds", errors="ignore"),
             check_exact=True,
         )
+
+
+class _FileSignal(ExpertAdvisor):
+    """Long while the signal a file holds (one value a bar, ``np.load``) is positive, short while negative."""
+
+    path: str = ""
+
+    def on_init(self):
+        path = self.path
+        self.signal = self.indicator(lambda b: np.load(path)[: len(b.close)], "signal")
+
+    def on_bar(self):
+        s = self.signal[-1]
+        if s > 0 and self.position <= 0:
+            self.close()
+            self.buy(0.1)
+        elif s < 0 and self.position >= 0:
+            self.close()
+            self.sell(0.1)
+
+
+def test_an_indicator_reading_a_file_rewritten_between_runs_is_given_the_new_file(tmp_path):
+    """A signal file written again between two runs in one process (a notebook's next model) is a new
+    input: the second run trades the new signal, as a fresh process does. Kept by its code alone, it was
+    served the first file's values and repeated the first run's figures."""
+    path = tmp_path / "signal.npy"
+    bars = DF.iloc[:400]
+    wave = np.where(np.arange(len(bars)) % 20 < 10, 1.0, -1.0)
+    np.save(path, wave)
+    first = Backtest(bars, _FileSignal, forward=None).run(path=str(path))
+    np.save(path, -wave)
+    second = Backtest(bars, _FileSignal, forward=None).run(path=str(path))
+    PROVEN.clear()  # as a fresh process
+    fresh = Backtest(bars, _FileSignal, forward=None).run(path=str(path))
+    assert first.stats["total_trades"] > 2
+    assert second.stats["total_net_profit"] == fresh.stats["total_net_profit"]
+    assert list(second.trades["type"]) == list(fresh.trades["type"]) != list(first.trades["type"])
+
+
+def test_the_file_readers_of_numpy_pandas_and_python_are_read_in_every_call(tmp_path):
+    """NumPy's and pandas' loaders, ``pathlib.Path`` and SQLite read a file named by a path, whose content
+    the key cannot see: an indicator calling one is never kept, as one calling ``open`` is not."""
+    import pathlib
+    import sqlite3
+
+    from numpy import load
+
+    path = str(tmp_path / "x.npy")
+    readers = (
+        lambda b: np.load(path),
+        lambda b: load(path),
+        lambda b: np.loadtxt(path),
+        lambda b: np.genfromtxt(path),
+        lambda b: np.fromfile(path),
+        lambda b: np.memmap(path),
+        lambda b: pd.read_csv(path)["x"].to_numpy(),
+        lambda b: pd.read_parquet(path)["x"].to_numpy(),
+        lambda b: np.asarray(pathlib.Path(path).read_text().split(), dtype=float),
+        lambda b: np.asarray(sqlite3.connect(path).execute("select x from t").fetchall()),
+    )
+    assert [fingerprint(fn) for fn in readers] == [None] * len(readers)

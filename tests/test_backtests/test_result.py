@@ -12,6 +12,7 @@ import pytest
 from backtests import Backtest
 from backtests.report import ReportFolderError, write_report
 from datafeeds import read_sample
+from datafeeds.synthetic import synthetic_candles
 from strategies import ExpertAdvisor, FractalEA, SmaCrossEA
 
 
@@ -197,3 +198,39 @@ def test_a_request_after_the_run_changes_no_table_of_its_result():
         ticket not in set(res.orders["ticket"])
         and res.deals["balance"].iloc[-1] == res.stats["final_balance"]
     )
+
+
+class _TradesInOnTester(ExpertAdvisor):
+    """Opens one position during the run; then, in ``on_tester`` (after the end-of-test deals), a market
+    order, a pending order and a refused order (more lots than the account can carry)."""
+
+    def on_bar(self):
+        if len(self.bars) == 5:
+            self.buy(0.1)
+
+    def on_tester(self, stats):
+        self.buy(0.5)
+        self.buy_limit(0.2, self.ask * 0.9)
+        self.buy(90.0)  # 10019: not enough free margin
+        return 1.0
+
+
+class _TradesInOnTesterOnTwo(_TradesInOnTester):
+    symbols = ("EURUSD", "GBPUSD")
+
+
+@pytest.mark.parametrize("several", [False, True], ids=["one-symbol", "two-symbols"])
+def test_requests_in_on_tester_change_no_table_of_the_result(several):
+    """The run's tables are of its figures' records, whatever ``on_tester`` then asks: one position in and
+    out (its end-of-test deal), no position left open after the end of the test, no order still placed,
+    and no refusal made after the run, with one symbol as with several."""
+    if several:
+        candles = {s: synthetic_candles(s, "H1", 60, seed=i + 3) for i, s in enumerate(("EURUSD", "GBPUSD"))}
+        res = Backtest(candles, _TradesInOnTesterOnTwo, forward=None).run()
+    else:
+        res = Backtest(read_sample().iloc[:60], _TradesInOnTester, forward=None).run()
+    assert res.stats["total_trades"] == len(res.trades) == 1
+    assert list(res.deals["entry"]) == ["in", "out"]
+    assert list(res.orders["state"]) == ["filled", "filled"]
+    assert res.deals["balance"].iloc[-1] == res.stats["final_balance"]
+    assert res.rejected == []
