@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -97,6 +98,21 @@ def opencl_threads(rt) -> tuple[int, str]:
     if rt.is_cpu:
         return int(device.max_compute_units), f"OpenCL CPU device {rt.info.name}"
     return 1, f"OpenCL GPU {rt.info.name}"
+
+
+CLOCKS = ("wall", "cpu")
+
+
+def use_clock(name: str) -> None:
+    """Time with ``name``'s clock from here on. ``cpu``: every ``time.perf_counter`` in this process (the
+    library's own phase timings included) reads the process's CPU time (``time.process_time``), so on a
+    shared machine the other jobs stay out of a ratio whose contestants all run in this one process, one
+    after the other; a contestant with worker processes is not measured this way."""
+    if name not in CLOCKS:
+        raise ValueError(f"--clock: {name!r} is not one of {', '.join(CLOCKS)}")
+    if name == "cpu":
+        time.perf_counter = time.process_time
+    print(f"clock: {'CPU seconds of this process (time.process_time)' if name == 'cpu' else 'wall clock'}")
 
 
 def header(contestants: Sequence[Contestant]) -> None:

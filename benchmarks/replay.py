@@ -8,6 +8,7 @@ after one untimed warm-up run; the best of ``--repeats`` is kept. For this harne
 
     python -m benchmarks.replay                 # sample + 1M synthetic bars
     python -m benchmarks.replay --bars 200000 --repeats 3
+    python -m benchmarks.replay --clock cpu      # CPU seconds: a shared machine's other jobs left out
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import warnings
 
 import pandas as pd
 
-from benchmarks._machine import header, python_contestant
+from benchmarks._machine import CLOCKS, header, python_contestant, use_clock
 
 
 def _peer_strategy():
@@ -77,7 +78,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bars", type=int, default=1_000_000, help="synthetic bars (0 = sample only)")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--tiny", action="store_true", help="toy sizes: checks the benchmark runs")
+    parser.add_argument(
+        "--clock", choices=CLOCKS, default="wall", help="cpu: CPU seconds of this process (a shared machine)"
+    )
     args = parser.parse_args(argv)
+    use_clock(args.clock)
     if args.tiny:
         args.bars, args.repeats = 2_000, 1
     header(
