@@ -283,13 +283,6 @@ class HoldThenAdd(ExpertAdvisor):
 ADDED: list = []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="--max-daily-loss counts a position carried from the day before with all its floating profit "
-    "since it opened (TerminalTrade.day_pnl: closed deals of the day + positions' profit), so a gain "
-    "made yesterday hides today's loss; the status line's 'today' counts from the equity at the end of "
-    "the day before",
-)
 def test_a_gain_carried_from_yesterday_does_not_hide_todays_loss_from_the_daily_limit(port, sim, tmp_path):
     """One lot bought on Thursday gains about 1000 USD by 23:30; on Friday the price falls 900 points
     (about -900 USD today, the position still about +100 since it opened). With ``--max-daily-loss 500``

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from MetaTrader5 import market
 from MetaTrader5.constants import (
     DEAL_ENTRY_IN,
@@ -88,6 +90,7 @@ class Book:
         self.tickets = itertools.count(1_000_001)
         self.balance = DEPOSIT
         self.shift: dict[str, float] = {}  # symbol -> points the quote moved away from the history's close
+        self.moves: list[tuple[int, str, float]] = []  # (broker time, symbol, points) of each ``move``
         self.executed = 0  # requests that changed the book (a duplicate shows up here)
         self.filling_mode = FILLING_MODE
         self.stops_level = 0
@@ -149,6 +152,7 @@ class Book:
     def move(self, symbol: str, points: float) -> None:
         """Move the quote by ``points``; fill the pending orders and close the positions it reaches."""
         self.shift[symbol] = self.shift.get(symbol, 0.0) + float(points)
+        self.moves.append((market.now_broker(), symbol, float(points)))
         _, bid, ask = self.quote(symbol)
         for order in [o for o in self.orders.values() if o["symbol"] == symbol]:
             side, above = PENDING[order["type"]]
@@ -171,6 +175,27 @@ class Book:
                 self._close(pos, pos["volume"], pos["sl"], {"comment": "[sl]"}, REASON_SL)
             elif pos["tp"] and sign * (close_at - pos["tp"]) >= 0:
                 self._close(pos, pos["volume"], pos["tp"], {"comment": "[tp]"}, REASON_TP)
+
+    def shifted(self, symbol: str, rates: np.ndarray) -> np.ndarray:
+        """The symbol's full history ``rates`` with the moves made so far, as the terminal's bars record
+        what its quotes did: a bar's open carries the moves made before it opened, its close those made
+        before the next bar opened (the forming bar's: every move), its high and low both."""
+        moves = [(t, p) for t, s, p in self.moves if s == symbol]
+        if not moves or not len(rates):
+            return rates
+        point = 10.0 ** -market.SYMBOLS[symbol].digits
+        at = np.array([t for t, _ in moves], dtype=np.int64)
+        total = np.concatenate([[0.0], np.cumsum([p for _, p in moves])]) * point
+        opened = total[np.searchsorted(at, rates["time"], side="left")]
+        ends = np.append(rates["time"][1:], np.iinfo(np.int64).max)
+        closed = total[np.searchsorted(at, ends, side="left")]
+        digits = market.SYMBOLS[symbol].digits
+        out = np.array(rates, dtype=market.RATES_DTYPE)
+        out["open"] = np.round(rates["open"] + opened, digits)
+        out["close"] = np.round(rates["close"] + closed, digits)
+        out["high"] = np.round(rates["high"] + np.maximum(opened, closed), digits)
+        out["low"] = np.round(rates["low"] + np.minimum(opened, closed), digits)
+        return out
 
     # -- the account ----------------------------------------------------------------------------------------
     def account(self) -> dict:
