@@ -9,13 +9,14 @@ A prop firm's daily loss counts from the start of the broker's server day: what 
 - a position opened today counts its whole floating profit and swap;
 - volume added today to a carried netting position counts from its fill price;
 - a position carried over midnight counts only its profit now minus its profit at the day's start. Its
-  price at the start is the first M1 bar of the day (``copy_rates_range`` on ``TIMEFRAME_M1``): its open
-  is the bid, the open plus its spread the ask; a buy is valued at the bid and a sell at the ask, as
+  price at the start is the last one quoted before 00:00, the close of the last M1 bar before it
+  (``copy_rates_from`` on ``TIMEFRAME_M1``; with none, the open of the day's first bar): the bid, and that
+  plus the bar's spread the ask; a buy is valued at the bid and a sell at the ask, as
   MetaTrader values positions (``price_current``). The change is converted into the deposit currency as
   the terminal converts the position's profit now: by the profit per unit of price the position shows
   (``profit / (price_current - price_open)``), or, with the price back at its open, the symbol's
   ``trade_tick_value / trade_tick_size``. Of its swap only a charge counts (the rollover at the day's
-  start is a cost of the day; a credit is not counted as a gain).
+  start is a cost of the day; a credit is not counted as a gain): the terminal keeps no swap per day.
 
 What cannot be known (no bar at the day's start, no conversion) is named in ``DayPnl.unknown``: the limits
 refuse new risk while it is not empty, rather than count a loss they cannot see as zero.
@@ -67,23 +68,29 @@ class Holding:
 
 
 class DayPnlReader:
-    """``read(name, *args, **kwargs)``: a terminal call (``TerminalRequests._read``). The day's opening
-    prices never change once the day's first bar is there, so they are read once per day."""
+    """``read(name, *args, **kwargs)``: a terminal call (``TerminalRequests._read``). The prices at a
+    day's start never change once known, so they are read once per day."""
 
     def __init__(self, read: Callable[..., Any], symbol: str):
         self._read, self.symbol = read, symbol
         self._opens: dict[int, DayOpen] = {}
 
     def day_open(self, day: int) -> DayOpen | None:
-        """The bid and ask at the start of server ``day`` (days since 1970 in broker time), or None."""
+        """The bid and ask at the start of server ``day`` (days since 1970 in broker time), or None: the
+        close of the last M1 bar before 00:00 (so a weekend's or a holiday's gap is the new day's, as an
+        equity taken at midnight counts it), else, with no bar before, the open of the day's first."""
         if day not in self._opens:
             start = int(day) * DAY
-            end = start + DAY - 1
-            rates = self._read("copy_rates_range", self.symbol, TIMEFRAME_M1, start, end, none_ok=True)
-            if rates is None or not len(rates):
-                return None
-            bid, spread = float(rates["open"][0]), int(rates["spread"][0])
-            if not (np.isfinite(bid) and bid > 0 and int(rates["time"][0]) < end):
+            last = self._read("copy_rates_from", self.symbol, TIMEFRAME_M1, start - 1, 1, none_ok=True)
+            if last is not None and len(last) and int(last["time"][-1]) < start:
+                bid, spread = float(last["close"][-1]), int(last["spread"][-1])
+            else:
+                end = start + DAY - 1
+                first = self._read("copy_rates_range", self.symbol, TIMEFRAME_M1, start, end, none_ok=True)
+                if first is None or not len(first) or not start <= int(first["time"][0]) <= end:
+                    return None
+                bid, spread = float(first["open"][0]), int(first["spread"][0])
+            if not (np.isfinite(bid) and bid > 0 and spread >= 0):
                 return None
             point = float(self._read("symbol_info", self.symbol).point)
             self._opens[day] = DayOpen(bid, bid + spread * point)

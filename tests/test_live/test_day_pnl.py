@@ -1,6 +1,7 @@
 """Today's P&L as the daily loss limit counts it, from the start of the broker's server day, on the simulated
 terminal (a real RPyC server): a position carried over midnight counts only what it made or lost since
-00:00 server time (valued at the day's first M1 bar: the bid for a buy, the ask for a sell), one opened
+00:00 server time (valued at the close of the last M1 bar before it: the bid for a buy, the ask for a
+sell), one opened
 today all of its profit, and a figure the terminal cannot give refuses new risk with one log line.
 
 Expected figures are computed here from the simulator's raw history (before any move) plus the moves the
@@ -32,13 +33,14 @@ def _trade(port, symbol: str = "EURUSD", limits: Limits | None = None) -> Termin
     return TerminalTrade(source, symbol, magic=777, limits=limits, clock=source.clock, backoff=0.01)
 
 
-def _raw_m1(sim, symbol: str, broker_time: str) -> tuple[float, int]:
-    """The open and spread of the simulator's own M1 bar at ``broker_time``, before any move."""
+def _raw_start(sim, symbol: str, last_bar: str = "2024-03-07 23:59") -> tuple[float, int]:
+    """The close and spread of the simulator's own M1 bar ``last_bar`` (before any move): the last price
+    before the server day the tests count begins (Friday 00:00)."""
     rates, _ = sim.market.history(symbol, 1)
-    stamp = sim.market._seconds(broker_time)
+    stamp = sim.market._seconds(last_bar)
     at = int(sim.conn.modules.numpy.searchsorted(rates["time"], stamp))
     assert int(rates["time"][at]) == stamp
-    return float(rates["open"][at]), int(rates["spread"][at])
+    return float(rates["close"][at]), int(rates["spread"][at])
 
 
 def _tick(sim, symbol: str) -> tuple[float, float]:
@@ -57,9 +59,9 @@ def test_a_position_opened_today_counts_its_whole_profit(port, sim):
     assert trade.day_pnl().unknown == ()
 
 
-def test_a_carried_sell_counts_todays_move_of_the_ask_from_the_days_first_bar(port, sim):
+def test_a_carried_sell_counts_todays_move_of_the_ask_from_the_days_start(port, sim):
     """Sold 1 lot on Thursday; the price rises 300 points by 23:30 (a loss of yesterday's), falls 500 on
-    Friday: today's P&L is the ask's fall since Friday's first M1 bar (its open plus its spread), not the
+    Friday: today's P&L is the ask's fall since Thursday's last M1 bar (its close plus its spread), not the
     position's profit since it opened, nor the bid's move."""
     sim.market.set_now("2024-03-07 15:00")
     trade = _trade(port)
@@ -68,8 +70,8 @@ def test_a_carried_sell_counts_todays_move_of_the_ask_from_the_days_first_bar(po
     sim.state.book.move("EURUSD", +300)
     sim.market.set_now("2024-03-08 00:30")
     sim.state.book.move("EURUSD", -500)
-    first_open, first_spread = _raw_m1(sim, "EURUSD", FRIDAY)
-    ask_start = first_open + 0.003 + first_spread * 1e-5
+    day_start, start_spread = _raw_start(sim, "EURUSD")
+    ask_start = day_start + 0.003 + start_spread * 1e-5
     _, ask_now = _tick(sim, "EURUSD")
     expected = (ask_start - ask_now) * LOTS_UNITS
     assert trade.day_pnl().value == pytest.approx(expected, abs=0.01)
@@ -79,8 +81,8 @@ def test_a_carried_sell_counts_todays_move_of_the_ask_from_the_days_first_bar(po
 
 def test_a_carried_position_closed_today_counts_only_what_it_lost_today(port, sim):
     """Bought 1 lot on Thursday, +1000 points by 23:30, closed on Friday after falling 900: the closing
-    deal's profit (about +100 since it opened) is not today's; today lost the bid's fall since Friday's
-    first bar, valued at the deal's price."""
+    deal's profit (about +100 since it opened) is not today's; today lost the bid's fall since the day's
+    start, valued at the deal's price."""
     sim.market.set_now("2024-03-07 15:00")
     trade = _trade(port)
     ticket = trade.order(+1, 1.0, None, None, 777, "")
@@ -90,15 +92,15 @@ def test_a_carried_position_closed_today_counts_only_what_it_lost_today(port, si
     sim.state.book.move("EURUSD", -900)
     assert trade.close(ticket, None) == 1
     (deal,) = [d for d in sim.state.book.deals if d.entry == 1]
-    first_open, _ = _raw_m1(sim, "EURUSD", FRIDAY)
-    expected = (float(deal.price) - (first_open + 0.010)) * LOTS_UNITS
+    day_start, _ = _raw_start(sim, "EURUSD")
+    expected = (float(deal.price) - (day_start + 0.010)) * LOTS_UNITS
     assert trade.day_pnl().value == pytest.approx(expected, abs=0.02)
     assert float(deal.profit) > 0 > expected
 
 
 def test_volume_added_today_to_a_carried_netting_position_counts_from_its_fill(port, sim):
     """A netting account: 1 lot carried from Thursday, 1 lot more bought on Friday at the ask: the carried
-    lot counts from Friday's first bid, the added one from its fill price."""
+    lot counts from the bid at the day's start, the added one from its fill price."""
     sim.state.configure(trade={"hedging": False})
     sim.market.set_now("2024-03-07 15:00")
     trade = _trade(port)
@@ -110,8 +112,8 @@ def test_volume_added_today_to_a_carried_netting_position_counts_from_its_fill(p
     assert trade.order(+1, 1.0, None, None, 777, "")
     sim.state.book.move("EURUSD", -400)
     bid, _ = _tick(sim, "EURUSD")
-    first_open, _ = _raw_m1(sim, "EURUSD", FRIDAY)
-    expected = ((bid - (first_open + 0.010)) + (bid - fill)) * LOTS_UNITS
+    day_start, _ = _raw_start(sim, "EURUSD")
+    expected = ((bid - (day_start + 0.010)) + (bid - fill)) * LOTS_UNITS
     assert trade.day_pnl().value == pytest.approx(expected, abs=0.05)
 
 
@@ -132,9 +134,9 @@ TRIED: list = []
 NOW: list = []
 
 
-def test_a_runner_running_across_midnight_counts_friday_from_fridays_first_price(port, sim, tmp_path):
+def test_a_runner_running_across_midnight_counts_friday_from_the_price_at_midnight(port, sim, tmp_path):
     """One run from Thursday 21:10 to Friday: the lot gains 1000 points at 23:40 Thursday (orders go on),
-    then loses 900 at 00:40 Friday. Friday's orders are refused: today's P&L, counted from Friday's first
+    then loses 900 at 00:40 Friday. Friday's orders are refused: today's P&L, counted from the
     price (which carries Thursday's gain), is about -900 USD, while the position is still in profit since
     it opened (what the limit counted before)."""
     TRIED.clear()
@@ -195,8 +197,8 @@ def test_a_carried_gain_on_one_symbol_does_not_hide_anothers_loss_across_the_acc
     (halt,) = [n for n in notes if n["event"] == "halted"]
     expected = 0.0
     for symbol, moved in (("EURUSD", 0.0), ("GBPUSD", -0.010), ("USDJPY", -2.0)):
-        first_open, _ = _raw_m1(sim, symbol, FRIDAY)
-        start = first_open + (0.05 if symbol == "EURUSD" else 0.0)
+        day_start, _ = _raw_start(sim, symbol)
+        start = day_start + (0.05 if symbol == "EURUSD" else 0.0)
         bid = bids[symbol]
         change = (bid - start) * 0.1 * LOTS_UNITS
         expected += change / bid if symbol == "USDJPY" else change
@@ -226,3 +228,52 @@ def test_no_bar_at_the_days_start_refuses_new_risk_with_one_log_line(port, sim, 
     assert len(lines) == 1 and "no M1 bar at the start of the server day" in lines[0]
     assert len(sim.state.book.positions) == 1
     assert trade.day_pnl().unknown
+
+
+def test_a_weekend_gap_against_a_carried_position_is_mondays_loss(port, sim):
+    """Bought 1 lot on Friday; the market opens on Monday 500 points lower (a move made on Sunday, when
+    no bar forms). Monday's P&L counts the gap from Friday's last price, as an equity taken at Monday's
+    midnight would: the first price of Monday already carries it and would show no loss."""
+    sim.market.set_now("2024-03-08 15:00")
+    trade = _trade(port)
+    assert trade.order(+1, 1.0, None, None, 777, "")
+    sim.market.set_now("2024-03-10 12:00")  # Sunday
+    sim.state.book.move("EURUSD", -500)
+    sim.market.set_now("2024-03-11 00:30")
+    friday_close, _ = _raw_start(sim, "EURUSD", "2024-03-08 23:59")
+    bid, _ = _tick(sim, "EURUSD")
+    expected = (bid - friday_close) * LOTS_UNITS
+    assert trade.day_pnl().value == pytest.approx(expected, abs=0.02)
+    assert expected < -300  # the gap, give or take half an hour's walk
+
+
+BAD_CLOSE = (
+    "import MetaTrader5 as _m\n_from = _m.copy_rates_from\n"
+    "def _bad(symbol, timeframe, date_from, count):\n"
+    "    rates = _from(symbol, timeframe, date_from, count)\n"
+    "    if rates is not None and len(rates):\n"
+    "        rates['{field}'] = {value}\n"
+    "    return rates\n"
+    "_m.copy_rates_from = _bad"
+)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("close", "0.0"), ("close", "float('nan')"), ("close", "-1.1"), ("spread", "-5")]
+)
+def test_a_garbage_price_at_the_days_start_refuses_new_risk(port, sim, field, value):
+    """The terminal answers the last bar before midnight with a close of 0, NaN or below zero, or a
+    negative spread: the price at the day's start is unknown, never taken as a figure (a close of 0 would
+    make a carried buy look like a huge gain today), so new orders are refused."""
+    sim.market.set_now("2024-03-07 15:00")
+    limits = Limits(max_lots=1.0, max_positions=9, max_daily_loss=500.0, symbols=("EURUSD",))
+    trade = _trade(port, limits=limits)
+    assert trade.order(+1, 1.0, None, None, 777, "")
+    sim.market.set_now("2024-03-08 00:30")
+    sim.conn.execute(BAD_CLOSE.format(field=field, value=value))
+    try:
+        assert trade.order(+1, 0.1, None, None, 777, "") is None
+        assert trade.last_retcode == 10027 and trade.day_pnl().unknown
+    finally:
+        sim.conn.execute("_m.copy_rates_from = _from")
+    assert len(sim.state.book.positions) == 1
