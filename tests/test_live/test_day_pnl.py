@@ -27,10 +27,12 @@ LOTS_UNITS = 100_000  # the simulator's contract size
 FRIDAY = "2024-03-08 00:00"  # broker time: the start of the server day the tests count
 
 
-def _trade(port, symbol: str = "EURUSD", limits: Limits | None = None) -> TerminalTrade:
+def _trade(port, symbol: str = "EURUSD", limits: Limits | None = None, record=None) -> TerminalTrade:
     source = TerminalSource("127.0.0.1", port, retries=0, timeout=0.5, backoff=0.01)
     OPEN_SOURCES.append(source)
-    return TerminalTrade(source, symbol, magic=777, limits=limits, clock=source.clock, backoff=0.01)
+    return TerminalTrade(
+        source, symbol, magic=777, limits=limits, clock=source.clock, backoff=0.01, record=record
+    )
 
 
 def _raw_start(sim, symbol: str, last_bar: str = "2024-03-07 23:59") -> tuple[float, int]:
@@ -191,8 +193,11 @@ def test_a_carried_gain_on_one_symbol_does_not_hide_anothers_loss_across_the_acc
     AddGbp.__name__ = "EachOnce"
     limits = Limits(max_lots=1.0, max_positions=2, max_daily_loss=200.0, symbols=EachOnce.symbols)
     journal = tmp_path / "friday.jsonl"
-    live_runner(port, sim, journal, ea=AddGbp, bars=1, per_symbol=limits).run()
+    lines: list[str] = []
+    live_runner(port, sim, journal, ea=AddGbp, bars=1, per_symbol=limits, status=lines.append).run()
     assert not answers["GBPUSD"], "a new order was sent after the account lost about 250 USD today"
+    shown = [float(line.split(" today ")[1]) for line in lines]
+    assert shown and all(v < -200 for v in shown), lines  # the status line shows the account's day too
     notes = [r["terminal"] for r in read_journal(journal) if r.get("source") == "terminal"]
     (halt,) = [n for n in notes if n["event"] == "halted"]
     expected = 0.0
@@ -216,7 +221,8 @@ def test_no_bar_at_the_days_start_refuses_new_risk_with_one_log_line(port, sim, 
     known, so new orders are refused (10027) rather than counted as no loss, and it is logged once."""
     sim.market.set_now("2024-03-07 15:00")
     limits = Limits(max_lots=1.0, max_positions=9, max_daily_loss=500.0, symbols=("EURUSD",))
-    trade = _trade(port, limits=limits)
+    notes: list[dict] = []
+    trade = _trade(port, limits=limits, record=notes.append)
     assert trade.order(+1, 1.0, None, None, 777, "")
     sim.market.set_now("2024-03-08 00:30")
     sim.state.configure(no_history=(("EURUSD", 1),))
@@ -226,6 +232,9 @@ def test_no_bar_at_the_days_start_refuses_new_risk_with_one_log_line(port, sim, 
         assert trade.order(+1, 0.1, None, None, 777, "") is None
     lines = [r.getMessage() for r in caplog.records if "cannot be known" in r.getMessage()]
     assert len(lines) == 1 and "no M1 bar at the start of the server day" in lines[0]
+    unknown = [n for n in notes if n["event"] == "unknown day pnl"]
+    assert len(unknown) == 1 and unknown[0]["day"] == sim.market._seconds("2024-03-08 00:00") // 86400
+    assert [n["retcode"] for n in notes if n["event"] == "refused"] == [10027, 10027]
     assert len(sim.state.book.positions) == 1
     assert trade.day_pnl().unknown
 
