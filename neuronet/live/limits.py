@@ -7,10 +7,11 @@
 - ``max_positions``: open positions plus working pending orders of this EA (a pending order may become a
   position at any tick, so it counts before it does), plus the requests whose reply was lost and that the
   terminal has not shown yet (each may have opened a position: it counts until it is found or settled);
-- ``max_daily_loss``: deposit currency; once today's P&L of this EA (closed deals plus open positions'
-  floating profit, the server's day) reaches ``-max_daily_loss``, new orders are refused until the server
-  day ends, even if the loss shrinks again (``TradeState.halted`` carries that; the journal carries the day
-  through a restart);
+- ``max_daily_loss``: deposit currency; once today's P&L of this EA (``day_pnl``: counted from the start
+  of the server day, so a position carried over midnight counts only what it made or lost since) reaches
+  ``-max_daily_loss``, new orders are refused until the server day ends, even if the loss shrinks again
+  (``TradeState.halted`` carries that; the journal carries the day through a restart); while a part of
+  it cannot be known (no price at the day's start, no conversion), new orders are refused too;
 - ``symbols``: the symbols orders may be placed on;
 - ``kill_switch``: a file whose existence stops new orders (``touch STOP`` from another shell).
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from neuronet.errors import NeuronetError
+from neuronet.live.day_pnl import DayPnl
 
 
 class LimitsError(NeuronetError, ValueError):
@@ -45,13 +47,15 @@ class TradeState:
     """The EA's state when a request is checked: its open positions plus pending orders (``exposures``,
     of which ``unresolved`` are requests whose reply was lost, counted as open), today's P&L in deposit
     currency, whether the daily loss limit was already reached today, and today's server ``day`` (read
-    from the requesting symbol's own checked quote: another symbol's garbage quote never refuses it)."""
+    from the requesting symbol's own checked quote: another symbol's garbage quote never refuses it);
+    ``unknown``: why a part of today's P&L cannot be known (refused while there is any)."""
 
     exposures: int
     day_pnl: float
     halted: bool = False
     unresolved: int = 0
     day: int | None = None
+    unknown: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,8 @@ class Limits:
                 f"daily loss limit {self.max_daily_loss:g} reached (today's P&L {state.day_pnl:.2f}): "
                 "no new orders until the server day ends"
             )
+        if state.unknown:
+            return f"today's P&L cannot be known ({'; '.join(state.unknown)}): no new orders"
         if request.symbol not in self.symbols:
             return f"symbol {request.symbol} is not among the allowed symbols {', '.join(self.symbols)}"
         if request.lots > self.max_lots + 1e-9:
@@ -128,7 +134,7 @@ class Limits:
     def daily_loss_reached(self, day_pnl: float) -> bool:
         return day_pnl <= -self.max_daily_loss
 
-    def day_pnl(self, own: float, day: int | None = None) -> float:
+    def day_pnl(self, own: DayPnl, day: int | None = None) -> DayPnl:
         """The P&L of server ``day`` the daily loss limit counts: the one symbol's own (``own``)."""
         return own
 
@@ -151,7 +157,7 @@ class AccountState:
     server day ends, even if the loss shrinks)."""
 
     exposures: int
-    day_pnl: float
+    day_pnl: DayPnl
     halted: bool = False
 
 
@@ -177,7 +183,10 @@ class AccountLimits:
     def check(self, request: Request, state: TradeState) -> str | None:
         account = self._state(state.day)
         halted = state.halted or account.halted
-        reason = self.per_symbol.check(request, replace(state, day_pnl=account.day_pnl, halted=halted))
+        pnl = account.day_pnl
+        reason = self.per_symbol.check(
+            request, replace(state, day_pnl=pnl.value, halted=halted, unknown=pnl.unknown)
+        )
         if reason is not None:
             return reason
         if self.max_positions is not None and account.exposures >= self.max_positions:
@@ -191,7 +200,7 @@ class AccountLimits:
         """``day_pnl``: the account's P&L of the day (``day_pnl``), not one symbol's."""
         return self.per_symbol.daily_loss_reached(day_pnl)
 
-    def day_pnl(self, own: float, day: int | None = None) -> float:
+    def day_pnl(self, own: DayPnl, day: int | None = None) -> DayPnl:
         """The account's P&L of server ``day``, not one symbol's (``own``), is what the daily loss limit
         counts."""
         return self._state(day).day_pnl

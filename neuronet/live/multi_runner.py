@@ -34,6 +34,7 @@ from datafeeds.candles import meta_of
 from datafeeds.terminal import TerminalSource
 from datafeeds.terminal_errors import NoBarsError, UnknownSymbolError
 from neuronet.live.context import LiveBars
+from neuronet.live.day_pnl import DayPnl
 from neuronet.live.engine import LiveEngine, LiveSettings
 from neuronet.live.errors import LiveError
 from neuronet.live.journal import JournalRecords, json_ready
@@ -124,12 +125,12 @@ class MultiLiveRunner(LiveEngine):
         daily loss limit reached today: a halt of the whole account (``limits.AccountLimits``). ``day``: the
         server day of the requesting symbol's own quote (None: the main symbol's)."""
         if self.router is None:
-            return AccountState(0, 0.0)
+            return AccountState(0, DayPnl(0.0))
         trades = list(self.router.trades.values())
         held = sum(len(t.positions()) + len(t.orders()) + t.possibly_open() for t in trades)
         day = trades[0].server_day() if day is None else int(day)
         halted = any(t.halted_on(day) for t in trades)
-        return AccountState(held, sum(t.day_pnl(day) for t in trades), halted)
+        return AccountState(held, sum((t.day_pnl(day) for t in trades), DayPnl(0.0)), halted)
 
     # -- the run ---------------------------------------------------------------------------------------------
     def identity(self) -> dict:
@@ -386,9 +387,13 @@ class MultiLiveRunner(LiveEngine):
             f"{name} {sum(p.side * p.lots for p in self.ctx.positions(name)):+.2f}" for name in self.symbols
         )
         digits = self.bars.feed.meta.digits
+        today = ""
+        if self.router is not None:  # the account's P&L of the day, as its daily loss limit counts it
+            figure = self.account_state().day_pnl
+            today = f" today {figure.value:+.2f}{'?' if figure.unknown else ''}"
         self._emit(
             f"{when:%Y-%m-%d %H:%M} {self.main[0]} {self.main[1]} close {float(row['close']):.{digits}f} "
-            f"positions {net} equity {acc.equity:.2f}"
+            f"positions {net} equity {acc.equity:.2f}{today}"
         )
 
     def _on_tick(self) -> None:

@@ -1,9 +1,11 @@
 """The console's one line per closed bar: time, bid/ask, net position, equity and today's P&L.
 
 "Today" is the broker's server day (the day the daily loss limit counts by), read from the bar's time
-with the bars' broker clock, not the UTC date: a broker on UTC+2 starts its day at 22:00 UTC. Today's P&L
-counts from the equity at the end of the server day before (the previous line's), or from the first
-line when the run began that day.
+with the bars' broker clock, not the UTC date: a broker on UTC+2 starts its day at 22:00 UTC. On a
+terminal, today's P&L is the one the daily loss limit counts (``TerminalTrade.day_pnl``: from the start of
+the server day, a position carried over midnight from its value then), followed by "?" while a part of it
+cannot be known. A paper account counts from its equity at the end of the server day before (the previous
+line's), or from the first line when the run began that day.
 """
 
 from __future__ import annotations
@@ -39,9 +41,14 @@ class StatusLine:
         if self._day is None or self._day[0] != day:
             self._day = (day, equity if self._equity is None else self._equity)
         self._equity = equity
+        if broker is None:
+            figure = trading.day_pnl(day)
+            today = f"{figure.value:+.2f}{'?' if figure.unknown else ''}"
+        else:
+            today = f"{equity - self._day[1]:+.2f}"
         line = (
             f"{when:%Y-%m-%d %H:%M} {self.symbol} {self.timeframe} bid {bid:.{digits}f} ask {ask:.{digits}f} "
-            f"position {net:+.2f} equity {equity:.2f} today {equity - self._day[1]:+.2f}"
+            f"position {net:+.2f} equity {equity:.2f} today {today}"
         )
         self.emit(line)
         return line

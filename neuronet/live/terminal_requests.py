@@ -17,7 +17,8 @@ Every request and every result goes to ``record`` as one JSON-ready dict (the jo
 "requote" (``id``, ``retcode``, the new ``price``, ``points`` from the decision price), "unresolved" (a
 lost reply: ``id``, ``reason``, the ``request`` and ``at``, the server time it was sent at, so a resumed
 run looks it up again), "recovered" / "not executed" (its fate), "halted" (the daily loss limit reached:
-``day_pnl``, ``day``).
+``day_pnl``, ``day``), "unknown day pnl" (a part of today's P&L cannot be known, so new orders are refused:
+``reason``, ``day``; once per reason and server day).
 Each carries ``symbol``; none carries a time (the journal stamps it). A refusal is also logged as a warning
 with its one-line retcode message.
 """

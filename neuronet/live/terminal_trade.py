@@ -45,6 +45,7 @@ from backtests import checks
 from datafeeds.clock import BrokerClock
 from datafeeds.terminal_errors import TerminalError, UnknownSymbolError
 from neuronet.live import retcodes
+from neuronet.live.day_pnl import DayPnl, DayPnlReader
 from neuronet.live.limits import Limits, Request, TradeState
 from neuronet.live.lost_replies import LostReplies
 from neuronet.live.quotes import QuoteBounds, QuoteError, quote_of, refused_at_bad_quote
@@ -123,6 +124,8 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         self.magics = {self.magic}
         self._spec: SymbolSpec | None = None
         self._halted_day: int | None = None
+        self._day = DayPnlReader(self._read, self.symbol)
+        self._unknown_said: set[tuple[int, str]] = set()  # (day, reason) already logged
         self._quote_time: int | None = None  # broker seconds of the last quote checked (a request's time)
         # Why every request is refused now (``quotes.refused_at_bad_quote``): the runner sets it while an
         # EA decides a bar that closed before it was decided on, whose open can no longer be traded.
@@ -245,16 +248,11 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         opened = int(self.clock.to_broker_seconds(np.array([bounds.bar_open.value // 10**9]))[0])
         return bounds.server_day(seconds, opened)
 
-    def day_pnl(self, day: int | None = None) -> float:
-        """The P&L of this EA on this symbol on server ``day`` (default: today, ``server_day``): its closed
-        deals of that day with their costs, plus the open positions' floating profit and swap."""
-        start = (self.server_day() if day is None else int(day)) * 86400
-        done = sum(
-            float(d.profit) + float(d.commission) + float(d.swap) + float(d.fee)
-            for d in self._read("history_deals_get", start, start + 86400 - 1) or ()
-            if d.symbol == self.symbol and d.magic in self.magics and start <= int(d.time) < start + 86400
-        )
-        return done + sum(p.profit for p in self.positions())
+    def day_pnl(self, day: int | None = None) -> DayPnl:
+        """The P&L of this EA on this symbol on server ``day`` (default: today, ``server_day``), counted
+        from the start of that day (``day_pnl.DayPnlReader``: closed deals of the day, positions opened
+        today whole, positions carried over midnight from their value at the day's start)."""
+        return self._day.of(self.server_day() if day is None else int(day), self.magics)
 
     # -- limits ---------------------------------------------------------------------------------------------
     def _limit(self, lots: float) -> str | None:
@@ -263,8 +261,10 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             return None
         self._look_up_lost()  # what the terminal now shows of them counts once, as positions and orders
         day = self.server_day()
-        pnl = self.limits.day_pnl(self.day_pnl(day), day)  # a multi-symbol run's: the account's
-        if self.limits.daily_loss_reached(pnl) and self._halted_day != day:
+        figure = self.limits.day_pnl(self.day_pnl(day), day)  # a multi-symbol run's: the account's
+        pnl = figure.value
+        self._say_unknown(day, figure.unknown)
+        if not figure.unknown and self.limits.daily_loss_reached(pnl) and self._halted_day != day:
             self._halted_day = day
             log.error(
                 "%s: daily loss limit reached (today's P&L %.2f): no new orders today", self.symbol, pnl
@@ -272,8 +272,16 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             self._note("halted", day_pnl=pnl, limit=self.limits.max_daily_loss, day=day)
         lost = self.lost.possibly_open()
         held = len(self.positions()) + len(self.orders()) + lost
-        state = TradeState(held, pnl, self._halted_day == day, lost, day)
+        state = TradeState(held, pnl, self._halted_day == day, lost, day, figure.unknown)
         return self.limits.check(Request(self.symbol, lots), state)
+
+    def _say_unknown(self, day: int, unknown: tuple[str, ...]) -> None:
+        """Log (and note) once per server day each reason today's P&L cannot be known."""
+        for why in unknown:
+            if (day, why) not in self._unknown_said:
+                self._unknown_said.add((day, why))
+                log.error("%s: today's P&L cannot be known (%s): new orders are refused", self.symbol, why)
+                self._note("unknown day pnl", reason=why, day=day)
 
     def halted_on(self, day: int) -> bool:
         """Whether the daily loss limit was reached on server ``day`` by a request of this symbol."""

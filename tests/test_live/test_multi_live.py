@@ -25,7 +25,9 @@ from neuronet.live.terminal_trade import TerminalTrade
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def live_runner(port, sim, journal, ea=EachOnce, *, bars, per_symbol=None, account_positions=None, **kw):
+def live_runner(
+    port, sim, journal, ea=EachOnce, *, bars, per_symbol=None, account_positions=None, status=None, **kw
+):
     source = TerminalSource("127.0.0.1", port, retries=0, timeout=0.5, backoff=0.01)
     OPEN_SOURCES.append(source)
     limits = per_symbol or Limits(max_lots=1.0, max_positions=1, max_daily_loss=10_000.0, symbols=ea.symbols)
@@ -49,7 +51,9 @@ def live_runner(port, sim, journal, ea=EachOnce, *, bars, per_symbol=None, accou
     settings = LiveSettings(
         ea.symbols[0], Timeframe.H1, journal, mode="live", history_bars=100, max_bars=bars
     )
-    run = MultiLiveRunner(ea, {}, source, settings, trading=factory, sleep=sim.sleep, status=lambda _: None)
+    run = MultiLiveRunner(
+        ea, {}, source, settings, trading=factory, sleep=sim.sleep, status=status or (lambda _: None)
+    )
     holder["run"] = run
     return run
 

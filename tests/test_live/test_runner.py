@@ -254,6 +254,11 @@ class _FakeTerminalTrade:
     def price(self, side):
         return 1.1
 
+    def day_pnl(self, day=None):
+        from neuronet.live.day_pnl import DayPnl
+
+        return DayPnl(0.0)
+
 
 def test_a_live_account_run_journals_the_terminals_records_and_resumes(port, sim, tmp_path):
     journal = tmp_path / "live.jsonl"

@@ -1,4 +1,5 @@
-"""The status line's "today": the broker's server day, read with the bars' broker clock."""
+"""The status line's "today": the P&L the daily loss limit counts (``TerminalTrade.day_pnl``), of the
+broker's server day read with the bars' broker clock."""
 
 from __future__ import annotations
 
@@ -7,15 +8,18 @@ import pandas as pd
 from datafeeds.candles import CandleMeta
 from datafeeds.clock import UTC, BrokerClock
 from datafeeds.timeframes import Timeframe
+from neuronet.live.day_pnl import DayPnl
 from neuronet.live.status import StatusLine, server_day
 from strategies.trade import Account
 
 
 class _Terminal:
-    """A live trade context that reports a given equity and no positions."""
+    """A live trade context with no positions whose P&L of server day ``d`` is ``d``'s day of the month
+    (so the line shows which day it asked for), a part of it unknown when ``unknown`` says why."""
 
     def __init__(self):
         self.equity = 0.0
+        self.unknown: tuple[str, ...] = ()
 
     def account(self) -> Account:
         return Account(self.equity, self.equity, 0.0, self.equity, 100.0, "USD")
@@ -23,14 +27,17 @@ class _Terminal:
     def positions(self) -> list:
         return []
 
+    def day_pnl(self, day: int) -> DayPnl:
+        return DayPnl(float(pd.Timestamp(day * 86400, unit="s").day), self.unknown)
 
-def _lines(clock, times_equities) -> list[str]:
+
+def _lines(clock, times, unknown: tuple[str, ...] = ()) -> list[str]:
     meta = CandleMeta("EURUSD", Timeframe.H1, 5, clock)
     terminal, out = _Terminal(), []
+    terminal.unknown = unknown
     status = StatusLine(out.append, "EURUSD", "H1")
     row = pd.Series({"close": 1.1, "spread": 10.0})
-    for when, equity in times_equities:
-        terminal.equity = equity
+    for when in times:
         status.show(pd.Timestamp(when, tz="UTC"), row, meta, terminal, None)
     return [line.split(" today ")[1] for line in out]
 
@@ -40,17 +47,13 @@ def test_today_starts_at_the_servers_midnight_not_the_utc_date():
     today = _lines(
         clock,
         [
-            ("2024-03-07 20:00", 10_000.0),
-            ("2024-03-07 21:00", 10_010.0),  # 23:00 on the server: still the 7th
-            (
-                "2024-03-07 22:00",
-                10_025.0,
-            ),  # 00:00 on the server: the 8th began, counted from the close before
-            ("2024-03-07 23:00", 10_020.0),
-            ("2024-03-08 00:00", 10_030.0),  # the UTC date changes: the server's day does not
+            "2024-03-07 20:00",
+            "2024-03-07 21:00",  # 23:00 on the server: still the 7th
+            "2024-03-07 22:00",  # 00:00 on the server: the 8th began
+            "2024-03-08 00:00",  # the UTC date changes: the server's day does not
         ],
     )
-    assert today == ["+0.00", "+10.00", "+15.00", "+10.00", "+20.00"]
+    assert today == ["+7.00", "+7.00", "+8.00", "+8.00"]
 
 
 def test_the_server_day_follows_daylight_saving():
@@ -61,12 +64,14 @@ def test_the_server_day_follows_daylight_saving():
     assert server_day(pd.Timestamp("2024-03-12 20:59", tz="UTC"), clock) + 1 == server_day(
         pd.Timestamp("2024-03-12 21:00", tz="UTC"), clock
     )
-    today = _lines(clock, [("2024-03-12 20:00", 100.0), ("2024-03-12 21:00", 90.0)])
-    assert today == ["+0.00", "-10.00"]
+    assert _lines(clock, ["2024-03-12 20:00", "2024-03-12 21:00"]) == ["+12.00", "+13.00"]
 
 
 def test_a_utc_server_counts_by_the_utc_date():
-    today = _lines(
-        UTC, [("2024-03-07 22:00", 100.0), ("2024-03-07 23:00", 105.0), ("2024-03-08 00:00", 101.0)]
-    )
-    assert today == ["+0.00", "+5.00", "-4.00"]
+    today = _lines(UTC, ["2024-03-07 22:00", "2024-03-07 23:00", "2024-03-08 00:00"])
+    assert today == ["+7.00", "+7.00", "+8.00"]
+
+
+def test_a_day_pnl_with_an_unknown_part_is_marked_on_the_status_line():
+    today = _lines(UTC, ["2024-03-07 22:00"], unknown=("EURUSD: no M1 bar at the start of the day",))
+    assert today == ["+7.00?"]

@@ -243,7 +243,7 @@ def copy_rates_from(symbol, timeframe, date_from, count):
     """The ``count`` bars up to and including ``date_from`` (capped at maxbars), oldest first."""
     if _spec(symbol) is None or not _valid_timeframe(timeframe) or not _served(symbol, timeframe):
         return None
-    rates, _ = market.history(symbol, int(timeframe))
+    rates = SIM.book.shifted(symbol, int(timeframe), market.history(symbol, int(timeframe))[0])
     end = np.searchsorted(rates["time"], _seconds(date_from), side="right")
     count = min(int(count), SIM.maxbars)
     return np.array(rates[max(0, end - count) : end], dtype=market.RATES_DTYPE)
@@ -254,7 +254,7 @@ def copy_rates_from_pos(symbol, timeframe, start_pos, count):
     """Bars counted back from the forming bar (position 0), oldest first; None past the history."""
     if _spec(symbol) is None or not _valid_timeframe(timeframe) or not _served(symbol, timeframe):
         return None
-    rates, _ = market.history(symbol, int(timeframe))
+    rates = SIM.book.shifted(symbol, int(timeframe), market.history(symbol, int(timeframe))[0])
     end = len(rates) - int(start_pos)
     if int(start_pos) < 0 or end <= 0:
         SIM.set_error(RES_E_FAIL)
@@ -268,7 +268,7 @@ def copy_rates_range(symbol, timeframe, date_from, date_to):
     """Bars opening in ``[date_from, date_to]``; past maxbars the answer stops at the cap (oldest first)."""
     if _spec(symbol) is None or not _valid_timeframe(timeframe) or not _served(symbol, timeframe):
         return None
-    rates, _ = market.history(symbol, int(timeframe))
+    rates = SIM.book.shifted(symbol, int(timeframe), market.history(symbol, int(timeframe))[0])
     lo = np.searchsorted(rates["time"], _seconds(date_from), side="left")
     hi = np.searchsorted(rates["time"], _seconds(date_to), side="right")
     return _capped(rates[lo:hi], SIM.maxbars)

@@ -8,6 +8,8 @@ places limit, stop and stop-limit orders (``PLACED``), which ``Book.move`` fills
 (a stop-limit turns into a limit order first), as it closes positions whose SL or TP the price reaches.
 ``SLTP`` changes a position's stops, ``MODIFY`` and ``REMOVE`` change and delete pending orders,
 ``CLOSE_BY`` closes two opposite positions against each other at the second one's opening price.
+A ``move`` of the quote is kept with its time, and the bars the terminal serves carry it from then on
+(``Book.shifted``), as a real terminal's history records what its quotes did.
 
 Requests are checked the way users meet rejections, in the order a server checks them: unknown symbol
 (``None``), a request dictionary that is not a real ``dict`` (``None``: the C package's answer to an RPyC
@@ -29,6 +31,8 @@ can lose a later deal's only; else ``None`` with that ``last_error()`` code, suc
 from __future__ import annotations
 
 import itertools
+
+import numpy as np
 
 from MetaTrader5 import market
 from MetaTrader5.constants import (
@@ -88,6 +92,7 @@ class Book:
         self.tickets = itertools.count(1_000_001)
         self.balance = DEPOSIT
         self.shift: dict[str, float] = {}  # symbol -> points the quote moved away from the history's close
+        self.moves: list[tuple[int, str, float]] = []  # (broker time, symbol, points) of each ``move``
         self.executed = 0  # requests that changed the book (a duplicate shows up here)
         self.filling_mode = FILLING_MODE
         self.stops_level = 0
@@ -149,6 +154,7 @@ class Book:
     def move(self, symbol: str, points: float) -> None:
         """Move the quote by ``points``; fill the pending orders and close the positions it reaches."""
         self.shift[symbol] = self.shift.get(symbol, 0.0) + float(points)
+        self.moves.append((market.now_broker(), symbol, float(points)))
         _, bid, ask = self.quote(symbol)
         for order in [o for o in self.orders.values() if o["symbol"] == symbol]:
             side, above = PENDING[order["type"]]
@@ -171,6 +177,31 @@ class Book:
                 self._close(pos, pos["volume"], pos["sl"], {"comment": "[sl]"}, REASON_SL)
             elif pos["tp"] and sign * (close_at - pos["tp"]) >= 0:
                 self._close(pos, pos["volume"], pos["tp"], {"comment": "[tp]"}, REASON_TP)
+
+    def shifted(self, symbol: str, timeframe: int, rates: np.ndarray) -> np.ndarray:
+        """The symbol's full history ``rates`` on ``timeframe`` with the moves made so far, as the
+        terminal's bars record what its quotes did: a bar's open carries the moves made before it opened,
+        its close those made before it ended (the forming bar's: every move; a move over a weekend, when
+        no bar forms, is the next bar's), its high and low both."""
+        moves = [(t, p) for t, s, p in self.moves if s == symbol]
+        if not moves or not len(rates):
+            return rates
+        point = 10.0 ** -market.SYMBOLS[symbol].digits
+        at = np.array([t for t, _ in moves], dtype=np.int64)
+        total = np.concatenate([[0.0], np.cumsum([p for _, p in moves])]) * point
+        opened = total[np.searchsorted(at, rates["time"], side="left")]
+        ends = np.append(rates["time"][1:], np.iinfo(np.int64).max)
+        length = _bar_seconds(timeframe)
+        if length:
+            ends = np.minimum(ends, rates["time"] + length)
+        closed = total[np.searchsorted(at, ends, side="left")]
+        digits = market.SYMBOLS[symbol].digits
+        out = np.array(rates, dtype=market.RATES_DTYPE)
+        out["open"] = np.round(rates["open"] + opened, digits)
+        out["close"] = np.round(rates["close"] + closed, digits)
+        out["high"] = np.round(rates["high"] + np.maximum(opened, closed), digits)
+        out["low"] = np.round(rates["low"] + np.minimum(opened, closed), digits)
+        return out
 
     # -- the account ----------------------------------------------------------------------------------------
     def account(self) -> dict:
@@ -285,6 +316,17 @@ class Book:
             )
         )
         return ticket
+
+
+def _bar_seconds(timeframe: int) -> int | None:
+    """The length of a bar of ``timeframe`` (MetaTrader's TIMEFRAME_* codes); None for MN1 (it varies)."""
+    if timeframe == 49153:
+        return None
+    if timeframe == 32769:
+        return 7 * 86400
+    if timeframe == 16408:
+        return 86400
+    return (timeframe & 0x3FFF) * 3600 if timeframe & 0x4000 else timeframe * 60
 
 
 def profit(symbol: str, side: int, volume: float, price_open: float, price_now: float) -> float:

@@ -1,0 +1,199 @@
+"""The P&L of one server day on one symbol, as the daily loss limit and the status line count it.
+
+A prop firm's daily loss counts from the start of the broker's server day: what the account held at
+00:00 server time is valued at that moment, and only what happened after counts as today's. So:
+
+- deals of today count their commission, swap and fee (``history_deals_get``), and their profit whole,
+  except a deal closing a position opened before the day, which counts what the closed volume made since
+  the day's start (valued as below, at the deal's price);
+- a position opened today counts its whole floating profit and swap;
+- volume added today to a carried netting position counts from its fill price;
+- a position carried over midnight counts only its profit now minus its profit at the day's start. Its
+  price at the start is the last one quoted before 00:00, the close of the last M1 bar before it
+  (``copy_rates_from`` on ``TIMEFRAME_M1``; with none, the open of the day's first bar): the bid, and that
+  plus the bar's spread the ask; a buy is valued at the bid and a sell at the ask, as
+  MetaTrader values positions (``price_current``). The change is converted into the deposit currency as
+  the terminal converts the position's profit now: by the profit per unit of price the position shows
+  (``profit / (price_current - price_open)``), or, with the price back at its open, the symbol's
+  ``trade_tick_value / trade_tick_size``. Of its swap only a charge counts (the rollover at the day's
+  start is a cost of the day; a credit is not counted as a gain): the terminal keeps no swap per day.
+
+What cannot be known (no bar at the day's start, no conversion) is named in ``DayPnl.unknown``: the limits
+refuse new risk while it is not empty, rather than count a loss they cannot see as zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+TIMEFRAME_M1 = 1
+DAY = 86400
+ENTRY_IN, ENTRY_INOUT = 0, 2  # deal.entry (DEAL_ENTRY_OUT 1 and OUT_BY 3 close)
+
+
+@dataclass(frozen=True)
+class DayPnl:
+    """A server day's P&L in the deposit currency, and what of it could not be known (one line each)."""
+
+    value: float
+    unknown: tuple[str, ...] = ()
+
+    def __add__(self, other: DayPnl) -> DayPnl:
+        return DayPnl(self.value + other.value, self.unknown + other.unknown)
+
+
+@dataclass(frozen=True)
+class DayOpen:
+    """The bid and the ask at the start of a server day (the first M1 bar's open and its spread)."""
+
+    bid: float
+    ask: float
+
+
+@dataclass(frozen=True)
+class Holding:
+    """What is valued: ``volume`` lots of position ``ticket`` on ``side`` (+1 buy, -1 sell), opened at
+    ``price_open``, now (or when closed) at ``price`` with ``profit`` in the deposit currency."""
+
+    ticket: int
+    side: int
+    volume: float
+    price_open: float
+    price: float
+    profit: float
+
+
+class DayPnlReader:
+    """``read(name, *args, **kwargs)``: a terminal call (``TerminalRequests._read``). The prices at a
+    day's start never change once known, so they are read once per day."""
+
+    def __init__(self, read: Callable[..., Any], symbol: str):
+        self._read, self.symbol = read, symbol
+        self._opens: dict[int, DayOpen] = {}
+
+    def day_open(self, day: int) -> DayOpen | None:
+        """The bid and ask at the start of server ``day`` (days since 1970 in broker time), or None: the
+        close of the last M1 bar before 00:00 (so a weekend's or a holiday's gap is the new day's, as an
+        equity taken at midnight counts it), else, with no bar before, the open of the day's first."""
+        if day not in self._opens:
+            start = int(day) * DAY
+            last = self._read("copy_rates_from", self.symbol, TIMEFRAME_M1, start - 1, 1, none_ok=True)
+            if last is not None and len(last) and int(last["time"][-1]) < start:
+                bid, spread = float(last["close"][-1]), int(last["spread"][-1])
+            else:
+                end = start + DAY - 1
+                first = self._read("copy_rates_range", self.symbol, TIMEFRAME_M1, start, end, none_ok=True)
+                if first is None or not len(first) or not start <= int(first["time"][0]) <= end:
+                    return None
+                bid, spread = float(first["open"][0]), int(first["spread"][0])
+            if not (np.isfinite(bid) and bid > 0 and spread >= 0):
+                return None
+            point = float(self._read("symbol_info", self.symbol).point)
+            self._opens[day] = DayOpen(bid, bid + spread * point)
+        return self._opens[day]
+
+    def of(self, day: int, magics: Iterable[int]) -> DayPnl:
+        """This symbol's P&L of server ``day`` for the positions and deals of ``magics``."""
+        magics = set(magics)
+        start = int(day) * DAY
+        deals = [
+            d
+            for d in self._read("history_deals_get", start, start + DAY - 1) or ()
+            if d.symbol == self.symbol and d.magic in magics and start <= int(d.time) < start + DAY
+        ]
+        total = DayPnl(0.0)
+        for d in deals:
+            total = total + self._deal(d, day)
+        for p in self._read("positions_get", symbol=self.symbol) or ():
+            if p.symbol == self.symbol and p.magic in magics:
+                added = [
+                    d
+                    for d in deals
+                    if int(d.entry) in (ENTRY_IN, ENTRY_INOUT) and int(d.position_id) == int(p.ticket)
+                ]
+                total = total + self._position(p, day, added)
+        return total
+
+    def _deal(self, d: Any, day: int) -> DayPnl:
+        """A deal of the day: its costs, and its profit, of which a deal closing a position opened before
+        the day counts only what the closed volume made since the day's start."""
+        costs = float(d.commission) + float(d.swap) + float(d.fee)
+        if int(d.entry) == ENTRY_IN:
+            return DayPnl(costs + float(d.profit))
+        opened = self._open_price(int(d.position_id), int(day) * DAY)
+        if opened is None:  # the position was opened today: the whole profit is today's
+            return DayPnl(costs + float(d.profit))
+        side = -1 if int(d.type) == 0 else 1  # a buy deal closes a sell, a sell deal closes a buy
+        held = Holding(int(d.position_id), side, float(d.volume), opened, float(d.price), float(d.profit))
+        return DayPnl(costs) + self._since_start(held, day, float(d.volume))
+
+    def _open_price(self, position: int, start: int) -> float | None:
+        """The open price of ``position`` as it stood at ``start``, or None when it opened after it (the
+        volume-weighted price of its entries since the last reversal, as a netting position averages)."""
+        entries = sorted(
+            (
+                d
+                for d in self._read("history_deals_get", position=position, none_ok=True) or ()
+                if int(d.time) < start and int(d.entry) in (ENTRY_IN, ENTRY_INOUT)
+            ),
+            key=lambda d: (int(d.time), int(d.ticket)),
+        )
+        if not entries:
+            return None
+        last = max(i for i, d in enumerate(entries) if i == 0 or int(d.entry) == ENTRY_INOUT)
+        since = entries[last:]
+        volume = sum(float(d.volume) for d in since)
+        return sum(float(d.price) * float(d.volume) for d in since) / volume if volume > 0 else None
+
+    def _position(self, p: Any, day: int, added: list[Any]) -> DayPnl:
+        """An open position: opened (or reversed) today, its whole profit and swap; carried over midnight,
+        what its volume held at the start made since then plus what each entry of today (``added``, its
+        deals of the day) made since its fill."""
+        profit, swap = float(p.profit), float(p.swap)
+        reversed_today = any(int(d.entry) == ENTRY_INOUT for d in added)
+        if int(p.time) >= int(day) * DAY or reversed_today:  # it holds nothing from before the day
+            return DayPnl(profit + swap)
+        added = [d for d in added if int(d.entry) == ENTRY_IN]
+        side = 1 if int(p.type) == 0 else -1
+        held = Holding(
+            int(p.ticket), side, float(p.volume), float(p.price_open), float(p.price_current), profit
+        )
+        today = sum(float(d.volume) for d in added)
+        carried = self._since_start(held, day, max(0.0, held.volume - today))
+        per_lot = self._per_price(held)
+        if per_lot is None or not added:
+            return carried + DayPnl(min(swap, 0.0))
+        fills = sum(float(d.volume) * (held.price - float(d.price)) for d in added) * per_lot / held.volume
+        return carried + DayPnl(fills + min(swap, 0.0))
+
+    def _since_start(self, held: Holding, day: int, volume: float) -> DayPnl:
+        """What ``volume`` lots of ``held`` made from the start of ``day`` to ``held.price``; where it
+        cannot be known, its loss since it opened (if any) and the reason."""
+        opened = self.day_open(day)
+        per_price = self._per_price(held)
+        if opened is None or per_price is None:
+            why = (
+                f"{self.symbol}: no M1 bar at the start of the server day to value position #{held.ticket} at"
+                if opened is None
+                else f"{self.symbol}: no conversion into the deposit currency for position #{held.ticket}"
+            )
+            return DayPnl(min(held.profit, 0.0), (why,))
+        start_price = opened.bid if held.side > 0 else opened.ask
+        return DayPnl(per_price * volume / held.volume * (held.price - start_price))
+
+    def _per_price(self, held: Holding) -> float | None:
+        """``held``'s profit in the deposit currency per unit of price (negative for a sell): the
+        terminal's own conversion of its profit now, or the symbol's tick value with the price at its
+        open."""
+        moved = held.price - held.price_open
+        info = self._read("symbol_info", self.symbol)
+        if abs(moved) >= float(info.point) / 2 and held.profit != 0.0:
+            return held.profit / moved
+        value, size = float(info.trade_tick_value), float(info.trade_tick_size)
+        if not (np.isfinite(value) and value > 0 and np.isfinite(size) and size > 0):
+            return None
+        return held.side * held.volume * value / size
