@@ -11,8 +11,10 @@ from backtests import AccountConfig, Backtest
 from datafeeds.terminal import TerminalSource
 from datafeeds.timeframes import Timeframe
 from neuronet.live.journal import read_journal
+from neuronet.live.limits import Limits
 from neuronet.live.rebuild import read_state
 from neuronet.live.runner import LiveRunner, LiveSettings
+from neuronet.live.terminal_trade import TerminalTrade
 from strategies.sma import SmaCrossEA
 
 PARAMS = {"fast": 5, "slow": 12}
@@ -49,3 +51,21 @@ def plan_quotes(sim, *quotes: str) -> None:
     """The simulated terminal's next ``symbol_info_tick`` answers, in order, each Python source of None or
     a dict of Tick fields (``MetaTrader5.BAD_QUOTES``); none given: the market's quotes again."""
     sim.conn.execute(f"import MetaTrader5 as _m\n_m.BAD_QUOTES[:] = [{', '.join(quotes)}]")
+
+
+def one_lot_limits(symbol: str = "EURUSD") -> Limits:
+    """1 lot and one position at most, a daily loss no test reaches: the limits of the lost-reply tests."""
+    return Limits(max_lots=1.0, max_positions=1, max_daily_loss=10_000.0, symbols=(symbol,))
+
+
+def quick_trading(limits: Limits, **trade_kw):
+    """The runner's ``trading=`` factory: a terminal trade context per symbol on the terminal's clock, which
+    looks a lost reply up after 0.2 s and retries after 0.01 s (the tests' simulated delays)."""
+
+    def factory(src, symbol, magic, record, *, market):
+        return TerminalTrade(
+            src, symbol, magic=magic, limits=limits, record=record, clock=src.clock, market=market,
+            lost_reply_wait=0.2, backoff=0.01, **trade_kw,
+        )  # fmt: skip
+
+    return factory

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_live.live_support import OPEN_SOURCES
+from test_live.live_support import OPEN_SOURCES, one_lot_limits, quick_trading
 from test_live.multi_eas import BuyAll
 from test_live.test_multi_live import ROOMY, _sent, live_runner
 
@@ -21,7 +21,6 @@ from neuronet.live.errors import JournalError
 from neuronet.live.journal import read_journal
 from neuronet.live.limits import Limits
 from neuronet.live.runner import LiveRunner, LiveSettings
-from neuronet.live.terminal_trade import TerminalTrade
 from strategies.base import ExpertAdvisor
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,21 +167,7 @@ def one_symbol_live(
     ``sleep``: the runner's (default: an hour of simulated time a call)."""
     source = TerminalSource("127.0.0.1", port, retries=0, timeout=0.5, backoff=0.01)
     OPEN_SOURCES.append(source)
-    limits = limits or Limits(max_lots=1.0, max_positions=1, max_daily_loss=10_000.0, symbols=(symbol,))
-
-    def factory(src, name, magic, record, *, market):
-        return TerminalTrade(
-            src,
-            name,
-            magic=magic,
-            limits=limits,
-            record=record,
-            clock=src.clock,
-            market=market,
-            lost_reply_wait=0.2,
-            backoff=0.01,
-        )
-
+    factory = quick_trading(limits or one_lot_limits(symbol))
     settings = LiveSettings(symbol, Timeframe.H1, journal, mode="live", history_bars=100, max_bars=bars)
     return LiveRunner(
         ea, {}, source, settings, trading=factory, sleep=sleep or sim.sleep, status=lambda _: None

@@ -11,15 +11,13 @@ import threading
 import time
 
 import pytest
-from test_live.live_support import OPEN_SOURCES
+from test_live.live_support import OPEN_SOURCES, one_lot_limits, quick_trading
 from test_live.test_runner_lost import _Holder, _terminal_notes
 
 from datafeeds.terminal import TerminalSource
 from datafeeds.timeframes import Timeframe
 from neuronet.live.journal import read_journal
-from neuronet.live.limits import Limits
 from neuronet.live.runner import LiveRunner, LiveSettings
-from neuronet.live.terminal_trade import TerminalTrade
 
 
 def _live(port, sim, journal, *, bars: int) -> None:
@@ -27,21 +25,7 @@ def _live(port, sim, journal, *, bars: int) -> None:
     whose timeout (10 s) outlasts the terminal's delays here."""
     source = TerminalSource("127.0.0.1", port, retries=0, timeout=10.0, backoff=0.01)
     OPEN_SOURCES.append(source)
-    limits = Limits(max_lots=1.0, max_positions=1, max_daily_loss=10_000.0, symbols=("EURUSD",))
-
-    def factory(src, symbol, magic, record, *, market):
-        return TerminalTrade(
-            src,
-            symbol,
-            magic=magic,
-            limits=limits,
-            record=record,
-            clock=src.clock,
-            market=market,
-            lost_reply_wait=0.2,
-            backoff=0.01,
-        )
-
+    factory = quick_trading(one_lot_limits())
     settings = LiveSettings("EURUSD", Timeframe.H1, journal, mode="live", history_bars=300, max_bars=bars)
     LiveRunner(_Holder, {}, source, settings, trading=factory, sleep=sim.sleep, status=lambda _: None).run()
 

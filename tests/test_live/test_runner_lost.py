@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import time
 
-from test_live.live_support import LIVE_PARAMS, OPEN_SOURCES
+from test_live.live_support import LIVE_PARAMS, OPEN_SOURCES, one_lot_limits, quick_trading
 from test_live.test_runner import _FakeTerminalTrade
 
 from datafeeds.terminal import TerminalSource
 from datafeeds.terminal_errors import TerminalConnectionError
 from datafeeds.timeframes import Timeframe
 from neuronet.live.journal import read_journal
-from neuronet.live.limits import Limits
 from neuronet.live.runner import LiveRunner, LiveSettings
-from neuronet.live.terminal_trade import TerminalTrade
 from strategies.base import ExpertAdvisor
 from strategies.sma import SmaCrossEA
 
@@ -68,22 +66,7 @@ class _Holder(ExpertAdvisor):
 def _live(port, sim, journal, *, bars, sleep, **trade_kw):
     source = TerminalSource("127.0.0.1", port, retries=0, timeout=0.5, backoff=0.01)
     OPEN_SOURCES.append(source)
-    limits = Limits(max_lots=1.0, max_positions=1, max_daily_loss=10_000.0, symbols=("EURUSD",))
-
-    def factory(src, symbol, magic, record, *, market):
-        return TerminalTrade(
-            src,
-            symbol,
-            magic=magic,
-            limits=limits,
-            record=record,
-            clock=src.clock,
-            market=market,
-            lost_reply_wait=0.2,
-            backoff=0.01,
-            **trade_kw,
-        )
-
+    factory = quick_trading(one_lot_limits(), **trade_kw)
     settings = LiveSettings("EURUSD", Timeframe.H1, journal, mode="live", history_bars=300, max_bars=bars)
     LiveRunner(_Holder, {}, source, settings, trading=factory, sleep=sleep, status=lambda _: None).run()
 
