@@ -70,25 +70,43 @@ def _minutes(symbol: str, base: float, special: dict[int, tuple[float, float, fl
     return make_frame(cols, index, CandleMeta(symbol, Timeframe.M1, 5, UTC, "test"))
 
 
+def _run_ticks(eurgbp_dips_at: int, gbpusd_jumps_at: int):
+    """Four hours of ticks: EURGBP at 0.85 dips to 0.84 at second ``eurgbp_dips_at`` and is back at
+    2 h 40 s; GBPUSD at 1.30 jumps to 1.60 at second ``gbpusd_jumps_at`` and is back at 2 h 50 s; EURUSD
+    flat at 1.10. The ``_Cross`` EA run on them, ``ticks`` model."""
+    flat = (0, H, 2 * H)  # each symbol at its base these seconds
+    rows = {
+        "EURGBP": [(s, 0.85) for s in flat] + [(eurgbp_dips_at, 0.84), (2 * H + 40, 0.85), (4 * H - 1, 0.85)],
+        "GBPUSD": [(s, 1.3) for s in flat] + [(gbpusd_jumps_at, 1.6), (2 * H + 50, 1.3), (4 * H - 1, 1.3)],
+        "EURUSD": [(s, 1.1) for s in flat] + [(3 * H, 1.1), (4 * H - 1, 1.1)],
+    }
+    ticks = {s: _ticks(s, r) for s, r in rows.items()}
+    frames = {s: bars_from_ticks(t, "H1") for s, t in ticks.items()}
+    return Backtest(frames, _Cross, model="ticks", ticks=ticks, account=ACCOUNT, forward=None).run()
+
+
+# EURGBP's 02:01 minute dips to 0.84; GBPUSD's 02:00 minute rises from 1.30 to 1.60, its 02:01 opens there.
+_EURGBP_DIPS_AT_0201 = {121: (0.85, 0.85, 0.84, 0.85)}
+_GBPUSD_RISES_AT_0200 = {120: (1.3, 1.6, 1.3, 1.6), 121: (1.6, 1.6, 1.3, 1.3)}
+
+
+def _run_m1(ea, eurgbp: dict, gbpusd: dict, account: AccountConfig = ACCOUNT):
+    """Four hours of M1 bars, EURGBP at 0.85 and GBPUSD at 1.30 but for their ``special`` minutes, EURUSD
+    flat at 1.10, resampled to H1; ``ea`` run on them, ``ohlc1m`` model."""
+    m1 = {
+        "EURGBP": _minutes("EURGBP", 0.85, eurgbp),
+        "GBPUSD": _minutes("GBPUSD", 1.3, gbpusd),
+        "EURUSD": _minutes("EURUSD", 1.1, {}),
+    }
+    frames = {s: resample(df, "H1") for s, df in m1.items()}
+    return Backtest(frames, ea, model="ohlc1m", m1=m1, account=account, forward=None).run()
+
+
 def test_ticks_a_stop_out_is_not_ruled_out_by_the_converting_pairs_price_at_the_bars_open():
     """GBPUSD at 1.60 from 02:00:10, EURGBP at 0.84 at 02:00:20 (-1,000 GBP): -1,600 USD, equity 400 below
     the 550 of the stop-out: stopped out there at 0.84, booked -1,000 x 1.60 (a loss at GBPUSD's ask, spread
     0) = -1,600.00. The walk's bound had converted the dip at GBPUSD's 1.30 and skipped every tick."""
-    rows = {
-        "EURGBP": [
-            (0, 0.85),
-            (H, 0.85),
-            (2 * H, 0.85),
-            (2 * H + 20, 0.84),
-            (2 * H + 40, 0.85),
-            (4 * H - 1, 0.85),
-        ],
-        "GBPUSD": [(0, 1.3), (H, 1.3), (2 * H, 1.3), (2 * H + 10, 1.6), (2 * H + 50, 1.3), (4 * H - 1, 1.3)],
-        "EURUSD": [(0, 1.1), (H, 1.1), (2 * H, 1.1), (3 * H, 1.1), (4 * H - 1, 1.1)],
-    }
-    ticks = {s: _ticks(s, r) for s, r in rows.items()}
-    frames = {s: bars_from_ticks(t, "H1") for s, t in ticks.items()}
-    result = Backtest(frames, _Cross, model="ticks", ticks=ticks, account=ACCOUNT, forward=None).run()
+    result = _run_ticks(eurgbp_dips_at=2 * H + 20, gbpusd_jumps_at=2 * H + 10)
     trade = result.trades.iloc[0]
     assert (trade["exit_reason"], trade["exit_time"]) == ("stop out", T0 + pd.Timedelta(seconds=2 * H + 20))
     assert trade["exit_price"] == pytest.approx(0.84) and trade["profit"] == -1600.00
@@ -106,13 +124,7 @@ def test_ohlc1m_a_stop_out_reads_the_converting_pairs_minute_not_its_bars_open(e
     With 0.01 lot of EURUSD (11 USD more margin, flat) the level is 555.50: p = 0.840971875, filled at
     0.84097, 903 GBP x 1.60 = -1,444.80. EURGBP alone was walked as one symbol with GBPUSD at its bar's
     open all hour, and with EURUSD the bar's bound converted the dip at that open: no stop-out either way."""
-    m1 = {
-        "EURGBP": _minutes("EURGBP", 0.85, {121: (0.85, 0.85, 0.84, 0.85)}),
-        "GBPUSD": _minutes("GBPUSD", 1.3, {120: (1.3, 1.6, 1.3, 1.6), 121: (1.6, 1.6, 1.3, 1.3)}),
-        "EURUSD": _minutes("EURUSD", 1.1, {}),
-    }
-    frames = {s: resample(df, "H1") for s, df in m1.items()}
-    result = Backtest(frames, ea, model="ohlc1m", m1=m1, account=ACCOUNT, forward=None).run()
+    result = _run_m1(ea, _EURGBP_DIPS_AT_0201, _GBPUSD_RISES_AT_0200)
     trade = result.trades[result.trades["symbol"] == "EURGBP"].iloc[0]
     assert (trade["exit_reason"], trade["exit_time"]) == ("stop out", T0 + pd.Timedelta(minutes=121))
     assert trade["exit_price"] == pytest.approx(price) and trade["profit"] == profit
@@ -130,14 +142,12 @@ def test_ohlc1m_a_stop_loss_of_a_lone_symbol_is_converted_at_the_pairs_price_of_
     """EURGBP's stop-loss at 0.84 is reached in its 02:01 minute, when GBPUSD stands at 1.60 (its 02:01
     open, after its 02:00 minute rose from 1.30): -1,000 GBP x 1.60 = -1,600.00 USD. EURGBP walked alone
     converted it at GBPUSD's 1.30 of the bar's open: -1,300.00, 300 dollars in the EA's favour."""
-    m1 = {
-        "EURGBP": _minutes("EURGBP", 0.85, {121: (0.85, 0.85, 0.84, 0.85)}),
-        "GBPUSD": _minutes("GBPUSD", 1.3, {120: (1.3, 1.6, 1.3, 1.6), 121: (1.6, 1.6, 1.3, 1.3)}),
-        "EURUSD": _minutes("EURUSD", 1.1, {}),
-    }
-    frames = {s: resample(df, "H1") for s, df in m1.items()}
-    account = AccountConfig(deposit=100_000.0, spread=0, leverage=100.0)
-    result = Backtest(frames, _CrossWithStop, model="ohlc1m", m1=m1, account=account, forward=None).run()
+    result = _run_m1(
+        _CrossWithStop,
+        _EURGBP_DIPS_AT_0201,
+        _GBPUSD_RISES_AT_0200,
+        AccountConfig(deposit=100_000.0, spread=0, leverage=100.0),
+    )
     trade = result.trades.iloc[0]
     assert (trade["exit_reason"], trade["exit_time"]) == ("sl", T0 + pd.Timedelta(minutes=121))
     assert trade["exit_price"] == pytest.approx(0.84) and trade["profit"] == -1600.00
@@ -149,21 +159,7 @@ def test_ticks_a_move_of_the_converting_pair_alone_stops_the_position_out_at_tha
     is stopped out at that tick at EURGBP's 0.84: -1,600.00. Both come back before the hour ends. A tick of
     a symbol without positions checked nothing, and EURGBP's own next tick (0.85) no longer lost: the run
     ended flat at 0.00."""
-    rows = {
-        "EURGBP": [
-            (0, 0.85),
-            (H, 0.85),
-            (2 * H, 0.85),
-            (2 * H + 10, 0.84),
-            (2 * H + 40, 0.85),
-            (4 * H - 1, 0.85),
-        ],
-        "GBPUSD": [(0, 1.3), (H, 1.3), (2 * H, 1.3), (2 * H + 20, 1.6), (2 * H + 50, 1.3), (4 * H - 1, 1.3)],
-        "EURUSD": [(0, 1.1), (H, 1.1), (2 * H, 1.1), (3 * H, 1.1), (4 * H - 1, 1.1)],
-    }
-    ticks = {s: _ticks(s, r) for s, r in rows.items()}
-    frames = {s: bars_from_ticks(t, "H1") for s, t in ticks.items()}
-    result = Backtest(frames, _Cross, model="ticks", ticks=ticks, account=ACCOUNT, forward=None).run()
+    result = _run_ticks(eurgbp_dips_at=2 * H + 10, gbpusd_jumps_at=2 * H + 20)
     trade = result.trades.iloc[0]
     assert (trade["exit_reason"], trade["exit_time"]) == ("stop out", T0 + pd.Timedelta(seconds=2 * H + 20))
     assert trade["exit_price"] == pytest.approx(0.84) and trade["profit"] == -1600.00
@@ -174,13 +170,11 @@ def test_ohlc1m_a_move_of_the_converting_pair_alone_stops_the_position_out_at_it
     minute 1.30 -> 1.30 -> 1.60 -> 1.60 (MetaTrader's four ticks of a 1-minute OHLC minute). At its 1.60 the
     pounds lost cost 1,600 USD (equity 400 < 550): EURGBP is stopped out at the 0.84 it stands at,
     -1,600.00. The minute of a symbol without positions checked nothing: the run ended flat."""
-    m1 = {
-        "EURGBP": _minutes("EURGBP", 0.85, {120: (0.85, 0.85, 0.84, 0.84), 121: (0.84, 0.85, 0.84, 0.85)}),
-        "GBPUSD": _minutes("GBPUSD", 1.3, {121: (1.3, 1.6, 1.3, 1.6), 122: (1.6, 1.6, 1.3, 1.3)}),
-        "EURUSD": _minutes("EURUSD", 1.1, {}),
-    }
-    frames = {s: resample(df, "H1") for s, df in m1.items()}
-    result = Backtest(frames, _Cross, model="ohlc1m", m1=m1, account=ACCOUNT, forward=None).run()
+    result = _run_m1(
+        _Cross,
+        {120: (0.85, 0.85, 0.84, 0.84), 121: (0.84, 0.85, 0.84, 0.85)},
+        {121: (1.3, 1.6, 1.3, 1.6), 122: (1.6, 1.6, 1.3, 1.3)},
+    )
     trade = result.trades.iloc[0]
     assert (trade["exit_reason"], trade["exit_time"]) == ("stop out", T0 + pd.Timedelta(minutes=121))
     assert trade["exit_price"] == pytest.approx(0.84) and trade["profit"] == -1600.00
@@ -197,19 +191,24 @@ def _hours(symbol: str, base: float, special: dict[int, tuple[float, float, floa
     return make_frame(cols, index, CandleMeta(symbol, Timeframe.H1, 5, UTC, "test"))
 
 
-def test_open_prices_a_converting_pairs_range_that_takes_the_equity_below_the_stop_out_stops_out():
-    """EURGBP stands at 0.84 from the third bar (-1,000 GBP, equity 700 at GBPUSD's 1.30); in the fourth
-    bar GBPUSD reaches 1.60 and comes back: the report's own equity path goes to 2,000 - 1,600 = 400 USD
-    (equity drawdown 1,600.00), below the 550 of the stop-out, yet no stop-out happens and EURGBP ends the
-    test flat at 0.85 with 0.00. A stop-out in that bar loses at least the 1,450.00 of the crossing
-    (GBPUSD at 1.45)."""
+def _run_hours(gbpusd_fourth_bar: tuple[float, float, float, float]):
+    """EURGBP at 0.84 from the third H1 bar to the sixth, GBPUSD's fourth bar ``gbpusd_fourth_bar``, EURUSD
+    flat at 1.10; the ``_Cross`` EA run on them, open prices."""
     frames = {
         "EURGBP": _hours("EURGBP", 0.85, {2: (0.85, 0.85, 0.84, 0.84), 3: (0.84, 0.84, 0.84, 0.84),
                                           4: (0.84, 0.84, 0.84, 0.84), 5: (0.84, 0.85, 0.84, 0.85)}),
-        "GBPUSD": _hours("GBPUSD", 1.3, {3: (1.3, 1.6, 1.3, 1.3)}),
+        "GBPUSD": _hours("GBPUSD", 1.3, {3: gbpusd_fourth_bar}),
         "EURUSD": _hours("EURUSD", 1.1, {}),
     }  # fmt: skip
-    result = Backtest(frames, _Cross, account=ACCOUNT, forward=None).run()
+    return Backtest(frames, _Cross, account=ACCOUNT, forward=None).run()
+
+
+def test_open_prices_a_converting_pairs_range_that_takes_the_equity_below_the_stop_out_stops_out():
+    """EURGBP stands at 0.84 from the third bar (-1,000 GBP, equity 700 at GBPUSD's 1.30); in the fourth
+    bar GBPUSD reaches 1.60 and comes back: the report's own equity path goes to 2,000 - 1,600 = 400 USD
+    (equity drawdown 1,600.00), below the 550 of the stop-out, so the position is stopped out in that bar,
+    losing at least the 1,450.00 of the crossing (GBPUSD at 1.45)."""
+    result = _run_hours(gbpusd_fourth_bar=(1.3, 1.6, 1.3, 1.3))
     assert result.stats["equity_drawdown_maximal"] == pytest.approx(1600.0)  # the path saw 400 USD
     trade = result.trades.iloc[0]
     assert (trade["exit_reason"], trade["exit_time"]) == ("stop out", T0 + pd.Timedelta(hours=3))
@@ -221,13 +220,7 @@ def test_open_prices_a_stop_out_by_the_converting_pair_closes_at_that_steps_rate
     1.60, close 1.30: a doji with no moving bar before it counts as rising), EURGBP standing at 0.84.
     At the high the equity is 2,000 - 1,000 GBP x 1.60 = 400 USD < 550: the position is closed there, at
     the rate of that step: -1,600.00 USD, balance 400.00."""
-    frames = {
-        "EURGBP": _hours("EURGBP", 0.85, {2: (0.85, 0.85, 0.84, 0.84), 3: (0.84, 0.84, 0.84, 0.84),
-                                          4: (0.84, 0.84, 0.84, 0.84), 5: (0.84, 0.85, 0.84, 0.85)}),
-        "GBPUSD": _hours("GBPUSD", 1.3, {3: (1.3, 1.6, 1.3, 1.3)}),
-        "EURUSD": _hours("EURUSD", 1.1, {}),
-    }  # fmt: skip
-    result = Backtest(frames, _Cross, account=ACCOUNT, forward=None).run()
+    result = _run_hours(gbpusd_fourth_bar=(1.3, 1.6, 1.3, 1.3))
     trade = result.trades.iloc[0]
     assert trade["profit"] == pytest.approx(-1600.00)
     assert result.stats["final_balance"] == pytest.approx(400.00)
@@ -237,13 +230,7 @@ def test_open_prices_a_converting_pair_moving_in_the_traders_favour_stops_nothin
     """The pair falls to 1.00 inside the bar instead: the loss reads 1,000 GBP x 1.00 = 1,000 USD at its
     lowest and 1,300 at the open, equity 700 USD at worst, above the 550 of the stop-out: the position is
     still open at the end, closed flat at 0.85 (0.00)."""
-    frames = {
-        "EURGBP": _hours("EURGBP", 0.85, {2: (0.85, 0.85, 0.84, 0.84), 3: (0.84, 0.84, 0.84, 0.84),
-                                          4: (0.84, 0.84, 0.84, 0.84), 5: (0.84, 0.85, 0.84, 0.85)}),
-        "GBPUSD": _hours("GBPUSD", 1.3, {3: (1.3, 1.3, 1.0, 1.3)}),
-        "EURUSD": _hours("EURUSD", 1.1, {}),
-    }  # fmt: skip
-    result = Backtest(frames, _Cross, account=ACCOUNT, forward=None).run()
+    result = _run_hours(gbpusd_fourth_bar=(1.3, 1.3, 1.0, 1.3))
     trade = result.trades.iloc[0]
     assert trade["exit_reason"] != "stop out"
     assert trade["profit"] == pytest.approx(0.0)
