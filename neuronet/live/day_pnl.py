@@ -48,7 +48,8 @@ class DayPnl:
 
 @dataclass(frozen=True)
 class DayOpen:
-    """The bid and the ask at the start of a server day (the first M1 bar's open and its spread)."""
+    """The bid and the ask at the start of a server day: the last M1 close before 00:00 (else the day's
+    first M1 open) and that plus the bar's spread (``DayPnlReader.day_open``)."""
 
     bid: float
     ask: float
