@@ -45,6 +45,10 @@ class DayPnl:
     def __add__(self, other: DayPnl) -> DayPnl:
         return DayPnl(self.value + other.value, self.unknown + other.unknown)
 
+    def shown(self) -> str:
+        """As the status lines show it: signed, two decimals, then "?" while a part cannot be known."""
+        return f"{self.value:+.2f}{'?' if self.unknown else ''}"
+
 
 @dataclass(frozen=True)
 class DayOpen:

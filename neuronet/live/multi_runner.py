@@ -389,8 +389,7 @@ class MultiLiveRunner(LiveEngine):
         digits = self.bars.feed.meta.digits
         today = ""
         if self.router is not None:  # the account's P&L of the day, as its daily loss limit counts it
-            figure = self.account_state().day_pnl
-            today = f" today {figure.value:+.2f}{'?' if figure.unknown else ''}"
+            today = f" today {self.account_state().day_pnl.shown()}"
         self._emit(
             f"{when:%Y-%m-%d %H:%M} {self.main[0]} {self.main[1]} close {float(row['close']):.{digits}f} "
             f"positions {net} equity {acc.equity:.2f}{today}"
