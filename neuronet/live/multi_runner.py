@@ -55,8 +55,8 @@ log = logging.getLogger(__name__)
 class MultiLiveRunner(LiveEngine):
     """Run ``ea_class(**params)`` live over its declared symbols and timeframes (see the module docstring).
 
-    ``trading`` (live accounts): the factory ``(source, symbol, magic, record, *, market) -> TerminalTrade``
-    of ``LiveRunner``, called once per symbol. ``settings.symbol``/``timeframe`` are the main chart's."""
+    ``trading``, ``sleep``: as ``LiveEngine``'s. ``status``: where the one line per bar goes (default: the
+    log). ``settings.symbol``/``timeframe`` are the main chart's."""
 
     def __init__(
         self,
