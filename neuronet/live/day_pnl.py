@@ -10,13 +10,14 @@ A prop firm's daily loss counts from the start of the broker's server day: what 
 - volume added today to a carried netting position counts from its fill price;
 - a position carried over midnight counts only its profit now minus its profit at the day's start. Its
   price at the start is the last one quoted before 00:00, the close of the last M1 bar before it
-  (``copy_rates_from`` on ``TIMEFRAME_M1``; with none, the open of the day's first bar): the bid, and that
-  plus the bar's spread the ask; a buy is valued at the bid and a sell at the ask, as
-  MetaTrader values positions (``price_current``). The change is converted into the deposit currency as
-  the terminal converts the position's profit now: by the profit per unit of price the position shows
-  (``profit / (price_current - price_open)``), or, with the price back at its open, the symbol's
-  ``trade_tick_value / trade_tick_size``. Of its swap only a charge counts (the rollover at the day's
-  start is a cost of the day; a credit is not counted as a gain): the terminal keeps no swap per day.
+  (``copy_rates_from`` on ``TIMEFRAME_M1``; when the terminal holds none, the open of the day's first bar;
+  when it fails to answer, unknown): the bid, and that plus the bar's spread the ask; a buy is valued at
+  the bid and a sell at the ask, as MetaTrader values positions (``price_current``). The change is
+  converted into the deposit currency as the terminal converts the position's profit now: by the profit
+  per unit of price the position shows (``profit / (price_current - price_open)``), or, with the price
+  back at its open, the symbol's ``trade_tick_value / trade_tick_size``. Of its swap only a charge counts
+  (the rollover at the day's start is a cost of the day; a credit is not counted as a gain): the terminal
+  keeps no swap per day.
 
 What cannot be known (no bar at the day's start, no conversion) is named in ``DayPnl.unknown``: the limits
 refuse new risk while it is not empty, rather than count a loss they cannot see as zero.
@@ -83,11 +84,15 @@ class DayPnlReader:
     def day_open(self, day: int) -> DayOpen | None:
         """The bid and ask at the start of server ``day`` (days since 1970 in broker time), or None: the
         close of the last M1 bar before 00:00 (so a weekend's or a holiday's gap is the new day's, as an
-        equity taken at midnight counts it), else, with no bar before, the open of the day's first."""
+        equity taken at midnight counts it), else, when the terminal answers that it holds no bar before,
+        the open of the day's first. A read that fails is None, not the day's first price: that already
+        carries a weekend's gap and would hide it. None is not kept, so the next read asks again."""
         if day not in self._opens:
             start = int(day) * DAY
             last = self._read("copy_rates_from", self.symbol, TIMEFRAME_M1, start - 1, 1, none_ok=True)
-            if last is not None and len(last) and int(last["time"][-1]) < start:
+            if last is None:  # not answered (its history still synchronizing): not "no bar before"
+                return None
+            if len(last) and int(last["time"][-1]) < start:
                 bid, spread = float(last["close"][-1]), int(last["spread"][-1])
             else:
                 end = start + DAY - 1
