@@ -19,8 +19,9 @@ A prop firm's daily loss counts from the start of the broker's server day: what 
   (the rollover at the day's start is a cost of the day; a credit is not counted as a gain): the terminal
   keeps no swap per day.
 
-What cannot be known (no bar at the day's start, no conversion) is named in ``DayPnl.unknown``: the limits
-refuse new risk while it is not empty, rather than count a loss they cannot see as zero.
+What cannot be known (no bar at the day's start, no conversion, the deals of a position closed today
+unread) is named in ``DayPnl.unknown``: the limits refuse new risk while it is not empty, rather than count
+a loss they cannot see as zero.
 """
 
 from __future__ import annotations
@@ -134,22 +135,24 @@ class DayPnlReader:
         costs = float(d.commission) + float(d.swap) + float(d.fee)
         if int(d.entry) == ENTRY_IN:
             return DayPnl(costs + float(d.profit))
-        opened = self._open_price(int(d.position_id), int(day) * DAY)
+        history = self._read("history_deals_get", position=int(d.position_id), none_ok=True)
+        if not history:  # this deal is among them: none is a read that failed, not a position of today
+            why = f"{self.symbol}: the deals of position #{int(d.position_id)} cannot be read"
+            return DayPnl(costs + min(float(d.profit), 0.0), (why,))
+        opened = self._open_price(history, int(day) * DAY)
         if opened is None:  # the position was opened today: the whole profit is today's
             return DayPnl(costs + float(d.profit))
         side = -1 if int(d.type) == 0 else 1  # a buy deal closes a sell, a sell deal closes a buy
         held = Holding(int(d.position_id), side, float(d.volume), opened, float(d.price), float(d.profit))
         return DayPnl(costs) + self._since_start(held, day, float(d.volume))
 
-    def _open_price(self, position: int, start: int) -> float | None:
-        """The open price of ``position`` as it stood at ``start``, or None when it opened after it (the
-        volume-weighted price of its entries since the last reversal, as a netting position averages)."""
+    @staticmethod
+    def _open_price(history: Iterable[Any], start: int) -> float | None:
+        """The open price at ``start`` of the position whose deals are ``history``, or None when it opened
+        after it (the volume-weighted price of its entries since the last reversal, as a netting position
+        averages)."""
         entries = sorted(
-            (
-                d
-                for d in self._read("history_deals_get", position=position, none_ok=True) or ()
-                if int(d.time) < start and int(d.entry) in (ENTRY_IN, ENTRY_INOUT)
-            ),
+            (d for d in history if int(d.time) < start and int(d.entry) in (ENTRY_IN, ENTRY_INOUT)),
             key=lambda d: (int(d.time), int(d.ticket)),
         )
         if not entries:

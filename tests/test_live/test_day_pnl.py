@@ -318,3 +318,36 @@ def test_a_failed_read_of_the_last_bar_before_midnight_is_unknown_not_the_days_f
     figure = trade.day_pnl()
     assert figure.unknown == ()
     assert figure.value == pytest.approx((bid - friday_close) * LOTS_UNITS, abs=0.02)
+
+
+NO_POSITION_HISTORY = (
+    "import MetaTrader5 as _m\n_deals = _m.history_deals_get\n"
+    "def _failed(*args, **kwargs):\n"
+    "    if 'position' in kwargs:\n"
+    "        _m.SIM.set_error(_m.RES_E_NOT_FOUND)\n"
+    "        return None\n"
+    "    return _deals(*args, **kwargs)\n"
+    "_m.history_deals_get = _failed"
+)
+
+
+def test_a_failed_read_of_a_closed_carried_positions_deals_is_unknown_not_todays_whole_profit(port, sim):
+    """Bought on Thursday, +1000 points by 23:30, closed on Friday after falling 900. While the terminal
+    fails to answer the position's deals (the closing deal is among them, so none is a failure), the
+    closing deal's profit (about +100, mostly Thursday's) must not count as today's: it would hide
+    today's loss. Today's P&L is unknown, counting no gain; once the terminal answers, the loss counts."""
+    sim.market.set_now("2024-03-07 15:00")
+    trade = _trade(port)
+    ticket = trade.order(+1, 1.0, None, None, 777, "")
+    sim.market.set_now("2024-03-07 23:30")
+    sim.state.book.move("EURUSD", +1000)
+    sim.market.set_now("2024-03-08 00:30")
+    sim.state.book.move("EURUSD", -900)
+    assert trade.close(ticket, None) == 1
+    sim.conn.execute(NO_POSITION_HISTORY)
+    try:
+        figure = trade.day_pnl()
+    finally:
+        sim.conn.execute("_m.history_deals_get = _deals")
+    assert figure.unknown and figure.value <= 0.0
+    assert trade.day_pnl().unknown == () and trade.day_pnl().value < 0.0
