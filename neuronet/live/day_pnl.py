@@ -10,16 +10,18 @@ A prop firm's daily loss counts from the start of the broker's server day: what 
 - volume added today to a carried netting position counts from its fill price;
 - a position carried over midnight counts only its profit now minus its profit at the day's start. Its
   price at the start is the last one quoted before 00:00, the close of the last M1 bar before it
-  (``copy_rates_from`` on ``TIMEFRAME_M1``; with none, the open of the day's first bar): the bid, and that
-  plus the bar's spread the ask; a buy is valued at the bid and a sell at the ask, as
-  MetaTrader values positions (``price_current``). The change is converted into the deposit currency as
-  the terminal converts the position's profit now: by the profit per unit of price the position shows
-  (``profit / (price_current - price_open)``), or, with the price back at its open, the symbol's
-  ``trade_tick_value / trade_tick_size``. Of its swap only a charge counts (the rollover at the day's
-  start is a cost of the day; a credit is not counted as a gain): the terminal keeps no swap per day.
+  (``copy_rates_from`` on ``TIMEFRAME_M1``; when the terminal holds none, the open of the day's first bar;
+  when it fails to answer, unknown): the bid, and that plus the bar's spread the ask; a buy is valued at
+  the bid and a sell at the ask, as MetaTrader values positions (``price_current``). The change is
+  converted into the deposit currency as the terminal converts the position's profit now: by the profit
+  per unit of price the position shows (``profit / (price_current - price_open)``), or, with the price
+  back at its open, the symbol's ``trade_tick_value / trade_tick_size``. Of its swap only a charge counts
+  (the rollover at the day's start is a cost of the day; a credit is not counted as a gain): the terminal
+  keeps no swap per day.
 
-What cannot be known (no bar at the day's start, no conversion) is named in ``DayPnl.unknown``: the limits
-refuse new risk while it is not empty, rather than count a loss they cannot see as zero.
+What cannot be known (no bar at the day's start, no conversion, the deals of a position closed today
+unread) is named in ``DayPnl.unknown``: the limits refuse new risk while it is not empty, rather than count
+a loss they cannot see as zero.
 """
 
 from __future__ import annotations
@@ -45,10 +47,15 @@ class DayPnl:
     def __add__(self, other: DayPnl) -> DayPnl:
         return DayPnl(self.value + other.value, self.unknown + other.unknown)
 
+    def shown(self) -> str:
+        """As the status lines show it: signed, two decimals, then "?" while a part cannot be known."""
+        return f"{self.value:+.2f}{'?' if self.unknown else ''}"
+
 
 @dataclass(frozen=True)
 class DayOpen:
-    """The bid and the ask at the start of a server day (the first M1 bar's open and its spread)."""
+    """The bid and the ask at the start of a server day: the last M1 close before 00:00 (else the day's
+    first M1 open) and that plus the bar's spread (``DayPnlReader.day_open``)."""
 
     bid: float
     ask: float
@@ -78,11 +85,15 @@ class DayPnlReader:
     def day_open(self, day: int) -> DayOpen | None:
         """The bid and ask at the start of server ``day`` (days since 1970 in broker time), or None: the
         close of the last M1 bar before 00:00 (so a weekend's or a holiday's gap is the new day's, as an
-        equity taken at midnight counts it), else, with no bar before, the open of the day's first."""
+        equity taken at midnight counts it), else, when the terminal answers that it holds no bar before,
+        the open of the day's first. A read that fails is None, not the day's first price: that already
+        carries a weekend's gap and would hide it. None is not kept, so the next read asks again."""
         if day not in self._opens:
             start = int(day) * DAY
             last = self._read("copy_rates_from", self.symbol, TIMEFRAME_M1, start - 1, 1, none_ok=True)
-            if last is not None and len(last) and int(last["time"][-1]) < start:
+            if last is None:  # not answered (its history still synchronizing): not "no bar before"
+                return None
+            if len(last) and int(last["time"][-1]) < start:
                 bid, spread = float(last["close"][-1]), int(last["spread"][-1])
             else:
                 end = start + DAY - 1
@@ -124,22 +135,24 @@ class DayPnlReader:
         costs = float(d.commission) + float(d.swap) + float(d.fee)
         if int(d.entry) == ENTRY_IN:
             return DayPnl(costs + float(d.profit))
-        opened = self._open_price(int(d.position_id), int(day) * DAY)
+        history = self._read("history_deals_get", position=int(d.position_id), none_ok=True)
+        if not history:  # this deal is among them: none is a read that failed, not a position of today
+            why = f"{self.symbol}: the deals of position #{int(d.position_id)} cannot be read"
+            return DayPnl(costs + min(float(d.profit), 0.0), (why,))
+        opened = self._open_price(history, int(day) * DAY)
         if opened is None:  # the position was opened today: the whole profit is today's
             return DayPnl(costs + float(d.profit))
         side = -1 if int(d.type) == 0 else 1  # a buy deal closes a sell, a sell deal closes a buy
         held = Holding(int(d.position_id), side, float(d.volume), opened, float(d.price), float(d.profit))
         return DayPnl(costs) + self._since_start(held, day, float(d.volume))
 
-    def _open_price(self, position: int, start: int) -> float | None:
-        """The open price of ``position`` as it stood at ``start``, or None when it opened after it (the
-        volume-weighted price of its entries since the last reversal, as a netting position averages)."""
+    @staticmethod
+    def _open_price(history: Iterable[Any], start: int) -> float | None:
+        """The open price at ``start`` of the position whose deals are ``history``, or None when it opened
+        after it (the volume-weighted price of its entries since the last reversal, as a netting position
+        averages)."""
         entries = sorted(
-            (
-                d
-                for d in self._read("history_deals_get", position=position, none_ok=True) or ()
-                if int(d.time) < start and int(d.entry) in (ENTRY_IN, ENTRY_INOUT)
-            ),
+            (d for d in history if int(d.time) < start and int(d.entry) in (ENTRY_IN, ENTRY_INOUT)),
             key=lambda d: (int(d.time), int(d.ticket)),
         )
         if not entries:

@@ -55,8 +55,8 @@ log = logging.getLogger(__name__)
 class MultiLiveRunner(LiveEngine):
     """Run ``ea_class(**params)`` live over its declared symbols and timeframes (see the module docstring).
 
-    ``trading`` (live accounts): the factory ``(source, symbol, magic, record, *, market) -> TerminalTrade``
-    of ``LiveRunner``, called once per symbol. ``settings.symbol``/``timeframe`` are the main chart's."""
+    ``trading``, ``sleep``: as ``LiveEngine``'s. ``status``: where the one line per bar goes (default: the
+    log). ``settings.symbol``/``timeframe`` are the main chart's."""
 
     def __init__(
         self,
@@ -389,8 +389,7 @@ class MultiLiveRunner(LiveEngine):
         digits = self.bars.feed.meta.digits
         today = ""
         if self.router is not None:  # the account's P&L of the day, as its daily loss limit counts it
-            figure = self.account_state().day_pnl
-            today = f" today {figure.value:+.2f}{'?' if figure.unknown else ''}"
+            today = f" today {self.account_state().day_pnl.shown()}"
         self._emit(
             f"{when:%Y-%m-%d %H:%M} {self.main[0]} {self.main[1]} close {float(row['close']):.{digits}f} "
             f"positions {net} equity {acc.equity:.2f}{today}"

@@ -59,9 +59,7 @@ log = logging.getLogger(__name__)
 class LiveRunner(LiveEngine):
     """Run ``ea_class(**params)`` live on one symbol (see the module docstring).
 
-    ``trading``: for ``mode="live"``, a factory ``(source, symbol, magic, record, *, market) -> trade
-    object`` (the terminal trade context, ``TerminalTrade``; ``market`` gives the ``QuoteBounds`` every
-    quote a request reads is checked against); paper runs build their ``PaperBroker`` themselves.
+    ``trading``, ``sleep``: as ``LiveEngine``'s.
     ``status``: where the one line per bar goes (default: the log).
     """
 

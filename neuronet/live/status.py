@@ -41,11 +41,7 @@ class StatusLine:
         if self._day is None or self._day[0] != day:
             self._day = (day, equity if self._equity is None else self._equity)
         self._equity = equity
-        if broker is None:
-            figure = trading.day_pnl(day)
-            today = f"{figure.value:+.2f}{'?' if figure.unknown else ''}"
-        else:
-            today = f"{equity - self._day[1]:+.2f}"
+        today = trading.day_pnl(day).shown() if broker is None else f"{equity - self._day[1]:+.2f}"
         line = (
             f"{when:%Y-%m-%d %H:%M} {self.symbol} {self.timeframe} bid {bid:.{digits}f} ask {ask:.{digits}f} "
             f"position {net:+.2f} equity {equity:.2f} today {today}"

@@ -286,3 +286,68 @@ def test_a_garbage_price_at_the_days_start_refuses_new_risk(port, sim, field, va
     finally:
         sim.conn.execute("_m.copy_rates_from = _from")
     assert len(sim.state.book.positions) == 1
+
+
+NOT_SYNCED = (
+    "import MetaTrader5 as _m\n_from = _m.copy_rates_from\n"
+    "def _failed(symbol, timeframe, date_from, count):\n"
+    "    _m.SIM.set_error(_m.RES_E_NOT_FOUND)\n"
+    "    return None\n"
+    "_m.copy_rates_from = _failed"
+)
+
+
+def test_a_failed_read_of_the_last_bar_before_midnight_is_unknown_not_the_days_first_price(port, sim):
+    """Bought on Friday; the market opens on Monday 500 points lower. While the terminal fails to answer
+    the last M1 bar before Monday's midnight (its history not synchronized yet), Monday's first price,
+    which already carries the gap, must not stand in for it (it would hide the loss): today's P&L is
+    unknown; once the terminal answers, the gap counts."""
+    sim.market.set_now("2024-03-08 15:00")
+    trade = _trade(port)
+    assert trade.order(+1, 1.0, None, None, 777, "")
+    sim.market.set_now("2024-03-10 12:00")  # Sunday
+    sim.state.book.move("EURUSD", -500)
+    sim.market.set_now("2024-03-11 00:30")
+    sim.conn.execute(NOT_SYNCED)
+    try:
+        assert trade.day_pnl().unknown
+    finally:
+        sim.conn.execute("_m.copy_rates_from = _from")
+    friday_close, _ = _raw_start(sim, "EURUSD", "2024-03-08 23:59")
+    bid, _ = _tick(sim, "EURUSD")
+    figure = trade.day_pnl()
+    assert figure.unknown == ()
+    assert figure.value == pytest.approx((bid - friday_close) * LOTS_UNITS, abs=0.02)
+
+
+NO_POSITION_HISTORY = (
+    "import MetaTrader5 as _m\n_deals = _m.history_deals_get\n"
+    "def _failed(*args, **kwargs):\n"
+    "    if 'position' in kwargs:\n"
+    "        _m.SIM.set_error(_m.RES_E_NOT_FOUND)\n"
+    "        return None\n"
+    "    return _deals(*args, **kwargs)\n"
+    "_m.history_deals_get = _failed"
+)
+
+
+def test_a_failed_read_of_a_closed_carried_positions_deals_is_unknown_not_todays_whole_profit(port, sim):
+    """Bought on Thursday, +1000 points by 23:30, closed on Friday after falling 900. While the terminal
+    fails to answer the position's deals (the closing deal is among them, so none is a failure), the
+    closing deal's profit (about +100, mostly Thursday's) must not count as today's: it would hide
+    today's loss. Today's P&L is unknown, counting no gain; once the terminal answers, the loss counts."""
+    sim.market.set_now("2024-03-07 15:00")
+    trade = _trade(port)
+    ticket = trade.order(+1, 1.0, None, None, 777, "")
+    sim.market.set_now("2024-03-07 23:30")
+    sim.state.book.move("EURUSD", +1000)
+    sim.market.set_now("2024-03-08 00:30")
+    sim.state.book.move("EURUSD", -900)
+    assert trade.close(ticket, None) == 1
+    sim.conn.execute(NO_POSITION_HISTORY)
+    try:
+        figure = trade.day_pnl()
+    finally:
+        sim.conn.execute("_m.history_deals_get = _deals")
+    assert figure.unknown and figure.value <= 0.0
+    assert trade.day_pnl().unknown == () and trade.day_pnl().value < 0.0

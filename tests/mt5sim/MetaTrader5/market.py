@@ -128,6 +128,17 @@ def advance(seconds: float) -> int:
     return now_broker()
 
 
+def bar_seconds(timeframe: int) -> int | None:
+    """The length of a bar of ``timeframe`` (MetaTrader's TIMEFRAME_* codes); None for MN1 (it varies)."""
+    if timeframe == 49153:
+        return None
+    if timeframe == 32769:
+        return 7 * 86400
+    if timeframe == 16408:
+        return 86400
+    return (timeframe & 0x3FFF) * 3600 if timeframe & 0x4000 else timeframe * 60
+
+
 def _grid(timeframe: int, end: str = NOW) -> np.ndarray:
     """Open times (broker seconds) of every bar from HISTORY_START up to the bar containing ``end``."""
     start, now = _seconds(HISTORY_START), _seconds(end)
@@ -137,12 +148,7 @@ def _grid(timeframe: int, end: str = NOW) -> np.ndarray:
     if timeframe == 32769:  # W1: weeks open on Sunday
         first_sunday = start - 86400  # HISTORY_START is a Monday
         return np.arange(first_sunday, now + 1, 7 * 86400, dtype=np.int64)
-    if timeframe == 16408:
-        step = 86400
-    elif timeframe & 0x4000:
-        step = (timeframe & 0x3FFF) * 3600
-    else:
-        step = timeframe * 60
+    step = bar_seconds(timeframe)
     times = np.arange(start, now - now % step + 1, step, dtype=np.int64)
     weekday = (times // 86400 + 3) % 7  # 1970-01-01 was a Thursday; Monday = 0
     return times[weekday < 5]

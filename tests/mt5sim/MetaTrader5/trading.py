@@ -191,7 +191,7 @@ class Book:
         total = np.concatenate([[0.0], np.cumsum([p for _, p in moves])]) * point
         opened = total[np.searchsorted(at, rates["time"], side="left")]
         ends = np.append(rates["time"][1:], np.iinfo(np.int64).max)
-        length = _bar_seconds(timeframe)
+        length = market.bar_seconds(timeframe)
         if length:
             ends = np.minimum(ends, rates["time"] + length)
         closed = total[np.searchsorted(at, ends, side="left")]
@@ -316,17 +316,6 @@ class Book:
             )
         )
         return ticket
-
-
-def _bar_seconds(timeframe: int) -> int | None:
-    """The length of a bar of ``timeframe`` (MetaTrader's TIMEFRAME_* codes); None for MN1 (it varies)."""
-    if timeframe == 49153:
-        return None
-    if timeframe == 32769:
-        return 7 * 86400
-    if timeframe == 16408:
-        return 86400
-    return (timeframe & 0x3FFF) * 3600 if timeframe & 0x4000 else timeframe * 60
 
 
 def profit(symbol: str, side: int, volume: float, price_open: float, price_now: float) -> float:
