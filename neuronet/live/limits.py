@@ -134,9 +134,9 @@ class Limits:
     def daily_loss_reached(self, day_pnl: float) -> bool:
         return day_pnl <= -self.max_daily_loss
 
-    def day_pnl(self, own: DayPnl, day: int | None = None) -> DayPnl:
-        """The P&L of server ``day`` the daily loss limit counts: the one symbol's own (``own``)."""
-        return own
+    def day_pnl(self, own: Callable[[], DayPnl], day: int | None = None) -> DayPnl:
+        """The P&L of server ``day`` the daily loss limit counts: the one symbol's own (``own()``)."""
+        return own()
 
     def to_dict(self) -> dict:
         """JSON-ready, for the journal's header."""
@@ -200,9 +200,9 @@ class AccountLimits:
         """``day_pnl``: the account's P&L of the day (``day_pnl``), not one symbol's."""
         return self.per_symbol.daily_loss_reached(day_pnl)
 
-    def day_pnl(self, own: DayPnl, day: int | None = None) -> DayPnl:
-        """The account's P&L of server ``day``, not one symbol's (``own``), is what the daily loss limit
-        counts."""
+    def day_pnl(self, own: Callable[[], DayPnl], day: int | None = None) -> DayPnl:
+        """The account's P&L of server ``day``, not one symbol's (``own`` is not read: each read asks the
+        terminal for the day's deals), is what the daily loss limit counts."""
         return self._state(day).day_pnl
 
     def to_dict(self) -> dict:

@@ -261,7 +261,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             return None
         self._look_up_lost()  # what the terminal now shows of them counts once, as positions and orders
         day = self.server_day()
-        figure = self.limits.day_pnl(self.day_pnl(day), day)  # a multi-symbol run's: the account's
+        figure = self.limits.day_pnl(lambda: self.day_pnl(day), day)  # a multi-symbol run's: the account's
         pnl = figure.value
         self._say_unknown(day, figure.unknown)
         if not figure.unknown and self.limits.daily_loss_reached(pnl) and self._halted_day != day:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from neuronet.errors import NeuronetError
-from neuronet.live.limits import Limits, LimitsError, Request, TradeState
+from neuronet.live.day_pnl import DayPnl
+from neuronet.live.limits import AccountLimits, AccountState, Limits, LimitsError, Request, TradeState
 
 OK_STATE = TradeState(exposures=0, day_pnl=0.0)
 
@@ -83,3 +84,18 @@ def test_a_kill_switch_that_could_never_be_created_is_refused(tmp_path):
 def test_one_symbol_given_as_text_is_one_symbol():
     assert limits(symbols="EURUSD").symbols == ("EURUSD",)
     assert limits().to_dict()["symbols"] == ["EURUSD", "GBPUSD"]
+
+
+def test_a_multi_symbol_limit_counts_the_accounts_day_and_never_reads_the_symbols_own():
+    """Each read of a symbol's day P&L asks the terminal for the day's deals: the account's figure is the
+    one counted, so the symbol's own is not read at all; a one-symbol run's limit reads its own once."""
+    reads: list[str] = []
+
+    def own() -> DayPnl:
+        reads.append("own")
+        return DayPnl(-10.0)
+
+    per_symbol = Limits(max_lots=1.0, max_positions=2, max_daily_loss=100.0, symbols=("EURUSD",))
+    account = AccountLimits(per_symbol, None, lambda day: AccountState(1, DayPnl(-250.0)))
+    assert account.day_pnl(own, 19_000).value == -250.0 and reads == []
+    assert per_symbol.day_pnl(own, 19_000).value == -10.0 and reads == ["own"]
