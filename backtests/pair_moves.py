@@ -9,11 +9,14 @@ moves the account once a position is open:
 - the profit is valued at the conversion rate of every price the model gives (a gain at the side that sells
   it, a loss at the side that buys it: ``backtests.broker.convert``), so a GBPUSD spike inside EURGBP's bar
   moves the equity and the margin level, and may stop the account out;
-- the margin is charged when the position opens, in the deposit currency, at the margin pair's rate of that
-  deal (``SymbolMoney.margin_price``, kept on the position: ``OpenPosition.margin_price``), and
-  ``MarginModel.price_of`` reads that charge for as long as the position stays open (a netting deal that
-  adds to it averages the two charges). A EURUSD spike later moves neither the used margin nor the margin
-  level: there is no stop-out for it to cause, and none to hide. The report's margin curves read the same
+- the margin (MetaTrader's formula of the symbol's calculation mode, in the margin currency: Forex ``lots *
+  contract / leverage * margin rate``) is charged when the position opens, in the deposit currency, at the
+  margin pair's rate of that deal, a buy at its ask and a sell at its bid (``SymbolMoney.margin_price``,
+  kept on the position: ``OpenPosition.margin_price``), and ``MarginModel.price_of`` reads that charge for
+  as long as the position stays open (a netting deal that adds to it averages the two charges), as this
+  broker charges every margin (``backtests.broker.convert``, ``backtests.broker.margin``: EURUSD's own at
+  its opening price too). A EURUSD spike later moves neither the used margin nor the margin level: there is
+  no stop-out for it to cause, and none to hide. The report's margin curves read the same
   charges (``Ledger.segment``), so they agree with the replay (``tests/test_backtests/
   test_multi_margin_pair.py`` works a spike of the margin pair alone in every model);
 - a swap is converted once, at the rollover, and kept as that amount (``Broker._swap``).
