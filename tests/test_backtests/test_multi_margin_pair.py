@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from test_backtests.test_multi_conversion_attacks import ACCOUNT, H, T0, _Cross, _CrossAndEurusd, _minutes
+from test_backtests.test_multi_conversion_attacks import ACCOUNT, T0, H, _Cross, _CrossAndEurusd, _minutes
 
 from backtests import AccountConfig, Backtest
 from backtests.broker.portfolio import open_brokers
@@ -156,7 +156,8 @@ def test_open_prices_an_inverted_margin_pair_moves_nothing_either():
     = 1,111.11 USD. CHFJPY at 159.000 loses 100,000 JPY / 150 = 666.67 USD: equity 1,300 - 666.67 = 633.33,
     a level of 57.00 %. USDCHF falls to 0.70 inside the fourth bar (the franc dearer): re-converted, the
     margin would be 1,428.57 USD and the level 44.33 %, a stop-out; as charged it stays 57.00 %."""
-    at_159 = {2: (160.0, 160.0, 159.0, 159.0), 3: (159.0,) * 4, 4: (159.0,) * 4, 5: (159.0, 160.0, 159.0, 160.0)}
+    at_159 = {2: (160.0, 160.0, 159.0, 159.0), 3: (159.0,) * 4, 4: (159.0,) * 4,
+              5: (159.0, 160.0, 159.0, 160.0)}  # fmt: skip
     frames = {
         "CHFJPY": _hours("CHFJPY", 160.0, at_159, digits=3),
         "USDJPY": _hours("USDJPY", 150.0, {}, digits=3),
@@ -171,8 +172,8 @@ def test_open_prices_an_inverted_margin_pair_moves_nothing_either():
 
 def test_ticks_a_margin_pair_without_a_quote_yet_refuses_the_request():
     """EURGBP's first tick is at 01:00:00, where the EA decides (GBPUSD's came before); EURUSD, which
-    converts only its margin, has its first tick at 01:05:00: the buy is refused with 10021 naming EURUSD (its margin
-    would have been charged at that later tick)."""
+    converts only its margin, has its first tick at 01:05:00: the buy is refused with 10021 naming EURUSD
+    (its margin would have been charged at that later tick)."""
     rows = {
         "EURGBP": [(H, 0.85), (2 * H, 0.85), (3 * H, 0.85), (4 * H - 1, 0.85)],
         "GBPUSD": [(0, 1.3), (H, 1.3), (2 * H, 1.3), (3 * H, 1.3), (4 * H - 1, 1.3)],
@@ -201,8 +202,8 @@ def test_the_pairs_moving_a_desks_money_are_its_profit_pairs_only():
     columns = {}
     for name in names:
         frame = _hours(name, 1.0, {})
-        spread = np.zeros(len(frame))
-        columns[name] = (*(frame[c].to_numpy() for c in ("open", "high", "low", "close")), spread, frame.index)
+        prices = (frame[c].to_numpy() for c in ("open", "high", "low", "close"))
+        columns[name] = (*prices, np.zeros(len(frame)), frame.index)
     specs = {name: BUILTIN[name] for name in names}
     desks = open_brokers(columns, specs, ACCOUNT, UTC)
     assert money_pairs(desks["EURGBP"]) == (desks["GBPUSD"],)
