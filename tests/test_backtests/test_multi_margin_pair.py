@@ -17,6 +17,7 @@ import pytest
 from test_backtests.test_multi_conversion_attacks import ACCOUNT, T0, H, _Cross, _CrossAndEurusd, _minutes
 
 from backtests import AccountConfig, Backtest
+from backtests.broker.market import BarPriceError
 from backtests.broker.portfolio import open_brokers
 from backtests.pair_moves import money_pairs, moved_by, priced_through
 from datafeeds import make_frame
@@ -212,3 +213,17 @@ def test_the_pairs_moving_a_desks_money_are_its_profit_pairs_only():
     assert money_pairs(desks["EURUSD"]) == priced_through(desks["EURUSD"]) == ()
     assert moved_by(desks.values(), desks["GBPUSD"]) == [desks["EURGBP"]]
     assert moved_by(desks.values(), desks["EURUSD"]) == []
+
+
+@pytest.mark.parametrize("bad", [0.0, float("nan"), -1.0])
+def test_a_margin_pairs_bar_that_cannot_be_traded_on_is_refused_naming_the_pair(bad):
+    """EURUSD, loaded only to convert EURGBP's margin, has a bar of ``bad`` prices: refused before the run in
+    one line naming EURUSD and the bar (the line named no symbol, so a user could not tell which file)."""
+    frames = {
+        "EURGBP": _hours("EURGBP", 0.85, {}),
+        "GBPUSD": _hours("GBPUSD", 1.3, {}),
+        "EURUSD": _hours("EURUSD", 1.1, {1: (bad,) * 4}),
+    }
+    line = r"^EURUSD: bar 1 \(2024-01-02 01:00:00\+00:00\): open .* cannot be traded on"
+    with pytest.raises(BarPriceError, match=line):
+        Backtest(frames, _Cross, account=ACCOUNT, forward=None).run()
