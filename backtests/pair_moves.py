@@ -72,22 +72,28 @@ def moved_by(desks: Iterable, pair: Any) -> list:
     return [d for d in desks if pair in money_pairs(d)]
 
 
-def checked_at_rates(desk: Any, t: int) -> None:
-    """``desk``'s opening checks (pending orders, stops gapped through, the stop-out) at its price now, a
-    conversion rate having moved while its own price did not."""
+def checked_at_rates(desk: Any, t: int, book: bool = True) -> None:
+    """``desk``'s checks at its price now, a conversion rate having moved while its own price did not: its
+    pending orders, stops gapped through and the stop-out (``Broker.at_open_checks``), or the stop-out alone
+    where ``book`` is False (open prices: its price now is its bar's open, which its bar's range has
+    already passed, so an order or a stop it reaches there was reached, or not, by that range)."""
     bid, ask = desk.price_points(-1), desk.price_points(+1)
     desk.quote = (bid, bid, bid, ask - bid)
-    desk.at_open_checks(t)
+    if book:
+        desk.at_open_checks(t)
+    elif desk.stop_out_on and desk.funds.level_crossed(desk.quote, True, desk):
+        desk.stop_out(at_open=True)
 
 
-def stepped(pair: Any, prices: Iterable[float], spreads: Iterable[float], desk: Any, t: int) -> None:
-    """``checked_at_rates`` of ``desk`` with ``pair`` at each of ``prices`` in turn (bids in points, each
-    with its spread), until ``desk`` holds nothing; ``pair``'s price is then as it was."""
+def stepped(pair: Any, prices: Iterable, spreads: Iterable, desk: Any, t: int, book: bool = True) -> None:
+    """``checked_at_rates`` of ``desk`` (``book``: its orders and stops too) with ``pair`` at each of
+    ``prices`` in turn (bids in points, each with its spread), until ``desk`` holds nothing; ``pair``'s price
+    is then as it was."""
     kept = pair.inside
     try:
         for price, spread in zip(prices, spreads, strict=True):
             pair.inside = (price, price + float(spread))
-            checked_at_rates(desk, t)
+            checked_at_rates(desk, t, book)
             if not desk.book.positions:
                 break
     finally:
@@ -120,4 +126,4 @@ class PairMoves:
                 continue
             m = pair.market
             spreads = (m.s_open[t], m.s[t], m.s[t], m.s_close[t])
-            stepped(pair, self._points[id(pair)][t].tolist(), spreads, desk, t)
+            stepped(pair, self._points[id(pair)][t].tolist(), spreads, desk, t, book=False)
