@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from test_backtests.test_multi_conversion_attacks import ACCOUNT, T0, H, _Cross, _CrossAndEurusd, _minutes
+from test_backtests.test_multi_conversion_attacks import ACCOUNT, T0, H, _Cross, _minutes
 
 from backtests import AccountConfig, Backtest
 from backtests.broker.market import BarPriceError
@@ -89,7 +89,7 @@ def test_open_prices_both_pairs_in_one_bar_stop_out_at_the_profit_pairs_rate_onl
         assert result.stats["final_balance"] == pytest.approx(400.00)
 
 
-def _ohlc1m(ea, eurusd: dict):
+def _ohlc1m(ea, eurusd: dict, account: AccountConfig = ACCOUNT):
     """Four hours of M1 bars: EURGBP at 0.84 from its 02:00 minute to 02:09, GBPUSD flat at 1.30, EURUSD
     at 1.10 but for ``eurusd``'s minutes; ``ea`` run on them, ``ohlc1m`` model."""
     eurgbp = {120: (0.85, 0.85, 0.84, 0.84), **{m: (0.84,) * 4 for m in range(121, 130)},
@@ -100,7 +100,7 @@ def _ohlc1m(ea, eurusd: dict):
         "EURUSD": _minutes("EURUSD", 1.1, eurusd),
     }
     frames = {s: resample(df, "H1") for s, df in m1.items()}
-    return Backtest(frames, ea, model="ohlc1m", m1=m1, account=ACCOUNT, forward=None).run()
+    return Backtest(frames, ea, model="ohlc1m", m1=m1, account=account, forward=None).run()
 
 
 _EURUSD_MINUTE_SPIKE = {122: (1.1, 1.5, 1.1, 1.5), 123: (1.5, 1.5, 1.1, 1.1)}
@@ -112,13 +112,27 @@ def test_ohlc1m_a_minute_spike_of_the_margin_pair_alone_stops_nothing_out():
     _held_to_the_end(_ohlc1m(_Cross, _EURUSD_MINUTE_SPIKE))
 
 
+class _CrossAndEurusdShort(ExpertAdvisor):
+    """1 lot of EURGBP bought and 0.01 lot of EURUSD sold at the second bar."""
+
+    symbols = ("EURGBP", "EURUSD")
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy(1.0, symbol="EURGBP")
+            self.sell(0.01, symbol="EURUSD")
+
+
 def test_ohlc1m_a_margin_pair_that_is_traded_too_moves_only_its_own_positions_money():
-    """0.01 lot of EURUSD is held beside EURGBP (margin 1,000 EUR / 100 = 10 EUR at 1.10 = 11.00 USD, 1,111
-    in all): its own minutes are walked with the account's positions, and at 1.50 it gains 0.01 x 100,000
-    x 0.40 = 400 USD: equity 1,100 of 1,111 (1,515 re-converted, 72.6 %). The lowest level is with EURGBP
-    at 0.84 and EURUSD at 1.10: 700 / 1,111 = 63.01 %; nothing stopped out."""
-    result = _ohlc1m(_CrossAndEurusd, _EURUSD_MINUTE_SPIKE)
+    """0.01 lot of EURUSD is sold beside EURGBP's lot on a 2,400 USD account (its margin 10 EUR at 1.10 =
+    11.00 USD, 1,111.00 in all). With EURGBP at 0.84 (-1,300) and EURUSD's minute at 1.50 the short loses
+    0.01 x 100,000 x 0.40 = 400: equity 2,400 - 1,700 = 700, a level of 700 / 1,111 = 63.01 % as charged,
+    the lowest of the run; re-converted at 1.50 the margin would be 1,010 x 1.50 = 1,515 and the level
+    46.20 %, a stop-out. Nothing is stopped out; both end flat."""
+    account = AccountConfig(deposit=2_400.0, spread=0, leverage=100.0, stop_out_level=50.0)
+    result = _ohlc1m(_CrossAndEurusdShort, _EURUSD_MINUTE_SPIKE, account)
     assert (result.trades["exit_reason"] == "end of test").all()
+    assert result.trades["profit"].tolist() == pytest.approx([0.0, 0.0])
     _held_to_the_end(result, level=63.01)
 
 
