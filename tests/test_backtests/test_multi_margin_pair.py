@@ -6,8 +6,9 @@ level, and stops nothing out, in every model; the report's margin level says the
 converting the profit moves the equity (``test_multi_conversion_attacks``), and where both move in one bar
 the stop-out is the profit pair's, at its rate.
 
-Each case below would stop the position out if the margin were converted again at every rate (the figures
-say where), so each fails the day the rule changes without these cases being worked again."""
+Each case below would stop the position out if the margin were converted again at every rate and the walks
+stepped the margin pair as they step the profit's (the figures say where): each fails the day the rule
+changes without these cases being worked again."""
 
 from __future__ import annotations
 
