@@ -11,7 +11,8 @@ stands at its last close (its aligned market is flat there). Deals take effect w
 symbol's four prices, as on one symbol's bars: the events are ``path_events.deal_events``', the builder
 one symbol's path reads too (a symbol's four columns beside the others'). With minutes ("1 minute OHLC")
 the bars' own four prices are used here too: the minutes of several symbols have no common step, and a
-bar's extremes are every minute's extremes.
+bar's extremes are every minute's extremes. The margin beside it (the report's margin level) is the
+positions' margin as charged at their deals, which no later price moves (``backtests.pair_moves``).
 """
 
 from __future__ import annotations

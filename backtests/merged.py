@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from backtests.bar_plan import BarPlan
+from backtests.pair_moves import money_pairs, moved_by, priced_through, stepped
 
 # The price of a symbol that has had no minute or tick yet (MetaTrader's tester has given it no quote): NaN,
 # so that nothing is priced from its first one, which lies in the future; requests on it are refused
@@ -116,8 +117,7 @@ def _walk_bar(desks: list, t: int, plan: BarPlan | None) -> None:
         len(busy) == 1
         and not begun
         and not any(d.book.positions for d in desks if d is not alone)
-        and getattr(alone.money.profit, "pair", None) is None  # its money read at another symbol's price
-        and getattr(alone.money.margin, "pair", None) is None
+        and not priced_through(alone)  # its deals read another symbol's price
     ):
         alone.inside = None  # its own minutes set its prices from its first on
         alone.bar_range(t)
@@ -183,11 +183,11 @@ def _walk(walking: list, t: int, at: list, ends: list) -> None:
 
 
 def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
-    """Every remaining minute of every symbol, in time order. A minute of a symbol that converts the
-    profit of another's positions (GBPUSD for EURGBP's pounds) moves their equity: the account's stop-out
-    is checked at each of its four prices, MetaTrader's ticks of a 1-minute OHLC minute, those positions
-    standing at their prices then (``_converted_at``)."""
-    converted = [converting(walking, p) for p in walking]
+    """Every remaining minute of every symbol, in time order. A minute of a symbol that moves the money of
+    another's positions (GBPUSD for EURGBP's pounds: ``money_pairs``) moves their equity: the account's
+    stop-out is checked at each of its four prices, MetaTrader's ticks of a 1-minute OHLC minute, those
+    positions standing at their prices then (``pair_moves.stepped``)."""
+    moved = [moved_by(walking, p) for p in walking]
     rows = []
     for k, d in enumerate(walking):
         path, (_, b) = d.price_path, spans[k]
@@ -204,31 +204,11 @@ def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
         d.now_ns = ns
         d.inside = d.price_path.minute(d, t, m)
         nxt[k] = m + 1
-        for desk in converted[k]:
+        for desk in moved[k]:
             if desk.book.positions and desk.inside is not None:
-                _converted_at(d, m, desk, t)
-
-
-def converting(walking: list, pair) -> list:
-    """The symbols of ``walking`` whose profit ``pair`` converts into the deposit currency."""
-    return [d for d in walking if d is not pair and getattr(d.money.profit, "pair", None) is pair]
-
-
-def _converted_at(pair, m: int, desk, t: int) -> None:
-    """``desk``'s stop-out at each of the four prices of ``pair``'s minute ``m`` (its path order), ``desk``
-    standing at its price now: only the conversion of its profit moved."""
-    path, kept = pair.price_path, pair.inside
-    spread = float(path.spread[m])
-    bid, ask = desk.inside
-    try:
-        for price in path.points[m].tolist():
-            pair.inside = (price, price + spread)
-            desk.quote = (bid, bid, bid, ask - bid)
-            desk.at_open_checks(t)
-            if not desk.book.positions:
-                break
-    finally:
-        pair.inside = kept
+                path = d.price_path
+                spread = float(path.spread[m])
+                stepped(d, path.points[m].tolist(), (spread,) * 4, desk, t)
 
 
 def _stop_out_possible(walking: list, t: int, spans: list, at: list) -> bool:
@@ -273,13 +253,14 @@ def stop_out_possible(walking: list, t: int, extremes, screen: bool) -> bool:
 
 
 def _pair_reach(walking: list, extremes, desk) -> tuple[float, float] | None:
-    """The lowest bid and highest ask (points) of the symbol converting ``desk``'s profit in the rest of
-    the bar: its price now and the prices still to come (it moves while ``desk``'s loss grows); None where
-    the profit needs no other symbol."""
-    rate = desk.money.profit
-    pair = None if rate.unity else rate.pair
-    if pair is None:
+    """The lowest bid and highest ask (points) of the pair moving ``desk``'s money (``money_pairs``) in
+    the rest of the bar: its price now and the prices still to come (it moves while ``desk``'s loss grows);
+    None where its money needs no other symbol. Its margin's pair has no part: the margin was charged at
+    the deal (``backtests.pair_moves``)."""
+    pairs = money_pairs(desk)
+    if not pairs:
         return None
+    (pair,) = pairs
     low, high = pair.price_points(-1), pair.price_points(+1)
     bounds = extremes(walking.index(pair), pair) if pair in walking else None
     if bounds is not None:

@@ -38,7 +38,8 @@ from __future__ import annotations
 import numpy as np
 
 from backtests.bar_plan import BarPlan
-from backtests.merged import NO_QUOTE, closed_at, converting, stop_out_possible
+from backtests.merged import NO_QUOTE, closed_at, stop_out_possible
+from backtests.pair_moves import checked_at_rates, moved_by, priced_through
 from strategies.trade import Tick
 
 
@@ -100,8 +101,7 @@ def walk_ticks(desks: list, t: int, plan: BarPlan | None = None) -> None:
     if (
         len(busy) == 1
         and not any(d.book.positions for d in desks if d is not alone)
-        and getattr(alone.money.profit, "pair", None) is None
-        and getattr(alone.money.margin, "pair", None) is None
+        and not priced_through(alone)  # its deals read another symbol's price
         and (alone not in walking or plan.at[alone][t] == plan.starts[alone][t])
     ):
         alone.bar_range(t)  # its first tick was its opening, the rest are still to come
@@ -182,11 +182,11 @@ def _every_tick(walking: list, t: int, spans: list, at: list) -> None:
     those positions standing at their prices then, as MetaTrader checks the margin level at every tick."""
     funds = walking[0].funds
     funds.screening = False  # the bar's own range does not bound these prices (see the module docstring)
-    converted = [converting(walking, p) for p in walking]
+    moved = [moved_by(walking, p) for p in walking]
     rows = []
     for k, d in enumerate(walking):
         a, b = at[k], spans[k][1]
-        if (d.book or converted[k]) and a < b:
+        if (d.book or moved[k]) and a < b:
             ns = d.price_path.ns[a:b]
             rows.append(np.column_stack((ns, np.full(b - a, k), np.arange(a, b))))
     if not rows:
@@ -198,11 +198,9 @@ def _every_tick(walking: list, t: int, spans: list, at: list) -> None:
             if j != k:
                 _stand(d, j < k, ns)
         walking[k].price_path.tick(walking[k], t, m)
-        for d in converted[k]:
+        for d in moved[k]:
             if d.book.positions:  # at the price it stands at: only the conversion moved
-                bid, ask = d.inside
-                d.quote = (bid, bid, bid, ask - bid)
-                d.at_open_checks(t)
+                checked_at_rates(d, t)
 
 
 def _stop_out_possible(walking: list, t: int, spans: list) -> bool:

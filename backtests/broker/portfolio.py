@@ -20,6 +20,7 @@ from typing import Any
 from backtests.broker.config import AccountConfig
 from backtests.broker.convert import UNITY, Rate
 from backtests.broker.core import Broker
+from backtests.broker.market import BarPriceError
 from backtests.broker.terms import swap_currency, symbol_config, terms_of
 from backtests.errors import SymbolsError
 from datafeeds.symbols import SymbolSpec
@@ -65,9 +66,12 @@ def open_brokers(
     first = None
     for name, cols in columns.items():
         spec = specs[name]
-        broker = make(
-            *cols, spec.point, symbol_config(account, spec), clock, terms=terms_of(spec), share=first
-        )
+        try:
+            broker = make(
+                *cols, spec.point, symbol_config(account, spec), clock, terms=terms_of(spec), share=first
+            )
+        except BarPriceError as e:  # the bars of which symbol (a conversion pair's among them)
+            raise BarPriceError(f"{name}: {e}") from None
         brokers[name] = broker
         first = first or broker
     deposit = account.currency
