@@ -32,7 +32,8 @@ _ROWS = ((1,), (_LG["gpu"],))  # one work-group per row
 KERNELS: tuple[KernelSpec, ...] = (
     *kernel_specs(
         "attention.cl",
-        "bmm_strided softmax_rows_forward softmax_rows_backward permute6 permute6_rows axpby column_sum "
+        "bmm_strided softmax_rows_forward softmax_rows_backward permute6 permute6_rows axpby times "
+        "column_sum "
         "atfnet_mix patch_forward patch_backward revin_stats row_affine revin_denorm_backward "
         "revin_norm_backward channel_affine_forward channel_affine_backward_input "
         "channel_affine_backward_params",
@@ -44,6 +45,16 @@ KERNELS: tuple[KernelSpec, ...] = (
     KernelSpec("layernorm.cl", "layernorm_backward_input", *_ROWS, per_group=True),
     KernelSpec("layernorm.cl", "layernorm_backward_params", (_GROUP,), (_GROUP,)),
 )
+# One work-group per (sample, head) on GPUs; its local memory is sized per shape (ATT_LOCAL elements).
+_ATT_GROUP = 128
+ATTENTION_KERNELS = kernel_specs(
+    "self_attention.cl",
+    "self_attention_forward self_attention_backward",
+    (1,),
+    (_ATT_GROUP,),
+    per_group=True,
+)
+_ATT_LOCAL_BYTES = 48 * 1024  # the most static local memory OpenCL lets a kernel declare on NVIDIA GPUs
 
 
 class AttentionOpenCLOps:
@@ -56,6 +67,10 @@ class AttentionOpenCLOps:
         attention = tuple(k for k in KERNELS if k.file == "attention.cl")
         layernorm = tuple(k for k in KERNELS if k.file == "layernorm.cl")
         self._k = launcher.bind(attention) | launcher.bind(layernorm, LG=_LG[launcher.layout])
+        self._bind = launcher.bind
+        self._att: dict[int, dict] = {}  # ATT_LOCAL -> the fused attention kernels built with it
+        itemsize = launcher.dtype.itemsize
+        self._att_room = min(_ATT_LOCAL_BYTES, launcher.runtime.info.local_mem_bytes) // itemsize
 
     def _chunks(self, rows: int) -> int:
         """Row slices of the column reductions: 1 on CPUs (one item per column is best there), up to 64 on
@@ -113,6 +128,77 @@ class AttentionOpenCLOps:
             return c
         self._k["bmm_strided"]((g * m * n,), *args)
         return c
+
+    # --- fused self-attention (GPU layout) ------------------------------------------------------------
+    def _fused_attention(self, s: int, e: int) -> dict | None:
+        """The fused kernels for ``s`` tokens of width ``e``, or ``None`` where the composed ops run instead:
+        the CPU layout (PoCL runs barriers slowly; the composed products are vectorised there) and heads
+        whose operands do not fit the work-group's local memory (q, k, v, the output gradient, 3 S x S)."""
+        if self._cpu:
+            return None
+        need = 4 * s * (e + 1) + 3 * s * s
+        if need > self._att_room:
+            return None
+        size = -(-need // 256) * 256  # few distinct builds: local memory in steps of 256 elements
+        kernels = self._att.get(size)
+        if kernels is None:
+            kernels = self._att[size] = self._bind(ATTENTION_KERNELS, ATT_LOCAL=size)
+        return kernels
+
+    def self_attention_forward(self, qkv, heads, scale, causal, mask):
+        b, s, width = qkv.shape
+        d = width // 3
+        e = d // heads
+        fused = self._fused_attention(s, e)
+        if fused is None:
+            return self._composed_attention_forward(qkv, heads, scale, causal, mask)
+        o, a = self.empty((b, s, d)), self.empty((b * heads, s, s))
+        m = a if mask is None else mask  # read only with a mask
+        fused["self_attention_forward"](
+            (b * heads,), *self.arg(qkv), *self.arg(m), *self.arg(a), *self.arg(o), s, heads, e, scale,
+            int(causal), int(mask is not None),
+        )  # fmt: skip
+        return o, a
+
+    def self_attention_backward(self, qkv, a, mask, go, heads, scale):
+        b, s, width = qkv.shape
+        e = width // 3 // heads
+        fused = self._fused_attention(s, e)
+        if fused is None:
+            return self._composed_attention_backward(qkv, a, mask, go, heads, scale)
+        gqkv = self.empty(qkv.shape)
+        m = a if mask is None else mask
+        fused["self_attention_backward"](
+            (b * heads,), *self.arg(qkv), *self.arg(a), *self.arg(m), *self.arg(go), *self.arg(gqkv), s,
+            heads, e, scale, int(mask is not None),
+        )  # fmt: skip
+        return gqkv
+
+    def _composed_attention_forward(self, qkv, heads, scale, causal, mask):
+        """``self_attention_forward`` as permuted copies, batched products and a row softmax."""
+        b, s, width = qkv.shape
+        d = width // 3
+        e = d // heads
+        qkv = self.permute(qkv.reshape(b, s, 3, heads, e), (2, 0, 3, 1, 4))  # (3, B, H, S, E)
+        q, k, v = (qkv[i].reshape(b * heads, s, e) for i in range(3))
+        a = self.softmax_last_forward(self.bmm(q, k, trans_b=True, alpha=scale), causal)  # (BH, S, S)
+        o = self.bmm(a if mask is None else self._mul(a, mask), v)  # (BH, S, E)
+        return self.permute(o.reshape(b, heads, s, e), (0, 2, 1, 3)).reshape(b, s, d), a
+
+    def _composed_attention_backward(self, qkv, a, mask, go, heads, scale):
+        b, s, width = qkv.shape
+        d = width // 3
+        e = d // heads
+        qkv = self.permute(qkv.reshape(b, s, 3, heads, e), (2, 0, 3, 1, 4))  # (3, B, H, S, E)
+        q, k, v = (qkv[i].reshape(b * heads, s, e) for i in range(3))
+        go = self.permute(go.reshape(b, s, heads, e), (0, 2, 1, 3)).reshape(b * heads, s, e)
+        gv = self.bmm(a if mask is None else self._mul(a, mask), go, trans_a=True)  # (BH, S, E)
+        ga = self.bmm(go, v, trans_b=True)  # (BH, S, S)
+        gs = self.softmax_last_backward(a, ga if mask is None else self._mul(ga, mask))
+        gq = self.bmm(gs, k, alpha=scale)
+        gk = self.bmm(gs, q, trans_a=True, alpha=scale)
+        gqkv = self.stack([gq, gk, gv]).reshape(3, b, heads, s, e)
+        return self.permute(gqkv, (1, 3, 0, 2, 4)).reshape(b, s, width)  # (B, S, 3D)
 
     def softmax_last_forward(self, x, causal=False):
         s = x.shape[-1]
@@ -209,6 +295,11 @@ class AttentionOpenCLOps:
             alpha,
             beta,
         )
+        return out
+
+    def _mul(self, a, b):
+        out = self.empty(a.shape)
+        self._k["times"]((a.size,), *self.arg(a), *self.arg(b), *self.arg(out), a.size)
         return out
 
     def add(self, a, b):

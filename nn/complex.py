@@ -157,8 +157,8 @@ class ComplexDropout(Dropout):
         return super().build(input_shape)
 
     def forward(self, x: Tensor, training: bool) -> Tensor:
-        self._mask = self.draw(self.backend, x.shape[:-1], training)
-        return x if self._mask is None else self.backend.complex_scale(x, self._mask)
+        y, self._mask = self.apply(self.backend, x, training, pairs=True)
+        return y
 
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
         if not need_input_grad:
