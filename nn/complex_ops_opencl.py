@@ -284,8 +284,10 @@ class ComplexOpenCLOps:
                 self._mode(mode),
                 int(causal),
             )
-        pm = p if mask is None else self.complex_scale(p, mask)
-        self._k["complex_attention_output"]((n, heads * e_dim, bsz), *_arg(qkv), *_arg(pm), *_arg(out), *dims)
+        m = (p, 0) if mask is None else (mask, 1)  # the mask is read only with one
+        self._k["complex_attention_output"](
+            (n, heads * e_dim, bsz), *_arg(qkv), *_arg(p), *_arg(m[0]), *_arg(out), *dims, m[1]
+        )
         return out, s, p
 
     def complex_attention_backward(
@@ -317,11 +319,13 @@ class ComplexOpenCLOps:
         self._k["complex_attention_grad_kv"](
             (n, heads * e_dim, bsz),
             *_arg(qkv),
-            *_arg(p if mask is None else self.complex_scale(p, mask)),
+            *_arg(p),
+            *_arg(p if mask is None else mask),
             *_arg(gs),
             *_arg(gout),
             *_arg(gqkv),
             *dims,
+            int(mask is not None),
         )
         return gqkv
 

@@ -9,8 +9,8 @@
  * Score modes (a kernel argument):
  *   mode 0 "modulus"      p = softmax_j |s_ij| (real weights, Im p = 0; official ATFNet code, no 1/sqrt(E))
  *   mode 1 "holomorphic"  e = exp(clamp(Re t, +-20) + i Im t), t = s / sqrt(E), p = e / sum_j e (MQL5 port)
- * causal != 0 drops j > i (p = 0 there). Dropout on the weights: the forward and grad_kv get p already
- * multiplied by the real mask m (same layout); grad_scores multiplies gp by m itself (has_mask).
+ * causal != 0 drops j > i (p = 0 there). Dropout on the weights: the output, grad_scores and grad_kv
+ * multiply by the real mask m (same layout as p) themselves when has_mask (p itself stays undropped).
  * Gradients follow nn/complex_ops_numpy.py: dL/dRe + i dL/dIm, exact for both modes (|s| and the clamp
  * are not holomorphic). */
 #include "complex.h"
@@ -64,10 +64,11 @@ __kernel void complex_attention_scores(__global const REAL *qkv, const uint qkv_
     }
 }
 
-/* out_i = sum_j p_ij v_j. One item per (i, c = h E + e, b): global (N, H E, B). */
+/* out_i = sum_j (p_ij m_ij) v_j (m = 1 without mask). One item per (i, c = h E + e, b): global (N, H E, B). */
 __kernel void complex_attention_output(__global const REAL *qkv, const uint qkv_off, __global const REAL *p,
-                                       const uint p_off, __global REAL *out, const uint out_off, const int N,
-                                       const int H, const int E) {
+                                       const uint p_off, __global const REAL *mask, const uint mask_off,
+                                       __global REAL *out, const uint out_off, const int N, const int H,
+                                       const int E, const int has_mask) {
     const int i = get_global_id(0);
     const int c = get_global_id(1);
     const int b = get_global_id(2);
@@ -81,7 +82,9 @@ __kernel void complex_attention_output(__global const REAL *qkv, const uint qkv_
     const size_t mat = (size_t)(b * H + c / E) * N * N;
     REAL2 acc = (REAL2)(0, 0);
     for (int j = 0; j < N; ++j) {
-        acc += c_mul(c_ld(p, mat + (size_t)j * N + i), c_ld(qkv, ((size_t)b * N + j) * width + 2 * H * E + c));
+        const size_t at = mat + (size_t)j * N + i;
+        const REAL2 pj = has_mask ? c_ld(p, at) * mask[mask_off + at] : c_ld(p, at);
+        acc += c_mul(pj, c_ld(qkv, ((size_t)b * N + j) * width + 2 * H * E + c));
     }
     c_st(out, ((size_t)b * N + i) * H * E + c, acc);
 }
@@ -181,13 +184,14 @@ __kernel void complex_attention_grad_q(__global const REAL *qkv, const uint qkv_
     c_st(gqkv + gqkv_off, ((size_t)b * N + i) * width + c, acc);
 }
 
-/* gk_je = sum_i gs_ij conj(q_ie) and gv_je = sum_i conj(p_ij) go_ie into the K and V blocks of gqkv. One
+/* gk_je = sum_i gs_ij conj(q_ie) and gv_je = sum_i conj(p_ij m_ij) go_ie into the K and V blocks of gqkv. One
  * work-group of LG items per (j, c = h E + e, b), the items splitting the sum over i (consecutive addresses
  * of gs and p): global (LG N, H E, B), local (LG, 1, 1). */
 __kernel void complex_attention_grad_kv(__global const REAL *qkv, const uint qkv_off, __global const REAL *p,
-                                        const uint p_off, __global const REAL *gs, const uint gs_off,
-                                        __global const REAL *gout, const uint gout_off, __global REAL *gqkv,
-                                        const uint gqkv_off, const int N, const int H, const int E) {
+                                        const uint p_off, __global const REAL *mask, const uint mask_off,
+                                        __global const REAL *gs, const uint gs_off, __global const REAL *gout,
+                                        const uint gout_off, __global REAL *gqkv, const uint gqkv_off,
+                                        const int N, const int H, const int E, const int has_mask) {
     __local REAL2 scratch[LG];
     const int j = get_group_id(0);
     const int lid = get_local_id(0);
@@ -204,7 +208,8 @@ __kernel void complex_attention_grad_kv(__global const REAL *qkv, const uint qkv
     REAL2 gv = (REAL2)(0, 0);
     for (int i = lid; i < N; i += LG) {
         gk += c_mul_conj(c_ld(gs, row + i), c_ld(qkv, ((size_t)b * N + i) * width + c));
-        gv += c_mul_conj(c_ld(gout, ((size_t)b * N + i) * HE + c), c_ld(p, row + i));
+        const REAL2 pi = has_mask ? c_ld(p, row + i) * mask[mask_off + row + i] : c_ld(p, row + i);
+        gv += c_mul_conj(c_ld(gout, ((size_t)b * N + i) * HE + c), pi);
     }
     gk = group_sum2(gk, scratch);
     gv = group_sum2(gv, scratch);
