@@ -476,7 +476,8 @@ class ComplexOps(Protocol):
     def complex_attention_forward(
         self, qkv: Tensor, heads: int, mode: str, causal: bool, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """``qkv (B, N, 3·H·E, 2)`` (Q, K, V blocks, each head-major) -> ``(out (B, N, H·E, 2), s, p)``.
+        """``qkv (B, N, 3·H·E, 2)`` (Q, K, V blocks, each head-major) -> ``(out (B, N, H·E, 2), s, p)``; or
+        ``qkv (B, 3, N, H·E, 2)``: Q, K and V as three blocks of N tokens each, the same maths.
 
         Scores ``s = Σ_e q_e·k_e`` (complex, unconjugated, as both the official code and the port do).
         ``s, p (B, H, N, N, 2)`` are returned KEY-major, element ``[b, h, j, i]`` = ``s_ij``: the
@@ -498,7 +499,7 @@ class ComplexOps(Protocol):
         causal: bool,
         mask: Tensor | None = None,
     ) -> Tensor:
-        """``gout (B, N, H·E, 2)`` -> ``gqkv (B, N, 3·H·E, 2)``; ``s``, ``p``, ``mask`` as in the forward."""
+        """``gout (B, N, H·E, 2)`` -> ``gqkv`` in ``qkv``'s layout; ``s``, ``p``, ``mask`` as in forward."""
 
 
 @runtime_checkable
