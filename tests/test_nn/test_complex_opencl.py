@@ -191,8 +191,10 @@ def test_complex_attention_with_weight_dropout(cl_layout, mode, b, n, h, e, rng)
 
 
 @pytest.mark.parametrize("mode", ["modulus", "holomorphic"])
-@pytest.mark.parametrize(("b", "n", "h", "e", "dropped"), [(1, 1, 1, 1, False), (2, 9, 3, 2, True),
-                                                          (3, 16, 8, 1, True), (2, 17, 2, 5, False)])
+@pytest.mark.parametrize(
+    ("b", "n", "h", "e", "dropped"),
+    [(1, 1, 1, 1, False), (2, 9, 3, 2, True), (3, 16, 8, 1, True), (2, 17, 2, 5, False)],
+)
 def test_complex_attention_reads_q_k_v_as_three_blocks(cl_layout, mode, b, n, h, e, dropped, rng):
     """``qkv (B, 3, N, H·E, 2)`` (the feature-slot attention's projection, read in place) gives what the
     same values regrouped token by token give, on the device and in the reference; the gradient comes back
