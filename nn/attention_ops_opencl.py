@@ -32,7 +32,7 @@ _ROWS = ((1,), (_LG["gpu"],))  # one work-group per row
 KERNELS: tuple[KernelSpec, ...] = (
     *kernel_specs(
         "attention.cl",
-        "bmm_strided softmax_rows_forward softmax_rows_backward permute6 permute6_rows axpby column_sum "
+        "bmm_strided softmax_rows_forward softmax_rows_backward permute6 permute6_rows column_sum "
         "atfnet_mix patch_forward patch_backward revin_stats row_affine revin_denorm_backward "
         "revin_norm_backward channel_affine_forward channel_affine_backward_input "
         "channel_affine_backward_params",
@@ -40,6 +40,7 @@ KERNELS: tuple[KernelSpec, ...] = (
         (_GROUP,),
     ),
     KernelSpec("attention.cl", "bmm_strided_cpu", (1,), (1,)),
+    KernelSpec("attention.cl", "axpby", (_GROUP,), (256,)),  # elementwise: 256 items on GPUs as ``mul``
     KernelSpec("attention.cl", "times", (1024,), (256,)),  # elementwise, as the core ``mul``
     KernelSpec("layernorm.cl", "layernorm_forward", *_ROWS, per_group=True),
     KernelSpec("layernorm.cl", "layernorm_backward_input", *_ROWS, per_group=True),

@@ -168,16 +168,18 @@ def test_permute(dev, rng, shape, axes):
     close(dev, dev.permute(up(dev, x), axes), REF.permute(x, axes), 0)
 
 
-def test_elementwise_helpers(dev, rng):
-    a, b, p = rng.normal(size=(3, 5, 17)), rng.normal(size=(3, 5, 17)), rng.normal(size=(5, 17))
+def test_elementwise_helpers(dev_layout, rng):
+    """Both layouts, outputs poisoned, several work-groups and a partial last one (1950 elements)."""
+    dev = dev_layout
+    a, b, p = rng.normal(size=(3, 5, 130)), rng.normal(size=(3, 5, 130)), rng.normal(size=(5, 130))
     close(dev, dev.add(up(dev, a), up(dev, b)), a + b)
     close(dev, dev.scale(up(dev, a), -1.5), -1.5 * a)
     close(dev, dev.add_broadcast(up(dev, a), up(dev, p)), a + p)
-    out = poisoned(dev, (5, 17))
+    out = poisoned(dev, (5, 130))
     dev.sum_batch(up(dev, a), out)
     close(dev, out, a.sum(axis=0))
-    w = rng.uniform(size=(3, 17))
-    a3, b3 = a.reshape(3, 5, 17), b.reshape(3, 5, 17)
+    w = rng.uniform(size=(3, 130))
+    a3, b3 = a, b
     close(dev, dev.mix_forward(up(dev, a3), up(dev, b3), up(dev, w)), REF.mix_forward(a3, b3, w))
     ga, gb = dev.mix_backward(up(dev, a3), up(dev, w))
     rga, rgb = REF.mix_backward(a3, w)
