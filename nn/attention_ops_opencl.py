@@ -5,13 +5,15 @@
 Kernels live in ``opencl/kernels/attention.cl`` and ``layernorm.cl``; every
 op is one or two launches on device-resident tensors (no host transfers). N-D linear maps reshape to 2-D
 and run through ``opencl.blas.gemm``; batched attention products use one strided kernel over all heads
-(one launch instead of one GEMM per head).
+(one launch instead of one GEMM per head). Self-attention on GPUs runs fused, one work-group per (sample,
+head) (``nn.self_attention_opencl``), and composed from these ops elsewhere.
 """
 
 from __future__ import annotations
 
 import pyopencl as cl
 
+from nn.self_attention_opencl import FusedSelfAttention
 from opencl.blas import gemm
 from opencl.launch import KernelSpec, Launcher, kernel_specs
 
@@ -46,16 +48,6 @@ KERNELS: tuple[KernelSpec, ...] = (
     KernelSpec("layernorm.cl", "layernorm_backward_input", *_ROWS, per_group=True),
     KernelSpec("layernorm.cl", "layernorm_backward_params", (_GROUP,), (_GROUP,)),
 )
-# One work-group per (sample, head) on GPUs; its local memory is sized per shape (ATT_LOCAL elements).
-_ATT_GROUP = 128
-ATTENTION_KERNELS = kernel_specs(
-    "self_attention.cl",
-    "self_attention_forward self_attention_backward",
-    (1,),
-    (_ATT_GROUP,),
-    per_group=True,
-)
-_ATT_LOCAL_BYTES = 48 * 1024  # the most static local memory OpenCL lets a kernel declare on NVIDIA GPUs
 
 
 class AttentionOpenCLOps:
@@ -68,10 +60,7 @@ class AttentionOpenCLOps:
         attention = tuple(k for k in KERNELS if k.file == "attention.cl")
         layernorm = tuple(k for k in KERNELS if k.file == "layernorm.cl")
         self._k = launcher.bind(attention) | launcher.bind(layernorm, LG=_LG[launcher.layout])
-        self._bind = launcher.bind
-        self._att: dict[int, dict] = {}  # ATT_LOCAL -> the fused attention kernels built with it
-        itemsize = launcher.dtype.itemsize
-        self._att_room = min(_ATT_LOCAL_BYTES, launcher.runtime.info.local_mem_bytes) // itemsize
+        self._fused = FusedSelfAttention(launcher)
 
     def _chunks(self, rows: int) -> int:
         """Row slices of the column reductions: 1 on CPUs (one item per column is best there), up to 64 on
@@ -130,50 +119,18 @@ class AttentionOpenCLOps:
         self._k["bmm_strided"]((g * m * n,), *args)
         return c
 
-    # --- fused self-attention (GPU layout) ------------------------------------------------------------
-    def _fused_attention(self, s: int, e: int) -> dict | None:
-        """The fused kernels for ``s`` tokens of width ``e``, or ``None`` where the composed ops run instead:
-        the CPU layout (PoCL runs barriers slowly; the composed products are vectorised there) and heads
-        whose operands do not fit the work-group's local memory (q, k, v, the output gradient, 3 S x S)."""
-        if self._cpu:
-            return None
-        need = 4 * s * (e + 1) + 3 * s * s
-        if need > self._att_room:
-            return None
-        size = -(-need // 256) * 256  # few distinct builds: local memory in steps of 256 elements
-        kernels = self._att.get(size)
-        if kernels is None:
-            kernels = self._att[size] = self._bind(ATTENTION_KERNELS, ATT_LOCAL=size)
-        return kernels
-
+    # --- self-attention: fused on GPUs, composed elsewhere ------------------------------------------
     def self_attention_forward(self, qkv, heads, scale, causal, mask):
-        b, s, width = qkv.shape
-        d = width // 3
-        e = d // heads
-        fused = self._fused_attention(s, e)
-        if fused is None:
-            return self._composed_attention_forward(qkv, heads, scale, causal, mask)
-        o, a = self.empty((b, s, d)), self.empty((b * heads, s, s))
-        m = a if mask is None else mask  # read only with a mask
-        fused["self_attention_forward"](
-            (b * heads,), *self.arg(qkv), *self.arg(m), *self.arg(a), *self.arg(o), s, heads, e, scale,
-            int(causal), int(mask is not None),
-        )  # fmt: skip
-        return o, a
+        fused = self._fused.forward(qkv, heads, scale, causal, mask)
+        if fused is not None:
+            return fused
+        return self._composed_attention_forward(qkv, heads, scale, causal, mask)
 
     def self_attention_backward(self, qkv, a, mask, go, heads, scale):
-        b, s, width = qkv.shape
-        e = width // 3 // heads
-        fused = self._fused_attention(s, e)
-        if fused is None:
-            return self._composed_attention_backward(qkv, a, mask, go, heads, scale)
-        gqkv = self.empty(qkv.shape)
-        m = a if mask is None else mask
-        fused["self_attention_backward"](
-            (b * heads,), *self.arg(qkv), *self.arg(a), *self.arg(m), *self.arg(go), *self.arg(gqkv), s,
-            heads, e, scale, int(mask is not None),
-        )  # fmt: skip
-        return gqkv
+        fused = self._fused.backward(qkv, a, mask, go, heads, scale)
+        if fused is not None:
+            return fused
+        return self._composed_attention_backward(qkv, a, mask, go, heads, scale)
 
     def _composed_attention_forward(self, qkv, heads, scale, causal, mask):
         """``self_attention_forward`` as permuted copies, batched products and a row softmax."""
@@ -299,6 +256,7 @@ class AttentionOpenCLOps:
         return out
 
     def _mul(self, a, b):
+        """``a ⊙ b`` (attention weights or their gradient times the dropout mask)."""
         out = self.empty(a.shape)
         self._k["times"]((a.size,), *self.arg(a), *self.arg(b), *self.arg(out), a.size)
         return out
