@@ -255,17 +255,14 @@ class ComplexFeatureAttention(ComplexMultiHeadAttention):
     type_name = "complex_feature_attention"
 
     def _to_heads(self, qkv, samples):
-        """``(M, 3d, 2)`` -> ``(M, d/H, 3H, 2)``: Q/K/V each viewed as (slot, head); slots are the tokens."""
+        """``(M, 3d, 2)`` -> ``(M, 3, d/H, H, 2)``: Q/K/V each viewed as (slot, head); slots are the tokens.
+        A view: the op reads the three blocks in place."""
         n, d, _ = self.input_shape
-        m, h = samples * n, self.heads
-        qkv = self.backend.permute(qkv.reshape(m, 3, d // h, h, 2), (0, 2, 1, 3, 4))
-        return qkv.reshape(m, d // h, 3 * h, 2)
+        return qkv.reshape(samples * n, 3, d // self.heads, self.heads, 2)
 
     def _from_heads(self, gqkv, samples):
         n, d, _ = self.input_shape
-        m, h = samples * n, self.heads
-        gqkv = self.backend.permute(gqkv.reshape(m, d // h, 3, h, 2), (0, 2, 1, 3, 4))
-        return gqkv.reshape(m, 3 * d, 2)
+        return gqkv.reshape(samples * n, 3 * d, 2)
 
 
 @register_layer

@@ -162,36 +162,23 @@ class MultiHeadSelfAttention(DropsWeights, Layer):
 
     def forward(self, x, training):
         be, p = self.backend, self.params
-        b, s, d = x.shape
-        h = self.n_heads
-        dk = d // h
+        b, s, _ = x.shape
         qkv = be.linear_forward(x, p["wqkv"], p["bqkv"])  # (B, S, 3D)
-        qkv = be.permute(qkv.reshape(b, s, 3, h, dk), (2, 0, 3, 1, 4))  # (3, B, H, S, dk)
-        q, k, v = (qkv[i].reshape(b * h, s, dk) for i in range(3))
-        scores = be.bmm(q, k, trans_b=True, alpha=1.0 / math.sqrt(dk))  # (BH, S, S)
-        a = be.softmax_last_forward(scores, self.causal)
-        ad, mask = self._drop.apply(be, a, training)
-        o = be.bmm(ad, v)  # (BH, S, dk)
-        o = be.permute(o.reshape(b, h, s, dk), (0, 2, 1, 3)).reshape(b, s, d)  # (B, S, D)
-        self._cache = (x, q, k, v, a, ad, mask, o)
+        mask = self._drop.draw(be, (b * self.n_heads, s, s), training)  # on the weights (BH, S, S)
+        o, a = be.self_attention_forward(qkv, self.n_heads, self._scale, self.causal, mask)  # (B, S, D)
+        self._cache = (x, qkv, a, mask, o)
         return be.linear_forward(o, p["wo"], p["bo"])
+
+    @property
+    def _scale(self) -> float:
+        """``1/√d_k``: the scores of a head are divided by the square root of its width."""
+        return 1.0 / math.sqrt(self.input_shape[1] // self.n_heads)
 
     def backward(self, gy, need_input_grad=True):
         be, p, g = self.backend, self.params, self.grads
-        x, q, k, v, a, ad, mask, o = self._cache
-        b, s, d = x.shape
-        h = self.n_heads
-        dk = d // h
+        x, qkv, a, mask, o = self._cache
         go = be.linear_backward(o, p["wo"], gy, g["wo"], g["bo"], True)  # (B, S, D)
-        go = be.permute(go.reshape(b, s, h, dk), (0, 2, 1, 3)).reshape(b * h, s, dk)  # (BH, S, dk)
-        gv = be.bmm(ad, go, trans_a=True)  # (BH, S, dk)
-        ga = DropoutMask.grad(be, be.bmm(go, v, trans_b=True), mask)  # (BH, S, S)
-        gs = be.softmax_last_backward(a, ga)
-        scale = 1.0 / math.sqrt(dk)
-        gq = be.bmm(gs, k, alpha=scale)
-        gk = be.bmm(gs, q, trans_a=True, alpha=scale)
-        gqkv = be.stack([gq, gk, gv]).reshape(3, b, h, s, dk)
-        gqkv = be.permute(gqkv, (1, 3, 0, 2, 4)).reshape(b, s, 3 * d)  # (B, S, 3D)
+        gqkv = be.self_attention_backward(qkv, a, mask, go, self.n_heads, self._scale)  # (B, S, 3D)
         return be.linear_backward(x, p["wqkv"], gqkv, g["wqkv"], g["bqkv"], need_input_grad)
 
 

@@ -58,6 +58,39 @@ class AttentionNumpyOps:
         return alpha * np.matmul(aa, bb)
 
     # --- softmax over the last axis ---------------------------------------------------------------
+    def self_attention_forward(
+        self, qkv: np.ndarray, heads: int, scale: float, causal: bool, mask: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        b, s, width = qkv.shape
+        d = width // 3
+        q, k, v = np.transpose(qkv.reshape(b, s, 3, heads, d // heads), (2, 0, 3, 1, 4))  # (B, H, S, E)
+        a = self.softmax_last_forward(scale * np.matmul(q, np.swapaxes(k, -1, -2)), causal)  # (B, H, S, S)
+        ad = a if mask is None else a * mask.reshape(a.shape)
+        o = np.transpose(np.matmul(ad, v), (0, 2, 1, 3)).reshape(b, s, d)
+        return o, a.reshape(b * heads, s, s)
+
+    def self_attention_backward(
+        self,
+        qkv: np.ndarray,
+        a: np.ndarray,
+        mask: np.ndarray | None,
+        go: np.ndarray,
+        heads: int,
+        scale: float,
+    ) -> np.ndarray:
+        b, s, width = qkv.shape
+        d = width // 3
+        e = d // heads
+        q, k, v = np.transpose(qkv.reshape(b, s, 3, heads, e), (2, 0, 3, 1, 4))  # (B, H, S, E)
+        a4 = a.reshape(b, heads, s, s)
+        m4 = np.ones_like(a4) if mask is None else mask.reshape(a4.shape)
+        g4 = np.transpose(go.reshape(b, s, heads, e), (0, 2, 1, 3))  # (B, H, S, E)
+        gv = np.matmul(np.swapaxes(a4 * m4, -1, -2), g4)
+        gs = self.softmax_last_backward(a4, np.matmul(g4, np.swapaxes(v, -1, -2)) * m4)
+        gq = scale * np.matmul(gs, k)
+        gk = scale * np.matmul(np.swapaxes(gs, -1, -2), q)
+        return np.transpose(np.stack([gq, gk, gv]), (1, 3, 0, 2, 4)).reshape(b, s, width)
+
     def softmax_last_forward(self, x: np.ndarray, causal: bool = False) -> np.ndarray:
         z = np.array(x, dtype=np.float64, copy=True)
         if causal:

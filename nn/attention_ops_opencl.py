@@ -5,13 +5,15 @@
 Kernels live in ``opencl/kernels/attention.cl`` and ``layernorm.cl``; every
 op is one or two launches on device-resident tensors (no host transfers). N-D linear maps reshape to 2-D
 and run through ``opencl.blas.gemm``; batched attention products use one strided kernel over all heads
-(one launch instead of one GEMM per head).
+(one launch instead of one GEMM per head). Self-attention on GPUs runs fused, one work-group per (sample,
+head) (``nn.self_attention_opencl``), and composed from these ops elsewhere.
 """
 
 from __future__ import annotations
 
 import pyopencl as cl
 
+from nn.self_attention_opencl import FusedSelfAttention
 from opencl.blas import gemm
 from opencl.launch import KernelSpec, Launcher, kernel_specs
 
@@ -32,7 +34,7 @@ _ROWS = ((1,), (_LG["gpu"],))  # one work-group per row
 KERNELS: tuple[KernelSpec, ...] = (
     *kernel_specs(
         "attention.cl",
-        "bmm_strided softmax_rows_forward softmax_rows_backward permute6 permute6_rows axpby column_sum "
+        "bmm_strided softmax_rows_forward softmax_rows_backward permute6 permute6_rows column_sum "
         "atfnet_mix patch_forward patch_backward revin_stats row_affine revin_denorm_backward "
         "revin_norm_backward channel_affine_forward channel_affine_backward_input "
         "channel_affine_backward_params",
@@ -40,6 +42,8 @@ KERNELS: tuple[KernelSpec, ...] = (
         (_GROUP,),
     ),
     KernelSpec("attention.cl", "bmm_strided_cpu", (1,), (1,)),
+    KernelSpec("attention.cl", "axpby", (_GROUP,), (256,)),  # elementwise: 256 items on GPUs as ``mul``
+    KernelSpec("attention.cl", "times", (1024,), (256,)),  # elementwise, as the core ``mul``
     KernelSpec("layernorm.cl", "layernorm_forward", *_ROWS, per_group=True),
     KernelSpec("layernorm.cl", "layernorm_backward_input", *_ROWS, per_group=True),
     KernelSpec("layernorm.cl", "layernorm_backward_params", (_GROUP,), (_GROUP,)),
@@ -56,6 +60,7 @@ class AttentionOpenCLOps:
         attention = tuple(k for k in KERNELS if k.file == "attention.cl")
         layernorm = tuple(k for k in KERNELS if k.file == "layernorm.cl")
         self._k = launcher.bind(attention) | launcher.bind(layernorm, LG=_LG[launcher.layout])
+        self._fused = FusedSelfAttention(launcher)
 
     def _chunks(self, rows: int) -> int:
         """Row slices of the column reductions: 1 on CPUs (one item per column is best there), up to 64 on
@@ -113,6 +118,45 @@ class AttentionOpenCLOps:
             return c
         self._k["bmm_strided"]((g * m * n,), *args)
         return c
+
+    # --- self-attention: fused on GPUs, composed elsewhere ------------------------------------------
+    def self_attention_forward(self, qkv, heads, scale, causal, mask):
+        fused = self._fused.forward(qkv, heads, scale, causal, mask)
+        if fused is not None:
+            return fused
+        return self._composed_attention_forward(qkv, heads, scale, causal, mask)
+
+    def self_attention_backward(self, qkv, a, mask, go, heads, scale):
+        fused = self._fused.backward(qkv, a, mask, go, heads, scale)
+        if fused is not None:
+            return fused
+        return self._composed_attention_backward(qkv, a, mask, go, heads, scale)
+
+    def _composed_attention_forward(self, qkv, heads, scale, causal, mask):
+        """``self_attention_forward`` as permuted copies, batched products and a row softmax."""
+        b, s, width = qkv.shape
+        d = width // 3
+        e = d // heads
+        qkv = self.permute(qkv.reshape(b, s, 3, heads, e), (2, 0, 3, 1, 4))  # (3, B, H, S, E)
+        q, k, v = (qkv[i].reshape(b * heads, s, e) for i in range(3))
+        a = self.softmax_last_forward(self.bmm(q, k, trans_b=True, alpha=scale), causal)  # (BH, S, S)
+        o = self.bmm(a if mask is None else self._mul(a, mask), v)  # (BH, S, E)
+        return self.permute(o.reshape(b, heads, s, e), (0, 2, 1, 3)).reshape(b, s, d), a
+
+    def _composed_attention_backward(self, qkv, a, mask, go, heads, scale):
+        b, s, width = qkv.shape
+        d = width // 3
+        e = d // heads
+        qkv = self.permute(qkv.reshape(b, s, 3, heads, e), (2, 0, 3, 1, 4))  # (3, B, H, S, E)
+        q, k, v = (qkv[i].reshape(b * heads, s, e) for i in range(3))
+        go = self.permute(go.reshape(b, s, heads, e), (0, 2, 1, 3)).reshape(b * heads, s, e)
+        gv = self.bmm(a if mask is None else self._mul(a, mask), go, trans_a=True)  # (BH, S, E)
+        ga = self.bmm(go, v, trans_b=True)  # (BH, S, S)
+        gs = self.softmax_last_backward(a, ga if mask is None else self._mul(ga, mask))
+        gq = self.bmm(gs, k, alpha=scale)
+        gk = self.bmm(gs, q, trans_a=True, alpha=scale)
+        gqkv = self.stack([gq, gk, gv]).reshape(3, b, heads, s, e)
+        return self.permute(gqkv, (1, 3, 0, 2, 4)).reshape(b, s, width)  # (B, S, 3D)
 
     def softmax_last_forward(self, x, causal=False):
         s = x.shape[-1]
@@ -209,6 +253,12 @@ class AttentionOpenCLOps:
             alpha,
             beta,
         )
+        return out
+
+    def _mul(self, a, b):
+        """``a ⊙ b`` (attention weights or their gradient times the dropout mask)."""
+        out = self.empty(a.shape)
+        self._k["times"]((a.size,), *self.arg(a), *self.arg(b), *self.arg(out), a.size)
         return out
 
     def add(self, a, b):

@@ -178,6 +178,14 @@ class CoreOps(Protocol):
         (row-major flat index) is kept when ``uniform01(seed, counter, i) >= rate``.
         """
 
+    def dropout_apply(
+        self, x: Tensor, rate: float, seed: int, counter: int, pairs: bool = False
+    ) -> tuple[Tensor, Tensor]:
+        """``(x ⊙ mask, mask)`` with ``mask = dropout_mask(shape, rate, seed, counter)``, in one pass.
+
+        ``shape`` is ``x.shape``; with ``pairs`` ``x`` is complex ``(..., 2)``, one draw covers each (Re, Im)
+        pair and the mask has ``x.shape[:-1]``. The same bits as drawing the mask and multiplying."""
+
     def mul(self, a: Tensor, b: Tensor) -> Tensor:
         """Elementwise product of two same-shape tensors."""
 
@@ -308,6 +316,22 @@ class AttentionOps(Protocol):
         self, a: Tensor, b: Tensor, *, trans_a: bool = False, trans_b: bool = False, alpha: float = 1.0
     ) -> Tensor:
         """``alpha · op(a) @ op(b)`` for ``a (G, M, K)`` / ``(G, K, M)``, ``b (G, K, N)`` / ``(G, N, K)``."""
+
+    def self_attention_forward(
+        self, qkv: Tensor, heads: int, scale: float, causal: bool, mask: Tensor | None
+    ) -> tuple[Tensor, Tensor]:
+        """Scaled dot-product attention of every head, from the fused projection ``qkv (B, S, 3D)`` (q, k,
+        v side by side, each ``D = heads·E`` as ``(heads, E)``) -> ``(o (B, S, D), a (B·heads, S, S))``.
+
+        Per head ``a = softmax(scale·q·kᵀ)`` (``causal``: key j > query i masked) and ``o = (a ⊙ mask)·v``,
+        heads concatenated; ``mask (B·heads, S, S)`` is the attention weights' inverted-dropout mask or
+        ``None``; ``a`` is returned before it (the backward pass needs both)."""
+
+    def self_attention_backward(
+        self, qkv: Tensor, a: Tensor, mask: Tensor | None, go: Tensor, heads: int, scale: float
+    ) -> Tensor:
+        """The gradient of ``self_attention_forward`` for the output gradient ``go (B, S, D)``: ``gqkv (B, S,
+        3D)`` in the projection's layout (the mask and the causal zeros of ``a`` carry over)."""
 
     def softmax_last_forward(self, x: Tensor, causal: bool = False) -> Tensor:
         """``x (..., S, S)`` (causal) or ``(..., C)`` -> softmax over the last axis.
@@ -452,7 +476,8 @@ class ComplexOps(Protocol):
     def complex_attention_forward(
         self, qkv: Tensor, heads: int, mode: str, causal: bool, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """``qkv (B, N, 3·H·E, 2)`` (Q, K, V blocks, each head-major) -> ``(out (B, N, H·E, 2), s, p)``.
+        """``qkv (B, N, 3·H·E, 2)`` (Q, K, V blocks, each head-major) -> ``(out (B, N, H·E, 2), s, p)``; or
+        ``qkv (B, 3, N, H·E, 2)``: Q, K and V as three blocks of N tokens each, the same maths.
 
         Scores ``s = Σ_e q_e·k_e`` (complex, unconjugated, as both the official code and the port do).
         ``s, p (B, H, N, N, 2)`` are returned KEY-major, element ``[b, h, j, i]`` = ``s_ij``: the
@@ -474,7 +499,7 @@ class ComplexOps(Protocol):
         causal: bool,
         mask: Tensor | None = None,
     ) -> Tensor:
-        """``gout (B, N, H·E, 2)`` -> ``gqkv (B, N, 3·H·E, 2)``; ``s``, ``p``, ``mask`` as in the forward."""
+        """``gout (B, N, H·E, 2)`` -> ``gqkv`` in ``qkv``'s layout; ``s``, ``p``, ``mask`` as in forward."""
 
 
 @runtime_checkable

@@ -157,8 +157,8 @@ class ComplexDropout(Dropout):
         return super().build(input_shape)
 
     def forward(self, x: Tensor, training: bool) -> Tensor:
-        self._mask = self.draw(self.backend, x.shape[:-1], training)
-        return x if self._mask is None else self.backend.complex_scale(x, self._mask)
+        y, self._mask = self.apply(self.backend, x, training, pairs=True)
+        return y
 
     def backward(self, gy: Tensor, need_input_grad: bool = True) -> Tensor | None:
         if not need_input_grad:
@@ -278,9 +278,10 @@ class ComplexMultiHeadAttention(DropsWeights, Layer):
             bias_spec("b_out", (d, 2), init, d, complex_=True),
         ]
 
-    # The attention op takes (batch, tokens, 3·heads·E, 2). Attention across tokens hands it the samples as
-    # the batch and the layer's tokens as its tokens; a subclass may regroup the projected features
-    # otherwise (``nn.atfnet.ComplexFeatureAttention``: each token's feature slots become the op's tokens).
+    # The attention op takes (batch, tokens, 3·heads·E, 2) or (batch, 3, tokens, heads·E, 2). Attention across
+    # tokens hands it the samples as the batch and the layer's tokens as its tokens; a subclass may regroup
+    # the projected features otherwise (``nn.atfnet.ComplexFeatureAttention``: each token's feature slots
+    # become the op's tokens).
     def _to_heads(self, qkv: Tensor, samples: int) -> Tensor:
         """The fused projection ``(samples·N, 3d, 2)`` in the attention op's layout."""
         n, d, _ = self.input_shape
@@ -296,7 +297,7 @@ class ComplexMultiHeadAttention(DropsWeights, Layer):
         samples = x.shape[0]
         xf = x.reshape(samples * n, d, 2)  # (B·N, d, 2)
         qkv = self._to_heads(be.complex_dense_forward(xf, p["w_qkv"], p["b_qkv"]), samples)
-        rows, tokens = qkv.shape[0], qkv.shape[1]
+        rows, tokens = qkv.shape[0], qkv.shape[-3]  # the op's tokens in either of its layouts
         mask = self._drop.draw(be, (rows, self.heads, tokens, tokens), training)
         att, s, pr = be.complex_attention_forward(qkv, self.heads, self.score, self.causal, mask)
         att = att.reshape(samples * n, d, 2)  # (B·N, d, 2): heads concatenated
@@ -309,7 +310,7 @@ class ComplexMultiHeadAttention(DropsWeights, Layer):
         xf, qkv, s, pr, att, mask = self._cache
         gy = gy.reshape(samples * n, d, 2)
         gatt = be.complex_dense_backward(att, p["w_out"], gy, g["w_out"], g["b_out"], True)
-        gatt = gatt.reshape(*qkv.shape[:2], qkv.shape[2] // 3, 2)  # the op's layout of its output
+        gatt = gatt.reshape(qkv.shape[0], qkv.shape[-3], -1, 2)  # the op's layout of its output
         gqkv = be.complex_attention_backward(qkv, s, pr, gatt, self.heads, self.score, self.causal, mask)
         gqkv = self._from_heads(gqkv, samples)
         gx = be.complex_dense_backward(xf, p["w_qkv"], gqkv, g["w_qkv"], g["b_qkv"], need_input_grad)

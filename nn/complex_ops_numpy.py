@@ -23,6 +23,15 @@ SCORE_MODES = ("modulus", "holomorphic")
 EXP_CLAMP = 20.0  # the holomorphic softmax clamps Re of its exponent to ±20, as the MQL5 port does
 
 
+def _token_major(qkv: np.ndarray) -> np.ndarray:
+    """The attention's ``qkv`` as ``(B, N, 3·H·E, 2)``: a ``(B, 3, N, H·E, 2)`` one (Q, K, V as three blocks
+    of N tokens) is regrouped token by token."""
+    if qkv.ndim != 5:
+        return qkv
+    bsz, _, n, he, _ = qkv.shape
+    return qkv.transpose(0, 2, 1, 3, 4).reshape(bsz, n, 3 * he, 2)
+
+
 def _c(a: np.ndarray) -> np.ndarray:
     """``(*S, 2)`` real -> ``(*S,)`` complex128."""
     return a[..., 0] + 1j * a[..., 1]
@@ -130,6 +139,7 @@ class ComplexNumpyOps:
     def complex_attention_forward(
         self, qkv: np.ndarray, heads: int, mode: str, causal: bool, mask: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        qkv = _token_major(qkv)
         bsz, n, width, _ = qkv.shape
         e_dim = width // (3 * heads)
         z = _c(qkv).reshape(bsz, n, 3, heads, e_dim)  # (B, N, 3, H, E)
@@ -161,6 +171,8 @@ class ComplexNumpyOps:
         causal: bool,
         mask: np.ndarray | None = None,
     ) -> np.ndarray:
+        blocks = qkv.shape if qkv.ndim == 5 else None
+        qkv = _token_major(qkv)
         bsz, n, width, _ = qkv.shape
         e_dim = width // (3 * heads)
         z = _c(qkv).reshape(bsz, n, 3, heads, e_dim)
@@ -189,6 +201,8 @@ class ComplexNumpyOps:
         gq = gs @ np.conj(k)
         gk = gs.transpose(0, 1, 3, 2) @ np.conj(q)
         g = np.stack([gq, gk, gv], axis=2)  # (B, H, 3, N, E)
+        if blocks is not None:  # the caller's layout: (B, 3, N, H·E)
+            return _r(g.transpose(0, 2, 3, 1, 4).reshape(blocks[:-1]))
         return _r(g.transpose(0, 3, 2, 1, 4).reshape(bsz, n, 3 * heads * e_dim))
 
     # --- spectral ------------------------------------------------------------------------------------

@@ -251,16 +251,25 @@ class ComplexOpenCLOps:
         per = -(-count // _CPU_ATT_ITEMS)
         return -(-count // per), per
 
+    @staticmethod
+    def _attention_dims(qkv: cla.Array, heads: int) -> tuple[int, int, int, tuple[int, ...]]:
+        """(B, N, E, the kernels' (N, H, E, token stride, block stride)) of either ``qkv`` layout: tokens
+        major ``(B, N, 3·H·E, 2)``, or Q, K and V as three blocks of N tokens ``(B, 3, N, H·E, 2)`` (read in
+        place: no permuted copy)."""
+        if qkv.ndim == 5:
+            bsz, n, he = qkv.shape[0], qkv.shape[2], qkv.shape[3]
+            return bsz, n, he // heads, (n, heads, he // heads, he, n * he)
+        bsz, n, width = qkv.shape[0], qkv.shape[1], qkv.shape[2]
+        return bsz, n, width // (3 * heads), (n, heads, width // (3 * heads), width, width // 3)
+
     def complex_attention_forward(
         self, qkv: cla.Array, heads: int, mode: str, causal: bool, mask: cla.Array | None = None
     ) -> tuple[cla.Array, cla.Array, cla.Array]:
-        """``qkv (B, N, 3·H·E, 2)`` -> ``(out (B, N, H·E, 2), s, p)``; s, p key-major (B, H, N, N, 2);
-        ``mask (B, H, N, N)``: dropout on the weights (``p`` is returned before it)."""
-        bsz, n, width = qkv.shape[0], qkv.shape[1], qkv.shape[2]
-        e_dim = width // (3 * heads)
+        """``qkv (B, N, 3·H·E, 2)`` or ``(B, 3, N, H·E, 2)`` -> ``(out (B, N, H·E, 2), s, p)``; s, p key-major
+        (B, H, N, N, 2); ``mask (B, H, N, N)``: dropout on the weights (``p`` is returned before it)."""
+        bsz, n, e_dim, dims = self._attention_dims(qkv, heads)
         s, p = self.empty((bsz, heads, n, n, 2)), self.empty((bsz, heads, n, n, 2))
         out = self.empty((bsz, n, heads * e_dim, 2))
-        dims = (n, heads, e_dim)
         if self._cpu:
             items, per = self._matrix_runs(bsz * heads)
             self._k["complex_attention_scores_cpu"](
@@ -284,8 +293,10 @@ class ComplexOpenCLOps:
                 self._mode(mode),
                 int(causal),
             )
-        pm = p if mask is None else self.complex_scale(p, mask)
-        self._k["complex_attention_output"]((n, heads * e_dim, bsz), *_arg(qkv), *_arg(pm), *_arg(out), *dims)
+        m = (p, 0) if mask is None else (mask, 1)  # the mask is read only with one
+        self._k["complex_attention_output"](
+            (n, heads * e_dim, bsz), *_arg(qkv), *_arg(p), *_arg(m[0]), *_arg(out), *dims, m[1]
+        )
         return out, s, p
 
     def complex_attention_backward(
@@ -299,11 +310,9 @@ class ComplexOpenCLOps:
         causal: bool,
         mask: cla.Array | None = None,
     ) -> cla.Array:
-        bsz, n, width = qkv.shape[0], qkv.shape[1], qkv.shape[2]
-        e_dim = width // (3 * heads)
+        bsz, n, e_dim, dims = self._attention_dims(qkv, heads)
         gs = self.empty(s.shape)
         gqkv = self.empty(qkv.shape)
-        dims = (n, heads, e_dim)
         args = (*_arg(qkv), *_arg(s), *_arg(p), *_arg(gout), *_arg(p if mask is None else mask), *_arg(gs))
         flags = (self._mode(mode), int(causal), int(mask is not None))  # the mask is read only with one
         if self._cpu:
@@ -317,11 +326,13 @@ class ComplexOpenCLOps:
         self._k["complex_attention_grad_kv"](
             (n, heads * e_dim, bsz),
             *_arg(qkv),
-            *_arg(p if mask is None else self.complex_scale(p, mask)),
+            *_arg(p),
+            *_arg(p if mask is None else mask),
             *_arg(gs),
             *_arg(gout),
             *_arg(gqkv),
             *dims,
+            int(mask is not None),
         )
         return gqkv
 

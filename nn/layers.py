@@ -218,10 +218,15 @@ class DropoutMask:
         self.counter += 1
         return backend.dropout_mask(tuple(shape), self.rate, self.seed or 0, self.counter)
 
-    def apply(self, backend: Backend, x: Tensor, training: bool) -> tuple[Tensor, Tensor | None]:
-        """``(x ⊙ mask, mask)`` for a real tensor; ``(x, None)`` when nothing is dropped."""
-        mask = self.draw(backend, x.shape, training)
-        return (x, None) if mask is None else (backend.mul(x, mask), mask)
+    def apply(
+        self, backend: Backend, x: Tensor, training: bool, pairs: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """``(x ⊙ mask, mask)`` (the next mask, drawn and applied in one pass); ``(x, None)`` when nothing
+        is dropped. ``pairs``: ``x`` is complex ``(..., 2)`` and one draw covers each (Re, Im) pair."""
+        if not training or self.rate == 0.0:
+            return x, None
+        self.counter += 1
+        return backend.dropout_apply(x, self.rate, self.seed or 0, self.counter, pairs)
 
     @staticmethod
     def grad(backend: Backend, g: Tensor, mask: Tensor | None) -> Tensor:

@@ -222,6 +222,14 @@ class NumpyBackend:
         keep = uniform01(seed, counter, index) >= rate
         return (keep * (1.0 / (1.0 - rate))).astype(self.dtype).reshape(shape)
 
+    def dropout_apply(
+        self, x: np.ndarray, rate: float, seed: int, counter: int, pairs: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        if pairs and (x.ndim == 0 or x.shape[-1] != 2):
+            raise ValueError(f"dropout_apply: pairs=True needs a complex (..., 2) tensor, got {x.shape}")
+        mask = self.dropout_mask(x.shape[:-1] if pairs else x.shape, rate, seed, counter)
+        return x * (mask[..., None] if pairs else mask), mask
+
     def mul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return a * b
 

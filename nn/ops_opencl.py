@@ -65,7 +65,7 @@ CORE_KERNELS: tuple[KernelSpec, ...] = (
     *kernel_specs("batchnorm.cl", "batchnorm_forward_infer", *_EW),
     *kernel_specs("batchnorm.cl", "batchnorm_forward_train8 batchnorm_backward8", (4,), (4,)),
     *kernel_specs("batchnorm.cl", "batchnorm_forward_train batchnorm_backward", *_COL),
-    *kernel_specs("dropout.cl", "dropout_mask", *_EW),
+    *kernel_specs("dropout.cl", "dropout_mask dropout_apply", *_EW),
     *kernel_specs(
         "optim.cl",
         "sgd_update momentum_update adagrad_update rmsprop_update adadelta_update adam_update",
@@ -384,25 +384,26 @@ class OpenCLBackend:
 
     # --- dropout ------------------------------------------------------------------------------------
     def dropout_mask(self, shape: tuple[int, ...], rate: float, seed: int, counter: int) -> cla.Array:
-        if not 0.0 <= rate < 1.0:
-            raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
         mask = self.empty(shape)
-        n = mask.size
-        if n >= 2**32:
-            raise ShapeError(f"dropout_mask: {n} elements exceed the 32-bit counter space")
-        # uniform01 < rate  <=>  its 24-bit integer < ceil(rate * 2^24): exact integer comparison.
-        threshold = math.ceil(rate * (1 << 24))
-        if n:
-            self._k["dropout_mask"](
-                (n,),
-                *self.arg(mask),
-                n,
-                seed & 0xFFFFFFFF,
-                counter & 0xFFFFFFFF,
-                threshold,
-                1.0 / (1.0 - rate),
-            )
+        args = _dropout_args(mask.size, rate, seed, counter)
+        if mask.size:
+            self._k["dropout_mask"]((mask.size,), *self.arg(mask), *args)
         return mask
+
+    def dropout_apply(
+        self, x: cla.Array, rate: float, seed: int, counter: int, pairs: bool = False
+    ) -> tuple[cla.Array, cla.Array]:
+        if pairs and (x.ndim == 0 or x.shape[-1] != 2):
+            raise ShapeError(f"dropout_apply: pairs=True needs a complex (..., 2) tensor, got {x.shape}")
+        mask = self.empty(x.shape[:-1] if pairs else x.shape)
+        y = self.empty(x.shape)
+        args = _dropout_args(mask.size, rate, seed, counter)
+        if mask.size:
+            n = mask.size
+            self._k["dropout_apply"](
+                (n,), *self.arg(x), *self.arg(y), *self.arg(mask), n, 2 if pairs else 1, *args[1:]
+            )
+        return y, mask
 
     def mul(self, a: cla.Array, b: cla.Array) -> cla.Array:
         _same_shape("mul", a, b)
@@ -512,6 +513,17 @@ class OpenCLBackend:
         partials = self.arg(self._partials)
         self._k["sumsq_partials"]((_PARTIALS,), *self.arg(g), *partials, g.size)
         self._k["clip_by_norm"]((_PARTIALS,), *self.arg(g), *partials, _PARTIALS, g.size, max_norm)
+
+
+def _dropout_args(n: int, rate: float, seed: int, counter: int) -> tuple:
+    """The dropout kernels' trailing arguments ``(n, seed, counter, threshold, scale)``: element i is dropped
+    when its 24 random bits are below ``ceil(rate · 2^24)`` (uniform01 < rate as exact integer arithmetic)."""
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
+    if n >= 2**32:
+        raise ShapeError(f"dropout: {n} elements exceed the 32-bit counter space")
+    threshold = math.ceil(rate * (1 << 24))
+    return n, seed & 0xFFFFFFFF, counter & 0xFFFFFFFF, threshold, 1.0 / (1.0 - rate)
 
 
 def _same_shape(op: str, a: cla.Array, b: cla.Array) -> None:

@@ -145,28 +145,26 @@ def gemm_pair(rt, first: Product, second: Product) -> None:
         two(second.A, second.B, second.C, second.C if second.bias is None else second.bias)
         return
     key = ("pair", _key(rt, False, *first), _key(rt, False, *second))
-    plans = rt.plans
-    plan = plans.get(key)
-    if plan is None:
-        from opencl.gemm_gpu import pair_plan
-
-        checked = []
-        for p in (first, second):
-            for name, arr in (("A", p.A), ("B", p.B), ("C", p.C)):
-                _check(rt, name, arr, 2)
-            problem = _problem(rt, p.A, p.B, p.C, 1, p.trans_a, p.trans_b, p.alpha, p.beta, p.bias,
-                               p.activation)
-            checked.append((p.A, p.B, p.C, p.C if p.bias is None else p.bias, problem))
-        if checked[0][4] is None or checked[1][4] is None:  # an empty product: the other alone
-            plan = _PairOfPlans(*(_plan(rt, False, *(p.A, p.B, p.C, p.trans_a, p.trans_b, p.alpha, p.beta,
-                                                     p.bias, p.activation)) for p in (first, second)))
-        else:
-            plan = pair_plan(rt, checked[0], checked[1])
-        if len(plans) >= MAX_PLANS:
-            plans.clear()
-        plans[key] = plan
+    plan = _cached(rt, key, _pair_plan, first, second)
     plan(first.A, first.B, first.C, first.C if first.bias is None else first.bias,
          second.A, second.B, second.C, second.C if second.bias is None else second.bias)
+
+
+def _pair_plan(rt, first: Product, second: Product):
+    """Validate both products of a pair and prepare their launches (GPU devices)."""
+    from opencl.gemm_gpu import pair_plan
+
+    checked = []
+    for p in (first, second):
+        for name, arr in (("A", p.A), ("B", p.B), ("C", p.C)):
+            _check(rt, name, arr, 2)
+        problem = _problem(rt, p.A, p.B, p.C, 1, p.trans_a, p.trans_b, p.alpha, p.beta, p.bias,
+                           p.activation)
+        checked.append((p.A, p.B, p.C, p.C if p.bias is None else p.bias, problem))
+    if checked[0][4] is None or checked[1][4] is None:  # an empty product: the other alone
+        return _PairOfPlans(*(_plan(rt, False, *(p.A, p.B, p.C, p.trans_a, p.trans_b, p.alpha, p.beta,
+                                                 p.bias, p.activation)) for p in (first, second)))
+    return pair_plan(rt, checked[0], checked[1])
 
 
 class _PairOfPlans(NamedTuple):
@@ -228,10 +226,18 @@ def _run(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) 
 def _prepared(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> Plan:
     """The kept plan of this operand layout, made on first use."""
     key = _key(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)
+    return _cached(rt, key, _plan, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)
+
+
+def _cached(rt, key: tuple, make, *args):
+    """The runtime's kept plan under ``key`` (one product's layout, or a pair's two), made by ``make(rt,
+    *args)`` on first use. A ``make`` that fails validation stores nothing, so the call fails the same way
+    every time; past ``MAX_PLANS`` kept plans they are all dropped and made again as used, so memory stays
+    bounded."""
     plans = rt.plans
     plan = plans.get(key)
     if plan is None:
-        plan = _plan(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)
+        plan = make(rt, *args)
         if len(plans) >= MAX_PLANS:
             plans.clear()
         plans[key] = plan

@@ -194,7 +194,9 @@ __kernel void permute6_rows(__global const REAL *x, const uint x_off, __global R
 }
 
 /* out = alpha a + beta b[i % period]: residual adds (period n, beta 1), scaling (beta 0, b = a) and
- * broadcast adds of a (S, D) table to every sample (period S*D). */
+ * broadcast adds of a (S, D) table to every sample (period S*D). Without a broadcast (period n) no
+ * remainder is taken: an integer division per element made the residual adds of a transformer three times
+ * slower than a plain elementwise product on a GPU. */
 __kernel void axpby(__global const REAL *a, const uint a_off, __global const REAL *b, const uint b_off,
                     __global REAL *out, const uint out_off, const int n, const int period, const REAL alpha,
                     const REAL beta) {
@@ -202,8 +204,25 @@ __kernel void axpby(__global const REAL *a, const uint a_off, __global const REA
     b += b_off;
     out += out_off;
     const int i = get_global_id(0);
-    if (i < n) {
+    if (i >= n) {
+        return;
+    }
+    if (period == n) {
+        out[i] = alpha * a[i] + beta * b[i];
+    } else {
         out[i] = alpha * a[i] + beta * b[i % period];
+    }
+}
+
+/* out = a ⊙ b elementwise: attention weights (or their gradient) times the dropout mask. */
+__kernel void times(__global const REAL *a, const uint a_off, __global const REAL *b, const uint b_off,
+                    __global REAL *out, const uint out_off, const int n) {
+    a += a_off;
+    b += b_off;
+    out += out_off;
+    const int i = get_global_id(0);
+    if (i < n) {
+        out[i] = a[i] * b[i];
     }
 }
 

@@ -1,7 +1,9 @@
 /* Complex multi-head self-attention core (the projections run on the real GEMM, see complex.cl).
  *
  * Layouts (complex elements; each is an interleaved (Re, Im) pair):
- *   qkv  (B, N, 3, H, E)   Q, K, V blocks of the fused projection, head-major inside each block
+ *   qkv  Q, K, V of the fused projection, head-major inside each (H, E) block: q of token i, head h, element
+ *        e of sample b at b N 3HE + i ts + h E + e, k at + bs, v at + 2 bs. (ts, bs) = (3HE, HE) for the
+ *        token-major layout (B, N, 3, H, E) and (HE, N HE) for three blocks of N tokens (B, 3, N, H, E).
  *   s, p (B, H, N, N)      KEY-major: element [b, h, j, i] holds s_ij = sum_e q_ie k_je (unconjugated) and
  *                          the weight p_ij. Items own a query row i, so with i fastest in memory the items of
  *                          a group read and write consecutive addresses at every step j (coalesced on GPUs).
@@ -9,8 +11,8 @@
  * Score modes (a kernel argument):
  *   mode 0 "modulus"      p = softmax_j |s_ij| (real weights, Im p = 0; official ATFNet code, no 1/sqrt(E))
  *   mode 1 "holomorphic"  e = exp(clamp(Re t, +-20) + i Im t), t = s / sqrt(E), p = e / sum_j e (MQL5 port)
- * causal != 0 drops j > i (p = 0 there). Dropout on the weights: the forward and grad_kv get p already
- * multiplied by the real mask m (same layout); grad_scores multiplies gp by m itself (has_mask).
+ * causal != 0 drops j > i (p = 0 there). Dropout on the weights: the output, grad_scores and grad_kv
+ * multiply by the real mask m (same layout as p) themselves when has_mask (p itself stays undropped).
  * Gradients follow nn/complex_ops_numpy.py: dL/dRe + i dL/dIm, exact for both modes (|s| and the clamp
  * are not holomorphic). */
 #include "complex.h"
@@ -20,7 +22,8 @@
 /* One item per query row (i, h, b): global (N, H, B). Writes s and p. */
 __kernel void complex_attention_scores(__global const REAL *qkv, const uint qkv_off, __global REAL *s,
                                        const uint s_off, __global REAL *p, const uint p_off, const int N,
-                                       const int H, const int E, const int mode, const int causal) {
+                                       const int H, const int E, const int ts, const int bs, const int mode,
+                                       const int causal) {
     const int i = get_global_id(0);
     const int h = get_global_id(1);
     const int b = get_global_id(2);
@@ -32,12 +35,12 @@ __kernel void complex_attention_scores(__global const REAL *qkv, const uint qkv_
     s += s_off;
     p += p_off;
     const int width = 3 * H * E;
-    const size_t q0 = ((size_t)b * N + i) * width + (size_t)h * E;
+    const size_t q0 = (size_t)b * N * width + (size_t)i * ts + (size_t)h * E;
     const int jend = causal ? i + 1 : N;
     const REAL inv_sqrt_e = rsqrt((REAL)E);
     REAL amax = (REAL)0;
     for (int j = 0; j < N; ++j) {
-        const size_t k0 = ((size_t)b * N + j) * width + (size_t)(H + h) * E;
+        const size_t k0 = (size_t)b * N * width + (size_t)j * ts + bs + (size_t)h * E;
         REAL2 acc = (REAL2)(0, 0);
         for (int e = 0; e < E; ++e) {
             acc += c_mul(c_ld(qkv, q0 + e), c_ld(qkv, k0 + e));
@@ -64,10 +67,11 @@ __kernel void complex_attention_scores(__global const REAL *qkv, const uint qkv_
     }
 }
 
-/* out_i = sum_j p_ij v_j. One item per (i, c = h E + e, b): global (N, H E, B). */
+/* out_i = sum_j (p_ij m_ij) v_j (m = 1 without mask). One item per (i, c = h E + e, b): global (N, H E, B). */
 __kernel void complex_attention_output(__global const REAL *qkv, const uint qkv_off, __global const REAL *p,
-                                       const uint p_off, __global REAL *out, const uint out_off, const int N,
-                                       const int H, const int E) {
+                                       const uint p_off, __global const REAL *mask, const uint mask_off,
+                                       __global REAL *out, const uint out_off, const int N, const int H,
+                                       const int E, const int ts, const int bs, const int has_mask) {
     const int i = get_global_id(0);
     const int c = get_global_id(1);
     const int b = get_global_id(2);
@@ -81,7 +85,9 @@ __kernel void complex_attention_output(__global const REAL *qkv, const uint qkv_
     const size_t mat = (size_t)(b * H + c / E) * N * N;
     REAL2 acc = (REAL2)(0, 0);
     for (int j = 0; j < N; ++j) {
-        acc += c_mul(c_ld(p, mat + (size_t)j * N + i), c_ld(qkv, ((size_t)b * N + j) * width + 2 * H * E + c));
+        const size_t at = mat + (size_t)j * N + i;
+        const REAL2 pj = has_mask ? c_ld(p, at) * mask[mask_off + at] : c_ld(p, at);
+        acc += c_mul(pj, c_ld(qkv, (size_t)b * N * width + (size_t)j * ts + 2 * bs + c));
     }
     c_st(out, ((size_t)b * N + i) * H * E + c, acc);
 }
@@ -97,7 +103,8 @@ __kernel void complex_attention_grad_scores(__global const REAL *qkv, const uint
                                             const uint p_off, __global const REAL *gout, const uint gout_off,
                                             __global const REAL *mask, const uint mask_off, __global REAL *gs,
                                             const uint gs_off, const int N, const int H, const int E,
-                                            const int mode, const int causal, const int has_mask) {
+                                            const int ts, const int bs, const int mode, const int causal,
+                                            const int has_mask) {
     const int i = get_global_id(0);
     const int h = get_global_id(1);
     const int b = get_global_id(2);
@@ -116,7 +123,7 @@ __kernel void complex_attention_grad_scores(__global const REAL *qkv, const uint
     /* pass 1: gp into gs, and the row sum needed by the softmax backward */
     REAL2 dot = (REAL2)(0, 0);
     for (int j = 0; j < N; ++j) {
-        const size_t v0 = ((size_t)b * N + j) * width + (size_t)(2 * H + h) * E;
+        const size_t v0 = (size_t)b * N * width + (size_t)j * ts + 2 * bs + (size_t)h * E;
         REAL2 gp = (REAL2)(0, 0);
         for (int e = 0; e < E; ++e) {
             gp += c_mul_conj(c_ld(gout, go0 + e), c_ld(qkv, v0 + e));
@@ -163,7 +170,7 @@ __kernel void complex_attention_grad_scores(__global const REAL *qkv, const uint
  * global (N, H E, B). */
 __kernel void complex_attention_grad_q(__global const REAL *qkv, const uint qkv_off, __global const REAL *gs,
                                        const uint gs_off, __global REAL *gqkv, const uint gqkv_off, const int N,
-                                       const int H, const int E) {
+                                       const int H, const int E, const int ts, const int bs) {
     const int i = get_global_id(0);
     const int c = get_global_id(1);
     const int b = get_global_id(2);
@@ -176,18 +183,20 @@ __kernel void complex_attention_grad_q(__global const REAL *qkv, const uint qkv_
     const size_t mat = (size_t)(b * H + c / E) * N * N;
     REAL2 acc = (REAL2)(0, 0);
     for (int j = 0; j < N; ++j) {
-        acc += c_mul_conj(c_ld(gs, mat + (size_t)j * N + i), c_ld(qkv, ((size_t)b * N + j) * width + H * E + c));
+        acc += c_mul_conj(c_ld(gs, mat + (size_t)j * N + i), c_ld(qkv, (size_t)b * N * width + (size_t)j * ts + bs + c));
     }
-    c_st(gqkv + gqkv_off, ((size_t)b * N + i) * width + c, acc);
+    c_st(gqkv + gqkv_off, (size_t)b * N * width + (size_t)i * ts + c, acc);
 }
 
-/* gk_je = sum_i gs_ij conj(q_ie) and gv_je = sum_i conj(p_ij) go_ie into the K and V blocks of gqkv. One
+/* gk_je = sum_i gs_ij conj(q_ie) and gv_je = sum_i conj(p_ij m_ij) go_ie into the K and V blocks of gqkv. One
  * work-group of LG items per (j, c = h E + e, b), the items splitting the sum over i (consecutive addresses
  * of gs and p): global (LG N, H E, B), local (LG, 1, 1). */
 __kernel void complex_attention_grad_kv(__global const REAL *qkv, const uint qkv_off, __global const REAL *p,
-                                        const uint p_off, __global const REAL *gs, const uint gs_off,
-                                        __global const REAL *gout, const uint gout_off, __global REAL *gqkv,
-                                        const uint gqkv_off, const int N, const int H, const int E) {
+                                        const uint p_off, __global const REAL *mask, const uint mask_off,
+                                        __global const REAL *gs, const uint gs_off, __global const REAL *gout,
+                                        const uint gout_off, __global REAL *gqkv, const uint gqkv_off,
+                                        const int N, const int H, const int E, const int ts, const int bs,
+                                        const int has_mask) {
     __local REAL2 scratch[LG];
     const int j = get_group_id(0);
     const int lid = get_local_id(0);
@@ -203,15 +212,16 @@ __kernel void complex_attention_grad_kv(__global const REAL *qkv, const uint qkv
     REAL2 gk = (REAL2)(0, 0);
     REAL2 gv = (REAL2)(0, 0);
     for (int i = lid; i < N; i += LG) {
-        gk += c_mul_conj(c_ld(gs, row + i), c_ld(qkv, ((size_t)b * N + i) * width + c));
-        gv += c_mul_conj(c_ld(gout, ((size_t)b * N + i) * HE + c), c_ld(p, row + i));
+        gk += c_mul_conj(c_ld(gs, row + i), c_ld(qkv, (size_t)b * N * width + (size_t)i * ts + c));
+        const REAL2 pi = has_mask ? c_ld(p, row + i) * mask[mask_off + row + i] : c_ld(p, row + i);
+        gv += c_mul_conj(c_ld(gout, ((size_t)b * N + i) * HE + c), pi);
     }
     gk = group_sum2(gk, scratch);
     gv = group_sum2(gv, scratch);
     if (lid == 0) {
-        const size_t at = ((size_t)b * N + j) * width + c; /* complex index of q_jc; k and v follow */
-        c_st(gqkv + gqkv_off, at + HE, gk);
-        c_st(gqkv + gqkv_off, at + 2 * HE, gv);
+        const size_t at = (size_t)b * N * width + (size_t)j * ts + c; /* complex index of q_jc */
+        c_st(gqkv + gqkv_off, at + bs, gk);
+        c_st(gqkv + gqkv_off, at + 2 * bs, gv);
     }
 }
 
@@ -318,8 +328,8 @@ inline REAL8 c8_abs(const REAL8 re, const REAL8 im) {
  * item: global (ceil(B H / per)). */
 __kernel void complex_attention_scores_cpu(__global const REAL *qkv, const uint qkv_off, __global REAL *s,
                                            const uint s_off, __global REAL *p, const uint p_off, const int N,
-                                           const int H, const int E, const int B, const int per,
-                                           const int mode, const int causal) {
+                                           const int H, const int E, const int ts, const int bs, const int B,
+                                           const int per, const int mode, const int causal) {
     const int first = get_global_id(0) * per;
     const int last = min(first + per, B * H);
     qkv += qkv_off;
@@ -336,17 +346,17 @@ __kernel void complex_attention_scores_cpu(__global const REAL *qkv, const uint 
             const int n = min(8, N - i0);
             /* lane l: the last key row i0 + l may attend to (N - 1 without causality) */
             const REAL8 ilast = causal ? (REAL8)((REAL)i0) + lane : (REAL8)((REAL)(N - 1));
-            const size_t q0 = ((size_t)b * N + i0) * width + (size_t)h * E;
+            const size_t q0 = (size_t)b * N * width + (size_t)i0 * ts + (size_t)h * E;
             /* s_ij = sum_e q_ie k_je, accumulated over e in s itself (one pass when E = 1); the last pass
              * starts the softmax: mode 0 keeps |s| in Re p and the row maxima, mode 1 writes the exponentials
              * into p and sums them. */
             REAL8 amax = (REAL8)(0);
             C8 sum = {(REAL8)(0), (REAL8)(0)};
             for (int e = 0; e < E; ++e) {
-                const C8 q = c8_gather(qkv, q0 + e, width, n);
+                const C8 q = c8_gather(qkv, q0 + e, ts, n);
                 for (int j = 0; j < N; ++j) {
                     const size_t at = 2 * (mat + (size_t)j * N + i0);
-                    const REAL2 k = c_ld(qkv, ((size_t)b * N + j) * width + (size_t)(H + h) * E + e);
+                    const REAL2 k = c_ld(qkv, (size_t)b * N * width + (size_t)j * ts + bs + (size_t)h * E + e);
                     C8 acc = c8_mul(q, k);
                     if (e > 0) {
                         const C8 prev = c8_ld(s + at, n);
@@ -407,8 +417,9 @@ __kernel void complex_attention_grad_scores_cpu(__global const REAL *qkv, const 
                                                 __global const REAL *gout, const uint gout_off,
                                                 __global const REAL *mask, const uint mask_off,
                                                 __global REAL *gs, const uint gs_off, const int N, const int H,
-                                                const int E, const int B, const int per, const int mode,
-                                                const int causal, const int has_mask) {
+                                                const int E, const int ts, const int bs, const int B,
+                                                const int per, const int mode, const int causal,
+                                                const int has_mask) {
     const int first = get_global_id(0) * per;
     const int last = min(first + per, B * H);
     qkv += qkv_off;
@@ -435,7 +446,7 @@ __kernel void complex_attention_grad_scores_cpu(__global const REAL *qkv, const 
                 const C8 go = c8_gather(gout, go0 + e, (size_t)H * E, n);
                 for (int j = 0; j < N; ++j) {
                     const size_t at = mat + (size_t)j * N + i0;
-                    const REAL2 v = c_ld(qkv, ((size_t)b * N + j) * width + (size_t)(2 * H + h) * E + e);
+                    const REAL2 v = c_ld(qkv, (size_t)b * N * width + (size_t)j * ts + 2 * bs + (size_t)h * E + e);
                     C8 gp = c8_mul_conj(go, v);
                     if (e > 0) {
                         const C8 prev = c8_ld(gs + 2 * at, n);

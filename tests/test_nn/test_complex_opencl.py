@@ -190,6 +190,37 @@ def test_complex_attention_with_weight_dropout(cl_layout, mode, b, n, h, e, rng)
     _close(cl, gd, g, 10 * scale**2)
 
 
+@pytest.mark.parametrize("mode", ["modulus", "holomorphic"])
+@pytest.mark.parametrize(
+    ("b", "n", "h", "e", "dropped"),
+    [(1, 1, 1, 1, False), (2, 9, 3, 2, True), (3, 16, 8, 1, True), (2, 17, 2, 5, False)],
+)
+def test_complex_attention_reads_q_k_v_as_three_blocks(cl_layout, mode, b, n, h, e, dropped, rng):
+    """``qkv (B, 3, N, H·E, 2)`` (the feature-slot attention's projection, read in place) gives what the
+    same values regrouped token by token give, on the device and in the reference; the gradient comes back
+    in the blocks' layout."""
+    cl = cl_layout
+    ref = _Ref()
+    blocks, gout = rng.normal(size=(b, 3, n, h * e, 2)), rng.normal(size=(b, n, h * e, 2))
+    tokens = np.ascontiguousarray(blocks.transpose(0, 2, 1, 3, 4)).reshape(b, n, 3 * h * e, 2)
+    mask = ref.dropout_mask((b, h, n, n), 0.3, 5, 2) if dropped else None
+    maskd = None if mask is None else cl.asarray(mask)
+    out, s, p = ref.complex_attention_forward(tokens, h, mode, False, mask)
+    g = ref.complex_attention_backward(tokens, s, p, gout, h, mode, False, mask)
+    g_blocks = np.ascontiguousarray(g.reshape(b, n, 3, h * e, 2).transpose(0, 2, 1, 3, 4))
+    rout, rs, rp = ref.complex_attention_forward(blocks, h, mode, False, mask)
+    np.testing.assert_allclose(rout, out, atol=1e-14)
+    np.testing.assert_allclose(ref.complex_attention_backward(blocks, rs, rp, gout, h, mode, False, mask),
+                               g_blocks, atol=1e-14)  # fmt: skip
+    outd, sd, pd = cl.complex_attention_forward(cl.asarray(blocks), h, mode, False, maskd)
+    scale = 1.0 + np.abs(s).max()
+    _close(cl, outd, out, scale)
+    _close(cl, sd, s, scale)
+    gd = cl.complex_attention_backward(cl.asarray(blocks), sd, pd, cl.asarray(gout), h, mode, False, maskd)
+    assert gd.shape == blocks.shape
+    _close(cl, gd, g_blocks, 10 * scale**2)
+
+
 @pytest.mark.parametrize(("seq_len", "pred_len", "rows"), [(7, 4, 1), (96, 96, 5), (17, 130, 3)])
 def test_spectral_products(cl, seq_len, pred_len, rows, rng):
     ref = _Ref()

@@ -241,6 +241,37 @@ def test_dropout_mask_matches_the_reference_bit_for_bit(ob, shape, rate, seed, c
     _check(ob, mask, ref)
 
 
+@pytest.mark.parametrize(
+    ("shape", "pairs"), [((1,), False), ((17, 130), False), ((3, 5, 2), True), ((130, 17, 2), True)]
+)
+@pytest.mark.parametrize(("rate", "seed", "counter"), [(0.0, 0, 0), (0.3, 7, 1), (0.5, 2**31 + 5, 2**32 - 1)])
+def test_dropout_apply_is_the_mask_times_x_bit_for_bit(ob, rng, shape, pairs, rate, seed, counter):
+    """One pass gives the mask ``dropout_mask`` draws (one per complex pair with ``pairs``) and exactly
+    ``x`` times it, as the reference does."""
+    x, xh = _data(ob, rng, shape)
+    mshape = shape[:-1] if pairs else shape
+    _poison_pool(ob, shape, mshape)
+    y, mask = ob.dropout_apply(x, rate, seed, counter, pairs)
+    ry, rmask = REF.dropout_apply(xh, rate, seed, counter, pairs)
+    drawn = ob.dropout_mask(mshape, rate, seed, counter)
+    np.testing.assert_array_equal(ob.to_numpy(mask), ob.to_numpy(drawn))
+    np.testing.assert_array_equal(ob.to_numpy(mask) == 0, rmask == 0)
+    want = ob.to_numpy(x) * (ob.to_numpy(mask)[..., None] if pairs else ob.to_numpy(mask))
+    np.testing.assert_array_equal(ob.to_numpy(y), want)  # the product in the device's precision, exactly
+    _check(ob, y, ry)
+
+
+def test_dropout_apply_refuses_pairs_of_a_real_tensor(ob, rng):
+    x, xh = _data(ob, rng, (3, 5))
+    for backend, t in ((ob, x), (REF, xh)):
+        with pytest.raises(ValueError, match="pairs=True needs a complex"):
+            backend.dropout_apply(t, 0.1, 0, 1, True)
+    with pytest.raises(ValueError, match="rate"):
+        ob.dropout_apply(x, 1.0, 0, 1)
+    y, mask = ob.dropout_apply(ob.empty((0, 2)), 0.5, 0, 1, True)  # nothing to draw: no launch
+    assert (y.shape, mask.shape) == ((0, 2), (0,))
+
+
 def test_dropout_rate_boundary_is_exact(ob):
     """A rate equal to one of the drawn values must drop exactly the values below it, as NumPy does."""
     from nn.random import uniform01
