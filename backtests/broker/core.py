@@ -125,7 +125,7 @@ class Broker:
     pending_orders = property(lambda self: self.book.orders)
     trades = property(lambda self: self.ledger.trades)
     rejected = property(lambda self: self.ledger.rejected)
-    deals = property(lambda self: len(self.ledger.deals))  # MetaTrader's "Total Deals"
+    deals = property(lambda self: self.ledger.deal_count())  # MetaTrader's "Total Deals"
     profit_rate = property(lambda self: self.money.profit)
 
     # -- prices and time -------------------------------------------------------------------------------------
