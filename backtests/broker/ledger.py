@@ -165,7 +165,7 @@ class Ledger:
         """Each symbol's floating segments in the order they ended."""
         for name, rows in self._segment_rows.items():
             if rows:
-                self._segments[name].extend(map(Segment._make, rows))
+                self._segments[name].extend(starmap(Segment, rows))
                 rows.clear()
         return self._segments
 
@@ -187,15 +187,17 @@ class Ledger:
         self.trades.append(record)
 
     def new_order(self, t: int, ns: int | None, ticket, kind, lots, price, sl, tp, state, position, magic,
-                  comment, stoplimit=None, expiration=None, symbol: str = "") -> OrderRecord | None:  # fmt: skip
+                  comment, stoplimit=None, expiration=None,
+                  symbol: str = "") -> OrderRecord | None:  # fmt: skip
         """An order placed (a pending order) or filled (a market order) in bar ``t`` at UTC ``ns``; returns
         the placed order's record (which follows the order: filled, cancelled, expired), None for a fill."""
         if state == "filled":  # final as it is made: its row, built into a record when read (``orders``)
-            self._order_rows.append((ticket, t, ns, kind, lots, price, stoplimit, sl, tp, expiration, t, ns,
-                                     price, state, position, magic, comment, symbol or self.symbol))  # fmt: skip
+            self._order_rows.append((ticket, t, ns, kind, lots, price, stoplimit, sl, tp, expiration, t,
+                                     ns, price, state, position, magic, comment,
+                                     symbol or self.symbol))  # fmt: skip
             return None
-        record = OrderRecord(ticket, t, ns, kind, lots, price, stoplimit, sl, tp, expiration, None, None, None,
-                             state, position, magic, comment, symbol or self.symbol)  # fmt: skip
+        record = OrderRecord(ticket, t, ns, kind, lots, price, stoplimit, sl, tp, expiration, None, None,
+                             None, state, position, magic, comment, symbol or self.symbol)  # fmt: skip
         self.orders.append(record)  # after the rows before it: the records stay in their order
         return record
 
@@ -204,9 +206,10 @@ class Ledger:
                  symbol: str = "") -> None:  # fmt: skip
         """A deal of position ``pos`` in bar ``t`` at UTC ``ns``; ``balance`` is the balance after it."""
         rows = self._deal_rows
-        rows.append((len(self._deals) + len(rows) + 1, t, ns, order, pos.ticket, "buy" if side > 0 else "sell",
-                     entry, lots, price, commission, swap, profit, balance, pos.magic,
-                     pos.comment if comment is None else comment, symbol or self.symbol))  # fmt: skip
+        rows.append((len(self._deals) + len(rows) + 1, t, ns, order, pos.ticket,
+                     "buy" if side > 0 else "sell", entry, lots, price, commission, swap, profit, balance,
+                     pos.magic, pos.comment if comment is None else comment,
+                     symbol or self.symbol))  # fmt: skip
 
     def new_trade(self, pos: OpenPosition, lots, t: int, ns: int | None, price, reason, entry_comm, exit_comm,
                   swap, profit, scale: int, symbol: str = "", rate: float = 1.0) -> None:  # fmt: skip
