@@ -332,7 +332,16 @@ class Account:
         """(margin, balance - value of the positions - stop-out equity, per_point x short lots, per_point x
         net lots, net lots), cached until the balance or the positions change."""
         if self._terms is None or self._terms_at != self.book.changes:
-            long_lots, long_value, short_lots, short_value, margin = self.exposure()
+            positions = self.book.positions
+            if len(positions) == 1:  # one position (every state of a reversing EA): its own sums, as
+                p = positions[0]  # ``exposure`` adds them up from zero, without the caches between
+                lots, value = p.lots, p.lots * p.price
+                long_lots, long_value, short_lots, short_value = (
+                    (lots, value, 0, 0) if p.side > 0 else (0, 0, lots, value)
+                )
+                margin = self.margin.of_positions(positions)
+            else:
+                long_lots, long_value, short_lots, short_value, margin = self.exposure()
             k = self.per_point
             base = (
                 self.balance

@@ -190,14 +190,28 @@ class OrderBook:
         return self._tickets.get(ticket)
 
     def add(self, pos: OpenPosition) -> None:
+        cached = self._exposure
         self.positions.append(pos)
         self._tickets[pos.ticket] = pos  # an account numbers its positions once (``Ledger.new_ticket``)
         self._changed()
+        if cached is not None and cached[0] == self.changes - 1:
+            # The sums of the book as it was plus the new last position: the very additions ``exposure``
+            # makes in position order, so the same floats, without going over the others again
+            long_lots, long_value, short_lots, short_value = cached[1]
+            if pos.side > 0:
+                long_lots += pos.lots
+                long_value += pos.lots * pos.price
+            elif pos.side < 0:
+                short_lots += pos.lots
+                short_value += pos.lots * pos.price
+            self._exposure = (self.changes, (long_lots, long_value, short_lots, short_value))
 
     def remove(self, pos: OpenPosition) -> None:
         self.positions.remove(pos)
         del self._tickets[pos.ticket]
         self._changed()
+        if not self.positions:  # nothing left: the sums of no position (a reversal's close)
+            self._exposure = (self.changes, (0, 0, 0, 0))
 
     def resize(self, pos: OpenPosition, lots: float, price: float) -> None:
         """A position's volume and average price changed (a netting deal added to it, a partial close)."""

@@ -45,6 +45,7 @@ from backtests.broker.market import Market
 from backtests.broker.requests import KEEP, TradeRequests
 from backtests.broker.swap import SwapModel
 from backtests.broker.terms import SymbolMoney, SymbolTerms
+from backtests.broker.triggers import fill_reached
 from datafeeds.clock import UTC, BrokerClock
 from strategies.trade import Account as AccountView
 from strategies.trade import Order, Position
@@ -125,7 +126,7 @@ class Broker:
     pending_orders = property(lambda self: self.book.orders)
     trades = property(lambda self: self.ledger.trades)
     rejected = property(lambda self: self.ledger.rejected)
-    deals = property(lambda self: len(self.ledger.deals))  # MetaTrader's "Total Deals"
+    deals = property(lambda self: self.ledger.deal_count())  # MetaTrader's "Total Deals"
     profit_rate = property(lambda self: self.money.profit)
 
     # -- prices and time -------------------------------------------------------------------------------------
@@ -148,8 +149,8 @@ class Broker:
             return float(round((now[2] if side > 0 else now[1]) * self.scale))
         if self.inside is not None:
             return self.inside[1] if side > 0 else self.inside[0]
-        t, m = self.t, self.market
-        return m.o[t] + m.s_open[t] if side > 0 else m.o[t]
+        t, m = self.t, self.market  # Python floats (``item``): the same values, cheaper to compute with
+        return m.o.item(t) + m.s_open.item(t) if side > 0 else m.o.item(t)
 
     def to_points(self, price: float) -> float:
         """A price on the symbol's grid, in whole points (the nearest: a quote lies on the grid)."""
@@ -263,7 +264,7 @@ class Broker:
                 self._swap(int(m.day[prev]), int(m.day[t]))
         if first is None and self.calm.holds(t):
             return
-        self.quote = (m.o[t], m.h[t], m.lo[t], m.s_open[t]) if first is None else first
+        self.quote = (m.o.item(t), m.h.item(t), m.lo.item(t), m.s_open.item(t)) if first is None else first
         if book.orders:
             self.expire(t, self.time_now())  # the bar's open, or its first tick's time
         self.at_open_checks(t)
@@ -284,7 +285,7 @@ class Broker:
         if not (book.positions or book.orders) or self.calm.holds(t):
             return
         m = self.market
-        self.quote = (m.o[t], m.h[t], m.lo[t], m.s[t])
+        self.quote = (m.o.item(t), m.h.item(t), m.lo.item(t), m.s.item(t))
         self.range_checks(t)
 
     def attach_path(self, path) -> None:
@@ -302,7 +303,7 @@ class Broker:
         """
         book = self.book
         if book.orders:
-            self._trigger(t, at_open=True)
+            fill_reached(self, t, at_open=True)
         if book.positions:
             self._stops(t, True)
         if book.positions and self.stop_out_on and self.funds.level_crossed(self.quote, True, self):
@@ -316,13 +317,13 @@ class Broker:
         """
         book = self.book
         if book.orders and not self.walking:
-            self._trigger(t, at_open=False)
+            fill_reached(self, t, at_open=False)
         if book.positions:
             if self.stop_out_on and self.funds.level_crossed(self.quote, False, self):
                 self.stop_out(at_open=False)
             self._stops(t, False)
         if book.orders and self.walking:
-            self._trigger(t, at_open=False)
+            fill_reached(self, t, at_open=False)
 
     def expire(self, t: int, now: pd.Timestamp | None = None) -> None:
         """Retire the orders whose expiration has come by ``now`` (default: bar ``t``'s opening time)."""
@@ -426,11 +427,12 @@ class Broker:
         """Close ``lots`` of ``pos`` at ``price`` (points): the profit, the exit commission and the lots'
         share of the position's accrued swap hit the balance, a deal and a trade are recorded (and the
         broker's own closing order, unless ``record_order`` is False)."""
-        cfg, k = self.config, self.scale
-        self._end_segment(pos)
-        share = lots / pos.lots
-        entry_comm = cents(pos.commission * share) if pos.commission else 0.0  # the last part: what is left
-        swap = cents(pos.swap * share) if pos.swap else 0.0
+        cfg, k, t, ledger = self.config, self.scale, self.t, self.ledger
+        if t > pos.seg:  # ``_end_segment``, inline: per close
+            ledger.segment(pos.seg, t, pos.side, pos.lots, pos.price / k, pos.margin_price, self.symbol)
+        pos.seg = t
+        entry_comm = cents(pos.commission * (lots / pos.lots)) if pos.commission else 0.0  # the last part:
+        swap = cents(pos.swap * (lots / pos.lots)) if pos.swap else 0.0  # what is left
         exit_comm = cents(lots * cfg.commission) if cfg.commission else 0.0
         profit = amount = pos.side * ((price - pos.price) / k) * lots * cfg.contract_size
         rate = 1.0
@@ -440,17 +442,20 @@ class Broker:
             profit = self.money.money(amount, bid, ask)
             rate = profit / amount if amount else self.money.money(1.0, bid, ask)
         profit = cents(profit)  # booked in whole cents of the deposit currency
-        self.funds.charge(profit - exit_comm + swap, self.t, swap)  # the deal books its share of the swap
+        self.funds.charge(profit - exit_comm + swap, t, swap)  # the deal books its share of the swap
+        when = self.now[0] if self.now is not None else self.now_ns  # ``stamp``, once for the three records
         if record_order:  # the broker's own closing order (SL, TP, stop-out, close request, end of test),
-            order = self.new_ticket()  # numbered with the account's orders, as the trade server numbers it
+            order = ledger.new_ticket()  # numbered with the account's orders, as the trade server numbers it
             kind = "sell" if pos.side > 0 else "buy"
-            self.record_order(order, kind, lots, price / k, None, None, "filled", pos.ticket, pos.magic,
-                              reason)  # fmt: skip
-        self._deal(order, pos, -pos.side, entry, lots, price, 0.0 - exit_comm, swap, profit, reason)
-        when = self.now[0] if self.now is not None else self.now_ns  # ``stamp``
-        self.ledger.new_trade(pos, lots, self.t, when, price, reason, entry_comm, exit_comm, swap, profit, k,
-                              self.symbol, rate)  # fmt: skip
-        left = round(pos.lots - lots, 8)
+            self.revision += 1  # ``record_order``, inline
+            ledger.new_order(t, when, order, kind, lots, price / k, None, None, "filled", pos.ticket,
+                             pos.magic, reason, None, None, self.symbol)  # fmt: skip
+        self.revision += 1  # ``_deal``, inline
+        ledger.new_deal(t, when, order, pos, -pos.side, entry, lots, price / k, 0.0 - exit_comm, swap, profit,
+                        self.funds.balance, reason, self.symbol)  # fmt: skip
+        ledger.new_trade(pos, lots, t, when, price, reason, entry_comm, exit_comm, swap, profit, k,
+                         self.symbol, rate)  # fmt: skip
+        left = 0.0 if lots == pos.lots else round(pos.lots - lots, 8)  # round(0.0, 8): a whole close
         if left <= 1e-12:
             self.book.remove(pos)
         else:
@@ -493,50 +498,6 @@ class Broker:
                         h, lo = (bid, lo) if h == o else (h, bid)
                     quote = (bid, h, lo, spr)
 
-    def _trigger(self, t: int, at_open: bool) -> None:
-        """Fill the pending orders the quote reaches (a stop-limit order becomes its limit order)."""
-        for order, price in self.book.reached_orders(self.quote, t, at_open):
-            if order.type.trigger == "stop_limit":  # becomes a limit order at its stop-limit price
-                order.become_limit(t if at_open or self.walking else t + 1)
-                self.revision += 1
-                continue
-            self.book.orders.remove(order)
-            # The market at the fill, which its free margin check values the open positions at: the price
-            # jumped to at an open, else the order's own price inside the range (never the bar's open).
-            bid = self.quote[0] if at_open else price - self.quote[3] if order.side > 0 else price
-            outside, self.inside = self.inside, (bid, bid + self.quote[3])
-            try:
-                ticket = self.fill(order.side, order.lots, price, order.sl, order.tp, order.magic,
-                                   order.comment, ticket=order.ticket, reason=order.kind)  # fmt: skip
-            finally:
-                self.inside = outside
-            if not (at_open or self.walking) and order.type.trigger == "limit" and ticket is not None:
-                # A limit reached inside the bar: the bar's extreme on the TP side may have come before the
-                # fill, so its TP counts from the next bar (its SL, beyond the fill, was reached after it).
-                for pos in self.book.positions:
-                    if pos.ticket == ticket:
-                        pos.tp_from = t + 1
-            if ticket is not None and not at_open:
-                self._passed_at_fill(ticket, price, order.side)
-            record = order.record
-            record.bar_done, record.done_ns, record.fill_price = t, self.stamp(), price / self.scale
-            record.state = "filled" if ticket is not None else "rejected"
-            record.position = ticket
-
-    def _passed_at_fill(self, ticket: int, price: float, side: int) -> None:
-        """A position filled inside a stretch of prices whose stop-loss (or take-profit) the market had
-        already passed at the fill (a sell limit whose SL lies nearer than the spread: the ask is beyond it
-        the moment the bid reaches the limit) closes there at once at the market, as a triggered stop
-        does, never at its level, which the market passed before the position existed."""
-        pos = self.book.position(ticket)
-        if pos is None:
-            return
-        spread = self.quote[3]
-        bid = price - spread if side > 0 else price
-        for hit, at, reason in self.book.reached_stops((bid, bid, bid, spread), self.t, gap_only=True):
-            if hit is pos:
-                self.close_position(pos, pos.lots, at, reason)
-
     def retire(self, order: Pending, state: str) -> None:
         """Take ``order`` off the book as ``state`` ("canceled", "expired")."""
         self.book.orders.remove(order)
@@ -568,13 +529,14 @@ class Broker:
                            **request)  # fmt: skip
         return None
 
-    def record_order(self, ticket, kind, lots, price, sl, tp, state, position, magic, comment, **extra):
+    def record_order(self, ticket, kind, lots, price, sl, tp, state, position, magic, comment, stoplimit=None,
+                     expiration=None):  # fmt: skip
         """An order of the orders table (a market order filled now, or a pending order placed now; prices
         in price units)."""
         self.revision += 1
         ns = self.now[0] if self.now is not None else self.now_ns  # ``stamp``, inline: per order
         return self.ledger.new_order(self.t, ns, ticket, kind, lots, price, sl, tp, state, position, magic,
-                                     comment, **extra, symbol=self.symbol)  # fmt: skip
+                                     comment, stoplimit, expiration, self.symbol)  # fmt: skip
 
     def _deal(self, order, pos: OpenPosition, side: int, entry: str, lots, price, commission, swap, profit,
               comment: str | None = None) -> None:  # fmt: skip

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+from itertools import starmap
 from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
@@ -65,12 +66,20 @@ class Ledger:
         self.margin = margin
         self.symbol = symbol  # the first symbol: records that name none are its
         self.symbols: dict[str, _Symbol] = {}
-        self.segments: dict[str, list[Segment]] = {}
+        # The records as they are read (``trades``, ``deals``, ``orders``, ``segments``), and the rows of
+        # plain values recorded since the last read: a replay appends a tuple per record, and each record is
+        # built from its row, field for field, when the records are next read (nothing reads them while
+        # the bars run but the report after them, a live account's journal and the tests)
+        self._segments: dict[str, list[Segment]] = {}
+        self._segment_rows: dict[str, list[tuple]] = {}
         self.add(symbol, market, config.contract_size, margin, UNITY)
         self._next_ticket = 1
-        self.trades: list[Trade] = []
-        self.deals: list[Deal] = []
-        self.orders: list[OrderRecord] = []
+        self._trades: list[Trade] = []
+        self._trade_rows: list[tuple] = []
+        self._deals: list[Deal] = []
+        self._deal_rows: list[tuple] = []
+        self._orders: list[OrderRecord] = []
+        self._order_rows: list[tuple] = []  # market orders filled at once: nothing changes them later
         self.rejected: list[dict] = []
         # (bar, amount, deal) of every change of the balance; ``deal`` is the index in ``deals`` of the deal
         # it belongs to (recorded right after it): the balance moves only with deals
@@ -86,7 +95,8 @@ class Ledger:
         """Keep the records of ``symbol`` too (its bars on the ledger's timeline); ``rate`` converts its
         profit into the deposit currency."""
         self.symbols[symbol] = _Symbol(market, contract_size, margin, rate)
-        self.segments.setdefault(symbol, [])
+        self._segments.setdefault(symbol, [])
+        self._segment_rows.setdefault(symbol, [])
 
     def convert(self, symbol: str, rate: Any) -> None:
         """``symbol``'s profit is converted into the deposit currency by ``rate`` (its curves read it)."""
@@ -123,6 +133,46 @@ class Ledger:
         )
         log.info("request rejected at %s: %s (retcode %d)", when, reason, retcode)
 
+    @property
+    def trades(self) -> list[Trade]:
+        """Closed trades in closing order."""
+        rows = self._trade_rows
+        if rows:
+            self._trades.extend(starmap(Trade, rows))
+            rows.clear()
+        return self._trades
+
+    @property
+    def deals(self) -> list[Deal]:
+        """MetaTrader's deals in order."""
+        rows = self._deal_rows
+        if rows:
+            self._deals.extend(starmap(Deal, rows))
+            rows.clear()
+        return self._deals
+
+    @property
+    def orders(self) -> list[OrderRecord]:
+        """MetaTrader's orders in the order they were placed or filled."""
+        rows = self._order_rows
+        if rows:
+            self._orders.extend(starmap(OrderRecord, rows))
+            rows.clear()
+        return self._orders
+
+    @property
+    def segments(self) -> dict[str, list[Segment]]:
+        """Each symbol's floating segments in the order they ended."""
+        for name, rows in self._segment_rows.items():
+            if rows:
+                self._segments[name].extend(starmap(Segment, rows))
+                rows.clear()
+        return self._segments
+
+    def deal_count(self) -> int:
+        """How many deals are recorded (MetaTrader's "Total Deals"), without building their records."""
+        return len(self._deals) + len(self._deal_rows)
+
     def order(self, record: OrderRecord) -> OrderRecord:
         record.symbol = record.symbol or self.symbol
         self.orders.append(record)
@@ -137,31 +187,37 @@ class Ledger:
         self.trades.append(record)
 
     def new_order(self, t: int, ns: int | None, ticket, kind, lots, price, sl, tp, state, position, magic,
-                  comment, stoplimit=None, expiration=None, symbol: str = "") -> OrderRecord:  # fmt: skip
-        """An order placed (a pending order) or filled (a market order) in bar ``t`` at UTC ``ns``."""
-        done = state == "filled"
-        record = OrderRecord(ticket, t, ns, kind, lots, price, stoplimit, sl, tp, expiration,
-                             t if done else None, ns if done else None, price if done else None, state,
-                             position, magic, comment, symbol or self.symbol)  # fmt: skip
-        self.orders.append(record)
+                  comment, stoplimit=None, expiration=None,
+                  symbol: str = "") -> OrderRecord | None:  # fmt: skip
+        """An order placed (a pending order) or filled (a market order) in bar ``t`` at UTC ``ns``; returns
+        the placed order's record (which follows the order: filled, cancelled, expired), None for a fill."""
+        if state == "filled":  # final as it is made: its row, built into a record when read (``orders``)
+            self._order_rows.append((ticket, t, ns, kind, lots, price, stoplimit, sl, tp, expiration, t,
+                                     ns, price, state, position, magic, comment,
+                                     symbol or self.symbol))  # fmt: skip
+            return None
+        record = OrderRecord(ticket, t, ns, kind, lots, price, stoplimit, sl, tp, expiration, None, None,
+                             None, state, position, magic, comment, symbol or self.symbol)  # fmt: skip
+        self.orders.append(record)  # after the rows before it: the records stay in their order
         return record
 
     def new_deal(self, t: int, ns: int | None, order, pos: OpenPosition, side: int, entry: str, lots, price,
                  commission, swap, profit, balance, comment: str | None = None,
                  symbol: str = "") -> None:  # fmt: skip
         """A deal of position ``pos`` in bar ``t`` at UTC ``ns``; ``balance`` is the balance after it."""
-        deals = self.deals
-        deals.append(Deal(len(deals) + 1, t, ns, order, pos.ticket, "buy" if side > 0 else "sell", entry,
-                          lots, price, commission, swap, profit, balance, pos.magic,
-                          pos.comment if comment is None else comment, symbol or self.symbol))  # fmt: skip
+        rows = self._deal_rows
+        rows.append((len(self._deals) + len(rows) + 1, t, ns, order, pos.ticket,
+                     "buy" if side > 0 else "sell", entry, lots, price, commission, swap, profit, balance,
+                     pos.magic, pos.comment if comment is None else comment,
+                     symbol or self.symbol))  # fmt: skip
 
     def new_trade(self, pos: OpenPosition, lots, t: int, ns: int | None, price, reason, entry_comm, exit_comm,
                   swap, profit, scale: int, symbol: str = "", rate: float = 1.0) -> None:  # fmt: skip
         """``lots`` of ``pos`` closed at ``price`` in bar ``t`` (UTC ``ns``): a trade, its commission the
         entry's share and the exit's (the position's prices and ``price`` in points, ``scale`` to a unit;
         ``rate``: the deposit currency per unit of profit currency its profit was converted at)."""
-        self.trades.append(
-            Trade(
+        self._trade_rows.append(
+            (
                 pos.ticket,
                 "buy" if pos.side > 0 else "sell",
                 lots,
@@ -188,19 +244,19 @@ class Ledger:
 
     def balance(self, t: int, amount: float) -> None:
         """The balance changed by ``amount`` in bar ``t``, by the deal recorded next."""
-        self.balance_events.append((t, amount, len(self.deals)))
+        self.balance_events.append((t, amount, len(self._deals) + len(self._deal_rows)))
 
     def swap(self, t: int, amount: float, booked: bool = False) -> None:
         """The open positions' accrued swap changed by ``amount`` in bar ``t``: a rollover's swap, or
         (``booked``) the share the deal recorded next books to the balance."""
-        self.swap_events.append((t, amount, len(self.deals) if booked else None))
+        self.swap_events.append((t, amount, len(self._deals) + len(self._deal_rows) if booked else None))
 
     def segment(self, start: int, end: int, side: int, lots: float, price: float,
                 margin_price: float | None = None, symbol: str = "") -> None:  # fmt: skip
         """A position state ended: it floated over bars ``[start, end)`` (``margin_price``: the price its
         margin was charged at, default its price)."""
         mp = price if margin_price is None else margin_price
-        self.segments[symbol or self.symbol].append(Segment(start, end, side, lots, price, mp))
+        self._segment_rows[symbol or self.symbol].append((start, end, side, lots, price, mp))
 
     # -- result tables -------------------------------------------------------------------------------------
     def snapshot(self) -> Ledger:
@@ -208,9 +264,12 @@ class Ledger:
         copied, so a request made after the run (through an EA kept with its result) adds nothing to them;
         the records themselves are shared (a finished run has no pending order left to change)."""
         frozen = copy.copy(self)
-        for name in ("trades", "deals", "orders", "rejected", "balance_events", "swap_events"):
+        frozen._trades, frozen._deals, frozen._orders = list(self.trades), list(self.deals), list(self.orders)
+        for name in ("rejected", "balance_events", "swap_events"):
             setattr(frozen, name, list(getattr(self, name)))
-        frozen.segments = {k: list(v) for k, v in self.segments.items()}
+        frozen._segments = {k: list(v) for k, v in self.segments.items()}
+        frozen._trade_rows, frozen._deal_rows, frozen._order_rows = [], [], []
+        frozen._segment_rows = {k: [] for k in self._segment_rows}
         frozen.symbols = dict(self.symbols)
         return frozen
 

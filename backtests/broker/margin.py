@@ -47,6 +47,12 @@ class MarginModel:
 
     def of_positions(self, positions: list[OpenPosition]) -> float:
         """The margin the open positions hold, each at its margin price."""
+        if len(positions) == 1:  # one position: ``of_legs``'s one term, without the legs built for it
+            p = positions[0]
+            if p.lots <= 1e-12:
+                return 0.0
+            plain = p.lots * self.contract_size * self.price_of(p) / self.leverage
+            return plain if self.rate == 1.0 else plain * self.rate
         return self.of_legs([(p.side, p.lots, self.price_of(p)) for p in positions])
 
     def of_legs(self, legs: list[tuple[int, float, float]]) -> float:

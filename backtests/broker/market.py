@@ -158,7 +158,7 @@ class Market:
 
     def close_quote(self, t: int) -> tuple[float, float]:
         """Bar ``t``'s bid and ask at its close (points), where its end-of-test deals are made."""
-        return self.c[t], self.c[t] + self.s_close[t]
+        return self.c.item(t), self.c.item(t) + self.s_close.item(t)
 
     # -- growth (a paper account's bars) ---------------------------------------------------------------------
     def spread_points(self, quoted: float) -> float:

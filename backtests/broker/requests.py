@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from backtests.broker.core import Broker
 
 KEEP = "keep"  # modify_order's expiration: leave it as it is
+_VOLUMES_KEPT = 1024  # volumes remembered as checked (``TradeRequests._volume``)
 
 
 class TradeRequests:
@@ -40,6 +41,23 @@ class TradeRequests:
     def __init__(self, broker: Broker):
         self.broker = broker
         self.config = broker.config
+        # Each float volume that passed ``check_volume``, to its volume on the lot step: both depend on the
+        # volume and the account's fixed lot terms alone, and an EA trades the same few volumes again
+        self._volumes: dict[float, float] = {}
+
+    def _volume(self, lots: float) -> tuple[checks.Check, float]:
+        """``check_volume``'s answer for ``lots`` and, where it passes, the volume put on the lot step."""
+        norm = self._volumes.get(lots) if type(lots) is float else None
+        if norm is not None:
+            return None, norm
+        cfg = self.config
+        bad = checks.check_volume(lots, cfg.lot_min, cfg.lot_max, cfg.lot_step)
+        if bad:
+            return bad, lots
+        norm = round(round(lots / cfg.lot_step) * cfg.lot_step, 8)
+        if type(lots) is float and len(self._volumes) < _VOLUMES_KEPT:
+            self._volumes[lots] = norm
+        return None, norm
 
     def own(self, symbol: str | None) -> None:
         """Refuse a request naming another symbol than this broker's (an EA's bug: ``EAError``)."""
@@ -86,7 +104,7 @@ class TradeRequests:
         if symbol is not None:
             self.own(symbol)
         b, cfg = self.broker, self.config
-        bad = checks.check_volume(lots, cfg.lot_min, cfg.lot_max, cfg.lot_step)
+        bad, norm = self._volume(lots)
         if not bad and (b.market.closed is not None or b.terms.trade_mode != "full"):
             bad = self._open(side, False, lots)  # the market always open and every deal allowed: no check
         if sl is not None or tp is not None:
@@ -97,7 +115,6 @@ class TradeRequests:
             bad = checks.check_stops(side, ref, sl, tp, self._level(cfg.stops_level), what, b.point)
         if bad:
             return b.reject("deal", side, lots, *bad, sl=sl, tp=tp)
-        norm = round(round(lots / cfg.lot_step) * cfg.lot_step, 8)
         price = b.price_points(side)
         ledger = b.ledger
         new = ledger.upcoming_ticket()
@@ -252,14 +269,14 @@ class TradeRequests:
         """Place a pending order (``kind``: a pending type of ``strategies.trade.ORDER_TYPES``); its ticket
         or None."""
         self.own(symbol)
-        b, cfg = self.broker, self.config
+        b = self.broker
         side = PENDING_TYPES[kind].side if kind in PENDING_TYPES else 0
         sl, tp = self._grid(checks.stop_value(sl)), self._grid(checks.stop_value(tp))
         price, stoplimit = self._grid(price), self._grid(stoplimit)
         request = {"kind": kind, "price": price, "stoplimit": stoplimit, "sl": sl, "tp": tp}
         if not side:
             return b.reject("pending", 0, lots, checks.INVALID, f"unknown order type {kind!r}", **request)
-        bad = checks.check_volume(lots, cfg.lot_min, cfg.lot_max, cfg.lot_step)
+        bad, norm = self._volume(lots)
         if not bad:
             bad = self._open(side, False)
         when = None
@@ -270,7 +287,6 @@ class TradeRequests:
         if bad:
             return b.reject("pending", side, lots, *bad, **request, expiration=str(expiration))
         ticket = b.new_ticket()
-        norm = round(round(lots / cfg.lot_step) * cfg.lot_step, 8)
         record = b.record_order(ticket, kind, norm, price, sl, tp, "placed", None, magic, comment,
                                 stoplimit=stoplimit, expiration=when)  # fmt: skip
         points = [self._points(v) for v in (price, stoplimit, sl, tp)]
