@@ -100,7 +100,8 @@ def check_writable(file: Path) -> None:
     only once written, so a store found unwritable at the first batch would lose the passes that ran.
     A new file needs a folder this user may write in; an existing one needs the file writable and its
     folder too, since SQLite writes each transaction's rollback journal (``<file>-journal``) next to it
-    (https://www.sqlite.org/tempfiles.html). ``file``'s folder exists."""
+    (https://www.sqlite.org/tempfiles.html): beside the file the link leads to, for a symbolic link, as
+    the store is opened by its real path (``storage_url``). ``file``'s folder exists."""
     folder = file.parent
     if not file.exists():
         if not os.access(folder, os.W_OK | os.X_OK):
@@ -110,6 +111,7 @@ def check_writable(file: Path) -> None:
         raise StorePermissionError(
             f"study store {file}: the file cannot be written (permission denied); passes are kept there"
         )
+    folder = file.resolve().parent
     if not os.access(folder, os.W_OK | os.X_OK):
         raise StorePermissionError(
             f"study store {file}: its folder {folder} cannot be written (permission denied), and SQLite "

@@ -106,22 +106,19 @@ LATE = "bar {} closed before it was decided on: a live account cannot trade at i
 
 
 class Chart(Protocol):
-    """What one live run trades, given to the engine that runs it: one symbol (``runner.LiveRunner``) or
-    several on several timeframes (``multi_runner.MultiLiveRunner``). The engine calls these and nothing
-    else of it; the part reads and sets the run's shared state on its engine (``bars``, ``ea``, ``ctx``,
-    ``periods``, ``forming``) and journals through it."""
+    """What a live run trades, given to the engine that runs it: one symbol (``runner.LiveRunner``) or
+    several (``multi_runner.MultiLiveRunner``). The engine calls these and nothing else of it; the part
+    sets the state both share on its engine (``bars``, ``ea``, ``ctx``, ``periods``, ``forming``)."""
 
     def read_journal(self, path: Path, records: JournalRecords) -> Any:
-        """The state to resume from (its ``account``: the live account it was written on); a journal of
-        another run is refused."""
+        """The state to resume from (``account``: the account it was written on); another run's: refused."""
 
     def begin(self, state: Any) -> None:
         """A new run's history journaled, or the journal's ``state`` taken back (None: a new run); the EA
         built, started and deciding on its first live bar."""
 
     def fetch_main(self, after: pd.Timestamp | None) -> Any:
-        """The main chart's bars closed after ``after`` (the engine's ``market_bar`` set to the bar
-        forming)."""
+        """The main chart's bars closed after ``after`` (``market_bar`` set to the bar forming)."""
 
     def closed(self, when: pd.Timestamp, row: pd.Series) -> None:
         """The main chart's bar opened at ``when`` closed with ``row``."""
@@ -147,8 +144,7 @@ class Chart(Protocol):
 
 
 class Shared:
-    """A runner's attribute that is its engine's (``runner.engine.<name>``): read and set there, so the
-    settings, the summary, the EA and its trade context have one owner however they are reached."""
+    """A runner's attribute that is its engine's (``runner.engine.<name>``), read and set there: one owner."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name

@@ -118,10 +118,6 @@ class MultiLiveRunner:
         self.engine.market_bar = fetched.final_until
         return fetched
 
-    def _specs(self) -> dict:
-        run = self.engine
-        return terminal_specs(run.source, self.symbols, run.ea_class.__name__, run.retrying)
-
     def account_state(self, day: int | None = None) -> AccountState:
         """The whole account (``TerminalRouter.account_state``; nothing on paper), as the account-wide
         limits (``limits.AccountLimits``) read it."""
@@ -150,7 +146,7 @@ class MultiLiveRunner:
         of the main chart (its ``final_until`` is the bar forming now)."""
         run = self.engine
         s = run.s
-        specs = self._specs()
+        specs = terminal_specs(run.source, self.symbols, run.ea_class.__name__, run.retrying)
         frames, fetched_main = first_history(self._fetch, self.symbols, self.timeframes, s.history_bars)
         main_hist = frames[self.main]
         start = {
@@ -191,16 +187,8 @@ class MultiLiveRunner:
             trading: Any = self.paper.context
         else:
             run.retrying("connecting", run.source.link)
-            trades = {
-                name: run.trading_factory(
-                    run.source,
-                    name,
-                    run.ea.magic,
-                    run.record_trade,
-                    market=self.quotes.bounds(name),
-                )
-                for name in self.symbols
-            }
+            make, magic, bounds = run.trading_factory, run.ea.magic, self.quotes.bounds
+            trades = {n: make(run.source, n, magic, run.record_trade, market=bounds(n)) for n in self.symbols}
             self.router = trading = TerminalRouter(trades, self.main[0])
             if state is not None and state.halted_day is not None:
                 self.router.restore_halt(state.halted_day)  # a restart does not lift the day's halt
@@ -210,12 +198,8 @@ class MultiLiveRunner:
         again: list[dict] = []
         if state is not None:
             again = replay(self, state.events, Path(s.journal))
-            run.journal.write(
-                "resume",
-                after_bar=self.t - 1,
-                forming=None if run.forming is None else run.forming[0],
-                at=pd.Timestamp.now(tz="UTC"),
-            )
+            forming = None if run.forming is None else run.forming[0]
+            run.journal.write("resume", after_bar=self.t - 1, forming=forming, at=pd.Timestamp.now(tz="UTC"))
             run.begun = True
             log.info("resuming %s after bar %d", s.journal, self.t - 1)
         if self.router is not None:
@@ -224,11 +208,8 @@ class MultiLiveRunner:
         run.ea.attach(run.ctx, run.bars.feed.bars, None, views=self.views)
         call_hook(run.ea, "on_init", where="before the first live bar")
         run.bars.show(run.ea)  # the main chart's indicators first (it reveals every closed main bar)
-        now = (
-            run.forming[1]
-            if run.forming
-            else run.bars.feed.time[-1] + pd.Timedelta(self.main_tf.seconds, "s")
-        )
+        step = pd.Timedelta(self.main_tf.seconds, "s")
+        now = run.forming[1] if run.forming else run.bars.feed.time[-1] + step
         self.views.advance(int(now.value))
         at = run.periods.last_training(self.t - 1) if state is not None else self.t
         run.study(at, run.bars.feed.time[at - 1])
