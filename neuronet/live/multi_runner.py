@@ -16,7 +16,8 @@ again. The journal's identity names the EA's symbols and timeframes: a journal o
 refused, as another EA's is.
 
 The loop, the retries after a drop, the lost-reply look-ups, the decision and the stop are the engine's
-(``engine.LiveEngine``), shared with the one-symbol runner; this module holds what is several symbols'.
+(``engine.LiveEngine``), shared with the one-symbol runner: this runner makes one and is its part
+(``engine.Chart``), holding what is several symbols'.
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ scores it with), and once the terminal answers again after a drop, the requests 
 looked up (``TerminalTrade.resolve``) before the EA decides anything more.
 
 The loop, the retries after a drop, the lost-reply look-ups, the decision and the stop are the engine's
-(``engine.LiveEngine``), shared with the multi-symbol runner; this module holds what is one symbol's.
+(``engine.LiveEngine``), shared with the multi-symbol runner: this runner makes one and is its part
+(``engine.Chart``), holding what is one symbol's.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class LiveRunner:
     ):
         self.engine = LiveEngine(self, ea_class, params, source, settings, trading=trading, sleep=sleep)
         self._status = StatusLine(status or log.info, settings.symbol, settings.timeframe.name)
-        # Set when the run starts (``_start``), fresh or from the journal:
+        # Set when the run starts (``begin``), fresh or from the journal:
         self.meta: CandleMeta | None = None  # the bars' symbol, digits and broker clock
         self.fs = 0  # the first live bar (the history's length)
         self.broker: PaperBroker | None = None  # the paper account (None on a live account)
