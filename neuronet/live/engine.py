@@ -114,8 +114,7 @@ class Chart(Protocol):
         """The state to resume from (``account``: the account it was written on); another run's: refused."""
 
     def begin(self, state: Any) -> None:
-        """A new run's history journaled, or the journal's ``state`` taken back (None: a new run); the EA
-        built, started and deciding on its first live bar."""
+        """A new run's history journaled or the journal's ``state`` taken back; the EA built and started."""
 
     def fetch_main(self, after: pd.Timestamp | None) -> Any:
         """The main chart's bars closed after ``after`` (``market_bar`` set to the bar forming)."""
@@ -139,8 +138,7 @@ class Chart(Protocol):
         """A decision record's net position(s)."""
 
     def terminal(self) -> Any:
-        """The live account's trade context (None on paper): it refuses a late bar's requests (``late``)
-        and holds the requests whose reply was lost (``unresolved``, ``resolve``)."""
+        """The live trade context (None on paper): ``late``, ``unresolved`` and ``resolve`` are its."""
 
 
 class Shared:
