@@ -627,5 +627,5 @@ def install_stops(patch) -> None:
     patch(strategies.export, "_build", stop("the export built its graph"))
     for work in ("session", "monte_carlo", "permutation_test", "prediction_robustness"):
         patch(backtests.robustness.analysis, work, stop(f"the robustness analysis started ({work})"))
-    patch(neuronet.commands.live.LiveRunner, "_start", stop("the live session reached the terminal"))
-    patch(neuronet.commands.live.MultiLiveRunner, "_start", stop("the live session reached the terminal"))
+    patch(neuronet.commands.live.LiveRunner, "begin", stop("the live session reached the terminal"))
+    patch(neuronet.commands.live.MultiLiveRunner, "begin", stop("the live session reached the terminal"))

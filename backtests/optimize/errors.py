@@ -15,6 +15,25 @@ class StoreError(NeuronetError, OSError):
     another optimisation holds; the message names the store."""
 
 
+class StorePlaceError(StoreError):
+    """A study store that cannot be written where it was asked for (a folder or file this user may not
+    write, a path under a file): refused before any pass runs, since passes are only kept by writing them.
+    It is also the built-in error of its cause (``PermissionError``, ``NotADirectoryError``...), as raised
+    by the subclasses below."""
+
+
+class StorePermissionError(StorePlaceError, PermissionError):
+    """The store's folder or file may not be written by this user."""
+
+
+class StoreFolderError(StorePlaceError, NotADirectoryError):
+    """The store's folder cannot be made: a file stands where a folder of its path should be."""
+
+
+class StoreIsFolderError(StorePlaceError, IsADirectoryError):
+    """A folder stands where the store's file should be."""
+
+
 class ClusterError(NeuronetError, OSError):
     """A Dask scheduler that cannot be reached, or that does not answer as one; the message names it."""
 

@@ -42,7 +42,13 @@ from optuna.storages import RDBStorage
 from optuna.storages._rdb import models  # Optuna's table models: no public bulk write exists
 from optuna.trial import FrozenTrial, TrialState
 
-from backtests.optimize.errors import StoreError
+from backtests.optimize.errors import (
+    StoreError,
+    StoreFolderError,
+    StoreIsFolderError,
+    StorePermissionError,
+    StorePlaceError,
+)
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -51,7 +57,8 @@ OPTUNA_TABLES = frozenset({"studies", "trials", "version_info"})  # what every O
 
 
 def storage_url(path: str | Path) -> str:
-    """``sqlite:///...`` for a file path; an ``xxx://`` URL (another RDB) is used as given."""
+    """``sqlite:///...`` for a file path, its folder made and the file proven writable there
+    (``check_writable``); an ``xxx://`` URL (another RDB) is used as given."""
     text = str(path)
     if "://" in text:
         return text
@@ -59,34 +66,79 @@ def storage_url(path: str | Path) -> str:
     _check_file(file)
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise StoreFolderError(
+            f"study store {file}: cannot be made, {_made_in(file)} is not a folder"
+        ) from None
+    except PermissionError:
+        raise StorePermissionError(
+            f"study store {file}: cannot be made in {_made_in(file)} (permission denied)"
+        ) from None
     except OSError as exc:
-        raise OSError(f"study store {file}: cannot create its folder ({exc.strerror})") from None
+        raise StorePlaceError(f"study store {file}: cannot create its folder ({exc.strerror})") from None
+    check_writable(file)
     return f"{SQLITE}{file.resolve()}"
 
 
 def _check_file(file: Path) -> None:
     if file.exists() and file.is_dir():
-        raise IsADirectoryError(f"study store {file}: a folder of that name exists; give a file path")
+        raise StoreIsFolderError(f"study store {file}: a folder of that name exists; give a file path")
     if file.exists() and not stat.S_ISREG(file.stat().st_mode):
         raise StoreError(f"study store {file}: not a regular file (a device or a pipe); give a file path")
 
 
+def _made_in(file: Path) -> Path:
+    """The nearest part of ``file``'s folder that exists: where the rest of it would be made."""
+    folder = file.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder
+
+
+def check_writable(file: Path) -> None:
+    """Refuse a store file that passes could not be written to, before any pass runs: a pass is kept
+    only once written, so a store found unwritable at the first batch would lose the passes that ran.
+    A new file needs a folder this user may write in; an existing one needs the file writable and its
+    folder too, since SQLite writes each transaction's rollback journal (``<file>-journal``) next to it
+    (https://www.sqlite.org/tempfiles.html): beside the file the link leads to, for a symbolic link, as
+    the store is opened by its real path (``storage_url``). ``file``'s folder exists."""
+    folder = file.parent
+    if not file.exists():
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise StorePermissionError(f"study store {file}: cannot be made in {folder} (permission denied)")
+        return
+    if not os.access(file, os.R_OK | os.W_OK):
+        raise StorePermissionError(
+            f"study store {file}: the file cannot be written (permission denied); passes are kept there"
+        )
+    folder = file.resolve().parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StorePermissionError(
+            f"study store {file}: its folder {folder} cannot be written (permission denied), and SQLite "
+            "writes its journal next to the file"
+        )
+
+
 def check_location(path: str | Path) -> None:
     """Refuse, before any data is read or any worker started, a store that ``storage_url`` and
-    ``open_study`` would refuse later: a folder, a device or a pipe, a file whose folder cannot be made, and
-    an existing file or database that is not ours (``check_store``). Nothing is created."""
+    ``open_study`` would refuse later: a folder, a device or a pipe, a file whose folder cannot be made,
+    one that cannot be written (``check_writable``), and an existing file or database that is not ours
+    (``check_store``). Nothing is created."""
     text = str(path)
     if "://" not in text:
         file = Path(text)
         _check_file(file)
-        folder = file.parent
-        while not folder.exists() and folder != folder.parent:
-            folder = folder.parent
+        folder = _made_in(file)
         if not folder.is_dir():
-            raise NotADirectoryError(f"study store {file}: cannot be made, {folder} is not a folder")
-        if not file.exists():
+            raise StoreFolderError(f"study store {file}: cannot be made, {folder} is not a folder")
+        if folder != file.parent:  # made by ``storage_url``: this user must be able to make it
             if not os.access(folder, os.W_OK | os.X_OK):
-                raise PermissionError(f"study store {file}: cannot be made in {folder} (permission denied)")
+                raise StorePermissionError(
+                    f"study store {file}: cannot be made in {folder} (permission denied)"
+                )
+            return
+        check_writable(file)
+        if not file.exists():
             return
         text = f"{SQLITE}{file.resolve()}"
     check_store(text)

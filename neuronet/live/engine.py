@@ -9,11 +9,12 @@ waits ``backoff_s``, then twice that, up to ``backoff_max_s``, and tries again, 
 stop (``max_bars``, Ctrl-C, an error) closes positions with ``close_on_exit``, calls ``on_deinit`` and
 journals a stop record; requests whose reply is still unknown are named then.
 
-What differs between one symbol and several is what a subclass says, in the methods under "the per-symbol
-parts": how the journal is read back, what the run starts from, how a bar opens and closes (one quote or
-every symbol's; one paper broker or the multi-symbol account), what a decision record holds, and which trade
-context refuses a late bar's requests on a live account (``runner.LiveRunner`` for one symbol,
-``multi_runner.MultiLiveRunner`` for several).
+What differs between one symbol and several is a part the engine is given, never a subclass: a
+``Chart`` (``runner.LiveRunner`` for one symbol, ``multi_runner.MultiLiveRunner`` for several) says how the
+journal is read back, what the run starts from, how a bar opens and closes (one quote or every symbol's; one
+paper broker or the multi-symbol account), what a decision record holds, and which live trade context
+refuses a late bar's requests and holds the requests whose reply was lost. The engine owns the loop, the
+journal, resume, the retries and the clock, and the state both share (the bars, the EA, its context).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -104,8 +105,58 @@ class Stop(Exception):
 LATE = "bar {} closed before it was decided on: a live account cannot trade at its open"
 
 
+class Chart(Protocol):
+    """What a live run trades, given to the engine that runs it: one symbol (``runner.LiveRunner``) or
+    several (``multi_runner.MultiLiveRunner``). The engine calls these and nothing else of it; the part
+    sets the state both share on its engine (``bars``, ``ea``, ``ctx``, ``periods``, ``forming``)."""
+
+    def read_journal(self, path: Path, records: JournalRecords) -> Any:
+        """The state to resume from (``account``: the account it was written on); another run's: refused."""
+
+    def begin(self, state: Any) -> None:
+        """A new run's history journaled or the journal's ``state`` taken back; the EA built and started."""
+
+    def fetch_main(self, after: pd.Timestamp | None) -> Any:
+        """The main chart's bars closed after ``after`` (``market_bar`` set to the bar forming)."""
+
+    def closed(self, when: pd.Timestamp, row: pd.Series) -> None:
+        """The main chart's bar opened at ``when`` closed with ``row``."""
+
+    def open_new(self, when: pd.Timestamp) -> None:
+        """The main chart's bar forming at ``when`` begins: decide on it at the terminal's quotes."""
+
+    def on_tick(self) -> None:
+        """New quotes inside the bar forming: ``on_tick``."""
+
+    def closing_quotes(self) -> bool:
+        """Paper: the quotes ``--close-on-exit`` closes at, set on the account (False when refused)."""
+
+    def show(self, when: pd.Timestamp) -> None:
+        """What the EA sees before deciding on the bar opened at ``when``."""
+
+    def positions(self) -> dict:
+        """A decision record's net position(s)."""
+
+    def terminal(self) -> Any:
+        """The live trade context (None on paper): ``late``, ``unresolved`` and ``resolve`` are its."""
+
+
+class Shared:
+    """A runner's attribute that is its engine's (``runner.engine.<name>``), read and set there: one owner."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, runner: Any, owner: type | None = None) -> Any:
+        return self if runner is None else getattr(runner.engine, self.name)
+
+    def __set__(self, runner: Any, value: Any) -> None:
+        setattr(runner.engine, self.name, value)
+
+
 class LiveEngine:
-    """The shared lifecycle (see the module docstring) of ``ea_class(**params)`` on ``source``.
+    """The shared lifecycle (see the module docstring) of ``ea_class(**params)`` on ``source``, trading
+    what ``part`` says (``Chart``).
 
     ``trading``: for ``mode="live"``, a factory ``(source, symbol, magic, record, *, market) -> trade
     object`` (the terminal trade context, ``TerminalTrade``; ``market`` gives the ``QuoteBounds`` every
@@ -114,6 +165,7 @@ class LiveEngine:
 
     def __init__(
         self,
+        part: Chart,
         ea_class: type[ExpertAdvisor],
         params: dict[str, Any],
         source: TerminalSource,
@@ -126,13 +178,14 @@ class LiveEngine:
             raise LiveError("a live run needs a trade context factory")
         if settings.mode == "live":
             check_magic(ea_class, params)  # manual trades carry magic 0: they are not this run's
+        self.part = part
         self.ea_class, self.params, self.source, self.s = ea_class, dict(params), source, settings
-        self._trading_factory = trading
+        self.trading_factory = trading
         self._sleep = sleep or time.sleep
         self.summary = LiveSummary(settings.journal)
-        self._started = False  # past on_init: a dropped link is waited out from now on
-        self._begun = False  # the journal has this run's start (or resume): a stop may follow it
-        self._market_bar: pd.Timestamp | None = None  # UTC open of the bar the terminal forms, last read
+        self.started = False  # past on_init: a dropped link is waited out from now on
+        self.begun = False  # the journal has this run's start (or resume): a stop may follow it
+        self.market_bar: pd.Timestamp | None = None  # UTC open of the bar the terminal forms, last read
         self.journal: Journal | None = None  # open while ``run`` runs
         self.bars: Any = None  # the main chart's closed bars and the EA's indicators (``LiveBars``)
         self.ea: ExpertAdvisor | None = None
@@ -140,66 +193,16 @@ class LiveEngine:
         self.periods: Any = None  # the backtest's retraining rule over the live bars
         self.forming: tuple[int, pd.Timestamp] | None = None  # the bar decided on and not closed yet
         self.decided: set[int] = set()  # bars whose on_bar finished (this session, or read back)
-        self._last_refusal: str | None = None  # the quote refusal last journaled (not repeated)
-
-    # -- the per-symbol parts --------------------------------------------------------------------------------
-    def _read_journal(self, path: Path, records: JournalRecords) -> Any:
-        """The state to resume from (its ``account``: the live account it was written on); a journal of
-        another run is refused."""
-        raise NotImplementedError
-
-    def _start(self, state: Any) -> None:
-        """A new run's history journaled, or the journal's state taken back; the EA built and started."""
-        raise NotImplementedError
-
-    def _fetch_main(self, after: pd.Timestamp | None) -> Any:
-        """The main chart's bars closed after ``after`` (``_market_bar`` set to the bar forming)."""
-        raise NotImplementedError
-
-    def _closed(self, when: pd.Timestamp, row: pd.Series) -> None:
-        """The main chart's bar opened at ``when`` closed with ``row``."""
-        raise NotImplementedError
-
-    def _open_new(self, when: pd.Timestamp) -> None:
-        """The main chart's bar forming at ``when`` begins: decide on it at the terminal's quotes."""
-        raise NotImplementedError
-
-    def _on_tick(self) -> None:
-        """New quotes inside the bar forming: ``on_tick``."""
-        raise NotImplementedError
-
-    def _closing_quotes(self) -> bool:
-        """Paper: the quotes ``--close-on-exit`` closes at, set on the account (False when refused)."""
-        raise NotImplementedError
-
-    def _show(self, when: pd.Timestamp) -> None:
-        """What the EA sees before deciding on the bar opened at ``when``."""
-        self.bars.show(self.ea)
-
-    def _positions(self) -> dict:
-        """A decision record's net position(s)."""
-        raise NotImplementedError
-
-    def _late_trading(self) -> Any:
-        """The live account's trade context that refuses a late bar's requests (None on paper)."""
-        raise NotImplementedError
-
-    def _lost_replies(self) -> Any:
-        """What holds the requests whose reply was lost (``unresolved``, ``resolve``), or None."""
-        raise NotImplementedError
-
-    def _decision_over(self) -> None:
-        """After ``on_bar`` returned or raised: a bar decided again is over, requests are sent again."""
-        self.ctx.answers.done()
+        self.last_refusal: str | None = None  # the quote refusal last journaled (not repeated)
 
     # -- terminal calls, surviving drops ---------------------------------------------------------------------
-    def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
+    def retrying(self, what: str, call: Callable[[], Any]) -> Any:
         wait = self.s.backoff_s
         while True:
             try:
                 return call()
             except TerminalError as exc:
-                if not self._started or not (exc.transient or isinstance(exc, TerminalConnectionError)):
+                if not self.started or not (exc.transient or isinstance(exc, TerminalConnectionError)):
                     raise  # a terminal that cannot be reached at the start is a setting to fix, not a drop
                 self.summary.reconnects += 1
                 log.warning("%s: %s; trying again in %.1f s", what, exc, wait)
@@ -208,22 +211,22 @@ class LiveEngine:
                 self._sleep(wait)
                 wait = min(max(wait * 2, 0.001), self.s.backoff_max_s)
 
-    def _terminal_account(self) -> Any:
-        return self._retrying("reading the account", lambda: terminal_account(self.source))
+    def terminal_account(self) -> Any:
+        return self.retrying("reading the account", lambda: terminal_account(self.source))
 
-    def _refused_quote(self, exc: QuoteError, then: str) -> None:
+    def refused_quote(self, exc: QuoteError, then: str) -> None:
         """Log and journal a refused quote (once while the same refusal repeats look after look)."""
         message = f"{exc}: {then}"
-        if message != self._last_refusal:
+        if message != self.last_refusal:
             log.warning("%s", message)
-            self.journal.write("warning", bar=self._bar(), message=message)
-        self._last_refusal = message
+            self.journal.write("warning", bar=self.bar(), message=message)
+        self.last_refusal = message
 
-    def _journal_account(self, account: Callable[[], Any]) -> None:
+    def journal_account(self, account: Callable[[], Any]) -> None:
         """Who the run is, for ``neuronet live report``: its magic number and the account it started on
         (``account``: the trade context's ``account``)."""
-        acc = self._retrying("reading the account", account)
-        who = self._terminal_account()
+        acc = self.retrying("reading the account", account)
+        who = self.terminal_account()
         self.journal.write(
             "account",
             magic=int(self.ea.magic),
@@ -234,7 +237,7 @@ class LiveEngine:
             server=str(who.server),
         )
 
-    def _record_trade(self, record: dict) -> None:
+    def record_trade(self, record: dict) -> None:
         """The terminal trade context's own records (requests sent, answers) go to the journal too, with
         the symbol of the request."""
         kind = "result" if "retcode" in record else "request"
@@ -249,15 +252,15 @@ class LiveEngine:
         path = Path(self.s.journal)
         journal = Journal(path)  # new, or proven a journal: locked for this run, its last line made whole
         try:
-            state = self._read_journal(path, JournalRecords(path)) if path.stat().st_size else None
+            state = self.part.read_journal(path, JournalRecords(path)) if path.stat().st_size else None
             if state is not None and self.s.mode == "live":  # only on the account it was written on
-                check_same_account(path, state.account, self._terminal_account(), "give a new --journal")
+                check_same_account(path, state.account, self.terminal_account(), "give a new --journal")
         except BaseException:
             journal.close()
             raise
         self.journal = journal
         try:
-            self._start(state)
+            self.part.begin(state)
             self._loop()
         except KeyboardInterrupt:
             self.summary.interrupted = True
@@ -278,20 +281,20 @@ class LiveEngine:
             self.journal.close()
         return self.summary
 
-    def _now(self) -> pd.Timestamp:
+    def now(self) -> pd.Timestamp:
         return self.forming[1] if self.forming else self.bars.feed.time[-1]
 
-    def _bar(self) -> int:
+    def bar(self) -> int:
         return self.forming[0] if self.forming else len(self.bars.feed) - 1
 
-    def _study(self, t: int, when: pd.Timestamp) -> None:
+    def study(self, t: int, when: pd.Timestamp) -> None:
         """``on_study`` before bar ``t`` on the backtest's study window: every earlier bar, or the last
         ``study_bars``."""
         a, b = self.periods.study_range(t)
         call_hook(self.ea, "on_study", self.bars.feed.bars.window(a, b), where=f"before bar {t} ({when})",
                   bar=t, time=when)  # fmt: skip
 
-    def _count_closed(self) -> None:
+    def count_closed(self) -> None:
         """One more bar closed: the run stops once ``max_bars`` did."""
         self.summary.bars_closed += 1
         if self.s.max_bars is not None and self.summary.bars_closed >= self.s.max_bars:
@@ -300,12 +303,12 @@ class LiveEngine:
     # -- bars ------------------------------------------------------------------------------------------------
     def _loop(self) -> None:
         while True:
-            fetched = self._fetch_main(self.bars.feed.time[-1])
+            fetched = self.part.fetch_main(self.bars.feed.time[-1])
             self._resolve_lost()
             before = self.summary.missed + self.summary.skipped
             try:
                 for when, row in fetched.frame.iterrows():
-                    self._closed(when, row)
+                    self.part.closed(when, row)
             finally:
                 late = self.summary.missed + self.summary.skipped - before
                 if late:
@@ -317,16 +320,16 @@ class LiveEngine:
                         what,
                     )
             if self.forming is None and fetched.final_until > self.bars.feed.time[-1]:
-                self._open_new(fetched.final_until)
+                self.part.open_new(fetched.final_until)
             elif self.forming is not None and self.ea.wants_ticks():
-                self._on_tick()
+                self.part.on_tick()
             self._sleep(self.s.poll_s)
 
     def _resolve_lost(self) -> None:
         """The terminal answers again: look up the requests whose reply was lost while it could not be
         asked (``TerminalTrade.unresolved``), before the EA decides anything more; they were never sent
         twice, and now each is journaled as found or not executed. Still unreachable: the next look."""
-        holder = self._lost_replies()
+        holder = self.part.terminal()
         if holder is None or not getattr(holder, "unresolved", None):
             return
         try:
@@ -334,17 +337,18 @@ class LiveEngine:
         except (TerminalError, QuoteError) as exc:
             log.warning("requests whose reply was lost cannot be looked up yet: %s", exc)
 
-    def _decide(self, t: int, when: pd.Timestamp, *, missed: bool = False) -> None:
+    def decide(self, t: int, when: pd.Timestamp, *, missed: bool = False) -> None:
         """``on_bar`` on bar ``t`` opened at ``when`` (retraining first where the backtest would). A bar
         that closed before it was decided on (``missed``): paper fills its requests at its open, as the
         backtest does; a live account cannot trade at that price any more (the terminal would fill every
         stale decision of a long stop at once, at the price now), so there its requests are refused with
         "no quotes" (``TerminalTrade.late``) and the account is left as it was."""
         self.forming = (t, when)
-        self._show(when)
+        self.part.show(when)
         if self.periods.retrains_at(t):  # walk-forward retraining, as the backtest
-            self._study(t, when)
-        late = self._late_trading() if missed else None
+            self.study(t, when)
+        late = self.part.terminal() if missed else None
+        late = late if hasattr(late, "late") else None  # a live account's: paper fills at the bar's open
         if late is not None:
             late.late = LATE.format(when)
         try:
@@ -357,21 +361,22 @@ class LiveEngine:
         finally:
             if late is not None:
                 late.late = None
-            self._decision_over()
+            self.ctx.answers.done()  # a bar decided again is over: requests are sent again
         self.decided.add(t)
         self.summary.decisions += 1
-        self.journal.write("decision", bar=t, time=when, **self._positions(), retcode=self.ctx.last_retcode)
+        positions = self.part.positions()
+        self.journal.write("decision", bar=t, time=when, **positions, retcode=self.ctx.last_retcode)
 
     # -- the stop --------------------------------------------------------------------------------------------
     def _finish(self, reason: str, deinit: bool = True) -> None:
         """Stop cleanly: positions left open unless ``close_on_exit``; ``on_deinit``; a stop record."""
         if self.ea is None or self.ctx is None or self.journal is None:  # stopped before on_init
-            if self.journal is not None and self._begun:  # a new journal stays empty: a stop first in
+            if self.journal is not None and self.begun:  # a new journal stays empty: a stop first in
                 self.journal.write("stop", reason=reason, at=pd.Timestamp.now(tz="UTC"))  # it is no journal
             return
         closed = 0
         try:
-            if self.s.close_on_exit and self._closing_quotes():
+            if self.s.close_on_exit and self.part.closing_quotes():
                 closed = self.ctx.close(None, self.ea.magic)
             if deinit:
                 self.ea.mark_run(
@@ -385,7 +390,7 @@ class LiveEngine:
     def _warn_unresolved(self) -> None:
         """A live run that stops with requests whose reply was lost and that the terminal has not shown
         says so (a resumed run looks them up again)."""
-        holder = self._lost_replies()
+        holder = self.part.terminal()
         lost = sorted(getattr(holder, "unresolved", None) or ()) if holder is not None else []
         if lost:
             message = (
@@ -393,4 +398,4 @@ class LiveEngine:
                 f"show yet ({', '.join(lost)}): check the terminal; a resumed run looks them up again"
             )
             log.warning("%s", message)
-            self.journal.write("warning", bar=self._bar(), message=message)
+            self.journal.write("warning", bar=self.bar(), message=message)

@@ -48,7 +48,8 @@ class TradeState:
     of which ``unresolved`` are requests whose reply was lost, counted as open), today's P&L in deposit
     currency, whether the daily loss limit was already reached today, and today's server ``day`` (read
     from the requesting symbol's own checked quote: another symbol's garbage quote never refuses it);
-    ``unknown``: why a part of today's P&L cannot be known (refused while there is any)."""
+    ``unknown``: why a part of today's P&L cannot be known (refused while there is any); ``account``: a
+    multi-symbol run's whole account as this request read it, once (``AccountLimits.read``)."""
 
     exposures: int
     day_pnl: float
@@ -56,6 +57,7 @@ class TradeState:
     unresolved: int = 0
     day: int | None = None
     unknown: tuple[str, ...] = ()
+    account: AccountState | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,10 @@ class Limits:
     def daily_loss_reached(self, day_pnl: float) -> bool:
         return day_pnl <= -self.max_daily_loss
 
+    def read(self, day: int) -> AccountState | None:
+        """The account-wide side of a request's check on server ``day``: none for one symbol's run."""
+        return None
+
     def day_pnl(self, own: Callable[[], DayPnl], day: int | None = None) -> DayPnl:
         """The P&L of server ``day`` the daily loss limit counts: the one symbol's own (``own()``)."""
         return own()
@@ -180,8 +186,23 @@ class AccountLimits:
         self.per_symbol, self.max_positions, self._state = per_symbol, max_positions, state
         self.max_daily_loss = per_symbol.max_daily_loss
 
+    def read(self, day: int) -> AccountState:
+        """The whole account on server ``day``, read from the terminal once for a request: every symbol's
+        positions, pending orders and requests whose reply was lost, its day's deals, and whether any
+        symbol halted today. ``TerminalTrade`` reads it once, judges the day's halt by its P&L and gives it
+        to ``check`` in ``TradeState.account``, so one request never asks the terminal for the account
+        twice, nor judges two limits on two different reads.
+
+        One read is as fresh as two: the read, the check and ``order_send`` run in the one thread that
+        sends this run's requests, so nothing of this run changes the account between them; only the
+        market (a stop hit, a pending order filled) or another program can, at any instant, just after
+        a second read as easily as after the first. Each request reads again: no reading outlives the
+        request it was made for."""
+        return self._state(day)
+
     def check(self, request: Request, state: TradeState) -> str | None:
-        account = self._state(state.day)
+        """``state.account``: this request's reading of the account (``read``); read here when not given."""
+        account = state.account if state.account is not None else self._state(state.day)
         halted = state.halted or account.halted
         pnl = account.day_pnl
         reason = self.per_symbol.check(

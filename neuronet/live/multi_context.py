@@ -19,6 +19,8 @@ import pandas as pd
 from backtests.replay import causal_indicator
 from neuronet.live.answers import JournalAnswers
 from neuronet.live.context import LiveBars
+from neuronet.live.day_pnl import DayPnl
+from neuronet.live.limits import AccountState
 from strategies.bars import Bars
 from strategies.errors import EAError
 from strategies.trade import net_volume
@@ -139,6 +141,16 @@ class TerminalRouter:
     def restore_halt(self, day: int) -> None:
         for trade in self.trades.values():
             trade.restore_halt(day)
+
+    def account_state(self, day: int | None = None) -> AccountState:
+        """Every symbol's exposures and today's P&L together, and whether any symbol's request found the
+        daily loss limit reached today: a halt of the whole account (``limits.AccountLimits``). ``day``: the
+        server day of the requesting symbol's own quote (None: the main symbol's)."""
+        trades = list(self.trades.values())
+        held = sum(len(t.positions()) + len(t.orders()) + t.possibly_open() for t in trades)
+        day = self.main.server_day() if day is None else int(day)
+        halted = any(t.halted_on(day) for t in trades)
+        return AccountState(held, sum((t.day_pnl(day) for t in trades), DayPnl(0.0)), halted)
 
     @property
     def late(self) -> str | None:

@@ -1,9 +1,10 @@
 """What a multi-symbol live run reads of the terminal: the EA's declared symbols and timeframes, each
 symbol's specification, the first history of every (symbol, timeframe), and each symbol's quote, checked
-(``quotes``) before anything is decided or filled at it."""
+(``quotes``) before anything is decided or filled at it (``SymbolQuotes``)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,8 @@ from datafeeds.timeframes import Timeframe
 from neuronet.live.errors import LiveError
 from neuronet.live.multi_paper import Quote
 from neuronet.live.quotes import QuoteBounds, QuoteError, check_prices, check_time
+
+log = logging.getLogger(__name__)
 
 Retrying = Callable[[str, Callable[[], Any]], Any]  # the runner's terminal call, retried after a drop
 
@@ -121,3 +124,61 @@ def first_history(
     if empty:
         raise LiveError(f"the terminal has no closed {', '.join(empty)} bars since {first}")
     return frames, fetched_main
+
+
+class SymbolQuotes:
+    """Every symbol's checked quote of a multi-symbol run (``checked_quote``): each against its own closed
+    bars on the main timeframe (``feeds()``: the run's views' feeds, None before the start) and the bar the
+    terminal forms as ``engine`` (the ``LiveEngine``) last read it, each read through its retries."""
+
+    def __init__(self, engine: Any, symbols: tuple[str, ...], timeframe: Timeframe, feeds: Callable[[], Any]):
+        self._engine, self._symbols, self._tf, self._feeds = engine, symbols, timeframe, feeds
+
+    def bounds(self, symbol: str) -> Callable[[], QuoteBounds | None]:
+        """What a ``symbol`` quote is checked against now (``quote_bounds``)."""
+
+        def read() -> QuoteBounds | None:
+            feeds = self._feeds()
+            feed = feeds[(symbol, self._tf.name)] if feeds is not None else None
+            return quote_bounds(feed, self._engine.market_bar, self._tf.seconds)
+
+        return read
+
+    def of(self, symbol: str, bar_open: pd.Timestamp) -> Quote:
+        """``symbol``'s quote for the bar opened at ``bar_open``, checked (``QuoteError``)."""
+        e = self._engine
+        return checked_quote(e.source, symbol, bar_open, self._tf.seconds, self.bounds(symbol)(), e.retrying)
+
+    def every(self, bar_open: pd.Timestamp) -> dict[str, Quote]:
+        """Every symbol's quote, or the ``QuoteError`` of the first refused."""
+        return {name: self.of(name, bar_open) for name in self._symbols}
+
+    def at_open(self, when: pd.Timestamp) -> dict[str, Quote | None]:
+        """Every symbol's quote at the open of the bar forming at ``when``; the main symbol's must be good
+        (``QuoteError``), another's that is refused means it has no market at this moment (None)."""
+        quotes: dict[str, Quote | None] = {}
+        for name in self._symbols:
+            try:
+                quotes[name] = self.of(name, when)
+            except QuoteError as exc:
+                if name == self._symbols[0]:
+                    raise
+                log.warning("%s: %s: no market for it at %s", name, exc, when)
+                quotes[name] = None
+        return quotes
+
+    def good(self, bar_open: pd.Timestamp) -> dict[str, Quote]:
+        """The symbols' quotes that pass their checks now; a refused one is left out."""
+        quotes: dict[str, Quote] = {}
+        for name in self._symbols:
+            try:
+                quotes[name] = self.of(name, bar_open)
+            except QuoteError:
+                continue
+        return quotes
+
+    def at_missed_open(self, name: str, row: pd.Series) -> Quote:
+        """A missed bar's open and spread as its quote (the backtest's fill prices of that bar)."""
+        bid = float(row["open"])
+        point = float(self._feeds()[(name, self._tf.name)].meta.point)
+        return Quote(bid, bid + float(row["spread"]) * point)

@@ -16,7 +16,8 @@ again. The journal's identity names the EA's symbols and timeframes: a journal o
 refused, as another EA's is.
 
 The loop, the retries after a drop, the lost-reply look-ups, the decision and the stop are the engine's
-(``engine.LiveEngine``), shared with the one-symbol runner; this module holds what is several symbols'.
+(``engine.LiveEngine``), shared with the one-symbol runner: this runner makes one and is its part
+(``engine.Chart``), holding what is several symbols'.
 """
 
 from __future__ import annotations
@@ -35,16 +36,16 @@ from datafeeds.terminal import TerminalSource
 from datafeeds.terminal_errors import NoBarsError, UnknownSymbolError
 from neuronet.live.context import LiveBars
 from neuronet.live.day_pnl import DayPnl
-from neuronet.live.engine import LiveEngine, LiveSettings
+from neuronet.live.engine import LiveEngine, LiveSettings, LiveSummary, Shared
 from neuronet.live.errors import LiveError
 from neuronet.live.journal import JournalRecords, json_ready
 from neuronet.live.limits import AccountState
 from neuronet.live.multi_context import MultiLiveContext, TerminalRouter
-from neuronet.live.multi_market import checked_quote, declared, first_history, quote_bounds, terminal_specs
+from neuronet.live.multi_market import SymbolQuotes, declared, first_history, terminal_specs
 from neuronet.live.multi_paper import Closed, MultiPaper, Quote
 from neuronet.live.multi_resume import MultiJournal, check_identity, read_multi, replay
 from neuronet.live.multi_views import LiveViews
-from neuronet.live.quotes import QuoteBounds, QuoteError
+from neuronet.live.quotes import QuoteError
 from neuronet.live.rebuild import history_record
 from strategies.base import ExpertAdvisor, call_hook, make_ea
 from strategies.trade import Tick
@@ -52,11 +53,18 @@ from strategies.trade import Tick
 log = logging.getLogger(__name__)
 
 
-class MultiLiveRunner(LiveEngine):
-    """Run ``ea_class(**params)`` live over its declared symbols and timeframes (see the module docstring).
+class MultiLiveRunner:
+    """Run ``ea_class(**params)`` live over its declared symbols and timeframes (see the module docstring):
+    the several-symbol ``Chart`` of a ``LiveEngine`` it makes and runs (``engine``).
 
     ``trading``, ``sleep``: as ``LiveEngine``'s. ``status``: where the one line per bar goes (default: the
     log). ``settings.symbol``/``timeframe`` are the main chart's."""
+
+    s = Shared()  # the engine's settings, summary, EA and trade context
+    summary = Shared()
+    ea = Shared()
+    ctx = Shared()
+    forming = Shared()  # the bar the engine decides on, as a resumed run's replay moves it
 
     def __init__(
         self,
@@ -69,7 +77,7 @@ class MultiLiveRunner(LiveEngine):
         sleep: Callable[[float], None] | None = None,
         status: Callable[[str], None] | None = None,
     ):
-        super().__init__(ea_class, params, source, settings, trading=trading, sleep=sleep)
+        self.engine = LiveEngine(self, ea_class, params, source, settings, trading=trading, sleep=sleep)
         self.symbols, self.timeframes = declared(ea_class, settings.symbol, settings.timeframe.name)
         if (self.symbols[0], self.timeframes[0]) != (settings.symbol, settings.timeframe.name):
             raise LiveError(
@@ -80,86 +88,71 @@ class MultiLiveRunner(LiveEngine):
         self.main_tf = settings.timeframe
         self._emit = status or log.info
         self.views: LiveViews | None = None
-        self.bars: LiveBars | None = None  # the main chart (its feed is the views' main feed)
         self.paper: MultiPaper | None = None
         self.router: TerminalRouter | None = None
-        self.ctx: MultiLiveContext | None = None
         self.t = 0  # bars of the account's timeline so far
         self._last_quotes: dict[str, Quote] | None = None
+        self.quotes = SymbolQuotes(
+            self.engine,
+            self.symbols,
+            settings.timeframe,
+            lambda: None if self.views is None else self.views.feeds,
+        )
+
+    def run(self) -> LiveSummary:
+        """Run until ``max_bars`` bars closed or Ctrl-C (``LiveEngine.run``)."""
+        return self.engine.run()
 
     def _fetch(self, key: tuple[str, str], after: pd.Timestamp | None):
         start = None if after is None else after + pd.Timedelta(seconds=1)
         try:
-            return self._retrying(
-                f"reading {key[0]} {key[1]} bars", lambda: self.source.fetch(key[0], key[1], start)
+            return self.engine.retrying(
+                f"reading {key[0]} {key[1]} bars", lambda: self.engine.source.fetch(key[0], key[1], start)
             )
         except (UnknownSymbolError, NoBarsError) as exc:
-            if self._started:
+            if self.engine.started:
                 raise
-            raise LiveError(f"{self.ea_class.__name__} reads {key[0]} {key[1]}: {exc}") from None
+            raise LiveError(f"{self.engine.ea_class.__name__} reads {key[0]} {key[1]}: {exc}") from None
 
-    def _fetch_main(self, after: pd.Timestamp | None):
+    def fetch_main(self, after: pd.Timestamp | None):
         fetched = self._fetch(self.main, after)
-        self._market_bar = fetched.final_until
+        self.engine.market_bar = fetched.final_until
         return fetched
 
-    def _specs(self) -> dict:
-        return terminal_specs(self.source, self.symbols, self.ea_class.__name__, self._retrying)
-
-    def bounds(self, symbol: str) -> Callable[[], QuoteBounds | None]:
-        """What a ``symbol`` quote is checked against now (``multi_market.quote_bounds``)."""
-
-        def read() -> QuoteBounds | None:
-            feed = self.views.feeds[(symbol, self.main[1])] if self.views is not None else None
-            return quote_bounds(feed, self._market_bar, self.main_tf.seconds)
-
-        return read
-
-    def _quote(self, symbol: str, bar_open: pd.Timestamp) -> Quote:
-        return checked_quote(
-            self.source, symbol, bar_open, self.main_tf.seconds, self.bounds(symbol)(), self._retrying
-        )
-
     def account_state(self, day: int | None = None) -> AccountState:
-        """Every symbol's exposures and today's P&L together, and whether any symbol's request found the
-        daily loss limit reached today: a halt of the whole account (``limits.AccountLimits``). ``day``: the
-        server day of the requesting symbol's own quote (None: the main symbol's)."""
-        if self.router is None:
-            return AccountState(0, DayPnl(0.0))
-        trades = list(self.router.trades.values())
-        held = sum(len(t.positions()) + len(t.orders()) + t.possibly_open() for t in trades)
-        day = trades[0].server_day() if day is None else int(day)
-        halted = any(t.halted_on(day) for t in trades)
-        return AccountState(held, sum((t.day_pnl(day) for t in trades), DayPnl(0.0)), halted)
+        """The whole account (``TerminalRouter.account_state``; nothing on paper), as the account-wide
+        limits (``limits.AccountLimits``) read it."""
+        return AccountState(0, DayPnl(0.0)) if self.router is None else self.router.account_state(day)
 
     # -- the run ---------------------------------------------------------------------------------------------
     def identity(self) -> dict:
         """What makes a journal this run's: the EA, its parameters, its symbols and timeframes, the mode."""
         return {
-            "ea": self.ea_class.__name__,
-            "params": json_ready(self.ea_class.resolve_params(self.params)),
+            "ea": self.engine.ea_class.__name__,
+            "params": json_ready(self.engine.ea_class.resolve_params(self.engine.params)),
             "symbol": self.main[0],
             "timeframe": self.main[1],
             "symbols": list(self.symbols),
             "timeframes": list(self.timeframes),
-            "mode": self.s.mode,
+            "mode": self.engine.s.mode,
         }
 
-    def _read_journal(self, path: Path, records: JournalRecords) -> MultiJournal:
+    def read_journal(self, path: Path, records: JournalRecords) -> MultiJournal:
         """The journal read back (``multi_resume``); one of another run is refused."""
-        check_identity(path, records.start, self.identity(), self.s.account)
+        check_identity(path, records.start, self.identity(), self.engine.s.account)
         return read_multi(path, records)
 
     def _history(self) -> tuple[dict, dict, Any]:
         """A new run's specifications and history of every (symbol, timeframe), journaled; and the fetch
         of the main chart (its ``final_until`` is the bar forming now)."""
-        s = self.s
-        specs = self._specs()
+        run = self.engine
+        s = run.s
+        specs = terminal_specs(run.source, self.symbols, run.ea_class.__name__, run.retrying)
         frames, fetched_main = first_history(self._fetch, self.symbols, self.timeframes, s.history_bars)
         main_hist = frames[self.main]
         start = {
             **self.identity(),
-            "params": self.ea_class.resolve_params(self.params),
+            "params": run.ea_class.resolve_params(run.params),
             "meta": meta_of(main_hist).to_dict(),
             "account": asdict(s.account),
             "specs": {name: asdict(spec) for name, spec in specs.items()},
@@ -170,127 +163,101 @@ class MultiLiveRunner(LiveEngine):
         histories = [
             ("history", {"symbol": k[0], "timeframe": k[1], **history_record(df)}) for k, df in frames.items()
         ]
-        self.journal.write_all(("start", start), *histories)
-        self._begun = True
+        run.journal.write_all(("start", start), *histories)
+        run.begun = True
         return specs, frames, fetched_main
 
-    def _start(self, state: MultiJournal | None) -> None:
-        s = self.s
+    def begin(self, state: MultiJournal | None) -> None:
+        run = self.engine
+        s = run.s
         if state is None:
             specs, frames, fetched = self._history()
-            self._market_bar = fetched.final_until
+            run.market_bar = fetched.final_until
             fs = len(frames[self.main])
         else:
-            self.summary.resumed = True
+            run.summary.resumed = True
             specs, frames, fs = state.specs, state.frames, int(state.start["forward_start"])
         main_hist = frames[self.main]
-        self.bars = LiveBars(main_hist, meta_of(main_hist))
-        self.views = LiveViews(frames, self.main, self.bars.feed)
+        run.bars = LiveBars(main_hist, meta_of(main_hist))
+        self.views = LiveViews(frames, self.main, run.bars.feed)
         self.t = len(main_hist)
-        self.ea = make_ea(self.ea_class, self.params)
+        run.ea = make_ea(run.ea_class, run.params)
         if s.mode == "paper":
             history = {name: frames[(name, self.main[1])] for name in self.symbols}
             self.paper = MultiPaper(history, specs, s.account)
             trading: Any = self.paper.context
         else:
-            self._retrying("connecting", self.source.link)
-            trades = {
-                name: self._trading_factory(
-                    self.source, name, self.ea.magic, self._record_trade, market=self.bounds(name)
-                )
-                for name in self.symbols
-            }
+            run.retrying("connecting", run.source.link)
+            make, magic, bounds = run.trading_factory, run.ea.magic, self.quotes.bounds
+            trades = {n: make(run.source, n, magic, run.record_trade, market=bounds(n)) for n in self.symbols}
             self.router = trading = TerminalRouter(trades, self.main[0])
             if state is not None and state.halted_day is not None:
                 self.router.restore_halt(state.halted_day)  # a restart does not lift the day's halt
             if state is not None and state.unresolved:
                 self.router.restore_unresolved(state.unresolved)  # looked up by symbol, never sent again
-        self.ctx = MultiLiveContext(trading, self.bars, self.journal.write, self._now, self._bar)
+        run.ctx = MultiLiveContext(trading, run.bars, run.journal.write, run.now, run.bar)
         again: list[dict] = []
         if state is not None:
             again = replay(self, state.events, Path(s.journal))
-            self.journal.write(
-                "resume",
-                after_bar=self.t - 1,
-                forming=None if self.forming is None else self.forming[0],
-                at=pd.Timestamp.now(tz="UTC"),
-            )
-            self._begun = True
+            forming = None if run.forming is None else run.forming[0]
+            run.journal.write("resume", after_bar=self.t - 1, forming=forming, at=pd.Timestamp.now(tz="UTC"))
+            run.begun = True
             log.info("resuming %s after bar %d", s.journal, self.t - 1)
         if self.router is not None:
-            self._journal_account(self.router.account)
-        self.periods = Periods(self.t, fs, s.study_bars).for_ea(int(self.ea.retrain_every))
-        self.ea.attach(self.ctx, self.bars.feed.bars, None, views=self.views)
-        call_hook(self.ea, "on_init", where="before the first live bar")
-        self.bars.show(self.ea)  # the main chart's indicators first (it reveals every closed main bar)
-        now = (
-            self.forming[1]
-            if self.forming
-            else self.bars.feed.time[-1] + pd.Timedelta(self.main_tf.seconds, "s")
-        )
+            run.journal_account(self.router.account)
+        run.periods = Periods(self.t, fs, s.study_bars).for_ea(int(run.ea.retrain_every))
+        run.ea.attach(run.ctx, run.bars.feed.bars, None, views=self.views)
+        call_hook(run.ea, "on_init", where="before the first live bar")
+        run.bars.show(run.ea)  # the main chart's indicators first (it reveals every closed main bar)
+        step = pd.Timedelta(self.main_tf.seconds, "s")
+        now = run.forming[1] if run.forming else run.bars.feed.time[-1] + step
         self.views.advance(int(now.value))
-        at = self.periods.last_training(self.t - 1) if state is not None else self.t
-        self._study(at, self.bars.feed.time[at - 1])
-        self._started = True
+        at = run.periods.last_training(self.t - 1) if state is not None else self.t
+        run.study(at, run.bars.feed.time[at - 1])
+        run.started = True
         if state is None:
-            self._open_new(fetched.final_until)
-        elif self.forming is not None and again is not None:
+            self.open_new(fetched.final_until)
+        elif run.forming is not None and again is not None:
             # Cut short by the stop in the middle of a bar: decided again, and each request already
             # journaled for it is answered from the journal, not sent again (``answers``).
             log.warning(
                 "on_bar at bar %d was cut short by the stop: run again, %d request(s) it had made are not "
                 "sent again",
-                self.forming[0],
+                run.forming[0],
                 len(again),
             )
             # A bar that has closed since is decided late: on a live account the requests not sent yet
             # are refused (its open cannot be traded any more), never sent at the price now.
-            fetched = self._fetch(self.main, self.bars.feed.time[-1])
-            self._market_bar = fetched.final_until
-            self.ctx.answers.start(again)
-            self._decide(*self.forming, missed=fetched.final_until > self.forming[1])
+            fetched = self._fetch(self.main, run.bars.feed.time[-1])
+            run.market_bar = fetched.final_until
+            run.ctx.answers.start(again)
+            run.decide(*run.forming, missed=fetched.final_until > run.forming[1])
 
-    def _show(self, when: pd.Timestamp) -> None:
-        self.bars.show(self.ea)
+    def show(self, when: pd.Timestamp) -> None:
+        self.engine.bars.show(self.engine.ea)
         self.views.advance(int(when.value))
 
-    def _positions(self) -> dict:
+    def positions(self) -> dict:
         return {
             "positions": {
-                name: sum(p.side * p.lots for p in self.ctx.positions(name)) for name in self.symbols
+                name: sum(p.side * p.lots for p in self.engine.ctx.positions(name)) for name in self.symbols
             }
         }
 
-    def _late_trading(self) -> Any:
-        return self.router
-
-    def _lost_replies(self) -> Any:
+    def terminal(self) -> Any:
+        """The live account's symbols' trade contexts (``TerminalRouter``); None on paper."""
         return self.router
 
     # -- bars ------------------------------------------------------------------------------------------------
-    def _quotes(self, when: pd.Timestamp) -> dict[str, Quote | None]:
-        """Every symbol's quote at the open of the bar forming at ``when``; the main symbol's must be good
-        (``QuoteError``), another's that is refused means it has no market at this moment."""
-        quotes: dict[str, Quote | None] = {}
-        for name in self.symbols:
-            try:
-                quotes[name] = self._quote(name, when)
-            except QuoteError as exc:
-                if name == self.main[0]:
-                    raise
-                log.warning("%s: %s: no market for it at %s", name, exc, when)
-                quotes[name] = None
-        return quotes
-
-    def _open_new(self, when: pd.Timestamp) -> None:
+    def open_new(self, when: pd.Timestamp) -> None:
         """The main bar forming at ``when`` begins: decide at every symbol's quote (a refused main quote:
         look again at the next poll)."""
         try:
-            quotes = self._quotes(when)
+            quotes = self.quotes.at_open(when)
         except QuoteError as exc:
             message = f"{exc}: bar {when} is not decided on yet; looking again"
             log.warning("%s", message)
-            self.journal.write("warning", bar=self.t, message=message)
+            self.engine.journal.write("warning", bar=self.t, message=message)
             return
         self._begin(when, quotes, missed=False)
 
@@ -301,7 +268,7 @@ class MultiLiveRunner(LiveEngine):
         with ``decide=False``: a missed bar skipped)."""
         t = self.t
         self.open_bar(t, when, quotes)
-        self.journal.write(
+        self.engine.journal.write(
             "open",
             bar=t,
             time=when,
@@ -309,20 +276,21 @@ class MultiLiveRunner(LiveEngine):
             quotes={k: None if q is None else [q.bid, q.ask] for k, q in quotes.items()},
         )
         if decide:
-            self._decide(t, when, missed=missed)
+            self.engine.decide(t, when, missed=missed)
 
     def open_bar(self, t: int, when: pd.Timestamp, quotes: dict[str, Quote | None]) -> None:
         """The paper account and the run enter bar ``t`` (a resumed run's replay calls it too)."""
         if self.paper is not None:
             self.paper.open_bar(when, quotes)
-        self.forming = (t, when)
+        self.engine.forming = (t, when)
 
-    def _closed(self, when: pd.Timestamp, row: pd.Series) -> None:
+    def closed(self, when: pd.Timestamp, row: pd.Series) -> None:
         """The main bar at ``when`` closed: every other feed's bars closed by now are read, the paper account
         works the bar's range; a bar that closed before it was decided on is decided at its own opens."""
-        if self.forming is not None and self.forming[1] != when:
+        run = self.engine
+        if run.forming is not None and run.forming[1] != when:
             raise LiveError(
-                f"the terminal's bar {when} is not the bar forming at {self.forming[1]}: "
+                f"the terminal's bar {when} is not the bar forming at {run.forming[1]}: "
                 "its history changed under the run; start a new journal"
             )
         new = {self.main: row.to_frame().T.astype(float).set_axis(pd.DatetimeIndex([when]), axis=0)}
@@ -337,28 +305,28 @@ class MultiLiveRunner(LiveEngine):
         for name in self.symbols:
             frame = new[(name, self.main[1])]
             rows[name] = frame.loc[when] if when in frame.index else None
-        if self.forming is None:  # closed before it was decided on (unreachable, or its quote refused)
-            quotes = {n: None if r is None else self._open_quote(n, r) for n, r in rows.items()}
-            if self.s.skip_missed:  # entered on the account at its open, as every bar is; no on_bar
-                self.summary.skipped += 1
+        if run.forming is None:  # closed before it was decided on (unreachable, or its quote refused)
+            quotes = {n: None if r is None else self.quotes.at_missed_open(n, r) for n, r in rows.items()}
+            if run.s.skip_missed:  # entered on the account at its open, as every bar is; no on_bar
+                run.summary.skipped += 1
                 log.info("bar %s closed before it was decided on: skipped (no on_bar)", when)
                 message = f"bar {when} skipped: closed before it was decided on"
-                self.journal.write("warning", bar=self.t, message=message)
+                run.journal.write("warning", bar=self.t, message=message)
             else:
-                self.summary.missed += 1
-            self._begin(when, quotes, missed=True, decide=not self.s.skip_missed)
-        t = self.forming[0]
+                run.summary.missed += 1
+            self._begin(when, quotes, missed=True, decide=not run.s.skip_missed)
+        t = run.forming[0]
         closed = {
             n: None if r is None else Closed(float(r["high"]), float(r["low"]), float(r["close"]))
             for n, r in rows.items()
         }
         self.close_bar(t, closed, new)
         feeds = {f"{k[0]} {k[1]}": history_record(frame) for k, frame in new.items() if len(frame)}
-        self.journal.write(
+        run.journal.write(
             "bar", bar=t, time=when, bars={n: r and r._asdict() for n, r in closed.items()}, feeds=feeds
         )
         self._status(when, row)
-        self._count_closed()
+        run.count_closed()
 
     def close_bar(
         self, t: int, closed: dict[str, Closed | None], new: dict[tuple[str, str], pd.DataFrame]
@@ -370,23 +338,16 @@ class MultiLiveRunner(LiveEngine):
         for key, frame in new.items():
             if len(frame):
                 self.views.append(key, frame)
-        self.forming = None
+        self.engine.forming = None
         self.t = t + 1
 
-    def _open_quote(self, name: str, row: pd.Series) -> Quote:
-        """A missed bar's open and spread as its quote (the backtest's fill prices of that bar)."""
-        bid = float(row["open"])
-        return Quote(bid, bid + float(row["spread"]) * self._point(name))
-
-    def _point(self, name: str) -> float:
-        return float(self.views.feeds[(name, self.main[1])].meta.point)
-
     def _status(self, when: pd.Timestamp, row: pd.Series) -> None:
-        acc = self.ctx.account()
+        run = self.engine
+        acc = run.ctx.account()
         net = " ".join(
-            f"{name} {sum(p.side * p.lots for p in self.ctx.positions(name)):+.2f}" for name in self.symbols
+            f"{name} {sum(p.side * p.lots for p in run.ctx.positions(name)):+.2f}" for name in self.symbols
         )
-        digits = self.bars.feed.meta.digits
+        digits = run.bars.feed.meta.digits
         today = ""
         if self.router is not None:  # the account's P&L of the day, as its daily loss limit counts it
             today = f" today {self.account_state().day_pnl.shown()}"
@@ -395,48 +356,35 @@ class MultiLiveRunner(LiveEngine):
             f"positions {net} equity {acc.equity:.2f}{today}"
         )
 
-    def _on_tick(self) -> None:
-        quotes: dict[str, Quote] = {}
-        for name in self.symbols:
-            try:
-                quotes[name] = self._quote(name, self.forming[1])
-            except QuoteError:
-                continue
+    def on_tick(self) -> None:
+        run = self.engine
+        quotes = self.quotes.good(run.forming[1])
         if self.main[0] not in quotes or quotes == self._last_quotes:
             return
         self._last_quotes = quotes
         if self.paper is not None:
             self.paper.set_tick(quotes)
-        q = quotes[self.main[0]]
-        stamp = self._now()
-        self.journal.write(
-            "tick", bar=self.forming[0], time=stamp, quotes={k: [v.bid, v.ask] for k, v in quotes.items()}
-        )
-        call_hook(
-            self.ea,
-            "on_tick",
-            Tick(stamp, q.bid, q.ask),
-            where=f"at {stamp}",
-            bar=self.forming[0],
-            time=stamp,
-        )
+        q, stamp, t = quotes[self.main[0]], run.now(), run.forming[0]
+        run.journal.write("tick", bar=t, time=stamp, quotes={k: [v.bid, v.ask] for k, v in quotes.items()})
+        call_hook(run.ea, "on_tick", Tick(stamp, q.bid, q.ask), where=f"at {stamp}", bar=t, time=stamp)
 
     # -- the stop --------------------------------------------------------------------------------------------
-    def _closing_quotes(self) -> bool:
+    def closing_quotes(self) -> bool:
         """Paper: every symbol's quote ``--close-on-exit`` closes at, set on the paper account (False when
         one is refused: the positions are left as they are). A live account closes at the terminal's price."""
+        run = self.engine
         if self.paper is None:
             return True
-        when = self._now()
+        when = run.now()
         try:
-            quotes = {name: self._quote(name, when) for name in self.symbols}
+            quotes = self.quotes.every(when)
         except QuoteError as exc:
             message = f"{exc}: positions left open at the stop"
             log.warning("%s", message)
-            self.journal.write("warning", bar=self._bar(), message=message)
+            run.journal.write("warning", bar=run.bar(), message=message)
             return False
         self.paper.set_tick(quotes)
-        self.journal.write(
-            "tick", bar=self._bar(), time=when, quotes={k: [q.bid, q.ask] for k, q in quotes.items()}
+        run.journal.write(
+            "tick", bar=run.bar(), time=when, quotes={k: [q.bid, q.ask] for k, q in quotes.items()}
         )
         return True

@@ -22,7 +22,8 @@ scores it with), and once the terminal answers again after a drop, the requests 
 looked up (``TerminalTrade.resolve``) before the EA decides anything more.
 
 The loop, the retries after a drop, the lost-reply look-ups, the decision and the stop are the engine's
-(``engine.LiveEngine``), shared with the multi-symbol runner; this module holds what is one symbol's.
+(``engine.LiveEngine``), shared with the multi-symbol runner: this runner makes one and is its part
+(``engine.Chart``), holding what is one symbol's.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from datafeeds.candles import CandleMeta, meta_of
 from datafeeds.terminal import TerminalSource
 from datafeeds.terminal_errors import UnknownSymbolError
 from neuronet.live.context import LiveBars, LiveContext
-from neuronet.live.engine import LiveEngine, LiveSettings, LiveSummary
+from neuronet.live.engine import LiveEngine, LiveSettings, LiveSummary, Shared
 from neuronet.live.errors import JournalError, LiveError
 from neuronet.live.journal import JournalRecords, json_ready
 from neuronet.live.paper import PaperBroker
@@ -56,12 +57,18 @@ __all__ = ["LiveRunner", "LiveSettings", "LiveSummary"]
 log = logging.getLogger(__name__)
 
 
-class LiveRunner(LiveEngine):
-    """Run ``ea_class(**params)`` live on one symbol (see the module docstring).
+class LiveRunner:
+    """Run ``ea_class(**params)`` live on one symbol (see the module docstring): the one-symbol ``Chart``
+    of a ``LiveEngine`` it makes and runs (``engine``).
 
     ``trading``, ``sleep``: as ``LiveEngine``'s.
     ``status``: where the one line per bar goes (default: the log).
     """
+
+    s = Shared()  # the engine's settings, summary, EA and trade context
+    summary = Shared()
+    ea = Shared()
+    ctx = Shared()
 
     def __init__(
         self,
@@ -74,60 +81,66 @@ class LiveRunner(LiveEngine):
         sleep: Callable[[float], None] | None = None,
         status: Callable[[str], None] | None = None,
     ):
-        super().__init__(ea_class, params, source, settings, trading=trading, sleep=sleep)
+        self.engine = LiveEngine(self, ea_class, params, source, settings, trading=trading, sleep=sleep)
         self._status = StatusLine(status or log.info, settings.symbol, settings.timeframe.name)
-        # Set when the run starts (``_start``), fresh or from the journal:
+        # Set when the run starts (``begin``), fresh or from the journal:
         self.meta: CandleMeta | None = None  # the bars' symbol, digits and broker clock
         self.fs = 0  # the first live bar (the history's length)
         self.broker: PaperBroker | None = None  # the paper account (None on a live account)
-        self.ctx: LiveContext | None = None
         self._last_quote: tuple[float, float] | None = None  # the last quote on_tick saw
 
-    def _fetch_main(self, after: pd.Timestamp | None):
+    def run(self) -> LiveSummary:
+        """Run until ``max_bars`` bars closed or Ctrl-C (``LiveEngine.run``)."""
+        return self.engine.run()
+
+    def fetch_main(self, after: pd.Timestamp | None):
+        run = self.engine
         start = None if after is None else after + pd.Timedelta(seconds=1)
-        s = self.s
-        fetched = self._retrying("reading bars", lambda: self.source.fetch(s.symbol, s.timeframe, start))
-        self._market_bar = fetched.final_until
+        s = run.s
+        fetched = run.retrying("reading bars", lambda: run.source.fetch(s.symbol, s.timeframe, start))
+        run.market_bar = fetched.final_until
         return fetched
 
     def quote_bounds(self) -> QuoteBounds | None:
         """What a quote is checked against now (``quotes.QuoteBounds``): the bar the terminal is forming
         as last read, and the price band of the closed bars; None before the first bars are known."""
-        if self._market_bar is None or self.bars is None or not len(self.bars.feed):
+        run = self.engine
+        if run.market_bar is None or run.bars is None or not len(run.bars.feed):
             return None
-        feed = self.bars.feed
+        feed = run.bars.feed
         return QuoteBounds.of(
             feed.column("high"),
             feed.column("low"),
             feed.column("close")[-1],
-            self._market_bar,
-            self.s.timeframe.seconds,
+            run.market_bar,
+            run.s.timeframe.seconds,
         )
 
     def _tick(self, bar_open: pd.Timestamp) -> tuple[pd.Timestamp, float, float]:
         """The terminal's quote for the bar opened at ``bar_open``, checked (``quotes``): one that is
         missing, not a price, crossed, at a time far from that bar or at prices far from the recent bars
         is a ``QuoteError``."""
-        symbol = self.s.symbol
+        run = self.engine
+        symbol = run.s.symbol
         try:
-            when, bid, ask = self._retrying("reading the quote", lambda: self.source.tick(symbol))
+            when, bid, ask = run.retrying("reading the quote", lambda: run.source.tick(symbol))
         except UnknownSymbolError as exc:  # None: the symbol was there when the run started
             raise QuoteError(str(exc)) from None
         except (TypeError, ValueError, OverflowError, AttributeError) as exc:
             raise QuoteError(f"the terminal's {symbol} quote cannot be read ({exc})") from None
         bid, ask = check_prices(symbol, bid, ask)
-        check_time(symbol, when, bar_open, self.s.timeframe.seconds)
+        check_time(symbol, when, bar_open, run.s.timeframe.seconds)
         bounds = self.quote_bounds()
         if bounds is not None:
             bounds.check_prices(symbol, bid, ask)
         return when, bid, ask
 
     # -- the start -------------------------------------------------------------------------------------------
-    def _read_journal(self, path: Path, records: JournalRecords) -> JournalState:
+    def read_journal(self, path: Path, records: JournalRecords) -> JournalState:
         """The state to resume from, read a record at a time; a journal of another run is refused."""
-        start, s = records.start, self.s
+        start, s = records.start, self.engine.s
         mine = {
-            "ea": self.ea_class.__name__,
+            "ea": self.engine.ea_class.__name__,
             "params": json_ready(self._params()),
             "symbol": s.symbol,
             "timeframe": s.timeframe.name,
@@ -145,12 +158,13 @@ class LiveRunner(LiveEngine):
         return state
 
     def _params(self) -> dict:
-        return self.ea_class.resolve_params(self.params)
+        return self.engine.ea_class.resolve_params(self.engine.params)
 
-    def _start(self, state: JournalState | None) -> None:
-        s = self.s
+    def begin(self, state: JournalState | None) -> None:
+        run = self.engine
+        s = run.s
         if state is None:
-            fetched = self._fetch_main(None)
+            fetched = self.fetch_main(None)
             hist = fetched.frame
             if s.history_bars:
                 hist = hist.iloc[-s.history_bars :]
@@ -162,7 +176,7 @@ class LiveRunner(LiveEngine):
             self.meta = meta_of(fetched.frame)
             self.fs = len(hist)
             start = {
-                "ea": self.ea_class.__name__,
+                "ea": run.ea_class.__name__,
                 "params": self._params(),
                 "symbol": s.symbol,
                 "timeframe": s.timeframe.name,
@@ -174,111 +188,117 @@ class LiveRunner(LiveEngine):
                 "started": pd.Timestamp.now(tz="UTC"),
             }
             # Together: a history too long to be read back leaves no journal that cannot be resumed.
-            self.journal.write_all(("start", start), ("history", history_record(hist)))
-            self._begun = True
+            run.journal.write_all(("start", start), ("history", history_record(hist)))
+            run.begun = True
             self.broker = PaperBroker(hist, self.meta.point, s.account) if s.mode == "paper" else None
-            self.forming, self.decided = None, set()
+            run.forming, run.decided = None, set()
             first_open = fetched.final_until
         else:
-            self.summary.resumed = True
+            run.summary.resumed = True
             hist, self.meta, self.fs = state.bars, state.meta, state.forward_start
-            self.broker, self.forming, self.decided = state.broker, state.forming, state.decided
-            self.journal.write(
+            self.broker, run.forming, run.decided = state.broker, state.forming, state.decided
+            run.journal.write(
                 "resume",
                 after_bar=len(hist) - 1,
-                forming=None if self.forming is None else self.forming[0],
+                forming=None if run.forming is None else run.forming[0],
                 at=pd.Timestamp.now(tz="UTC"),
             )
-            self._begun = True
+            run.begun = True
             log.info("resuming %s after bar %d (%s)", s.journal, len(hist) - 1, hist.index[-1])
-        self.bars = LiveBars(hist, self.meta)
-        self.ea = make_ea(self.ea_class, self.params)
+        run.bars = LiveBars(hist, self.meta)
+        run.ea = make_ea(run.ea_class, run.params)
         # The backtest's retraining rule over the live bars (the history is the study period).
-        self.periods = Periods(len(hist), self.fs, s.study_bars).for_ea(int(self.ea.retrain_every))
+        run.periods = Periods(len(hist), self.fs, s.study_bars).for_ea(int(run.ea.retrain_every))
         trading = self.broker
         if trading is None:
-            self._retrying("connecting", self.source.link)  # fail early, with backoff, if it is down
+            run.retrying("connecting", run.source.link)  # fail early, with backoff, if it is down
             # The source, not the raw link: its ``call`` reconnects after a drop (``TerminalSource.call``).
-            trading = self._trading_factory(
-                self.source, s.symbol, self.ea.magic, self._record_trade, market=self.quote_bounds
+            trading = run.trading_factory(
+                run.source,
+                s.symbol,
+                run.ea.magic,
+                run.record_trade,
+                market=self.quote_bounds,
             )
             if state is not None and state.halted_day is not None:
                 trading.restore_halt(state.halted_day)  # a restart does not lift the day's halt
             if state is not None and state.unresolved:
                 trading.restore_unresolved(state.unresolved)  # looked up, counted open, never sent again
-            self._journal_account(trading.account)
-        self.ctx = LiveContext(trading, self.bars, self.journal.write, self._now, self._bar)
-        self.ea.attach(self.ctx, self.bars.feed.bars)
-        call_hook(self.ea, "on_init", where="before the first live bar")
-        upcoming = len(self.bars.feed)  # the next bar to decide on (a resumed run is past fs)
-        at = self.periods.last_training(upcoming - 1)  # resumed: the latest retraining, as the run had it
-        self._study(at, self.bars.feed.time[at - 1])
-        self._started = True
+            run.journal_account(trading.account)
+        run.ctx = LiveContext(trading, run.bars, run.journal.write, run.now, run.bar)
+        run.ea.attach(run.ctx, run.bars.feed.bars)
+        call_hook(run.ea, "on_init", where="before the first live bar")
+        upcoming = len(run.bars.feed)  # the next bar to decide on (a resumed run is past fs)
+        at = run.periods.last_training(upcoming - 1)  # resumed: the latest retraining, as the run had it
+        run.study(at, run.bars.feed.time[at - 1])
+        run.started = True
         if state is None:
-            self._open_new(first_open)
-        elif self.forming is not None and self.forming[0] not in self.decided:
+            self.open_new(first_open)
+        elif run.forming is not None and run.forming[0] not in run.decided:
             # Cut short by the stop in the middle of a bar: decided again, each request already journaled
             # for it answered from the journal (``answers``), so only what was not sent is sent. A bar
             # that has closed since is decided late: on a live account its requests are then refused.
             log.warning(
                 "on_bar at bar %d was cut short by the stop: run again, %d request(s) it had made are not "
                 "sent again",
-                self.forming[0],
+                run.forming[0],
                 len(state.again),
             )
-            fetched = self._fetch_main(self.bars.feed.time[-1])
-            self.ctx.answers.start(state.again)
-            self._decide(*self.forming, missed=fetched.final_until > self.forming[1])
+            fetched = self.fetch_main(run.bars.feed.time[-1])
+            run.ctx.answers.start(state.again)
+            run.decide(*run.forming, missed=fetched.final_until > run.forming[1])
 
-    def _lost_replies(self) -> Any:
-        return None if self.ctx is None else self.ctx.trading
+    def terminal(self) -> Any:
+        """The live account's trade context (``TerminalTrade``); None on paper or before the EA starts."""
+        return None if self.broker is not None or self.engine.ctx is None else self.engine.ctx.trading
 
-    def _late_trading(self) -> Any:
-        trading = self.ctx.trading
-        return None if self.broker is not None or not hasattr(trading, "late") else trading
+    def show(self, when: pd.Timestamp) -> None:
+        self.engine.bars.show(self.engine.ea)
 
-    def _positions(self) -> dict:
-        return {"position": sum(p.side * p.lots for p in self.ctx.positions())}
+    def positions(self) -> dict:
+        return {"position": sum(p.side * p.lots for p in self.engine.ctx.positions())}
 
     # -- bars ------------------------------------------------------------------------------------------------
-    def _open_new(self, when: pd.Timestamp) -> None:
+    def open_new(self, when: pd.Timestamp) -> None:
         """The bar forming at ``when`` begins: decide at the terminal's quote (a refused quote: look again
         at the next poll; a bar that closes meanwhile is decided at its own open, as a missed one)."""
+        run = self.engine
         try:
             _, bid, ask = self._tick(when)
         except QuoteError as exc:
-            self._refused_quote(exc, f"bar {when} is not decided on yet; looking again")
+            run.refused_quote(exc, f"bar {when} is not decided on yet; looking again")
             return
-        self._last_refusal = None
-        t = len(self.bars.feed)
+        run.last_refusal = None
+        t = len(run.bars.feed)
         if self.broker is not None:
             self.broker.open_bar(when, bid, ask)
-        self.journal.write("open", bar=t, time=when, bid=bid, ask=ask, missed=False)
-        self._decide(t, when)
+        run.journal.write("open", bar=t, time=when, bid=bid, ask=ask, missed=False)
+        run.decide(t, when)
 
-    def _closed(self, when: pd.Timestamp, row: pd.Series) -> None:
-        t = len(self.bars.feed)
-        if self.forming is not None and self.forming[1] != when:
+    def closed(self, when: pd.Timestamp, row: pd.Series) -> None:
+        run = self.engine
+        t = len(run.bars.feed)
+        if run.forming is not None and run.forming[1] != when:
             raise LiveError(
-                f"the terminal's bar {when} is not the bar forming at {self.forming[1]}: "
+                f"the terminal's bar {when} is not the bar forming at {run.forming[1]}: "
                 "its history changed under the run; start a new journal"
             )
-        if self.forming is None:  # closed before it was decided on: unreachable, or its quote refused
-            if self.s.skip_missed:
-                self.summary.skipped += 1
+        if run.forming is None:  # closed before it was decided on: unreachable, or its quote refused
+            if run.s.skip_missed:
+                run.summary.skipped += 1
                 log.info("bar %s closed before it was decided on: skipped (no on_bar)", when)
                 message = f"bar {when} skipped: closed before it was decided on"
-                self.journal.write("warning", bar=t, message=message)
+                run.journal.write("warning", bar=t, message=message)
                 if self.broker is not None:
                     self.broker.add_bar(when, float(row["open"]), float(row["spread"]))
             else:
-                self.summary.missed += 1
+                run.summary.missed += 1
                 log.info("bar %s closed before it was decided on: processed now, at its open", when)
                 spread = float(row["spread"])
                 bid = float(row["open"])
                 if self.broker is not None:
                     self.broker.add_bar(when, bid, spread)
-                self.journal.write(
+                run.journal.write(
                     "open",
                     bar=t,
                     time=when,
@@ -287,43 +307,50 @@ class LiveRunner(LiveEngine):
                     spread_points=spread,
                     missed=True,
                 )
-                self._decide(t, when, missed=True)
+                run.decide(t, when, missed=True)
         if self.broker is not None:
             self.broker.close_bar(t, float(row["high"]), float(row["low"]), float(row["close"]))
-        self.bars.append(row.to_frame().T.astype(float).set_axis(pd.DatetimeIndex([when]), axis=0))
-        self.forming = None
-        self.journal.write("bar", **bar_record(t, when, row, skipped=t not in self.decided))
-        self._status.show(when, row, self.meta, self.ctx.trading, self.broker)
-        self._count_closed()
+        run.bars.append(row.to_frame().T.astype(float).set_axis(pd.DatetimeIndex([when]), axis=0))
+        run.forming = None
+        run.journal.write("bar", **bar_record(t, when, row, skipped=t not in run.decided))
+        self._status.show(when, row, self.meta, run.ctx.trading, self.broker)
+        run.count_closed()
 
-    def _on_tick(self) -> None:
+    def on_tick(self) -> None:
+        run = self.engine
         try:
-            stamp, bid, ask = self._tick(self.forming[1])
+            stamp, bid, ask = self._tick(run.forming[1])
         except QuoteError as exc:
-            self._refused_quote(exc, "no on_tick at it")
+            run.refused_quote(exc, "no on_tick at it")
             return
-        self._last_refusal = None
+        run.last_refusal = None
         if self._last_quote == (bid, ask):
             return
         self._last_quote = (bid, ask)
         if self.broker is not None:
             self.broker.set_tick(bid, ask)
-        self.journal.write("tick", bar=self.forming[0], time=stamp, bid=bid, ask=ask)
+        run.journal.write("tick", bar=run.forming[0], time=stamp, bid=bid, ask=ask)
         call_hook(
-            self.ea, "on_tick", Tick(stamp, bid, ask), where=f"at {stamp}", bar=self.forming[0], time=stamp
+            run.ea,
+            "on_tick",
+            Tick(stamp, bid, ask),
+            where=f"at {stamp}",
+            bar=run.forming[0],
+            time=stamp,
         )
 
     # -- the stop --------------------------------------------------------------------------------------------
-    def _closing_quotes(self) -> bool:
+    def closing_quotes(self) -> bool:
         """Paper: the quote ``--close-on-exit`` closes at, set on the paper account (False when refused:
         the positions are left as they are). A live account closes at the terminal's own price."""
+        run = self.engine
         if self.broker is None:
             return True
         try:
-            _, bid, ask = self._tick(self._now())
+            _, bid, ask = self._tick(run.now())
         except QuoteError as exc:
-            self._refused_quote(exc, "positions left open at the stop")
+            run.refused_quote(exc, "positions left open at the stop")
             return False
         self.broker.set_tick(bid, ask)
-        self.journal.write("tick", bar=self._bar(), time=self._now(), bid=bid, ask=ask)
+        run.journal.write("tick", bar=run.bar(), time=run.now(), bid=bid, ask=ask)
         return True

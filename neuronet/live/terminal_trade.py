@@ -261,7 +261,8 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             return None
         self._look_up_lost()  # what the terminal now shows of them counts once, as positions and orders
         day = self.server_day()
-        figure = self.limits.day_pnl(lambda: self.day_pnl(day), day)  # a multi-symbol run's: the account's
+        account = self.limits.read(day)  # a multi-symbol run's whole account, read once for this request
+        figure = self.day_pnl(day) if account is None else account.day_pnl  # the account's, not the symbol's
         pnl = figure.value
         self._say_unknown(day, figure.unknown)
         if not figure.unknown and self.limits.daily_loss_reached(pnl) and self._halted_day != day:
@@ -272,7 +273,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             self._note("halted", day_pnl=pnl, limit=self.limits.max_daily_loss, day=day)
         lost = self.lost.possibly_open()
         held = len(self.positions()) + len(self.orders()) + lost
-        state = TradeState(held, pnl, self._halted_day == day, lost, day, figure.unknown)
+        state = TradeState(held, pnl, self._halted_day == day, lost, day, figure.unknown, account)
         return self.limits.check(Request(self.symbol, lots), state)
 
     def _say_unknown(self, day: int, unknown: tuple[str, ...]) -> None:
