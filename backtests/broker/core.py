@@ -42,6 +42,7 @@ from backtests.broker.config import AccountConfig
 from backtests.broker.ledger import Ledger
 from backtests.broker.margin import MarginModel
 from backtests.broker.market import Market
+from backtests.broker.records import OrderRecord
 from backtests.broker.requests import KEEP, TradeRequests
 from backtests.broker.swap import SwapModel
 from backtests.broker.terms import SymbolMoney, SymbolTerms
@@ -530,9 +531,10 @@ class Broker:
         return None
 
     def record_order(self, ticket, kind, lots, price, sl, tp, state, position, magic, comment, stoplimit=None,
-                     expiration=None):  # fmt: skip
+                     expiration=None) -> OrderRecord | None:  # fmt: skip
         """An order of the orders table (a market order filled now, or a pending order placed now; prices
-        in price units)."""
+        in price units): the placed order's record, which follows the order, or None for a fill (recorded
+        as a row, ``Ledger.new_order``)."""
         self.revision += 1
         ns = self.now[0] if self.now is not None else self.now_ns  # ``stamp``, inline: per order
         return self.ledger.new_order(self.t, ns, ticket, kind, lots, price, sl, tp, state, position, magic,
