@@ -1,24 +1,18 @@
-"""Open prices with several symbols: a position filled inside a bar, valued at its symbol's open of that bar.
+"""Open prices with several symbols: a position filled or changed inside a bar is valued, while the other
+symbols work their ranges, at its symbol's close, never at the open from before the fill.
 
-In open prices each symbol works its bar's range with the other symbols at their opens
-(``backtests.multi_replay.open_prices``). A position another symbol's walk filled earlier in the same bar
-is then valued at that symbol's open: a price from before the position existed, which its own bar may
-never come back to after the fill. Its profit from the open to the fill is money the account never had,
-and it pays for margin (a pending order of a second symbol accepted where MetaTrader's trade server
-refuses it: "no money") and holds off stop-outs (the harness's random runs found a balance of -42.60 USD
-with no stop-out this way).
+In open prices each symbol works its bar's range with the other symbols standing still
+(``backtests.multi_replay``). A position another symbol's range filled earlier in the same bar, valued at
+that symbol's open, would show the profit from the open to the fill: money the account never had, paying
+for margin (a pending order accepted where MetaTrader's trade server refuses it: "no money", 10019) and
+holding off stop-outs. Every case below is worked by hand; each failed before the rule (the open's profit
+paid the margin or hid the stop-out).
 
-Figures: a 2,000 USD account, leverage 100, spread 0. At 01:00 the EA places a sell limit of 1 lot of
-EURUSD at 1.10100 (EURUSD opens at 1.09600) and a buy limit of 1 lot of GBPUSD at 1.29500 (GBPUSD opens at
-1.30000). EURUSD's 01:00 bar rises 1.09600 -> 1.10200 -> 1.10150 (open = low), GBPUSD's falls 1.30000 ->
-1.29400 -> 1.29450 (open = high): each limit is met inside the bar, and after its fill neither price comes
-back to its open. Margins: 100,000 x 1.10100 / 100 = 1,101 USD and 100,000 x 1.29500 / 100 = 1,295 USD,
-2,396 together. Whatever the order of the two fills, after either one the account's equity is at most
-2,000 (the filled position's profit is 0 at its fill and below after it: EURUSD stays in 1.10100-1.10200,
-GBPUSD in 1.29400-1.29500), so the free margin is at most 2,000 - 1,101 = 899 or 2,000 - 1,295 = 705:
-neither leaves room for the other. Exactly one fills; the other is refused for lack of money, as the
-``ohlc1m`` model of the same prices does (its minutes put the fills in time order). Valued at EURUSD's
-open 1.09600, the short EURUSD position shows +500 USD, a free margin of 1,399, and both fill.
+Shared figures: leverage 100, spread 0, 5-digit symbols without specifications (profit in dollars: 1 lot
+is 1 USD a point). EURUSD's 01:00 bar rises 1.09600 -> 1.10200, closes 1.10150 (open = low); GBPUSD's
+falls 1.30000 -> 1.29400, closes 1.29450 (open = high). A sell limit of EURUSD at 1.10100 and a buy limit of
+GBPUSD at 1.29500 are each met inside the bar, and neither price comes back to its open after the fill.
+Margins: 100,000 x 1.10100 / 100 = 1,101 USD, 100,000 x 1.29500 / 100 = 1,295 USD.
 """
 
 from __future__ import annotations
@@ -31,22 +25,22 @@ from backtests import AccountConfig, Backtest
 from datafeeds import make_frame
 from datafeeds.candles import CandleMeta
 from datafeeds.clock import UTC
+from datafeeds.resample import resample
 from datafeeds.timeframes import Timeframe
 from strategies.base import ExpertAdvisor
 
 T0 = pd.Timestamp("2024-01-02", tz="UTC")
+H = pd.Timedelta(hours=1)
+EURUSD_BARS = ("EURUSD", 1.1015, {0: (1.096,) * 4, 1: (1.096, 1.102, 1.096, 1.1015)})
+GBPUSD_BARS = ("GBPUSD", 1.2945, {0: (1.3,) * 4, 1: (1.3, 1.3, 1.294, 1.2945)})
 
 
-class _TwoLimits(ExpertAdvisor):
-    symbols = ("EURUSD", "GBPUSD")
-
-    def on_bar(self):
-        if len(self.bars) == 1:
-            assert self.sell_limit(1.0, 1.101, symbol="EURUSD") is not None
-            assert self.buy_limit(1.0, 1.295, symbol="GBPUSD") is not None
+def _account(deposit: float) -> AccountConfig:
+    return AccountConfig(deposit=deposit, spread=0, leverage=100.0, stop_out_level=50.0)
 
 
 def _hours(symbol: str, base: float, special: dict[int, tuple[float, float, float, float]]) -> pd.DataFrame:
+    """Four H1 bars at ``base``, bar i replaced by ``special[i]`` (o, h, l, c)."""
     n = 4
     cols = {c: np.full(n, base) for c in ("open", "high", "low", "close")}
     for i, (o, h, lo, c) in special.items():
@@ -56,19 +50,166 @@ def _hours(symbol: str, base: float, special: dict[int, tuple[float, float, floa
     return make_frame(cols, index, CandleMeta(symbol, Timeframe.H1, 5, UTC, "test"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="open prices value a position filled earlier in the bar at its symbol's open while another "
-    "symbol walks its range, so its profit from the open to the fill pays the second order's margin",
-)
+def _frames(*bars) -> dict[str, pd.DataFrame]:
+    return {symbol: _hours(symbol, base, special) for symbol, base, special in bars}
+
+
+def _limits(result) -> dict[str, str]:
+    """Each symbol's pending order's final state."""
+    orders = result.orders[result.orders["type"].isin(["sell_limit", "buy_limit"])]
+    return dict(zip(orders["symbol"], orders["state"], strict=True))
+
+
+class _TwoLimits(ExpertAdvisor):
+    """At 00:00 a sell limit of 1 lot of EURUSD at 1.10100 and a buy limit of 1 lot of GBPUSD at 1.29500."""
+
+    symbols = ("EURUSD", "GBPUSD")
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            assert self.sell_limit(1.0, 1.101, symbol="EURUSD") is not None
+            assert self.buy_limit(1.0, 1.295, symbol="GBPUSD") is not None
+
+
+class _TwoLimitsGbpFirst(_TwoLimits):
+    symbols = ("GBPUSD", "EURUSD")
+
+
 def test_open_prices_two_fills_in_one_bar_never_hold_more_margin_than_the_equity_could_carry():
-    frames = {
-        "EURUSD": _hours("EURUSD", 1.1015, {0: (1.096,) * 4, 1: (1.096, 1.102, 1.096, 1.1015)}),
-        "GBPUSD": _hours("GBPUSD", 1.2945, {0: (1.3,) * 4, 1: (1.3, 1.3, 1.294, 1.2945)}),
+    # 2,000 USD. EURUSD works its range first: its limit fills (free margin 2,000 - 1,101 = 899). GBPUSD's
+    # range then values the short at EURUSD's close 1.10150: -50, equity 1,950, margin needed 2,396: no
+    # money (10019). At EURUSD's open 1.09600 the short showed +500 (equity 2,500) and both filled.
+    result = Backtest(
+        _frames(EURUSD_BARS, GBPUSD_BARS), _TwoLimits, account=_account(2_000.0), forward=None
+    ).run()
+    assert _limits(result) == {"EURUSD": "filled", "GBPUSD": "rejected"}
+    assert len(result.trades) == 1 and [r["retcode"] for r in result.rejected] == [10019]
+
+
+def test_open_prices_the_other_order_of_the_symbols_refuses_the_other_fill():
+    # GBPUSD is the main symbol: its range is worked first, its limit fills (free margin 2,000 - 1,295 =
+    # 705). EURUSD's range values the long at GBPUSD's close 1.29450: -50, equity 1,950 < 2,396: refused.
+    # At GBPUSD's open 1.30000 the long showed +500 and paid for the short.
+    frames = _frames(GBPUSD_BARS, EURUSD_BARS)
+    result = Backtest(frames, _TwoLimitsGbpFirst, account=_account(2_000.0), forward=None).run()
+    assert _limits(result) == {"GBPUSD": "filled", "EURUSD": "rejected"}
+    assert [r["retcode"] for r in result.rejected] == [10019]
+    assert result.trades["symbol"].tolist() == ["GBPUSD"]
+
+
+class _LongAndLimit(ExpertAdvisor):
+    """At 00:00 a buy of 1 lot of GBPUSD at 1.30000 and a sell limit of 1 lot of EURUSD at 1.10100."""
+
+    symbols = ("EURUSD", "GBPUSD")
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            assert self.buy(1.0, symbol="GBPUSD") is not None
+            assert self.sell_limit(1.0, 1.101, symbol="EURUSD") is not None
+
+
+def test_open_prices_a_stop_out_the_opens_phantom_profit_hid_happens_where_the_rules_put_it():
+    # 2,500 USD; GBPUSD long 1 lot at 1.30000 (margin 1,300). 01:00: EURUSD's range fills the sell limit at
+    # 1.10100 (equity 2,500 >= 1,300 + 1,101 = 2,401; at its own worst, 1.10200, the level is 2,400 /
+    # 2,401 = 99.96%). GBPUSD's range falls to 1.28500 with the short at EURUSD's close 1.10150 (-50): the
+    # level reaches 50% (equity 1,200.50) where 2,500 - 50 + (bid - 1.30000) x 100,000 = 1,200.50, bid
+    # 1.287505, first whole point beyond it 1.28750. The most losing position there is the GBPUSD long
+    # (-1,250 against the short's -50): stopped out at 1.28750, 01:00's bar, balance 1,250. Valued at
+    # EURUSD's open 1.09600 the short showed +500: the level needed a bid of 1.282005, below the low.
+    frames = _frames(EURUSD_BARS, ("GBPUSD", 1.285, {0: (1.3,) * 4, 1: (1.3, 1.3, 1.285, 1.29)}))
+    result = Backtest(frames, _LongAndLimit, account=_account(2_500.0), forward=None).run()
+    trades = result.trades
+    stopped = trades[trades["exit_reason"] == "stop out"]
+    assert stopped["symbol"].tolist() == ["GBPUSD"]
+    assert stopped["exit_price"].iloc[0] == pytest.approx(1.2875)
+    assert stopped["exit_time"].iloc[0] == T0 + H
+    assert stopped["profit"].iloc[0] == pytest.approx(-1_250.0)
+    # the short stays to the end of the test, at EURUSD's last close 1.10150: -50
+    rest = trades[trades["exit_reason"] != "stop out"]
+    assert rest["symbol"].tolist() == ["EURUSD"] and rest["profit"].iloc[0] == pytest.approx(-50.0)
+    assert result.stats["final_balance"] == pytest.approx(1_200.0)
+
+
+class _ThreeLimits(_TwoLimits):
+    """``_TwoLimits`` and a buy limit of 1 lot of AUDUSD at 0.66000."""
+
+    symbols = ("EURUSD", "GBPUSD", "AUDUSD")
+
+    def on_bar(self):
+        super().on_bar()
+        if len(self.bars) == 1:
+            assert self.buy_limit(1.0, 0.66, symbol="AUDUSD") is not None
+
+
+def test_open_prices_a_third_symbols_order_is_judged_with_both_earlier_fills_at_their_closes():
+    # 3,000 USD. EURUSD's limit fills (free margin 3,000 - 1,101 = 1,899); GBPUSD's fills with the short at
+    # 1.10150 (-50): 2,950 - 1,101 = 1,849 >= 1,295. AUDUSD's range (0.66500 -> 0.65900, close 0.65950)
+    # meets its limit at 0.66000 (margin 660) with both at their closes (-50 each): equity 2,900, margin
+    # 1,101 + 1,295 + 660 = 3,056: no money. At their opens (+500 each) the equity showed 4,000.
+    audusd = ("AUDUSD", 0.6595, {0: (0.665,) * 4, 1: (0.665, 0.665, 0.659, 0.6595)})
+    frames = _frames(EURUSD_BARS, GBPUSD_BARS, audusd)
+    result = Backtest(frames, _ThreeLimits, account=_account(3_000.0), forward=None).run()
+    assert _limits(result) == {"EURUSD": "filled", "GBPUSD": "filled", "AUDUSD": "rejected"}
+    assert [(r["symbol"], r["retcode"]) for r in result.rejected] == [("AUDUSD", 10019)]
+
+
+class _ShortThenAdd(_TwoLimits):
+    """At 00:00 a sell of 1 lot of EURUSD at 1.09600, then ``_TwoLimits``' two limits."""
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            assert self.sell(1.0, symbol="EURUSD") is not None
+        super().on_bar()
+
+
+def test_open_prices_a_netting_add_inside_the_bar_is_valued_at_its_symbols_close():
+    # 3,500 USD, netting. EURUSD short 1 lot at 1.09600 (margin 1,096). 01:00: the sell limit at 1.10100
+    # adds a lot (equity at the fill 3,500 - 500 = 3,000 >= 1,096 + 1,101 = 2,197): 2 lots at 1.09850.
+    # GBPUSD's limit is judged with the 2 lots at EURUSD's close 1.10150: 2 x -300 = -600, equity 2,900 <
+    # 2,197 + 1,295 = 3,492: no money. At EURUSD's open 1.09600 the 2 lots showed +500 (4,000): filled.
+    frames = _frames(EURUSD_BARS, GBPUSD_BARS)
+    result = Backtest(frames, _ShortThenAdd, account=_account(3_500.0), forward=None).run()
+    assert _limits(result) == {"EURUSD": "filled", "GBPUSD": "rejected"}
+    assert [(r["symbol"], r["retcode"]) for r in result.rejected] == [("GBPUSD", 10019)]
+    # one EURUSD position of 2 lots at 1.09850, closed at the end of the test at 1.10150: -600
+    assert result.trades["symbol"].tolist() == ["EURUSD"]
+    assert result.trades["lots"].iloc[0] == pytest.approx(2.0)
+    assert result.trades["profit"].iloc[0] == pytest.approx(-600.0)
+
+
+def _minutes(symbol: str, first: float, moves: dict[int, tuple[float, float, float, float]], rest: float):
+    """Four hours of M1 bars: flat at ``first`` to 01:00's first minute, ``moves`` (o, h, l, c) by minute,
+    flat at ``rest`` after the last of them."""
+    n = 240
+    last = max(moves)
+    level = np.where(np.arange(n) <= last, first, rest)
+    cols = {c: level.copy() for c in ("open", "high", "low", "close")}
+    for i, (o, h, lo, c) in moves.items():
+        cols["open"][i], cols["high"][i], cols["low"][i], cols["close"][i] = o, h, lo, c
+    cols.update(
+        tick_volume=np.ones(n, dtype=np.int64),
+        real_volume=np.zeros(n, dtype=np.int64),
+        spread=np.zeros(n, dtype=np.int32),
+    )
+    return make_frame(
+        cols, pd.date_range(T0, periods=n, freq="min"), CandleMeta(symbol, Timeframe.M1, 5, UTC, "t")
+    )
+
+
+def test_ohlc1m_of_the_same_prices_gives_the_same_refusal():
+    # The same hours built from minutes: EURUSD rises to 1.10200 in its 01:01 minute (its limit fills
+    # there), GBPUSD falls to 1.29400 in its 01:10 minute. In time order the short exists first, at most at
+    # 0 profit (EURUSD stays in 1.10100-1.10200 after the fill): GBPUSD's limit is refused as in open
+    # prices (equity at most 2,000 < 2,396).
+    m1 = {
+        "EURUSD": _minutes("EURUSD", 1.096, {61: (1.096, 1.102, 1.096, 1.102)}, 1.1015),
+        "GBPUSD": _minutes("GBPUSD", 1.3, {70: (1.3, 1.3, 1.294, 1.294)}, 1.2945),
     }
-    account = AccountConfig(deposit=2_000.0, spread=0, leverage=100.0, stop_out_level=50.0)
-    result = Backtest(frames, _TwoLimits, account=account, forward=None).run()
-    limits = result.orders[result.orders["type"].isin(["sell_limit", "buy_limit"])]
-    assert sorted(limits["state"]) == ["filled", "rejected"]
-    assert len(result.trades) == 1
+    frames = {s: resample(df, "H1") for s, df in m1.items()}
+    assert frames["EURUSD"].iloc[1][["open", "high", "low", "close"]].tolist() == list(EURUSD_BARS[2][1])
+    assert frames["GBPUSD"].iloc[1][["open", "high", "low", "close"]].tolist() == list(GBPUSD_BARS[2][1])
+    account = _account(2_000.0)
+    minutes = Backtest(frames, _TwoLimits, model="ohlc1m", m1=m1, account=account, forward=None).run()
+    opens = Backtest(frames, _TwoLimits, account=account, forward=None).run()
+    assert _limits(minutes) == _limits(opens) == {"EURUSD": "filled", "GBPUSD": "rejected"}
+    assert [r["retcode"] for r in minutes.rejected] == [r["retcode"] for r in opens.rejected] == [10019]
