@@ -9,17 +9,23 @@ to another's, so each symbol holding positions or orders works its own range wit
 still. A symbol stands at its open until its own range has changed its positions: a pending order filled
 inside the bar, a position closed or reduced there (a stop, a stop-out, a netting fill that reduces or
 reverses it). From then on, while the symbols after it work their ranges (their free-margin checks, their
-stop-outs, the converting pairs' steps of ``backtests.pair_moves``), it stands at its close:
+stop-outs, the converting pairs' steps of ``backtests.pair_moves``, any conversion through it), it stands
+at its close, or at its fill where that is worse for the account:
 
 - never at its open, a price from before the fill. A sell limit met at 1.10100 above an open of 1.09600
   shows 500 dollars a lot at the open, profit the position never had (the bar may never come back after
   the fill); that money would pay another order's margin (MetaTrader's trade server refuses it: 10019, no
-  money) and hold off a stop-out. The same holds for what a close left: its profit or loss is booked at the
-  close's price, so the rest valued at an earlier price mixes two moments the account never had at once.
+  money) and hold off a stop-out. The same holds for what a closing deal left (a stop, a partial close, a
+  reversal): its profit or loss is booked at that deal's price, so the rest valued at an earlier price
+  mixes two moments the account never had at once.
 - the close is the one price of the bar known to come after every deal of the symbol's range, whatever
   their order (open prices fill a bar's pending orders before they check its stops, not in time order), so
-  the balance with every deal booked and the positions valued there is a state the account truly had. A
-  fill's own price is not: with a second deal in the same range it may come before it.
+  the balance with every deal booked and the positions valued there is a state the account truly had.
+  Where every deal of the range came at one price (a fill, a netting reversal's two deals), the state
+  just after them is one too, and whether another symbol's order came nearer the fill or the close is
+  unknown: the worse of the two for the account is taken (``after_range``), since a figure wrong in the
+  trader's favour is the worse error and neither is a price the position did not see. With deals at
+  several prices, one of them may come before another's fill: the close alone is then known good.
 - not the worst of the bar after the fill: that would pair one symbol's adverse extreme with another's at
   once, when nothing says they came together, and could make a stop-out or a refusal no price order
   produces. Where the order across symbols matters, ``ohlc1m`` and ``ticks`` walk every symbol in time.
@@ -270,8 +276,9 @@ def open_prices(desks: list) -> tuple[Callable[[int], None], Callable[[int], Non
 
     Each symbol works its range with the others standing at a price of theirs: the open, or, for a symbol
     whose own range changed its positions (a pending order filled, a position closed or reduced) and
-    that still holds some, its close (the module docstring says why); after the bar every symbol stands
-    at its open again, which the EA's next decision replaces with the next bar's."""
+    that still holds some, its close or its fill, the worse for the account (``after_range``; the module
+    docstring says why); after the bar every symbol stands at its open again, which the EA's next decision
+    replaces with the next bar's."""
     books = [(d, d.book) for d in desks]
 
     def opening(t: int) -> None:
@@ -288,10 +295,10 @@ def open_prices(desks: list) -> tuple[Callable[[int], None], Callable[[int], Non
         moved = []
         for d, book in books:
             if book.positions or book.orders:
-                before = book.changes
+                before, first = book.changes, len(d.ledger.deals)
                 d.bar_range(t)
                 if book.changes != before and book.positions:
-                    d.inside = d.market.close_quote(t)  # after every deal its range made
+                    d.inside = after_range(d, t, first)
                     moved.append(d)
         if moves is not None:
             moves(t)
@@ -299,6 +306,26 @@ def open_prices(desks: list) -> tuple[Callable[[int], None], Callable[[int], Non
             d.inside = None
 
     return opening, closing
+
+
+def after_range(desk, t: int, first: int) -> tuple[float, float]:
+    """Where ``desk`` stands (bid, ask in points) once its open-prices range has changed its positions in
+    bar ``t`` (``first``: the account's deals before that range): its close, or the price of its range's
+    deals where they all came at one price (a fill, a netting reversal's two deals) and its positions are
+    worth less there than at the close. Both are states the account truly had after every deal of the
+    range; the worse of the two is taken (the module docstring)."""
+    m = desk.market
+    close = m.close_quote(t)
+    symbol = desk.symbol
+    made = {(deal.type, deal.price) for deal in desk.ledger.deals[first:] if deal.symbol == symbol}
+    if len(made) != 1:
+        return close
+    ((kind, price),) = made
+    points = desk.to_points(price)
+    spread = m.s[t]  # the spread its range was worked at (``Broker.bar_range``)
+    bid = points if kind == "sell" else points - spread  # a sell deals at the bid, a buy at the ask
+    deal = (bid, bid + spread)
+    return deal if desk.floating(*deal) < desk.floating(*close) else close
 
 
 def price_paths(desks: list, ticks: bool) -> tuple[Callable[[int], None], Callable[[int], None]]:

@@ -12,7 +12,8 @@ Shared figures: leverage 100, spread 0, 5-digit symbols without specifications (
 is 1 USD a point). EURUSD's 01:00 bar rises 1.09600 -> 1.10200, closes 1.10150 (open = low); GBPUSD's
 falls 1.30000 -> 1.29400, closes 1.29450 (open = high). A sell limit of EURUSD at 1.10100 and a buy limit of
 GBPUSD at 1.29500 are each met inside the bar, and neither price comes back to its open after the fill.
-Margins: 100,000 x 1.10100 / 100 = 1,101 USD, 100,000 x 1.29500 / 100 = 1,295 USD.
+Margins: 100,000 x 1.10100 / 100 = 1,101 USD, 100,000 x 1.29500 / 100 = 1,295 USD. The EA's first decision
+is at 01:00 (the first bar is history), at the opens EURUSD 1.09600, GBPUSD 1.30000.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def _limits(result) -> dict[str, str]:
 
 
 class _TwoLimits(ExpertAdvisor):
-    """At 00:00 a sell limit of 1 lot of EURUSD at 1.10100 and a buy limit of 1 lot of GBPUSD at 1.29500."""
+    """At 01:00 a sell limit of 1 lot of EURUSD at 1.10100 and a buy limit of 1 lot of GBPUSD at 1.29500."""
 
     symbols = ("EURUSD", "GBPUSD")
 
@@ -98,7 +99,7 @@ def test_open_prices_the_other_order_of_the_symbols_refuses_the_other_fill():
 
 
 class _LongAndLimit(ExpertAdvisor):
-    """At 00:00 a buy of 1 lot of GBPUSD at 1.30000 and a sell limit of 1 lot of EURUSD at 1.10100."""
+    """At 01:00 a buy of 1 lot of GBPUSD at 1.30000 and a sell limit of 1 lot of EURUSD at 1.10100."""
 
     symbols = ("EURUSD", "GBPUSD")
 
@@ -154,7 +155,7 @@ def test_open_prices_a_third_symbols_order_is_judged_with_both_earlier_fills_at_
 
 
 class _ShortThenAdd(_TwoLimits):
-    """At 00:00 a sell of 1 lot of EURUSD at 1.09600, then ``_TwoLimits``' two limits."""
+    """At 01:00 a sell of 1 lot of EURUSD at 1.09600, then ``_TwoLimits``' two limits."""
 
     def on_bar(self):
         if len(self.bars) == 1:
@@ -213,3 +214,64 @@ def test_ohlc1m_of_the_same_prices_gives_the_same_refusal():
     opens = Backtest(frames, _TwoLimits, account=account, forward=None).run()
     assert _limits(minutes) == _limits(opens) == {"EURUSD": "filled", "GBPUSD": "rejected"}
     assert [r["retcode"] for r in minutes.rejected] == [r["retcode"] for r in opens.rejected] == [10019]
+
+
+def test_open_prices_a_fill_worth_less_than_the_close_is_valued_at_the_fill():
+    # EURUSD's 01:00 bar rises to 1.10200 and closes at 1.09900, below the sell limit's 1.10100: the short
+    # shows +200 at the close, 0 at its fill. Which one GBPUSD's fill met is unknown in open prices; the
+    # worse for the account is taken: 2,300 + 0 = 2,300 < 2,396: no money. (At the close, 2,500 >= 2,396
+    # would have admitted it with money the account may not have had yet.)
+    eurusd = ("EURUSD", 1.099, {0: (1.096,) * 4, 1: (1.096, 1.102, 1.096, 1.099)})
+    result = Backtest(_frames(eurusd, GBPUSD_BARS), _TwoLimits, account=_account(2_300.0), forward=None).run()
+    assert _limits(result) == {"EURUSD": "filled", "GBPUSD": "rejected"}
+    assert [(r["symbol"], r["retcode"]) for r in result.rejected] == [("GBPUSD", 10019)]
+
+
+class _LongThenReverse(_TwoLimits):
+    """At 01:00 a buy of 1 lot of EURUSD at 1.09600, a sell limit of 2 lots of EURUSD at 1.10100 and a
+    buy limit of 1 lot of GBPUSD at 1.29500."""
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            assert self.buy(1.0, symbol="EURUSD") is not None
+            assert self.sell_limit(2.0, 1.101, symbol="EURUSD") is not None
+            assert self.buy_limit(1.0, 1.295, symbol="GBPUSD") is not None
+
+
+def test_open_prices_a_netting_reversal_inside_the_bar_leaves_its_new_leg_at_a_price_after_it():
+    # 1,800 USD, netting. EURUSD long 1 lot at 1.09600 (margin 1,096). 01:00: the 2-lot sell limit at
+    # 1.10100 closes the long (+500 booked, balance 2,300) and opens a short of 1 lot at 1.10100 (margin
+    # 1,101; equity at the fill 2,300). GBPUSD's limit is judged with the short at EURUSD's close 1.10150
+    # (-50; at the fill 0): equity 2,250 < 1,101 + 1,295 = 2,396: no money. At EURUSD's open 1.09600 the
+    # short showed +500 (2,800): filled.
+    frames = _frames(EURUSD_BARS, GBPUSD_BARS)
+    result = Backtest(frames, _LongThenReverse, account=_account(1_800.0), forward=None).run()
+    assert _limits(result) == {"EURUSD": "filled", "GBPUSD": "rejected"}
+    assert [(r["symbol"], r["retcode"]) for r in result.rejected] == [("GBPUSD", 10019)]
+    trades = result.trades
+    assert trades["type"].tolist() == ["buy", "sell"] and trades["profit"].tolist() == pytest.approx(
+        [500, -50]
+    )
+
+
+class _Watcher(_TwoLimits):
+    """``_TwoLimits``, recording the account's equity and free margin at each bar's decision."""
+
+    def on_init(self):
+        self.seen = []
+
+    def on_bar(self):
+        super().on_bar()
+        account = self.account
+        self.seen.append((account.equity, account.free_margin))
+
+
+def test_open_prices_the_eas_next_decision_sees_the_filled_position_at_the_next_open():
+    # After the 01:00 bar the short of 1 lot at 1.10100 stands at 02:00's open 1.10150: equity 2,000 - 50 =
+    # 1,950, free margin 1,950 - 1,101 = 849; nothing of the 01:00 bar's standing is left behind.
+    result = Backtest(
+        _frames(EURUSD_BARS, GBPUSD_BARS), _Watcher, account=_account(2_000.0), forward=None
+    ).run()
+    seen = result.ea_instance.seen
+    assert len(seen) == 3 and seen[0] == pytest.approx((2_000.0, 2_000.0))  # 01:00, before any fill
+    assert seen[1] == pytest.approx((1_950.0, 849.0)) and seen[2] == pytest.approx((1_950.0, 849.0))
