@@ -275,3 +275,30 @@ def test_open_prices_the_eas_next_decision_sees_the_filled_position_at_the_next_
     seen = result.ea_instance.seen
     assert len(seen) == 3 and seen[0] == pytest.approx((2_000.0, 2_000.0))  # 01:00, before any fill
     assert seen[1] == pytest.approx((1_950.0, 849.0)) and seen[2] == pytest.approx((1_950.0, 849.0))
+
+
+class _HedgeStopAndLimit(_TwoLimits):
+    """At 01:00 (hedging) a buy of 1 lot of EURUSD at 1.09600 with its stop-loss at 1.09500, and
+    ``_TwoLimits``' two limits."""
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            assert self.buy(1.0, sl=1.095, symbol="EURUSD") is not None
+        super().on_bar()
+
+
+def test_open_prices_deals_at_two_prices_in_one_range_leave_the_symbol_at_its_close():
+    # 2,500 USD, hedging. EURUSD long 1 lot at 1.09600 (SL 1.09500). EURUSD's 01:00 bar dips to 1.09400 and
+    # rises to 1.10200, closing at 1.10150; its range fills the sell limit at 1.10100 (equity there 3,000:
+    # the long +500; margin 1,096 + 1,101) and then meets the long's SL: -100, balance 2,400. Which came
+    # first is unknown, so neither deal's price is where the short surely stood after both: the close is.
+    # There the short is -50: equity 2,350 < 1,101 + 1,295 = 2,396, GBPUSD's limit refused. At the stop's
+    # 1.09500 the short would show +600 (3,000), at the open +500 (2,900): both admitted it.
+    eurusd = ("EURUSD", 1.1015, {0: (1.096,) * 4, 1: (1.096, 1.102, 1.094, 1.1015)})
+    account = AccountConfig(deposit=2_500.0, spread=0, leverage=100.0, stop_out_level=50.0, hedging=True)
+    result = Backtest(_frames(eurusd, GBPUSD_BARS), _HedgeStopAndLimit, account=account, forward=None).run()
+    assert _limits(result) == {"EURUSD": "filled", "GBPUSD": "rejected"}
+    assert [(r["symbol"], r["retcode"]) for r in result.rejected] == [("GBPUSD", 10019)]
+    trades = result.trades
+    assert trades["exit_reason"].tolist() == ["sl", "end of test"]
+    assert trades["profit"].tolist() == pytest.approx([-100.0, -50.0])
