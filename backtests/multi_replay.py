@@ -3,6 +3,37 @@ account and the timeline): open prices, every symbol's M1 bars (``backtests.merg
 ticks (``backtests.merged_ticks``) worked in time order. ``Backtest`` hands a run here when it is given a
 frame per symbol or the EA declares several symbols or timeframes; everything else is the one-symbol
 replay's.
+
+Open prices know each symbol's bar (open, high, low, close), never when one symbol's prices came relative
+to another's, so each symbol holding positions or orders works its own range with the others standing
+still. A symbol stands at its open until its own range has changed its positions: a pending order filled
+inside the bar, a position closed or reduced there (a stop, a stop-out, a netting fill that reduces or
+reverses it). From then on, while the symbols after it work their ranges (their free-margin checks, their
+stop-outs, the converting pairs' steps of ``backtests.pair_moves``, any conversion through it), it stands
+at its close, or at its fill where that is worse for the account:
+
+- never at its open, a price from before the fill. A sell limit met at 1.10100 above an open of 1.09600
+  shows 500 dollars a lot at the open, profit the position never had (the bar may never come back after
+  the fill); that money would pay another order's margin (MetaTrader's trade server refuses it: 10019, no
+  money) and hold off a stop-out. The same holds for what a closing deal left (a stop, a partial close, a
+  reversal): its profit or loss is booked at that deal's price, so the rest valued at an earlier price
+  mixes two moments the account never had at once.
+- the close is the one price of the bar known to come after every deal of the symbol's range, whatever
+  their order (open prices fill a bar's pending orders before they check its stops, not in time order), so
+  the balance with every deal booked and the positions valued there is a state the account truly had.
+  Where every deal of the range came at one price (a fill, a netting reversal's two deals), the state
+  just after them is one too, and whether another symbol's order came nearer the fill or the close is
+  unknown: the worse of the two for the account is taken (``after_range``), since a figure wrong in the
+  trader's favour is the worse error and neither is a price the position did not see. With deals at
+  several prices, one of them may come before another's fill: the close alone is then known good.
+- not the worst of the bar after the fill: that would pair one symbol's adverse extreme with another's at
+  once, when nothing says they came together, and could make a stop-out or a refusal no price order
+  produces. Where the order across symbols matters, ``ohlc1m`` and ``ticks`` walk every symbol in time.
+
+A stop-loss or take-profit moved inside the bar needs a decision inside it, which open prices never have
+(``on_bar`` decides at the open). Once every symbol has worked its range, each stands at its open again
+until the next bar's open, which is what the EA's next decision sees; a one-symbol run has no other symbol
+to walk after it, so its figures are those of the one-symbol rules.
 """
 
 from __future__ import annotations
@@ -241,7 +272,13 @@ def open_prices(desks: list) -> tuple[Callable[[int], None], Callable[[int], Non
     """A bar's work before and after the EA's decision in open prices: every symbol enters the bar (so
     each reads the others' prices of the moment) before any is checked; a symbol with nothing open or
     pending has nothing to check, at the open or over the range; then the pairs that convert a held
-    symbol's profit move through their bars (``backtests.pair_moves``)."""
+    symbol's profit move through their bars (``backtests.pair_moves``).
+
+    Each symbol works its range with the others standing at a price of theirs: the open, or, for a symbol
+    whose own range changed its positions (a pending order filled, a position closed or reduced) and
+    that still holds some, its close or its fill, the worse for the account (``after_range``; the module
+    docstring says why); after the bar every symbol stands at its open again, which the EA's next decision
+    replaces with the next bar's."""
     books = [(d, d.book) for d in desks]
 
     def opening(t: int) -> None:
@@ -255,13 +292,40 @@ def open_prices(desks: list) -> tuple[Callable[[int], None], Callable[[int], Non
     moves = pairs.check if pairs else None  # the converting pairs are fixed for the run: asked once
 
     def closing(t: int) -> None:
+        moved = []
         for d, book in books:
             if book.positions or book.orders:
+                before, first = book.changes, len(d.ledger.deals)
                 d.bar_range(t)
+                if book.changes != before and book.positions:
+                    d.inside = after_range(d, t, first)
+                    moved.append(d)
         if moves is not None:
             moves(t)
+        for d in moved:
+            d.inside = None
 
     return opening, closing
+
+
+def after_range(desk, t: int, first: int) -> tuple[float, float]:
+    """Where ``desk`` stands (bid, ask in points) once its open-prices range has changed its positions in
+    bar ``t`` (``first``: the account's deals before that range): its close, or the price of its range's
+    deals where they all came at one price (a fill, a netting reversal's two deals) and its positions are
+    worth less there than at the close. Both are states the account truly had after every deal of the
+    range; the worse of the two is taken (the module docstring)."""
+    m = desk.market
+    close = m.close_quote(t)
+    symbol = desk.symbol
+    made = {(deal.type, deal.price) for deal in desk.ledger.deals[first:] if deal.symbol == symbol}
+    if len(made) != 1:
+        return close
+    ((kind, price),) = made
+    points = desk.to_points(price)
+    spread = m.s[t]  # the spread its range was worked at (``Broker.bar_range``)
+    bid = points if kind == "sell" else points - spread  # a sell deals at the bid, a buy at the ask
+    deal = (bid, bid + spread)
+    return deal if desk.floating(*deal) < desk.floating(*close) else close
 
 
 def price_paths(desks: list, ticks: bool) -> tuple[Callable[[int], None], Callable[[int], None]]:
