@@ -23,6 +23,7 @@ import pandas as pd
 
 from backtests import checks
 from backtests.broker import Broker
+from backtests.pair_moves import priced_through
 from strategies.errors import EAError
 from strategies.trade import PENDING_TYPES, Account, Order, Position, net_volume
 
@@ -206,6 +207,4 @@ def _late_quotes(brokers, main: Broker) -> dict[Broker, int]:
 def _quoting(broker: Broker) -> list[Broker]:
     """The brokers whose quotes a request on ``broker`` reads: its own, and those of the pairs converting
     its profit and its margin into the deposit currency (``backtests.broker.convert``)."""
-    money = broker.money
-    pairs = [getattr(money.profit, "pair", None), getattr(money.margin, "pair", None)]
-    return [broker, *(p for p in pairs if p is not None and p is not broker)]
+    return [broker, *priced_through(broker)]
