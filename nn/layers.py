@@ -210,12 +210,18 @@ class DropoutMask:
             raise NNConfigError(f"{what} rate must be in [0, 1), got {rate!r}")
         self.rate, self.seed, self.counter = float(rate), seed, 0
 
+    def _advance(self, training: bool) -> bool:
+        """Whether this pass drops anything; if it does, the counter moves on to this pass's mask."""
+        if not training or self.rate == 0.0:
+            return False
+        self.counter += 1
+        return True
+
     def draw(self, backend: Backend, shape: tuple[int, ...], training: bool) -> Tensor | None:
         """The next mask of ``shape`` (for complex values their logical shape, without the trailing 2),
         or ``None``."""
-        if not training or self.rate == 0.0:
+        if not self._advance(training):
             return None
-        self.counter += 1
         return backend.dropout_mask(tuple(shape), self.rate, self.seed or 0, self.counter)
 
     def apply(
@@ -223,9 +229,8 @@ class DropoutMask:
     ) -> tuple[Tensor, Tensor | None]:
         """``(x ⊙ mask, mask)`` (the next mask, drawn and applied in one pass); ``(x, None)`` when nothing
         is dropped. ``pairs``: ``x`` is complex ``(..., 2)`` and one draw covers each (Re, Im) pair."""
-        if not training or self.rate == 0.0:
+        if not self._advance(training):
             return x, None
-        self.counter += 1
         return backend.dropout_apply(x, self.rate, self.seed or 0, self.counter, pairs)
 
     @staticmethod
