@@ -199,8 +199,9 @@ class Softmax(Layer):
 class DropoutMask:
     """Inverted-dropout masks, the one dropout helper of every layer: ``1/(1−rate)`` or 0 per element.
 
-    Masks come from the counter-based hash (``backend.dropout_mask``; complex layers draw one per complex
-    element, with the logical shape, and scale both parts by it) with ``seed`` and a ``counter`` advanced
+    Masks come from the counter-based hash (``backend.dropout_mask``, or ``backend.dropout_apply`` drawing
+    and applying them in one pass; complex layers draw one per complex element, with the logical shape, and
+    scale both parts by it) with ``seed`` and a ``counter`` advanced
     once per training pass, so NumPy and OpenCL draw the same masks and runs repeat exactly; model files
     save the counter. Inference and rate 0 draw nothing (``None``).
     """
