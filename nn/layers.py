@@ -199,8 +199,9 @@ class Softmax(Layer):
 class DropoutMask:
     """Inverted-dropout masks, the one dropout helper of every layer: ``1/(1−rate)`` or 0 per element.
 
-    Masks come from the counter-based hash (``backend.dropout_mask``; complex layers draw one per complex
-    element, with the logical shape, and scale both parts by it) with ``seed`` and a ``counter`` advanced
+    Masks come from the counter-based hash (``backend.dropout_mask``, or ``backend.dropout_apply`` drawing
+    and applying them in one pass; complex layers draw one per complex element, with the logical shape, and
+    scale both parts by it) with ``seed`` and a ``counter`` advanced
     once per training pass, so NumPy and OpenCL draw the same masks and runs repeat exactly; model files
     save the counter. Inference and rate 0 draw nothing (``None``).
     """
@@ -210,12 +211,18 @@ class DropoutMask:
             raise NNConfigError(f"{what} rate must be in [0, 1), got {rate!r}")
         self.rate, self.seed, self.counter = float(rate), seed, 0
 
+    def _advance(self, training: bool) -> bool:
+        """Whether this pass drops anything; if it does, the counter moves on to this pass's mask."""
+        if not training or self.rate == 0.0:
+            return False
+        self.counter += 1
+        return True
+
     def draw(self, backend: Backend, shape: tuple[int, ...], training: bool) -> Tensor | None:
         """The next mask of ``shape`` (for complex values their logical shape, without the trailing 2),
         or ``None``."""
-        if not training or self.rate == 0.0:
+        if not self._advance(training):
             return None
-        self.counter += 1
         return backend.dropout_mask(tuple(shape), self.rate, self.seed or 0, self.counter)
 
     def apply(
@@ -223,9 +230,8 @@ class DropoutMask:
     ) -> tuple[Tensor, Tensor | None]:
         """``(x ⊙ mask, mask)`` (the next mask, drawn and applied in one pass); ``(x, None)`` when nothing
         is dropped. ``pairs``: ``x`` is complex ``(..., 2)`` and one draw covers each (Re, Im) pair."""
-        if not training or self.rate == 0.0:
+        if not self._advance(training):
             return x, None
-        self.counter += 1
         return backend.dropout_apply(x, self.rate, self.seed or 0, self.counter, pairs)
 
     @staticmethod

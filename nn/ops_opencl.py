@@ -384,8 +384,8 @@ class OpenCLBackend:
 
     # --- dropout ------------------------------------------------------------------------------------
     def dropout_mask(self, shape: tuple[int, ...], rate: float, seed: int, counter: int) -> cla.Array:
+        args = _dropout_args(math.prod(shape), rate, seed, counter)  # checked before allocating
         mask = self.empty(shape)
-        args = _dropout_args(mask.size, rate, seed, counter)
         if mask.size:
             self._k["dropout_mask"]((mask.size,), *self.arg(mask), *args)
         return mask
@@ -395,9 +395,9 @@ class OpenCLBackend:
     ) -> tuple[cla.Array, cla.Array]:
         if pairs and (x.ndim == 0 or x.shape[-1] != 2):
             raise ShapeError(f"dropout_apply: pairs=True needs a complex (..., 2) tensor, got {x.shape}")
-        mask = self.empty(x.shape[:-1] if pairs else x.shape)
-        y = self.empty(x.shape)
-        args = _dropout_args(mask.size, rate, seed, counter)
+        mshape = x.shape[:-1] if pairs else x.shape
+        args = _dropout_args(math.prod(mshape), rate, seed, counter)  # checked before allocating
+        mask, y = self.empty(mshape), self.empty(x.shape)
         if mask.size:
             n = mask.size
             self._k["dropout_apply"](
@@ -517,11 +517,12 @@ class OpenCLBackend:
 
 def _dropout_args(n: int, rate: float, seed: int, counter: int) -> tuple:
     """The dropout kernels' trailing arguments ``(n, seed, counter, threshold, scale)``: element i is dropped
-    when its 24 random bits are below ``ceil(rate · 2^24)`` (uniform01 < rate as exact integer arithmetic)."""
+    when its 24 random bits are below ``ceil(rate · 2^24)`` (uniform01 < rate as exact integer arithmetic).
+    The kernels index elements with a signed 32-bit ``int``, so ``n`` stays below 2^31."""
     if not 0.0 <= rate < 1.0:
         raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
-    if n >= 2**32:
-        raise ShapeError(f"dropout: {n} elements exceed the 32-bit counter space")
+    if n >= 2**31:
+        raise ShapeError(f"dropout: {n} elements exceed the kernels' 32-bit signed index (2^31 - 1 at most)")
     threshold = math.ceil(rate * (1 << 24))
     return n, seed & 0xFFFFFFFF, counter & 0xFFFFFFFF, threshold, 1.0 / (1.0 - rate)
 

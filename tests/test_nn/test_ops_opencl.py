@@ -272,6 +272,21 @@ def test_dropout_apply_refuses_pairs_of_a_real_tensor(ob, rng):
     assert (y.shape, mask.shape) == ((0, 2), (0,))
 
 
+def test_dropout_refuses_more_elements_than_the_kernels_index_before_allocating(ob):
+    """The kernels count elements in a signed 32-bit int: 2^31 of them used to pass the check (which allowed
+    up to 2^32), then the launch failed deep in OpenCL after the arrays were allocated. Now one clear line,
+    and nothing is allocated first (a 2^31-element float64 mask would be 16 GiB)."""
+    from nn.ops_opencl import _dropout_args
+    from opencl.errors import ShapeError
+
+    assert _dropout_args(2**31 - 1, 0.5, 0, 1)[0] == 2**31 - 1
+    for shape in ((2**31,), (2**16, 2**15), (2**20, 2**20)):
+        with pytest.raises(ShapeError, match="32-bit signed index"):
+            ob.dropout_mask(shape, 0.5, 0, 1)
+    with pytest.raises(ValueError, match="rate"):
+        ob.dropout_mask((2**40,), 1.0, 0, 1)  # a bad rate is named before the size is allocated
+
+
 def test_dropout_rate_boundary_is_exact(ob):
     """A rate equal to one of the drawn values must drop exactly the values below it, as NumPy does."""
     from nn.random import uniform01
