@@ -140,10 +140,6 @@ class Limits:
         """The account-wide side of a request's check on server ``day``: none for one symbol's run."""
         return None
 
-    def day_pnl(self, own: Callable[[], DayPnl], day: int | None = None) -> DayPnl:
-        """The P&L of server ``day`` the daily loss limit counts: the one symbol's own (``own()``)."""
-        return own()
-
     def to_dict(self) -> dict:
         """JSON-ready, for the journal's header."""
         return {
@@ -218,13 +214,8 @@ class AccountLimits:
         return None
 
     def daily_loss_reached(self, day_pnl: float) -> bool:
-        """``day_pnl``: the account's P&L of the day (``day_pnl``), not one symbol's."""
+        """``day_pnl``: the account's P&L of the day (``read``), not one symbol's."""
         return self.per_symbol.daily_loss_reached(day_pnl)
-
-    def day_pnl(self, own: Callable[[], DayPnl], day: int | None = None) -> DayPnl:
-        """The account's P&L of server ``day``, not one symbol's (``own`` is not read: each read asks the
-        terminal for the day's deals), is what the daily loss limit counts."""
-        return self._state(day).day_pnl
 
     def to_dict(self) -> dict:
         return {**self.per_symbol.to_dict(), "max_account_positions": self.max_positions}
