@@ -22,8 +22,8 @@ Closing, deleting pending orders and moving stops are always allowed, so a halte
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from neuronet.errors import NeuronetError
@@ -156,11 +156,13 @@ class AccountState:
     """The whole account's side of the limits (every symbol of the run): its exposures (positions, pending
     orders and requests whose reply was lost), today's P&L in deposit currency, and whether the daily loss
     limit was reached today on any symbol (a halt of the account: it holds for every symbol until the
-    server day ends, even if the loss shrinks)."""
+    server day ends, even if the loss shrinks); ``by_symbol``: each symbol's exposures of that same read,
+    which a request's own symbol limit counts without reading its positions again."""
 
     exposures: int
     day_pnl: DayPnl
     halted: bool = False
+    by_symbol: Mapping[str, int] = field(default_factory=dict)
 
 
 class AccountLimits:
