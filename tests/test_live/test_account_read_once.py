@@ -1,5 +1,6 @@
-"""A multi-symbol live request reads the whole account from the terminal once: its daily loss halt and its
-account-wide limits are judged on that one read. Counted at the real RPyC terminal simulator."""
+"""A multi-symbol live request reads the whole account from the terminal once: its daily loss halt, its
+account-wide limits and its own symbol's limits are judged on that one read.
+Counted at the real RPyC terminal simulator."""
 
 from __future__ import annotations
 
