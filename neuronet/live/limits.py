@@ -22,8 +22,8 @@ Closing, deleting pending orders and moving stops are always allowed, so a halte
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from neuronet.errors import NeuronetError
@@ -140,10 +140,6 @@ class Limits:
         """The account-wide side of a request's check on server ``day``: none for one symbol's run."""
         return None
 
-    def day_pnl(self, own: Callable[[], DayPnl], day: int | None = None) -> DayPnl:
-        """The P&L of server ``day`` the daily loss limit counts: the one symbol's own (``own()``)."""
-        return own()
-
     def to_dict(self) -> dict:
         """JSON-ready, for the journal's header."""
         return {
@@ -160,11 +156,13 @@ class AccountState:
     """The whole account's side of the limits (every symbol of the run): its exposures (positions, pending
     orders and requests whose reply was lost), today's P&L in deposit currency, and whether the daily loss
     limit was reached today on any symbol (a halt of the account: it holds for every symbol until the
-    server day ends, even if the loss shrinks)."""
+    server day ends, even if the loss shrinks); ``by_symbol``: each symbol's exposures of that same read,
+    which a request's own symbol limit counts without reading its positions again."""
 
     exposures: int
     day_pnl: DayPnl
     halted: bool = False
+    by_symbol: Mapping[str, int] = field(default_factory=dict)
 
 
 class AccountLimits:
@@ -218,13 +216,8 @@ class AccountLimits:
         return None
 
     def daily_loss_reached(self, day_pnl: float) -> bool:
-        """``day_pnl``: the account's P&L of the day (``day_pnl``), not one symbol's."""
+        """``day_pnl``: the account's P&L of the day (``read``), not one symbol's."""
         return self.per_symbol.daily_loss_reached(day_pnl)
-
-    def day_pnl(self, own: Callable[[], DayPnl], day: int | None = None) -> DayPnl:
-        """The account's P&L of server ``day``, not one symbol's (``own`` is not read: each read asks the
-        terminal for the day's deals), is what the daily loss limit counts."""
-        return self._state(day).day_pnl
 
     def to_dict(self) -> dict:
         return {**self.per_symbol.to_dict(), "max_account_positions": self.max_positions}

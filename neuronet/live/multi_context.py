@@ -147,10 +147,11 @@ class TerminalRouter:
         daily loss limit reached today: a halt of the whole account (``limits.AccountLimits``). ``day``: the
         server day of the requesting symbol's own quote (None: the main symbol's)."""
         trades = list(self.trades.values())
-        held = sum(len(t.positions()) + len(t.orders()) + t.possibly_open() for t in trades)
+        held = {name: t.exposures() for name, t in self.trades.items()}
         day = self.main.server_day() if day is None else int(day)
         halted = any(t.halted_on(day) for t in trades)
-        return AccountState(held, sum((t.day_pnl(day) for t in trades), DayPnl(0.0)), halted)
+        pnl = sum((t.day_pnl(day) for t in trades), DayPnl(0.0))
+        return AccountState(sum(held.values()), pnl, halted, held)
 
     @property
     def late(self) -> str | None:

@@ -11,11 +11,10 @@ from typing import Any
 import pandas as pd
 
 from datafeeds.symbols import SpecError, spec_from_symbol_info
-from datafeeds.terminal_errors import UnknownSymbolError
 from datafeeds.timeframes import Timeframe
 from neuronet.live.errors import LiveError
 from neuronet.live.multi_paper import Quote
-from neuronet.live.quotes import QuoteBounds, QuoteError, check_prices, check_time
+from neuronet.live.quotes import QuoteBounds, QuoteError, checked_tick
 
 log = logging.getLogger(__name__)
 
@@ -63,29 +62,6 @@ def quote_bounds(feed: Any, market_bar: pd.Timestamp | None, seconds: int) -> Qu
     )
 
 
-def checked_quote(
-    source: Any,
-    symbol: str,
-    bar_open: pd.Timestamp,
-    seconds: int,
-    bounds: QuoteBounds | None,
-    retrying: Retrying,
-) -> Quote:
-    """``symbol``'s quote for the bar opened at ``bar_open``: one that is missing, not a price, crossed, at
-    a time far from that bar or at prices far from the recent bars is a ``QuoteError``."""
-    try:
-        when, bid, ask = retrying(f"reading the {symbol} quote", lambda: source.tick(symbol))
-    except UnknownSymbolError as exc:
-        raise QuoteError(str(exc)) from None
-    except (TypeError, ValueError, OverflowError, AttributeError) as exc:
-        raise QuoteError(f"the terminal's {symbol} quote cannot be read ({exc})") from None
-    bid, ask = check_prices(symbol, bid, ask)
-    check_time(symbol, when, bar_open, seconds)
-    if bounds is not None:
-        bounds.check_prices(symbol, bid, ask)
-    return Quote(bid, ask)
-
-
 def first_history(
     fetch: Callable[[tuple[str, str], Any], Any],
     symbols: tuple[str, ...],
@@ -127,9 +103,9 @@ def first_history(
 
 
 class SymbolQuotes:
-    """Every symbol's checked quote of a multi-symbol run (``checked_quote``): each against its own closed
-    bars on the main timeframe (``feeds()``: the run's views' feeds, None before the start) and the bar the
-    terminal forms as ``engine`` (the ``LiveEngine``) last read it, each read through its retries."""
+    """Every symbol's checked quote of a multi-symbol run (``quotes.checked_tick``): each against its own
+    closed bars on the main timeframe (``feeds()``: the run's views' feeds, None before the start) and the
+    bar the terminal forms as ``engine`` (the ``LiveEngine``) last read it, each read through its retries."""
 
     def __init__(self, engine: Any, symbols: tuple[str, ...], timeframe: Timeframe, feeds: Callable[[], Any]):
         self._engine, self._symbols, self._tf, self._feeds = engine, symbols, timeframe, feeds
@@ -147,7 +123,10 @@ class SymbolQuotes:
     def of(self, symbol: str, bar_open: pd.Timestamp) -> Quote:
         """``symbol``'s quote for the bar opened at ``bar_open``, checked (``QuoteError``)."""
         e = self._engine
-        return checked_quote(e.source, symbol, bar_open, self._tf.seconds, self.bounds(symbol)(), e.retrying)
+        _, bid, ask = checked_tick(
+            e.source, symbol, bar_open, self._tf.seconds, self.bounds(symbol)(), e.retrying
+        )
+        return Quote(bid, ask)
 
     def every(self, bar_open: pd.Timestamp) -> dict[str, Quote]:
         """Every symbol's quote, or the ``QuoteError`` of the first refused."""

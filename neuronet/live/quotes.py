@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from datafeeds.terminal_errors import UnknownSymbolError
 from neuronet.live.errors import LiveError
 
 
@@ -100,6 +101,30 @@ class QuoteBounds:
         quote stamped a day ahead (or behind) cannot move the day a daily limit counts by."""
         end = bar_open_broker + self.bar_seconds - 1
         return min(max(int(quote_seconds), bar_open_broker), end) // 86400
+
+
+def checked_tick(
+    source: Any,
+    symbol: str,
+    bar_open: pd.Timestamp,
+    seconds: int,
+    bounds: QuoteBounds | None,
+    retrying: Callable[[str, Callable[[], Any]], Any],
+) -> tuple[pd.Timestamp, float, float]:
+    """``symbol``'s quote (``source.tick``, read through the run's ``retrying``) for the bar opened at
+    ``bar_open`` (``seconds`` long): its time, bid and ask. One that is missing, not a price, crossed, at a
+    time far from that bar or at prices outside ``bounds`` is a ``QuoteError``."""
+    try:
+        when, bid, ask = retrying(f"reading the {symbol} quote", lambda: source.tick(symbol))
+    except UnknownSymbolError as exc:  # None: the symbol was there when the run started
+        raise QuoteError(str(exc)) from None
+    except (TypeError, ValueError, OverflowError, AttributeError) as exc:
+        raise QuoteError(f"the terminal's {symbol} quote cannot be read ({exc})") from None
+    bid, ask = check_prices(symbol, bid, ask)
+    check_time(symbol, when, bar_open, seconds)
+    if bounds is not None:
+        bounds.check_prices(symbol, bid, ask)
+    return when, bid, ask
 
 
 def quote_of(symbol: str, tick: Any) -> tuple[int, float, float]:

@@ -40,13 +40,12 @@ from backtests.broker import AccountConfig
 from backtests.periods import Periods
 from datafeeds.candles import CandleMeta, meta_of
 from datafeeds.terminal import TerminalSource
-from datafeeds.terminal_errors import UnknownSymbolError
 from neuronet.live.context import LiveBars, LiveContext
 from neuronet.live.engine import LiveEngine, LiveSettings, LiveSummary, Shared
 from neuronet.live.errors import JournalError, LiveError
 from neuronet.live.journal import JournalRecords, json_ready
 from neuronet.live.paper import PaperBroker
-from neuronet.live.quotes import QuoteBounds, QuoteError, check_prices, check_time
+from neuronet.live.quotes import QuoteBounds, QuoteError, checked_tick
 from neuronet.live.rebuild import JournalState, bar_record, history_record, read_state
 from neuronet.live.status import StatusLine
 from strategies.base import ExpertAdvisor, call_hook, make_ea
@@ -117,23 +116,14 @@ class LiveRunner:
         )
 
     def _tick(self, bar_open: pd.Timestamp) -> tuple[pd.Timestamp, float, float]:
-        """The terminal's quote for the bar opened at ``bar_open``, checked (``quotes``): one that is
-        missing, not a price, crossed, at a time far from that bar or at prices far from the recent bars
-        is a ``QuoteError``."""
+        """The terminal's quote for the bar opened at ``bar_open``, checked (``quotes.checked_tick``): one
+        that is missing, not a price, crossed, at a time far from that bar or at prices far from the recent
+        bars is a ``QuoteError``."""
         run = self.engine
-        symbol = run.s.symbol
-        try:
-            when, bid, ask = run.retrying("reading the quote", lambda: run.source.tick(symbol))
-        except UnknownSymbolError as exc:  # None: the symbol was there when the run started
-            raise QuoteError(str(exc)) from None
-        except (TypeError, ValueError, OverflowError, AttributeError) as exc:
-            raise QuoteError(f"the terminal's {symbol} quote cannot be read ({exc})") from None
-        bid, ask = check_prices(symbol, bid, ask)
-        check_time(symbol, when, bar_open, run.s.timeframe.seconds)
-        bounds = self.quote_bounds()
-        if bounds is not None:
-            bounds.check_prices(symbol, bid, ask)
-        return when, bid, ask
+        s = run.s
+        return checked_tick(
+            run.source, s.symbol, bar_open, s.timeframe.seconds, self.quote_bounds(), run.retrying
+        )
 
     # -- the start -------------------------------------------------------------------------------------------
     def read_journal(self, path: Path, records: JournalRecords) -> JournalState:

@@ -272,7 +272,8 @@ class TerminalTrade(PendingOrders, TerminalRequests):
             )
             self._note("halted", day_pnl=pnl, limit=self.limits.max_daily_loss, day=day)
         lost = self.lost.possibly_open()
-        held = len(self.positions()) + len(self.orders()) + lost
+        own = None if account is None else account.by_symbol.get(self.symbol)  # this request's one read
+        held = self.exposures() if own is None else own
         state = TradeState(held, pnl, self._halted_day == day, lost, day, figure.unknown, account)
         return self.limits.check(Request(self.symbol, lots), state)
 
@@ -312,6 +313,11 @@ class TerminalTrade(PendingOrders, TerminalRequests):
 
     def possibly_open(self) -> int:
         return self.lost.possibly_open()
+
+    def exposures(self) -> int:
+        """This symbol's positions and pending orders of the EA's magic numbers, read from the terminal,
+        and its requests whose reply was lost (counted open): what ``max_positions`` counts."""
+        return len(self.positions()) + len(self.orders()) + self.lost.possibly_open()
 
     def restore_unresolved(self, lost: dict[str, dict]) -> None:
         """Take over the requests a stopped run left unresolved (``LostReplies.restore``)."""

@@ -1,5 +1,6 @@
-"""A multi-symbol live request reads the whole account from the terminal once: its daily loss halt and its
-account-wide limits are judged on that one read. Counted at the real RPyC terminal simulator."""
+"""A multi-symbol live request reads the whole account from the terminal once: its daily loss halt, its
+account-wide limits and its own symbol's limits are judged on that one read.
+Counted at the real RPyC terminal simulator."""
 
 from __future__ import annotations
 
@@ -25,6 +26,15 @@ def _counted(*args, **kwargs):
         _day_reads.append(args)
     return _real_deals(*args, **kwargs)
 _m.history_deals_get = _counted
+_book_reads = []
+_real_positions, _real_orders = _m.positions_get, _m.orders_get
+def _book(real):
+    def read(*args, **kwargs):
+        if "symbol" in kwargs:
+            _book_reads.append(kwargs["symbol"])
+        return real(*args, **kwargs)
+    return read
+_m.positions_get, _m.orders_get = _book(_real_positions), _book(_real_orders)
 """
 SEEN: dict[str, int] = {}
 
@@ -39,13 +49,13 @@ class _TwoSymbols(ExpertAdvisor):
     def on_bar(self) -> None:
         if "one request" in SEEN:
             return
-        reads = SEEN["count"]
-        before = reads()
+        reads, book = SEEN["count"], SEEN["book"]
+        before, books = reads(), book()
         SEEN["run"].account_state()
-        SEEN["one reading"] = reads() - before
-        before = reads()
+        SEEN["one reading"], SEEN["one book"] = reads() - before, book() - books
+        before, books = reads(), book()
         self.buy(0.1, symbol="GBPUSD", comment="counted")
-        SEEN["one request"] = reads() - before
+        SEEN["one request"], SEEN["one request's book"] = reads() - before, book() - books
 
 
 def test_a_multi_symbol_request_reads_the_account_once(port, sim, tmp_path):
@@ -71,10 +81,14 @@ def test_a_multi_symbol_request_reads_the_account_once(port, sim, tmp_path):
                               status=lambda _: None)  # fmt: skip
         holder["run"] = SEEN["run"] = run
         SEEN["count"] = lambda: len(sim.conn.namespace["_day_reads"])
+        SEEN["book"] = lambda: len(sim.conn.namespace["_book_reads"])
         run.run()
     finally:
         sim.conn.execute("_m.history_deals_get = _real_deals")
+        sim.conn.execute("_m.positions_get, _m.orders_get = _real_positions, _real_orders")
     assert SEEN["one reading"] == len(_TwoSymbols.symbols)  # each symbol's deals of the day, once
     assert SEEN["one request"] == SEEN["one reading"]
+    assert SEEN["one book"] >= 2 * len(_TwoSymbols.symbols)  # each symbol's positions and orders
+    assert SEEN["one request's book"] == SEEN["one book"], "the requesting symbol's book was read twice"
     sent = [r for r in read_journal(journal) if r["type"] == "result" and r.get("call") == "order"]
     assert [r["symbol"] for r in sent] == ["GBPUSD"] and sent[0]["value"] is not None

@@ -4,6 +4,7 @@ limits stop requests before ``order_send`` on a terminal is in ``test_terminal_t
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -86,16 +87,22 @@ def test_one_symbol_given_as_text_is_one_symbol():
     assert limits().to_dict()["symbols"] == ["EURUSD", "GBPUSD"]
 
 
-def test_a_multi_symbol_limit_counts_the_accounts_day_and_never_reads_the_symbols_own():
-    """Each read of a symbol's day P&L asks the terminal for the day's deals: the account's figure is the
-    one counted, so the symbol's own is not read at all; a one-symbol run's limit reads its own once."""
-    reads: list[str] = []
+def test_a_multi_symbol_limit_judges_the_one_reading_it_is_given_and_a_one_symbol_limit_reads_none():
+    """A request reads the account once (``read``) and ``check`` judges that reading: the account's day
+    P&L and its exposures, never a second read of the terminal; a one-symbol run has no account side."""
+    reads: list[int | None] = []
 
-    def own() -> DayPnl:
-        reads.append("own")
-        return DayPnl(-10.0)
+    def state(day: int | None) -> AccountState:
+        reads.append(day)
+        return AccountState(3, DayPnl(-250.0))
 
     per_symbol = Limits(max_lots=1.0, max_positions=2, max_daily_loss=100.0, symbols=("EURUSD",))
-    account = AccountLimits(per_symbol, None, lambda day: AccountState(1, DayPnl(-250.0)))
-    assert account.day_pnl(own, 19_000).value == -250.0 and reads == []
-    assert per_symbol.day_pnl(own, 19_000).value == -10.0 and reads == ["own"]
+    account = AccountLimits(per_symbol, 3, state)
+    assert per_symbol.read(19_000) is None
+    reading = account.read(19_000)
+    assert reads == [19_000]
+    own = TradeState(0, 0.0, day=19_000, account=reading)  # the symbol itself: flat, nothing lost today
+    assert "daily loss limit 100 reached (today's P&L -250.00)" in account.check(Request("EURUSD", 0.1), own)
+    calm = replace(own, account=AccountState(3, DayPnl(-10.0)))
+    assert "account-wide limit is 3" in account.check(Request("EURUSD", 0.1), calm)
+    assert reads == [19_000]
