@@ -73,7 +73,7 @@ def _held(result) -> None:
     assert result.stats["margin_level_min_pct"] == pytest.approx(700 / 1100 * 100, abs=0.01)
 
 
-# -- ticks ---------------------------------------------------------------------------------------------------
+# -- ticks -----------------------------------------------------------------------------------------------
 
 
 def _ticks(symbol: str, rows: list[tuple[int, float]]) -> pd.DataFrame:
@@ -113,7 +113,7 @@ def test_ticks_a_limit_filled_while_the_margin_pair_is_back_is_charged_at_that_r
     _held(_run_ticks(eurusd_high))
 
 
-# -- 1 minute OHLC ---------------------------------------------------------------------------------------------
+# -- 1 minute OHLC ------------------------------------------------------------------------------------------
 
 
 def _minutes(symbol: str, base: float, special: dict[int, tuple[float, float, float, float]]) -> pd.DataFrame:
@@ -167,7 +167,7 @@ def test_ohlc1m_a_limit_filled_while_the_margin_pair_is_back_is_charged_at_that_
     _held(_run_m1(up, down))
 
 
-# -- open prices -----------------------------------------------------------------------------------------------
+# -- open prices ---------------------------------------------------------------------------------------------
 
 
 def _hours(symbol: str, base: float, special: dict[int, tuple[float, float, float, float]]) -> pd.DataFrame:
