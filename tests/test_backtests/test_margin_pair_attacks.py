@@ -230,3 +230,34 @@ def test_open_prices_a_netting_position_added_to_keeps_each_deals_margin_charge(
     assert (trade["exit_reason"], trade["lots"]) == ("end of test", 2.0)
     assert trade["profit"] == -2600.00
     assert result.stats["margin_level_min_pct"] == pytest.approx(1400 / 2600 * 100, abs=0.01)
+
+
+class _SellLimitWithTarget(ExpertAdvisor):
+    """At 01:00, EURGBP opening at 0.84900: a sell limit of 1 lot at 0.85100, its take-profit at 0.84950."""
+
+    symbols = ("EURGBP",)
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            assert self.sell_limit(1.0, 0.851, tp=0.8495, symbol="EURGBP") is not None
+
+
+def test_open_prices_a_take_profit_is_never_filled_at_a_price_from_before_its_position_opened():
+    """1,210 USD. EURGBP's 01:00 bar rises 0.84900 -> 0.85600 -> 0.85300 (open = low: the tester's ticks go
+    open, low, high, close): the limit fills at 0.85100 on the way up, and the take-profit at 0.84950 is
+    never reached after it; the bar after stands at 0.85300, where the run ends: -200 GBP x 1.30 = -260.00.
+    GBPUSD's 01:00 bar reaches 1.35, so the account's stop-out in that bar cannot be ruled out from the
+    bars alone (at 0.856 and 1.35: -675 USD, equity 535 < 550, 50 % of the 1,100 USD margin charged at
+    EURUSD's 1.10), though it never happens (at 0.856 GBPUSD stands at its open, 1.30: equity 560); a
+    check of that stop-out at GBPUSD's prices must not take EURGBP back to its 0.84900 open, where the
+    take-profit would be met at a price the position never saw (+260.00, 520 USD in the EA's favour)."""
+    frames = {
+        "EURGBP": _hours("EURGBP", 0.853, {0: (0.849,) * 4, 1: (0.849, 0.856, 0.849, 0.853)}),
+        "EURUSD": _hours("EURUSD", 1.1, {}),
+        "GBPUSD": _hours("GBPUSD", 1.3, {1: (1.3, 1.35, 1.3, 1.3)}),
+    }
+    account = AccountConfig(deposit=1_210.0, spread=0, leverage=100.0, stop_out_level=50.0)
+    result = Backtest(frames, _SellLimitWithTarget, account=account, forward=None).run()
+    trade = result.trades.iloc[0]
+    assert (trade["entry_price"], trade["exit_reason"]) == (pytest.approx(0.851), "end of test")
+    assert trade["exit_price"] == pytest.approx(0.853) and trade["profit"] == -260.00
