@@ -261,3 +261,53 @@ def test_open_prices_a_take_profit_is_never_filled_at_a_price_from_before_its_po
     trade = result.trades.iloc[0]
     assert (trade["entry_price"], trade["exit_reason"]) == (pytest.approx(0.851), "end of test")
     assert trade["exit_price"] == pytest.approx(0.853) and trade["profit"] == -260.00
+
+
+class _HoldOverMidnight(ExpertAdvisor):
+    symbols = ("EURGBP",)
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            assert self.buy(1.0, symbol="EURGBP") is not None
+
+
+@pytest.mark.parametrize("model", ["ticks", "ohlc1m"])
+@pytest.mark.parametrize(("moved", "swap"), [(-10, -15.00), (10, -11.00)], ids=["before", "after"])
+def test_a_swap_in_the_margin_currency_is_converted_at_the_margin_pairs_price_of_midnight(model, moved, swap):
+    """1 lot of EURGBP held from Monday 21:00 over the server's midnight (UTC), its swap -10 EUR a night
+    (``currency_margin``: the margin currency's money), converted through EURUSD at the rollover. Every
+    symbol quotes every 10 seconds, flat but for EURUSD, which goes from 1.10 to 1.50 ``moved`` seconds from
+    midnight: 10 seconds before, the night costs 10 x 1.50 = 15.00 USD; 10 seconds after, 10 x 1.10 =
+    11.00 (the price of midnight, not one of later). A walk that skipped EURUSD's quiet ticks, as a pair
+    that moves no position's money, would convert at a stale or later price."""
+    from dataclasses import replace
+
+    from datafeeds.symbols import BUILTIN
+
+    start = pd.Timestamp("2024-01-01 20:00", tz="UTC")
+    secs = np.arange(0, 8 * H, 10)
+    move = 4 * H + moved
+
+    def ticks(symbol: str, prices: np.ndarray) -> pd.DataFrame:
+        ns = (start.value + secs.astype(np.int64) * 10**9).astype(np.int64)
+        return make_ticks(ns, prices, prices.copy(), TickMeta(symbol, 5, f"{symbol.lower()}_ticks.csv"))
+
+    flat = np.ones(len(secs))
+    data = {
+        "EURGBP": ticks("EURGBP", 0.85 * flat),
+        "GBPUSD": ticks("GBPUSD", 1.3 * flat),
+        "EURUSD": ticks("EURUSD", np.where(secs < move, 1.1, 1.5)),
+    }
+    frames = {s: bars_from_ticks(t, "H1") for s, t in data.items()}
+    fine = (
+        {"ticks": data}
+        if model == "ticks"
+        else {"m1": {s: bars_from_ticks(t, "M1") for s, t in data.items()}}
+    )
+    specs = {"EURGBP": replace(BUILTIN["EURGBP"], swap_long=-10.0, swap_mode="currency_margin")}
+    account = AccountConfig(deposit=100_000.0, spread=0, leverage=100.0)
+    result = Backtest(
+        frames, _HoldOverMidnight, model=model, account=account, forward=None, specs=specs, **fine
+    )
+    trade = result.run().trades.iloc[0]
+    assert (trade["swap"], trade["profit"]) == (swap, 0.0)
