@@ -6,15 +6,16 @@ Nothing of the default suite: a tool for checking that a change which must not m
     python tools/diff_harness.py run OUT_B --tree /path/to/tree_b ...
     python tools/diff_harness.py compare OUT_A OUT_B
 
-``run`` re-executes itself with ``PYTHONPATH`` set to the tree, so the package imported is that tree's. Each case
-is one random EA (market orders, netting reversals, pending orders of all six types with and without expiry,
-SL/TP, modifying positions and orders, cancelling, partial closes, close-by on hedging accounts, two magic
-numbers) on one symbol (the single-symbol path and the several-symbol path with one symbol) or three symbols
-(EURGBP, USDJPY, EURUSD on a dollar account: profit and margin converted through GBPUSD, USDJPY, EURUSD), on
-hedging and netting accounts, with swaps over the rollovers of a week (a Wednesday's triple swap, a
-weekend), a small deposit that meets margin calls and stop-outs, and a restricted trade mode, in open prices,
-1 minute OHLC and real ticks. Every table (trades, orders, deals, rejected), curve (balance, equity, curves,
-equity path, charts) and statistic is written as exact text (floats by ``repr``) and compared byte for byte.
+``run`` re-executes itself with ``PYTHONPATH`` set to the tree, so the package imported is that tree's. Each
+case is one random EA (market orders, netting reversals, pending orders of all six types with and without
+expiry, SL/TP, modifying positions and orders, cancelling, partial closes, close-by on hedging accounts, two
+magic numbers) on one symbol (the single-symbol path and the several-symbol path with one symbol) or three
+symbols (EURGBP, USDJPY, EURUSD on a dollar account: profit and margin converted through GBPUSD, USDJPY,
+EURUSD), on hedging and netting accounts, with swaps over the rollovers of a week (a Wednesday's triple
+swap, a weekend), a small deposit that meets margin calls and stop-outs, and a restricted trade mode, in
+open prices, 1 minute OHLC and real ticks. Every table (trades, orders, deals, rejected), curve (balance,
+equity, curves, equity path, charts) and statistic is written as exact text (floats by ``repr``) and
+compared byte for byte.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ def _ticks(symbol: str, seed: int):
     spread = rng.integers(0, 6, n) * pt
     t0 = pd.Timestamp(T0, tz="UTC").value
     ns = (t0 + secs.astype(np.int64) * 10**9).astype(np.int64)
-    return make_ticks(ns, np.round(bid, digits), np.round(bid + spread, digits), TickMeta(symbol, digits, f"{symbol}.csv"))
+    meta = TickMeta(symbol, digits, f"{symbol}.csv")
+    return make_ticks(ns, np.round(bid, digits), np.round(bid + spread, digits), meta)
 
 
 def _ea(symbols: tuple[str, ...], seed: int, lot: float):
@@ -113,8 +115,12 @@ def _ea(symbols: tuple[str, ...], seed: int, lot: float):
                     if r.random() < 0.5:
                         kw["expiration"] = self.time_current + pd.Timedelta(minutes=int(r.integers(5, 600)))
                     below = k in (0, 3, 5)  # buy limit, sell stop, sell stop-limit sit below
-                    price = round(ask - d, DIGITS[s]) if k in (0,) else round(bid - d, DIGITS[s]) if below else (
-                        round(bid + d, DIGITS[s]) if k == 1 else round(ask + d, DIGITS[s]))
+                    if k == 0:
+                        price = round(ask - d, DIGITS[s])
+                    elif below:
+                        price = round(bid - d, DIGITS[s])
+                    else:
+                        price = round(bid + d, DIGITS[s]) if k == 1 else round(ask + d, DIGITS[s])
                     if r.random() < 0.5:
                         off = float(r.integers(40, 700)) * pt
                         kw["sl"] = round(price - off if k in (0, 2, 4) else price + off, DIGITS[s])
@@ -130,9 +136,11 @@ def _ea(symbols: tuple[str, ...], seed: int, lot: float):
                     elif k == 3:
                         self.sell_stop(lots, price, **kw)
                     elif k == 4:
-                        self.buy_stop_limit(lots, price, round(price - float(r.integers(1, 80)) * pt, DIGITS[s]), **kw)
+                        gap = float(r.integers(1, 80)) * pt
+                        self.buy_stop_limit(lots, price, round(price - gap, DIGITS[s]), **kw)
                     else:
-                        self.sell_stop_limit(lots, price, round(price + float(r.integers(1, 80)) * pt, DIGITS[s]), **kw)
+                        gap = float(r.integers(1, 80)) * pt
+                        self.sell_stop_limit(lots, price, round(price + gap, DIGITS[s]), **kw)
                 elif x < 0.35:
                     self.close(magic=magic, symbol=s)
                 elif x < 0.36:
@@ -155,7 +163,8 @@ def _ea(symbols: tuple[str, ...], seed: int, lot: float):
                     if r.random() < 0.5:
                         self.cancel(o.ticket)
                     else:
-                        self.modify_order(o.ticket, price=round(o.price + float(r.integers(-50, 50)) * pt, DIGITS[s]))
+                        moved = round(o.price + float(r.integers(-50, 50)) * pt, DIGITS[s])
+                        self.modify_order(o.ticket, price=moved)
                 elif x < 0.53:
                     ps = self.positions(symbol=s)
                     longs = [p for p in ps if p.side > 0]
@@ -193,7 +202,8 @@ def case(model: str, seed: int, n_symbols: int, account_index: int, single_path:
                                 commission=3.5)  # fmt: skip
         fine = {k: v["EURUSD"] for k, v in fine.items()}
         return Backtest(frames["EURUSD"], ea, model=model, account=account, forward=None, **fine).run()
-    account = AccountConfig(deposit=deposit, leverage=leverage, stop_out_level=50.0, hedging=hedging, commission=3.5)
+    account = AccountConfig(deposit=deposit, leverage=leverage, stop_out_level=50.0, hedging=hedging,
+                            commission=3.5)  # fmt: skip
     specs = {}
     for s in loaded:
         spec = BUILTIN[s]
@@ -252,6 +262,39 @@ def cases(seeds: range, models: list[str]):
                         yield model, seed, n_symbols, account_index, single_path
 
 
+def unscreen() -> list[str]:
+    """Turn off every screen that lets a replay skip checks (quiet bars, the stop-out's bounds, quiet
+    minutes and ticks), where the tree has it: a run then checks everything, and must give the same figures
+    as the screened run of the same tree. Returns what was turned off."""
+    import importlib
+
+    done = []
+    for module, owner, name, value in (
+        ("backtests.broker.calm", "Calm", "holds", lambda self, t: False),
+        ("backtests.broker.calm", "Calm", "span", None),
+        ("backtests.broker.account", "Account", "ruled_out", lambda self, t: False),
+        ("backtests.broker.screen", "Screen", "ruled_out", lambda self, t: False),
+        ("backtests.merged", None, "_stop_out_possible", lambda *a, **k: True),
+        ("backtests.merged_ticks", None, "_stop_out_possible", lambda *a, **k: True),
+    ):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            continue
+        target = getattr(mod, owner, None) if owner else mod
+        if target is None or not hasattr(target, name):
+            continue
+        if name == "span":
+            span = mod.Span
+
+            def value(self, t, _span=span):
+                return _span(t, self.state())
+
+        setattr(target, name, value)
+        done.append(f"{module}.{owner + '.' if owner else ''}{name}")
+    return done
+
+
 def run_here(out: Path, seeds: range, models: list[str]) -> None:
     import hashlib
 
@@ -306,6 +349,7 @@ def main() -> int:
     r.add_argument("--tree", required=True)
     r.add_argument("--seeds", default="0:5")
     r.add_argument("--models", default="open,ohlc1m,ticks")
+    r.add_argument("--unscreened", action="store_true", help="turn off the replay's screens (see unscreen)")
     r.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     c = sub.add_parser("compare")
     c.add_argument("a")
@@ -318,10 +362,13 @@ def main() -> int:
         env = {**os.environ, "PYTHONPATH": str(Path(args.tree).resolve()), "PYTHONHASHSEED": "0"}
         cmd = [sys.executable, "-u", __file__, "run", args.out, "--tree", args.tree,
                "--seeds", args.seeds, "--models", args.models, "--inside"]  # fmt: skip
+        cmd += ["--unscreened"] if args.unscreened else []
         return subprocess.call(cmd, env=env, cwd=args.tree)
     import backtests
 
     assert Path(backtests.__file__).resolve().is_relative_to(Path(args.tree).resolve()), backtests.__file__
+    if args.unscreened:
+        print("unscreened:", ", ".join(unscreen()), flush=True)
     run_here(Path(args.out), range(lo, hi), args.models.split(","))
     return 0
 
