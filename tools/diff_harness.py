@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 T0 = "2024-01-01 20:00"  # a Monday evening: the run crosses a Wednesday's triple swap and a weekend
-HOURS = 150
+HOURS = int(os.environ.get("DIFF_HOURS", "150"))  # a longer history: DIFF_HOURS=3000
 BASE = {"EURUSD": 1.10, "GBPUSD": 1.30, "EURGBP": 0.85, "USDJPY": 148.0}
 DIGITS = {"EURUSD": 5, "GBPUSD": 5, "EURGBP": 5, "USDJPY": 3}
 THREE = ("EURGBP", "USDJPY", "EURUSD")
