@@ -82,14 +82,14 @@ def _ticks(symbol: str, rows: list[tuple[int, float]]) -> pd.DataFrame:
     return make_ticks(ns, bid, bid.copy(), TickMeta(symbol, 5, f"{symbol.lower()}_ticks.csv"))
 
 
-def _run_ticks(eurusd_high: tuple[int, int]):
+def _run_ticks(eurusd_high: tuple[int, int], drop: int = 4 * H + 600):
     """Five hours of ticks: EURGBP at 0.85100 falls to 0.85000 at 02:30:00 (the limit fills) and to 0.84 at
-    04:10:00; EURUSD at 1.10 stands at 1.50 from second ``eurusd_high[0]`` to ``eurusd_high[1]``; GBPUSD
-    flat at 1.30."""
+    second ``drop`` (04:10:00); EURUSD at 1.10 stands at 1.50 from second ``eurusd_high[0]`` to
+    ``eurusd_high[1]``; GBPUSD flat at 1.30."""
     hours = [0, H, 2 * H, 3 * H, 4 * H]
     up, down = eurusd_high
-    eurgbp = [(0, 0.851), (H, 0.851), (2 * H, 0.851), (2 * H + 1800, 0.85), (3 * H, 0.85), (4 * H, 0.85),
-              (4 * H + 600, 0.84), (5 * H - 1, 0.84)]  # fmt: skip
+    eurgbp = sorted(({s: 0.851 for s in (0, H, 2 * H)} | {s: 0.85 for s in (2 * H + 1800, 3 * H, 4 * H)}
+                     | {s: 0.84 for s in (drop, 5 * H - 1) if s >= drop}).items())  # fmt: skip
     eurusd = sorted(({s: 1.1 for s in [*hours, 5 * H - 1]} | {up: 1.5, down: 1.1}).items())
     rows = {"EURGBP": eurgbp, "EURUSD": eurusd, "GBPUSD": [(s, 1.3) for s in [*hours, 5 * H - 1]]}
     ticks = {s: _ticks(s, r) for s, r in rows.items()}
@@ -97,11 +97,13 @@ def _run_ticks(eurusd_high: tuple[int, int]):
     return Backtest(frames, _LimitAt085, model="ticks", ticks=ticks, account=ACCOUNT, forward=None).run()
 
 
-def test_ticks_a_limit_filled_while_the_margin_pair_is_high_is_charged_at_that_rate():
+@pytest.mark.parametrize("drop", [4 * H + 600, 2 * H + 1801], ids=["later bar", "next second"])
+def test_ticks_a_limit_filled_while_the_margin_pair_is_high_is_charged_at_that_rate(drop):
     """EURUSD at 1.50 from 02:20 to 02:40, the limit fills at 02:30: 1,500 USD of margin, so EURGBP's jump
-    to 0.84 at 04:10 leaves 700 / 1,500 = 46.67 %: stopped out at that tick, -1,300.00."""
-    result = _run_ticks((2 * H + 1200, 2 * H + 2400))
-    _stopped_out(result, 0.84, -1300.00, T0 + pd.Timedelta(seconds=4 * H + 600))
+    to 0.84 (at 04:10, or a second after the fill) leaves 700 / 1,500 = 46.67 %: stopped out at that tick,
+    -1,300.00."""
+    result = _run_ticks((2 * H + 1200, 2 * H + 2400), drop)
+    _stopped_out(result, 0.84, -1300.00, T0 + pd.Timedelta(seconds=drop))
 
 
 @pytest.mark.parametrize(
@@ -131,16 +133,16 @@ def _minutes(symbol: str, base: float, special: dict[int, tuple[float, float, fl
     return make_frame(cols, index, CandleMeta(symbol, Timeframe.M1, 5, UTC, "test"))
 
 
-def _run_m1(eurusd_up: int, eurusd_down: int):
+def _run_m1(eurusd_up: int, eurusd_down: int, drop: int = 250):
     """EURGBP at 0.85100; its 02:30 minute falls to 0.85000 (the limit fills there) and stays; its 04:10
-    minute falls from 0.85 to 0.84 (a bear minute: open, high, low, close) and stays. EURUSD at 1.10 rises
-    to 1.50 in minute ``eurusd_up`` (a bull minute) and stands there until minute ``eurusd_down`` falls
-    back. GBPUSD flat at 1.30."""
+    minute (or minute ``drop``) falls from 0.85 to 0.84 (a bear minute: open, high, low, close) and stays.
+    EURUSD at 1.10 rises to 1.50 in minute ``eurusd_up`` (a bull minute) and stands there until minute
+    ``eurusd_down`` falls back. GBPUSD flat at 1.30."""
     eurgbp = {i: (0.851,) * 4 for i in range(150)}
     eurgbp[150] = (0.851, 0.851, 0.85, 0.85)
-    eurgbp |= {i: (0.85,) * 4 for i in range(151, 250)}
-    eurgbp[250] = (0.85, 0.85, 0.84, 0.84)
-    eurgbp |= {i: (0.84,) * 4 for i in range(251, 300)}
+    eurgbp |= {i: (0.85,) * 4 for i in range(151, drop)}
+    eurgbp[drop] = (0.85, 0.85, 0.84, 0.84)
+    eurgbp |= {i: (0.84,) * 4 for i in range(drop + 1, 300)}
     eurusd = {eurusd_up: (1.1, 1.5, 1.1, 1.5), eurusd_down: (1.5, 1.5, 1.1, 1.1)}
     eurusd |= {i: (1.5,) * 4 for i in range(eurusd_up + 1, eurusd_down)}
     m1 = {
@@ -152,12 +154,13 @@ def _run_m1(eurusd_up: int, eurusd_down: int):
     return Backtest(frames, _LimitAt085, model="ohlc1m", m1=m1, account=ACCOUNT, forward=None).run()
 
 
-def test_ohlc1m_a_limit_filled_while_the_margin_pair_is_high_is_charged_at_that_rate():
+@pytest.mark.parametrize("drop", [250, 151], ids=["later bar", "next minute"])
+def test_ohlc1m_a_limit_filled_while_the_margin_pair_is_high_is_charged_at_that_rate(drop):
     """EURUSD at 1.50 from its 02:20 minute to 02:40: EURGBP's 02:30 minute fills the limit with EURUSD at
-    its 1.50 open of that minute: 1,500 USD. The 04:10 minute's fall crosses 50 % at 0.8403846: stopped out
-    at 0.84038, -1,250.60."""
-    result = _run_m1(140, 160)
-    _stopped_out(result, 0.84038, -1250.60, T0 + pd.Timedelta(minutes=250))
+    its 1.50 open of that minute: 1,500 USD. The fall of the 04:10 minute (or of the minute after the fill)
+    crosses 50 % at 0.8403846: stopped out at 0.84038, -1,250.60."""
+    result = _run_m1(140, 160, drop)
+    _stopped_out(result, 0.84038, -1250.60, T0 + pd.Timedelta(minutes=drop))
 
 
 @pytest.mark.parametrize(("up", "down"), [(155, 170), (130, 140)], ids=["later", "earlier"])
