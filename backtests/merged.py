@@ -81,7 +81,11 @@ def to_decision(desks: list, t: int, plan: BarPlan | None = None) -> None:
     now = plan.decision[t]
     spans = [(starts[d][t], starts[d][t + 1]) for d in walking]
     if any(d.book for d in walking):
+        main, kept = desks[0], desks[0].inside
         _run(walking, t, [a for a, _ in spans], ends)
+        # The walk stood the main symbol at its newest close before, as it was while those minutes passed;
+        # at the decision it has its first minute: its price is that again, never the close before it
+        main.inside = kept
     for d, span, e in zip(walking, spans, ends, strict=True):
         if e > span[0] and d is not desks[0]:
             _set_now(d, span, e, now)
