@@ -82,7 +82,14 @@ def to_decision(desks: list, t: int, plan: BarPlan | None = None) -> None:
     now = plan.decision[t]
     spans = [(starts[d][t], starts[d][t + 1]) for d in walking]
     if any(d.book for d in walking):
+        kept = [d.inside for d in walking]
         _run(walking, t, [a for a, _ in spans], ends)
+        # The walk stood a symbol without a minute before the decision (the main one among them) at its
+        # newest close before, as it was while those minutes passed; at the decision it stands as it did
+        # at the bar's opening (its first minute, or its close before where that comes later: ``open_quotes``)
+        for d, span, e, price in zip(walking, spans, ends, kept, strict=True):
+            if e == span[0]:
+                d.inside = price
     for d, span, e in zip(walking, spans, ends, strict=True):
         if e > span[0] and d is not desks[0]:
             _set_now(d, span, e, now)

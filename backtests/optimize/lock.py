@@ -54,6 +54,8 @@ def locked(storage: str | None, user: str = "optimisation") -> Iterator[None]:
     try:
         lock.acquire()
     except filelock.Timeout:
+        if not path.exists():  # a holder keeps the file while it holds it: here none could be made
+            raise StoreError(f"study store lock {path}: cannot be created there") from None
         raise StoreInUseError(storage.removeprefix("sqlite:///"), str(path), user) from None
     except OSError as exc:
         raise StoreError(f"study store lock {path}: cannot be created ({exc.strerror or exc})") from None

@@ -259,3 +259,14 @@ def test_a_store_location_is_checked_without_creating_anything(tmp_path, monkeyp
     with pytest.raises(PermissionError, match=r"cannot be made in .* \(permission denied\)"):
         store.check_location(tmp_path / "new" / "study.db")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "file"]
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc: no file can be made there")
+@pytest.mark.parametrize("prelude", ["", NO_FCNTL], ids=["os-lock", "without-fcntl"])
+def test_a_store_lock_that_cannot_be_created_is_not_called_in_use(prelude):
+    """No file can be made in /proc, by root or anyone (where root's ``os.access`` says the folder may be
+    written): the lock of a store there is refused as one that cannot be created, never as "in use by
+    another optimisation", which sends the user to wait for a run that does not exist."""
+    answer = _take("sqlite:////proc/neuronet.db", prelude)
+    assert answer.startswith("refused: ") and "cannot be created" in answer and "in use" not in answer
+    assert not Path("/proc/neuronet.db.lock").exists()
