@@ -18,6 +18,7 @@ import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from operator import itemgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -329,6 +330,8 @@ def _balance_path(events, fs: int, last: int, closes: np.ndarray) -> np.ndarray:
     the balance from deal to deal ("the highest local balance value and the next lowest"): an entry's
     commission booked in the bar where another position's take-profit then lifts the balance is a low
     that no bar's close shows."""
-    before = closes[0] + sum(a for t, a, _ in events if t < fs)
-    amounts = [a for t, a, _ in events if fs <= t <= last]
-    return np.concatenate((closes[:1], before + np.cumsum(amounts))) if amounts else closes
+    bars = np.fromiter(map(itemgetter(0), events), dtype=np.int64, count=len(events))
+    money = np.fromiter(map(itemgetter(1), events), dtype=np.float64, count=len(events))
+    before = closes[0] + sum(money[bars < fs].tolist())  # Python's own sum, as the balance is booked
+    amounts = money[(fs <= bars) & (bars <= last)]
+    return np.concatenate((closes[:1], before + np.cumsum(amounts))) if len(amounts) else closes

@@ -38,6 +38,10 @@ from backtests.curves import ClosedTrades, worst_floating
 
 log = logging.getLogger("backtests.broker")
 
+# The trades table's columns the worst-price curves read (the table's copies: a table changed by hand after
+# the run changes no curve).
+_READ_AGAIN = ("symbol", "type", "lots", "entry_price", "exit_price", "exit_bar", "exit_reason")
+
 
 def json_safe(value: object) -> object:
     """NaN and infinities as text, so a rejected request with such a value still makes valid JSON."""
@@ -90,6 +94,8 @@ class Ledger:
         self.swap_events: list[tuple[int, float, int | None]] = []
         self._made: tuple[tuple, tuple] | None = None  # the curves, for the records they were made from
         self._margin_made: tuple[tuple, tuple] | None = None  # the margin at each bar, likewise
+        self._steps: dict[str, Held] = {}  # each symbol's legs as steps, made with the curves
+        self._trade_columns: tuple[int, dict] | None = None  # the trades table's columns the curves read
 
     def add(self, symbol: str, market: Market, contract_size: float, margin: MarginModel, rate: Any) -> None:
         """Keep the records of ``symbol`` too (its bars on the ledger's timeline); ``rate`` converts its
@@ -312,6 +318,8 @@ class Ledger:
             mfe[mine] = np.where(up > 0.0, up, 0.0)
             mae[mine] = np.where(down < 0.0, down, 0.0)
         df["mae"], df["mfe"] = mae, mfe
+        if trades:  # the worst-price curves read these again: from the table, not a hundred thousand records
+            self._trade_columns = (len(trades), {c: df[c].to_numpy(copy=True) for c in _READ_AGAIN})
         return df
 
     def curves(self, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -333,20 +341,30 @@ class Ledger:
         trades = self.trades
         n = len(trades)
 
+        made = self._trade_columns  # the trades table's, when it was built for these trades
+        kept = made[1] if made is not None and made[0] == n else None
+
         def field(name: str, dtype: type = np.float64) -> np.ndarray:
+            if kept is not None:
+                return kept[name].astype(dtype)
             return np.fromiter(map(attrgetter(name), trades), dtype=dtype, count=n)
 
-        names = np.array(list(map(attrgetter("symbol"), trades)), dtype=object)
+        def texts(name: str) -> np.ndarray:
+            if kept is not None:
+                return kept[name].astype(object)
+            return np.array(list(map(attrgetter(name), trades)), dtype=object)
+
+        names = texts("symbol")
         margin_price = np.array(list(map(attrgetter("margin_price"), trades)), dtype=object)
         unset = np.equal(margin_price, None)
         margin_price[unset] = field("entry_price")[unset]  # None: charged at its entry price
         columns = ClosedTrades(
-            np.array(list(map(attrgetter("type"), trades)), dtype=object) == "buy",
+            texts("type") == "buy",
             field("lots"),
             field("entry_price"),
             field("exit_price"),
             field("exit_bar", np.int64),
-            np.isin(np.array(list(map(attrgetter("exit_reason"), trades)), dtype=object), ["sl", "stop out"]),
+            np.isin(texts("exit_reason"), ["sl", "stop out"]),
             margin_price.astype(np.float64),
         )
         floating = np.zeros(len(balance))
@@ -382,10 +400,11 @@ class Ledger:
             return self._made[1]
         n = len(self.market.o)
         balance = self.config.deposit + _running(self.balance_events, n)
-        floating, held = np.zeros(n), {}
+        floating, held, self._steps = np.zeros(n), {}, {}
         for name, sym in self.symbols.items():
-            held[name] = legs = _held(self.segments[name], n)
-            if not legs.any():
+            self._steps[name] = steps = _held(self.segments[name], n)
+            held[name] = legs = steps.spread(steps.legs)
+            if not steps.legs.any():
                 continue
             m = sym.market
             bid, ask = m.closes, (m.c + m.s_close) / m.scale
@@ -401,13 +420,14 @@ class Ledger:
         key = self._key()
         if self._margin_made is not None and self._margin_made[0] == key:
             return self._margin_made[1]
-        _, _, held = self._curves()
+        self._curves()
         margin, counted = np.zeros(len(self.market.o)), []
         for name, sym in self.symbols.items():
-            legs = held[name]
-            if legs.any():
+            steps = self._steps[name]
+            legs = steps.legs
+            if legs.any():  # a function of the legs alone: once a step
                 counted.append(name)
-                margin += sym.margin.of_sums(legs[0], legs[4], legs[2], legs[5])
+                margin += steps.spread(sym.margin.of_sums(legs[0], legs[4], legs[2], legs[5]))
         self._margin_made = (key, (counted, margin))
         return counted, margin
 
@@ -474,19 +494,46 @@ def _field(records: list[tuple], k: int, dtype: type) -> np.ndarray:
     return np.fromiter(map(itemgetter(k), records), dtype=dtype, count=len(records))
 
 
-def _held(segments: list[Segment], n: int) -> np.ndarray:
-    """(6, N) legs held over each of ``n`` bars by ``segments`` (see ``Ledger._curves``)."""
-    legs = np.zeros((6, n + 1))
-    if segments:
-        start, end, side = (_field(segments, k, np.int64) for k in range(3))
-        lots, price, mprice = (_field(segments, k, np.float64) for k in range(3, 6))
-        for row, mask in ((0, side > 0), (2, side < 0)):
-            cols = ((row, lots[mask]), (row + 1, (lots * price)[mask]), (4 + row // 2, (lots * mprice)[mask]))
-            # each bar's starts, then its ends, summed in segment order (``bincount`` adds one by one)
-            where = np.concatenate((start[mask], end[mask])).astype(np.int64)
-            for col, amount in cols:
-                legs[col] = np.bincount(where, np.concatenate((amount, -amount)), minlength=n + 1)
-    return np.cumsum(legs[:, :n], axis=1)
+class Held(NamedTuple):
+    """The legs a symbol's positions hold, as steps: ``legs[:, k]`` (six rows: see ``Ledger._curves``) over
+    bars ``bars[k]`` up to the next step's, nothing before the first. A million bars hold about a hundred
+    thousand steps, and what is a function of the legs alone (the margin) is worked out once a step."""
+
+    bars: np.ndarray  # (K,) int64, increasing, each below n
+    legs: np.ndarray  # (6, K)
+    n: int
+
+    def spread(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (..., K) of each step, at each of the n bars (0 before the first step)."""
+        if not len(self.bars):
+            return np.zeros((*values.shape[:-1], self.n))
+        lengths = np.diff(np.append(self.bars, self.n))
+        if self.bars[0] > 0:  # nothing held before the first step
+            zero = np.zeros((*values.shape[:-1], 1))
+            values, lengths = np.concatenate((zero, values), axis=-1), np.append(self.bars[0], lengths)
+        return np.repeat(values, lengths, axis=-1)
+
+
+def _held(segments: list[Segment], n: int) -> Held:
+    """The legs held over each of ``n`` bars by ``segments`` (see ``Ledger._curves``), as steps.
+
+    Each leg at a bar is the running sum, bar by bar, of the segments' starts at each bar and then its ends,
+    each bar's in segment order: the sums ``np.cumsum`` of a ``bincount`` over every bar gives, less the
+    bars where nothing starts or ends (adding their 0.0 changes no sum: none is ever -0.0)."""
+    if not segments:
+        return Held(np.zeros(0, dtype=np.int64), np.zeros((6, 0)), n)
+    start, end, side = (_field(segments, k, np.int64) for k in range(3))
+    lots, price, mprice = (_field(segments, k, np.float64) for k in range(3, 6))
+    steps = np.unique(np.concatenate((start, end)))
+    legs = np.zeros((6, len(steps)))
+    for row, mask in ((0, side > 0), (2, side < 0)):
+        cols = ((row, lots[mask]), (row + 1, (lots * price)[mask]), (4 + row // 2, (lots * mprice)[mask]))
+        # each bar's starts, then its ends, summed in segment order (``bincount`` adds one by one)
+        at = np.searchsorted(steps, np.concatenate((start[mask], end[mask])))
+        for col, amount in cols:
+            legs[col] = np.bincount(at, np.concatenate((amount, -amount)), minlength=len(steps))
+    kept = int(np.searchsorted(steps, n))  # the bars of the run only
+    return Held(steps[:kept], np.cumsum(legs[:, :kept], axis=1), n)
 
 
 def _range_extreme(

@@ -1,0 +1,89 @@
+"""The legs positions hold, kept as steps, are the running sums over every bar, bit for bit: the margin and
+the curves made from them move no figure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from backtests.broker.ledger import _held
+from backtests.broker.records import Segment
+
+
+def _bar_by_bar(segments: list[Segment], n: int) -> np.ndarray:
+    """The legs over every bar as running sums of each bar's starts and ends (the definition)."""
+    legs = np.zeros((6, n + 1))
+    for row, sign in ((0, 1), (2, -1)):
+        mine = [s for s in segments if s.side == sign]
+        for col, amount in ((row, lambda s: s.lots), (row + 1, lambda s: s.lots * s.price),
+                            (4 + row // 2, lambda s: s.lots * s.margin_price)):  # fmt: skip
+            where = [s.start for s in mine] + [s.end for s in mine]
+            weights = [amount(s) for s in mine] + [-amount(s) for s in mine]
+            at = np.array(where, dtype=np.int64)
+            legs[col] = np.bincount(at, np.array(weights), minlength=n + 1)[: n + 1]
+    return np.cumsum(legs[:, :n], axis=1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_held_legs_as_steps_spread_to_the_running_sums_bit_for_bit(seed):
+    rng = np.random.default_rng(seed)
+    n = 400
+    segments = []
+    for _ in range(int(rng.integers(1, 120))):
+        start = int(rng.integers(0, n))
+        end = min(n, start + int(rng.integers(1, 40)))  # some float to the last bar
+        price = float(np.round(rng.uniform(0.9, 1.6), 5))
+        lots = float(np.round(rng.uniform(0.01, 3.0), 2))
+        segments.append(Segment(start, end, int(rng.choice([-1, 1])), lots, price, price * 1.1))
+    held = _held(segments, n)
+    got, want = held.spread(held.legs), _bar_by_bar(segments, n)
+    assert got.shape == want.shape and got.tobytes() == want.tobytes()
+    assert not np.signbit(got[got == 0.0]).any()  # no -0.0: the steps stand for the bars between them
+
+
+def test_no_segment_holds_nothing_and_a_late_first_step_holds_nothing_before_it():
+    empty = _held([], 5)
+    assert empty.spread(empty.legs).tobytes() == np.zeros((6, 5)).tobytes()
+    late = _held([Segment(3, 5, 1, 1.0, 1.2, 1.2)], 6)
+    spread = late.spread(late.legs)
+    assert spread[0].tolist() == [0.0, 0.0, 0.0, 1.0, 1.0, 0.0]
+
+
+def test_the_balance_deal_by_deal_sums_the_earlier_deals_as_python_and_keeps_the_window_only():
+    from backtests.scoring import _balance_path
+
+    events = [(0, 0.1, 0), (1, 0.2, 1), (2, -0.3, None), (3, 1e-17, 2), (5, 7.5, 3), (9, -2.0, 4)]
+    closes = np.array([100.0, 101.0, 102.0])
+    got = _balance_path(events, 2, 5, closes)
+    before = 100.0 + (0.1 + 0.2)  # the deals before the window, one by one from the first
+    want = np.concatenate(([100.0], before + np.cumsum([-0.3, 1e-17, 7.5])))
+    assert got.tobytes() == want.tobytes()
+    assert _balance_path([(9, 1.0, 0)], 2, 5, closes) is closes  # no deal inside: the closes themselves
+
+
+def test_the_worst_price_curves_read_from_the_trades_table_are_those_read_from_the_records():
+    from backtests.broker import AccountConfig, Broker
+    from datafeeds import read_sample
+
+    df = read_sample().iloc[:1500]
+    b = Broker(*(df[c].to_numpy() for c in ("open", "high", "low", "close")), np.zeros(len(df)), df.index,
+               1e-5, AccountConfig(deposit=10_000.0, missing_spread=0))  # fmt: skip
+    rng = np.random.default_rng(3)
+    for t in range(len(df)):
+        b.bar_open(t)
+        if rng.random() < 0.05:
+            b.order(1 if rng.random() < 0.5 else -1, 0.5, None, b.opens[t] + 0.002, 0, "")
+        elif rng.random() < 0.03:
+            b.close(None, None)
+        b.bar_range(t)
+    b.finish(len(df) - 1)
+    from_records = [c.tobytes() for c in b.worst_curves(0)]
+    table = b.trades_frame()
+    assert len(table) > 20 and (table["exit_reason"] == "tp").any()
+    assert b.ledger._trade_columns[0] == len(table)
+    b.ledger._made = None  # made again, from the table's columns this time
+    assert [c.tobytes() for c in b.worst_curves(0)] == from_records
+    table["lots"] *= 10.0  # a table changed by hand after the run changes no curve
+    table["type"] = "buy"
+    b.ledger._made = None
+    assert [c.tobytes() for c in b.worst_curves(0)] == from_records
