@@ -61,7 +61,7 @@ def test_the_balance_deal_by_deal_sums_the_earlier_deals_as_python_and_keeps_the
     assert _balance_path([(9, 1.0, 0)], 2, 5, closes) is closes  # no deal inside: the closes themselves
 
 
-def test_the_worst_price_curves_read_from_the_trades_table_are_those_read_from_the_records():
+def test_the_worst_price_curves_read_from_the_rows_are_those_read_from_the_records():
     from backtests.broker import AccountConfig, Broker
     from datafeeds import read_sample
 
@@ -77,12 +77,14 @@ def test_the_worst_price_curves_read_from_the_trades_table_are_those_read_from_t
             b.close(None, None)
         b.bar_range(t)
     b.finish(len(df) - 1)
-    from_records = [c.tobytes() for c in b.worst_curves(0)]
+    from_rows = [c.tobytes() for c in b.worst_curves(0)]
     table = b.trades_frame()
     assert len(table) > 20 and (table["exit_reason"] == "tp").any()
-    assert b.ledger._trade_columns[0] == len(table)
-    b.ledger._made = None  # made again, from the table's columns this time
-    assert [c.tobytes() for c in b.worst_curves(0)] == from_records
+    assert not b.ledger._trades  # the curves and the table read the rows: no record built
+    assert len(b.ledger.trades) == len(table)  # built now: read through their fields from here on
+    b.ledger._made = None  # made again, from the records this time
+    from_records = [c.tobytes() for c in b.worst_curves(0)]
+    assert from_records == from_rows
     table["lots"] *= 10.0  # a table changed by hand after the run changes no curve
     table["type"] = "buy"
     b.ledger._made = None
