@@ -60,4 +60,5 @@ class Columns:
 
     def numbers(self, name: str, dtype: type = np.float64) -> np.ndarray:
         """Field ``name`` as an array of ``dtype`` (a new array each time)."""
-        return np.fromiter(self.values(name), dtype=dtype, count=len(self.rows))
+        values = self.values(name)
+        return np.fromiter(values, dtype=dtype, count=len(values))

@@ -79,8 +79,8 @@ class Ledger:
         self.symbols: dict[str, _Symbol] = {}
         # The records as they are read (``trades``, ``deals``, ``orders``, ``segments``), and the rows of
         # plain values recorded since the last read: a replay appends a tuple per record, and each record is
-        # built from its row, field for field, when the records are next read (nothing reads them while
-        # the bars run but the report after them, a live account's journal and the tests)
+        # built from its row, field for field, when the records are next read (by a user, a live account's
+        # journal or a test: the report after the run reads the rows as columns, ``columns``)
         self._segments: dict[str, list[Segment]] = {}
         self._segment_rows: dict[str, list[tuple]] = {}
         self.add(symbol, market, config.contract_size, margin, UNITY)
