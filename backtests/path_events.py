@@ -15,7 +15,7 @@ its key.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 
 import numpy as np
 
@@ -142,33 +142,34 @@ def deal_events(
     minutes or ticks, and only a deal without one is taken at the bar's open; without, every deal is placed
     by its price on its bar's own four prices."""
     width = 1 + 4 * len(symbols)
-    deals, trades = ledger.deals, ledger.trades
+    # the fields as columns, read from the rows the ledger recorded (``Ledger.columns``): no record built
+    deals, trades = ledger.columns("deals"), ledger.columns("trades")
     n = len(deals)
-    entry = _texts(deals, "entry")
+    entry = deals.texts("entry")
     is_in = entry == "in"
     is_out = (entry == "out") | (entry == "out_by")
     if not (is_in | is_out).all() or int(is_out.sum()) > len(trades):
         return None  # a netting reversal, or an exit without its trade
-    symbol = _texts(deals, "symbol")
-    buy = _texts(deals, "type") == "buy"
-    lots = _numbers(deals, "lots")
-    bar = _numbers(deals, "bar", np.int64)
-    end = _texts(deals, "comment") == "end of test"
-    ns = list(map(attrgetter("ns"), deals)) if timed else [None] * n
+    symbol = deals.texts("symbol")
+    buy = deals.texts("type") == "buy"
+    lots = deals.numbers("lots")
+    bar = deals.numbers("bar", np.int64)
+    end = deals.texts("comment") == "end of test"
+    ns = deals.values("ns") if timed else [None] * n
     scale = np.zeros(n)
     sym_col = np.zeros(n, dtype=np.int64)
     for i, name in enumerate(symbols):
         mine = symbol == name
         scale[mine], sym_col[mine] = symbols[name].scale, 1 + 4 * i
     # round() of each price in points: to the nearest, half to even
-    price = np.rint(_numbers(deals, "price") * scale)
-    closed = trades[: int(is_out.sum())]  # the exits close the trades in their order
+    price = np.rint(deals.numbers("price") * scale)
+    closed = int(is_out.sum())  # the exits close the trades in their order
     volume = np.where(is_in, lots, 0.0)
     amount = np.where(is_in, lots * price, 0.0)
     out = np.flatnonzero(is_out)
-    t_lots = _numbers(closed, "lots")
+    t_lots = trades.numbers("lots")[:closed]
     volume[out] = -t_lots
-    amount[out] = -t_lots * (_numbers(closed, "entry_price") * scale[out])
+    amount[out] = -t_lots * (trades.numbers("entry_price")[:closed] * scale[out])
     # an entry adds to its side (long: +0, short: +2), an exit takes from the other one
     side = sym_col + np.where(is_in == buy, 0, 2)
     balance = (*ledger.balance_events, *ledger.swap_events)
@@ -188,16 +189,6 @@ def deal_events(
         return np.zeros(0, dtype=np.int64), np.zeros((0, width))
     order = np.argsort(keys, kind="stable")
     return keys[order], moves[order]
-
-
-def _texts(records: list, name: str) -> np.ndarray:
-    """Field ``name`` of every record, as an array of objects (to compare with text)."""
-    return np.array(list(map(attrgetter(name), records)), dtype=object)
-
-
-def _numbers(records: list, name: str, dtype: type = np.float64) -> np.ndarray:
-    """Field ``name`` of every record, as an array of ``dtype``."""
-    return np.fromiter(map(attrgetter(name), records), dtype=dtype, count=len(records))
 
 
 def _keys(

@@ -75,22 +75,19 @@ class TradeColumns:
     def of_ledger(cls, ledger) -> TradeColumns:
         """From a broker's ledger records, without building its trades table (``Ledger.trades_frame``: the
         same values and times, less the excursions the statistics do not read)."""
-        trades = ledger.trades
-        if not trades:
+        trades = ledger.columns("trades")  # read from the rows recorded: no record built
+        if not len(trades):
             return cls.of_frame(pd.DataFrame())
-
-        def column(name: str, dtype=np.float64) -> np.ndarray:
-            return np.array([getattr(tr, name) for tr in trades], dtype=dtype)
-
+        column = trades.numbers
         return cls(
             column("net_profit"),
-            np.array([tr.type == "buy" for tr in trades], dtype=bool),
+            trades.texts("type") == "buy",
             column("lots"),
             column("entry_price"),
             column("commission"),
             column("swap"),
-            ledger.times(column("entry_bar", np.int64), [tr.entry_ns for tr in trades]),
-            ledger.times(column("exit_bar", np.int64), [tr.exit_ns for tr in trades]),
+            ledger.times(column("entry_bar", np.int64), trades.values("entry_ns")),
+            ledger.times(column("exit_bar", np.int64), trades.values("exit_ns")),
         )
 
 

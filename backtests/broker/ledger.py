@@ -14,21 +14,25 @@ import copy
 import logging
 import math
 from itertools import starmap
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from backtests.broker.book import OpenPosition
+from backtests.broker.columns import Columns, field_names, rows_of
 from backtests.broker.config import AccountConfig
 from backtests.broker.convert import UNITY, convert_closes
 from backtests.broker.margin import MarginModel
 from backtests.broker.market import Market
 from backtests.broker.records import (
     DEAL_COLUMNS,
+    DEAL_TABLE_FIELDS,
     ORDER_COLUMNS,
+    ORDER_TABLE_FIELDS,
     TRADE_COLUMNS,
+    TRADE_TABLE_FIELDS,
     Deal,
     OrderRecord,
     Segment,
@@ -38,9 +42,12 @@ from backtests.curves import ClosedTrades, worst_floating
 
 log = logging.getLogger("backtests.broker")
 
-# The trades table's columns the worst-price curves read (the table's copies: a table changed by hand after
-# the run changes no curve).
-_READ_AGAIN = ("symbol", "type", "lots", "entry_price", "exit_price", "exit_bar", "exit_reason")
+# Each kind of record: its built records, the rows recorded since, and its fields (the rows' order).
+_KINDS = {
+    "trades": ("_trades", "_trade_rows", field_names(Trade)),
+    "deals": ("_deals", "_deal_rows", field_names(Deal)),
+    "orders": ("_orders", "_order_rows", field_names(OrderRecord)),
+}
 
 
 def json_safe(value: object) -> object:
@@ -72,8 +79,8 @@ class Ledger:
         self.symbols: dict[str, _Symbol] = {}
         # The records as they are read (``trades``, ``deals``, ``orders``, ``segments``), and the rows of
         # plain values recorded since the last read: a replay appends a tuple per record, and each record is
-        # built from its row, field for field, when the records are next read (nothing reads them while
-        # the bars run but the report after them, a live account's journal and the tests)
+        # built from its row, field for field, when the records are next read (by a user, a live account's
+        # journal or a test: the report after the run reads the rows as columns, ``columns``)
         self._segments: dict[str, list[Segment]] = {}
         self._segment_rows: dict[str, list[tuple]] = {}
         self.add(symbol, market, config.contract_size, margin, UNITY)
@@ -95,7 +102,7 @@ class Ledger:
         self._made: tuple[tuple, tuple] | None = None  # the curves, for the records they were made from
         self._margin_made: tuple[tuple, tuple] | None = None  # the margin at each bar, likewise
         self._steps: dict[str, Held] = {}  # each symbol's legs as steps, made with the curves
-        self._trade_columns: tuple[int, dict] | None = None  # the trades table's columns the curves read
+        self._columns: dict[str, tuple[tuple, Columns]] = {}  # each kind's columns, for the rows they read
 
     def add(self, symbol: str, market: Market, contract_size: float, margin: MarginModel, rate: Any) -> None:
         """Keep the records of ``symbol`` too (its bars on the ledger's timeline); ``rate`` converts its
@@ -265,18 +272,39 @@ class Ledger:
 
     # -- result tables -------------------------------------------------------------------------------------
     def snapshot(self) -> Ledger:
-        """The ledger as it is now, for tables built later (``Result.orders``): its lists of records
-        copied, so a request made after the run (through an EA kept with its result) adds nothing to them;
-        the records themselves are shared (a finished run has no pending order left to change)."""
+        """The ledger as it is now, for tables built later (``Result.orders``): its lists of records and
+        of rows copied, so a request made after the run (through an EA kept with its result) adds nothing to
+        them; the records built so far are shared (a finished run has no pending order left to change), and
+        the rows (plain values) are built into records only if the copy's record lists are read."""
         frozen = copy.copy(self)
-        frozen._trades, frozen._deals, frozen._orders = list(self.trades), list(self.deals), list(self.orders)
-        for name in ("rejected", "balance_events", "swap_events"):
+        for name in ("_trades", "_deals", "_orders", "_trade_rows", "_deal_rows", "_order_rows", "rejected",
+                     "balance_events", "swap_events"):  # fmt: skip
             setattr(frozen, name, list(getattr(self, name)))
-        frozen._segments = {k: list(v) for k, v in self.segments.items()}
-        frozen._trade_rows, frozen._deal_rows, frozen._order_rows = [], [], []
-        frozen._segment_rows = {k: [] for k in self._segment_rows}
+        frozen._segments = {k: list(v) for k, v in self._segments.items()}
+        frozen._segment_rows = {k: list(v) for k, v in self._segment_rows.items()}
         frozen.symbols = dict(self.symbols)
+        frozen._columns = {}
         return frozen
+
+    def columns(self, kind: str) -> Columns:
+        """Every trade's, deal's or order's fields (``kind``: "trades", "deals", "orders") as columns, read
+        from the rows without building a record (``backtests.broker.columns``); kept while nothing is
+        recorded and no record is built (a built record is read through its fields every time)."""
+        records, rows, names = _KINDS[kind]
+        records, rows = getattr(self, records), getattr(self, rows)
+        key = (id(rows), len(rows))
+        kept = self._columns.get(kind)
+        if kept is not None and kept[0] == key and not records:
+            return kept[1]
+        made = Columns(rows_of(records, rows, names), names)
+        if not records:
+            self._columns[kind] = (key, made)
+        return made
+
+    def _segment_list(self, name: str) -> list[tuple]:
+        """``name``'s floating segments in the order they ended, as ``Segment`` tuples or rows alike."""
+        built, rows = self._segments[name], self._segment_rows[name]
+        return [*built, *rows] if built else rows
 
     def trades_frame(self) -> pd.DataFrame:
         """Closed trades in closing order, with MAE/MFE: the worst and best floating profit while open.
@@ -286,14 +314,14 @@ class Ledger:
         come first (the pessimistic rule), so that bar's range beyond the exit level does not count. They
         are in the deposit currency at the rate the trade's profit was converted at.
         """
-        trades = self.trades
-        df = pd.DataFrame([tr.row() for tr in trades], columns=list(TRADE_COLUMNS))
-        # The stamps from the records, not the frame: a column of ints and Nones would turn them into floats.
-        df["entry_time"] = self.times(df["entry_bar"], list(map(attrgetter("entry_ns"), trades)))
-        df["exit_time"] = self.times(df["exit_bar"], list(map(attrgetter("exit_ns"), trades)))
+        trades = self.columns("trades")
+        df = pd.DataFrame(trades.table(TRADE_TABLE_FIELDS), columns=list(TRADE_COLUMNS))
+        # The stamps from the rows, not the frame: a column of ints and Nones would turn them into floats.
+        df["entry_time"] = self.times(df["entry_bar"], trades.values("entry_ns"))
+        df["exit_time"] = self.times(df["exit_bar"], trades.values("exit_ns"))
         mae, mfe = np.zeros(len(df)), np.zeros(len(df))
         names = df["symbol"].to_numpy()
-        rates = np.fromiter(map(attrgetter("rate"), trades), dtype=np.float64, count=len(trades))
+        rates = trades.numbers("rate")
         for name, sym in self.symbols.items():
             mine = names == name
             if not mine.any():
@@ -318,8 +346,6 @@ class Ledger:
             mfe[mine] = np.where(up > 0.0, up, 0.0)
             mae[mine] = np.where(down < 0.0, down, 0.0)
         df["mae"], df["mfe"] = mae, mfe
-        if trades:  # the worst-price curves read these again: from the table, not a hundred thousand records
-            self._trade_columns = (len(trades), {c: df[c].to_numpy(copy=True) for c in _READ_AGAIN})
         return df
 
     def curves(self, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -338,33 +364,18 @@ class Ledger:
         (``backtests.curves.worst_floating`` says how; every symbol at its worst at once)."""
         balance, equity, held = self._curves()
         accrued = self._accrued(len(balance))
-        trades = self.trades
-        n = len(trades)
-
-        made = self._trade_columns  # the trades table's, when it was built for these trades
-        kept = made[1] if made is not None and made[0] == n else None
-
-        def field(name: str, dtype: type = np.float64) -> np.ndarray:
-            if kept is not None:
-                return kept[name].astype(dtype)
-            return np.fromiter(map(attrgetter(name), trades), dtype=dtype, count=n)
-
-        def texts(name: str) -> np.ndarray:
-            if kept is not None:
-                return kept[name].astype(object)
-            return np.array(list(map(attrgetter(name), trades)), dtype=object)
-
-        names = texts("symbol")
-        margin_price = np.array(list(map(attrgetter("margin_price"), trades)), dtype=object)
+        trades = self.columns("trades")  # the closed trades' own fields, not the table's (a user may edit it)
+        names = trades.texts("symbol")
+        margin_price = trades.texts("margin_price")
         unset = np.equal(margin_price, None)
-        margin_price[unset] = field("entry_price")[unset]  # None: charged at its entry price
+        margin_price[unset] = trades.numbers("entry_price")[unset]  # None: charged at its entry price
         columns = ClosedTrades(
-            texts("type") == "buy",
-            field("lots"),
-            field("entry_price"),
-            field("exit_price"),
-            field("exit_bar", np.int64),
-            np.isin(texts("exit_reason"), ["sl", "stop out"]),
+            trades.texts("type") == "buy",
+            trades.numbers("lots"),
+            trades.numbers("entry_price"),
+            trades.numbers("exit_price"),
+            trades.numbers("exit_bar", np.int64),
+            np.isin(trades.texts("exit_reason"), ["sl", "stop out"]),
             margin_price.astype(np.float64),
         )
         floating = np.zeros(len(balance))
@@ -402,7 +413,7 @@ class Ledger:
         balance = self.config.deposit + _running(self.balance_events, n)
         floating, held, self._steps = np.zeros(n), {}, {}
         for name, sym in self.symbols.items():
-            self._steps[name] = steps = _held(self.segments[name], n)
+            self._steps[name] = steps = _held(self._segment_list(name), n)
             held[name] = legs = steps.spread(steps.legs)
             if not steps.legs.any():
                 continue
@@ -435,7 +446,7 @@ class Ledger:
         """What the curves are made from, counted: new records make them again."""
         return (
             len(self.market.o),
-            sum(len(v) for v in self.segments.values()),
+            sum(len(self._segments[k]) + len(v) for k, v in self._segment_rows.items()),
             len(self.balance_events),
             len(self.swap_events),
         )
@@ -447,10 +458,11 @@ class Ledger:
     def orders_frame(self) -> pd.DataFrame:
         """Every accepted order, as MetaTrader's report lists them: market orders (the EA's and the closing
         orders of SL, TP, stop-out and end of test) and pending orders with their final state."""
-        df = pd.DataFrame([r.row() for r in self.orders], columns=list(ORDER_COLUMNS))
+        orders = self.columns("orders")
+        df = pd.DataFrame(orders.table(ORDER_TABLE_FIELDS), columns=list(ORDER_COLUMNS))
         for col, at, stamps in (
-            ("time_setup", [r.bar_setup for r in self.orders], [r.setup_ns for r in self.orders]),
-            ("time_done", [r.bar_done for r in self.orders], [r.done_ns for r in self.orders]),
+            ("time_setup", orders.values("bar_setup"), orders.values("setup_ns")),
+            ("time_done", orders.values("bar_done"), orders.values("done_ns")),
         ):
             bars = np.array([-1 if b is None else b for b in at], dtype=np.int64)  # the records' own bars
             df[col] = self.times(np.maximum(bars, 0), stamps).where(bars >= 0)
@@ -460,8 +472,9 @@ class Ledger:
 
     def deals_frame(self) -> pd.DataFrame:
         """Every deal in order: entries ("in"), exits ("out"; "out_by" for close-by), balance after each."""
-        df = pd.DataFrame([d.row() for d in self.deals], columns=list(DEAL_COLUMNS))
-        df["time"] = self.times(df["time"], [d.ns for d in self.deals])
+        deals = self.columns("deals")
+        df = pd.DataFrame(deals.table(DEAL_TABLE_FIELDS), columns=list(DEAL_COLUMNS))
+        df["time"] = self.times(df["time"], deals.values("ns"))
         for col in ("order", "position"):
             df[col] = df[col].astype("Int64")
         return df
@@ -514,7 +527,7 @@ class Held(NamedTuple):
         return np.repeat(values, lengths, axis=-1)
 
 
-def _held(segments: list[Segment], n: int) -> Held:
+def _held(segments: list[tuple], n: int) -> Held:
     """The legs held over each of ``n`` bars by ``segments`` (see ``Ledger._curves``), as steps.
 
     Each leg at a bar is the running sum, bar by bar, of the segments' starts at each bar and then its ends,

@@ -175,9 +175,13 @@ class Segment(NamedTuple):
     margin_price: float
 
 
-# Each record's fields in its table's column order (``operator.attrgetter``: one C call a row).
-_TRADE_ROW = attrgetter(*(c.replace("_time", "_ns") for c in TRADE_COLUMNS))
-_DEAL_ROW = attrgetter(*(c if c != "time" else "bar" for c in DEAL_COLUMNS))
-_ORDER_ROW = attrgetter(
-    *({"time_setup": "bar_setup", "time_done": "bar_done"}.get(c, c) for c in ORDER_COLUMNS)
+# Each record's fields in its table's column order (the times as the fields they are made from).
+TRADE_TABLE_FIELDS = tuple(c.replace("_time", "_ns") for c in TRADE_COLUMNS)
+DEAL_TABLE_FIELDS = tuple(c if c != "time" else "bar" for c in DEAL_COLUMNS)
+ORDER_TABLE_FIELDS = tuple(
+    {"time_setup": "bar_setup", "time_done": "bar_done"}.get(c, c) for c in ORDER_COLUMNS
 )
+# (``operator.attrgetter``: one C call a row)
+_TRADE_ROW = attrgetter(*TRADE_TABLE_FIELDS)
+_DEAL_ROW = attrgetter(*DEAL_TABLE_FIELDS)
+_ORDER_ROW = attrgetter(*ORDER_TABLE_FIELDS)

@@ -4,6 +4,7 @@ the curves made from them move no figure."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from backtests.broker.ledger import _held
@@ -61,7 +62,7 @@ def test_the_balance_deal_by_deal_sums_the_earlier_deals_as_python_and_keeps_the
     assert _balance_path([(9, 1.0, 0)], 2, 5, closes) is closes  # no deal inside: the closes themselves
 
 
-def test_the_worst_price_curves_read_from_the_trades_table_are_those_read_from_the_records():
+def test_the_worst_price_curves_read_from_the_rows_are_those_read_from_the_records():
     from backtests.broker import AccountConfig, Broker
     from datafeeds import read_sample
 
@@ -77,13 +78,85 @@ def test_the_worst_price_curves_read_from_the_trades_table_are_those_read_from_t
             b.close(None, None)
         b.bar_range(t)
     b.finish(len(df) - 1)
-    from_records = [c.tobytes() for c in b.worst_curves(0)]
+    from_rows = [c.tobytes() for c in b.worst_curves(0)]
     table = b.trades_frame()
     assert len(table) > 20 and (table["exit_reason"] == "tp").any()
-    assert b.ledger._trade_columns[0] == len(table)
-    b.ledger._made = None  # made again, from the table's columns this time
-    assert [c.tobytes() for c in b.worst_curves(0)] == from_records
+    assert not b.ledger._trades  # the curves and the table read the rows: no record built
+    assert len(b.ledger.trades) == len(table)  # built now: read through their fields from here on
+    b.ledger._made = None  # made again, from the records this time
+    from_records = [c.tobytes() for c in b.worst_curves(0)]
+    assert from_records == from_rows
     table["lots"] *= 10.0  # a table changed by hand after the run changes no curve
     table["type"] = "buy"
     b.ledger._made = None
     assert [c.tobytes() for c in b.worst_curves(0)] == from_records
+
+
+def _broker_run(read_records_at: int | None):
+    """A broker over 1,200 sample bars with market orders, pending orders, stops and closes; the record
+    lists read (so built) at bar ``read_records_at`` and the rest recorded as rows after it."""
+    from backtests.broker import AccountConfig, Broker
+    from datafeeds import read_sample
+
+    df = read_sample().iloc[:1200]
+    b = Broker(*(df[c].to_numpy() for c in ("open", "high", "low", "close")), np.zeros(len(df)), df.index,
+               1e-5, AccountConfig(deposit=10_000.0, missing_spread=0))  # fmt: skip
+    rng = np.random.default_rng(5)
+    for t in range(len(df)):
+        if t == read_records_at:
+            ledger = b.ledger
+            assert ledger.trades and ledger.deals and ledger.orders and ledger.segments[ledger.symbol]
+        b.bar_open(t)
+        u = rng.random()
+        if u < 0.05:
+            b.order(1 if rng.random() < 0.5 else -1, 0.5, None, b.opens[t] + 0.002, 0, "m")
+        elif u < 0.08:
+            b.pending("buy_limit", 0.3, b.opens[t] - 0.001, None, None, None, None, 7, "p")
+        elif u < 0.11:
+            b.close(None, None)
+        b.bar_range(t)
+    b.finish(len(df) - 1)
+    return b
+
+
+def _tables(b) -> list:
+    from backtests.path_events import BarPrices, deal_events
+
+    events = deal_events(b.ledger, {b.symbol: BarPrices(b)})
+    return [b.trades_frame(), b.deals_frame(), b.orders_frame(), *b.worst_curves(0), *b.curves(0), *events]
+
+
+def _same(got: list, want: list) -> None:
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        if isinstance(w, pd.DataFrame):
+            assert list(g.columns) == list(w.columns) and list(g.dtypes) == list(w.dtypes)
+            pd.testing.assert_frame_equal(g, w, check_exact=True)
+        else:
+            assert g.dtype == w.dtype and g.tobytes() == w.tobytes()
+
+
+def test_the_report_read_from_the_rows_builds_no_record_and_equals_the_records_tables():
+    rows_only = _broker_run(None)
+    from_rows = _tables(rows_only)
+    ledger = rows_only.ledger
+    assert not (ledger._trades or ledger._deals or any(ledger._segments.values()))
+    assert len(from_rows[0]) > 10 and (from_rows[2]["state"] != "filled").any()  # pending orders too
+    frozen = ledger.snapshot()  # copies the rows: builds nothing
+    assert not frozen._trades and len(frozen._trade_rows) == len(from_rows[0])
+    ledger._trade_rows.append(ledger._trade_rows[0])  # recorded after the snapshot: not in its tables
+    ledger._deal_rows.append(ledger._deal_rows[0])
+    _same([frozen.trades_frame(), frozen.deals_frame(), frozen.orders_frame()], from_rows[:3])
+    assert len(rows_only.trades_frame()) == len(from_rows[0]) + 1  # the columns kept are read again
+    every = _broker_run(None)
+    for records in (every.ledger.trades, every.ledger.deals, every.ledger.orders):
+        assert records  # every record built: the tables read them through their fields
+    _same(_tables(every), from_rows)
+    _same(_tables(_broker_run(400)), from_rows)  # records built part way, rows after them
+
+
+def test_a_record_changed_after_the_run_is_read_as_it_is_now():
+    b = _broker_run(None)
+    trade = b.ledger.trades[0]
+    trade.lots = 7.0
+    assert b.trades_frame()["lots"].iloc[0] == 7.0

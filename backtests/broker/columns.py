@@ -1,0 +1,64 @@
+"""The ledger's records of one kind read as columns: the report after a run reads a few fields of every
+trade and deal, and a million bars record about 330,000 of them.
+
+The bar loop records each deal, trade, filled order and segment as a tuple of plain values in its record's
+field order (``backtests.broker.ledger``); a record object is built from its row only when someone reads the
+record lists. The report's readers take each field as a column straight from the rows instead: one pass of
+``operator.itemgetter`` over them per field, kept, so no record is built and none is read field by field.
+Records already built (read by a user, a test, or a pending order's record, which follows its order) are
+read as they are now, through their fields, and come first: the rows are recorded after them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from operator import attrgetter, itemgetter
+
+import numpy as np
+
+
+def field_names(record_type: type) -> tuple[str, ...]:
+    """The fields of a record class (a dataclass or a ``NamedTuple``), in the order its rows hold them."""
+    if hasattr(record_type, "_fields"):
+        return record_type._fields
+    return tuple(f.name for f in fields(record_type))
+
+
+def rows_of(records: list, rows: list[tuple], names: tuple[str, ...]) -> list[tuple]:
+    """Every record's fields as a row (``names``' order), the built ``records`` first, then the ``rows``
+    recorded since; the rows themselves (no copy) where no record is built."""
+    if not records:
+        return rows
+    return [*map(attrgetter(*names), records), *rows]
+
+
+class Columns:
+    """The fields of one kind of record as columns, each read from the rows once, when first asked for."""
+
+    def __init__(self, rows: list[tuple], names: tuple[str, ...]):
+        self.rows = rows
+        self._at = {name: k for k, name in enumerate(names)}
+        self._lists: dict[str, list] = {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def table(self, names: tuple[str, ...]) -> list[tuple]:
+        """Each row's fields ``names`` as one tuple (a table's rows in its column order: one C call a row,
+        the same tuples a record's ``row`` makes)."""
+        return list(map(itemgetter(*(self._at[name] for name in names)), self.rows))
+
+    def values(self, name: str) -> list:
+        """Field ``name`` of every row, as the Python objects recorded (kept: read once)."""
+        if name not in self._lists:
+            self._lists[name] = list(map(itemgetter(self._at[name]), self.rows))
+        return self._lists[name]
+
+    def texts(self, name: str) -> np.ndarray:
+        """Field ``name`` as an array of objects (to compare with text; a new array each time)."""
+        return np.array(self.values(name), dtype=object)
+
+    def numbers(self, name: str, dtype: type = np.float64) -> np.ndarray:
+        """Field ``name`` as an array of ``dtype`` (a new array each time)."""
+        values = self.values(name)
+        return np.fromiter(values, dtype=dtype, count=len(values))
