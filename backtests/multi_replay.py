@@ -295,7 +295,7 @@ def open_prices(desks: list) -> tuple[Callable[[int], None], Callable[[int], Non
         moved = []
         for d, book in books:
             if book.positions or book.orders:
-                before, first = book.changes, len(d.ledger.deals)
+                before, first = book.changes, d.ledger.deal_count()
                 d.bar_range(t)
                 if book.changes != before and book.positions:
                     d.inside = after_range(d, t, first)
