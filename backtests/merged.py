@@ -190,10 +190,15 @@ def _walk(walking: list, t: int, at: list, ends: list) -> None:
 
 
 def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
-    """Every remaining minute of every symbol, in time order. A minute of a symbol that moves the money of
-    another's positions (GBPUSD for EURGBP's pounds: ``money_pairs``) moves their equity: the account's
-    stop-out is checked at each of its four prices, MetaTrader's ticks of a 1-minute OHLC minute, those
-    positions standing at their prices then (``pair_moves.stepped``)."""
+    """Every remaining minute of every symbol, in time order, each worked from its own open at its own
+    spread (``_set_now``: a fill at that open, a stop gapped through, converts its profit there, as the
+    screened walk does; never at the close and spread of the minute before). A minute of a symbol that moves
+    the money of another's positions (GBPUSD for EURGBP's pounds: ``money_pairs``) moves their equity: the
+    account's stop-out is checked at each of its four prices, MetaTrader's ticks of a 1-minute OHLC minute,
+    those positions standing at their prices then (``pair_moves.stepped``). Only the stop-out: their own
+    price has not moved, and where their minute of that time was worked already it reads as that minute's
+    open again (``_set_now``), a price the minute has passed: a stop-limit order that became a limit later
+    in that minute must not fill there. Their pending orders and stops are checked by their own minutes."""
     moved = [moved_by(walking, p) for p in walking]
     rows = []
     for k, d in enumerate(walking):
@@ -205,17 +210,15 @@ def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
     nxt = list(at)
     for ns, k, m in order.tolist():
         for j, w in enumerate(walking):  # one clock: a stop-out may close another symbol's position now
-            if j != k:
-                _set_now(w, spans[j], nxt[j], ns)
+            _set_now(w, spans[j], m if j == k else nxt[j], ns)  # its own minute too: at its open and spread
         d = walking[k]
-        d.now_ns = ns
         d.inside = d.price_path.minute(d, t, m)
         nxt[k] = m + 1
         for desk in moved[k]:
             if desk.book.positions and desk.inside is not None:
                 path = d.price_path
                 spread = float(path.spread[m])
-                stepped(d, path.points[m].tolist(), (spread,) * 4, desk, t)
+                stepped(d, path.points[m].tolist(), (spread,) * 4, desk, t, book=False)
 
 
 def _stop_out_possible(walking: list, t: int, spans: list, at: list) -> bool:
