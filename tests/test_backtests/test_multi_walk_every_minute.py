@@ -150,3 +150,30 @@ def test_a_stop_limit_turned_limit_inside_a_minute_never_fills_at_that_minutes_p
     assert order["fill_price"] == pytest.approx(0.8504)
     deal = result.deals[result.deals["order"] == order["ticket"]].iloc[0]
     assert (deal["time"], deal["price"]) == (T0 + pd.Timedelta(minutes=65), pytest.approx(0.8504))
+
+
+class _ShortYenAlone(ExpertAdvisor):
+    """``_ShortYen`` without EURUSD: USDJPY alone keeps the single-symbol walk of its minutes."""
+
+    symbols = ("USDJPY",)
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.sell(1.0, symbol="USDJPY", sl=148.3)
+
+
+def test_a_lone_symbol_converting_at_its_own_price_reads_its_minutes_spread_not_its_bars_opening_one(
+    monkeypatch,
+):
+    """USDJPY alone on a dollar account (its yen converted at its own price, so its minutes are walked as one
+    symbol's): the stop-loss gapped through at 02:01 at 148.520 books -52,000 JPY at that minute's bid
+    148.500 (20 points of spread): -350.17 USD, as with EURUSD beside it. The single-symbol walk read the
+    spread of the bar's opening (its 02:00 minute's 10 points, bid 148.510): -350.14."""
+    m1 = {"USDJPY": _minutes("USDJPY", 148.0, 10, _YEN_GAP)}
+    account = AccountConfig(deposit=100_000.0, leverage=500.0, stop_out_level=50.0)
+    result, calls = _run(_ShortYenAlone, m1, account, False, monkeypatch)
+    assert not calls
+    trade = result.trades.iloc[0]
+    assert (trade["exit_reason"], trade["exit_time"]) == ("sl", T0 + pd.Timedelta(minutes=121))
+    assert trade["exit_price"] == pytest.approx(148.52)
+    assert trade["profit"] == -350.17
