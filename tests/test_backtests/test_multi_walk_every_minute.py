@@ -177,3 +177,43 @@ def test_a_lone_symbol_converting_at_its_own_price_reads_its_minutes_spread_not_
     assert (trade["exit_reason"], trade["exit_time"]) == ("sl", T0 + pd.Timedelta(minutes=121))
     assert trade["exit_price"] == pytest.approx(148.52)
     assert trade["profit"] == -350.17
+
+
+class _TwoLongs(ExpertAdvisor):
+    """1 lot of EURUSD and 1 lot of GBPUSD bought at the second bar (01:00)."""
+
+    symbols = ("EURUSD", "GBPUSD")
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy(1.0, symbol="EURUSD")
+            self.buy(1.0, symbol="GBPUSD")
+
+
+def test_the_stop_out_bound_before_the_decision_reads_the_close_the_main_symbol_stands_at():
+    """EURUSD (the main symbol) falls from 1.10000 to 1.09000 in its 01:59 minute and has no minute again
+    until 02:10, which opens at 1.10000: the EA decides at 02:10, and GBPUSD's minutes of 02:00-02:09 are
+    worked before, EURUSD standing at its 1.09000 meanwhile. GBPUSD's 02:05 minute falls from 1.30000 to
+    1.29000. Both bought at 01:00 (spread 0) on 3,000 USD: margin 1,100 + 1,300 = 2,400 USD, stop-out at
+    50 % = 1,200. At 01:59 the equity is 3,000 - 1,000 = 2,000. At 02:05 it reaches 1,200 where
+    3,000 - 1,000 - (1.30000 - p) x 100,000 = 1,200, p = 1.29200: stopped out there, the most losing
+    position first, EURUSD at its 1.09000 (-1,000.00 against GBPUSD's -800); then the margin is 1,300 and
+    the level 650, and GBPUSD at 1.29000 leaves 1,000: it stays open.
+
+    The walk's bound valued EURUSD at its price at the decision, 1.10000, a price still to come:
+    3,000 - 1,000 (GBPUSD at its lowest) = 2,000 above 1.1 x 1,200 = 1,320, so the stop-out was ruled out
+    and GBPUSD's minutes were passed over; every minute walked stopped the account out at 02:05."""
+    m1 = {
+        "EURUSD": _minutes("EURUSD", 1.1, 0, {119: ((1.1, 1.1, 1.09, 1.09), 0)}).drop(
+            pd.date_range(T0 + pd.Timedelta(minutes=120), periods=10, freq="min")
+        ),
+        "GBPUSD": _minutes("GBPUSD", 1.3, 0, {125: ((1.3, 1.3, 1.29, 1.29), 0)}),
+    }
+    frames = {s: resample(df, "H1") for s, df in m1.items()}
+    account = AccountConfig(deposit=3_000.0, spread=0, leverage=100.0, stop_out_level=50.0)
+    result = Backtest(frames, _TwoLongs, model="ohlc1m", m1=m1, account=account, forward=None).run()
+    trades = result.trades.set_index("symbol")
+    eurusd = trades.loc["EURUSD"]
+    assert (eurusd["exit_reason"], eurusd["exit_time"]) == ("stop out", T0 + pd.Timedelta(minutes=125))
+    assert eurusd["exit_price"] == pytest.approx(1.09) and eurusd["profit"] == -1000.00
+    assert trades.loc["GBPUSD", "exit_reason"] == "end of test"
