@@ -14,11 +14,13 @@ minute comes later stands at its close before the bar until then (``open_quotes`
 minute at all yet has no quote (``NO_QUOTE``: the EA sees none and a request on it is refused, 10021).
 
 Walking every minute of every symbol costs a Python step per minute, so a bar is walked that way only where
-the account's stop-out may happen in it: the equity with every symbol at the worst of its bar at once (longs
-at the lowest bid, shorts at the highest ask) above the stop-out level, with a tenth to spare for the
-conversions' moves, rules it out. Otherwise only the minutes where a symbol's own pending prices, stops or
-expiries can be reached are worked (as the single-symbol walk skips), still in time order, and the other
-symbols' prices are set to their price of that moment first. A fill changes the account's margin, so after
+the account's stop-out may happen in it: the equity with every symbol at the worst of its minutes still to
+come and of the close it stands at until the first of them at once (longs at the lowest bid, shorts at the
+highest ask; that close may lie outside the bar's range, so the account's screen of the bar has no say)
+above the stop-out level, with a tenth to spare for the conversions' moves, rules it out. Otherwise only the
+minutes where a symbol's own pending prices, stops or expiries can be reached are worked (as the
+single-symbol walk skips), still in time order, and the other symbols' prices are set to their price of that
+moment first. A fill changes the account's margin, so after
 one the bound is taken again, and the rest of the bar is walked minute by minute where it no longer holds.
 One symbol alone with nothing open elsewhere, and neither its profit nor its margin converted through
 another symbol, keeps the single-symbol walk.
@@ -143,6 +145,7 @@ def _run(walking: list, t: int, at: list, ends: list) -> None:
     try:
         _walk(walking, t, at, ends)
     finally:
+        walking[0].funds.screening = True
         for d in walking:
             d.walking = False
             d.now_ns = None
@@ -190,10 +193,18 @@ def _walk(walking: list, t: int, at: list, ends: list) -> None:
 
 
 def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
-    """Every remaining minute of every symbol, in time order. A minute of a symbol that moves the money of
-    another's positions (GBPUSD for EURGBP's pounds: ``money_pairs``) moves their equity: the account's
-    stop-out is checked at each of its four prices, MetaTrader's ticks of a 1-minute OHLC minute, those
-    positions standing at their prices then (``pair_moves.stepped``)."""
+    """Every remaining minute of every symbol, in time order, each worked from its own open at its own
+    spread (``_set_now``: a fill at that open, a stop gapped through, converts its profit there, as the
+    screened walk does; never at the close and spread of the minute before). A minute of a symbol that moves
+    the money of another's positions (GBPUSD for EURGBP's pounds: ``money_pairs``) moves their equity: the
+    account's stop-out is checked at each of its four prices, MetaTrader's ticks of a 1-minute OHLC minute,
+    those positions standing at their prices then (``pair_moves.stepped``). Only the stop-out: their own
+    price has not moved, and where their minute of that time was worked already it reads as that minute's
+    open again (``_set_now``), a price the minute has passed: a stop-limit order that became a limit later
+    in that minute must not fill there. Their pending orders and stops are checked by their own minutes."""
+    # The bar's own range does not bound these prices: a symbol stands at its close before the bar until its
+    # first minute of the bar, so the account's screen of the bar (``Account.ruled_out``) is off meanwhile.
+    walking[0].funds.screening = False
     moved = [moved_by(walking, p) for p in walking]
     rows = []
     for k, d in enumerate(walking):
@@ -205,17 +216,15 @@ def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
     nxt = list(at)
     for ns, k, m in order.tolist():
         for j, w in enumerate(walking):  # one clock: a stop-out may close another symbol's position now
-            if j != k:
-                _set_now(w, spans[j], nxt[j], ns)
+            _set_now(w, spans[j], m if j == k else nxt[j], ns)  # its own minute too: at its open and spread
         d = walking[k]
-        d.now_ns = ns
         d.inside = d.price_path.minute(d, t, m)
         nxt[k] = m + 1
         for desk in moved[k]:
             if desk.book.positions and desk.inside is not None:
                 path = d.price_path
                 spread = float(path.spread[m])
-                stepped(d, path.points[m].tolist(), (spread,) * 4, desk, t)
+                stepped(d, path.points[m].tolist(), (spread,) * 4, desk, t, book=False)
 
 
 def _stop_out_possible(walking: list, t: int, spans: list, at: list) -> bool:
@@ -223,13 +232,19 @@ def _stop_out_possible(walking: list, t: int, spans: list, at: list) -> bool:
     module docstring): every symbol at its worst over its remaining minutes at once."""
 
     def extremes(k: int, desk) -> tuple[float, float] | None:
+        # Its minutes still to come and the one before them: until its next minute a symbol stands at that
+        # one's close (or its open again at the same time, ``_set_now``), the main symbol too while the
+        # minutes before the decision pass, whatever its price at the decision (a price still to come).
         a, b = at[k], spans[k][1]
-        if a >= b:
+        if a >= b and a == 0:
             return None
+        rows = slice(max(a - 1, 0), b)
         path = desk.price_path
-        return float(path.lows[a:b].min()), float(path.highs[a:b].max() + path.spread[a:b].max())
+        return float(path.lows[rows].min()), float(path.highs[rows].max() + path.spread[rows].max())
 
-    return stop_out_possible(walking, t, extremes, screen=True)
+    # No account screen: its bars do not bound the close before the bar a symbol stands at until its first
+    # minute of the bar (``extremes`` does)
+    return stop_out_possible(walking, t, extremes, screen=False)
 
 
 def stop_out_possible(walking: list, t: int, extremes, screen: bool) -> bool:

@@ -381,6 +381,7 @@ class M1Path(PricePath):
         m, end = int(self.starts[t]), int(self.starts[t + 1])
         broker.walking = True
         book = broker.book
+        kept = broker.inside
         try:
             while m < end and book:
                 m = self._next_touch(broker, t, m, end)
@@ -391,6 +392,7 @@ class M1Path(PricePath):
         finally:
             broker.walking = False
             broker.now_ns = None
+            broker.inside = kept
 
     def minute(self, broker, t: int, m: int) -> tuple[float, float]:
         """Work row ``m`` of bar ``t`` on ``broker`` (the caller set ``walking``), as ``walk`` does; the
@@ -438,7 +440,11 @@ class M1Path(PricePath):
         return m + hit if touched[hit] else end
 
     def _minute(self, broker, t: int, m: int) -> None:
+        """Row ``m``: its expiries, then its four prices. The broker's price now is the minute's open at the
+        minute's own spread (a fill's profit converted at the symbol's own price, USDJPY's yen, reads that
+        spread: MetaTrader's ticks of the minute each carry its spread, never the bar's opening one)."""
         pts, spr = self.points[m], self.spread[m]
+        broker.inside = (pts[0], pts[0] + spr)
         broker.now_ns = int(self.time_ns[m])
         book = broker.book
         if book.orders:
