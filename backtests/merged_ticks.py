@@ -200,7 +200,7 @@ def _every_tick(walking: list, t: int, spans: list, at: list) -> None:
         walking[k].price_path.tick(walking[k], t, m)
         for d in moved[k]:
             if d.book.positions:  # at the price it stands at: only the conversion moved
-                checked_at_rates(d, t)
+                checked_at_rates(d, t, book=False)
 
 
 def _stop_out_possible(walking: list, t: int, spans: list) -> bool:

@@ -76,7 +76,8 @@ def checked_at_rates(desk: Any, t: int, book: bool = True) -> None:
     """``desk``'s checks at its price now, a conversion rate having moved while its own price did not: its
     pending orders, stops gapped through and the stop-out (``Broker.at_open_checks``), or the stop-out alone
     where ``book`` is False (open prices: its price now is its bar's open, which its bar's range has
-    already passed, so an order or a stop it reaches there was reached, or not, by that range)."""
+    already passed, so an order or a stop it reaches there was reached, or not, by that range; ticks: its
+    orders and stops were checked at its own last tick, which another symbol's tick leaves as it was)."""
     bid, ask = desk.price_points(-1), desk.price_points(+1)
     desk.quote = (bid, bid, bid, ask - bid)
     if book:
