@@ -27,15 +27,12 @@ import pandas as pd
 import pytest
 
 from backtests import AccountConfig, Backtest
-from datafeeds import make_frame
-from datafeeds.candles import CandleMeta
-from datafeeds.clock import UTC
 from datafeeds.resample import resample
 from datafeeds.ticks import TickMeta, bars_from_ticks, make_ticks
 from datafeeds.timeframes import Timeframe
 from strategies.base import ExpertAdvisor
+from tests.flat_candles import T0, Bar, flat_frame
 
-T0 = pd.Timestamp("2024-01-02", tz="UTC")  # a Tuesday: no rollover inside the five hours
 H = 3600
 ACCOUNT = AccountConfig(deposit=2_000.0, spread=0, leverage=100.0, stop_out_level=50.0)
 
@@ -118,19 +115,9 @@ def test_ticks_a_limit_filled_while_the_margin_pair_is_back_is_charged_at_that_r
 # -- 1 minute OHLC ------------------------------------------------------------------------------------------
 
 
-def _minutes(symbol: str, base: float, special: dict[int, tuple[float, float, float, float]]) -> pd.DataFrame:
+def _minutes(symbol: str, base: float, special: dict[int, Bar]) -> pd.DataFrame:
     """Five hours of flat M1 bars at ``base``, minute i replaced by ``special[i]`` (o, h, l, c)."""
-    n = 300
-    cols = {c: np.full(n, base) for c in ("open", "high", "low", "close")}
-    for i, (o, h, lo, c) in special.items():
-        cols["open"][i], cols["high"][i], cols["low"][i], cols["close"][i] = o, h, lo, c
-    cols.update(
-        tick_volume=np.ones(n, dtype=np.int64),
-        real_volume=np.zeros(n, dtype=np.int64),
-        spread=np.zeros(n, dtype=np.int32),
-    )
-    index = pd.date_range(T0, periods=n, freq="min")
-    return make_frame(cols, index, CandleMeta(symbol, Timeframe.M1, 5, UTC, "test"))
+    return flat_frame(symbol, base, special, 300, Timeframe.M1)
 
 
 def _run_m1(eurusd_up: int, eurusd_down: int, drop: int = 250):
@@ -173,14 +160,8 @@ def test_ohlc1m_a_limit_filled_while_the_margin_pair_is_back_is_charged_at_that_
 # -- open prices ---------------------------------------------------------------------------------------------
 
 
-def _hours(symbol: str, base: float, special: dict[int, tuple[float, float, float, float]]) -> pd.DataFrame:
-    n = 6
-    cols = {c: np.full(n, base) for c in ("open", "high", "low", "close")}
-    for i, (o, h, lo, c) in special.items():
-        cols["open"][i], cols["high"][i], cols["low"][i], cols["close"][i] = o, h, lo, c
-    cols["tick_volume"] = np.ones(n, dtype=np.int64)
-    index = pd.date_range(T0, periods=n, freq="h")
-    return make_frame(cols, index, CandleMeta(symbol, Timeframe.H1, 5, UTC, "test"))
+def _hours(symbol: str, base: float, special: dict[int, Bar]) -> pd.DataFrame:
+    return flat_frame(symbol, base, special, 6, Timeframe.H1)
 
 
 @pytest.mark.parametrize(

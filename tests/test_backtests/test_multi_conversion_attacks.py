@@ -9,15 +9,12 @@ import pandas as pd
 import pytest
 
 from backtests import AccountConfig, Backtest
-from datafeeds import make_frame
-from datafeeds.candles import CandleMeta
-from datafeeds.clock import UTC
 from datafeeds.resample import resample
 from datafeeds.ticks import TickMeta, bars_from_ticks, make_ticks
 from datafeeds.timeframes import Timeframe
 from strategies.base import ExpertAdvisor
+from tests.flat_candles import T0, Bar, flat_frame
 
-T0 = pd.Timestamp("2024-01-02", tz="UTC")
 H = 3600
 # 1 lot of EURGBP bought at 0.85 on a 2,000 USD account, leverage 100: margin 100,000 EUR / 100 at
 # EURUSD's 1.10 = 1,100 USD, stop-out at 50 % = 550 USD of equity. In the third hour GBPUSD jumps from
@@ -55,19 +52,9 @@ def _ticks(symbol: str, rows: list[tuple[float, float]]) -> pd.DataFrame:
     return make_ticks(ns, bid, bid.copy(), TickMeta(symbol, 5, f"{symbol.lower()}_ticks.csv"))
 
 
-def _minutes(symbol: str, base: float, special: dict[int, tuple[float, float, float, float]]) -> pd.DataFrame:
+def _minutes(symbol: str, base: float, special: dict[int, Bar]) -> pd.DataFrame:
     """Four hours of flat M1 bars at ``base``, minute i replaced by ``special[i]`` (o, h, l, c)."""
-    n = 240
-    cols = {c: np.full(n, base) for c in ("open", "high", "low", "close")}
-    for i, (o, h, lo, c) in special.items():
-        cols["open"][i], cols["high"][i], cols["low"][i], cols["close"][i] = o, h, lo, c
-    cols.update(
-        tick_volume=np.ones(n, dtype=np.int64),
-        real_volume=np.zeros(n, dtype=np.int64),
-        spread=np.zeros(n, dtype=np.int32),
-    )
-    index = pd.date_range(T0, periods=n, freq="min")
-    return make_frame(cols, index, CandleMeta(symbol, Timeframe.M1, 5, UTC, "test"))
+    return flat_frame(symbol, base, special, 240, Timeframe.M1)
 
 
 def _run_ticks(eurgbp_dips_at: int, gbpusd_jumps_at: int):
@@ -180,15 +167,9 @@ def test_ohlc1m_a_move_of_the_converting_pair_alone_stops_the_position_out_at_it
     assert trade["exit_price"] == pytest.approx(0.84) and trade["profit"] == -1600.00
 
 
-def _hours(symbol: str, base: float, special: dict[int, tuple[float, float, float, float]]) -> pd.DataFrame:
+def _hours(symbol: str, base: float, special: dict[int, Bar]) -> pd.DataFrame:
     """Five days of flat H1 bars at ``base``, bar i replaced by ``special[i]`` (o, h, l, c)."""
-    n = 120
-    cols = {c: np.full(n, base) for c in ("open", "high", "low", "close")}
-    for i, (o, h, lo, c) in special.items():
-        cols["open"][i], cols["high"][i], cols["low"][i], cols["close"][i] = o, h, lo, c
-    cols["tick_volume"] = np.ones(n, dtype=np.int64)
-    index = pd.date_range(T0, periods=n, freq="h")
-    return make_frame(cols, index, CandleMeta(symbol, Timeframe.H1, 5, UTC, "test"))
+    return flat_frame(symbol, base, special, 120, Timeframe.H1)
 
 
 def _run_hours(gbpusd_fourth_bar: tuple[float, float, float, float]):

@@ -29,8 +29,8 @@ from datafeeds.clock import UTC
 from datafeeds.resample import resample
 from datafeeds.timeframes import Timeframe
 from strategies.base import ExpertAdvisor
+from tests.flat_candles import T0, Bar, flat_frame
 
-T0 = pd.Timestamp("2024-01-02", tz="UTC")
 H = pd.Timedelta(hours=1)
 EURUSD_BARS = ("EURUSD", 1.1015, {0: (1.096,) * 4, 1: (1.096, 1.102, 1.096, 1.1015)})
 GBPUSD_BARS = ("GBPUSD", 1.2945, {0: (1.3,) * 4, 1: (1.3, 1.3, 1.294, 1.2945)})
@@ -40,15 +40,9 @@ def _account(deposit: float) -> AccountConfig:
     return AccountConfig(deposit=deposit, spread=0, leverage=100.0, stop_out_level=50.0)
 
 
-def _hours(symbol: str, base: float, special: dict[int, tuple[float, float, float, float]]) -> pd.DataFrame:
+def _hours(symbol: str, base: float, special: dict[int, Bar]) -> pd.DataFrame:
     """Four H1 bars at ``base``, bar i replaced by ``special[i]`` (o, h, l, c)."""
-    n = 4
-    cols = {c: np.full(n, base) for c in ("open", "high", "low", "close")}
-    for i, (o, h, lo, c) in special.items():
-        cols["open"][i], cols["high"][i], cols["low"][i], cols["close"][i] = o, h, lo, c
-    cols["tick_volume"] = np.ones(n, dtype=np.int64)
-    index = pd.date_range(T0, periods=n, freq="h")
-    return make_frame(cols, index, CandleMeta(symbol, Timeframe.H1, 5, UTC, "test"))
+    return flat_frame(symbol, base, special, 4, Timeframe.H1)
 
 
 def _frames(*bars) -> dict[str, pd.DataFrame]:
