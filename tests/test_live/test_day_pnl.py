@@ -35,6 +35,20 @@ def _trade(port, symbol: str = "EURUSD", limits: Limits | None = None, record=No
     )
 
 
+def _carried_and_closed_friday(port, sim) -> TerminalTrade:
+    """1 lot of EURUSD bought on Thursday at 15:00, +1000 points by 23:30, closed on Friday at 00:30 after
+    falling 900 points: the trade context that did it."""
+    sim.market.set_now("2024-03-07 15:00")
+    trade = _trade(port)
+    ticket = trade.order(+1, 1.0, None, None, 777, "")
+    sim.market.set_now("2024-03-07 23:30")
+    sim.state.book.move("EURUSD", +1000)
+    sim.market.set_now("2024-03-08 00:30")
+    sim.state.book.move("EURUSD", -900)
+    assert trade.close(ticket, None) == 1
+    return trade
+
+
 def _raw_start(sim, symbol: str, last_bar: str = "2024-03-07 23:59") -> tuple[float, int]:
     """The close and spread of the simulator's own M1 bar ``last_bar`` (before any move): the last price
     before the server day the tests count begins (Friday 00:00)."""
@@ -85,14 +99,7 @@ def test_a_carried_position_closed_today_counts_only_what_it_lost_today(port, si
     """Bought 1 lot on Thursday, +1000 points by 23:30, closed on Friday after falling 900: the closing
     deal's profit (about +100 since it opened) is not today's; today lost the bid's fall since the day's
     start, valued at the deal's price."""
-    sim.market.set_now("2024-03-07 15:00")
-    trade = _trade(port)
-    ticket = trade.order(+1, 1.0, None, None, 777, "")
-    sim.market.set_now("2024-03-07 23:30")
-    sim.state.book.move("EURUSD", +1000)
-    sim.market.set_now("2024-03-08 00:30")
-    sim.state.book.move("EURUSD", -900)
-    assert trade.close(ticket, None) == 1
+    trade = _carried_and_closed_friday(port, sim)
     (deal,) = [d for d in sim.state.book.deals if d.entry == 1]
     day_start, _ = _raw_start(sim, "EURUSD")
     expected = (float(deal.price) - (day_start + 0.010)) * LOTS_UNITS
@@ -336,14 +343,7 @@ def test_a_failed_read_of_a_closed_carried_positions_deals_is_unknown_not_todays
     fails to answer the position's deals (the closing deal is among them, so none is a failure), the
     closing deal's profit (about +100, mostly Thursday's) must not count as today's: it would hide
     today's loss. Today's P&L is unknown, counting no gain; once the terminal answers, the loss counts."""
-    sim.market.set_now("2024-03-07 15:00")
-    trade = _trade(port)
-    ticket = trade.order(+1, 1.0, None, None, 777, "")
-    sim.market.set_now("2024-03-07 23:30")
-    sim.state.book.move("EURUSD", +1000)
-    sim.market.set_now("2024-03-08 00:30")
-    sim.state.book.move("EURUSD", -900)
-    assert trade.close(ticket, None) == 1
+    trade = _carried_and_closed_friday(port, sim)
     sim.conn.execute(NO_POSITION_HISTORY)
     try:
         figure = trade.day_pnl()
