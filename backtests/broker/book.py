@@ -197,14 +197,7 @@ class OrderBook:
         if cached is not None and cached[0] == self.changes - 1:
             # The sums of the book as it was plus the new last position: the very additions ``exposure``
             # makes in position order, so the same floats, without going over the others again
-            long_lots, long_value, short_lots, short_value = cached[1]
-            if pos.side > 0:
-                long_lots += pos.lots
-                long_value += pos.lots * pos.price
-            elif pos.side < 0:
-                short_lots += pos.lots
-                short_value += pos.lots * pos.price
-            self._exposure = (self.changes, (long_lots, long_value, short_lots, short_value))
+            self._exposure = (self.changes, _plus(cached[1], pos))
 
     def remove(self, pos: OpenPosition) -> None:
         self.positions.remove(pos)
@@ -233,15 +226,10 @@ class OrderBook:
     def exposure(self) -> tuple[float, float, float, float]:
         """Long lots, sum of long lots x price, the same for shorts (cached until the positions change)."""
         if self._exposure is None or self._exposure[0] != self.changes:
-            long_lots = long_value = short_lots = short_value = 0  # summed in position order, as ``sum``
+            sums = (0, 0, 0, 0)  # summed in position order, as ``sum``
             for p in self.positions:
-                if p.side > 0:
-                    long_lots += p.lots
-                    long_value += p.lots * p.price
-                elif p.side < 0:
-                    short_lots += p.lots
-                    short_value += p.lots * p.price
-            self._exposure = (self.changes, (long_lots, long_value, short_lots, short_value))
+                sums = _plus(sums, p)
+            self._exposure = (self.changes, sums)
         return self._exposure[1]
 
     def reached_stops(self, quote: Quote, t: int, gap_only: bool) -> list[tuple[OpenPosition, float, str]]:
@@ -303,3 +291,14 @@ class OrderBook:
         for p in self.positions:
             out.extend(v for v in (p.sl, p.tp) if v is not None)
         return out
+
+
+def _plus(sums: tuple, pos: OpenPosition) -> tuple:
+    """``sums`` (long lots, long lots x price, short lots, short lots x price) with ``pos`` added: the one
+    addition both the whole book's sums and a new position's update make, so their floats agree."""
+    long_lots, long_value, short_lots, short_value = sums
+    if pos.side > 0:
+        return long_lots + pos.lots, long_value + pos.lots * pos.price, short_lots, short_value
+    if pos.side < 0:
+        return long_lots, long_value, short_lots + pos.lots, short_value + pos.lots * pos.price
+    return sums
