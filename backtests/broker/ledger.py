@@ -149,37 +149,23 @@ class Ledger:
     @property
     def trades(self) -> list[Trade]:
         """Closed trades in closing order."""
-        rows = self._trade_rows
-        if rows:
-            self._trades.extend(starmap(Trade, rows))
-            rows.clear()
-        return self._trades
+        return _built(self._trades, self._trade_rows, Trade)
 
     @property
     def deals(self) -> list[Deal]:
         """MetaTrader's deals in order."""
-        rows = self._deal_rows
-        if rows:
-            self._deals.extend(starmap(Deal, rows))
-            rows.clear()
-        return self._deals
+        return _built(self._deals, self._deal_rows, Deal)
 
     @property
     def orders(self) -> list[OrderRecord]:
         """MetaTrader's orders in the order they were placed or filled."""
-        rows = self._order_rows
-        if rows:
-            self._orders.extend(starmap(OrderRecord, rows))
-            rows.clear()
-        return self._orders
+        return _built(self._orders, self._order_rows, OrderRecord)
 
     @property
     def segments(self) -> dict[str, list[Segment]]:
         """Each symbol's floating segments in the order they ended."""
         for name, rows in self._segment_rows.items():
-            if rows:
-                self._segments[name].extend(starmap(Segment, rows))
-                rows.clear()
+            _built(self._segments[name], rows, Segment)
         return self._segments
 
     def deal_count(self) -> int:
@@ -572,3 +558,12 @@ def _range_extreme(
             padded = np.append(values, 0.0)
             out[rows] = pick(pick.reduceat(padded, bounds)[0::2], last[rows])
     return out
+
+
+def _built(records: list, rows: list[tuple], record: type) -> list:
+    """``records`` with the rows recorded since the last read built into ``record`` objects, in order, and
+    ``rows`` emptied (a replay records rows; see ``Ledger.__init__``)."""
+    if rows:
+        records.extend(starmap(record, rows))
+        rows.clear()
+    return records
