@@ -354,6 +354,20 @@ def test_a_second_process_through_a_hard_link_is_refused_where_the_system_has_fc
     third.communicate("\n", timeout=60)
 
 
+def test_a_writer_killed_through_one_name_leaves_the_journal_free_under_another(tmp_path):
+    """The lock on the file goes with the process (the system releases it), so a killed run is resumed
+    through any of the file's names."""
+    path, link = tmp_path / "j.jsonl", tmp_path / "link.jsonl"
+    first = _holder(path)
+    assert first.stdout.readline().startswith("HOLDING")
+    link.hardlink_to(path)
+    first.kill()
+    first.communicate(timeout=60)
+    second = _holder(link)
+    assert second.stdout.readline().startswith("HOLDING")
+    second.communicate("\n", timeout=60)
+
+
 def test_a_resume_through_a_hard_link_while_the_run_holds_the_journal_is_refused(port, sim, tmp_path):
     """A run holds its journal (another process); the same run started again under a second name of that
     file (a hard link) would resume it and write beside the first: refused, nothing written. Once the
