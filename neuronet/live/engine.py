@@ -120,7 +120,12 @@ class LiveEngine:
         self.part = part
         self._sleep = sleep or time.sleep
         self.shared = SharedState(
-            ea_class, dict(params), source, settings, trading, LiveSummary(settings.journal)
+            ea_class=ea_class,
+            params=dict(params),
+            source=source,
+            settings=settings,
+            trading_factory=trading,
+            summary=LiveSummary(settings.journal),
         )
         self.part.attach(self.shared, self)
 
