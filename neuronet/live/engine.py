@@ -14,7 +14,9 @@ What differs between one symbol and several is a part the engine is given, never
 journal is read back, what the run starts from, how a bar opens and closes (one quote or every symbol's; one
 paper broker or the multi-symbol account), what a decision record holds, and which live trade context
 refuses a late bar's requests and holds the requests whose reply was lost. The engine owns the loop, the
-journal, resume, the retries and the clock, and the state both share (the bars, the EA, its context).
+journal, resume, the retries and the clock; the state both share (the bars, the EA, its context, ...) is one
+record, ``shared_state.SharedState``, given to the part once with what the engine does for it
+(``shared_state.Lifecycle``): ``Chart.attach``.
 """
 
 from __future__ import annotations
@@ -22,80 +24,24 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import pandas as pd
 
-from backtests.broker import AccountConfig
 from datafeeds.terminal import TerminalSource
 from datafeeds.terminal_errors import TerminalConnectionError, TerminalError
-from datafeeds.timeframes import Timeframe
 from neuronet.live.errors import JournalError, LiveError
 from neuronet.live.identity import check_magic, check_same_account, terminal_account
 from neuronet.live.journal import Journal, JournalRecords
 from neuronet.live.quotes import QuoteError
+from neuronet.live.shared_state import Lifecycle, LiveSettings, LiveSummary, SharedState
 from strategies.base import ExpertAdvisor, call_hook
 from strategies.errors import EARuntimeError
 
+__all__ = ["Chart", "LiveEngine", "LiveSettings", "LiveSummary"]
+
 log = logging.getLogger(__name__)
-
-
-# The command-line option of each setting, named in errors (the settings are also set from Python).
-_OPTION = {
-    "poll_s": " (--poll)",
-    "history_bars": " (--history)",
-    "study_bars": " (--study-bars)",
-    "max_bars": " (--max-bars)",
-}
-
-
-@dataclass(frozen=True)
-class LiveSettings:
-    """How a live run goes (times in seconds); ``symbol``/``timeframe``: the main chart."""
-
-    symbol: str
-    timeframe: Timeframe
-    journal: Path
-    mode: str = "paper"  # "paper" (the backtest broker on live prices) or "live" (the terminal trades)
-    account: AccountConfig = field(default_factory=AccountConfig)
-    history_bars: int = 0  # closed bars taken from the terminal at the start; 0 = all it holds
-    study_bars: int = 0  # bars of on_study's window; 0 = the whole history
-    poll_s: float = 1.0  # between two looks at the terminal
-    backoff_s: float = 1.0  # first wait after a dropped link; doubled after each failure
-    backoff_max_s: float = 60.0
-    skip_missed: bool = False  # bars closed while unreachable: skipped (True) or processed in order
-    close_on_exit: bool = False
-    max_bars: int | None = None  # stop after this many bars closed (None: until Ctrl-C)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.symbol, str) or not self.symbol.strip():
-            raise LiveError(f"symbol (--symbol) must name a symbol, not {self.symbol!r}")
-        if self.mode not in ("paper", "live"):
-            raise LiveError(f"mode must be 'paper' or 'live', not {self.mode!r}")
-        for name in ("poll_s", "backoff_s", "backoff_max_s"):
-            value = getattr(self, name)
-            if not value >= 0:
-                raise LiveError(f"{name}{_OPTION.get(name, '')} must be >= 0 seconds, not {value!r}")
-        for name, least in (("history_bars", 0), ("study_bars", 0), ("max_bars", 1)):
-            value = getattr(self, name)
-            if value is not None and value < least:
-                raise LiveError(f"{name}{_OPTION[name]} must be >= {least}, not {value}")
-
-
-@dataclass
-class LiveSummary:
-    """What a run did (this session only)."""
-
-    journal: Path
-    bars_closed: int = 0
-    decisions: int = 0
-    missed: int = 0
-    skipped: int = 0
-    reconnects: int = 0
-    resumed: bool = False
-    interrupted: bool = False
 
 
 class Stop(Exception):
@@ -108,7 +54,12 @@ LATE = "bar {} closed before it was decided on: a live account cannot trade at i
 class Chart(Protocol):
     """What a live run trades, given to the engine that runs it: one symbol (``runner.LiveRunner``) or
     several (``multi_runner.MultiLiveRunner``). The engine calls these and nothing else of it; the part
-    sets the state both share on its engine (``bars``, ``ea``, ``ctx``, ``periods``, ``forming``)."""
+    reaches the engine only through what ``attach`` gives it, and sets the state both share there
+    (``bars``, ``ea``, ``ctx``, ``periods``, ``forming``, ...)."""
+
+    def attach(self, shared: SharedState, lifecycle: Lifecycle) -> None:
+        """Given once, before anything else: the state the engine and the part share, and what the engine
+        does for the part."""
 
     def read_journal(self, path: Path, records: JournalRecords) -> Any:
         """The state to resume from (``account``: the account it was written on); another run's: refused."""
@@ -120,7 +71,7 @@ class Chart(Protocol):
         """The main chart's bars closed after ``after`` (``market_bar`` set to the bar forming)."""
 
     def closed(self, when: pd.Timestamp, row: pd.Series) -> None:
-        """The main chart's bar opened at ``when`` closed with ``row``."""
+        """The main chart's bar opened at ``when`` closed with ``row`` (the engine counts it then)."""
 
     def open_new(self, when: pd.Timestamp) -> None:
         """The main chart's bar forming at ``when`` begins: decide on it at the terminal's quotes."""
@@ -141,22 +92,10 @@ class Chart(Protocol):
         """The live trade context (None on paper): ``late``, ``unresolved`` and ``resolve`` are its."""
 
 
-class Shared:
-    """A runner's attribute that is its engine's (``runner.engine.<name>``), read and set there: one owner."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, runner: Any, owner: type | None = None) -> Any:
-        return self if runner is None else getattr(runner.engine, self.name)
-
-    def __set__(self, runner: Any, value: Any) -> None:
-        setattr(runner.engine, self.name, value)
-
-
 class LiveEngine:
     """The shared lifecycle (see the module docstring) of ``ea_class(**params)`` on ``source``, trading
-    what ``part`` says (``Chart``).
+    what ``part`` says (``Chart``), which it gives the shared state (``shared``) and itself as the part's
+    ``Lifecycle`` once, here.
 
     ``trading``: for ``mode="live"``, a factory ``(source, symbol, magic, record, *, market) -> trade
     object`` (the terminal trade context, ``TerminalTrade``; ``market`` gives the ``QuoteBounds`` every
@@ -179,57 +118,54 @@ class LiveEngine:
         if settings.mode == "live":
             check_magic(ea_class, params)  # manual trades carry magic 0: they are not this run's
         self.part = part
-        self.ea_class, self.params, self.source, self.s = ea_class, dict(params), source, settings
-        self.trading_factory = trading
         self._sleep = sleep or time.sleep
-        self.summary = LiveSummary(settings.journal)
-        self.started = False  # past on_init: a dropped link is waited out from now on
-        self.begun = False  # the journal has this run's start (or resume): a stop may follow it
-        self.market_bar: pd.Timestamp | None = None  # UTC open of the bar the terminal forms, last read
-        self.journal: Journal | None = None  # open while ``run`` runs
-        self.bars: Any = None  # the main chart's closed bars and the EA's indicators (``LiveBars``)
-        self.ea: ExpertAdvisor | None = None
-        self.ctx: Any = None  # the EA's trade context
-        self.periods: Any = None  # the backtest's retraining rule over the live bars
-        self.forming: tuple[int, pd.Timestamp] | None = None  # the bar decided on and not closed yet
-        self.decided: set[int] = set()  # bars whose on_bar finished (this session, or read back)
-        self.last_refusal: str | None = None  # the quote refusal last journaled (not repeated)
+        self.shared = SharedState(
+            ea_class=ea_class,
+            params=dict(params),
+            source=source,
+            settings=settings,
+            trading_factory=trading,
+            summary=LiveSummary(settings.journal),
+        )
+        self.part.attach(self.shared, self)
 
     # -- terminal calls, surviving drops ---------------------------------------------------------------------
     def retrying(self, what: str, call: Callable[[], Any]) -> Any:
-        wait = self.s.backoff_s
+        run = self.shared
+        wait = run.settings.backoff_s
         while True:
             try:
                 return call()
             except TerminalError as exc:
-                if not self.started or not (exc.transient or isinstance(exc, TerminalConnectionError)):
+                if not run.started or not (exc.transient or isinstance(exc, TerminalConnectionError)):
                     raise  # a terminal that cannot be reached at the start is a setting to fix, not a drop
-                self.summary.reconnects += 1
+                run.summary.reconnects += 1
                 log.warning("%s: %s; trying again in %.1f s", what, exc, wait)
-                if self.journal is not None:
-                    self.journal.write("reconnect", during=what, error=str(exc), wait_s=wait)
+                if run.journal is not None:
+                    run.journal.write("reconnect", during=what, error=str(exc), wait_s=wait)
                 self._sleep(wait)
-                wait = min(max(wait * 2, 0.001), self.s.backoff_max_s)
+                wait = min(max(wait * 2, 0.001), run.settings.backoff_max_s)
 
     def terminal_account(self) -> Any:
-        return self.retrying("reading the account", lambda: terminal_account(self.source))
+        return self.retrying("reading the account", lambda: terminal_account(self.shared.source))
 
     def refused_quote(self, exc: QuoteError, then: str) -> None:
         """Log and journal a refused quote (once while the same refusal repeats look after look)."""
+        run = self.shared
         message = f"{exc}: {then}"
-        if message != self.last_refusal:
+        if message != run.last_refusal:
             log.warning("%s", message)
-            self.journal.write("warning", bar=self.bar(), message=message)
-        self.last_refusal = message
+            run.journal.write("warning", bar=run.bar(), message=message)
+        run.last_refusal = message
 
     def journal_account(self, account: Callable[[], Any]) -> None:
         """Who the run is, for ``neuronet live report``: its magic number and the account it started on
         (``account``: the trade context's ``account``)."""
         acc = self.retrying("reading the account", account)
         who = self.terminal_account()
-        self.journal.write(
+        self.shared.journal.write(
             "account",
-            magic=int(self.ea.magic),
+            magic=int(self.shared.ea.magic),
             balance=acc.balance,
             currency=acc.currency,
             leverage=acc.leverage,
@@ -243,27 +179,30 @@ class LiveEngine:
         kind = "result" if "retcode" in record else "request"
         request = record.get("request", record)
         symbol = request.get("symbol") if isinstance(request, dict) else None
-        self.journal.write(kind, source="terminal", symbol=symbol, terminal=record)  # nested: its own keys
+        self.shared.journal.write(
+            kind, source="terminal", symbol=symbol, terminal=record
+        )  # nested: its own keys
 
     # -- the run ---------------------------------------------------------------------------------------------
     def run(self) -> LiveSummary:
         """Run until ``max_bars`` bars closed or Ctrl-C (re-raised after a clean stop); an existing journal
         of this run is resumed."""
-        path = Path(self.s.journal)
+        run = self.shared
+        path = Path(run.settings.journal)
         journal = Journal(path)  # new, or proven a journal: locked for this run, its last line made whole
         try:
             state = self.part.read_journal(path, JournalRecords(path)) if path.stat().st_size else None
-            if state is not None and self.s.mode == "live":  # only on the account it was written on
+            if state is not None and run.settings.mode == "live":  # only on the account it was written on
                 check_same_account(path, state.account, self.terminal_account(), "give a new --journal")
         except BaseException:
             journal.close()
             raise
-        self.journal = journal
+        run.journal = journal
         try:
             self.part.begin(state)
             self._loop()
         except KeyboardInterrupt:
-            self.summary.interrupted = True
+            run.summary.interrupted = True
             self._finish("interrupted")
             raise
         except Stop:
@@ -278,52 +217,50 @@ class LiveEngine:
                     raise
             raise exc from None
         finally:
-            self.journal.close()
-        return self.summary
-
-    def now(self) -> pd.Timestamp:
-        return self.forming[1] if self.forming else self.bars.feed.time[-1]
-
-    def bar(self) -> int:
-        return self.forming[0] if self.forming else len(self.bars.feed) - 1
+            run.journal.close()
+        return run.summary
 
     def study(self, t: int, when: pd.Timestamp) -> None:
         """``on_study`` before bar ``t`` on the backtest's study window: every earlier bar, or the last
         ``study_bars``."""
-        a, b = self.periods.study_range(t)
-        call_hook(self.ea, "on_study", self.bars.feed.bars.window(a, b), where=f"before bar {t} ({when})",
+        run = self.shared
+        a, b = run.periods.study_range(t)
+        call_hook(run.ea, "on_study", run.bars.feed.bars.window(a, b), where=f"before bar {t} ({when})",
                   bar=t, time=when)  # fmt: skip
 
-    def count_closed(self) -> None:
+    def _count_closed(self) -> None:
         """One more bar closed: the run stops once ``max_bars`` did."""
-        self.summary.bars_closed += 1
-        if self.s.max_bars is not None and self.summary.bars_closed >= self.s.max_bars:
+        summary, most = self.shared.summary, self.shared.settings.max_bars
+        summary.bars_closed += 1
+        if most is not None and summary.bars_closed >= most:
             raise Stop
 
     # -- bars ------------------------------------------------------------------------------------------------
     def _loop(self) -> None:
+        run = self.shared
         while True:
-            fetched = self.part.fetch_main(self.bars.feed.time[-1])
+            fetched = self.part.fetch_main(run.bars.feed.time[-1])
             self._resolve_lost()
-            before = self.summary.missed + self.summary.skipped
+            before = run.summary.missed + run.summary.skipped
             try:
                 for when, row in fetched.frame.iterrows():
                     self.part.closed(when, row)
+                    self._count_closed()
             finally:
-                late = self.summary.missed + self.summary.skipped - before
+                late = run.summary.missed + run.summary.skipped - before
                 if late:
-                    what = "skipped (no on_bar)" if self.s.skip_missed else "processed in order"
+                    what = "skipped (no on_bar)" if run.settings.skip_missed else "processed in order"
                     log.warning(
                         "%d bars closed before they were decided on (terminal unreachable or quote refused): "
                         "%s",
                         late,
                         what,
                     )
-            if self.forming is None and fetched.final_until > self.bars.feed.time[-1]:
+            if run.forming is None and fetched.final_until > run.bars.feed.time[-1]:
                 self.part.open_new(fetched.final_until)
-            elif self.forming is not None and self.ea.wants_ticks():
+            elif run.forming is not None and run.ea.wants_ticks():
                 self.part.on_tick()
-            self._sleep(self.s.poll_s)
+            self._sleep(run.settings.poll_s)
 
     def _resolve_lost(self) -> None:
         """The terminal answers again: look up the requests whose reply was lost while it could not be
@@ -343,49 +280,51 @@ class LiveEngine:
         backtest does; a live account cannot trade at that price any more (the terminal would fill every
         stale decision of a long stop at once, at the price now), so there its requests are refused with
         "no quotes" (``TerminalTrade.late``) and the account is left as it was."""
-        self.forming = (t, when)
+        run = self.shared
+        run.forming = (t, when)
         self.part.show(when)
-        if self.periods.retrains_at(t):  # walk-forward retraining, as the backtest
+        if run.periods.retrains_at(t):  # walk-forward retraining, as the backtest
             self.study(t, when)
         late = self.part.terminal() if missed else None
         late = late if hasattr(late, "late") else None  # a live account's: paper fills at the bar's open
         if late is not None:
             late.late = LATE.format(when)
         try:
-            self.ea.on_bar()
+            run.ea.on_bar()
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
-            name = type(self.ea).__name__
+            name = type(run.ea).__name__
             raise EARuntimeError(name, "on_bar", f"at bar {t} ({when})", exc, t, when) from exc
         finally:
             if late is not None:
                 late.late = None
-            self.ctx.answers.done()  # a bar decided again is over: requests are sent again
-        self.decided.add(t)
-        self.summary.decisions += 1
+            run.ctx.answers.done()  # a bar decided again is over: requests are sent again
+        run.decided.add(t)
+        run.summary.decisions += 1
         positions = self.part.positions()
-        self.journal.write("decision", bar=t, time=when, **positions, retcode=self.ctx.last_retcode)
+        run.journal.write("decision", bar=t, time=when, **positions, retcode=run.ctx.last_retcode)
 
     # -- the stop --------------------------------------------------------------------------------------------
     def _finish(self, reason: str, deinit: bool = True) -> None:
         """Stop cleanly: positions left open unless ``close_on_exit``; ``on_deinit``; a stop record."""
-        if self.ea is None or self.ctx is None or self.journal is None:  # stopped before on_init
-            if self.journal is not None and self.begun:  # a new journal stays empty: a stop first in
-                self.journal.write("stop", reason=reason, at=pd.Timestamp.now(tz="UTC"))  # it is no journal
+        run = self.shared
+        if run.ea is None or run.ctx is None or run.journal is None:  # stopped before on_init
+            if run.journal is not None and run.begun:  # a new journal stays empty: a stop first in
+                run.journal.write("stop", reason=reason, at=pd.Timestamp.now(tz="UTC"))  # it is no journal
             return
         closed = 0
         try:
-            if self.s.close_on_exit and self.part.closing_quotes():
-                closed = self.ctx.close(None, self.ea.magic)
+            if run.settings.close_on_exit and self.part.closing_quotes():
+                closed = run.ctx.close(None, run.ea.magic)
             if deinit:
-                self.ea.mark_run(
+                run.ea.mark_run(
                     complete=reason == "max_bars", interrupted=None if reason == "max_bars" else reason
                 )
-                call_hook(self.ea, "on_deinit", where="at the stop")
+                call_hook(run.ea, "on_deinit", where="at the stop")
         finally:
             self._warn_unresolved()
-            self.journal.write("stop", reason=reason, closed_on_exit=closed, at=pd.Timestamp.now(tz="UTC"))
+            run.journal.write("stop", reason=reason, closed_on_exit=closed, at=pd.Timestamp.now(tz="UTC"))
 
     def _warn_unresolved(self) -> None:
         """A live run that stops with requests whose reply was lost and that the terminal has not shown
@@ -398,4 +337,4 @@ class LiveEngine:
                 f"show yet ({', '.join(lost)}): check the terminal; a resumed run looks them up again"
             )
             log.warning("%s", message)
-            self.journal.write("warning", bar=self.bar(), message=message)
+            self.shared.journal.write("warning", bar=self.shared.bar(), message=message)

@@ -20,7 +20,12 @@ ASCII escapes, so any unicode (line separators included) stays on its line. A jo
 a time (``JournalRecords``), never whole, with each line bounded by ``MAX_LINE``.
 
 One writer per journal: ``Journal`` holds an exclusive lock on ``<journal>.lock`` (``filelock``: ``fcntl``
-on POSIX, ``msvcrt`` on Windows, released by the system if the process dies) for as long as it is open.
+on POSIX, ``msvcrt`` on Windows, released by the system if the process dies) for as long as it is open,
+and where the system has ``fcntl`` (Linux, macOS) a ``flock`` on the journal file itself. The system keys
+that one by the file (its device and inode), not by a name: a second writer that reaches the same file
+under another name (a hard link, in the same folder or another) meets it, as one through the same path or a
+symlink meets the first. Windows has no ``fcntl``: there only the lock beside the file's path holds, and a
+hard link (another path) is not covered.
 
 Record types: ``start`` (the run: EA, parameters, symbol, account, forward start), ``history`` (the bars
 known at the start, as columns), ``open`` (a bar began: the decision's bid/ask), ``tick``, ``request`` and
@@ -42,6 +47,11 @@ from typing import Any
 import filelock
 
 from neuronet.live.errors import JournalError
+
+try:
+    import fcntl
+except ImportError:  # Windows: the lock beside the journal's path only (module docstring)
+    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
@@ -247,10 +257,14 @@ class Journal:
             raise JournalError(f"journal {self.path}: cannot write it ({exc.strerror or exc})") from None
         self._broken: str | None = None  # why a write failed: nothing is written (nor sent) after it
         self._lock = self._locked()
+        self._file: Any = None
         try:
-            self._repair_tail()
             self._file = open(self.path, "ab")  # noqa: SIM115 - kept open for the run
+            self._hold_file()  # before the repair: another writer's tail is never touched
+            self._repair_tail()
         except BaseException as exc:
+            if self._file is not None:
+                self._file.close()  # its flock goes with it
             self._lock.release()
             if isinstance(exc, OSError):
                 raise JournalError(f"journal {self.path}: cannot write it ({exc.strerror or exc})") from None
@@ -258,7 +272,8 @@ class Journal:
 
     def _locked(self) -> filelock.BaseFileLock:
         """One writer per journal: a second run on it would interleave records. The lock is that of the
-        file a symlink leads to, so a second name for the same journal takes the same lock."""
+        file a symlink leads to, so a symlink to the journal takes the same lock (a hard link, another path to
+        the same file, meets ``_hold_file``)."""
         lock_file = f"{os.path.realpath(self.path)}.lock"
         lock = filelock.FileLock(lock_file, timeout=0)
         try:
@@ -270,6 +285,21 @@ class Journal:
                 f"journal {self.path}: cannot take its lock {lock_file} ({exc.strerror or exc})"
             ) from None
         return lock
+
+    def _hold_file(self) -> None:
+        """One writer per file, whatever its name: a ``flock`` on the open journal, which the system keys by
+        the file's device and inode, so a hard link (another path to the same file, which the path lock
+        does not see) meets it too. Held until the file is closed, released by the system if the process
+        dies. Without ``fcntl`` (Windows) the path lock alone holds (module docstring)."""
+        if fcntl is None:
+            return
+        try:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise JournalError(
+                f"journal {self.path} is in use by another run (the same file under another name, a hard "
+                "link); stop it first"
+            ) from None
 
     def _repair_tail(self) -> None:
         """A last line without its newline: complete, it gets its newline; cut short by a crash, it is cut

@@ -49,7 +49,8 @@ class TradeState:
     currency, whether the daily loss limit was already reached today, and today's server ``day`` (read
     from the requesting symbol's own checked quote: another symbol's garbage quote never refuses it);
     ``unknown``: why a part of today's P&L cannot be known (refused while there is any); ``account``: a
-    multi-symbol run's whole account as this request read it, once (``AccountLimits.read``)."""
+    multi-symbol run's whole account as this request read it, once (``AccountLimits.read``; required by
+    ``AccountLimits.check``, unused by one symbol's ``Limits``)."""
 
     exposures: int
     day_pnl: float
@@ -169,8 +170,8 @@ class AccountLimits:
     """A multi-symbol run's limits: ``per_symbol`` (``Limits``: lots per order and positions per symbol,
     the allowed symbols, the kill switch) checked with the account's daily P&L, plus ``max_positions``
     across every symbol (None: no account-wide cap). ``state`` reads the account now (every symbol's
-    trade context, on the server day given, or that of the main symbol's quote for None), so the daily
-    loss halts every symbol at once, whichever lost."""
+    trade context, on the server day given), so the daily loss halts every symbol at once, whichever lost;
+    only ``read`` calls it, once per request, and ``check`` judges the reading it is given."""
 
     def __init__(
         self, per_symbol: Limits, max_positions: int | None, state: Callable[[int | None], AccountState]
@@ -199,8 +200,15 @@ class AccountLimits:
         return self._state(day)
 
     def check(self, request: Request, state: TradeState) -> str | None:
-        """``state.account``: this request's reading of the account (``read``); read here when not given."""
-        account = state.account if state.account is not None else self._state(state.day)
+        """The reason ``request`` is refused, judged on ``state.account``: this request's one reading of
+        the account (``read``). It is required: a check that read the account itself would judge the
+        account-wide limits on another reading than the day's halt was judged on."""
+        account = state.account
+        if account is None:
+            raise LimitsError(
+                "an account-wide limit check needs the account as this request read it "
+                "(TradeState.account, from AccountLimits.read); none was given, so nothing was judged"
+            )
         halted = state.halted or account.halted
         pnl = account.day_pnl
         reason = self.per_symbol.check(

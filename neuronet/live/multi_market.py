@@ -15,6 +15,7 @@ from datafeeds.timeframes import Timeframe
 from neuronet.live.errors import LiveError
 from neuronet.live.multi_paper import Quote
 from neuronet.live.quotes import QuoteBounds, QuoteError, checked_tick
+from neuronet.live.shared_state import SharedState
 
 log = logging.getLogger(__name__)
 
@@ -105,10 +106,19 @@ def first_history(
 class SymbolQuotes:
     """Every symbol's checked quote of a multi-symbol run (``quotes.checked_tick``): each against its own
     closed bars on the main timeframe (``feeds()``: the run's views' feeds, None before the start) and the
-    bar the terminal forms as ``engine`` (the ``LiveEngine``) last read it, each read through its retries."""
+    bar the terminal forms as the run last read it (``shared``: the run's ``SharedState``), each read from
+    its terminal through ``retrying`` (``Lifecycle.retrying``)."""
 
-    def __init__(self, engine: Any, symbols: tuple[str, ...], timeframe: Timeframe, feeds: Callable[[], Any]):
-        self._engine, self._symbols, self._tf, self._feeds = engine, symbols, timeframe, feeds
+    def __init__(
+        self,
+        shared: SharedState,
+        retrying: Callable[[str, Callable[[], Any]], Any],
+        symbols: tuple[str, ...],
+        timeframe: Timeframe,
+        feeds: Callable[[], Any],
+    ):
+        self._shared, self._retrying = shared, retrying
+        self._symbols, self._tf, self._feeds = symbols, timeframe, feeds
 
     def bounds(self, symbol: str) -> Callable[[], QuoteBounds | None]:
         """What a ``symbol`` quote is checked against now (``quote_bounds``)."""
@@ -116,15 +126,14 @@ class SymbolQuotes:
         def read() -> QuoteBounds | None:
             feeds = self._feeds()
             feed = feeds[(symbol, self._tf.name)] if feeds is not None else None
-            return quote_bounds(feed, self._engine.market_bar, self._tf.seconds)
+            return quote_bounds(feed, self._shared.market_bar, self._tf.seconds)
 
         return read
 
     def of(self, symbol: str, bar_open: pd.Timestamp) -> Quote:
         """``symbol``'s quote for the bar opened at ``bar_open``, checked (``QuoteError``)."""
-        e = self._engine
         _, bid, ask = checked_tick(
-            e.source, symbol, bar_open, self._tf.seconds, self.bounds(symbol)(), e.retrying
+            self._shared.source, symbol, bar_open, self._tf.seconds, self.bounds(symbol)(), self._retrying
         )
         return Quote(bid, ask)
 

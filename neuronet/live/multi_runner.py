@@ -17,7 +17,10 @@ refused, as another EA's is.
 
 The loop, the retries after a drop, the lost-reply look-ups, the decision and the stop are the engine's
 (``engine.LiveEngine``), shared with the one-symbol runner: this runner makes one and is its part
-(``engine.Chart``), holding what is several symbols'.
+(``engine.Chart``), holding what is several symbols'. The engine gives it, once (``attach``), the state
+both share (``shared_state.SharedState``: the settings, the journal, the bars, the EA, its context, the bar
+forming) and what the engine does for it (``shared_state.Lifecycle``: the retries, a decision, a study);
+the part reaches the engine through nothing else.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from datafeeds.terminal import TerminalSource
 from datafeeds.terminal_errors import NoBarsError, UnknownSymbolError
 from neuronet.live.context import LiveBars
 from neuronet.live.day_pnl import DayPnl
-from neuronet.live.engine import LiveEngine, LiveSettings, LiveSummary, Shared
+from neuronet.live.engine import LiveEngine
 from neuronet.live.errors import LiveError
 from neuronet.live.journal import JournalRecords, json_ready
 from neuronet.live.limits import AccountState
@@ -47,6 +50,7 @@ from neuronet.live.multi_resume import MultiJournal, check_identity, read_multi,
 from neuronet.live.multi_views import LiveViews
 from neuronet.live.quotes import QuoteError
 from neuronet.live.rebuild import history_record
+from neuronet.live.shared_state import Lifecycle, LiveSettings, LiveSummary, SharedField, SharedState
 from strategies.base import ExpertAdvisor, call_hook, make_ea
 from strategies.trade import Tick
 
@@ -55,16 +59,17 @@ log = logging.getLogger(__name__)
 
 class MultiLiveRunner:
     """Run ``ea_class(**params)`` live over its declared symbols and timeframes (see the module docstring):
-    the several-symbol ``Chart`` of a ``LiveEngine`` it makes and runs (``engine``).
+    the several-symbol ``Chart`` of a ``LiveEngine`` it makes and runs (``_engine``), which
+    attaches it (``attach``).
 
     ``trading``, ``sleep``: as ``LiveEngine``'s. ``status``: where the one line per bar goes (default: the
     log). ``settings.symbol``/``timeframe`` are the main chart's."""
 
-    s = Shared()  # the engine's settings, summary, EA and trade context
-    summary = Shared()
-    ea = Shared()
-    ctx = Shared()
-    forming = Shared()  # the bar the engine decides on, as a resumed run's replay moves it
+    s = SharedField("settings")  # the shared state's settings, summary, EA and trade context, for callers
+    summary = SharedField("summary")
+    ea = SharedField("ea")
+    ctx = SharedField("ctx")
+    forming = SharedField("forming")  # the bar decided on, as a resumed run's replay moves it
 
     def __init__(
         self,
@@ -77,7 +82,10 @@ class MultiLiveRunner:
         sleep: Callable[[float], None] | None = None,
         status: Callable[[str], None] | None = None,
     ):
-        self.engine = LiveEngine(self, ea_class, params, source, settings, trading=trading, sleep=sleep)
+        # Given by the engine (``attach``), while it is made here:
+        self.shared: SharedState | None = None
+        self.lifecycle: Lifecycle | None = None
+        self._engine = LiveEngine(self, ea_class, params, source, settings, trading=trading, sleep=sleep)
         self.symbols, self.timeframes = declared(ea_class, settings.symbol, settings.timeframe.name)
         if (self.symbols[0], self.timeframes[0]) != (settings.symbol, settings.timeframe.name):
             raise LiveError(
@@ -93,30 +101,34 @@ class MultiLiveRunner:
         self.t = 0  # bars of the account's timeline so far
         self._last_quotes: dict[str, Quote] | None = None
         self.quotes = SymbolQuotes(
-            self.engine,
+            self.shared,
+            self.lifecycle.retrying,
             self.symbols,
             settings.timeframe,
             lambda: None if self.views is None else self.views.feeds,
         )
 
+    def attach(self, shared: SharedState, lifecycle: Lifecycle) -> None:
+        self.shared, self.lifecycle = shared, lifecycle
+
     def run(self) -> LiveSummary:
         """Run until ``max_bars`` bars closed or Ctrl-C (``LiveEngine.run``)."""
-        return self.engine.run()
+        return self._engine.run()
 
     def _fetch(self, key: tuple[str, str], after: pd.Timestamp | None):
         start = None if after is None else after + pd.Timedelta(seconds=1)
         try:
-            return self.engine.retrying(
-                f"reading {key[0]} {key[1]} bars", lambda: self.engine.source.fetch(key[0], key[1], start)
+            return self.lifecycle.retrying(
+                f"reading {key[0]} {key[1]} bars", lambda: self.shared.source.fetch(key[0], key[1], start)
             )
         except (UnknownSymbolError, NoBarsError) as exc:
-            if self.engine.started:
+            if self.shared.started:
                 raise
-            raise LiveError(f"{self.engine.ea_class.__name__} reads {key[0]} {key[1]}: {exc}") from None
+            raise LiveError(f"{self.shared.ea_class.__name__} reads {key[0]} {key[1]}: {exc}") from None
 
     def fetch_main(self, after: pd.Timestamp | None):
         fetched = self._fetch(self.main, after)
-        self.engine.market_bar = fetched.final_until
+        self.shared.market_bar = fetched.final_until
         return fetched
 
     def account_state(self, day: int | None = None) -> AccountState:
@@ -128,26 +140,26 @@ class MultiLiveRunner:
     def identity(self) -> dict:
         """What makes a journal this run's: the EA, its parameters, its symbols and timeframes, the mode."""
         return {
-            "ea": self.engine.ea_class.__name__,
-            "params": json_ready(self.engine.ea_class.resolve_params(self.engine.params)),
+            "ea": self.shared.ea_class.__name__,
+            "params": json_ready(self.shared.ea_class.resolve_params(self.shared.params)),
             "symbol": self.main[0],
             "timeframe": self.main[1],
             "symbols": list(self.symbols),
             "timeframes": list(self.timeframes),
-            "mode": self.engine.s.mode,
+            "mode": self.shared.settings.mode,
         }
 
     def read_journal(self, path: Path, records: JournalRecords) -> MultiJournal:
         """The journal read back (``multi_resume``); one of another run is refused."""
-        check_identity(path, records.start, self.identity(), self.engine.s.account)
+        check_identity(path, records.start, self.identity(), self.shared.settings.account)
         return read_multi(path, records)
 
     def _history(self) -> tuple[dict, dict, Any]:
         """A new run's specifications and history of every (symbol, timeframe), journaled; and the fetch
         of the main chart (its ``final_until`` is the bar forming now)."""
-        run = self.engine
-        s = run.s
-        specs = terminal_specs(run.source, self.symbols, run.ea_class.__name__, run.retrying)
+        run = self.shared
+        s = run.settings
+        specs = terminal_specs(run.source, self.symbols, run.ea_class.__name__, self.lifecycle.retrying)
         frames, fetched_main = first_history(self._fetch, self.symbols, self.timeframes, s.history_bars)
         main_hist = frames[self.main]
         start = {
@@ -168,8 +180,8 @@ class MultiLiveRunner:
         return specs, frames, fetched_main
 
     def begin(self, state: MultiJournal | None) -> None:
-        run = self.engine
-        s = run.s
+        run = self.shared
+        s = run.settings
         if state is None:
             specs, frames, fetched = self._history()
             run.market_bar = fetched.final_until
@@ -187,9 +199,12 @@ class MultiLiveRunner:
             self.paper = MultiPaper(history, specs, s.account)
             trading: Any = self.paper.context
         else:
-            run.retrying("connecting", run.source.link)
+            self.lifecycle.retrying("connecting", run.source.link)
             make, magic, bounds = run.trading_factory, run.ea.magic, self.quotes.bounds
-            trades = {n: make(run.source, n, magic, run.record_trade, market=bounds(n)) for n in self.symbols}
+            trades = {
+                n: make(run.source, n, magic, self.lifecycle.record_trade, market=bounds(n))
+                for n in self.symbols
+            }
             self.router = trading = TerminalRouter(trades, self.main[0])
             if state is not None and state.halted_day is not None:
                 self.router.restore_halt(state.halted_day)  # a restart does not lift the day's halt
@@ -204,7 +219,7 @@ class MultiLiveRunner:
             run.begun = True
             log.info("resuming %s after bar %d", s.journal, self.t - 1)
         if self.router is not None:
-            run.journal_account(self.router.account)
+            self.lifecycle.journal_account(self.router.account)
         run.periods = Periods(self.t, fs, s.study_bars).for_ea(int(run.ea.retrain_every))
         run.ea.attach(run.ctx, run.bars.feed.bars, None, views=self.views)
         call_hook(run.ea, "on_init", where="before the first live bar")
@@ -213,7 +228,7 @@ class MultiLiveRunner:
         now = run.forming[1] if run.forming else run.bars.feed.time[-1] + step
         self.views.advance(int(now.value))
         at = run.periods.last_training(self.t - 1) if state is not None else self.t
-        run.study(at, run.bars.feed.time[at - 1])
+        self.lifecycle.study(at, run.bars.feed.time[at - 1])
         run.started = True
         if state is None:
             self.open_new(fetched.final_until)
@@ -231,16 +246,16 @@ class MultiLiveRunner:
             fetched = self._fetch(self.main, run.bars.feed.time[-1])
             run.market_bar = fetched.final_until
             run.ctx.answers.start(again)
-            run.decide(*run.forming, missed=fetched.final_until > run.forming[1])
+            self.lifecycle.decide(*run.forming, missed=fetched.final_until > run.forming[1])
 
     def show(self, when: pd.Timestamp) -> None:
-        self.engine.bars.show(self.engine.ea)
+        self.shared.bars.show(self.shared.ea)
         self.views.advance(int(when.value))
 
     def positions(self) -> dict:
         return {
             "positions": {
-                name: sum(p.side * p.lots for p in self.engine.ctx.positions(name)) for name in self.symbols
+                name: sum(p.side * p.lots for p in self.shared.ctx.positions(name)) for name in self.symbols
             }
         }
 
@@ -257,7 +272,7 @@ class MultiLiveRunner:
         except QuoteError as exc:
             message = f"{exc}: bar {when} is not decided on yet; looking again"
             log.warning("%s", message)
-            self.engine.journal.write("warning", bar=self.t, message=message)
+            self.shared.journal.write("warning", bar=self.t, message=message)
             return
         self._begin(when, quotes, missed=False)
 
@@ -268,7 +283,7 @@ class MultiLiveRunner:
         with ``decide=False``: a missed bar skipped)."""
         t = self.t
         self.open_bar(t, when, quotes)
-        self.engine.journal.write(
+        self.shared.journal.write(
             "open",
             bar=t,
             time=when,
@@ -276,18 +291,18 @@ class MultiLiveRunner:
             quotes={k: None if q is None else [q.bid, q.ask] for k, q in quotes.items()},
         )
         if decide:
-            self.engine.decide(t, when, missed=missed)
+            self.lifecycle.decide(t, when, missed=missed)
 
     def open_bar(self, t: int, when: pd.Timestamp, quotes: dict[str, Quote | None]) -> None:
         """The paper account and the run enter bar ``t`` (a resumed run's replay calls it too)."""
         if self.paper is not None:
             self.paper.open_bar(when, quotes)
-        self.engine.forming = (t, when)
+        self.shared.forming = (t, when)
 
     def closed(self, when: pd.Timestamp, row: pd.Series) -> None:
         """The main bar at ``when`` closed: every other feed's bars closed by now are read, the paper account
         works the bar's range; a bar that closed before it was decided on is decided at its own opens."""
-        run = self.engine
+        run = self.shared
         if run.forming is not None and run.forming[1] != when:
             raise LiveError(
                 f"the terminal's bar {when} is not the bar forming at {run.forming[1]}: "
@@ -307,14 +322,14 @@ class MultiLiveRunner:
             rows[name] = frame.loc[when] if when in frame.index else None
         if run.forming is None:  # closed before it was decided on (unreachable, or its quote refused)
             quotes = {n: None if r is None else self.quotes.at_missed_open(n, r) for n, r in rows.items()}
-            if run.s.skip_missed:  # entered on the account at its open, as every bar is; no on_bar
+            if run.settings.skip_missed:  # entered on the account at its open, as every bar is; no on_bar
                 run.summary.skipped += 1
                 log.info("bar %s closed before it was decided on: skipped (no on_bar)", when)
                 message = f"bar {when} skipped: closed before it was decided on"
                 run.journal.write("warning", bar=self.t, message=message)
             else:
                 run.summary.missed += 1
-            self._begin(when, quotes, missed=True, decide=not run.s.skip_missed)
+            self._begin(when, quotes, missed=True, decide=not run.settings.skip_missed)
         t = run.forming[0]
         closed = {
             n: None if r is None else Closed(float(r["high"]), float(r["low"]), float(r["close"]))
@@ -326,7 +341,6 @@ class MultiLiveRunner:
             "bar", bar=t, time=when, bars={n: r and r._asdict() for n, r in closed.items()}, feeds=feeds
         )
         self._status(when, row)
-        run.count_closed()
 
     def close_bar(
         self, t: int, closed: dict[str, Closed | None], new: dict[tuple[str, str], pd.DataFrame]
@@ -338,11 +352,11 @@ class MultiLiveRunner:
         for key, frame in new.items():
             if len(frame):
                 self.views.append(key, frame)
-        self.engine.forming = None
+        self.shared.forming = None
         self.t = t + 1
 
     def _status(self, when: pd.Timestamp, row: pd.Series) -> None:
-        run = self.engine
+        run = self.shared
         acc = run.ctx.account()
         net = " ".join(
             f"{name} {sum(p.side * p.lots for p in run.ctx.positions(name)):+.2f}" for name in self.symbols
@@ -357,7 +371,7 @@ class MultiLiveRunner:
         )
 
     def on_tick(self) -> None:
-        run = self.engine
+        run = self.shared
         quotes = self.quotes.good(run.forming[1])
         if self.main[0] not in quotes or quotes == self._last_quotes:
             return
@@ -372,7 +386,7 @@ class MultiLiveRunner:
     def closing_quotes(self) -> bool:
         """Paper: every symbol's quote ``--close-on-exit`` closes at, set on the paper account (False when
         one is refused: the positions are left as they are). A live account closes at the terminal's price."""
-        run = self.engine
+        run = self.shared
         if self.paper is None:
             return True
         when = run.now()

@@ -23,7 +23,10 @@ looked up (``TerminalTrade.resolve``) before the EA decides anything more.
 
 The loop, the retries after a drop, the lost-reply look-ups, the decision and the stop are the engine's
 (``engine.LiveEngine``), shared with the multi-symbol runner: this runner makes one and is its part
-(``engine.Chart``), holding what is one symbol's.
+(``engine.Chart``), holding what is one symbol's. The engine gives it, once (``attach``), the state both share
+(``shared_state.SharedState``: the settings, the journal, the bars, the EA, its context, the bar forming)
+and what the engine does for it (``shared_state.Lifecycle``: the retries, a decision, a study); the part
+reaches the engine through nothing else.
 """
 
 from __future__ import annotations
@@ -41,12 +44,13 @@ from backtests.periods import Periods
 from datafeeds.candles import CandleMeta, meta_of
 from datafeeds.terminal import TerminalSource
 from neuronet.live.context import LiveBars, LiveContext
-from neuronet.live.engine import LiveEngine, LiveSettings, LiveSummary, Shared
+from neuronet.live.engine import LiveEngine
 from neuronet.live.errors import JournalError, LiveError
 from neuronet.live.journal import JournalRecords, json_ready
 from neuronet.live.paper import PaperBroker
 from neuronet.live.quotes import QuoteBounds, QuoteError, checked_tick
 from neuronet.live.rebuild import JournalState, bar_record, history_record, read_state
+from neuronet.live.shared_state import Lifecycle, LiveSettings, LiveSummary, SharedField, SharedState
 from neuronet.live.status import StatusLine
 from strategies.base import ExpertAdvisor, call_hook, make_ea
 from strategies.trade import Tick
@@ -58,16 +62,17 @@ log = logging.getLogger(__name__)
 
 class LiveRunner:
     """Run ``ea_class(**params)`` live on one symbol (see the module docstring): the one-symbol ``Chart``
-    of a ``LiveEngine`` it makes and runs (``engine``).
+    of a ``LiveEngine`` it makes and runs (``_engine``), which
+    attaches it (``attach``).
 
     ``trading``, ``sleep``: as ``LiveEngine``'s.
     ``status``: where the one line per bar goes (default: the log).
     """
 
-    s = Shared()  # the engine's settings, summary, EA and trade context
-    summary = Shared()
-    ea = Shared()
-    ctx = Shared()
+    s = SharedField("settings")  # the shared state's settings, summary, EA and trade context, for callers
+    summary = SharedField("summary")
+    ea = SharedField("ea")
+    ctx = SharedField("ctx")
 
     def __init__(
         self,
@@ -80,30 +85,38 @@ class LiveRunner:
         sleep: Callable[[float], None] | None = None,
         status: Callable[[str], None] | None = None,
     ):
-        self.engine = LiveEngine(self, ea_class, params, source, settings, trading=trading, sleep=sleep)
         self._status = StatusLine(status or log.info, settings.symbol, settings.timeframe.name)
+        # Given by the engine (``attach``), while it is made here:
+        self.shared: SharedState | None = None
+        self.lifecycle: Lifecycle | None = None
+        self._engine = LiveEngine(self, ea_class, params, source, settings, trading=trading, sleep=sleep)
         # Set when the run starts (``begin``), fresh or from the journal:
         self.meta: CandleMeta | None = None  # the bars' symbol, digits and broker clock
         self.fs = 0  # the first live bar (the history's length)
         self.broker: PaperBroker | None = None  # the paper account (None on a live account)
         self._last_quote: tuple[float, float] | None = None  # the last quote on_tick saw
 
+    def attach(self, shared: SharedState, lifecycle: Lifecycle) -> None:
+        self.shared, self.lifecycle = shared, lifecycle
+
     def run(self) -> LiveSummary:
         """Run until ``max_bars`` bars closed or Ctrl-C (``LiveEngine.run``)."""
-        return self.engine.run()
+        return self._engine.run()
 
     def fetch_main(self, after: pd.Timestamp | None):
-        run = self.engine
+        run = self.shared
         start = None if after is None else after + pd.Timedelta(seconds=1)
-        s = run.s
-        fetched = run.retrying("reading bars", lambda: run.source.fetch(s.symbol, s.timeframe, start))
+        s = run.settings
+        fetched = self.lifecycle.retrying(
+            "reading bars", lambda: run.source.fetch(s.symbol, s.timeframe, start)
+        )
         run.market_bar = fetched.final_until
         return fetched
 
     def quote_bounds(self) -> QuoteBounds | None:
         """What a quote is checked against now (``quotes.QuoteBounds``): the bar the terminal is forming
         as last read, and the price band of the closed bars; None before the first bars are known."""
-        run = self.engine
+        run = self.shared
         if run.market_bar is None or run.bars is None or not len(run.bars.feed):
             return None
         feed = run.bars.feed
@@ -112,25 +125,25 @@ class LiveRunner:
             feed.column("low"),
             feed.column("close")[-1],
             run.market_bar,
-            run.s.timeframe.seconds,
+            run.settings.timeframe.seconds,
         )
 
     def _tick(self, bar_open: pd.Timestamp) -> tuple[pd.Timestamp, float, float]:
         """The terminal's quote for the bar opened at ``bar_open``, checked (``quotes.checked_tick``): one
         that is missing, not a price, crossed, at a time far from that bar or at prices far from the recent
         bars is a ``QuoteError``."""
-        run = self.engine
-        s = run.s
+        run = self.shared
+        s = run.settings
         return checked_tick(
-            run.source, s.symbol, bar_open, s.timeframe.seconds, self.quote_bounds(), run.retrying
+            run.source, s.symbol, bar_open, s.timeframe.seconds, self.quote_bounds(), self.lifecycle.retrying
         )
 
     # -- the start -------------------------------------------------------------------------------------------
     def read_journal(self, path: Path, records: JournalRecords) -> JournalState:
         """The state to resume from, read a record at a time; a journal of another run is refused."""
-        start, s = records.start, self.engine.s
+        start, s = records.start, self.shared.settings
         mine = {
-            "ea": self.engine.ea_class.__name__,
+            "ea": self.shared.ea_class.__name__,
             "params": json_ready(self._params()),
             "symbol": s.symbol,
             "timeframe": s.timeframe.name,
@@ -148,11 +161,11 @@ class LiveRunner:
         return state
 
     def _params(self) -> dict:
-        return self.engine.ea_class.resolve_params(self.engine.params)
+        return self.shared.ea_class.resolve_params(self.shared.params)
 
     def begin(self, state: JournalState | None) -> None:
-        run = self.engine
-        s = run.s
+        run = self.shared
+        s = run.settings
         if state is None:
             fetched = self.fetch_main(None)
             hist = fetched.frame
@@ -201,26 +214,26 @@ class LiveRunner:
         run.periods = Periods(len(hist), self.fs, s.study_bars).for_ea(int(run.ea.retrain_every))
         trading = self.broker
         if trading is None:
-            run.retrying("connecting", run.source.link)  # fail early, with backoff, if it is down
+            self.lifecycle.retrying("connecting", run.source.link)  # fail early, with backoff, if it is down
             # The source, not the raw link: its ``call`` reconnects after a drop (``TerminalSource.call``).
             trading = run.trading_factory(
                 run.source,
                 s.symbol,
                 run.ea.magic,
-                run.record_trade,
+                self.lifecycle.record_trade,
                 market=self.quote_bounds,
             )
             if state is not None and state.halted_day is not None:
                 trading.restore_halt(state.halted_day)  # a restart does not lift the day's halt
             if state is not None and state.unresolved:
                 trading.restore_unresolved(state.unresolved)  # looked up, counted open, never sent again
-            run.journal_account(trading.account)
+            self.lifecycle.journal_account(trading.account)
         run.ctx = LiveContext(trading, run.bars, run.journal.write, run.now, run.bar)
         run.ea.attach(run.ctx, run.bars.feed.bars)
         call_hook(run.ea, "on_init", where="before the first live bar")
         upcoming = len(run.bars.feed)  # the next bar to decide on (a resumed run is past fs)
         at = run.periods.last_training(upcoming - 1)  # resumed: the latest retraining, as the run had it
-        run.study(at, run.bars.feed.time[at - 1])
+        self.lifecycle.study(at, run.bars.feed.time[at - 1])
         run.started = True
         if state is None:
             self.open_new(first_open)
@@ -236,37 +249,37 @@ class LiveRunner:
             )
             fetched = self.fetch_main(run.bars.feed.time[-1])
             run.ctx.answers.start(state.again)
-            run.decide(*run.forming, missed=fetched.final_until > run.forming[1])
+            self.lifecycle.decide(*run.forming, missed=fetched.final_until > run.forming[1])
 
     def terminal(self) -> Any:
         """The live account's trade context (``TerminalTrade``); None on paper or before the EA starts."""
-        return None if self.broker is not None or self.engine.ctx is None else self.engine.ctx.trading
+        return None if self.broker is not None or self.shared.ctx is None else self.shared.ctx.trading
 
     def show(self, when: pd.Timestamp) -> None:
-        self.engine.bars.show(self.engine.ea)
+        self.shared.bars.show(self.shared.ea)
 
     def positions(self) -> dict:
-        return {"position": sum(p.side * p.lots for p in self.engine.ctx.positions())}
+        return {"position": sum(p.side * p.lots for p in self.shared.ctx.positions())}
 
     # -- bars ------------------------------------------------------------------------------------------------
     def open_new(self, when: pd.Timestamp) -> None:
         """The bar forming at ``when`` begins: decide at the terminal's quote (a refused quote: look again
         at the next poll; a bar that closes meanwhile is decided at its own open, as a missed one)."""
-        run = self.engine
+        run = self.shared
         try:
             _, bid, ask = self._tick(when)
         except QuoteError as exc:
-            run.refused_quote(exc, f"bar {when} is not decided on yet; looking again")
+            self.lifecycle.refused_quote(exc, f"bar {when} is not decided on yet; looking again")
             return
         run.last_refusal = None
         t = len(run.bars.feed)
         if self.broker is not None:
             self.broker.open_bar(when, bid, ask)
         run.journal.write("open", bar=t, time=when, bid=bid, ask=ask, missed=False)
-        run.decide(t, when)
+        self.lifecycle.decide(t, when)
 
     def closed(self, when: pd.Timestamp, row: pd.Series) -> None:
-        run = self.engine
+        run = self.shared
         t = len(run.bars.feed)
         if run.forming is not None and run.forming[1] != when:
             raise LiveError(
@@ -274,7 +287,7 @@ class LiveRunner:
                 "its history changed under the run; start a new journal"
             )
         if run.forming is None:  # closed before it was decided on: unreachable, or its quote refused
-            if run.s.skip_missed:
+            if run.settings.skip_missed:
                 run.summary.skipped += 1
                 log.info("bar %s closed before it was decided on: skipped (no on_bar)", when)
                 message = f"bar {when} skipped: closed before it was decided on"
@@ -297,21 +310,20 @@ class LiveRunner:
                     spread_points=spread,
                     missed=True,
                 )
-                run.decide(t, when, missed=True)
+                self.lifecycle.decide(t, when, missed=True)
         if self.broker is not None:
             self.broker.close_bar(t, float(row["high"]), float(row["low"]), float(row["close"]))
         run.bars.append(row.to_frame().T.astype(float).set_axis(pd.DatetimeIndex([when]), axis=0))
         run.forming = None
         run.journal.write("bar", **bar_record(t, when, row, skipped=t not in run.decided))
         self._status.show(when, row, self.meta, run.ctx.trading, self.broker)
-        run.count_closed()
 
     def on_tick(self) -> None:
-        run = self.engine
+        run = self.shared
         try:
             stamp, bid, ask = self._tick(run.forming[1])
         except QuoteError as exc:
-            run.refused_quote(exc, "no on_tick at it")
+            self.lifecycle.refused_quote(exc, "no on_tick at it")
             return
         run.last_refusal = None
         if self._last_quote == (bid, ask):
@@ -333,13 +345,13 @@ class LiveRunner:
     def closing_quotes(self) -> bool:
         """Paper: the quote ``--close-on-exit`` closes at, set on the paper account (False when refused:
         the positions are left as they are). A live account closes at the terminal's own price."""
-        run = self.engine
+        run = self.shared
         if self.broker is None:
             return True
         try:
             _, bid, ask = self._tick(run.now())
         except QuoteError as exc:
-            run.refused_quote(exc, "positions left open at the stop")
+            self.lifecycle.refused_quote(exc, "positions left open at the stop")
             return False
         self.broker.set_tick(bid, ask)
         run.journal.write("tick", bar=run.bar(), time=run.now(), bid=bid, ask=ask)

@@ -58,9 +58,8 @@ class _TwoSymbols(ExpertAdvisor):
         SEEN["one request"], SEEN["one request's book"] = reads() - before, book() - books
 
 
-def test_a_multi_symbol_request_reads_the_account_once(port, sim, tmp_path):
-    """Before, the request read the whole account twice: once for the daily loss halt, once more for the
-    limits' check (every symbol's positions, orders and day's deals each time)."""
+def _counted_run(ea: type[ExpertAdvisor], port, sim, tmp_path):
+    """One bar of ``ea`` live on the simulator, its account reads counted (``SEEN``); its journal."""
     sim.conn.execute(COUNTING)
     SEEN.clear()
     try:
@@ -77,7 +76,7 @@ def test_a_multi_symbol_request_reads_the_account_once(port, sim, tmp_path):
 
         journal = tmp_path / "run.jsonl"
         settings = LiveSettings("EURUSD", Timeframe.H1, journal, mode="live", history_bars=100, max_bars=1)
-        run = MultiLiveRunner(_TwoSymbols, {}, source, settings, trading=factory, sleep=sim.sleep,
+        run = MultiLiveRunner(ea, {}, source, settings, trading=factory, sleep=sim.sleep,
                               status=lambda _: None)  # fmt: skip
         holder["run"] = SEEN["run"] = run
         SEEN["count"] = lambda: len(sim.conn.namespace["_day_reads"])
@@ -86,9 +85,44 @@ def test_a_multi_symbol_request_reads_the_account_once(port, sim, tmp_path):
     finally:
         sim.conn.execute("_m.history_deals_get = _real_deals")
         sim.conn.execute("_m.positions_get, _m.orders_get = _real_positions, _real_orders")
+    return journal
+
+
+def test_a_multi_symbol_request_reads_the_account_once(port, sim, tmp_path):
+    """Before, the request read the whole account twice: once for the daily loss halt, once more for the
+    limits' check (every symbol's positions, orders and day's deals each time)."""
+    journal = _counted_run(_TwoSymbols, port, sim, tmp_path)
     assert SEEN["one reading"] == len(_TwoSymbols.symbols)  # each symbol's deals of the day, once
     assert SEEN["one request"] == SEEN["one reading"]
     assert SEEN["one book"] >= 2 * len(_TwoSymbols.symbols)  # each symbol's positions and orders
     assert SEEN["one request's book"] == SEEN["one book"], "the requesting symbol's book was read twice"
     sent = [r for r in read_journal(journal) if r["type"] == "result" and r.get("call") == "order"]
     assert [r["symbol"] for r in sent] == ["GBPUSD"] and sent[0]["value"] is not None
+
+
+class _TwoRequests(_TwoSymbols):
+    """At its first bar: one order on each symbol, the reads of each counted."""
+
+    def on_bar(self) -> None:
+        if "requests" in SEEN:
+            return
+        reads, book = SEEN["count"], SEEN["book"]
+        counted = []
+        for symbol in self.symbols:
+            before, books = reads(), book()
+            self.buy(0.1, symbol=symbol, comment=f"counted {symbol}")
+            counted.append((reads() - before, book() - books))
+        SEEN["requests"] = counted
+        before, books = reads(), book()
+        SEEN["run"].account_state()
+        SEEN["one reading"], SEEN["one book"] = reads() - before, book() - books
+
+
+def test_each_request_reads_the_account_once_and_no_reading_outlives_its_request(port, sim, tmp_path):
+    """Two requests of one bar: each reads the whole account once, a reading of its own (none is kept for
+    the next request: the first one's order changed the account)."""
+    journal = _counted_run(_TwoRequests, port, sim, tmp_path)
+    assert SEEN["one reading"] == len(_TwoSymbols.symbols)
+    assert SEEN["requests"] == [(SEEN["one reading"], SEEN["one book"])] * 2
+    sent = [r for r in read_journal(journal) if r["type"] == "result" and r.get("call") == "order"]
+    assert [r["symbol"] for r in sent] == ["EURUSD", "GBPUSD"] and all(r["value"] is not None for r in sent)

@@ -252,18 +252,30 @@ def test_a_journal_reached_through_a_symlink_takes_the_same_lock(tmp_path):
         Journal(tmp_path / "link.jsonl")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the lock is taken by path (the one filelock gives on every system); a hard link is another "
-    "path to the same file and is not seen",
-)
-def test_a_journal_reached_through_a_hard_link_takes_the_same_lock(tmp_path):
+@pytest.mark.parametrize("folder", ["same", "other"])
+def test_a_journal_reached_through_a_hard_link_takes_the_same_lock(tmp_path, folder):
+    """The lock was taken by path only: a hard link (another path to the same file, whose ``.lock`` is
+    another file) let a second writer in, and two runs interleaved their records in one journal."""
     path = tmp_path / "j.jsonl"
+    other = tmp_path / ("other" if folder == "other" else "") / "other.jsonl"
+    other.parent.mkdir(exist_ok=True)
     with Journal(path) as j:
+        j.write("start", ea="X")
         j.write("stop", reason="test")
-        (tmp_path / "other.jsonl").hardlink_to(path)
+        other.hardlink_to(path)
+        before = path.read_bytes()
         with pytest.raises(JournalError, match="in use by another run"):
-            Journal(tmp_path / "other.jsonl")
+            Journal(other)
+        assert path.read_bytes() == before
+        j.write("stop", reason="still the one writer")
+    with Journal(other) as j:  # free again once the first is closed
+        j.write("stop", reason="through the link")
+    assert [r.get("reason") for r in read_journal(path)] == [
+        None,
+        "test",
+        "still the one writer",
+        "through the link",
+    ]
 
 
 # A process that holds a journal open until its standard input closes; with NO_FCNTL it runs as on a system
@@ -317,6 +329,69 @@ def test_a_second_process_on_a_journal_is_refused_in_one_line(tmp_path, env):
     third.communicate("\n", timeout=60)
 
 
+@pytest.mark.parametrize("env", [{}, {"NO_FCNTL": "1"}], ids=["fcntl", "without-fcntl"])
+def test_a_second_process_through_a_hard_link_is_refused_where_the_system_has_fcntl(tmp_path, env):
+    """Two processes, one journal file under two names. Without ``fcntl`` (as on Windows) only the lock
+    beside each path holds, and a hard link is another path: the README says so, and this shows it."""
+    path, link = tmp_path / "j.jsonl", tmp_path / "elsewhere" / "j.jsonl"
+    link.parent.mkdir()
+    first = _holder(path, **env)
+    try:
+        assert first.stdout.readline().startswith("HOLDING")
+        link.hardlink_to(path)
+        second = _holder(link, **env)
+        if env:
+            assert second.stdout.readline().startswith("HOLDING")  # not covered there (documented)
+            second.communicate("\n", timeout=60)
+        else:
+            out, _ = second.communicate(timeout=60)
+            assert second.returncode == 2 and out.startswith("REFUSED") and "in use by another run" in out
+            assert "hard link" in out and out.count("\n") == 1
+    finally:
+        first.communicate("\n", timeout=60)
+    third = _holder(link, **env)  # the first one's locks went with it
+    assert third.stdout.readline().startswith("HOLDING")
+    third.communicate("\n", timeout=60)
+
+
+def test_a_writer_killed_through_one_name_leaves_the_journal_free_under_another(tmp_path):
+    """The lock on the file goes with the process (the system releases it), so a killed run is resumed
+    through any of the file's names."""
+    path, link = tmp_path / "j.jsonl", tmp_path / "link.jsonl"
+    first = _holder(path)
+    assert first.stdout.readline().startswith("HOLDING")
+    link.hardlink_to(path)
+    first.kill()
+    first.communicate(timeout=60)
+    second = _holder(link)
+    assert second.stdout.readline().startswith("HOLDING")
+    second.communicate("\n", timeout=60)
+
+
+def test_a_resume_through_a_hard_link_while_the_run_holds_the_journal_is_refused(port, sim, tmp_path):
+    """A run holds its journal (another process); the same run started again under a second name of that
+    file (a hard link) would resume it and write beside the first: refused, nothing written. Once the
+    first has stopped, the hard link resumes the journal as the path would."""
+    from test_live.live_support import runner
+
+    path, link = tmp_path / "run.jsonl", tmp_path / "again.jsonl"
+    runner(port, sim, path, max_bars=2).run()
+    link.hardlink_to(path)
+    before = path.read_bytes()
+    first = _holder(path)
+    try:
+        assert first.stdout.readline().startswith("HOLDING")
+        with pytest.raises(JournalError, match="in use by another run"):
+            runner(port, sim, link, max_bars=2).run()
+        assert path.read_bytes() == before
+    finally:
+        first.communicate("\n", timeout=60)
+    assert runner(port, sim, link, max_bars=2).run().resumed
+    records = read_journal(path)
+    assert [r["type"] for r in records].count("resume") == 1 and records[0] == read_journal(link)[0]
+    assert path.read_bytes().startswith(before)
+
+
 def test_neuronet_live_on_a_journal_in_use_is_one_line_and_status_2(tmp_path):
     from test_live.test_cli_live import neuronet
 
@@ -328,6 +403,21 @@ def test_neuronet_live_on_a_journal_in_use_is_one_line_and_status_2(tmp_path):
     finally:
         first.communicate("\n", timeout=60)
     assert res.returncode == 2 and "is in use by another run; stop it first" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_neuronet_live_on_a_hard_link_of_a_journal_in_use_is_one_line_and_status_2(tmp_path):
+    from test_live.test_cli_live import neuronet
+
+    path, link = tmp_path / "j.jsonl", tmp_path / "link.jsonl"
+    first = _holder(path)
+    try:
+        assert first.stdout.readline().startswith("HOLDING")
+        link.hardlink_to(path)
+        res = neuronet("live", "SmaCrossEA", "--journal", str(link), "-o", "port=1", cwd=tmp_path)
+    finally:
+        first.communicate("\n", timeout=60)
+    assert res.returncode == 2 and "is in use by another run" in res.stderr and "stop it first" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
 
 

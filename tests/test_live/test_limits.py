@@ -106,3 +106,25 @@ def test_a_multi_symbol_limit_judges_the_one_reading_it_is_given_and_a_one_symbo
     calm = replace(own, account=AccountState(3, DayPnl(-10.0)))
     assert "account-wide limit is 3" in account.check(Request("EURUSD", 0.1), calm)
     assert reads == [19_000]
+
+
+def test_an_account_limit_check_given_no_reading_is_refused_and_reads_nothing():
+    """``AccountLimits.check`` read the account itself when the request gave it no reading: the day's halt
+    and the account-wide limits could then be judged on two readings. The reading is now required."""
+    reads: list[int | None] = []
+
+    def state(day: int | None) -> AccountState:
+        reads.append(day)
+        return AccountState(0, DayPnl(0.0))
+
+    per_symbol = Limits(max_lots=1.0, max_positions=2, max_daily_loss=100.0, symbols=("EURUSD",))
+    account = AccountLimits(per_symbol, 3, state)
+    with pytest.raises(LimitsError, match=r"needs the account as this request read it \(TradeState\.account"):
+        account.check(Request("EURUSD", 0.1), TradeState(0, 0.0, day=19_000))
+    assert reads == []
+    assert isinstance(LimitsError("x"), ValueError) and isinstance(LimitsError("x"), NeuronetError)
+    assert (
+        account.check(Request("EURUSD", 0.1), TradeState(0, 0.0, day=19_000, account=account.read(19_000)))
+        is None
+    )
+    assert reads == [19_000]
