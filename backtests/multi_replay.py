@@ -8,9 +8,11 @@ Open prices know each symbol's bar (open, high, low, close), never when one symb
 to another's, so each symbol holding positions or orders works its own range with the others standing
 still. A symbol stands at its open until its own range has changed its positions: a pending order filled
 inside the bar, a position closed or reduced there (a stop, a stop-out, a netting fill that reduces or
-reverses it). From then on, while the symbols after it work their ranges (their free-margin checks, their
-stop-outs, the converting pairs' steps of ``backtests.pair_moves``, any conversion through it), it stands
-at its close, or at its fill where that is worse for the account:
+reverses it). From then on, where the account's money still reads its price (positions of its own, or
+another symbol's positions whose profit it converts, even with its own all closed), while the symbols
+after it work their ranges (their free-margin checks, their stop-outs, the converting pairs' steps of
+``backtests.pair_moves``, any conversion through it), it stands at its close, or at its fill where that is
+worse for the account:
 
 - never at its open, a price from before the fill. A sell limit met at 1.10100 above an open of 1.09600
   shows 500 dollars a lot at the open, profit the position never had (the bar may never come back after
@@ -24,7 +26,10 @@ at its close, or at its fill where that is worse for the account:
   Where every deal of the range came at one price (a fill, a netting reversal's two deals), the state
   just after them is one too, and whether another symbol's order came nearer the fill or the close is
   unknown: the worse of the two for the account is taken (``after_range``), since a figure wrong in the
-  trader's favour is the worse error and neither is a price the position did not see. With deals at
+  trader's favour is the worse error and neither is a price the position did not see. Worse is judged
+  with the other symbols at the worst of their bars, where a stop-out or a refusal can come: a converting
+  pair's price weighs the positions it converts too (a loss in pounds costs more dollars at GBPUSD's
+  higher price even where GBPUSD's own long is worth less at its lower fill). With deals at
   several prices, one of them may come before another's fill: the close alone is then known good.
 - not the worst of the bar after the fill: that would pair one symbol's adverse extreme with another's at
   once, when nothing says they came together, and could make a stop-out or a refusal no price order
@@ -52,11 +57,11 @@ from backtests.broker.terms import check_spec_settings
 from backtests.context import TradingContext
 from backtests.errors import SymbolsError
 from backtests.heap import settled_heap
-from backtests.merged import open_quotes, walk_bar
+from backtests.merged import closed_at, open_quotes, walk_bar
 from backtests.merged import to_decision as minutes_to_decision
 from backtests.merged_ticks import open_ticks, to_decision, walk_ticks
 from backtests.multi import MultiSetup
-from backtests.pair_moves import PairMoves
+from backtests.pair_moves import PairMoves, moved_by
 from backtests.paths import COVERAGE, MODELS, M1Path, ModelDataError, check_inside, check_market
 from backtests.periods import Periods, resolve
 from backtests.replay import Result, _criterion, _lap, broker_figures, indicators_on
@@ -276,9 +281,9 @@ def open_prices(desks: list) -> tuple[Callable[[int], None], Callable[[int], Non
 
     Each symbol works its range with the others standing at a price of theirs: the open, or, for a symbol
     whose own range changed its positions (a pending order filled, a position closed or reduced) and
-    that still holds some, its close or its fill, the worse for the account (``after_range``; the module
-    docstring says why); after the bar every symbol stands at its open again, which the EA's next decision
-    replaces with the next bar's."""
+    that still holds some or converts another's profit, its close or its fill, the worse for the account
+    (``after_range``; the module docstring says why); after the bar every symbol stands at its open again,
+    which the EA's next decision replaces with the next bar's."""
     books = [(d, d.book) for d in desks]
 
     def opening(t: int) -> None:
@@ -297,8 +302,8 @@ def open_prices(desks: list) -> tuple[Callable[[int], None], Callable[[int], Non
             if book.positions or book.orders:
                 before, first = book.changes, d.ledger.deal_count()
                 d.bar_range(t)
-                if book.changes != before and book.positions:
-                    d.inside = after_range(d, t, first)
+                if book.changes != before and (book.positions or _converts_held(d, desks)):
+                    d.inside = after_range(d, t, first, desks)
                     moved.append(d)
         if moves is not None:
             moves(t)
@@ -308,12 +313,16 @@ def open_prices(desks: list) -> tuple[Callable[[int], None], Callable[[int], Non
     return opening, closing
 
 
-def after_range(desk, t: int, first: int) -> tuple[float, float]:
+def after_range(desk, t: int, first: int, desks: list) -> tuple[float, float]:
     """Where ``desk`` stands (bid, ask in points) once its open-prices range has changed its positions in
     bar ``t`` (``first``: the account's deals before that range): its close, or the price of its range's
-    deals where they all came at one price (a fill, a netting reversal's two deals) and its positions are
+    deals where they all came at one price (a fill, a netting reversal's two deals) and the account is
     worth less there than at the close. Both are states the account truly had after every deal of the
-    range; the worse of the two is taken (the module docstring)."""
+    range; the worse of the two is taken (the module docstring). Worse is judged with every other symbol of
+    ``desks`` at the worst of its bar for the account (longs at its lowest bid, shorts at its highest ask),
+    where a stop-out or a refused fill can come: ``desk``'s price converts the profit of other symbols'
+    positions (GBPUSD, EURGBP's pounds), and a loss of theirs weighs more at the higher rate of the two even
+    where ``desk``'s own positions are worth less at the other."""
     m = desk.market
     close = m.close_quote(t)
     symbol = desk.symbol
@@ -325,7 +334,31 @@ def after_range(desk, t: int, first: int) -> tuple[float, float]:
     spread = m.s[t]  # the spread its range was worked at (``Broker.bar_range``)
     bid = points if kind == "sell" else points - spread  # a sell deals at the bid, a buy at the ask
     deal = (bid, bid + spread)
-    return deal if desk.floating(*deal) < desk.floating(*close) else close
+    others = [d for d in desks if d is not desk and d.book.positions and not closed_at(d, t)]
+    kept = [d.inside for d in others]
+    for d in others:
+        worst = d.market.extremes()
+        d.inside = (worst.bid_low.item(t), worst.ask_high.item(t))
+    try:
+        return deal if _equity_at(desk, deal) < _equity_at(desk, close) else close
+    finally:
+        for d, inside in zip(others, kept, strict=True):
+            d.inside = inside
+
+
+def _equity_at(desk, quote: tuple[float, float]) -> float:
+    """The account's equity with ``desk`` standing at ``quote`` and every other symbol where it stands now:
+    ``desk``'s own positions and those whose profit it converts, each valued at that quote."""
+    kept, desk.inside = desk.inside, quote
+    try:
+        return desk.funds.equity_now()
+    finally:
+        desk.inside = kept
+
+
+def _converts_held(desk, desks: list) -> bool:
+    """Whether ``desk``'s price converts the profit of another symbol's open positions (``money_pairs``)."""
+    return any(d.book.positions for d in moved_by(desks, desk))
 
 
 def price_paths(desks: list, ticks: bool) -> tuple[Callable[[int], None], Callable[[int], None]]:
