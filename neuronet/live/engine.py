@@ -377,7 +377,7 @@ class LiveEngine:
         closed = 0
         try:
             if self.s.close_on_exit and self.part.closing_quotes():
-                closed = self.ctx.close(None, self.ea.magic)
+                closed = self.ctx.close(None, None)  # every number the EA used is its own
             if deinit:
                 self.ea.mark_run(
                     complete=reason == "max_bars", interrupted=None if reason == "max_bars" else reason

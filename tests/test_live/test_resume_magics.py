@@ -15,6 +15,7 @@ from test_live.test_account_report import live_run
 from test_live.test_multi_live import _held as multi_held
 from test_live.test_multi_live import live_runner
 
+from neuronet.live.journal import read_journal
 from neuronet.live.limits import Limits
 from strategies.base import ExpertAdvisor
 
@@ -60,3 +61,12 @@ def test_a_resumed_multi_symbol_run_keeps_its_second_magic_numbers_position(port
     assert multi_held(sim) == {"EURUSD": 0.1, "GBPUSD": 0.1, "USDJPY": 0.1} and sim.state.book.executed == 3
     live_runner(port, sim, journal, ea=_GbpSecondMagic, bars=2).run()  # resumed
     assert sim.state.book.executed == 3  # no second GBPUSD buy past the limit of one position per symbol
+
+
+def test_close_on_exit_closes_the_positions_of_every_magic_number_the_ea_used(port, sim, tmp_path):
+    # ``--close-on-exit`` closed the EA's own number's positions only: the second number's 0.1 lots stayed.
+    journal = tmp_path / "live.jsonl"
+    live_run(port, sim, journal, ea=_SecondMagic, params={}, limits=ONE, bars=3, close_on_exit=True)
+    assert _held(sim) == []
+    stop = [r for r in read_journal(journal) if r["type"] == "stop"]
+    assert [r["closed_on_exit"] for r in stop] == [1]
