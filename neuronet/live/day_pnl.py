@@ -133,8 +133,9 @@ class DayPnlReader:
             elif int(d.entry) != ENTRY_IN:  # another's close: of one of the run's positions?
                 ours = self._ours(int(d.position_id), magics)
                 if ours is None:
-                    why = f"{self.symbol}: whose position #{int(d.position_id)} deal #{int(d.ticket)} closed"
-                    total = total + DayPnl(min(float(d.profit), 0.0), (why + " cannot be read",))
+                    pid, ticket = int(d.position_id), int(d.ticket)
+                    why = f"{self.symbol}: the deals of position #{pid} (closed by #{ticket}) cannot be read"
+                    total = total + DayPnl(min(float(d.profit), 0.0), (why,))
                 elif ours:
                     deals.append(d)
         for d in deals:
