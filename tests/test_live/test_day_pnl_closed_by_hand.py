@@ -73,3 +73,36 @@ def test_the_runs_own_close_still_counts_once(port, sim, tmp_path):
     trade = TerminalTrade(src, "EURUSD", magic=MAGIC, clock=src.clock)
     paid = sum(p for _, _, p in _deals(sim))
     assert trade.day_pnl().value == pytest.approx(paid, abs=0.01) and paid < 0
+
+
+def _deal(ticket: int, entry: int, magic: int, profit: float, time: int):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        ticket=ticket, symbol="EURUSD", magic=magic, entry=entry, position_id=7, type=1 if entry else 0,
+        volume=1.0, price=1.1, profit=profit, commission=0.0, swap=0.0, fee=0.0, time=time,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("history", "value", "unknown"), [(None, -400.0, 1), ("ours", -400.0, 0), ("theirs", 0.0, 0)]
+)
+def test_a_close_of_a_position_whose_opener_cannot_be_read_is_unknown_not_zero(history, value, unknown):
+    """Position #7 opened at 10:00 and closed at 11:00 today by a request of magic 0 (-400 USD). Its
+    opening deal is not among today's deals of the run (a read of the day's deals from a history cut short):
+    whose position it was is read from its own deals; an unreadable answer makes the day's P&L unknown
+    (new orders refused) with the loss counted, never 0."""
+    from neuronet.live.day_pnl import DayPnlReader
+
+    day = 19_789  # 2024-03-07
+    start = day * 86400
+    opener = {"ours": MAGIC, "theirs": 777}.get(history)
+    closing = _deal(2, 1, 0, -400.0, start + 11 * 3600)
+
+    def read(name, *args, position=None, symbol=None, none_ok=False):
+        if name == "history_deals_get" and position is not None:
+            return None if opener is None else [_deal(1, 0, opener, 0.0, start + 10 * 3600), closing]
+        return [closing] if name == "history_deals_get" else []
+
+    got = DayPnlReader(read, "EURUSD").of(day, {MAGIC})
+    assert got.value == pytest.approx(value) and len(got.unknown) == unknown
