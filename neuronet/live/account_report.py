@@ -165,7 +165,8 @@ def run_history(
     source: Any, who: RunIdentity, symbols: Iterable[str], span: tuple[int, int], path: str, made: set[int]
 ) -> dict[str, tuple[list[Any], list[Any]]]:
     """Per symbol of the run, the terminal's buy and sell deals and its orders over ``span`` carrying one
-    of the run's magic numbers (deals of other symbols, other EAs and manual trades are not the run's).
+    of the run's magic numbers, or belonging to a position the run opened in it (deals of other symbols,
+    other EAs and manual trades are not the run's, unless they close or change its positions).
     ``made``: the deals the journal says the run made (``journaled_deals``); one the terminal's history
     lacks (a history cut short) is refused: the report would leave its money out, or take the rest of its
     position for one opened before the run."""
@@ -179,20 +180,22 @@ def run_history(
             "that the run made (its history is cut short: load more of it in the terminal's History tab)"
         )
 
-    def mine(rows: Any, symbol: str, when: str) -> list[Any]:
-        return [
-            r
-            for r in rows
-            if r.symbol == symbol and int(r.magic) in who.magics and lo <= int(getattr(r, when)) < hi
-        ]
+    def inside(rows: Any, symbol: str, when: str) -> list[Any]:
+        return [r for r in rows if r.symbol == symbol and lo <= int(getattr(r, when)) < hi]
 
-    return {
-        name: (
-            [d for d in mine(deals, name, "time") if int(d.type) in (0, 1)],
-            mine(orders, name, "time_setup"),
-        )
-        for name in symbols
-    }
+    def run_rows(symbol: str) -> tuple[list[Any], list[Any]]:
+        """The run's deals and orders of ``symbol``: of its magic numbers, and any other of a position they
+        opened (closed by hand, that deal and its order carry magic 0; by another EA, its number): its
+        money is the run's, as MetaTrader books it on the run's position (``DEAL_POSITION_ID``)."""
+        rows = [d for d in inside(deals, symbol, "time") if int(d.type) in (0, 1)]
+        opened = {int(d.position_id) for d in rows if int(d.magic) in who.magics and int(d.entry) == 0}
+
+        def ours(r: Any) -> bool:
+            return int(r.magic) in who.magics or int(getattr(r, "position_id", 0) or 0) in opened
+
+        return [d for d in rows if ours(d)], [o for o in inside(orders, symbol, "time_setup") if ours(o)]
+
+    return {name: run_rows(name) for name in symbols}
 
 
 def terminal_ledger(

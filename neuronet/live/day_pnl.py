@@ -3,6 +3,8 @@
 A prop firm's daily loss counts from the start of the broker's server day: what the account held at
 00:00 server time is valued at that moment, and only what happened after counts as today's. So:
 
+- the run's deals are those of its magic numbers and every deal of a position they opened, whoever made it
+  (a position closed by hand: MetaTrader gives that closing deal magic 0, and its loss is the run's);
 - deals of today count their commission, swap and fee (``history_deals_get``), and their profit whole,
   except a deal closing a position opened before the day, which counts what the closed volume made since
   the day's start (valued as below, at the deal's price);
@@ -81,6 +83,7 @@ class DayPnlReader:
     def __init__(self, read: Callable[..., Any], symbol: str):
         self._read, self.symbol = read, symbol
         self._opens: dict[int, DayOpen] = {}
+        self._owners: dict[int, int] = {}  # position -> the magic number of the request that opened it
 
     def day_open(self, day: int) -> DayOpen | None:
         """The bid and ask at the start of server ``day`` (days since 1970 in broker time), or None: the
@@ -108,19 +111,37 @@ class DayPnlReader:
         return self._opens[day]
 
     def of(self, day: int, magics: Iterable[int]) -> DayPnl:
-        """This symbol's P&L of server ``day`` for the positions and deals of ``magics``."""
+        """This symbol's P&L of server ``day`` for the positions of ``magics`` and their deals, whoever
+        made them: a deal is the run's where its magic number is, or where the position it belongs to
+        (``DEAL_POSITION_ID``) is one of the run's (``_ours``: closed by hand, the deal carries magic 0,
+        or by another EA with its own number; its loss is the run's all the same)."""
         magics = set(magics)
         start = int(day) * DAY
-        deals = [
+        today = [
             d
             for d in self._read("history_deals_get", start, start + DAY - 1) or ()
-            if d.symbol == self.symbol and d.magic in magics and start <= int(d.time) < start + DAY
+            if d.symbol == self.symbol and start <= int(d.time) < start + DAY
         ]
+        held = [p for p in self._read("positions_get", symbol=self.symbol) or () if p.symbol == self.symbol]
+        known = {int(p.ticket) for p in held if p.magic in magics}
+        known.update(int(d.position_id) for d in today if d.magic in magics)
         total = DayPnl(0.0)
+        deals = []
+        for d in today:
+            if d.magic in magics or int(d.position_id) in known:
+                deals.append(d)
+            elif int(d.entry) != ENTRY_IN:  # another's close: of one of the run's positions?
+                ours = self._ours(int(d.position_id), magics)
+                if ours is None:
+                    pid, ticket = int(d.position_id), int(d.ticket)
+                    why = f"{self.symbol}: the deals of position #{pid} (closed by #{ticket}) cannot be read"
+                    total = total + DayPnl(min(float(d.profit), 0.0), (why,))
+                elif ours:
+                    deals.append(d)
         for d in deals:
             total = total + self._deal(d, day)
-        for p in self._read("positions_get", symbol=self.symbol) or ():
-            if p.symbol == self.symbol and p.magic in magics:
+        for p in held:
+            if p.magic in magics:
                 added = [
                     d
                     for d in deals
@@ -128,6 +149,21 @@ class DayPnlReader:
                 ]
                 total = total + self._position(p, day, added)
         return total
+
+    def _ours(self, position: int, magics: set[int]) -> bool | None:
+        """Whether ``position`` was opened by a request of ``magics`` (its first entry deal's magic number,
+        as MetaTrader gives a position the number of the order that opened it), or None where its deals
+        cannot be read. Known once, it never changes."""
+        if position not in self._owners:
+            history = self._read("history_deals_get", position=position, none_ok=True)
+            entries = sorted(
+                (d for d in history or () if int(d.entry) == ENTRY_IN),
+                key=lambda d: (int(d.time), int(d.ticket)),
+            )
+            if not entries:
+                return None
+            self._owners[position] = int(entries[0].magic)
+        return self._owners[position] in magics
 
     def _deal(self, d: Any, day: int) -> DayPnl:
         """A deal of the day: its costs, and its profit, of which a deal closing a position opened before

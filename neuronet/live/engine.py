@@ -316,7 +316,7 @@ class LiveEngine:
         closed = 0
         try:
             if run.settings.close_on_exit and self.part.closing_quotes():
-                closed = run.ctx.close(None, run.ea.magic)
+                closed = run.ctx.close(None, None)  # every number the EA used is its own
             if deinit:
                 run.ea.mark_run(
                     complete=reason == "max_bars", interrupted=None if reason == "max_bars" else reason

@@ -138,6 +138,11 @@ class TerminalRouter:
             if mine:
                 trade.restore_unresolved(mine)
 
+    def restore_magics(self, magics: Mapping[str, set[int]]) -> None:
+        """The magic numbers each symbol's requests carried before a restart go back to its context."""
+        for symbol, trade in self.trades.items():
+            trade.restore_magics(magics.get(symbol, ()))
+
     def restore_halt(self, day: int) -> None:
         for trade in self.trades.values():
             trade.restore_halt(day)

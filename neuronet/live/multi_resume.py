@@ -27,6 +27,7 @@ from neuronet.live.errors import JournalError
 from neuronet.live.journal import JournalRecords, json_ready
 from neuronet.live.multi_paper import Closed, Quote
 from neuronet.live.rebuild import bars_frame, follow_lost_reply
+from neuronet.live.terminal_requests import sent_magic
 
 # Records replayed in order to rebuild the run's state (the rest are read for the live account only).
 EVENTS = frozenset({"open", "request", "result", "decision", "bar", "tick"})
@@ -45,6 +46,7 @@ class MultiJournal:
     halted_day: int | None = None
     unresolved: dict[str, dict] = field(default_factory=dict)
     stopped: dict | None = None  # the last stop record
+    magics: dict[str, set[int]] = field(default_factory=dict)  # live: each symbol's sent requests' numbers
 
 
 def identity_of(start: dict) -> dict:
@@ -101,6 +103,8 @@ def read_multi(path: Path, records: JournalRecords) -> MultiJournal:
             if note.get("event") == "halted":
                 out.halted_day = int(note["day"])
             follow_lost_reply(out.unresolved, in_flight, note)
+            if (magic := sent_magic(note)) is not None:
+                out.magics.setdefault(str(note.get("symbol")), set()).add(magic)
     for tag, note in in_flight.items():  # killed while sending: looked up, counted open, never sent again
         out.unresolved.setdefault(tag, note)
     if (start.get("symbol"), start.get("timeframe")) not in out.frames:

@@ -210,6 +210,8 @@ class MultiLiveRunner:
                 self.router.restore_halt(state.halted_day)  # a restart does not lift the day's halt
             if state is not None and state.unresolved:
                 self.router.restore_unresolved(state.unresolved)  # looked up by symbol, never sent again
+            if state is not None and state.magics:
+                self.router.restore_magics(state.magics)  # each symbol's positions of every number it used
         run.ctx = MultiLiveContext(trading, run.bars, run.journal.write, run.now, run.bar)
         again: list[dict] = []
         if state is not None:

@@ -22,6 +22,7 @@ from neuronet.live.context import REQUESTS, replay_args
 from neuronet.live.errors import JournalError
 from neuronet.live.journal import json_ready
 from neuronet.live.paper import PaperBroker
+from neuronet.live.terminal_requests import sent_magic
 
 
 @dataclass
@@ -41,6 +42,7 @@ class JournalState:
     unresolved: dict[str, dict] = field(default_factory=dict)  # live: lost replies not settled (id -> note)
     account: dict | None = None  # live: the first account record (who the run traded as)
     again: list[dict] = field(default_factory=list)  # the cut bar's requests, answered when decided again
+    magics: set[int] = field(default_factory=set)  # live: the magic numbers of the requests sent
 
 
 def history_record(bars: pd.DataFrame) -> dict:
@@ -194,7 +196,10 @@ def read_state(path: str, records: Iterable[dict], *, paper: bool | None = None)
                 state.account = rec
             elif kind == "request" and (rec.get("terminal") or {}).get("event") == "halted":
                 state.halted_day = int(rec["terminal"]["day"])
-            follow_lost_reply(state.unresolved, in_flight, rec.get("terminal") or {})
+            note = rec.get("terminal") or {}
+            follow_lost_reply(state.unresolved, in_flight, note)
+            if (magic := sent_magic(note)) is not None:
+                state.magics.add(magic)
         except JournalError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a field of the wrong kind

@@ -227,6 +227,8 @@ class LiveRunner:
                 trading.restore_halt(state.halted_day)  # a restart does not lift the day's halt
             if state is not None and state.unresolved:
                 trading.restore_unresolved(state.unresolved)  # looked up, counted open, never sent again
+            if state is not None and state.magics:
+                trading.restore_magics(state.magics)  # its positions of every number it used stay its
             self.lifecycle.journal_account(trading.account)
         run.ctx = LiveContext(trading, run.bars, run.journal.write, run.now, run.bar)
         run.ea.attach(run.ctx, run.bars.feed.bars)

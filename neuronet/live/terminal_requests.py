@@ -117,6 +117,17 @@ def user_comment(comment: str) -> str:
     return TAG.sub("", comment, count=1)
 
 
+def sent_magic(note: Any) -> int | None:
+    """The magic number of a request this run sent to the terminal (a "request" note), or None for any
+    other note: a request refused before the terminal (a limit, magic 0 of the trades placed by hand) made
+    no position or order of its number, so that number is not the run's."""
+    if not isinstance(note, dict) or note.get("event") != "request":
+        return None
+    request = note.get("request")
+    magic = request.get("magic") if isinstance(request, dict) else None
+    return int(magic) if isinstance(magic, int) and not isinstance(magic, bool) and magic > 0 else None
+
+
 class TradeSetupError(NeuronetError, ValueError):
     """A live trade context was given an unusable setting (magic number, deviation, symbol)."""
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -288,6 +288,12 @@ class TerminalTrade(PendingOrders, TerminalRequests):
     def halted_on(self, day: int) -> bool:
         """Whether the daily loss limit was reached on server ``day`` by a request of this symbol."""
         return self._halted_day == int(day)
+
+    def restore_magics(self, magics: Iterable[int]) -> None:
+        """The magic numbers this symbol's requests carried before a restart (``sent_magic`` of the journal's
+        notes): their positions and orders stay this EA's, counted by its limits and its day's P&L, as they
+        were before the stop (a resumed run = an uninterrupted one)."""
+        self.magics.update(int(m) for m in magics)
 
     def restore_halt(self, day: int) -> None:
         """The daily loss limit was reached on server ``day`` (days since 1970 in broker time) before a
