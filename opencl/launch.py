@@ -112,6 +112,7 @@ class Launcher:
         # profiles).
         self.enqueue = runtime.launch
         self._meta: dict[tuple, tuple] = {}  # (shape, dtype) -> (shape, dtype, strides, size) for empty()
+        self.core: dict[str, BoundKernel] = {}  # the backend's core kernels (``bind_core``), by name
         self._fast_arrays = True
         try:
             self.empty((1,))
@@ -121,6 +122,13 @@ class Launcher:
     def bind(self, specs: tuple[KernelSpec, ...], **defines: object) -> dict[str, BoundKernel]:
         """Bound kernels by name, built with ``defines`` (``-D`` options) when first launched."""
         return {spec.name: BoundKernel(self, spec, dict(defines)) for spec in specs}
+
+    def bind_core(self, specs: tuple[KernelSpec, ...], **defines: object) -> dict[str, BoundKernel]:
+        """``bind`` for the backend's core kernels, kept as ``core``: an op family that needs one of them
+        (attention's dropout product is the core ``mul``) launches that kernel, from the program built with
+        the backend's defines, instead of a copy in its own file."""
+        self.core = self.bind(specs, **defines)
+        return self.core
 
     @staticmethod
     def arg(t: cla.Array) -> tuple:

@@ -214,18 +214,6 @@ __kernel void axpby(__global const REAL *a, const uint a_off, __global const REA
     }
 }
 
-/* out = a ⊙ b elementwise: attention weights (or their gradient) times the dropout mask. */
-__kernel void times(__global const REAL *a, const uint a_off, __global const REAL *b, const uint b_off,
-                    __global REAL *out, const uint out_off, const int n) {
-    a += a_off;
-    b += b_off;
-    out += out_off;
-    const int i = get_global_id(0);
-    if (i < n) {
-        out[i] = a[i] * b[i];
-    }
-}
-
 /* Column sums of g (rows, cols) in `chunks` slices of rows: out (chunks, cols)[k, c] = sum of g[r, c] over
  * slice k. One item per (slice, column); with chunks = 1 this is the final sum, otherwise a second call
  * with chunks = 1 adds the slices (GPUs need the row-parallel first stage to fill the device). */
