@@ -3,6 +3,7 @@
  * mix. Simple one-item-per-output (or per-row/column) kernels: every 1-D launch is rounded up to the
  * work-group size, hence the `n` guards. Reference: nn/attention_ops_numpy.py. */
 #include "common.h"
+#include "softmax_row.h"
 
 /* C[g] = alpha op(A[g]) op(B[g]); element (m, k) of op(A[g]) is A[g*sag + m*sam + k*sak], likewise B.
  * One item per element of C (G, M, N). */
@@ -100,30 +101,13 @@ __kernel void bmm_strided_cpu(__global const REAL *a, const uint a_off, __global
     }
 }
 
-/* Row softmax over the last axis of (rows, S). With `causal`, row r is query q = r % Q and columns
- * j > q get probability 0. One item per row. */
+/* Row softmax over the last axis of (rows, S) (softmax_row.h). With `causal`, row r is query q = r % Q and
+ * columns j > q get probability 0. One item per row. */
 __kernel void softmax_rows_forward(__global const REAL *x, const uint x_off, __global REAL *y, const uint y_off,
                                    const int rows, const int S, const int Q, const int causal) {
     const int r = get_global_id(0);
-    if (r >= rows) {
-        return;
-    }
-    x += x_off + (size_t)r * S;
-    y += y_off + (size_t)r * S;
-    const int last = causal ? min(r % Q, S - 1) : S - 1;
-    REAL mx = x[0];
-    for (int j = 1; j <= last; ++j) {
-        mx = fmax(mx, x[j]);
-    }
-    REAL sum = (REAL)0;
-    for (int j = 0; j <= last; ++j) {
-        const REAL e = exp(x[j] - mx);
-        y[j] = e;
-        sum += e;
-    }
-    const REAL inv = (REAL)1 / sum;
-    for (int j = 0; j < S; ++j) {
-        y[j] = j <= last ? y[j] * inv : (REAL)0;
+    if (r < rows) {
+        softmax_row_global(x + x_off + (size_t)r * S, y + y_off + (size_t)r * S, S, r % Q, causal);
     }
 }
 

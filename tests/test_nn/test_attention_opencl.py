@@ -150,6 +150,25 @@ def test_self_attention_reference_is_the_per_head_formula(rng):
 
 
 @pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_and_composed_attention_weights_agree_to_the_bit(rng, dtype, causal):
+    """The fused kernel's row softmax (rows in local memory) and the composed path's row softmax kernel
+    (rows in global memory) are one definition: the same scores give the same weights to the last bit,
+    and a causal row gives exactly 0 to every later token."""
+    dev = CLBackend(dtype=dtype, layout="gpu")  # the fused kernels run in the GPU layout on any device
+    ops = dev.self_attention_forward.__self__
+    b, s, h, e = 2, 13, 3, 5
+    qkv = dev.asarray(rng.normal(size=(b, s, 3 * h * e)).astype(dtype) * 3)
+    fused = ops._fused.forward(qkv, h, 0.7, causal, None)
+    assert fused is not None
+    _, composed = ops._composed_attention_forward(qkv, h, 0.7, causal, None)
+    w = dev.to_numpy(fused[1])
+    np.testing.assert_array_equal(w, dev.to_numpy(composed))
+    if causal:
+        assert (w[:, np.triu_indices(s, 1)[0], np.triu_indices(s, 1)[1]] == 0).all()
+
+
+@pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("s", [1, 3, 17])
 def test_softmax(dev, rng, s, causal):
     x, gy = rng.normal(size=(5, s, s)) * 3, rng.normal(size=(5, s, s))
