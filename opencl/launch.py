@@ -43,8 +43,9 @@ class KernelSpec:
     per_group: bool = False
 
 
-def kernel_specs(file: str, names: str, cpu: tuple[int, ...], gpu: tuple[int, ...],
-                 per_group: bool = False) -> tuple[KernelSpec, ...]:
+def kernel_specs(
+    file: str, names: str, cpu: tuple[int, ...], gpu: tuple[int, ...], per_group: bool = False
+) -> tuple[KernelSpec, ...]:
     """The same work-group declared for several kernels of ``file`` (``names`` separated by spaces)."""
     return tuple(KernelSpec(file, name, cpu, gpu, per_group) for name in names.split())
 
@@ -52,8 +53,17 @@ def kernel_specs(file: str, names: str, cpu: tuple[int, ...], gpu: tuple[int, ..
 class BoundKernel:
     """A ``KernelSpec`` bound to a launcher and build defines; calling it launches the kernel."""
 
-    __slots__ = ("_defines", "_enqueue", "_group", "_kernel", "_launcher", "_local1", "local", "per_group",
-                 "spec")
+    __slots__ = (
+        "_defines",
+        "_enqueue",
+        "_group",
+        "_kernel",
+        "_launcher",
+        "_local1",
+        "local",
+        "per_group",
+        "spec",
+    )
 
     def __init__(self, launcher: Launcher, spec: KernelSpec, defines: dict[str, object]) -> None:
         self._launcher, self.spec, self._defines = launcher, spec, defines
@@ -147,8 +157,17 @@ class Launcher:
         shape, dt, strides, size = meta
         if not self._fast_arrays:
             return DeviceArray(self._queue, shape, dt, allocator=self._allocator)
-        return DeviceArray(None, shape, dt, allocator=self._allocator, strides=strides, _fast=True,
-                           _size=size, _context=self._context, _queue=self._queue)
+        return DeviceArray(
+            None,
+            shape,
+            dt,
+            allocator=self._allocator,
+            strides=strides,
+            _fast=True,
+            _size=size,
+            _context=self._context,
+            _queue=self._queue,
+        )
 
     def describe(self, shape, dtype) -> tuple:
         """(shape, dtype, strides, size) of a C-contiguous array, memoised for ``empty`` and views."""
@@ -170,6 +189,15 @@ class Launcher:
     def view_of(self, flat: cla.Array, offset: int, meta: tuple) -> cla.Array:
         """A view of ``flat`` at element ``offset`` with ``describe``'s ``meta`` (callers check bounds)."""
         shape, dt, strides, size = meta
-        return DeviceArray(None, shape, dt, data=flat.base_data, offset=flat.offset + offset * dt.itemsize,
-                           strides=strides, _fast=True, _size=size, _context=self._context,
-                           _queue=self._queue)
+        return DeviceArray(
+            None,
+            shape,
+            dt,
+            data=flat.base_data,
+            offset=flat.offset + offset * dt.itemsize,
+            strides=strides,
+            _fast=True,
+            _size=size,
+            _context=self._context,
+            _queue=self._queue,
+        )
