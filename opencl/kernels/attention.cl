@@ -111,23 +111,14 @@ __kernel void softmax_rows_forward(__global const REAL *x, const uint x_off, __g
     }
 }
 
-/* gx = y (gy - sum(gy y)) per row. One item per row. */
+/* gx = y (gy - sum(gy y)) per row (softmax_row.h). One item per row. */
 __kernel void softmax_rows_backward(__global const REAL *y, const uint y_off, __global const REAL *gy,
                                     const uint gy_off, __global REAL *gx, const uint gx_off, const int rows,
                                     const int S) {
     const int r = get_global_id(0);
-    if (r >= rows) {
-        return;
-    }
-    y += y_off + (size_t)r * S;
-    gy += gy_off + (size_t)r * S;
-    gx += gx_off + (size_t)r * S;
-    REAL dot = (REAL)0;
-    for (int j = 0; j < S; ++j) {
-        dot += gy[j] * y[j];
-    }
-    for (int j = 0; j < S; ++j) {
-        gx[j] = y[j] * (gy[j] - dot);
+    if (r < rows) {
+        const size_t o = (size_t)r * S;
+        softmax_row_backward_global(y + y_off + o, gy + gy_off + o, gx + gx_off + o, S);
     }
 }
 

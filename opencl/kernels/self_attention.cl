@@ -103,14 +103,8 @@ __kernel void self_attention_backward(__global const REAL *qkv, const uint qkv_o
         lgs[idx] = has_mask ? acc * mask[idx] : acc;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int i = lid; i < S; i += ls) { /* softmax_rows_backward */
-        REAL dot = (REAL)0;
-        for (int j = 0; j < S; ++j) {
-            dot += lgs[i * S + j] * la[i * S + j];
-        }
-        for (int j = 0; j < S; ++j) {
-            lgs[i * S + j] = la[i * S + j] * (lgs[i * S + j] - dot);
-        }
+    for (int i = lid; i < S; i += ls) { /* the softmax backward of softmax_rows_backward, in place */
+        softmax_row_backward_local(la + i * S, lgs + i * S, lgs + i * S, S);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     __global REAL *dst = gqkv + gqkv_off + (size_t)b * S * 3 * D + (size_t)h * E;

@@ -1,16 +1,20 @@
-/* The masked row softmax of attention, written once for the two address spaces its rows live in (OpenCL
- * C 1.2 has no generic one): softmax_row_global for rows in global memory (softmax_rows_forward of
- * attention.cl), softmax_row_local for rows in local memory (the fused self-attention of
- * self_attention.cl), so both paths give the same bits. Row q (the query) of S scores: with `causal`
- * only keys j <= q take part (no peek at later tokens); y[j] = exp(x[j] - max) / sum over those keys,
- * the maximum subtracted so that exp cannot overflow, and exactly 0 past the last. y may be x. */
+/* The row softmax and its backward, written once for the two address spaces rows live in (OpenCL C 1.2
+ * has no generic one): the *_global functions for rows in global memory (the dense output softmax of
+ * activations.cl, softmax_rows_forward/backward of attention.cl), the *_local ones for rows in local
+ * memory (the fused self-attention of self_attention.cl), so every path gives the same bits.
+ *
+ * softmax_row: row q (the query) of S scores; with `causal` only keys j <= q take part (no peek at later
+ * tokens); y[j] = exp(x[j] - max) / sum over those keys, the maximum subtracted so that exp cannot
+ * overflow, and exactly 0 past the last. y may be x.
+ * softmax_row_backward: gx = y (gy - sum_j gy_j y_j), the Jacobian-vector product. gx may be gy. */
 #ifndef NEURONET_SOFTMAX_ROW_H
 #define NEURONET_SOFTMAX_ROW_H
 
 #include "common.h"
 
-#define SOFTMAX_ROW(NAME, SPACE)                                                                            \
-    inline void NAME(SPACE const REAL *x, SPACE REAL *y, const int S, const int q, const int causal) {     \
+#define SOFTMAX_ROW(SPACE, SFX)                                                                             \
+    inline void softmax_row_##SFX(SPACE const REAL *x, SPACE REAL *y, const int S, const int q,            \
+                                  const int causal) {                                                      \
         const int last = causal ? min(q, S - 1) : S - 1;                                                   \
         REAL mx = x[0];                                                                                    \
         for (int j = 1; j <= last; ++j) {                                                                  \
@@ -26,10 +30,20 @@
         for (int j = 0; j < S; ++j) {                                                                      \
             y[j] = j <= last ? y[j] * inv : (REAL)0;                                                       \
         }                                                                                                  \
+    }                                                                                                      \
+    inline void softmax_row_backward_##SFX(SPACE const REAL *y, SPACE const REAL *gy, SPACE REAL *gx,      \
+                                           const int S) {                                                  \
+        REAL dot = (REAL)0;                                                                                \
+        for (int j = 0; j < S; ++j) {                                                                      \
+            dot += gy[j] * y[j];                                                                           \
+        }                                                                                                  \
+        for (int j = 0; j < S; ++j) {                                                                      \
+            gx[j] = y[j] * (gy[j] - dot);                                                                  \
+        }                                                                                                  \
     }
 
-SOFTMAX_ROW(softmax_row_global, __global)
-SOFTMAX_ROW(softmax_row_local, __local)
+SOFTMAX_ROW(__global, global)
+SOFTMAX_ROW(__local, local)
 #undef SOFTMAX_ROW
 
 #endif

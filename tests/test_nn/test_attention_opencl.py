@@ -178,6 +178,18 @@ def test_softmax(dev, rng, s, causal):
     close(dev, dev.softmax_last_backward(y, up(dev, gy)), REF.softmax_last_backward(ry, gy))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dense_and_attention_softmax_agree_to_the_bit(rng, dtype):
+    """The dense output layer's softmax and attention's row softmax (two programs) are one definition,
+    forward and backward."""
+    dev = CLBackend(dtype=dtype)
+    x, gy = (dev.asarray(rng.normal(size=(37, 19)).astype(dtype) * 4) for _ in range(2))
+    y = dev.softmax_forward(x)
+    np.testing.assert_array_equal(dev.to_numpy(y), dev.to_numpy(dev.softmax_last_forward(x, False)))
+    got, want = dev.softmax_backward(y, gy), dev.softmax_last_backward(y, gy)
+    np.testing.assert_array_equal(dev.to_numpy(got), dev.to_numpy(want))
+
+
 @pytest.mark.parametrize("layout", ["cpu", "gpu"])
 @pytest.mark.parametrize("d", [1, 5, 130])
 def test_layernorm(rng, d, layout):
