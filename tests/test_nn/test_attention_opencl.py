@@ -178,6 +178,26 @@ def test_softmax(dev, rng, s, causal):
     close(dev, dev.softmax_last_backward(y, up(dev, gy)), REF.softmax_last_backward(ry, gy))
 
 
+@pytest.mark.parametrize("layout", ["cpu", "gpu"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_causal_weights_ignore_later_tokens_however_large(rng, layout, dtype):
+    """A peek at the future: with the causal mask, the weights of token i depend on tokens <= i only, so
+    later keys with huge scores (or NaN) change no earlier weight, not even in its last bit; the fused
+    kernel (GPU layout) and the composed ops (CPU layout) alike."""
+    dev = CLBackend(dtype=dtype, layout=layout)
+    b, s, h, e, t0 = 2, 9, 2, 4, 5
+    d = h * e
+    qkv = rng.normal(size=(b, s, 3 * d)).astype(dtype)
+    later = qkv.copy()
+    later[:, t0:, d : 2 * d] = 1e15  # keys of tokens t0.. only: scores far above every earlier one
+    later[:, -1, d] = np.nan
+    _, a = dev.self_attention_forward(dev.asarray(qkv), h, 0.5, True, None)
+    _, a_later = dev.self_attention_forward(dev.asarray(later), h, 0.5, True, None)
+    w, w_later = dev.to_numpy(a), dev.to_numpy(a_later)
+    np.testing.assert_array_equal(w_later[:, :t0], w[:, :t0])
+    assert np.isfinite(w).all()
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_dense_and_attention_softmax_agree_to_the_bit(rng, dtype):
     """The dense output layer's softmax and attention's row softmax (two programs) are one definition,
