@@ -86,6 +86,8 @@ class SpecSettingError(SymbolsError):
 
     def __reduce__(self):  # rebuilt from its parts when it crosses a process boundary (Dask workers)
         return type(self), (self.name, self.value)
+
+
 class StatisticError(NeuronetError, KeyError):
     """A statistic asked for by a name the report does not have (``backtests.statistics.TABLE``)."""
 

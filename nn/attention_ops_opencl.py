@@ -2,10 +2,11 @@
 
 ``AttentionOpenCLOps`` is the ``AttentionOps`` family of ``OpenCLBackend``, built on its shared
 ``opencl.launch.Launcher``; its kernels and their work-groups are declared in ``KERNELS``.
-Kernels live in ``opencl/kernels/attention.cl`` and ``layernorm.cl``; every
-op is one or two launches on device-resident tensors (no host transfers). N-D linear maps reshape to 2-D
-and run through ``opencl.blas.gemm``; batched attention products use one strided kernel over all heads
-(one launch instead of one GEMM per head). Self-attention on GPUs runs fused, one work-group per (sample,
+Kernels live in ``opencl/kernels/attention.cl`` and ``layernorm.cl`` (the dropout product is the core
+``mul`` of ``elementwise.cl``, reached through ``Launcher.core``); every op is one or two launches on
+device-resident tensors (no host transfers). N-D linear maps reshape to 2-D and run through
+``opencl.blas.gemm``; batched attention products use one strided kernel over all heads (one launch
+instead of one GEMM per head). Self-attention on GPUs runs fused, one work-group per (sample,
 head) (``nn.self_attention_opencl``), and composed from these ops elsewhere.
 """
 
@@ -43,7 +44,6 @@ KERNELS: tuple[KernelSpec, ...] = (
     ),
     KernelSpec("attention.cl", "bmm_strided_cpu", (1,), (1,)),
     KernelSpec("attention.cl", "axpby", (_GROUP,), (256,)),  # elementwise: 256 items on GPUs as ``mul``
-    KernelSpec("attention.cl", "times", (1024,), (256,)),  # elementwise, as the core ``mul``
     KernelSpec("layernorm.cl", "layernorm_forward", *_ROWS, per_group=True),
     KernelSpec("layernorm.cl", "layernorm_backward_input", *_ROWS, per_group=True),
     KernelSpec("layernorm.cl", "layernorm_backward_params", (_GROUP,), (_GROUP,)),
@@ -61,6 +61,7 @@ class AttentionOpenCLOps:
         layernorm = tuple(k for k in KERNELS if k.file == "layernorm.cl")
         self._k = launcher.bind(attention) | launcher.bind(layernorm, LG=_LG[launcher.layout])
         self._fused = FusedSelfAttention(launcher)
+        self._times = launcher.core["mul"]  # the backend's elementwise product, one kernel for both
 
     def _chunks(self, rows: int) -> int:
         """Row slices of the column reductions: 1 on CPUs (one item per column is best there), up to 64 on
@@ -258,7 +259,7 @@ class AttentionOpenCLOps:
     def _mul(self, a, b):
         """``a ⊙ b`` (attention weights or their gradient times the dropout mask)."""
         out = self.empty(a.shape)
-        self._k["times"]((a.size,), *self.arg(a), *self.arg(b), *self.arg(out), a.size)
+        self._times((a.size,), *self.arg(a), *self.arg(b), *self.arg(out), a.size)
         return out
 
     def add(self, a, b):

@@ -130,7 +130,7 @@ class OpenCLBackend:
                 "BX_COLS": _BX_COLS,
             }
         self.build_defines = defines
-        self._k = launcher.bind(CORE_KERNELS, **defines)
+        self._k = launcher.bind_core(CORE_KERNELS, **defines)
         for file in dict.fromkeys(spec.file for spec in CORE_KERNELS):  # built now: every model runs them
             build_kernels(rt, file, **defines)
         self.empty = launcher.empty

@@ -94,8 +94,19 @@ def _cpu_tiles(device, itemsize: int) -> tuple[int, int, int]:
     return tm, dw, dn
 
 
-def gemm(rt, A: cla.Array, B: cla.Array, C: cla.Array, *, trans_a: bool = False, trans_b: bool = False,
-         alpha: float = 1.0, beta: float = 0.0, bias: cla.Array | None = None, activation=None) -> None:
+def gemm(
+    rt,
+    A: cla.Array,
+    B: cla.Array,
+    C: cla.Array,
+    *,
+    trans_a: bool = False,
+    trans_b: bool = False,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    bias: cla.Array | None = None,
+    activation=None,
+) -> None:
     """``C = act(alpha·op(A)·op(B) + beta·C + bias)``; ``op(X)`` is ``Xᵀ`` when ``trans_x``.
 
     Shapes: ``op(A) (M, K)``, ``op(B) (K, N)``, ``C (M, N)``, ``bias (N,)`` added to every row.
@@ -105,9 +116,19 @@ def gemm(rt, A: cla.Array, B: cla.Array, C: cla.Array, *, trans_a: bool = False,
     _run(rt, False, A, B, C, trans_a, trans_b, alpha, beta, bias, activation)
 
 
-def gemm_batched(rt, A: cla.Array, B: cla.Array, C: cla.Array, *, trans_a: bool = False,
-                 trans_b: bool = False, alpha: float = 1.0, beta: float = 0.0, bias: cla.Array | None = None,
-                 activation=None) -> None:
+def gemm_batched(
+    rt,
+    A: cla.Array,
+    B: cla.Array,
+    C: cla.Array,
+    *,
+    trans_a: bool = False,
+    trans_b: bool = False,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    bias: cla.Array | None = None,
+    activation=None,
+) -> None:
     """``C[g] = act(alpha·op(A[g])·op(B[g]) + beta·C[g] + bias)`` for G independent products, one launch.
 
     ``A (G, ·, ·)``, ``B (G, ·, ·)``, ``C (G, M, N)``: C-contiguous 3-D arrays (views allowed), e.g.
@@ -146,8 +167,16 @@ def gemm_pair(rt, first: Product, second: Product) -> None:
         return
     key = ("pair", _key(rt, False, *first), _key(rt, False, *second))
     plan = _cached(rt, key, _pair_plan, first, second)
-    plan(first.A, first.B, first.C, first.C if first.bias is None else first.bias,
-         second.A, second.B, second.C, second.C if second.bias is None else second.bias)
+    plan(
+        first.A,
+        first.B,
+        first.C,
+        first.C if first.bias is None else first.bias,
+        second.A,
+        second.B,
+        second.C,
+        second.C if second.bias is None else second.bias,
+    )
 
 
 def _pair_plan(rt, first: Product, second: Product):
@@ -158,12 +187,17 @@ def _pair_plan(rt, first: Product, second: Product):
     for p in (first, second):
         for name, arr in (("A", p.A), ("B", p.B), ("C", p.C)):
             _check(rt, name, arr, 2)
-        problem = _problem(rt, p.A, p.B, p.C, 1, p.trans_a, p.trans_b, p.alpha, p.beta, p.bias,
-                           p.activation)
+        problem = _problem(rt, p.A, p.B, p.C, 1, p.trans_a, p.trans_b, p.alpha, p.beta, p.bias, p.activation)
         checked.append((p.A, p.B, p.C, p.C if p.bias is None else p.bias, problem))
     if checked[0][4] is None or checked[1][4] is None:  # an empty product: the other alone
-        return _PairOfPlans(*(_plan(rt, False, *(p.A, p.B, p.C, p.trans_a, p.trans_b, p.alpha, p.beta,
-                                                 p.bias, p.activation)) for p in (first, second)))
+        return _PairOfPlans(
+            *(
+                _plan(
+                    rt, False, *(p.A, p.B, p.C, p.trans_a, p.trans_b, p.alpha, p.beta, p.bias, p.activation)
+                )
+                for p in (first, second)
+            )
+        )
     return pair_plan(rt, checked[0], checked[1])
 
 
@@ -207,9 +241,26 @@ def _key(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) 
     act = activation
     if act is not None and not isinstance(act, str):  # an object with kind/alpha/beta, such as nn.Activation
         act = (act.kind, act.alpha, act.beta)
-    return (batched, A.shape, A.strides, A.dtype, A.offset & 127, B.shape, B.strides, B.dtype, B.offset & 127,
-            C.shape, C.strides, C.dtype, None if bias is None else (bias.shape, bias.strides, bias.dtype),
-            trans_a, trans_b, alpha, beta, act)
+    return (
+        batched,
+        A.shape,
+        A.strides,
+        A.dtype,
+        A.offset & 127,
+        B.shape,
+        B.strides,
+        B.dtype,
+        B.offset & 127,
+        C.shape,
+        C.strides,
+        C.dtype,
+        None if bias is None else (bias.shape, bias.strides, bias.dtype),
+        trans_a,
+        trans_b,
+        alpha,
+        beta,
+        act,
+    )
 
 
 def _run(rt, batched, A, B, C, trans_a, trans_b, alpha, beta, bias, activation) -> None:
@@ -337,8 +388,24 @@ def _cpu_plan(rt, A, B, C, bias, p: _Problem) -> Plan:
     if sbk == 1 and sak == 1 and M <= DOT_MAX_M:  # A·Bᵀ, both contiguous along K, few rows: dot products
         blocks = -(-N // dn)
         npi = min(blocks, -(-WORK_PER_ITEM // (4 * dn * K)))  # 4 x dn outputs of K multiply-adds per block
-        dot = Launch(k, "gemm_dot", (-(-M // 4), -(-blocks // npi), G), (1, 1, 1),
-                     *a, *operand(OP_B, B), *c, *b_, M, N, K, sam, sbn, ldc, npi, *p.tail)
+        dot = Launch(
+            k,
+            "gemm_dot",
+            (-(-M // 4), -(-blocks // npi), G),
+            (1, 1, 1),
+            *a,
+            *operand(OP_B, B),
+            *c,
+            *b_,
+            M,
+            N,
+            K,
+            sam,
+            sbn,
+            ldc,
+            npi,
+            *p.tail,
+        )
         return Plan(rt, [dot])
     panels = -(-N // NR)
     tail = p.tail
@@ -350,14 +417,50 @@ def _cpu_plan(rt, A, B, C, bias, p: _Problem) -> Plan:
         scratch = G * gp
         buf = (SCRATCH, 0)
         if sbk == 1:  # Bᵀ of a row-major (N, K) array: read along K, transpose 16 x 16 blocks
-            launches.append(Launch(k, "gemm_pack_bt", (-(-K // NR), panels, G), (1, 1, 1),
-                                   *operand(OP_B, B), *buf, K, N, ldb, p.gb, gp))
+            launches.append(
+                Launch(
+                    k,
+                    "gemm_pack_bt",
+                    (-(-K // NR), panels, G),
+                    (1, 1, 1),
+                    *operand(OP_B, B),
+                    *buf,
+                    K,
+                    N,
+                    ldb,
+                    p.gb,
+                    gp,
+                )
+            )
         else:
-            launches.append(Launch(k, "gemm_pack_b", (K, panels, G), None,
-                                   *operand(OP_B, B), *buf, K, N, sbk, sbn, p.gb, gp))
+            launches.append(
+                Launch(
+                    k, "gemm_pack_b", (K, panels, G), None, *operand(OP_B, B), *buf, K, N, sbk, sbn, p.gb, gp
+                )
+            )
         b_args, packed, bstep = buf, 1, NR
         tail = (*tail[:-2], gp, tail[-1])
     ppi = min(panels, -(-WORK_PER_ITEM // (tm * NR * K)))  # panels per work-item
-    launches.append(Launch(k, "gemm_tile", (-(-M // tm), -(-panels // ppi), G), (1, 1, 1),
-                           *a, *b_args, *c, *b_, M, N, K, sam, sak, ldc, packed, bstep, ppi, *tail))
+    launches.append(
+        Launch(
+            k,
+            "gemm_tile",
+            (-(-M // tm), -(-panels // ppi), G),
+            (1, 1, 1),
+            *a,
+            *b_args,
+            *c,
+            *b_,
+            M,
+            N,
+            K,
+            sam,
+            sak,
+            ldc,
+            packed,
+            bstep,
+            ppi,
+            *tail,
+        )
+    )
     return Plan(rt, launches, scratch)

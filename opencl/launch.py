@@ -43,8 +43,9 @@ class KernelSpec:
     per_group: bool = False
 
 
-def kernel_specs(file: str, names: str, cpu: tuple[int, ...], gpu: tuple[int, ...],
-                 per_group: bool = False) -> tuple[KernelSpec, ...]:
+def kernel_specs(
+    file: str, names: str, cpu: tuple[int, ...], gpu: tuple[int, ...], per_group: bool = False
+) -> tuple[KernelSpec, ...]:
     """The same work-group declared for several kernels of ``file`` (``names`` separated by spaces)."""
     return tuple(KernelSpec(file, name, cpu, gpu, per_group) for name in names.split())
 
@@ -52,8 +53,17 @@ def kernel_specs(file: str, names: str, cpu: tuple[int, ...], gpu: tuple[int, ..
 class BoundKernel:
     """A ``KernelSpec`` bound to a launcher and build defines; calling it launches the kernel."""
 
-    __slots__ = ("_defines", "_enqueue", "_group", "_kernel", "_launcher", "_local1", "local", "per_group",
-                 "spec")
+    __slots__ = (
+        "_defines",
+        "_enqueue",
+        "_group",
+        "_kernel",
+        "_launcher",
+        "_local1",
+        "local",
+        "per_group",
+        "spec",
+    )
 
     def __init__(self, launcher: Launcher, spec: KernelSpec, defines: dict[str, object]) -> None:
         self._launcher, self.spec, self._defines = launcher, spec, defines
@@ -112,6 +122,7 @@ class Launcher:
         # profiles).
         self.enqueue = runtime.launch
         self._meta: dict[tuple, tuple] = {}  # (shape, dtype) -> (shape, dtype, strides, size) for empty()
+        self.core: dict[str, BoundKernel] = {}  # the backend's core kernels (``bind_core``), by name
         self._fast_arrays = True
         try:
             self.empty((1,))
@@ -121,6 +132,13 @@ class Launcher:
     def bind(self, specs: tuple[KernelSpec, ...], **defines: object) -> dict[str, BoundKernel]:
         """Bound kernels by name, built with ``defines`` (``-D`` options) when first launched."""
         return {spec.name: BoundKernel(self, spec, dict(defines)) for spec in specs}
+
+    def bind_core(self, specs: tuple[KernelSpec, ...], **defines: object) -> dict[str, BoundKernel]:
+        """``bind`` for the backend's core kernels, kept as ``core``: an op family that needs one of them
+        (attention's dropout product is the core ``mul``) launches that kernel, from the program built with
+        the backend's defines, instead of a copy in its own file."""
+        self.core = self.bind(specs, **defines)
+        return self.core
 
     @staticmethod
     def arg(t: cla.Array) -> tuple:
@@ -139,8 +157,17 @@ class Launcher:
         shape, dt, strides, size = meta
         if not self._fast_arrays:
             return DeviceArray(self._queue, shape, dt, allocator=self._allocator)
-        return DeviceArray(None, shape, dt, allocator=self._allocator, strides=strides, _fast=True,
-                           _size=size, _context=self._context, _queue=self._queue)
+        return DeviceArray(
+            None,
+            shape,
+            dt,
+            allocator=self._allocator,
+            strides=strides,
+            _fast=True,
+            _size=size,
+            _context=self._context,
+            _queue=self._queue,
+        )
 
     def describe(self, shape, dtype) -> tuple:
         """(shape, dtype, strides, size) of a C-contiguous array, memoised for ``empty`` and views."""
@@ -162,6 +189,15 @@ class Launcher:
     def view_of(self, flat: cla.Array, offset: int, meta: tuple) -> cla.Array:
         """A view of ``flat`` at element ``offset`` with ``describe``'s ``meta`` (callers check bounds)."""
         shape, dt, strides, size = meta
-        return DeviceArray(None, shape, dt, data=flat.base_data, offset=flat.offset + offset * dt.itemsize,
-                           strides=strides, _fast=True, _size=size, _context=self._context,
-                           _queue=self._queue)
+        return DeviceArray(
+            None,
+            shape,
+            dt,
+            data=flat.base_data,
+            offset=flat.offset + offset * dt.itemsize,
+            strides=strides,
+            _fast=True,
+            _size=size,
+            _context=self._context,
+            _queue=self._queue,
+        )

@@ -3,6 +3,7 @@
  * mix. Simple one-item-per-output (or per-row/column) kernels: every 1-D launch is rounded up to the
  * work-group size, hence the `n` guards. Reference: nn/attention_ops_numpy.py. */
 #include "common.h"
+#include "softmax_row.h"
 
 /* C[g] = alpha op(A[g]) op(B[g]); element (m, k) of op(A[g]) is A[g*sag + m*sam + k*sak], likewise B.
  * One item per element of C (G, M, N). */
@@ -100,50 +101,24 @@ __kernel void bmm_strided_cpu(__global const REAL *a, const uint a_off, __global
     }
 }
 
-/* Row softmax over the last axis of (rows, S). With `causal`, row r is query q = r % Q and columns
- * j > q get probability 0. One item per row. */
+/* Row softmax over the last axis of (rows, S) (softmax_row.h). With `causal`, row r is query q = r % Q and
+ * columns j > q get probability 0. One item per row. */
 __kernel void softmax_rows_forward(__global const REAL *x, const uint x_off, __global REAL *y, const uint y_off,
                                    const int rows, const int S, const int Q, const int causal) {
     const int r = get_global_id(0);
-    if (r >= rows) {
-        return;
-    }
-    x += x_off + (size_t)r * S;
-    y += y_off + (size_t)r * S;
-    const int last = causal ? min(r % Q, S - 1) : S - 1;
-    REAL mx = x[0];
-    for (int j = 1; j <= last; ++j) {
-        mx = fmax(mx, x[j]);
-    }
-    REAL sum = (REAL)0;
-    for (int j = 0; j <= last; ++j) {
-        const REAL e = exp(x[j] - mx);
-        y[j] = e;
-        sum += e;
-    }
-    const REAL inv = (REAL)1 / sum;
-    for (int j = 0; j < S; ++j) {
-        y[j] = j <= last ? y[j] * inv : (REAL)0;
+    if (r < rows) {
+        softmax_row_global(x + x_off + (size_t)r * S, y + y_off + (size_t)r * S, S, r % Q, causal);
     }
 }
 
-/* gx = y (gy - sum(gy y)) per row. One item per row. */
+/* gx = y (gy - sum(gy y)) per row (softmax_row.h). One item per row. */
 __kernel void softmax_rows_backward(__global const REAL *y, const uint y_off, __global const REAL *gy,
                                     const uint gy_off, __global REAL *gx, const uint gx_off, const int rows,
                                     const int S) {
     const int r = get_global_id(0);
-    if (r >= rows) {
-        return;
-    }
-    y += y_off + (size_t)r * S;
-    gy += gy_off + (size_t)r * S;
-    gx += gx_off + (size_t)r * S;
-    REAL dot = (REAL)0;
-    for (int j = 0; j < S; ++j) {
-        dot += gy[j] * y[j];
-    }
-    for (int j = 0; j < S; ++j) {
-        gx[j] = y[j] * (gy[j] - dot);
+    if (r < rows) {
+        const size_t o = (size_t)r * S;
+        softmax_row_backward_global(y + y_off + o, gy + gy_off + o, gx + gx_off + o, S);
     }
 }
 
@@ -211,18 +186,6 @@ __kernel void axpby(__global const REAL *a, const uint a_off, __global const REA
         out[i] = alpha * a[i] + beta * b[i];
     } else {
         out[i] = alpha * a[i] + beta * b[i % period];
-    }
-}
-
-/* out = a ⊙ b elementwise: attention weights (or their gradient) times the dropout mask. */
-__kernel void times(__global const REAL *a, const uint a_off, __global const REAL *b, const uint b_off,
-                    __global REAL *out, const uint out_off, const int n) {
-    a += a_off;
-    b += b_off;
-    out += out_off;
-    const int i = get_global_id(0);
-    if (i < n) {
-        out[i] = a[i] * b[i];
     }
 }
 

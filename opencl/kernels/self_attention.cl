@@ -5,10 +5,12 @@
  * memory: the host uses these kernels only when 4·S·(E+1) + 3·S·S elements fit ATT_LOCAL.
  *
  * Every element is the same sum in the same order as the composed path (bmm_strided over k, the row
- * softmax of attention.cl, then the weights times the dropout mask). Reference: nn/attention_ops_numpy.py
- * (self_attention_forward / self_attention_backward). Layout: D = H·E; q of token s, head h, element e is
- * qkv[(b·S + s)·3D + h·E + e], k at +D, v at +2D. The weights a are (B·H, S, S), before dropout. */
+ * softmax of softmax_row.h that attention.cl runs too, then the weights times the dropout mask).
+ * Reference: nn/attention_ops_numpy.py (self_attention_forward / self_attention_backward). Layout: D = H·E;
+ * q of token s, head h, element e is qkv[(b·S + s)·3D + h·E + e], k at +D, v at +2D. The weights a are
+ * (B·H, S, S), before dropout. */
 #include "common.h"
+#include "softmax_row.h"
 
 #ifndef ATT_LOCAL
 #define ATT_LOCAL 4096
@@ -47,22 +49,11 @@ __kernel void self_attention_forward(__global const REAL *qkv, const uint qkv_of
     barrier(CLK_LOCAL_MEM_FENCE);
     a += a_off + (size_t)g * S * S;
     mask += mask_off + (size_t)g * S * S;
-    for (int i = lid; i < S; i += ls) { /* row softmax as softmax_rows_forward, then the dropout mask */
+    for (int i = lid; i < S; i += ls) { /* the row softmax of softmax_rows_forward, then the dropout mask */
         __local REAL *x = lp + i * S;
-        const int last = causal ? min(i, S - 1) : S - 1;
-        REAL mx = x[0];
-        for (int j = 1; j <= last; ++j) {
-            mx = fmax(mx, x[j]);
-        }
-        REAL sum = (REAL)0;
-        for (int j = 0; j <= last; ++j) {
-            const REAL e = exp(x[j] - mx);
-            x[j] = e;
-            sum += e;
-        }
-        const REAL inv = (REAL)1 / sum;
+        softmax_row_local(x, x, S, i, causal);
         for (int j = 0; j < S; ++j) {
-            const REAL p = j <= last ? x[j] * inv : (REAL)0;
+            const REAL p = x[j];
             a[i * S + j] = p;
             x[j] = has_mask ? p * mask[i * S + j] : p;
         }
@@ -112,14 +103,8 @@ __kernel void self_attention_backward(__global const REAL *qkv, const uint qkv_o
         lgs[idx] = has_mask ? acc * mask[idx] : acc;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int i = lid; i < S; i += ls) { /* softmax_rows_backward */
-        REAL dot = (REAL)0;
-        for (int j = 0; j < S; ++j) {
-            dot += lgs[i * S + j] * la[i * S + j];
-        }
-        for (int j = 0; j < S; ++j) {
-            lgs[i * S + j] = la[i * S + j] * (lgs[i * S + j] - dot);
-        }
+    for (int i = lid; i < S; i += ls) { /* the softmax backward of softmax_rows_backward, in place */
+        softmax_row_backward_local(la + i * S, lgs + i * S, lgs + i * S, S);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     __global REAL *dst = gqkv + gqkv_off + (size_t)b * S * 3 * D + (size_t)h * E;

@@ -150,6 +150,25 @@ def test_self_attention_reference_is_the_per_head_formula(rng):
 
 
 @pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_and_composed_attention_weights_agree_to_the_bit(rng, dtype, causal):
+    """The fused kernel's row softmax (rows in local memory) and the composed path's row softmax kernel
+    (rows in global memory) are one definition: the same scores give the same weights to the last bit,
+    and a causal row gives exactly 0 to every later token."""
+    dev = CLBackend(dtype=dtype, layout="gpu")  # the fused kernels run in the GPU layout on any device
+    ops = dev.self_attention_forward.__self__
+    b, s, h, e = 2, 13, 3, 5
+    qkv = dev.asarray(rng.normal(size=(b, s, 3 * h * e)).astype(dtype) * 3)
+    fused = ops._fused.forward(qkv, h, 0.7, causal, None)
+    assert fused is not None
+    _, composed = ops._composed_attention_forward(qkv, h, 0.7, causal, None)
+    w = dev.to_numpy(fused[1])
+    np.testing.assert_array_equal(w, dev.to_numpy(composed))
+    if causal:
+        assert (w[:, np.triu_indices(s, 1)[0], np.triu_indices(s, 1)[1]] == 0).all()
+
+
+@pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("s", [1, 3, 17])
 def test_softmax(dev, rng, s, causal):
     x, gy = rng.normal(size=(5, s, s)) * 3, rng.normal(size=(5, s, s))
@@ -157,6 +176,38 @@ def test_softmax(dev, rng, s, causal):
     ry = REF.softmax_last_forward(x, causal)
     close(dev, y, ry)
     close(dev, dev.softmax_last_backward(y, up(dev, gy)), REF.softmax_last_backward(ry, gy))
+
+
+@pytest.mark.parametrize("layout", ["cpu", "gpu"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_causal_weights_ignore_later_tokens_however_large(rng, layout, dtype):
+    """A peek at the future: with the causal mask, the weights of token i depend on tokens <= i only, so
+    later keys with huge scores (or NaN) change no earlier weight, not even in its last bit; the fused
+    kernel (GPU layout) and the composed ops (CPU layout) alike."""
+    dev = CLBackend(dtype=dtype, layout=layout)
+    b, s, h, e, t0 = 2, 9, 2, 4, 5
+    d = h * e
+    qkv = rng.normal(size=(b, s, 3 * d)).astype(dtype)
+    later = qkv.copy()
+    later[:, t0:, d : 2 * d] = 1e15  # keys of tokens t0.. only: scores far above every earlier one
+    later[:, -1, d] = np.nan
+    _, a = dev.self_attention_forward(dev.asarray(qkv), h, 0.5, True, None)
+    _, a_later = dev.self_attention_forward(dev.asarray(later), h, 0.5, True, None)
+    w, w_later = dev.to_numpy(a), dev.to_numpy(a_later)
+    np.testing.assert_array_equal(w_later[:, :t0], w[:, :t0])
+    assert np.isfinite(w).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dense_and_attention_softmax_agree_to_the_bit(rng, dtype):
+    """The dense output layer's softmax and attention's row softmax (two programs) are one definition,
+    forward and backward."""
+    dev = CLBackend(dtype=dtype)
+    x, gy = (dev.asarray(rng.normal(size=(37, 19)).astype(dtype) * 4) for _ in range(2))
+    y = dev.softmax_forward(x)
+    np.testing.assert_array_equal(dev.to_numpy(y), dev.to_numpy(dev.softmax_last_forward(x, False)))
+    got, want = dev.softmax_backward(y, gy), dev.softmax_last_backward(y, gy)
+    np.testing.assert_array_equal(dev.to_numpy(got), dev.to_numpy(want))
 
 
 @pytest.mark.parametrize("layout", ["cpu", "gpu"])
