@@ -21,7 +21,8 @@ class BarPlan:
     row of the bar comes after the decision), and per desk ``at[desk][t]``: with ``side="left"`` its first row
     at or after the decision (minutes: where its walk after the decision starts), with ``side="right"`` its
     last row at or before it (ticks: the tick it stands at; -1 where it has had none yet). ``starts[desk]``:
-    its rows' bar edges as a list."""
+    its rows' bar edges as a list. With ``side="right"`` also ``opening[desk][t]``: the moment of its opening
+    checks (``backtests.merged_ticks``), its first tick of the bar, or the decision where that comes later."""
 
     def __init__(self, desks: list, side: str):
         main = desks[0].price_path
@@ -39,6 +40,7 @@ class BarPlan:
         self.late: list[list] = [[] for _ in range(len(opens))]
         self.at: dict = {}
         self.starts: dict = {}
+        self.opening: dict = {}
         for d in desks:
             path = d.price_path
             if path is None:
@@ -61,3 +63,6 @@ class BarPlan:
                     found = np.where(covered, edges[:-1], found)
             self.at[d] = found.tolist()
             self.starts[d] = starts.tolist()
+            if side == "right" and len(path.row_ns):
+                first = path.row_ns[np.minimum(starts[:-1], len(path.row_ns) - 1)]
+                self.opening[d] = np.where(first <= decision, first, decision).tolist()

@@ -43,48 +43,25 @@ from backtests.pair_moves import checked_at_rates, moved_by, priced_through
 from strategies.trade import Tick
 
 
-def open_ticks(desks: list, t: int, firsts: list, plan: BarPlan | None = None) -> list:
-    """Bar ``t`` begins on the account: a symbol whose first tick of the bar comes after the main symbol's
-    (the moment the EA decides) stands at its last tick before the bar until then, as MetaTrader's tester
-    has given it no newer tick: the EA's quotes, fills and the account's equity read that, never the tick
-    still to come. ``firsts`` (``Broker.enter``'s quotes) with those symbols' opening checks made at that
-    tick; their first tick of the bar is worked after the decision, its gap included. ``plan``: the run's
-    ``BarPlan`` (made here where not given)."""
-    plan = plan or BarPlan(desks, "right")
-    late = plan.late[t]  # those whose first tick of the bar comes after the main symbol's
-    if not late:
-        return firsts
-    firsts = list(firsts)
-    for d in late:
-        row = plan.at[d][t]
-        j = desks.index(d)
-        if row < 0:  # no tick yet at all: no quote until its first
-            d.now, d.inside = None, NO_QUOTE
-            firsts[j] = (*NO_QUOTE, *NO_QUOTE)
-        else:  # its first tick of the bar comes later
-            path = d.price_path
-            d.now = _stood_at(path, row, plan.decision[t])
-            bid = float(path.bid_points[row])  # a quote is in points, as ``TickPath.open_bar``'s
-            firsts[j] = (bid, bid, bid, float(path.ask_points[row]) - bid)
-    return firsts
-
-
 def to_decision(desks: list, t: int, plan: BarPlan | None = None) -> None:
-    """After the opening checks, before the EA decides: every other symbol's ticks of bar ``t`` up to the
-    decision's moment (after its first, worked at the open) are worked in time order, so their fills, stops
-    and stop-outs come before the decision as they did in time; then each symbol stands at its last tick at
-    or before that moment (``Broker.now``), which the EA's quotes and fills read."""
+    """Bar ``t`` up to the EA's decision (the main symbol's first tick of the bar), every symbol having
+    entered it (``Broker.enter``): each symbol's opening checks and its ticks before the decision worked
+    in one time order (see the module docstring), then each symbol stands at its last tick at or before
+    that moment (``Broker.now``), which the EA's quotes and fills read. ``plan``: the run's ``BarPlan``
+    (made here where not given)."""
     plan = plan or BarPlan(desks, "right")
     walking = plan.walking[t]
-    rows = [plan.at[d][t] for d in walking]
-    starts = plan.starts
-    at = [starts[d][t] + 1 for d in walking]
-    if any(a <= r for a, r in zip(at, rows, strict=True)) and any(d.book for d in walking):
-        _run(walking, t, at, [r + 1 for r in rows])
     now = plan.decision[t]
+    idle = [d for d in desks if d.book and d not in walking and not closed_at(d, t)]
+    if idle:
+        _open_without_ticks(idle, walking, t)
+    rows = [plan.at[d][t] for d in walking]
+    if any(d.book for d in walking):
+        at = [plan.starts[d][t] + 1 for d in walking]  # its ticks after its first
+        _run(walking, t, at, [r + 1 for r in rows], [plan.opening[d][t] for d in walking])
     for d, row in zip(walking, rows, strict=True):
         d.now_ns = None
-        if row < 0:  # no tick yet (``open_ticks``)
+        if row < 0:  # no tick yet at all: no quote until its first
             d.now, d.inside = None, NO_QUOTE
         else:
             d.now, d.inside = _stood_at(d.price_path, row, now), None
@@ -121,12 +98,13 @@ def _stood_at(path, row: int, now: int) -> Tick:
     return Tick.at(now, float(path.bid[row]), float(path.ask[row]))
 
 
-def _run(walking: list, t: int, at: list, ends: list) -> None:
-    """Walk ``walking``'s ticks ``at[j]..ends[j]-1`` in time order (see the module docstring)."""
+def _run(walking: list, t: int, at: list, ends: list, opens: list | None = None) -> None:
+    """Walk ``walking``'s ticks ``at[j]..ends[j]-1`` in time order (see the module docstring), and where
+    ``opens[j]`` is a moment (UTC ns), symbol ``j``'s opening checks there (``_open``), before its ticks."""
     for d in walking:
         d.walking = True
     try:
-        _walk(walking, t, at, ends)
+        _walk(walking, t, at, ends, opens or [None] * len(walking))
     finally:
         walking[0].funds.screening = True
         for d in walking:
@@ -136,21 +114,27 @@ def _run(walking: list, t: int, at: list, ends: list) -> None:
             d.inside = None
 
 
-def _walk(walking: list, t: int, at: list, ends: list) -> None:
+def _walk(walking: list, t: int, at: list, ends: list, opens: list) -> None:
     paths = [d.price_path for d in walking]
     spans = [(int(p.starts[t]), end) for p, end in zip(paths, ends, strict=True)]
     touches: list[int | None] = [None] * len(walking)
     found_at = [-1] * len(walking)  # the revision of its book each touch was found at
-    revision = None
+    funds = walking[0].funds
+    state = None
     while True:
-        now = sum(w.revision for w in walking)
-        if now != revision:  # first, or something filled: the margin changed
-            revision = now
+        # The margin changes with a fill, the equity with a rollover's swap at an opening too.
+        now = (sum(w.revision for w in walking), funds.balance, funds.swap)
+        if now != state:  # first, or the account changed
+            state = now
             if _stop_out_possible(walking, t, spans):
-                _every_tick(walking, t, spans, at)
+                _every_tick(walking, t, spans, at, opens)
                 return
         key = None
         for j, d in enumerate(walking):
+            if opens[j] is not None:  # its opening comes before any tick of its own
+                if d.book and (key is None or (opens[j], j) < key):
+                    key = (opens[j], j)
+                continue
             end = spans[j][1]
             if touches[j] is None or found_at[j] != d.revision:  # its own levels are as they were
                 a = at[j]
@@ -164,29 +148,40 @@ def _walk(walking: list, t: int, at: list, ends: list) -> None:
         if key is None:
             return  # no symbol can reach a level in the rest of the bar
         ns, k = key
-        m = touches[k]
         for j, d in enumerate(walking):
             if j != k:
-                # its ticks before this moment have passed (none of them could reach a level)
+                # its ticks before this moment have passed (none of them could reach a level), and its
+                # opening where it had nothing to check
                 at[j] = max(at[j], _passed(paths[j], ns, j < k))
+                if opens[j] is not None and (opens[j], j) < key:
+                    opens[j] = None
                 _stand(d, j < k, ns)
-        paths[k].tick(walking[k], t, m)
-        at[k] = m + 1
+        if opens[k] is not None:
+            _open(walking[k], t, ns)
+            opens[k] = None
+        else:
+            paths[k].tick(walking[k], t, touches[k])
+            at[k] = touches[k] + 1
         touches[k] = None
 
 
-def _every_tick(walking: list, t: int, spans: list, at: list) -> None:
+def _every_tick(walking: list, t: int, spans: list, at: list, opens: list) -> None:
     """Every remaining tick of every symbol holding something or converting the profit of a symbol that
-    does, in time order (ties: the symbols' order). A tick of a converting symbol moves the equity of the
-    positions it converts (EURGBP's pounds at GBPUSD's price): the account's stop-out is checked there,
-    those positions standing at their prices then, as MetaTrader checks the margin level at every tick."""
+    does, in time order (ties: the symbols' order), each one's opening first where still to come. A tick
+    of a converting symbol moves the equity of the positions it converts (EURGBP's pounds at GBPUSD's
+    price): the account's stop-out is checked there, those positions standing at their prices then, as
+    MetaTrader checks the margin level at every tick."""
     funds = walking[0].funds
     funds.screening = False  # the bar's own range does not bound these prices (see the module docstring)
     moved = [moved_by(walking, p) for p in walking]
     rows = []
     for k, d in enumerate(walking):
+        if not (d.book or moved[k]):
+            continue
+        if opens[k] is not None:  # row -1: its opening, before its own ticks of that instant
+            rows.append(np.array([[opens[k], k, -1]], dtype=np.int64))
         a, b = at[k], spans[k][1]
-        if (d.book or moved[k]) and a < b:
+        if a < b:
             ns = d.price_path.ns[a:b]
             rows.append(np.column_stack((ns, np.full(b - a, k), np.arange(a, b))))
     if not rows:
@@ -197,10 +192,49 @@ def _every_tick(walking: list, t: int, spans: list, at: list) -> None:
         for j, d in enumerate(walking):  # one clock: a stop-out may close another symbol's position now
             if j != k:
                 _stand(d, j < k, ns)
-        walking[k].price_path.tick(walking[k], t, m)
+        if m < 0:
+            _open(walking[k], t, ns)
+        else:
+            walking[k].price_path.tick(walking[k], t, m)
         for d in moved[k]:
             if d.book.positions:  # at the price it stands at: only the conversion moved
                 checked_at_rates(d, t, book=False)
+
+
+def _open(desk, t: int, ns: int) -> None:
+    """``desk``'s opening checks of bar ``t`` (``Broker.open_checks``: a rollover's swap, expiries, the
+    gaps to its pending orders and stops, the stop-out) at UTC ``ns``: its first tick of the bar, or the
+    decision's moment where that tick comes later (it stands then at its last tick before the bar, or has
+    no quote; its first tick is worked after the decision, its gap included)."""
+    path = desk.price_path
+    s = path.starts[t]
+    desk.now_ns, desk.inside = None, None
+    if int(path.ns[s]) <= ns:
+        first = path.open_bar(desk, t)
+    elif s > 0:
+        desk.now = _stood_at(path, s - 1, ns)
+        bid = float(path.bid_points[s - 1])  # a quote is in points, as ``TickPath.open_bar``'s
+        first = (bid, bid, bid, float(path.ask_points[s - 1]) - bid)
+    else:
+        desk.now, desk.inside = None, NO_QUOTE
+        first = (*NO_QUOTE, *NO_QUOTE)
+    desk.open_checks(t, first)
+
+
+def _open_without_ticks(idle: list, walking: list, t: int) -> None:
+    """The opening checks of the symbols holding something with no tick of their own in bar ``t``, by
+    the open-prices rules at its opening time, before any tick of the bar: every other symbol stands at
+    its last tick before it (the account's screen of the bar does not bound that price)."""
+    ns = int(idle[0].price_path.edges_ns[t])
+    for d in walking:
+        _stand(d, False, ns)
+    funds = idle[0].funds
+    funds.screening = False
+    try:
+        for d in idle:
+            d.open_checks(t, None)
+    finally:
+        funds.screening = True
 
 
 def _stop_out_possible(walking: list, t: int, spans: list) -> bool:

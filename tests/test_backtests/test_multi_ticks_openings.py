@@ -1,0 +1,167 @@
+"""Every symbol's opening checks of a bar (gap fills of pending orders, SL/TP and the stop-out at the open)
+at its own first tick, in time order with the other symbols' ticks: MetaTrader's tester works every
+symbol's ticks in the order of their times (MetaTrader 5 Help, "Strategy Tester > Multi-Currency
+Testing"), so a tick at 02:00:02 sees the account as it stood at 02:00:02 — never a position that a gap
+filled at another symbol's later tick, nor another symbol's price of a later tick.
+
+Spread 0 throughout (``spread=0``), leverage 500, stop-out at 50 %. One lot: GBPUSD's margin at 1.30000
+is 100,000 x 1.3 / 500 = 260.00, EURUSD's at 1.09000 218.00, AUDUSD's at 0.67000 134.00; a point of any
+of them is 1.00 USD a lot.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import backtests.merged_ticks as merged_ticks
+from backtests import AccountConfig, Backtest
+from datafeeds.ticks import TickMeta, bars_from_ticks, make_ticks
+from strategies.base import ExpertAdvisor
+
+T0 = pd.Timestamp("2024-01-02", tz="UTC")
+H = 3600
+
+
+def _ticks(symbol: str, rows: list[tuple[int, float]]) -> pd.DataFrame:
+    """Ticks of ``symbol`` at (seconds from ``T0``, bid), ask = bid."""
+    ns = np.array([(T0 + pd.Timedelta(seconds=s)).value for s, _ in rows], dtype=np.int64)
+    bid = np.array([p for _, p in rows])
+    return make_ticks(ns, bid, bid.copy(), TickMeta(symbol, 5, f"{symbol.lower()}_ticks.csv"))
+
+
+def _run(ea, rows: dict, deposit: float, every_tick: bool, monkeypatch):
+    """The run of ``ea`` on ``rows``' ticks; ``every_tick``: the stop-out never ruled out for a bar (every
+    tick of every symbol walked), else the screened walk."""
+    if every_tick:
+        monkeypatch.setattr(merged_ticks, "_stop_out_possible", lambda *args: True)
+    ticks = {s: _ticks(s, r) for s, r in rows.items()}
+    frames = {s: bars_from_ticks(t, "H1") for s, t in ticks.items()}
+    account = AccountConfig(deposit=deposit, spread=0, leverage=500.0, stop_out_level=50.0)
+    return Backtest(frames, ea, model="ticks", ticks=ticks, account=account, forward=None).run()
+
+
+def _at(seconds: int) -> pd.Timestamp:
+    return T0 + pd.Timedelta(seconds=seconds)
+
+
+# GBPUSD, 1 lot bought at 1.30000 at the first decision (01:00:00): its first tick of the 02:00 bar,
+# 02:00:01, at 1.29000 (-1,000.00) and its second, 02:00:02, at 1.28500 (-1,500.00); back at 1.30000 at
+# 02:00:06. On a 1,550.00 deposit alone: 550 / 260 = 212 % at 02:00:01, 50 / 260 = 19 % at 02:00:02: the
+# stop-out closes it there, at 1.28500, -1,500.00.
+GBP = [(0, 1.3), (H, 1.3), (2 * H + 1, 1.29), (2 * H + 2, 1.285), (2 * H + 6, 1.3), (4 * H - 1, 1.3)]
+
+
+class _LimitBelow(ExpertAdvisor):
+    """At the first decision: 1 lot of GBPUSD bought and a EURUSD buy limit of 1 lot at 1.09500."""
+
+    symbols = ("EURUSD", "GBPUSD")
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy(1.0, symbol="GBPUSD")
+            self.buy_limit(1.0, 1.095, symbol="EURUSD")
+
+
+@pytest.mark.parametrize("every_tick", [False, True], ids=["screened", "every-tick"])
+def test_a_stop_out_before_the_decision_sees_no_position_the_main_symbols_gap_fills_later(
+    every_tick, monkeypatch
+):
+    """EURUSD (the main symbol) stands at 1.10000 from 01:00:00; its first tick of the 02:00 bar, where the
+    EA decides, comes at 02:00:05 at 1.09000: a gap through the buy limit, filled there at 1.09000. At
+    02:00:02, GBPUSD's second tick, the limit has not been reached: equity 1,550 - 1,500 = 50.00 against
+    GBPUSD's 260.00 margin, 19 % — GBPUSD is stopped out at 1.28500 (-1,500.00; balance 50.00), and at
+    02:00:05 the limit's 218.00 of margin is more than the 50.00 left: refused (10019).
+
+    The main symbol's opening checks were made first, at 02:00:05, and the stop-out at 02:00:02 saw the
+    filled long valued at EURUSD's tick before the bar: (1.10000 - 1.09000) x 100,000 = +1,000.00 of profit
+    the position never had (it did not exist yet, at a price of before it was opened), level (50 + 1,000)
+    / (260 + 218) = 220 %: no stop-out there nor at 02:00:06 (GBPUSD back at 1.30000), and the run ended
+    +1,000.00 (EURUSD back at 1.10000) where it loses 1,500.00."""
+    eur = [(0, 1.1), (H, 1.1), (2 * H + 5, 1.09), (2 * H + 10, 1.09), (3 * H, 1.1), (4 * H - 1, 1.1)]
+    result = _run(_LimitBelow, {"EURUSD": eur, "GBPUSD": GBP}, 1_550.0, every_tick, monkeypatch)
+    trades = result.trades
+    assert list(trades["symbol"]) == ["GBPUSD"]
+    gbp = trades.iloc[0]
+    assert (gbp["exit_reason"], gbp["exit_time"], gbp["exit_price"]) == ("stop out", _at(2 * H + 2), 1.285)
+    assert gbp["profit"] == pytest.approx(-1_500.0)
+    limit = result.orders[result.orders["type"] == "buy_limit"].iloc[0]
+    assert (limit["state"], limit["time_done"]) == ("rejected", _at(2 * H + 5))
+    assert [r["retcode"] for r in result.rejected] == [10019]
+    assert result.stats["total_net_profit"] == pytest.approx(-1_500.0)
+
+
+class _SellLimitAbove(ExpertAdvisor):
+    """At the first decision: 1 lot of GBPUSD bought and an AUDUSD sell limit of 1 lot at 0.66000."""
+
+    symbols = ("EURUSD", "GBPUSD", "AUDUSD")
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy(1.0, symbol="GBPUSD")
+            self.sell_limit(1.0, 0.66, symbol="AUDUSD")
+
+
+@pytest.mark.parametrize("every_tick", [False, True], ids=["screened", "every-tick"])
+def test_a_stop_out_at_one_symbols_tick_sees_no_fill_another_symbols_later_first_tick_makes(
+    every_tick, monkeypatch
+):
+    """AUDUSD stands at 0.65000 from 01:00:00; its first tick of the 02:00 bar, 02:00:03, at 0.67000 gaps
+    through the sell limit (filled there at 0.67000). EURUSD, the main symbol, decides at 02:00:05 and holds
+    nothing. At 02:00:02 (GBPUSD's second tick) the limit has not been reached: 50 / 260 = 19 %, GBPUSD
+    is stopped out at 1.28500 (-1,500.00), and at 02:00:03 the fill's 134.00 of margin is more than the
+    50.00 left: refused (10019).
+
+    AUDUSD's opening checks were made before GBPUSD's 02:00:02 tick was worked, so the stop-out there saw
+    the short filled at 02:00:03 valued at AUDUSD's tick before the bar: (0.67000 - 0.65000) x 100,000 =
+    +2,000.00 the account never had at 02:00:02, level (50 + 2,000) / (260 + 134) = 520 %: no stop-out, and
+    the run ended +2,000.00 (AUDUSD back at 0.65000) where it loses 1,500.00."""
+    eur = [(0, 1.1), (H, 1.1), (2 * H + 5, 1.1), (3 * H, 1.1), (4 * H - 1, 1.1)]
+    aud = [(0, 0.65), (H, 0.65), (2 * H + 3, 0.67), (2 * H + 40, 0.65), (3 * H, 0.65), (4 * H - 1, 0.65)]
+    rows = {"EURUSD": eur, "GBPUSD": GBP, "AUDUSD": aud}
+    result = _run(_SellLimitAbove, rows, 1_550.0, every_tick, monkeypatch)
+    trades = result.trades
+    assert list(trades["symbol"]) == ["GBPUSD"]
+    gbp = trades.iloc[0]
+    assert (gbp["exit_reason"], gbp["exit_time"], gbp["exit_price"]) == ("stop out", _at(2 * H + 2), 1.285)
+    limit = result.orders[result.orders["type"] == "sell_limit"].iloc[0]
+    assert (limit["state"], limit["time_done"]) == ("rejected", _at(2 * H + 3))
+    assert [r["retcode"] for r in result.rejected] == [10019]
+    assert result.stats["total_net_profit"] == pytest.approx(-1_500.0)
+
+
+class _TwoStops(ExpertAdvisor):
+    """At the first decision: a GBPUSD buy stop of 1 lot at 1.30500 and an AUDUSD buy stop of 1 lot at
+    0.65500."""
+
+    symbols = ("EURUSD", "GBPUSD", "AUDUSD")
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy_stop(1.0, 1.305, symbol="GBPUSD")
+            self.buy_stop(1.0, 0.655, symbol="AUDUSD")
+
+
+@pytest.mark.parametrize("every_tick", [False, True], ids=["screened", "every-tick"])
+def test_a_fill_at_one_symbols_tick_is_margined_before_another_symbols_later_gap_fill(
+    every_tick, monkeypatch
+):
+    """On a 400.00 deposit: GBPUSD's first tick of the bar, 02:00:01, at 1.30000; its second, 02:00:02, at
+    1.30500 reaches the buy stop: filled at 1.30500, margin 261.00 of 400.00 free. AUDUSD's first tick,
+    02:00:03, at 0.66000 gaps through its buy stop: 132.00 of margin against 400 - 261 = 139.00 free: filled
+    too, at 0.66000. With AUDUSD's opening checks made first, the fills came the other way round: AUDUSD's
+    at 02:00:03, then GBPUSD's at 02:00:02 saw that long valued at AUDUSD's tick before the bar, 0.65000
+    (-1,000.00): equity -600.00 holds no margin, refused (10019) — a fill refused for the margin and the
+    loss of a position opened after it."""
+    eur = [(0, 1.1), (H, 1.1), (2 * H + 5, 1.1), (3 * H, 1.1), (4 * H - 1, 1.1)]
+    gbp = [(0, 1.3), (H, 1.3), (2 * H + 1, 1.3), (2 * H + 2, 1.305), (3 * H, 1.305), (4 * H - 1, 1.305)]
+    aud = [(0, 0.65), (H, 0.65), (2 * H + 3, 0.66), (3 * H, 0.66), (4 * H - 1, 0.66)]
+    rows = {"EURUSD": eur, "GBPUSD": gbp, "AUDUSD": aud}
+    result = _run(_TwoStops, rows, 400.0, every_tick, monkeypatch)
+    orders = result.orders[result.orders["type"] == "buy_stop"].set_index("symbol")
+    assert (orders.loc["GBPUSD", "state"], orders.loc["GBPUSD", "time_done"]) == ("filled", _at(2 * H + 2))
+    assert (orders.loc["AUDUSD", "state"], orders.loc["AUDUSD", "time_done"]) == ("filled", _at(2 * H + 3))
+    assert result.rejected == []
+    entries = result.trades.set_index("symbol")
+    assert entries.loc["GBPUSD", "entry_price"] == 1.305 and entries.loc["AUDUSD", "entry_price"] == 0.66
