@@ -6,11 +6,21 @@ last tick at or before that moment (MetaTrader 5 Help, "Strategy Tester > Multi-
 ticks of the other symbols are synchronised by time). So here:
 
 - the EA decides at the bar's open, the main symbol's first tick of the bar (the bar's opening price, as
-  one symbol's tick walk and the other models open a bar); each other symbol's ticks of the bar up to that
-  moment are worked first, in time order (``to_decision``), and it stands at its last tick at or before it,
-  where market orders fill: its first tick of the bar, a later one, or, where its first comes after the
-  decision, its last tick before the bar (``open_ticks``: the tick still to come is never read; it is
-  worked after the decision, its gap included);
+  one symbol's tick walk and the other models open a bar); before it, each symbol's opening checks of the
+  bar (``Broker.open_checks``: a rollover's swap, expiries, the gaps to its pending orders and stops, the
+  stop-out) and the other symbols' ticks of the bar up to that moment are worked in one time order
+  (``to_decision``): a symbol's opening at its first tick of the bar, before its own later ticks, the main
+  symbol's at the decision. The tester generates one tick sequence per symbol and emulates the margin and
+  trading conditions of all of them on the one account (MQL5 Book, "Multicurrency testing"); a pending
+  order or SL/TP triggers on its own symbol's bid and ask and executes at the prices of the moment of
+  triggering (MetaTrader 5 Help, "Testing Features: Order Triggering and Execution"). So a tick of
+  10:00:02 is checked against the account as it stood at 10:00:02: never a position that another
+  symbol's gap fills at 10:00:03, nor the main symbol's open, nor a price of a later tick. A symbol whose
+  first tick of the bar comes after the decision has its opening checks at the decision, at its last tick
+  before the bar (the tick still to come is never read; it is worked after the decision, its gap
+  included), and a symbol holding something with no tick in the bar at the bar's opening time, by the
+  open-prices rules, before any tick. At the decision each symbol stands at its last tick at or before
+  it, where market orders fill;
 - after the decision the rest of every symbol's ticks of the bar are taken in time order (ties in the
   symbols' order), each worked by its own symbol's path as the single-symbol walk works it
   (``TickPath.tick``); before a tick at time ``x`` is worked, every other symbol is set to its last tick
@@ -28,7 +38,8 @@ worst of the ticks it may stand at (longs at the lowest bid, shorts at the highe
 the bar included) above the stop-out level with a tenth to spare for the conversions' moves rules it out.
 Otherwise only the ticks at which a symbol's own pending prices, stops or expiries can be reached are
 worked (the single-symbol walk's vectorised search, ``TickPath.next_touch``), still in time order, the
-others set to their prices of that moment first; a fill changes the account's margin, so after one the
+others set to their prices of that moment first, and every opening is worked (its checks find what its
+gap reaches); a fill changes the account's margin and a rollover's swap its equity, so after either the
 bound is taken again. One symbol alone with nothing open elsewhere and neither profit nor margin converted
 through another symbol keeps the single-symbol walk.
 """

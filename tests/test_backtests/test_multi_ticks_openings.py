@@ -165,3 +165,41 @@ def test_a_fill_at_one_symbols_tick_is_margined_before_another_symbols_later_gap
     assert result.rejected == []
     entries = result.trades.set_index("symbol")
     assert entries.loc["GBPUSD", "entry_price"] == 1.305 and entries.loc["AUDUSD", "entry_price"] == 0.66
+
+
+class _StopOnAQuietSymbol(ExpertAdvisor):
+    """At the first decision: 1 lot of EURUSD bought and a GBPUSD buy stop of 1 lot at 1.30500."""
+
+    symbols = ("EURUSD", "GBPUSD")
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy(1.0, symbol="EURUSD")
+            self.buy_stop(1.0, 1.305, symbol="GBPUSD")
+
+
+@pytest.mark.parametrize("every_tick", [False, True], ids=["screened", "every-tick"])
+def test_a_symbol_without_ticks_in_the_bar_opens_it_before_any_tick_reading_no_later_price(
+    every_tick, monkeypatch
+):
+    """GBPUSD has a 02:00 bar (open 1.31000) but no tick in it: its buy stop is gapped at that open, at
+    02:00:00, by the open-prices rules, before any tick of the bar. EURUSD then stands at its tick before the
+    bar, 1.10000: the long is flat, and the fill's 262.00 of margin fits the 1,300 - 220 = 1,080.00 free.
+    At 02:00:05 EURUSD's first tick of the bar, 1.09000, takes 1,000.00 off: level 300 / 482 = 62 %, no
+    stop-out. Checked after EURUSD's opening, the fill read EURUSD at 1.09000, a price five seconds ahead:
+    1,300 - 1,000 - 220 = 80.00 free, refused (10019)."""
+    rows = {
+        "EURUSD": [(0, 1.1), (H, 1.1), (2 * H + 5, 1.09), (3 * H + 10, 1.09), (4 * H - 1, 1.09)],
+        "GBPUSD": [(0, 1.3), (H, 1.3), (2 * H + 100, 1.31), (3 * H, 1.31), (4 * H - 1, 1.31)],
+    }
+    if every_tick:
+        monkeypatch.setattr(merged_ticks, "_stop_out_possible", lambda *args: True)
+    ticks = {s: _ticks(s, r) for s, r in rows.items()}
+    frames = {s: bars_from_ticks(t, "H1") for s, t in ticks.items()}  # GBPUSD's 02:00 bar from its tick
+    ticks["GBPUSD"] = ticks["GBPUSD"].drop(_at(2 * H + 100))  # ... which the ticks given lack
+    account = AccountConfig(deposit=1_300.0, spread=0, leverage=500.0, stop_out_level=50.0)
+    result = Backtest(frames, _StopOnAQuietSymbol, model="ticks", ticks=ticks, account=account).run()
+    stop = result.orders[result.orders["type"] == "buy_stop"].iloc[0]
+    assert (stop["state"], stop["time_done"], stop["fill_price"]) == ("filled", _at(2 * H), 1.31)
+    assert result.rejected == []
+    assert set(result.trades["exit_reason"]) == {"end of test"}
