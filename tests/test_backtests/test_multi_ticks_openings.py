@@ -203,3 +203,43 @@ def test_a_symbol_without_ticks_in_the_bar_opens_it_before_any_tick_reading_no_l
     assert (stop["state"], stop["time_done"], stop["fill_price"]) == ("filled", _at(2 * H), 1.31)
     assert result.rejected == []
     assert set(result.trades["exit_reason"]) == {"end of test"}
+
+
+class _HoldGBP(ExpertAdvisor):
+    """At the first decision: 1 lot of GBPUSD bought."""
+
+    symbols = ("EURUSD", "GBPUSD")
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy(1.0, symbol="GBPUSD")
+
+
+def test_a_rollovers_swap_at_an_opening_makes_the_walk_take_the_stop_out_bound_again():
+    """GBPUSD, 1 lot bought at 1.30000 on Tuesday at 01:00, its swap -500 points a lot a night (-500.00).
+    At Wednesday 00:00:01, its first tick of the day (1.29000, -1,000.00), the rollover's swap is booked
+    on the position: equity 1,700 - 1,000 - 500 = 200.00 against 260.00 of margin, 77 %. Its tick of
+    00:00:02 (1.28800, -1,200.00) leaves 0.00: the stop-out closes it there, at 1.28800, before the EA
+    decides at EURUSD's 00:00:05; GBPUSD is back at 1.30000 at 00:00:30. The screened walk ruled the
+    stop-out out for the bar before the swap (1,700 - 1,200 = 500.00, far above 1.1 x 130.00) and took
+    that bound again only after a fill: it skipped the 00:00:02 tick, and the position ran on."""
+    from dataclasses import replace
+
+    from datafeeds.symbols import BUILTIN
+
+    day = 24 * H
+    hours = [(k * H, 1.3) for k in range(24)]
+    gbp = [*hours, (day + 1, 1.29), (day + 2, 1.288), (day + 30, 1.3), (day + H, 1.3), (day + 2 * H - 1, 1.3)]
+    eur = [(k * H, 1.1) for k in range(24)] + [(day + 5, 1.1), (day + H, 1.1), (day + 2 * H - 1, 1.1)]
+    ticks = {"EURUSD": _ticks("EURUSD", eur), "GBPUSD": _ticks("GBPUSD", gbp)}
+    frames = {s: bars_from_ticks(t, "H1") for s, t in ticks.items()}
+    specs = {s: replace(BUILTIN[s], swap_long=-500.0, swap_short=0.0) for s in ticks}
+    account = AccountConfig(deposit=1_700.0, spread=0, leverage=500.0, stop_out_level=50.0)
+    result = Backtest(frames, _HoldGBP, model="ticks", ticks=ticks, account=account, specs=specs).run()
+    trade = result.trades.iloc[0]
+    assert (trade["exit_reason"], trade["exit_time"], trade["exit_price"]) == (
+        "stop out",
+        _at(day + 2),
+        1.288,
+    )
+    assert trade["profit"] == pytest.approx(-1_200.0) and trade["swap"] == pytest.approx(-500.0)
