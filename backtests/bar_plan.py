@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from backtests.pair_moves import money_pairs
+
 
 class BarPlan:
     """Per bar of one run: ``decision[t]`` (UTC ns), ``walking[t]`` (the desks with rows in bar ``t`` and a
@@ -41,6 +43,10 @@ class BarPlan:
         self.at: dict = {}
         self.starts: dict = {}
         self.opening: dict = {}
+        # The merged tick walk's last stop-out bound: ((bar, the account's revision), answer)
+        self.stop_out: tuple | None = None
+        # Whether a symbol's money is converted through another's price (``pair_moves.money_pairs``)
+        self.converted = any(money_pairs(d) for d in desks)
         for d in desks:
             path = d.price_path
             if path is None:

@@ -53,6 +53,8 @@ from backtests.merged import NO_QUOTE, closed_at, stop_out_possible
 from backtests.pair_moves import checked_at_rates, moved_by, priced_through
 from strategies.trade import Tick
 
+_NEVER = np.iinfo(np.int64).max  # the moment after a symbol's last tick
+
 
 def to_decision(desks: list, t: int, plan: BarPlan | None = None) -> None:
     """Bar ``t`` up to the EA's decision (the main symbol's first tick of the bar), every symbol having
@@ -63,13 +65,24 @@ def to_decision(desks: list, t: int, plan: BarPlan | None = None) -> None:
     plan = plan or BarPlan(desks, "right")
     walking = plan.walking[t]
     now = plan.decision[t]
+    opens = [(plan.opening[d][t], d.now) for d in walking]  # ``Broker.enter`` set its first tick
     idle = [d for d in desks if d.book and d not in walking and not closed_at(d, t)]
     if idle:
         _open_without_ticks(idle, walking, t)
     rows = [plan.at[d][t] for d in walking]
     if any(d.book for d in walking):
-        at = [plan.starts[d][t] + 1 for d in walking]  # its ticks after its first
-        _run(walking, t, at, [r + 1 for r in rows], [plan.opening[d][t] for d in walking])
+        starts = [plan.starts[d][t] for d in walking]
+        at = [s + 1 for s in starts]  # its ticks after its first
+        if all(r <= s for r, s in zip(rows, starts, strict=True)):
+            # Openings alone, no other tick before the decision: each is worked and checked whole, as where
+            # the stop-out is possible (no bound to take for so few; the prices are set below).
+            try:
+                clock = _Clock(walking, [s - 1 for s in starts])
+                _every_tick(walking, t, [(s, s) for s in starts], at, opens, clock, plan)
+            finally:
+                walking[0].funds.screening = True
+        else:
+            _run(walking, t, at, [r + 1 for r in rows], plan, opens)
     for d, row in zip(walking, rows, strict=True):
         d.now_ns = None
         if row < 0:  # no tick yet at all: no quote until its first
@@ -99,7 +112,7 @@ def walk_ticks(desks: list, t: int, plan: BarPlan | None = None) -> None:
             d.bar_range(t)  # no ticks in this bar: its own high and low
     if any(d.book for d in walking):
         at = [plan.at[d][t] + 1 for d in walking]
-        _run(walking, t, at, [plan.starts[d][t + 1] for d in walking])
+        _run(walking, t, at, [plan.starts[d][t + 1] for d in walking], plan)
 
 
 def _stood_at(path, row: int, now: int) -> Tick:
@@ -109,13 +122,14 @@ def _stood_at(path, row: int, now: int) -> Tick:
     return Tick.at(now, float(path.bid[row]), float(path.ask[row]))
 
 
-def _run(walking: list, t: int, at: list, ends: list, opens: list | None = None) -> None:
+def _run(walking: list, t: int, at: list, ends: list, plan: BarPlan, opens: list | None = None) -> None:
     """Walk ``walking``'s ticks ``at[j]..ends[j]-1`` in time order (see the module docstring), and where
-    ``opens[j]`` is a moment (UTC ns), symbol ``j``'s opening checks there (``_open``), before its ticks."""
+    ``opens[j]`` is (a moment in UTC ns, its first tick of the bar), symbol ``j``'s opening checks there
+    (``_open``), before its ticks."""
     for d in walking:
         d.walking = True
     try:
-        _walk(walking, t, at, ends, opens or [None] * len(walking))
+        _walk(walking, t, at, ends, plan, opens or [None] * len(walking))
     finally:
         walking[0].funds.screening = True
         for d in walking:
@@ -125,26 +139,30 @@ def _run(walking: list, t: int, at: list, ends: list, opens: list | None = None)
             d.inside = None
 
 
-def _walk(walking: list, t: int, at: list, ends: list, opens: list) -> None:
+def _walk(walking: list, t: int, at: list, ends: list, plan: BarPlan, opens: list) -> None:
     paths = [d.price_path for d in walking]
-    spans = [(int(p.starts[t]), end) for p, end in zip(paths, ends, strict=True)]
+    spans = [(plan.starts[d][t], end) for d, end in zip(walking, ends, strict=True)]
     touches: list[int | None] = [None] * len(walking)
     found_at = [-1] * len(walking)  # the revision of its book each touch was found at
     funds = walking[0].funds
+    clock = _Clock(
+        walking, [a - 1 if o is None else s - 1 for a, o, (s, _) in zip(at, opens, spans, strict=True)]
+    )
     state = None
     while True:
-        # The margin changes with a fill, the equity with a rollover's swap at an opening too.
-        now = (sum(w.revision for w in walking), funds.balance, funds.swap)
+        # A fill or a close changes the margin, a rollover's swap at an opening the equity: the account's
+        # revision counts both.
+        now = funds.revision
         if now != state:  # first, or the account changed
             state = now
-            if _stop_out_possible(walking, t, spans):
-                _every_tick(walking, t, spans, at, opens)
+            if _bound(walking, t, spans, plan):
+                _every_tick(walking, t, spans, at, opens, clock, plan)
                 return
         key = None
         for j, d in enumerate(walking):
             if opens[j] is not None:  # its opening comes before any tick of its own
-                if d.book and (key is None or (opens[j], j) < key):
-                    key = (opens[j], j)
+                if d.book and (key is None or (opens[j][0], j) < key):
+                    key = (opens[j][0], j)
                 continue
             end = spans[j][1]
             if touches[j] is None or found_at[j] != d.revision:  # its own levels are as they were
@@ -159,24 +177,28 @@ def _walk(walking: list, t: int, at: list, ends: list, opens: list) -> None:
         if key is None:
             return  # no symbol can reach a level in the rest of the bar
         ns, k = key
-        for j, d in enumerate(walking):
+        clock.stand(k, ns)
+        for j in range(len(walking)):
             if j != k:
                 # its ticks before this moment have passed (none of them could reach a level), and its
                 # opening where it had nothing to check
-                at[j] = max(at[j], _passed(paths[j], ns, j < k))
-                if opens[j] is not None and (opens[j], j) < key:
+                at[j] = max(at[j], clock.rows[j] + 1)
+                if opens[j] is not None and (opens[j][0], j) < key:
                     opens[j] = None
-                _stand(d, j < k, ns)
         if opens[k] is not None:
-            _open(walking[k], t, ns)
+            clock.worked(k, _open(walking[k], t, *opens[k]))
             opens[k] = None
         else:
-            paths[k].tick(walking[k], t, touches[k])
-            at[k] = touches[k] + 1
+            m = touches[k]
+            paths[k].tick(walking[k], t, m)
+            clock.worked(k, m)
+            at[k] = m + 1
         touches[k] = None
 
 
-def _every_tick(walking: list, t: int, spans: list, at: list, opens: list) -> None:
+def _every_tick(
+    walking: list, t: int, spans: list, at: list, opens: list, clock: _Clock, plan: BarPlan
+) -> None:
     """Every remaining tick of every symbol holding something or converting the profit of a symbol that
     does, in time order (ties: the symbols' order), each one's opening first where still to come. A tick
     of a converting symbol moves the equity of the positions it converts (EURGBP's pounds at GBPUSD's
@@ -184,61 +206,64 @@ def _every_tick(walking: list, t: int, spans: list, at: list, opens: list) -> No
     MetaTrader checks the margin level at every tick."""
     funds = walking[0].funds
     funds.screening = False  # the bar's own range does not bound these prices (see the module docstring)
-    moved = [moved_by(walking, p) for p in walking]
+    moved = [moved_by(walking, p) for p in walking] if plan.converted else [()] * len(walking)
+    openings = []  # row -1: an opening, before its symbol's own ticks of that instant
     rows = []
     for k, d in enumerate(walking):
         if not (d.book or moved[k]):
             continue
-        if opens[k] is not None:  # row -1: its opening, before its own ticks of that instant
-            rows.append(np.array([[opens[k], k, -1]], dtype=np.int64))
+        if opens[k] is not None:
+            openings.append((opens[k][0], k, -1))
         a, b = at[k], spans[k][1]
         if a < b:
             ns = d.price_path.ns[a:b]
             rows.append(np.column_stack((ns, np.full(b - a, k), np.arange(a, b))))
-    if not rows:
-        return
-    order = np.concatenate(rows)
-    order = order[np.lexsort((order[:, 1], order[:, 0]))]
-    for ns, k, m in order.tolist():
-        for j, d in enumerate(walking):  # one clock: a stop-out may close another symbol's position now
-            if j != k:
-                _stand(d, j < k, ns)
+    if rows:
+        order = np.concatenate([np.array(openings, dtype=np.int64).reshape(-1, 3), *rows])
+        events = order[np.lexsort((order[:, 2], order[:, 1], order[:, 0]))].tolist()
+    else:
+        events = sorted(openings)
+    for ns, k, m in events:
+        clock.stand(k, ns)  # one clock: a stop-out may close another symbol's position now
         if m < 0:
-            _open(walking[k], t, ns)
+            m = _open(walking[k], t, *opens[k])
         else:
             walking[k].price_path.tick(walking[k], t, m)
+        clock.worked(k, m)
         for d in moved[k]:
             if d.book.positions:  # at the price it stands at: only the conversion moved
                 checked_at_rates(d, t, book=False)
 
 
-def _open(desk, t: int, ns: int) -> None:
+def _open(desk, t: int, ns: int, first: Tick) -> int:
     """``desk``'s opening checks of bar ``t`` (``Broker.open_checks``: a rollover's swap, expiries, the
-    gaps to its pending orders and stops, the stop-out) at UTC ``ns``: its first tick of the bar, or the
-    decision's moment where that tick comes later (it stands then at its last tick before the bar, or has
-    no quote; its first tick is worked after the decision, its gap included)."""
+    gaps to its pending orders and stops, the stop-out) at UTC ``ns``: at ``first``, its first tick of the
+    bar, or at the decision's moment where that tick comes later (it stands then at its last tick before
+    the bar, or has no quote; its first tick is worked after the decision, its gap included). Returns the
+    tick it stands at."""
     path = desk.price_path
     s = path.starts[t]
     desk.now_ns, desk.inside = None, None
-    if int(path.ns[s]) <= ns:
-        first = path.open_bar(desk, t)
+    if first[0] <= ns:
+        row = s
+        desk.now = first
     elif s > 0:
-        desk.now = _stood_at(path, s - 1, ns)
-        bid = float(path.bid_points[s - 1])  # a quote is in points, as ``TickPath.open_bar``'s
-        first = (bid, bid, bid, float(path.ask_points[s - 1]) - bid)
+        row = s - 1
+        desk.now = _stood_at(path, row, ns)
     else:
         desk.now, desk.inside = None, NO_QUOTE
-        first = (*NO_QUOTE, *NO_QUOTE)
-    desk.open_checks(t, first)
+        desk.open_checks(t, (*NO_QUOTE, *NO_QUOTE))
+        return -1
+    bid = float(path.bid_points[row])  # a quote is in points, as ``TickPath.open_bar``'s
+    desk.open_checks(t, (bid, bid, bid, float(path.ask_points[row]) - bid))
+    return row
 
 
 def _open_without_ticks(idle: list, walking: list, t: int) -> None:
     """The opening checks of the symbols holding something with no tick of their own in bar ``t``, by
     the open-prices rules at its opening time, before any tick of the bar: every other symbol stands at
     its last tick before it (the account's screen of the bar does not bound that price)."""
-    ns = int(idle[0].price_path.edges_ns[t])
-    for d in walking:
-        _stand(d, False, ns)
+    _Clock(walking).stand(-1, int(idle[0].price_path.edges_ns[t]))
     funds = idle[0].funds
     funds.screening = False
     try:
@@ -246,6 +271,21 @@ def _open_without_ticks(idle: list, walking: list, t: int) -> None:
             d.open_checks(t, None)
     finally:
         funds.screening = True
+
+
+def _bound(walking: list, t: int, spans: list, plan: BarPlan) -> bool:
+    """``_stop_out_possible``, asked once per bar and state of the account (``Account.revision``): with
+    every symbol's bar screened (``TickPath.reach``) it reads the whole bar and the tick before it whatever
+    part of the bar is left, so the walk after the decision takes the answer of the walk before it where
+    the EA's decision changed nothing."""
+    key = (t, walking[0].funds.revision)
+    held = plan.stop_out
+    if held is not None and held[0] == key:
+        return held[1]
+    answer = _stop_out_possible(walking, t, spans)
+    if all(d.price_path.reach is not None for d in walking):
+        plan.stop_out = (key, answer)
+    return answer
 
 
 def _stop_out_possible(walking: list, t: int, spans: list) -> bool:
@@ -271,11 +311,51 @@ def _passed(path, ns: int, same: bool) -> int:
     return int(path.ns.searchsorted(ns, side="right" if same else "left"))
 
 
-def _stand(desk, same: bool, ns: int) -> None:
-    """``desk``'s clock at ``ns`` and its price: its last tick passed then (``_passed``; none, ``NO_QUOTE``,
-    where none has), never a later one."""
-    path = desk.price_path
-    row = _passed(path, ns, same) - 1
-    desk.now = None
-    desk.now_ns = ns
-    desk.inside = (float(path.bid_points[row]), float(path.ask_points[row])) if row >= 0 else NO_QUOTE
+class _Clock:
+    """The one clock of a walk over ``walking``: before symbol ``k``'s tick or opening at UTC ``ns`` is
+    worked, every other symbol stands at its last tick passed then (``_passed``; none, ``NO_QUOTE``, where
+    none has), never a later one. ``rows``: the tick each stands at to begin with (before the walk's first
+    tick or opening of it). A symbol's tick is searched again only once the clock reaches its next tick
+    (the clock only moves forward), and its price set again after a tick or an opening of its own."""
+
+    def __init__(self, walking: list, rows: list | None = None):
+        self.walking = walking
+        n = len(walking)
+        self.rows = list(rows) if rows is not None else [-1] * n  # the tick each symbol stands at
+        # The moment of its next tick, from which it is searched again (-1: search now; -2: not yet known)
+        self.until = [-1] * n if rows is None else [-2] * n
+        self.placed = [False] * n  # whether its price is the one of ``rows``
+
+    def worked(self, k: int, row: int) -> None:
+        """``walking[k]``'s own tick or opening was worked: it stands at ``row`` (its price is to be set
+        again: the tick set it, with the tick's own time)."""
+        self.rows[k] = row
+        self._next(k)
+        self.placed[k] = False
+
+    def _next(self, j: int) -> None:
+        ns = self.walking[j].price_path.ns
+        row = self.rows[j] + 1
+        self.until[j] = int(ns[row]) if row < len(ns) else _NEVER
+
+    def stand(self, k: int, ns: int) -> None:
+        """Every symbol but ``walking[k]`` at ``ns`` (those before it in the order at their ticks of ``ns``
+        too: the ticks of one instant are worked in the symbols' order)."""
+        rows, until, placed = self.rows, self.until, self.placed
+        for j, desk in enumerate(self.walking):
+            if j == k:
+                continue
+            if until[j] == -2:
+                self._next(j)
+            if ns < until[j]:  # no tick of its own passed since: it stands where it stood
+                if placed[j]:
+                    desk.now_ns = ns
+                    continue
+            else:
+                rows[j] = _passed(desk.price_path, ns, j < k) - 1
+                self._next(j)
+            placed[j] = True
+            path, row = desk.price_path, rows[j]
+            desk.now = None
+            desk.now_ns = ns
+            desk.inside = (float(path.bid_points[row]), float(path.ask_points[row])) if row >= 0 else NO_QUOTE
