@@ -331,7 +331,9 @@ def after_range(desk, t: int, first: int) -> tuple[float, float]:
 def price_paths(desks: list, ticks: bool) -> tuple[Callable[[int], None], Callable[[int], None]]:
     """The same for every symbol's minutes (``backtests.merged``) or ticks (``backtests.merged_ticks``):
     the bar opens at each symbol's first minute or tick, the prices move on to the decision, and after
-    it the bar's minutes or ticks of every symbol are walked in time order."""
+    it the bar's minutes or ticks of every symbol are walked in time order. With ticks, each symbol's
+    opening checks are made at its own first tick, in time order with the other symbols' ticks before
+    the decision (``merged_ticks.to_decision``)."""
     walk = walk_ticks if ticks else walk_bar
     plan = BarPlan(desks, "right" if ticks else "left")  # each bar's moments and rows, found once a run
 
