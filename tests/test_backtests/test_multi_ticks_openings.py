@@ -243,3 +243,28 @@ def test_a_rollovers_swap_at_an_opening_makes_the_walk_take_the_stop_out_bound_a
         1.288,
     )
     assert trade["profit"] == pytest.approx(-1_200.0) and trade["swap"] == pytest.approx(-500.0)
+
+
+@pytest.mark.parametrize(
+    ("order", "aud_states"),
+    [(("EURUSD", "GBPUSD", "AUDUSD"), ["rejected"]), (("EURUSD", "AUDUSD", "GBPUSD"), ["filled", "filled"])],
+    ids=["gbpusd-first", "audusd-first"],
+)
+def test_an_opening_and_another_symbols_tick_of_one_instant_are_worked_in_the_symbols_order(
+    order, aud_states
+):
+    """GBPUSD's fall to 1.28500 and AUDUSD's first tick of the bar (0.67000, through its sell limit) both
+    at 02:00:02. GBPUSD first: the stop-out closes GBPUSD there (50 / 260 = 19 %) before AUDUSD's opening,
+    whose 134.00 of margin the 50.00 left cannot hold (10019). AUDUSD first: its limit fills at 0.67000
+    (134.00 of the 1,550 - 1,000 - 260 = 290.00 free at GBPUSD's 1.29000), then GBPUSD's tick stops the
+    account out: GBPUSD first (-1,500.00), then AUDUSD at 0.67000 (0.00; 50 / 134 = 37 %)."""
+    eur = [(0, 1.1), (H, 1.1), (2 * H + 5, 1.1), (3 * H, 1.1), (4 * H - 1, 1.1)]
+    aud = [(0, 0.65), (H, 0.65), (2 * H + 2, 0.67), (3 * H, 0.67), (4 * H - 1, 0.67)]
+    rows = {"EURUSD": eur, "GBPUSD": GBP, "AUDUSD": aud}
+    ea = type("Ordered", (_SellLimitAbove,), {"symbols": order})  # the symbols' order: the main one, then
+    result = _run(ea, {s: rows[s] for s in order}, 1_550.0, False, None)  # as loaded
+    aud_orders = result.orders[result.orders["symbol"] == "AUDUSD"]
+    assert list(aud_orders["state"]) == aud_states
+    out = result.trades[result.trades["exit_reason"] == "stop out"]
+    assert out.iloc[0]["symbol"] == "GBPUSD" and out.iloc[0]["exit_time"] == _at(2 * H + 2)
+    assert out.iloc[0]["profit"] == pytest.approx(-1_500.0)
