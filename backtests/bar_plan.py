@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from backtests.pair_moves import money_pairs
+
 
 class BarPlan:
     """Per bar of one run: ``decision[t]`` (UTC ns), ``walking[t]`` (the desks with rows in bar ``t`` and a
@@ -21,7 +23,8 @@ class BarPlan:
     row of the bar comes after the decision), and per desk ``at[desk][t]``: with ``side="left"`` its first row
     at or after the decision (minutes: where its walk after the decision starts), with ``side="right"`` its
     last row at or before it (ticks: the tick it stands at; -1 where it has had none yet). ``starts[desk]``:
-    its rows' bar edges as a list."""
+    its rows' bar edges as a list. With ``side="right"`` also ``opening[desk][t]``: the moment of its opening
+    checks (``backtests.merged_ticks``), its first tick of the bar, or the decision where that comes later."""
 
     def __init__(self, desks: list, side: str):
         main = desks[0].price_path
@@ -39,6 +42,11 @@ class BarPlan:
         self.late: list[list] = [[] for _ in range(len(opens))]
         self.at: dict = {}
         self.starts: dict = {}
+        self.opening: dict = {}
+        # The merged tick walk's last stop-out bound: ((bar, the account's revision), answer)
+        self.stop_out: tuple | None = None
+        # Whether a symbol's money is converted through another's price (``pair_moves.money_pairs``)
+        self.converted = any(money_pairs(d) for d in desks)
         for d in desks:
             path = d.price_path
             if path is None:
@@ -61,3 +69,6 @@ class BarPlan:
                     found = np.where(covered, edges[:-1], found)
             self.at[d] = found.tolist()
             self.starts[d] = starts.tolist()
+            if side == "right" and len(path.row_ns):
+                first = path.row_ns[np.minimum(starts[:-1], len(path.row_ns) - 1)]
+                self.opening[d] = np.where(first <= decision, first, decision).tolist()

@@ -6,11 +6,21 @@ last tick at or before that moment (MetaTrader 5 Help, "Strategy Tester > Multi-
 ticks of the other symbols are synchronised by time). So here:
 
 - the EA decides at the bar's open, the main symbol's first tick of the bar (the bar's opening price, as
-  one symbol's tick walk and the other models open a bar); each other symbol's ticks of the bar up to that
-  moment are worked first, in time order (``to_decision``), and it stands at its last tick at or before it,
-  where market orders fill: its first tick of the bar, a later one, or, where its first comes after the
-  decision, its last tick before the bar (``open_ticks``: the tick still to come is never read; it is
-  worked after the decision, its gap included);
+  one symbol's tick walk and the other models open a bar); before it, each symbol's opening checks of the
+  bar (``Broker.open_checks``: a rollover's swap, expiries, the gaps to its pending orders and stops, the
+  stop-out) and the other symbols' ticks of the bar up to that moment are worked in one time order
+  (``to_decision``): a symbol's opening at its first tick of the bar, before its own later ticks, the main
+  symbol's at the decision. The tester generates one tick sequence per symbol and emulates the margin and
+  trading conditions of all of them on the one account (MQL5 Book, "Multicurrency testing"); a pending
+  order or SL/TP triggers on its own symbol's bid and ask and executes at the prices of the moment of
+  triggering (MetaTrader 5 Help, "Testing Features: Order Triggering and Execution"). So a tick of
+  10:00:02 is checked against the account as it stood at 10:00:02: never a position that another
+  symbol's gap fills at 10:00:03, nor the main symbol's open, nor a price of a later tick. A symbol whose
+  first tick of the bar comes after the decision has its opening checks at the decision, at its last tick
+  before the bar (the tick still to come is never read; it is worked after the decision, its gap
+  included), and a symbol holding something with no tick in the bar at the bar's opening time, by the
+  open-prices rules, before any tick. At the decision each symbol stands at its last tick at or before
+  it, where market orders fill;
 - after the decision the rest of every symbol's ticks of the bar are taken in time order (ties in the
   symbols' order), each worked by its own symbol's path as the single-symbol walk works it
   (``TickPath.tick``); before a tick at time ``x`` is worked, every other symbol is set to its last tick
@@ -28,7 +38,8 @@ worst of the ticks it may stand at (longs at the lowest bid, shorts at the highe
 the bar included) above the stop-out level with a tenth to spare for the conversions' moves rules it out.
 Otherwise only the ticks at which a symbol's own pending prices, stops or expiries can be reached are
 worked (the single-symbol walk's vectorised search, ``TickPath.next_touch``), still in time order, the
-others set to their prices of that moment first; a fill changes the account's margin, so after one the
+others set to their prices of that moment first, and every opening is worked (its checks find what its
+gap reaches); a fill changes the account's margin and a rollover's swap its equity, so after either the
 bound is taken again. One symbol alone with nothing open elsewhere and neither profit nor margin converted
 through another symbol keeps the single-symbol walk.
 """
@@ -42,49 +53,39 @@ from backtests.merged import NO_QUOTE, closed_at, stop_out_possible
 from backtests.pair_moves import checked_at_rates, moved_by, priced_through
 from strategies.trade import Tick
 
-
-def open_ticks(desks: list, t: int, firsts: list, plan: BarPlan | None = None) -> list:
-    """Bar ``t`` begins on the account: a symbol whose first tick of the bar comes after the main symbol's
-    (the moment the EA decides) stands at its last tick before the bar until then, as MetaTrader's tester
-    has given it no newer tick: the EA's quotes, fills and the account's equity read that, never the tick
-    still to come. ``firsts`` (``Broker.enter``'s quotes) with those symbols' opening checks made at that
-    tick; their first tick of the bar is worked after the decision, its gap included. ``plan``: the run's
-    ``BarPlan`` (made here where not given)."""
-    plan = plan or BarPlan(desks, "right")
-    late = plan.late[t]  # those whose first tick of the bar comes after the main symbol's
-    if not late:
-        return firsts
-    firsts = list(firsts)
-    for d in late:
-        row = plan.at[d][t]
-        j = desks.index(d)
-        if row < 0:  # no tick yet at all: no quote until its first
-            d.now, d.inside = None, NO_QUOTE
-            firsts[j] = (*NO_QUOTE, *NO_QUOTE)
-        else:  # its first tick of the bar comes later
-            path = d.price_path
-            d.now = _stood_at(path, row, plan.decision[t])
-            bid = float(path.bid_points[row])  # a quote is in points, as ``TickPath.open_bar``'s
-            firsts[j] = (bid, bid, bid, float(path.ask_points[row]) - bid)
-    return firsts
+_NEVER = np.iinfo(np.int64).max  # the moment after a symbol's last tick
 
 
 def to_decision(desks: list, t: int, plan: BarPlan | None = None) -> None:
-    """After the opening checks, before the EA decides: every other symbol's ticks of bar ``t`` up to the
-    decision's moment (after its first, worked at the open) are worked in time order, so their fills, stops
-    and stop-outs come before the decision as they did in time; then each symbol stands at its last tick at
-    or before that moment (``Broker.now``), which the EA's quotes and fills read."""
+    """Bar ``t`` up to the EA's decision (the main symbol's first tick of the bar), every symbol having
+    entered it (``Broker.enter``): each symbol's opening checks and its ticks before the decision worked
+    in one time order (see the module docstring), then each symbol stands at its last tick at or before
+    that moment (``Broker.now``), which the EA's quotes and fills read. ``plan``: the run's ``BarPlan``
+    (made here where not given)."""
     plan = plan or BarPlan(desks, "right")
     walking = plan.walking[t]
-    rows = [plan.at[d][t] for d in walking]
-    starts = plan.starts
-    at = [starts[d][t] + 1 for d in walking]
-    if any(a <= r for a, r in zip(at, rows, strict=True)) and any(d.book for d in walking):
-        _run(walking, t, at, [r + 1 for r in rows])
     now = plan.decision[t]
+    opens = [(plan.opening[d][t], d.now) for d in walking]  # ``Broker.enter`` set its first tick
+    idle = [d for d in desks if d.book and d not in walking and not closed_at(d, t)]
+    if idle:
+        _open_without_ticks(idle, walking, t)
+    rows = [plan.at[d][t] for d in walking]
+    if any(d.book for d in walking):
+        starts = [plan.starts[d][t] for d in walking]
+        at = [s + 1 for s in starts]  # its ticks after its first
+        if all(r <= s for r, s in zip(rows, starts, strict=True)):
+            # Openings alone, no other tick before the decision: each is worked and checked whole, as where
+            # the stop-out is possible (no bound to take for so few; the prices are set below).
+            try:
+                clock = _Clock(walking, [s - 1 for s in starts])
+                _every_tick(walking, t, [(s, s) for s in starts], at, opens, clock, plan)
+            finally:
+                walking[0].funds.screening = True
+        else:
+            _run(walking, t, at, [r + 1 for r in rows], plan, opens)
     for d, row in zip(walking, rows, strict=True):
         d.now_ns = None
-        if row < 0:  # no tick yet (``open_ticks``)
+        if row < 0:  # no tick yet at all: no quote until its first
             d.now, d.inside = None, NO_QUOTE
         else:
             d.now, d.inside = _stood_at(d.price_path, row, now), None
@@ -111,7 +112,7 @@ def walk_ticks(desks: list, t: int, plan: BarPlan | None = None) -> None:
             d.bar_range(t)  # no ticks in this bar: its own high and low
     if any(d.book for d in walking):
         at = [plan.at[d][t] + 1 for d in walking]
-        _run(walking, t, at, [plan.starts[d][t + 1] for d in walking])
+        _run(walking, t, at, [plan.starts[d][t + 1] for d in walking], plan)
 
 
 def _stood_at(path, row: int, now: int) -> Tick:
@@ -121,12 +122,14 @@ def _stood_at(path, row: int, now: int) -> Tick:
     return Tick.at(now, float(path.bid[row]), float(path.ask[row]))
 
 
-def _run(walking: list, t: int, at: list, ends: list) -> None:
-    """Walk ``walking``'s ticks ``at[j]..ends[j]-1`` in time order (see the module docstring)."""
+def _run(walking: list, t: int, at: list, ends: list, plan: BarPlan, opens: list | None = None) -> None:
+    """Walk ``walking``'s ticks ``at[j]..ends[j]-1`` in time order (see the module docstring), and where
+    ``opens[j]`` is (a moment in UTC ns, its first tick of the bar), symbol ``j``'s opening checks there
+    (``_open``), before its ticks."""
     for d in walking:
         d.walking = True
     try:
-        _walk(walking, t, at, ends)
+        _walk(walking, t, at, ends, plan, opens or [None] * len(walking))
     finally:
         walking[0].funds.screening = True
         for d in walking:
@@ -136,21 +139,31 @@ def _run(walking: list, t: int, at: list, ends: list) -> None:
             d.inside = None
 
 
-def _walk(walking: list, t: int, at: list, ends: list) -> None:
+def _walk(walking: list, t: int, at: list, ends: list, plan: BarPlan, opens: list) -> None:
     paths = [d.price_path for d in walking]
-    spans = [(int(p.starts[t]), end) for p, end in zip(paths, ends, strict=True)]
+    spans = [(plan.starts[d][t], end) for d, end in zip(walking, ends, strict=True)]
     touches: list[int | None] = [None] * len(walking)
     found_at = [-1] * len(walking)  # the revision of its book each touch was found at
-    revision = None
+    funds = walking[0].funds
+    clock = _Clock(
+        walking, [a - 1 if o is None else s - 1 for a, o, (s, _) in zip(at, opens, spans, strict=True)]
+    )
+    state = None
     while True:
-        now = sum(w.revision for w in walking)
-        if now != revision:  # first, or something filled: the margin changed
-            revision = now
-            if _stop_out_possible(walking, t, spans):
-                _every_tick(walking, t, spans, at)
+        # A fill or a close changes the margin, a rollover's swap at an opening the equity: the account's
+        # revision counts both.
+        now = funds.revision
+        if now != state:  # first, or the account changed
+            state = now
+            if _bound(walking, t, spans, plan):
+                _every_tick(walking, t, spans, at, opens, clock, plan)
                 return
         key = None
         for j, d in enumerate(walking):
+            if opens[j] is not None:  # its opening comes before any tick of its own
+                if d.book and (key is None or (opens[j][0], j) < key):
+                    key = (opens[j][0], j)
+                continue
             end = spans[j][1]
             if touches[j] is None or found_at[j] != d.revision:  # its own levels are as they were
                 a = at[j]
@@ -164,43 +177,115 @@ def _walk(walking: list, t: int, at: list, ends: list) -> None:
         if key is None:
             return  # no symbol can reach a level in the rest of the bar
         ns, k = key
-        m = touches[k]
-        for j, d in enumerate(walking):
+        clock.stand(k, ns)
+        for j in range(len(walking)):
             if j != k:
-                # its ticks before this moment have passed (none of them could reach a level)
-                at[j] = max(at[j], _passed(paths[j], ns, j < k))
-                _stand(d, j < k, ns)
-        paths[k].tick(walking[k], t, m)
-        at[k] = m + 1
+                # its ticks before this moment have passed (none of them could reach a level), and its
+                # opening where it had nothing to check
+                at[j] = max(at[j], clock.rows[j] + 1)
+                if opens[j] is not None and (opens[j][0], j) < key:
+                    opens[j] = None
+        if opens[k] is not None:
+            clock.worked(k, _open(walking[k], t, *opens[k]))
+            opens[k] = None
+        else:
+            m = touches[k]
+            paths[k].tick(walking[k], t, m)
+            clock.worked(k, m)
+            at[k] = m + 1
         touches[k] = None
 
 
-def _every_tick(walking: list, t: int, spans: list, at: list) -> None:
+def _every_tick(
+    walking: list, t: int, spans: list, at: list, opens: list, clock: _Clock, plan: BarPlan
+) -> None:
     """Every remaining tick of every symbol holding something or converting the profit of a symbol that
-    does, in time order (ties: the symbols' order). A tick of a converting symbol moves the equity of the
-    positions it converts (EURGBP's pounds at GBPUSD's price): the account's stop-out is checked there,
-    those positions standing at their prices then, as MetaTrader checks the margin level at every tick."""
+    does, in time order (ties: the symbols' order), each one's opening first where still to come. A tick
+    of a converting symbol moves the equity of the positions it converts (EURGBP's pounds at GBPUSD's
+    price): the account's stop-out is checked there, those positions standing at their prices then, as
+    MetaTrader checks the margin level at every tick."""
     funds = walking[0].funds
     funds.screening = False  # the bar's own range does not bound these prices (see the module docstring)
-    moved = [moved_by(walking, p) for p in walking]
+    moved = [moved_by(walking, p) for p in walking] if plan.converted else [()] * len(walking)
+    openings = []  # row -1: an opening, before its symbol's own ticks of that instant
     rows = []
     for k, d in enumerate(walking):
+        if not (d.book or moved[k]):
+            continue
+        if opens[k] is not None:
+            openings.append((opens[k][0], k, -1))
         a, b = at[k], spans[k][1]
-        if (d.book or moved[k]) and a < b:
+        if a < b:
             ns = d.price_path.ns[a:b]
             rows.append(np.column_stack((ns, np.full(b - a, k), np.arange(a, b))))
-    if not rows:
-        return
-    order = np.concatenate(rows)
-    order = order[np.lexsort((order[:, 1], order[:, 0]))]
-    for ns, k, m in order.tolist():
-        for j, d in enumerate(walking):  # one clock: a stop-out may close another symbol's position now
-            if j != k:
-                _stand(d, j < k, ns)
-        walking[k].price_path.tick(walking[k], t, m)
+    if rows:
+        order = np.concatenate([np.array(openings, dtype=np.int64).reshape(-1, 3), *rows])
+        events = order[np.lexsort((order[:, 2], order[:, 1], order[:, 0]))].tolist()
+    else:
+        events = sorted(openings)
+    for ns, k, m in events:
+        clock.stand(k, ns)  # one clock: a stop-out may close another symbol's position now
+        if m < 0:
+            m = _open(walking[k], t, *opens[k])
+        else:
+            walking[k].price_path.tick(walking[k], t, m)
+        clock.worked(k, m)
         for d in moved[k]:
             if d.book.positions:  # at the price it stands at: only the conversion moved
                 checked_at_rates(d, t, book=False)
+
+
+def _open(desk, t: int, ns: int, first: Tick) -> int:
+    """``desk``'s opening checks of bar ``t`` (``Broker.open_checks``: a rollover's swap, expiries, the
+    gaps to its pending orders and stops, the stop-out) at UTC ``ns``: at ``first``, its first tick of the
+    bar, or at the decision's moment where that tick comes later (it stands then at its last tick before
+    the bar, or has no quote; its first tick is worked after the decision, its gap included). Returns the
+    tick it stands at."""
+    path = desk.price_path
+    s = path.starts[t]
+    desk.now_ns, desk.inside = None, None
+    if first[0] <= ns:
+        row = s
+        desk.now = first
+    elif s > 0:
+        row = s - 1
+        desk.now = _stood_at(path, row, ns)
+    else:
+        desk.now, desk.inside = None, NO_QUOTE
+        desk.open_checks(t, (*NO_QUOTE, *NO_QUOTE))
+        return -1
+    bid = float(path.bid_points[row])  # a quote is in points, as ``TickPath.open_bar``'s
+    desk.open_checks(t, (bid, bid, bid, float(path.ask_points[row]) - bid))
+    return row
+
+
+def _open_without_ticks(idle: list, walking: list, t: int) -> None:
+    """The opening checks of the symbols holding something with no tick of their own in bar ``t``, by
+    the open-prices rules at its opening time, before any tick of the bar: every other symbol stands at
+    its last tick before it (the account's screen of the bar does not bound that price)."""
+    _Clock(walking).stand(-1, int(idle[0].price_path.edges_ns[t]))
+    funds = idle[0].funds
+    funds.screening = False
+    try:
+        for d in idle:
+            d.open_checks(t, None)
+    finally:
+        funds.screening = True
+
+
+def _bound(walking: list, t: int, spans: list, plan: BarPlan) -> bool:
+    """``_stop_out_possible``, asked once per bar and state of the account (``Account.revision``): with
+    every symbol's bar screened (``TickPath.reach``) it reads the whole bar and the tick before it whatever
+    part of the bar is left, so the walk after the decision takes the answer of the walk before it where
+    the EA's decision changed nothing."""
+    key = (t, walking[0].funds.revision)
+    held = plan.stop_out
+    if held is not None and held[0] == key:
+        return held[1]
+    answer = _stop_out_possible(walking, t, spans)
+    if all(d.price_path.reach is not None for d in walking):
+        plan.stop_out = (key, answer)
+    return answer
 
 
 def _stop_out_possible(walking: list, t: int, spans: list) -> bool:
@@ -226,11 +311,51 @@ def _passed(path, ns: int, same: bool) -> int:
     return int(path.ns.searchsorted(ns, side="right" if same else "left"))
 
 
-def _stand(desk, same: bool, ns: int) -> None:
-    """``desk``'s clock at ``ns`` and its price: its last tick passed then (``_passed``; none, ``NO_QUOTE``,
-    where none has), never a later one."""
-    path = desk.price_path
-    row = _passed(path, ns, same) - 1
-    desk.now = None
-    desk.now_ns = ns
-    desk.inside = (float(path.bid_points[row]), float(path.ask_points[row])) if row >= 0 else NO_QUOTE
+class _Clock:
+    """The one clock of a walk over ``walking``: before symbol ``k``'s tick or opening at UTC ``ns`` is
+    worked, every other symbol stands at its last tick passed then (``_passed``; none, ``NO_QUOTE``, where
+    none has), never a later one. ``rows``: the tick each stands at to begin with (before the walk's first
+    tick or opening of it). A symbol's tick is searched again only once the clock reaches its next tick
+    (the clock only moves forward), and its price set again after a tick or an opening of its own."""
+
+    def __init__(self, walking: list, rows: list | None = None):
+        self.walking = walking
+        n = len(walking)
+        self.rows = list(rows) if rows is not None else [-1] * n  # the tick each symbol stands at
+        # The moment of its next tick, from which it is searched again (-1: search now; -2: not yet known)
+        self.until = [-1] * n if rows is None else [-2] * n
+        self.placed = [False] * n  # whether its price is the one of ``rows``
+
+    def worked(self, k: int, row: int) -> None:
+        """``walking[k]``'s own tick or opening was worked: it stands at ``row`` (its price is to be set
+        again: the tick set it, with the tick's own time)."""
+        self.rows[k] = row
+        self._next(k)
+        self.placed[k] = False
+
+    def _next(self, j: int) -> None:
+        ns = self.walking[j].price_path.ns
+        row = self.rows[j] + 1
+        self.until[j] = int(ns[row]) if row < len(ns) else _NEVER
+
+    def stand(self, k: int, ns: int) -> None:
+        """Every symbol but ``walking[k]`` at ``ns`` (those before it in the order at their ticks of ``ns``
+        too: the ticks of one instant are worked in the symbols' order)."""
+        rows, until, placed = self.rows, self.until, self.placed
+        for j, desk in enumerate(self.walking):
+            if j == k:
+                continue
+            if until[j] == -2:
+                self._next(j)
+            if ns < until[j]:  # no tick of its own passed since: it stands where it stood
+                if placed[j]:
+                    desk.now_ns = ns
+                    continue
+            else:
+                rows[j] = _passed(desk.price_path, ns, j < k) - 1
+                self._next(j)
+            placed[j] = True
+            path, row = desk.price_path, rows[j]
+            desk.now = None
+            desk.now_ns = ns
+            desk.inside = (float(path.bid_points[row]), float(path.ask_points[row])) if row >= 0 else NO_QUOTE

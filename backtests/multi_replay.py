@@ -59,7 +59,7 @@ from backtests.errors import SymbolsError
 from backtests.heap import settled_heap
 from backtests.merged import closed_at, open_quotes, walk_bar
 from backtests.merged import to_decision as minutes_to_decision
-from backtests.merged_ticks import open_ticks, to_decision, walk_ticks
+from backtests.merged_ticks import to_decision, walk_ticks
 from backtests.multi import MultiSetup
 from backtests.pair_moves import PairMoves, moved_by
 from backtests.paths import COVERAGE, MODELS, M1Path, ModelDataError, check_inside, check_market
@@ -364,16 +364,21 @@ def _converts_held(desk, desks: list) -> bool:
 def price_paths(desks: list, ticks: bool) -> tuple[Callable[[int], None], Callable[[int], None]]:
     """The same for every symbol's minutes (``backtests.merged``) or ticks (``backtests.merged_ticks``):
     the bar opens at each symbol's first minute or tick, the prices move on to the decision, and after
-    it the bar's minutes or ticks of every symbol are walked in time order."""
-    to_the_decision, walk = (to_decision, walk_ticks) if ticks else (minutes_to_decision, walk_bar)
+    it the bar's minutes or ticks of every symbol are walked in time order. With ticks, each symbol's
+    opening checks are made at its own first tick, in time order with the other symbols' ticks before
+    the decision (``merged_ticks.to_decision``)."""
+    walk = walk_ticks if ticks else walk_bar
     plan = BarPlan(desks, "right" if ticks else "left")  # each bar's moments and rows, found once a run
 
     def opening(t: int) -> None:
         entered = [d.enter(t) for d in desks]
-        firsts = (open_ticks if ticks else open_quotes)(desks, t, entered, plan)
+        if ticks:  # each symbol's opening checks at its own first tick, in time order with the others' ticks
+            to_decision(desks, t, plan)
+            return
+        firsts = open_quotes(desks, t, entered, plan)
         for d, first in zip(desks, firsts, strict=True):
             d.open_checks(t, first)
-        to_the_decision(desks, t, plan)
+        minutes_to_decision(desks, t, plan)
 
     def closing(t: int) -> None:
         walk(desks, t, plan)
