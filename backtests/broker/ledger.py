@@ -205,9 +205,10 @@ class Ledger:
                  symbol: str = "") -> None:  # fmt: skip
         """A deal of position ``pos`` in bar ``t`` at UTC ``ns``; ``balance`` is the balance after it."""
         rows = self._deal_rows  # numbered after every deal before it (``deal_count``, inline: per deal)
-        rows.append((len(self._deals) + len(rows) + 1, t, ns, order, pos.ticket, "buy" if side > 0 else "sell",
-                     entry, lots, price, commission, swap, profit, balance, pos.magic,
-                     pos.comment if comment is None else comment, symbol or self.symbol))  # fmt: skip
+        rows.append((len(self._deals) + len(rows) + 1, t, ns, order, pos.ticket,
+                     "buy" if side > 0 else "sell", entry, lots, price, commission, swap, profit, balance,
+                     pos.magic, pos.comment if comment is None else comment,
+                     symbol or self.symbol))  # fmt: skip
 
     def new_trade(self, pos: OpenPosition, lots, t: int, ns: int | None, price, reason, entry_comm, exit_comm,
                   swap, profit, scale: int, symbol: str = "", rate: float = 1.0) -> None:  # fmt: skip
