@@ -84,7 +84,7 @@ class TradingContext:
         broker = self._last = self._route.get(symbol) or self._of(symbol)
         if self._needs and self._no_quote(broker, "deal", side, lots, sl=sl, tp=tp):
             return None
-        return broker.order(side, lots, sl, tp, magic, comment)
+        return broker.requests.order(side, lots, sl, tp, magic, comment)  # ``Broker.order``, one call less
 
     def pending(self, kind, lots, price, stoplimit, sl, tp, expiration, magic, comment, symbol=None):
         broker = self._last = self._route.get(symbol) or self._of(symbol)
@@ -128,7 +128,7 @@ class TradingContext:
         """One position (by ticket), or every position (of a magic number) of one symbol or of all."""
         if symbol is None and not self._several:  # one symbol: its broker holds every ticket
             broker = self._last = self.main
-            return broker.close(ticket, magic, lots, reason)
+            return broker.requests.close(ticket, magic, lots, reason)  # ``Broker.close``, one call less
         if symbol is not None:
             return self._use(self._of(symbol)).close(ticket, magic, lots, reason)
         if ticket is not None:

@@ -192,14 +192,16 @@ class Bars:
     Arrays never lead past the newest closed bar (see the module docstring).
     """
 
-    __slots__ = ("_feed", "_start", "_stop", "_time_cache")
+    __slots__ = ("_end", "_feed", "_start", "_time_cache")
 
     COLUMNS = COLUMNS
 
     def __init__(self, feed: BarFeed, start: int, stop: int | None):
         self._feed = feed
         self._start = start
-        self._stop = stop  # None: follows the feed's visible end
+        # What holds ``end`` in ``_visible`` (read per bar): the feed (``stop`` None: its visible end), or
+        # the fixed end of a window
+        self._end = feed if stop is None else _FixedEnd(stop)
         self._time_cache: tuple[int, pd.DatetimeIndex] | None = None
 
     @classmethod
@@ -219,10 +221,10 @@ class Bars:
     @property
     def end(self) -> int:
         """Absolute index one past the newest visible bar (``offset + len(bars)``)."""
-        return self._feed._visible if self._stop is None else self._stop
+        return self._end._visible
 
     def __len__(self) -> int:
-        return (self._feed._visible if self._stop is None else self._stop) - self._start
+        return self._end._visible - self._start
 
     def window(self, start: int, end: int) -> Bars:
         """Bars ``start..end-1`` (absolute indices) as a fixed view; the range must lie within these bars.
@@ -290,32 +292,42 @@ class Bars:
 class Line:
     """An indicator revealed bar by bar: ``line[-1]`` is its value on the newest closed bar.
 
-    Values are computed once over the history by the harness. An integer index returns a number (a copy:
-    a scalar has no ``.base``) and checks it against the closed bars; slices and ``values`` read a revealed
-    copy that ends at the newest closed bar, like ``Bars``.
+    Values are computed once over the history by the harness. An integer index of a one-column line returns a
+    Python float (a number: it has no ``.base``) and checks it against the closed bars; an integer index of a
+    line of several columns, slices and ``values`` read a revealed copy that ends at the newest closed bar,
+    like ``Bars``.
     """
 
-    __slots__ = ("_bars", "_feed", "_fixed", "_flat", "_shown", "_values", "name")
+    __slots__ = ("_bars", "_end", "_items", "_shown", "_values", "name")
 
     def __init__(self, values: np.ndarray, bars: Bars, name: str):
+        self._bars = bars
+        # What holds ``bars.end`` in ``_visible``, read per bar without the view: the feed (its visible end),
+        # or the fixed end of a window
+        self._end = bars._end
+        self.name = name
         values = np.array(values, dtype=np.float64)  # the harness's array stays the harness's
+        self._shown = _Revealed(values, np.nan)
+        self._take(values)
+
+    def _take(self, values: np.ndarray) -> None:
         values.flags.writeable = False
         self._values = values
-        self._flat = values.ndim == 1
-        self._shown = _Revealed(values, np.nan)
-        self._bars = bars
-        # ``bars.end`` read per bar without the view: its feed, and its fixed end (None: the feed's visible)
-        self._feed, self._fixed = bars._feed, bars._stop
-        self.name = name
+        # Item ``i`` (0 <= i < the closed bars) of the line: a one-column line's as a Python float straight
+        # from its values (a memoryview: no copy, no NumPy scalar made per read), a row of several columns
+        # from the revealed copy
+        self._items = memoryview(values) if values.ndim == 1 else _Rows(self)
 
     def __getitem__(self, key: Any) -> Any:
-        stop = self._feed._visible if self._fixed is None else self._fixed  # Bars.end, inlined: per bar
-        if type(key) is int and self._flat:  # the per-bar case (line[-1]): a scalar, no view needed
-            i = key + stop if key < 0 else key
-            if not 0 <= i < stop:
-                raise IndexError(f"{self.name}[{key}]: only {stop} bars are closed")
-            return self._values[i]
-        return self._shown.upto(stop)[key]
+        if type(key) is int:  # the per-bar case (line[-1]): checked against the closed bars, then read
+            stop = self._end._visible
+            if key < 0:
+                if key >= -stop:
+                    return self._items[key + stop]
+            elif key < stop:
+                return self._items[key]
+            raise IndexError(f"{self.name}[{key}]: only {stop} bars are closed")
+        return self._shown.upto(self._end._visible)[key]
 
     def __len__(self) -> int:
         return self._bars.end
@@ -326,11 +338,33 @@ class Line:
         values = np.array(values, dtype=np.float64)
         if values.shape[1:] != self._values.shape[1:] or len(values) < len(self._values):
             raise ValueError(f"{self.name}: cannot extend {self._values.shape} with {values.shape}")
-        values.flags.writeable = False
-        self._values = values
+        self._take(values)
         self._shown.grow(values)
 
     @property
     def values(self) -> np.ndarray:
         """The line up to the newest closed bar (read-only)."""
-        return self._shown.upto(self._bars.end)
+        return self._shown.upto(self._end._visible)
+
+
+class _FixedEnd:
+    """The end of a line over a fixed window of bars, in the place of a feed's visible end."""
+
+    __slots__ = ("_visible",)
+
+    def __init__(self, end: int):
+        self._visible = end
+
+
+class _Rows:
+    """A line of several columns by row: row ``i`` (already checked against the closed bars) as a read-only
+    view of the revealed copy, which ends at the newest closed bar."""
+
+    __slots__ = ("_line",)
+
+    def __init__(self, line: Line):
+        self._line = line
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        line = self._line
+        return line._shown.upto(line._end._visible)[i]

@@ -230,6 +230,7 @@ class TradeMethods:
     """The trading methods of ``ExpertAdvisor`` (needs ``magic`` and ``_require_ctx`` from it)."""
 
     magic: int
+    _ctx: TradeContext | None  # read directly by the per-bar requests; ``_require_ctx`` says why it is None
     _require_ctx: Callable[[], TradeContext]
 
     # -- trading -----------------------------------------------------------------------------------------
@@ -279,7 +280,8 @@ class TradeMethods:
         if lots is not None and ticket is None:
             raise EAError("close(lots=...) closes part of one position: give its ticket")
         if ticket is None and magic is None and lots is None and symbol is None and type(reason) is str:
-            return self._require_ctx().close(None, None, None, reason)  # close all: nothing to convert
+            ctx = self._ctx  # close all: nothing to convert
+            return (self._require_ctx() if ctx is None else ctx).close(None, None, None, reason)
         return self._require_ctx().close(
             _ticket(ticket, "ticket", optional=True),
             None if magic is None else _ticket(magic, "magic"),
@@ -406,7 +408,9 @@ class TradeMethods:
         return self._require_ctx().point
 
     def _order(self, side, lots, sl, tp, sl_points, tp_points, magic, comment, symbol=None) -> int | None:
-        ctx = self._require_ctx()
+        ctx = self._ctx
+        if ctx is None:
+            ctx = self._require_ctx()
         if sl is None and tp is None and sl_points is None and tp_points is None and symbol is None:
             # no stops, the main chart: the common order, with only its volume and magic to convert
             lots = lots if type(lots) is float else _number(lots, "lots")

@@ -193,7 +193,9 @@ class OrderBook:
         cached = self._exposure
         self.positions.append(pos)
         self._tickets[pos.ticket] = pos  # an account numbers its positions once (``Ledger.new_ticket``)
-        self._changed()
+        self.changes += 1  # ``_changed``, inline: per deal
+        if self.account is not None:
+            self.account.revision += 1
         if cached is not None and cached[0] == self.changes - 1:
             # The sums of the book as it was plus the new last position: the very additions ``exposure``
             # makes in position order, so the same floats, without going over the others again
@@ -202,7 +204,9 @@ class OrderBook:
     def remove(self, pos: OpenPosition) -> None:
         self.positions.remove(pos)
         del self._tickets[pos.ticket]
-        self._changed()
+        self.changes += 1  # ``_changed``, inline: per deal
+        if self.account is not None:
+            self.account.revision += 1
         if not self.positions:  # nothing left: the sums of no position (a reversal's close)
             self._exposure = (self.changes, (0, 0, 0, 0))
 

@@ -107,14 +107,13 @@ class Calm:
         cannot be told: a price path, bars with gaps (``Market.closed``), the general form of the stop-out
         (asked bar by bar), a bar not screened quiet in this state. A swap's rollover ends the span: its
         bar's open books the swap."""
-        b, key = self.broker, self.state()
-        market, book = self._market, self._book
+        b, market, book, funds = self.broker, self._market, self._book, self._funds
+        key = book.changes + b.revision + market.changes + funds.changes  # ``state``, inline: per change
         if b.price_path is not None or market.closed is not None or b.now is not None or b.now_ns is not None:
             return Span(t, key)
         if not (book.positions or book.orders):  # nothing to check until something is opened or placed
             return Span(len(market.day), key)
-        funds = self._funds
-        mine = book.changes + b.revision + market.changes + (funds.changes if funds.closed_form else 0)
+        mine = key if funds.closed_form else key - funds.changes
         if mine != self._key or self._bounds is None or self._general or not self._start <= t < self._until:
             return Span(t, key)
         end = self._until
@@ -126,14 +125,14 @@ class Calm:
     def _gather(self) -> tuple[float, float, float, float] | None:
         """``(bid_low, bid_high, ask_low, ask_high)``: a bar is quiet while its bids stay strictly between
         the first two and its asks between the last two; None where the screen does not apply."""
-        b = self.broker
-        book = b.book
+        b, book = self.broker, self._book
         self._general = False
         if book.orders or b.price_path is not None:
             return None
         inf = math.inf
         bid_low, bid_high, ask_low, ask_high = -inf, inf, -inf, inf
-        for p in book.positions:
+        positions = book.positions
+        for p in positions:
             sl, tp = p.sl, p.tp
             if p.side > 0:  # a long leaves at the bid: its SL below, its TP above
                 if sl is not None and sl > bid_low:
@@ -145,14 +144,21 @@ class Calm:
                     ask_high = sl
                 if tp is not None and tp > ask_low:
                     ask_low = tp
-        if b.stop_out_on and book.positions and not b.funds.closed_form:
-            self._general = True  # the account's screen rules the stop-out out bar by bar (``holds``)
-        elif b.stop_out_on and book.positions:
-            bounds = b.funds.calm_bounds(b.market.extremes().widest)
+        if b.stop_out_on and positions:
+            funds = self._funds
+            if not funds.closed_form:
+                self._general = True  # the account's screen rules the stop-out out bar by bar (``holds``)
+                return bid_low, bid_high, ask_low, ask_high
+            bounds = funds.calm_bounds(self._market.extremes().widest)
             if bounds is None:
                 return None
-            low, high, ask = bounds
-            bid_low, bid_high, ask_high = max(bid_low, low), min(bid_high, high), min(ask_high, ask)
+            low, high, ask = bounds  # the nearer of each pair (``max``/``min``, without their calls)
+            if low > bid_low:
+                bid_low = low
+            if high < bid_high:
+                bid_high = high
+            if ask < ask_high:
+                ask_high = ask
         return bid_low, bid_high, ask_low, ask_high
 
     def _reach(self, t: int) -> None:

@@ -153,6 +153,19 @@ class Broker:
         t, m = self.t, self.market  # Python floats (``item``): the same values, cheaper to compute with
         return m.o.item(t) + m.s_open.item(t) if side > 0 else m.o.item(t)
 
+    def bid_ask(self) -> tuple[float, float]:
+        """``(price_points(-1), price_points(+1))`` in one call: the bid and the ask now, in points."""
+        now = self.now
+        if now is not None:
+            scale = self.scale
+            return float(round(now[1] * scale)), float(round(now[2] * scale))
+        inside = self.inside
+        if inside is not None:
+            return inside[0], inside[1]
+        t, m = self.t, self.market
+        bid = m.o.item(t)
+        return bid, bid + m.s_open.item(t)
+
     def to_points(self, price: float) -> float:
         """A price on the symbol's grid, in whole points (the nearest: a quote lies on the grid)."""
         return float(round(price * self.scale))
@@ -359,12 +372,13 @@ class Broker:
     def new_ticket(self) -> int:
         return self.ledger.new_ticket()
 
-    def fill(self, side, lots, price, sl, tp, magic, comment, ticket=None, reason="signal") -> int | None:
+    def fill(self, side, lots, price, sl, tp, magic, comment, ticket=None, reason="signal",
+             quote: tuple[float, float] | None = None) -> int | None:  # fmt: skip
         """A deal of ``lots`` at ``price`` (points; SL/TP too): netting first reduces or reverses an opposite
         position, hedging opens its own. The deal is checked as a whole, as the trade server checks it:
         when the free margin cannot hold what it leaves open, it is refused (10019) and nothing of it is
         executed, not even the closing part of a reversal. Returns the position's ticket, or None
-        (recorded)."""
+        (recorded). ``quote``: the bid and ask now (``bid_ask``), where the caller has them."""
         cfg = self.config
         book = self.book
         closes: list[tuple[OpenPosition, float]] = []  # the opposite positions it reduces, and by how much
@@ -376,7 +390,8 @@ class Broker:
                 take = min(pos.lots, remaining)
                 closes.append((pos, take))
                 remaining = round(remaining - take, 8)
-        bid, ask, opens = self.price_points(-1), self.price_points(+1), remaining > 1e-12
+        bid, ask = self.bid_ask() if quote is None else quote
+        opens = remaining > 1e-12
         charged = self.money.margin_price(side, price, bid, ask) if opens else None  # once: closes move none
         if opens and not self._margin_ok(side, remaining, price, closes, charged, bid, ask):
             return self.reject("deal", side, lots, 10019, "not enough free margin", price=price / self.scale)
@@ -412,8 +427,10 @@ class Broker:
         if comm:
             self.funds.charge(-comm, self.t)
         book.add(pos)
-        self._deal(ticket, pos, side, "in", remaining, price, 0.0 - comm, 0.0, 0.0)  # 0.0 - x: never -0.0
-        return pos.ticket
+        self.revision += 1  # ``_deal``, inline: per position opened (0.0 - x: never -0.0)
+        self.ledger.new_deal(self.t, pos.entry_ns, ticket, pos, side, "in", remaining, price / self.scale,
+                             0.0 - comm, 0.0, 0.0, self.funds.balance, None, self.symbol)  # fmt: skip
+        return ticket
 
     def close_position(
         self,

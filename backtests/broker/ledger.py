@@ -204,10 +204,11 @@ class Ledger:
                  commission, swap, profit, balance, comment: str | None = None,
                  symbol: str = "") -> None:  # fmt: skip
         """A deal of position ``pos`` in bar ``t`` at UTC ``ns``; ``balance`` is the balance after it."""
-        self._deal_rows.append((self.deal_count() + 1, t, ns, order, pos.ticket,
-                                "buy" if side > 0 else "sell", entry, lots, price, commission, swap, profit,
-                                balance, pos.magic, pos.comment if comment is None else comment,
-                                symbol or self.symbol))  # fmt: skip
+        rows = self._deal_rows  # numbered after every deal before it (``deal_count``, inline: per deal)
+        rows.append((len(self._deals) + len(rows) + 1, t, ns, order, pos.ticket,
+                     "buy" if side > 0 else "sell", entry, lots, price, commission, swap, profit, balance,
+                     pos.magic, pos.comment if comment is None else comment,
+                     symbol or self.symbol))  # fmt: skip
 
     def new_trade(self, pos: OpenPosition, lots, t: int, ns: int | None, price, reason, entry_comm, exit_comm,
                   swap, profit, scale: int, symbol: str = "", rate: float = 1.0) -> None:  # fmt: skip
@@ -242,7 +243,7 @@ class Ledger:
 
     def balance(self, t: int, amount: float) -> None:
         """The balance changed by ``amount`` in bar ``t``, by the deal recorded next."""
-        self.balance_events.append((t, amount, self.deal_count()))
+        self.balance_events.append((t, amount, len(self._deals) + len(self._deal_rows)))  # ``deal_count``
 
     def swap(self, t: int, amount: float, booked: bool = False) -> None:
         """The open positions' accrued swap changed by ``amount`` in bar ``t``: a rollover's swap, or

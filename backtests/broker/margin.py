@@ -51,7 +51,8 @@ class MarginModel:
             p = positions[0]
             if p.lots <= 1e-12:
                 return 0.0
-            plain = p.lots * self.contract_size * self.price_of(p) / self.leverage
+            price = p.price / self.scale if p.margin_price is None else p.margin_price  # ``price_of``
+            plain = p.lots * self.contract_size * price / self.leverage
             return plain if self.rate == 1.0 else plain * self.rate
         return self.of_legs([(p.side, p.lots, self.price_of(p)) for p in positions])
 

@@ -115,18 +115,22 @@ class TradeRequests:
             bad = checks.check_stops(side, ref, sl, tp, self._level(cfg.stops_level), what, b.point)
         if bad:
             return b.reject("deal", side, lots, *bad, sl=sl, tp=tp)
-        price = b.price_points(side)
+        bid, ask = b.bid_ask()
+        price = ask if side > 0 else bid
         ledger = b.ledger
         new = ledger.upcoming_ticket()
         stops = (None, None) if sl is None and tp is None else (self._points(sl), self._points(tp))
-        ticket = b.fill(side, norm, price, *stops, magic, comment)
+        ticket = b.fill(side, norm, price, *stops, magic, comment, quote=(bid, ask))
         if ticket is None:
             return None
         b.last_retcode = checks.DONE
         opened = ticket == new and ledger.upcoming_ticket() == new + 1
         kind = "buy" if side > 0 else "sell"
-        b.record_order(new if opened else None, kind, norm, price / b.scale, sl, tp, "filled", ticket, magic,
-                       comment)  # fmt: skip
+        b.revision += 1  # ``Broker.record_order``, inline: per order
+        now = b.now
+        ledger.new_order(b.t, now[0] if now is not None else b.now_ns, new if opened else None, kind, norm,
+                         price / b.scale, sl, tp, "filled", ticket, magic, comment, None, None,
+                         b.symbol)  # fmt: skip
         return ticket
 
     def close(

@@ -399,3 +399,18 @@ def test_each_trade_mode_refuses_its_orders_and_closes_on_the_plain_request_path
     assert b.last_retcode == close_all
     assert closed == (0 if close_all == 10017 else held)
     assert len(b.book.positions) == (held if close_all == 10017 else 0)
+
+
+def test_the_bid_and_ask_of_an_order_are_the_prices_each_side_fills_at():
+    """``bid_ask`` gives an order and its fill the quote in one call: at a bar's open, at a quote inside the
+    bar and at a tick, the very floats ``price_points`` gives for a sell and for a buy."""
+    from strategies.trade import Tick
+
+    b = _broker([(1.1000, 1.1010, 1.0990, 1.1005), (1.1003, 1.1020, 1.0980, 1.1011)], spread=7)
+    b.bar_open(1)
+    assert b.bid_ask() == (b.price_points(-1), b.price_points(+1)) == (110030.0, 110037.0)
+    assert all(type(p) is float for p in b.bid_ask())
+    b.inside = (110051.0, 110059.0)
+    assert b.bid_ask() == (b.price_points(-1), b.price_points(+1)) == (110051.0, 110059.0)
+    b.now = Tick.at(int(b.market.time[1].value) + 5_000_000_000, 1.10042, 1.100499)
+    assert b.bid_ask() == (b.price_points(-1), b.price_points(+1)) == (110042.0, 110050.0)

@@ -134,6 +134,25 @@ def test_an_indicator_line_reveals_only_closed_bars(feed):
     with pytest.raises(ValueError, match="read-only"):
         line.values[0] = 1.0
     assert not isinstance(line[-1], np.ndarray)  # a number, not a view of the line
+    assert type(line[-1]) is float and line[0] == 2 * close[0] and line[-K] == line[0]
+    row = wide[-2]
+    assert list(row) == [close[K - 2], 3 * close[K - 2]] and not row.flags.writeable
+    for bad in (K, -K - 1):
+        with pytest.raises(IndexError):
+            wide[bad]
+
+
+def test_a_line_over_a_window_ends_where_the_window_ends(feed):
+    """A line made over a fixed window of bars reads no further than the window, however far the feed goes."""
+    feed, df = feed
+    close = df.close.to_numpy()
+    feed.advance(K)
+    line = Line(close, feed.bars.window(0, K - 3), "window")
+    feed.advance(N)
+    assert line[-1] == close[K - 4] and len(line) == K - 3 and len(line[:]) == K - 3
+    with pytest.raises(IndexError):
+        line[K - 3]
+    _no_future(line.values, K - 3, close[K - 3 :])
 
 
 def test_indicator_bars_are_blanked_after_evaluation(feed):
