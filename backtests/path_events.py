@@ -155,7 +155,9 @@ def deal_events(
     lots = deals.numbers("lots")
     bar = deals.numbers("bar", np.int64)
     end = deals.texts("comment") == "end of test"
-    ns = deals.values("ns") if timed else [None] * n
+    ns = deals.values("ns") if timed else None
+    if ns is not None and ns.count(None) == n:
+        ns = None  # no deal has a time stamp (open prices): every one is placed by its price on its bar
     scale = np.zeros(n)
     sym_col = np.zeros(n, dtype=np.int64)
     for i, name in enumerate(symbols):
@@ -179,9 +181,13 @@ def deal_events(
     keys = np.zeros(n + len(balance), dtype=np.int64)
     for name in symbols:
         mine = np.flatnonzero(symbol == name)
-        keys[mine] = _keys(symbols[name], bar[mine], [ns[i] for i in mine], price[mine], buy[mine], end[mine])
+        stamps = None if ns is None else [ns[i] for i in mine]
+        keys[mine] = _keys(symbols[name], bar[mine], stamps, price[mine], buy[mine], end[mine])
     if balance:  # at its deal's key, else at its bar's open
-        of = np.fromiter((-1 if d is None or d >= n else d for _, _, d in balance), np.int64, len(balance))
+        deal = np.array(list(map(itemgetter(2), balance)), dtype=np.float64)  # None: NaN (no deal)
+        of = np.full(len(balance), -1, dtype=np.int64)
+        known = deal < n  # NaN is not
+        of[known] = deal[known]
         bars = np.fromiter(map(itemgetter(0), balance), np.int64, len(balance))
         keys[n:] = np.where(of >= 0, keys[np.maximum(of, 0)], bars << KEY_SHIFT)
         moves[n:, 0] = np.fromiter(map(itemgetter(1), balance), np.float64, len(balance))
@@ -192,14 +198,15 @@ def deal_events(
 
 
 def _keys(
-    bars: BarPrices, bar: np.ndarray, ns: list, price: np.ndarray, buy: np.ndarray, end: np.ndarray
+    bars: BarPrices, bar: np.ndarray, ns: list | None, price: np.ndarray, buy: np.ndarray, end: np.ndarray
 ) -> np.ndarray:
-    """The key of each deal of one symbol (its bar, UTC time or None, price in points, buy, end of test):
+    """The key of each deal of one symbol (its bar, UTC time or None, or None for all, price in points, buy,
+    end of test):
     on a bar of its own four prices found for all such deals at once (``_legs``), on a bar of minutes or
     ticks one by one."""
     if not len(bar):
         return np.zeros(0, dtype=np.int64)
-    at_open = np.array([x is None for x in ns], dtype=bool)
+    at_open = np.ones(len(bar), dtype=bool) if ns is None else np.array([x is None for x in ns], dtype=bool)
     # The end of the test closes at the last bar's close, after every price of the bar.
     keys = (bar << KEY_SHIFT) + np.where(end, LAST_RANK, 0)
     path = bars.path
@@ -210,7 +217,7 @@ def _keys(
         legs = _legs(bars.own(t), price[own] - np.where(buy[own], m.s[t], 0.0))
         keys[own] += np.where(opened, 0, legs)  # at the open: a decision, a gap
     for i in np.flatnonzero(~end & ~own):
-        keys[i] = bars.key(int(bar[i]), ns[i], float(price[i]), bool(buy[i]))
+        keys[i] = bars.key(int(bar[i]), None if ns is None else ns[i], float(price[i]), bool(buy[i]))
     return keys
 
 

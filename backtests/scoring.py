@@ -258,29 +258,36 @@ def score(inputs: Inputs, keys: Iterable[str] | None = None) -> dict:
 class Figures(NamedTuple):
     """What a finished broker scores to (``broker_figures``)."""
 
-    trades: pd.DataFrame
-    curves: pd.DataFrame  # scoring.Curve.frame
+    trades: pd.DataFrame | Callable[[], pd.DataFrame]  # or what builds it (``broker_figures``' ``tables``)
+    curves: pd.DataFrame | Callable[[], pd.DataFrame]  # scoring.Curve.frame (likewise)
     stats: dict
     balance: np.ndarray  # (F,) at each forward bar's close
     equity: np.ndarray  # (F,)
     equity_path: pd.DataFrame | None  # backtests.equity_path.EquityPath.skeleton
 
 
-def broker_figures(ctx, fs: int, last: int, account, path: bool | Callable = True) -> Figures:
+def broker_figures(ctx, fs: int, last: int, account, path: bool | Callable = True, tables=None) -> Figures:
     """The trades, curves, MT5 statistics, balance and equity (at each bar's close) of a finished broker
     over the forward bars ``fs..last``, and the skeleton of its equity at every price the mode models that
     the equity drawdowns come from (the backtest and a live run's report share this; ``path``: what builds
     that skeleton, True for one symbol's ``path_drawdowns``, ``account_path.account_drawdowns`` for several
-    symbols; False: the bar-level drawdowns only)."""
+    symbols; False: the bar-level drawdowns only). ``tables``: the ledger's snapshot the trades table is
+    of, when the tables are to be built on first read (``Result``): the trades and curves are then the
+    functions that build them, and the statistics read the ledger's columns (the same values); None: both
+    built now."""
     start = _start(ctx, fs)
     build = path_drawdowns if path is True else path
     found = build(ctx, fs, last, account.deposit, start) if build else None
-    trades = ctx.trades_frame()  # the report's table: the statistics read its columns, not the records again
-    inputs = _inputs(ctx, fs, last, account, None if found is None else found.drawdowns, trades)
+    drawdowns = None if found is None else found.drawdowns
+    if tables is None:
+        trades = ctx.trades_frame()  # the report's table: the statistics read its columns, not the records
+        inputs = _inputs(ctx, fs, last, account, drawdowns, trades)
+    else:
+        trades, inputs = tables.trades_frame, _inputs(ctx, fs, last, account, drawdowns)
     curve = inputs.curve
     stats = score(inputs)
-    return Figures(trades, curve.frame(), stats, curve.balance[1:], curve.equity[1:],
-                   None if found is None else found.skeleton)  # fmt: skip
+    return Figures(trades, curve.frame() if tables is None else curve.frame, stats, curve.balance[1:],
+                   curve.equity[1:], None if found is None else found.skeleton)  # fmt: skip
 
 
 def pass_figures(ctx, fs: int, last: int, account, keys: Iterable[str] | None) -> tuple[dict, Curve]:

@@ -368,20 +368,21 @@ class Ledger:
         counted, changed = self._margins()[0], {}
         for name, sym in self.symbols.items():
             mine = names == name
-            if not (mine.any() or held[name].any()):
+            if not (mine.any() or self._steps[name].legs.any()):  # (every step is held over some bar)
                 continue
             m = sym.market
             k = m.scale
             bars = (m.opens, m.lows, (m.o + m.s) / k, (m.h + m.s) / k)  # open and low bid, open and high ask
             own = ClosedTrades(*(column[mine] for column in columns))
-            worst, changed[name] = worst_floating(held[name], own, bars, sym.contract_size)
+            steps = self._steps[name]
+            worst, changed[name] = worst_floating(held[name], steps.at, own, bars, sym.contract_size)
             floating += convert_closes(sym.rate.closes(m), worst)
         margin = self._margins()[1].copy()  # the close's, but where a trade closed inside a bar counts
         moved = np.unique(np.concatenate([c.bars for c in changed.values()] or [np.zeros(0, np.int64)]))
         if moved.size:
             margin[moved] = 0.0
             for name in (n for n in self.symbols if n in counted or n in changed):  # in the close's order
-                legs = held[name][:, moved]
+                legs = self._steps[name].at(moved)
                 if name in changed and changed[name].bars.size:
                     legs[:, np.searchsorted(moved, changed[name].bars)] = changed[name].legs
                 margin[moved] += self.symbols[name].margin.of_sums(legs[0], legs[4], legs[2], legs[5])
@@ -389,9 +390,9 @@ class Ledger:
         return worst[first:], margin[first:]
 
     def _curves(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-        """(balance, equity, held) at every bar's close; ``held``: per symbol, (6, N) long lots, long lots x
-        price, short lots, short lots x price, long and short lots x margin price open over each bar (made
-        once for the records as they are)."""
+        """(balance, equity, held) at every bar's close; ``held``: per symbol, (4, N) long lots, long lots x
+        price, short lots, short lots x price open over each bar (the steps' first four rows, ``Held``;
+        made once for the records as they are)."""
         key = self._key()
         if self._made is not None and self._made[0] == key:
             return self._made[1]
@@ -400,7 +401,7 @@ class Ledger:
         floating, held, self._steps = np.zeros(n), {}, {}
         for name, sym in self.symbols.items():
             self._steps[name] = steps = _held(self._segment_list(name), n)
-            held[name] = legs = steps.spread(steps.legs)
+            held[name] = legs = steps.spread(steps.legs[:4])  # the margin's rows are read at a few bars
             if not steps.legs.any():
                 continue
             m = sym.market
@@ -469,6 +470,9 @@ class Ledger:
         """Record times: the UTC ns of the minute or tick that made them where one was recorded, else the
         opening time of their bar (a decision at the open, or the open-prices model)."""
         at_bar = self.market.time[np.asarray(bars, dtype=np.int64)]
+        stamps = stamps if isinstance(stamps, list) else list(stamps)
+        if stamps.count(None) == len(stamps):  # none recorded (open prices): one C pass, no array
+            return at_bar
         ns = np.array([-1 if v is None else v for v in stamps], dtype=np.int64)
         inside = ns >= 0
         if not inside.any():
@@ -511,6 +515,16 @@ class Held(NamedTuple):
             zero = np.zeros((*values.shape[:-1], 1))
             values, lengths = np.concatenate((zero, values), axis=-1), np.append(self.bars[0], lengths)
         return np.repeat(values, lengths, axis=-1)
+
+    def at(self, bars: np.ndarray) -> np.ndarray:
+        """The legs (6, len(bars)) held over each of ``bars`` (``spread(legs)[:, bars]``, read at those
+        bars only)."""
+        if not len(self.bars):
+            return np.zeros((len(self.legs), len(bars)))
+        step = np.searchsorted(self.bars, bars, side="right") - 1
+        legs = self.legs[:, np.maximum(step, 0)]
+        legs[:, step < 0] = 0.0  # nothing held before the first step
+        return legs
 
 
 def _held(segments: list[tuple], n: int) -> Held:
