@@ -39,6 +39,7 @@ class Columns:
         self.rows = rows
         self._at = {name: k for k, name in enumerate(names)}
         self._lists: dict[str, list] = {}
+        self._arrays: dict[tuple[str, np.dtype], np.ndarray] = {}
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -55,10 +56,22 @@ class Columns:
         return self._lists[name]
 
     def texts(self, name: str) -> np.ndarray:
-        """Field ``name`` as an array of objects (to compare with text; a new array each time)."""
-        return np.array(self.values(name), dtype=object)
+        """Field ``name`` as an array of objects (to compare with text; kept, read-only: copy to change)."""
+        return self._array(name, object)
 
     def numbers(self, name: str, dtype: type = np.float64) -> np.ndarray:
-        """Field ``name`` as an array of ``dtype`` (a new array each time)."""
-        values = self.values(name)
-        return np.fromiter(values, dtype=dtype, count=len(values))
+        """Field ``name`` as an array of ``dtype`` (kept, read-only: the report's readers share it)."""
+        return self._array(name, dtype)
+
+    def _array(self, name: str, dtype: type) -> np.ndarray:
+        key = (name, np.dtype(dtype))
+        made = self._arrays.get(key)
+        if made is None:
+            values = self.values(name)
+            if dtype is object:
+                made = np.array(values, dtype=object)
+            else:
+                made = np.fromiter(values, dtype=dtype, count=len(values))
+            made.flags.writeable = False
+            self._arrays[key] = made
+        return made

@@ -38,7 +38,7 @@ from backtests.broker.records import (
     Segment,
     Trade,
 )
-from backtests.curves import ClosedTrades, worst_floating
+from backtests.curves import ClosedTrades, distinct, worst_floating
 
 log = logging.getLogger("backtests.broker")
 
@@ -352,7 +352,7 @@ class Ledger:
         accrued = self._accrued(len(balance))
         trades = self.columns("trades")  # the closed trades' own fields, not the table's (a user may edit it)
         names = trades.texts("symbol")
-        margin_price = trades.texts("margin_price")
+        margin_price = trades.texts("margin_price").copy()
         unset = np.equal(margin_price, None)
         margin_price[unset] = trades.numbers("entry_price")[unset]  # None: charged at its entry price
         columns = ClosedTrades(
@@ -378,7 +378,7 @@ class Ledger:
             worst, changed[name] = worst_floating(held[name], steps.at, own, bars, sym.contract_size)
             floating += convert_closes(sym.rate.closes(m), worst)
         margin = self._margins()[1].copy()  # the close's, but where a trade closed inside a bar counts
-        moved = np.unique(np.concatenate([c.bars for c in changed.values()] or [np.zeros(0, np.int64)]))
+        moved = distinct(np.concatenate([c.bars for c in changed.values()] or [np.zeros(0, np.int64)]))
         if moved.size:
             margin[moved] = 0.0
             for name in (n for n in self.symbols if n in counted or n in changed):  # in the close's order
@@ -537,7 +537,7 @@ def _held(segments: list[tuple], n: int) -> Held:
         return Held(np.zeros(0, dtype=np.int64), np.zeros((6, 0)), n)
     start, end, side = (_field(segments, k, np.int64) for k in range(3))
     lots, price, mprice = (_field(segments, k, np.float64) for k in range(3, 6))
-    steps = np.unique(np.concatenate((start, end)))
+    steps = distinct(np.concatenate((start, end)))
     legs = np.zeros((6, len(steps)))
     for row, mask in ((0, side > 0), (2, side < 0)):
         cols = ((row, lots[mask]), (row + 1, (lots * price)[mask]), (4 + row // 2, (lots * mprice)[mask]))

@@ -1,0 +1,64 @@
+"""The report's faster steps give exactly what the definitions they replace give, on awkward inputs."""
+
+import numpy as np
+import pytest
+
+from backtests.broker.columns import Columns
+from backtests.broker.ledger import Held, _held
+from backtests.curves import distinct
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[], [5], [3, 3], [7, 1, 7, 1, 0], [-4, 2, -4, 9, 2, 2], list(range(10, 0, -1))],
+    ids=["empty", "one", "a tie", "ties unordered", "negative", "decreasing"],
+)
+def test_distinct_is_numpys_unique(values):
+    a = np.array(values, dtype=np.int64)
+    got = distinct(a)
+    np.testing.assert_array_equal(got, np.unique(a))
+    assert got.dtype == np.int64
+
+
+def test_distinct_of_many_random_bars_is_numpys_unique():
+    a = np.random.default_rng(3).integers(0, 5_000, 40_000)
+    np.testing.assert_array_equal(distinct(a), np.unique(a))
+
+
+def _segments(rng, n, k):
+    start = rng.integers(0, n, k)
+    return [
+        (int(s), int(min(n + 1, s + rng.integers(1, 30))), int(rng.choice([-1, 1])), float(rng.random()),
+         1.1 + float(rng.random()), 1.0 + float(rng.random()))
+        for s in start
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("k", [0, 1, 50])
+def test_the_legs_read_at_some_bars_are_those_spread_over_every_bar(k):
+    rng = np.random.default_rng(k)
+    n = 200
+    steps = _held(_segments(rng, n, k), n)
+    every = steps.spread(steps.legs)
+    bars = np.array([0, 1, 5, 50, 199, 199, 7], dtype=np.int64)
+    np.testing.assert_array_equal(steps.at(bars), every[:, bars])
+    np.testing.assert_array_equal(steps.at(bars[:0]), every[:, :0])
+
+
+def test_legs_before_the_first_step_are_zero():
+    steps = Held(np.array([5, 8]), np.array([[1.0, 2.0]] * 6), 10)
+    np.testing.assert_array_equal(
+        steps.at(np.array([0, 4, 5, 7, 8, 9])), steps.spread(steps.legs)[:, [0, 4, 5, 7, 8, 9]]
+    )
+
+
+def test_columns_read_once_are_shared_and_cannot_be_changed_by_a_reader():
+    cols = Columns([(1, "buy", 0.5, None), (2, "sell", 1.5, 7)], ("bar", "type", "lots", "ns"))
+    lots = cols.numbers("lots")
+    assert lots is cols.numbers("lots") and lots.tolist() == [0.5, 1.5]
+    assert cols.numbers("bar", np.int64).dtype == np.int64 and cols.numbers("bar").dtype == np.float64
+    with pytest.raises(ValueError):
+        lots[0] = 9.0
+    with pytest.raises(ValueError):
+        cols.texts("ns")[0] = 1
+    assert cols.texts("type").tolist() == ["buy", "sell"] and cols.values("ns") == [None, 7]
