@@ -1,11 +1,15 @@
 """The report's faster steps give exactly what the definitions they replace give, on awkward inputs."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from backtests import Backtest, equity_path, scoring
 from backtests.broker.columns import Columns
 from backtests.broker.ledger import Held, _held
 from backtests.curves import distinct
+from datafeeds import synthetic_candles
+from strategies.base import ExpertAdvisor
 
 
 @pytest.mark.parametrize(
@@ -62,3 +66,29 @@ def test_columns_read_once_are_shared_and_cannot_be_changed_by_a_reader():
     with pytest.raises(ValueError):
         cols.texts("ns")[0] = 1
     assert cols.texts("type").tolist() == ["buy", "sell"] and cols.values("ns") == [None, 7]
+
+
+def test_a_path_with_nothing_open_for_whole_chunks_is_the_one_read_at_every_price(monkeypatch):
+    """Chunks of prices with no position open anywhere are taken at one price a stretch without reading
+    the prices; the skeleton and figures are those of the path read at every price (cutting turned off)."""
+
+    class LateTrader(ExpertAdvisor):
+        def on_bar(self):
+            t = len(self.bars.close)
+            if t in (3_000, 3_400):
+                self.buy(0.5) if t == 3_000 else self.close()
+
+    seen = {}
+
+    def keep(*args, **kwargs):
+        seen["args"] = args
+        return equity_path.path_drawdowns(*args, **kwargs)
+
+    monkeypatch.setattr(scoring, "path_drawdowns", keep)
+    Backtest(synthetic_candles("EURUSD", "H1", 40_000, seed=2), LateTrader, forward=None).run()
+    monkeypatch.undo()
+    default = equity_path.path_drawdowns(*seen["args"])
+    monkeypatch.setattr(equity_path, "_SPARSE", 2.0)  # every price read, nothing cut
+    every = equity_path.path_drawdowns(*seen["args"])
+    assert default.drawdowns == every.drawdowns and default.drawdowns["maximal"] > 0
+    pd.testing.assert_frame_equal(default.skeleton, every.skeleton)
