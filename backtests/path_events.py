@@ -15,10 +15,10 @@ its key.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from operator import itemgetter
 
 import numpy as np
 
+from backtests.broker.columns import Events
 from backtests.paths import M1Path, ohlc_rising, ohlc_rows
 from backtests.ticks import TickPath
 
@@ -174,23 +174,22 @@ def deal_events(
     amount[out] = -t_lots * (trades.numbers("entry_price")[:closed] * scale[out])
     # an entry adds to its side (long: +0, short: +2), an exit takes from the other one
     side = sym_col + np.where(is_in == buy, 0, 2)
-    balance = (*ledger.balance_events, *ledger.swap_events)
-    moves = np.zeros((n + len(balance), width))
+    balance = [ledger.events("balance_events"), ledger.events("swap_events")]
+    balance = Events(*(np.concatenate(columns) for columns in zip(*balance, strict=True)))
+    moves = np.zeros((n + len(balance.bars), width))
     moves[np.arange(n), side] = volume
     moves[np.arange(n), side + 1] = amount
-    keys = np.zeros(n + len(balance), dtype=np.int64)
+    keys = np.zeros(n + len(balance.bars), dtype=np.int64)
     for name in symbols:
         mine = np.flatnonzero(symbol == name)
         stamps = None if ns is None else [ns[i] for i in mine]
         keys[mine] = _keys(symbols[name], bar[mine], stamps, price[mine], buy[mine], end[mine])
-    if balance:  # at its deal's key, else at its bar's open
-        deal = np.array(list(map(itemgetter(2), balance)), dtype=np.float64)  # None: NaN (no deal)
-        of = np.full(len(balance), -1, dtype=np.int64)
-        known = deal < n  # NaN is not
-        of[known] = deal[known]
-        bars = np.fromiter(map(itemgetter(0), balance), np.int64, len(balance))
-        keys[n:] = np.where(of >= 0, keys[np.maximum(of, 0)], bars << KEY_SHIFT)
-        moves[n:, 0] = np.fromiter(map(itemgetter(1), balance), np.float64, len(balance))
+    if len(balance.bars):  # at its deal's key, else at its bar's open
+        of = np.full(len(balance.bars), -1, dtype=np.int64)
+        known = balance.deals < n  # NaN (no deal) is not
+        of[known] = balance.deals[known]
+        keys[n:] = np.where(of >= 0, keys[np.maximum(of, 0)], balance.bars << KEY_SHIFT)
+        moves[n:, 0] = balance.amounts
     if not len(keys):
         return np.zeros(0, dtype=np.int64), np.zeros((0, width))
     order = np.argsort(keys, kind="stable")

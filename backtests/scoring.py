@@ -18,13 +18,13 @@ import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from operator import itemgetter
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from backtests import metrics, peers
+from backtests.broker.columns import Events
 from backtests.equity_path import path_drawdowns
 from backtests.errors import StatisticError
 from backtests.statistics import TABLE
@@ -324,18 +324,17 @@ def _inputs(ctx, fs: int, last: int, account, equity_dd, trades: pd.DataFrame | 
     return Inputs(
         TradeColumns.of_ledger(ctx.ledger) if trades is None else TradeColumns.of_frame(trades), curve,
         deposit=account.deposit, deals=ctx.deals, contract_size=account.contract_size, equity_dd=equity_dd,
-        balance_path=lambda: _balance_path(ctx.ledger.balance_events, fs, last, curve.balance),
+        balance_path=lambda: _balance_path(ctx.ledger.events("balance_events"), fs, last, curve.balance),
     )  # fmt: skip
 
 
-def _balance_path(events, fs: int, last: int, closes: np.ndarray) -> np.ndarray:
+def _balance_path(events: Events, fs: int, last: int, closes: np.ndarray) -> np.ndarray:
     """The balance after every deal of bars ``fs..last``, after the start row of the bars' ``closes`` (the
     balance moves only with deals, so every close is among them). MetaTrader's balance drawdown follows
     the balance from deal to deal ("the highest local balance value and the next lowest"): an entry's
     commission booked in the bar where another position's take-profit then lifts the balance is a low
     that no bar's close shows."""
-    bars = np.fromiter(map(itemgetter(0), events), dtype=np.int64, count=len(events))
-    money = np.fromiter(map(itemgetter(1), events), dtype=np.float64, count=len(events))
+    bars, money = events.bars, events.amounts
     before = closes[0] + sum(money[bars < fs].tolist())  # Python's own sum, as the balance is booked
     amounts = money[(fs <= bars) & (bars <= last)]
     return np.concatenate((closes[:1], before + np.cumsum(amounts))) if len(amounts) else closes

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 from operator import attrgetter, itemgetter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -74,4 +75,23 @@ class Columns:
                 made = np.fromiter(values, dtype=dtype, count=len(values))
             made.flags.writeable = False
             self._arrays[key] = made
+        return made
+
+
+class Events(NamedTuple):
+    """Money events (bar, amount, deal) as columns, read-only: ``deal`` is NaN where none is given."""
+
+    bars: np.ndarray  # int64
+    amounts: np.ndarray  # float64
+    deals: np.ndarray  # float64, NaN: no deal
+
+    @classmethod
+    def of(cls, events: list[tuple[int, float, int | None]]) -> Events:
+        made = cls(
+            np.fromiter(map(itemgetter(0), events), dtype=np.int64, count=len(events)),
+            np.fromiter(map(itemgetter(1), events), dtype=np.float64, count=len(events)),
+            np.array(list(map(itemgetter(2), events)), dtype=np.float64).reshape(-1),  # None: NaN
+        )
+        for column in made:
+            column.flags.writeable = False
         return made

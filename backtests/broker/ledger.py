@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from backtests.broker.book import OpenPosition
-from backtests.broker.columns import Columns, field_names, rows_of
+from backtests.broker.columns import Columns, Events, field_names, rows_of
 from backtests.broker.config import AccountConfig
 from backtests.broker.convert import UNITY, convert_closes
 from backtests.broker.margin import MarginModel
@@ -103,6 +103,7 @@ class Ledger:
         self._margin_made: tuple[tuple, tuple] | None = None  # the margin at each bar, likewise
         self._steps: dict[str, Held] = {}  # each symbol's legs as steps, made with the curves
         self._columns: dict[str, tuple[tuple, Columns]] = {}  # each kind's columns, for the rows they read
+        self._events: dict[str, tuple[list, int, Events]] = {}  # the money events' columns (``events``)
 
     def add(self, symbol: str, market: Market, contract_size: float, margin: MarginModel, rate: Any) -> None:
         """Keep the records of ``symbol`` too (its bars on the ledger's timeline); ``rate`` converts its
@@ -269,7 +270,7 @@ class Ledger:
         frozen._segments = {k: list(v) for k, v in self._segments.items()}
         frozen._segment_rows = {k: list(v) for k, v in self._segment_rows.items()}
         frozen.symbols = dict(self.symbols)
-        frozen._columns = {}
+        frozen._columns, frozen._events = {}, {}
         return frozen
 
     def columns(self, kind: str) -> Columns:
@@ -285,6 +286,17 @@ class Ledger:
         made = Columns(rows_of(records, rows, names), names)
         if not records:
             self._columns[kind] = (key, made)
+        return made
+
+    def events(self, name: str) -> Events:
+        """The money events ``name`` ("balance_events" or "swap_events") as columns, read once while
+        nothing is added (the curves, the balance path and the equity path's events all read them)."""
+        events = getattr(self, name)
+        kept = self._events.get(name)
+        if kept is not None and kept[0] is events and kept[1] == len(events):
+            return kept[2]
+        made = Events.of(events)
+        self._events[name] = (events, len(events), made)
         return made
 
     def _segment_list(self, name: str) -> list[tuple]:
@@ -397,7 +409,7 @@ class Ledger:
         if self._made is not None and self._made[0] == key:
             return self._made[1]
         n = len(self.market.o)
-        balance = self.config.deposit + _running(self.balance_events, n)
+        balance = self.config.deposit + _running(self.events("balance_events"), n)
         floating, held, self._steps = np.zeros(n), {}, {}
         for name, sym in self.symbols.items():
             self._steps[name] = steps = _held(self._segment_list(name), n)
@@ -440,7 +452,7 @@ class Ledger:
 
     def _accrued(self, n: int) -> np.ndarray:
         """The open positions' accrued swap at each of ``n`` bars' closes (in the equity, not the balance)."""
-        return _running(self.swap_events, n)
+        return _running(self.events("swap_events"), n)
 
     def orders_frame(self) -> pd.DataFrame:
         """Every accepted order, as MetaTrader's report lists them: market orders (the EA's and the closing
@@ -482,12 +494,11 @@ class Ledger:
         return pd.DatetimeIndex(pd.to_datetime(out, utc=True), name=at_bar.name)
 
 
-def _running(events: list[tuple[int, float, int | None]], n: int) -> np.ndarray:
-    """The running sum of ``events`` (bar, amount, deal) at each of ``n`` bars' closes."""
+def _running(events: Events, n: int) -> np.ndarray:
+    """The running sum of ``events``' amounts at each of ``n`` bars' closes."""
     changes = np.zeros(n + 1)
-    if events:
-        bars, amounts = (_field(events, k, dtype) for k, dtype in ((0, np.int64), (1, np.float64)))
-        np.add.at(changes, bars, amounts)
+    if len(events.bars):
+        np.add.at(changes, events.bars, events.amounts)
     return np.cumsum(changes[:n])
 
 
