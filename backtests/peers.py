@@ -67,8 +67,13 @@ class _Stamps:
             isinstance(other, _Stamps)
             and self._hash == other._hash
             and self._tz == other._tz
-            and np.array_equal(self._ns, other._ns)
+            and (_same_memory(self._ns, other._ns) or np.array_equal(self._ns, other._ns))
         )
+
+
+def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays are views of the same elements (then equal without reading them)."""
+    return a.shape == b.shape and a.strides == b.strides and a.ctypes.data == b.ctypes.data
 
 
 def _drawdown_runs(dd: pd.Series) -> tuple[pd.Series, pd.Series]:

@@ -72,3 +72,12 @@ def test_bar_times_keys_are_equal_by_every_instant_not_by_their_sample():
     assert a != c  # whatever their hashes
     assert peers._Stamps(index.tz_convert("Europe/Berlin")) != a
     assert peers._Stamps(index[:0]) == peers._Stamps(index[:0]) != peers._Stamps(index[:1])
+
+
+def test_views_of_the_same_instants_are_equal_keys_without_reading_them():
+    index = pd.date_range("2024-01-01", periods=1_000, freq="h", tz="UTC")
+    assert peers._Stamps(index) == peers._Stamps(index) == peers._Stamps(pd.DatetimeIndex(index))
+    assert peers._Stamps(index[1:]) != peers._Stamps(index[:-1])  # same length, other instants
+    assert peers._same_memory(index.asi8, index.asi8) and not peers._same_memory(
+        index.asi8[1:], index.asi8[:-1]
+    )
