@@ -92,3 +92,39 @@ def test_a_path_with_nothing_open_for_whole_chunks_is_the_one_read_at_every_pric
     every = equity_path.path_drawdowns(*seen["args"])
     assert default.drawdowns == every.drawdowns and default.drawdowns["maximal"] > 0
     pd.testing.assert_frame_equal(default.skeleton, every.skeleton)
+
+
+def test_the_trades_curves_and_equity_tables_are_built_on_first_read_as_they_were_built_at_once(monkeypatch):
+    """A run read only for its statistics builds no trades, curves or equity table; read later (after the
+    EA trades again through ``ea_instance``), each is the table the run's records give when built at once
+    (``broker_figures`` without ``tables``), and the statistics read from the ledger's columns are those
+    read from the trades table."""
+    from backtests import replay
+    from backtests.broker import ledger
+    from backtests.result import equity_frame
+    from datafeeds import read_sample
+    from strategies import SmaCrossEA
+
+    built, kept = [], {}
+    original = ledger.Ledger.trades_frame
+    monkeypatch.setattr(ledger.Ledger, "trades_frame", lambda self: built.append(1) or original(self))
+    score = replay.Backtest._score
+
+    def keep(self, ea, ctx, feed, periods, *args):
+        kept["eager"] = scoring.broker_figures(ctx, periods.forward_start, args[0], self.account)
+        return score(self, ea, ctx, feed, periods, *args)
+
+    monkeypatch.setattr(replay.Backtest, "_score", keep)
+    res = Backtest(read_sample().iloc[:1500], SmaCrossEA).run()
+    built.clear()  # (the eager build above)
+    assert built == [] and "_trades_table" in vars(res) and callable(vars(res)["_trades_table"])
+    assert callable(vars(res)["_curves_table"]) and callable(vars(res)["_equity_table"])
+    res.ea_instance.buy(0.1)  # after the run: in none of its tables
+    eager = kept["eager"]
+    pd.testing.assert_frame_equal(res.trades, eager.trades)
+    assert built == [1] and res.trades is res.trades
+    pd.testing.assert_frame_equal(res.curves, eager.curves)
+    account = res.account
+    frame = equity_frame(res.time, eager.balance, eager.equity, eager.curves, account)
+    pd.testing.assert_frame_equal(res.equity, frame)
+    assert list(res.stats.items()) == list(pd.Series(eager.stats).items())
