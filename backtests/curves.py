@@ -32,14 +32,15 @@ def worst_floating(
     ``held`` (4, N): long lots, long lots x price, short lots and short lots x price of the positions
     floating over each bar; ``legs_at(bars)`` (6, len(bars)): those four and long lots x margin price and
     short lots x margin price over ``bars`` (``backtests.broker.ledger.Held.at``); ``trades``: the
-    symbol's closed trades in closing order; ``bars``: each bar's open and low bid, open and high ask
-    (prices on the symbol's grid, so an exit at the open compares exactly).
+    symbol's closed trades in closing order; ``bars``: the open bid at each trade's exit bar, every bar's
+    low bid, the open ask at each trade's exit bar and every bar's high ask (prices on the symbol's grid,
+    so an exit at the open compares exactly).
     """
     opens, lows, open_ask, high_ask = bars
     cs = contract_size
     floating = cs * (held[0] * lows - held[1] + held[3] - held[2] * high_ask)  # longs at the low bid, ...
     long_, bar, exit_ = trades.long, trades.exit_bar, trades.exit_price
-    at_open = exit_ == np.where(long_, opens[bar], open_ask[bar])
+    at_open = exit_ == np.where(long_, opens, open_ask)
     inside = ~(at_open | trades.stopped)  # no excursion beyond the exit inside its bar where not inside
     if not inside.any():
         return floating, WorstLegs(np.zeros(0, dtype=np.int64), np.zeros((6, 0)))

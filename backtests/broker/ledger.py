@@ -384,8 +384,9 @@ class Ledger:
                 continue
             m = sym.market
             k = m.scale
-            bars = (m.opens, m.lows, (m.o + m.s) / k, (m.h + m.s) / k)  # open and low bid, open and high ask
             own = ClosedTrades(*(column[mine] for column in columns))
+            at = own.exit_bar  # the opens are read at the trades' exit bars only
+            bars = (m.o[at] / k, m.lows, (m.o[at] + m.s[at]) / k, (m.h + m.s) / k)  # bid, then ask
             steps = self._steps[name]
             worst, changed[name] = worst_floating(held[name], steps.at, own, bars, sym.contract_size)
             floating += convert_closes(sym.rate.closes(m), worst)
