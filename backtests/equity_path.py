@@ -75,10 +75,18 @@ def path_drawdowns(
         inside = event_bar[lo:hi] - a
         at = offsets[inside] + np.minimum(event_rank[lo:hi], counts[inside])
         lengths = np.diff(np.concatenate(([0], at, [offsets[-1]])))  # prices of each stretch, rows lo..hi
-        bid, ask = bars.prices(a, b)
         where = None  # the prices kept, when stretches without positions are cut to their first price
         flat = (volume[0][lo : hi + 1] == 0) & (volume[2][lo : hi + 1] == 0)
-        if lengths[flat].sum() >= _SPARSE * len(bid):
+        if flat.all() and _SPARSE <= 1.0:  # nothing open in the chunk: each stretch's money at one price,
+            kept = np.minimum(lengths, 1)
+            where = np.cumsum(lengths) - lengths
+            where = where[kept > 0]
+            lengths = kept
+            # and no price read (each is positive and finite: no lots times it is +0.0, as times 1.0)
+            bid = ask = np.ones(int(kept.sum()))
+        else:
+            bid, ask = bars.prices(a, b)
+        if where is None and lengths[flat].sum() >= _SPARSE * len(bid):
             # Nothing open: the equity is the same at every price of the stretch (0 x a price is 0), and a
             # repeated value is never a new peak nor a first low, so the stretch's first price stands for it.
             kept = np.where(flat, np.minimum(lengths, 1), lengths)

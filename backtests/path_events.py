@@ -15,10 +15,10 @@ its key.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from operator import itemgetter
 
 import numpy as np
 
+from backtests.broker.columns import Events
 from backtests.paths import M1Path, ohlc_rising, ohlc_rows
 from backtests.ticks import TickPath
 
@@ -155,7 +155,9 @@ def deal_events(
     lots = deals.numbers("lots")
     bar = deals.numbers("bar", np.int64)
     end = deals.texts("comment") == "end of test"
-    ns = deals.values("ns") if timed else [None] * n
+    ns = deals.values("ns") if timed else None
+    if ns is not None and ns.count(None) == n:
+        ns = None  # no deal has a time stamp (open prices): every one is placed by its price on its bar
     scale = np.zeros(n)
     sym_col = np.zeros(n, dtype=np.int64)
     for i, name in enumerate(symbols):
@@ -172,19 +174,22 @@ def deal_events(
     amount[out] = -t_lots * (trades.numbers("entry_price")[:closed] * scale[out])
     # an entry adds to its side (long: +0, short: +2), an exit takes from the other one
     side = sym_col + np.where(is_in == buy, 0, 2)
-    balance = (*ledger.balance_events, *ledger.swap_events)
-    moves = np.zeros((n + len(balance), width))
+    balance = [ledger.events("balance_events"), ledger.events("swap_events")]
+    balance = Events(*(np.concatenate(columns) for columns in zip(*balance, strict=True)))
+    moves = np.zeros((n + len(balance.bars), width))
     moves[np.arange(n), side] = volume
     moves[np.arange(n), side + 1] = amount
-    keys = np.zeros(n + len(balance), dtype=np.int64)
+    keys = np.zeros(n + len(balance.bars), dtype=np.int64)
     for name in symbols:
         mine = np.flatnonzero(symbol == name)
-        keys[mine] = _keys(symbols[name], bar[mine], [ns[i] for i in mine], price[mine], buy[mine], end[mine])
-    if balance:  # at its deal's key, else at its bar's open
-        of = np.fromiter((-1 if d is None or d >= n else d for _, _, d in balance), np.int64, len(balance))
-        bars = np.fromiter(map(itemgetter(0), balance), np.int64, len(balance))
-        keys[n:] = np.where(of >= 0, keys[np.maximum(of, 0)], bars << KEY_SHIFT)
-        moves[n:, 0] = np.fromiter(map(itemgetter(1), balance), np.float64, len(balance))
+        stamps = None if ns is None else [ns[i] for i in mine]
+        keys[mine] = _keys(symbols[name], bar[mine], stamps, price[mine], buy[mine], end[mine])
+    if len(balance.bars):  # at its deal's key, else at its bar's open
+        of = np.full(len(balance.bars), -1, dtype=np.int64)
+        known = balance.deals < n  # NaN (no deal) is not
+        of[known] = balance.deals[known]
+        keys[n:] = np.where(of >= 0, keys[np.maximum(of, 0)], balance.bars << KEY_SHIFT)
+        moves[n:, 0] = balance.amounts
     if not len(keys):
         return np.zeros(0, dtype=np.int64), np.zeros((0, width))
     order = np.argsort(keys, kind="stable")
@@ -192,14 +197,15 @@ def deal_events(
 
 
 def _keys(
-    bars: BarPrices, bar: np.ndarray, ns: list, price: np.ndarray, buy: np.ndarray, end: np.ndarray
+    bars: BarPrices, bar: np.ndarray, ns: list | None, price: np.ndarray, buy: np.ndarray, end: np.ndarray
 ) -> np.ndarray:
-    """The key of each deal of one symbol (its bar, UTC time or None, price in points, buy, end of test):
+    """The key of each deal of one symbol (its bar, UTC time or None, or None for all, price in points, buy,
+    end of test):
     on a bar of its own four prices found for all such deals at once (``_legs``), on a bar of minutes or
     ticks one by one."""
     if not len(bar):
         return np.zeros(0, dtype=np.int64)
-    at_open = np.array([x is None for x in ns], dtype=bool)
+    at_open = np.ones(len(bar), dtype=bool) if ns is None else np.array([x is None for x in ns], dtype=bool)
     # The end of the test closes at the last bar's close, after every price of the bar.
     keys = (bar << KEY_SHIFT) + np.where(end, LAST_RANK, 0)
     path = bars.path
@@ -210,7 +216,7 @@ def _keys(
         legs = _legs(bars.own(t), price[own] - np.where(buy[own], m.s[t], 0.0))
         keys[own] += np.where(opened, 0, legs)  # at the open: a decision, a gap
     for i in np.flatnonzero(~end & ~own):
-        keys[i] = bars.key(int(bar[i]), ns[i], float(price[i]), bool(buy[i]))
+        keys[i] = bars.key(int(bar[i]), None if ns is None else ns[i], float(price[i]), bool(buy[i]))
     return keys
 
 

@@ -44,34 +44,55 @@ def _geometric_mean(returns: pd.Series | np.ndarray) -> float:
 
 
 class _Stamps:
-    """A DatetimeIndex as a cache key: equal to another holding the same instants in the same time zone."""
+    """A DatetimeIndex as a cache key: equal to another holding the same instants in the same time zone.
+    Its hash reads a sample of the instants (an optimisation's passes look up the same bars hundreds of
+    times, and hashing all of a million would cost more than the calendar work it saves); equality compares
+    them all."""
 
-    __slots__ = ("_hash", "_key", "index")
+    __slots__ = ("_hash", "_ns", "_tz", "index")
+
+    _SAMPLE = 64  # instants hashed, evenly spaced, and the last
 
     def __init__(self, index: pd.DatetimeIndex):
         self.index = index
-        self._key = (index.asi8.tobytes(), str(index.tz))
-        self._hash = hash(self._key)
+        self._ns, self._tz = index.asi8, str(index.tz)
+        step = max(1, len(self._ns) // self._SAMPLE)
+        self._hash = hash((len(self._ns), self._tz, self._ns[::step].tobytes(), self._ns[-1:].tobytes()))
 
     def __hash__(self) -> int:
         return self._hash
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Stamps) and self._key == other._key
+        return (
+            isinstance(other, _Stamps)
+            and self._hash == other._hash
+            and self._tz == other._tz
+            and (_same_memory(self._ns, other._ns) or np.array_equal(self._ns, other._ns))
+        )
+
+
+def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays are views of the same elements (then equal without reading them)."""
+    return a.shape == b.shape and a.strides == b.strides and a.ctypes.data == b.ctypes.data
 
 
 def _drawdown_runs(dd: pd.Series) -> tuple[pd.Series, pd.Series]:
     """Duration and depth of each drawdown, indexed at the bar where it ends (backtesting.py's rule: a
     drawdown ends at the next bar at a new peak, or at the last bar)."""
-    iloc = np.unique(np.r_[(dd == 0).to_numpy().nonzero()[0], len(dd) - 1])
+    iloc = (dd == 0).to_numpy().nonzero()[0]  # increasing: backtesting.py's ``np.unique`` of it and the
+    if not len(iloc) or iloc[-1] != len(dd) - 1:  # last bar is the same rows, the last added once
+        iloc = np.append(iloc, len(dd) - 1)
     prev = np.r_[np.nan, iloc[:-1]]
     keep = iloc > prev + 1
     ends, starts = iloc[keep], prev[keep].astype(np.int64)
     if not len(ends):
         return pd.Series(dtype=object), pd.Series(dtype=float)
     duration = pd.Series(dd.index[ends] - dd.index[starts], index=dd.index[ends])
-    values = dd.to_numpy(np.float64)
-    depth = [np.fmax.reduce(values[a : b + 1]) for a, b in zip(starts, ends, strict=True)]  # NaN-skipping max
+    # each drawdown's NaN-skipping max over its rows ``start..end``, all at once: ``reduceat`` over the
+    # pairs of bounds (what it reduces between one drawdown's end and the next one's start is dropped;
+    # the array padded, as a bound may be one past its last row)
+    bounds = np.column_stack([starts, ends + 1]).ravel()
+    depth = np.fmax.reduceat(np.append(dd.to_numpy(np.float64), 0.0), bounds)[0::2]
     return duration, pd.Series(depth, index=dd.index[ends])
 
 

@@ -413,7 +413,9 @@ class Backtest:
         fs = periods.forward_start
         df = self.candles
         records = ctx.ledger.snapshot()  # the tables built on first read: the records the figures are of
-        trades, curves, stats, balance, equity, equity_path = broker_figures(ctx, fs, last, self.account)
+        trades, curves, stats, balance, equity, equity_path = broker_figures(
+            ctx, fs, last, self.account, tables=records
+        )  # the tables built on first read
         times = df.index[fs : last + 1]
         after = "after the run"
         predictions = None

@@ -22,25 +22,32 @@ from strategies.base import ExpertAdvisor, ReportSection
 
 class _OnRead:
     """A table of ``Result`` given as itself or as the function that builds it, built on its first read and
-    kept: MetaTrader's orders and deals tables (a hundred thousand rows each at a million bars) cost as
-    much as a third of the report, and a run read only for its statistics never builds them. An empty
-    table where none was given."""
+    kept: MetaTrader's orders and deals tables (a hundred thousand rows each at a million bars), the trades
+    table and the curves of a million bars cost as much as the statistics, and a run read only for its
+    statistics never builds them. ``empty`` makes the value of a table not given (an empty table of its own
+    for each result, or None); ``required``: the field has no default (``dataclasses`` asks the class for
+    one, and this refuses)."""
+
+    def __init__(self, empty: Callable[[], pd.DataFrame | None] = pd.DataFrame, *, required: bool = False):
+        self._empty, self._required = empty, required
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._slot = f"_{name}_table"
 
-    def __get__(self, obj: object, owner: type | None = None) -> pd.DataFrame | _OnRead:
+    def __get__(self, obj: object, owner: type | None = None) -> pd.DataFrame | _OnRead | None:
         if obj is None:
+            if self._required:
+                raise AttributeError(self._slot)  # no default: the field is required
             return self  # the dataclass's default: an empty table of its own for each result
         value = obj.__dict__.get(self._slot, self)
         if value is self:
-            value = pd.DataFrame()
+            value = self._empty()
         elif callable(value):
             value = value()
         obj.__dict__[self._slot] = value
         return value
 
-    def __set__(self, obj: object, value: pd.DataFrame | Callable[[], pd.DataFrame] | _OnRead) -> None:
+    def __set__(self, obj: object, value: pd.DataFrame | Callable[[], pd.DataFrame] | _OnRead | None) -> None:
         obj.__dict__[self._slot] = value
 
 
@@ -57,10 +64,10 @@ class Result:
     data: dict
     account: dict
     periods: dict
-    trades: pd.DataFrame
+    trades: pd.DataFrame = _OnRead(required=True)  # the trades table (or what builds it on first read)
     time: pd.DatetimeIndex  # forward bars
     balance: np.ndarray  # (F,) at each forward bar's close
-    equity: pd.DataFrame
+    equity: pd.DataFrame = _OnRead(required=True)  # given as (F,) arrays, or what builds the table
     stats: pd.Series
     predictions: dict | None
     training: list[dict]
@@ -75,15 +82,17 @@ class Result:
     interrupted: str | None = None  # the phase Ctrl-C cut short: "on_init", "on_study" or "replay"
     orders: pd.DataFrame = _OnRead()  # MetaTrader's orders table (or what builds it on first read)
     deals: pd.DataFrame = _OnRead()  # MetaTrader's deals table (likewise)
-    curves: pd.DataFrame | None = None  # scoring.Curve.frame: the start row, then one row per forward bar
+    curves: pd.DataFrame | None = _OnRead(lambda: None)  # scoring.Curve.frame: the start row, then one row
+    # per forward bar (or what builds it on first read)
     equity_path: pd.DataFrame | None = None  # the skeleton of the equity at every modelled price
     symbol_charts: dict = field(default_factory=dict)  # several symbols: each traded one's chart_data
 
     def __post_init__(self) -> None:
         if not isinstance(self.stats, pd.Series):
             self.stats = statistics.series(self.stats, name=self.ea.get("class"))
-        if not isinstance(self.equity, pd.DataFrame):
-            self.equity = equity_frame(self.time, self.balance, self.equity, self.curves, self.account)
+        given = self.__dict__["_equity_table"]
+        if not (isinstance(given, pd.DataFrame) or callable(given)):  # the equity at each close: the table
+            self.equity = lambda: equity_frame(self.time, self.balance, given, self.curves, self.account)
 
     # -- printing ----------------------------------------------------------------------------------------
     def headline(self) -> list[tuple[str, str]]:

@@ -18,13 +18,13 @@ import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from operator import itemgetter
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from backtests import metrics, peers
+from backtests.broker.columns import Events
 from backtests.equity_path import path_drawdowns
 from backtests.errors import StatisticError
 from backtests.statistics import TABLE
@@ -258,29 +258,36 @@ def score(inputs: Inputs, keys: Iterable[str] | None = None) -> dict:
 class Figures(NamedTuple):
     """What a finished broker scores to (``broker_figures``)."""
 
-    trades: pd.DataFrame
-    curves: pd.DataFrame  # scoring.Curve.frame
+    trades: pd.DataFrame | Callable[[], pd.DataFrame]  # or what builds it (``broker_figures``' ``tables``)
+    curves: pd.DataFrame | Callable[[], pd.DataFrame]  # scoring.Curve.frame (likewise)
     stats: dict
     balance: np.ndarray  # (F,) at each forward bar's close
     equity: np.ndarray  # (F,)
     equity_path: pd.DataFrame | None  # backtests.equity_path.EquityPath.skeleton
 
 
-def broker_figures(ctx, fs: int, last: int, account, path: bool | Callable = True) -> Figures:
+def broker_figures(ctx, fs: int, last: int, account, path: bool | Callable = True, tables=None) -> Figures:
     """The trades, curves, MT5 statistics, balance and equity (at each bar's close) of a finished broker
     over the forward bars ``fs..last``, and the skeleton of its equity at every price the mode models that
     the equity drawdowns come from (the backtest and a live run's report share this; ``path``: what builds
     that skeleton, True for one symbol's ``path_drawdowns``, ``account_path.account_drawdowns`` for several
-    symbols; False: the bar-level drawdowns only)."""
+    symbols; False: the bar-level drawdowns only). ``tables``: the ledger's snapshot the trades table is
+    of, when the tables are to be built on first read (``Result``): the trades and curves are then the
+    functions that build them, and the statistics read the ledger's columns (the same values); None: both
+    built now."""
     start = _start(ctx, fs)
     build = path_drawdowns if path is True else path
     found = build(ctx, fs, last, account.deposit, start) if build else None
-    trades = ctx.trades_frame()  # the report's table: the statistics read its columns, not the records again
-    inputs = _inputs(ctx, fs, last, account, None if found is None else found.drawdowns, trades)
+    drawdowns = None if found is None else found.drawdowns
+    if tables is None:
+        trades = ctx.trades_frame()  # the report's table: the statistics read its columns, not the records
+        inputs = _inputs(ctx, fs, last, account, drawdowns, trades)
+    else:
+        trades, inputs = tables.trades_frame, _inputs(ctx, fs, last, account, drawdowns)
     curve = inputs.curve
     stats = score(inputs)
-    return Figures(trades, curve.frame(), stats, curve.balance[1:], curve.equity[1:],
-                   None if found is None else found.skeleton)  # fmt: skip
+    return Figures(trades, curve.frame() if tables is None else curve.frame, stats, curve.balance[1:],
+                   curve.equity[1:], None if found is None else found.skeleton)  # fmt: skip
 
 
 def pass_figures(ctx, fs: int, last: int, account, keys: Iterable[str] | None) -> tuple[dict, Curve]:
@@ -317,18 +324,17 @@ def _inputs(ctx, fs: int, last: int, account, equity_dd, trades: pd.DataFrame | 
     return Inputs(
         TradeColumns.of_ledger(ctx.ledger) if trades is None else TradeColumns.of_frame(trades), curve,
         deposit=account.deposit, deals=ctx.deals, contract_size=account.contract_size, equity_dd=equity_dd,
-        balance_path=lambda: _balance_path(ctx.ledger.balance_events, fs, last, curve.balance),
+        balance_path=lambda: _balance_path(ctx.ledger.events("balance_events"), fs, last, curve.balance),
     )  # fmt: skip
 
 
-def _balance_path(events, fs: int, last: int, closes: np.ndarray) -> np.ndarray:
+def _balance_path(events: Events, fs: int, last: int, closes: np.ndarray) -> np.ndarray:
     """The balance after every deal of bars ``fs..last``, after the start row of the bars' ``closes`` (the
     balance moves only with deals, so every close is among them). MetaTrader's balance drawdown follows
     the balance from deal to deal ("the highest local balance value and the next lowest"): an entry's
     commission booked in the bar where another position's take-profit then lifts the balance is a low
     that no bar's close shows."""
-    bars = np.fromiter(map(itemgetter(0), events), dtype=np.int64, count=len(events))
-    money = np.fromiter(map(itemgetter(1), events), dtype=np.float64, count=len(events))
+    bars, money = events.bars, events.amounts
     before = closes[0] + sum(money[bars < fs].tolist())  # Python's own sum, as the balance is booked
     amounts = money[(fs <= bars) & (bars <= last)]
     return np.concatenate((closes[:1], before + np.cumsum(amounts))) if len(amounts) else closes

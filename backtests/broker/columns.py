@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 from operator import attrgetter, itemgetter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,6 +40,7 @@ class Columns:
         self.rows = rows
         self._at = {name: k for k, name in enumerate(names)}
         self._lists: dict[str, list] = {}
+        self._arrays: dict[tuple[str, np.dtype], np.ndarray] = {}
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -55,10 +57,41 @@ class Columns:
         return self._lists[name]
 
     def texts(self, name: str) -> np.ndarray:
-        """Field ``name`` as an array of objects (to compare with text; a new array each time)."""
-        return np.array(self.values(name), dtype=object)
+        """Field ``name`` as an array of objects (to compare with text; kept, read-only: copy to change)."""
+        return self._array(name, object)
 
     def numbers(self, name: str, dtype: type = np.float64) -> np.ndarray:
-        """Field ``name`` as an array of ``dtype`` (a new array each time)."""
-        values = self.values(name)
-        return np.fromiter(values, dtype=dtype, count=len(values))
+        """Field ``name`` as an array of ``dtype`` (kept, read-only: the report's readers share it)."""
+        return self._array(name, dtype)
+
+    def _array(self, name: str, dtype: type) -> np.ndarray:
+        key = (name, np.dtype(dtype))
+        made = self._arrays.get(key)
+        if made is None:
+            values = self.values(name)
+            if dtype is object:
+                made = np.array(values, dtype=object)
+            else:
+                made = np.fromiter(values, dtype=dtype, count=len(values))
+            made.flags.writeable = False
+            self._arrays[key] = made
+        return made
+
+
+class Events(NamedTuple):
+    """Money events (bar, amount, deal) as columns, read-only: ``deal`` is NaN where none is given."""
+
+    bars: np.ndarray  # int64
+    amounts: np.ndarray  # float64
+    deals: np.ndarray  # float64, NaN: no deal
+
+    @classmethod
+    def of(cls, events: list[tuple[int, float, int | None]]) -> Events:
+        made = cls(
+            np.fromiter(map(itemgetter(0), events), dtype=np.int64, count=len(events)),
+            np.fromiter(map(itemgetter(1), events), dtype=np.float64, count=len(events)),
+            np.array(list(map(itemgetter(2), events)), dtype=np.float64).reshape(-1),  # None: NaN
+        )
+        for column in made:
+            column.flags.writeable = False
+        return made

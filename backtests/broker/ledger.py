@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from backtests.broker.book import OpenPosition
-from backtests.broker.columns import Columns, field_names, rows_of
+from backtests.broker.columns import Columns, Events, field_names, rows_of
 from backtests.broker.config import AccountConfig
 from backtests.broker.convert import UNITY, convert_closes
 from backtests.broker.margin import MarginModel
@@ -38,7 +38,7 @@ from backtests.broker.records import (
     Segment,
     Trade,
 )
-from backtests.curves import ClosedTrades, worst_floating
+from backtests.curves import ClosedTrades, distinct, worst_floating
 
 log = logging.getLogger("backtests.broker")
 
@@ -103,6 +103,7 @@ class Ledger:
         self._margin_made: tuple[tuple, tuple] | None = None  # the margin at each bar, likewise
         self._steps: dict[str, Held] = {}  # each symbol's legs as steps, made with the curves
         self._columns: dict[str, tuple[tuple, Columns]] = {}  # each kind's columns, for the rows they read
+        self._events: dict[str, tuple[list, int, Events]] = {}  # the money events' columns (``events``)
 
     def add(self, symbol: str, market: Market, contract_size: float, margin: MarginModel, rate: Any) -> None:
         """Keep the records of ``symbol`` too (its bars on the ledger's timeline); ``rate`` converts its
@@ -270,7 +271,7 @@ class Ledger:
         frozen._segments = {k: list(v) for k, v in self._segments.items()}
         frozen._segment_rows = {k: list(v) for k, v in self._segment_rows.items()}
         frozen.symbols = dict(self.symbols)
-        frozen._columns = {}
+        frozen._columns, frozen._events = {}, {}
         return frozen
 
     def columns(self, kind: str) -> Columns:
@@ -286,6 +287,17 @@ class Ledger:
         made = Columns(rows_of(records, rows, names), names)
         if not records:
             self._columns[kind] = (key, made)
+        return made
+
+    def events(self, name: str) -> Events:
+        """The money events ``name`` ("balance_events" or "swap_events") as columns, read once while
+        nothing is added (the curves, the balance path and the equity path's events all read them)."""
+        events = getattr(self, name)
+        kept = self._events.get(name)
+        if kept is not None and kept[0] is events and kept[1] == len(events):
+            return kept[2]
+        made = Events.of(events)
+        self._events[name] = (events, len(events), made)
         return made
 
     def _segment_list(self, name: str) -> list[tuple]:
@@ -353,7 +365,7 @@ class Ledger:
         accrued = self._accrued(len(balance))
         trades = self.columns("trades")  # the closed trades' own fields, not the table's (a user may edit it)
         names = trades.texts("symbol")
-        margin_price = trades.texts("margin_price")
+        margin_price = trades.texts("margin_price").copy()
         unset = np.equal(margin_price, None)
         margin_price[unset] = trades.numbers("entry_price")[unset]  # None: charged at its entry price
         columns = ClosedTrades(
@@ -369,20 +381,22 @@ class Ledger:
         counted, changed = self._margins()[0], {}
         for name, sym in self.symbols.items():
             mine = names == name
-            if not (mine.any() or held[name].any()):
+            if not (mine.any() or self._steps[name].legs.any()):  # (every step is held over some bar)
                 continue
             m = sym.market
             k = m.scale
-            bars = (m.opens, m.lows, (m.o + m.s) / k, (m.h + m.s) / k)  # open and low bid, open and high ask
             own = ClosedTrades(*(column[mine] for column in columns))
-            worst, changed[name] = worst_floating(held[name], own, bars, sym.contract_size)
+            at = own.exit_bar  # the opens are read at the trades' exit bars only
+            bars = (m.o[at] / k, m.lows, (m.o[at] + m.s[at]) / k, (m.h + m.s) / k)  # bid, then ask
+            steps = self._steps[name]
+            worst, changed[name] = worst_floating(held[name], steps.at, own, bars, sym.contract_size)
             floating += convert_closes(sym.rate.closes(m), worst)
         margin = self._margins()[1].copy()  # the close's, but where a trade closed inside a bar counts
-        moved = np.unique(np.concatenate([c.bars for c in changed.values()] or [np.zeros(0, np.int64)]))
+        moved = distinct(np.concatenate([c.bars for c in changed.values()] or [np.zeros(0, np.int64)]))
         if moved.size:
             margin[moved] = 0.0
             for name in (n for n in self.symbols if n in counted or n in changed):  # in the close's order
-                legs = held[name][:, moved]
+                legs = self._steps[name].at(moved)
                 if name in changed and changed[name].bars.size:
                     legs[:, np.searchsorted(moved, changed[name].bars)] = changed[name].legs
                 margin[moved] += self.symbols[name].margin.of_sums(legs[0], legs[4], legs[2], legs[5])
@@ -390,18 +404,18 @@ class Ledger:
         return worst[first:], margin[first:]
 
     def _curves(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-        """(balance, equity, held) at every bar's close; ``held``: per symbol, (6, N) long lots, long lots x
-        price, short lots, short lots x price, long and short lots x margin price open over each bar (made
-        once for the records as they are)."""
+        """(balance, equity, held) at every bar's close; ``held``: per symbol, (4, N) long lots, long lots x
+        price, short lots, short lots x price open over each bar (the steps' first four rows, ``Held``;
+        made once for the records as they are)."""
         key = self._key()
         if self._made is not None and self._made[0] == key:
             return self._made[1]
         n = len(self.market.o)
-        balance = self.config.deposit + _running(self.balance_events, n)
+        balance = self.config.deposit + _running(self.events("balance_events"), n)
         floating, held, self._steps = np.zeros(n), {}, {}
         for name, sym in self.symbols.items():
             self._steps[name] = steps = _held(self._segment_list(name), n)
-            held[name] = legs = steps.spread(steps.legs)
+            held[name] = legs = steps.spread(steps.legs[:4])  # the margin's rows are read at a few bars
             if not steps.legs.any():
                 continue
             m = sym.market
@@ -440,7 +454,7 @@ class Ledger:
 
     def _accrued(self, n: int) -> np.ndarray:
         """The open positions' accrued swap at each of ``n`` bars' closes (in the equity, not the balance)."""
-        return _running(self.swap_events, n)
+        return _running(self.events("swap_events"), n)
 
     def orders_frame(self) -> pd.DataFrame:
         """Every accepted order, as MetaTrader's report lists them: market orders (the EA's and the closing
@@ -470,6 +484,9 @@ class Ledger:
         """Record times: the UTC ns of the minute or tick that made them where one was recorded, else the
         opening time of their bar (a decision at the open, or the open-prices model)."""
         at_bar = self.market.time[np.asarray(bars, dtype=np.int64)]
+        stamps = stamps if isinstance(stamps, list) else list(stamps)
+        if stamps.count(None) == len(stamps):  # none recorded (open prices): one C pass, no array
+            return at_bar
         ns = np.array([-1 if v is None else v for v in stamps], dtype=np.int64)
         inside = ns >= 0
         if not inside.any():
@@ -479,12 +496,11 @@ class Ledger:
         return pd.DatetimeIndex(pd.to_datetime(out, utc=True), name=at_bar.name)
 
 
-def _running(events: list[tuple[int, float, int | None]], n: int) -> np.ndarray:
-    """The running sum of ``events`` (bar, amount, deal) at each of ``n`` bars' closes."""
+def _running(events: Events, n: int) -> np.ndarray:
+    """The running sum of ``events``' amounts at each of ``n`` bars' closes."""
     changes = np.zeros(n + 1)
-    if events:
-        bars, amounts = (_field(events, k, dtype) for k, dtype in ((0, np.int64), (1, np.float64)))
-        np.add.at(changes, bars, amounts)
+    if len(events.bars):
+        np.add.at(changes, events.bars, events.amounts)
     return np.cumsum(changes[:n])
 
 
@@ -513,6 +529,16 @@ class Held(NamedTuple):
             values, lengths = np.concatenate((zero, values), axis=-1), np.append(self.bars[0], lengths)
         return np.repeat(values, lengths, axis=-1)
 
+    def at(self, bars: np.ndarray) -> np.ndarray:
+        """The legs (6, len(bars)) held over each of ``bars`` (``spread(legs)[:, bars]``, read at those
+        bars only)."""
+        if not len(self.bars):
+            return np.zeros((len(self.legs), len(bars)))
+        step = np.searchsorted(self.bars, bars, side="right") - 1
+        legs = self.legs[:, np.maximum(step, 0)]
+        legs[:, step < 0] = 0.0  # nothing held before the first step
+        return legs
+
 
 def _held(segments: list[tuple], n: int) -> Held:
     """The legs held over each of ``n`` bars by ``segments`` (see ``Ledger._curves``), as steps.
@@ -524,7 +550,7 @@ def _held(segments: list[tuple], n: int) -> Held:
         return Held(np.zeros(0, dtype=np.int64), np.zeros((6, 0)), n)
     start, end, side = (_field(segments, k, np.int64) for k in range(3))
     lots, price, mprice = (_field(segments, k, np.float64) for k in range(3, 6))
-    steps = np.unique(np.concatenate((start, end)))
+    steps = distinct(np.concatenate((start, end)))
     legs = np.zeros((6, len(steps)))
     for row, mask in ((0, side > 0), (2, side < 0)):
         cols = ((row, lots[mask]), (row + 1, (lots * price)[mask]), (4 + row // 2, (lots * mprice)[mask]))

@@ -51,15 +51,16 @@ def test_no_segment_holds_nothing_and_a_late_first_step_holds_nothing_before_it(
 
 
 def test_the_balance_deal_by_deal_sums_the_earlier_deals_as_python_and_keeps_the_window_only():
+    from backtests.broker.columns import Events
     from backtests.scoring import _balance_path
 
-    events = [(0, 0.1, 0), (1, 0.2, 1), (2, -0.3, None), (3, 1e-17, 2), (5, 7.5, 3), (9, -2.0, 4)]
+    events = Events.of([(0, 0.1, 0), (1, 0.2, 1), (2, -0.3, None), (3, 1e-17, 2), (5, 7.5, 3), (9, -2.0, 4)])
     closes = np.array([100.0, 101.0, 102.0])
     got = _balance_path(events, 2, 5, closes)
     before = 100.0 + (0.1 + 0.2)  # the deals before the window, one by one from the first
     want = np.concatenate(([100.0], before + np.cumsum([-0.3, 1e-17, 7.5])))
     assert got.tobytes() == want.tobytes()
-    assert _balance_path([(9, 1.0, 0)], 2, 5, closes) is closes  # no deal inside: the closes themselves
+    assert _balance_path(Events.of([(9, 1.0, 0)]), 2, 5, closes) is closes  # no deal inside: the closes
 
 
 def test_the_worst_price_curves_read_from_the_rows_are_those_read_from_the_records():
