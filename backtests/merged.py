@@ -12,18 +12,26 @@ reads as its open again until the clock moves on. The EA decides at the main sym
 bar: the other symbols' minutes before that moment are worked first (``to_decision``), and one whose first
 minute comes later stands at its close before the bar until then (``open_quotes``); one that has had no
 minute at all yet has no quote (``NO_QUOTE``: the EA sees none and a request on it is refused, 10021).
+Each symbol's opening checks of the bar (``Broker.open_checks``: a rollover's swap, expiries, the gaps to
+its pending orders and stops, the stop-out) are worked in that same time order, each at its own first
+minute of the bar before that minute's path (the tester checks a pending order or SL/TP on its own symbol's
+prices, at the moment they come: MetaTrader 5 Help, "Testing Features: Order Triggering and Execution"), so
+a minute of 02:02 never sees a position that another symbol's gap fills at 02:03, nor that symbol's open of
+02:03. A symbol whose first minute comes after the decision has its opening at the decision, at its close
+before the bar, and one holding something with no minute in the bar at the bar's opening time, by the
+open-prices rules, before any minute.
 
 Walking every minute of every symbol costs a Python step per minute, so a bar is walked that way only where
 the account's stop-out may happen in it: the equity with every symbol at the worst of its minutes still to
 come and of the close it stands at until the first of them at once (longs at the lowest bid, shorts at the
-highest ask; that close may lie outside the bar's range, so the account's screen of the bar has no say)
-above the stop-out level, with a tenth to spare for the conversions' moves, rules it out. Otherwise only the
-minutes where a symbol's own pending prices, stops or expiries can be reached are worked (as the
-single-symbol walk skips), still in time order, and the other symbols' prices are set to their price of that
-moment first. A fill changes the account's margin, so after
-one the bound is taken again, and the rest of the bar is walked minute by minute where it no longer holds.
-One symbol alone with nothing open elsewhere, and neither its profit nor its margin converted through
-another symbol, keeps the single-symbol walk.
+highest ask; that close may lie outside the bar's range, so the account's screen of the bar has no say) above
+the stop-out level, with a tenth to spare for the conversions' moves, rules it out. Otherwise only the minutes
+where a symbol's own pending prices, stops or expiries can be reached are worked (as the single-symbol walk
+skips), still in time order, and the other symbols' prices are set to their price of that moment first, and
+every opening is worked (its checks find what its gap reaches). A fill changes the account's margin and a
+rollover's swap its equity, so after either the bound is taken again, and the rest of the bar is walked minute
+by minute where it no longer holds. One symbol alone with nothing open elsewhere, and neither its profit nor
+its margin converted through another symbol, keeps the single-symbol walk.
 """
 
 from __future__ import annotations

@@ -258,3 +258,31 @@ def test_a_rollovers_swap_at_an_opening_makes_the_minute_walk_take_the_stop_out_
         1.288,
     )
     assert trade["profit"] == pytest.approx(-1_200.0) and trade["swap"] == pytest.approx(-500.0)
+
+
+class _ExpiringLimit(ExpertAdvisor):
+    """At the first decision: an AUDUSD sell limit of 1 lot at 0.66000 that expires at 02:02."""
+
+    symbols = ("EURUSD", "AUDUSD")
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.sell_limit(1.0, 0.66, symbol="AUDUSD", expiration=_at(2 * H + 2))
+
+
+@WALKS
+def test_an_order_expired_before_a_symbols_first_minute_is_not_filled_by_that_minutes_gap(
+    every_minute, monkeypatch
+):
+    """AUDUSD's first minute of the 02:00 bar comes at 02:03, at 0.67000, through the sell limit; the order
+    expired at 02:02, before any price reached it: MetaTrader retires it (``ORDER_STATE_EXPIRED``) and it
+    is never filled. Checked at the bar's opening time, 02:00, the order was still alive, and the gap of
+    02:03 filled it: a short at 0.67000 (+2,000.00 by the end, AUDUSD back at 0.65000 at 03:00) from an
+    order that no longer existed."""
+    eur = [(0, 1.1), (H, 1.1), (2 * H + 5, 1.1), (3 * H, 1.1), (4 * H - 1, 1.1)]
+    aud = [(0, 0.65), (H, 0.65), (2 * H + 3, 0.67), (3 * H, 0.65), (4 * H - 1, 0.65)]
+    result = _run(_ExpiringLimit, {"EURUSD": eur, "AUDUSD": aud}, 10_000.0, every_minute, monkeypatch)
+    limit = result.orders[result.orders["type"] == "sell_limit"].iloc[0]
+    assert (limit["state"], limit["time_done"]) == ("expired", _at(2 * H + 3))
+    assert result.trades.empty
+    assert result.stats["total_net_profit"] == 0.0
