@@ -246,7 +246,9 @@ def _walk(walking: list, t: int, at: list, ends: list, opens: list) -> None:
             if j == k:
                 continue
             if opens[j] is not None and (opens[j].ns, j) < key:
-                opens[j] = None  # passed: it held nothing to check
+                # passed: it held nothing to check, and its minutes before this time have passed too
+                opens[j] = None
+                at[j] = _before(paths[j], spans[j], ns)
             elif touches[j] is not None and at[j] < touches[j]:
                 # its minutes before this time have passed (none reached one)
                 at[j] = max(at[j], min(_before(paths[j], spans[j], ns), touches[j]))

@@ -286,3 +286,47 @@ def test_an_order_expired_before_a_symbols_first_minute_is_not_filled_by_that_mi
     assert (limit["state"], limit["time_done"]) == ("expired", _at(2 * H + 3))
     assert result.trades.empty
     assert result.stats["total_net_profit"] == 0.0
+
+
+class _HoldEURGBP(ExpertAdvisor):
+    """At the first decision: 1 lot of EURGBP bought (its pounds converted through GBPUSD)."""
+
+    symbols = ("EURUSD", "EURGBP", "GBPUSD")
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy(1.0, symbol="EURGBP")
+
+
+@WALKS
+def test_a_swap_at_an_opening_converts_at_the_price_of_a_symbol_whose_own_opening_passed_before_it(
+    every_minute, monkeypatch
+):
+    """EURGBP, 1 lot bought at 0.85000 on Tuesday at 01:00, its swap -500 points a lot a night: 500.00
+    pounds. GBPUSD, which converts them and holds nothing, opens Wednesday at 00:01 at 1.20000 (from
+    1.30000); EURGBP's first minute of the day, 00:03, books the rollover's swap at GBPUSD's price then,
+    1.20000: -600.00 dollars. A screened walk that passes GBPUSD's opening (nothing to check on it) without
+    moving it past its 00:01 minute reads its close before the bar, 1.30000, for the swap: -650.00, a figure
+    the walk of every minute does not give."""
+    from dataclasses import replace
+
+    from datafeeds.symbols import BUILTIN
+
+    day = 24 * H
+    eur = [(k * H, 1.1) for k in range(24)] + [(day + 5, 1.1), (day + H, 1.1), (day + 2 * H - 1, 1.1)]
+    gbp = [(k * H, 1.3) for k in range(24)] + [(day + 1, 1.2), (day + H, 1.2), (day + 2 * H - 1, 1.2)]
+    egb = [(k * H, 0.85) for k in range(24)] + [(day + 3, 0.85), (day + H, 0.85), (day + 2 * H - 1, 0.85)]
+    if every_minute:
+        monkeypatch.setattr(merged, "_stop_out_possible", lambda *args: True)
+    m1 = {
+        "EURUSD": _minutes("EURUSD", eur),
+        "EURGBP": _minutes("EURGBP", egb),
+        "GBPUSD": _minutes("GBPUSD", gbp),
+    }
+    frames = {s: resample(df, "H1") for s, df in m1.items()}
+    specs = {s: replace(BUILTIN[s], swap_long=-500.0 if s == "EURGBP" else 0.0, swap_short=0.0) for s in m1}
+    account = AccountConfig(deposit=10_000.0, spread=0, leverage=500.0, stop_out_level=50.0)
+    result = Backtest(frames, _HoldEURGBP, model="ohlc1m", m1=m1, account=account, specs=specs).run()
+    trade = result.trades.iloc[0]
+    assert trade["symbol"] == "EURGBP" and trade["profit"] == 0.0
+    assert trade["swap"] == pytest.approx(-600.0)
