@@ -12,18 +12,26 @@ reads as its open again until the clock moves on. The EA decides at the main sym
 bar: the other symbols' minutes before that moment are worked first (``to_decision``), and one whose first
 minute comes later stands at its close before the bar until then (``open_quotes``); one that has had no
 minute at all yet has no quote (``NO_QUOTE``: the EA sees none and a request on it is refused, 10021).
+Each symbol's opening checks of the bar (``Broker.open_checks``: a rollover's swap, expiries, the gaps to
+its pending orders and stops, the stop-out) are worked in that same time order, each at its own first
+minute of the bar before that minute's path (the tester checks a pending order or SL/TP on its own symbol's
+prices, at the moment they come: MetaTrader 5 Help, "Testing Features: Order Triggering and Execution"), so
+a minute of 02:02 never sees a position that another symbol's gap fills at 02:03, nor that symbol's open of
+02:03. A symbol whose first minute comes after the decision has its opening at the decision, at its close
+before the bar, and one holding something with no minute in the bar at the bar's opening time, by the
+open-prices rules, before any minute.
 
 Walking every minute of every symbol costs a Python step per minute, so a bar is walked that way only where
 the account's stop-out may happen in it: the equity with every symbol at the worst of its minutes still to
 come and of the close it stands at until the first of them at once (longs at the lowest bid, shorts at the
-highest ask; that close may lie outside the bar's range, so the account's screen of the bar has no say)
-above the stop-out level, with a tenth to spare for the conversions' moves, rules it out. Otherwise only the
-minutes where a symbol's own pending prices, stops or expiries can be reached are worked (as the
-single-symbol walk skips), still in time order, and the other symbols' prices are set to their price of that
-moment first. A fill changes the account's margin, so after
-one the bound is taken again, and the rest of the bar is walked minute by minute where it no longer holds.
-One symbol alone with nothing open elsewhere, and neither its profit nor its margin converted through
-another symbol, keeps the single-symbol walk.
+highest ask; that close may lie outside the bar's range, so the account's screen of the bar has no say) above
+the stop-out level, with a tenth to spare for the conversions' moves, rules it out. Otherwise only the minutes
+where a symbol's own pending prices, stops or expiries can be reached are worked (as the single-symbol walk
+skips), still in time order, and the other symbols' prices are set to their price of that moment first, and
+every opening is worked (its checks find what its gap reaches). A fill changes the account's margin and a
+rollover's swap its equity, so after either the bound is taken again, and the rest of the bar is walked minute
+by minute where it no longer holds. One symbol alone with nothing open elsewhere, and neither its profit nor
+its margin converted through another symbol, keeps the single-symbol walk.
 """
 
 from __future__ import annotations
@@ -67,35 +75,79 @@ def open_quotes(desks: list, t: int, firsts: list, plan: BarPlan | None = None) 
     return firsts
 
 
-def to_decision(desks: list, t: int, plan: BarPlan | None = None) -> None:
-    """After the opening checks, before the EA decides: the other symbols' minutes of bar ``t`` before the
-    decision's moment (the main symbol's first minute) are worked in time order, so their fills and stops
-    come before the decision as they did in time; each of those symbols then stands at its price of that
-    moment (``_set_now``: the open of its minute of that time, else the close of its minute before).
-    ``plan``: the run's ``BarPlan`` (made here where not given)."""
-    if desks[0].price_path is None:
-        return
+def to_decision(desks: list, t: int, plan: BarPlan | None = None, firsts: list | None = None) -> None:
+    """Bar ``t`` up to the EA's decision (the main symbol's first minute of the bar), every symbol having
+    entered it and the late ones standing at their close before the bar (``open_quotes``, whose quotes
+    ``firsts`` are): each symbol's opening checks (``Broker.open_checks``) and the other symbols' minutes
+    before the decision worked in one time order (ties in the symbols' order, an opening before its own
+    minute of that time): a symbol's opening at its first minute of the bar, at the decision where that comes
+    later, and a symbol holding something with no minute in the bar at the bar's opening time, before any
+    minute (``_open_idle``). Each symbol then stands at its price of the decision's moment (``_set_now``:
+    the open of its minute of that time, else the close of its minute before). ``plan``: the run's
+    ``BarPlan`` (made here where not given)."""
     plan = plan or BarPlan(desks, "left")
     walking = plan.walking[t]
-    starts, firsts = plan.starts, plan.at
-    ends = [firsts[d][t] for d in walking]
-    if not any(e > starts[d][t] for d, e in zip(walking, ends, strict=True)):
-        return  # every symbol's bar begins with the main symbol's, or later (``open_quotes``)
-    now = plan.decision[t]
+    firsts = firsts if firsts is not None else [None] * len(desks)
+    kept = [d.inside for d in walking]
+    idle = [d for d in desks if d.book and d not in walking and not closed_at(d, t)]
+    if idle:
+        _open_idle(idle, walking, t, [firsts[desks.index(d)] for d in idle])
+    starts, now = plan.starts, plan.decision[t]
     spans = [(starts[d][t], starts[d][t + 1]) for d in walking]
+    ends = [plan.at[d][t] for d in walking]
     if any(d.book for d in walking):
-        kept = [d.inside for d in walking]
-        _run(walking, t, [a for a, _ in spans], ends)
-        # The walk stood a symbol without a minute before the decision (the main one among them) at its
-        # newest close before, as it was while those minutes passed; at the decision it stands as it did
-        # at the bar's opening (its first minute, or its close before where that comes later: ``open_quotes``)
-        for d, span, e, price in zip(walking, spans, ends, kept, strict=True):
-            if e == span[0]:
-                d.inside = price
-    for d, span, e in zip(walking, spans, ends, strict=True):
+        opens = [
+            _Opening(min(int(d.price_path.time_ns[a]), now), firsts[desks.index(d)], price)
+            for d, (a, _), price in zip(walking, spans, kept, strict=True)
+        ]
+        if all(e == a for e, (a, _) in zip(ends, spans, strict=True)):
+            # Openings alone, every one at the decision's moment (no minute comes before it): in the
+            # symbols' order, each symbol standing as it does at the decision.
+            for d, opening in zip(walking, opens, strict=True):
+                opening.make(d, t)
+        else:
+            _run(walking, t, [a for a, _ in spans], ends, opens)
+    for d, span, e, price in zip(walking, spans, ends, kept, strict=True):
+        d.now_ns = None
         if e > span[0] and d is not desks[0]:
             _set_now(d, span, e, now)
             d.now_ns = None
+        else:  # its bar begins at the decision or later: as it stood at the bar's opening (``open_quotes``)
+            d.inside = price
+
+
+class _Opening:
+    """A symbol's opening checks still to be made in a walk: at UTC ``ns`` with ``Broker.open_checks``'s
+    ``first`` (None: its bar's own open, its first minute's), standing at ``inside`` (``open_quotes``)."""
+
+    def __init__(self, ns: int, first: tuple | None, inside: tuple | None):
+        self.ns, self.first, self.inside = ns, first, inside
+
+    def make(self, desk, t: int) -> None:
+        """The checks themselves, at this opening's moment."""
+        desk.inside, desk.now_ns = self.inside, self.ns
+        desk.open_checks(t, self.first)
+
+
+def _open_idle(idle: list, walking: list, t: int, firsts: list) -> None:
+    """The opening checks of the symbols holding something with no minute of their own in bar ``t``, by
+    the open-prices rules at the bar's opening time, before any minute: every other symbol stands at its
+    price of that moment (``_set_now``), never a later one (the account's screen of the bar does not bound
+    it); then each stands again as it did at the bar's opening (``open_quotes``)."""
+    ns = int(idle[0].price_path.edges_ns[t])
+    kept = [d.inside for d in walking]
+    for d in walking:
+        span = (d.price_path.starts[t], d.price_path.starts[t + 1])
+        _set_now(d, span, int(span[0]), ns)
+    funds = idle[0].funds
+    funds.screening = False
+    try:
+        for d, first in zip(idle, firsts, strict=True):
+            d.open_checks(t, first)
+    finally:
+        funds.screening = True
+        for d, price in zip(walking, kept, strict=True):
+            d.inside, d.now_ns = price, None
 
 
 def walk_bar(desks: list, t: int, plan: BarPlan | None = None) -> None:
@@ -138,12 +190,13 @@ def _walk_bar(desks: list, t: int, plan: BarPlan | None) -> None:
         _run(walking, t, at, [starts[d][t + 1] for d in walking])
 
 
-def _run(walking: list, t: int, at: list, ends: list) -> None:
-    """Work ``walking``'s minutes ``at[j]..ends[j]-1`` in time order (see the module docstring)."""
+def _run(walking: list, t: int, at: list, ends: list, opens: list | None = None) -> None:
+    """Work ``walking``'s minutes ``at[j]..ends[j]-1`` in time order (see the module docstring), and where
+    ``opens[j]`` is (an ``_Opening``), symbol ``j``'s opening checks at its moment, before its minutes."""
     for d in walking:
         d.walking = True
     try:
-        _walk(walking, t, at, ends)
+        _walk(walking, t, at, ends, opens or [None] * len(walking))
     finally:
         walking[0].funds.screening = True
         for d in walking:
@@ -151,22 +204,29 @@ def _run(walking: list, t: int, at: list, ends: list) -> None:
             d.now_ns = None
 
 
-def _walk(walking: list, t: int, at: list, ends: list) -> None:
+def _walk(walking: list, t: int, at: list, ends: list, opens: list) -> None:
     paths = [d.price_path for d in walking]
     spans = [(int(p.starts[t]), end) for p, end in zip(paths, ends, strict=True)]
     at = list(at)  # each symbol's next minute not yet worked
     touches: list[int | None] = [None] * len(walking)  # each symbol's next minute that can reach a level
     found_at = [-1] * len(walking)  # the revision of its book each touch was found at
+    funds = walking[0].funds
     revision = None
     while True:
-        now = sum(w.revision for w in walking)
-        if now != revision:  # first, or something filled: the margin changed
+        # A fill or a close changes the margin, a rollover's swap at an opening the equity: the account's
+        # revision counts both.
+        now = funds.revision
+        if now != revision:  # first, or the account changed
             revision = now
             if _stop_out_possible(walking, t, spans, at):
-                _every_minute(walking, t, spans, at)
+                _every_minute(walking, t, spans, at, opens)
                 return
         key = None
         for j, d in enumerate(walking):
+            if opens[j] is not None:  # its opening comes before any minute of its own
+                if d.book and (key is None or (opens[j].ns, j) < key):
+                    key = (opens[j].ns, j)
+                continue
             end = spans[j][1]
             if touches[j] is None or found_at[j] != d.revision:  # its own levels are as they were
                 m = at[j]
@@ -181,21 +241,34 @@ def _walk(walking: list, t: int, at: list, ends: list) -> None:
         if key is None:
             return  # no symbol can reach a level in the rest of the bar
         ns, k = key
-        m = touches[k]
+        m = touches[k] if opens[k] is None else -1
         for j, d in enumerate(walking):  # every symbol at its price of this time
-            if j != k and at[j] < touches[j]:  # its minutes before this time have passed (none reached one)
+            if j == k:
+                continue
+            if opens[j] is not None and (opens[j].ns, j) < key:
+                # passed: it held nothing to check, and its minutes before this time have passed too
+                opens[j] = None
+                at[j] = _before(paths[j], spans[j], ns)
+            elif touches[j] is not None and at[j] < touches[j]:
+                # its minutes before this time have passed (none reached one)
                 at[j] = max(at[j], min(_before(paths[j], spans[j], ns), touches[j]))
-            _set_now(d, spans[j], m if j == k else at[j], ns)
+            _set_now(d, spans[j], at[j], ns)
         d = walking[k]
-        d.inside = paths[k].minute(d, t, m)
-        at[k] = m + 1
+        if m < 0:
+            opens[k].make(d, t)
+            opens[k] = None
+        else:
+            _set_now(d, spans[k], m, ns)
+            d.inside = paths[k].minute(d, t, m)
+            at[k] = m + 1
         touches[k] = None
 
 
-def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
+def _every_minute(walking: list, t: int, spans: list, at: list, opens: list) -> None:
     """Every remaining minute of every symbol, in time order, each worked from its own open at its own
     spread (``_set_now``: a fill at that open, a stop gapped through, converts its profit there, as the
-    screened walk does; never at the close and spread of the minute before). A minute of a symbol that moves
+    screened walk does; never at the close and spread of the minute before), and each opening still to
+    come, before its symbol's own minute of that time. A minute of a symbol that moves
     the money of another's positions (GBPUSD for EURGBP's pounds: ``money_pairs``) moves their equity: the
     account's stop-out is checked at each of its four prices, MetaTrader's ticks of a 1-minute OHLC minute,
     those positions standing at their prices then (``pair_moves.stepped``). Only the stop-out: their own
@@ -206,18 +279,23 @@ def _every_minute(walking: list, t: int, spans: list, at: list) -> None:
     # first minute of the bar, so the account's screen of the bar (``Account.ruled_out``) is off meanwhile.
     walking[0].funds.screening = False
     moved = [moved_by(walking, p) for p in walking]
-    rows = []
+    rows = [np.array([(o.ns, k, -1) for k, o in enumerate(opens) if o is not None], dtype=np.int64)]
+    rows[0] = rows[0].reshape(-1, 3)
     for k, d in enumerate(walking):
         path, (_, b) = d.price_path, spans[k]
         a = at[k]
         rows.append(np.column_stack((path.time_ns[a:b], np.full(b - a, k), np.arange(a, b))))
     order = np.concatenate(rows)
-    order = order[np.lexsort((order[:, 1], order[:, 0]))]
+    order = order[np.lexsort((order[:, 2], order[:, 1], order[:, 0]))]
     nxt = list(at)
     for ns, k, m in order.tolist():
         for j, w in enumerate(walking):  # one clock: a stop-out may close another symbol's position now
-            _set_now(w, spans[j], m if j == k else nxt[j], ns)  # its own minute too: at its open and spread
+            if j != k or m >= 0:  # its own minute too: at its open and spread
+                _set_now(w, spans[j], m if j == k else nxt[j], ns)
         d = walking[k]
+        if m < 0:
+            opens[k].make(d, t)
+            continue
         d.inside = d.price_path.minute(d, t, m)
         nxt[k] = m + 1
         for desk in moved[k]:

@@ -364,9 +364,9 @@ def _converts_held(desk, desks: list) -> bool:
 def price_paths(desks: list, ticks: bool) -> tuple[Callable[[int], None], Callable[[int], None]]:
     """The same for every symbol's minutes (``backtests.merged``) or ticks (``backtests.merged_ticks``):
     the bar opens at each symbol's first minute or tick, the prices move on to the decision, and after
-    it the bar's minutes or ticks of every symbol are walked in time order. With ticks, each symbol's
-    opening checks are made at its own first tick, in time order with the other symbols' ticks before
-    the decision (``merged_ticks.to_decision``)."""
+    it the bar's minutes or ticks of every symbol are walked in time order. Each symbol's opening checks
+    are made at its own first minute or tick, in time order with the other symbols' minutes or ticks
+    before the decision (``merged.to_decision``, ``merged_ticks.to_decision``)."""
     walk = walk_ticks if ticks else walk_bar
     plan = BarPlan(desks, "right" if ticks else "left")  # each bar's moments and rows, found once a run
 
@@ -375,10 +375,8 @@ def price_paths(desks: list, ticks: bool) -> tuple[Callable[[int], None], Callab
         if ticks:  # each symbol's opening checks at its own first tick, in time order with the others' ticks
             to_decision(desks, t, plan)
             return
-        firsts = open_quotes(desks, t, entered, plan)
-        for d, first in zip(desks, firsts, strict=True):
-            d.open_checks(t, first)
-        minutes_to_decision(desks, t, plan)
+        # each symbol's opening checks at its own first minute, in time order with the others' minutes
+        minutes_to_decision(desks, t, plan, open_quotes(desks, t, entered, plan))
 
     def closing(t: int) -> None:
         walk(desks, t, plan)
