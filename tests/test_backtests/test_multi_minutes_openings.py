@@ -23,6 +23,7 @@ from datafeeds.clock import UTC
 from datafeeds.resample import resample
 from datafeeds.timeframes import Timeframe
 from strategies.base import ExpertAdvisor
+from tests.opening_eas import HoldGBP, LimitBelow, SellLimitAbove, StopOnAQuietSymbol
 
 T0 = pd.Timestamp("2024-01-02", tz="UTC")  # a Tuesday
 H = 60  # minutes
@@ -69,17 +70,6 @@ WALKS = pytest.mark.parametrize("every_minute", [False, True], ids=["screened", 
 GBP = [(0, 1.3), (H, 1.3), (2 * H + 1, 1.29), (2 * H + 2, 1.285), (2 * H + 6, 1.3), (4 * H - 1, 1.3)]
 
 
-class _LimitBelow(ExpertAdvisor):
-    """At the first decision: 1 lot of GBPUSD bought and a EURUSD buy limit of 1 lot at 1.09500."""
-
-    symbols = ("EURUSD", "GBPUSD")
-
-    def on_bar(self):
-        if len(self.bars) == 1:
-            self.buy(1.0, symbol="GBPUSD")
-            self.buy_limit(1.0, 1.095, symbol="EURUSD")
-
-
 @WALKS
 def test_a_stop_out_at_another_symbols_earlier_minute_sees_no_position_the_main_symbols_gap_fills_later(
     every_minute, monkeypatch
@@ -95,7 +85,7 @@ def test_a_stop_out_at_another_symbols_earlier_minute_sees_no_position_the_main_
     had, level (50 + 1,000) / (260 + 218) = 220 %: no stop-out there, and the run ended +1,000.00 (EURUSD
     back at 1.10000) where it loses 1,500.00."""
     eur = [(0, 1.1), (H, 1.1), (2 * H + 5, 1.09), (2 * H + 10, 1.09), (3 * H, 1.1), (4 * H - 1, 1.1)]
-    result = _run(_LimitBelow, {"EURUSD": eur, "GBPUSD": GBP}, 1_550.0, every_minute, monkeypatch)
+    result = _run(LimitBelow, {"EURUSD": eur, "GBPUSD": GBP}, 1_550.0, every_minute, monkeypatch)
     trades = result.trades
     assert list(trades["symbol"]) == ["GBPUSD"]
     gbp = trades.iloc[0]
@@ -105,17 +95,6 @@ def test_a_stop_out_at_another_symbols_earlier_minute_sees_no_position_the_main_
     assert (limit["state"], limit["time_done"]) == ("rejected", _at(2 * H + 5))
     assert [r["retcode"] for r in result.rejected] == [10019]
     assert result.stats["total_net_profit"] == pytest.approx(-1_500.0)
-
-
-class _SellLimitAbove(ExpertAdvisor):
-    """At the first decision: 1 lot of GBPUSD bought and an AUDUSD sell limit of 1 lot at 0.66000."""
-
-    symbols = ("EURUSD", "GBPUSD", "AUDUSD")
-
-    def on_bar(self):
-        if len(self.bars) == 1:
-            self.buy(1.0, symbol="GBPUSD")
-            self.sell_limit(1.0, 0.66, symbol="AUDUSD")
 
 
 @WALKS
@@ -135,7 +114,7 @@ def test_a_stop_out_at_one_symbols_minute_sees_no_fill_another_symbols_later_fir
     eur = [(0, 1.1), (H, 1.1), (2 * H + 5, 1.1), (3 * H, 1.1), (4 * H - 1, 1.1)]
     aud = [(0, 0.65), (H, 0.65), (2 * H + 3, 0.67), (2 * H + 40, 0.65), (3 * H, 0.65), (4 * H - 1, 0.65)]
     rows = {"EURUSD": eur, "GBPUSD": GBP, "AUDUSD": aud}
-    result = _run(_SellLimitAbove, rows, 1_550.0, every_minute, monkeypatch)
+    result = _run(SellLimitAbove, rows, 1_550.0, every_minute, monkeypatch)
     trades = result.trades
     assert list(trades["symbol"]) == ["GBPUSD"]
     gbp = trades.iloc[0]
@@ -144,17 +123,6 @@ def test_a_stop_out_at_one_symbols_minute_sees_no_fill_another_symbols_later_fir
     assert (limit["state"], limit["time_done"]) == ("rejected", _at(2 * H + 3))
     assert [r["retcode"] for r in result.rejected] == [10019]
     assert result.stats["total_net_profit"] == pytest.approx(-1_500.0)
-
-
-class _StopOnAQuietSymbol(ExpertAdvisor):
-    """At the first decision: 1 lot of EURUSD bought and a GBPUSD buy stop of 1 lot at 1.30500."""
-
-    symbols = ("EURUSD", "GBPUSD")
-
-    def on_bar(self):
-        if len(self.bars) == 1:
-            self.buy(1.0, symbol="EURUSD")
-            self.buy_stop(1.0, 1.305, symbol="GBPUSD")
 
 
 @WALKS
@@ -172,7 +140,7 @@ def test_a_symbol_without_minutes_in_the_bar_opens_it_before_any_minute_reading_
         "GBPUSD": [(0, 1.3), (H, 1.3), (2 * H + 40, 1.31), (3 * H, 1.31), (4 * H - 1, 1.31)],
     }
     # GBPUSD's 02:00 bar is made from its 02:40 minute, which the M1 data given lacks
-    result = _run(_StopOnAQuietSymbol, rows, 1_300.0, every_minute, monkeypatch, drop={"GBPUSD": 2 * H + 40})
+    result = _run(StopOnAQuietSymbol, rows, 1_300.0, every_minute, monkeypatch, drop={"GBPUSD": 2 * H + 40})
     stop = result.orders[result.orders["type"] == "buy_stop"].iloc[0]
     assert (stop["state"], stop["time_done"], stop["fill_price"]) == ("filled", _at(2 * H), 1.31)
     assert result.rejected == []
@@ -220,16 +188,6 @@ def test_an_opening_and_another_symbols_minute_of_one_instant_are_worked_in_the_
     assert list(result.trades["symbol"]) == [filled]
 
 
-class _HoldGBP(ExpertAdvisor):
-    """At the first decision: 1 lot of GBPUSD bought."""
-
-    symbols = ("EURUSD", "GBPUSD")
-
-    def on_bar(self):
-        if len(self.bars) == 1:
-            self.buy(1.0, symbol="GBPUSD")
-
-
 def test_a_rollovers_swap_at_an_opening_makes_the_minute_walk_take_the_stop_out_bound_again():
     """GBPUSD, 1 lot bought at 1.30000 on Tuesday at 01:00, its swap -500 points a lot a night (-500.00).
     At Wednesday 00:01, its first minute of the day (1.29000, -1,000.00), the rollover's swap is booked on
@@ -250,7 +208,7 @@ def test_a_rollovers_swap_at_an_opening_makes_the_minute_walk_take_the_stop_out_
     frames = {s: resample(df, "H1") for s, df in m1.items()}
     specs = {s: replace(BUILTIN[s], swap_long=-500.0, swap_short=0.0) for s in m1}
     account = AccountConfig(deposit=1_700.0, spread=0, leverage=500.0, stop_out_level=50.0)
-    result = Backtest(frames, _HoldGBP, model="ohlc1m", m1=m1, account=account, specs=specs).run()
+    result = Backtest(frames, HoldGBP, model="ohlc1m", m1=m1, account=account, specs=specs).run()
     trade = result.trades.iloc[0]
     assert (trade["exit_reason"], trade["exit_time"], trade["exit_price"]) == (
         "stop out",

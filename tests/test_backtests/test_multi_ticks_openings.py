@@ -19,6 +19,7 @@ import backtests.merged_ticks as merged_ticks
 from backtests import AccountConfig, Backtest
 from datafeeds.ticks import TickMeta, bars_from_ticks, make_ticks
 from strategies.base import ExpertAdvisor
+from tests.opening_eas import HoldGBP, LimitBelow, SellLimitAbove, StopOnAQuietSymbol
 
 T0 = pd.Timestamp("2024-01-02", tz="UTC")
 H = 3600
@@ -53,17 +54,6 @@ def _at(seconds: int) -> pd.Timestamp:
 GBP = [(0, 1.3), (H, 1.3), (2 * H + 1, 1.29), (2 * H + 2, 1.285), (2 * H + 6, 1.3), (4 * H - 1, 1.3)]
 
 
-class _LimitBelow(ExpertAdvisor):
-    """At the first decision: 1 lot of GBPUSD bought and a EURUSD buy limit of 1 lot at 1.09500."""
-
-    symbols = ("EURUSD", "GBPUSD")
-
-    def on_bar(self):
-        if len(self.bars) == 1:
-            self.buy(1.0, symbol="GBPUSD")
-            self.buy_limit(1.0, 1.095, symbol="EURUSD")
-
-
 @pytest.mark.parametrize("every_tick", [False, True], ids=["screened", "every-tick"])
 def test_a_stop_out_before_the_decision_sees_no_position_the_main_symbols_gap_fills_later(
     every_tick, monkeypatch
@@ -80,7 +70,7 @@ def test_a_stop_out_before_the_decision_sees_no_position_the_main_symbols_gap_fi
     / (260 + 218) = 220 %: no stop-out there nor at 02:00:06 (GBPUSD back at 1.30000), and the run ended
     +1,000.00 (EURUSD back at 1.10000) where it loses 1,500.00."""
     eur = [(0, 1.1), (H, 1.1), (2 * H + 5, 1.09), (2 * H + 10, 1.09), (3 * H, 1.1), (4 * H - 1, 1.1)]
-    result = _run(_LimitBelow, {"EURUSD": eur, "GBPUSD": GBP}, 1_550.0, every_tick, monkeypatch)
+    result = _run(LimitBelow, {"EURUSD": eur, "GBPUSD": GBP}, 1_550.0, every_tick, monkeypatch)
     trades = result.trades
     assert list(trades["symbol"]) == ["GBPUSD"]
     gbp = trades.iloc[0]
@@ -90,17 +80,6 @@ def test_a_stop_out_before_the_decision_sees_no_position_the_main_symbols_gap_fi
     assert (limit["state"], limit["time_done"]) == ("rejected", _at(2 * H + 5))
     assert [r["retcode"] for r in result.rejected] == [10019]
     assert result.stats["total_net_profit"] == pytest.approx(-1_500.0)
-
-
-class _SellLimitAbove(ExpertAdvisor):
-    """At the first decision: 1 lot of GBPUSD bought and an AUDUSD sell limit of 1 lot at 0.66000."""
-
-    symbols = ("EURUSD", "GBPUSD", "AUDUSD")
-
-    def on_bar(self):
-        if len(self.bars) == 1:
-            self.buy(1.0, symbol="GBPUSD")
-            self.sell_limit(1.0, 0.66, symbol="AUDUSD")
 
 
 @pytest.mark.parametrize("every_tick", [False, True], ids=["screened", "every-tick"])
@@ -120,7 +99,7 @@ def test_a_stop_out_at_one_symbols_tick_sees_no_fill_another_symbols_later_first
     eur = [(0, 1.1), (H, 1.1), (2 * H + 5, 1.1), (3 * H, 1.1), (4 * H - 1, 1.1)]
     aud = [(0, 0.65), (H, 0.65), (2 * H + 3, 0.67), (2 * H + 40, 0.65), (3 * H, 0.65), (4 * H - 1, 0.65)]
     rows = {"EURUSD": eur, "GBPUSD": GBP, "AUDUSD": aud}
-    result = _run(_SellLimitAbove, rows, 1_550.0, every_tick, monkeypatch)
+    result = _run(SellLimitAbove, rows, 1_550.0, every_tick, monkeypatch)
     trades = result.trades
     assert list(trades["symbol"]) == ["GBPUSD"]
     gbp = trades.iloc[0]
@@ -167,17 +146,6 @@ def test_a_fill_at_one_symbols_tick_is_margined_before_another_symbols_later_gap
     assert entries.loc["GBPUSD", "entry_price"] == 1.305 and entries.loc["AUDUSD", "entry_price"] == 0.66
 
 
-class _StopOnAQuietSymbol(ExpertAdvisor):
-    """At the first decision: 1 lot of EURUSD bought and a GBPUSD buy stop of 1 lot at 1.30500."""
-
-    symbols = ("EURUSD", "GBPUSD")
-
-    def on_bar(self):
-        if len(self.bars) == 1:
-            self.buy(1.0, symbol="EURUSD")
-            self.buy_stop(1.0, 1.305, symbol="GBPUSD")
-
-
 @pytest.mark.parametrize("every_tick", [False, True], ids=["screened", "every-tick"])
 def test_a_symbol_without_ticks_in_the_bar_opens_it_before_any_tick_reading_no_later_price(
     every_tick, monkeypatch
@@ -198,21 +166,11 @@ def test_a_symbol_without_ticks_in_the_bar_opens_it_before_any_tick_reading_no_l
     frames = {s: bars_from_ticks(t, "H1") for s, t in ticks.items()}  # GBPUSD's 02:00 bar from its tick
     ticks["GBPUSD"] = ticks["GBPUSD"].drop(_at(2 * H + 100))  # ... which the ticks given lack
     account = AccountConfig(deposit=1_300.0, spread=0, leverage=500.0, stop_out_level=50.0)
-    result = Backtest(frames, _StopOnAQuietSymbol, model="ticks", ticks=ticks, account=account).run()
+    result = Backtest(frames, StopOnAQuietSymbol, model="ticks", ticks=ticks, account=account).run()
     stop = result.orders[result.orders["type"] == "buy_stop"].iloc[0]
     assert (stop["state"], stop["time_done"], stop["fill_price"]) == ("filled", _at(2 * H), 1.31)
     assert result.rejected == []
     assert set(result.trades["exit_reason"]) == {"end of test"}
-
-
-class _HoldGBP(ExpertAdvisor):
-    """At the first decision: 1 lot of GBPUSD bought."""
-
-    symbols = ("EURUSD", "GBPUSD")
-
-    def on_bar(self):
-        if len(self.bars) == 1:
-            self.buy(1.0, symbol="GBPUSD")
 
 
 def test_a_rollovers_swap_at_an_opening_makes_the_walk_take_the_stop_out_bound_again():
@@ -235,7 +193,7 @@ def test_a_rollovers_swap_at_an_opening_makes_the_walk_take_the_stop_out_bound_a
     frames = {s: bars_from_ticks(t, "H1") for s, t in ticks.items()}
     specs = {s: replace(BUILTIN[s], swap_long=-500.0, swap_short=0.0) for s in ticks}
     account = AccountConfig(deposit=1_700.0, spread=0, leverage=500.0, stop_out_level=50.0)
-    result = Backtest(frames, _HoldGBP, model="ticks", ticks=ticks, account=account, specs=specs).run()
+    result = Backtest(frames, HoldGBP, model="ticks", ticks=ticks, account=account, specs=specs).run()
     trade = result.trades.iloc[0]
     assert (trade["exit_reason"], trade["exit_time"], trade["exit_price"]) == (
         "stop out",
@@ -261,7 +219,7 @@ def test_an_opening_and_another_symbols_tick_of_one_instant_are_worked_in_the_sy
     eur = [(0, 1.1), (H, 1.1), (2 * H + 5, 1.1), (3 * H, 1.1), (4 * H - 1, 1.1)]
     aud = [(0, 0.65), (H, 0.65), (2 * H + 2, 0.67), (3 * H, 0.67), (4 * H - 1, 0.67)]
     rows = {"EURUSD": eur, "GBPUSD": GBP, "AUDUSD": aud}
-    ea = type("Ordered", (_SellLimitAbove,), {"symbols": order})  # the symbols' order: the main one, then
+    ea = type("Ordered", (SellLimitAbove,), {"symbols": order})  # the symbols' order: the main one, then
     result = _run(ea, {s: rows[s] for s in order}, 1_550.0, False, None)  # as loaded
     aud_orders = result.orders[result.orders["symbol"] == "AUDUSD"]
     assert list(aud_orders["state"]) == aud_states
