@@ -230,6 +230,8 @@ class LiveRunner:
                 trading.restore_unresolved(state.unresolved)  # looked up, counted open, never sent again
             if state is not None and state.magics:
                 trading.restore_magics(state.magics)  # its positions of every number it used stay its
+            if state is not None and state.owned:
+                trading.restore_owned(state.owned.values())  # their owners known without the deal history
             self.lifecycle.journal_account(trading.account)
         run.ctx = LiveContext(trading, run.bars, run.journal.write, run.now, run.bar)
         run.ea.attach(run.ctx, run.bars.feed.bars)
