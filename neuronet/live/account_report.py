@@ -238,7 +238,7 @@ def terminal_ledger(
     if info is None:
         raise JournalError(f"journal {path}: the terminal has no symbol {symbol!r}")
     span = run_span(bars.index, fs, meta)
-    rows = run_history(source, who, (symbol,), span, path, journaled_deals(records), owned_in(records))[
+    rows = run_history(source, who, (symbol,), span, path, journaled_deals(records), owned_in(records, path))[
         symbol
     ]
     try:  # no modelled costs: the deals carry the terminal's swaps

@@ -150,7 +150,7 @@ def _book_terminal(
     """Book the terminal's deals and orders of each symbol into its broker of the account (the positions
     it still holds handed over for the report's "end of test" close); the report's data about it."""
     span = run_span(times, fs, meta)
-    made, owned = journaled_deals(records), owned_in(records)
+    made, owned = journaled_deals(records), owned_in(records, str(path))
     history = run_history(terminal, who, list(brokers), span, str(path), made, owned)
     stops = stop_changes(str(path), records)
     ledgers = {name: TerminalLedger(broker, meta.clock) for name, broker in brokers.items()}

@@ -107,7 +107,7 @@ def read_multi(path: Path, records: JournalRecords) -> MultiJournal:
             follow_lost_reply(out.unresolved, in_flight, note)
             if (magic := sent_magic(note)) is not None:
                 out.magics.setdefault(str(note.get("symbol")), set()).add(magic)
-            if (position := owned_of(note)) is not None:
+            if (position := owned_of(note, f"{where} line {rec.get('_line')}")) is not None:
                 out.owned.setdefault(position.symbol, []).append(position)
     for tag, note in in_flight.items():  # killed while sending: looked up, counted open, never sent again
         out.unresolved.setdefault(tag, note)

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from os import PathLike
 from typing import Any
+
+from neuronet.live.errors import JournalError
 
 EVENT = "owned"
 
@@ -53,9 +56,10 @@ class Owned:
         }
 
 
-def owned_of(note: Any) -> Owned | None:
-    """The ``Owned`` of an "owned" note of the journal, or None for any other note (a note of another kind,
-    or one whose fields are not a position's: a journal is never trusted to be well formed)."""
+def owned_of(note: Any, where: str = "the journal") -> Owned | None:
+    """The ``Owned`` of an "owned" note of the journal, None for any other note; an "owned" note whose
+    fields are not a position's is a ``JournalError`` naming ``where`` (the journal and its line): taken
+    as no note, a position of the run would pass for another's."""
     if not isinstance(note, dict) or note.get("event") != EVENT:
         return None
     try:
@@ -67,15 +71,19 @@ def owned_of(note: Any) -> Owned | None:
             float(note["price_open"]),
             str(note.get("symbol") or ""),
         )
-    except (KeyError, TypeError, ValueError):
-        return None
-    return owned if owned.ticket > 0 and owned.side in (1, -1) else None
+        if owned.ticket <= 0 or owned.side not in (1, -1):
+            raise ValueError(f"position {owned.ticket}, side {owned.side}")
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise JournalError(f"{where}: an owned note cannot be read ({exc})") from None
+    return owned
 
 
-def owned_in(records: Iterable[dict]) -> dict[int, Owned]:
+def owned_in(records: Iterable[dict], path: str | PathLike) -> dict[int, Owned]:
     """Every position the journal's "owned" notes name (ticket -> ``Owned``), the last note of each."""
     out: dict[int, Owned] = {}
     for rec in records:
-        if rec.get("source") == "terminal" and (owned := owned_of(rec.get("terminal"))) is not None:
+        if rec.get("source") != "terminal":
+            continue
+        if (owned := owned_of(rec.get("terminal"), f"journal {path} line {rec.get('_line')}")) is not None:
             out[owned.ticket] = owned
     return out

@@ -202,7 +202,7 @@ def read_state(path: str, records: Iterable[dict], *, paper: bool | None = None)
             follow_lost_reply(state.unresolved, in_flight, note)
             if (magic := sent_magic(note)) is not None:
                 state.magics.add(magic)
-            if (position := owned_of(note)) is not None:
+            if (position := owned_of(note, f"{where} line {line}")) is not None:
                 state.owned[position.ticket] = position
         except JournalError:
             raise

@@ -83,7 +83,7 @@ def test_a_carried_position_closed_by_hand_with_its_history_gone_counts_and_trad
     assert -60.0 < expected < -20.0  # the 40-point fall and the market's own drift since 00:00
     src = source(port)
     trade = TerminalTrade(src, "EURUSD", magic=MAGIC, clock=src.clock)
-    trade.restore_owned(owned_in(records).values())  # as a resumed run has them, from the journal
+    trade.restore_owned(owned_in(records, journal).values())  # as a resumed run has them, from the journal
     now = trade.day_pnl(19_790)
     mt5 = sim.conn.modules.MetaTrader5
     # The rest of the day: every deal's costs (the 01:00 entry's and the close's) and the new position's
@@ -108,7 +108,7 @@ def test_without_the_journal_the_same_close_is_unknown_and_its_loss_counted(port
     closing = _closing_deal(sim)
     assert got.unknown and "cannot be read" in got.unknown[0]
     assert got.value == pytest.approx(min(float(closing.profit), 0.0), abs=0.01)
-    assert owned_in(read_journal(journal)), "the run journaled the position it saw"
+    assert owned_in(read_journal(journal), journal), "the run journaled the position it saw"
 
 
 class _BuyWhenFlat(ExpertAdvisor):
@@ -127,7 +127,7 @@ def test_a_resumed_run_knows_its_position_from_the_journal(port, sim, tmp_path):
     journal = tmp_path / "live.jsonl"
     sim.market.set_now(EVENING)
     live_run(port, sim, journal, ea=_BuyWhenFlat, params={}, limits=LOSS_100, bars=1)
-    assert owned_in(read_journal(journal)), "the run journaled the position it saw"
+    assert owned_in(read_journal(journal), journal), "the run journaled the position it saw"
     sim.market.set_now("2024-03-08 00:30")
     _cut_history_and_close(sim, -40)
     start = len(read_journal(journal))

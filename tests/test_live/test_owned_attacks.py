@@ -63,7 +63,7 @@ def test_the_day_of_a_carried_close_is_the_servers_not_utcs(port, sim, tmp_path)
     (closing,) = [d for d in sim.state.book.deals if int(d.entry) == 1]
     src = source(port)
     trade = TerminalTrade(src, "EURUSD", magic=MAGIC, clock=src.clock)
-    trade.restore_owned(owned_in(read_journal(journal)).values())
+    trade.restore_owned(owned_in(read_journal(journal), journal).values())
     got = trade.day_pnl(TODAY)
     since_midnight = 100_000 * (float(closing.price) - _day_open_bid(sim))
     assert got.unknown == () and got.value == pytest.approx(since_midnight, abs=0.01)
@@ -90,12 +90,12 @@ def test_a_position_whose_reply_was_lost_is_owned_once_it_shows(port, sim, tmp_p
     live_run(port, sim, journal, ea=_BuyWhenFlat, params={}, limits=LOSS_100, bars=2)
     assert sim.state.call_count("order_send") == 1 and len(sim.state.book.positions) == 1
     (position,) = sim.state.book.positions
-    assert int(position) in owned_in(read_journal(journal))
+    assert int(position) in owned_in(read_journal(journal), journal)
     sim.market.set_now("2024-03-08 00:30")
     _cut_history_and_close(sim, -40)
     src = source(port)
     trade = TerminalTrade(src, "EURUSD", magic=MAGIC, clock=src.clock)
-    trade.restore_owned(owned_in(read_journal(journal)).values())
+    trade.restore_owned(owned_in(read_journal(journal), journal).values())
     assert trade.day_pnl(TODAY).unknown == ()
 
 
@@ -119,7 +119,7 @@ def test_a_report_read_while_the_note_is_being_written_falls_back_on_the_termina
     lines = journal.read_text().splitlines(keepends=True)
     note = next(i for i, x in enumerate(lines) if '"event":"owned"' in x)
     journal.write_text("".join(lines[:note] + lines[note + 1 :]) + lines[note][: len(lines[note]) // 2])
-    assert not owned_in(read_journal(journal))
+    assert not owned_in(read_journal(journal), journal)
     got = journal_result(journal, source(port))
     assert got.trades["profit"].sum() == pytest.approx(whole.trades["profit"].sum())
     assert got.trades["profit"].sum() == pytest.approx(float(closing.profit), abs=0.01)
@@ -136,7 +136,7 @@ def test_a_crash_while_the_note_is_written_is_made_good_by_the_resumed_run(port,
     lines = journal.read_text().splitlines(keepends=True)
     note = next(i for i, x in enumerate(lines) if '"event":"owned"' in x)
     journal.write_text("".join(lines[:note]) + lines[note][: len(lines[note]) // 2])
-    assert not owned_in(read_journal(journal))
+    assert not owned_in(read_journal(journal), journal)
     sent = sim.state.call_count("order_send")
     live_run(port, sim, journal, ea=_BuyWhenFlat, params={}, limits=LOSS_100, bars=1)
     assert sim.state.call_count("order_send") == sent  # it holds its position: nothing new sent
@@ -145,5 +145,36 @@ def test_a_crash_while_the_note_is_written_is_made_good_by_the_resumed_run(port,
     _cut_history_and_close(sim, -40)
     src = source(port)
     trade = TerminalTrade(src, "EURUSD", magic=MAGIC, clock=src.clock)
-    trade.restore_owned(owned_in(read_journal(journal)).values())
+    trade.restore_owned(owned_in(read_journal(journal), journal).values())
     assert trade.day_pnl(TODAY).unknown == ()
+
+
+# -- a damaged note ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"position": "x", "magic": 1, "side": 1, "time": 1, "price_open": 1.1},
+        {"position": 7, "magic": 1, "side": 5, "time": 1, "price_open": 1.1},
+        {"position": 0, "magic": 1, "side": 1, "time": 1, "price_open": 1.1},
+        {"magic": 1, "side": 1, "time": 1, "price_open": 1.1},
+    ],
+)
+def test_a_damaged_owned_note_is_refused_by_its_line_never_taken_as_none(bad):
+    from neuronet.live.errors import JournalError
+    from neuronet.live.owned import owned_of
+
+    with pytest.raises(JournalError, match=r"j\.jsonl line 9: an owned note cannot be read"):
+        owned_of({"event": "owned", **bad}, "journal j.jsonl line 9")
+    assert owned_of({"event": "result", **bad}) is None  # another note: not an owned one
+
+
+def test_a_report_of_a_journal_with_a_damaged_owned_note_names_its_line(port, sim, tmp_path):
+    from neuronet.live.errors import JournalError
+
+    journal, _, _ = _carry_in_and_close(port, sim, tmp_path, cut=False)
+    lines = journal.read_text().splitlines(keepends=True)
+    note = next(i for i, x in enumerate(lines) if '"event":"owned"' in x)
+    lines[note] = lines[note].replace('"side":1', '"side":5')
+    journal.write_text("".join(lines))
+    with pytest.raises(JournalError, match=f"line {note + 1}: an owned note cannot be read"):
+        journal_result(journal, source(port))

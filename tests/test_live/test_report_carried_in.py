@@ -84,7 +84,7 @@ def test_its_entry_is_known_from_the_journal_when_the_terminal_lost_it(port, sim
     """The terminal's history starts at the close by hand (the entry deal gone): the journal's "owned"
     note (the run saw the position open at its start) gives whose it was and its entry price."""
     journal, entry, closing = _carry_in_and_close(port, sim, tmp_path, cut=True)
-    assert int(entry.position_id) in owned_in(read_journal(journal))
+    assert int(entry.position_id) in owned_in(read_journal(journal), journal)
     got = journal_result(journal, source(port))
     assert len(got.trades) == 1
     assert got.trades["profit"].iloc[0] == pytest.approx(float(closing.profit), abs=0.01)
