@@ -40,19 +40,20 @@ class Carried:
 
 
 def _from_entries(entries: list[Any]) -> Carried:
+    """From its entry deals before the run, oldest first."""
     last = max(i for i, d in enumerate(entries) if i == 0 or int(d.entry) == INOUT)
     since = entries[last:]
     volume = sum(float(d.volume) for d in since)
     price = sum(float(d.price) * float(d.volume) for d in since) / volume if volume > 0 else 0.0
-    first = entries[0]
-    side = 1 if int(since[0].type) == 0 else -1
-    msc = getattr(first, "time_msc", None)
-    return Carried(
-        side, price, int(first.time), None if not msc else int(msc), int(first.magic), str(first.comment)
-    )
+    began = since[0]  # its opening, or its last reversal on a netting account
+    side = 1 if int(began.type) == 0 else -1
+    msc = getattr(began, "time_msc", None)
+    magic = int(entries[0].magic)  # a position keeps the number of the order that opened it
+    return Carried(side, price, int(began.time), None if not msc else int(msc), magic, str(began.comment))
 
 
 def _from_owned(owned: Owned) -> Carried:
+    """From the journal's note of it (its comment is not noted)."""
     return Carried(owned.side, owned.price_open, owned.time, None, owned.magic, "")
 
 
@@ -86,9 +87,9 @@ def carried_positions(
             carried = _from_owned(owned[pid])
         else:
             first = min(deals, key=lambda d: (int(d.time), int(d.ticket)))
-            whose = "of the run's magic number" if mine else "closed by another (magic {first.magic})"
+            whose = "of the run's magic number" if mine else f"closed by magic {int(first.magic)}"
             raise JournalError(
-                f"journal {path}: position #{pid} ({whose.format(first=first)}, deal #{int(first.ticket)} "
+                f"journal {path}: position #{pid} ({whose}, deal #{int(first.ticket)} "
                 "in the run's span) opened before the run, and neither the terminal's deal history nor the "
                 "journal holds its opening deal: whose it is and its entry cannot be told (load more of "
                 "the history in the terminal's History tab)"
