@@ -99,3 +99,51 @@ def test_a_carried_close_neither_the_terminal_nor_the_journal_can_place_is_refus
     journal.write_text("".join(x for x in lines if '"event":"owned"' not in x))
     with pytest.raises(JournalError, match=f"position #{int(entry.position_id)}"):
         journal_result(journal, source(port))
+
+
+class _PairCarried(ExpertAdvisor):
+    """Buys 0.1 lots of EURUSD and of USDJPY (magic 4242) in the earlier run of several symbols."""
+
+    symbols = ("EURUSD", "USDJPY")
+    timeframes = ("H1",)
+    magic: int = 4242
+
+    def on_bar(self) -> None:
+        for symbol in self.symbols:
+            if not self.positions(symbol):
+                self.buy(0.1, symbol=symbol)
+
+
+class _PairClosedByHand(_PairCarried):
+    """Trades nothing; at its second bar EURUSD falls 400 points, USDJPY 300, and a person closes both."""
+
+    def on_bar(self) -> None:
+        self.n = getattr(self, "n", 0) + 1
+        if self.n == 2:
+            sim = SIM["sim"]
+            sim.state.book.move("EURUSD", -400)
+            sim.state.book.move("USDJPY", -300)
+            for _ in self.symbols:
+                _close_by_hand(sim, 0)
+
+
+def test_positions_of_several_symbols_carried_in_and_closed_by_hand_are_in_the_account_report(
+    port, sim, tmp_path
+):
+    """Each symbol's carried position closed by hand is a trade of the account's report with the
+    terminal's own profit in dollars (USDJPY's yen converted by the terminal, never again by the report),
+    and the final balance is the start's plus both closing deals' money."""
+    from test_live.test_multi_account_report import run_live
+
+    SIM["sim"] = sim
+    run_live(port, sim, tmp_path / "earlier.jsonl", ea=_PairCarried, bars=1)
+    assert len(sim.state.book.positions) == 2
+    journal = tmp_path / "live.jsonl"
+    run_live(port, sim, journal, ea=_PairClosedByHand, bars=3)
+    closes = [d for d in sim.state.book.deals if int(d.entry) == 1]
+    assert len(closes) == 2 and {int(d.magic) for d in closes} == {0}
+    money = {d.symbol: float(d.profit) + float(d.commission) + float(d.swap) + float(d.fee) for d in closes}
+    got = journal_result(journal, source(port))
+    by_symbol = got.trades.groupby("symbol")["net_profit"].sum().to_dict()
+    assert by_symbol == pytest.approx(money, abs=0.01) and money["EURUSD"] < -30.0
+    assert got.stats["final_balance"] == pytest.approx(10_000.0 + sum(money.values()), abs=0.01)
