@@ -176,6 +176,7 @@ BAD: dict[str, tuple[str, ...]] = {
     "live --history": ("-1", "abc", HUGE),
     "live --study-bars": ("-1", "abc", HUGE),
     "live --poll": ("-1", "nan", "inf", "abc"),
+    "live --max-quote-age": ("-1", "nan", "inf", "abc"),
     "live --skip-missed": FLAG,
     "live --close-on-exit": FLAG,
     "live --max-bars": (*COUNT, HUGE),

@@ -147,6 +147,15 @@ def live(
         int | None,
         typer.Option("--max-bars", help="Stop after this many bars closed.", min=1, max=values.MAX_COUNT),
     ] = None,
+    max_quote_age: Annotated[
+        float,
+        typer.Option(
+            "--max-quote-age",
+            help="Paper: seconds a fill's quote may be older than the bar's open (0: stamped at or after "
+            "it); an older one is refused and the run waits for a fresh one.",
+            parser=values.seconds,
+        ),
+    ] = 0.0,
     deposit: Deposit = 10_000.0,
     leverage: Leverage = 100.0,
     spread: Spread = None,
@@ -272,6 +281,7 @@ def live(
         skip_missed=skip_missed,
         close_on_exit=close_on_exit,
         max_bars=max_bars,
+        max_quote_age=max_quote_age,
     )
     trading = None
     if not paper:

@@ -4,7 +4,8 @@ The journal holds what the run saw (its bars, in broker time converted to UTC) a
 ``account`` record: the EA's magic number and the account's balance, currency and leverage at the start;
 the magic numbers its requests carried). The money is the terminal's: ``history_deals_get`` and
 ``history_orders_get`` over the run's span, kept where the symbol is the run's and the magic number one of
-the run's, and booked into the backtest's ledger by ``TerminalLedger``. The span runs from the opening of
+the run's (or the position they belong to is the run's, opened in the span or before it: ``carried``), and
+booked into the backtest's ledger by ``TerminalLedger``. The span runs from the opening of
 the first bar the run decided on to the end of the bar that was forming at its last closed bar (a close
 made at the stop falls there), in the journal's broker clock.
 """
@@ -24,8 +25,10 @@ from datafeeds.candles import CandleMeta
 from datafeeds.symbols import SpecError, spec_from_symbol_info
 from datafeeds.terminal_errors import error_from_last_error
 from neuronet.live import retcodes
+from neuronet.live.carried import Carried, carried_positions
 from neuronet.live.errors import JournalError
 from neuronet.live.identity import check_same_account
+from neuronet.live.owned import Owned, owned_in
 from neuronet.live.rebuild import JournalState
 from neuronet.live.terminal_ledger import StopChange, TerminalLedger
 
@@ -161,15 +164,32 @@ def journaled_deals(records: Iterable[dict]) -> set[int]:
     return out
 
 
+@dataclass(frozen=True)
+class RunRows:
+    """One symbol's part of the terminal's history that is the run's (``run_history``)."""
+
+    deals: list[Any]
+    orders: list[Any]
+    carried: dict[int, Carried]  # its positions opened before the run with deals in it (``carried``)
+
+
 def run_history(
-    source: Any, who: RunIdentity, symbols: Iterable[str], span: tuple[int, int], path: str, made: set[int]
-) -> dict[str, tuple[list[Any], list[Any]]]:
+    source: Any,
+    who: RunIdentity,
+    symbols: Iterable[str],
+    span: tuple[int, int],
+    path: str,
+    made: set[int],
+    owned: dict[int, Owned] | None = None,
+) -> dict[str, RunRows]:
     """Per symbol of the run, the terminal's buy and sell deals and its orders over ``span`` carrying one
     of the run's magic numbers, or belonging to a position the run opened in it (deals of other symbols,
     other EAs and manual trades are not the run's, unless they close or change its positions).
     ``made``: the deals the journal says the run made (``journaled_deals``); one the terminal's history
     lacks (a history cut short) is refused: the report would leave its money out, or take the rest of its
-    position for one opened before the run."""
+    position for one opened before the run. A position of the run opened before the span and closed in
+    it (by the EA, by hand, by another EA) is the run's too (``carried.carried_positions``; ``owned``: the
+    journal's "owned" notes, ``owned.owned_in``)."""
     lo, hi = span
     deals = _read(source, "history_deals_get", lo, hi) or ()
     orders = _read(source, "history_orders_get", lo, hi) or ()
@@ -183,17 +203,24 @@ def run_history(
     def inside(rows: Any, symbol: str, when: str) -> list[Any]:
         return [r for r in rows if r.symbol == symbol and lo <= int(getattr(r, when)) < hi]
 
-    def run_rows(symbol: str) -> tuple[list[Any], list[Any]]:
+    def position_deals(pid: int) -> Any:
+        return _read(source, "history_deals_get", position=pid)
+
+    def run_rows(symbol: str) -> RunRows:
         """The run's deals and orders of ``symbol``: of its magic numbers, and any other of a position they
-        opened (closed by hand, that deal and its order carry magic 0; by another EA, its number): its
-        money is the run's, as MetaTrader books it on the run's position (``DEAL_POSITION_ID``)."""
+        opened, in the span or before it (closed by hand, that deal and its order carry magic 0; by
+        another EA, its number): its money is the run's, as MetaTrader books it on the run's position
+        (``DEAL_POSITION_ID``)."""
         rows = [d for d in inside(deals, symbol, "time") if int(d.type) in (0, 1)]
         opened = {int(d.position_id) for d in rows if int(d.magic) in who.magics and int(d.entry) == 0}
+        carried = carried_positions(position_deals, who.magics, rows, opened, owned or {}, lo, path)
+        runs = opened | set(carried)
 
         def ours(r: Any) -> bool:
-            return int(r.magic) in who.magics or int(getattr(r, "position_id", 0) or 0) in opened
+            return int(r.magic) in who.magics or int(getattr(r, "position_id", 0) or 0) in runs
 
-        return [d for d in rows if ours(d)], [o for o in inside(orders, symbol, "time_setup") if ours(o)]
+        mine = [o for o in inside(orders, symbol, "time_setup") if ours(o)]
+        return RunRows([d for d in rows if ours(d)], mine, carried)
 
     return {name: run_rows(name) for name in symbols}
 
@@ -211,7 +238,9 @@ def terminal_ledger(
     if info is None:
         raise JournalError(f"journal {path}: the terminal has no symbol {symbol!r}")
     span = run_span(bars.index, fs, meta)
-    deals, orders = run_history(source, who, (symbol,), span, path, journaled_deals(records))[symbol]
+    rows = run_history(source, who, (symbol,), span, path, journaled_deals(records), owned_in(records, path))[
+        symbol
+    ]
     try:  # no modelled costs: the deals carry the terminal's swaps
         spec = replace(spec_from_symbol_info(info), swap_long=0.0, swap_short=0.0)
     except SpecError as exc:
@@ -222,5 +251,6 @@ def terminal_ledger(
     cols = (*(bars[c].to_numpy(dtype=np.float64) for c in COLUMNS), bars.index.as_unit("ns"))
     broker = open_brokers({symbol: cols}, {symbol: spec}, scored_config(path, start, who), meta.clock)
     ledger = TerminalLedger(broker[symbol], meta.clock)
-    ledger.book(deals, orders, fs, stop_changes(path, records))
+    ledger.carry(rows.carried)
+    ledger.book(rows.deals, rows.orders, fs, stop_changes(path, records))
     return ledger, config, who

@@ -21,9 +21,15 @@ A prop firm's daily loss counts from the start of the broker's server day: what 
   (the rollover at the day's start is a cost of the day; a credit is not counted as a gain): the terminal
   keeps no swap per day.
 
-What cannot be known (no bar at the day's start, no conversion, the deals of a position closed today
-unread) is named in ``DayPnl.unknown``: the limits refuse new risk while it is not empty, rather than count
-a loss they cannot see as zero.
+The owner of a position and when it opened are read from its opening deal, or, where the terminal no
+longer holds that deal (its History tab's range, a terminal that lost it), from the run's own sight of it
+(``owned``: each position of the run journaled when first seen open, read back on a resume): a close of it
+then counts its whole profit if it opened today, else what the closed volume made since the day's start,
+converted by the symbol's tick value.
+
+What cannot be known (no bar at the day's start, no conversion, a position closed today whose opening
+deal neither the terminal nor the run knows) is named in ``DayPnl.unknown``: the limits refuse new risk
+while it is not empty, rather than count a loss they cannot see as zero.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from neuronet.live.owned import Owned
 
 TIMEFRAME_M1 = 1
 DAY = 86400
@@ -80,10 +88,27 @@ class DayPnlReader:
     """``read(name, *args, **kwargs)``: a terminal call (``TerminalRequests._read``). The prices at a
     day's start never change once known, so they are read once per day."""
 
-    def __init__(self, read: Callable[..., Any], symbol: str):
-        self._read, self.symbol = read, symbol
+    def __init__(self, read: Callable[..., Any], symbol: str, seen: Callable[[Owned], None] | None = None):
+        self._read, self.symbol, self._seen = read, symbol, seen
         self._opens: dict[int, DayOpen] = {}
         self._owners: dict[int, int] = {}  # position -> the magic number of the request that opened it
+        self._owned: dict[int, Owned] = {}  # the run's positions seen open (``owned``), journaled by ``seen``
+
+    def restore(self, owned: Iterable[Owned]) -> None:
+        """The run's positions a journal names (``owned.owned_in``): known after a restart as before it."""
+        for o in owned:
+            self._owned[o.ticket] = o
+            self._owners[o.ticket] = o.magic
+
+    def _see(self, held: Iterable[Any], magics: set[int]) -> None:
+        """Each position of ``magics`` open now, the first time it is seen: kept and handed to ``seen``
+        (the journal), so that its owner and opening are known once the terminal's history lacks them."""
+        for p in held:
+            if p.magic in magics and int(p.ticket) not in self._owned:
+                owned = self._owned[int(p.ticket)] = Owned.of_position(p)
+                self._owners[owned.ticket] = owned.magic
+                if self._seen is not None:
+                    self._seen(owned)
 
     def day_open(self, day: int) -> DayOpen | None:
         """The bid and ask at the start of server ``day`` (days since 1970 in broker time), or None: the
@@ -123,6 +148,7 @@ class DayPnlReader:
             if d.symbol == self.symbol and start <= int(d.time) < start + DAY
         ]
         held = [p for p in self._read("positions_get", symbol=self.symbol) or () if p.symbol == self.symbol]
+        self._see(held, magics)
         known = {int(p.ticket) for p in held if p.magic in magics}
         known.update(int(d.position_id) for d in today if d.magic in magics)
         total = DayPnl(0.0)
@@ -151,9 +177,10 @@ class DayPnlReader:
         return total
 
     def _ours(self, position: int, magics: set[int]) -> bool | None:
-        """Whether ``position`` was opened by a request of ``magics`` (its first entry deal's magic number,
-        as MetaTrader gives a position the number of the order that opened it), or None where its deals
-        cannot be read. Known once, it never changes."""
+        """Whether ``position`` was opened by a request of ``magics``: known from the run's own sight of it
+        (``owned``), else from its first entry deal's magic number (MetaTrader gives a position the number
+        of the order that opened it); None where neither knows (its deals cannot be read). Known once, it
+        never changes."""
         if position not in self._owners:
             history = self._read("history_deals_get", position=position, none_ok=True)
             entries = sorted(
@@ -171,16 +198,35 @@ class DayPnlReader:
         costs = float(d.commission) + float(d.swap) + float(d.fee)
         if int(d.entry) == ENTRY_IN:
             return DayPnl(costs + float(d.profit))
-        history = self._read("history_deals_get", position=int(d.position_id), none_ok=True)
-        if not history:  # this deal is among them: none is a read that failed, not a position of today
-            why = f"{self.symbol}: the deals of position #{int(d.position_id)} cannot be read"
-            return DayPnl(costs + min(float(d.profit), 0.0), (why,))
+        pid, side = int(d.position_id), -1 if int(d.type) == 0 else 1  # a buy deal closes a sell
+        history = self._read("history_deals_get", position=pid, none_ok=True) or ()
+        if not any(int(h.entry) in (ENTRY_IN, ENTRY_INOUT) for h in history):
+            # Its opening deal is not among them (a read that failed, or a history cut short after it):
+            # not a position of today, whose opening deal the terminal would still hold.
+            return DayPnl(costs) + self._unread(d, day, side)
         opened = self._open_price(history, int(day) * DAY)
         if opened is None:  # the position was opened today: the whole profit is today's
             return DayPnl(costs + float(d.profit))
-        side = -1 if int(d.type) == 0 else 1  # a buy deal closes a sell, a sell deal closes a buy
-        held = Holding(int(d.position_id), side, float(d.volume), opened, float(d.price), float(d.profit))
+        held = Holding(pid, side, float(d.volume), opened, float(d.price), float(d.profit))
         return DayPnl(costs) + self._since_start(held, day, float(d.volume))
+
+    def _unread(self, d: Any, day: int, side: int) -> DayPnl:
+        """The profit of today of closing deal ``d`` of a position whose deals the terminal cannot give.
+        The run saw it open (``owned``): opened today, its whole profit is today's; opened before, what the
+        closed volume made since the day's start, converted by the symbol's tick value (its opening price
+        is not needed: ``_per_price`` with the price at its open). Not seen: unknown, and its loss since
+        it opened (if any) stands in the figure."""
+        pid, profit = int(d.position_id), float(d.profit)
+        owned = self._owned.get(pid)
+        if owned is None:
+            why = f"{self.symbol}: the deals of position #{pid} cannot be read"
+            return DayPnl(min(profit, 0.0), (why,))
+        if owned.time >= int(day) * DAY:
+            return DayPnl(profit)
+        price = float(d.price)
+        return self._since_start(
+            Holding(pid, side, float(d.volume), price, price, profit), day, float(d.volume)
+        )
 
     @staticmethod
     def _open_price(history: Iterable[Any], start: int) -> float | None:

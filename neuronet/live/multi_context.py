@@ -143,6 +143,11 @@ class TerminalRouter:
         for symbol, trade in self.trades.items():
             trade.restore_magics(magics.get(symbol, ()))
 
+    def restore_owned(self, owned: Mapping[str, list]) -> None:
+        """The positions each symbol's context saw open before a restart (``owned``) go back to it."""
+        for symbol, trade in self.trades.items():
+            trade.restore_owned(owned.get(symbol, ()))
+
     def restore_halt(self, day: int) -> None:
         for trade in self.trades.values():
             trade.restore_halt(day)

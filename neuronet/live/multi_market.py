@@ -132,8 +132,11 @@ class SymbolQuotes:
 
     def of(self, symbol: str, bar_open: pd.Timestamp) -> Quote:
         """``symbol``'s quote for the bar opened at ``bar_open``, checked (``QuoteError``)."""
+        shared = self._shared
+        age = shared.settings.fill_age()
+        bounds = self.bounds(symbol)()
         _, bid, ask = checked_tick(
-            self._shared.source, symbol, bar_open, self._tf.seconds, self.bounds(symbol)(), self._retrying
+            shared.source, symbol, bar_open, self._tf.seconds, bounds, self._retrying, age
         )
         return Quote(bid, ask)
 

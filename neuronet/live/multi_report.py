@@ -44,6 +44,7 @@ from neuronet.live.journal import JournalRecords
 from neuronet.live.multi_paper import Closed, MultiPaper, Quote
 from neuronet.live.multi_resume import read_multi, replay
 from neuronet.live.multi_views import LiveViews
+from neuronet.live.owned import owned_in
 from neuronet.live.rebuild import JournalState
 from neuronet.live.refused import refused
 from neuronet.live.terminal_ledger import TerminalLedger
@@ -149,11 +150,16 @@ def _book_terminal(
     """Book the terminal's deals and orders of each symbol into its broker of the account (the positions
     it still holds handed over for the report's "end of test" close); the report's data about it."""
     span = run_span(times, fs, meta)
-    history = run_history(terminal, who, list(brokers), span, str(path), journaled_deals(records))
+    made, owned = journaled_deals(records), owned_in(records, str(path))
+    history = run_history(terminal, who, list(brokers), span, str(path), made, owned)
     stops = stop_changes(str(path), records)
     ledgers = {name: TerminalLedger(broker, meta.clock) for name, broker in brokers.items()}
+    for name, ledger in ledgers.items():
+        ledger.carry(history[name].carried)
     TerminalLedger.book_account(
-        {name: (ledger, *history[name]) for name, ledger in ledgers.items()}, fs, stops
+        {name: (ledger, history[name].deals, history[name].orders) for name, ledger in ledgers.items()},
+        fs,
+        stops,
     )
     for ledger in ledgers.values():
         ledger.hand_over()

@@ -26,6 +26,7 @@ from neuronet.live.context import replay_args
 from neuronet.live.errors import JournalError
 from neuronet.live.journal import JournalRecords, json_ready
 from neuronet.live.multi_paper import Closed, Quote
+from neuronet.live.owned import Owned, owned_of
 from neuronet.live.rebuild import bars_frame, follow_lost_reply
 from neuronet.live.terminal_requests import sent_magic
 
@@ -47,6 +48,7 @@ class MultiJournal:
     unresolved: dict[str, dict] = field(default_factory=dict)
     stopped: dict | None = None  # the last stop record
     magics: dict[str, set[int]] = field(default_factory=dict)  # live: each symbol's sent requests' numbers
+    owned: dict[str, list[Owned]] = field(default_factory=dict)  # live: each symbol's positions seen open
 
 
 def identity_of(start: dict) -> dict:
@@ -105,6 +107,8 @@ def read_multi(path: Path, records: JournalRecords) -> MultiJournal:
             follow_lost_reply(out.unresolved, in_flight, note)
             if (magic := sent_magic(note)) is not None:
                 out.magics.setdefault(str(note.get("symbol")), set()).add(magic)
+            if (position := owned_of(note, f"{where} line {rec.get('_line')}")) is not None:
+                out.owned.setdefault(position.symbol, []).append(position)
     for tag, note in in_flight.items():  # killed while sending: looked up, counted open, never sent again
         out.unresolved.setdefault(tag, note)
     if (start.get("symbol"), start.get("timeframe")) not in out.frames:

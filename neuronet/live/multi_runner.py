@@ -212,6 +212,8 @@ class MultiLiveRunner:
                 self.router.restore_unresolved(state.unresolved)  # looked up by symbol, never sent again
             if state is not None and state.magics:
                 self.router.restore_magics(state.magics)  # each symbol's positions of every number it used
+            if state is not None and state.owned:
+                self.router.restore_owned(state.owned)  # their owners known without the deal history
         run.ctx = MultiLiveContext(trading, run.bars, run.journal.write, run.now, run.bar)
         again: list[dict] = []
         if state is not None:

@@ -46,16 +46,30 @@ def check_prices(symbol: str, bid: Any, ask: Any) -> tuple[float, float]:
     return b, a
 
 
-def check_time(symbol: str, when: pd.Timestamp, bar_open: pd.Timestamp, bar_seconds: int) -> None:
+def check_time(
+    symbol: str, when: pd.Timestamp, bar_open: pd.Timestamp, bar_seconds: int, max_age: float | None = None
+) -> None:
     """A quote at ``when`` for the bar opened at ``bar_open`` lies at most one bar before it (stale) and
-    before the end of the bar after it (one more bar may close between reading the bars and the quote)."""
+    before the end of the bar after it (one more bar may close between reading the bars and the quote).
+
+    ``max_age`` (seconds; a paper fill's, ``LiveSettings.max_quote_age``): the quote may be at most that
+    much older than the bar's open. A paper account fills at the quote as the backtest fills at the bar's
+    open; a quote stamped before the bar opened is a price of the bar before, one the account could not
+    have traded at the moment it decides (the terminal formed the new bar from a newer tick), so it is
+    refused and the run waits for a fresh one (``FRESH``)."""
     step = pd.Timedelta(seconds=bar_seconds)
+    if max_age is not None and when < bar_open - pd.Timedelta(seconds=max_age):
+        raise QuoteError(
+            f"{symbol} quote at {when}: stamped before the bar opened at {bar_open} (stale for a paper fill: "
+            f"at most {max_age:g} s older than the bar's open, --max-quote-age); waiting for a fresh one"
+        )
     if when < bar_open - step:
         raise QuoteError(f"{symbol} quote at {when}: older than the bar opened at {bar_open} (stale)")
     if when >= bar_open + 2 * step:
         raise QuoteError(f"{symbol} quote at {when}: in the future of the bar opened at {bar_open}")
 
 
+FRESH = 0.0  # seconds a paper fill's quote may be older than the bar's open (``LiveSettings.max_quote_age``)
 BAND_BARS = 100  # closed bars the recent range is taken over (at least; a server day of bars when more)
 BAND_WIDTHS = 2.0  # how many recent ranges a quote may lie beyond it
 BAND_FLOOR = 0.01  # the recent range is taken as at least this share of the last close
@@ -110,10 +124,12 @@ def checked_tick(
     seconds: int,
     bounds: QuoteBounds | None,
     retrying: Callable[[str, Callable[[], Any]], Any],
+    max_age: float | None = None,
 ) -> tuple[pd.Timestamp, float, float]:
     """``symbol``'s quote (``source.tick``, read through the run's ``retrying``) for the bar opened at
     ``bar_open`` (``seconds`` long): its time, bid and ask. One that is missing, not a price, crossed, at a
-    time far from that bar or at prices outside ``bounds`` is a ``QuoteError``."""
+    time far from that bar (more than ``max_age`` seconds before its open, where given: ``check_time``)
+    or at prices outside ``bounds`` is a ``QuoteError``."""
     try:
         when, bid, ask = retrying(f"reading the {symbol} quote", lambda: source.tick(symbol))
     except UnknownSymbolError as exc:  # None: the symbol was there when the run started
@@ -121,7 +137,7 @@ def checked_tick(
     except (TypeError, ValueError, OverflowError, AttributeError) as exc:
         raise QuoteError(f"the terminal's {symbol} quote cannot be read ({exc})") from None
     bid, ask = check_prices(symbol, bid, ask)
-    check_time(symbol, when, bar_open, seconds)
+    check_time(symbol, when, bar_open, seconds, max_age)
     if bounds is not None:
         bounds.check_prices(symbol, bid, ask)
     return when, bid, ask

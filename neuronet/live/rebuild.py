@@ -21,6 +21,7 @@ from neuronet.live.answers import answered
 from neuronet.live.context import REQUESTS, replay_args
 from neuronet.live.errors import JournalError
 from neuronet.live.journal import json_ready
+from neuronet.live.owned import Owned, owned_of
 from neuronet.live.paper import PaperBroker
 from neuronet.live.terminal_requests import sent_magic
 
@@ -43,6 +44,7 @@ class JournalState:
     account: dict | None = None  # live: the first account record (who the run traded as)
     again: list[dict] = field(default_factory=list)  # the cut bar's requests, answered when decided again
     magics: set[int] = field(default_factory=set)  # live: the magic numbers of the requests sent
+    owned: dict[int, Owned] = field(default_factory=dict)  # live: its positions seen open (``owned``)
 
 
 def history_record(bars: pd.DataFrame) -> dict:
@@ -200,6 +202,8 @@ def read_state(path: str, records: Iterable[dict], *, paper: bool | None = None)
             follow_lost_reply(state.unresolved, in_flight, note)
             if (magic := sent_magic(note)) is not None:
                 state.magics.add(magic)
+            if (position := owned_of(note, f"{where} line {line}")) is not None:
+                state.owned[position.ticket] = position
         except JournalError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a field of the wrong kind

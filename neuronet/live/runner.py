@@ -130,12 +130,13 @@ class LiveRunner:
 
     def _tick(self, bar_open: pd.Timestamp) -> tuple[pd.Timestamp, float, float]:
         """The terminal's quote for the bar opened at ``bar_open``, checked (``quotes.checked_tick``): one
-        that is missing, not a price, crossed, at a time far from that bar or at prices far from the recent
-        bars is a ``QuoteError``."""
+        that is missing, not a price, crossed, at a time far from that bar (on paper, older than its open
+        by more than ``max_quote_age``) or at prices far from the recent bars is a ``QuoteError``."""
         run = self.shared
         s = run.settings
+        bounds, retrying = self.quote_bounds(), self.lifecycle.retrying
         return checked_tick(
-            run.source, s.symbol, bar_open, s.timeframe.seconds, self.quote_bounds(), self.lifecycle.retrying
+            run.source, s.symbol, bar_open, s.timeframe.seconds, bounds, retrying, s.fill_age()
         )
 
     # -- the start -------------------------------------------------------------------------------------------
@@ -229,6 +230,8 @@ class LiveRunner:
                 trading.restore_unresolved(state.unresolved)  # looked up, counted open, never sent again
             if state is not None and state.magics:
                 trading.restore_magics(state.magics)  # its positions of every number it used stay its
+            if state is not None and state.owned:
+                trading.restore_owned(state.owned.values())  # their owners known without the deal history
             self.lifecycle.journal_account(trading.account)
         run.ctx = LiveContext(trading, run.bars, run.journal.write, run.now, run.bar)
         run.ea.attach(run.ctx, run.bars.feed.bars)

@@ -17,6 +17,7 @@ each part to it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from datafeeds.timeframes import Timeframe
 from neuronet.live.context import LiveBars
 from neuronet.live.errors import LiveError
 from neuronet.live.journal import Journal
-from neuronet.live.quotes import QuoteError
+from neuronet.live.quotes import FRESH, QuoteError
 from strategies.base import ExpertAdvisor
 
 # The command-line option of each setting, named in errors (the settings are also set from Python).
@@ -39,6 +40,7 @@ _OPTION = {
     "history_bars": " (--history)",
     "study_bars": " (--study-bars)",
     "max_bars": " (--max-bars)",
+    "max_quote_age": " (--max-quote-age)",
 }
 
 
@@ -59,16 +61,24 @@ class LiveSettings:
     skip_missed: bool = False  # bars closed while unreachable: skipped (True) or processed in order
     close_on_exit: bool = False
     max_bars: int | None = None  # stop after this many bars closed (None: until Ctrl-C)
+    max_quote_age: float = FRESH  # paper: how much older than the bar's open a fill's quote may be
+
+    def fill_age(self) -> float | None:
+        """The ``max_age`` a quote is checked with (``quotes.check_time``): a paper fill's; None on a live
+        account, where the terminal fills at its own price (its quotes checked as ``TerminalTrade`` does)."""
+        return self.max_quote_age if self.mode == "paper" else None
 
     def __post_init__(self) -> None:
         if not isinstance(self.symbol, str) or not self.symbol.strip():
             raise LiveError(f"symbol (--symbol) must name a symbol, not {self.symbol!r}")
         if self.mode not in ("paper", "live"):
             raise LiveError(f"mode must be 'paper' or 'live', not {self.mode!r}")
-        for name in ("poll_s", "backoff_s", "backoff_max_s"):
+        for name in ("poll_s", "backoff_s", "backoff_max_s", "max_quote_age"):
             value = getattr(self, name)
             if not value >= 0:
                 raise LiveError(f"{name}{_OPTION.get(name, '')} must be >= 0 seconds, not {value!r}")
+        if not math.isfinite(self.max_quote_age):
+            raise LiveError("max_quote_age (--max-quote-age) must be a finite number of seconds")
         for name, least in (("history_bars", 0), ("study_bars", 0), ("max_bars", 1)):
             value = getattr(self, name)
             if value is not None and value < least:

@@ -15,7 +15,9 @@ before the exit (``book``'s ``stops``, read from the journal: a change of stops 
 history). Positions the terminal still holds at the end are handed to the broker (``Broker.adopt``) and
 closed by ``finish`` at the last bar's close, in the report only, by the backtest broker's own "end of
 test" exit (longs at the bid, shorts at the ask), so their floating profit is in the net profit as a
-backtest's or a paper run's is.
+backtest's or a paper run's is. A position of the run opened before its span (``carried``) and closed in
+it makes a trade at each exit with its own entry and the exit's money only, never valued while open
+(``_carried_in``).
 
 Several symbols on one account: one ``TerminalLedger`` per symbol over that symbol's broker of the account
 (``backtests.broker.portfolio.open_brokers``: one balance, one ledger), each booking its symbol's deals;
@@ -38,6 +40,7 @@ from backtests.broker.records import Deal, OrderRecord, Trade
 from backtests.broker.terms import SymbolTerms
 from datafeeds.candles import CandleMeta
 from datafeeds.clock import BrokerClock
+from neuronet.live.carried import Carried
 from neuronet.live.terminal_requests import user_comment
 from strategies.trade import ORDER_TYPE_CODES
 
@@ -90,6 +93,7 @@ class TerminalLedger:
         self._ns = self.broker.time.asi8
         self._open: dict[int, _Open] = {}
         self._changes: list[StopChange] = []
+        self._carried: dict[int, Carried] = {}  # the run's positions opened before it (``carry``)
         self.held_at_end = 0  # positions the terminal still held, closed by ``finish`` in the report only
 
     @classmethod
@@ -113,12 +117,18 @@ class TerminalLedger:
         bar = int(np.searchsorted(self._ns, ns, side="right")) - 1
         return min(max(bar, first), len(self._ns) - 1)
 
+    def carry(self, carried: dict[int, Carried]) -> None:
+        """The run's positions opened before its span whose deals are among those booked next
+        (``carried.carried_positions``): each exit of one is a trade of the run (module docstring)."""
+        self._carried = dict(carried)
+
     def book(
         self, deals: list[Any], orders: list[Any], first: int, stops: list[StopChange] | None = None
     ) -> None:
         """Book the terminal's ``deals`` and ``orders`` (already this run's), in time order, from bar
         ``first`` on; what is still open at the end is left for ``finish``. Deals of a position whose
-        entry is not among ``deals`` (opened before the run) are left out, with a warning. ``stops``: the
+        entry is not among ``deals`` (opened before the run) are booked where it is one of the run's
+        (``carry``), else left out with a warning. ``stops``: the
         run's successful changes of a position's SL/TP, each applied to the exits after its time."""
         TerminalLedger.book_account({self.symbol: (self, deals, orders)}, first, stops)
 
@@ -135,7 +145,7 @@ class TerminalLedger:
         merged = []
         for ledger, deals, orders in ledgers.values():
             ledger._changes = changes
-            opened = {int(d.position_id) for d in deals if int(d.entry) == IN}
+            opened = {int(d.position_id) for d in deals if int(d.entry) == IN} | set(ledger._carried)
             foreign = sorted({int(d.position_id) for d in deals} - opened)
             if foreign:
                 log.warning(
@@ -196,6 +206,8 @@ class TerminalLedger:
         self.broker.funds.charge(money + swap + profit, bar)
         comment = user_comment(str(d.comment))
         pos = self._open.get(pid)
+        if pos is None and entry != IN and pid in self._carried:
+            pos = self._open[pid] = self._carried_in(pid, lots, first, bar)
         if pos is not None and entry != IN:  # an exit; on a netting account "in/out" also reverses it
             pos.sl, pos.tp = self._levels(pid, ns, pos.sl, pos.tp)
             closing = min(lots, pos.lots)
@@ -254,6 +266,16 @@ class TerminalLedger:
                 self.symbol,
             )
         )
+
+    def _carried_in(self, pid: int, lots: float, first: int, bar: int) -> _Open:
+        """Position ``pid``, opened before the run, at an exit of ``lots`` of it at ``bar``: the trade shows
+        its own entry (time and price, before the run; its entry bar the run's first), its exit's money
+        only (its entry commission was paid before the run, outside the deposit), and no floating profit
+        over the run's bars (the deposit, the balance at the start, does not hold it either), as
+        MetaTrader's history report over a period books a closing deal's profit in it."""
+        c = self._carried[pid]
+        ns = self.utc_ns(c.time, c.time_msc)
+        return _Open(c.side, lots, c.price, first, ns, 0.0, c.magic, user_comment(c.comment), None, None, bar)
 
     def _opened(self, side: int, lots: float, price: float, *rest: Any) -> _Open:
         """A position opened (or left by a netting reversal) at ``price``, charged margin as the broker

@@ -44,7 +44,7 @@ import pandas as pd
 from backtests import checks
 from datafeeds.clock import BrokerClock
 from datafeeds.terminal_errors import TerminalError, UnknownSymbolError
-from neuronet.live import retcodes
+from neuronet.live import owned, retcodes
 from neuronet.live.day_pnl import DayPnl, DayPnlReader
 from neuronet.live.limits import Limits, Request, TradeState
 from neuronet.live.lost_replies import LostReplies
@@ -124,7 +124,7 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         self.magics = {self.magic}
         self._spec: SymbolSpec | None = None
         self._halted_day: int | None = None
-        self._day = DayPnlReader(self._read, self.symbol)
+        self._day = DayPnlReader(self._read, self.symbol, lambda o: self._note(owned.EVENT, **o.note()))
         self._unknown_said: set[tuple[int, str]] = set()  # (day, reason) already logged
         self._quote_time: int | None = None  # broker seconds of the last quote checked (a request's time)
         # Why every request is refused now (``quotes.refused_at_bad_quote``): the runner sets it while an
@@ -294,6 +294,11 @@ class TerminalTrade(PendingOrders, TerminalRequests):
         notes): their positions and orders stay this EA's, counted by its limits and its day's P&L, as they
         were before the stop (a resumed run = an uninterrupted one)."""
         self.magics.update(int(m) for m in magics)
+
+    def restore_owned(self, positions: Iterable[owned.Owned]) -> None:
+        """The positions a stopped run saw open (the journal's "owned" notes, ``owned``): still known as its
+        own, and how they opened, when the terminal's history no longer holds their opening deals."""
+        self._day.restore(positions)
 
     def restore_halt(self, day: int) -> None:
         """The daily loss limit was reached on server ``day`` (days since 1970 in broker time) before a

@@ -319,10 +319,22 @@ class FillsTheDisk(ExpertAdvisor):
 
     def on_bar(self) -> None:
         filler = Path(os.environ["A_FULL_DISK"])
-        if self.bars.time.size and not filler.exists() and len(sim_deals()) == 1:
+        if self.bars.time.size and not FILLED and len(sim_deals()) == 1:
+            FILLED.append(filler)  # once: the resumed run decides that bar again on a freed disk
             fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
             try:
                 while os.write(fd, b"\0" * 4096):
+                    pass
+            except OSError:  # full
+                pass
+            finally:
+                os.close(fd)
+            # The journal's last block may still have room (a write into it needs no new block): taken
+            # by blank lines, which a journal may hold, so the very next record meets the full disk
+            # whatever the journal's length was.
+            fd = os.open(filler.parent / "live.jsonl", os.O_WRONLY | os.O_APPEND)
+            try:
+                while os.write(fd, b"\n"):
                     pass
             except OSError:  # full
                 pass
@@ -332,6 +344,7 @@ class FillsTheDisk(ExpertAdvisor):
 
 
 SIM_DEALS: list = []
+FILLED: list = []
 
 
 def sim_deals() -> list:
@@ -347,6 +360,7 @@ def test_a_full_disk_stops_the_run_with_one_line_naming_the_journal_and_resumes_
     filler = small_disk / "filler"
     monkeypatch.setenv("A_FULL_DISK", str(filler))
     SIM_DEALS[:] = [lambda: sim.state.book.deals]
+    FILLED.clear()
     journal = small_disk / "live.jsonl"
     limits = Limits(max_lots=1.0, max_positions=9, max_daily_loss=1e4, symbols=("EURUSD",))
     with pytest.raises(JournalError, match=r"live\.jsonl.*No space left"):

@@ -211,15 +211,21 @@ def test_the_report_of_a_multi_symbol_paper_journal_is_the_backtests_with_a_symb
 
 @pytest.mark.parametrize(
     "gbpusd",
-    ["{'ask': 0.5}", "{'time': 2000000000}", "{'bid': float('nan')}", "None"],
-    ids=["crossed", "stamped-in-2033", "nan", "none"],
+    [
+        "{'ask': 0.5}",
+        "{'time': 2000000000}",
+        "{'bid': float('nan')}",
+        "None",
+        "{'time': _m.SIM.book.quote('GBPUSD')[0] - 1}",  # a second before the bar opened
+    ],
+    ids=["crossed", "stamped-in-2033", "nan", "none", "stale"],
 )
 def test_a_hostile_quote_of_one_symbol_closes_its_market_for_that_bar_only(
     mt5_server, sim, tmp_path, bad_quotes, gbpusd
 ):
     """A hostile terminal answers GBPUSD's quote at the first bar's open with an ask below the bid, a time
-    years ahead, a NaN or nothing: that bar has no GBPUSD market on paper (the backtest's "market closed",
-    10018); EURUSD and USDJPY trade."""
+    years ahead, a NaN, nothing, or a quote stamped before the bar opened (stale for a paper fill): that
+    bar has no GBPUSD market on paper (the backtest's "market closed", 10018); EURUSD and USDJPY trade."""
     bad_quotes("{}", gbpusd, "{}")  # EURUSD, GBPUSD, USDJPY at the first open, in that order
     journal = tmp_path / "j.jsonl"
     run = multi_runner(mt5_server[1], sim, journal, ea=Basket, params={}, max_bars=1)

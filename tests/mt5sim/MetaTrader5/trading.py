@@ -102,6 +102,7 @@ class Book:
         self.lost_replies: list[int] = []
         self.hedging = True
         self.keep_comments = True
+        self.history_from = 0  # broker seconds: older deals are not served (the History tab's range)
 
     @property
     def margin_mode(self) -> int:
@@ -121,6 +122,7 @@ class Book:
         lost_replies=(),
         hedging=None,
         keep_comments=None,
+        history_from=None,
     ) -> None:
         for name, value in (
             ("filling_mode", filling_mode),
@@ -132,6 +134,7 @@ class Book:
             ("requote_points", requote_points),
             ("hedging", hedging),
             ("keep_comments", keep_comments),
+            ("history_from", history_from),
         ):
             if value is not None:
                 setattr(self, name, type(getattr(self, name))(value))
@@ -521,7 +524,7 @@ def orders(book: Book, symbol=None, group=None, ticket=None) -> tuple[TradeOrder
 
 
 def deals(book: Book, date_from=None, date_to=None, *, position=None, ticket=None) -> tuple[TradeDeal, ...]:
-    out = book.deals
+    out = [d for d in book.deals if d.time >= book.history_from]  # a terminal holding a shorter history
     if position is not None:
         out = [d for d in out if d.position_id == position]
     if ticket is not None:
