@@ -38,6 +38,7 @@ MarginHedged = Annotated[
     ),
 ]
 
+
 def account_settings(
     *,
     deposit: float,
