@@ -25,6 +25,7 @@ run: $(VENV)/.installed-run
 ## test: install with dev extras, lint, and run the test suite (slow tests excluded)
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -m 'not slow' -q
 
 ## test-slow: the long-running tests

@@ -199,8 +199,13 @@ class DukascopySource:
         build = self._ticks_frame if kind == "ticks" else self._candle_frame
         asked = self.fetcher.requests
         df = build(files, now, meta)
-        log.info("dukascopy %s: %d files, %d HTTP requests (cache: %s)", symbol, len(files),
-                 self.fetcher.requests - asked, self.fetcher.cache_dir)
+        log.info(
+            "dukascopy %s: %d files, %d HTTP requests (cache: %s)",
+            symbol,
+            len(files),
+            self.fetcher.requests - asked,
+            self.fetcher.cache_dir,
+        )
         if len(df):
             df = resample(df, tf) if tf != base_tf else df
             df = self._trim(df, tf, start_s, end_s, now)

@@ -118,16 +118,20 @@ def _require_npz(path: str | os.PathLike) -> None:
                 raise DataError(f"its header is {infos['meta.npy'].file_size} bytes")
             with zf.open(infos["rates.npy"]) as f:
                 version = np.lib.format.read_magic(f)
-                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else (
-                    np.lib.format.read_array_header_2_0)
+                read = (
+                    np.lib.format.read_array_header_1_0
+                    if version == (1, 0)
+                    else (np.lib.format.read_array_header_2_0)
+                )
                 shape, fortran, dtype = read(f)
                 size = f.tell() + (shape[0] if len(shape) == 1 else -1) * dtype.itemsize
         if dtype != RATES_DTYPE or len(shape) != 1 or fortran:
             raise DataError(f"its rates are {shape} {dtype}, expected ({RATES_DTYPE})")
         if size != infos["rates.npy"].file_size or size > MAX_RATES_BYTES:
             held = infos["rates.npy"].file_size
-            raise DataError(f"its rates entry holds {held} bytes, its header declares {size} (at most "
-                             f"{MAX_RATES_BYTES})")
+            raise DataError(
+                f"its rates entry holds {held} bytes, its header declares {size} (at most {MAX_RATES_BYTES})"
+            )
     except CandleDataError:
         raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, RuntimeError, NotImplementedError) as exc:

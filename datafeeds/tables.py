@@ -16,9 +16,7 @@ from datafeeds.errors import CandleDataError, DataError
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
-def require_float32(
-    values: np.ndarray, columns: Sequence[str], origin: str, *, first_row: int = 2
-) -> None:
+def require_float32(values: np.ndarray, columns: Sequence[str], origin: str, *, first_row: int = 2) -> None:
     """Raise ``CandleDataError`` for the first value of ``values (N, C)`` that is NaN, infinite or beyond
     float32's range; rows are numbered from ``first_row`` (2: the line after a CSV's header)."""
     values = np.asarray(values, dtype=np.float64)
@@ -29,8 +27,11 @@ def require_float32(
         return
     row, col = (int(i) for i in np.argwhere(bad)[0])
     value = values[row, col]
-    why = "is not a number" if np.isnan(value) else (
-        "is infinite" if np.isinf(value) else f"overflows float32 (largest {FLOAT32_MAX:.4g})")
+    why = (
+        "is not a number"
+        if np.isnan(value)
+        else ("is infinite" if np.isinf(value) else f"overflows float32 (largest {FLOAT32_MAX:.4g})")
+    )
     raise CandleDataError(
         origin, f"row {row + first_row}, column {columns[col]!r}: {value!r} {why}; fix or drop that row"
     )

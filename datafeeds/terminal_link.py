@@ -123,7 +123,8 @@ def read_answer(flat, error, where: str, name: str) -> tuple[Any, tuple[int, str
     except (ValueError, TypeError, IndexError, KeyError, RecursionError, MemoryError) as exc:
         raise TerminalError(
             f"MetaTrader 5 {name}() at {where} sent an answer neuronet cannot read "
-            f"({type(exc).__name__}: {str(exc)[:200]})") from None
+            f"({type(exc).__name__}: {str(exc)[:200]})"
+        ) from None
     return answer, error
 
 
@@ -164,13 +165,19 @@ class NativeLink:
         if not _NATIVE_BUSY.acquire(timeout=self.timeout):
             raise TerminalTimeoutError(
                 f"an earlier MetaTrader 5 call has not returned after {self.timeout:g} s more; "
-                "check the terminal, or restart Python", transient=True)
+                "check the terminal, or restart Python",
+                transient=True,
+            )
         box: dict[str, Any] = {}
 
         def run() -> None:
             try:
-                box["answer"] = call_flat(self.module_name, name, tuple(map(_plain, args)),
-                                          tuple((k, _plain(v)) for k, v in kwargs.items()))
+                box["answer"] = call_flat(
+                    self.module_name,
+                    name,
+                    tuple(map(_plain, args)),
+                    tuple((k, _plain(v)) for k, v in kwargs.items()),
+                )
             except BaseException as exc:  # handed to the waiting thread below
                 box["error"] = exc
             finally:
@@ -206,7 +213,7 @@ def _refused_message(host: str, port: int, reason: str) -> str:
     return (
         f"cannot reach the MetaTrader 5 bridge at {host}:{port} ({reason}); start the RPyC classic server in "
         "the Python that has MetaTrader5 installed (under Wine: wine python -m pip install MetaTrader5 "
-        f"rpyc=={rpyc.__version__.split('.')[0]}.*, then wine python -c \"from rpyc.cli.rpyc_classic import "
+        f'rpyc=={rpyc.__version__.split(".")[0]}.*, then wine python -c "from rpyc.cli.rpyc_classic import '
         f"main; main()\" --host 127.0.0.1 --port {port}); RPyC's major version must match on both sides"
     )
 
@@ -229,7 +236,8 @@ class BridgeLink:
             raise TerminalConnectionError(_refused_message(host, port, "connection refused")) from None
         except TimeoutError:
             raise TerminalConnectionError(
-                _refused_message(host, port, f"no answer within {connect_timeout:g} s")) from None
+                _refused_message(host, port, f"no answer within {connect_timeout:g} s")
+            ) from None
         except OSError as exc:
             raise TerminalConnectionError(_refused_message(host, port, str(exc))) from None
         self._stream.deadline = time.monotonic() + timeout  # the whole handshake is one bounded call
@@ -244,43 +252,52 @@ class BridgeLink:
             raise TerminalTimeoutError(
                 f"the server at {self.where} accepted the connection but did not complete the RPyC "
                 f"handshake within {timeout:g} s; is it an RPyC classic server with the same major version "
-                f"as here ({rpyc.__version__})?") from None
+                f"as here ({rpyc.__version__})?"
+            ) from None
         except Exception as exc:
             self._stream.close()
             raise TerminalConnectionError(
                 f"the server at {self.where} does not speak RPyC classic ({type(exc).__name__}: {exc}); "
                 f"check that it is an RPyC classic server and that RPyC's major version matches "
-                f"({rpyc.__version__} here)") from None
+                f"({rpyc.__version__} here)"
+            ) from None
 
     def call(self, name: str, *args, **kwargs) -> tuple[Any, tuple[int, str] | None]:
         from datafeeds.terminal_wire import FrameError
 
         self._stream.deadline = time.monotonic() + self.timeout
         try:
-            flat, error = self._call(MODULE, name, tuple(map(_plain, args)),
-                                     tuple((k, _plain(v)) for k, v in kwargs.items()))
+            flat, error = self._call(
+                MODULE, name, tuple(map(_plain, args)), tuple((k, _plain(v)) for k, v in kwargs.items())
+            )
         except TimeoutError:
             self.close()  # a late answer must not be read as the answer to the next call
             raise TerminalTimeoutError(
                 f"MetaTrader 5 {name}() over the bridge at {self.where} did not answer within "
-                f"{self.timeout:g} s") from None
+                f"{self.timeout:g} s"
+            ) from None
         except ModuleNotFoundError:
             raise TerminalConnectionError(
                 f"the bridge at {self.where} runs a Python without the MetaTrader5 package; install it "
-                "there (wine python -m pip install MetaTrader5)") from None
+                "there (wine python -m pip install MetaTrader5)"
+            ) from None
         except FrameError as exc:
             self.close()
             raise TerminalConnectionError(
-                f"the bridge at {self.where} sent an answer to {name}() that is not RPyC ({exc})") from None
+                f"the bridge at {self.where} sent an answer to {name}() that is not RPyC ({exc})"
+            ) from None
         except (EOFError, ConnectionError) as exc:
             self.close()
             raise TerminalConnectionError(
                 f"the connection to the bridge at {self.where} dropped during {name}() "
-                f"({type(exc).__name__})", transient=True) from None
+                f"({type(exc).__name__})",
+                transient=True,
+            ) from None
         except Exception as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             raise TerminalError(
-                f"MetaTrader 5 {name}() raised on the bridge: {type(exc).__name__}: {first}") from None
+                f"MetaTrader 5 {name}() raised on the bridge: {type(exc).__name__}: {first}"
+            ) from None
         return read_answer(flat, error, self.where, name)
 
     def close(self) -> None:

@@ -48,8 +48,9 @@ def _bracket(f: Callable[[float], float], f0: float, step: float):
     return a, b, c, fb
 
 
-def line_minimum(f: Callable[[float], float], f0: float, step: float = 1.0, tol: float = 1e-8,
-                 max_iter: int = 100) -> tuple[float, float]:
+def line_minimum(
+    f: Callable[[float], float], f0: float, step: float = 1.0, tol: float = 1e-8, max_iter: int = 100
+) -> tuple[float, float]:
     """``(t*, f(t*))``: Brent's method on the bracket found from ``t = 0`` with value ``f0``."""
     a, b, c, fb = _bracket(f, f0, step)
     lo, hi = min(a, c), max(a, c)
@@ -121,9 +122,16 @@ class HostSpace:
         return float(np.vdot(a, b))
 
 
-def conjugate_gradient(fg: Callable[[Any], tuple[float, Any]], x0: Any, *, max_iter: int = 1000,
-                       tol: float = 5e-5, on_iter: Callable[[int, float], None] | None = None,
-                       f: Callable[[Any], float] | None = None, space: Any = None) -> CGResult:
+def conjugate_gradient(
+    fg: Callable[[Any], tuple[float, Any]],
+    x0: Any,
+    *,
+    max_iter: int = 1000,
+    tol: float = 5e-5,
+    on_iter: Callable[[int, float], None] | None = None,
+    f: Callable[[Any], float] | None = None,
+    space: Any = None,
+) -> CGResult:
     """Minimise ``f`` (``fg(x) -> (f, ∇f)``) by Polak–Ribière CG with exact line searches.
 
     ``f`` (the value alone) makes the line searches skip the gradient they do not use. Vectors are touched
@@ -171,8 +179,14 @@ def _size(x: Any) -> int:
     return int(np.prod(x.shape))
 
 
-def anneal(evaluate: Callable[[np.ndarray], float], n: int, iters: int, rng_range: float,
-           rng: np.random.Generator, fill: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+def anneal(
+    evaluate: Callable[[np.ndarray], float],
+    n: int,
+    iters: int,
+    rng_range: float,
+    rng: np.random.Generator,
+    fill: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> np.ndarray:
     """Best of ``iters`` random weight vectors around a drifting centre (spec §2.1).
 
     ``fill`` may overwrite part of each candidate (the SVD output weights) before it is scored.

@@ -21,28 +21,44 @@ def to_sequential(model: DBN, backend="numpy", optimizer="adam", seed: int = 0) 
     out = "softmax" if model.head.classifier else "linear"
     specs.append({"type": "dense", "units": int(stack[-1][0].shape[0]), "activation": out})
     loss = "cce" if out == "softmax" else "mse"
-    net = Sequential.from_specs(specs, input_shape=(model.n_inputs,), loss=loss, optimizer=optimizer,
-                                backend=backend, seed=seed)
+    net = Sequential.from_specs(
+        specs, input_shape=(model.n_inputs,), loss=loss, optimizer=optimizer, backend=backend, seed=seed
+    )
     arrays = net.export_arrays()
     arrays["params"] = np.concatenate([np.concatenate([w.ravel(), b]) for w, b in stack])
     net.import_arrays(arrays)
     return net
 
 
-def fine_tune_sequential(model: DBN, x: np.ndarray, t: np.ndarray, *, epochs: int = 20, batch_size: int = 32,
-                         backend="numpy", optimizer=None, seed: int = 0) -> Sequential:
+def fine_tune_sequential(
+    model: DBN,
+    x: np.ndarray,
+    t: np.ndarray,
+    *,
+    epochs: int = 20,
+    batch_size: int = 32,
+    backend="numpy",
+    optimizer=None,
+    seed: int = 0,
+) -> Sequential:
     """Train the whole stack with ``Sequential.fit`` and copy the result back into ``model``."""
     opt = optimizer or {"type": "adam", "lr": 1e-3}
     net = to_sequential(model, backend, opt, seed)
-    net.fit(np.asarray(x, dtype=np.float64), np.asarray(t, dtype=np.float64), epochs=epochs,
-            batch_size=batch_size, seed=seed, progress=False)
+    net.fit(
+        np.asarray(x, dtype=np.float64),
+        np.asarray(t, dtype=np.float64),
+        epochs=epochs,
+        batch_size=batch_size,
+        seed=seed,
+        progress=False,
+    )
     flat = net.export_arrays()["params"]
     at, layers = 0, []
     for w, b in [(ly.w, ly.c) for ly in model.layers] + list(model.head.layers):
-        layers.append((flat[at:at + w.size].reshape(w.shape), flat[at + w.size:at + w.size + b.size]))
+        layers.append((flat[at : at + w.size].reshape(w.shape), flat[at + w.size : at + w.size + b.size]))
         at += w.size + b.size
     for ly, (w, c) in zip(model.layers, layers, strict=False):
         ly.w, ly.c = w, c
-    model.head.layers = layers[len(model.layers):]
+    model.head.layers = layers[len(model.layers) :]
     model.fine_tuned = True
     return net

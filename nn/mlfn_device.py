@@ -55,8 +55,10 @@ class DeviceCriterion:
         host_mask[np.concatenate(mask)] = 1.0
         n, k = t.shape
         if x.shape[0] != n or x.shape[1] != self.shapes[0][1]:
-            raise NNDataError(f"criterion data: inputs {x.shape} and targets {t.shape} do not fit the net "
-                              f"({self.shapes[0][1]} inputs)")
+            raise NNDataError(
+                f"criterion data: inputs {x.shape} and targets {t.shape} do not fit the net "
+                f"({self.shapes[0][1]} inputs)"
+            )
         if self.classifier:
             t = np.eye(k)[np.argmax(t, axis=1)]
         self._kind = "softmax_cce" if self.classifier else "mse"
@@ -80,8 +82,10 @@ class DeviceCriterion:
 
     def _layers(self, theta: Tensor) -> list[tuple[Tensor, Tensor]]:
         be = self.backend
-        return [(be.view(theta, w_at, (o, i)), be.view(theta, b_at, (o,)))
-                for (o, i), (w_at, b_at) in zip(self.shapes, self.blocks, strict=True)]
+        return [
+            (be.view(theta, w_at, (o, i)), be.view(theta, b_at, (o,)))
+            for (o, i), (w_at, b_at) in zip(self.shapes, self.blocks, strict=True)
+        ]
 
     def _forward(self, layers) -> tuple[list[Tensor], Tensor]:
         be, acts = self.backend, [self.x]
@@ -118,8 +122,9 @@ class DeviceCriterion:
             w, _ = layers[li]
             (o, i), (w_at, b_at) = self.shapes[li], self.blocks[li]
             act = _LINEAR if li == len(layers) - 1 else _SIGMOID
-            gy = be.dense_backward(acts[li], w, ys[li], gy, act, be.view(grad, w_at, (o, i)),
-                                   be.view(grad, b_at, (o,)), li > 0)
+            gy = be.dense_backward(
+                acts[li], w, ys[li], gy, act, be.view(grad, w_at, (o, i)), be.view(grad, b_at, (o,)), li > 0
+            )
         pen = be.dbn_weight_penalty(theta, self.mask, self._coef, grad)
         return self._finish(loss, pen), grad
 

@@ -25,12 +25,20 @@ _MODE = {"mse": 0, "ce": 1, "max": 2, "dot": 3, "masked_sq": 4}  # rbm_partials'
 
 _REDUCE = ((_WG["cpu"],), (_WG["gpu"],))
 KERNELS: tuple[KernelSpec, ...] = (
-    *kernel_specs("rbm.cl", "rbm_sample rbm_row_bias_sigmoid rbm_try_finish dbn_axpby dbn_penalty_grad",
-                  (_GROUP["cpu"],), (_GROUP["gpu"],)),
+    *kernel_specs(
+        "rbm.cl",
+        "rbm_sample rbm_row_bias_sigmoid rbm_try_finish dbn_axpby dbn_penalty_grad",
+        (_GROUP["cpu"],),
+        (_GROUP["gpu"],),
+    ),
     *kernel_specs("rbm.cl", "rbm_hidden_update rbm_visible_update", _COLUMNS["cpu"], _COLUMNS["gpu"]),
     # one work-group per partial (the first stage) or a single group (the second)
-    *kernel_specs("rbm.cl", "rbm_partials rbm_finish rbm_weight_update rbm_adapt rbm_try_partials",
-                  *_REDUCE, per_group=True),
+    *kernel_specs(
+        "rbm.cl",
+        "rbm_partials rbm_finish rbm_weight_update rbm_adapt rbm_try_partials",
+        *_REDUCE,
+        per_group=True,
+    ),
     KernelSpec("rbm.cl", "rbm_weight_update_rows", (8,), (64,)),  # CPU layout: one item per hidden row
 )
 
@@ -67,8 +75,9 @@ class RBMOpenCLOps:
         if p.size >= 2**31:
             raise ShapeError(f"rbm sample: {p.size} elements exceed the kernel's 31-bit index")
         s = self.empty(p.shape)
-        self._k["rbm_sample"]((p.size,), *self.arg(p), *self.arg(s), p.size, seed & 0xFFFFFFFF,
-                              counter & 0xFFFFFFFF)
+        self._k["rbm_sample"](
+            (p.size,), *self.arg(p), *self.arg(s), p.size, seed & 0xFFFFFFFF, counter & 0xFFFFFFFF
+        )
         return s
 
     # --- reductions ----------------------------------------------------------------------------------
@@ -102,35 +111,71 @@ class RBMOpenCLOps:
         part = self.empty((tries, self._np))
         for start in range(0, n, chunk):
             m = min(chunk, n - start)
-            xc = x[start:start + m]
+            xc = x[start : start + m]
             pre_h = self.empty((tries * nh, m))  # (T·H, m) = T blocks of (H, m)
             gemm(rt, w_rows, xc, pre_h, trans_b=True)
             self._k["rbm_row_bias_sigmoid"]((pre_h.size,), *self.arg(pre_h), *self.arg(c), tries * nh, m)
             pre_v = self.empty((tries, m, nv))
             gemm_batched(rt, pre_h.reshape(tries, nh, m), w, pre_v, trans_a=True)
-            self._k["rbm_try_partials"]((self._np, tries), *self.arg(pre_v), *self.arg(xc), *self.arg(b), m,
-                                        nv, *self.arg(part))
-            self._k["rbm_try_finish"]((tries,), *self.arg(part), self._np, tries, int(start > 0),
-                                      *self.arg(out))
+            self._k["rbm_try_partials"](
+                (self._np, tries), *self.arg(pre_v), *self.arg(xc), *self.arg(b), m, nv, *self.arg(part)
+            )
+            self._k["rbm_try_finish"](
+                (tries,), *self.arg(part), self._np, tries, int(start > 0), *self.arg(out)
+            )
         return out
 
     # --- training step -------------------------------------------------------------------------------
-    def rbm_update(self, state: RBMState, v1, h_data, q1, v2, q2, x_mean, *, weight_penalty, sparsity_penalty,
-                   sparsity_target) -> None:
+    def rbm_update(
+        self,
+        state: RBMState,
+        v1,
+        h_data,
+        q1,
+        v2,
+        q2,
+        x_mean,
+        *,
+        weight_penalty,
+        sparsity_penalty,
+        sparsity_target,
+    ) -> None:
         rt, a = self.runtime, self.arg
         n, nv = v1.shape
         nh = q1.shape[1]
         if state.hyper.shape != (HYPER,):
             raise ShapeError(f"rbm update: hyper must have shape ({HYPER},), got {state.hyper.shape}")
         sp = self.empty((nh,))
-        self._k["rbm_hidden_update"]((nh, self._k["rbm_hidden_update"].local[1]), *a(q1), *a(h_data), *a(q2),
-                                     n, nh, *a(state.on_frac), *a(state.c), *a(state.c_inc), *a(sp),
-                                     *a(state.hyper), sparsity_penalty, sparsity_target)
+        self._k["rbm_hidden_update"](
+            (nh, self._k["rbm_hidden_update"].local[1]),
+            *a(q1),
+            *a(h_data),
+            *a(q2),
+            n,
+            nh,
+            *a(state.on_frac),
+            *a(state.c),
+            *a(state.c_inc),
+            *a(sp),
+            *a(state.hyper),
+            sparsity_penalty,
+            sparsity_target,
+        )
         gw = self.empty((nh, nv))
         gemm(rt, h_data, v1, gw, trans_a=True, alpha=1.0 / n)
         gemm(rt, q2, v2, gw, trans_a=True, alpha=-1.0 / n, beta=1.0)
-        args = (*a(gw), *a(state.w), *a(state.w_inc), *a(state.g_prev), *a(sp), *a(x_mean), nh, nv,
-                *a(state.hyper), weight_penalty)
+        args = (
+            *a(gw),
+            *a(state.w),
+            *a(state.w_inc),
+            *a(state.g_prev),
+            *a(sp),
+            *a(x_mean),
+            nh,
+            nv,
+            *a(state.hyper),
+            weight_penalty,
+        )
         if self._cpu:  # one item per hidden row: a vectorisable loop over the inputs
             n_part = nh
             part = self.empty((3 * n_part,))
@@ -139,8 +184,16 @@ class RBMOpenCLOps:
             n_part = self._np
             part = self.empty((3 * n_part,))
             self._k["rbm_weight_update"]((n_part,), *args, *a(part))
-        self._k["rbm_visible_update"]((nv, self._k["rbm_visible_update"].local[1]), *a(v1), *a(v2), n, nv,
-                                      *a(state.b), *a(state.b_inc), *a(state.hyper))
+        self._k["rbm_visible_update"](
+            (nv, self._k["rbm_visible_update"].local[1]),
+            *a(v1),
+            *a(v2),
+            n,
+            nv,
+            *a(state.b),
+            *a(state.b_inc),
+            *a(state.hyper),
+        )
         self._k["rbm_adapt"]((1,), *a(part), n_part, *a(state.hyper))
 
     # --- the supervised head's vector ops ------------------------------------------------------------
@@ -153,17 +206,21 @@ class RBMOpenCLOps:
         if x.shape != y.shape:
             raise ShapeError(f"dbn_axpby: shapes {x.shape} and {y.shape} differ")
         out = self.empty(x.shape)
-        self._k["dbn_axpby"]((x.size,), float(alpha), *self.arg(x), float(beta), *self.arg(y), *self.arg(out),
-                             x.size)
+        self._k["dbn_axpby"](
+            (x.size,), float(alpha), *self.arg(x), float(beta), *self.arg(y), *self.arg(out), x.size
+        )
         return out
 
     def dbn_weight_penalty(self, theta, mask, coef: float, grad):
         if theta.shape != mask.shape or (grad is not None and grad.shape != theta.shape):
-            raise ShapeError(f"dbn_weight_penalty: theta {theta.shape}, mask {mask.shape} and grad "
-                             f"{None if grad is None else grad.shape} differ")
+            raise ShapeError(
+                f"dbn_weight_penalty: theta {theta.shape}, mask {mask.shape} and grad "
+                f"{None if grad is None else grad.shape} differ"
+            )
         if grad is not None:
-            self._k["dbn_penalty_grad"]((theta.size,), *self.arg(theta), *self.arg(mask), float(coef),
-                                        *self.arg(grad), theta.size)
+            self._k["dbn_penalty_grad"](
+                (theta.size,), *self.arg(theta), *self.arg(mask), float(coef), *self.arg(grad), theta.size
+            )
         total = self._sum(theta, mask, "masked_sq")
         self._k["dbn_axpby"]((1,), float(coef), *self.arg(total), 0.0, *self.arg(total), *self.arg(total), 1)
         return total

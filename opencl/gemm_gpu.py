@@ -65,8 +65,17 @@ class Tiles:
 
 # The block shapes measured on an H200 (benchmarks/RESULTS.md), largest blocks first; each double-buffered
 # first, then single-buffered (which needs half the local memory). Every BK divides SLICE_K_STEP.
-_BLOCKS = ((128, 128, 16, 8, 8), (128, 128, 8, 8, 8), (128, 64, 16, 8, 4), (128, 64, 8, 8, 4),
-           (64, 64, 16, 4, 4), (64, 64, 8, 4, 4), (64, 32, 16, 4, 4), (32, 64, 16, 4, 4), (32, 32, 16, 4, 4))
+_BLOCKS = (
+    (128, 128, 16, 8, 8),
+    (128, 128, 8, 8, 8),
+    (128, 64, 16, 8, 4),
+    (128, 64, 8, 8, 4),
+    (64, 64, 16, 4, 4),
+    (64, 64, 8, 4, 4),
+    (64, 32, 16, 4, 4),
+    (32, 64, 16, 4, 4),
+    (32, 32, 16, 4, 4),
+)
 CONFIGS = tuple(Tiles(*b, stages=s) for b in _BLOCKS for s in (2, 1))
 # Below this many multiply-adds a product takes about a launch's fixed cost on the device whichever
 # configuration runs it: not worth timing, any configuration that fills the device does.
@@ -82,8 +91,12 @@ _chosen: dict[tuple, Tiles] = {}
 
 def fitting(rt) -> list[Tiles]:
     """The configurations the device can run (work-group size, local memory)."""
-    out = [t for t in CONFIGS if t.items <= rt.info.max_work_group_size
-           and 2 * t.stages * t.bk * (max(t.bm, t.bn) + 4) * rt.dtype.itemsize <= rt.info.local_mem_bytes]
+    out = [
+        t
+        for t in CONFIGS
+        if t.items <= rt.info.max_work_group_size
+        and 2 * t.stages * t.bk * (max(t.bm, t.bn) + 4) * rt.dtype.itemsize <= rt.info.local_mem_bytes
+    ]
     return out or [CONFIGS[-1]]
 
 
@@ -154,8 +167,18 @@ def _tuned(rt, A, B, C, bias, p, slices: int) -> Tiles:
             for t in fitting(rt)
         }
         tiles = min(seconds, key=seconds.get)
-        log.debug("gemm %dx%dx%d (G %d, %s%s, %d slices): %s, %.1f us", p.M, p.N, p.K, p.G,
-                  "T" if p.trans_a else "N", "T" if p.trans_b else "N", slices, tiles, seconds[tiles] * 1e6)
+        log.debug(
+            "gemm %dx%dx%d (G %d, %s%s, %d slices): %s, %.1f us",
+            p.M,
+            p.N,
+            p.K,
+            p.G,
+            "T" if p.trans_a else "N",
+            "T" if p.trans_b else "N",
+            slices,
+            tiles,
+            seconds[tiles] * 1e6,
+        )
     _chosen[key] = tiles
     return tiles
 
@@ -185,36 +208,91 @@ def _part(A, B, C, bias, p, t: Tiles, slices: int, slots: tuple, scratch_at: int
     even = p.M % t.bm == 0 and p.N % t.bn == 0 and p.K % t.bk == 0 and p.K % kc == 0
     a_arg, b_arg = operand(slots[0], A), operand(slots[1], B)
     bias_arg = operand(slots[3], bias)
-    defines = dict(TRANS_A=p.trans_a, TRANS_B=p.trans_b, SPLIT=slices > 1, EVEN=even,
-                   VEC_A=even and _aligned(A, a_arg[1], p.ga, t.bm * t.bk // t.items),
-                   VEC_B=even and _aligned(B, b_arg[1], p.gb, t.bk * t.bn // t.items))
+    defines = dict(
+        TRANS_A=p.trans_a,
+        TRANS_B=p.trans_b,
+        SPLIT=slices > 1,
+        EVEN=even,
+        VEC_A=even and _aligned(A, a_arg[1], p.ga, t.bm * t.bk // t.items),
+        VEC_B=even and _aligned(B, b_arg[1], p.gb, t.bk * t.bn // t.items),
+    )
     blocks = (-(-p.N // t.bn), -(-p.M // t.bm))
     if slices == 1:
-        args = (*a_arg, *b_arg, *operand(slots[2], C), *bias_arg,
-                p.M, p.N, p.K, A.shape[-1], B.shape[-1], C.shape[-1], *p.tail, kc)
+        args = (
+            *a_arg,
+            *b_arg,
+            *operand(slots[2], C),
+            *bias_arg,
+            p.M,
+            p.N,
+            p.K,
+            A.shape[-1],
+            B.shape[-1],
+            C.shape[-1],
+            *p.tail,
+            kc,
+        )
         return _Part(defines, args, *blocks, p.G, None, 0)
     partial = (SCRATCH, scratch_at)
     e = p.ep
-    args = (*a_arg, *b_arg, *partial, *bias_arg,
-            p.M, p.N, p.K, A.shape[-1], B.shape[-1], p.N, 1.0, 0.0, 0, 0, 1.0, 0.0, 0, 0, p.M * p.N, kc)
-    reduce = (*partial, *operand(slots[2], C), *bias_arg,
-              p.M, p.N, C.shape[-1], slices, p.alpha, p.beta, int(p.has_bias), e.code, e.a, e.b)
+    args = (
+        *a_arg,
+        *b_arg,
+        *partial,
+        *bias_arg,
+        p.M,
+        p.N,
+        p.K,
+        A.shape[-1],
+        B.shape[-1],
+        p.N,
+        1.0,
+        0.0,
+        0,
+        0,
+        1.0,
+        0.0,
+        0,
+        0,
+        p.M * p.N,
+        kc,
+    )
+    reduce = (
+        *partial,
+        *operand(slots[2], C),
+        *bias_arg,
+        p.M,
+        p.N,
+        C.shape[-1],
+        slices,
+        p.alpha,
+        p.beta,
+        int(p.has_bias),
+        e.code,
+        e.a,
+        e.b,
+    )
     return _Part(defines, args, *blocks, slices, reduce, slices * p.M * p.N)
 
 
 def _reductions(k, parts, ps) -> list[Launch]:
-    return [Launch(k, "gemm_splitk_reduce", (p.N, p.M), None, *part.reduce)
-            for part, p in zip(parts, ps, strict=True) if part.reduce is not None]
+    return [
+        Launch(k, "gemm_splitk_reduce", (p.N, p.M), None, *part.reduce)
+        for part, p in zip(parts, ps, strict=True)
+        if part.reduce is not None
+    ]
 
 
 def _launches(rt, A, B, C, bias, p, t: Tiles, slices: int) -> Plan:
     part = _part(A, B, C, bias, p, t, slices, (OP_A, OP_B, OP_C, OP_BIAS), 0)
-    k = kernels(rt, "gemm_gpu.cl", BM=t.bm, BN=t.bn, BK=t.bk, TM=t.tm, TN=t.tn, STAGES=t.stages,
-                **part.defines)
+    k = kernels(
+        rt, "gemm_gpu.cl", BM=t.bm, BN=t.bn, BK=t.bk, TM=t.tm, TN=t.tn, STAGES=t.stages, **part.defines
+    )
     local = (t.bn // t.tn, t.bm // t.tm, 1)
     grid = (part.n_blocks * local[0], part.m_blocks * local[1], part.layers)
-    return Plan(rt, [Launch(k, "gemm_gpu", grid, local, *part.args), *_reductions(k, [part], [p])],
-                part.scratch)
+    return Plan(
+        rt, [Launch(k, "gemm_gpu", grid, local, *part.args), *_reductions(k, [part], [p])], part.scratch
+    )
 
 
 def pair_plan(rt, first: tuple, second: tuple) -> Plan:
@@ -224,8 +302,15 @@ def pair_plan(rt, first: tuple, second: tuple) -> Plan:
     tiles; the shared tiles are timed once per pair of shapes like a single product's."""
     p1, p2 = first[4], second[4]
     s1, s2 = (split_k(rt, p.M, p.N, p.K, p.G) for p in (p1, p2))
-    key = ("pair", rt.info.index, rt.info.name, rt.dtype.str, *(
-        (p.M, p.N, p.K, p.trans_a, p.trans_b) for p in (p1, p2)), s1, s2)
+    key = (
+        "pair",
+        rt.info.index,
+        rt.info.name,
+        rt.dtype.str,
+        *((p.M, p.N, p.K, p.trans_a, p.trans_b) for p in (p1, p2)),
+        s1,
+        s2,
+    )
     tiles = _chosen.get(key)
     if tiles is None:
         if p1.M * p1.N * p1.K + p2.M * p2.N * p2.K < TUNE_MIN_MACS:
@@ -233,12 +318,15 @@ def pair_plan(rt, first: tuple, second: tuple) -> Plan:
             tiles = max((choose_tiles(rt, p.M, p.N, s) for p, s in ((p1, s1), (p2, s2))), key=CONFIGS.index)
         else:
             c1, c2 = memory.empty(rt, first[2].shape), memory.empty(rt, second[2].shape)
-            trial1, trial2 = (*first[:2], c1, first[3], p1._replace(beta=0.0)), \
-                (*second[:2], c2, second[3], p2._replace(beta=0.0))
+            trial1, trial2 = (
+                (*first[:2], c1, first[3], p1._replace(beta=0.0)),
+                (*second[:2], c2, second[3], p2._replace(beta=0.0)),
+            )
             rt.synchronize()  # the operands are written on the runtime's queue; the trials run on another
             seconds = {
                 t: _pair_launches(rt, trial1, trial2, t, s1, s2).device_seconds(
-                    rt.timing_queue, *trial1[:4], TUNE_REPS, second=trial2[:4])
+                    rt.timing_queue, *trial1[:4], TUNE_REPS, second=trial2[:4]
+                )
                 for t in fitting(rt)
             }
             tiles = min(seconds, key=seconds.get)
@@ -249,12 +337,24 @@ def pair_plan(rt, first: tuple, second: tuple) -> Plan:
 def _pair_launches(rt, first: tuple, second: tuple, t: Tiles, s1: int, s2: int) -> Plan:
     one = _part(*first, t, s1, (OP_A, OP_B, OP_C, OP_BIAS), 0)
     two = _part(*second, t, s2, (OP_A2, OP_B2, OP_C2, OP_BIAS2), one.scratch)
-    k = kernels(rt, "gemm_gpu_pair.cl", BM=t.bm, BN=t.bn, BK=t.bk, TM=t.tm, TN=t.tn, STAGES=t.stages,
-                **{f"{name}1": v for name, v in one.defines.items()},
-                **{f"{name}2": v for name, v in two.defines.items()})
+    k = kernels(
+        rt,
+        "gemm_gpu_pair.cl",
+        BM=t.bm,
+        BN=t.bn,
+        BK=t.bk,
+        TM=t.tm,
+        TN=t.tn,
+        STAGES=t.stages,
+        **{f"{name}1": v for name, v in one.defines.items()},
+        **{f"{name}2": v for name, v in two.defines.items()},
+    )
     local = (t.bn // t.tn, t.bm // t.tm, 1)
-    grid = (max(one.n_blocks, two.n_blocks) * local[0], max(one.m_blocks, two.m_blocks) * local[1],
-            one.layers + two.layers)
+    grid = (
+        max(one.n_blocks, two.n_blocks) * local[0],
+        max(one.m_blocks, two.m_blocks) * local[1],
+        one.layers + two.layers,
+    )
     pair = Launch(k, "gemm_gpu_pair", grid, local, *one.args, *two.args, one.layers)
     return Plan(rt, [pair, *_reductions(k, [one, two], [first[4], second[4]])], one.scratch + two.scratch)
 

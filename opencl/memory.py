@@ -56,9 +56,20 @@ class DeviceArray(cla.Array):
         shape = tuple(int(d) for d in shape)
         if math.prod(shape) != self.size or any(d < 0 for d in shape):
             raise ValueError(f"cannot reshape an array of size {self.size} into shape {shape}")
-        return DeviceArray(None, shape, self.dtype, allocator=self.allocator, data=self.base_data,
-                           offset=self.offset, strides=c_strides(shape, itemsize), events=self.events,
-                           _fast=True, _size=self.size, _context=self.context, _queue=self.queue)
+        return DeviceArray(
+            None,
+            shape,
+            self.dtype,
+            allocator=self.allocator,
+            data=self.base_data,
+            offset=self.offset,
+            strides=c_strides(shape, itemsize),
+            events=self.events,
+            _fast=True,
+            _size=self.size,
+            _context=self.context,
+            _queue=self.queue,
+        )
 
 
 def empty(rt, shape: tuple[int, ...] | int, dtype=None) -> cla.Array:
@@ -128,9 +139,19 @@ def view(flat: cla.Array, offset: int, shape: tuple[int, ...], alignment: int = 
     if offset < 0 or offset + n > flat.size:
         raise ShapeError(f"view [{offset}, {offset + n}) exceeds the flat array of {flat.size} elements")
     itemsize = flat.dtype.itemsize
-    strides = tuple(math.prod(shape[i + 1:]) * itemsize for i in range(len(shape)))
-    return DeviceArray(None, shape, flat.dtype, data=flat.base_data, offset=flat.offset + offset * itemsize,
-                     strides=strides, _fast=True, _size=n, _context=flat.context, _queue=flat.queue)
+    strides = tuple(math.prod(shape[i + 1 :]) * itemsize for i in range(len(shape)))
+    return DeviceArray(
+        None,
+        shape,
+        flat.dtype,
+        data=flat.base_data,
+        offset=flat.offset + offset * itemsize,
+        strides=strides,
+        _fast=True,
+        _size=n,
+        _context=flat.context,
+        _queue=flat.queue,
+    )
 
 
 def offset_of(a: cla.Array) -> int:

@@ -26,11 +26,20 @@ log = logging.getLogger(__name__)
 
 # OpenCL C scalar type names (as reported by clGetKernelArgInfo) -> NumPy dtypes for set_scalar_arg_dtypes.
 _SCALARS = {
-    "char": np.int8, "uchar": np.uint8, "unsigned char": np.uint8,
-    "short": np.int16, "ushort": np.uint16, "unsigned short": np.uint16,
-    "int": np.int32, "uint": np.uint32, "unsigned int": np.uint32,
-    "long": np.int64, "ulong": np.uint64, "unsigned long": np.uint64,
-    "float": np.float32, "double": np.float64,
+    "char": np.int8,
+    "uchar": np.uint8,
+    "unsigned char": np.uint8,
+    "short": np.int16,
+    "ushort": np.uint16,
+    "unsigned short": np.uint16,
+    "int": np.int32,
+    "uint": np.uint32,
+    "unsigned int": np.uint32,
+    "long": np.int64,
+    "ulong": np.uint64,
+    "unsigned long": np.uint64,
+    "float": np.float32,
+    "double": np.float64,
 }
 
 

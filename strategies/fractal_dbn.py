@@ -64,20 +64,44 @@ def fit_dbn(ea, x: np.ndarray, onehot: np.ndarray, validation, rnd: int) -> Frac
     low, high = x.min(axis=0), x.max(axis=0)
     span = np.where(high > low, high - low, 1.0)
     rbm = RBMConfig(n_hidden=1, max_epochs=max(1, ea.dbn_epochs), seed=ea.seed + rnd + 1)
-    cfg = DBNConfig(hidden=_layers(ea.dbn_layers), rbm=rbm, classifier=True, seed=ea.seed + rnd + 1,
-                    fine_tune=ea.dbn_fine_tune > 0, fine_max_iter=ea.dbn_fine_tune)
+    cfg = DBNConfig(
+        hidden=_layers(ea.dbn_layers),
+        rbm=rbm,
+        classifier=True,
+        seed=ea.seed + rnd + 1,
+        fine_tune=ea.dbn_fine_tune > 0,
+        fine_max_iter=ea.dbn_fine_tune,
+    )
     model = FractalDBN(None, low, span)
     model.dbn = train_dbn(model.unit(x), onehot, cfg, ea.nn_backend())
     val_loss = None
     if validation is not None:
         val_loss = raw_error(model.predict(validation[0]), validation[1], True) * onehot.shape[1]
     pred = model.predict(x)
-    ea.record_epoch({"round": rnd, "epoch": 1, "epochs": 1, "rows": len(x),
-                     "loss": raw_error(pred, onehot, True) * onehot.shape[1], "val_loss": val_loss,
-                     "train_hit_rate": None, "train_missed_rate": None,
-                     "wall_s": time.perf_counter() - t0, "device_s": None})
-    ea.outcomes.append({"round": rnd, "epochs_run": 1, "kept_epoch": 1, "stopped_early": False,
-                        "stop_reason": "deep belief net: RBM layers, then annealing and conjugate gradients"
-                                       + (", then fine-tuning" if cfg.fine_tune else ""),
-                        "kept_loss": ea.training_log[-1]["loss"], "kept_val_loss": val_loss})
+    ea.record_epoch(
+        {
+            "round": rnd,
+            "epoch": 1,
+            "epochs": 1,
+            "rows": len(x),
+            "loss": raw_error(pred, onehot, True) * onehot.shape[1],
+            "val_loss": val_loss,
+            "train_hit_rate": None,
+            "train_missed_rate": None,
+            "wall_s": time.perf_counter() - t0,
+            "device_s": None,
+        }
+    )
+    ea.outcomes.append(
+        {
+            "round": rnd,
+            "epochs_run": 1,
+            "kept_epoch": 1,
+            "stopped_early": False,
+            "stop_reason": "deep belief net: RBM layers, then annealing and conjugate gradients"
+            + (", then fine-tuning" if cfg.fine_tune else ""),
+            "kept_loss": ea.training_log[-1]["loss"],
+            "kept_val_loss": val_loss,
+        }
+    )
     return model

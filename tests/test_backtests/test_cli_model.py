@@ -15,10 +15,30 @@ def test_ohlc1m_from_csv_files_states_the_model_and_history_quality(tmp_path):
     m1 = m1[~((m1.index >= "2024-01-03") & (m1.index < "2024-01-03 06:00"))]  # six hours without minutes
     write_mt5_csv(m1, tmp_path / "EURUSD_M1.csv")
     res = subprocess.run(
-        [sys.executable, "-m", "neuronet", "backtest", "SmaCrossEA", "--csv", "EURUSD_H1.csv", "--forward",
-         "none", "--model", "ohlc1m", "--m1-csv", "EURUSD_M1.csv", "-p", "sl_points=100", "--out", "r",
-         "--no-progress"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "neuronet",
+            "backtest",
+            "SmaCrossEA",
+            "--csv",
+            "EURUSD_H1.csv",
+            "--forward",
+            "none",
+            "--model",
+            "ohlc1m",
+            "--m1-csv",
+            "EURUSD_M1.csv",
+            "-p",
+            "sl_points=100",
+            "--out",
+            "r",
+            "--no-progress",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert res.returncode == 0, res.stderr
     assert "model: 1 minute OHLC, history quality" in res.stdout

@@ -240,8 +240,15 @@ def test_closing_a_bad_volume_is_refused(lots, retcode):
 
 @pytest.mark.parametrize(
     "setting",
-    [{"leverage": math.inf}, {"deposit": math.nan}, {"swap_long": math.nan}, {"commission": math.inf},
-     {"lot_max": math.inf}, {"stop_out_level": math.nan}, {"contract_size": math.inf}],
+    [
+        {"leverage": math.inf},
+        {"deposit": math.nan},
+        {"swap_long": math.nan},
+        {"commission": math.inf},
+        {"lot_max": math.inf},
+        {"stop_out_level": math.nan},
+        {"contract_size": math.inf},
+    ],
 )
 def test_account_settings_must_be_finite(setting):
     with pytest.raises(ValueError, match=f"invalid account setting {next(iter(setting))}="):

@@ -21,8 +21,16 @@ DAY_NS = 86_400_000_000_000
 
 
 PLAN = Plan(
-    close_chance=0.15, close_any=False, most=4, lot_unit=0.1, lot_steps=5, gaps_low=(1, 2, 2),
-    gaps_high=(40, 40, 50), stop_chance=0.8, today_below=0.6, expiry_minutes=240,
+    close_chance=0.15,
+    close_any=False,
+    most=4,
+    lot_unit=0.1,
+    lot_steps=5,
+    gaps_low=(1, 2, 2),
+    gaps_high=(40, 40, 50),
+    stop_chance=0.8,
+    today_below=0.6,
+    expiry_minutes=240,
 )  # up to three requests a bar, levels a few points apart
 Scripted = scripted_ea(PLAN, strict=True)
 

@@ -293,8 +293,9 @@ def test_a_stored_entry_that_fails_validation_is_fetched_again(
     write_npz(path, df, {k: header[k] for k in ("source", "feed", "server", "coverage")})
     with caplog.at_level(logging.WARNING, logger="datafeeds.cache"):
         out = load(*window)
-    assert any(str(path) in r.getMessage() and "fetching the bars again" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        str(path) in r.getMessage() and "fetching the bars again" in r.getMessage() for r in caplog.records
+    )
     np.testing.assert_array_equal(out["close"].to_numpy(), close)
     assert (read_npz_entry(path)[0]["high"] >= read_npz_entry(path)[0]["low"]).all()
 

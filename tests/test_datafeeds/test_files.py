@@ -23,9 +23,7 @@ from datafeeds.files import (
 from datafeeds.store import CandleStore, write_npz
 
 
-@pytest.mark.parametrize(
-    "part", ["../../X", "..", "/", "/etc", "a/../../b", "EUR\0USD", "", "  "], ids=repr
-)
+@pytest.mark.parametrize("part", ["../../X", "..", "/", "/etc", "a/../../b", "EUR\0USD", "", "  "], ids=repr)
 def test_names_that_leave_the_folder_are_refused(tmp_path, part):
     root = tmp_path / "root"
     root.mkdir()

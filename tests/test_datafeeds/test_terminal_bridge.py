@@ -161,7 +161,8 @@ def test_a_dropped_connection_reconnects_and_retries(mt5_server, mt5sim, sim_mar
     with source(mt5_server) as src:
         df = src.load("EURUSD", "H1", start="2023-06-01", end="2023-06-30")
     want = (utc >= pd.Timestamp("2023-06-01", tz="UTC").value // 10**9) & (
-        utc < pd.Timestamp("2023-06-30", tz="UTC").value // 10**9)
+        utc < pd.Timestamp("2023-06-30", tz="UTC").value // 10**9
+    )
     assert_same_bars(df, rates[want], utc[want])
     assert mt5sim.call_count("initialize") == 2  # a fresh session after the drop
 
@@ -204,7 +205,8 @@ def test_through_the_registry_the_frame_validates_without_unexpected_gaps(mt5_se
     from datafeeds.sources import load_validated
 
     host, port = mt5_server
-    report = load_validated("mt5", "EURUSD", "H1", "2023-03-01", "2023-04-01", host=host, port=port,
-                            clock=BrokerClock(2, "us"))
+    report = load_validated(
+        "mt5", "EURUSD", "H1", "2023-03-01", "2023-04-01", host=host, port=port, clock=BrokerClock(2, "us")
+    )
     assert len(report.frame) > 500
     assert report.unexpected_gaps == [] and len(report.expected_gaps) == 4  # four weekends, DST included

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 
 def buy(mt5, volume=0.1, **extra):
-    request = {"action": mt5.TRADE_ACTION_DEAL, "symbol": "EURUSD", "volume": volume,
-               "type": mt5.ORDER_TYPE_BUY, "type_filling": mt5.ORDER_FILLING_FOK, "magic": 7, "comment": "t"}
+    request = {
+        "action": mt5.TRADE_ACTION_DEAL,
+        "symbol": "EURUSD",
+        "volume": volume,
+        "type": mt5.ORDER_TYPE_BUY,
+        "type_filling": mt5.ORDER_FILLING_FOK,
+        "magic": 7,
+        "comment": "t",
+    }
     return mt5.order_send({**request, **extra})
 
 
@@ -19,8 +26,12 @@ def test_a_market_buy_fills_at_the_ask_and_opens_a_position(native_mt5):
     assert result.retcode == mt5.TRADE_RETCODE_DONE and result.price == tick.ask
     assert result.request.symbol == "EURUSD"
     (pos,) = mt5.positions_get(symbol="EURUSD")
-    assert (pos.ticket, pos.type, pos.volume, pos.price_open) == (result.order, mt5.POSITION_TYPE_BUY, 0.1,
-                                                                  tick.ask)
+    assert (pos.ticket, pos.type, pos.volume, pos.price_open) == (
+        result.order,
+        mt5.POSITION_TYPE_BUY,
+        0.1,
+        tick.ask,
+    )
     assert pos.price_current == tick.bid
     assert pos.profit == round((tick.bid - tick.ask) * 0.1 * 100_000, 2) < 0  # the spread, paid
 
@@ -31,8 +42,13 @@ def test_closing_in_parts_records_deals_with_profit(native_mt5):
     assert mt5.initialize()
     ticket = buy(mt5, volume=0.3).order
     tick = mt5.symbol_info_tick("EURUSD")
-    close = {"action": mt5.TRADE_ACTION_DEAL, "symbol": "EURUSD", "type": mt5.ORDER_TYPE_SELL,
-             "position": ticket, "type_filling": mt5.ORDER_FILLING_IOC}
+    close = {
+        "action": mt5.TRADE_ACTION_DEAL,
+        "symbol": "EURUSD",
+        "type": mt5.ORDER_TYPE_SELL,
+        "position": ticket,
+        "type_filling": mt5.ORDER_FILLING_IOC,
+    }
     assert mt5.order_send({**close, "volume": 0.1}).retcode == mt5.TRADE_RETCODE_DONE
     assert mt5.positions_get(ticket=ticket)[0].volume == 0.2
     assert mt5.order_send({**close, "volume": 0.2}).retcode == mt5.TRADE_RETCODE_DONE

@@ -88,9 +88,7 @@ def _backend_expr(node: ast.expr) -> bool:
 def _used_backend_members(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     return {
-        node.attr
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Attribute) and _backend_expr(node.value)
+        node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute) and _backend_expr(node.value)
     }
 
 
@@ -101,9 +99,7 @@ def test_layers_use_only_the_contract():
     ]
     assert any(p.name == "attention.py" for p in layer_modules)
     outside = {
-        f"{p.name}: backend.{name}"
-        for p in layer_modules
-        for name in _used_backend_members(p) - allowed
+        f"{p.name}: backend.{name}" for p in layer_modules for name in _used_backend_members(p) - allowed
     }
     assert not outside, f"backend members used outside nn.backend's contract: {sorted(outside)}"
 

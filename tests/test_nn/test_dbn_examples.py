@@ -27,8 +27,12 @@ def _digits():
 def test_two_layer_dbn_softmax_on_digits():
     """Measured: 93.0 % on the 597 held-out digits (numpy and OpenCL alike); asserted: at least 90 %."""
     x, y, tr, te = _digits()
-    cfg = DBNConfig(hidden=(64, 32), rbm=RBMConfig(n_hidden=1, n_rand=10, n_batches=6, max_epochs=30),
-                    anneal_iters=10, sup_max_iter=100)
+    cfg = DBNConfig(
+        hidden=(64, 32),
+        rbm=RBMConfig(n_hidden=1, n_rand=10, n_batches=6, max_epochs=30),
+        anneal_iters=10,
+        sup_max_iter=100,
+    )
     m = train_dbn(x[tr], np.eye(10)[y[tr]], cfg, nn.get_backend("numpy"))
     assert (m.predict(x[te]).argmax(1) == y[te]).mean() >= 0.90
 
@@ -43,8 +47,12 @@ def test_generated_digits_are_recognised():
     from sklearn.linear_model import LogisticRegression
 
     x, y, tr, te = _digits()
-    cfg = DBNConfig(hidden=(64,), rbm=RBMConfig(n_hidden=1, n_rand=10, n_batches=2, max_epochs=200),
-                    anneal_iters=10, sup_max_iter=100)
+    cfg = DBNConfig(
+        hidden=(64,),
+        rbm=RBMConfig(n_hidden=1, n_rand=10, n_batches=2, max_epochs=200),
+        anneal_iters=10,
+        sup_max_iter=100,
+    )
     be = nn.get_backend("numpy")
     m = train_dbn(x[tr], np.eye(10)[y[tr]], cfg, be)
     clf = LogisticRegression(max_iter=3000).fit(x[tr], y[tr])
@@ -67,7 +75,8 @@ def test_book_synthetic_example_one_percent():
     the error on a fresh sample of the same process must be at most 2 % (measured: 1.0 %)."""
     x, t = _synth(2000, 1)
     xt, tt = _synth(2000, 2)
-    cfg = DBNConfig(hidden=(5,), rbm=RBMConfig(n_hidden=1, n_rand=50, max_epochs=100), fine_tune=True,
-                    fine_max_iter=300)
+    cfg = DBNConfig(
+        hidden=(5,), rbm=RBMConfig(n_hidden=1, n_rand=50, max_epochs=100), fine_tune=True, fine_max_iter=300
+    )
     m = train_dbn(x, t, cfg, nn.get_backend("numpy"))
     assert (m.predict(xt).argmax(1) != tt.argmax(1)).mean() <= 0.02

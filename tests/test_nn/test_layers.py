@@ -210,12 +210,23 @@ def test_every_layer_config_names_its_constructor_arguments_and_rebuilds():
     import nn  # noqa: F401  (registers every layer type)
     from nn.layers import _REGISTRY, from_config
 
-    required = {"units": 4, "rate": 0.25, "kind": "tanh", "pred_len": 3, "seq_len": 12, "length": 8,
-                "out_len": 4, "d_model": 8}
+    required = {
+        "units": 4,
+        "rate": 0.25,
+        "kind": "tanh",
+        "pred_len": 3,
+        "seq_len": 12,
+        "length": 8,
+        "out_len": 4,
+        "d_model": 8,
+    }
     for name, cls in sorted(_REGISTRY.items()):
         params = [p for p in inspect.signature(cls.__init__).parameters.values() if p.name != "self"]
-        kwargs = {p.name: required[p.name] for p in params
-                  if p.default is inspect.Parameter.empty and p.name in required}
+        kwargs = {
+            p.name: required[p.name]
+            for p in params
+            if p.default is inspect.Parameter.empty and p.name in required
+        }
         if any(p.default is inspect.Parameter.empty and p.name not in kwargs for p in params):
             continue  # wrappers of another layer (channel_independent, revin): covered by their own tests
         config = cls(**kwargs).config()

@@ -74,8 +74,9 @@ def test_forced_classifier_uses_the_largest_target(be, rng):
     net = _net(rng, (4, 3), True)
     x, t = rng.uniform(size=(9, 4)), rng.uniform(-1, 1, size=(9, 3))
     crit = DeviceCriterion(be, net, x, t, 0.0)
-    assert crit.value(crit.to_device(net.flat())) == pytest.approx(criterion(net, x, t, 0.0, grad=False),
-                                                                    rel=_tol(be), abs=_tol(be))
+    assert crit.value(crit.to_device(net.flat())) == pytest.approx(
+        criterion(net, x, t, 0.0, grad=False), rel=_tol(be), abs=_tol(be)
+    )
 
 
 def test_mismatched_data_is_refused(be):
@@ -104,8 +105,9 @@ def test_cg_on_the_device_reaches_the_host_minimum(be, rng, classifier, monkeypa
     reads = []
     to_numpy = be.to_numpy
     monkeypatch.setattr(be, "to_numpy", lambda a: reads.append(a.size) or to_numpy(a))
-    dev = conjugate_gradient(crit.value_grad, theta, max_iter=2000, tol=1e-12, f=crit.value,
-                             space=BackendSpace(be))
+    dev = conjugate_gradient(
+        crit.value_grad, theta, max_iter=2000, tol=1e-12, f=crit.value, space=BackendSpace(be)
+    )
     monkeypatch.undo()
     assert reads and max(reads) == 1  # only scalars came back to the host
     assert not isinstance(dev.x, np.ndarray) or be.name == "numpy"

@@ -128,10 +128,17 @@ def test_try_errors(ob, rng, n, tries):
 def _state(make, rng, nh, nv, lr, mom, prev_len2):
     hyper = np.zeros(HYPER)
     hyper[[LR, MOMENTUM, MAX_INC, 3]] = lr, mom, 0.01, prev_len2
-    arrays = dict(w=rng.normal(size=(nh, nv)), b=rng.normal(size=nv), c=rng.normal(size=nh),
-                  w_inc=rng.normal(size=(nh, nv)) * 0.01, b_inc=rng.normal(size=nv) * 0.01,
-                  c_inc=rng.normal(size=nh) * 0.01, on_frac=rng.uniform(size=nh),
-                  g_prev=rng.normal(size=(nh, nv)), hyper=hyper)
+    arrays = dict(
+        w=rng.normal(size=(nh, nv)),
+        b=rng.normal(size=nv),
+        c=rng.normal(size=nh),
+        w_inc=rng.normal(size=(nh, nv)) * 0.01,
+        b_inc=rng.normal(size=nv) * 0.01,
+        c_inc=rng.normal(size=nh) * 0.01,
+        on_frac=rng.uniform(size=nh),
+        g_prev=rng.normal(size=(nh, nv)),
+        hyper=hyper,
+    )
     arrays["on_frac"][0] = 0.001  # below the saturation floor
     if nh > 1:
         arrays["on_frac"][1] = 0.999
@@ -146,8 +153,10 @@ def test_update(ob, rng, n, prev_len2):
     exact = lambda a: a.astype(ob.dtype).astype(np.float64)  # noqa: E731
     ref = _state(exact, np.random.default_rng(seed), nh, nv, 0.05, 0.5, prev_len2)
     dev = _state(lambda a: ob.asarray(a), np.random.default_rng(seed), nh, nv, 0.05, 0.5, prev_len2)
-    batch = {k: _up(ob, rng.uniform(size=(n, m))) for k, m in
-             (("v1", nv), ("h", nh), ("q1", nh), ("v2", nv), ("q2", nh))}
+    batch = {
+        k: _up(ob, rng.uniform(size=(n, m)))
+        for k, m in (("v1", nv), ("h", nh), ("q1", nh), ("v2", nv), ("q2", nh))
+    }
     xm, xm64 = _up(ob, rng.uniform(size=nv))
     kw = dict(weight_penalty=0.01, sparsity_penalty=0.1, sparsity_target=0.2)
     for _ in range(2):  # the second step sees a gradient close to the first: cosine near 1, lr and mu adapt
@@ -156,8 +165,9 @@ def test_update(ob, rng, n, prev_len2):
     assert ref.hyper[COSINE] > 0.5 and ref.hyper[MOMENTUM] < 0.5
     tol = 1e-9 if ob.dtype == np.float64 else 1e-4
     for name in ("w", "b", "c", "w_inc", "b_inc", "c_inc", "on_frac", "g_prev", "hyper"):
-        np.testing.assert_allclose(ob.to_numpy(getattr(dev, name)), getattr(ref, name), rtol=tol, atol=tol,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            ob.to_numpy(getattr(dev, name)), getattr(ref, name), rtol=tol, atol=tol, err_msg=name
+        )
 
 
 @pytest.mark.parametrize("n", AWKWARD)

@@ -27,8 +27,18 @@ def _run(rt, rng, m, n, k, ta, tb, *, alpha=1.0, beta=0.0, bias=False, act=None)
     bv = rng.standard_normal(n)
     da, db, dbias = memory.to_device(rt, a), memory.to_device(rt, b), memory.to_device(rt, bv)
     dc = memory.to_device(rt, c0) if beta else memory.poison(memory.empty(rt, (m, n)))
-    gemm(rt, da, db, dc, trans_a=ta, trans_b=tb, alpha=alpha, beta=beta, bias=dbias if bias else None,
-         activation=act)
+    gemm(
+        rt,
+        da,
+        db,
+        dc,
+        trans_a=ta,
+        trans_b=tb,
+        alpha=alpha,
+        beta=beta,
+        bias=dbias if bias else None,
+        activation=act,
+    )
     # Reference from the values the device actually saw (rounded to its dtype), in float64.
     a, b, c0, bv = (x.astype(rt.dtype).astype(np.float64) for x in (a, b, c0, bv))
     ref = alpha * ((a.T if ta else a) @ (b.T if tb else b)) + beta * c0 + (bv if bias else 0.0)
@@ -89,13 +99,15 @@ def test_dense_layer_shapes_on_views(rt, rng):
     gemm(rt, dz, x, gw, trans_a=True)
     gemm(rt, dz, w, gx)
     host = flat.get().astype(np.float64)
-    w_h, b_h = host[w_off:w_off + o * i].reshape(o, i), host[b_off:b_off + o]
+    w_h, b_h = host[w_off : w_off + o * i].reshape(o, i), host[b_off : b_off + o]
     x_h, dz_h = x_h.astype(rt.dtype), dz_h.astype(rt.dtype)
     rtol, atol = _tol(rt, i)
     np.testing.assert_allclose(y.get(), np.tanh(x_h @ w_h.T + b_h), rtol=rtol * 10, atol=atol)
-    np.testing.assert_allclose(host[gw_off:gw_off + o * i].reshape(o, i), dz_h.T @ x_h, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(
+        host[gw_off : gw_off + o * i].reshape(o, i), dz_h.T @ x_h, rtol=rtol, atol=atol
+    )
     np.testing.assert_allclose(gx.get(), dz_h @ w_h, rtol=rtol, atol=atol)
-    np.testing.assert_array_equal(host[w_off:w_off + o * i].reshape(o, i), w.get())  # w untouched
+    np.testing.assert_array_equal(host[w_off : w_off + o * i].reshape(o, i), w.get())  # w untouched
 
 
 @pytest.mark.parametrize("ta,tb", TRANS, ids=lambda v: "T" if v else "N")
@@ -107,8 +119,17 @@ def test_batched(rt, rng, ta, tb):
         bias = rng.standard_normal(n)
         da = memory.to_device(rt, a)[1:]  # a view at an offset of one product
         c = memory.poison(memory.empty(rt, (g, m, n)))
-        gemm_batched(rt, da, memory.to_device(rt, b), c, trans_a=ta, trans_b=tb, alpha=2,
-                     bias=memory.to_device(rt, bias), activation="tanh")
+        gemm_batched(
+            rt,
+            da,
+            memory.to_device(rt, b),
+            c,
+            trans_a=ta,
+            trans_b=tb,
+            alpha=2,
+            bias=memory.to_device(rt, bias),
+            activation="tanh",
+        )
         a, b, bias = (x.astype(rt.dtype).astype(np.float64) for x in (a[1:], b, bias))
         opa, opb = (a.transpose(0, 2, 1) if ta else a), (b.transpose(0, 2, 1) if tb else b)
         ref = np.tanh(2 * np.matmul(opa, opb) + bias)
@@ -207,8 +228,9 @@ def test_cpu_register_tiles_for_every_vector_width(rt, rng, monkeypatch, width):
     for (m, n, k), (ta, tb) in itertools.product(((130, 17, 5), (13, 130, 33), (3, 37, 200)), TRANS):
         out, ref = _run(rt, rng, m, n, k, ta, tb, bias=True, act="tanh")
         rtol, atol = _tol(rt, k)
-        np.testing.assert_allclose(out, np.tanh(ref), rtol=rtol, atol=atol,
-                                   err_msg=f"{tiles} {m}x{n}x{k} {ta} {tb}")
+        np.testing.assert_allclose(
+            out, np.tanh(ref), rtol=rtol, atol=atol, err_msg=f"{tiles} {m}x{n}x{k} {ta} {tb}"
+        )
 
 
 @pytest.mark.parametrize("m,n,k,split", [(33, 17, 70, 3), (32, 64, 64, 2), (5, 130, 600, 4)])

@@ -22,8 +22,8 @@ def test_views_share_the_flat_buffer(rt):
     v = memory.view(flat, 2 * a, (2, 3), a)
     v.set(np.arange(6, dtype=rt.dtype).reshape(2, 3))
     host = flat.get()
-    np.testing.assert_array_equal(host[2 * a:2 * a + 6], np.arange(6))
-    assert host[:2 * a].sum() == 0
+    np.testing.assert_array_equal(host[2 * a : 2 * a + 6], np.arange(6))
+    assert host[: 2 * a].sum() == 0
     buf, off = memory.arg(v)
     assert buf is flat.base_data and off == 2 * a
 

@@ -141,11 +141,26 @@ def shutdown():
 @_api()
 def terminal_info():
     return TerminalInfo(
-        community_account=False, community_connection=False, connected=SIM.logged_in, dlls_allowed=False,
-        trade_allowed=True, tradeapi_disabled=False, email_enabled=False, ftp_enabled=False,
-        notifications_enabled=False, mqid=False, build=4150, maxbars=SIM.maxbars, codepage=0, ping_last=25000,
-        community_balance=0.0, retransmission=0.0, company="Simulated Markets Ltd.",
-        name="MetaTrader 5 (simulated)", language="English", path="C:\\Program Files\\MetaTrader 5",
+        community_account=False,
+        community_connection=False,
+        connected=SIM.logged_in,
+        dlls_allowed=False,
+        trade_allowed=True,
+        tradeapi_disabled=False,
+        email_enabled=False,
+        ftp_enabled=False,
+        notifications_enabled=False,
+        mqid=False,
+        build=4150,
+        maxbars=SIM.maxbars,
+        codepage=0,
+        ping_last=25000,
+        community_balance=0.0,
+        retransmission=0.0,
+        company="Simulated Markets Ltd.",
+        name="MetaTrader 5 (simulated)",
+        language="English",
+        path="C:\\Program Files\\MetaTrader 5",
         data_path="C:\\Users\\trader\\AppData\\Roaming\\MetaQuotes\\Terminal\\SIM",
         commondata_path="C:\\Users\\trader\\AppData\\Roaming\\MetaQuotes\\Terminal\\Common",
     )
@@ -157,11 +172,24 @@ def account_info():
         SIM.set_error(RES_E_FAIL)
         return None
     return AccountInfo(
-        login=SIM.account_login, trade_mode=ACCOUNT_TRADE_MODE_DEMO, leverage=100, limit_orders=200,
+        login=SIM.account_login,
+        trade_mode=ACCOUNT_TRADE_MODE_DEMO,
+        leverage=100,
+        limit_orders=200,
         margin_so_mode=0,
-        trade_allowed=True, trade_expert=True, margin_mode=SIM.book.margin_mode, currency_digits=2,
-        fifo_close=False, credit=0.0, **SIM.book.account(), margin_so_call=50.0, margin_so_so=30.0,
-        name="Sim Trader", server=SIM.account_server, currency="USD", company="Simulated Markets Ltd.",
+        trade_allowed=True,
+        trade_expert=True,
+        margin_mode=SIM.book.margin_mode,
+        currency_digits=2,
+        fifo_close=False,
+        credit=0.0,
+        **SIM.book.account(),
+        margin_so_call=50.0,
+        margin_so_so=30.0,
+        name="Sim Trader",
+        server=SIM.account_server,
+        currency="USD",
+        company="Simulated Markets Ltd.",
     )
 
 
@@ -174,17 +202,44 @@ def _symbol_record(spec: market.SymbolSpec) -> SymbolInfo:
     # Value of one point for one lot in the account currency (USD): 1 for XXXUSD, 1000/price for USDJPY.
     tick_value = 1000.0 / bid if spec.name.endswith("JPY") else 1.0
     return SymbolInfo(
-        custom=False, chart_mode=0, select=True, visible=True, session_deals=0, time=int(last["time"]),
-        digits=spec.digits, spread=int(last["spread"]), spread_float=True, trade_calc_mode=0,
-        trade_mode=SYMBOL_TRADE_MODE_FULL, trade_stops_level=SIM.book.stops_level, trade_freeze_level=0,
-        trade_exemode=2, swap_mode=1, swap_rollover3days=3, expiration_mode=15,
-        filling_mode=SIM.book.filling_mode, order_mode=127, bid=bid, ask=ask, last=0.0,
-        point=point, trade_tick_value=tick_value, trade_tick_size=point,
-        trade_contract_size=trading.CONTRACT_SIZE, volume_min=trading.VOLUME_MIN,
-        volume_max=trading.VOLUME_MAX, volume_step=trading.VOLUME_STEP, swap_long=-6.5, swap_short=1.2,
-        margin_initial=0.0, currency_base=spec.name[:3], currency_profit=spec.name[3:],
-        currency_margin=spec.name[:3], description=spec.description,
-        path=f"Forex\\{spec.name}", name=spec.name,
+        custom=False,
+        chart_mode=0,
+        select=True,
+        visible=True,
+        session_deals=0,
+        time=int(last["time"]),
+        digits=spec.digits,
+        spread=int(last["spread"]),
+        spread_float=True,
+        trade_calc_mode=0,
+        trade_mode=SYMBOL_TRADE_MODE_FULL,
+        trade_stops_level=SIM.book.stops_level,
+        trade_freeze_level=0,
+        trade_exemode=2,
+        swap_mode=1,
+        swap_rollover3days=3,
+        expiration_mode=15,
+        filling_mode=SIM.book.filling_mode,
+        order_mode=127,
+        bid=bid,
+        ask=ask,
+        last=0.0,
+        point=point,
+        trade_tick_value=tick_value,
+        trade_tick_size=point,
+        trade_contract_size=trading.CONTRACT_SIZE,
+        volume_min=trading.VOLUME_MIN,
+        volume_max=trading.VOLUME_MAX,
+        volume_step=trading.VOLUME_STEP,
+        swap_long=-6.5,
+        swap_short=1.2,
+        margin_initial=0.0,
+        currency_base=spec.name[:3],
+        currency_profit=spec.name[3:],
+        currency_margin=spec.name[:3],
+        description=spec.description,
+        path=f"Forex\\{spec.name}",
+        name=spec.name,
     )
 
 
@@ -230,8 +285,9 @@ def symbol_info_tick(symbol):
     if spec is None:
         return None
     seconds, bid, ask = SIM.book.quote(symbol)
-    return Tick(time=seconds, bid=bid, ask=ask, last=0.0, volume=0, time_msc=seconds * 1000, flags=6,
-                volume_real=0.0)
+    return Tick(
+        time=seconds, bid=bid, ask=ask, last=0.0, volume=0, time_msc=seconds * 1000, flags=6, volume_real=0.0
+    )
 
 
 def _capped(rates: np.ndarray, count: int) -> np.ndarray:
@@ -367,11 +423,34 @@ def _history_orders(book) -> list:
         if d.order in seen:
             continue
         seen.add(d.order)
-        out.append(TradeOrder(
-            d.order, d.time, d.time_msc, d.time, d.time_msc, 0, d.type, ORDER_TIME_GTC,
-            ORDER_FILLING_FOK, ORDER_STATE_FILLED, d.magic, d.position_id, 0, d.reason, d.volume, 0.0,
-            d.price, 0.0, 0.0, d.price, 0.0, d.symbol, d.comment, "",
-        ))
+        out.append(
+            TradeOrder(
+                d.order,
+                d.time,
+                d.time_msc,
+                d.time,
+                d.time_msc,
+                0,
+                d.type,
+                ORDER_TIME_GTC,
+                ORDER_FILLING_FOK,
+                ORDER_STATE_FILLED,
+                d.magic,
+                d.position_id,
+                0,
+                d.reason,
+                d.volume,
+                0.0,
+                d.price,
+                0.0,
+                0.0,
+                d.price,
+                0.0,
+                d.symbol,
+                d.comment,
+                "",
+            )
+        )
     return out
 
 

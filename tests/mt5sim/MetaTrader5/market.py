@@ -259,8 +259,12 @@ def ticks_between(symbol: str, broker_from: int, broker_to: int) -> np.ndarray:
     ticks = np.zeros(4 * len(bars), dtype=TICKS_DTYPE)
     up = bars["close"] >= bars["open"]
     prices = np.stack(
-        [bars["open"], np.where(up, bars["low"], bars["high"]), np.where(up, bars["high"], bars["low"]),
-         bars["close"]],
+        [
+            bars["open"],
+            np.where(up, bars["low"], bars["high"]),
+            np.where(up, bars["high"], bars["low"]),
+            bars["close"],
+        ],
         axis=1,
     ).ravel()
     offsets_ms = np.tile(np.array([0, 15_000, 30_000, 59_000]), len(bars))
