@@ -102,18 +102,20 @@ def to_decision(desks: list, t: int, plan: BarPlan | None = None, firsts: list |
         ]
         if all(e == a for e, (a, _) in zip(ends, spans, strict=True)):
             # Openings alone, every one at the decision's moment (no minute comes before it): in the
-            # symbols' order, each symbol standing as it does at the decision.
+            # symbols' order, each symbol standing as it does at the decision, on the decision's clock.
+            for d in desks:
+                d.now_ns = now
             for d, opening in zip(walking, opens, strict=True):
                 opening.make(d, t)
         else:
             _run(walking, t, [a for a, _ in spans], ends, opens)
     for d, span, e, price in zip(walking, spans, ends, kept, strict=True):
-        d.now_ns = None
         if e > span[0] and d is not desks[0]:
             _set_now(d, span, e, now)
-            d.now_ns = None
         else:  # its bar begins at the decision or later: as it stood at the bar's opening (``open_quotes``)
             d.inside = price
+    for d in desks:  # one server clock: the decision's moment, after every minute worked before it
+        d.now_ns = now
 
 
 class _Opening:
@@ -153,6 +155,8 @@ def _open_idle(idle: list, walking: list, t: int, firsts: list) -> None:
 def walk_bar(desks: list, t: int, plan: BarPlan | None = None) -> None:
     """Bar ``t`` of every broker in ``desks`` after the decision (see the module docstring); every broker's
     price then reads its own bar again. ``plan``: the run's ``BarPlan`` (made here where not given)."""
+    for d in desks:  # the decision's clock ends with it: each record after it takes its own moment
+        d.now_ns = None
     try:
         _walk_bar(desks, t, plan)
     finally:
