@@ -358,6 +358,16 @@ class M1Path(PricePath):
         self.highs = np.maximum(self.points.max(axis=1), np.append(self.points[:1, 0], self.points[:-1, 3]))
         self.reach = self._reach()
 
+    def open_bar(self, broker, t: int) -> None:
+        """Bar ``t`` opens at its first minute: the tester's first tick of the bar is that minute's open, at
+        its time (MetaTrader 5 Help, "Real and Generated Ticks": the ticks are generated from the minute
+        bars), so the checks at the open and the EA's decision are made at that moment, not at the bar's
+        opening time (an order expired between the two is retired there, never filled by the gap). The
+        quote is the bar's own open, the same price (None); a bar without minutes opens at its time."""
+        s = self.starts[t]
+        if self.starts[t + 1] > s:
+            broker.now_ns = int(self.time_ns[s])
+
     def _reach(self) -> tuple[list[float], list[float]]:
         """Per bar, the lowest and highest price any of its minutes spans (with the gap from the previous
         close) widened by its widest spread: a bar none of whose levels lies inside needs no minute search
