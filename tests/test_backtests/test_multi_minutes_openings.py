@@ -62,8 +62,8 @@ def _run(ea, rows: dict, deposit: float, every_minute: bool, monkeypatch, drop: 
 def _in_time_order(result) -> None:
     """Every run's tables in the order their events happened: an order set up, a deal made, never stamped
     before one the account had already seen (one server clock, MetaTrader's ``TimeCurrent``)."""
-    assert result.orders["time_setup"].is_monotonic_increasing, result.orders[["ticket", "time_setup"]]
-    assert result.deals["time"].is_monotonic_increasing, result.deals[["ticket", "time"]]
+    assert result.orders["time_setup"].is_monotonic_increasing, result.orders["time_setup"].tolist()
+    assert result.deals["time"].is_monotonic_increasing, result.deals["time"].tolist()
 
 
 def _at(minutes: int) -> pd.Timestamp:
