@@ -63,21 +63,26 @@ class _LimitExpiring(ExpertAdvisor):
 EUR = [(0, 1.1), (H, 1.1), (2 * H + 7, 1.09), (2 * H + 10, 1.09), (3 * H, 1.1), (4 * H - 1, 1.1)]
 
 
+@pytest.mark.parametrize(
+    ("expiry", "expired"), [(5, True), (7, True), (8, False)], ids=["between", "at-its-first", "after"]
+)
 @ROUTES
 def test_an_order_expired_before_a_late_first_minute_of_a_bar_is_retired_not_filled_by_its_gap(
-    route, monkeypatch
+    route, expiry, expired, monkeypatch
 ):
-    """The buy limit expires at 02:05, before the bar's first price (02:07): MetaTrader retires it there
-    (``ORDER_STATE_EXPIRED``) and the gap never fills it: no trade, net profit 0.00. The one-symbol walk
-    made the bar's checks at its opening time, 02:00, where the order had not expired, and filled it at the
-    first minute's open, 1.09000: (1.10000 - 1.09000) x 100,000 = +1,000.00 at the end of the test, money
-    from a fill after the order had ceased to exist."""
-    ea = type("Expiring", (_LimitExpiring,), {"expiry": _at(2 * H + 5), "seen": []})
+    """The buy limit expires at 02:05 (or at 02:07 itself), by the bar's first price (02:07): MetaTrader
+    retires it there (``ORDER_STATE_EXPIRED``: its expiration has come) and the gap never fills it: no
+    trade, net profit 0.00. The one-symbol walk made the bar's checks at its opening time, 02:00, where the
+    order had not expired, and filled it at the first minute's open, 1.09000: (1.10000 - 1.09000) x 100,000
+    = +1,000.00 at the end of the test, money from a fill after the order had ceased to exist. Expiring at
+    02:08 it is still working at 02:07 and the gap fills it there: +1,000.00."""
+    ea = type("Expiring", (_LimitExpiring,), {"expiry": _at(2 * H + expiry), "seen": []})
     result = _run(ea, EUR, route, monkeypatch)
     limit = result.orders[result.orders["type"] == "buy_limit"].iloc[0]
-    assert (limit["state"], limit["time_done"]) == ("expired", _at(2 * H + 7))  # was filled at 02:00
-    assert result.trades.empty
-    assert result.stats["total_net_profit"] == 0.0  # was +1,000.00
+    state = "expired" if expired else "filled"
+    assert (limit["state"], limit["time_done"]) == (state, _at(2 * H + 7))  # was filled at 02:00
+    assert len(result.trades) == (0 if expired else 1)
+    assert result.stats["total_net_profit"] == pytest.approx(0.0 if expired else 1_000.0)  # was +1,000.00
 
 
 @ROUTES
