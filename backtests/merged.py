@@ -19,7 +19,11 @@ prices, at the moment they come: MetaTrader 5 Help, "Testing Features: Order Tri
 a minute of 02:02 never sees a position that another symbol's gap fills at 02:03, nor that symbol's open of
 02:03. A symbol whose first minute comes after the decision has its opening at the decision, at its close
 before the bar, and one holding something with no minute in the bar at the bar's opening time, by the
-open-prices rules, before any minute.
+open-prices rules, before any minute. The account has one clock (MetaTrader's ``TimeCurrent``, the newest
+price time of any symbol): the EA's decision, its requests on any symbol and their records are at the
+decision's minute, the range of a symbol without minutes in the bar (worked by the open-prices rules after
+the decision, which did not see it) is stamped there too, and a stop-out at a minute closes every symbol's
+positions at that minute's time.
 
 Walking every minute of every symbol costs a Python step per minute, so a bar is walked that way only where
 the account's stop-out may happen in it: the equity with every symbol at the worst of its minutes still to
@@ -102,18 +106,20 @@ def to_decision(desks: list, t: int, plan: BarPlan | None = None, firsts: list |
         ]
         if all(e == a for e, (a, _) in zip(ends, spans, strict=True)):
             # Openings alone, every one at the decision's moment (no minute comes before it): in the
-            # symbols' order, each symbol standing as it does at the decision.
+            # symbols' order, each symbol standing as it does at the decision, on the decision's clock.
+            for d in desks:
+                d.now_ns = now
             for d, opening in zip(walking, opens, strict=True):
                 opening.make(d, t)
         else:
             _run(walking, t, [a for a, _ in spans], ends, opens)
     for d, span, e, price in zip(walking, spans, ends, kept, strict=True):
-        d.now_ns = None
         if e > span[0] and d is not desks[0]:
             _set_now(d, span, e, now)
-            d.now_ns = None
         else:  # its bar begins at the decision or later: as it stood at the bar's opening (``open_quotes``)
             d.inside = price
+    for d in desks:  # one server clock: the decision's moment, after every minute worked before it
+        d.now_ns = now
 
 
 class _Opening:
@@ -211,6 +217,7 @@ def _walk(walking: list, t: int, at: list, ends: list, opens: list) -> None:
     touches: list[int | None] = [None] * len(walking)  # each symbol's next minute that can reach a level
     found_at = [-1] * len(walking)  # the revision of its book each touch was found at
     funds = walking[0].funds
+    others = [d for d in funds.desks if d not in walking]  # no minutes in the walk: on its clock too
     revision = None
     while True:
         # A fill or a close changes the margin, a rollover's swap at an opening the equity: the account's
@@ -242,6 +249,8 @@ def _walk(walking: list, t: int, at: list, ends: list, opens: list) -> None:
             return  # no symbol can reach a level in the rest of the bar
         ns, k = key
         m = touches[k] if opens[k] is None else -1
+        for d in others:
+            d.now_ns = ns
         for j, d in enumerate(walking):  # every symbol at its price of this time
             if j == k:
                 continue
@@ -288,7 +297,10 @@ def _every_minute(walking: list, t: int, spans: list, at: list, opens: list) -> 
     order = np.concatenate(rows)
     order = order[np.lexsort((order[:, 2], order[:, 1], order[:, 0]))]
     nxt = list(at)
+    others = [d for d in walking[0].funds.desks if d not in walking]  # no minutes in the walk: its clock too
     for ns, k, m in order.tolist():
+        for w in others:
+            w.now_ns = ns
         for j, w in enumerate(walking):  # one clock: a stop-out may close another symbol's position now
             if j != k or m >= 0:  # its own minute too: at its open and spread
                 _set_now(w, spans[j], m if j == k else nxt[j], ns)

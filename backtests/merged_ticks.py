@@ -19,8 +19,12 @@ ticks of the other symbols are synchronised by time). So here:
   first tick of the bar comes after the decision has its opening checks at the decision, at its last tick
   before the bar (the tick still to come is never read; it is worked after the decision, its gap
   included), and a symbol holding something with no tick in the bar at the bar's opening time, by the
-  open-prices rules, before any tick. At the decision each symbol stands at its last tick at or before
-  it, where market orders fill;
+  open-prices rules, before any tick (the tester generates ticks from a bar without real ones, MetaTrader
+  5 Help, "Real and Generated Ticks": its open is its first, at the bar's time). At the decision each
+  symbol stands at its last tick at or before it, where market orders fill, and the account has one clock
+  there, the decision's (MetaTrader's ``TimeCurrent``), a symbol without a tick in the bar included: its
+  requests are judged and stamped at that moment, and its range, worked by the open-prices rules after the
+  decision (which did not see it), is stamped there too, never at the bar's opening time before it;
 - after the decision the rest of every symbol's ticks of the bar are taken in time order (ties in the
   symbols' order), each worked by its own symbol's path as the single-symbol walk works it
   (``TickPath.tick``); before a tick at time ``x`` is worked, every other symbol is set to its last tick
@@ -84,11 +88,12 @@ def to_decision(desks: list, t: int, plan: BarPlan | None = None) -> None:
         else:
             _run(walking, t, at, [r + 1 for r in rows], plan, opens)
     for d, row in zip(walking, rows, strict=True):
-        d.now_ns = None
         if row < 0:  # no tick yet at all: no quote until its first
             d.now, d.inside = None, NO_QUOTE
         else:
             d.now, d.inside = _stood_at(d.price_path, row, now), None
+    for d in desks:  # one server clock: a symbol without a tick of its own yet is at the decision too
+        d.now_ns = now
 
 
 def walk_ticks(desks: list, t: int, plan: BarPlan | None = None) -> None:
@@ -320,6 +325,9 @@ class _Clock:
 
     def __init__(self, walking: list, rows: list | None = None):
         self.walking = walking
+        # The account's symbols without ticks in the walk: on the same clock (a stop-out may close their
+        # positions), at the prices they stand at
+        self.others = [d for d in walking[0].funds.desks if d not in walking]
         n = len(walking)
         self.rows = list(rows) if rows is not None else [-1] * n  # the tick each symbol stands at
         # The moment of its next tick, from which it is searched again (-1: search now; -2: not yet known)
@@ -342,6 +350,8 @@ class _Clock:
         """Every symbol but ``walking[k]`` at ``ns`` (those before it in the order at their ticks of ``ns``
         too: the ticks of one instant are worked in the symbols' order)."""
         rows, until, placed = self.rows, self.until, self.placed
+        for desk in self.others:
+            desk.now_ns = ns
         for j, desk in enumerate(self.walking):
             if j == k:
                 continue

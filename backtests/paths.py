@@ -357,6 +357,19 @@ class M1Path(PricePath):
         self.lows = np.minimum(self.points.min(axis=1), np.append(self.points[:1, 0], self.points[:-1, 3]))
         self.highs = np.maximum(self.points.max(axis=1), np.append(self.points[:1, 0], self.points[:-1, 3]))
         self.reach = self._reach()
+        first, end = self.starts[:-1], self.starts[1:]
+        # each bar's first minute (UTC ns; -1: none), read once a bar as a Python int
+        self.first_ns = np.where(end > first, np.append(self.time_ns, -1)[first], -1).tolist()
+
+    def open_bar(self, broker, t: int) -> None:
+        """Bar ``t`` opens at its first minute: the tester's first tick of the bar is that minute's open, at
+        its time (MetaTrader 5 Help, "Real and Generated Ticks": the ticks are generated from the minute
+        bars), so the checks at the open and the EA's decision are made at that moment, not at the bar's
+        opening time (an order expired between the two is retired there, never filled by the gap). The
+        quote is the bar's own open, the same price (None); a bar without minutes opens at its time."""
+        ns = self.first_ns[t]
+        if ns >= 0:
+            broker.now_ns = ns
 
     def _reach(self) -> tuple[list[float], list[float]]:
         """Per bar, the lowest and highest price any of its minutes spans (with the gap from the previous

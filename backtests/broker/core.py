@@ -171,12 +171,12 @@ class Broker:
         return float(round(price * self.scale))
 
     def time_now(self) -> pd.Timestamp:
-        """When the EA's decision is taken: the current tick's time, else the current bar's opening time."""
+        """The server's clock now: the tick's or minute's time (a bar's first at its open), else the bar's."""
         ns = self.stamp()
         return self.market.time[self.t] if ns is None else pd.Timestamp(ns, tz="UTC")
 
     def stamp(self) -> int | None:
-        """UTC ns of the tick or minute being worked; None at a bar's open (records use the bar's time)."""
+        """UTC ns of the tick or minute being worked; None where none is (records use the bar's time)."""
         now = self.now
         return now[0] if now is not None else self.now_ns
 

@@ -54,7 +54,16 @@ def _run(ea, rows: dict, deposit: float, every_minute: bool, monkeypatch, drop: 
     for s, minute in (drop or {}).items():
         m1[s] = m1[s].drop(_at(minute))
     account = AccountConfig(deposit=deposit, spread=0, leverage=500.0, stop_out_level=50.0)
-    return Backtest(frames, ea, model="ohlc1m", m1=m1, account=account, forward=None).run()
+    result = Backtest(frames, ea, model="ohlc1m", m1=m1, account=account, forward=None).run()
+    _in_time_order(result)
+    return result
+
+
+def _in_time_order(result) -> None:
+    """Every run's tables in the order their events happened: an order set up, a deal made, never stamped
+    before one the account had already seen (one server clock, MetaTrader's ``TimeCurrent``)."""
+    assert result.orders["time_setup"].is_monotonic_increasing, result.orders["time_setup"].tolist()
+    assert result.deals["time"].is_monotonic_increasing, result.deals["time"].tolist()
 
 
 def _at(minutes: int) -> pd.Timestamp:

@@ -15,6 +15,7 @@ import pytest
 from backtests import AccountConfig, Backtest
 from datafeeds.ticks import TickMeta, bars_from_ticks, make_ticks
 from strategies.base import ExpertAdvisor
+from tests.test_backtests.test_multi_minutes_openings import _in_time_order
 
 T0 = pd.Timestamp("2024-01-02", tz="UTC")
 H = 3600
@@ -69,7 +70,9 @@ def _run(ea, rows: dict, deposit: float = 100_000.0, model: str = "ticks"):
         if model == "ticks"
         else {"m1": {s: bars_from_ticks(t, "M1") for s, t in ticks.items()}}
     )
-    return Backtest(frames, ea, model=model, account=account, forward=None, **fine).run()
+    result = Backtest(frames, ea, model=model, account=account, forward=None, **fine).run()
+    _in_time_order(result)
+    return result
 
 
 @pytest.mark.parametrize("model", ["ticks", "ohlc1m"])

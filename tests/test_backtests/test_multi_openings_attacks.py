@@ -34,24 +34,17 @@ class _Clocked(ExpertAdvisor):
             self.seen.append((self.time_current, held, placed, self.last_retcode))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="1 minute OHLC with several symbols: at the decision the main symbol's clock is left unset "
-    "(backtests/merged.py:111 sets now_ns = None), so Broker.time_now (backtests/broker/core.py:176) "
-    "gives the bar's opening time, before the other symbols' minutes already worked",
-)
 @pytest.mark.parametrize("every_minute", [False, True], ids=["screened", "every-minute"])
-def test_a_several_symbol_minute_decision_reads_a_clock_before_the_minutes_it_has_seen(
+def test_a_several_symbol_minute_decision_reads_the_clock_of_the_minutes_it_has_seen(
     every_minute, monkeypatch
 ):
     """EURUSD decides at its first minute of the 02:00 bar, 02:05, after GBPUSD's stop-out at 02:02: the EA
-    sees GBPUSD closed, yet its clock (``time_current``, MetaTrader's ``TimeCurrent``: the newest price of
-    any symbol) reads 02:00, three minutes before an event it already knows of. So an AUDUSD order that
-    expires at 02:03, already past at 02:05, is accepted (10008) and recorded as set up at 02:00, before
-    the stop-out that preceded it; the tick model, deciding at 02:00:05 after the stop-out of 02:00:02,
-    refuses the same order (10022: the expiration is not after the current time). No figure of money
-    changes here (the order expires unfilled at AUDUSD's next minute), but the orders and deals tables are
-    out of time order and the EA's clock runs backwards."""
+    sees GBPUSD closed, and its clock (``time_current``, MetaTrader's ``TimeCurrent``: the time of the newest
+    price of any symbol) reads 02:05, the decision's own minute, the newest worked (every other symbol's
+    minutes before it were worked whole, and AUDUSD's first comes at 02:06). So an AUDUSD order that expires
+    at 02:03, already past, is refused (10022: the expiration is not after the current time), as the tick
+    model refuses it at 02:00:05. It was accepted (10008) and recorded as set up at 02:00, before the
+    stop-out that preceded it, while the decision's clock read the bar's opening time."""
     H, at = minutes.H, minutes._at
     eur = [(0, 1.1), (H, 1.1), (2 * H + 5, 1.1), (3 * H, 1.1), (4 * H - 1, 1.1)]
     aud = [(0, 0.65), (H, 0.65), (2 * H + 6, 0.65), (3 * H, 0.65), (4 * H - 1, 0.65)]
@@ -62,9 +55,10 @@ def test_a_several_symbol_minute_decision_reads_a_clock_before_the_minutes_it_ha
     assert (out["symbol"], out["exit_reason"], out["exit_time"]) == ("GBPUSD", "stop out", at(2 * H + 2))
     ((clock, held, placed, retcode),) = ea.seen
     assert held == []  # the EA has seen the stop-out of 02:02
-    assert clock == at(2 * H + 5)  # got 02:00
-    assert (placed, retcode) == (None, 10022)  # got an order placed, 10008
+    assert clock == at(2 * H + 5)  # was 02:00
+    assert (placed, retcode) == (None, 10022)  # was an order placed, 10008
     assert result.orders["time_setup"].is_monotonic_increasing
+    assert result.deals["time"].is_monotonic_increasing
 
 
 @pytest.mark.parametrize("every_tick", [False, True], ids=["screened", "every-tick"])

@@ -20,6 +20,7 @@ from backtests import AccountConfig, Backtest
 from datafeeds.ticks import TickMeta, bars_from_ticks, make_ticks
 from strategies.base import ExpertAdvisor
 from tests.opening_eas import HoldGBP, LimitBelow, SellLimitAbove, StopOnAQuietSymbol
+from tests.test_backtests.test_multi_minutes_openings import _in_time_order
 
 T0 = pd.Timestamp("2024-01-02", tz="UTC")
 H = 3600
@@ -40,7 +41,9 @@ def _run(ea, rows: dict, deposit: float, every_tick: bool, monkeypatch):
     ticks = {s: _ticks(s, r) for s, r in rows.items()}
     frames = {s: bars_from_ticks(t, "H1") for s, t in ticks.items()}
     account = AccountConfig(deposit=deposit, spread=0, leverage=500.0, stop_out_level=50.0)
-    return Backtest(frames, ea, model="ticks", ticks=ticks, account=account, forward=None).run()
+    result = Backtest(frames, ea, model="ticks", ticks=ticks, account=account, forward=None).run()
+    _in_time_order(result)
+    return result
 
 
 def _at(seconds: int) -> pd.Timestamp:

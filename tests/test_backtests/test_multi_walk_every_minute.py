@@ -18,6 +18,7 @@ from datafeeds.clock import UTC
 from datafeeds.resample import resample
 from datafeeds.timeframes import Timeframe
 from strategies.base import ExpertAdvisor
+from tests.test_backtests.test_multi_minutes_openings import _in_time_order
 
 T0 = pd.Timestamp("2024-01-02", tz="UTC")
 DIGITS = {"USDJPY": 3, "EURUSD": 5, "EURGBP": 5, "GBPUSD": 5}
@@ -54,6 +55,7 @@ def _run(ea, m1: dict, account: AccountConfig, every_minute: bool, monkeypatch):
         monkeypatch.setattr(merged, "_stop_out_possible", lambda *args: True)
     frames = {s: resample(df, "H1") for s, df in m1.items()}
     result = Backtest(frames, ea, model="ohlc1m", m1=m1, account=account, forward=None).run()
+    _in_time_order(result)
     return result, calls
 
 
