@@ -71,10 +71,12 @@ def owned_of(note: Any, where: str = "the journal") -> Owned | None:
             float(note["price_open"]),
             str(note.get("symbol") or ""),
         )
-        if owned.ticket <= 0 or owned.side not in (1, -1):
-            raise ValueError(f"position {owned.ticket}, side {owned.side}")
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise JournalError(f"{where}: an owned note cannot be read ({exc})") from None
+    if owned.ticket <= 0 or owned.side not in (1, -1):
+        raise JournalError(
+            f"{where}: an owned note cannot be read (position {owned.ticket}, side {owned.side})"
+        )
     return owned
 
 
