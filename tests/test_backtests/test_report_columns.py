@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backtests.broker.ledger import _held
+from backtests.broker.held import held_steps
 from backtests.broker.records import Segment
 
 
@@ -36,16 +36,16 @@ def test_held_legs_as_steps_spread_to_the_running_sums_bit_for_bit(seed):
         price = float(np.round(rng.uniform(0.9, 1.6), 5))
         lots = float(np.round(rng.uniform(0.01, 3.0), 2))
         segments.append(Segment(start, end, int(rng.choice([-1, 1])), lots, price, price * 1.1))
-    held = _held(segments, n)
+    held = held_steps(segments, n)
     got, want = held.spread(held.legs), _bar_by_bar(segments, n)
     assert got.shape == want.shape and got.tobytes() == want.tobytes()
     assert not np.signbit(got[got == 0.0]).any()  # no -0.0: the steps stand for the bars between them
 
 
 def test_no_segment_holds_nothing_and_a_late_first_step_holds_nothing_before_it():
-    empty = _held([], 5)
+    empty = held_steps([], 5)
     assert empty.spread(empty.legs).tobytes() == np.zeros((6, 5)).tobytes()
-    late = _held([Segment(3, 5, 1, 1.0, 1.2, 1.2)], 6)
+    late = held_steps([Segment(3, 5, 1, 1.0, 1.2, 1.2)], 6)
     spread = late.spread(late.legs)
     assert spread[0].tolist() == [0.0, 0.0, 0.0, 1.0, 1.0, 0.0]
 
