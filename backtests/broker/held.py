@@ -5,12 +5,16 @@ step; values at every bar are spread from the steps where read."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import itemgetter
 from typing import NamedTuple
 
 import numpy as np
 
 from backtests.curves import distinct
+
+_CHUNK = 1 << 16  # bars a chunk of ``Held.floating``: four rows of legs for a chunk, not for every bar
+Prices = Callable[[int, int], np.ndarray]  # the prices of bars a..b-1
 
 
 def _field(records: list[tuple], k: int, dtype: type) -> np.ndarray:
@@ -37,6 +41,29 @@ class Held(NamedTuple):
             zero = np.zeros((*values.shape[:-1], 1))
             values, lengths = np.concatenate((zero, values), axis=-1), np.append(self.bars[0], lengths)
         return np.repeat(values, lengths, axis=-1)
+
+    def floating(self, bid: Prices, ask: Prices, contract_size: float) -> np.ndarray:
+        """The floating profit (profit currency) at each of the n bars of the positions held over it,
+        longs at ``bid(a, b)`` and shorts at ``ask(a, b)`` (each the prices of bars a..b-1):
+        ``contract_size * (long lots * bid - long lots x price + short lots x price - short lots * ask)``.
+        Worked a chunk of bars at a time, each bar's legs read from its step: the same values as from the
+        legs spread over every bar at once, without those (4, N) rows and the prices' own (N,) copies."""
+        out = np.empty(self.n)
+        for a in range(0, self.n, _CHUNK):
+            b = min(self.n, a + _CHUNK)
+            legs = self._legs_over(a, b)
+            out[a:b] = contract_size * (legs[0] * bid(a, b) - legs[1] + legs[3] - legs[2] * ask(a, b))
+        return out
+
+    def _legs_over(self, a: int, b: int) -> np.ndarray:
+        """The first four legs (4, b - a) held over bars a..b-1 (0 before the first step)."""
+        if not len(self.bars):
+            return np.zeros((4, b - a))
+        step = np.searchsorted(self.bars, np.arange(a, b), side="right") - 1
+        legs = self.legs[:4, np.maximum(step, 0)]
+        if step[0] < 0:
+            legs[:, step < 0] = 0.0  # nothing held before the first step
+        return legs
 
     def at(self, bars: np.ndarray) -> np.ndarray:
         """The legs (6, len(bars)) held over each of ``bars`` (``spread(legs)[:, bars]``, read at those

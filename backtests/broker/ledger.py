@@ -350,18 +350,18 @@ class Ledger:
     def curves(self, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Balance, equity (with the open positions' accrued swap) and used margin at each bar's close from
         bar ``first`` on (after the run)."""
-        balance, equity, _ = self._curves()
+        balance, equity = self._curves()
         return balance[first:], equity[first:], self._margins()[1][first:]
 
     def closing_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
         """``curves``' balance and equity without the margin (the report's curve reads no used margin)."""
-        balance, equity, _ = self._curves()
+        balance, equity = self._curves()
         return balance[first:], equity[first:]
 
     def worst_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
         """Equity at each bar's worst prices and the margin held then, from bar ``first`` on
         (``backtests.curves.worst_floating`` says how; every symbol at its worst at once)."""
-        balance, equity, held = self._curves()
+        balance, equity = self._curves()
         accrued = self._accrued(len(balance))
         trades = self.columns("trades")  # the closed trades' own fields, not the table's (a user may edit it)
         names = trades.texts("symbol")
@@ -386,10 +386,15 @@ class Ledger:
             m = sym.market
             k = m.scale
             own = ClosedTrades(*(column[mine] for column in columns))
-            at = own.exit_bar  # the opens are read at the trades' exit bars only
-            bars = (m.o[at] / k, m.lows, (m.o[at] + m.s[at]) / k, (m.h + m.s) / k)  # bid, then ask
+            at = own.exit_bar  # every bar's low bid and high ask, a chunk at a time; the rest at exit bars
+            bars = (m.o[at] / k, m.lo[at] / k, (m.o[at] + m.s[at]) / k, (m.h[at] + m.s[at]) / k)
             steps = self._steps[name]
-            worst, changed[name] = worst_floating(held[name], steps.at, own, bars, sym.contract_size)
+            lows = steps.floating(
+                lambda a, b, m=m, k=k: m.lo[a:b] / k,
+                lambda a, b, m=m, k=k: (m.h[a:b] + m.s[a:b]) / k,
+                sym.contract_size,
+            )
+            worst, changed[name] = worst_floating(lows, steps.at, own, bars, sym.contract_size)
             floating += convert_closes(sym.rate.closes(m), worst)
         margin = self._margins()[1].copy()  # the close's, but where a trade closed inside a bar counts
         moved = distinct(np.concatenate([c.bars for c in changed.values()] or [np.zeros(0, np.int64)]))
@@ -403,26 +408,28 @@ class Ledger:
         worst = np.minimum(balance + accrued + floating, equity)
         return worst[first:], margin[first:]
 
-    def _curves(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-        """(balance, equity, held) at every bar's close; ``held``: per symbol, (4, N) long lots, long lots x
-        price, short lots, short lots x price open over each bar (the steps' first four rows, ``Held``;
-        made once for the records as they are)."""
+    def _curves(self) -> tuple[np.ndarray, np.ndarray]:
+        """(balance, equity) at every bar's close, made once for the records as they are, with each
+        symbol's legs held as steps (``Held``)."""
         key = self._key()
         if self._made is not None and self._made[0] == key:
             return self._made[1]
         n = len(self.market.o)
         balance = self.config.deposit + _running(self.events("balance_events"), n)
-        floating, held, self._steps = np.zeros(n), {}, {}
+        floating, self._steps = np.zeros(n), {}
         for name, sym in self.symbols.items():
             self._steps[name] = steps = held_steps(self._segment_list(name), n)
-            held[name] = legs = steps.spread(steps.legs[:4])  # the margin's rows are read at a few bars
             if not steps.legs.any():
                 continue
             m = sym.market
-            bid, ask = m.closes, (m.c + m.s_close) / m.scale
-            pc = sym.contract_size * (legs[0] * bid - legs[1] + legs[3] - legs[2] * ask)
+            k = m.scale
+            pc = steps.floating(
+                lambda a, b, m=m, k=k: m.c[a:b] / k,  # the close's bid and ask, a chunk at a time
+                lambda a, b, m=m, k=k: (m.c[a:b] + m.s_close[a:b]) / k,
+                sym.contract_size,
+            )
             floating += convert_closes(sym.rate.closes(m), pc)
-        made = (balance, balance + self._accrued(n) + floating, held)
+        made = (balance, balance + self._accrued(n) + floating)
         self._made = (key, made)
         return made
 
