@@ -521,7 +521,7 @@ def chart_data(
         out["y_pred"] = np.asarray(evaluated["y_pred"])[a : last + 1]
     lines: dict[str, np.ndarray] = {}
     for line, _ in indicators:
-        values = np.asarray(line[:], dtype=np.float64)[a : last + 1]  # the bars closed by the run's end
+        values = line.closed()[a : last + 1]  # the bars closed by the run's end, no copy
         if values.ndim == 1:
             lines[line.name] = values
         elif values.ndim == 2:

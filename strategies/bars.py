@@ -332,6 +332,12 @@ class Line:
     def __len__(self) -> int:
         return self._bars.end
 
+    def closed(self) -> np.ndarray:
+        """The harness's: the values of the closed bars as a read-only view of the line's own array, not
+        a revealed copy (the report's chart reads every line once the run is over; the array is never
+        written again: ``extend`` replaces it)."""
+        return self._values[: self._end._visible]
+
     def extend(self, values: np.ndarray) -> None:
         """The harness's: the line recomputed over a history that grew (live trading); the caller has
         checked that the values already revealed did not change."""
