@@ -4,11 +4,12 @@ Both run in this process on the same candles: the embedded 5,000-bar EURUSD H1 s
 synthetic H1 series. Each side's ``run()`` is timed end to end (indicators, the bar loop, the statistics)
 after one untimed warm-up run; the best of ``--repeats`` is kept. Before each run the previous run's
 result is released and collected, on both sides, so that neither run pays for another's million-row tables
-still held in memory (as a user's single run does not). ``--hold-previous`` keeps each side's previous
-result alive while its next run is timed, as a notebook re-running ``result = bt.run()`` does (the new
-run's arrays then come from fresh memory, not from the old result's). For this harness the bar loop alone
-(``replay_s``) is shown as well; its end-to-end time includes the causality probes of the indicators
-(each is recomputed on three shorter prefixes) and the MetaTrader statistics.
+still held in memory (as a user's single run does not). ``--hold-previous`` times each run as a notebook
+re-running ``result = bt.run()`` does, on both sides: the previous result stays alive until the new run
+returns and is then dropped by the name's rebinding, with no collection forced (what it holds in reference
+cycles waits for Python's own collector), so the new run's arrays come from fresh memory. For this harness
+the bar loop alone (``replay_s``) is shown as well; its end-to-end time includes the causality probes of
+the indicators (each is recomputed on three shorter prefixes) and the MetaTrader statistics.
 
     python -m benchmarks.replay                 # sample + 1M synthetic bars
     python -m benchmarks.replay --bars 200000 --repeats 3
@@ -45,13 +46,12 @@ def time_peer(df: pd.DataFrame, repeats: int, hold: bool = False) -> tuple[float
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for i in range(repeats + 1):
-            previous = stats if hold else None  # the last run's result, alive during this one or released
-            bt = stats = None
-            gc.collect()
+            if not hold:  # the last run's result released and collected before this one
+                bt = stats = None
+                gc.collect()
             bt = Backtest(data, strategy, cash=1e9, finalize_trades=True)
             t0 = time.perf_counter()
-            stats = bt.run()
-            del previous
+            stats = bt.run()  # held: the last result is alive until this returns, as in a notebook
             if i:
                 best = min(best, time.perf_counter() - t0)
             trades = int(stats["# Trades"])
@@ -64,13 +64,12 @@ def time_ours(df: pd.DataFrame, repeats: int, hold: bool = False) -> tuple[float
 
     best, loop, trades, result = math.inf, math.inf, 0, None
     for i in range(repeats + 1):
-        previous = result if hold else None  # the last run's result, alive during this one or released
-        bt = result = None
-        gc.collect()
+        if not hold:  # the last run's result released and collected before this one
+            bt = result = None
+            gc.collect()
         bt = Backtest(df, SmaCrossEA, forward=None, account=AccountConfig(deposit=1e9))
         t0 = time.perf_counter()
-        result = bt.run()
-        del previous
+        result = bt.run()  # held: the last result is alive until this returns, as in a notebook
         if i:
             best = min(best, time.perf_counter() - t0)
             loop = min(loop, result.timings["replay_s"])
