@@ -72,7 +72,7 @@ def indicators_on(
 ) -> Callable[[Callable[[Bars], np.ndarray], str], np.ndarray]:
     """The run's indicator evaluator (``TradingContext``'s): ``fn`` over the whole history of ``feed``,
     proved causal on shorter prefixes (``probe_points`` and a run of them), or the values of an identical
-    proof made before in this process (``backtests.indicator_cache``); each call sees its own copies."""
+    proof made before in this process (``backtests.indicator_cache``), read-only: no one writes them."""
     return lambda fn, name: PROVEN.proved(fn, feed, name, probe_points(), causal_indicator)
 
 

@@ -117,7 +117,14 @@ class BarFeed:
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame, meta: Any, visible: int = 0) -> BarFeed:
-        return cls({name: df[name].to_numpy(dtype=np.float64) for name in COLUMNS}, df.index, meta, visible)
+        cols = {}
+        for name in COLUMNS:
+            column = df[name]
+            values = column.to_numpy(dtype=np.float64)
+            if column.dtype != np.float64:  # converted: a new array no one else holds, kept as it is
+                values.flags.writeable = False
+            cols[name] = values
+        return cls(cols, df.index, meta, visible)
 
     def __len__(self) -> int:
         return self._n
@@ -306,7 +313,11 @@ class Line:
         # or the fixed end of a window
         self._end = bars._end
         self.name = name
-        values = np.array(values, dtype=np.float64)  # the harness's array stays the harness's
+        values = np.asarray(values, dtype=np.float64)
+        if values.flags.writeable or not values.flags.owndata:
+            values = values.copy()  # the caller's array stays the caller's
+        # else the harness's proved values (``backtests.indicator_cache``): read-only, owned by no view, and
+        # never written again, so the line reads them as they are
         self._shown = _Revealed(values, np.nan)
         self._take(values)
 

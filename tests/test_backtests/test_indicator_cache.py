@@ -124,7 +124,7 @@ def test_bars_are_known_by_their_content_not_their_frame():
     assert digest(BarFeed.from_frame(DF.iloc[:-1], meta)) != first
 
 
-def test_an_identical_request_gets_a_copy_of_the_kept_values_and_nothing_else_does():
+def test_an_identical_request_gets_the_kept_values_read_only_and_nothing_else_does():
     cache, calls = ProvenIndicators(), []
 
     def prove(fn, feed, name, probes):
@@ -136,7 +136,10 @@ def test_an_identical_request_gets_a_copy_of_the_kept_values_and_nothing_else_do
     again = cache.proved(_window(5), BarFeed.from_frame(DF.copy(), meta_of(DF)), "b", [100, 200], prove)
     assert len(calls) == 1 and cache.hits == 1
     np.testing.assert_array_equal(first, again)
-    again[:] = 0.0  # the caller's copy: the kept values stay as proved
+    with pytest.raises(ValueError, match="read-only"):
+        again[:] = 0.0  # no caller writes the kept values: they stay as proved
+    with pytest.raises(ValueError, match="read-only"):
+        first[:] = 0.0  # nor the values of the proof itself, which are the kept ones
     np.testing.assert_array_equal(cache.proved(_window(5), feed, "c", [100, 200], prove), first)
     cache.proved(_window(5), feed, "d", [100, 300], prove)  # other probe points: proved again
     cache.proved(_window(6), feed, "e", [100, 200], prove)
