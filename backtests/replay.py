@@ -416,6 +416,8 @@ class Backtest:
         trades, curves, stats, balance, equity, equity_path = broker_figures(
             ctx, fs, last, self.account, tables=records
         )  # the tables built on first read
+        ctx.market.release()  # the bar loop's screen and the curves the figures came from: the result
+        ctx.ledger.release()  # holds its own, and a next run's arrays can take their memory
         times = df.index[fs : last + 1]
         after = "after the run"
         predictions = None

@@ -408,6 +408,12 @@ class Ledger:
         worst = np.minimum(balance + accrued + floating, equity)
         return worst[first:], margin[first:]
 
+    def release(self) -> None:
+        """Let the curves made from the records go once the report has its own (after a run): they are
+        made again, the same, if asked for later."""
+        self._made = self._margin_made = None
+        self._steps = {}
+
     def _curves(self) -> tuple[np.ndarray, np.ndarray]:
         """(balance, equity) at every bar's close, made once for the records as they are, with each
         symbol's legs held as steps (``Held``)."""

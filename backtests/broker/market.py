@@ -152,6 +152,11 @@ class Market:
             self._extremes = Extremes(*columns, widest, _tails(columns))
         return self._extremes
 
+    def release(self) -> None:
+        """Let the extremes go once the bar loop is over (a finished run's report never reads them): they
+        are made again, the same, if asked for later."""
+        self._extremes = None
+
     def _changed(self) -> None:
         self.changes += 1
         self._extremes = None

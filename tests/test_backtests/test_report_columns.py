@@ -161,3 +161,32 @@ def test_a_record_changed_after_the_run_is_read_as_it_is_now():
     trade = b.ledger.trades[0]
     trade.lots = 7.0
     assert b.trades_frame()["lots"].iloc[0] == 7.0
+
+
+def test_the_curves_a_finished_run_lets_go_are_made_again_the_same():
+    # After its figures a run lets go of the ledger's curves and the market's extremes (the result has
+    # its own): read again later, they are made again from the same records and bars, bit for bit.
+    from backtests import AccountConfig
+    from backtests.broker import Broker
+    from datafeeds import read_sample
+
+    df = read_sample().iloc[:400]
+    cols = (df[c].to_numpy() for c in ("open", "high", "low", "close", "spread"))
+    b = Broker(*cols, df.index, 1e-5, AccountConfig(deposit=1_000.0))
+    for t, side in ((10, +1), (60, -1), (140, +1), (230, -1)):
+        b.bar_open(t)
+        b.order(side, 0.3, None, None, 0, "")
+    b.finish(len(df) - 1)
+    ledger = b.ledger
+    before = (*ledger.curves(5), *ledger.worst_curves(5))
+    ext = b.market.extremes()
+    ledger.release()
+    b.market.release()
+    assert ledger._made is None and ledger._margin_made is None and b.market._extremes is None
+    after = (*ledger.curves(5), *ledger.worst_curves(5))
+    for got, want in zip(after, before, strict=True):
+        np.testing.assert_array_equal(got, want, strict=True)
+    again = b.market.extremes()
+    assert again is not ext and again.tails == ext.tails
+    for got, want in zip(again[:4], ext[:4], strict=True):
+        np.testing.assert_array_equal(got, want, strict=True)
