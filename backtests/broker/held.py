@@ -56,14 +56,16 @@ class Held(NamedTuple):
         return out
 
     def _legs_over(self, a: int, b: int) -> np.ndarray:
-        """The first four legs (4, b - a) held over bars a..b-1 (0 before the first step)."""
+        """The first four legs (4, b - a) held over bars a..b-1 (0 before the first step): the steps over
+        the chunk, each repeated over its bars in it, as ``spread`` does over all of them."""
         if not len(self.bars):
             return np.zeros((4, b - a))
-        step = np.searchsorted(self.bars, np.arange(a, b), side="right") - 1
-        legs = self.legs[:4, np.maximum(step, 0)]
-        if step[0] < 0:
-            legs[:, step < 0] = 0.0  # nothing held before the first step
-        return legs
+        first = int(np.searchsorted(self.bars, a, side="right")) - 1  # the step held at bar a (-1: none)
+        end = int(np.searchsorted(self.bars, b))  # the steps that begin before bar b
+        lengths = np.diff(np.concatenate(([a], self.bars[first + 1 : end], [b])))
+        if first < 0:  # nothing held before the first step
+            return np.repeat(np.concatenate((np.zeros((4, 1)), self.legs[:4, :end]), axis=1), lengths, axis=1)
+        return np.repeat(self.legs[:4, first:end], lengths, axis=1)
 
     def at(self, bars: np.ndarray) -> np.ndarray:
         """The legs (6, len(bars)) held over each of ``bars`` (``spread(legs)[:, bars]``, read at those

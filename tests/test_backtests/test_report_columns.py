@@ -190,3 +190,29 @@ def test_the_curves_a_finished_run_lets_go_are_made_again_the_same():
     assert again is not ext and again.tails == ext.tails
     for got, want in zip(again[:4], ext[:4], strict=True):
         np.testing.assert_array_equal(got, want, strict=True)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 16])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_floating_profit_worked_a_chunk_of_bars_at_a_time_is_the_one_over_every_bar(
+    seed, chunk, monkeypatch
+):
+    from backtests.broker import held as held_module
+
+    monkeypatch.setattr(held_module, "_CHUNK", chunk)
+    rng = np.random.default_rng(seed)
+    n = 300
+    segments = []
+    for _ in range(int(rng.integers(0, 60))):  # none at all in some: nothing floats
+        start = int(rng.integers(5, n))  # nothing held over the first bars
+        end = min(n, start + int(rng.integers(1, 40)))
+        price = float(np.round(rng.uniform(0.9, 1.6), 5))
+        lots = float(np.round(rng.uniform(0.01, 3.0), 2))
+        segments.append(Segment(start, end, int(rng.choice([-1, 1])), lots, price, price * 1.1))
+    held = held_steps(segments, n)
+    bid = np.round(rng.uniform(1.0, 1.5, n), 5)
+    ask = bid + np.round(rng.uniform(0.0, 0.0003, n), 5)
+    legs = held.spread(held.legs[:4])
+    want = 100_000.0 * (legs[0] * bid - legs[1] + legs[3] - legs[2] * ask)
+    got = held.floating(lambda a, b: bid[a:b], lambda a, b: ask[a:b], 100_000.0)
+    assert got.tobytes() == want.tobytes()
