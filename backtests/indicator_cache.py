@@ -261,6 +261,12 @@ def digest(feed: BarFeed) -> Hashable | None:
     return len(feed), str(feed.time.dtype), meta, h.digest()
 
 
+def frozen(values: np.ndarray) -> np.ndarray:
+    """``values`` in memory no one can write: an array over an immutable ``bytes`` (its write flag cannot be
+    set again, not even through ``.base``), so values shared by every run of a process stay as proved."""
+    return np.frombuffer(np.ascontiguousarray(values).tobytes(), dtype=values.dtype).reshape(values.shape)
+
+
 class ProvenIndicators:
     """Indicator values proved causal, by function, bars and probe points (least recently used dropped
     first beyond ``budget`` bytes or ``entries`` proofs). Safe to share between threads (a Dask worker
@@ -284,9 +290,9 @@ class ProvenIndicators:
         probes: list[int],
         prove: Callable[[Callable, BarFeed, str, list[int]], np.ndarray],
     ) -> np.ndarray:
-        """``prove(fn, feed, name, probes)``, or its values from an identical earlier call: read-only either
-        way, and never written again (the kept values are the ones handed out, so a run's lines read them
-        without a copy of their own: ``strategies.bars.Line``)."""
+        """``prove(fn, feed, name, probes)``, or its values from an identical earlier call: immutable either
+        way (``frozen``), so the kept values are the ones handed out and a run's lines read them without a
+        copy of their own (``strategies.bars.Line``)."""
         key = self._key(fn, feed, probes)
         if key is not None:
             with self._lock:
@@ -296,8 +302,7 @@ class ProvenIndicators:
                     self.hits += 1
                     return kept
                 self.misses += 1
-        values = prove(fn, feed, name, probes)
-        values.flags.writeable = False
+        values = frozen(prove(fn, feed, name, probes))
         if key is not None and values.nbytes <= self.budget // 4:
             with self._lock:
                 if key not in self._kept:

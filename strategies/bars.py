@@ -296,6 +296,16 @@ class Bars:
         return pd.DataFrame(cols, index=self.time.copy(deep=True))
 
 
+def _immutable(values: np.ndarray) -> bool:
+    """Whether no one can write ``values``: read-only down to an immutable ``bytes`` it is a view of."""
+    base = values
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        base = base.base
+    return isinstance(base, bytes)
+
+
 class Line:
     """An indicator revealed bar by bar: ``line[-1]`` is its value on the newest closed bar.
 
@@ -314,10 +324,10 @@ class Line:
         self._end = bars._end
         self.name = name
         values = np.asarray(values, dtype=np.float64)
-        if values.flags.writeable or not values.flags.owndata:
+        if not _immutable(values):
             values = values.copy()  # the caller's array stays the caller's
-        # else the harness's proved values (``backtests.indicator_cache``): read-only, owned by no view, and
-        # never written again, so the line reads them as they are
+        # else the harness's proved values (``backtests.indicator_cache.frozen``): no one can write them, so
+        # the line reads them as they are
         self._shown = _Revealed(values, np.nan)
         self._take(values)
 
