@@ -18,27 +18,26 @@ import numpy as np
 
 
 def worst_floating(
-    held: np.ndarray,
+    floating: np.ndarray,
     legs_at: Callable[[np.ndarray], np.ndarray],
     trades: ClosedTrades,
     bars: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     contract_size: float,
 ) -> tuple[np.ndarray, WorstLegs]:
     """``(N,)`` floating profit of one symbol at each bar's worst prices (its profit currency) and the legs
-    held at that moment where they differ from ``held`` (``WorstLegs``: the bars where a trade closed
-    inside its bar still counts, and the legs there); everywhere else they are ``held``'s, so the margin
-    held at the worst prices is the margin at the close but at those few bars.
+    held at that moment where they differ from the legs held over the bar (``WorstLegs``: the bars where a
+    trade closed inside its bar still counts, and the legs there); everywhere else they are the held ones,
+    so the margin held at the worst prices is the margin at the close but at those few bars.
 
-    ``held`` (4, N): long lots, long lots x price, short lots and short lots x price of the positions
-    floating over each bar; ``legs_at(bars)`` (6, len(bars)): those four and long lots x margin price and
-    short lots x margin price over ``bars`` (``backtests.broker.ledger.Held.at``); ``trades``: the
-    symbol's closed trades in closing order; ``bars``: the open bid at each trade's exit bar, every bar's
-    low bid, the open ask at each trade's exit bar and every bar's high ask (prices on the symbol's grid,
-    so an exit at the open compares exactly).
+    ``floating`` (N,): the positions floating over each bar valued there, longs at the bar's low bid and
+    shorts at its high ask (``backtests.broker.held.Held.floating``; added to here); ``legs_at(bars)``
+    (6, len(bars)): long lots, long lots x price, short lots, short lots x price, long lots x margin price
+    and short lots x margin price over ``bars`` (``Held.at``); ``trades``: the symbol's closed trades in
+    closing order; ``bars``: at each trade's exit bar, the open bid, the low bid, the open ask and the high
+    ask (prices on the symbol's grid, so an exit at the open compares exactly).
     """
     opens, lows, open_ask, high_ask = bars
     cs = contract_size
-    floating = cs * (held[0] * lows - held[1] + held[3] - held[2] * high_ask)  # longs at the low bid, ...
     long_, bar, exit_ = trades.long, trades.exit_bar, trades.exit_price
     at_open = exit_ == np.where(long_, opens, open_ask)
     inside = ~(at_open | trades.stopped)  # no excursion beyond the exit inside its bar where not inside
@@ -46,7 +45,7 @@ def worst_floating(
         return floating, WorstLegs(np.zeros(0, dtype=np.int64), np.zeros((6, 0)))
     long_, bar, exit_ = long_[inside], bar[inside], exit_[inside]
     lots, entry, margin = trades.lots[inside], trades.entry_price[inside], trades.margin_price[inside]
-    fall = np.where(long_, lows[bar] - exit_, exit_ - high_ask[bar])
+    fall = np.where(long_, lows[inside] - exit_, exit_ - high_ask[inside])
     # in closing order, one bar at a time (``np.add.at``): the same sums as trade by trade
     np.add.at(floating, bar, np.where(fall < 0.0, fall, 0.0) * lots * cs)
     touched = distinct(bar)

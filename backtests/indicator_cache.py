@@ -23,7 +23,7 @@ A function whose result may depend on anything else (a bound method of the EA, w
 pass to pass, such as a trained network; a closure over a list, an array or an object; a global that is
 not a plain value, function, class or module) is not kept: it is evaluated and proved in every call, as
 before. A failed proof is never kept, so a look-ahead is reported by every pass that meets it. What a hit
-returns is a copy of values that passed the same check on the same bars, so a function that changes its
+returns is the read-only values that passed the same check on the same bars, so a function that changes its
 behaviour between calls against its contract (``ExpertAdvisor.indicator``: a pure function of its bars)
 is at worst given its earlier, proved values, never unchecked ones.
 
@@ -261,6 +261,12 @@ def digest(feed: BarFeed) -> Hashable | None:
     return len(feed), str(feed.time.dtype), meta, h.digest()
 
 
+def frozen(values: np.ndarray) -> np.ndarray:
+    """``values`` in memory no one can write: an array over an immutable ``bytes`` (its write flag cannot be
+    set again, not even through ``.base``), so values shared by every run of a process stay as proved."""
+    return np.frombuffer(np.ascontiguousarray(values).tobytes(), dtype=values.dtype).reshape(values.shape)
+
+
 class ProvenIndicators:
     """Indicator values proved causal, by function, bars and probe points (least recently used dropped
     first beyond ``budget`` bytes or ``entries`` proofs). Safe to share between threads (a Dask worker
@@ -284,7 +290,9 @@ class ProvenIndicators:
         probes: list[int],
         prove: Callable[[Callable, BarFeed, str, list[int]], np.ndarray],
     ) -> np.ndarray:
-        """``prove(fn, feed, name, probes)``, or a copy of its values from an identical earlier call."""
+        """``prove(fn, feed, name, probes)``, or its values from an identical earlier call: immutable either
+        way (``frozen``), so the kept values are the ones handed out and a run's lines read them without a
+        copy of their own (``strategies.bars.Line``)."""
         key = self._key(fn, feed, probes)
         if key is not None:
             with self._lock:
@@ -292,16 +300,14 @@ class ProvenIndicators:
                 if kept is not None:
                     self._kept.move_to_end(key)
                     self.hits += 1
-                    return kept.copy()
+                    return kept
                 self.misses += 1
-        values = prove(fn, feed, name, probes)
+        values = frozen(prove(fn, feed, name, probes))
         if key is not None and values.nbytes <= self.budget // 4:
-            kept = values.copy()
-            kept.flags.writeable = False
             with self._lock:
                 if key not in self._kept:
-                    self._kept[key] = kept
-                    self._size += kept.nbytes
+                    self._kept[key] = values
+                    self._size += values.nbytes
                 while self._size > self.budget or len(self._kept) > self.entries:
                     _, dropped = self._kept.popitem(last=False)
                     self._size -= dropped.nbytes

@@ -72,7 +72,7 @@ def indicators_on(
 ) -> Callable[[Callable[[Bars], np.ndarray], str], np.ndarray]:
     """The run's indicator evaluator (``TradingContext``'s): ``fn`` over the whole history of ``feed``,
     proved causal on shorter prefixes (``probe_points`` and a run of them), or the values of an identical
-    proof made before in this process (``backtests.indicator_cache``); each call sees its own copies."""
+    proof made before in this process (``backtests.indicator_cache``), read-only: no one writes them."""
     return lambda fn, name: PROVEN.proved(fn, feed, name, probe_points(), causal_indicator)
 
 
@@ -416,6 +416,8 @@ class Backtest:
         trades, curves, stats, balance, equity, equity_path = broker_figures(
             ctx, fs, last, self.account, tables=records
         )  # the tables built on first read
+        ctx.market.release()  # the bar loop's screen and the curves the figures came from: the result
+        ctx.ledger.release()  # holds its own, and a next run's arrays can take their memory
         times = df.index[fs : last + 1]
         after = "after the run"
         predictions = None
@@ -521,7 +523,7 @@ def chart_data(
         out["y_pred"] = np.asarray(evaluated["y_pred"])[a : last + 1]
     lines: dict[str, np.ndarray] = {}
     for line, _ in indicators:
-        values = np.asarray(line[:], dtype=np.float64)[a : last + 1]  # the bars closed by the run's end
+        values = line.closed()[a : last + 1]  # the bars closed by the run's end, no copy
         if values.ndim == 1:
             lines[line.name] = values
         elif values.ndim == 2:

@@ -117,7 +117,14 @@ class BarFeed:
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame, meta: Any, visible: int = 0) -> BarFeed:
-        return cls({name: df[name].to_numpy(dtype=np.float64) for name in COLUMNS}, df.index, meta, visible)
+        cols = {}
+        for name in COLUMNS:
+            column = df[name]
+            values = column.to_numpy(dtype=np.float64)
+            if column.dtype != np.float64:  # converted: a new array no one else holds, kept as it is
+                values.flags.writeable = False
+            cols[name] = values
+        return cls(cols, df.index, meta, visible)
 
     def __len__(self) -> int:
         return self._n
@@ -289,6 +296,16 @@ class Bars:
         return pd.DataFrame(cols, index=self.time.copy(deep=True))
 
 
+def _immutable(values: np.ndarray) -> bool:
+    """Whether no one can write ``values``: read-only down to an immutable ``bytes`` it is a view of."""
+    base = values
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        base = base.base
+    return isinstance(base, bytes)
+
+
 class Line:
     """An indicator revealed bar by bar: ``line[-1]`` is its value on the newest closed bar.
 
@@ -306,7 +323,11 @@ class Line:
         # or the fixed end of a window
         self._end = bars._end
         self.name = name
-        values = np.array(values, dtype=np.float64)  # the harness's array stays the harness's
+        values = np.asarray(values, dtype=np.float64)
+        if not _immutable(values):
+            values = values.copy()  # the caller's array stays the caller's
+        # else the harness's proved values (``backtests.indicator_cache.frozen``): no one can write them, so
+        # the line reads them as they are
         self._shown = _Revealed(values, np.nan)
         self._take(values)
 
@@ -331,6 +352,12 @@ class Line:
 
     def __len__(self) -> int:
         return self._bars.end
+
+    def closed(self) -> np.ndarray:
+        """The harness's: the values of the closed bars as a read-only view of the line's own array, not
+        a revealed copy (the report's chart reads every line once the run is over; the array is never
+        written again: ``extend`` replaces it)."""
+        return self._values[: self._end._visible]
 
     def extend(self, values: np.ndarray) -> None:
         """The harness's: the line recomputed over a history that grew (live trading); the caller has

@@ -133,3 +133,32 @@ def test_the_step_profile_lists_every_product_with_its_device_time(capsys):
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("B8 ")]
     assert len(rows) == 14
     assert all(float(row.split()[-2]) > 0 for row in rows)  # our device µs; PyTorch's column is nan here
+
+
+@pytest.mark.parametrize("hold", [False, True])
+def test_the_replay_benchmark_holds_the_previous_result_only_when_asked(monkeypatch, hold):
+    import weakref
+
+    import backtests
+    from benchmarks import replay
+
+    alive_during_run: list[bool] = []
+    last: list[weakref.ref] = []
+
+    class FakeResult:
+        def __init__(self):
+            self.timings, self.trades = {"replay_s": 1.0}, []
+
+    class FakeBacktest:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def run(self):
+            alive_during_run.append(bool(last) and last[-1]() is not None)
+            result = FakeResult()
+            last.append(weakref.ref(result))
+            return result
+
+    monkeypatch.setattr(backtests, "Backtest", FakeBacktest)
+    replay.time_ours(None, repeats=2, hold=hold)
+    assert alive_during_run == [False, hold, hold]

@@ -68,11 +68,11 @@ class Columns:
         key = (name, np.dtype(dtype))
         made = self._arrays.get(key)
         if made is None:
-            values = self.values(name)
             if dtype is object:
-                made = np.array(values, dtype=object)
-            else:
-                made = np.fromiter(values, dtype=dtype, count=len(values))
+                made = np.array(self.values(name), dtype=object)
+            else:  # read from the rows in one pass: no list of the field kept beside its array
+                values = self._lists.get(name) or map(itemgetter(self._at[name]), self.rows)
+                made = np.fromiter(values, dtype=dtype, count=len(self.rows))
             made.flags.writeable = False
             self._arrays[key] = made
         return made

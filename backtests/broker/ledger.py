@@ -14,7 +14,6 @@ import copy
 import logging
 import math
 from itertools import starmap
-from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -24,6 +23,7 @@ from backtests.broker.book import OpenPosition
 from backtests.broker.columns import Columns, Events, field_names, rows_of
 from backtests.broker.config import AccountConfig
 from backtests.broker.convert import UNITY, convert_closes
+from backtests.broker.held import Held, held_steps
 from backtests.broker.margin import MarginModel
 from backtests.broker.market import Market
 from backtests.broker.records import (
@@ -350,18 +350,18 @@ class Ledger:
     def curves(self, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Balance, equity (with the open positions' accrued swap) and used margin at each bar's close from
         bar ``first`` on (after the run)."""
-        balance, equity, _ = self._curves()
+        balance, equity = self._curves()
         return balance[first:], equity[first:], self._margins()[1][first:]
 
     def closing_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
         """``curves``' balance and equity without the margin (the report's curve reads no used margin)."""
-        balance, equity, _ = self._curves()
+        balance, equity = self._curves()
         return balance[first:], equity[first:]
 
     def worst_curves(self, first: int) -> tuple[np.ndarray, np.ndarray]:
         """Equity at each bar's worst prices and the margin held then, from bar ``first`` on
         (``backtests.curves.worst_floating`` says how; every symbol at its worst at once)."""
-        balance, equity, held = self._curves()
+        balance, equity = self._curves()
         accrued = self._accrued(len(balance))
         trades = self.columns("trades")  # the closed trades' own fields, not the table's (a user may edit it)
         names = trades.texts("symbol")
@@ -386,10 +386,15 @@ class Ledger:
             m = sym.market
             k = m.scale
             own = ClosedTrades(*(column[mine] for column in columns))
-            at = own.exit_bar  # the opens are read at the trades' exit bars only
-            bars = (m.o[at] / k, m.lows, (m.o[at] + m.s[at]) / k, (m.h + m.s) / k)  # bid, then ask
+            at = own.exit_bar  # every bar's low bid and high ask, a chunk at a time; the rest at exit bars
+            bars = (m.o[at] / k, m.lo[at] / k, (m.o[at] + m.s[at]) / k, (m.h[at] + m.s[at]) / k)
             steps = self._steps[name]
-            worst, changed[name] = worst_floating(held[name], steps.at, own, bars, sym.contract_size)
+            lows = steps.floating(
+                lambda a, b, m=m, k=k: m.lo[a:b] / k,
+                lambda a, b, m=m, k=k: (m.h[a:b] + m.s[a:b]) / k,
+                sym.contract_size,
+            )
+            worst, changed[name] = worst_floating(lows, steps.at, own, bars, sym.contract_size)
             floating += convert_closes(sym.rate.closes(m), worst)
         margin = self._margins()[1].copy()  # the close's, but where a trade closed inside a bar counts
         moved = distinct(np.concatenate([c.bars for c in changed.values()] or [np.zeros(0, np.int64)]))
@@ -403,26 +408,34 @@ class Ledger:
         worst = np.minimum(balance + accrued + floating, equity)
         return worst[first:], margin[first:]
 
-    def _curves(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-        """(balance, equity, held) at every bar's close; ``held``: per symbol, (4, N) long lots, long lots x
-        price, short lots, short lots x price open over each bar (the steps' first four rows, ``Held``;
-        made once for the records as they are)."""
+    def release(self) -> None:
+        """Let the curves made from the records go once the report has its own (after a run): they are
+        made again, the same, if asked for later."""
+        self._made = self._margin_made = None
+        self._steps = {}
+
+    def _curves(self) -> tuple[np.ndarray, np.ndarray]:
+        """(balance, equity) at every bar's close, made once for the records as they are, with each
+        symbol's legs held as steps (``Held``)."""
         key = self._key()
         if self._made is not None and self._made[0] == key:
             return self._made[1]
         n = len(self.market.o)
         balance = self.config.deposit + _running(self.events("balance_events"), n)
-        floating, held, self._steps = np.zeros(n), {}, {}
+        floating, self._steps = np.zeros(n), {}
         for name, sym in self.symbols.items():
-            self._steps[name] = steps = _held(self._segment_list(name), n)
-            held[name] = legs = steps.spread(steps.legs[:4])  # the margin's rows are read at a few bars
+            self._steps[name] = steps = held_steps(self._segment_list(name), n)
             if not steps.legs.any():
                 continue
             m = sym.market
-            bid, ask = m.closes, (m.c + m.s_close) / m.scale
-            pc = sym.contract_size * (legs[0] * bid - legs[1] + legs[3] - legs[2] * ask)
+            k = m.scale
+            pc = steps.floating(
+                lambda a, b, m=m, k=k: m.c[a:b] / k,  # the close's bid and ask, a chunk at a time
+                lambda a, b, m=m, k=k: (m.c[a:b] + m.s_close[a:b]) / k,
+                sym.contract_size,
+            )
             floating += convert_closes(sym.rate.closes(m), pc)
-        made = (balance, balance + self._accrued(n) + floating, held)
+        made = (balance, balance + self._accrued(n) + floating)
         self._made = (key, made)
         return made
 
@@ -502,64 +515,6 @@ def _running(events: Events, n: int) -> np.ndarray:
     if len(events.bars):
         np.add.at(changes, events.bars, events.amounts)
     return np.cumsum(changes[:n])
-
-
-def _field(records: list[tuple], k: int, dtype: type) -> np.ndarray:
-    """Field ``k`` of every record as one array, read in one pass (``zip(*records)`` would make an iterator
-    per record: a hundred thousand objects for the collector at a million bars)."""
-    return np.fromiter(map(itemgetter(k), records), dtype=dtype, count=len(records))
-
-
-class Held(NamedTuple):
-    """The legs a symbol's positions hold, as steps: ``legs[:, k]`` (six rows: see ``Ledger._curves``) over
-    bars ``bars[k]`` up to the next step's, nothing before the first. A million bars hold about a hundred
-    thousand steps, and what is a function of the legs alone (the margin) is worked out once a step."""
-
-    bars: np.ndarray  # (K,) int64, increasing, each below n
-    legs: np.ndarray  # (6, K)
-    n: int
-
-    def spread(self, values: np.ndarray) -> np.ndarray:
-        """``values`` (..., K) of each step, at each of the n bars (0 before the first step)."""
-        if not len(self.bars):
-            return np.zeros((*values.shape[:-1], self.n))
-        lengths = np.diff(np.append(self.bars, self.n))
-        if self.bars[0] > 0:  # nothing held before the first step
-            zero = np.zeros((*values.shape[:-1], 1))
-            values, lengths = np.concatenate((zero, values), axis=-1), np.append(self.bars[0], lengths)
-        return np.repeat(values, lengths, axis=-1)
-
-    def at(self, bars: np.ndarray) -> np.ndarray:
-        """The legs (6, len(bars)) held over each of ``bars`` (``spread(legs)[:, bars]``, read at those
-        bars only)."""
-        if not len(self.bars):
-            return np.zeros((len(self.legs), len(bars)))
-        step = np.searchsorted(self.bars, bars, side="right") - 1
-        legs = self.legs[:, np.maximum(step, 0)]
-        legs[:, step < 0] = 0.0  # nothing held before the first step
-        return legs
-
-
-def _held(segments: list[tuple], n: int) -> Held:
-    """The legs held over each of ``n`` bars by ``segments`` (see ``Ledger._curves``), as steps.
-
-    Each leg at a bar is the running sum, bar by bar, of the segments' starts at each bar and then its ends,
-    each bar's in segment order: the sums ``np.cumsum`` of a ``bincount`` over every bar gives, less the
-    bars where nothing starts or ends (adding their 0.0 changes no sum: none is ever -0.0)."""
-    if not segments:
-        return Held(np.zeros(0, dtype=np.int64), np.zeros((6, 0)), n)
-    start, end, side = (_field(segments, k, np.int64) for k in range(3))
-    lots, price, mprice = (_field(segments, k, np.float64) for k in range(3, 6))
-    steps = distinct(np.concatenate((start, end)))
-    legs = np.zeros((6, len(steps)))
-    for row, mask in ((0, side > 0), (2, side < 0)):
-        cols = ((row, lots[mask]), (row + 1, (lots * price)[mask]), (4 + row // 2, (lots * mprice)[mask]))
-        # each bar's starts, then its ends, summed in segment order (``bincount`` adds one by one)
-        at = np.searchsorted(steps, np.concatenate((start[mask], end[mask])))
-        for col, amount in cols:
-            legs[col] = np.bincount(at, np.concatenate((amount, -amount)), minlength=len(steps))
-    kept = int(np.searchsorted(steps, n))  # the bars of the run only
-    return Held(steps[:kept], np.cumsum(legs[:, :kept], axis=1), n)
 
 
 def _range_extreme(

@@ -125,7 +125,8 @@ class Market:
     # -- prices ----------------------------------------------------------------------------------------------
     def to_points(self, prices: np.ndarray) -> np.ndarray:
         """Prices to whole points (rounded to the nearest: the grid a quote lies on)."""
-        return np.rint(np.asarray(prices, float) * self.scale)
+        scaled = np.multiply(prices, self.scale, dtype=float)
+        return np.rint(scaled, out=scaled)
 
     opens = property(lambda self: self.o / self.scale)
     highs = property(lambda self: self.h / self.scale)
@@ -147,10 +148,14 @@ class Market:
         if self._extremes is None:
             o, h, lo, s, s_open = self.o, self.h, self.lo, self.s, self.s_open
             widest = float(max(s.max(), s_open.max())) if len(s) else 0.0
-            columns = (np.minimum(o, lo), np.maximum(o, h), np.minimum(o + s_open, lo + s),
-                       np.maximum(o + s_open, h + s))  # fmt: skip
+            columns = _extreme_columns(o, h, lo, s, s_open)
             self._extremes = Extremes(*columns, widest, _tails(columns))
         return self._extremes
+
+    def release(self) -> None:
+        """Let the extremes go once the bar loop is over (a finished run's report never reads them): they
+        are made again, the same, if asked for later."""
+        self._extremes = None
 
     def _changed(self) -> None:
         self.changes += 1
@@ -216,6 +221,18 @@ class Market:
         self.time = pd.DatetimeIndex(np.array(self._ns, dtype="datetime64[ns]")).tz_localize("UTC")
         self.day = server_days(np.asarray(self._ns, dtype=np.int64), self.clock)
         self._changed()
+
+
+def _extreme_columns(o, h, lo, s, s_open) -> tuple[np.ndarray, ...]:
+    """``Extremes``' four columns. Where every bar's range holds its open (the low at or below it, the
+    high at or above it) and the open's spread is the bar's, the bid's are the low and the high themselves
+    and the ask's the low and the high plus the spread (a sum is monotone: ``lo <= o`` gives
+    ``lo + s <= o + s``), the same values without the four columns and their sums made whole."""
+    inside = bool((lo <= o).all() and (h >= o).all())
+    if inside and s_open is s:
+        return lo, h, lo + s, h + s
+    return (np.minimum(o, lo), np.maximum(o, h), np.minimum(o + s_open, lo + s),
+            np.maximum(o + s_open, h + s))  # fmt: skip
 
 
 def _tails(columns: tuple[np.ndarray, ...]) -> list[tuple[float, float, float, float]]:

@@ -424,3 +424,40 @@ def test_trades_made_in_retrainings_and_rare_bars_equal_a_run_that_checks_every_
     assert any((r.orders["state"] == "expired").any() for r in checked)
     for a, b in zip(screened, checked, strict=True):
         _same(_figures(a), _figures(b))
+
+
+@pytest.mark.parametrize(
+    "case", ["inside", "open below the low", "open above the high", "spreads of the open"]
+)
+def test_each_bars_extremes_are_the_lowest_and_highest_of_its_open_and_range_in_every_case(case):
+    # The screen's bounds per bar, bid and ask: where the range holds the open they are the range itself,
+    # read without a copy; an open outside its bar's range (candles that carry one) or an opening spread
+    # of its own (finer data) still bounds the bar.
+    rng = np.random.default_rng(7)
+    n = 300
+    o = 110_000.0 + np.cumsum(rng.integers(-20, 21, n)).astype(float)
+    h = o + rng.integers(0, 30, n)
+    lo = o - rng.integers(0, 30, n)
+    c = np.clip(o + rng.integers(-15, 16, n), lo, h)
+    s = rng.integers(0, 12, n).astype(float)
+    if case == "open below the low":
+        lo[17] = o[17] + 3
+    elif case == "open above the high":
+        h[230] = o[230] - 4
+    times = pd.date_range("2024-01-01", periods=n, freq="h", tz="UTC")
+    b = Broker(o / 1e5, h / 1e5, lo / 1e5, c / 1e5, s, times, 1e-5, AccountConfig(deposit=1_000.0))
+    m = b.market
+    s_open = s
+    if case == "spreads of the open":
+        s_open = s + rng.integers(0, 9, n)
+        m.use_spreads(s_open, np.full(n, np.nan))
+    ext = m.extremes()
+    expected = (
+        np.minimum(o, lo),
+        np.maximum(o, h),
+        np.minimum(o + s_open, lo + s),
+        np.maximum(o + s_open, h + s),
+    )
+    for got, want in zip((ext.bid_low, ext.bid_high, ext.ask_low, ext.ask_high), expected, strict=True):
+        np.testing.assert_array_equal(got, want, strict=True)
+    assert ext.widest == max(s.max(), s_open.max())

@@ -124,7 +124,7 @@ def test_bars_are_known_by_their_content_not_their_frame():
     assert digest(BarFeed.from_frame(DF.iloc[:-1], meta)) != first
 
 
-def test_an_identical_request_gets_a_copy_of_the_kept_values_and_nothing_else_does():
+def test_an_identical_request_gets_the_kept_values_read_only_and_nothing_else_does():
     cache, calls = ProvenIndicators(), []
 
     def prove(fn, feed, name, probes):
@@ -136,7 +136,13 @@ def test_an_identical_request_gets_a_copy_of_the_kept_values_and_nothing_else_do
     again = cache.proved(_window(5), BarFeed.from_frame(DF.copy(), meta_of(DF)), "b", [100, 200], prove)
     assert len(calls) == 1 and cache.hits == 1
     np.testing.assert_array_equal(first, again)
-    again[:] = 0.0  # the caller's copy: the kept values stay as proved
+    with pytest.raises(ValueError, match="read-only"):
+        again[:] = 0.0  # no caller writes the kept values: they stay as proved
+    with pytest.raises(ValueError, match="read-only"):
+        first[:] = 0.0  # nor the values of the proof itself, which are the kept ones
+    for values in (again, again.base):  # not even made writeable again through the array or its base
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            values.flags.writeable = True
     np.testing.assert_array_equal(cache.proved(_window(5), feed, "c", [100, 200], prove), first)
     cache.proved(_window(5), feed, "d", [100, 300], prove)  # other probe points: proved again
     cache.proved(_window(6), feed, "e", [100, 200], prove)
@@ -571,3 +577,23 @@ def test_the_file_readers_of_numpy_pandas_and_python_are_read_in_every_call(tmp_
         lambda b: np.asarray(sqlite3.connect(path).execute("select x from t").fetchall()),
     )
     assert [fingerprint(fn) for fn in readers] == [None] * len(readers)
+
+
+def test_a_line_reads_the_proved_values_without_a_copy_and_copies_anything_writeable():
+    from backtests.indicator_cache import frozen
+    from strategies.bars import BarFeed, Line
+
+    feed = BarFeed.from_frame(DF, meta_of(DF), visible=10)
+    proved = frozen(np.arange(len(DF), dtype=np.float64))
+    line = Line(proved, feed.bars, "proved")
+    assert np.shares_memory(line._values, proved)  # one array for every run's line
+    mine = np.arange(len(DF), dtype=np.float64)
+    other = Line(mine, feed.bars, "mine")
+    mine[:] = -1.0  # the caller writes its own array: the line keeps what it was given
+    assert not np.shares_memory(other._values, mine) and other[-1] == 9.0
+    readonly_view = mine.view()
+    readonly_view.flags.writeable = False  # read-only, but its owner can still write it: copied
+    assert not np.shares_memory(Line(readonly_view, feed.bars, "view")._values, mine)
+    assert line[-1] == 9.0
+    with pytest.raises(IndexError):
+        line[10]  # a view of the whole history still reads the closed bars only

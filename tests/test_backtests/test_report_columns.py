@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from backtests.broker.ledger import _held
+from backtests.broker.held import held_steps
 from backtests.broker.records import Segment
 
 
@@ -36,16 +36,16 @@ def test_held_legs_as_steps_spread_to_the_running_sums_bit_for_bit(seed):
         price = float(np.round(rng.uniform(0.9, 1.6), 5))
         lots = float(np.round(rng.uniform(0.01, 3.0), 2))
         segments.append(Segment(start, end, int(rng.choice([-1, 1])), lots, price, price * 1.1))
-    held = _held(segments, n)
+    held = held_steps(segments, n)
     got, want = held.spread(held.legs), _bar_by_bar(segments, n)
     assert got.shape == want.shape and got.tobytes() == want.tobytes()
     assert not np.signbit(got[got == 0.0]).any()  # no -0.0: the steps stand for the bars between them
 
 
 def test_no_segment_holds_nothing_and_a_late_first_step_holds_nothing_before_it():
-    empty = _held([], 5)
+    empty = held_steps([], 5)
     assert empty.spread(empty.legs).tobytes() == np.zeros((6, 5)).tobytes()
-    late = _held([Segment(3, 5, 1, 1.0, 1.2, 1.2)], 6)
+    late = held_steps([Segment(3, 5, 1, 1.0, 1.2, 1.2)], 6)
     spread = late.spread(late.legs)
     assert spread[0].tolist() == [0.0, 0.0, 0.0, 1.0, 1.0, 0.0]
 
@@ -161,3 +161,58 @@ def test_a_record_changed_after_the_run_is_read_as_it_is_now():
     trade = b.ledger.trades[0]
     trade.lots = 7.0
     assert b.trades_frame()["lots"].iloc[0] == 7.0
+
+
+def test_the_curves_a_finished_run_lets_go_are_made_again_the_same():
+    # After its figures a run lets go of the ledger's curves and the market's extremes (the result has
+    # its own): read again later, they are made again from the same records and bars, bit for bit.
+    from backtests import AccountConfig
+    from backtests.broker import Broker
+    from datafeeds import read_sample
+
+    df = read_sample().iloc[:400]
+    cols = (df[c].to_numpy() for c in ("open", "high", "low", "close", "spread"))
+    b = Broker(*cols, df.index, 1e-5, AccountConfig(deposit=1_000.0))
+    for t, side in ((10, +1), (60, -1), (140, +1), (230, -1)):
+        b.bar_open(t)
+        b.order(side, 0.3, None, None, 0, "")
+    b.finish(len(df) - 1)
+    ledger = b.ledger
+    before = (*ledger.curves(5), *ledger.worst_curves(5))
+    ext = b.market.extremes()
+    ledger.release()
+    b.market.release()
+    assert ledger._made is None and ledger._margin_made is None and b.market._extremes is None
+    after = (*ledger.curves(5), *ledger.worst_curves(5))
+    for got, want in zip(after, before, strict=True):
+        np.testing.assert_array_equal(got, want, strict=True)
+    again = b.market.extremes()
+    assert again is not ext and again.tails == ext.tails
+    for got, want in zip(again[:4], ext[:4], strict=True):
+        np.testing.assert_array_equal(got, want, strict=True)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 16])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_floating_profit_worked_a_chunk_of_bars_at_a_time_is_the_one_over_every_bar(
+    seed, chunk, monkeypatch
+):
+    from backtests.broker import held as held_module
+
+    monkeypatch.setattr(held_module, "_CHUNK", chunk)
+    rng = np.random.default_rng(seed)
+    n = 300
+    segments = []
+    for _ in range(int(rng.integers(0, 60))):  # none at all in some: nothing floats
+        start = int(rng.integers(5, n))  # nothing held over the first bars
+        end = min(n, start + int(rng.integers(1, 40)))
+        price = float(np.round(rng.uniform(0.9, 1.6), 5))
+        lots = float(np.round(rng.uniform(0.01, 3.0), 2))
+        segments.append(Segment(start, end, int(rng.choice([-1, 1])), lots, price, price * 1.1))
+    held = held_steps(segments, n)
+    bid = np.round(rng.uniform(1.0, 1.5, n), 5)
+    ask = bid + np.round(rng.uniform(0.0, 0.0003, n), 5)
+    legs = held.spread(held.legs[:4])
+    want = 100_000.0 * (legs[0] * bid - legs[1] + legs[3] - legs[2] * ask)
+    got = held.floating(lambda a, b: bid[a:b], lambda a, b: ask[a:b], 100_000.0)
+    assert got.tobytes() == want.tobytes()

@@ -6,7 +6,7 @@ import pytest
 
 from backtests import Backtest, equity_path, scoring
 from backtests.broker.columns import Columns
-from backtests.broker.ledger import Held, _held
+from backtests.broker.held import Held, held_steps
 from backtests.curves import distinct
 from datafeeds import synthetic_candles
 from strategies.base import ExpertAdvisor
@@ -42,7 +42,7 @@ def _segments(rng, n, k):
 def test_the_legs_read_at_some_bars_are_those_spread_over_every_bar(k):
     rng = np.random.default_rng(k)
     n = 200
-    steps = _held(_segments(rng, n, k), n)
+    steps = held_steps(_segments(rng, n, k), n)
     every = steps.spread(steps.legs)
     bars = np.array([0, 1, 5, 50, 199, 199, 7], dtype=np.int64)
     np.testing.assert_array_equal(steps.at(bars), every[:, bars])

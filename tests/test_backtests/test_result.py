@@ -234,3 +234,48 @@ def test_requests_in_on_tester_change_no_table_of_the_result(several):
     assert list(res.orders["state"]) == ["filled", "filled"]
     assert res.deals["balance"].iloc[-1] == res.stats["final_balance"]
     assert res.rejected == []
+
+
+def _everything(res) -> dict:
+    """Every table, curve and chart column of a result, read now (the tables built on first read)."""
+    out = {
+        name: getattr(res, name).copy(deep=True)
+        for name in ("trades", "orders", "deals", "equity", "curves", "equity_path")
+    }
+    out["stats"] = res.stats.copy()
+    out["balance"] = np.array(res.balance)
+    chart = res.chart_data
+    out.update({f"chart {k}": np.array(v) for k, v in chart.items() if k != "indicators"})
+    out.update({f"line {k}": np.array(v) for k, v in chart["indicators"].items()})
+    return out
+
+
+def test_a_results_tables_do_not_change_when_a_later_run_happens():
+    # A result keeps views of the run's arrays (prices, indicator lines, curves); a later run of the same
+    # Backtest, with other inputs and so other trades, must write none of them: the first result's tables,
+    # those read before the later run and those first read after it, stay what a run alone gives.
+    df = read_sample().iloc[:1500]
+    bt = Backtest(df, SmaCrossEA)
+    first = bt.run(sl_points=150, tp_points=300)
+    early = {name: getattr(first, name).copy(deep=True) for name in ("trades", "equity")}
+    early_lines = {k: np.array(v) for k, v in first.chart_data["indicators"].items()}
+    later = bt.run(fast=5, slow=40, sl_points=80)
+    alone = _everything(Backtest(df, SmaCrossEA).run(sl_points=150, tp_points=300))
+    assert len(later.trades) != len(alone["trades"])  # the later run traded otherwise
+    after = _everything(first)
+    assert after.keys() == alone.keys()
+    for name, value in alone.items():
+        if isinstance(value, pd.DataFrame):
+            pd.testing.assert_frame_equal(after[name], value, check_exact=True)
+        elif isinstance(value, pd.Series):
+            pd.testing.assert_series_equal(after[name], value, check_exact=True)
+        elif value is None:
+            assert after[name] is None, name
+        else:
+            np.testing.assert_array_equal(after[name], value, err_msg=name, strict=True)
+    for name in early:
+        pd.testing.assert_frame_equal(getattr(first, name), early[name], check_exact=True)
+    for k, v in early_lines.items():
+        np.testing.assert_array_equal(first.chart_data["indicators"][k], v, strict=True)
+    with pytest.raises(ValueError, match="read-only"):
+        first.chart_data["indicators"][next(iter(early_lines))][0] = 0.0  # nobody writes the run's lines
