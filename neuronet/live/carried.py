@@ -16,7 +16,7 @@ report; taken in, another's money would be counted as the run's.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from neuronet.live.errors import JournalError
@@ -37,6 +37,14 @@ class Carried:
     time_msc: int | None
     magic: int
     comment: str
+    volume: float | None = None  # lots held at the run's start; None where its deals before it are not read
+
+
+def _volume_before(history: Iterable[Any], lo: int) -> float:
+    """The lots a position held at ``lo`` (broker seconds): its deals before it, a buy adding and a sell
+    taking away (a netting reversal included), whatever their entry."""
+    held = sum(float(d.volume) * (1 if int(d.type) == 0 else -1) for d in history if int(d.time) < lo)
+    return abs(round(held, 8))
 
 
 def _from_entries(entries: list[Any]) -> Carried:
@@ -82,7 +90,7 @@ def carried_positions(
             key=lambda d: (int(d.time), int(d.ticket)),
         )
         if entries:
-            carried = _from_entries(entries)
+            carried = replace(_from_entries(entries), volume=_volume_before(history, lo))
         elif pid in owned:
             carried = _from_owned(owned[pid])
         else:

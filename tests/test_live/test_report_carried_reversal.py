@@ -3,8 +3,9 @@
 The position (1 lot bought by an earlier run of the same magic) is reversed by the run with a sell of 2
 lots: one "in/out" deal that closes the carried lot and opens 1 lot short on the same ticket. The report
 took the carried position's volume from the exit deal (2 lots), so the "in/out" closed all of it and left
-no short: the short's floating profit at the end is missing from the net profit, and the trade shows 2
-lots closed where 1 was.
+no short: the short's floating profit at the end was missing from the net profit, and the trade showed
+2 lots closed where 1 was. Now the carried volume is read from its deals before the run (1 lot): the
+"in/out" closes it and opens the 1-lot short, closed at the last bar's close in the report only.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pytest
 from test_live.test_account_report import live_run, source
 from test_live.test_report_carried_in import _BuysOnce
 
+from neuronet.live.journal import read_journal
 from neuronet.live.limits import Limits
 from neuronet.live.report import journal_result
 from strategies.base import ExpertAdvisor
@@ -31,11 +33,6 @@ class _ReversesThenWaits(ExpertAdvisor):
             SIM["sim"].state.book.move("EURUSD", -400)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a carried position's volume is taken from its first exit deal: a netting reversal's in/out "
-    "closes it whole and the short it opens is lost from the report (terminal_ledger._carried_in)",
-)
 def test_a_carried_netting_position_reversed_by_the_run_keeps_its_short_in_the_report(port, sim, tmp_path):
     """Reversal at bid P of 1 carried lot: the "in/out" deal's profit is the carried lot's; the 1-lot
     short opened at P is still open at the end, closed in the report at the last bar's close: 2 trades,
@@ -55,6 +52,12 @@ def test_a_carried_netting_position_reversed_by_the_run_keeps_its_short_in_the_r
     assert got.trades.iloc[0]["profit"] == pytest.approx(float(inout.profit), abs=0.01)
     end = got.trades.iloc[1]
     assert end["entry_price"] == pytest.approx(float(inout.price))
-    expected = float(inout.profit) + float(end["profit"])
-    assert float(end["profit"]) > 300.0  # the short gained the 400-point fall, less the spread
+    assert end["type"] == "sell" and float(end["lots"]) == pytest.approx(1.0)
+    # The short, 1 lot x 100,000, from the reversal's price to the ask it is closed at in the report.
+    short_profit = (float(inout.price) - float(end["exit_price"])) * 100_000
+    assert float(end["profit"]) == pytest.approx(short_profit, abs=0.01)
+    assert short_profit > 200.0  # it gained most of the 400-point fall
+    expected = float(inout.profit) + short_profit
     assert got.stats["total_net_profit"] == pytest.approx(expected, abs=0.01)
+    bar = [r for r in read_journal(journal) if r["type"] == "bar"][-1]
+    assert float(end["exit_price"]) == pytest.approx(bar["close"] + bar["spread"] * 1e-5)  # the last ask
