@@ -29,15 +29,21 @@ class _ReversesThenWaits(ExpertAdvisor):
     def on_bar(self) -> None:
         self.n = getattr(self, "n", 0) + 1
         if self.n == 2:
+            sim = SIM["sim"]
+            if SIM.get("cut"):  # the terminal holds deals from now on only: the carried buy's is gone
+                sim.state.book.configure(history_from=sim.market.now_broker())
             self.sell(2.0)
             SIM["sim"].state.book.move("EURUSD", -400)
 
 
-def test_a_carried_netting_position_reversed_by_the_run_keeps_its_short_in_the_report(port, sim, tmp_path):
+@pytest.mark.parametrize("cut", [False, True], ids=["history held", "history cut"])
+def test_a_carried_netting_position_reversed_by_the_run_keeps_its_short_in_the_report(
+    port, sim, tmp_path, cut
+):
     """Reversal at bid P of 1 carried lot: the "in/out" deal's profit is the carried lot's; the 1-lot
     short opened at P is still open at the end, closed in the report at the last bar's close: 2 trades,
     the first of 1 lot, and the net profit is the in/out's profit plus the short's."""
-    SIM["sim"] = sim
+    SIM.update(sim=sim, cut=cut)
     sim.state.configure(trade={"hedging": False})
     limits = Limits(max_lots=2.0, max_positions=2, max_daily_loss=10_000.0, symbols=("EURUSD",))
     live_run(port, sim, tmp_path / "earlier.jsonl", ea=_BuysOnce, params={}, bars=1, limits=limits)
