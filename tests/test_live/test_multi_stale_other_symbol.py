@@ -57,7 +57,7 @@ def _backtest(port, run, journal):
 @pytest.mark.xfail(
     strict=True,
     reason="another symbol's quote a second older than the bar's open makes the whole bar 'no market' for "
-    "it on paper (multi_market.SymbolQuotes.at_open, multi_paper.PaperAccount.close_bar): its range is "
+    "it on paper (multi_market.SymbolQuotes.at_open, multi_paper.MultiPaper.close_bar): its range is "
     "never checked, so its stop fills at the next bar's open; a design change (wait for it, or take its "
     "bar from the terminal at the close) is needed",
 )
