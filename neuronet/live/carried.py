@@ -40,11 +40,14 @@ class Carried:
     volume: float | None = None  # lots held at the run's start; None where its deals before it are not read
 
 
-def _volume_before(history: Iterable[Any], lo: int) -> float:
+def _volume_before(history: Iterable[Any], lo: int, side: int) -> float | None:
     """The lots a position held at ``lo`` (broker seconds): its deals before it, a buy adding and a sell
-    taking away (a netting reversal included), whatever their entry."""
-    held = sum(float(d.volume) * (1 if int(d.type) == 0 else -1) for d in history if int(d.time) < lo)
-    return abs(round(held, 8))
+    taking away (a netting reversal included), whatever their entry; None where they do not leave it
+    open on its ``side`` (deals missing)."""
+    held = round(
+        sum(float(d.volume) * (1 if int(d.type) == 0 else -1) for d in history if int(d.time) < lo), 8
+    )
+    return abs(held) if held * side > 0 else None
 
 
 def _from_entries(entries: list[Any]) -> Carried:
@@ -106,7 +109,8 @@ def carried_positions(
             key=lambda d: (int(d.time), int(d.ticket)),
         )
         if entries:
-            carried = replace(_from_entries(entries), volume=_volume_before(history, lo))
+            carried = _from_entries(entries)
+            carried = replace(carried, volume=_volume_before(history, lo, carried.side))
         elif pid in owned:
             now = None if held is None else held(pid)
             carried = _from_owned(owned[pid], _volume_since(now, list(history), deals, lo, owned[pid].side))
