@@ -212,12 +212,15 @@ class DayPnlReader:
             # Its opening deal is not among them (a read that failed, or a history cut short after it):
             # not a position of today, whose opening deal the terminal would still hold.
             return DayPnl(costs) + self._unread(d, day, side)
-        opened = self._open_price(history, int(day) * DAY)
+        start = int(day) * DAY
+        opened = self._open_price(history, start)
         owned = self._owned.get(pid)
-        if opened is None and owned is not None and owned.time < int(day) * DAY:
-            # Seen open before the day, yet no entry of before it is served (the history cut at or after
-            # the day's start): a netting position's "in" or "in/out" of today is not its opening.
-            return DayPnl(costs) + self._cut(d, history, day)
+        # Held at 00:00: by its entries before it, or seen open before the day where none is served (the
+        # history cut at or after the day's start: a netting position's "in" or "in/out" of today is not
+        # its opening then).
+        carried = opened is not None or (owned is not None and owned.time < start)
+        if carried and any(int(h.entry) in (ENTRY_IN, ENTRY_INOUT) and int(h.time) >= start for h in history):
+            return DayPnl(costs) + self._walk(d, history, day)  # a netting position changed today
         if opened is None:  # the position was opened today: the whole profit is today's
             return DayPnl(costs + float(d.profit))
         held = Holding(pid, side, float(d.volume), opened, float(d.price), float(d.profit))
@@ -241,10 +244,12 @@ class DayPnlReader:
             Holding(pid, side, float(d.volume), price, price, profit), day, float(d.volume)
         )
 
-    def _cut(self, d: Any, history: Iterable[Any], day: int) -> DayPnl:
-        """Today's profit of closing deal ``d`` of a position the run saw open before ``day`` whose deals
-        are served from the day's start on only (``history``). The volume it held at 00:00 is its volume
-        now less each deal of today (a buy adds, a sell takes away); from there today's deals are walked
+    def _walk(self, d: Any, history: Iterable[Any], day: int) -> DayPnl:
+        """Today's profit of closing deal ``d`` of a position held at the start of ``day`` and added to or
+        reversed since (a netting account; ``history``: its deals, from the day's start on at least). Its
+        profit is from its average price, so neither it nor a price move from its first fill tells what the
+        day made. The volume it held at 00:00 is its volume now less each deal of today (a buy adds, a sell
+        takes away); from there today's deals are walked
         as a netting position averages: that volume at the price at 00:00 (the bid for a buy, the ask for
         a sell), each addition at its fill, a reversal at its price, and ``d`` closes its volume at that
         basis, converted by the symbol's tick value. Held nothing at 00:00 by those volumes, its whole profit

@@ -5,7 +5,8 @@ A netting position keeps its ticket through additions and reversals, so its deal
 "in/out") are served while its opening deal of yesterday, before the terminal's History tab's range, is
 not. The deal of today then passes for the position's opening, and a close of volume held since yesterday
 would count all its profit since yesterday's fill as today's: a gain made yesterday hiding today's loss.
-The run's "owned" note (it saw the position open yesterday) says otherwise.
+The run's "owned" note (it saw the position open yesterday) says otherwise. With the whole history held,
+the same close of a netting position added to today was valued from its first fill, not its average.
 
 Expected figures come from the simulator's raw M1 history plus the moves the test makes, in points.
 """
@@ -75,6 +76,34 @@ def test_a_carried_netting_position_added_to_then_closed_today_with_its_history_
     (out,) = [d for d in sim.state.book.deals if int(d.entry) == 1]
     day_start, _ = _raw_start(sim, "EURUSD")
     start_bid = day_start + 600 * 1e-5
+    expected = ((float(out.price) - start_bid) + (float(out.price) - fill)) * LOTS_UNITS
+    got = trade.day_pnl(MIDNIGHT_DAY)
+    assert got.unknown == ()
+    assert got.value == pytest.approx(expected, abs=0.05)
+
+
+def test_a_carried_netting_position_added_to_then_closed_today_counts_each_lot_from_its_own_start(port, sim):
+    """The whole history held: 1 lot bought on Thursday at 15:00, up 1000 points by 23:30; on Friday at
+    00:30 1 lot more bought at the ask F, the price falls 400 points, and the run closes the 2 lots at the
+    bid P. Today: the carried lot (P - the bid at 00:00) and the added lot (P - F), 100,000 each: about
+    -794 USD. Before, the close's profit (from the average price) was divided by the move from Thursday's
+    fill and applied to the move since 00:00: about -119 USD, 675 USD in the user's favour, under a
+    500 USD daily limit that should have halted."""
+    sim.state.configure(trade={"hedging": False})
+    sim.market.set_now("2024-03-07 15:00")
+    trade = _trade(port)
+    assert trade.order(+1, 1.0, None, None, 777, "")
+    sim.market.set_now("2024-03-07 23:30")
+    sim.state.book.move("EURUSD", +1000)
+    sim.market.set_now("2024-03-08 00:30")
+    fill = float(sim.conn.modules.MetaTrader5.symbol_info_tick("EURUSD").ask)
+    assert trade.order(+1, 1.0, None, None, 777, "")
+    sim.state.book.move("EURUSD", -400)
+    (pos,) = sim.conn.modules.MetaTrader5.positions_get(symbol="EURUSD")
+    assert trade.close(int(pos.ticket), None) == 1
+    (out,) = [d for d in sim.state.book.deals if int(d.entry) == 1]
+    day_start, _ = _raw_start(sim, "EURUSD")
+    start_bid = day_start + 1000 * 1e-5
     expected = ((float(out.price) - start_bid) + (float(out.price) - fill)) * LOTS_UNITS
     got = trade.day_pnl(MIDNIGHT_DAY)
     assert got.unknown == ()
