@@ -206,6 +206,13 @@ def run_history(
     def position_deals(pid: int) -> Any:
         return _read(source, "history_deals_get", position=pid)
 
+    def position_held(pid: int) -> float | None:
+        """Position ``pid``'s signed lots open on the terminal now (0 when closed)."""
+        rows = _read(source, "positions_get", ticket=pid)
+        if rows is None:
+            return None
+        return sum(float(p.volume) * (1 if int(p.type) == 0 else -1) for p in rows if int(p.ticket) == pid)
+
     def run_rows(symbol: str) -> RunRows:
         """The run's deals and orders of ``symbol``: of its magic numbers, and any other of a position they
         opened, in the span or before it (closed by hand, that deal and its order carry magic 0; by
@@ -213,7 +220,9 @@ def run_history(
         (``DEAL_POSITION_ID``)."""
         rows = [d for d in inside(deals, symbol, "time") if int(d.type) in (0, 1)]
         opened = {int(d.position_id) for d in rows if int(d.magic) in who.magics and int(d.entry) == 0}
-        carried = carried_positions(position_deals, who.magics, rows, opened, owned or {}, lo, path)
+        carried = carried_positions(
+            position_deals, who.magics, rows, opened, owned or {}, lo, path, position_held
+        )
         runs = opened | set(carried)
 
         def ours(r: Any) -> bool:

@@ -16,7 +16,7 @@ report; taken in, another's money would be counted as the run's.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from neuronet.live.errors import JournalError
@@ -37,6 +37,17 @@ class Carried:
     time_msc: int | None
     magic: int
     comment: str
+    volume: float | None = None  # lots held at the run's start; None where its deals before it are not read
+
+
+def _volume_before(history: Iterable[Any], lo: int, side: int) -> float | None:
+    """The lots a position held at ``lo`` (broker seconds): its deals before it, a buy adding and a sell
+    taking away (a netting reversal included), whatever their entry; None where they do not leave it
+    open on its ``side`` (deals missing)."""
+    held = round(
+        sum(float(d.volume) * (1 if int(d.type) == 0 else -1) for d in history if int(d.time) < lo), 8
+    )
+    return abs(held) if held * side > 0 else None
 
 
 def _from_entries(entries: list[Any]) -> Carried:
@@ -52,9 +63,22 @@ def _from_entries(entries: list[Any]) -> Carried:
     return Carried(side, price, int(began.time), None if not msc else int(msc), magic, str(began.comment))
 
 
-def _from_owned(owned: Owned) -> Carried:
+def _from_owned(owned: Owned, volume: float | None) -> Carried:
     """From the journal's note of it (its comment is not noted)."""
-    return Carried(owned.side, owned.price_open, owned.time, None, owned.magic, "")
+    return Carried(owned.side, owned.price_open, owned.time, None, owned.magic, "", volume)
+
+
+def _volume_since(now: float | None, history: list[Any], rows: list[Any], lo: int, side: int) -> float | None:
+    """The lots a position held at ``lo`` whose deals before it are not served: its signed volume ``now``
+    (open on the terminal; 0 when closed) less each served deal since ``lo`` (a buy adds, a sell takes
+    away). None where that cannot be told: ``now`` unread, a deal of the span (``rows``) not served, or
+    a volume not on the position's ``side``."""
+    served = {int(d.ticket) for d in history}
+    if now is None or not all(int(d.ticket) in served for d in rows):
+        return None
+    held = now - sum(float(d.volume) * (1 if int(d.type) == 0 else -1) for d in history if int(d.time) >= lo)
+    held = round(held, 8)
+    return abs(held) if held * side > 0 else None
 
 
 def carried_positions(
@@ -65,11 +89,14 @@ def carried_positions(
     owned: dict[int, Owned],
     lo: int,
     path: str,
+    held: Callable[[int], float | None] | None = None,
 ) -> dict[int, Carried]:
     """The run's positions among ``rows`` (one symbol's buy and sell deals in the run's span) that opened
     before the span (``lo``, broker seconds; ``opened``: those whose entry is in it), each with how it
     opened; a position opened in the span (by anyone) is not carried. ``read(position)``: the terminal's
-    deals of a position (None where it cannot say)."""
+    deals of a position (None where it cannot say); ``held(position)``: its signed lots open on the
+    terminal now (0 when closed, None where it cannot say), for the volume of one known from the journal
+    only."""
     magics = set(magics)
     out: dict[int, Carried] = {}
     entered = {int(d.position_id) for d in rows if int(d.entry) == IN}  # opened in the span, by anyone
@@ -83,8 +110,10 @@ def carried_positions(
         )
         if entries:
             carried = _from_entries(entries)
+            carried = replace(carried, volume=_volume_before(history, lo, carried.side))
         elif pid in owned:
-            carried = _from_owned(owned[pid])
+            now = None if held is None else held(pid)
+            carried = _from_owned(owned[pid], _volume_since(now, list(history), deals, lo, owned[pid].side))
         else:
             first = min(deals, key=lambda d: (int(d.time), int(d.ticket)))
             whose = "of the run's magic number" if mine else f"closed by magic {int(first.magic)}"

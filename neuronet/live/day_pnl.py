@@ -84,6 +84,14 @@ class Holding:
     profit: float
 
 
+_LOTS_EPS = 1e-9  # volumes closer than this are equal (lots are sums of 0.01-step floats)
+
+
+def _signed(kind: Any, volume: Any) -> float:
+    """A deal's or a position's volume, signed: + for a buy (type 0), - for a sell."""
+    return float(volume) if int(kind) == 0 else -float(volume)
+
+
 class DayPnlReader:
     """``read(name, *args, **kwargs)``: a terminal call (``TerminalRequests._read``). The prices at a
     day's start never change once known, so they are read once per day."""
@@ -204,7 +212,15 @@ class DayPnlReader:
             # Its opening deal is not among them (a read that failed, or a history cut short after it):
             # not a position of today, whose opening deal the terminal would still hold.
             return DayPnl(costs) + self._unread(d, day, side)
-        opened = self._open_price(history, int(day) * DAY)
+        start = int(day) * DAY
+        opened = self._open_price(history, start)
+        owned = self._owned.get(pid)
+        # Held at 00:00: by its entries before it, or seen open before the day where none is served (the
+        # history cut at or after the day's start: a netting position's "in" or "in/out" of today is not
+        # its opening then).
+        carried = opened is not None or (owned is not None and owned.time < start)
+        if carried and any(int(h.entry) in (ENTRY_IN, ENTRY_INOUT) and int(h.time) >= start for h in history):
+            return DayPnl(costs) + self._walk(d, history, day)  # a netting position changed today
         if opened is None:  # the position was opened today: the whole profit is today's
             return DayPnl(costs + float(d.profit))
         held = Holding(pid, side, float(d.volume), opened, float(d.price), float(d.profit))
@@ -227,6 +243,49 @@ class DayPnlReader:
         return self._since_start(
             Holding(pid, side, float(d.volume), price, price, profit), day, float(d.volume)
         )
+
+    def _walk(self, d: Any, history: Iterable[Any], day: int) -> DayPnl:
+        """Today's profit of closing deal ``d`` of a position held at the start of ``day`` and added to or
+        reversed since (a netting account; ``history``: its deals, from the day's start on at least). Its
+        profit is from its average price, so neither it nor a price move from its first fill tells what the
+        day made. The volume it held at 00:00 is its volume now less each deal of today (a buy adds, a sell
+        takes away); from there today's deals are walked
+        as a netting position averages: that volume at the price at 00:00 (the bid for a buy, the ask for
+        a sell), each addition at its fill, a reversal at its price, and ``d`` closes its volume at that
+        basis, converted by the symbol's tick value. Held nothing at 00:00 by those volumes, its whole profit
+        is today's; unknown (its loss, if any, standing) where the day's start cannot be priced."""
+        pid, start, profit = int(d.position_id), int(day) * DAY, float(d.profit)
+        today = sorted(
+            (h for h in history if int(h.time) >= start), key=lambda h: (int(h.time), int(h.ticket))
+        )
+        held = self._read("positions_get", symbol=self.symbol) or ()
+        volume = sum(_signed(p.type, p.volume) for p in held if int(p.ticket) == pid)
+        for h in today:
+            volume -= _signed(h.type, h.volume)
+        opened = self.day_open(day)
+        info = self._read("symbol_info", self.symbol)
+        value, size = float(info.trade_tick_value), float(info.trade_tick_size)
+        if abs(volume) < _LOTS_EPS:  # by its own volumes it held nothing at 00:00 (a ticket noted before)
+            return DayPnl(profit)
+        if opened is None or not (value > 0 and size > 0):
+            why = f"{self.symbol}: no price at the start of the server day to value position #{pid} at"
+            return DayPnl(min(profit, 0.0), (why,))
+        basis = opened.bid if volume > 0 else opened.ask
+        for h in today:
+            change, price = _signed(h.type, h.volume), float(h.price)
+            if abs(volume) < _LOTS_EPS or (change > 0) == (volume > 0):  # opens or adds: at its fill
+                basis = (abs(volume) * basis + abs(change) * price) / (abs(volume) + abs(change))
+                volume += change
+                continue
+            closed = min(abs(change), abs(volume))
+            made = (1.0 if volume > 0 else -1.0) * closed * (price - basis) * value / size
+            if int(h.ticket) == int(d.ticket):
+                return DayPnl(made)
+            after = volume + change
+            basis = price if abs(after) > _LOTS_EPS and (after > 0) != (volume > 0) else basis
+            volume = after
+        why = f"{self.symbol}: deal #{int(d.ticket)} of position #{pid} is not among its deals"
+        return DayPnl(min(profit, 0.0), (why,))
 
     @staticmethod
     def _open_price(history: Iterable[Any], start: int) -> float | None:

@@ -79,8 +79,9 @@ class Chart(Protocol):
     def on_tick(self) -> None:
         """New quotes inside the bar forming: ``on_tick``."""
 
-    def closing_quotes(self) -> bool:
-        """Paper: the quotes ``--close-on-exit`` closes at, set on the account (False when refused)."""
+    def close_on_exit(self) -> int:
+        """``--close-on-exit``: close the EA's positions and say how many; on paper at the quotes then, set
+        on the account, and only where they are good (a symbol whose quote is refused is left open)."""
 
     def show(self, when: pd.Timestamp) -> None:
         """What the EA sees before deciding on the bar opened at ``when``."""
@@ -315,8 +316,8 @@ class LiveEngine:
             return
         closed = 0
         try:
-            if run.settings.close_on_exit and self.part.closing_quotes():
-                closed = run.ctx.close(None, None)  # every number the EA used is its own
+            if run.settings.close_on_exit:
+                closed = self.part.close_on_exit()
             if deinit:
                 run.ea.mark_run(
                     complete=reason == "max_bars", interrupted=None if reason == "max_bars" else reason

@@ -140,10 +140,6 @@ class SymbolQuotes:
         )
         return Quote(bid, ask)
 
-    def every(self, bar_open: pd.Timestamp) -> dict[str, Quote]:
-        """Every symbol's quote, or the ``QuoteError`` of the first refused."""
-        return {name: self.of(name, bar_open) for name in self._symbols}
-
     def at_open(self, when: pd.Timestamp) -> dict[str, Quote | None]:
         """Every symbol's quote at the open of the bar forming at ``when``; the main symbol's must be good
         (``QuoteError``), another's that is refused means it has no market at this moment (None)."""

@@ -387,22 +387,29 @@ class MultiLiveRunner:
         call_hook(run.ea, "on_tick", Tick(stamp, q.bid, q.ask), where=f"at {stamp}", bar=t, time=stamp)
 
     # -- the stop --------------------------------------------------------------------------------------------
-    def closing_quotes(self) -> bool:
-        """Paper: every symbol's quote ``--close-on-exit`` closes at, set on the paper account (False when
-        one is refused: the positions are left as they are). A live account closes at the terminal's price."""
+    def close_on_exit(self) -> int:
+        """``--close-on-exit``: the EA's positions closed (every number it used is its own); on paper each
+        symbol's at its own quote then, set on the paper account. A symbol whose quote is refused (a quiet
+        one whose last tick came before the bar opened, say) keeps its positions, logged and journaled;
+        the others close all the same. A live account closes at the terminal's price."""
         run = self.shared
         if self.paper is None:
-            return True
+            return run.ctx.close(None, None)
         when = run.now()
-        try:
-            quotes = self.quotes.every(when)
-        except QuoteError as exc:
-            message = f"{exc}: positions left open at the stop"
-            log.warning("%s", message)
-            run.journal.write("warning", bar=run.bar(), message=message)
-            return False
+        quotes = {}
+        for name in self.symbols:
+            try:
+                quotes[name] = self.quotes.of(name, when)
+            except QuoteError as exc:
+                message = f"{exc}: {name} positions left open at the stop"
+                log.warning("%s", message)
+                run.journal.write("warning", bar=run.bar(), message=message)
+        if not quotes:
+            return 0
         self.paper.set_tick(quotes)
         run.journal.write(
             "tick", bar=run.bar(), time=when, quotes={k: [q.bid, q.ask] for k, q in quotes.items()}
         )
-        return True
+        if len(quotes) == len(self.symbols):
+            return run.ctx.close(None, None)
+        return sum(run.ctx.close(None, None, symbol=name) for name in quotes if run.ctx.positions(name))

@@ -347,17 +347,17 @@ class LiveRunner:
         )
 
     # -- the stop --------------------------------------------------------------------------------------------
-    def closing_quotes(self) -> bool:
-        """Paper: the quote ``--close-on-exit`` closes at, set on the paper account (False when refused:
-        the positions are left as they are). A live account closes at the terminal's own price."""
+    def close_on_exit(self) -> int:
+        """``--close-on-exit``: every position of the EA closed (every number it used is its own); on paper
+        at the terminal's quote, set on the paper account, and none when it is refused (the positions are
+        left as they are). A live account closes at the terminal's own price."""
         run = self.shared
-        if self.broker is None:
-            return True
-        try:
-            _, bid, ask = self._tick(run.now())
-        except QuoteError as exc:
-            self.lifecycle.refused_quote(exc, "positions left open at the stop")
-            return False
-        self.broker.set_tick(bid, ask)
-        run.journal.write("tick", bar=run.bar(), time=run.now(), bid=bid, ask=ask)
-        return True
+        if self.broker is not None:
+            try:
+                _, bid, ask = self._tick(run.now())
+            except QuoteError as exc:
+                self.lifecycle.refused_quote(exc, "positions left open at the stop")
+                return 0
+            self.broker.set_tick(bid, ask)
+            run.journal.write("tick", bar=run.bar(), time=run.now(), bid=bid, ask=ask)
+        return run.ctx.close(None, None)

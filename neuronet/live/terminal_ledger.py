@@ -94,6 +94,7 @@ class TerminalLedger:
         self._open: dict[int, _Open] = {}
         self._changes: list[StopChange] = []
         self._carried: dict[int, Carried] = {}  # the run's positions opened before it (``carry``)
+        self._carried_left: dict[int, float | None] = {}  # the lots of each still held (None: unknown)
         self.held_at_end = 0  # positions the terminal still held, closed by ``finish`` in the report only
 
     @classmethod
@@ -121,6 +122,7 @@ class TerminalLedger:
         """The run's positions opened before its span whose deals are among those booked next
         (``carried.carried_positions``): each exit of one is a trade of the run (module docstring)."""
         self._carried = dict(carried)
+        self._carried_left = {pid: c.volume for pid, c in carried.items()}
 
     def book(
         self, deals: list[Any], orders: list[Any], first: int, stops: list[StopChange] | None = None
@@ -206,7 +208,7 @@ class TerminalLedger:
         self.broker.funds.charge(money + swap + profit, bar)
         comment = user_comment(str(d.comment))
         pos = self._open.get(pid)
-        if pos is None and entry != IN and pid in self._carried:
+        if pos is None and entry != IN and pid in self._carried and self._carried_left.get(pid) != 0.0:
             pos = self._open[pid] = self._carried_in(pid, lots, first, bar)
         if pos is not None and entry != IN:  # an exit; on a netting account "in/out" also reverses it
             pos.sl, pos.tp = self._levels(pid, ns, pos.sl, pos.tp)
@@ -273,7 +275,10 @@ class TerminalLedger:
         only (its entry commission was paid before the run, outside the deposit), and no floating profit
         over the run's bars (the deposit, the balance at the start, does not hold it either), as
         MetaTrader's history report over a period books a closing deal's profit in it."""
-        c = self._carried[pid]
+        c, left = self._carried[pid], self._carried_left.get(pid)
+        if left is not None:  # a netting reversal's "in/out" closes what it held, and opens the rest
+            lots = min(lots, left)
+            self._carried_left[pid] = round(left - lots, 8)
         ns = self.utc_ns(c.time, c.time_msc)
         return _Open(c.side, lots, c.price, first, ns, 0.0, c.magic, user_comment(c.comment), None, None, bar)
 

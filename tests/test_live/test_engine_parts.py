@@ -29,7 +29,7 @@ MEMBERS = [
 
 def test_the_interface_is_what_the_engine_calls():
     assert sorted(MEMBERS) == sorted(
-        ["attach", "read_journal", "begin", "fetch_main", "closed", "open_new", "on_tick", "closing_quotes",
+        ["attach", "read_journal", "begin", "fetch_main", "closed", "open_new", "on_tick", "close_on_exit",
          "show", "positions", "terminal"]
     )  # fmt: skip
     source = inspect.getsource(LiveEngine)
