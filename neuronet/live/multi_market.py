@@ -131,9 +131,14 @@ class SymbolQuotes:
         return read
 
     def of(self, symbol: str, bar_open: pd.Timestamp) -> Quote:
-        """``symbol``'s quote for the bar opened at ``bar_open``, checked (``QuoteError``)."""
+        """``symbol``'s quote for the bar opened at ``bar_open``, checked (``QuoteError``). Only the main
+        symbol's must be stamped at or after that open on paper (``fill_age``): its bar exists because a
+        newer tick came. Another symbol's last tick is often a moment older (ticks of two symbols are not
+        simultaneous, and a quiet one may not tick for minutes): it is that symbol's price now, the one a
+        live order would get, so it is held to the one-bar window every quote is (``check_time``); refused,
+        that symbol would have no market for the whole bar and its range would go unchecked."""
         shared = self._shared
-        age = shared.settings.fill_age()
+        age = shared.settings.fill_age() if symbol == self._symbols[0] else None
         bounds = self.bounds(symbol)()
         _, bid, ask = checked_tick(
             shared.source, symbol, bar_open, self._tf.seconds, bounds, self._retrying, age

@@ -389,8 +389,8 @@ class MultiLiveRunner:
     # -- the stop --------------------------------------------------------------------------------------------
     def close_on_exit(self) -> int:
         """``--close-on-exit``: the EA's positions closed (every number it used is its own); on paper each
-        symbol's at its own quote then, set on the paper account. A symbol whose quote is refused (a quiet
-        one whose last tick came before the bar opened, say) keeps its positions, logged and journaled;
+        symbol's at its own quote then, set on the paper account. A symbol whose quote is refused (one gone
+        quiet, its last tick older than the bar before, say) keeps its positions, logged and journaled;
         the others close all the same. A live account closes at the terminal's price."""
         run = self.shared
         if self.paper is None:

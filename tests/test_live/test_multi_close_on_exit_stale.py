@@ -1,5 +1,5 @@
-"""Attack: ``--close-on-exit`` of a several-symbol paper run when one symbol's quote at the stop is a
-second older than the bar forming (a quiet symbol: its last tick came just before the bar opened).
+"""Attack: ``--close-on-exit`` of a several-symbol paper run when one symbol's quote at the stop is older
+than the bar before the one forming (a symbol gone quiet: its last tick came over an hour ago).
 
 The stop read every symbol's quote and refused them all when one was refused: the positions of the symbols
 whose quotes were fresh were left open as well, although each could be closed at its own quote. Now each
@@ -18,13 +18,14 @@ from neuronet.live.report import journal_result
 from strategies.base import ExpertAdvisor
 
 SIM: dict = {}
-# GBPUSD's quote stamped one second before the bar forming opened (the current hour's start).
-STALE_GBPUSD = "{'time': _m.SIM.book.quote('GBPUSD')[0] // 3600 * 3600 - 1}"
+# GBPUSD's quote stamped one second before the bar before the one forming opened (an hour and a second
+# before the current hour's start): stale on paper as live (a second-old quote is that symbol's price now).
+STALE_GBPUSD = "{'time': _m.SIM.book.quote('GBPUSD')[0] // 3600 * 3600 - 3601}"
 
 
 class _BuysBothThenStops(ExpertAdvisor):
     """Buys 0.1 lot of EURUSD and of GBPUSD at its first bar; at its second, plans the quotes the stop
-    reads next: EURUSD's the market's, GBPUSD's a second old."""
+    reads next: EURUSD's the market's, GBPUSD's over an hour old."""
 
     symbols = ("EURUSD", "GBPUSD")
     timeframes = ("H1",)

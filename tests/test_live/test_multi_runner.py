@@ -216,7 +216,7 @@ def test_the_report_of_a_multi_symbol_paper_journal_is_the_backtests_with_a_symb
         "{'time': 2000000000}",
         "{'bid': float('nan')}",
         "None",
-        "{'time': _m.SIM.book.quote('GBPUSD')[0] - 1}",  # a second before the bar opened
+        "{'time': _m.SIM.book.quote('GBPUSD')[0] - 7200}",  # two hours old: from before the bar before
     ],
     ids=["crossed", "stamped-in-2033", "nan", "none", "stale"],
 )
@@ -224,7 +224,7 @@ def test_a_hostile_quote_of_one_symbol_closes_its_market_for_that_bar_only(
     mt5_server, sim, tmp_path, bad_quotes, gbpusd
 ):
     """A hostile terminal answers GBPUSD's quote at the first bar's open with an ask below the bid, a time
-    years ahead, a NaN, nothing, or a quote stamped before the bar opened (stale for a paper fill): that
+    years ahead, a NaN, nothing, or a quote from before the bar before (stale, on paper as live): that
     bar has no GBPUSD market on paper (the backtest's "market closed", 10018); EURUSD and USDJPY trade."""
     bad_quotes("{}", gbpusd, "{}")  # EURUSD, GBPUSD, USDJPY at the first open, in that order
     journal = tmp_path / "j.jsonl"
