@@ -148,14 +148,14 @@ def live(
         typer.Option("--max-bars", help="Stop after this many bars closed.", min=1, max=values.MAX_COUNT),
     ] = None,
     max_quote_age: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--max-quote-age",
             help="Paper: seconds a fill's quote may be older than the bar's open (0: stamped at or after "
             "it); an older one is refused and the run waits for a fresh one.",
             parser=values.seconds,
         ),
-    ] = 0.0,
+    ] = None,
     deposit: Deposit = 10_000.0,
     leverage: Leverage = 100.0,
     spread: Spread = None,
@@ -281,7 +281,7 @@ def live(
         skip_missed=skip_missed,
         close_on_exit=close_on_exit,
         max_bars=max_bars,
-        max_quote_age=max_quote_age,
+        **({} if max_quote_age is None else {"max_quote_age": max_quote_age}),
     )
     trading = None
     if not paper:
@@ -310,6 +310,8 @@ def live(
         trading = _terminal_trading(limits, kill_switch, deviation, max_account_positions, state)
     elif max_account_positions is not None:
         raise LiveError("--max-account-positions is a limit of --live; a paper run has none")
+    if not paper and max_quote_age is not None:
+        raise LiveError("--max-quote-age is a paper fill's; a live account fills at the terminal's own price")
     if max_account_positions is not None and not multi:
         raise LiveError(
             f"--max-account-positions caps several symbols together; {cls.__name__} trades {symbol} only: "

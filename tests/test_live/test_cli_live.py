@@ -142,6 +142,24 @@ def test_ctrl_c_stops_cleanly_and_leaves_the_journal_resumable(port, clock, tmp_
         (("live", "NoSuchEA"), "unknown EA"),
         (("live", "TrendFilterEA", "--timeframe", "M5"), "--timeframe M5: TrendFilterEA declares its own"),
         (("live", "SmaCrossEA", "--max-account-positions", "2"), "--max-account-positions is a limit of"),
+        (
+            (
+                "live",
+                "SmaCrossEA",
+                "--live",
+                "--max-lots",
+                "1",
+                "--max-positions",
+                "2",
+                "--max-daily-loss",
+                "100",
+                "--allow-symbol",
+                "EURUSD",
+                "--max-quote-age",
+                "5",
+            ),
+            "--max-quote-age is a paper fill's",
+        ),
     ],
 )
 def test_user_errors_are_one_line(tmp_path, args, message):
