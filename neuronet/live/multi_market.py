@@ -145,9 +145,10 @@ class SymbolQuotes:
         )
         return Quote(bid, ask)
 
-    def at_open(self, when: pd.Timestamp) -> dict[str, Quote | None]:
+    def at_open(self, when: pd.Timestamp, refused: Callable[[str], None]) -> dict[str, Quote | None]:
         """Every symbol's quote at the open of the bar forming at ``when``; the main symbol's must be good
-        (``QuoteError``), another's that is refused means it has no market at this moment (None)."""
+        (``QuoteError``), another's that is refused means it has no market at this moment (None), said to
+        ``refused`` (the journal's warning) so that a report shows why its requests got 10018."""
         quotes: dict[str, Quote | None] = {}
         for name in self._symbols:
             try:
@@ -155,7 +156,9 @@ class SymbolQuotes:
             except QuoteError as exc:
                 if name == self._symbols[0]:
                     raise
-                log.warning("%s: %s: no market for it at %s", name, exc, when)
+                message = f"{name}: {exc}: no market for it at {when}"
+                log.warning("%s", message)
+                refused(message)
                 quotes[name] = None
         return quotes
 

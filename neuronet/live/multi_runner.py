@@ -271,8 +271,12 @@ class MultiLiveRunner:
     def open_new(self, when: pd.Timestamp) -> None:
         """The main bar forming at ``when`` begins: decide at every symbol's quote (a refused main quote:
         look again at the next poll)."""
+
+        def refused(message: str) -> None:
+            self.shared.journal.write("warning", bar=self.t, message=message)
+
         try:
-            quotes = self.quotes.at_open(when)
+            quotes = self.quotes.at_open(when, refused)
         except QuoteError as exc:
             message = f"{exc}: bar {when} is not decided on yet; looking again"
             log.warning("%s", message)

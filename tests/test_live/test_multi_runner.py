@@ -233,6 +233,8 @@ def test_a_hostile_quote_of_one_symbol_closes_its_market_for_that_bar_only(
     recs = read_journal(journal)
     first = next(r for r in recs if r["type"] == "open")
     assert first["quotes"]["GBPUSD"] is None and first["quotes"]["EURUSD"] is not None
+    said = [r["message"] for r in recs if r["type"] == "warning"]
+    assert any(m.startswith("GBPUSD: ") and "no market for it" in m for m in said), said  # journaled why
     results = {r["symbol"]: r["retcode"] for r in recs if r["type"] == "result"}
     assert results["GBPUSD"] == 10018 and results["EURUSD"] == results["USDJPY"] == 10009
     assert set(run.paper.brokers["EURUSD"].deals_frame()["symbol"]) == {"EURUSD", "USDJPY"}
