@@ -31,7 +31,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from backtests.broker.market import scale_of
+from backtests.broker.market import scale_of, server_days
 from neuronet.errors import NeuronetError
 
 MODELS = {"open": "Open prices only", "ohlc1m": "1 minute OHLC", "ticks": "Every tick based on real ticks"}
@@ -293,6 +293,15 @@ class PricePath:
         self.edges_ns = np.append(bar_ns, bar_ns[-1] + step)  # bar opens, then the last bar's close
         self.starts = np.searchsorted(row_ns, self.edges_ns, side="left")
         self.row_ns = row_ns
+
+    def opening_days(self, clock) -> np.ndarray:
+        """The broker's server day of each bar's opening moment: its first row's (minute's or tick's), else
+        the bar's opening time. A bar opening late, after the server's midnight (a missing bar before it),
+        opens on the new day: the rollover's swap falls at that opening (MetaTrader charges it to the
+        positions held over midnight, none opened after it), never at the next bar's."""
+        first, end = self.starts[:-1], self.starts[1:]
+        rows = np.append(self.row_ns, 0)[first]
+        return server_days(np.where(end > first, rows, self.edges_ns[:-1]), clock)
 
     def opening_ns(self, t: int) -> int:
         """UTC ns of bar ``t``'s first row, else of the bar's opening: where an EA decides in bar ``t``."""

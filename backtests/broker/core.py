@@ -105,6 +105,9 @@ class Broker:
         # price path.
         self.quote = (m.o[0], m.h[0], m.lo[0], m.s[0])
         self.price_path = None  # backtests.paths.M1Path ("1 minute OHLC") or backtests.ticks.TickPath
+        # The server day of each bar's opening moment, where a path opens bars at their first minute or tick
+        # (``attach_path``); else the bars' own days (``market.day``)
+        self.open_day: np.ndarray | None = None
         self.walking = False  # True while a price path is walked: the order of prices inside it is known
         # Inside a bar: the tick being worked (its bid and ask are the market), or the UTC ns of the minute
         # being walked; the records take their times from these, so a fill shows when it happened.
@@ -274,8 +277,9 @@ class Broker:
             return
         if self.swaps.active and book.positions:
             prev = t - 1 if m.closed is None else int(m.prev[t])
-            if m.day[t] != m.day[prev]:
-                self._swap(int(m.day[prev]), int(m.day[t]))
+            days = m.day if self.open_day is None else self.open_day  # the rollover falls at an opening
+            if days[t] != days[prev]:
+                self._swap(int(days[prev]), int(days[t]))
         if first is None and self.calm.holds(t):
             return
         self.quote = (m.o.item(t), m.h.item(t), m.lo.item(t), m.s_open.item(t)) if first is None else first
@@ -308,6 +312,7 @@ class Broker:
         with the spread of their first minute or tick and close with that of their last."""
         self.price_path = path
         self.market.use_spreads(*path.bar_spreads())
+        self.open_day = path.opening_days(self.clock)
 
     def at_open_checks(self, t: int) -> None:
         """At an opening price (``quote``): pending orders reached, stops gapped through, the stop-out.
