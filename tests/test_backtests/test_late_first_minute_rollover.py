@@ -155,3 +155,60 @@ def test_a_position_stopped_after_a_midnight_inside_its_bar_pays_the_nights_swap
     assert (trade["exit_time"], trade["exit_price"], trade["exit_reason"]) == (_at(24 * H + 30), 1.09, "sl")
     assert trade["profit"] == pytest.approx(-1_000.0)
     assert trade["swap"] == pytest.approx(-10.0)  # got 0.00
+
+
+class _TodayLimit(ExpertAdvisor):
+    """A buy limit at 1.09500 good for today (MetaTrader's ``ORDER_TIME_DAY``) at decision ``at``."""
+
+    at = 1
+
+    def on_bar(self):
+        if len(self.bars) == self.at:
+            self.buy_limit(1.0, 1.095, expiration="today")
+
+
+def _today_frames():
+    """The ``_frames(0)`` bars, the 23:00 bar's first minute (00:30) and the rest at 1.09000, through the
+    limit; back at 1.10000 at 02:59, the last minute."""
+    rows = [(m, 1.1) for m in (21 * H, 21 * H + 59, 22 * H, 22 * H + 59)]
+    rows += [(m, 1.09) for m in (24 * H + 30, 24 * H + 59, 25 * H, 25 * H + 59, 26 * H)] + [
+        (26 * H + 59, 1.1)
+    ]
+    m1 = _minutes("EURUSD", rows)
+    frame = resample(m1, "H1")
+    return frame.rename(index={_at(24 * H): _at(23 * H)}), m1
+
+
+@ROUTES
+def test_a_today_order_placed_before_midnight_is_retired_at_a_late_first_minute_after_it(route, monkeypatch):
+    """Placed at 22:00 Tuesday, good for Tuesday: it expires at Wednesday 00:00, before the 23:00 bar's
+    first minute (00:30, at 1.09000 through its price): retired there, never filled by that gap (a fill
+    would make +1,000.00 by the last minute)."""
+    result = _result(route, *_today_frames(), type("Today", (_TodayLimit,), {"at": 1}), monkeypatch)
+    order = result.orders.iloc[0]
+    assert (order["state"], order["expiration"], order["time_done"]) == (
+        "expired",
+        _at(24 * H),
+        _at(24 * H + 30),
+    )
+    assert result.trades.empty
+
+
+@ROUTES
+def test_a_today_order_placed_at_a_late_first_minute_after_midnight_lives_to_the_next_midnight(
+    route, monkeypatch
+):
+    """Placed at the 23:00 bar's first minute, 00:30 Wednesday (a buy limit at 1.08500, below the market
+    at 1.09000, never reached): good for Wednesday, it expires at Thursday 00:00, never at Tuesday's end
+    (the bar's day: already past at 00:30, which would refuse it, 10022)."""
+
+    class Today(ExpertAdvisor):
+        def on_bar(self):
+            if len(self.bars) == 2:
+                self.buy_limit(1.0, 1.085, expiration="today")
+
+    result = _result(route, *_today_frames(), Today, monkeypatch)
+    order = result.orders.iloc[0]
+    assert (order["time_setup"], order["expiration"]) == (_at(24 * H + 30), _at(48 * H))
+    assert (order["state"], order["time_done"]) == ("canceled", _at(26 * H))  # at the end of the test
+    assert len(result.rejected) == 0
