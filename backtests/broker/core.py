@@ -510,7 +510,7 @@ class Broker:
         losing position first) until the level is no longer crossed. Each close happens where the market is
         then, and the level is checked again from that bid on (never from a price the market had passed,
         which would close the next position at an older price than MetaTrader's re-check at that tick)."""
-        funds, when, quote = self.funds, self.market.time[self.t], self.quote
+        funds, when, quote = self.funds, self.time_now(), self.quote  # the moment of the crossing price
         while funds.level_crossed(quote, at_open, self):
             for desk, pos, price, reason in funds.stop_out_step(quote, at_open, when, self.t, self):
                 desk.close_position(pos, pos.lots, price, reason)
