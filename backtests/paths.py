@@ -398,6 +398,14 @@ class M1Path(PricePath):
     def row_spreads(self) -> np.ndarray:
         return self.spread
 
+    def quote_before(self, t: int) -> tuple[float, float] | None:
+        """(bid, ask) in points at the close of the last minute before bar ``t``; None before the first."""
+        r = int(self.starts[t]) - 1
+        if r < 0:
+            return None
+        close = float(self.points[r, 3])
+        return close, close + float(self.spread[r])
+
     def walk(self, broker, t: int) -> None:
         """Bar ``t`` after the decision: every M1 bar that can reach a working level, in time order."""
         m, end = int(self.starts[t]), int(self.starts[t + 1])

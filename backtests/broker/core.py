@@ -108,6 +108,7 @@ class Broker:
         # The server day of each bar's opening moment, where a path opens bars at their first minute or tick
         # (``attach_path``); else the bars' own days (``market.day``)
         self.open_day: np.ndarray | None = None
+        self.rolled = -1  # the last bar whose rollover has been looked at (``rollover``)
         self.walking = False  # True while a price path is walked: the order of prices inside it is known
         # Inside a bar: the tick being worked (its bid and ask are the market), or the UTC ns of the minute
         # being walked; the records take their times from these, so a fill shows when it happened.
@@ -273,19 +274,35 @@ class Broker:
         """``bar_open``'s checks, once the bar has begun (``first``: its first tick's quote, if any)."""
         book = self.book
         m = self.market
-        if not (book.positions or book.orders) or (m.closed is not None and m.closed[t]):
+        if not (book.positions or book.orders):
             return
-        if self.swaps.active and book.positions:
-            prev = t - 1 if m.closed is None else int(m.prev[t])
-            days = m.day if self.open_day is None else self.open_day  # the rollover falls at an opening
-            if days[t] != days[prev]:
-                self._swap(int(days[prev]), int(days[t]))
+        self.rollover(t)
+        if m.closed is not None and m.closed[t]:
+            return  # no bar of its own: nothing else to check (``Market.close_gaps``)
         if first is None and self.calm.holds(t):
             return
         self.quote = (m.o.item(t), m.h.item(t), m.lo.item(t), m.s_open.item(t)) if first is None else first
         if book.orders:
             self.expire(t, self.time_now())  # the bar's open, or its first tick's time
         self.at_open_checks(t)
+
+    def rollover(self, t: int) -> None:
+        """The rollover's swap on the positions held into bar ``t``, where the server's day changed since
+        bar ``t - 1`` opened (each at its opening moment: ``open_day``), once a bar. An account charges every
+        symbol's positions before any symbol's checks of the bar (a stop-out there never closes a position
+        whose night is still unpaid), a symbol without a bar of its own then included: the rollover is the
+        server's midnight, not a price of the symbol."""
+        if self.rolls(t):
+            days = self.market.day if self.open_day is None else self.open_day
+            self._swap(int(days[t - 1]), int(days[t]))
+        self.rolled = t
+
+    def rolls(self, t: int) -> bool:
+        """Whether bar ``t``'s ``rollover`` charges a swap (not yet charged, something held, a new day)."""
+        if self.rolled == t or not (self.swaps.active and self.book.positions) or t == 0:
+            return False
+        days = self.market.day if self.open_day is None else self.open_day
+        return bool(days[t] != days[t - 1])
 
     def bar_range(self, t: int) -> None:
         """During bar ``t``: pending orders reached by its high/low, the stop-out (with the stops nearer to
