@@ -105,9 +105,7 @@ class Broker:
         # price path.
         self.quote = (m.o[0], m.h[0], m.lo[0], m.s[0])
         self.price_path = None  # backtests.paths.M1Path ("1 minute OHLC") or backtests.ticks.TickPath
-        # The server day of each bar's opening moment, where a path opens bars at their first minute or tick
-        # (``attach_path``); else the bars' own days (``market.day``)
-        self.open_day: np.ndarray | None = None
+        self.open_day: np.ndarray | None = None  # server day of each bar's first minute or tick, else its own
         self.rolled = -1  # the last bar whose rollover has been looked at (``rollover``)
         self.walking = False  # True while a price path is walked: the order of prices inside it is known
         # Inside a bar: the tick being worked (its bid and ask are the market), or the UTC ns of the minute
@@ -287,11 +285,9 @@ class Broker:
         self.at_open_checks(t)
 
     def rollover(self, t: int) -> None:
-        """The rollover's swap on the positions held into bar ``t``, where the server's day changed since
-        bar ``t - 1`` opened (each at its opening moment: ``open_day``), once a bar. An account charges every
-        symbol's positions before any symbol's checks of the bar (a stop-out there never closes a position
-        whose night is still unpaid), a symbol without a bar of its own then included: the rollover is the
-        server's midnight, not a price of the symbol."""
+        """Once a bar, the rollover's swap on the positions held into bar ``t`` where the server's day changed
+        since bar ``t - 1`` opened (``open_day``); an account charges every symbol's before any symbol's
+        checks (``multi_replay.rollover``): a stop-out there never closes a position with its night unpaid."""
         if self.rolls(t):
             days = self.market.day if self.open_day is None else self.open_day
             self._swap(int(days[t - 1]), int(days[t]))
