@@ -12,10 +12,12 @@ reads as its open again until the clock moves on. The EA decides at the main sym
 bar: the other symbols' minutes before that moment are worked first (``to_decision``), and one whose first
 minute comes later stands at its close before the bar until then (``open_quotes``); one that has had no
 minute at all yet has no quote (``NO_QUOTE``: the EA sees none and a request on it is refused, 10021).
-Each symbol's opening checks of the bar (``Broker.open_checks``: a rollover's swap, expiries, the gaps to
-its pending orders and stops, the stop-out) are worked in that same time order, each at its own first
-minute of the bar before that minute's path (the tester checks a pending order or SL/TP on its own symbol's
-prices, at the moment they come: MetaTrader 5 Help, "Testing Features: Order Triggering and Execution"), so
+Each symbol's opening checks of the bar (``Broker.open_checks``: expiries, the gaps to its pending orders
+and stops, the stop-out; the rollover's swap is charged to every symbol before any of them, at the account's
+first price of the new day, ``multi_replay.rollover``) are worked in that same time order, each at its own
+first minute of the bar before that minute's path (the tester checks a pending order or SL/TP on its own
+symbol's prices, at the moment they come: MetaTrader 5 Help, "Testing Features: Order Triggering and
+Execution"), so
 a minute of 02:02 never sees a position that another symbol's gap fills at 02:03, nor that symbol's open of
 02:03. A symbol whose first minute comes after the decision has its opening at the decision, at its close
 before the bar, and one holding something with no minute in the bar at the bar's opening time, by the

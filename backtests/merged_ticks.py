@@ -5,26 +5,26 @@ merged in time order: a tick moves its own symbol's bid and ask only, and every 
 last tick at or before that moment (MetaTrader 5 Help, "Strategy Tester > Multi-Currency Testing": the
 ticks of the other symbols are synchronised by time). So here:
 
-- the EA decides at the bar's open, the main symbol's first tick of the bar (the bar's opening price, as
-  one symbol's tick walk and the other models open a bar); before it, each symbol's opening checks of the
-  bar (``Broker.open_checks``: a rollover's swap, expiries, the gaps to its pending orders and stops, the
-  stop-out) and the other symbols' ticks of the bar up to that moment are worked in one time order
-  (``to_decision``): a symbol's opening at its first tick of the bar, before its own later ticks, the main
-  symbol's at the decision. The tester generates one tick sequence per symbol and emulates the margin and
-  trading conditions of all of them on the one account (MQL5 Book, "Multicurrency testing"); a pending
-  order or SL/TP triggers on its own symbol's bid and ask and executes at the prices of the moment of
-  triggering (MetaTrader 5 Help, "Testing Features: Order Triggering and Execution"). So a tick of
-  10:00:02 is checked against the account as it stood at 10:00:02: never a position that another
-  symbol's gap fills at 10:00:03, nor the main symbol's open, nor a price of a later tick. A symbol whose
-  first tick of the bar comes after the decision has its opening checks at the decision, at its last tick
-  before the bar (the tick still to come is never read; it is worked after the decision, its gap
-  included), and a symbol holding something with no tick in the bar at the bar's opening time, by the
-  open-prices rules, before any tick (the tester generates ticks from a bar without real ones, MetaTrader
-  5 Help, "Real and Generated Ticks": its open is its first, at the bar's time). At the decision each
-  symbol stands at its last tick at or before it, where market orders fill, and the account has one clock
-  there, the decision's (MetaTrader's ``TimeCurrent``), a symbol without a tick in the bar included: its
-  requests are judged and stamped at that moment, and its range, worked by the open-prices rules after the
-  decision (which did not see it), is stamped there too, never at the bar's opening time before it;
+- the EA decides at the bar's open, the main symbol's first tick of the bar (the bar's opening price, as one
+  symbol's tick walk and the other models open a bar); before it, each symbol's opening checks of the bar
+  (``Broker.open_checks``: expiries, the gaps to its pending orders and stops, the stop-out; the rollover's
+  swap is charged to every symbol before any of them, ``multi_replay.rollover``) and the other symbols' ticks
+  of the bar up to that moment are worked in one time order (``to_decision``): a symbol's opening at its first
+  tick of the bar, before its own later ticks, the main symbol's at the decision. The tester generates one
+  tick sequence per symbol and emulates the margin and trading conditions of all of them on the one account
+  (MQL5 Book, "Multicurrency testing"); a pending order or SL/TP triggers on its own symbol's bid and ask and
+  executes at the prices of the moment of triggering (MetaTrader 5 Help, "Testing Features: Order Triggering
+  and Execution"). So a tick of 10:00:02 is checked against the account as it stood at 10:00:02: never a
+  position that another symbol's gap fills at 10:00:03, nor the main symbol's open, nor a price of a later
+  tick. A symbol whose first tick of the bar comes after the decision has its opening checks at the decision,
+  at its last tick before the bar (the tick still to come is never read; it is worked after the decision, its
+  gap included), and a symbol holding something with no tick in the bar at the bar's opening time, by the
+  open-prices rules, before any tick (the tester generates ticks from a bar without real ones, MetaTrader 5
+  Help, "Real and Generated Ticks": its open is its first, at the bar's time). At the decision each symbol
+  stands at its last tick at or before it, where market orders fill, and the account has one clock there, the
+  decision's (MetaTrader's ``TimeCurrent``), a symbol without a tick in the bar included: its requests are
+  judged and stamped at that moment, and its range, worked by the open-prices rules after the decision (which
+  did not see it), is stamped there too, never at the bar's opening time before it;
 - after the decision the rest of every symbol's ticks of the bar are taken in time order (ties in the
   symbols' order), each worked by its own symbol's path as the single-symbol walk works it
   (``TickPath.tick``); before a tick at time ``x`` is worked, every other symbol is set to its last tick
@@ -241,8 +241,8 @@ def _every_tick(
 
 
 def _open(desk, t: int, ns: int, first: Tick) -> int:
-    """``desk``'s opening checks of bar ``t`` (``Broker.open_checks``: a rollover's swap, expiries, the
-    gaps to its pending orders and stops, the stop-out) at UTC ``ns``: at ``first``, its first tick of the
+    """``desk``'s opening checks of bar ``t`` (``Broker.open_checks``: expiries, the gaps to its pending
+    orders and stops, the stop-out) at UTC ``ns``: at ``first``, its first tick of the
     bar, or at the decision's moment where that tick comes later (it stands then at its last tick before
     the bar, or has no quote; its first tick is worked after the decision, its gap included). Returns the
     tick it stands at."""

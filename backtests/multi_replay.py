@@ -289,6 +289,8 @@ def open_prices(desks: list) -> tuple[Callable[[int], None], Callable[[int], Non
     def opening(t: int) -> None:
         for d in desks:
             d.enter(t)
+        for d in desks:  # every symbol's rollover before any symbol's checks (``Broker.rollover``)
+            d.rollover(t)
         for d, book in books:
             if book.positions or book.orders:
                 d.open_checks(t, None)
@@ -361,6 +363,30 @@ def _converts_held(desk, desks: list) -> bool:
     return any(d.book.positions for d in moved_by(desks, desk))
 
 
+def rollover(desks: list, t: int) -> None:
+    """Every symbol's rollover of bar ``t`` (``Broker.rollover``) before any symbol's checks there, at the
+    account's first price of the new day (the tester's first tick after the server's midnight): the
+    symbols whose first minute or tick of the bar comes then stand at it, the others at their last minute's
+    close or tick before the bar, so a swap converted through a pair or valued at a price reads that moment's
+    price, never a first price of the bar still to come."""
+    if any(d.rolls(t) for d in desks):
+        firsts = [d.price_path.opening_ns(t) if d.price_path.covers(t) else None for d in desks]
+        first = min((ns for ns in firsts if ns is not None), default=None)
+        kept = [(d.now, d.inside) for d in desks]
+        for d, ns in zip(desks, firsts, strict=True):
+            before = d.price_path.quote_before(t) if ns != first else None
+            if before is not None:
+                d.now, d.inside = None, before
+        try:
+            for d in desks:
+                d.rollover(t)
+        finally:
+            for d, (now, inside) in zip(desks, kept, strict=True):
+                d.now, d.inside = now, inside
+    for d in desks:
+        d.rolled = t  # looked at: none rolls again in its checks of this bar
+
+
 def price_paths(desks: list, ticks: bool) -> tuple[Callable[[int], None], Callable[[int], None]]:
     """The same for every symbol's minutes (``backtests.merged``) or ticks (``backtests.merged_ticks``):
     the bar opens at each symbol's first minute or tick, the prices move on to the decision, and after
@@ -372,6 +398,7 @@ def price_paths(desks: list, ticks: bool) -> tuple[Callable[[int], None], Callab
 
     def opening(t: int) -> None:
         entered = [d.enter(t) for d in desks]
+        rollover(desks, t)
         if ticks:  # each symbol's opening checks at its own first tick, in time order with the others' ticks
             to_decision(desks, t, plan)
             return

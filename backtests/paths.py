@@ -31,7 +31,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from backtests.broker.market import scale_of
+from backtests.broker.market import scale_of, server_days
 from neuronet.errors import NeuronetError
 
 MODELS = {"open": "Open prices only", "ohlc1m": "1 minute OHLC", "ticks": "Every tick based on real ticks"}
@@ -294,6 +294,15 @@ class PricePath:
         self.starts = np.searchsorted(row_ns, self.edges_ns, side="left")
         self.row_ns = row_ns
 
+    def opening_days(self, clock) -> np.ndarray:
+        """The broker's server day of each bar's opening moment: its first row's (minute's or tick's), else
+        the bar's opening time. A bar opening late, after the server's midnight (a missing bar before it),
+        opens on the new day: the rollover's swap falls at that opening (MetaTrader charges it to the
+        positions held over midnight, none opened after it), never at the next bar's."""
+        first, end = self.starts[:-1], self.starts[1:]
+        rows = np.append(self.row_ns, 0)[first]
+        return server_days(np.where(end > first, rows, self.edges_ns[:-1]), clock)
+
     def opening_ns(self, t: int) -> int:
         """UTC ns of bar ``t``'s first row, else of the bar's opening: where an EA decides in bar ``t``."""
         s = self.starts[t]
@@ -388,6 +397,14 @@ class M1Path(PricePath):
 
     def row_spreads(self) -> np.ndarray:
         return self.spread
+
+    def quote_before(self, t: int) -> tuple[float, float] | None:
+        """(bid, ask) in points at the close of the last minute before bar ``t``; None before the first."""
+        r = int(self.starts[t]) - 1
+        if r < 0:
+            return None
+        close = float(self.points[r, 3])
+        return close, close + float(self.spread[r])
 
     def walk(self, broker, t: int) -> None:
         """Bar ``t`` after the decision: every M1 bar that can reach a working level, in time order."""

@@ -87,6 +87,11 @@ class TickPath(PricePath):
     def row_spreads(self) -> np.ndarray:
         return self.ask_points - self.bid_points
 
+    def quote_before(self, t: int) -> tuple[float, float] | None:
+        """(bid, ask) in points of the last tick before bar ``t``; None before the first."""
+        r = int(self.starts[t]) - 1
+        return None if r < 0 else (float(self.bid_points[r]), float(self.ask_points[r]))
+
     # -- the broker's hooks ----------------------------------------------------------------------------
     def open_bar(self, broker, t: int) -> tuple | None:
         """Bar ``t`` opens at its first tick: it is the market for ``on_bar`` and the checks at the open."""

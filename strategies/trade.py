@@ -400,7 +400,8 @@ class TradeMethods:
 
     @property
     def time_current(self) -> pd.Timestamp:
-        """The time of the current decision: the opening time of the bar now forming (MQL5's TimeCurrent)."""
+        """The server's time now (MQL5's TimeCurrent): the decision's moment, the bar's opening time with
+        open prices, its first minute or tick with 1 minute OHLC and ticks; in ``on_tick``, the tick's."""
         return self._require_ctx().time_now()
 
     @property

@@ -105,6 +105,8 @@ class Broker:
         # price path.
         self.quote = (m.o[0], m.h[0], m.lo[0], m.s[0])
         self.price_path = None  # backtests.paths.M1Path ("1 minute OHLC") or backtests.ticks.TickPath
+        self.open_day: np.ndarray | None = None  # server day of each bar's first minute or tick, else its own
+        self.rolled = -1  # the last bar whose rollover has been looked at (``rollover``)
         self.walking = False  # True while a price path is walked: the order of prices inside it is known
         # Inside a bar: the tick being worked (its bid and ask are the market), or the UTC ns of the minute
         # being walked; the records take their times from these, so a fill shows when it happened.
@@ -270,18 +272,33 @@ class Broker:
         """``bar_open``'s checks, once the bar has begun (``first``: its first tick's quote, if any)."""
         book = self.book
         m = self.market
-        if not (book.positions or book.orders) or (m.closed is not None and m.closed[t]):
+        if not (book.positions or book.orders):
             return
-        if self.swaps.active and book.positions:
-            prev = t - 1 if m.closed is None else int(m.prev[t])
-            if m.day[t] != m.day[prev]:
-                self._swap(int(m.day[prev]), int(m.day[t]))
+        self.rollover(t)
+        if m.closed is not None and m.closed[t]:
+            return  # no bar of its own: nothing else to check (``Market.close_gaps``)
         if first is None and self.calm.holds(t):
             return
         self.quote = (m.o.item(t), m.h.item(t), m.lo.item(t), m.s_open.item(t)) if first is None else first
         if book.orders:
             self.expire(t, self.time_now())  # the bar's open, or its first tick's time
         self.at_open_checks(t)
+
+    def rollover(self, t: int) -> None:
+        """Once a bar, the rollover's swap on the positions held into bar ``t`` where the server's day changed
+        since bar ``t - 1`` opened (``open_day``); an account charges every symbol's before any symbol's
+        checks (``multi_replay.rollover``): a stop-out there never closes a position with its night unpaid."""
+        if self.rolls(t):
+            days = self.market.day if self.open_day is None else self.open_day
+            self._swap(int(days[t - 1]), int(days[t]))
+        self.rolled = t
+
+    def rolls(self, t: int) -> bool:
+        """Whether bar ``t``'s ``rollover`` charges a swap (not yet charged, something held, a new day)."""
+        if self.rolled == t or not (self.swaps.active and self.book.positions) or t == 0:
+            return False
+        days = self.market.day if self.open_day is None else self.open_day
+        return bool(days[t] != days[t - 1])
 
     def bar_range(self, t: int) -> None:
         """During bar ``t``: pending orders reached by its high/low, the stop-out (with the stops nearer to
@@ -308,6 +325,7 @@ class Broker:
         with the spread of their first minute or tick and close with that of their last."""
         self.price_path = path
         self.market.use_spreads(*path.bar_spreads())
+        self.open_day = path.opening_days(self.clock)
 
     def at_open_checks(self, t: int) -> None:
         """At an opening price (``quote``): pending orders reached, stops gapped through, the stop-out.
@@ -505,7 +523,7 @@ class Broker:
         losing position first) until the level is no longer crossed. Each close happens where the market is
         then, and the level is checked again from that bid on (never from a price the market had passed,
         which would close the next position at an older price than MetaTrader's re-check at that tick)."""
-        funds, when, quote = self.funds, self.market.time[self.t], self.quote
+        funds, when, quote = self.funds, self.time_now(), self.quote  # the moment of the crossing price
         while funds.level_crossed(quote, at_open, self):
             for desk, pos, price, reason in funds.stop_out_step(quote, at_open, when, self.t, self):
                 desk.close_position(pos, pos.lots, price, reason)

@@ -58,11 +58,11 @@ def reference_ohlc1m(h1: pd.DataFrame, m1: pd.DataFrame, seed: int) -> Reference
     rose = False  # no minute before the first: a doji there counts as rising
     for t in range(len(h1)):
         first = starts[t]
-        ref.expire(int(bar_ns[t]))
+        ref.expire(int(minute_ns[first]))  # the bar's first tick is its first minute's open, at its time
         bid, ask = int(o[first]), int(o[first] + spread[first])
         ref.jump(bid, ask, record=False)
         if t >= 1:  # forward=None: the first decision is at bar 1
-            _apply(ref, seed, t, bid, ask, int(bar_ns[t]))
+            _apply(ref, seed, t, bid, ask, int(minute_ns[first]))
         for r in range(first, starts[t + 1]):
             ref.expire(int(minute_ns[r]))
             path, rose = minute_path(int(o[r]), int(h[r]), int(lo[r]), int(c[r]), rose)
@@ -128,6 +128,39 @@ def test_ohlc1m_equals_the_reference_trade_for_trade(seed):
 def test_ticks_equal_the_reference_trade_for_trade(seed):
     m1 = synthetic_candles("EURUSD", "M1", bars=3 * 1440, seed=seed, start="2024-03-04")
     ticks = synthetic_ticks(m1, seed=seed, ticks_per_minute=6)
+    h1 = resample(bars_from_ticks(ticks, "M1"), "H1")
+    result = Backtest(h1, Scripted, model="ticks", ticks=ticks, forward=None, account=ACCOUNT).run(seed=seed)
+    assert {"expired", "filled"} <= set(result.orders["state"])
+    _compare(result, reference_ticks(h1, ticks, seed))
+
+
+def _late(m1: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """``m1`` with the first 1 to 45 minutes of about half its hours left out: bars whose first minute (or
+    tick) comes late, a few past an order's expiration or a "today" order's midnight."""
+    rng = np.random.default_rng(seed)
+    hours = m1.index.floor("h")
+    late_hours = hours.unique()[rng.random(len(hours.unique())) < 0.5]
+    cut = pd.Series(rng.integers(1, 46, len(late_hours)), index=late_hours)
+    return m1[~(hours.isin(late_hours) & (m1.index.minute < cut.reindex(hours).fillna(0).to_numpy()))]
+
+
+@pytest.mark.parametrize("seed", [11, 22])
+def test_ohlc1m_equals_the_reference_with_late_first_minutes(seed):
+    """Bars opening late (their first minutes missing): the decision, its requests' expirations and "today"
+    and every opening check at the first minute, the reference's rule; the bars made from the minutes there
+    are, as a terminal makes them."""
+    m1 = _late(synthetic_candles("EURUSD", "M1", bars=3 * 1440, seed=seed, start="2024-03-04"), seed)
+    h1 = resample(m1, "H1")
+    result = Backtest(h1, Scripted, model="ohlc1m", m1=m1, forward=None, account=ACCOUNT).run(seed=seed)
+    assert {"expired", "filled"} <= set(result.orders["state"])
+    _compare(result, reference_ohlc1m(h1, m1, seed))
+
+
+@pytest.mark.parametrize("seed", [11, 22])
+def test_ticks_equal_the_reference_with_late_first_ticks(seed):
+    m1 = synthetic_candles("EURUSD", "M1", bars=3 * 1440, seed=seed, start="2024-03-04")
+    ticks = synthetic_ticks(m1, seed=seed, ticks_per_minute=6)
+    ticks = ticks[ticks.index.floor("min").isin(_late(m1, seed).index)]
     h1 = resample(bars_from_ticks(ticks, "M1"), "H1")
     result = Backtest(h1, Scripted, model="ticks", ticks=ticks, forward=None, account=ACCOUNT).run(seed=seed)
     assert {"expired", "filled"} <= set(result.orders["state"])

@@ -74,14 +74,13 @@ def apply(sim: Sim, seed: int, t: int, now: int) -> None:
 def simulate(h1: pd.DataFrame, rows: list[tuple[int, list[tuple[int, int]]]], rules: Rules, seed: int) -> Sim:
     """``rows``: per bar, its ticks as (UTC ns, [(bid, ask), ...]) groups in time order."""
     sim = Sim(rules)
-    bar_ns = h1.index.as_unit("ns").asi8
     for t, groups in enumerate(rows):
         first = True
         for ns, quotes in groups:
             for bid, ask in quotes:
                 sim.tick(ns, bid, ask, server_day(ns), record=not (first and t >= 1))
-                if first and t >= 1:
-                    apply(sim, seed, t, int(bar_ns[t]))
+                if first and t >= 1:  # the EA decides at the bar's first tick, on its clock
+                    apply(sim, seed, t, ns)
                     sim.recheck()  # the EA's deals change the margin level at this very price
                     sim.equity.append(sim.equity_now())
                 first = False
@@ -201,5 +200,42 @@ def test_ticks_book_money_as_the_rules_do(seed, hedging):
     config, rules = account(hedging)
     result = Backtest(h1, Scripted, model="ticks", ticks=ticks, forward=None, account=config).run(seed=seed)
     sim = simulate(h1, tick_rows(h1, ticks), rules, seed)
+    assert {"stop out", "sl", "tp"} <= set(result.trades["exit_reason"])
+    compare(result, sim)
+
+
+def _late(m1: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """``m1`` with the first 1 to 45 minutes of about half its hours left out: bars opening late, some of
+    them past a "today" order's server midnight or an order's expiration."""
+    rng = np.random.default_rng(seed)
+    hours = m1.index.floor("h")
+    late_hours = hours.unique()[rng.random(len(hours.unique())) < 0.5]
+    cut = pd.Series(rng.integers(1, 46, len(late_hours)), index=late_hours)
+    return m1[~(hours.isin(late_hours) & (m1.index.minute < cut.reindex(hours).fillna(0).to_numpy()))]
+
+
+@pytest.mark.parametrize("hedging", [False, True], ids=["netting", "hedging"])
+def test_ohlc1m_with_late_first_minutes_books_money_as_the_rules_do(hedging):
+    """Bars whose first minutes are missing open, decide and expire at their first minute, as the rules'
+    first tick of the bar; swaps at the server's midnight, stop-outs at the openings included."""
+    m1 = _late(synthetic_candles("EURUSD", "M1", bars=4 * 1440, seed=5, start="2024-03-07", clock=CLOCK), 5)
+    h1 = resample(m1, "H1")
+    config, rules = account(hedging)
+    result = Backtest(h1, Scripted, model="ohlc1m", m1=m1, forward=None, account=config).run(seed=5)
+    sim = simulate(h1, m1_rows(h1, m1, m1["spread"].to_numpy().astype(np.int64)), rules, 5)
+    assert {"stop out", "sl", "tp"} <= set(result.trades["exit_reason"])
+    assert (result.orders["state"] == "expired").any()
+    compare(result, sim)
+
+
+@pytest.mark.parametrize("hedging", [False, True], ids=["netting", "hedging"])
+def test_ticks_with_late_first_ticks_book_money_as_the_rules_do(hedging):
+    m1 = synthetic_candles("EURUSD", "M1", bars=4 * 1440, seed=5, start="2024-03-07", clock=CLOCK)
+    ticks = synthetic_ticks(m1, seed=5, ticks_per_minute=6)
+    ticks = ticks[ticks.index.floor("min").isin(_late(m1, 5).index)]
+    h1 = resample(bars_from_ticks(ticks, "M1"), "H1", clock=CLOCK)
+    config, rules = account(hedging)
+    result = Backtest(h1, Scripted, model="ticks", ticks=ticks, forward=None, account=config).run(seed=5)
+    sim = simulate(h1, tick_rows(h1, ticks), rules, 5)
     assert {"stop out", "sl", "tp"} <= set(result.trades["exit_reason"])
     compare(result, sim)
