@@ -85,23 +85,26 @@ def carried_positions(
     read: Callable[..., Any],
     magics: Iterable[int],
     rows: list[Any],
-    opened: set[int],
     owned: dict[int, Owned],
     lo: int,
     path: str,
     held: Callable[[int], float | None] | None = None,
 ) -> dict[int, Carried]:
     """The run's positions among ``rows`` (one symbol's buy and sell deals in the run's span) that opened
-    before the span (``lo``, broker seconds; ``opened``: those whose entry is in it), each with how it
-    opened; a position opened in the span (by anyone) is not carried. ``read(position)``: the terminal's
-    deals of a position (None where it cannot say); ``held(position)``: its signed lots open on the
-    terminal now (0 when closed, None where it cannot say), for the volume of one known from the journal
-    only."""
+    before the span (``lo``, broker seconds), each with how it opened, whether or not a netting account's
+    "in" deal added to it in the span (``Carried.volume``, the lots it held at the start, is then known or
+    the position refused); a position opened in the span (by anyone) is not carried. ``read(position)``:
+    the terminal's deals of a position (None where it cannot say); ``held(position)``: its signed lots
+    open on the terminal now (0 when closed, None where it cannot say), for the volume of one known from
+    the journal only."""
     magics = set(magics)
     out: dict[int, Carried] = {}
-    entered = {int(d.position_id) for d in rows if int(d.entry) == IN}  # opened in the span, by anyone
-    for pid in sorted({int(d.position_id) for d in rows} - opened - entered):
+    # Opened in the span, by anyone: a position's identifier is the ticket of the order that opened it
+    # (``DEAL_POSITION_ID``), so an "in" deal of another order only adds to it (a netting account).
+    entered = {int(d.position_id) for d in rows if int(d.entry) == IN and int(d.order) == int(d.position_id)}
+    for pid in sorted({int(d.position_id) for d in rows} - entered):
         deals = [d for d in rows if int(d.position_id) == pid]
+        added = any(int(d.entry) == IN for d in deals)  # carried only where it opened before the span
         mine = any(int(d.magic) in magics for d in deals)
         history = read(pid) or ()
         entries = sorted(
@@ -111,6 +114,8 @@ def carried_positions(
         if entries:
             carried = _from_entries(entries)
             carried = replace(carried, volume=_volume_before(history, lo, carried.side))
+        elif added and (pid not in owned or owned[pid].time >= lo):
+            continue  # nothing tells it opened before the span: its "in" deals are its own
         elif pid in owned:
             now = None if held is None else held(pid)
             carried = _from_owned(owned[pid], _volume_since(now, list(history), deals, lo, owned[pid].side))
@@ -122,6 +127,13 @@ def carried_positions(
                 "in the run's span) opened before the run, and neither the terminal's deal history nor the "
                 "journal holds its opening deal: whose it is and its entry cannot be told (load more of "
                 "the history in the terminal's History tab)"
+            )
+        if added and carried.volume is None:
+            raise JournalError(
+                f"journal {path}: position #{pid} opened before the run and was added to during it, and the "
+                "lots it held at the start cannot be told from the terminal's deals (load more of the "
+                "history in the terminal's History tab): its close cannot be split between the lots "
+                "carried in and the run's"
             )
         if carried.magic in magics:
             out[pid] = carried

@@ -1,0 +1,102 @@
+"""Attack: ``neuronet live report`` of a netting account where the run adds to a position carried into it.
+
+The position (1 lot bought by an earlier run of the same magic) gets 1 more lot from the run (an "in"
+deal on the same ticket, as a netting position keeps its identifier), then the run closes both (one
+"out" deal of 2 lots, its profit from the netting average of the two entries). The report took the
+position for one the run opened (its "in" deal is in the span): its trades table showed the added lot
+only, with the whole deal's profit, and the carried lot was no trade. Now the carried lot is a trade from
+its own entry before the run and the added lot the run's own trade, the exit split between them.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from test_live.test_account_report import live_run, source
+from test_live.test_report_carried_in import _BuysOnce
+
+from neuronet.live.limits import Limits
+from neuronet.live.report import journal_result
+from strategies.base import ExpertAdvisor
+
+SIM: dict = {}
+LIMITS = Limits(max_lots=2.0, max_positions=2, max_daily_loss=10_000.0, symbols=("EURUSD",))
+
+
+class _AddsThenCloses(ExpertAdvisor):
+    """At its second bar, after a 200-point rise, buys 1 lot more (``SIM["cut"]``: the terminal then holds
+    deals from that moment on only, the carried buy's gone); at its third, after a further 300-point rise,
+    sells the 2 lots (``SIM["close"]`` lots: 1 closes half)."""
+
+    def on_bar(self) -> None:
+        self.n = getattr(self, "n", 0) + 1
+        sim = SIM["sim"]
+        if self.n == 2:
+            if SIM.get("cut"):
+                sim.state.book.configure(history_from=sim.market.now_broker())
+            sim.state.book.move("EURUSD", 200)
+            self.buy(1.0)
+        elif self.n == 3:
+            sim.state.book.move("EURUSD", 300)
+            self.sell(SIM.get("close", 2.0))
+
+
+def _carry_add_close(port, sim, tmp_path, *, cut: bool, close: float = 2.0):
+    SIM.update(sim=sim, cut=cut, close=close)
+    sim.state.configure(trade={"hedging": False})
+    live_run(port, sim, tmp_path / "earlier.jsonl", ea=_BuysOnce, params={}, bars=1, limits=LIMITS)
+    journal = tmp_path / "live.jsonl"
+    live_run(port, sim, journal, ea=_AddsThenCloses, params={}, bars=4, limits=LIMITS)
+    entry, added, out = sorted(sim.state.book.deals, key=lambda d: int(d.ticket))
+    assert (int(entry.entry), int(added.entry), int(out.entry)) == (0, 0, 1)
+    assert int(added.position_id) == int(out.position_id) == int(entry.position_id)
+    return journal, entry, added, out
+
+
+@pytest.mark.parametrize("cut", [False, True], ids=["history held", "history cut"])
+def test_a_carried_netting_position_added_to_and_closed_by_the_run_shows_both_lots_as_trades(
+    port, sim, tmp_path, cut
+):
+    """Carried 1 lot bought at ask A before the run; the run buys 1 lot at ask A2 (about 200 points
+    higher) and sells 2 lots at bid B (about 300 points higher still). The terminal's profit is
+    (B - (A + A2) / 2) x 2 x 100,000; the report's trades: the carried lot, entered at A before the run,
+    (B - A) x 100,000 (+367 here), then the run's lot, entered at A2 at its bar, (B - A2) x 100,000
+    (smaller by the rise between the entries): together the deal's profit, which is the net profit."""
+    journal, entry, added, out = _carry_add_close(port, sim, tmp_path, cut=cut)
+    a, a2, b = float(entry.price), float(added.price), float(out.price)
+    assert float(out.volume) == pytest.approx(2.0)
+    assert float(out.profit) == pytest.approx((b - (a + a2) / 2) * 200_000, abs=0.01)
+    got = journal_result(journal, source(port))
+    assert len(got.trades) == 2, got.trades
+    carried, run = got.trades.iloc[0], got.trades.iloc[1]
+    assert list(got.trades["lots"]) == pytest.approx([1.0, 1.0])
+    assert carried["entry_price"] == pytest.approx(a) and run["entry_price"] == pytest.approx(a2)
+    assert carried["exit_price"] == pytest.approx(b) and run["exit_price"] == pytest.approx(b)
+    assert pd.Timestamp(carried["entry_time"]) < got.time[0]  # before the run, as a carried-in trade
+    assert got.time[0] <= pd.Timestamp(run["entry_time"])
+    assert carried["profit"] == pytest.approx((b - a) * 100_000, abs=0.01)
+    assert run["profit"] == pytest.approx((b - a2) * 100_000, abs=0.01)
+    assert carried["profit"] > 300.0 and 100.0 < run["profit"] < carried["profit"]
+    assert carried["profit"] + run["profit"] == pytest.approx(float(out.profit), abs=1e-6)
+    assert got.stats["total_net_profit"] == pytest.approx(float(out.profit), abs=0.01)
+    assert got.stats["final_balance"] == pytest.approx(10_000.0 + float(out.profit), abs=0.01)
+    assert list(got.deals["entry"]) == ["in", "out"]  # the carried lot's entry deal is not the run's
+
+
+def test_a_partial_close_of_it_takes_from_both_lots_as_the_netting_average_does(port, sim, tmp_path):
+    """The run sells 1 of the 2 lots at bid B: the terminal charges it from the average,
+    (B - (A + A2) / 2) x 100,000; the report closes half a lot of each entry, (B - A) x 50,000 and
+    (B - A2) x 50,000, whose sum is that; the other lot (half carried, half the run's) stays open: the
+    run's half is valued at the last close, the carried half left out."""
+    journal, entry, added, out = _carry_add_close(port, sim, tmp_path, cut=False, close=1.0)
+    a, a2, b = float(entry.price), float(added.price), float(out.price)
+    assert float(out.profit) == pytest.approx((b - (a + a2) / 2) * 100_000, abs=0.01)
+    got = journal_result(journal, source(port))
+    closed = got.trades[got.trades["exit_time"] == got.trades["exit_time"].iloc[0]]
+    assert list(closed["lots"]) == pytest.approx([0.5, 0.5])
+    assert list(closed["entry_price"]) == pytest.approx([a, a2])
+    assert list(closed["profit"]) == pytest.approx([(b - a) * 50_000, (b - a2) * 50_000], abs=0.01)
+    assert closed["profit"].sum() == pytest.approx(float(out.profit), abs=1e-6)
+    (end,) = [t for _, t in got.trades.iterrows() if t["exit_time"] != closed["exit_time"].iloc[0]]
+    assert float(end["lots"]) == pytest.approx(0.5) and end["entry_price"] == pytest.approx(a2)
+    assert got.stats["total_net_profit"] == pytest.approx(float(out.profit) + end["profit"], abs=0.01)
