@@ -104,7 +104,7 @@ def carried_positions(
     entered = {int(d.position_id) for d in rows if int(d.entry) == IN and int(d.order) == int(d.position_id)}
     for pid in sorted({int(d.position_id) for d in rows} - entered):
         deals = [d for d in rows if int(d.position_id) == pid]
-        added = any(int(d.entry) == IN for d in deals)  # carried only where it opened before the span
+        added = any(int(d.entry) == IN for d in deals)  # a netting account's "in" deal added to it
         mine = any(int(d.magic) in magics for d in deals)
         history = read(pid) or ()
         entries = sorted(
@@ -114,8 +114,6 @@ def carried_positions(
         if entries:
             carried = _from_entries(entries)
             carried = replace(carried, volume=_volume_before(history, lo, carried.side))
-        elif added and (pid not in owned or owned[pid].time >= lo):
-            continue  # nothing tells it opened before the span: its "in" deals are its own
         elif pid in owned:
             now = None if held is None else held(pid)
             carried = _from_owned(owned[pid], _volume_since(now, list(history), deals, lo, owned[pid].side))

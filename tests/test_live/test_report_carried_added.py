@@ -14,12 +14,20 @@ import pandas as pd
 import pytest
 from test_live.test_account_report import live_run, source
 from test_live.test_report_carried_in import _BuysOnce
+from test_live.test_terminal_ledger import BUY, IN, OUT, SELL, T0, bars, deal
 
+from backtests import AccountConfig
+from datafeeds.clock import UTC
+from neuronet.live.carried import Carried, carried_positions
+from neuronet.live.errors import JournalError
 from neuronet.live.limits import Limits
+from neuronet.live.owned import Owned
 from neuronet.live.report import journal_result
+from neuronet.live.terminal_ledger import TerminalLedger
 from strategies.base import ExpertAdvisor
 
 SIM: dict = {}
+LO = int(T0.value // 10**9) + 3600  # the run's span opens at bar 1 (UTC broker clock)
 LIMITS = Limits(max_lots=2.0, max_positions=2, max_daily_loss=10_000.0, symbols=("EURUSD",))
 
 
@@ -100,3 +108,55 @@ def test_a_partial_close_of_it_takes_from_both_lots_as_the_netting_average_does(
     (end,) = [t for _, t in got.trades.iterrows() if t["exit_time"] != closed["exit_time"].iloc[0]]
     assert float(end["lots"]) == pytest.approx(0.5) and end["entry_price"] == pytest.approx(a2)
     assert got.stats["total_net_profit"] == pytest.approx(float(out.profit) + end["profit"], abs=0.01)
+
+
+def test_the_split_carries_the_terminals_commission_and_swap_by_volume():
+    """On the ledger alone, by hand: carried 1 lot bought at 1.1000 before the run; the run buys 1 lot at
+    1.1020 (commission -3) and sells 2 at 1.1050 (commission -6, swap -2, profit (1.1050 - 1.1010) x 2 x
+    100,000 = 800). The carried trade: profit 500, commission -3 (its exit's half; its entry's was paid
+    before the run), swap -1, net 496; the run's: profit 300, commission -6 (its entry's -3 and half the
+    exit's), swap -1, net 293; the balance 10,000 - 3 + 800 - 6 - 2 = 10,789."""
+    led = ledger_of_carried()
+    trades = led.ledger.trades
+    got = [x for t in trades for x in (t.lots, t.entry_price, t.profit, t.commission, t.swap)]
+    assert got == pytest.approx([1.0, 1.1000, 500.0, -3.0, -1.0, 1.0, 1.1020, 300.0, -6.0, -1.0])
+    assert [t.net_profit for t in trades] == pytest.approx([496.0, 293.0])
+    assert trades[0].entry_bar == 1 and trades[1].entry_bar == 2  # the carried one's: the run's first bar
+    assert led.broker.balance == pytest.approx(10_789.0)
+
+
+def test_an_added_to_position_that_nothing_places_before_the_run_is_refused_by_name():
+    """The run's "in" deal (order #520) adds to position #9, whose opening order is not in the span: it
+    opened before the run. With neither its deals before the run nor an "owned" note, whose it is and
+    the lots it held cannot be told: refused, never taken for a position the run opened."""
+    rows = [deal(20, 2, BUY, IN, 9, 1.0, 1.1020), deal(21, 4, SELL, OUT, 9, 2.0, 1.1050)]
+    with pytest.raises(JournalError, match=r"position #9 .*opened before the run"):
+        carried_positions(lambda pid: (), {7}, rows, {}, LO, "j.jsonl", lambda pid: 0.0)
+
+
+def test_an_added_to_position_whose_lots_at_the_start_cannot_be_told_is_refused_by_name():
+    """Known from the journal's note, but its lots at the start unknown (its volume on the terminal now
+    cannot be read): the close cannot be split between the carried lots and the run's."""
+    rows = [deal(20, 2, BUY, IN, 9, 1.0, 1.1020), deal(21, 4, SELL, OUT, 9, 2.0, 1.1050)]
+    owned = {9: Owned(9, 7, +1, LO - 3600, 1.1000, "EURUSD")}
+    with pytest.raises(JournalError, match="position #9 opened before the run and was added to"):
+        carried_positions(lambda pid: rows, {7}, rows, owned, LO, "j.jsonl", lambda pid: None)
+    got = carried_positions(lambda pid: rows, {7}, rows, owned, LO, "j.jsonl", lambda pid: 0.0)
+    assert got[9].volume == pytest.approx(1.0)  # 0 now, less the +1 and -2 since: 1 lot at the start
+
+
+def test_a_position_opened_in_the_span_by_its_own_order_is_not_carried():
+    """An "in" deal whose order is the position's identifier opened it (MetaTrader numbers a position
+    with its opening order's ticket): it is the run's own, not carried."""
+    opening = deal(20, 2, BUY, IN, 9, 1.0, 1.1020)._replace(order=9)
+    assert carried_positions(lambda pid: (), {7}, [opening], {}, LO, "j.jsonl") == {}
+
+
+def ledger_of_carried() -> TerminalLedger:
+    """The ledger of the hand-worked case above (magic 7, position #9, the run's first bar 1)."""
+    led = TerminalLedger.over(bars(), 1e-5, AccountConfig(), UTC)
+    led.carry({9: Carried(+1, 1.1000, LO - 5 * 3600, None, 7, "", 1.0)})
+    added = deal(20, 2, BUY, IN, 9, 1.0, 1.1020, commission=-3.0)
+    out = deal(21, 4, SELL, OUT, 9, 2.0, 1.1050, commission=-6.0, swap=-2.0, profit=800.0)
+    led.book([added, out], [], 1)
+    return led
