@@ -13,7 +13,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from test_live.test_account_report import live_run, source
-from test_live.test_report_carried_in import _BuysOnce
+from test_live.test_multi_account_report import run_live
+from test_live.test_report_carried_in import _BuysOnce, _PairCarried
 from test_live.test_terminal_ledger import BUY, IN, OUT, SELL, T0, bars, deal
 
 from backtests import AccountConfig
@@ -160,3 +161,50 @@ def ledger_of_carried() -> TerminalLedger:
     out = deal(21, 4, SELL, OUT, 9, 2.0, 1.1050, commission=-6.0, swap=-2.0, profit=800.0)
     led.book([added, out], [], 1)
     return led
+
+
+class _PairAddsThenCloses(_PairCarried):
+    """At its second bar EURUSD rises 200 points, USDJPY 150, and it buys 0.1 lots more of each; at its
+    third EURUSD rises 300 more, USDJPY 200, and it sells 0.2 lots of each."""
+
+    def on_bar(self) -> None:
+        self.n = getattr(self, "n", 0) + 1
+        book = SIM["sim"].state.book
+        if self.n in (2, 3):
+            book.move("EURUSD", 200 if self.n == 2 else 300)
+            book.move("USDJPY", 150 if self.n == 2 else 200)
+            for symbol in self.symbols:
+                (self.buy if self.n == 2 else self.sell)(0.1 if self.n == 2 else 0.2, symbol=symbol)
+
+
+def test_the_several_symbol_report_splits_each_symbols_carried_and_added_lots(port, sim, tmp_path):
+    """Per symbol, carried 0.1 lot at ask A, added 0.1 at A2, closed 0.2 at bid B: the carried trade's
+    profit is (B - A) x 10,000 in the profit currency and the run's (B - A2) x 10,000, each at the
+    terminal's conversion of the deal (USDJPY's yen into dollars: the deal's dollars over its yen,
+    (B - (A + A2) / 2) x 20,000); the two sum to the deal's money, and the final balance is the start's
+    plus both deals'."""
+    SIM["sim"] = sim
+    sim.state.configure(trade={"hedging": False})
+    limits = Limits(max_lots=1.0, max_positions=2, max_daily_loss=10_000.0, symbols=_PairCarried.symbols)
+    run_live(port, sim, tmp_path / "earlier.jsonl", ea=_PairCarried, bars=1, per_symbol=limits)
+    journal = tmp_path / "live.jsonl"
+    run_live(port, sim, journal, ea=_PairAddsThenCloses, bars=4, per_symbol=limits)
+    got = journal_result(journal, source(port))
+    total = 0.0
+    for symbol in _PairCarried.symbols:
+        entry, added, out = sorted(
+            (d for d in sim.state.book.deals if d.symbol == symbol), key=lambda d: int(d.ticket)
+        )
+        assert (int(entry.entry), int(added.entry), int(out.entry), float(out.volume)) == (0, 0, 1, 0.2)
+        a, a2, b = float(entry.price), float(added.price), float(out.price)
+        rate = float(out.profit) / ((b - (a + a2) / 2) * 20_000)  # 1 on EURUSD
+        trades = got.trades[got.trades["symbol"] == symbol]
+        assert list(trades["lots"]) == pytest.approx([0.1, 0.1])
+        assert list(trades["entry_price"]) == pytest.approx([a, a2])
+        assert pd.Timestamp(trades["entry_time"].iloc[0]) < got.time[0]
+        assert trades["profit"].iloc[0] == pytest.approx(round((b - a) * 10_000 * rate, 2), abs=1e-9)
+        assert trades["profit"].iloc[1] == pytest.approx((b - a2) * 10_000 * rate, abs=0.01)
+        assert trades["profit"].sum() == pytest.approx(float(out.profit), abs=1e-6)
+        assert trades["profit"].iloc[0] > trades["profit"].iloc[1] > 0
+        total += float(out.profit)
+    assert got.stats["final_balance"] == pytest.approx(10_000.0 + total, abs=0.01)
