@@ -6,7 +6,10 @@ hand (the closing deal carries magic 0) or by another EA (its number). Its closi
 span and its money is the run's: MetaTrader's history report over a period shows a closing deal's profit
 in the period it was made, wherever the position's entry lies. Its opening deal lies before the span, so
 it is read on its own (``history_deals_get(position=...)``) or, where the terminal no longer holds it,
-from the journal's "owned" notes (``owned``: the run saw the position open).
+from the journal's "owned" notes (``owned``: the run saw the position open). On a netting account the run
+may add to it: an "in" deal in the span whose order is not the position's opening one (a position's
+identifier is its opening order's ticket, ``DEAL_POSITION_ID``) leaves it carried, with the lots it held
+at the start, which its close is split by.
 
 A closing deal in the span whose position opened before it and whose owner neither the terminal's
 history nor the journal can tell is refused by name: left out, a loss of the run's would vanish from its

@@ -17,7 +17,8 @@ closed by ``finish`` at the last bar's close, in the report only, by the backtes
 test" exit (longs at the bid, shorts at the ask), so their floating profit is in the net profit as a
 backtest's or a paper run's is. A position of the run opened before its span (``carried``) and closed in
 it makes a trade at each exit with its own entry and the exit's money only, never valued while open
-(``_carried_in``).
+(``_carried_in``); where the run adds to it (a netting account), its carried lots and the run's make a
+trade each at every exit, the deal shared between them as the netting average charges it (``_split``).
 
 Several symbols on one account: one ``TerminalLedger`` per symbol over that symbol's broker of the account
 (``backtests.broker.portfolio.open_brokers``: one balance, one ledger), each booking its symbol's deals;
