@@ -244,10 +244,9 @@ class TerminalLedger:
                 int(d.ticket),
                 pid,
             )
-        elif pos is None:  # a position opened, or the run's first lots added to a carried one
-            self._open[pid] = self._opened(
-                side, lots, price, bar, ns, money, int(d.magic), comment, *levels, bar
-            )
+        elif pos is None:  # a position opened, or the run's first lots added to a carried one (its number)
+            magic = int(d.magic) if prior is None else prior.magic
+            self._open[pid] = self._opened(side, lots, price, bar, ns, money, magic, comment, *levels, bar)
         else:  # a netting account adds to its position
             self._end(pos, bar)
             total = pos.lots + lots

@@ -208,3 +208,41 @@ def test_the_several_symbol_report_splits_each_symbols_carried_and_added_lots(po
         assert trades["profit"].iloc[0] > trades["profit"].iloc[1] > 0
         total += float(out.profit)
     assert got.stats["final_balance"] == pytest.approx(10_000.0 + total, abs=0.01)
+
+
+class _AddedByHandThenCloses(ExpertAdvisor):
+    """At its second bar a person buys 1 lot (magic 0) after a 200-point rise, adding to the carried
+    position; at its third, after a further 300-point rise, the EA sells the 2 lots."""
+
+    def on_bar(self) -> None:
+        self.n = getattr(self, "n", 0) + 1
+        sim = SIM["sim"]
+        if self.n == 2:
+            sim.state.book.move("EURUSD", 200)
+            sim.conn.execute(
+                "import MetaTrader5 as _m\n"
+                "_q = _m.symbol_info_tick('EURUSD')\n"
+                "_r = _m.order_send({'action': 1, 'symbol': 'EURUSD', 'volume': 1.0, 'type': 0, "
+                "'price': _q.ask, 'magic': 0, 'type_filling': 0, 'comment': 'hand'})\n"
+                "assert _r.retcode == 10009, _r"
+            )
+        elif self.n == 3:
+            sim.state.book.move("EURUSD", 300)
+            self.sell(2.0)
+
+
+def test_lots_added_by_hand_to_a_carried_position_are_the_runs_under_its_number(port, sim, tmp_path):
+    """The add carries magic 0, but the netting position keeps the run's number (its opening order's):
+    the added lot is the run's trade under that number, its money the run's, as a close by hand is."""
+    SIM["sim"] = sim
+    sim.state.configure(trade={"hedging": False})
+    live_run(port, sim, tmp_path / "earlier.jsonl", ea=_BuysOnce, params={}, bars=1, limits=LIMITS)
+    journal = tmp_path / "live.jsonl"
+    live_run(port, sim, journal, ea=_AddedByHandThenCloses, params={}, bars=4, limits=LIMITS)
+    entry, added, out = sorted(sim.state.book.deals, key=lambda d: int(d.ticket))
+    assert int(added.magic) == 0 and int(added.entry) == 0 and float(out.volume) == pytest.approx(2.0)
+    got = journal_result(journal, source(port))
+    assert list(got.trades["entry_price"]) == pytest.approx([float(entry.price), float(added.price)])
+    assert set(got.trades["magic"]) == {int(entry.magic)}
+    assert got.trades["profit"].sum() == pytest.approx(float(out.profit), abs=1e-6)
+    assert got.stats["total_net_profit"] == pytest.approx(float(out.profit), abs=0.01)
