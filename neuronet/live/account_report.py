@@ -220,9 +220,7 @@ def run_history(
         (``DEAL_POSITION_ID``)."""
         rows = [d for d in inside(deals, symbol, "time") if int(d.type) in (0, 1)]
         opened = {int(d.position_id) for d in rows if int(d.magic) in who.magics and int(d.entry) == 0}
-        carried = carried_positions(
-            position_deals, who.magics, rows, opened, owned or {}, lo, path, position_held
-        )
+        carried = carried_positions(position_deals, who.magics, rows, owned or {}, lo, path, position_held)
         runs = opened | set(carried)
 
         def ours(r: Any) -> bool:

@@ -6,7 +6,10 @@ hand (the closing deal carries magic 0) or by another EA (its number). Its closi
 span and its money is the run's: MetaTrader's history report over a period shows a closing deal's profit
 in the period it was made, wherever the position's entry lies. Its opening deal lies before the span, so
 it is read on its own (``history_deals_get(position=...)``) or, where the terminal no longer holds it,
-from the journal's "owned" notes (``owned``: the run saw the position open).
+from the journal's "owned" notes (``owned``: the run saw the position open). On a netting account the run
+may add to it: an "in" deal in the span whose order is not the position's opening one (a position's
+identifier is its opening order's ticket, ``DEAL_POSITION_ID``) leaves it carried, with the lots it held
+at the start, which its close is split by.
 
 A closing deal in the span whose position opened before it and whose owner neither the terminal's
 history nor the journal can tell is refused by name: left out, a loss of the run's would vanish from its
@@ -85,23 +88,26 @@ def carried_positions(
     read: Callable[..., Any],
     magics: Iterable[int],
     rows: list[Any],
-    opened: set[int],
     owned: dict[int, Owned],
     lo: int,
     path: str,
     held: Callable[[int], float | None] | None = None,
 ) -> dict[int, Carried]:
     """The run's positions among ``rows`` (one symbol's buy and sell deals in the run's span) that opened
-    before the span (``lo``, broker seconds; ``opened``: those whose entry is in it), each with how it
-    opened; a position opened in the span (by anyone) is not carried. ``read(position)``: the terminal's
-    deals of a position (None where it cannot say); ``held(position)``: its signed lots open on the
-    terminal now (0 when closed, None where it cannot say), for the volume of one known from the journal
-    only."""
+    before the span (``lo``, broker seconds), each with how it opened, whether or not a netting account's
+    "in" deal added to it in the span (``Carried.volume``, the lots it held at the start, is then known or
+    the position refused); a position opened in the span (by anyone) is not carried. ``read(position)``:
+    the terminal's deals of a position (None where it cannot say); ``held(position)``: its signed lots
+    open on the terminal now (0 when closed, None where it cannot say), for the volume of one known from
+    the journal only."""
     magics = set(magics)
     out: dict[int, Carried] = {}
-    entered = {int(d.position_id) for d in rows if int(d.entry) == IN}  # opened in the span, by anyone
-    for pid in sorted({int(d.position_id) for d in rows} - opened - entered):
+    # Opened in the span, by anyone: a position's identifier is the ticket of the order that opened it
+    # (``DEAL_POSITION_ID``), so an "in" deal of another order only adds to it (a netting account).
+    entered = {int(d.position_id) for d in rows if int(d.entry) == IN and int(d.order) == int(d.position_id)}
+    for pid in sorted({int(d.position_id) for d in rows} - entered):
         deals = [d for d in rows if int(d.position_id) == pid]
+        added = any(int(d.entry) == IN for d in deals)  # a netting account's "in" deal added to it
         mine = any(int(d.magic) in magics for d in deals)
         history = read(pid) or ()
         entries = sorted(
@@ -122,6 +128,13 @@ def carried_positions(
                 "in the run's span) opened before the run, and neither the terminal's deal history nor the "
                 "journal holds its opening deal: whose it is and its entry cannot be told (load more of "
                 "the history in the terminal's History tab)"
+            )
+        if added and carried.volume is None:
+            raise JournalError(
+                f"journal {path}: position #{pid} opened before the run and was added to during it, and the "
+                "lots it held at the start cannot be told from the terminal's deals (load more of the "
+                "history in the terminal's History tab): its close cannot be split between the lots "
+                "carried in and the run's"
             )
         if carried.magic in magics:
             out[pid] = carried

@@ -17,7 +17,8 @@ closed by ``finish`` at the last bar's close, in the report only, by the backtes
 test" exit (longs at the bid, shorts at the ask), so their floating profit is in the net profit as a
 backtest's or a paper run's is. A position of the run opened before its span (``carried``) and closed in
 it makes a trade at each exit with its own entry and the exit's money only, never valued while open
-(``_carried_in``).
+(``_carried_in``); where the run adds to it (a netting account), its carried lots and the run's make a
+trade each at every exit, the deal shared between them as the netting average charges it (``_split``).
 
 Several symbols on one account: one ``TerminalLedger`` per symbol over that symbol's broker of the account
 (``backtests.broker.portfolio.open_brokers``: one balance, one ledger), each booking its symbol's deals;
@@ -95,6 +96,7 @@ class TerminalLedger:
         self._changes: list[StopChange] = []
         self._carried: dict[int, Carried] = {}  # the run's positions opened before it (``carry``)
         self._carried_left: dict[int, float | None] = {}  # the lots of each still held (None: unknown)
+        self._prior: dict[int, _Open] = {}  # the carried lots of a position the run added to (``_split``)
         self.held_at_end = 0  # positions the terminal still held, closed by ``finish`` in the report only
 
     @classmethod
@@ -208,13 +210,20 @@ class TerminalLedger:
         self.broker.funds.charge(money + swap + profit, bar)
         comment = user_comment(str(d.comment))
         pos = self._open.get(pid)
-        if pos is None and entry != IN and pid in self._carried and self._carried_left.get(pid) != 0.0:
-            pos = self._open[pid] = self._carried_in(pid, lots, first, bar)
-        if pos is not None and entry != IN:  # an exit; on a netting account "in/out" also reverses it
-            pos.sl, pos.tp = self._levels(pid, ns, pos.sl, pos.tp)
-            closing = min(lots, pos.lots)
+        left = self._carried_left.get(pid, 0.0)
+        if pos is None and pid in self._carried and left != 0.0:
+            if entry != IN:
+                pos = self._open[pid] = self._carried_in(pid, lots, first, bar)
+            elif left is not None:  # the run adds to a carried position: its carried lots are kept apart
+                self._prior[pid] = self._carried_in(pid, left, first, bar)
+        prior = self._prior.get(pid)
+        if (pos is not None or prior is not None) and entry != IN:  # an exit; "in/out" also reverses it
+            parts = [(p, key) for p, key in ((prior, self._prior), (pos, self._open)) if p is not None]
+            closing = min(lots, round(sum(p.lots for p, _ in parts), 8))
             share = closing / lots if lots else 1.0
-            self._exit(pid, pos, closing, price, ns, bar, money * share, swap, profit, int(d.reason), comment)
+            self._split(
+                pid, parts, closing, price, ns, bar, money * share, swap, profit, int(d.reason), comment
+            )
             rest = round(lots - closing, 8)
             if entry == INOUT and rest > 1e-9:
                 self._open[pid] = self._opened(
@@ -235,10 +244,9 @@ class TerminalLedger:
                 int(d.ticket),
                 pid,
             )
-        elif pos is None:
-            self._open[pid] = self._opened(
-                side, lots, price, bar, ns, money, int(d.magic), comment, *levels, bar
-            )
+        elif pos is None:  # a position opened, or the run's first lots added to a carried one (its number)
+            magic = int(d.magic) if prior is None else prior.magic
+            self._open[pid] = self._opened(side, lots, price, bar, ns, money, magic, comment, *levels, bar)
         else:  # a netting account adds to its position
             self._end(pos, bar)
             total = pos.lots + lots
@@ -282,6 +290,54 @@ class TerminalLedger:
         ns = self.utc_ns(c.time, c.time_msc)
         return _Open(c.side, lots, c.price, first, ns, 0.0, c.magic, user_comment(c.comment), None, None, bar)
 
+    def _split(
+        self,
+        pid: int,
+        parts: list[tuple[_Open, dict[int, _Open]]],
+        lots: float,
+        price: float,
+        ns: int,
+        bar: int,
+        money: float,
+        swap: float,
+        profit: float,
+        reason: int,
+        comment: str,
+    ) -> None:
+        """An exit of ``lots`` of position ``pid`` from its ``parts`` (each with the table that holds it):
+        its carried lots (never valued over the run) and the run's own, where the run added to a carried
+        netting position, else the one part. A netting position's price is the volume-weighted average of
+        its entries (MetaTrader's, and the backtest broker's ``fill``) and each close is charged from that
+        average, which is the same money as closing every entry in proportion to the lots it holds: so
+        each part closes its share of ``lots``, a trade from its own entry whose profit is its own price
+        difference at the terminal's conversion of the deal; the last part takes what is left of the
+        deal's profit (to the cent), so the trades of one deal sum to its money."""
+        total = sum(p.lots for p, _ in parts)
+        shares = [lots * p.lots / total if total else lots for p, _ in parts]
+        contract = self.broker.config.contract_size
+        gains = [p.side * (price - p.price) * n * contract for (p, _), n in zip(parts, shares, strict=True)]
+        unity = self.broker.money.profit.unity
+        rate = profit / sum(gains) if sum(gains) and profit and not unity else self._rate(price)
+        booked = 0.0
+        for i, ((part, table), n) in enumerate(zip(parts, shares, strict=True)):
+            mine = profit - booked if i == len(parts) - 1 else round(gains[i] * rate, 2)
+            booked += mine
+            part.sl, part.tp = self._levels(pid, ns, part.sl, part.tp)
+            if table is self._prior:
+                part.seg = bar  # carried lots are not valued over the run's bars
+            n = part.lots if n >= part.lots - 1e-9 else round(n, 8)
+            cut = n / lots if lots else 1.0
+            if self._exit(pid, part, n, price, ns, bar, money * cut, swap * cut, mine, reason, comment):
+                del table[pid]
+
+    def _rate(self, price: float) -> float:
+        """The account currency per unit of the symbol's profit currency at ``price`` (1 where they are
+        one), where a deal's own profit cannot tell it."""
+        if self.broker.money.profit.unity:
+            return 1.0
+        at = self.broker.to_points(price)
+        return self.broker.money.money(1.0, at, at)
+
     def _opened(self, side: int, lots: float, price: float, *rest: Any) -> _Open:
         """A position opened (or left by a netting reversal) at ``price``, charged margin as the broker
         charges it (``SymbolMoney.margin_price``: converted into the deposit currency where it must be)."""
@@ -304,21 +360,17 @@ class TerminalLedger:
         profit: float,
         reason: int,
         comment: str,
-    ) -> None:
-        """A trade: ``lots`` of position ``pid`` closed at ``price``, with its share of entry commission."""
+    ) -> bool:
+        """A trade: ``lots`` of position ``pid`` closed at ``price``, with its share of entry commission;
+        True where it closes all that ``pos`` held."""
         self._end(pos, bar)
         share = lots / pos.lots if pos.lots else 1.0
         entry_comm = pos.commission * share
         why = _REASON.get(reason) or comment or "signal"
         commission = entry_comm + money
         amount = pos.side * (price - pos.price) * lots * self.broker.config.contract_size
-        if self.broker.money.profit.unity:
-            rate = 1.0
-        elif amount and profit:  # the terminal's own conversion of this trade
-            rate = profit / amount
-        else:
-            at = self.broker.to_points(price)
-            rate = self.broker.money.money(1.0, at, at)
+        unity = self.broker.money.profit.unity
+        rate = profit / amount if amount and profit and not unity else self._rate(price)
         self.ledger.trade(
             Trade(
                 pid,
@@ -344,10 +396,8 @@ class TerminalLedger:
             )
         )
         left = round(pos.lots - lots, 8)
-        if left <= 1e-9:
-            del self._open[pid]
-        else:
-            pos.lots, pos.commission = left, pos.commission - entry_comm
+        pos.lots, pos.commission = max(left, 0.0), pos.commission - entry_comm
+        return left <= 1e-9
 
     def _levels(
         self, pid: int, ns: int | None, sl: float | None, tp: float | None
