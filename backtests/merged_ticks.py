@@ -172,7 +172,12 @@ def _walk(walking: list, t: int, at: list, ends: list, plan: BarPlan, opens: lis
             end = spans[j][1]
             if touches[j] is None or found_at[j] != d.revision:  # its own levels are as they were
                 a = at[j]
-                touches[j] = paths[j].next_touch(d, t, a, end, False) if d.book and a < end else end
+                if a >= end:
+                    touches[j] = end
+                elif d.book:
+                    touches[j] = paths[j].next_touch(d, t, a, end, False)
+                else:  # nothing of its own: only a midnight stops it, the account's rollover (``midnights``)
+                    touches[j] = paths[j].next_midnight(d, a, end)
                 found_at[j] = d.revision
             m = touches[j]
             if m < end:

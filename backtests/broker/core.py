@@ -109,6 +109,9 @@ class Broker:
         self.price_path = None  # backtests.paths.M1Path ("1 minute OHLC") or backtests.ticks.TickPath
         self.open_day: np.ndarray | None = None  # server day of each bar's first minute or tick, else its own
         self.rolled = -1  # the last bar whose rollover has been looked at (``rollover``)
+        self.night_day = -1  # the server day of the last midnight charged inside a bar (``midnight``)
+        self.midnights: dict[int, int] = {}  # path rows that open a server day inside their bar: the day
+        self.midnight_rows: list[int] = []  # those rows, in order
         self.walking = False  # True while a price path is walked: the order of prices inside it is known
         # Inside a bar: the tick being worked (its bid and ask are the market), or the UTC ns of the minute
         # being walked; the records take their times from these, so a fill shows when it happened.
@@ -288,11 +291,12 @@ class Broker:
 
     def rollover(self, t: int) -> None:
         """Once a bar, the rollover's swap on the positions held into bar ``t`` where the server's day changed
-        since bar ``t - 1`` opened (``open_day``); an account charges every symbol's before any symbol's
-        checks (``multi_replay.rollover``): a stop-out there never closes a position with its night unpaid."""
+        since the last night charged (bar ``t - 1``'s opening day, or a midnight inside it, ``midnight``); an
+        account charges every symbol's before any symbol's checks (``multi_replay.rollover``): a stop-out
+        there never closes a position with its night unpaid."""
         if self.rolls(t):
             days = self.market.day if self.open_day is None else self.open_day
-            self._swap(int(days[t - 1]), int(days[t]))
+            self._swap(max(int(days[t - 1]), self.night_day), int(days[t]))
         self.rolled = t
 
     def rolls(self, t: int) -> bool:
@@ -300,7 +304,24 @@ class Broker:
         if self.rolled == t or not (self.swaps.active and self.book.positions) or t == 0:
             return False
         days = self.market.day if self.open_day is None else self.open_day
-        return bool(days[t] != days[t - 1])
+        return bool(days[t] != max(int(days[t - 1]), self.night_day))
+
+    def midnight(self, day: int) -> None:
+        """The server's midnight passed inside bar ``t``, at the first minute or tick of server day ``day``
+        (the next bar missing, the prices going on): MetaTrader charges the swap at the rollover to the
+        positions open then, so every symbol of the account is charged its night here, at its price of this
+        moment, and not again at the next bar's opening (``rollover``); a position opened after it owes
+        none."""
+        for desk in self.funds.desks:
+            desk.night(day)
+
+    def night(self, day: int) -> None:
+        """This symbol's share of ``midnight``: the nights from the last one charged to ``day``."""
+        days = self.market.day if self.open_day is None else self.open_day
+        start = max(int(days[self.t]), self.night_day)
+        if day > start and self.swaps.active and self.book.positions:
+            self._swap(start, day)
+        self.night_day = max(day, self.night_day)
 
     def bar_range(self, t: int) -> None:
         """During bar ``t``: pending orders reached by its high/low, the stop-out (with the stops nearer to
@@ -328,6 +349,9 @@ class Broker:
         self.price_path = path
         self.market.use_spreads(*path.bar_spreads())
         self.open_day = path.opening_days(self.clock)
+        if self.swaps.active:  # a walk stops at each of these rows: a rollover inside a bar (``midnight``)
+            self.midnights = path.midnights(self.clock)
+            self.midnight_rows = sorted(self.midnights)
 
     def at_open_checks(self, t: int) -> None:
         """At an opening price (``quote``): pending orders reached, stops gapped through, the stop-out.
