@@ -18,7 +18,9 @@ import pytest
 import backtests.merged as merged
 import backtests.merged_ticks as merged_ticks
 from backtests import AccountConfig, Backtest
-from datafeeds import resample
+from datafeeds import make_frame, resample
+from datafeeds.candles import meta_of
+from datafeeds.clock import BrokerClock
 from datafeeds.symbols import BUILTIN
 from datafeeds.ticks import TickMeta, make_ticks
 from strategies.base import ExpertAdvisor
@@ -371,3 +373,25 @@ def test_a_bar_over_two_midnights_charges_each_night_at_its_first_price(route, m
     (trade,) = result.trades.itertuples()
     assert (trade.exit_time, trade.exit_reason) == (_at(48 * H + 30), "sl")
     assert trade.swap == pytest.approx(-40.0)
+
+
+def test_a_midnight_inside_a_bar_is_the_servers_own_on_a_utc_plus_2_server():
+    """The same stop after a midnight inside a bar on a UTC+2 server: its midnight is 22:00 UTC, the 21:00
+    UTC bar runs to 23:00 UTC (the 22:00 bar missing), minutes at 21:10 and 22:30 UTC (1.09000, through the
+    stop-loss). Stopped at 22:30 UTC, 00:30 on the server: the night is owed, -10.00 (UTC's midnight, later,
+    is never reached)."""
+    rows = [*_BEFORE, (24 * H + 30, 1.09), (24 * H + 59, 1.09), (25 * H, 1.09), (25 * H + 59, 1.09)]
+    utc = _minutes("EURUSD", [(m - 2 * H, p) for m, p in rows])
+    meta = replace(meta_of(utc), clock=BrokerClock(2.0))
+    m1 = make_frame({c: utc[c].to_numpy() for c in utc.columns}, utc.index, meta)
+    bars = resample(m1, "H1")
+    last, midnight = _at(21 * H), _at(22 * H)
+    bars.loc[last, "low"] = min(bars.loc[last, "low"], bars.loc[midnight, "low"])
+    bars.loc[last, "close"] = bars.loc[midnight, "close"]
+    config = AccountConfig(deposit=10_000.0, spread=0, leverage=500.0, swap_long=-10.0)
+    test = Backtest(
+        bars.drop(midnight), _StoppedOverMidnight, account=config, forward=None, model="ohlc1m", m1=m1
+    )
+    (trade,) = test.run().trades.itertuples()
+    assert (trade.exit_time, trade.exit_reason) == (_at(22 * H + 30), "sl")
+    assert trade.swap == pytest.approx(-10.0)
