@@ -240,7 +240,12 @@ def _walk(walking: list, t: int, at: list, ends: list, opens: list) -> None:
             if touches[j] is None or found_at[j] != d.revision:  # its own levels are as they were
                 m = at[j]
                 # The stop-out is ruled out for the rest of the bar until something fills (see above).
-                touches[j] = paths[j].next_touch(d, m, end, False, t) if d.book and m < end else end
+                if m >= end:
+                    touches[j] = end
+                elif d.book:
+                    touches[j] = paths[j].next_touch(d, m, end, False, t)
+                else:  # nothing of its own: only a midnight stops it, the account's rollover (``midnights``)
+                    touches[j] = paths[j].next_midnight(d, m, end)
                 found_at[j] = d.revision
             m = touches[j]
             if m < end:

@@ -50,6 +50,8 @@ through another symbol keeps the single-symbol walk.
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from backtests.bar_plan import BarPlan
@@ -172,7 +174,12 @@ def _walk(walking: list, t: int, at: list, ends: list, plan: BarPlan, opens: lis
             end = spans[j][1]
             if touches[j] is None or found_at[j] != d.revision:  # its own levels are as they were
                 a = at[j]
-                touches[j] = paths[j].next_touch(d, t, a, end, False) if d.book and a < end else end
+                if a >= end:
+                    touches[j] = end
+                elif d.book:
+                    touches[j] = paths[j].next_touch(d, t, a, end, False)
+                else:  # nothing of its own: only a midnight stops it, the account's rollover (``midnights``)
+                    touches[j] = paths[j].next_midnight(d, a, end)
                 found_at[j] = d.revision
             m = touches[j]
             if m < end:
@@ -215,7 +222,10 @@ def _every_tick(
     openings = []  # row -1: an opening, before its symbol's own ticks of that instant
     rows = []
     for k, d in enumerate(walking):
-        if not (d.book or moved[k]):
+        if not (d.book or moved[k]):  # nothing of its own: only its midnights, the account's rollover
+            marks = _midnights(d, at[k], spans[k][1])
+            if marks:
+                rows.append(np.column_stack((d.price_path.ns[marks], np.full(len(marks), k), marks)))
             continue
         if opens[k] is not None:
             openings.append((opens[k][0], k, -1))
@@ -308,6 +318,12 @@ def _stop_out_possible(walking: list, t: int, spans: list) -> bool:
         return min(low, float(path.bid_points[a:b].min())), max(high, float(path.ask_points[a:b].max()))
 
     return stop_out_possible(walking, t, extremes, screen=False)
+
+
+def _midnights(desk, a: int, b: int) -> list[int]:
+    """``desk``'s rows ``a..b-1`` that open a new server day inside their bar (``Broker.midnights``)."""
+    rows = desk.midnight_rows
+    return rows[bisect.bisect_left(rows, a) : bisect.bisect_left(rows, b)]
 
 
 def _passed(path, ns: int, same: bool) -> int:

@@ -25,6 +25,7 @@ TP, the stop-out price — so a bar with nothing near its levels costs a few Num
 
 from __future__ import annotations
 
+import bisect
 import copy
 import itertools
 
@@ -303,6 +304,27 @@ class PricePath:
         rows = np.append(self.row_ns, 0)[first]
         return server_days(np.where(end > first, rows, self.edges_ns[:-1]), clock)
 
+    def midnights(self, clock) -> dict[int, int]:
+        """The rows that open a new server day inside their bar (not a bar's first row: its opening charges
+        that night, ``opening_days``), with that day: a bar running over midnight because the next bar is
+        missing. A walk stops at each, where the rollover's swap falls (``Broker.midnight``)."""
+        first, end = int(self.starts[0]), int(self.starts[-1])
+        if end - first < 2:
+            return {}
+        days = server_days(self.row_ns[first:end], clock)
+        rows = np.flatnonzero(days[1:] != days[:-1]) + first + 1
+        rows = rows[~np.isin(rows, self.starts)]  # a bar's first row: its opening's rollover
+        return dict(zip(rows.tolist(), days[rows - first].tolist(), strict=True))
+
+    @staticmethod
+    def next_midnight(broker, m: int, end: int) -> int:
+        """The first of ``broker``'s ``midnights`` rows in ``m..end-1`` (``end``: none)."""
+        rows = broker.midnight_rows
+        if not rows:
+            return end
+        i = bisect.bisect_left(rows, m)
+        return rows[i] if i < len(rows) and rows[i] < end else end
+
     def opening_ns(self, t: int) -> int:
         """UTC ns of bar ``t``'s first row, else of the bar's opening: where an EA decides in bar ``t``."""
         s = self.starts[t]
@@ -430,6 +452,8 @@ class M1Path(PricePath):
         if broker.book:
             broker.now_ns = int(self.time_ns[m])
             self._minute(broker, t, m)
+        elif m in broker.midnights:  # nothing of its own to check: the account's night is charged
+            broker.midnight(broker.midnights[m])
         close = self.points[m, 3]
         return close, close + self.spread[m]
 
@@ -441,7 +465,12 @@ class M1Path(PricePath):
 
     def _next_touch(self, broker, t: int | None, m: int, end: int, stop_out: bool = True) -> int:
         """The first minute from ``m`` (rows up to ``end``, of bar ``t`` when known) that can reach a working
-        level, cross the stop-out level or pass an order's expiry."""
+        level, cross the stop-out level, pass an order's expiry or open a new server day (``midnights``)."""
+        stop = self.next_midnight(broker, m, end)
+        return stop if stop <= m else self._next_level(broker, t, m, stop, stop_out)
+
+    def _next_level(self, broker, t: int | None, m: int, end: int, stop_out: bool) -> int:
+        """``_next_touch`` but for the midnights."""
         levels = broker.book.levels()
         stop_out = bool(stop_out and broker.stop_out_on and broker.book.positions)
         first_expiry = broker.book.first_expiry() if broker.book.orders else None
@@ -476,6 +505,8 @@ class M1Path(PricePath):
         pts, spr = self.points[m], self.spread[m]
         broker.inside = (pts[0], pts[0] + spr)
         broker.now_ns = int(self.time_ns[m])
+        if m in broker.midnights:  # the rollover, at the day's first price: before anything of the minute
+            broker.midnight(broker.midnights[m])
         book = broker.book
         if book.orders:
             broker.expire(t, now=self.time[m])

@@ -128,7 +128,9 @@ class TickPath(PricePath):
         i = s  # the next tick whose hook has not run
         while i < e:
             busy = bool(broker.book)
-            j = self._next_touch(broker, t, max(i, s + 1), e) if busy else e
+            a = max(i, s + 1)
+            # nothing held: only a midnight stops it (the EA may open a position after it, owing no night)
+            j = self._next_touch(broker, t, a, e) if busy else self.next_midnight(broker, a, e)
             k = self._hooks(broker, t, s, i, j, rows)
             if k < j:  # the EA changed an order or a position at tick k - 1: search its levels again
                 i = k
@@ -172,6 +174,8 @@ class TickPath(PricePath):
     def _tick(self, broker, t: int, j: int) -> None:
         """Tick ``j``: expiries, then pending orders, stops and the stop-out at its prices."""
         broker.now = Tick.at(int(self.ns[j]), float(self.bid[j]), float(self.ask[j]))
+        if j in broker.midnights:  # the rollover, at the day's first tick: before anything at that tick
+            broker.midnight(broker.midnights[j])
         if broker.book.orders and broker.book.first_expiry() is not None:
             broker.expire(t, now=pd.Timestamp(int(self.ns[j]), tz="UTC"))
         bid = float(self.bid_points[j])
@@ -181,7 +185,9 @@ class TickPath(PricePath):
     def next_touch(self, broker, t: int, i: int, e: int, stop_out: bool) -> int:
         """The first tick in ``i..e-1`` of bar ``t`` that can reach one of ``broker``'s levels (``e``: none);
         the stop-out counts only where ``stop_out`` (several symbols' walk rules it out for the bar). With
-        ``screen_bars`` done, a bar none of whose ticks reaches a level is answered without a search."""
+        ``screen_bars`` done, a bar none of whose ticks reaches a level is answered without a search. A tick
+        that opens a new server day inside the bar (``midnights``) is one: the rollover falls there."""
+        e = self.next_midnight(broker, i, e)
         reach = self.reach
         if reach is not None:
             up_bid, up_ask, down_bid, down_ask, expiry, wide = self._thresholds(broker, t, stop_out)
@@ -217,6 +223,7 @@ class TickPath(PricePath):
 
     def _next_touch(self, broker, t: int, i: int, e: int, stop_out: bool = True) -> int:
         """The first tick in ``i..e-1`` at which something can happen now (``e`` when none can)."""
+        e = self.next_midnight(broker, i, e)
         up_bid, up_ask, down_bid, down_ask, expiry, wide = self._thresholds(broker, t, stop_out)
         window = _FIRST_WINDOW
         while i < e:

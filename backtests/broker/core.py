@@ -6,7 +6,7 @@ order book (``OrderBook``: positions, pending orders, what a price reaches of th
 (``Account``: balance, equity, margin, stop-out), the margin and swap models, the symbol's money in the
 deposit currency (``SymbolMoney``), the ledger of everything that happened (``Ledger``) and the EA's
 requests (``TradeRequests``). The broker itself keeps the clock of the run (bar ``t``, the tick or minute
-being worked) and does the fills.
+being worked); its ``Dealer`` (``backtests.broker.dealer``) makes the deals.
 
 A broker trades one symbol. Several symbols on one account (``backtests.broker.portfolio``) are one broker
 each, sharing the account and the ledger (``share``): the money rules are these, once.
@@ -39,6 +39,7 @@ from backtests.broker.account import Account, cents
 from backtests.broker.book import OpenPosition, OrderBook, Pending
 from backtests.broker.calm import Calm
 from backtests.broker.config import AccountConfig
+from backtests.broker.dealer import Dealer
 from backtests.broker.ledger import Ledger
 from backtests.broker.margin import MarginModel
 from backtests.broker.market import Market
@@ -94,6 +95,7 @@ class Broker:
             self.ledger.add(self.symbol, self.market, config.contract_size, self.margin, self.money.profit)
         self.book = OrderBook()
         self.funds.attach(self)
+        self.dealer = Dealer(self)  # the fills and closes: ``fill``, ``close_position``
         self.swaps = SwapModel(config, point, terms.swap_mode)
         self.requests = TradeRequests(self)
         self.calm = Calm(self)  # the open-prices bars that reach nothing of the book: their checks skipped
@@ -107,6 +109,9 @@ class Broker:
         self.price_path = None  # backtests.paths.M1Path ("1 minute OHLC") or backtests.ticks.TickPath
         self.open_day: np.ndarray | None = None  # server day of each bar's first minute or tick, else its own
         self.rolled = -1  # the last bar whose rollover has been looked at (``rollover``)
+        self.night_day = -1  # the server day of the last midnight charged inside a bar (``midnight``)
+        self.midnights: dict[int, int] = {}  # path rows that open a server day inside their bar: the day
+        self.midnight_rows: list[int] = []  # those rows, in order
         self.walking = False  # True while a price path is walked: the order of prices inside it is known
         # Inside a bar: the tick being worked (its bid and ask are the market), or the UTC ns of the minute
         # being walked; the records take their times from these, so a fill shows when it happened.
@@ -286,11 +291,12 @@ class Broker:
 
     def rollover(self, t: int) -> None:
         """Once a bar, the rollover's swap on the positions held into bar ``t`` where the server's day changed
-        since bar ``t - 1`` opened (``open_day``); an account charges every symbol's before any symbol's
-        checks (``multi_replay.rollover``): a stop-out there never closes a position with its night unpaid."""
+        since the last night charged (bar ``t - 1``'s opening day, or a midnight inside it, ``midnight``); an
+        account charges every symbol's before any symbol's checks (``multi_replay.rollover``): a stop-out
+        there never closes a position with its night unpaid."""
         if self.rolls(t):
             days = self.market.day if self.open_day is None else self.open_day
-            self._swap(int(days[t - 1]), int(days[t]))
+            self._swap(max(int(days[t - 1]), self.night_day), int(days[t]))
         self.rolled = t
 
     def rolls(self, t: int) -> bool:
@@ -298,7 +304,24 @@ class Broker:
         if self.rolled == t or not (self.swaps.active and self.book.positions) or t == 0:
             return False
         days = self.market.day if self.open_day is None else self.open_day
-        return bool(days[t] != days[t - 1])
+        return bool(days[t] != max(int(days[t - 1]), self.night_day))
+
+    def midnight(self, day: int) -> None:
+        """The server's midnight passed inside bar ``t``, at the first minute or tick of server day ``day``
+        (the next bar missing, the prices going on): MetaTrader charges the swap at the rollover to the
+        positions open then, so every symbol of the account is charged its night here, at its price of this
+        moment, and not again at the next bar's opening (``rollover``); a position opened after it owes
+        none."""
+        for desk in self.funds.desks:
+            desk.night(day)
+
+    def night(self, day: int) -> None:
+        """This symbol's share of ``midnight``: the nights from the last one charged to ``day``."""
+        days = self.market.day if self.open_day is None else self.open_day
+        start = max(int(days[self.t]), self.night_day)
+        if day > start and self.swaps.active and self.book.positions:
+            self._swap(start, day)
+        self.night_day = max(day, self.night_day)
 
     def bar_range(self, t: int) -> None:
         """During bar ``t``: pending orders reached by its high/low, the stop-out (with the stops nearer to
@@ -326,6 +349,9 @@ class Broker:
         self.price_path = path
         self.market.use_spreads(*path.bar_spreads())
         self.open_day = path.opening_days(self.clock)
+        if self.swaps.active:  # a walk stops at each of these rows: a rollover inside a bar (``midnight``)
+            self.midnights = path.midnights(self.clock)
+            self.midnight_rows = sorted(self.midnights)
 
     def at_open_checks(self, t: int) -> None:
         """At an opening price (``quote``): pending orders reached, stops gapped through, the stop-out.
@@ -392,127 +418,14 @@ class Broker:
 
     def fill(self, side, lots, price, sl, tp, magic, comment, ticket=None, reason="signal",
              quote: tuple[float, float] | None = None) -> int | None:  # fmt: skip
-        """A deal of ``lots`` at ``price`` (points; SL/TP too): netting first reduces or reverses an opposite
-        position, hedging opens its own. The deal is checked as a whole, as the trade server checks it:
-        when the free margin cannot hold what it leaves open, it is refused (10019) and nothing of it is
-        executed, not even the closing part of a reversal. Returns the position's ticket, or None
-        (recorded). ``quote``: the bid and ask now (``bid_ask``), where the caller has them."""
-        cfg = self.config
-        book = self.book
-        closes: list[tuple[OpenPosition, float]] = []  # the opposite positions it reduces, and by how much
-        remaining = lots
-        if not cfg.hedging and book.positions:
-            for pos in [p for p in book.positions if p.side != side]:
-                if remaining <= 1e-12:
-                    break
-                take = min(pos.lots, remaining)
-                closes.append((pos, take))
-                remaining = round(remaining - take, 8)
-        bid, ask = self.bid_ask() if quote is None else quote
-        opens = remaining > 1e-12
-        charged = self.money.margin_price(side, price, bid, ask) if opens else None  # once: closes move none
-        if opens and not self._margin_ok(side, remaining, price, closes, charged, bid, ask):
-            return self.reject("deal", side, lots, 10019, "not enough free margin", price=price / self.scale)
-        result = None
-        for pos, take in closes:
-            result = pos.ticket
-            self.close_position(pos, take, price, reason, order=ticket, record_order=False)
-        if not opens:
-            return result  # the order only reduced or closed an opposite position
-        same = [] if cfg.hedging or not book.positions else [p for p in book.positions if p.side == side]
-        comm = cents(remaining * cfg.commission) if cfg.commission else 0.0
-        if same:  # netting: the deal adds to the position
-            pos = same[0]
-            self._end_segment(pos)
-            total = pos.lots + remaining
-            if charged is not None or pos.margin_price is not None:  # the margin at both deals' prices
-                held = self.margin.price_of(pos)
-                now = price / self.scale if charged is None else charged
-                pos.margin_price = (held * pos.lots + now * remaining) / total
-            book.resize(pos, round(total, 8), (pos.price * pos.lots + price * remaining) / total)
-            pos.commission += comm
-            self.funds.charge(-comm, self.t)
-            self._deal(ticket, pos, side, "in", remaining, price, 0.0 - comm, 0.0, 0.0)
-            if sl is not None:
-                pos.sl = sl
-            if tp is not None:
-                pos.tp = tp
-            return pos.ticket
-        if ticket is None:
-            ticket = self.ledger.new_ticket()
-        pos = OpenPosition(ticket, side, remaining, price, self.t, sl, tp, magic, comment, comm, charged)
-        pos.entry_ns = self.now[0] if self.now is not None else self.now_ns  # ``stamp``
-        if comm:
-            self.funds.charge(-comm, self.t)
-        book.add(pos)
-        self.revision += 1  # ``_deal``, inline: per position opened (0.0 - x: never -0.0)
-        self.ledger.new_deal(self.t, pos.entry_ns, ticket, pos, side, "in", remaining, price / self.scale,
-                             0.0 - comm, 0.0, 0.0, self.funds.balance, None, self.symbol)  # fmt: skip
-        return ticket
+        """A deal of ``lots`` at ``price`` (points; SL/TP too), as ``Dealer.fill`` makes it: the position's
+        ticket, or None (refused and recorded)."""
+        return self.dealer.fill(side, lots, price, sl, tp, magic, comment, ticket, reason, quote)
 
-    def close_position(
-        self,
-        pos: OpenPosition,
-        lots: float,
-        price: float,
-        reason: str,
-        order=None,
-        record_order=True,
-        entry="out",
-    ) -> None:
-        """Close ``lots`` of ``pos`` at ``price`` (points): the profit, the exit commission and the lots'
-        share of the position's accrued swap hit the balance, a deal and a trade are recorded (and the
-        broker's own closing order, unless ``record_order`` is False)."""
-        cfg, k, t, ledger = self.config, self.scale, self.t, self.ledger
-        if t > pos.seg:  # ``_end_segment``, inline: per close
-            ledger.segment(pos.seg, t, pos.side, pos.lots, pos.price / k, pos.margin_price, self.symbol)
-        pos.seg = t
-        entry_comm = cents(pos.commission * (lots / pos.lots)) if pos.commission else 0.0  # the last part:
-        swap = cents(pos.swap * (lots / pos.lots)) if pos.swap else 0.0  # what is left
-        exit_comm = cents(lots * cfg.commission) if cfg.commission else 0.0
-        profit = amount = pos.side * ((price - pos.price) / k) * lots * cfg.contract_size
-        rate = 1.0
-        if not self.money.profit.unity:  # converted at the rate of the fill: this symbol at its price
-            spread = self.price_points(+1) - self.price_points(-1)
-            bid, ask = (price, price + spread) if pos.side > 0 else (price - spread, price)
-            profit = self.money.money(amount, bid, ask)
-            rate = profit / amount if amount else self.money.money(1.0, bid, ask)
-        profit = cents(profit)  # booked in whole cents of the deposit currency
-        self.funds.charge(profit - exit_comm + swap, t, swap)  # the deal books its share of the swap
-        when = self.now[0] if self.now is not None else self.now_ns  # ``stamp``, once for the three records
-        if record_order:  # the broker's own closing order (SL, TP, stop-out, close request, end of test),
-            order = ledger.new_ticket()  # numbered with the account's orders, as the trade server numbers it
-            kind = "sell" if pos.side > 0 else "buy"
-            self.revision += 1  # ``record_order``, inline
-            ledger.new_order(t, when, order, kind, lots, price / k, None, None, "filled", pos.ticket,
-                             pos.magic, reason, None, None, self.symbol)  # fmt: skip
-        self.revision += 1  # ``_deal``, inline
-        ledger.new_deal(t, when, order, pos, -pos.side, entry, lots, price / k, 0.0 - exit_comm, swap, profit,
-                        self.funds.balance, reason, self.symbol)  # fmt: skip
-        ledger.new_trade(pos, lots, t, when, price, reason, entry_comm, exit_comm, swap, profit, k,
-                         self.symbol, rate)  # fmt: skip
-        left = 0.0 if lots == pos.lots else round(pos.lots - lots, 8)  # round(0.0, 8): a whole close
-        if left <= 1e-12:
-            self.book.remove(pos)
-        else:
-            self.book.resize(pos, left, pos.price)
-            pos.commission, pos.swap = pos.commission - entry_comm, pos.swap - swap
-
-    def _margin_ok(self, side: int, lots: float, price: float, closes: list[tuple[OpenPosition, float]],
-                   charged: float | None, bid: float, ask: float) -> bool:  # fmt: skip
-        """Whether the free margin holds what a deal leaves open: ``lots`` opened at ``price`` (its margin
-        at ``charged``, the market at ``bid``/``ask``) after the ``closes`` (positions and lots taken)."""
-        cost = lots * self.config.commission
-        positions = self.book.positions
-        new = (side, lots, price / self.scale if charged is None else charged)
-        if not positions and (self.funds.closed_form or not self.funds.any_open()):
-            # the common case: nothing open on the account, nothing floating
-            return self.funds.balance - cost - self.margin.of_legs([new]) >= -1e-9
-        taken = {id(pos): take for pos, take in closes}
-        price_of = self.margin.price_of
-        legs = [(p.side, p.lots - taken.get(id(p), 0.0), price_of(p)) for p in positions]
-        legs.append(new)
-        return self.funds.margin_ok(legs, cost, bid, ask, self)
+    def close_position(self, pos: OpenPosition, lots: float, price: float, reason: str, order=None,
+                       record_order=True, entry="out") -> None:  # fmt: skip
+        """Close ``lots`` of ``pos`` at ``price`` (points), as ``Dealer.close_position`` books it."""
+        self.dealer.close_position(pos, lots, price, reason, order, record_order, entry)
 
     def _stops(self, t: int, gap_only: bool) -> None:
         for pos, price, reason in self.book.reached_stops(self.quote, t, gap_only):
@@ -549,14 +462,6 @@ class Broker:
             pos.swap += amount
             self.funds.accrue(amount, self.t)  # on the position until its closing deal books it
 
-    def _end_segment(self, pos: OpenPosition) -> None:
-        """A position is about to change (volume, price, closed): close its floating-profit segment."""
-        end = self.t
-        if end > pos.seg:
-            price = pos.price / self.scale
-            self.ledger.segment(pos.seg, end, pos.side, pos.lots, price, pos.margin_price, self.symbol)
-        pos.seg = end
-
     # -- records -------------------------------------------------------------------------------------------
     def reject(self, action: str, side: int, lots, retcode: int, reason: str, **request) -> None:
         """Refuse a request: ``last_retcode`` is set and the request listed with its reason."""
@@ -574,13 +479,6 @@ class Broker:
         ns = self.now[0] if self.now is not None else self.now_ns  # ``stamp``, inline: per order
         return self.ledger.new_order(self.t, ns, ticket, kind, lots, price, sl, tp, state, position, magic,
                                      comment, stoplimit, expiration, self.symbol)  # fmt: skip
-
-    def _deal(self, order, pos: OpenPosition, side: int, entry: str, lots, price, commission, swap, profit,
-              comment: str | None = None) -> None:  # fmt: skip
-        self.revision += 1
-        ns = self.now[0] if self.now is not None else self.now_ns  # ``stamp``, inline: per deal
-        self.ledger.new_deal(self.t, ns, order, pos, side, entry, lots, price / self.scale, commission, swap,
-                             profit, self.funds.balance, comment, self.symbol)  # fmt: skip
 
     # -- result tables -------------------------------------------------------------------------------------
     def trades_frame(self) -> pd.DataFrame:

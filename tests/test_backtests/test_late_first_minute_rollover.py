@@ -18,11 +18,13 @@ import pytest
 import backtests.merged as merged
 import backtests.merged_ticks as merged_ticks
 from backtests import AccountConfig, Backtest
-from datafeeds import resample
+from datafeeds import make_frame, resample
+from datafeeds.candles import meta_of
+from datafeeds.clock import BrokerClock
 from datafeeds.symbols import BUILTIN
 from datafeeds.ticks import TickMeta, make_ticks
 from strategies.base import ExpertAdvisor
-from tests.test_backtests.test_multi_minutes_openings import H, _at, _in_time_order, _minutes
+from tests.test_backtests.test_multi_minutes_openings import WALKS, H, _at, _in_time_order, _minutes
 
 ROUTES = pytest.mark.parametrize(
     "route",
@@ -131,30 +133,79 @@ class _StoppedOverMidnight(ExpertAdvisor):
             self.buy(1.0, sl=1.095)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a rollover inside a bar (its next bar missing) is charged at the next bar's opening only",
-)
-@ROUTES
-def test_a_position_stopped_after_a_midnight_inside_its_bar_pays_the_nights_swap(route, monkeypatch):
-    """Tuesday 22:00 bar, then a 23:00 bar that runs to 01:00 (the 00:00 bar missing): its minutes at 23:10
-    (1.10000) and at 00:30 (1.09000, through the stop-loss at 1.09500). Bought at 22:00, held over
-    Tuesday's midnight, stopped at 00:30 at 1.09000: -1,000.00 and one night's swap, -10.00. The broker
-    charges swaps only where a bar opens, so the night inside the bar is free: swap 0.00, in the user's
-    favour (and a position opened inside such a bar after midnight pays the night at the next bar)."""
-    rows = [(m, 1.1) for m in (21 * H, 21 * H + 59, 22 * H, 22 * H + 59, 23 * H + 10)]
-    rows += [(24 * H + 30, 1.09), (24 * H + 59, 1.09), (25 * H, 1.09), (25 * H + 59, 1.09)]
-    m1 = _minutes("EURUSD", rows)
+class _LimitOverMidnight(ExpertAdvisor):
+    """A buy limit of 1 lot at 1.09500 at the first decision; closes what it holds at the third."""
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy_limit(1.0, 1.095)
+        elif len(self.bars) == 3:
+            for p in self.positions():
+                self.close(p.ticket)
+
+
+def _folded(day: int, rows: list, symbol: str = "EURUSD"):
+    """``symbol``'s H1 bars of ``rows`` (minutes after 00:00 of Tuesday 2024-01-02 plus ``day`` days, price)
+    with the 00:00 bar of the next day folded into the 23:00 bar: the 00:00 bar missing, the 23:00 bar
+    runs to 01:00 and a midnight lies inside it."""
+    base = 24 * H * day
+    m1 = _minutes(symbol, [(base + m, p) for m, p in rows])
     frame = resample(m1, "H1")
-    last, midnight = _at(23 * H), _at(24 * H)  # the 00:00 bar folded into the 23:00 bar
-    frame.loc[last, "low"] = frame.loc[midnight, "low"]
+    last, midnight = _at(base + 23 * H), _at(base + 24 * H)
+    frame.loc[last, "low"] = min(frame.loc[last, "low"], frame.loc[midnight, "low"])
     frame.loc[last, "close"] = frame.loc[midnight, "close"]
-    frame = frame.drop(midnight)
-    result = _result(route, frame, m1, _StoppedOverMidnight, monkeypatch)
-    trade = result.trades.iloc[0]
-    assert (trade["exit_time"], trade["exit_price"], trade["exit_reason"]) == (_at(24 * H + 30), 1.09, "sl")
-    assert trade["profit"] == pytest.approx(-1_000.0)
-    assert trade["swap"] == pytest.approx(-10.0)  # got 0.00
+    return frame.drop(midnight), m1
+
+
+_BEFORE = [(m, 1.1) for m in (21 * H, 21 * H + 59, 22 * H, 22 * H + 59, 23 * H + 10)]
+
+
+@DAYS
+@ROUTES
+def test_a_position_stopped_after_a_midnight_inside_its_bar_pays_the_nights_swap(
+    route, day, nights, monkeypatch
+):
+    """Tuesday (or Wednesday) 22:00 bar, then a 23:00 bar that runs to 01:00 (the 00:00 bar missing): its
+    minutes at 23:10 (1.10000) and at 00:30 (1.09000, through the stop-loss at 1.09500). Bought at 22:00,
+    held over midnight, stopped at 00:30 at 1.09000: -1,000.00 and the night's swap, -10.00 (-30.00 over
+    Wednesday's, the triple swap). Charged only where a bar opens, the night inside the bar was free."""
+    rows = [*_BEFORE, (24 * H + 30, 1.09), (24 * H + 59, 1.09), (25 * H, 1.09), (25 * H + 59, 1.09)]
+    result = _result(route, *_folded(day, rows), _StoppedOverMidnight, monkeypatch)
+    (trade,) = result.trades.itertuples()
+    assert (trade.exit_time, trade.exit_price, trade.exit_reason) == (
+        _at(24 * H * day + 24 * H + 30),
+        1.09,
+        "sl",
+    )
+    assert trade.profit == pytest.approx(-1_000.0)
+    assert trade.swap == pytest.approx(-10.0 * nights)
+
+
+@ROUTES
+def test_a_position_stopped_before_a_midnight_inside_its_bar_pays_no_swap(route, monkeypatch):
+    """The same bars, the stop-loss reached at 23:40 (1.09000), before the midnight inside the 23:00 bar:
+    never held over a rollover, no swap (neither at the midnight nor at the 01:00 bar)."""
+    rows = [*_BEFORE, (23 * H + 40, 1.09), (24 * H + 30, 1.09), (24 * H + 59, 1.09), (25 * H, 1.09)]
+    rows += [(25 * H + 59, 1.09)]
+    result = _result(route, *_folded(0, rows), _StoppedOverMidnight, monkeypatch)
+    (trade,) = result.trades.itertuples()
+    assert (trade.exit_time, trade.exit_reason) == (_at(23 * H + 40), "sl")
+    assert trade.swap == 0.0
+    assert trade.net_profit == pytest.approx(-1_000.0)
+
+
+@ROUTES
+def test_a_position_opened_after_a_midnight_inside_its_bar_owes_no_swap_at_the_next_bar(route, monkeypatch):
+    """A buy limit at 1.09500 placed at 22:00 Tuesday, filled at 00:30 Wednesday (1.09000) inside the 23:00
+    bar that runs to 01:00, closed at the 01:00 bar's decision (1.09000): opened after the rollover, it owes
+    no swap. Charged at the 01:00 bar's opening as the night from Tuesday, it paid -10.00 for a night it
+    never held."""
+    rows = [*_BEFORE, (24 * H + 30, 1.09), (24 * H + 59, 1.09), (25 * H, 1.09), (25 * H + 59, 1.09)]
+    result = _result(route, *_folded(0, rows), _LimitOverMidnight, monkeypatch)
+    (trade,) = result.trades.itertuples()
+    assert (trade.entry_time, trade.exit_time) == (_at(24 * H + 30), _at(25 * H))
+    assert trade.swap == 0.0
+    assert trade.net_profit == pytest.approx(0.0)
 
 
 class _TodayLimit(ExpertAdvisor):
@@ -212,3 +263,135 @@ def test_a_today_order_placed_at_a_late_first_minute_after_midnight_lives_to_the
     assert (order["time_setup"], order["expiration"]) == (_at(24 * H + 30), _at(48 * H))
     assert (order["state"], order["time_done"]) == ("canceled", _at(26 * H))  # at the end of the test
     assert len(result.rejected) == 0
+
+
+class _BothOverMidnight(ExpertAdvisor):
+    """Buys 1 lot of EURUSD with its stop-loss at 1.09500 and 1 lot of GBPUSD at the first decision;
+    closes what it holds at the third."""
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy(1.0, sl=1.095, symbol="EURUSD")
+            self.buy(1.0, symbol="GBPUSD")
+        elif len(self.bars) == 3:
+            for p in self.positions():
+                self.close(p.ticket)
+
+
+@pytest.mark.parametrize("model", ["ohlc1m", "ticks"])
+@WALKS
+def test_two_symbols_held_over_a_midnight_inside_their_bar_pay_one_night_each(
+    model, every_minute, monkeypatch
+):
+    """EURUSD and GBPUSD both bought at 22:00 Tuesday, their 23:00 bars running to 01:00 (the 00:00 bars
+    missing): GBPUSD's first minute after midnight at 00:10 (1.30000), EURUSD's at 00:30 (1.09000, through
+    its stop-loss). The account's night is charged once, at 00:10, to both: EURUSD stopped at 00:30 pays
+    -10.00; GBPUSD, closed at the 01:00 bar's decision, pays -10.00 too, never a second night there."""
+    eur = [*_BEFORE, (24 * H + 30, 1.09), (24 * H + 59, 1.09), (25 * H, 1.09), (25 * H + 59, 1.09)]
+    gbp = [(m, 1.3) for m in (21 * H, 21 * H + 59, 22 * H, 22 * H + 59, 23 * H + 20, 24 * H + 10, 25 * H)]
+    gbp += [(25 * H + 59, 1.3)]
+    frames, fine = {}, {}
+    for symbol, rows in (("EURUSD", eur), ("GBPUSD", gbp)):
+        frames[symbol], m1 = _folded(0, rows, symbol)
+        fine[symbol] = m1
+        if model == "ticks":
+            ns = m1.index.as_unit("ns").asi8
+            bid = m1["open"].to_numpy()
+            fine[symbol] = make_ticks(ns, bid, bid.copy(), TickMeta(symbol, 5, f"{symbol.lower()}_ticks.csv"))
+    if every_minute:
+        walk = merged_ticks if model == "ticks" else merged
+        monkeypatch.setattr(walk, "_stop_out_possible", lambda *args: True)
+    config = AccountConfig(deposit=10_000.0, spread=0, leverage=500.0)
+    specs = {s: replace(BUILTIN[s], swap_long=-10.0) for s in frames}
+    paths = {"model": model, "ticks" if model == "ticks" else "m1": fine}
+    result = Backtest(frames, _BothOverMidnight, account=config, forward=None, specs=specs, **paths).run()
+    _in_time_order(result)
+    trades = result.trades.set_index("symbol")
+    assert (trades.loc["EURUSD", "exit_time"], trades.loc["EURUSD", "exit_reason"]) == (
+        _at(24 * H + 30),
+        "sl",
+    )
+    assert trades.loc["GBPUSD", "exit_time"] == _at(25 * H)
+    assert trades.loc["EURUSD", "swap"] == pytest.approx(-10.0)
+    assert trades.loc["GBPUSD", "swap"] == pytest.approx(-10.0)
+
+
+class _OnTick(ExpertAdvisor):
+    """Through ``on_tick``: buys 1 lot at the tick at ``buy_ns`` (UTC ns), closes it at ``close_ns``."""
+
+    buy_ns = close_ns = 0
+
+    def on_bar(self):
+        pass
+
+    def on_tick(self, tick):
+        if tick.time_ns == self.buy_ns:
+            self.buy(1.0)
+        elif tick.time_ns == self.close_ns:
+            for p in self.positions():
+                self.close(p.ticket)
+
+
+@pytest.mark.parametrize(
+    ("buy_at", "close_at", "swap"),
+    [(23 * H + 10, 24 * H + 30, -10.0), (24 * H + 30, 25 * H + 59, 0.0), (22 * H + 59, 23 * H + 10, 0.0)],
+    ids=["held-over-it", "opened-after-it", "closed-before-it"],
+)
+def test_an_on_tick_position_pays_the_midnight_inside_its_bar_only_if_held_over_it(buy_at, close_at, swap):
+    """Ticks only (an ``on_tick`` EA, every tick walked): the 23:00 bar runs to 01:00, its ticks at 23:10 and
+    00:30. Bought at 23:10 and closed at 00:30 by the hook, the position was held over midnight: -10.00.
+    Bought at 00:30, after it, and closed at 01:59: no night (charged at the 01:00 bar as the night from
+    Tuesday, -10.00 for a night it never held). Bought at 22:59 and closed at 23:10: none."""
+    rows = [*_BEFORE, (24 * H + 30, 1.1), (24 * H + 59, 1.1), (25 * H, 1.1), (25 * H + 59, 1.1)]
+    frame, m1 = _folded(0, rows)
+    ns = m1.index.as_unit("ns").asi8
+    bid = m1["open"].to_numpy()
+    ticks = make_ticks(ns, bid, bid.copy(), TickMeta("EURUSD", 5, "eurusd_ticks.csv"))
+    ea = type("Hook", (_OnTick,), {"buy_ns": _at(buy_at).value, "close_ns": _at(close_at).value})
+    config = AccountConfig(deposit=10_000.0, spread=0, leverage=500.0, swap_long=-10.0)
+    result = Backtest(frame, ea, account=config, forward=None, model="ticks", ticks=ticks).run()
+    (trade,) = result.trades.itertuples()
+    assert (trade.entry_time, trade.exit_time) == (_at(buy_at), _at(close_at))
+    assert trade.swap == pytest.approx(swap)
+
+
+@ROUTES
+def test_a_bar_over_two_midnights_charges_each_night_at_its_first_price(route, monkeypatch):
+    """The 23:00 bar of Tuesday runs to Thursday 01:00 (every bar between missing), its minutes at 23:10
+    Tuesday, 00:30 Wednesday and 00:30 Thursday (1.09000, through the stop-loss at 1.09500). Held over both
+    midnights and stopped at Thursday 00:30: Tuesday's night, -10.00, and Wednesday's triple, -30.00."""
+    rows = [*_BEFORE, (24 * H + 30, 1.1), (48 * H + 30, 1.09), (48 * H + 59, 1.09), (49 * H, 1.09)]
+    rows += [(49 * H + 59, 1.09)]
+    m1 = _minutes("EURUSD", rows)
+    frame = resample(m1, "H1")
+    last = _at(23 * H)
+    folded = frame[(frame.index > last) & (frame.index < _at(49 * H))]
+    frame.loc[last, "low"] = min(frame.loc[last, "low"], folded["low"].min())
+    frame.loc[last, "close"] = folded["close"].iloc[-1]
+    frame = frame.drop(folded.index)
+    result = _result(route, frame, m1, _StoppedOverMidnight, monkeypatch)
+    (trade,) = result.trades.itertuples()
+    assert (trade.exit_time, trade.exit_reason) == (_at(48 * H + 30), "sl")
+    assert trade.swap == pytest.approx(-40.0)
+
+
+def test_a_midnight_inside_a_bar_is_the_servers_own_on_a_utc_plus_2_server():
+    """The same stop after a midnight inside a bar on a UTC+2 server: its midnight is 22:00 UTC, the 21:00
+    UTC bar runs to 23:00 UTC (the 22:00 bar missing), minutes at 21:10 and 22:30 UTC (1.09000, through the
+    stop-loss). Stopped at 22:30 UTC, 00:30 on the server: the night is owed, -10.00 (UTC's midnight, later,
+    is never reached)."""
+    rows = [*_BEFORE, (24 * H + 30, 1.09), (24 * H + 59, 1.09), (25 * H, 1.09), (25 * H + 59, 1.09)]
+    utc = _minutes("EURUSD", [(m - 2 * H, p) for m, p in rows])
+    meta = replace(meta_of(utc), clock=BrokerClock(2.0))
+    m1 = make_frame({c: utc[c].to_numpy() for c in utc.columns}, utc.index, meta)
+    bars = resample(m1, "H1")
+    last, midnight = _at(21 * H), _at(22 * H)
+    bars.loc[last, "low"] = min(bars.loc[last, "low"], bars.loc[midnight, "low"])
+    bars.loc[last, "close"] = bars.loc[midnight, "close"]
+    config = AccountConfig(deposit=10_000.0, spread=0, leverage=500.0, swap_long=-10.0)
+    test = Backtest(
+        bars.drop(midnight), _StoppedOverMidnight, account=config, forward=None, model="ohlc1m", m1=m1
+    )
+    (trade,) = test.run().trades.itertuples()
+    assert (trade.exit_time, trade.exit_reason) == (_at(22 * H + 30), "sl")
+    assert trade.swap == pytest.approx(-10.0)

@@ -11,7 +11,8 @@ from datafeeds import resample, synthetic_candles
 
 def _broker(levels):
     book = SimpleNamespace(levels=lambda: list(levels), orders=[], first_expiry=lambda: None)
-    return SimpleNamespace(book=book, stop_out_on=False)  # nothing open: no stop-out to look for
+    # nothing open: no stop-out to look for; no midnight inside a bar to stop at
+    return SimpleNamespace(book=book, stop_out_on=False, midnight_rows=[])
 
 
 def test_the_next_minute_reaching_a_level_is_the_one_minute_by_minute_search_finds():
