@@ -30,7 +30,7 @@ valued by the backtest's conversion (for a trade, at the rate its own profit imp
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -69,6 +69,21 @@ class _Open:
     tp: float | None
     seg: int  # bar where its current floating segment began
     margin_price: float | None = None  # the price its margin is charged at (None: its own opening price)
+
+
+@dataclass(frozen=True)
+class _Exit:
+    """An exit deal of the terminal as a trade books it: its price, UTC ns and bar, its commission and fee
+    (``money``), swap and profit in the deposit currency, MetaTrader's deal reason and the user's comment."""
+
+    price: float
+    ns: int
+    bar: int
+    money: float
+    swap: float
+    profit: float
+    reason: int
+    comment: str
 
 
 @dataclass(frozen=True)
@@ -221,9 +236,8 @@ class TerminalLedger:
             parts = [(p, key) for p, key in ((prior, self._prior), (pos, self._open)) if p is not None]
             closing = min(lots, round(sum(p.lots for p, _ in parts), 8))
             share = closing / lots if lots else 1.0
-            self._split(
-                pid, parts, closing, price, ns, bar, money * share, swap, profit, int(d.reason), comment
-            )
+            deal = _Exit(price, ns, bar, money * share, swap, profit, int(d.reason), comment)
+            self._split(pid, parts, closing, deal)
             rest = round(lots - closing, 8)
             if entry == INOUT and rest > 1e-9:
                 self._open[pid] = self._opened(
@@ -290,28 +304,16 @@ class TerminalLedger:
         ns = self.utc_ns(c.time, c.time_msc)
         return _Open(c.side, lots, c.price, first, ns, 0.0, c.magic, user_comment(c.comment), None, None, bar)
 
-    def _split(
-        self,
-        pid: int,
-        parts: list[tuple[_Open, dict[int, _Open]]],
-        lots: float,
-        price: float,
-        ns: int,
-        bar: int,
-        money: float,
-        swap: float,
-        profit: float,
-        reason: int,
-        comment: str,
-    ) -> None:
-        """An exit of ``lots`` of position ``pid`` from its ``parts`` (each with the table that holds it):
-        its carried lots (never valued over the run) and the run's own, where the run added to a carried
+    def _split(self, pid: int, parts: list[tuple[_Open, dict[int, _Open]]], lots: float, deal: _Exit) -> None:
+        """An exit ``deal`` of ``lots`` of position ``pid`` from its ``parts`` (each with the table holding
+        it): its carried lots (never valued over the run) and the run's own, where the run added to a carried
         netting position, else the one part. A netting position's price is the volume-weighted average of
         its entries (MetaTrader's, and the backtest broker's ``fill``) and each close is charged from that
         average, which is the same money as closing every entry in proportion to the lots it holds: so
         each part closes its share of ``lots``, a trade from its own entry whose profit is its own price
         difference at the terminal's conversion of the deal; the last part takes what is left of the
         deal's profit (to the cent), so the trades of one deal sum to its money."""
+        price, profit = deal.price, deal.profit
         total = sum(p.lots for p, _ in parts)
         shares = [lots * p.lots / total if total else lots for p, _ in parts]
         contract = self.broker.config.contract_size
@@ -322,12 +324,14 @@ class TerminalLedger:
         for i, ((part, table), n) in enumerate(zip(parts, shares, strict=True)):
             mine = profit - booked if i == len(parts) - 1 else round(gains[i] * rate, 2)
             booked += mine
-            part.sl, part.tp = self._levels(pid, ns, part.sl, part.tp)
+            part.sl, part.tp = self._levels(pid, deal.ns, part.sl, part.tp)
             if table is self._prior:
-                part.seg = bar  # carried lots are not valued over the run's bars
+                part.seg = deal.bar  # carried lots are not valued over the run's bars
             n = part.lots if n >= part.lots - 1e-9 else round(n, 8)
             cut = n / lots if lots else 1.0
-            if self._exit(pid, part, n, price, ns, bar, money * cut, swap * cut, mine, reason, comment):
+            if self._exit(
+                pid, part, n, replace(deal, money=deal.money * cut, swap=deal.swap * cut, profit=mine)
+            ):
                 del table[pid]
 
     def _rate(self, price: float) -> float:
@@ -347,26 +351,21 @@ class TerminalLedger:
         at = self.broker.to_points(price)
         return self.broker.money.margin_price(side, at, at, at)
 
-    def _exit(
-        self,
-        pid: int,
-        pos: _Open,
-        lots: float,
-        price: float,
-        ns: int,
-        bar: int,
-        money: float,
-        swap: float,
-        profit: float,
-        reason: int,
-        comment: str,
-    ) -> bool:
-        """A trade: ``lots`` of position ``pid`` closed at ``price``, with its share of entry commission;
-        True where it closes all that ``pos`` held."""
+    def _exit(self, pid: int, pos: _Open, lots: float, deal: _Exit) -> bool:
+        """A trade: ``lots`` of position ``pid`` closed by ``deal`` (its share of the deal's money), with
+        its share of entry commission; True where it closes all that ``pos`` held."""
+        price, ns, bar, money, swap, profit = (
+            deal.price,
+            deal.ns,
+            deal.bar,
+            deal.money,
+            deal.swap,
+            deal.profit,
+        )
         self._end(pos, bar)
         share = lots / pos.lots if pos.lots else 1.0
         entry_comm = pos.commission * share
-        why = _REASON.get(reason) or comment or "signal"
+        why = _REASON.get(deal.reason) or deal.comment or "signal"
         commission = entry_comm + money
         amount = pos.side * (price - pos.price) * lots * self.broker.config.contract_size
         unity = self.broker.money.profit.unity
