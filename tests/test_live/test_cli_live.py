@@ -114,6 +114,20 @@ def test_ctrl_c_stops_cleanly_and_leaves_the_journal_resumable(port, clock, tmp_
     assert sum(r["type"] == "resume" for r in read_journal(journal)) == 1
 
 
+# a --live run of SmaCrossEA with every limit but the symbols it may trade
+LIVE_WITH_LIMITS = (
+    "live",
+    "SmaCrossEA",
+    "--live",
+    "--max-lots",
+    "1",
+    "--max-positions",
+    "2",
+    "--max-daily-loss",
+    "100",
+)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -123,41 +137,12 @@ def test_ctrl_c_stops_cleanly_and_leaves_the_journal_resumable(port, clock, tmp_
         (("live", "SmaCrossEA", "-p", "fats=3"), "did you mean 'fast'"),
         (("live", "SmaCrossEA", "-o", "colour=red"), "-o colour=...: not a terminal option"),
         (("live", "SmaCrossEA", "--live"), "needs explicit limits: give --max-lots, --max-positions"),
-        (
-            (
-                "live",
-                "SmaCrossEA",
-                "--live",
-                "--max-lots",
-                "1",
-                "--max-positions",
-                "2",
-                "--max-daily-loss",
-                "100",
-                "--allow-symbol",
-                "GBPUSD",
-            ),
-            "EURUSD is not among --allow-symbol GBPUSD",
-        ),
+        ((*LIVE_WITH_LIMITS, "--allow-symbol", "GBPUSD"), "EURUSD is not among --allow-symbol GBPUSD"),
         (("live", "NoSuchEA"), "unknown EA"),
         (("live", "TrendFilterEA", "--timeframe", "M5"), "--timeframe M5: TrendFilterEA declares its own"),
         (("live", "SmaCrossEA", "--max-account-positions", "2"), "--max-account-positions is a limit of"),
         (
-            (
-                "live",
-                "SmaCrossEA",
-                "--live",
-                "--max-lots",
-                "1",
-                "--max-positions",
-                "2",
-                "--max-daily-loss",
-                "100",
-                "--allow-symbol",
-                "EURUSD",
-                "--max-quote-age",
-                "5",
-            ),
+            (*LIVE_WITH_LIMITS, "--allow-symbol", "EURUSD", "--max-quote-age", "5"),
             "--max-quote-age is a paper fill's",
         ),
     ],
