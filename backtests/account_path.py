@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backtests.equity_path import EquityPath, Skeleton, skeleton_drawdowns
+from backtests.equity_path import EquityPath, Skeleton, path_drawdowns, skeleton_drawdowns
 from backtests.path_events import KEY_SHIFT, BarPrices, deal_events
 
 _CHUNK_BARS = 1 << 14  # bars per chunk: a few arrays of four prices per symbol stay small
@@ -39,8 +39,12 @@ def account_drawdowns(
 ) -> EquityPath | None:
     """The account of ``broker`` (any of its symbols' brokers) over bars ``first..last``, as
     ``equity_path.path_drawdowns`` gives it for one symbol; None when a deal is neither an entry nor an
-    exit (a netting reversal), where the caller keeps the bar-level estimate."""
+    exit (a netting reversal), where the caller keeps the bar-level estimate. An account whose deals are
+    all of one symbol, converted through no other symbol, is that symbol's own path (``_lone``)."""
     desks = list(broker.funds.desks)
+    lone = _lone(broker.ledger, desks)
+    if lone is not None:
+        return path_drawdowns(lone, first, last, deposit, start, convert=_own_conversion(lone))
     bars = {d.symbol: _OwnBars(d) for d in desks}
     events = deal_events(broker.ledger, bars, timed=False)
     if events is None:
@@ -69,6 +73,29 @@ def account_drawdowns(
         skeleton.add(equity, lambda i, a=a: a + np.asarray(i) // 4)
     frame = skeleton.frame(broker.market.time)
     return EquityPath(skeleton_drawdowns(frame["equity"].to_numpy(), deposit), frame)
+
+
+def _lone(ledger, desks: list):
+    """The desk of the account's only traded symbol, None where deals are of several symbols or the
+    profit converts through another symbol's price. One symbol's equity moves with its own prices alone,
+    so its path is the one-symbol run's: every minute or tick the run walked (the one-symbol replay's
+    ``equity_path.path_drawdowns``), not its bars' four prices, which put a bull bar's low before its high
+    whatever its minutes did and take the bar's lowest spread at its extremes, and which would give the
+    same symbol run alone and as a one-symbol list two drawdowns."""
+    traded = set(ledger.columns("deals").texts("symbol").tolist())
+    if len(traded) > 1:
+        return None
+    desk = next((d for d in desks if d.symbol in traded), desks[0])
+    rate = desk.money.profit
+    return desk if rate.unity or rate.pair is None else None
+
+
+def _own_conversion(desk):
+    """``path_drawdowns``' conversion of ``desk``'s floating profit at its own quotes (None: no
+    conversion)."""
+    if desk.money.profit.unity:
+        return None
+    return lambda amount, bid, ask: _converted(desk, amount, {desk.symbol: (bid, ask)})
 
 
 def _quotes(bars: _OwnBars, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
