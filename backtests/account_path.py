@@ -10,9 +10,13 @@ i-th price (a gain at the dealer's side, as ``backtests.broker.convert`` books i
 stands at its last close (its aligned market is flat there). Deals take effect where their price lies on their
 symbol's four prices, as on one symbol's bars: the events are ``path_events.deal_events``', the builder
 one symbol's path reads too (a symbol's four columns beside the others'). With minutes ("1 minute OHLC")
-the bars' own four prices are used here too: the minutes of several symbols have no common step, and a
-bar's extremes are every minute's extremes. The margin beside it (the report's margin level) is the
+or ticks the bars' own four prices are used here too: the minutes of several symbols have no common step;
+a bar's extremes are every minute's extremes, though a peak and a trough inside one bar may have come in
+the other order than the bar's four prices put them. The margin beside it (the report's margin level) is the
 positions' margin as charged at their deals, which no later price moves (``backtests.pair_moves``).
+An account whose deals are all of one symbol, its profit not converted through another symbol, has that
+symbol's own path (``equity_path``: every minute or tick walked), so a one-symbol list gives the one-symbol
+run's drawdowns.
 """
 
 from __future__ import annotations

@@ -5,11 +5,15 @@ ones."""
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from backtests import AccountConfig, Backtest
+from datafeeds import bars_from_ticks, resample, synthetic_candles, synthetic_ticks
 from datafeeds.candles import CandleMeta, make_frame
 from datafeeds.timeframes import Timeframe
 from strategies.base import ExpertAdvisor
@@ -66,3 +70,77 @@ def test_a_peak_and_a_trough_inside_one_bars_minutes_are_the_drawdown_of_both_wa
     assert stats["equity_drawdown_maximal_pct"] == pytest.approx(100 * 1_000 / 10_500, abs=1e-6)
     assert stats["equity_drawdown_absolute"] == 500.0
     assert list(result.equity_path["equity"]) == [10_500.0, 9_500.0]  # the peak and the low after it
+
+
+def _harness():
+    """``tools/diff_harness.py``: random EAs of every request kind on random markets, one symbol run both
+    ways (``case(..., single_path=True/False)``), every figure as exact text (``digest``)."""
+    path = Path(__file__).resolve().parents[2] / "tools" / "diff_harness.py"
+    spec = importlib.util.spec_from_file_location("diff_harness", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# the report's shape of a symbol list (its symbols' table and charts, the model's line), not its figures
+_SHAPE = ("report.json", "chart_data", "symbol_charts")
+
+
+@pytest.mark.parametrize("model", ["open", "ohlc1m", "ticks"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_random_eas_on_one_symbol_give_every_figure_the_same_both_ways(model, seed):
+    """Market, pending, stop-limit, SL/TP, partial and close-by requests on a rich hedging account, a small
+    one that meets stop-outs, a netting one with swaps and a leveraged one: the trades, orders, deals,
+    balance, curves, the equity path's skeleton and every statistic (equity drawdowns included) are the
+    same text from the one-symbol replay and the merged walk of a one-symbol list. Before, 1 minute OHLC
+    and ticks gave two equity drawdowns in every case (seed 0, the leveraged account, ticks: 1,393.00 USD
+    one way, 1,388.35 the other)."""
+    harness = _harness()
+    for account in range(len(harness.ACCOUNTS)):
+        single = harness.digest(harness.case(model, seed, 1, account, single_path=True))
+        merged = harness.digest(harness.case(model, seed, 1, account, single_path=False))
+        assert single.keys() == merged.keys()
+        differ = [k for k in single if k not in _SHAPE and single[k] != merged[k]]
+        assert not differ, (model, seed, account, differ)
+        assert single["stats"].count("equity_drawdown") == 5
+
+
+class _EurusdBesideGbpusd(ExpertAdvisor):
+    """Trades EURUSD only, with stops, beside a declared GBPUSD it never touches."""
+
+    symbols = ("EURUSD", "GBPUSD")
+
+    def on_bar(self):
+        bars = self.data("EURUSD")
+        if len(bars) < 2 or self.position_of("EURUSD"):
+            return
+        up = bars.close[-1] > bars.close[-2]
+        (self.buy if up else self.sell)(1.0, symbol="EURUSD", sl_points=200, tp_points=300)
+
+
+class _EurusdAlone(_EurusdBesideGbpusd):
+    symbols = ("EURUSD",)
+
+
+@pytest.mark.parametrize("model", ["ohlc1m", "ticks"])
+def test_one_traded_symbol_beside_an_idle_one_is_the_one_symbol_runs_path(model):
+    """An account whose deals are all of EURUSD, with GBPUSD declared and never traded: its equity moves
+    with EURUSD's minutes or ticks alone, so its equity path and every equity drawdown are the one-symbol
+    run's. The path was built from each bar's four prices there, whatever the minutes did."""
+    minutes = {s: synthetic_candles(s, "M1", 60 * 24 * 6, seed=k, start="2023-01-02")
+               for k, s in ((4, "EURUSD"), (5, "GBPUSD"))}  # fmt: skip
+    if model == "ticks":
+        fine = {s: synthetic_ticks(m, seed=1) for s, m in minutes.items()}
+        hours = {s: resample(bars_from_ticks(t, "M1"), "H1") for s, t in fine.items()}
+    else:
+        fine, hours = minutes, {s: resample(m, "H1") for s, m in minutes.items()}
+    key = "ticks" if model == "ticks" else "m1"
+    account = AccountConfig(hedging=True)
+    both = Backtest(hours, _EurusdBesideGbpusd, account=account, forward=None, model=model,
+                    **{key: fine}).run()  # fmt: skip
+    alone = Backtest(hours["EURUSD"], _EurusdAlone, account=account, forward=None, model=model,
+                     **{key: fine["EURUSD"]}).run()  # fmt: skip
+    assert len(both.trades) == len(alone.trades) > 30
+    for k in (f"equity_drawdown_{x}" for x in DD_KEYS):
+        assert both.stats[k] == alone.stats[k], k
+    pd.testing.assert_frame_equal(both.equity_path, alone.equity_path, check_exact=True)
