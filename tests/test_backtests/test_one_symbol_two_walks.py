@@ -30,20 +30,22 @@ class _BuyOnce(ExpertAdvisor):
             self.buy(1.0)
 
 
-def _hand_worked():
-    """Bar 0 flat at 1.1000 (the buy), bar 1 a bull hour (open 1.1000, high 1.1050, low 1.0950, close
-    1.1010) whose minutes rise to the high first and fall to the low after it, then flat hours at 1.1010."""
-    rows = [(1.1,) * 4, (1.1000, 1.1050, 1.0950, 1.1010), *[(1.1010,) * 4] * 3]
+def _hand_worked(symbol: str = "EURUSD", digits: int = 5, unit: float = 0.0001, base: float = 1.1):
+    """Bar 0 flat at ``base`` (the buy), bar 1 a bull hour (open ``base``, high +50 ``unit``s, low -50,
+    close +10) whose minutes rise to the high first and fall to the low after it (the second minute closes
+    at -40), then flat hours at the close. EURUSD: 1.1000, 1.1050, 1.0950, 1.1010."""
+    at = lambda k: round(base + k * unit, digits)  # noqa: E731
+    rows = [(base,) * 4, (base, at(50), at(-50), at(10)), *[(at(10),) * 4] * 3]
     index = pd.date_range(T0, periods=len(rows), freq="h")
     data = dict(zip(("open", "high", "low", "close"), np.array(rows).T, strict=True))
     frame = make_frame({**data, "spread": np.zeros(len(rows), dtype=np.int32)}, index,
-                       CandleMeta("EURUSD", Timeframe.H1, 5))  # fmt: skip
+                       CandleMeta(symbol, Timeframe.H1, digits))  # fmt: skip
     minutes = [
-        (T0, (1.1000, 1.1000, 1.1000, 1.1000)),
-        (T0 + pd.Timedelta(hours=1), (1.1000, 1.1050, 1.1000, 1.1050)),  # bull: up to the high
-        (T0 + pd.Timedelta(hours=1, minutes=1), (1.1050, 1.1050, 1.0950, 1.0960)),  # bear: down to the low
-        (T0 + pd.Timedelta(hours=1, minutes=2), (1.0960, 1.1010, 1.0960, 1.1010)),
-        *[(T0 + pd.Timedelta(hours=h), (1.1010,) * 4) for h in (2, 3, 4)],
+        (T0, (base,) * 4),
+        (T0 + pd.Timedelta(hours=1), (base, at(50), base, at(50))),  # bull: up to the high
+        (T0 + pd.Timedelta(hours=1, minutes=1), (at(50), at(50), at(-50), at(-40))),  # bear: down to the low
+        (T0 + pd.Timedelta(hours=1, minutes=2), (at(-40), at(10), at(-40), at(10))),
+        *[(T0 + pd.Timedelta(hours=h), (at(10),) * 4) for h in (2, 3, 4)],
     ]
     m1 = pd.DataFrame([p for _, p in minutes], columns=["open", "high", "low", "close"],
                       index=pd.DatetimeIndex([t for t, _ in minutes]))  # fmt: skip
@@ -70,6 +72,31 @@ def test_a_peak_and_a_trough_inside_one_bars_minutes_are_the_drawdown_of_both_wa
     assert stats["equity_drawdown_maximal_pct"] == pytest.approx(100 * 1_000 / 10_500, abs=1e-6)
     assert stats["equity_drawdown_absolute"] == 500.0
     assert list(result.equity_path["equity"]) == [10_500.0, 9_500.0]  # the peak and the low after it
+
+
+class _BuyYenOnce(ExpertAdvisor):
+    symbols = ("USDJPY",)
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy(1.0, symbol="USDJPY")
+
+
+def test_a_lone_symbol_converting_at_its_own_price_is_valued_at_each_minutes_price():
+    """USDJPY alone on a dollar account (no spread): 1 lot (100,000 USD) bought at 148.000; bar 1's minutes
+    go to 148.500 (+50,000 JPY, a gain sold at 148.500: +336.700337 USD), then to 147.500 (-50,000 JPY,
+    bought at 147.500: -338.983051 USD), then close at 148.100. The largest fall is 10,336.700337 ->
+    9,661.016949 = 675.683388 USD (6.536742 % of the peak). The bar's four prices (bull: open, low, high,
+    close) saw only the deposit's fall to 9,661.016949: 338.983051."""
+    frame, m1 = _hand_worked("USDJPY", 3, 0.01, 148.0)
+    result = Backtest({"USDJPY": frame}, _BuyYenOnce, model="ohlc1m", m1={"USDJPY": m1}, forward=None,
+                      account=AccountConfig(spread=0, missing_spread=0)).run()  # fmt: skip
+    assert len(result.trades) == 1 and result.trades.iloc[0]["entry_price"] == 148.0
+    peak, low = 10_000 + 50_000 / 148.5, 10_000 - 50_000 / 147.5
+    stats = result.stats
+    assert stats["equity_drawdown_maximal"] == round(peak - low, 6) == 675.683388
+    assert stats["equity_drawdown_maximal_pct"] == round((peak - low) / peak * 100, 6)
+    assert stats["equity_drawdown_absolute"] == round(10_000 - low, 6)
 
 
 def _harness():
