@@ -34,7 +34,10 @@ def _hand_worked(symbol: str = "EURUSD", digits: int = 5, unit: float = 0.0001, 
     """Bar 0 flat at ``base`` (the buy), bar 1 a bull hour (open ``base``, high +50 ``unit``s, low -50,
     close +10) whose minutes rise to the high first and fall to the low after it (the second minute closes
     at -40), then flat hours at the close. EURUSD: 1.1000, 1.1050, 1.0950, 1.1010."""
-    at = lambda k: round(base + k * unit, digits)  # noqa: E731
+
+    def at(k: int) -> float:
+        return round(base + k * unit, digits)
+
     rows = [(base,) * 4, (base, at(50), at(-50), at(10)), *[(at(10),) * 4] * 3]
     index = pd.date_range(T0, periods=len(rows), freq="h")
     data = dict(zip(("open", "high", "low", "close"), np.array(rows).T, strict=True))
