@@ -10,9 +10,13 @@ i-th price (a gain at the dealer's side, as ``backtests.broker.convert`` books i
 stands at its last close (its aligned market is flat there). Deals take effect where their price lies on their
 symbol's four prices, as on one symbol's bars: the events are ``path_events.deal_events``', the builder
 one symbol's path reads too (a symbol's four columns beside the others'). With minutes ("1 minute OHLC")
-the bars' own four prices are used here too: the minutes of several symbols have no common step, and a
-bar's extremes are every minute's extremes. The margin beside it (the report's margin level) is the
+or ticks the bars' own four prices are used here too: the minutes of several symbols have no common step;
+a bar's extremes are every minute's extremes, though a peak and a trough inside one bar may have come in
+the other order than the bar's four prices put them. The margin beside it (the report's margin level) is the
 positions' margin as charged at their deals, which no later price moves (``backtests.pair_moves``).
+An account whose deals are all of one symbol, its profit not converted through another symbol, has that
+symbol's own path (``equity_path``: every minute or tick walked), so a one-symbol list gives the one-symbol
+run's drawdowns.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from backtests.equity_path import EquityPath, Skeleton, skeleton_drawdowns
+from backtests.equity_path import EquityPath, Skeleton, path_drawdowns, skeleton_drawdowns
 from backtests.path_events import KEY_SHIFT, BarPrices, deal_events
 
 _CHUNK_BARS = 1 << 14  # bars per chunk: a few arrays of four prices per symbol stay small
@@ -39,8 +43,12 @@ def account_drawdowns(
 ) -> EquityPath | None:
     """The account of ``broker`` (any of its symbols' brokers) over bars ``first..last``, as
     ``equity_path.path_drawdowns`` gives it for one symbol; None when a deal is neither an entry nor an
-    exit (a netting reversal), where the caller keeps the bar-level estimate."""
+    exit (a netting reversal), where the caller keeps the bar-level estimate. An account whose deals are
+    all of one symbol, converted through no other symbol, is that symbol's own path (``_lone``)."""
     desks = list(broker.funds.desks)
+    lone = _lone(broker.ledger, desks)
+    if lone is not None:
+        return path_drawdowns(lone, first, last, deposit, start, convert=_own_conversion(lone))
     bars = {d.symbol: _OwnBars(d) for d in desks}
     events = deal_events(broker.ledger, bars, timed=False)
     if events is None:
@@ -69,6 +77,29 @@ def account_drawdowns(
         skeleton.add(equity, lambda i, a=a: a + np.asarray(i) // 4)
     frame = skeleton.frame(broker.market.time)
     return EquityPath(skeleton_drawdowns(frame["equity"].to_numpy(), deposit), frame)
+
+
+def _lone(ledger, desks: list):
+    """The desk of the account's only traded symbol, None where deals are of several symbols or the
+    profit converts through another symbol's price. One symbol's equity moves with its own prices alone,
+    so its path is the one-symbol run's: every minute or tick the run walked (the one-symbol replay's
+    ``equity_path.path_drawdowns``), not its bars' four prices, which put a bull bar's low before its high
+    whatever its minutes did and take the bar's lowest spread at its extremes, and which would give the
+    same symbol run alone and as a one-symbol list two drawdowns."""
+    traded = set(ledger.columns("deals").texts("symbol").tolist())
+    if len(traded) > 1:
+        return None
+    desk = next((d for d in desks if d.symbol in traded), desks[0])
+    rate = desk.money.profit
+    return desk if rate.unity or rate.pair is None else None
+
+
+def _own_conversion(desk):
+    """``path_drawdowns``' conversion of ``desk``'s floating profit at its own quotes (None: no
+    conversion)."""
+    if desk.money.profit.unity:
+        return None
+    return lambda amount, bid, ask: _converted(desk, amount, {desk.symbol: (bid, ask)})
 
 
 def _quotes(bars: _OwnBars, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:

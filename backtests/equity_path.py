@@ -21,6 +21,7 @@ from and the lowest equity after it), from which every drawdown MetaTrader repor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,12 +46,20 @@ class EquityPath:
 
 
 def path_drawdowns(
-    broker, first: int, last: int, deposit: float, start: pd.Timestamp, frame: bool = True
+    broker,
+    first: int,
+    last: int,
+    deposit: float,
+    start: pd.Timestamp,
+    frame: bool = True,
+    convert: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> EquityPath | None:
     """The equity path over the prices of bars ``first..last`` from ``deposit`` at ``start`` (the report's
     first row; ``EquityPath``, its skeleton's table only with ``frame``); None when the ledger's deals
     cannot be replayed as positions (a live account's reversal deals), where the caller keeps the
-    bar-level estimate.
+    bar-level estimate. ``convert(amount, bids, asks)``: the floating profit (the symbol's profit
+    currency) in the deposit currency at each price's own quotes (a symbol converting through its own
+    price, ``account_path``); None: the profit currency is the deposit currency.
 
     Between two events the open volume is constant, so each chunk of prices is cut into the stretches
     between the events that fall in it (an event's place is its bar's first price plus its rank in the
@@ -97,6 +106,8 @@ def path_drawdowns(
             np.repeat(column[lo : hi + 1], lengths) for column in (money, *volume)
         )
         floating = per_point * (long_lots * bid - long_value + short_value - short_lots * ask)
+        if convert is not None:
+            floating = convert(floating, bid, ask)
         skeleton.add(
             balance + floating,
             lambda i, a=a, offsets=offsets, where=where: (
