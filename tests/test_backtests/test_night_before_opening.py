@@ -16,12 +16,15 @@ USD), -30.00 over Wednesday's night (the triple day), every night on the server'
 
 With nothing held before the decision, GBPUSD's minutes before it were not walked, and its next rollover
 took the day of its 23:10 minute as the last night charged: a position bought at 00:30 paid a night it never
-held (-10.00). One symbol alone (EURUSD with its late first minute) must give the same figures.
+held (-10.00). One symbol alone (EURUSD with its late first minute) must give the same figures. The other
+way round, a position opened before a midnight on a symbol whose bar opens only after it (its first minute
+the bar's opening day) was never charged that night.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import ClassVar
 
 import pandas as pd
 import pytest
@@ -60,10 +63,7 @@ def _frame(symbol: str, rows: list[int], day: int, utc_offset: int, fold: bool):
     m1 = make_frame({c: utc[c].to_numpy() for c in utc.columns}, utc.index, meta)
     bars = resample(m1, "H1")
     last, midnight = _at(base + 23 * H), _at(base + 24 * H)
-    if fold:
-        bars = bars.drop(midnight)
-    else:
-        bars = bars.rename(index={midnight: last})
+    bars = bars.drop(midnight) if fold else bars.rename(index={midnight: last})
     return bars, m1
 
 
@@ -119,7 +119,7 @@ def _hold(symbol: str, buy_at: int, close_at: int) -> type:
     ``close_at``; ``seen`` lists the decisions' times."""
 
     class Hold(ExpertAdvisor):
-        seen: list = []
+        seen: ClassVar[list] = []
 
         def on_bar(self):
             self.seen.append(self.time_current)
@@ -129,7 +129,6 @@ def _hold(symbol: str, buy_at: int, close_at: int) -> type:
                 for p in self.positions():
                     self.close(p.ticket)
 
-    Hold.seen = []
     return Hold
 
 
@@ -182,7 +181,7 @@ ALONE = pytest.mark.parametrize(
         "ticks-one-symbol",
         "ticks-screened",
         "ticks-every-tick",
-    ],  # fmt: skip
+    ],
 )
 
 
