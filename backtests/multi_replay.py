@@ -53,6 +53,7 @@ import pandas as pd
 from backtests.account_path import account_drawdowns
 from backtests.bar_plan import BarPlan
 from backtests.broker import AccountConfig
+from backtests.broker.market import server_days
 from backtests.broker.terms import check_spec_settings
 from backtests.context import TradingContext
 from backtests.errors import SymbolsError
@@ -365,13 +366,18 @@ def _converts_held(desk, desks: list) -> bool:
 
 def rollover(desks: list, t: int) -> None:
     """Every symbol's rollover of bar ``t`` (``Broker.rollover``) before any symbol's checks there, at the
-    account's first price of the new day (the tester's first tick after the server's midnight): the
-    symbols whose first minute or tick of the bar comes then stand at it, the others at their last minute's
-    close or tick before the bar, so a swap converted through a pair or valued at a price reads that moment's
-    price, never a first price of the bar still to come."""
+    account's first price of the bar (the tester's first tick after the server's midnight): the symbols
+    whose first minute or tick of the bar comes then stand at it, the others at their last minute's close
+    or tick before the bar, so a swap converted through a pair or valued at a price reads that moment's
+    price, never a first price of the bar still to come. The nights are those up to that moment's server
+    day: a symbol whose own bar opens only after a midnight the account has not reached yet is charged that
+    night at the first minute or tick after it (``Broker.midnights``), never before it came."""
     if any(d.rolls(t) for d in desks):
         firsts = [d.price_path.opening_ns(t) if d.price_path.covers(t) else None for d in desks]
         first = min((ns for ns in firsts if ns is not None), default=None)
+        day = (
+            None if first is None else int(server_days(np.array([first], dtype=np.int64), desks[0].clock)[0])
+        )
         kept = [(d.now, d.inside) for d in desks]
         for d, ns in zip(desks, firsts, strict=True):
             before = d.price_path.quote_before(t) if ns != first else None
@@ -379,7 +385,7 @@ def rollover(desks: list, t: int) -> None:
                 d.now, d.inside = None, before
         try:
             for d in desks:
-                d.rollover(t)
+                d.rollover(t, day)
         finally:
             for d, (now, inside) in zip(desks, kept, strict=True):
                 d.now, d.inside = now, inside

@@ -288,23 +288,28 @@ class Broker:
             self.expire(t, self.time_now())  # the bar's open, or its first tick's time
         self.at_open_checks(t)
 
-    def rollover(self, t: int) -> None:
+    def rollover(self, t: int, day: int | None = None) -> None:
         """Once a bar, the rollover's swap of the nights the positions held into bar ``t`` still owe by its
-        opening day (``rolls``); an account charges every symbol's before any symbol's checks
-        (``multi_replay.rollover``): a stop-out there never closes a position with its night unpaid."""
-        if self.rolls(t):
-            days = self.market.day if self.open_day is None else self.open_day
-            self._swap(int(days[t]))
+        opening day, or by server day ``day`` where that is earlier (``rolls``); an account charges every
+        symbol's before any symbol's checks (``multi_replay.rollover``): a stop-out there never closes a
+        position with its night unpaid."""
+        if self.rolls(t, day):
+            self._swap(self._today(t, day))
         self.rolled = t
 
-    def rolls(self, t: int) -> bool:
+    def rolls(self, t: int, day: int | None = None) -> bool:
         """Whether bar ``t``'s ``rollover`` charges a swap (not yet looked at, a position that has not been
-        charged up to the day bar ``t`` opens on)."""
+        charged up to the day bar ``t`` opens on, or ``day`` where that is earlier)."""
         if self.rolled == t or not (self.swaps.active and self.book.positions) or t == 0:
             return False
+        today = self._today(t, day)
+        return any(self.held_since(pos) < today for pos in self.book.positions)
+
+    def _today(self, t: int, day: int | None) -> int:
+        """The server day of bar ``t``'s opening (its first minute's or tick's), or ``day`` if earlier."""
         days = self.market.day if self.open_day is None else self.open_day
-        day = int(days[t])
-        return any(self.held_since(pos) < day for pos in self.book.positions)
+        own = int(days[t])
+        return own if day is None or day > own else day
 
     def held_since(self, pos: OpenPosition) -> int:
         """The server day whose midnight ``pos`` has been charged up to: first the day it was opened on (its

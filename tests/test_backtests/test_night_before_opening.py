@@ -51,19 +51,25 @@ GBP_MIDNIGHT = pytest.mark.parametrize("gbp_after", [10, 40], ids=["gbp-midnight
 NEXT_DAY = 49 * H  # the 01:00 bar of the day after the 23:00 bar's midnight
 
 
-def _frame(symbol: str, rows: list[int], day: int, utc_offset: int, fold: bool):
+def _frame(symbol: str, rows: list[int], day: int, utc_offset: int, fold: bool, prices: dict | None = None):
     """``symbol``'s M1 minutes at ``rows`` (server minutes after 00:00 of Tuesday 2024-01-02 plus ``day``
     days), flat at its price, on a UTC+``utc_offset`` server, and its H1 bars; ``fold``: the 00:00 bar
     folded into the 23:00 bar (it runs to 01:00), else the 00:00 bar restamped 23:00 (its first minute
-    after midnight)."""
-    price = 1.1 if symbol == "EURUSD" else 1.3
+    after midnight); ``prices``: a price at some of those minutes."""
+    price, prices = 1.1 if symbol == "EURUSD" else 1.3, prices or {}
     base = 24 * H * day - utc_offset * H
-    utc = _minutes(symbol, [(base + m, price) for m in rows])
+    utc = _minutes(symbol, [(base + m, prices.get(m, price)) for m in rows])
     meta = replace(meta_of(utc), clock=BrokerClock(float(utc_offset)))
     m1 = make_frame({c: utc[c].to_numpy() for c in utc.columns}, utc.index, meta)
     bars = resample(m1, "H1")
     last, midnight = _at(base + 23 * H), _at(base + 24 * H)
-    bars = bars.drop(midnight) if fold else bars.rename(index={midnight: last})
+    if not fold:
+        return bars.rename(index={midnight: last}), m1
+    if midnight in bars.index:  # the 23:00 bar takes the 00:00 bar's minutes
+        bars.loc[last, "high"] = max(bars.loc[last, "high"], bars.loc[midnight, "high"])
+        bars.loc[last, "low"] = min(bars.loc[last, "low"], bars.loc[midnight, "low"])
+        bars.loc[last, "close"] = bars.loc[midnight, "close"]
+        bars = bars.drop(midnight)
     return bars, m1
 
 
@@ -77,15 +83,24 @@ def _gbp(after: int) -> list[int]:
     return [*START, 23 * H + 10, 24 * H + after, *AFTER]
 
 
-def _run(route: str, ea: type, day: int, utc_offset: int, eur: list[int], gbp: list[int] | None, monkeypatch):
+def _run(
+    route: str,
+    ea: type,
+    day: int,
+    utc_offset: int,
+    eur: list[int],
+    gbp: list[int] | None,
+    monkeypatch,
+    gbp_prices: dict | None = None,
+):
     """``ea`` on EURUSD's minutes ``eur`` (its 00:00 bar restamped 23:00, or folded into it where it has a
     minute before midnight) and GBPUSD's ``gbp`` (its 00:00 bar folded into the 23:00 bar; None: EURUSD
-    alone) by ``route``; the run's one trade."""
+    alone; ``gbp_prices``: its prices at some of its minutes) by ``route``; the run's one trade."""
     rows = {"EURUSD": eur} if gbp is None else {"EURUSD": eur, "GBPUSD": gbp}
     frames = {}
     for name, minutes in rows.items():
         fold = any(23 * H <= m < 24 * H for m in minutes)
-        frames[name] = _frame(name, minutes, day, utc_offset, fold)
+        frames[name] = _frame(name, minutes, day, utc_offset, fold, gbp_prices if name == "GBPUSD" else None)
     model = "ticks" if "ticks" in route else "ohlc1m"
     fine = {}
     for name, (_, m1) in frames.items():
@@ -114,9 +129,9 @@ def _run(route: str, ea: type, day: int, utc_offset: int, eur: list[int], gbp: l
     return result.trades.iloc[0]
 
 
-def _hold(symbol: str, buy_at: int, close_at: int) -> type:
-    """An EA that buys 1 lot of ``symbol`` at decision ``buy_at`` (counted from 1) and closes it at
-    ``close_at``; ``seen`` lists the decisions' times."""
+def _hold(symbol: str, buy_at: int, close_at: int, sl: float | None = None) -> type:
+    """An EA that buys 1 lot of ``symbol`` (its stop-loss at ``sl``) at decision ``buy_at`` (counted from 1)
+    and closes it at ``close_at``; ``seen`` lists the decisions' times."""
 
     class Hold(ExpertAdvisor):
         seen: ClassVar[list] = []
@@ -124,7 +139,7 @@ def _hold(symbol: str, buy_at: int, close_at: int) -> type:
         def on_bar(self):
             self.seen.append(self.time_current)
             if len(self.seen) == buy_at:
-                self.buy(1.0, symbol=symbol)
+                self.buy(1.0, sl=sl, symbol=symbol)
             elif len(self.seen) == close_at:
                 for p in self.positions():
                     self.close(p.ticket)
@@ -228,3 +243,43 @@ def test_a_position_opened_before_midnight_on_a_symbol_whose_bar_opens_after_it_
     trade = _run(route, ea, day + 1, utc_offset, eur, gbp, monkeypatch)
     assert (trade["symbol"], trade["entry_time"]) == ("GBPUSD", _server(day + 1, utc_offset, 23 * H + 5))
     assert trade["swap"] == pytest.approx(-10.0 * nights)
+
+
+@SERVERS
+@ROUTES
+@DAYS
+@pytest.mark.parametrize("eur_after", [None, 20], ids=["eur-quiet", "eur-midnight-after"])
+def test_a_position_stopped_at_the_first_minute_after_midnight_of_its_late_bar_pays_that_night(
+    route, day, nights, eur_after, utc_offset, monkeypatch
+):
+    """GBPUSD bought at 23:05 with its stop-loss at 1.29500; its 23:00 bar opens late, at 00:10, at 1.29000:
+    stopped there (-1,000.00), after the server's midnight, which it was held over: the night is owed first,
+    -10.00 (-30.00 over Wednesday's). EURUSD's 23:00 bar ends at 23:59, or has a minute at 00:20, after the
+    stop. Nothing stopped at the midnight before 00:10 (a bar's first minute is its opening's rollover, long
+    past at 23:05 with nothing held), so the night was never charged."""
+    eur = [*START, 23 * H + 5, 23 * H + 59, *([] if eur_after is None else [24 * H + eur_after]), *AFTER]
+    gbp = [*START, 24 * H + 10, *AFTER]
+    ea = _hold("GBPUSD", 2, 4, sl=1.295)
+    prices = {24 * H + 10: 1.29}
+    trade = _run(route, ea, day + 1, utc_offset, eur, gbp, monkeypatch, gbp_prices=prices)
+    assert (trade["exit_time"], trade["exit_reason"]) == (_server(day + 1, utc_offset, 24 * H + 10), "sl")
+    assert trade["profit"] == pytest.approx(-1_000.0)
+    assert trade["swap"] == pytest.approx(-10.0 * nights)
+
+
+@SERVERS
+@ROUTES
+@DAYS
+def test_a_position_closed_before_midnight_owes_no_night_where_its_symbols_bar_opens_after_it(
+    route, day, nights, utc_offset, monkeypatch
+):
+    """GBPUSD bought at 22:00 and closed at the 23:00 bar's decision, 23:05 (EURUSD's first minute; GBPUSD's
+    bar opens only at 00:10, after the server's midnight): never held over a rollover, swap 0.00. The bar's
+    rollover, at 23:05, took GBPUSD's opening day (that of 00:10) for the account's and charged the night
+    before it came: -10.00 (-30.00 on Wednesday) for a night the position never held."""
+    eur = [*START, 23 * H + 5, 24 * H + 20, *AFTER]
+    gbp = [*START, 24 * H + 10, *AFTER]
+    ea = _hold("GBPUSD", 1, 2)
+    trade = _run(route, ea, day + 1, utc_offset, eur, gbp, monkeypatch)
+    assert trade["exit_time"] == _server(day + 1, utc_offset, 23 * H + 5)
+    assert trade["swap"] == 0.0
