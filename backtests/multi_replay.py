@@ -401,15 +401,20 @@ def price_paths(desks: list, ticks: bool) -> tuple[Callable[[int], None], Callab
     before the decision (``merged.to_decision``, ``merged_ticks.to_decision``)."""
     walk = walk_ticks if ticks else walk_bar
     plan = BarPlan(desks, "right" if ticks else "left")  # each bar's moments and rows, found once a run
+    days = server_days(np.asarray(plan.decision, dtype=np.int64), desks[0].clock).tolist()
+    main = desks[0]
 
     def opening(t: int) -> None:
         entered = [d.enter(t) for d in desks]
         rollover(desks, t)
         if ticks:  # each symbol's opening checks at its own first tick, in time order with the others' ticks
             to_decision(desks, t, plan)
-            return
-        # each symbol's opening checks at its own first minute, in time order with the others' minutes
-        minutes_to_decision(desks, t, plan, open_quotes(desks, t, entered, plan))
+        else:  # each symbol's opening checks at its own first minute, in time order with the others' minutes
+            minutes_to_decision(desks, t, plan, open_quotes(desks, t, entered, plan))
+        # The decision's moment may be the account's first price after a midnight that the bar's rollover
+        # came before (its first price earlier): the night is charged before the EA decides.
+        if any(d.book.positions for d in desks):
+            main.midnight(days[t])
 
     def closing(t: int) -> None:
         walk(desks, t, plan)

@@ -278,6 +278,8 @@ class Broker:
         m = self.market
         if not (book.positions or book.orders):
             return
+        if self.midnights:
+            self._opening_midnight(t)
         self.rollover(t)
         if m.closed is not None and m.closed[t]:
             return  # no bar of its own: nothing else to check (``Market.close_gaps``)
@@ -287,6 +289,17 @@ class Broker:
         if book.orders:
             self.expire(t, self.time_now())  # the bar's open, or its first tick's time
         self.at_open_checks(t)
+
+    def _opening_midnight(self, t: int) -> None:
+        """Bar ``t`` opens at its first minute or tick, the first of a new server day (``midnights``): where
+        the account's night has not been charged yet (another symbol's bar opened before the midnight,
+        ``multi_replay.rollover``), it is charged now, before this opening's checks (``midnight``)."""
+        path = self.price_path
+        row = int(path.starts[t])
+        day = self.midnights.get(row) if row < path.starts[t + 1] else None
+        now = self.stamp()
+        if day is not None and now is not None and now >= path.row_ns[row]:
+            self.midnight(day)
 
     def rollover(self, t: int, day: int | None = None) -> None:
         """Once a bar, the rollover's swap of the nights the positions held into bar ``t`` still owe by its

@@ -283,3 +283,21 @@ def test_a_position_closed_before_midnight_owes_no_night_where_its_symbols_bar_o
     trade = _run(route, ea, day + 1, utc_offset, eur, gbp, monkeypatch)
     assert trade["exit_time"] == _server(day + 1, utc_offset, 23 * H + 5)
     assert trade["swap"] == 0.0
+
+
+@SERVERS
+@GBP_MIDNIGHT
+@ROUTES
+@DAYS
+@pytest.mark.parametrize("symbol", ["EURUSD", "GBPUSD"])
+def test_a_position_held_from_before_midnight_and_closed_at_the_late_decision_after_it_pays_that_night(
+    route, day, nights, gbp_after, utc_offset, symbol, monkeypatch
+):
+    """Bought at 22:00 and closed at the 23:00 bar's decision, 00:30 on the server (EURUSD's late first
+    minute), GBPUSD's 23:00 bar opening at 23:10, before the midnight: held over it, the position owes the
+    night, -10.00 (-30.00 on Wednesday), charged at the first price after midnight (GBPUSD's 00:10, or the
+    decision itself where GBPUSD's next minute is 00:40), never at 23:10 before it came."""
+    ea = _hold(symbol, 1, 2)
+    trade = _run(route, ea, day + 1, utc_offset, EUR_LATE, _gbp(gbp_after), monkeypatch)
+    assert trade["exit_time"] == _server(day + 1, utc_offset, 24 * H + 30)
+    assert trade["swap"] == pytest.approx(-10.0 * nights)
