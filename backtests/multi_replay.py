@@ -366,12 +366,13 @@ def _converts_held(desk, desks: list) -> bool:
 
 def rollover(desks: list, t: int) -> None:
     """Every symbol's rollover of bar ``t`` (``Broker.rollover``) before any symbol's checks there, at the
-    account's first price of the bar (the tester's first tick after the server's midnight): the symbols
-    whose first minute or tick of the bar comes then stand at it, the others at their last minute's close
-    or tick before the bar, so a swap converted through a pair or valued at a price reads that moment's
-    price, never a first price of the bar still to come. The nights are those up to that moment's server
-    day: a symbol whose own bar opens only after a midnight the account has not reached yet is charged that
-    night at the first minute or tick after it (``Broker.midnights``), never before it came."""
+    account's first price of the bar (the tester's first tick of it, after the server's midnight where the
+    day changed between the bars): the symbols whose first minute or tick of the bar comes then stand at it,
+    the others at their last minute's close or tick before the bar, so a swap converted through a pair or
+    valued at a price reads that moment's price, never a first price of the bar still to come. The nights
+    are those up to that moment's server day: where another symbol's bar opens only after a midnight the
+    account has not reached yet, that night is charged at the first minute or tick after it
+    (``Broker.midnights``) or at the decision where that comes first (``price_paths``), never before it."""
     if any(d.rolls(t) for d in desks):
         firsts = [d.price_path.opening_ns(t) if d.price_path.covers(t) else None for d in desks]
         first = min((ns for ns in firsts if ns is not None), default=None)

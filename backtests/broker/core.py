@@ -109,7 +109,7 @@ class Broker:
         self.price_path = None  # backtests.paths.M1Path ("1 minute OHLC") or backtests.ticks.TickPath
         self.open_day: np.ndarray | None = None  # server day of each bar's first minute or tick, else its own
         self.rolled = -1  # the last bar whose rollover has been looked at (``rollover``)
-        self.midnights: dict[int, int] = {}  # path rows that open a server day inside their bar: the day
+        self.midnights: dict[int, int] = {}  # path rows that open a server day (a bar's first too): the day
         self.midnight_rows: list[int] = []  # those rows, in order
         self.walking = False  # True while a price path is walked: the order of prices inside it is known
         # Inside a bar: the tick being worked (its bid and ask are the market), or the UTC ns of the minute
