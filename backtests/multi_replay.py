@@ -53,6 +53,7 @@ import pandas as pd
 from backtests.account_path import account_drawdowns
 from backtests.bar_plan import BarPlan
 from backtests.broker import AccountConfig
+from backtests.broker.market import server_days
 from backtests.broker.terms import check_spec_settings
 from backtests.context import TradingContext
 from backtests.errors import SymbolsError
@@ -365,13 +366,19 @@ def _converts_held(desk, desks: list) -> bool:
 
 def rollover(desks: list, t: int) -> None:
     """Every symbol's rollover of bar ``t`` (``Broker.rollover``) before any symbol's checks there, at the
-    account's first price of the new day (the tester's first tick after the server's midnight): the
-    symbols whose first minute or tick of the bar comes then stand at it, the others at their last minute's
-    close or tick before the bar, so a swap converted through a pair or valued at a price reads that moment's
-    price, never a first price of the bar still to come."""
+    account's first price of the bar (the tester's first tick of it, after the server's midnight where the
+    day changed between the bars): the symbols whose first minute or tick of the bar comes then stand at it,
+    the others at their last minute's close or tick before the bar, so a swap converted through a pair or
+    valued at a price reads that moment's price, never a first price of the bar still to come. The nights
+    are those up to that moment's server day: where another symbol's bar opens only after a midnight the
+    account has not reached yet, that night is charged at the first minute or tick after it
+    (``Broker.midnights``) or at the decision where that comes first (``price_paths``), never before it."""
     if any(d.rolls(t) for d in desks):
         firsts = [d.price_path.opening_ns(t) if d.price_path.covers(t) else None for d in desks]
         first = min((ns for ns in firsts if ns is not None), default=None)
+        day = (
+            None if first is None else int(server_days(np.array([first], dtype=np.int64), desks[0].clock)[0])
+        )
         kept = [(d.now, d.inside) for d in desks]
         for d, ns in zip(desks, firsts, strict=True):
             before = d.price_path.quote_before(t) if ns != first else None
@@ -379,7 +386,7 @@ def rollover(desks: list, t: int) -> None:
                 d.now, d.inside = None, before
         try:
             for d in desks:
-                d.rollover(t)
+                d.rollover(t, day)
         finally:
             for d, (now, inside) in zip(desks, kept, strict=True):
                 d.now, d.inside = now, inside
@@ -395,15 +402,20 @@ def price_paths(desks: list, ticks: bool) -> tuple[Callable[[int], None], Callab
     before the decision (``merged.to_decision``, ``merged_ticks.to_decision``)."""
     walk = walk_ticks if ticks else walk_bar
     plan = BarPlan(desks, "right" if ticks else "left")  # each bar's moments and rows, found once a run
+    days = server_days(np.asarray(plan.decision, dtype=np.int64), desks[0].clock).tolist()
+    main = desks[0]
 
     def opening(t: int) -> None:
         entered = [d.enter(t) for d in desks]
         rollover(desks, t)
         if ticks:  # each symbol's opening checks at its own first tick, in time order with the others' ticks
             to_decision(desks, t, plan)
-            return
-        # each symbol's opening checks at its own first minute, in time order with the others' minutes
-        minutes_to_decision(desks, t, plan, open_quotes(desks, t, entered, plan))
+        else:  # each symbol's opening checks at its own first minute, in time order with the others' minutes
+            minutes_to_decision(desks, t, plan, open_quotes(desks, t, entered, plan))
+        # The decision's moment may be the account's first price after a midnight that the bar's rollover
+        # came before (its first price earlier): the night is charged before the EA decides.
+        if any(d.book.positions for d in desks):
+            main.midnight(days[t])
 
     def closing(t: int) -> None:
         walk(desks, t, plan)

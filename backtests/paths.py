@@ -305,15 +305,17 @@ class PricePath:
         return server_days(np.where(end > first, rows, self.edges_ns[:-1]), clock)
 
     def midnights(self, clock) -> dict[int, int]:
-        """The rows that open a new server day inside their bar (not a bar's first row: its opening charges
-        that night, ``opening_days``), with that day: a bar running over midnight because the next bar is
-        missing. A walk stops at each, where the rollover's swap falls (``Broker.midnight``)."""
+        """The rows that open a new server day, with that day: inside a bar running over midnight because the
+        next bar is missing, or a bar's first row. A walk stops at each, where the rollover's swap falls
+        (``Broker.midnight``): a bar's opening has charged its own symbol's positions already
+        (``opening_days``), but in an account of several symbols a position opened before it at a decision
+        of the bar before (a symbol whose bar opens after the decision) owes that night there, and another
+        symbol's bar may have opened before the midnight."""
         first, end = int(self.starts[0]), int(self.starts[-1])
         if end - first < 2:
             return {}
         days = server_days(self.row_ns[first:end], clock)
         rows = np.flatnonzero(days[1:] != days[:-1]) + first + 1
-        rows = rows[~np.isin(rows, self.starts)]  # a bar's first row: its opening's rollover
         return dict(zip(rows.tolist(), days[rows - first].tolist(), strict=True))
 
     @staticmethod

@@ -47,6 +47,7 @@ class OpenPosition:
         "lots",
         "magic",
         "margin_price",
+        "night",
         "opened",
         "price",
         "seg",
@@ -74,6 +75,9 @@ class OpenPosition:
         self.tp_from = bar  # first bar whose range may reach the TP (see the module docstring)
         self.entry_ns = None  # UTC ns of the minute or tick that filled it, None = the bar's open
         self.opened = None  # its opening time as a pd.Timestamp, made when an EA first asks
+        # The server day whose midnight it has been charged up to (``Broker.held_since``): None until first
+        # asked, then the day it was opened on; it owes the nights after it only
+        self.night: int | None = None
         # The price its margin is charged at (``backtests.broker.margin``); None: its opening price
         self.margin_price = margin_price
 

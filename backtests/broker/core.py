@@ -42,7 +42,7 @@ from backtests.broker.config import AccountConfig
 from backtests.broker.dealer import Dealer
 from backtests.broker.ledger import Ledger
 from backtests.broker.margin import MarginModel
-from backtests.broker.market import Market
+from backtests.broker.market import Market, server_days
 from backtests.broker.records import OrderRecord
 from backtests.broker.requests import KEEP, TradeRequests
 from backtests.broker.swap import SwapModel
@@ -109,8 +109,7 @@ class Broker:
         self.price_path = None  # backtests.paths.M1Path ("1 minute OHLC") or backtests.ticks.TickPath
         self.open_day: np.ndarray | None = None  # server day of each bar's first minute or tick, else its own
         self.rolled = -1  # the last bar whose rollover has been looked at (``rollover``)
-        self.night_day = -1  # the server day of the last midnight charged inside a bar (``midnight``)
-        self.midnights: dict[int, int] = {}  # path rows that open a server day inside their bar: the day
+        self.midnights: dict[int, int] = {}  # path rows that open a server day (a bar's first too): the day
         self.midnight_rows: list[int] = []  # those rows, in order
         self.walking = False  # True while a price path is walked: the order of prices inside it is known
         # Inside a bar: the tick being worked (its bid and ask are the market), or the UTC ns of the minute
@@ -279,6 +278,8 @@ class Broker:
         m = self.market
         if not (book.positions or book.orders):
             return
+        if self.midnights:
+            self._opening_midnight(t)
         self.rollover(t)
         if m.closed is not None and m.closed[t]:
             return  # no bar of its own: nothing else to check (``Market.close_gaps``)
@@ -289,22 +290,52 @@ class Broker:
             self.expire(t, self.time_now())  # the bar's open, or its first tick's time
         self.at_open_checks(t)
 
-    def rollover(self, t: int) -> None:
-        """Once a bar, the rollover's swap on the positions held into bar ``t`` where the server's day changed
-        since the last night charged (bar ``t - 1``'s opening day, or a midnight inside it, ``midnight``); an
-        account charges every symbol's before any symbol's checks (``multi_replay.rollover``): a stop-out
-        there never closes a position with its night unpaid."""
-        if self.rolls(t):
-            days = self.market.day if self.open_day is None else self.open_day
-            self._swap(max(int(days[t - 1]), self.night_day), int(days[t]))
+    def _opening_midnight(self, t: int) -> None:
+        """Bar ``t`` opens at its first minute or tick, the first of a new server day (``midnights``): where
+        the account's night has not been charged yet (another symbol's bar opened before the midnight,
+        ``multi_replay.rollover``), it is charged now, before this opening's checks (``midnight``)."""
+        path = self.price_path
+        row = int(path.starts[t])
+        day = self.midnights.get(row) if row < path.starts[t + 1] else None
+        now = self.stamp()
+        if day is not None and now is not None and now >= path.row_ns[row]:
+            self.midnight(day)
+
+    def rollover(self, t: int, day: int | None = None) -> None:
+        """Once a bar, the rollover's swap of the nights the positions held into bar ``t`` still owe by its
+        opening day, or by server day ``day`` where that is earlier (``rolls``); an account charges every
+        symbol's before any symbol's checks (``multi_replay.rollover``): a stop-out there never closes a
+        position with its night unpaid."""
+        if self.rolls(t, day):
+            self._swap(self._today(t, day))
         self.rolled = t
 
-    def rolls(self, t: int) -> bool:
-        """Whether bar ``t``'s ``rollover`` charges a swap (not yet charged, something held, a new day)."""
+    def rolls(self, t: int, day: int | None = None) -> bool:
+        """Whether bar ``t``'s ``rollover`` charges a swap (not yet looked at, a position that has not been
+        charged up to the day bar ``t`` opens on, or ``day`` where that is earlier)."""
         if self.rolled == t or not (self.swaps.active and self.book.positions) or t == 0:
             return False
+        today = self._today(t, day)
+        return any(self.held_since(pos) < today for pos in self.book.positions)
+
+    def _today(self, t: int, day: int | None) -> int:
+        """The server day of bar ``t``'s opening (its first minute's or tick's), or ``day`` if earlier."""
         days = self.market.day if self.open_day is None else self.open_day
-        return bool(days[t] != max(int(days[t - 1]), self.night_day))
+        own = int(days[t])
+        return own if day is None or day > own else day
+
+    def held_since(self, pos: OpenPosition) -> int:
+        """The server day whose midnight ``pos`` has been charged up to: first the day it was opened on (its
+        fill's minute or tick, else its bar's time). MetaTrader charges the rollover to the positions open at
+        that moment only, so a night is owed from here on, whichever minutes a walk worked before it: a
+        position opened after a midnight that nothing stopped at owes nothing for it, one open at a
+        midnight that nothing stopped at owes it at the next rollover."""
+        night = pos.night
+        if night is None:
+            ns = pos.entry_ns
+            days = self.market.day if ns is None else server_days(np.array([ns], dtype=np.int64), self.clock)
+            night = pos.night = int(days[pos.bar if ns is None else 0])
+        return night
 
     def midnight(self, day: int) -> None:
         """The server's midnight passed inside bar ``t``, at the first minute or tick of server day ``day``
@@ -316,12 +347,9 @@ class Broker:
             desk.night(day)
 
     def night(self, day: int) -> None:
-        """This symbol's share of ``midnight``: the nights from the last one charged to ``day``."""
-        days = self.market.day if self.open_day is None else self.open_day
-        start = max(int(days[self.t]), self.night_day)
-        if day > start and self.swaps.active and self.book.positions:
-            self._swap(start, day)
-        self.night_day = max(day, self.night_day)
+        """This symbol's share of ``midnight``: each position's nights not yet charged up to ``day``."""
+        if self.swaps.active and self.book.positions:
+            self._swap(day)
 
     def bar_range(self, t: int) -> None:
         """During bar ``t``: pending orders reached by its high/low, the stop-out (with the stops nearer to
@@ -454,10 +482,18 @@ class Broker:
         record = order.record
         record.state, record.bar_done, record.done_ns = state, self.t, self.stamp()
 
-    def _swap(self, day_from: int, day_to: int) -> None:
-        nights = self.swaps.nights(day_from, day_to)
+    def _swap(self, day: int) -> None:
+        """Each position's nights from the day it has been charged up to (``held_since``) to server day
+        ``day``, at this moment's prices; kept on the position until its closing deal books it."""
         bid, ask = self.price_points(-1), self.price_points(+1)
         for pos in self.book.positions:
+            since = self.held_since(pos)
+            if since >= day:
+                continue
+            pos.night = day
+            nights = self.swaps.nights(since, day)
+            if not nights:
+                continue
             amount = cents(self.money.swap_money(self.swaps.amount(pos, nights, bid, ask), bid, ask))
             pos.swap += amount
             self.funds.accrue(amount, self.t)  # on the position until its closing deal books it
