@@ -8,7 +8,10 @@ product with a fused bias and tanh, and a transposed one, on awkward sizes, chec
 float64; then it times the 14 products of one training step of the Fractal network (batch 256, 240 → 500 → 250
 → 125 → 62 → 3: forward with bias and tanh, weight and input gradients), which weigh both the arithmetic
 of the large layers and the cost of a launch, which decides the small ones. A device that fails gets
-the reason (``neuronet devices`` shows it); among those that pass, the fastest of a kind is chosen.
+the reason (``neuronet devices`` shows it); among those that pass, the fastest of a kind is chosen. The check
+runs in a process of its own (``opencl.selfcheck_process``): a driver can also crash the process that uses it
+(pip's PoCL on AMD Zen 4 aborts it at exit, after failing to compile), which fails the check and leaves the
+caller standing.
 
 The verdict is kept in ``<cache>/opencl/devices.json``, keyed by the platform, device and driver names and
 versions, the drivers' settings in the environment (``POCL_*``, ``CL_CONFIG_*``) and the kernels' source:
@@ -25,12 +28,17 @@ import hashlib
 import itertools
 import json
 import logging
+import math
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 
@@ -51,6 +59,9 @@ TOLERANCE = 1e-4  # float32 products of K = 29 terms of size ~1, against float64
 TIMED = (256, (240, 500, 250, 125, 62, 3))  # batch and layer sizes of the Fractal network
 LOCK_WAIT = 300.0  # seconds another process's self-checks are waited for
 ROUNDS, STEPS = 3, 4  # best of ROUNDS rounds of STEPS training steps' products
+# Seconds a device's check may take in its own process (a compile of the GEMM kernels on a slow CPU driver
+# takes tens of seconds; one that hangs is not waited for beyond this).
+CHILD_DEADLINE = 600.0
 
 
 @dataclass(frozen=True)
@@ -133,14 +144,11 @@ def _key(info: DeviceInfo) -> str:
 
 
 def _run(info: DeviceInfo) -> Verdict:
+    """The check of ``info`` in a process of its own (``opencl.selfcheck_process``: a driver that crashes
+    its process, during the check or at its exit, fails the check instead of taking the caller down)."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
-    try:
-        rt = shared_runtime(info, np.float32, False)
-        problem = _wrong_numbers(rt)
-        seconds = None if problem else _timed(rt)
-    except Exception as exc:  # any driver failure is the reason this device is not used
-        problem, seconds = _reason(exc), None
+    problem, seconds = _in_child(info)
     log.info(
         "self-check of %s %s: %s in %.2f s",
         info.index,
@@ -149,6 +157,94 @@ def _run(info: DeviceInfo) -> Verdict:
         time.perf_counter() - started,
     )
     return Verdict(problem, seconds, now)
+
+
+def check_here(info: DeviceInfo) -> tuple[str | None, float | None]:
+    """The check itself, in this process: what was wrong (None: nothing) and the timed step's seconds."""
+    try:
+        rt = shared_runtime(info, np.float32, False)
+        problem = _wrong_numbers(rt)
+        return problem, (None if problem else _timed(rt))
+    except Exception as exc:  # any driver failure is the reason this device is not used
+        return _reason(exc), None
+
+
+def _in_child(info: DeviceInfo) -> tuple[str | None, float | None]:
+    """``check_here`` run by ``opencl.selfcheck_process``, given ``CHILD_DEADLINE`` seconds; where no
+    process can be started (a sandbox), in this one."""
+    try:
+        done = subprocess.run(
+            _child_command(info),
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=CHILD_DEADLINE,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return f"the self-check did not finish in {CHILD_DEADLINE:.0f} s (the driver hangs)", None
+    except OSError as exc:
+        log.warning("self-check of %s %s in this process: none other starts (%s)", info.index, info.name, exc)
+        return check_here(info)
+    return _outcome(done.returncode, done.stdout, done.stderr)
+
+
+def _child_command(info: DeviceInfo) -> list[str]:
+    """This Python running ``opencl.selfcheck_process`` on ``info``, with the folder this package lies in
+    first on its path (a checkout run without installing finds it); the environment is inherited (the
+    drivers registered, the cache folder, the drivers' settings)."""
+    here = str(Path(__file__).resolve().parents[1])
+    run = "import sys; sys.path.insert(0, sys.argv.pop(1)); from opencl.selfcheck_process import main; "
+    run += "sys.exit(main(sys.argv[1:]))"
+    return [sys.executable, "-c", run, here, info.index, info.name]
+
+
+def _outcome(returncode: int, stdout: str, stderr: str) -> tuple[str | None, float | None]:
+    """The verdict the child printed, unless it did not end well: a device whose driver crashes the process
+    (during the check, or at its exit after it) is not used, whatever it computed."""
+    found = _printed(stdout)
+    if returncode == 0 and found is not None:
+        return found
+    if found is None and returncode == 0:
+        return "the self-check's process ended without a verdict", None
+    ended = _ending(returncode)
+    if found is None:
+        words = _last_words(stderr)
+        return f"the driver ended the self-check's process ({ended})" + (f": {words}" if words else ""), None
+    crash = f"the driver crashed the process at its exit ({ended})"
+    return (f"{found[0]}; then {crash}" if found[0] else crash), None
+
+
+def _ending(returncode: int) -> str:
+    """How a process ended, in words: the signal that killed it (POSIX), else its exit status."""
+    try:
+        return f"signal {signal.Signals(-returncode).name}" if returncode < 0 else f"exit status {returncode}"
+    except ValueError:  # a signal number this Python has no name for
+        return f"signal {-returncode}"
+
+
+def _printed(stdout: str) -> tuple[str | None, float | None] | None:
+    """The child's verdict line, or None where it printed none that reads as one."""
+    for line in reversed(stdout.splitlines()):
+        try:
+            raw = json.loads(line)
+            problem, seconds = raw["problem"], raw["seconds"]
+        except (ValueError, TypeError, KeyError):
+            continue
+        if isinstance(problem, str) and seconds is None:
+            return problem, None
+        if problem is None and isinstance(seconds, int | float) and math.isfinite(seconds) and seconds > 0:
+            return None, float(seconds)
+    return None
+
+
+def _last_words(stderr: str) -> str:
+    """The line of a crashed child's error output that says most: its last, less the crash reporters'
+    boilerplate and the compiler's warnings."""
+    noise = ("warning", "please submit", "stack dump", "traceback")
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    said = [ln for ln in lines if not any(n in ln.lower() for n in noise)]
+    return (said or lines or [""])[-1][:300]
 
 
 def _wrong_numbers(rt) -> str | None:

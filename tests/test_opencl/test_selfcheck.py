@@ -25,9 +25,9 @@ def test_wrong_numbers_fail_the_check_with_what_differed(rt32, monkeypatch):
         memory.fill(C, 0.25)
 
     monkeypatch.setattr(selfcheck, "gemm", wrong)
-    result = selfcheck._run(rt32.info)
-    assert result.problem.startswith("wrong results: GEMM x·wᵀ + b, tanh differs from NumPy by")
-    assert result.seconds is None
+    problem, seconds = selfcheck.check_here(rt32.info)
+    assert problem.startswith("wrong results: GEMM x·wᵀ + b, tanh differs from NumPy by")
+    assert seconds is None
 
 
 def test_a_driver_error_is_the_reason_in_one_line(rt32, monkeypatch):
@@ -35,7 +35,7 @@ def test_a_driver_error_is_the_reason_in_one_line(rt32, monkeypatch):
         raise RuntimeError("clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES\nmore detail")
 
     monkeypatch.setattr(selfcheck, "gemm", failing)
-    assert selfcheck._run(rt32.info).problem == "clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES"
+    assert selfcheck.check_here(rt32.info) == ("clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES", None)
 
 
 CHECK_IN_TWO_PROCESSES = """
