@@ -3,9 +3,9 @@
 
 The checks are the backtest broker's (``backtests.checks``): the volume (10014), stops on the wrong side or
 nearer than the symbol's stops level (10016), no change (10025), the freeze level (10029), an unknown
-position (10036), a close volume above the position's (10038), a close by a position that is not an
-opposite one of the symbol (hedging accounts only); then the ``Limits`` (``TerminalTrade._limit``), which a
-market order that only reduces a netting position passes (``TerminalTrade._only_reduces``).
+position (10036), a close volume above the position's (10038), a close by that is not of two opposite
+positions on a hedging account; for a market order also the symbol's trade mode and then the ``Limits``
+(``TerminalTrade._limit``), unless it only reduces a netting position (``TerminalTrade._only_reduces``).
 """
 
 from __future__ import annotations
