@@ -18,7 +18,7 @@ import numpy as np
 class AttentionNumpyOps:
     """Attention/ATFNet primitives for the NumPy backend, float64 (its ``AttentionOps`` family).
 
-    Each op's shapes and formula are documented once, on ``nn.backend.AttentionOps``."""
+    Each op's shapes and formula are documented once, on ``nn.attention_ops.AttentionOps``."""
 
     # --- linear maps over the last axis -----------------------------------------------------------
     def linear_forward(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:

@@ -3,16 +3,18 @@
 Two implementations exist behind this one interface: ``ops_numpy.NumpyBackend`` (float64, written from the
 textbook formulas; the reference) and ``ops_opencl.OpenCLBackend`` (float32 by default, float64 where the
 device has ``cl_khr_fp64``; one kernel launch per op, tensors never leave the device inside a training step).
-Layers call only the methods declared here (``tests/test_nn/test_backend_contract.py`` parses the layer
-sources to check it), so a layer is written once and runs on both.
+Layers call only the methods the contract declares (``tests/test_nn/test_backend_contract.py`` parses the
+layer sources to check it), so a layer is written once and runs on both.
 
-Op families. The contract is split into one ``Protocol`` per family (``CoreOps``, ``AttentionOps``,
-``ComplexOps``, ``SpectralOps``, ``RBMOps``), listed in ``FAMILIES``; ``Backend`` is their union. Each
+Op families. The contract is split into one ``Protocol`` per family (``CoreOps`` here, ``AttentionOps`` in
+``nn.attention_ops``, ``ComplexOps`` and ``SpectralOps`` in ``nn.complex_ops``, ``RBMOps`` in
+``nn.rbm_ops``; all importable from here), listed in ``FAMILIES``; ``Backend`` is their union. Each
 backend builds one object per family (composition, no mixins) and exposes the family's declared ops as its
 own methods (``bind_families``), so a layer still calls ``backend.bmm(...)``. Adding a family takes:
 
-1. one ``Protocol`` with every op, typed and documented (here, or in its own module as ``nn.rbm_ops.RBMOps``
-   for deep belief nets), appended to ``FAMILIES`` and to ``Backend``'s bases;
+1. one ``Protocol`` with every op, typed and documented, in its own module (as ``nn.rbm_ops.RBMOps`` for
+   deep belief nets; its tensors typed ``nn.tensor.Tensor``), appended to ``FAMILIES`` and to ``Backend``'s
+   bases;
 2. one implementation per backend: a plain class in ``nn/<family>_ops_numpy.py`` (no constructor arguments)
    and one in ``nn/<family>_ops_opencl.py`` (``__init__(self, launcher)``, with its kernels declared as
    ``KernelSpec`` entries next to it, launched through ``opencl.launch.Launcher``);
@@ -35,19 +37,16 @@ Conventions shared by every op:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from nn.attention_ops import AttentionOps
+from nn.complex_ops import ComplexOps, SpectralOps
 from nn.dense_stack import AdamStep, DenseStack
 from nn.errors import NNConfigError, NNTypeError
 from nn.rbm_ops import RBMOps
-
-if TYPE_CHECKING:  # the NumPy backend must work without pyopencl installed
-    import pyopencl.array as cla
-
-Tensor: TypeAlias = "np.ndarray | cla.Array"
-"""``np.ndarray`` (float64) on the NumPy backend, ``pyopencl.array.Array`` on the OpenCL backend."""
+from nn.tensor import Tensor as Tensor
 
 ACTIVATIONS = ("linear", "sigmoid", "tanh", "relu", "lrelu", "swish", "softplus", "gelu")
 # An activation as the kernels' ``act`` argument takes it (nn_common.h): its place in ACTIVATIONS.
@@ -296,256 +295,6 @@ class CoreOps(Protocol):
         """A fused batch-1 training epoch of the dense network ``stack`` describes, or ``None`` where the
         backend has none that computes exactly what the step-by-step path computes (then ``fit`` trains
         step by step)."""
-
-
-@runtime_checkable
-class AttentionOps(Protocol):
-    """N-D linear maps, batched products, layer norm, RevIN and patching: transformers and ATFNet."""
-
-    def linear_forward(self, x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
-        """``x (..., I)``, ``w (O, I)``, ``b (O,)`` or ``None`` -> ``x·wᵀ + b (..., O)``.
-
-        The N-D form of a dense layer: every leading axis is a batch axis (tokens, patches, channels)."""
-
-    def linear_backward(
-        self, x: Tensor, w: Tensor, gy: Tensor, gw_out: Tensor, gb_out: Tensor | None, need_input_grad: bool
-    ) -> Tensor | None:
-        """``gw_out = Σ gyᵀ·x (O, I)``, ``gb_out = Σ gy (O,)`` over all leading axes; returns ``gy·w``."""
-
-    def bmm(
-        self, a: Tensor, b: Tensor, *, trans_a: bool = False, trans_b: bool = False, alpha: float = 1.0
-    ) -> Tensor:
-        """``alpha · op(a) @ op(b)`` for ``a (G, M, K)`` / ``(G, K, M)``, ``b (G, K, N)`` / ``(G, N, K)``."""
-
-    def self_attention_forward(
-        self, qkv: Tensor, heads: int, scale: float, causal: bool, mask: Tensor | None
-    ) -> tuple[Tensor, Tensor]:
-        """Scaled dot-product attention of every head, from the fused projection ``qkv (B, S, 3D)`` (q, k,
-        v side by side, each ``D = heads·E`` as ``(heads, E)``) -> ``(o (B, S, D), a (B·heads, S, S))``.
-
-        Per head ``a = softmax(scale·q·kᵀ)`` (``causal``: key j > query i masked) and ``o = (a ⊙ mask)·v``,
-        heads concatenated; ``mask (B·heads, S, S)`` is the attention weights' inverted-dropout mask or
-        ``None``; ``a`` is returned before it (the backward pass needs both)."""
-
-    def self_attention_backward(
-        self, qkv: Tensor, a: Tensor, mask: Tensor | None, go: Tensor, heads: int, scale: float
-    ) -> Tensor:
-        """The gradient of ``self_attention_forward`` for the output gradient ``go (B, S, D)``: ``gqkv (B, S,
-        3D)`` in the projection's layout (the mask and the causal zeros of ``a`` carry over)."""
-
-    def softmax_last_forward(self, x: Tensor, causal: bool = False) -> Tensor:
-        """``x (..., S, S)`` (causal) or ``(..., C)`` -> softmax over the last axis.
-
-        With ``causal`` the entry ``[i, j]`` of the last two axes is masked (probability 0) when ``j > i``:
-        a query may only attend to itself and to earlier positions."""
-
-    def softmax_last_backward(self, y: Tensor, gy: Tensor) -> Tensor:
-        """Jacobian-vector product over the last axis: ``gx = y ⊙ (gy − Σ gy·y)`` (masked entries get 0)."""
-
-    def layernorm_forward(
-        self, x: Tensor, gamma: Tensor, beta: Tensor, eps: float
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        """``x (..., D)`` -> ``(y, xhat, inv_std (...,))`` with ``xhat = (x − μ)/√(σ² + eps)`` (biased σ²)
-        and ``y = gamma·xhat + beta``: Ba, Kiros & Hinton 2016, as ``torch.nn.LayerNorm``."""
-
-    def layernorm_backward(
-        self, gy: Tensor, xhat: Tensor, inv_std: Tensor, gamma: Tensor, ggamma_out: Tensor, gbeta_out: Tensor
-    ) -> Tensor:
-        """Exact gradient through the per-row statistics; writes ``ggamma``/``gbeta (D,)``, returns gx."""
-
-    def permute(self, x: Tensor, axes: tuple[int, ...]) -> Tensor:
-        """A contiguous copy of ``x`` with its axes reordered (``numpy.transpose`` semantics)."""
-
-    def add(self, a: Tensor, b: Tensor) -> Tensor:
-        """``a + b`` (same shape), as a new tensor: residual connections."""
-
-    def scale(self, x: Tensor, alpha: float) -> Tensor:
-        """``alpha · x`` as a new tensor."""
-
-    def add_broadcast(self, x: Tensor, p: Tensor) -> Tensor:
-        """``x (B, *S) + p (*S)``: a positional table added to every sample."""
-
-    def sum_batch(self, g: Tensor, out: Tensor) -> None:
-        """``out (*S) = Σ_B g (B, *S)``: the gradient of a parameter that was broadcast over the batch."""
-
-    def mix_forward(self, a: Tensor, b: Tensor, w: Tensor) -> Tensor:
-        """``w·a + (1 − w)·b`` for ``a, b (B, T, C)`` and one weight per sample and channel ``w (B, C)``.
-
-        ATFNet's ensemble of the frequency (``a``) and time (``b``) forecasts."""
-
-    def mix_backward(self, gy: Tensor, w: Tensor) -> tuple[Tensor, Tensor]:
-        """Gradients of ``mix_forward`` with respect to ``a`` and ``b`` (``w`` carries no gradient)."""
-
-    def patch_forward(self, x: Tensor, patch_len: int, stride: int, pad: int) -> Tensor:
-        """``x (N, L)`` -> ``(N, P, patch_len)`` with ``P = (L + pad − patch_len)//stride + 1``.
-
-        The series is first extended by ``pad`` copies of its last value (``ReplicationPad1d((0, pad))`` in
-        PatchTST), then cut into windows of ``patch_len`` starting every ``stride`` points."""
-
-    def patch_backward(self, gy: Tensor, length: int, stride: int) -> Tensor:
-        """Scatter-add ``gy (N, P, patch_len)`` back onto ``(N, L)``; padded copies feed the last point."""
-
-    def revin_stats(self, x: Tensor, eps: float) -> tuple[Tensor, Tensor]:
-        """``x (N, L)`` -> ``mean (N,)``, ``std = √(biased var + eps) (N,)``, per window (row)."""
-
-    def revin_normalize(self, x: Tensor, mean: Tensor, std: Tensor) -> Tensor:
-        """``(x − mean)/std`` row-wise for ``x (N, L)``; ``revin_norm_backward`` is its exact gradient."""
-
-    def revin_denormalize(self, y: Tensor, mean: Tensor, std: Tensor) -> Tensor:
-        """``y·std + mean`` row-wise for ``y (N, T)``: the forecast back in the window's units."""
-
-    def revin_denorm_backward(self, gy: Tensor, h: Tensor, std: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Backward of ``y = h·std + mean`` for ``gy, h (N, T)``: ``(gh = gy·std, Σ_t gy, Σ_t gy·h)``.
-
-        The two row sums are the gradients reaching ``mean`` and ``std``; ``revin_norm_backward`` carries
-        them on to the window, whose statistics they are."""
-
-    def revin_norm_backward(
-        self, gxn: Tensor, xn: Tensor, std: Tensor, g_mean: Tensor, g_std: Tensor
-    ) -> Tensor:
-        """Exact input gradient of RevIN for ``gxn, xn (N, L)`` (``xn = (x − mean)/std``).
-
-        ``g_mean``, ``g_std (N,)``: gradients reaching the statistics from the de-normalisation. The
-        normalisation adds ``−Σ gxn/std`` and ``−Σ gxn·xn/std``; with ``∂mean/∂x_l = 1/L`` and
-        ``∂std/∂x_l = xn_l/L``: ``gx = gxn/std + (G_mean + G_std·xn)/L``."""
-
-    def channel_affine_forward(self, x: Tensor, gamma: Tensor, beta: Tensor, inverse: bool) -> Tensor:
-        """``x (B, C, L)``, ``gamma, beta (C,)`` -> ``gamma·x + beta`` (``inverse``: ``(x − beta)/gamma``).
-
-        RevIN's optional learnable affine map: applied after normalising, inverted before de-normalising."""
-
-    def channel_affine_backward(
-        self,
-        gy: Tensor,
-        x: Tensor,
-        y: Tensor,
-        gamma: Tensor,
-        inverse: bool,
-        ggamma_out: Tensor,
-        gbeta_out: Tensor,
-    ) -> Tensor:
-        """Gradients of ``channel_affine_forward`` (input ``x``, output ``y``); returns ``gx (B, C, L)``.
-
-        Forward map: ``ggamma = Σ gy·x``, ``gbeta = Σ gy``, ``gx = gamma·gy``. Inverse map ``y = (x − β)/γ``:
-        ``ggamma = −Σ gy·y/γ``, ``gbeta = −Σ gy/γ``, ``gx = gy/γ`` (sums over batch and length)."""
-
-    def stack(self, parts: list[Tensor]) -> Tensor:
-        """Same-shape tensors ``(*S)`` -> one new ``(n, *S)`` tensor (the q/k/v gradients into one)."""
-
-
-@runtime_checkable
-class ComplexOps(Protocol):
-    """Complex-valued layers on interleaved ``(..., 2)`` real tensors (Re, Im): ATFNet's frequency block."""
-
-    def complex_dense_forward(self, x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
-        """``x (M, I, 2)``, ``w (O, I, 2)``, ``b (O, 2)`` or ``None`` -> ``y = x·wᵀ + b (M, O, 2)``."""
-
-    def complex_dense_backward(
-        self, x: Tensor, w: Tensor, gy: Tensor, gw_out: Tensor, gb_out: Tensor | None, need_input_grad: bool
-    ) -> Tensor | None:
-        """``gw = gyᵀ·conj(x) (O, I)``, ``gb = Σ_M gy (O,)``; returns ``gx = gy·conj(w) (M, I)`` or None."""
-
-    def complex_activation_forward(self, x: Tensor, kind: str, alpha: float = 0.01) -> Tensor:
-        """Any ``(*S, 2)``. ``relu``/``lrelu``: applied to Re and Im separately (split); ``tanh``,
-        ``sigmoid``: the holomorphic complex functions (poles where ``cosh z = 0`` / ``1 + e^-z = 0``)."""
-
-    def complex_activation_backward(
-        self, x: Tensor, y: Tensor, gy: Tensor, kind: str, alpha: float = 0.01
-    ) -> Tensor:
-        """Split kinds: per real component. Holomorphic kinds: ``gx = conj(f'(z))·gy`` with f' from y."""
-
-    def complex_add(self, a: Tensor, b: Tensor) -> Tensor:
-        """``a + b`` (same shape): residual connections and gradient accumulation."""
-
-    def complex_scale(self, x: Tensor, s: Tensor) -> Tensor:
-        """``x (*S, 2)`` times the real ``s (*S,)``: applies a dropout mask (forward and backward)."""
-
-    def complex_layernorm_forward(
-        self, x: Tensor, w: Tensor, b: Tensor, eps: float
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        """Over the last complex axis D: ``c = z − mean(z)``, ``v = mean(|c|²)`` (real, biased),
-        ``ẑ = c/√(v + eps)``, ``y = w·ẑ + b`` (complex products).
-
-        ``x (M, D, 2)`` -> ``(y, ẑ, inv_std (M,))``."""
-
-    def complex_layernorm_backward(
-        self, gy: Tensor, xhat: Tensor, inv_std: Tensor, w: Tensor, gw_out: Tensor, gb_out: Tensor
-    ) -> Tensor:
-        """Exact gradient through the mean and the variance; writes ``gw``/``gb (D, 2)``, returns gx."""
-
-    def complex_attention_forward(
-        self, qkv: Tensor, heads: int, mode: str, causal: bool, mask: Tensor | None = None
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        """``qkv (B, N, 3·H·E, 2)`` (Q, K, V blocks, each head-major) -> ``(out (B, N, H·E, 2), s, p)``; or
-        ``qkv (B, 3, N, H·E, 2)``: Q, K and V as three blocks of N tokens each, the same maths.
-
-        Scores ``s = Σ_e q_e·k_e`` (complex, unconjugated, as both the official code and the port do).
-        ``s, p (B, H, N, N, 2)`` are returned KEY-major, element ``[b, h, j, i]`` = ``s_ij``: the
-        layout the OpenCL kernels use for coalesced access; callers only pass them on to backward.
-        ``modulus``: ``p = softmax_j |s_ij|`` (real, no 1/√E; the official ATFNet code).
-        ``holomorphic``: ``e = exp(clamp(Re t, ±20) + i·Im t)`` with ``t = s/√E`` and ``p = e/Σ_j e``
-        (the MQL5 port). ``out_i = Σ_j p_ij·m_ij·v_j``. ``causal`` drops ``j > i`` from every row.
-        ``mask (B, H, N, N)``, real and key-major like ``p``: dropout on the attention weights (the official
-        code drops them); ``None`` = all ones. The returned ``p`` is the weight before the mask."""
-
-    def complex_attention_backward(
-        self,
-        qkv: Tensor,
-        s: Tensor,
-        p: Tensor,
-        gout: Tensor,
-        heads: int,
-        mode: str,
-        causal: bool,
-        mask: Tensor | None = None,
-    ) -> Tensor:
-        """``gout (B, N, H·E, 2)`` -> ``gqkv`` in ``qkv``'s layout; ``s``, ``p``, ``mask`` as in forward."""
-
-
-@runtime_checkable
-class SpectralOps(Protocol):
-    """DFT as a matrix product, spectrum normalisation and ATFNet's harmonic weight."""
-
-    def spectral_forward(self, x: Tensor, basis: Tensor) -> Tensor:
-        """``x (M, K)``, constant ``basis (K, P)`` -> ``x·basis (M, P)`` (DFT as a matrix product)."""
-
-    def spectral_backward(self, gy: Tensor, basis: Tensor) -> Tensor:
-        """``gy (M, P)`` -> ``gy·basisᵀ (M, K)``: the map is real-linear, so this is its exact gradient."""
-
-    def spectrum_norm_forward(self, x: Tensor, eps: float, ddof: int) -> tuple[Tensor, Tensor, Tensor]:
-        """``x (M, F, 2)`` -> ``(y, mean (M, 2), std (M,))``: ``y = (X − mean_k X)/σ`` with
-        ``σ = √(var_k |X_k| + eps)`` (variance of the magnitudes of X itself, ``ddof`` as in numpy)."""
-
-    def spectrum_norm_backward(
-        self,
-        x: Tensor,
-        y: Tensor,
-        std: Tensor,
-        gy: Tensor,
-        ddof: int,
-        g_mean: Tensor | None = None,
-        g_std: Tensor | None = None,
-    ) -> Tensor:
-        """Exact gradient through the mean and σ: ``gX_k = (g_k − ḡ)/σ − R·(a_k − ā)·X_k/(a_k·σ²·(F − ddof))``
-        with ``a = |X|`` and ``R = Σ_k Re(conj(g_k)·y_k)``.
-
-        ``g_mean (M, 2)``, ``g_std (M,)``: gradients that reach the same statistics from elsewhere (the
-        de-normalisation, ``spectrum_denorm_backward``); they add ``g_mean/F + g_std·(a_k − ā)·X_k/(a_k·σ·(F −
-        ddof))``, since ``∂mean/∂X_k = 1/F`` and ``∂σ/∂a_k = (a_k − ā)/(σ·(F − ddof))``."""
-
-    def spectrum_denorm_forward(self, y: Tensor, mean: Tensor, std: Tensor) -> Tensor:
-        """``y (M, F, 2)`` -> ``y·σ + mean`` with the statistics of a ``spectrum_norm_forward``."""
-
-    def spectrum_denorm_backward(self, gy: Tensor, y: Tensor, std: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Backward of ``out = y·σ + mean`` for ``gy, y (M, F, 2)``: ``(gy·σ, Σ_k gy_k (M, 2),
-        Σ_k Re(conj(gy_k)·y_k) (M,))`` — the gradients of ``y``, of the mean and of σ; the last two go to
-        ``spectrum_norm_backward``, because the statistics are functions of the normalised spectrum."""
-
-    def harmonic_weight(self, x: Tensor) -> Tensor:
-        """``x (M, L)`` real -> ``(M,)``: ATFNet's share of spectral energy in the dominant harmonic set.
-
-        ``A = |rfft(x − mean x)|`` with ``F = L//2 + 1`` bins; ``k0`` = argmax of A over ``[3, F//3)`` (first
-        on ties; 0 when that range is empty); ``w = (A²[k0] + A²[2k0] + A²[3k0]) / (Σ A² + 1e-5)``."""
 
 
 FAMILIES: tuple[type, ...] = (CoreOps, AttentionOps, ComplexOps, SpectralOps, RBMOps)

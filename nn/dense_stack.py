@@ -1,11 +1,11 @@
 """The plain description of a dense network that a whole-epoch fusion takes (``CoreOps.online_epoch``).
 
-``Sequential`` decides whether a model is such a network: every layer a dense one with an activation whose
-derivative follows from its output (linear, sigmoid, tanh, relu, lrelu), the last one optionally followed
-by the softmax that the cross-entropy loss skips, on 1-D samples, trained by Adam without gradient
-clipping, with loss ``softmax_cce`` or ``mse``. It describes it here in plain numbers: where each layer's
-weights ``w (O, I)`` and bias ``b (O,)`` start in the model's flat parameter buffer, the layer's sizes and
-activation, the loss. A backend then decides only what concerns its device (which GPU, which dtype, how
+``Sequential`` decides whether a model is such a network (``nn.model_fusion``): every layer a dense one with
+an activation whose derivative follows from its output (linear, sigmoid, tanh, relu, lrelu), the last one
+optionally followed by the softmax that the cross-entropy loss skips, on 1-D samples, trained by Adam without
+gradient clipping, with loss ``softmax_cce`` or ``mse``. It describes it here in plain numbers: where each
+layer's weights ``w (O, I)`` and bias ``b (O,)`` start in the model's flat parameter buffer, the layer's sizes
+and activation, the loss. A backend then decides only what concerns its device (which GPU, which dtype, how
 wide a layer its kernel holds): the op layer knows no model, layer or optimizer class.
 """
 

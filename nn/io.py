@@ -38,7 +38,7 @@ does not fit.
 Reading trusts nothing: only a regular file is opened (``neuronet.userfiles``: not a folder, a device
 such as ``/dev/zero`` or a pipe); the header is read only up to ``MAX_HEADER_BYTES`` and parsed with its
 nesting bounded; for a ``Sequential``, the architecture is sized from its layers' shapes alone
-(``nn.model.model_sizes``) and must declare exactly the arrays it needs, of exactly those sizes, with
+(``nn.model_layout.model_sizes``) and must declare exactly the arrays it needs, of exactly those sizes, with
 constant tables (DFT bases, positional tables) of at most ``MAX_CONSTANT_ELEMENTS``; each array's declared
 shape and dtype (float32 or float64 only) must fit ``MAX_ARRAY_BYTES`` in all and agree with the ``.npy``
 member's own header and with the ZIP entry's uncompressed size before a byte of data is read; data is read
@@ -74,7 +74,8 @@ from nn.backend import Backend
 from nn.backend_choice import get_backend
 from nn.dbn import DBN
 from nn.errors import NNConfigError, NNTypeError
-from nn.model import Sequential, model_sizes
+from nn.model import Sequential
+from nn.model_layout import model_sizes
 
 FORMAT = "neuronet-model"
 VERSION = 3

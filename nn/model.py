@@ -11,16 +11,18 @@ laid out as one aligned row of indices per batch, and batches are gathered on th
 makes no host round trip. The last batch of an epoch may be smaller (``N`` need not divide by
 ``batch_size``); ``batch_size=1`` is the MQL5 library's online mode (one update per sample). With the same
 seed, backend and device, two runs give the same weights.
+
+Where each layer's numbers lie in those buffers, and the sizes checked before they are allocated, are
+``nn.model_layout``'s (``model_sizes`` is importable from here). A batch-1 epoch of a plain dense network
+runs in one launch where the backend can (``nn.model_fusion``).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,79 +31,30 @@ from tqdm.auto import tqdm
 from nn.backend import Backend, FusedEpoch, Tensor
 from nn.backend_choice import get_backend
 from nn.callbacks import EpochRecord, History
-from nn.dense_stack import LOSSES as FUSED_LOSSES
-from nn.dense_stack import AdamStep, DenseLayerSpec, DenseStack
 from nn.errors import NNConfigError, NNDataError
 from nn.init import initial_values
 from nn.layer import Layer, ParamSpec
-from nn.layers import Dense, Dropout, Softmax, from_config
+from nn.layers import Dropout
 from nn.losses import accuracy, check_targets, resolve_loss
-from nn.optim import Adam, Optimizer, optimizer_from_config
+from nn.model_fusion import OnlineFusion
+from nn.model_layout import MAX_ELEMENTS as MAX_ELEMENTS
+from nn.model_layout import (
+    Layout,
+    aligned,
+    check_size,
+    checked_input_shape,
+    expand_layers,
+    layer_from_spec,
+    layer_shapes,
+)
+from nn.model_layout import ModelSizes as ModelSizes
+from nn.model_layout import model_sizes as model_sizes
+from nn.optim import Optimizer, optimizer_from_config
 
 log = logging.getLogger(__name__)
 
 
-def _aligned(n: int, alignment: int) -> int:
-    return -(-n // alignment) * alignment
-
-
-class _Layout:
-    """Offsets of every ``(layer index, ParamSpec)`` in a flat buffer, each aligned."""
-
-    def __init__(self, entries: list[tuple[int, ParamSpec]], alignment: int) -> None:
-        self.entries, self.offsets, cursor = entries, [], 0
-        for _, spec in entries:
-            offset = _aligned(cursor, alignment)
-            self.offsets.append(offset)
-            cursor = offset + spec.size
-        self.size = max(_aligned(cursor, alignment), alignment)  # never an empty device buffer
-        self.compact_size = sum(spec.size for _, spec in entries)
-
-    def views(self, backend: Backend, flat: Tensor, layer: int) -> dict[str, Tensor]:
-        return {
-            spec.name: backend.view(flat, off, spec.shape)
-            for (i, spec), off in zip(self.entries, self.offsets, strict=True)
-            if i == layer
-        }
-
-    def compact(self, padded: np.ndarray) -> np.ndarray:
-        """Padded host copy -> the entries back to back (the backend-independent form that files store)."""
-        parts = [padded[off : off + s.size] for (_, s), off in zip(self.entries, self.offsets, strict=True)]
-        return np.concatenate(parts) if parts else np.zeros(0)
-
-    def pad(self, compact: np.ndarray) -> np.ndarray:
-        out, cursor = np.zeros(self.size), 0
-        for (_, spec), off in zip(self.entries, self.offsets, strict=True):
-            out[off : off + spec.size] = compact[cursor : cursor + spec.size]
-            cursor += spec.size
-        return out
-
-
-MAX_ELEMENTS = 2**31 - 1  # the kernels index a flat buffer with 32-bit integers
-
-
-def _check_size(params: int, state: int, slots: int, dtype: Any) -> None:
-    """Refuse a model too large to hold before anything is allocated: the parameters, their gradients and
-    the optimizer's slots must fit the kernels' 32-bit indices and the machine's memory (where it can be
-    read), so a typo such as ``units=10**9`` is one line instead of a ``MemoryError`` or a swapping host."""
-    if max(params, state) > MAX_ELEMENTS:
-        raise NNConfigError(
-            f"the model holds {max(params, state):,} values in one buffer, more than the {MAX_ELEMENTS:,} "
-            "the kernels can index; make the layers smaller"
-        )
-    need = (params * (2 + slots) + state) * np.dtype(dtype).itemsize
-    try:
-        have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): the index bound alone
-        return
-    if need > have:
-        raise NNConfigError(
-            f"the model needs {need / 2**30:.1f} GiB for its parameters, gradients and optimizer state, "
-            f"more than this machine's {have / 2**30:.1f} GiB of memory; make the layers smaller"
-        )
-
-
-class Sequential:
+class Sequential(OnlineFusion):
     """Layers applied in order; see the module docstring for how training runs.
 
     ``layers``: ``Layer`` objects (``Dense(500, activation="tanh")``, ...); ``input_shape``: per-sample shape
@@ -120,10 +73,10 @@ class Sequential:
         backend: str | Backend = "auto",
         seed: int = 0,
     ) -> None:
-        expanded = _expand(layers)
+        expanded = expand_layers(layers)
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
             raise NNConfigError(f"seed must be a non-negative integer, got {seed!r}")
-        self.layers, self.input_shape, self.seed = expanded, _input_shape(input_shape), seed
+        self.layers, self.input_shape, self.seed = expanded, checked_input_shape(input_shape), seed
         self.backend = get_backend(backend)
         self.loss = resolve_loss(loss, expanded[-1].type_name)
         self.optimizer = optimizer_from_config(optimizer)
@@ -143,7 +96,7 @@ class Sequential:
         seed: int = 0,
     ) -> Sequential:
         """Build from plain layer descriptions: ``{"type": "dense", "units": 500, "activation": "tanh"}``."""
-        layers = [_from_spec(i, spec) for i, spec in enumerate(specs)]
+        layers = [layer_from_spec(i, spec) for i, spec in enumerate(specs)]
         return cls(layers, input_shape, loss=loss, optimizer=optimizer, backend=backend, seed=seed)
 
     # --- construction -------------------------------------------------------------------------------
@@ -153,11 +106,11 @@ class Sequential:
                 layer.seed = (
                     self.seed * 7919 + i
                 ) & 0x7FFFFFFF  # distinct per layer, fixed by the model seed
-        shape, params, states = _shapes(self.layers, self.input_shape)
+        shape, params, states = layer_shapes(self.layers, self.input_shape)
         self.output_shape = shape
         be, align = self.backend, self.backend.alignment
-        self._param_layout, self._state_layout = _Layout(params, align), _Layout(states, align)
-        _check_size(self._param_layout.size, self._state_layout.size, self.optimizer.slots, be.dtype)
+        self._param_layout, self._state_layout = Layout(params, align), Layout(states, align)
+        check_size(self._param_layout.size, self._state_layout.size, self.optimizer.slots, be.dtype)
         rng = np.random.default_rng(self.seed)
         self._params = be.asarray(self._param_layout.pad(self._initial(params, rng)))
         self._state = be.asarray(self._state_layout.pad(self._initial(states, rng)))
@@ -342,7 +295,7 @@ class Sequential:
         rest = 0 if drop_last else n % bs  # samples in the last, partial batch
         sizes = [bs] * (n // bs) + ([rest] if rest else [])
         used = sum(sizes)
-        stride = _aligned(bs, be.alignment)
+        stride = aligned(bs, be.alignment)
         order = np.random.default_rng([seed, epoch]).permutation(n) if shuffle else np.arange(n)
         table = np.zeros((len(sizes), stride), dtype=np.int32)  # one aligned row of indices per batch
         table[:, :bs] = np.pad(order[:used], (0, len(sizes) * bs - used)).reshape(len(sizes), bs)
@@ -372,44 +325,6 @@ class Sequential:
             device_s=None if d0 is None or d1 is None else d1 - d0,
             build_s=getattr(be, "build_seconds", lambda: 0.0)() - b0,
         )
-
-    def _online_epoch(self, hooks: list) -> FusedEpoch | None:
-        """The backend's fused batch-1 epoch (``Backend.online_epoch``), built on first use; ``None`` where
-        it does not apply or a callback wants to see every batch."""
-        if any(hasattr(h, "on_batch_end") for h in hooks):
-            return None
-        if self._online is False:
-            stack = self._dense_stack()
-            self._online = None if stack is None else self.backend.online_epoch(stack)
-        return self._online
-
-    def _dense_stack(self) -> DenseStack | None:
-        """This model as a plain dense network for whole-epoch fusions (``nn.dense_stack``), or ``None``
-        where it is not one: other layers, losses or optimizers, gradient clipping, samples not 1-D."""
-        opt, layers = self.optimizer, list(self.layers)
-        if self.loss.kernel not in FUSED_LOSSES or not isinstance(opt, Adam) or opt.clipnorm is not None:
-            return None
-        if self.loss.skips_softmax:
-            if not isinstance(layers[-1], Softmax):
-                return None
-            layers = layers[:-1]
-        if not layers or not all(isinstance(ly, Dense) and ly.act.output_derivable for ly in layers):
-            return None
-        if len(self.input_shape) != 1 or self._first_trainable != 0:
-            return None
-        specs = tuple(
-            DenseLayerSpec(
-                w=self.param_offset(i, "w"), b=self.param_offset(i, "b"), inputs=ly.n_in, units=ly.units,
-                activation=ly.act.kind, alpha=ly.act.alpha, beta=ly.act.beta,
-            )
-            for i, ly in enumerate(layers)
-        )  # fmt: skip
-        return DenseStack(specs, self.loss.kernel)
-
-    def _adam_step(self) -> AdamStep:
-        """The optimizer's settings for a fused epoch (only Adam's models are fused: ``_dense_stack``)."""
-        opt = self.optimizer
-        return AdamStep(opt.current_lr, opt.beta1, opt.beta2, opt.eps, opt.l1, opt.l2, opt.iterations)
 
     def _infer(self, x: np.ndarray, batch_size: int, y: np.ndarray | None) -> tuple[np.ndarray, float]:
         """Outputs ``(N, *output_shape)`` in batches, and the mean loss against ``y`` (NaN without ``y``)."""
@@ -479,76 +394,6 @@ class Sequential:
         be.copy_(self._state, be.asarray(self._state_layout.pad(arrays["state"])))
         for k, slot in enumerate(self._slots):
             be.copy_(slot, be.asarray(self._param_layout.pad(arrays[f"optimizer_slot{k}"])))
-
-
-@dataclass(frozen=True)
-class ModelSizes:
-    """Element counts of what a model holds: its flat buffers and the constant tables its layers build."""
-
-    params: int  # trainable parameters (compact, as files store them)
-    state: int  # non-trainable state
-    slots: int  # optimizer state buffers, each of ``params`` elements
-    constants: int  # DFT bases, positional tables
-
-
-def model_sizes(
-    specs: Sequence[dict[str, Any]], input_shape: Sequence[int], optimizer: dict[str, Any] | str
-) -> ModelSizes:
-    """The sizes of the model ``Sequential.from_specs`` would build, from the layers' shapes alone: no
-    buffer is allocated, so a model file can be checked against them before it is built. Raises
-    ``ValueError`` naming the first layer that does not fit, as building would."""
-    layers = _expand([_from_spec(i, spec) for i, spec in enumerate(specs)])
-    _, params, states = _shapes(layers, _input_shape(input_shape))
-    return ModelSizes(
-        params=sum(s.size for _, s in params),
-        state=sum(s.size for _, s in states),
-        slots=optimizer_from_config(optimizer).slots,
-        constants=sum(layer.constant_elements() for layer in layers),
-    )
-
-
-def _from_spec(i: int, spec: dict[str, Any]) -> Layer:
-    try:
-        return from_config(spec)
-    except ValueError as exc:
-        raise NNConfigError(f"layer spec {i}: {exc}") from None
-
-
-def _expand(layers: Sequence[Layer]) -> list[Layer]:
-    """The layers a list of descriptions stands for (a softmax dense is two layers)."""
-    if not layers:
-        raise NNConfigError("a Sequential model needs at least one layer")
-    expanded: list[Layer] = []
-    for layer in layers:
-        if not isinstance(layer, Layer):
-            raise NNConfigError(f"Sequential takes Layer objects (or use from_specs), got {layer!r}")
-        expanded += layer.expand() if hasattr(layer, "expand") else [layer]
-    return expanded
-
-
-def _input_shape(input_shape: Sequence[int]) -> tuple[int, ...]:
-    shape = tuple(input_shape)
-    if not shape or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape):
-        raise NNConfigError(f"input_shape must be positive integers, e.g. (240,), got {input_shape!r}")
-    return shape
-
-
-def _shapes(
-    layers: list[Layer], input_shape: tuple[int, ...]
-) -> tuple[tuple[int, ...], list[tuple[int, ParamSpec]], list[tuple[int, ParamSpec]]]:
-    """Fix every layer's shapes in order: the output shape and the ``(layer index, spec)`` of every
-    parameter and state array (``Layer.build`` only records shapes; nothing is allocated)."""
-    shape = input_shape
-    params: list[tuple[int, ParamSpec]] = []
-    states: list[tuple[int, ParamSpec]] = []
-    for i, layer in enumerate(layers):
-        try:
-            shape = tuple(layer.build(shape))
-        except ValueError as exc:
-            raise NNConfigError(f"layer {i} ({layer.type_name}): {exc}") from None
-        params += [(i, s) for s in layer.param_specs()]
-        states += [(i, s) for s in layer.state_specs()]
-    return shape, params, states
 
 
 def _call(hooks: list[Any], method: str, *args: Any) -> None:

@@ -24,7 +24,8 @@ from neuronet.errors import NeuronetError
 from strategies.bars import Bars, Line
 from strategies.errors import EAError, EARuntimeError
 
-# The trade types live in strategies.trade; they are re-exported here, where EAs have always found them.
+# The trade types live in strategies.trade_records (re-exported by strategies.trade); they are re-exported
+# here too, where EAs have always found them.
 from strategies.trade import Account as Account
 from strategies.trade import Order as Order
 from strategies.trade import Position as Position

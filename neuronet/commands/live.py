@@ -32,7 +32,7 @@ from neuronet.commands.account import (
     SwapShort,
     account_settings,
 )
-from neuronet.commands.backtest import EaArg, Param, _params, resolve_ea
+from neuronet.commands.ea_options import EaArg, Param, ea_params, resolve_ea
 from neuronet.commands.options import BrokerTz, Force, Opts, data_request, flag, out_folder
 from neuronet.commands.summary import print_summary
 from neuronet.live.credentials import load as load_credentials
@@ -244,7 +244,7 @@ def live(
     if out is not None:
         raise LiveError("--out is the folder of 'neuronet live report JOURNAL'; a run writes its --journal")
     cls = resolve_ea(ea)
-    params = _params(param or [], cls)
+    params = ea_params(param or [], cls)
     cls.resolve_params(params)  # a bad -p fails here, before the terminal is reached
     multi = len(cls.symbols) > 1 or len(cls.timeframes) > 1
     symbol, timeframe = _main_chart(cls, symbol, timeframe, multi)

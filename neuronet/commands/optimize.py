@@ -43,22 +43,9 @@ from neuronet.commands.account import (
     SwapShort,
     account_settings,
 )
-from neuronet.commands.backtest import (
-    BackendOpt,
-    BatchSize,
-    EaArg,
-    Epochs,
-    Seed,
-    Symbol,
-    Symbols,
-    SymbolsFile,
-    Timeframe,
-    _params,
-    _walk_forward,
-    resolve_ea,
-    set_file,
-)
+from neuronet.commands.backtest import Seed, Symbol, Symbols, SymbolsFile, Timeframe, _walk_forward
 from neuronet.commands.config import Config
+from neuronet.commands.ea_options import BackendOpt, BatchSize, EaArg, Epochs, ea_params, resolve_ea, set_file
 from neuronet.commands.errors import CommandError
 from neuronet.commands.options import (
     BrokerTz,
@@ -191,7 +178,7 @@ def optimize_command(
         swap_long=swap_long, swap_short=swap_short, hedging=hedging, margin_hedged=margin_hedged,
     )  # fmt: skip
     param, fixed = _with_set_files(param, fixed, cls)
-    sets = _params(fixed, cls, "--set", epochs=epochs, batch_size=batch_size, backend=backend)
+    sets = ea_params(fixed, cls, "--set", epochs=epochs, batch_size=batch_size, backend=backend)
     cls.resolve_params(sets)  # names, types and the backend of --set, before data or workers
     space = parse_space(cls, param, sets)  # every spec checked before data or workers
     Plan(method, passes, seed)

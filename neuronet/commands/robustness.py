@@ -22,7 +22,8 @@ from backtests.robustness.montecarlo import METHODS
 from backtests.robustness.permute import SCOPES
 from datafeeds import load_candles
 from neuronet.commands import values
-from neuronet.commands.backtest import ROBUSTNESS_STORE, Symbol, Timeframe, resolve_ea
+from neuronet.commands.backtest import ROBUSTNESS_STORE, Symbol, Timeframe
+from neuronet.commands.ea_options import resolve_ea
 from neuronet.commands.errors import CommandError
 from neuronet.commands.options import (
     BrokerTz,

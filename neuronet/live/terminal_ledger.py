@@ -5,7 +5,8 @@ backtest broker's ledger (``backtests.broker.ledger``) over the journal's bars.
 trades, deals, orders, balance changes and position segments come from the terminal's history
 (``history_deals_get``/``history_orders_get``), booked through the ledger's and the account's public
 methods, so the curves (``Ledger.curves``, ``curves.worst_equity``) and the statistics (``metrics``) are
-computed by the backtest's code, not derived again here.
+computed by the backtest's code, not derived again here. The terminal's orders become rows of the
+orders table by ``terminal_order_rows``.
 
 Money is the terminal's: each deal's profit, commission (plus fee) and swap as it reports them, booked to
 the balance at the bar the deal falls in (a deal after the last closed bar, such as a close at the stop,
@@ -37,20 +38,19 @@ import numpy as np
 import pandas as pd
 
 from backtests.broker import AccountConfig, Broker, OpenPosition
-from backtests.broker.records import Deal, OrderRecord, Trade
+from backtests.broker.records import Deal, Trade
 from backtests.broker.terms import SymbolTerms
 from datafeeds.candles import CandleMeta
 from datafeeds.clock import BrokerClock
 from neuronet.live.carried import Carried
+from neuronet.live.terminal_order_rows import order_row
 from neuronet.live.terminal_requests import user_comment
-from strategies.trade import ORDER_TYPE_CODES
 
 log = logging.getLogger(__name__)
 
 IN, OUT, INOUT, OUT_BY = 0, 1, 2, 3  # DEAL_ENTRY_*
 _ENTRY = {IN: "in", OUT: "out", INOUT: "in/out", OUT_BY: "out_by"}
 _REASON = {4: "sl", 5: "tp", 6: "stop out"}  # DEAL_REASON_SL, _TP, _SO
-_STATE = {0: "started", 1: "placed", 2: "canceled", 3: "partial", 4: "filled", 5: "rejected", 6: "expired"}
 
 
 @dataclass
@@ -416,31 +416,5 @@ class TerminalLedger:
         pos.seg = bar
 
     def _book_order(self, o: Any, first: int, fill: float | None) -> None:
-        """One order of the terminal's history as a row of the backtest's orders table."""
-        setup = self.utc_ns(o.time_setup, getattr(o, "time_setup_msc", None))
-        done = self.utc_ns(o.time_done, getattr(o, "time_done_msc", None)) if int(o.time_done or 0) else None
-        kind = int(o.type)
-        state = _STATE.get(int(o.state), str(int(o.state)))
-        expiration = int(o.time_expiration or 0)
-        self.ledger.order(
-            OrderRecord(
-                ticket=int(o.ticket),
-                bar_setup=self.bar_at(setup, first),
-                setup_ns=setup,
-                type=ORDER_TYPE_CODES[kind].name if kind in ORDER_TYPE_CODES else str(kind),
-                lots=float(o.volume_initial),
-                price=float(o.price_open) or None,
-                stoplimit=float(o.price_stoplimit) or None,
-                sl=float(o.sl) or None,
-                tp=float(o.tp) or None,
-                expiration=pd.Timestamp(self.utc_ns(expiration), tz="UTC") if expiration else None,
-                bar_done=None if done is None else self.bar_at(done, first),
-                done_ns=done,
-                fill_price=fill if state == "filled" else None,
-                state=state,
-                position=int(o.position_id) or None,
-                magic=int(o.magic),
-                comment=user_comment(str(o.comment)),
-                symbol=self.symbol,
-            )
-        )
+        """One order of the terminal's history as a row of the backtest's orders table (``order_row``)."""
+        self.ledger.order(order_row(o, self.symbol, self.utc_ns, lambda ns: self.bar_at(ns, first), fill))
