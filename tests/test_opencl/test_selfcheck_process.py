@@ -102,7 +102,8 @@ def test_a_first_run_on_a_fresh_machine_ends_with_status_zero(tmp_path):
     """Every driver's first self-check happens on an empty cache; whatever a driver does to its process
     (PoCL on AMD Zen 4 aborts it at exit), the user's process chooses a device and ends well."""
     script = "from opencl import get_runtime; print(get_runtime())"
-    env = {**os.environ, "NEURONET_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "NEURONET_CACHE": str(tmp_path / "cache"), "PYTHONPATH": path}
     done = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=900
     )
