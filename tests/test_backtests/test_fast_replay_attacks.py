@@ -20,7 +20,9 @@ import pytest
 from backtests import AccountConfig, Backtest
 from backtests.indicator_cache import PROVEN
 from datafeeds import read_sample
+from datafeeds.candles import CandleMeta, make_frame
 from datafeeds.ticks import TickMeta, bars_from_ticks, make_ticks
+from datafeeds.timeframes import Timeframe
 from strategies.base import ExpertAdvisor
 from strategies.indicators import sma
 from strategies.sma import SmaCrossEA
@@ -296,3 +298,135 @@ def test_an_indicator_reading_a_setting_by_a_name_in_a_string_is_not_handed_anot
     alone = bt.run(period=40, read=read)
     assert _money(after) == _money(alone)
     assert _money(alone)[:2] == (242, 101.0)
+
+
+SPIKE = _ticks(
+    "EURUSD",
+    [
+        ("2024-01-02 10:00", 1.10000, 10),
+        ("2024-01-02 11:00", 1.10000, 10),
+        ("2024-01-02 11:20", 1.10000, 10),
+        ("2024-01-02 11:30", 1.10000, 1600),
+        ("2024-01-02 11:31", 1.10000, 10),
+        ("2024-01-02 12:00", 1.10000, 10),
+    ],
+)
+
+
+class ShortTenthThenClose(ExpertAdvisor):
+    """A short of 0.1 lot at bar 1's open; closed at bar ``close_at``'s open (0: held to the end)."""
+
+    close_at: int = 0
+
+    def on_bar(self) -> None:
+        if len(self.bars) == 1:
+            self.sell(0.1)
+        elif len(self.bars) == self.close_at:
+            self.close()
+
+
+@pytest.mark.parametrize("model", ["ohlc1m", "ticks"])
+def test_the_worst_equity_of_a_bar_meets_a_spread_wider_inside_it(model):
+    """0.1 lot short at 1.10000 (margin 110.00); at 11:30 the ask alone reaches 1.11600: the equity there is
+    1,000.00 - 1.00 of spread paid - 159.00 = 840.00, as ``equity_path`` has it. ``equity_worst`` (the
+    positions at the bar's worst prices: shorts at its highest ask) valued the short at the bar's high plus
+    its own spread: 999.00, and the lowest margin level was 908.18 % instead of 763.64 %."""
+    fine = {"ticks": SPIKE} if model == "ticks" else {"m1": bars_from_ticks(SPIKE, "M1")}
+    account = AccountConfig(deposit=1_000.0, leverage=100.0)
+    result = Backtest(
+        bars_from_ticks(SPIKE, "H1"), ShortTenthThenClose, model=model, forward=None, account=account, **fine
+    ).run()
+    assert result.equity_path["equity"].min() == pytest.approx(840.0, abs=1e-6)
+    assert result.curves["equity_worst"].min() == pytest.approx(840.0, abs=1e-6)  # sums of floats
+    assert result.stats["margin_level_min_pct"] == 763.64
+
+
+def test_a_short_closed_at_the_open_has_no_excursion_after_its_close():
+    """1 minute OHLC on bars carrying their lowest spread (5 points, as MetaTrader's do) where the first
+    minute of the 12:00 bar has 30: the short is closed at that bar's open, at its ask 1.10030 (-3.00).
+    The worst-equity curve took the close for one inside the bar (the open's ask at the bar's own spread,
+    1.10005, is not the exit) and charged the bar's later high ask, 1.10205: 979.50 instead of 997.00."""
+    ticks = _ticks(
+        "EURUSD",
+        [
+            ("2024-01-02 10:00", 1.10000, 10),
+            ("2024-01-02 11:00", 1.10000, 10),
+            ("2024-01-02 11:30", 1.10000, 10),
+            ("2024-01-02 12:00", 1.10000, 30),
+            ("2024-01-02 12:10", 1.10200, 30),
+            ("2024-01-02 12:20", 1.10000, 30),
+            ("2024-01-02 13:00", 1.10000, 10),
+        ],
+    )
+    h1 = bars_from_ticks(ticks, "H1")
+    h1["spread"] = np.full(len(h1), 5, dtype=h1["spread"].dtype)
+    account = AccountConfig(deposit=1_000.0, leverage=100.0)
+    bt = Backtest(
+        h1,
+        ShortTenthThenClose,
+        model="ohlc1m",
+        m1=bars_from_ticks(ticks, "M1"),
+        forward=None,
+        account=account,
+    )
+    result = bt.run(close_at=2)
+    (trade,) = result.trades.itertuples()
+    assert (trade.exit_time, trade.exit_price, trade.net_profit) == (
+        pd.Timestamp("2024-01-02 12:00", tz="UTC"),
+        1.1003,
+        -3.0,
+    )
+    assert result.curves["equity_worst"].tolist() == pytest.approx([1000.0, 999.0, 997.0, 997.0], abs=1e-6)
+
+
+class ThreeTrades(ExpertAdvisor):
+    """A long of bars 1-3, a short of bars 4-6, a long of bars 7-9, one lot each."""
+
+    def on_bar(self) -> None:
+        n = len(self.bars)
+        if n in (1, 7):
+            self.buy(1.0)
+        elif n == 4:
+            self.sell(1.0)
+        elif n in (3, 6, 9):
+            self.close()
+
+
+def test_the_reports_statistics_of_three_trades_by_hand():
+    """+100.00, -50.00, +30.00 on 10,000.00 (no spread, no commission), through the public Backtest and
+    its curves computed from position steps. By hand: profit factor 130 / 50 = 2.6; expected payoff
+    80 / 3; balance 10,000 -> 10,100 -> 10,050 -> 10,080, so the balance drawdown maximal is 50.00
+    (0.49505 % of 10,100) and the recovery factor 80 / 50 = 1.6; the HPRs 1.01, 10,050 / 10,100 and
+    10,080 / 10,050 give AHPR 1.0026782, GHPR 1.008^(1/3) = 1.0026596 and the Sharpe ratio
+    (AHPR - 1) / their standard deviation = 0.438518; the runs test of W L W: Z = (3 * 2.5 - 4) / √(4 * 1
+    / 2) = 2.4749; the balance graph 10,000, 10,100, 10,050, 10,080 against x = 0..3: correlation 95 /
+    √(5 * 5,675) = 0.56397, residuals -29, 52, -17, -6 about its line: √(3,870 / 2) = 43.988635;
+    SQN √3 * 26.67 / 75.06 = 0.6154."""
+    opens = np.array([1.1, 1.1, 1.1005, 1.101, 1.101, 1.1012, 1.1015, 1.1015, 1.1016, 1.1018, 1.1018])
+    closes = np.append(opens[1:], opens[-1])
+    frame = make_frame(
+        {"open": opens, "high": np.maximum(opens, closes), "low": np.minimum(opens, closes), "close": closes},
+        pd.date_range("2024-01-02", periods=len(opens), freq="h", tz="UTC"),
+        CandleMeta("EURUSD", Timeframe.parse("H1"), 5),
+    )
+    result = Backtest(
+        frame, ThreeTrades, account=AccountConfig(deposit=10_000.0, spread=0), forward=None
+    ).run()
+    assert result.trades["net_profit"].tolist() == [100.0, -50.0, 30.0]
+    hand = {
+        "total_net_profit": 80.0,
+        "profit_factor": 2.6,
+        "expected_payoff": 26.666667,
+        "recovery_factor": 1.6,
+        "balance_drawdown_maximal": 50.0,
+        "balance_drawdown_maximal_pct": 0.49505,
+        "equity_drawdown_maximal": 50.0,
+        "ahpr": 1.002678,
+        "ghpr": 1.00266,
+        "sharpe_ratio": 0.438518,
+        "z_score": 2.4749,
+        "lr_correlation": 0.56397,
+        "lr_standard_error": 43.988635,
+        "sqn": 0.6154,
+    }
+    assert {k: result.stats[k] for k in hand} == hand
