@@ -430,3 +430,34 @@ def test_the_reports_statistics_of_three_trades_by_hand():
         "sqn": 0.6154,
     }
     assert {k: result.stats[k] for k in hand} == hand
+
+
+SEEN: list[float] = []  # what SpreadSum's line showed at each bar
+
+
+class SpreadSum(ExpertAdvisor):
+    """Keeps the value its line of summed spreads shows (the indicator cache shares such lines)."""
+
+    def on_init(self) -> None:
+        self.line = self.indicator(lambda b: np.cumsum(b.spread), "spreads")
+
+    def on_bar(self) -> None:
+        SEEN.append(self.line[-1])
+
+
+def test_two_backtests_on_data_of_one_length_differing_in_one_bars_spread_see_their_own_lines():
+    """The indicator cache keys values by the bars' content: a frame of the same length, times and prices
+    whose one bar carries another spread (+25 points at bar 100) must be given its own line, in either
+    order and after the other's values were kept."""
+    a = _sample(400)
+    b = a.copy()
+    b.attrs = a.attrs
+    b.iloc[100, b.columns.get_loc("spread")] += 25
+    PROVEN.clear()
+    ends = []
+    for frame in (a, b, a, b):
+        SEEN.clear()
+        Backtest(frame, SpreadSum, account=AccountConfig(deposit=10_000.0), forward=None).run()
+        ends.append(SEEN[-1])
+    assert ends[1] == ends[0] + 25 and ends[2:] == ends[:2]
+    assert PROVEN.hits >= 2  # the second pair was served from the cache
