@@ -1,11 +1,18 @@
-"""Hostile data against the fast replay: what its screens skip must be what a minute-by-minute walk would
-find nothing in, and a Backtest's figures must be those of the data it trades.
+"""Attacks on the fast replay: what its screens skip must be what a walk of every price would find nothing
+in, its caches must hand out only what the run would compute, and its curves and statistics must be those
+of the trades, on data a user can give.
 
-The 1 minute OHLC walk passes over minutes whose prices cannot reach a level (``M1Path.next_touch``). Bids
-move continuously from one minute's close to the next one's open, but the ask is the bid plus each minute's
-own spread: where the spread narrows from one minute to the next, the ask falls through a buy limit or a
-short's take-profit while the bids stay where they were. Those minutes must be worked, as MetaTrader's
-tester works each tick of the minutes it generates.
+- The 1 minute OHLC walk passes over minutes whose prices cannot reach a level (``M1Path.next_touch``).
+  Bids move continuously from one minute's close to the next one's open, but the ask is the bid plus each
+  minute's own spread: where the spread narrows, the ask falls through a buy limit or a short's take-profit
+  while the bids stay where they were. Those minutes must be worked, as MetaTrader's tester works each
+  tick of the minutes it generates, within a bar and from the bar before.
+- The account's screen of a bar bounds a short's worst by the bar's high at the widest spread of its
+  minutes or ticks, not the bar's own: a spread that widens inside the bar can stop the account out, and
+  the worst-equity curve and the lowest margin level see it.
+- The indicator cache keys a function by what its code reads; a name read from a string is not known.
+- A Backtest trades the candles it was made with; later writes to the caller's frame change no run.
+- The report's statistics of a few trades, by hand, through the public Backtest.
 """
 
 from __future__ import annotations
