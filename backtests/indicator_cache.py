@@ -37,6 +37,7 @@ import builtins
 import functools
 import hashlib
 import io
+import operator
 import os
 import pathlib
 import shelve
@@ -65,6 +66,9 @@ _LIBRARY = types.BuiltinFunctionType | np.ufunc | type(np.all)
 _OPAQUE = frozenset(
     [vars(builtins)[name] for name in ("getattr", "vars", "globals", "locals", "eval", "exec", "compile")]
     + [vars(builtins)[name] for name in ("open", "__import__", "input")]
+    # ``getattr`` under another name: ``attrgetter("period")(cfg)`` reads ``cfg.period``, a name the code
+    # does not spell
+    + [operator.attrgetter, operator.methodcaller]
     + [os.getenv, getattr(os, "getenvb", os.getenv)]  # the environment, read by a name in a string
     # files read by a path: what they hold is no part of the key (a signal file written again between two
     # runs of one process would be served the first file's values)
@@ -163,6 +167,11 @@ def _read(v: Any, names: frozenset[str], depth: int) -> tuple:
             if name in space:
                 read.append((name, _attribute(space[name], names, depth)))
                 break
+        else:
+            if hasattr(type(v), name):
+                # an attribute of its type: ``cfg.__dict__["period"]``, ``cfg.__getattribute__("period")``
+                # read the namespace by a name in a string, which the code does not spell
+                raise _Unknown
     return tuple(read)
 
 

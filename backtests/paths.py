@@ -344,15 +344,18 @@ class PricePath:
         """The quote bar ``t`` opens at, where the path sets it (None: the bar's own open)."""
         return None
 
-    def bar_spreads(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each bar's spread (price units) at its first and at its last row; NaN for bars without rows."""
+    def bar_spreads(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each bar's spread (points) at its first and at its last row, and the widest of its rows; NaN for
+        bars without rows."""
         first, end = self.starts[:-1], self.starts[1:]
         covered = end > first
         spread = self.row_spreads()
-        at_open, at_close = np.full(len(first), np.nan), np.full(len(first), np.nan)
+        at_open, at_close, widest = (np.full(len(first), np.nan) for _ in range(3))
         at_open[covered] = spread[first[covered]]
         at_close[covered] = spread[end[covered] - 1]
-        return at_open, at_close
+        if covered.any():
+            widest[covered] = np.maximum.reduceat(spread[: int(end[-1])], first[covered])
+        return at_open, at_close, widest
 
     def row_spreads(self) -> np.ndarray:
         """The spread of each row, price units."""
@@ -406,15 +409,17 @@ class M1Path(PricePath):
 
     def _reach(self) -> tuple[list[float], list[float]]:
         """Per bar, the lowest and highest price any of its minutes spans (with the gap from the previous
-        close) widened by its widest spread: a bar none of whose levels lies inside needs no minute search
-        (bars without minutes: an empty span)."""
+        close) widened by its widest spread (the previous minute's included): a bar none of whose levels lies
+        inside needs no minute search (bars without minutes: an empty span)."""
         first, end = self.starts[:-1], self.starts[1:]
         covered = end > first
         low, high = np.full(len(first), np.inf), np.full(len(first), -np.inf)
         if covered.any():
             rows = slice(0, int(end[-1]))
             at = first[covered]
-            wide = np.maximum.reduceat(self.spread[rows], at)
+            # the minute before the bar's first too: its close is in ``lows``, its ask at its own spread
+            # (``_next_level``)
+            wide = np.maximum(np.maximum.reduceat(self.spread[rows], at), self.spread[np.maximum(at - 1, 0)])
             low[covered] = np.minimum.reduceat(self.lows[rows], at) - wide
             high[covered] = np.maximum.reduceat(self.highs[rows], at) + wide
         return low.tolist(), high.tolist()
@@ -482,7 +487,10 @@ class M1Path(PricePath):
                 return end  # no level inside the bar's whole span: no minute of it reaches one
         lo, hi = self.lows[m:end], self.highs[m:end]
         if levels:
-            wide = self.spread[m:end].max()  # ask-side levels: any minute's spread either way
+            # ask-side levels: any minute's spread either way, the minute before ``m``'s too: its closing ask
+            # is where the ask comes from, and a spread that narrows drops the ask through a buy limit or a
+            # short's take-profit that the bids (its close is in ``lows``) never reach
+            wide = self.spread[max(m - 1, 0) : end].max()
             lo_w, hi_w = lo - wide, hi + wide
             if len(levels) == 1:  # one stop, one pending price: no (minutes, levels) table to reduce
                 touched = (levels[0] >= lo_w) & (levels[0] <= hi_w)

@@ -133,6 +133,19 @@ def evaluate_indicator(fn: Callable[[Bars], np.ndarray], feed: BarFeed, name: st
     return values
 
 
+def held(candles: Any) -> Any:
+    """The candles (a frame or a mapping of frames) as they are now, for every run of a ``Backtest``: each
+    run reads its bars again, while the broker's bars, minutes and ticks are made once, so a frame changed
+    in place between two runs would hand the EA the new bars and fill its orders at the old prices. A
+    shallow copy costs nothing: pandas copies on write, so the caller's later writes land in their own
+    copy and the runs keep trading the candles the Backtest was made with."""
+    if isinstance(candles, pd.DataFrame):
+        return candles.copy(deep=False)
+    if isinstance(candles, Mapping):
+        return {k: v.copy(deep=False) if isinstance(v, pd.DataFrame) else v for k, v in candles.items()}
+    return candles
+
+
 class Backtest:
     """Run an expert advisor over candles with a study/forward split.
 
@@ -170,6 +183,7 @@ class Backtest:
         if not (isinstance(ea, type) and issubclass(ea, ExpertAdvisor)):
             raise TypeError(f"{ea!r} is not an ExpertAdvisor subclass")
         self.multi = None
+        candles = held(candles)
         forward, self.forward_rule = default_forward(ea, forward, walk_forward)
         if isinstance(candles, Mapping) or len(ea.symbols) > 1 or len(ea.timeframes) > 1:
             from backtests.multi_replay import MultiBacktest  # imports this module: built on demand

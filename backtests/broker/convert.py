@@ -84,13 +84,14 @@ class Rate:
 
     def reach(self, t: int) -> tuple[float, float] | None:
         """The lowest bid and highest ask (points) the pair may stand at in bar ``t``: its price now and its
-        bar's range at the wider of its spreads; None where the amount is this symbol's own to convert."""
+        bar's range at the widest of its spreads (its minutes' and ticks' too); None where the amount is
+        this symbol's own to convert."""
         pair = self.pair
         if pair is None:
             return None
         m = pair.market
         low = min(pair.price_points(-1), m.lo[t])
-        return low, max(pair.price_points(+1), m.h[t] + max(m.s_open[t], m.s[t]))
+        return low, max(pair.price_points(+1), m.h[t] + max(m.s_open[t], m.s_wide[t]))
 
     def at_side(self, side: int, bid: float | None = None, ask: float | None = None, scale: int = 1):
         """The rate at a deal's side (a buy at the ask, a sell at the bid): what a margin is charged at."""

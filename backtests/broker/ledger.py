@@ -387,11 +387,13 @@ class Ledger:
             k = m.scale
             own = ClosedTrades(*(column[mine] for column in columns))
             at = own.exit_bar  # every bar's low bid and high ask, a chunk at a time; the rest at exit bars
-            bars = (m.o[at] / k, m.lo[at] / k, (m.o[at] + m.s[at]) / k, (m.h[at] + m.s[at]) / k)
+            # the ask at the open at the opening spread (a close there is at the open: no excursion after
+            # it), the highest at the widest spread of the bar's minutes or ticks (``Market.s_wide``)
+            bars = (m.o[at] / k, m.lo[at] / k, (m.o[at] + m.s_open[at]) / k, (m.h[at] + m.s_wide[at]) / k)
             steps = self._steps[name]
             lows = steps.floating(
                 lambda a, b, m=m, k=k: m.lo[a:b] / k,
-                lambda a, b, m=m, k=k: (m.h[a:b] + m.s[a:b]) / k,
+                lambda a, b, m=m, k=k: (m.h[a:b] + m.s_wide[a:b]) / k,
                 sym.contract_size,
             )
             worst, changed[name] = worst_floating(lows, steps.at, own, bars, sym.contract_size)

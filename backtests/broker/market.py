@@ -93,6 +93,7 @@ class Market:
         )
         self.s = np.rint(pts)
         self.s_open = self.s_close = self.s
+        self.s_wide = self.s  # the widest spread of any price the bar models (its minutes' or ticks')
         self.time = time
         self.clock = clock
         self.day = server_days(time.as_unit("ns").asi8, clock)
@@ -134,12 +135,17 @@ class Market:
     closes = property(lambda self: self.c / self.scale)
     spread = property(lambda self: self.s / self.scale)  # price units
 
-    def use_spreads(self, at_open: np.ndarray, at_close: np.ndarray) -> None:
+    def use_spreads(
+        self, at_open: np.ndarray, at_close: np.ndarray, widest: np.ndarray | None = None
+    ) -> None:
         """Each bar's spread at its open and at its close from finer data (points; NaN where the bar has
-        none, which keeps its own spread). A fixed spread stays fixed."""
+        none, which keeps its own spread), and the widest of its minutes or ticks (``s_wide``: the highest
+        ask inside the bar is its high at that spread, not at the bar's own). A fixed spread stays fixed."""
         if self.fixed_spread is None:
             self.s_open = np.where(np.isnan(at_open), self.s, at_open)
             self.s_close = np.where(np.isnan(at_close), self.s, at_close)
+            if widest is not None:
+                self.s_wide = np.fmax(self.s, widest)
             self._changed()
 
     def extremes(self) -> Extremes:
@@ -217,7 +223,7 @@ class Market:
     def _views(self, n: int) -> None:
         buf = self._buffers
         self.o, self.h, self.lo, self.c, self.s = (buf[f][:n] for f in _FIELDS)
-        self.s_open = self.s_close = self.s
+        self.s_open = self.s_close = self.s_wide = self.s
         self.time = pd.DatetimeIndex(np.array(self._ns, dtype="datetime64[ns]")).tz_localize("UTC")
         self.day = server_days(np.asarray(self._ns, dtype=np.int64), self.clock)
         self._changed()

@@ -2,9 +2,10 @@
 only say no (the stop-out) or yes (the free margin), so the check itself is skipped.
 
 Both value each desk (a symbol's broker) at the worst of its prices: its longs at the lowest bid, its
-shorts at the highest ask at the wider of its spreads, over the open and the range
-(``_worst_prices``), from the positions' sums the book keeps (``OrderBook.exposure``). A screen only ever
-rules work out: where it cannot tell, the exact check runs as before, so a screened run gives the same
+shorts at the highest ask at the widest of its spreads (the bar's open and own spread, and the widest of
+its minutes or ticks where a price path has them), over the open and the range (``_worst_prices``), from
+the positions' sums the book keeps (``OrderBook.exposure``). A screen only ever rules work out: where it
+cannot tell, the exact check runs as before, so a screened run gives the same
 figures as one that checks everything (``tests/test_backtests/test_multi_calm.py``).
 
 - The stop-out (``ruled_out``): the equity with every desk at the worst of the bar at once stays above the
@@ -138,7 +139,7 @@ class AccountScreen:
         held = self._prices.get(id(desk))
         if held is None or held[0] != m.changes:
             lows = np.minimum(m.o, m.lo)
-            highs = np.maximum(m.o, m.h) + np.maximum(m.s_open, m.s)
+            highs = np.maximum(m.o, m.h) + np.maximum(m.s_open, m.s_wide)  # a minute's or tick's spread too
             starts = np.arange(0, len(lows), BLOCK)
             block_lows = np.minimum.reduceat(lows, starts) if len(lows) else lows
             block_highs = np.maximum.reduceat(highs, starts) if len(highs) else highs

@@ -25,7 +25,7 @@ def test_the_next_minute_reaching_a_level_is_the_one_minute_by_minute_search_fin
     for t in np.flatnonzero(path.starts[1:] > path.starts[:-1]):
         s, e = int(path.starts[t]), int(path.starts[t + 1])
         for m in (s, (s + e) // 2):
-            wide = path.spread[m:e].max()
+            wide = path.spread[max(m - 1, 0) : e].max()  # the ask the minute before ``m`` closed at too
             centre = (path.lows[m:e].min() + path.highs[m:e].max()) / 2
             levels = np.round(centre + rng.normal(0, 200, size=rng.integers(1, 4)))  # inside and outside
             touched = [
