@@ -83,8 +83,19 @@ def test_when_pip_pocl_cannot_compile_intels_runtime_is_used(tmp_path):
     )
 
 
+@pytest.fixture(scope="module")
+def pocl_compiles_here(tmp_path_factory) -> None:
+    """Skips where pip's PoCL fails its own self-check on this processor (AMD Zen 4, newer than its LLVM
+    14): then no setting can make it the device that is left when Intel's runtime refuses the CPU."""
+    out = neuronet(tmp_path_factory.mktemp("pocl"), "devices")
+    pocl = [ln for ln in out.stdout.splitlines() if " cpu  pthread-" in ln]
+    verdicts = out.stdout.split(pocl[0], 1)[1].splitlines()[2] if pocl else ""
+    if "self-check passed" not in verdicts:
+        pytest.skip(f"pip's PoCL cannot compile for this CPU here: {verdicts.strip() or 'no PoCL device'}")
+
+
 @needs_intel
-def test_when_intels_runtime_refuses_the_cpu_pip_pocl_is_used(tmp_path):
+def test_when_intels_runtime_refuses_the_cpu_pip_pocl_is_used(tmp_path, pocl_compiles_here):
     out = neuronet(tmp_path, "devices", **INTEL_FAILS)
     assert out.returncode == 0, out.stderr
     last = out.stdout.splitlines()[-1]
