@@ -56,7 +56,8 @@ __all__ = ["Backtest", "EARuntimeError", "IndicatorError", "LookAheadError", "Re
 
 
 _RUN = 24  # consecutive prefixes of the look-ahead check (``causal_indicator``)
-_RUN_TOLERANCE = 1e-5  # every prefix's relative tolerance: a few float32 ulps
+# The look-ahead check's relative tolerance, live too: a few float32 ulps (``causal_indicator``)
+CAUSAL_TOLERANCE = 1e-5
 
 
 class IndicatorError(NeuronetError, ValueError):
@@ -86,24 +87,28 @@ def causal_indicator(
     A look-ahead that shows at some bars only (a centred window that marks a top two bars after it) leaves
     most single prefixes unchanged; the run ends a prefix at each of ``_RUN`` bars in a row, early in the
     history where prefixes are cheap, so it is met whatever the random probes are. Every prefix compares
-    at a float32's precision (``_RUN_TOLERANCE``): a network's float32 outputs for another batch's rows round
-    a few units in the last place apart (a GPU's product tiles by the rows: 1.6e-6 relative between 4,439
-    and 5,000 bars on an H200), where a look-ahead moves a value by far more."""
+    at a float32's precision (``CAUSAL_TOLERANCE``, live too): a network's float32 outputs for another
+    batch's rows round a few units in the last place apart (a GPU's product tiles by the rows: 1.6e-6
+    relative between 4,439 and 5,000 bars on an H200), where a look-ahead moves a value by far more."""
     n = len(feed)
     full = evaluate_indicator(fn, feed.snapshot(n), name)
     for m in probes:
         prefix = evaluate_indicator(fn, feed.snapshot(m), name)
-        check_causal(name, prefix, full, feed.time, tolerance=_RUN_TOLERANCE)
+        check_causal(name, prefix, full, feed.time)
     rows = np.isfinite(full.reshape(n, -1)).all(axis=1) if n else np.zeros(0, dtype=bool)
     first = int(np.argmax(rows)) if rows.any() else n
     for m in sorted(set(range(max(first + 1, 2), min(first + 1 + _RUN, n))) - set(probes)):
         prefix = evaluate_indicator(fn, feed.snapshot(m), name)
-        check_causal(name, prefix, full, feed.time, tolerance=_RUN_TOLERANCE)
+        check_causal(name, prefix, full, feed.time)
     return full
 
 
 def check_causal(
-    name: str, prefix: np.ndarray, full: np.ndarray, time: pd.DatetimeIndex, tolerance: float = 1e-9
+    name: str,
+    prefix: np.ndarray,
+    full: np.ndarray,
+    time: pd.DatetimeIndex,
+    tolerance: float = CAUSAL_TOLERANCE,
 ) -> None:
     """Raise ``LookAheadError`` unless ``full`` starts with ``prefix`` (NaN equal to NaN; ``tolerance``
     relative, a thousandth of it absolute)."""

@@ -22,6 +22,14 @@ class _Peeks(ExpertAdvisor):
         self.line = self.indicator(lambda b: np.full(len(b), b.close[-1]), "last_close")
 
 
+class _Float32Network(ExpertAdvisor):
+    def on_init(self) -> None:
+        # A network's float32 outputs, which a GPU rounds a few ulps apart for another batch's rows.
+        self.line = self.indicator(
+            lambda b: b.close.astype(np.float32) * np.float32(1.0 + 2.4e-7 * (len(b) % 7)), "network"
+        )
+
+
 class _Changes(ExpertAdvisor):
     def on_init(self) -> None:
         # Causal on the history the run starts with; its past changes once the 51st bar closes.
@@ -68,3 +76,14 @@ def test_an_indicator_whose_past_changes_is_caught_live():
     bars.append(df.iloc[50:51])
     with pytest.raises(LookAheadError, match="'drifts' looks ahead: its value on bar 0"):
         bars.show(ea)
+
+
+def test_float32_rounding_of_another_batch_is_not_a_look_ahead_live():
+    """A live FractalEA on a GPU: each closed bar recomputes the network's outputs on one more row, which
+    round a few ulps apart; compared at 1e-9 every new bar was refused as a look-ahead."""
+    df, bars, ea = _setup(_Float32Network)
+    ea.on_init()
+    for t in range(50, 56):
+        bars.append(df.iloc[t : t + 1])
+        bars.show(ea)
+    assert len(ea.line.values) == 56
