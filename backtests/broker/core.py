@@ -306,21 +306,22 @@ class Broker:
         days = self.market.day if self.open_day is None else self.open_day
         return bool(days[t] != max(int(days[t - 1]), self.night_day))
 
-    def midnight(self, day: int) -> None:
+    def midnight(self, day: int, ns: int) -> None:
         """The server's midnight passed inside bar ``t``, at the first minute or tick of server day ``day``
-        (the next bar missing, the prices going on): MetaTrader charges the swap at the rollover to the
-        positions open then, so every symbol of the account is charged its night here, at its price of this
-        moment, and not again at the next bar's opening (``rollover``); a position opened after it owes
-        none."""
+        (UTC ``ns``; the next bar missing, the prices going on): MetaTrader charges the swap at the
+        rollover to the positions open then, so every symbol of the account is charged its night here, at
+        its price of this moment, and not again at the next bar's opening (``rollover``); a position opened
+        after it owes none. The charge is recorded with its moment: the equity path takes it there, not at
+        the bar's open (where it would lower a peak of the bar before midnight)."""
         for desk in self.funds.desks:
-            desk.night(day)
+            desk.night(day, ns)
 
-    def night(self, day: int) -> None:
+    def night(self, day: int, ns: int) -> None:
         """This symbol's share of ``midnight``: the nights from the last one charged to ``day``."""
         days = self.market.day if self.open_day is None else self.open_day
         start = max(int(days[self.t]), self.night_day)
         if day > start and self.swaps.active and self.book.positions:
-            self._swap(start, day)
+            self._swap(start, day, ns)
         self.night_day = max(day, self.night_day)
 
     def bar_range(self, t: int) -> None:
@@ -454,13 +455,15 @@ class Broker:
         record = order.record
         record.state, record.bar_done, record.done_ns = state, self.t, self.stamp()
 
-    def _swap(self, day_from: int, day_to: int) -> None:
+    def _swap(self, day_from: int, day_to: int, ns: int | None = None) -> None:
+        """The nights ``day_from..day_to`` accrued on the open positions, at UTC ``ns`` (a midnight inside
+        the bar) or at the bar's open (None)."""
         nights = self.swaps.nights(day_from, day_to)
         bid, ask = self.price_points(-1), self.price_points(+1)
         for pos in self.book.positions:
             amount = cents(self.money.swap_money(self.swaps.amount(pos, nights, bid, ask), bid, ask))
             pos.swap += amount
-            self.funds.accrue(amount, self.t)  # on the position until its closing deal books it
+            self.funds.accrue(amount, self.t, ns)  # on the position until its closing deal books it
 
     # -- records -------------------------------------------------------------------------------------------
     def reject(self, action: str, side: int, lots, retcode: int, reason: str, **request) -> None:
