@@ -89,3 +89,35 @@ def test_a_peak_before_a_midnight_inside_its_bar_is_not_lowered_by_the_swap(mode
     assert stats["equity_drawdown_maximal"] == 600.0
     assert stats["equity_drawdown_maximal_pct"] == pytest.approx(600 / 10_500 * 100, abs=1e-6)
     assert list(result.equity_path["equity"]) == [10_500.0, 9_900.0]
+
+
+class _BuyEurSellGbp(ExpertAdvisor):
+    symbols = ("EURUSD", "GBPUSD")
+
+    def on_bar(self):
+        if len(self.bars) == 1:
+            self.buy(1.0, symbol="EURUSD")
+            self.sell(1.0, symbol="GBPUSD")
+
+
+@pytest.mark.parametrize("model", ["ohlc1m", "ticks"])
+def test_several_symbols_peak_before_a_midnight_inside_its_bar_is_not_lowered_by_the_swap(model):
+    """The same EURUSD long beside 1 lot of GBPUSD sold at 1.30000 whose minutes stay there (no swap on
+    it): an account of two traded symbols. MetaTrader's largest fall is still 10,500.00 (23:00) ->
+    9,900.00 (00:00, the night's -100.00 charged) = 600.00 USD; the swap at the bar's open and the bars'
+    four prices gave 500.00."""
+    m1 = {"EURUSD": _minutes("EURUSD", EUR), "GBPUSD": _minutes("GBPUSD", [(m, 1.3) for m, _ in EUR])}
+    frames = {s: hours(m) for s, m in m1.items()}
+    prices = {s: ticks_of(s, m) for s, m in m1.items()} if model == "ticks" else m1
+    key = "ticks" if model == "ticks" else "m1"
+    config = AccountConfig(deposit=10_000.0, spread=0, leverage=500.0)
+    specs = {
+        "EURUSD": replace(BUILTIN["EURUSD"], swap_long=-100.0),
+        "GBPUSD": replace(BUILTIN["GBPUSD"], swap_long=0.0, swap_short=0.0),
+    }
+    result = Backtest(frames, _BuyEurSellGbp, account=config, forward=None, specs=specs, model=model,
+                      **{key: prices}).run()  # fmt: skip
+    assert sorted(result.trades["swap"]) == [-100.0, 0.0]
+    stats = result.stats
+    assert stats["equity_drawdown_maximal"] == 600.0
+    assert list(result.equity_path["equity"]) == [10_500.0, 9_900.0]
