@@ -12,9 +12,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+import backtests.multi_replay as multi_replay
 from backtests import AccountConfig, Backtest
 from datafeeds import resample
 from strategies.base import ExpertAdvisor
+from tests.test_backtests.merged_reference import reference_drawdowns
 from tests.test_backtests.test_midnight_swap_path import ticks_of
 from tests.test_backtests.test_multi_minutes_openings import H, _minutes
 
@@ -93,3 +95,29 @@ def test_a_profit_converted_through_another_symbol_at_its_latest_quote():
     assert stats["equity_drawdown_maximal"] == 1_300.0
     assert stats["equity_drawdown_maximal_pct"] == pytest.approx(100 * 1_300 / 10_650, abs=1e-6)
     assert stats["equity_drawdown_absolute"] == 650.0
+
+
+@pytest.mark.parametrize("model", ["ohlc1m", "ticks"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_random_eas_on_three_symbols_match_a_slow_reference(model, seed, monkeypatch):
+    """Random EAs of every request kind on three symbols (``tools/diff_harness.py``: EURGBP through
+    GBPUSD, USDJPY, EURUSD; every account): the equity drawdowns equal a plain-Python valuation of the
+    account at every price of every symbol in time order (``merged_reference``)."""
+    from tests.test_backtests.test_one_symbol_two_walks import _harness
+
+    harness, seen = _harness(), []
+    path = multi_replay.account_drawdowns
+
+    def both(broker, first, last, deposit, start):
+        found = path(broker, first, last, deposit, start)
+        seen.append((found, reference_drawdowns(broker, first, last, deposit)))
+        return found
+
+    monkeypatch.setattr(multi_replay, "account_drawdowns", both)
+    for account in range(len(harness.ACCOUNTS)):
+        harness.case(model, seed, 3, account, single_path=False)
+    assert len(seen) == len(harness.ACCOUNTS)
+    for found, reference in seen:
+        assert found is not None
+        for key, value in reference.items():
+            assert found.drawdowns[key] == pytest.approx(value, rel=1e-9, abs=2e-6), (key, found.drawdowns)
