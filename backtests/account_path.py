@@ -31,14 +31,6 @@ from backtests.path_events import KEY_SHIFT, BarPrices, deal_events
 _CHUNK_BARS = 1 << 14  # bars per chunk: a few arrays of four prices per symbol stay small
 
 
-class _OwnBars(BarPrices):
-    """A symbol's bars by their own four prices, whatever finer path the run worked."""
-
-    def __init__(self, broker):
-        super().__init__(broker)
-        self.path = None
-
-
 def account_drawdowns(
     broker, first: int, last: int, deposit: float, start: pd.Timestamp
 ) -> EquityPath | None:
@@ -53,7 +45,7 @@ def account_drawdowns(
         return path_drawdowns(lone, first, last, deposit, start, convert=_own_conversion(lone))
     if any(d.price_path is not None for d in desks):
         return merged_drawdowns(broker, desks, first, last, deposit, start)
-    bars = {d.symbol: _OwnBars(d) for d in desks}
+    bars = {d.symbol: BarPrices(d) for d in desks}  # no finer path: open prices
     events = deal_events(broker.ledger, bars, timed=False)
     if events is None:
         return None
@@ -106,6 +98,6 @@ def _own_conversion(desk):
     return lambda amount, bid, ask: converted(desk, amount, {desk.symbol: (bid, ask)})
 
 
-def _quotes(bars: _OwnBars, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+def _quotes(bars: BarPrices, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
     """Bids and asks (points) of the four prices of bars ``a..b-1``."""
     return bars.own_quotes(slice(a, b))

@@ -1,15 +1,15 @@
 """Where an account's deals change its balance and its open volume on the prices a run models: the one
-builder of events that the equity path of one symbol (``equity_path``) and of several (``account_path``)
-read.
+builder of events that the equity path of one symbol (``equity_path``) and of several (``account_path``,
+``merged_path``) read.
 
 Each price a bar models has a key, ``bar << KEY_SHIFT | its rank inside the bar``. A deal takes effect at a
 bar's open (a decision, a gap), at the minute or tick of its time stamp, inside a stretch of prices from the
 first price beyond the deal's price (a deal at a price of the path itself counts from that price), or after
 the last price for the end of the test (``LAST_RANK``). An event is a change of the money the equity holds
 besides the floating profit (column 0: the balance, and the open positions' swap accrued at a rollover, at
-the bar's open, until the closing deal moves it onto the balance) or of one symbol's open volume (four
-columns a symbol: long lots, long lots x price, short lots, short lots x price, prices in whole points) at
-its key.
+the bar's open or at the moment of a midnight inside the bar, until the closing deal moves it onto the
+balance) or of one symbol's open volume (four columns a symbol: long lots, long lots x price, short lots,
+short lots x price, prices in whole points) at its key.
 """
 
 from __future__ import annotations
