@@ -15,6 +15,8 @@ the bar, the end of the test after the bar's last price. Everything is numpy ove
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pandas as pd
 
@@ -47,50 +49,56 @@ def merged_drawdowns(
     for a in range(first, last + 1, step):
         b = min(last + 1, a + step)
         prices = [p.timed(a, b) for p in bars]
-        sizes = [len(ns) for _, ns, _, _ in prices]
-        ns = np.concatenate([ns for _, ns, _, _ in prices])
-        # each symbol's prices are in time order: a stable sort merges them, ties in the symbols' order
-        order = np.argsort(ns, kind="stable")
-        merged_ns = ns[order]
-        place = np.empty_like(order)
-        place[order] = np.arange(len(order))  # the merged place of each symbol's prices
+        places, merged_ns, price_bar = _merged(prices)
+        n = len(merged_ns)
         lo, hi = np.searchsorted(event_bar, (a, b))
-        at = _places(prices, sizes, place, merged_ns, opens, keys[lo:hi], owners[lo:hi], moments[lo:hi])
+        at = _places(prices, places, merged_ns, opens, keys[lo:hi], owners[lo:hi], moments[lo:hi])
         by_place = np.argsort(at, kind="stable")
         state = carry + np.vstack([np.zeros((1, len(carry))), np.cumsum(moves[lo:hi][by_place], axis=0)])
         carry = state[-1]
-        n = len(order)
         lengths = np.diff(np.concatenate(([0], at[by_place], [n])))  # the prices of each state
-
-        def column(c: int, state=state, lengths=lengths) -> np.ndarray:
-            return np.repeat(state[:, c], lengths)
-
-        starts = np.cumsum([0, *sizes])
+        held = [k for k in range(len(desks)) if state[:, 1 + 4 * k].any() or state[:, 3 + 4 * k].any()]
+        needed = set(held) | {_pair_of(desks[k], desks) for k in held}  # the symbols whose quotes count
         quotes = {}
-        for k, (d, (_, _, bid, ask)) in enumerate(zip(desks, prices, strict=True)):
-            mine = place[starts[k] : starts[k + 1]]  # its prices' merged places, in order
-            quotes[d.symbol] = _latest(mine, n, bid, ask, latest[k])
+        for k, (_, _, bid, ask) in enumerate(prices):
+            if k in needed:
+                quotes[desks[k].symbol] = _latest(places[k], n, bid, ask, latest[k])
             latest[k] = (float(bid[-1]), float(ask[-1]))
-        equity = deposit + column(0)
-        for k, d in enumerate(desks):  # the columns of ``event_table``, in the desks' order
-            j = 1 + 4 * k
-            if not (state[:, j].any() or state[:, j + 2].any()):
-                continue
-            long_lots, long_value, short_lots, short_value = (column(j + i) for i in range(4))
+        held_money = state[:, 0].copy()  # the balance and the unconverted profits' parts fixed by the deals
+        for k in held:
+            d, j = desks[k], 1 + 4 * k
+            if d.money.profit.unity:
+                held_money += d.config.contract_size / d.scale * (state[:, j + 3] - state[:, j + 1])
+        equity = deposit + np.repeat(held_money, lengths)
+        for k in held:  # the columns of ``event_table``, in the desks' order
+            d, j = desks[k], 1 + 4 * k
+            long_lots, short_lots = np.repeat(state[:, j], lengths), np.repeat(state[:, j + 2], lengths)
             bid, ask = quotes[d.symbol]
-            amount = (
-                d.config.contract_size
-                / d.scale
-                * (long_lots * bid - long_value + short_value - short_lots * ask)
-            )
-            equity = equity + converted(d, amount, quotes)
-        price_bar = np.concatenate([k >> KEY_SHIFT for k, _, _, _ in prices])[order]
+            per_point = d.config.contract_size / d.scale
+            if d.money.profit.unity:
+                equity += per_point * (long_lots * bid - short_lots * ask)
+                continue
+            fixed = np.repeat(state[:, j + 3] - state[:, j + 1], lengths)
+            equity += converted(d, per_point * (long_lots * bid + fixed - short_lots * ask), quotes)
         skeleton.add(equity, lambda i, price_bar=price_bar: price_bar[i])
     frame = skeleton.frame(broker.market.time)
     return EquityPath(skeleton_drawdowns(frame["equity"].to_numpy(), deposit), frame)
 
 
-def _places(prices, sizes, place, merged_ns, opens, keys, owners, moments) -> np.ndarray:
+def _merged(prices: list) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """``(places, ns, bars)``: the place of each symbol's prices (each list in time order) among all of
+    them in time order, ties in the symbols' order (a stable sort of runs already in order merges them),
+    and the time and the bar of each merged price."""
+    ns = np.concatenate([ns for _, ns, _, _ in prices])
+    order = np.argsort(ns, kind="stable")
+    place = np.empty_like(order)
+    place[order] = np.arange(len(order))
+    edges = np.cumsum([0, *(len(k) for k, _, _, _ in prices)])
+    bars = np.concatenate([k for k, _, _, _ in prices])[order] >> KEY_SHIFT
+    return [place[a:b] for a, b in pairwise(edges)], ns[order], bars
+
+
+def _places(prices, places, merged_ns, opens, keys, owners, moments) -> np.ndarray:
     """The merged place of the first price each event counts at (the number of prices before it): a deal
     at its owner's price of its key, after every price of its bar where its key lies beyond its owner's
     (the end of the test), an event of no deal at its bar's opening or at its moment (a midnight inside
@@ -100,16 +108,22 @@ def _places(prices, sizes, place, merged_ns, opens, keys, owners, moments) -> np
     at = np.searchsorted(merged_ns, when, side="left")
     after = np.searchsorted(merged_ns, opens[bar + 1], side="left")
     at = np.where(rank == LAST_RANK, after, at)
-    offset = 0
-    for k, (own_keys, _, _, _) in enumerate(prices):
+    for k, ((own_keys, _, _, _), place) in enumerate(zip(prices, places, strict=True)):
         mine = np.flatnonzero((owners == k) & (rank != LAST_RANK))
         if len(mine):
             i = np.searchsorted(own_keys, keys[mine])
             inside = i < len(own_keys)
             inside[inside] = (own_keys[i[inside]] >> KEY_SHIFT) == bar[mine[inside]]
-            at[mine] = np.where(inside, place[offset + np.minimum(i, len(own_keys) - 1)], after[mine])
-        offset += sizes[k]
+            at[mine] = np.where(inside, place[np.minimum(i, len(own_keys) - 1)], after[mine])
     return at
+
+
+def _pair_of(desk, desks: list) -> int | None:
+    """The index of the symbol converting ``desk``'s profit (None: none or itself)."""
+    rate = desk.money.profit
+    if rate.unity or rate.pair is None:
+        return None
+    return next(k for k, d in enumerate(desks) if d.symbol == rate.pair.symbol)
 
 
 def _latest(mine: np.ndarray, n: int, bid, ask, before) -> tuple[np.ndarray, np.ndarray]:
