@@ -42,7 +42,7 @@ def merged_drawdowns(
     keys, owners, moments, moves = keys[by_bar], owners[by_bar], moments[by_bar], moves[by_bar]
     event_bar = keys >> KEY_SHIFT
     opens = np.append(broker.market.time.as_unit("ns").asi8, _END)  # each bar's opening, then none
-    carry = np.zeros(moves.shape[1])  # after the events of the chunks before
+    carry = moves[event_bar < first].sum(axis=0)  # after the events before: of earlier bars, then chunks
     latest: list[tuple[float, float] | None] = [None] * len(desks)  # each symbol's last quote before
     skeleton = Skeleton(deposit, start)
     step = max(1, _CHUNK // sum(p.per_bar(first, last + 1) for p in bars))
