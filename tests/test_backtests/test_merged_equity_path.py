@@ -9,6 +9,7 @@ deals at the 01:00 bar's open (its first decision), every position ends at the e
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -18,7 +19,7 @@ from datafeeds import resample
 from strategies.base import ExpertAdvisor
 from tests.test_backtests.merged_reference import reference_drawdowns
 from tests.test_backtests.test_midnight_swap_path import ticks_of
-from tests.test_backtests.test_multi_minutes_openings import H, _minutes
+from tests.test_backtests.test_multi_minutes_openings import T0, H, _minutes
 
 EDGES = [0, 59, H, H + 59, 2 * H, 3 * H, 3 * H + 59]  # each bar's first minute (and the last's)
 
@@ -29,13 +30,18 @@ def _flat(price: float, moves: list[tuple[int, float]]) -> list[tuple[int, float
     return sorted(rows.items())
 
 
-def _run(ea, minutes: dict[str, list], model: str):
+def _run(ea, minutes: dict[str, list], model: str, spreads: dict[str, dict[int, int]] | None = None):
+    """``ea`` on the symbols' flat ``minutes`` (``spreads``: a symbol's spread in points at some of its
+    minutes, 0 elsewhere), through their minutes or a tick at each minute."""
     m1 = {s: _minutes(s, rows) for s, rows in minutes.items()}
+    for s, given in (spreads or {}).items():
+        at = [T0 + pd.Timedelta(minutes=m) for m in given]
+        m1[s].loc[at, "spread"] = np.array(list(given.values()), dtype=np.int32)
     frames = {s: resample(m, "H1") for s, m in m1.items()}
     assert all(len(f) == 4 for f in frames.values())
     prices = {s: ticks_of(s, m) for s, m in m1.items()} if model == "ticks" else m1
     key = "ticks" if model == "ticks" else "m1"
-    config = AccountConfig(deposit=10_000.0, spread=0, missing_spread=0, leverage=500.0)
+    config = AccountConfig(deposit=10_000.0, spread=None, missing_spread=0, leverage=500.0)
     return Backtest(frames, ea, account=config, forward=None, model=model, **{key: prices}).run()
 
 
@@ -67,6 +73,20 @@ def test_a_peak_on_one_symbols_minute_and_a_trough_on_anothers_later_minute(mode
     assert stats["equity_drawdown_absolute"] == 500.0
     assert list(result.equity_path["equity"]) == [10_500.0, 9_500.0]
     assert list(result.equity_path["time"]) == [pd.Timestamp("2024-01-02 02:00", tz="UTC")] * 2
+
+
+@pytest.mark.parametrize("model", ["ohlc1m", "ticks"])
+def test_a_short_is_valued_at_the_ask_of_its_own_minute(model):
+    """The same two positions; GBPUSD's bid stays at 1.30000, its spread 0 but at 02:20, 50 points (its
+    ask 1.30050): the short is worth -50.00 USD there. MetaTrader's largest fall: 10,000.00 -> 9,950.00 =
+    50.00 USD. The bars' four prices took the bar's lowest spread (0) at its extremes and its close's at the
+    close: no drawdown."""
+    eur, gbp = _flat(1.1, []), _flat(1.3, [(2 * H + 20, 1.3)])
+    result = _run(_LongEurShortGbp, {"EURUSD": eur, "GBPUSD": gbp}, model, {"GBPUSD": {2 * H + 20: 50}})
+    assert list(result.trades["profit"]) == [0.0, 0.0]
+    stats = result.stats
+    assert stats["equity_drawdown_maximal"] == 50.0
+    assert stats["equity_drawdown_absolute"] == 50.0
 
 
 class _LongEurGbp(ExpertAdvisor):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -48,10 +49,11 @@ def hours(m1: pd.DataFrame) -> pd.DataFrame:
 
 
 def ticks_of(symbol: str, m1: pd.DataFrame):
-    """A tick at each minute's time at its open (spread 0)."""
+    """A tick at each minute's time at its open, at its spread (5 digits)."""
     ns = m1.index.as_unit("ns").asi8
     bid = m1["open"].to_numpy()
-    return make_ticks(ns, bid, bid.copy(), TickMeta(symbol, 5, f"{symbol.lower()}_ticks.csv"))
+    ask = np.round(bid + m1["spread"].to_numpy() * 1e-5, 5)
+    return make_ticks(ns, bid, ask, TickMeta(symbol, 5, f"{symbol.lower()}_ticks.csv"))
 
 
 class _BuyOnce(ExpertAdvisor):
