@@ -1,18 +1,18 @@
-"""Equity of an account trading several symbols at every price its bars model, and MetaTrader's drawdowns.
+"""Equity of an account trading several symbols at every price it models, and MetaTrader's drawdowns.
 
 MetaTrader tracks equity at every price it models, so a peak inside a bar counts as much as a trough
-(``backtests.equity_path`` does this for one symbol). With several symbols each bar of each symbol is
-modelled by its four prices (its open, its two extremes in the order of a minute's, a bull bar low first and
-a bear bar high first, and its close: ``backtests.paths.ohlc_points``) and the symbols are taken step by step
-together: the account's equity at the i-th price of bar t is the balance and the accrued swap there plus every
-symbol's floating profit at its own i-th price, converted into the deposit currency at the conversion pair's
-i-th price (a gain at the dealer's side, as ``backtests.broker.convert`` books it). A symbol with no bar at t
-stands at its last close (its aligned market is flat there). Deals take effect where their price lies on their
-symbol's four prices, as on one symbol's bars: the events are ``path_events.deal_events``', the builder
-one symbol's path reads too (a symbol's four columns beside the others'). With minutes ("1 minute OHLC")
-or ticks the bars' own four prices are used here too: the minutes of several symbols have no common step;
-a bar's extremes are every minute's extremes, though a peak and a trough inside one bar may have come in
-the other order than the bar's four prices put them. The margin beside it (the report's margin level) is the
+(``backtests.equity_path`` does this for one symbol). With minutes ("1 minute OHLC") or ticks the account
+is valued at every price of every symbol in time order, each symbol at its latest quote, profits converted
+at the converting symbol's latest quote, deals at their time stamps (``backtests.merged_path``). In open
+prices each bar of each symbol is modelled by its four prices (its open, its two extremes in the order of a
+minute's, a bull bar low first and a bear bar high first, and its close: ``backtests.paths.ohlc_points``)
+and the symbols are taken step by step together: the account's equity at the i-th price of bar t is the
+balance and the accrued swap there plus every symbol's floating profit at its own i-th price, converted into
+the deposit currency at the conversion pair's i-th price (a gain at the dealer's side, as
+``backtests.broker.convert`` books it). A symbol with no bar at t stands at its last close (its aligned
+market is flat there). Deals take effect where their price lies on their symbol's four prices, as on one
+symbol's bars: the events are ``path_events.deal_events``', the builder one symbol's path reads too (a
+symbol's four columns beside the others'). The margin beside it (the report's margin level) is the
 positions' margin as charged at their deals, which no later price moves (``backtests.pair_moves``).
 An account whose deals are all of one symbol, its profit not converted through another symbol, has that
 symbol's own path (``equity_path``: every minute or tick walked), so a one-symbol list gives the one-symbol
@@ -25,17 +25,10 @@ import numpy as np
 import pandas as pd
 
 from backtests.equity_path import EquityPath, Skeleton, path_drawdowns, skeleton_drawdowns
+from backtests.merged_path import converted, merged_drawdowns
 from backtests.path_events import KEY_SHIFT, BarPrices, deal_events
 
 _CHUNK_BARS = 1 << 14  # bars per chunk: a few arrays of four prices per symbol stay small
-
-
-class _OwnBars(BarPrices):
-    """A symbol's bars by their own four prices, whatever finer path the run worked."""
-
-    def __init__(self, broker):
-        super().__init__(broker)
-        self.path = None
 
 
 def account_drawdowns(
@@ -44,12 +37,15 @@ def account_drawdowns(
     """The account of ``broker`` (any of its symbols' brokers) over bars ``first..last``, as
     ``equity_path.path_drawdowns`` gives it for one symbol; None when a deal is neither an entry nor an
     exit (a netting reversal), where the caller keeps the bar-level estimate. An account whose deals are
-    all of one symbol, converted through no other symbol, is that symbol's own path (``_lone``)."""
+    all of one symbol, converted through no other symbol, is that symbol's own path (``_lone``); one walked
+    through minutes or ticks is valued at every symbol's prices in time order (``merged_path``)."""
     desks = list(broker.funds.desks)
     lone = _lone(broker.ledger, desks)
     if lone is not None:
         return path_drawdowns(lone, first, last, deposit, start, convert=_own_conversion(lone))
-    bars = {d.symbol: _OwnBars(d) for d in desks}
+    if any(d.price_path is not None for d in desks):
+        return merged_drawdowns(broker, desks, first, last, deposit, start)
+    bars = {d.symbol: BarPrices(d) for d in desks}  # no finer path: open prices
     events = deal_events(broker.ledger, bars, timed=False)
     if events is None:
         return None
@@ -73,7 +69,7 @@ def account_drawdowns(
                 / d.scale
                 * (long_lots * bid - long_value + short_value - short_lots * ask)
             )
-            equity = equity + _converted(d, amount, quotes)
+            equity = equity + converted(d, amount, quotes)
         skeleton.add(equity, lambda i, a=a: a + np.asarray(i) // 4)
     frame = skeleton.frame(broker.market.time)
     return EquityPath(skeleton_drawdowns(frame["equity"].to_numpy(), deposit), frame)
@@ -99,23 +95,9 @@ def _own_conversion(desk):
     conversion)."""
     if desk.money.profit.unity:
         return None
-    return lambda amount, bid, ask: _converted(desk, amount, {desk.symbol: (bid, ask)})
+    return lambda amount, bid, ask: converted(desk, amount, {desk.symbol: (bid, ask)})
 
 
-def _quotes(bars: _OwnBars, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+def _quotes(bars: BarPrices, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
     """Bids and asks (points) of the four prices of bars ``a..b-1``."""
     return bars.own_quotes(slice(a, b))
-
-
-def _converted(desk, amount: np.ndarray, quotes: dict) -> np.ndarray:
-    """``amount`` (the symbol's profit currency, at each price) in the deposit currency at the conversion
-    pair's price of that step: a gain at the pair's bid (or divided by its ask), a loss the other way."""
-    rate = desk.money.profit
-    if rate.unity:
-        return amount
-    pair = desk if rate.pair is None else rate.pair
-    bid, ask = (q / pair.scale for q in quotes[pair.symbol])
-    gain = amount > 0
-    if rate.divide:
-        return amount / np.where(gain, ask, bid)
-    return amount * np.where(gain, bid, ask)

@@ -12,7 +12,9 @@ a trough. The prices of each bar, in time order:
 Positions and the balance change where the ledger's deals happened: at a bar's open, at the minute or tick
 of their time stamp, inside a stretch of prices from the first price beyond the deal's price (a deal at a
 price of the path itself counts from that price), and after the last price for the end of the test
-(``path_events.deal_events``, the builder the equity path of several symbols, ``account_path``, reads too).
+(``path_events.deal_events``, the builder the equity path of several symbols, ``account_path``, reads too);
+a night's swap charged at a midnight inside a bar (the 00:00 bar missing) at the first minute or tick from
+that moment on, where it was charged.
 Equity there is the balance plus every open position's accrued swap and floating profit: longs at the bid,
 shorts at the ask. The path is rebuilt after the run, a chunk of bars at a time, from the bars, the price path
 and the ledger, so the bar loop pays nothing for it; it is kept as its skeleton (each peak the equity fell

@@ -386,7 +386,7 @@ def rollover(desks: list, t: int) -> None:
                 d.now, d.inside = None, before
         try:
             for d in desks:
-                d.rollover(t, day)
+                d.rollover(t, day, first)
         finally:
             for d, (now, inside) in zip(desks, kept, strict=True):
                 d.now, d.inside = now, inside
@@ -415,7 +415,7 @@ def price_paths(desks: list, ticks: bool) -> tuple[Callable[[int], None], Callab
         # The decision's moment may be the account's first price after a midnight that the bar's rollover
         # came before (its first price earlier): the night is charged before the EA decides.
         if any(d.book.positions for d in desks):
-            main.midnight(days[t])
+            main.midnight(days[t], int(plan.decision[t]))
 
     def closing(t: int) -> None:
         walk(desks, t, plan)

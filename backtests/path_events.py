@@ -1,15 +1,15 @@
 """Where an account's deals change its balance and its open volume on the prices a run models: the one
-builder of events that the equity path of one symbol (``equity_path``) and of several (``account_path``)
-read.
+builder of events that the equity path of one symbol (``equity_path``) and of several (``account_path``,
+``merged_path``) read.
 
 Each price a bar models has a key, ``bar << KEY_SHIFT | its rank inside the bar``. A deal takes effect at a
 bar's open (a decision, a gap), at the minute or tick of its time stamp, inside a stretch of prices from the
 first price beyond the deal's price (a deal at a price of the path itself counts from that price), or after
 the last price for the end of the test (``LAST_RANK``). An event is a change of the money the equity holds
 besides the floating profit (column 0: the balance, and the open positions' swap accrued at a rollover, at
-the bar's open, until the closing deal moves it onto the balance) or of one symbol's open volume (four
-columns a symbol: long lots, long lots x price, short lots, short lots x price, prices in whole points) at
-its key.
+the bar's open or at the moment of a midnight inside the bar, until the closing deal moves it onto the
+balance) or of one symbol's open volume (four columns a symbol: long lots, long lots x price, short lots,
+short lots x price, prices in whole points) at its key.
 """
 
 from __future__ import annotations
@@ -88,6 +88,39 @@ class BarPrices:
         order = np.argsort(keys, kind="stable")
         return bid[order], ask[order]
 
+    def timed(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(keys, ns, bids, asks)`` of every price of bars ``a..b-1`` in time order, ``ns`` its UTC time
+        (a minute's four prices its minute's, a bar's own four its opening time)."""
+        covered = self.covered(a, b)
+        own = np.arange(a, b)[~covered]
+        opens = self.m.time.as_unit("ns").asi8[own] if len(own) else np.zeros(0, dtype=np.int64)
+        parts = [
+            (((own[:, None] << KEY_SHIFT) + np.arange(4)).ravel(), np.repeat(opens, 4), *self.own_quotes(own))
+        ]
+        if covered.any():
+            fine = np.arange(a, b)[covered]
+            keys, bid, ask = self._fine(fine)
+            starts = self.path.starts
+            rows = np.arange(int(starts[a]), int(starts[b]))  # the covered bars' rows, in order
+            ns = self.path.row_ns[rows]
+            parts.append((keys, np.repeat(ns, 4) if isinstance(self.path, M1Path) else ns, bid, ask))
+        if len(parts) == 1 or not len(own):
+            return parts[-1]
+        keys, ns, bid, ask = (np.concatenate(x) for x in zip(*parts, strict=True))
+        order = np.argsort(keys, kind="stable")
+        return keys[order], ns[order], bid[order], ask[order]
+
+    def moment_key(self, t: int, ns: int) -> int:
+        """The key of the first price of bar ``t`` at or after UTC ``ns`` (its open on a bar of its own
+        prices; after its last where none is)."""
+        path, base = self.path, t << KEY_SHIFT
+        if path is None or path.starts[t + 1] <= path.starts[t]:
+            return base
+        s, e = int(path.starts[t]), int(path.starts[t + 1])
+        if isinstance(path, M1Path):
+            return base + 4 * int(np.searchsorted(path.time_ns[s:e], ns))
+        return base + int(np.searchsorted(path.ns[s:e], ns))
+
     def _fine(self, bars: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(keys, bids, asks)`` of the minutes' or ticks' prices of ``bars`` (covered ones)."""
         path = self.path
@@ -135,12 +168,37 @@ def _leg(points: np.ndarray, price: float) -> int:
 def deal_events(
     ledger, symbols: Mapping[str, BarPrices], *, timed: bool = True
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(keys, moves)``: every change of the balance and the accrued swap (column 0) and of each symbol's
-    open volume (the four columns of the i-th symbol of ``symbols`` from ``1 + 4 * i``; each symbol's deals
-    placed on its own ``BarPrices``) at the key it takes effect, sorted; None when a deal is neither an
-    entry nor an exit (a netting reversal). ``timed``: a deal's time stamp places it inside a bar of
-    minutes or ticks, and only a deal without one is taken at the bar's open; without, every deal is placed
-    by its price on its bar's own four prices."""
+    """``(keys, moves)`` of ``event_table``, sorted: on one symbol's prices a swap charged at a midnight
+    inside its bar at the symbol's first price from that moment on (several symbols' bars of their own
+    four prices, open prices, have no midnight inside a bar: ``merged_path`` merges finer ones)."""
+    table = event_table(ledger, symbols, timed=timed)
+    if table is None:
+        return None
+    keys, _, moments, moves = table
+    inside = np.flatnonzero(moments >= 0)
+    if len(inside) and len(symbols) == 1:
+        (bars,) = symbols.values()
+        keys = keys.copy()
+        keys[inside] = [
+            bars.moment_key(int(k >> KEY_SHIFT), int(moments[i]))
+            for i, k in zip(inside, keys[inside], strict=True)
+        ]
+    order = np.argsort(keys, kind="stable")
+    return keys[order], moves[order]
+
+
+def event_table(
+    ledger, symbols: Mapping[str, BarPrices], *, timed: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(keys, owners, moments, moves)``, in the ledger's order (deals, then balance events, then swap
+    events): every change of the balance and the accrued swap (column 0) and of each symbol's open volume
+    (the four columns of the i-th symbol of ``symbols`` from ``1 + 4 * i``; each symbol's deals placed on
+    its own ``BarPrices``) at the key it takes effect on its owner's prices (``owners``: the i of the deal's
+    symbol, -1 for an event of no deal, at its bar's open, or at ``moments``, UTC ns of a swap charged at a
+    midnight inside its bar, -1 where none); None when a deal is neither an entry nor an exit (a netting
+    reversal). ``timed``: a deal's time stamp places it inside a bar of minutes or ticks, and only a deal
+    without one is taken at the bar's open; without, every deal is placed by its price on its bar's own
+    four prices."""
     width = 1 + 4 * len(symbols)
     # the fields as columns, read from the rows the ledger recorded (``Ledger.columns``): no record built
     deals, trades = ledger.columns("deals"), ledger.columns("trades")
@@ -180,6 +238,8 @@ def deal_events(
     moves[np.arange(n), side] = volume
     moves[np.arange(n), side + 1] = amount
     keys = np.zeros(n + len(balance.bars), dtype=np.int64)
+    owners = np.concatenate([(sym_col - 1) // 4, np.full(len(balance.bars), -1, dtype=np.int64)])
+    moments = np.concatenate([np.full(n, -1, dtype=np.int64), balance.moments])
     for name in symbols:
         mine = np.flatnonzero(symbol == name)
         stamps = None if ns is None else [ns[i] for i in mine]
@@ -189,11 +249,9 @@ def deal_events(
         known = balance.deals < n  # NaN (no deal) is not
         of[known] = balance.deals[known]
         keys[n:] = np.where(of >= 0, keys[np.maximum(of, 0)], balance.bars << KEY_SHIFT)
+        owners[n:] = np.where(of >= 0, owners[np.maximum(of, 0)], -1)
         moves[n:, 0] = balance.amounts
-    if not len(keys):
-        return np.zeros(0, dtype=np.int64), np.zeros((0, width))
-    order = np.argsort(keys, kind="stable")
-    return keys[order], moves[order]
+    return keys, owners, moments, moves
 
 
 def _keys(

@@ -460,7 +460,7 @@ class M1Path(PricePath):
             broker.now_ns = int(self.time_ns[m])
             self._minute(broker, t, m)
         elif m in broker.midnights:  # nothing of its own to check: the account's night is charged
-            broker.midnight(broker.midnights[m])
+            broker.midnight(broker.midnights[m], int(self.time_ns[m]))
         close = self.points[m, 3]
         return close, close + self.spread[m]
 
@@ -516,7 +516,7 @@ class M1Path(PricePath):
         broker.inside = (pts[0], pts[0] + spr)
         broker.now_ns = int(self.time_ns[m])
         if m in broker.midnights:  # the rollover, at the day's first price: before anything of the minute
-            broker.midnight(broker.midnights[m])
+            broker.midnight(broker.midnights[m], int(self.time_ns[m]))
         book = broker.book
         if book.orders:
             broker.expire(t, now=self.time[m])

@@ -175,7 +175,7 @@ class TickPath(PricePath):
         """Tick ``j``: expiries, then pending orders, stops and the stop-out at its prices."""
         broker.now = Tick.at(int(self.ns[j]), float(self.bid[j]), float(self.ask[j]))
         if j in broker.midnights:  # the rollover, at the day's first tick: before anything at that tick
-            broker.midnight(broker.midnights[j])
+            broker.midnight(broker.midnights[j], int(self.ns[j]))
         if broker.book.orders and broker.book.first_expiry() is not None:
             broker.expire(t, now=pd.Timestamp(int(self.ns[j]), tz="UTC"))
         bid = float(self.bid_points[j])

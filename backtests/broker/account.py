@@ -109,8 +109,9 @@ class Account:
             self._terms = None
             self.ledger.swap(t, -swap, booked=True)
 
-    def accrue(self, amount: float, t: int) -> None:
-        """A rollover's swap in bar ``t`` on the open positions: MetaTrader keeps it on the position
+    def accrue(self, amount: float, t: int, ns: int | None = None) -> None:
+        """A rollover's swap in bar ``t`` (at UTC ``ns``, a midnight inside the bar; None: its open) on the
+        open positions: MetaTrader keeps it on the position
         (``POSITION_SWAP``, part of its floating result, so in the equity and the margin level) until the deal
         that closes it books it to the balance (``charge``)."""
         if amount:
@@ -118,7 +119,7 @@ class Account:
             self.changes += 1
             self.revision += 1
             self._terms = None
-            self.ledger.swap(t, amount)
+            self.ledger.swap(t, amount, ns=ns)
 
     # -- equity and margin ---------------------------------------------------------------------------------
     def equity(self, bid: float, ask: float, desk: Any = None) -> float:

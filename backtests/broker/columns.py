@@ -79,11 +79,13 @@ class Columns:
 
 
 class Events(NamedTuple):
-    """Money events (bar, amount, deal) as columns, read-only: ``deal`` is NaN where none is given."""
+    """Money events (bar, amount, deal[, moment]) as columns, read-only: ``deal`` is NaN where none is
+    given, ``moments`` -1 (the event's deal's moment, or its bar's open)."""
 
     bars: np.ndarray  # int64
     amounts: np.ndarray  # float64
     deals: np.ndarray  # float64, NaN: no deal
+    moments: np.ndarray  # int64 UTC ns of a swap charged inside its bar (a midnight there), -1: none
 
     @classmethod
     def of(cls, events: list[tuple[int, float, int | None]]) -> Events:
@@ -91,7 +93,13 @@ class Events(NamedTuple):
             np.fromiter(map(itemgetter(0), events), dtype=np.int64, count=len(events)),
             np.fromiter(map(itemgetter(1), events), dtype=np.float64, count=len(events)),
             np.array(list(map(itemgetter(2), events)), dtype=np.float64).reshape(-1),  # None: NaN
+            np.fromiter((_moment(e) for e in events), dtype=np.int64, count=len(events)),
         )
         for column in made:
             column.flags.writeable = False
         return made
+
+
+def _moment(event: tuple) -> int:
+    """An event's moment inside its bar (UTC ns), -1 where it has none."""
+    return -1 if len(event) < 4 or event[3] is None else event[3]

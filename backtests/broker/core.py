@@ -299,15 +299,16 @@ class Broker:
         day = self.midnights.get(row) if row < path.starts[t + 1] else None
         now = self.stamp()
         if day is not None and now is not None and now >= path.row_ns[row]:
-            self.midnight(day)
+            self.midnight(day, int(path.row_ns[row]))
 
-    def rollover(self, t: int, day: int | None = None) -> None:
+    def rollover(self, t: int, day: int | None = None, ns: int | None = None) -> None:
         """Once a bar, the rollover's swap of the nights the positions held into bar ``t`` still owe by its
-        opening day, or by server day ``day`` where that is earlier (``rolls``); an account charges every
-        symbol's before any symbol's checks (``multi_replay.rollover``): a stop-out there never closes a
-        position with its night unpaid."""
+        opening day, or by server day ``day`` where that is earlier (``rolls``), at UTC ``ns`` (the account's
+        first price of the bar) or the bar's open (None); an account charges every symbol's before any
+        symbol's checks (``multi_replay.rollover``): a stop-out there never closes a position with its night
+        unpaid."""
         if self.rolls(t, day):
-            self._swap(self._today(t, day))
+            self._swap(self._today(t, day), ns)
         self.rolled = t
 
     def rolls(self, t: int, day: int | None = None) -> bool:
@@ -337,19 +338,21 @@ class Broker:
             night = pos.night = int(days[pos.bar if ns is None else 0])
         return night
 
-    def midnight(self, day: int) -> None:
+    def midnight(self, day: int, ns: int) -> None:
         """The server's midnight passed inside bar ``t``, at the first minute or tick of server day ``day``
-        (the next bar missing, the prices going on): MetaTrader charges the swap at the rollover to the
-        positions open then, so every symbol of the account is charged its night here, at its price of this
-        moment, and not again at the next bar's opening (``rollover``); a position opened after it owes
-        none."""
+        (UTC ``ns``; the next bar missing, the prices going on): MetaTrader charges the swap at the
+        rollover to the positions open then, so every symbol of the account is charged its night here, at
+        its price of this moment, and not again at the next bar's opening (``rollover``); a position opened
+        after it owes none. The charge is recorded with its moment: the equity path takes it there, not at
+        the bar's open (where it would lower a peak of the bar before midnight)."""
         for desk in self.funds.desks:
-            desk.night(day)
+            desk.night(day, ns)
 
-    def night(self, day: int) -> None:
-        """This symbol's share of ``midnight``: each position's nights not yet charged up to ``day``."""
+    def night(self, day: int, ns: int) -> None:
+        """This symbol's share of ``midnight``: each position's nights not yet charged up to ``day``, at
+        UTC ``ns``."""
         if self.swaps.active and self.book.positions:
-            self._swap(day)
+            self._swap(day, ns)
 
     def bar_range(self, t: int) -> None:
         """During bar ``t``: pending orders reached by its high/low, the stop-out (with the stops nearer to
@@ -482,9 +485,11 @@ class Broker:
         record = order.record
         record.state, record.bar_done, record.done_ns = state, self.t, self.stamp()
 
-    def _swap(self, day: int) -> None:
+    def _swap(self, day: int, ns: int | None = None) -> None:
         """Each position's nights from the day it has been charged up to (``held_since``) to server day
-        ``day``, at this moment's prices; kept on the position until its closing deal books it."""
+        ``day``, at this moment's prices and at UTC ``ns`` (a midnight inside the bar, a symbol's or the
+        account's first price of a new day) or the bar's open (None); kept on the position until its closing
+        deal books it."""
         bid, ask = self.price_points(-1), self.price_points(+1)
         for pos in self.book.positions:
             since = self.held_since(pos)
@@ -496,7 +501,7 @@ class Broker:
                 continue
             amount = cents(self.money.swap_money(self.swaps.amount(pos, nights, bid, ask), bid, ask))
             pos.swap += amount
-            self.funds.accrue(amount, self.t)  # on the position until its closing deal books it
+            self.funds.accrue(amount, self.t, ns)  # on the position until its closing deal books it
 
     # -- records -------------------------------------------------------------------------------------------
     def reject(self, action: str, side: int, lots, retcode: int, reason: str, **request) -> None:

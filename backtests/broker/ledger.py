@@ -95,10 +95,11 @@ class Ledger:
         # (bar, amount, deal) of every change of the balance; ``deal`` is the index in ``deals`` of the deal
         # it belongs to (recorded right after it): the balance moves only with deals
         self.balance_events: list[tuple[int, float, int | None]] = []
-        # (bar, amount, deal) of every change of the open positions' accrued swap: a rollover's (``deal``
-        # None), and the share a closing deal takes off to book it (negative, ``deal`` as above). It is in
-        # the equity, not the balance, until then (MetaTrader's ``POSITION_SWAP``).
-        self.swap_events: list[tuple[int, float, int | None]] = []
+        # (bar, amount, deal, moment) of every change of the open positions' accrued swap: a rollover's
+        # (``deal`` None; ``moment``: UTC ns of a midnight inside the bar, None at its open), and the share a
+        # closing deal takes off to book it (negative, ``deal`` as above). It is in the equity, not the
+        # balance, until then (MetaTrader's ``POSITION_SWAP``).
+        self.swap_events: list[tuple[int, float, int | None, int | None]] = []
         self._made: tuple[tuple, tuple] | None = None  # the curves, for the records they were made from
         self._margin_made: tuple[tuple, tuple] | None = None  # the margin at each bar, likewise
         self._steps: dict[str, Held] = {}  # each symbol's legs as steps, made with the curves
@@ -246,10 +247,11 @@ class Ledger:
         """The balance changed by ``amount`` in bar ``t``, by the deal recorded next."""
         self.balance_events.append((t, amount, len(self._deals) + len(self._deal_rows)))  # ``deal_count``
 
-    def swap(self, t: int, amount: float, booked: bool = False) -> None:
-        """The open positions' accrued swap changed by ``amount`` in bar ``t``: a rollover's swap, or
-        (``booked``) the share the deal recorded next books to the balance."""
-        self.swap_events.append((t, amount, self.deal_count() if booked else None))
+    def swap(self, t: int, amount: float, booked: bool = False, ns: int | None = None) -> None:
+        """The open positions' accrued swap changed by ``amount`` in bar ``t``: a rollover's swap (at UTC
+        ``ns``, a midnight inside the bar; None: the bar's open), or (``booked``) the share the deal recorded
+        next books to the balance."""
+        self.swap_events.append((t, amount, self.deal_count() if booked else None, ns))
 
     def segment(self, start: int, end: int, side: int, lots: float, price: float,
                 margin_price: float | None = None, symbol: str = "") -> None:  # fmt: skip
