@@ -279,7 +279,10 @@ class Broker:
         m = self.market
         if not (book.positions or book.orders):
             return
-        self.rollover(t)
+        if self.swaps.active and book.positions:  # else no swap to charge: ``rolls`` is False
+            self.rollover(t)
+        else:
+            self.rolled = t
         if m.closed is not None and m.closed[t]:
             return  # no bar of its own: nothing else to check (``Market.close_gaps``)
         if first is None and self.calm.holds(t):
