@@ -253,8 +253,10 @@ def _held(n: int, entry: np.ndarray, exit_: np.ndarray) -> np.ndarray:
     start = np.where(entry < 0, np.maximum(entry + n, 0), entry).astype(np.int64)
     stop = np.minimum(exit_ + 1, n).astype(np.int64)
     some = start < stop
-    inside = np.bincount(start[some], minlength=n + 1) - np.bincount(stop[some], minlength=n + 1)
-    return (np.cumsum(inside[:n]) > 0).astype(np.int64)
+    inside = np.bincount(start[some], minlength=n + 1)
+    inside -= np.bincount(stop[some], minlength=n + 1)
+    held = np.cumsum(inside[:n], out=inside[:n])
+    return (held > 0).astype(np.int64)
 
 
 def _annualised(i) -> dict:
