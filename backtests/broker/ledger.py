@@ -407,10 +407,10 @@ class Ledger:
         return np.minimum(worst, equity, out=worst)[first:], margin[first:]
 
     def release(self) -> None:
-        """Let the curves made from the records go once the report has its own (after a run): they are
-        made again, the same, if asked for later."""
+        """Let the curves and the columns made from the records go once the report has its own (after a
+        run; its tables are read from a ``snapshot``): they are made again, the same, if asked for later."""
         self._made = self._margin_made = None
-        self._steps = {}
+        self._steps, self._columns, self._events = {}, {}, {}
 
     def _curves(self) -> tuple[np.ndarray, np.ndarray]:
         """(balance, equity) at every bar's close, made once for the records as they are, with each
