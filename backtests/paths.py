@@ -254,12 +254,15 @@ def ohlc_points(o: np.ndarray, h: np.ndarray, lo: np.ndarray, c: np.ndarray) -> 
 def ohlc_rising(o: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Whether ``ohlc_points`` walks each bar as a rising one (low before high): a bar's rows can then be
     made for any bars alone (``ohlc_rows``), the direction of a doji coming from the bars before it."""
-    direction = np.sign(c - o)
-    moved = direction != 0
-    last = np.maximum.accumulate(np.where(moved, np.arange(len(o)), -1))  # the latest bar that moved
-    before = np.concatenate(([-1], last[:-1]))  # ... strictly before each bar
-    previous = np.where(before >= 0, direction[np.maximum(before, 0)], -1.0)
-    return np.where(moved, direction > 0, previous < 0)
+    change = np.subtract(c, o)  # its sign is the bar's direction
+    moved = change != 0
+    # the latest bar that moved strictly before each bar (-1: none), in one array of n + 1 marks
+    marks = np.arange(-1, len(o), dtype=np.int64)
+    marks[1:][~moved] = -1
+    before = np.maximum.accumulate(marks, out=marks)[:-1]
+    fell = np.take(change < 0, before)  # a bar that did not move rises where the one before it fell
+    fell[before < 0] = True  # ... or where none moved before it
+    return np.where(moved, change > 0, fell)
 
 
 def ohlc_rows(o: np.ndarray, h: np.ndarray, lo: np.ndarray, c: np.ndarray, rising: np.ndarray) -> np.ndarray:

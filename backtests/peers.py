@@ -185,7 +185,9 @@ class PeerInputs:
     @functools.cached_property
     def dd(self) -> np.ndarray:
         """The equity's fall below its running peak, as a fraction (backtesting.py's ``DrawdownPct``)."""
-        return 1 - self.equity / np.maximum.accumulate(self.equity)
+        fraction = np.maximum.accumulate(self.equity)
+        np.divide(self.equity, fraction, out=fraction)
+        return np.subtract(1, fraction, out=fraction)  # (one array for the three steps)
 
     @functools.cached_property
     def duration(self) -> pd.Timedelta:
@@ -251,8 +253,10 @@ def _held(n: int, entry: np.ndarray, exit_: np.ndarray) -> np.ndarray:
     start = np.where(entry < 0, np.maximum(entry + n, 0), entry).astype(np.int64)
     stop = np.minimum(exit_ + 1, n).astype(np.int64)
     some = start < stop
-    inside = np.bincount(start[some], minlength=n + 1) - np.bincount(stop[some], minlength=n + 1)
-    return (np.cumsum(inside[:n]) > 0).astype(np.int64)
+    inside = np.bincount(start[some], minlength=n + 1)
+    inside -= np.bincount(stop[some], minlength=n + 1)
+    held = np.cumsum(inside[:n], out=inside[:n])
+    return (held > 0).astype(np.int64)
 
 
 def _annualised(i) -> dict:
@@ -285,8 +289,7 @@ def _beta(i) -> dict:
     beta = None
     # An equity wiped out (a stop-out to zero) has no log return: its NaN gives no beta, as backtesting.py's.
     with np.errstate(divide="ignore", invalid="ignore"):
-        eq_log = np.log(equity[1:] / equity[:-1])
-        mkt_log = np.log(close[1:] / close[:-1])
+        eq_log, mkt_log = _log_ratio(equity), _log_ratio(close)
         if len(eq_log) > 1:
             cov = np.cov(eq_log, mkt_log)
             beta = cov[0, 1] / cov[1, 1] if cov[1, 1] else None
@@ -294,6 +297,12 @@ def _beta(i) -> dict:
         "alpha_pct": _num(p.ret_pct - beta * p.bh_pct, 4) if beta is not None else None,
         "beta": _num(beta, 4),
     }
+
+
+def _log_ratio(values: np.ndarray) -> np.ndarray:
+    """``np.log(values[1:] / values[:-1])``, the logarithm taken in the ratios' own array."""
+    ratio = np.divide(values[1:], values[:-1])
+    return np.log(ratio, out=ratio)
 
 
 def _drawdown_figures(i) -> dict:

@@ -126,9 +126,12 @@ class Curve:
 
         def worst_columns() -> tuple[np.ndarray, np.ndarray]:
             low, margin = worst()
+            level = np.empty(len(low) + 1)  # the start row's NaN, then low / margin * 100.0 in place
+            level[0], held = np.nan, level[1:]
             with np.errstate(divide="ignore", invalid="ignore"):
-                level = np.where(margin > 1e-12, low / margin * 100.0, np.nan)
-            return np.concatenate(([deposit], low)), np.concatenate(([np.nan], level))
+                np.multiply(np.divide(low, margin, out=held), 100.0, out=held)
+            held[~(margin > 1e-12)] = np.nan  # no margin held: no level
+            return np.concatenate(([deposit], low)), level
 
         index = pd.DatetimeIndex([start_time]).append(pd.DatetimeIndex(time))
         index.name = "time"

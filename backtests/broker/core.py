@@ -278,9 +278,12 @@ class Broker:
         m = self.market
         if not (book.positions or book.orders):
             return
-        if self.midnights:
+        if self.midnights:  # the account's night, every symbol's, where it is due at this opening
             self._opening_midnight(t)
-        self.rollover(t)
+        if self.swaps.active and book.positions:  # else no swap to charge: ``rolls`` is False
+            self.rollover(t)
+        else:
+            self.rolled = t
         if m.closed is not None and m.closed[t]:
             return  # no bar of its own: nothing else to check (``Market.close_gaps``)
         if first is None and self.calm.holds(t):

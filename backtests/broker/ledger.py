@@ -364,7 +364,6 @@ class Ledger:
         """Equity at each bar's worst prices and the margin held then, from bar ``first`` on
         (``backtests.curves.worst_floating`` says how; every symbol at its worst at once)."""
         balance, equity = self._curves()
-        accrued = self._accrued(len(balance))
         trades = self.columns("trades")  # the closed trades' own fields, not the table's (a user may edit it)
         names = trades.texts("symbol")
         margin_price = trades.texts("margin_price").copy()
@@ -379,8 +378,7 @@ class Ledger:
             np.isin(trades.texts("exit_reason"), ["sl", "stop out"]),
             margin_price.astype(np.float64),
         )
-        floating = np.zeros(len(balance))
-        counted, changed = self._margins()[0], {}
+        floating, (counted, margin), changed = None, self._margins(), {}
         for name, sym in self.symbols.items():
             mine = names == name
             if not (mine.any() or self._steps[name].legs.any()):  # (every step is held over some bar)
@@ -399,24 +397,24 @@ class Ledger:
                 sym.contract_size,
             )
             worst, changed[name] = worst_floating(lows, steps.at, own, bars, sym.contract_size)
-            floating += convert_closes(sym.rate.closes(m), worst)
-        margin = self._margins()[1].copy()  # the close's, but where a trade closed inside a bar counts
+            floating = _added(floating, convert_closes(sym.rate.closes(m), worst))
         moved = distinct(np.concatenate([c.bars for c in changed.values()] or [np.zeros(0, np.int64)]))
-        if moved.size:
+        if moved.size:  # the close's margin, but where a trade closed inside a bar counts
+            margin = margin.copy()
             margin[moved] = 0.0
             for name in (n for n in self.symbols if n in counted or n in changed):  # in the close's order
                 legs = self._steps[name].at(moved)
                 if name in changed and changed[name].bars.size:
                     legs[:, np.searchsorted(moved, changed[name].bars)] = changed[name].legs
                 margin[moved] += self.symbols[name].margin.of_sums(legs[0], legs[4], legs[2], legs[5])
-        worst = np.minimum(balance + accrued + floating, equity)
-        return worst[first:], margin[first:]
+        worst = self._equity(balance, floating)
+        return np.minimum(worst, equity, out=worst)[first:], margin[first:]
 
     def release(self) -> None:
-        """Let the curves made from the records go once the report has its own (after a run): they are
-        made again, the same, if asked for later."""
+        """Let the curves and the columns made from the records go once the report has its own (after a
+        run; its tables are read from a ``snapshot``): they are made again, the same, if asked for later."""
         self._made = self._margin_made = None
-        self._steps = {}
+        self._steps, self._columns, self._events = {}, {}, {}
 
     def _curves(self) -> tuple[np.ndarray, np.ndarray]:
         """(balance, equity) at every bar's close, made once for the records as they are, with each
@@ -425,8 +423,9 @@ class Ledger:
         if self._made is not None and self._made[0] == key:
             return self._made[1]
         n = len(self.market.o)
-        balance = self.config.deposit + _running(self.events("balance_events"), n)
-        floating, self._steps = np.zeros(n), {}
+        balance = _running(self.events("balance_events"), n)
+        balance += self.config.deposit
+        floating, self._steps = None, {}
         for name, sym in self.symbols.items():
             self._steps[name] = steps = held_steps(self._segment_list(name), n)
             if not steps.legs.any():
@@ -438,8 +437,8 @@ class Ledger:
                 lambda a, b, m=m, k=k: (m.c[a:b] + m.s_close[a:b]) / k,
                 sym.contract_size,
             )
-            floating += convert_closes(sym.rate.closes(m), pc)
-        made = (balance, balance + self._accrued(n) + floating)
+            floating = _added(floating, convert_closes(sym.rate.closes(m), pc))
+        made = (balance, self._equity(balance, floating))
         self._made = (key, made)
         return made
 
@@ -450,13 +449,15 @@ class Ledger:
         if self._margin_made is not None and self._margin_made[0] == key:
             return self._margin_made[1]
         self._curves()
-        margin, counted = np.zeros(len(self.market.o)), []
+        margin, counted = None, []
         for name, sym in self.symbols.items():
             steps = self._steps[name]
             legs = steps.legs
             if legs.any():  # a function of the legs alone: once a step
                 counted.append(name)
-                margin += steps.spread(sym.margin.of_sums(legs[0], legs[4], legs[2], legs[5]))
+                margin = _added(margin, steps.spread(sym.margin.of_sums(legs[0], legs[4], legs[2], legs[5])))
+        if margin is None:
+            margin = np.zeros(len(self.market.o))
         self._margin_made = (key, (counted, margin))
         return counted, margin
 
@@ -469,9 +470,17 @@ class Ledger:
             len(self.swap_events),
         )
 
-    def _accrued(self, n: int) -> np.ndarray:
-        """The open positions' accrued swap at each of ``n`` bars' closes (in the equity, not the balance)."""
-        return _running(self.events("swap_events"), n)
+    def _equity(self, balance: np.ndarray, floating: np.ndarray | None) -> np.ndarray:
+        """``balance`` plus the open positions' accrued swap (in the equity, not the balance) plus the
+        ``floating`` profit (None: nothing floats) at each bar, added in that order into a new array or
+        ``floating``'s own. Without a swap the accrued swap is no addend: its 0.0 added to the balance
+        changes no bit (the deposit is positive, so no balance is -0.0)."""
+        swaps = self.events("swap_events")
+        if len(swaps.bars):
+            equity = _running(swaps, len(balance))
+            np.add(balance, equity, out=equity)
+            return equity if floating is None else np.add(equity, floating, out=equity)
+        return balance.copy() if floating is None else np.add(balance, floating, out=floating)
 
     def orders_frame(self) -> pd.DataFrame:
         """Every accepted order, as MetaTrader's report lists them: market orders (the EA's and the closing
@@ -514,11 +523,23 @@ class Ledger:
 
 
 def _running(events: Events, n: int) -> np.ndarray:
-    """The running sum of ``events``' amounts at each of ``n`` bars' closes."""
+    """The running sum of ``events``' amounts at each of ``n`` bars' closes (summed in place: one array)."""
     changes = np.zeros(n + 1)
     if len(events.bars):
         np.add.at(changes, events.bars, events.amounts)
-    return np.cumsum(changes[:n])
+    running = changes[:n]
+    return np.cumsum(running, out=running)
+
+
+def _added(total: np.ndarray | None, values: np.ndarray) -> np.ndarray:
+    """``total + values`` into ``total``'s array; for None (the first symbol's), ``0.0 + values`` into
+    ``values``' own (an array the caller made): the symbols' sums from an array of zeros, the same bits
+    (-0.0 turned +0.0), without that array."""
+    if total is None:
+        values += 0.0
+        return values
+    total += values
+    return total
 
 
 def _range_extreme(
