@@ -56,6 +56,7 @@ __all__ = ["Backtest", "EARuntimeError", "IndicatorError", "LookAheadError", "Re
 
 
 _RUN = 24  # consecutive prefixes of the look-ahead check (``causal_indicator``)
+_PAUSES = 4  # and prefixes ending before a pause in trading (``_before_pauses``)
 # The look-ahead check's relative tolerance, live too: a few float32 ulps (``causal_indicator``)
 CAUSAL_TOLERANCE = 1e-5
 
@@ -86,7 +87,8 @@ def causal_indicator(
 
     A look-ahead that shows at some bars only (a centred window that marks a top two bars after it) leaves
     most single prefixes unchanged; the run ends a prefix at each of ``_RUN`` bars in a row, early in the
-    history where prefixes are cheap, so it is met whatever the random probes are. Every prefix compares
+    history where prefixes are cheap, so it is met whatever the random probes are; the prefixes ending
+    before the first pauses in trading meet one written on the bar before a weekend. Every prefix compares
     at a float32's precision (``CAUSAL_TOLERANCE``, live too): a network's float32 outputs for another
     batch's rows round a few units in the last place apart (a GPU's product tiles by the rows: 1.6e-6
     relative between 4,439 and 5,000 bars on an H200), where a look-ahead moves a value by far more."""
@@ -97,10 +99,23 @@ def causal_indicator(
         check_causal(name, prefix, full, feed.time)
     rows = np.isfinite(full.reshape(n, -1)).all(axis=1) if n else np.zeros(0, dtype=bool)
     first = int(np.argmax(rows)) if rows.any() else n
-    for m in sorted(set(range(max(first + 1, 2), min(first + 1 + _RUN, n))) - set(probes)):
+    run = set(range(max(first + 1, 2), min(first + 1 + _RUN, n))) | _before_pauses(feed.time, first)
+    for m in sorted(run - set(probes)):
         prefix = evaluate_indicator(fn, feed.snapshot(m), name)
         check_causal(name, prefix, full, feed.time)
     return full
+
+
+def _before_pauses(time: pd.DatetimeIndex, first: int) -> set[int]:
+    """The prefixes ending on the last bar before each of the first ``_PAUSES`` pauses in trading (a
+    weekend, a holiday: a step between bars longer than the usual one) from where the values begin. A
+    look-ahead written on those bars only (the weekend's gap, read with ``shift(-1)`` on Friday's last bar)
+    shows at no other prefix: one H1 bar in 120, which neither the run nor three spread probes meet."""
+    if len(time) < 3:
+        return set()
+    steps = np.diff(time.asi8)
+    after = np.flatnonzero(steps > np.median(steps))  # bar i is followed by a pause
+    return {int(i) + 1 for i in after[after >= first][:_PAUSES] if i + 1 < len(time)}
 
 
 def check_causal(

@@ -83,3 +83,35 @@ def test_float32_rounding_that_depends_on_the_batch_is_not_a_look_ahead(seed):
 def test_a_look_ahead_that_moves_every_value_a_little_is_still_refused(seed):
     with pytest.raises(LookAheadError, match="centred_mean"):
         Backtest(load_candles("sample"), _ReadsTheMean, seed=seed).run()
+
+
+def move_over_the_pause(b) -> np.ndarray:
+    """On the last bar before a pause in trading (a weekend), the move from its close to the close of the
+    first bar after it, read with ``shift(-1)``; 0 on every other bar: a look-ahead on one H1 bar in 120."""
+    time = pd.Series(np.asarray(b.time, dtype=np.int64))
+    close = pd.Series(np.asarray(b.close, dtype=float))
+    pause = time.shift(-1) - time > 2 * 3600 * 10**9
+    return (close.shift(-1) - close).where(pause, 0.0).fillna(0.0).to_numpy()
+
+
+class _TradesTheWeekend(ExpertAdvisor):
+    def on_init(self) -> None:
+        self.move = self.indicator(move_over_the_pause, "move_over_the_pause")
+
+    def on_bar(self) -> None:
+        if self.positions():
+            self.close()
+        elif self.move[-1] > 0:
+            self.buy(1.0)
+        elif self.move[-1] < 0:
+            self.sell(1.0)
+
+
+@pytest.mark.parametrize("seed", [0, 5, 11])
+def test_a_look_ahead_written_only_before_a_weekend_is_refused(seed):
+    """The move over the weekend written on Friday's last bar peeks at one bar in 120: the run of 24
+    prefixes ended before the sample's first Friday and the three spread probes never ended on a Friday,
+    so every seed of twelve ran the EA to its end (42 trades on the sample) with the next week's first
+    close in hand on each Friday. Prefixes ending before the first pauses in trading meet it."""
+    with pytest.raises(LookAheadError, match="move_over_the_pause"):
+        Backtest(load_candles("sample"), _TradesTheWeekend, seed=seed).run()
