@@ -29,6 +29,7 @@ from backtests.context import TradingContext
 from backtests.errors import StatisticError, SymbolsError
 from backtests.heap import settled_heap
 from backtests.indicator_cache import PROVEN
+from backtests.lookahead_probes import before_pauses, typical_magnitude
 from backtests.paths import (
     COVERAGE,
     M1Path,
@@ -56,7 +57,7 @@ __all__ = ["Backtest", "EARuntimeError", "IndicatorError", "LookAheadError", "Re
 
 
 _RUN = 24  # consecutive prefixes of the look-ahead check (``causal_indicator``)
-_PAUSES = 4  # and prefixes ending before a pause in trading (``_before_pauses``)
+_PAUSES = 4  # and prefixes ending before a pause in trading (``before_pauses``)
 # The look-ahead check's relative tolerance, live too: a few float32 ulps (``causal_indicator``)
 CAUSAL_TOLERANCE = 1e-5
 
@@ -99,23 +100,11 @@ def causal_indicator(
         check_causal(name, prefix, full, feed.time)
     rows = np.isfinite(full.reshape(n, -1)).all(axis=1) if n else np.zeros(0, dtype=bool)
     first = int(np.argmax(rows)) if rows.any() else n
-    run = set(range(max(first + 1, 2), min(first + 1 + _RUN, n))) | _before_pauses(feed.time, first)
+    run = set(range(max(first + 1, 2), min(first + 1 + _RUN, n))) | before_pauses(feed.time, first, _PAUSES)
     for m in sorted(run - set(probes)):
         prefix = evaluate_indicator(fn, feed.snapshot(m), name)
         check_causal(name, prefix, full, feed.time)
     return full
-
-
-def _before_pauses(time: pd.DatetimeIndex, first: int) -> set[int]:
-    """The prefixes ending on the last bar before each of the first ``_PAUSES`` pauses in trading (a
-    weekend, a holiday: a step between bars longer than the usual one) from where the values begin. A
-    look-ahead written on those bars only (the weekend's gap, read with ``shift(-1)`` on Friday's last bar)
-    shows at no other prefix: one H1 bar in 120, which neither the run nor three spread probes meet."""
-    if len(time) < 3:
-        return set()
-    steps = np.diff(time.asi8)
-    after = np.flatnonzero(steps > np.median(steps))  # bar i is followed by a pause
-    return {int(i) + 1 for i in after[after >= first][:_PAUSES] if i + 1 < len(time)}
 
 
 def check_causal(
@@ -126,9 +115,11 @@ def check_causal(
     tolerance: float = CAUSAL_TOLERANCE,
 ) -> None:
     """Raise ``LookAheadError`` unless ``full`` starts with ``prefix`` (NaN equal to NaN; ``tolerance``
-    relative, a thousandth of it absolute)."""
+    relative, and a tenth of it absolute in units of the column's typical magnitude:
+    ``typical_magnitude``)."""
     m = len(prefix)
-    same = np.isclose(prefix, full[:m], rtol=tolerance, atol=tolerance * 1e-3, equal_nan=True)
+    atol = tolerance * 0.1 * typical_magnitude(full)
+    same = np.isclose(prefix, full[:m], rtol=tolerance, atol=atol, equal_nan=True)
     if not same.all():
         bad = int(np.argwhere(~same.reshape(m, -1).all(axis=1))[0, 0])
         raise LookAheadError(
