@@ -193,10 +193,13 @@ def _in_child(info: DeviceInfo) -> tuple[str | None, float | None]:
 
 def _child_command(info: DeviceInfo) -> list[str]:
     """This Python running ``opencl.selfcheck_process`` on ``info``, with the folder this package lies in
-    first on its path (a checkout run without installing finds it); the environment is inherited (the
+    first on its path (a checkout run without installing finds it) and without the current folder that
+    ``-c`` puts there: a user's ``dataclasses.py`` beside their data failed every device's check as "the
+    driver ended the self-check's process", kept for every later run. The environment is inherited (the
     drivers registered, the cache folder, the drivers' settings)."""
     here = str(Path(__file__).resolve().parents[1])
-    run = "import sys; sys.path.insert(0, sys.argv.pop(1)); from opencl.selfcheck_process import main; "
+    run = "import sys; sys.path[:] = [sys.argv.pop(1)] + [p for p in sys.path if p]; "
+    run += "from opencl.selfcheck_process import main; "
     run += "sys.exit(main(sys.argv[1:]))"
     return [sys.executable, "-c", run, here, info.index, info.name]
 
