@@ -216,3 +216,24 @@ def test_a_look_ahead_at_bars_the_data_picks_is_refused(seed):
     three spread bars; a look-ahead at one bar in 75 that the data places is met only by luck."""
     with pytest.raises(LookAheadError, match="move_before_a_volume_spike"):
         Backtest(load_candles("sample"), _TradesTheNews, seed=seed).run()
+
+
+def interpolated_thin_bars(b) -> np.ndarray:
+    """The close of a thinly traded bar (tick volume under 300, 385 night bars of the sample) taken as
+    unreliable and interpolated between its neighbours, less the close: the next good close is read."""
+    volume = np.asarray(b.tick_volume, dtype=float)
+    close = pd.Series(np.asarray(b.close, dtype=float))
+    return close.where(volume >= 300).interpolate().to_numpy() - close.to_numpy()
+
+
+class _TradesTheInterpolation(_TradesTheNews):
+    def on_init(self) -> None:
+        self.move = self.indicator(interpolated_thin_bars, "interpolated_thin_bars")
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_a_fill_that_reads_the_next_good_value_is_refused(seed):
+    """``interpolate()`` over a few masked bars is a future-dependent fill at bars the data picks; they
+    come in nights of several, which the run of consecutive prefixes meets."""
+    with pytest.raises(LookAheadError, match="interpolated_thin_bars"):
+        Backtest(load_candles("sample"), _TradesTheInterpolation, seed=seed).run()
