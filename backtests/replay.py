@@ -29,6 +29,7 @@ from backtests.context import TradingContext
 from backtests.errors import StatisticError, SymbolsError
 from backtests.heap import settled_heap
 from backtests.indicator_cache import PROVEN
+from backtests.lookahead_probes import before_pauses, typical_magnitude
 from backtests.paths import (
     COVERAGE,
     M1Path,
@@ -56,6 +57,7 @@ __all__ = ["Backtest", "EARuntimeError", "IndicatorError", "LookAheadError", "Re
 
 
 _RUN = 24  # consecutive prefixes of the look-ahead check (``causal_indicator``)
+_PAUSES = 4  # and prefixes ending before a pause in trading (``before_pauses``)
 # The look-ahead check's relative tolerance, live too: a few float32 ulps (``causal_indicator``)
 CAUSAL_TOLERANCE = 1e-5
 
@@ -86,7 +88,8 @@ def causal_indicator(
 
     A look-ahead that shows at some bars only (a centred window that marks a top two bars after it) leaves
     most single prefixes unchanged; the run ends a prefix at each of ``_RUN`` bars in a row, early in the
-    history where prefixes are cheap, so it is met whatever the random probes are. Every prefix compares
+    history where prefixes are cheap, so it is met whatever the random probes are; the prefixes ending
+    before the first pauses in trading meet one written on the bar before a weekend. Every prefix compares
     at a float32's precision (``CAUSAL_TOLERANCE``, live too): a network's float32 outputs for another
     batch's rows round a few units in the last place apart (a GPU's product tiles by the rows: 1.6e-6
     relative between 4,439 and 5,000 bars on an H200), where a look-ahead moves a value by far more."""
@@ -97,7 +100,8 @@ def causal_indicator(
         check_causal(name, prefix, full, feed.time)
     rows = np.isfinite(full.reshape(n, -1)).all(axis=1) if n else np.zeros(0, dtype=bool)
     first = int(np.argmax(rows)) if rows.any() else n
-    for m in sorted(set(range(max(first + 1, 2), min(first + 1 + _RUN, n))) - set(probes)):
+    run = set(range(max(first + 1, 2), min(first + 1 + _RUN, n))) | before_pauses(feed.time, first, _PAUSES)
+    for m in sorted(run - set(probes)):
         prefix = evaluate_indicator(fn, feed.snapshot(m), name)
         check_causal(name, prefix, full, feed.time)
     return full
@@ -111,9 +115,11 @@ def check_causal(
     tolerance: float = CAUSAL_TOLERANCE,
 ) -> None:
     """Raise ``LookAheadError`` unless ``full`` starts with ``prefix`` (NaN equal to NaN; ``tolerance``
-    relative, a thousandth of it absolute)."""
+    relative, and a tenth of it absolute in units of the column's typical magnitude:
+    ``typical_magnitude``)."""
     m = len(prefix)
-    same = np.isclose(prefix, full[:m], rtol=tolerance, atol=tolerance * 1e-3, equal_nan=True)
+    atol = tolerance * 0.1 * typical_magnitude(full)
+    same = np.isclose(prefix, full[:m], rtol=tolerance, atol=atol, equal_nan=True)
     if not same.all():
         bad = int(np.argwhere(~same.reshape(m, -1).all(axis=1))[0, 0])
         raise LookAheadError(

@@ -186,6 +186,13 @@ def kernels(rt, filename: str, **defines: object) -> Kernels:
             f"building {path} for {rt.info.name!r} failed\noptions: {' '.join(options)}\ncompiler log:\n{exc}"
         ) from None
     result = Kernels(program, path, source, rt.real)
+    if not result.names and re.search(r"\b(__)?kernel\s+void\b", _with_headers(source)):
+        # pip's PoCL on AMD Zen 4 reports a successful build of no kernels: every later call would fail
+        # with "defines no kernel 'gemm_dot'", naming a file that does define it
+        raise KernelBuildError(
+            f"building {path} for {rt.info.name!r} gave no kernels: the driver's compiler failed without a "
+            f"word\noptions: {' '.join(options)}"
+        )
     rt.programs[key] = rt.programs[fast_key] = result
     return result
 

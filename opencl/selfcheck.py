@@ -31,6 +31,7 @@ import logging
 import math
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -57,6 +58,7 @@ KERNEL_FILES = ("gemm.cl", "gemm_gpu.cl", "common.h")
 DRIVER_SETTINGS = ("POCL_", "CL_CONFIG_")
 TOLERANCE = 1e-4  # float32 products of K = 29 terms of size ~1, against float64
 TIMED = (256, (240, 500, 250, 125, 62, 3))  # batch and layer sizes of the Fractal network
+CACHE_BYTES = 4 * 2**20  # the most of devices.json read: a verdict is about 200 bytes
 LOCK_WAIT = 300.0  # seconds another process's self-checks are waited for
 ROUNDS, STEPS = 3, 4  # best of ROUNDS rounds of STEPS training steps' products
 # Seconds a device's check may take in its own process (a compile of the GEMM kernels on a slow CPU driver
@@ -191,10 +193,13 @@ def _in_child(info: DeviceInfo) -> tuple[str | None, float | None]:
 
 def _child_command(info: DeviceInfo) -> list[str]:
     """This Python running ``opencl.selfcheck_process`` on ``info``, with the folder this package lies in
-    first on its path (a checkout run without installing finds it); the environment is inherited (the
+    first on its path (a checkout run without installing finds it) and without the current folder that
+    ``-c`` puts there: a user's ``dataclasses.py`` beside their data failed every device's check as "the
+    driver ended the self-check's process", kept for every later run. The environment is inherited (the
     drivers registered, the cache folder, the drivers' settings)."""
     here = str(Path(__file__).resolve().parents[1])
-    run = "import sys; sys.path.insert(0, sys.argv.pop(1)); from opencl.selfcheck_process import main; "
+    run = "import sys; sys.path[:] = [sys.argv.pop(1)] + [p for p in sys.path if p]; "
+    run += "from opencl.selfcheck_process import main; "
     run += "sys.exit(main(sys.argv[1:]))"
     return [sys.executable, "-c", run, here, info.index, info.name]
 
@@ -321,11 +326,31 @@ def _cache_file():
 
 
 def _read_cache() -> dict[str, Verdict]:
+    """The kept verdicts; none where the file is missing, unreadable or not ours, and where it is not a
+    regular file of at most ``CACHE_BYTES`` (a FIFO there hung every command; a link to ``/dev/zero`` read
+    until the process was killed)."""
     try:
-        raw = json.loads(_cache_file().read_text(encoding="utf-8"))
-        return {k: Verdict(v["problem"], v["seconds"], v["checked"], cached=True) for k, v in raw.items()}
+        fd = os.open(_cache_file(), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            status = os.fstat(f.fileno())
+            if not stat.S_ISREG(status.st_mode) or status.st_size > CACHE_BYTES:
+                return {}
+            raw = json.loads(f.read(CACHE_BYTES + 1).decode("utf-8"))
+        return {k: _verdict(v) for k, v in raw.items()}
     except (OSError, ValueError, TypeError, KeyError, AttributeError):  # none yet, or not ours: start afresh
         return {}
+
+
+def _verdict(v: dict) -> Verdict:
+    """A kept verdict, its fields of the types a new one has (``ValueError`` otherwise)."""
+    problem, seconds, checked = v["problem"], v["seconds"], v["checked"]
+    if not (problem is None or isinstance(problem, str)) or not isinstance(checked, str):
+        raise ValueError("not a verdict")
+    if seconds is not None and (type(seconds) not in (int, float) or not math.isfinite(seconds)):
+        raise ValueError("not a verdict")
+    if problem is None and seconds is None:  # a pass is ranked by its time
+        raise ValueError("not a verdict")
+    return Verdict(problem, seconds, checked, cached=True)
 
 
 def _write_cache(key: str, result: Verdict) -> None:

@@ -92,3 +92,16 @@ def test_successful_builds_stay_quiet(rt, caplog):
         kernels(rt, "elementwise.cl", QUIET_BUILD_TEST=1)  # a fresh build, not the runtime's memo
         assert verdict(rt.info, fresh=True).usable
     assert any("remark.cl" in r.getMessage() for r in caplog.records)
+
+
+def test_a_build_that_gives_no_kernels_is_a_build_error(rt32, monkeypatch):
+    """pip's PoCL on AMD Zen 4 reports gemm.cl built with no kernels in it: the self-check said
+    "gemm.cl defines no kernel 'gemm_dot'" and a run with that device chosen by NEURONET_DEVICE ended
+    with "AttributeError: .../gemm.cl defines no kernel 'gemm_dot'", naming a file that does define it.
+    The build is refused as such, with the device and options."""
+    import opencl.program as program
+
+    real = program.build_quietly
+    monkeypatch.setattr(program, "build_quietly", lambda ctx, src, opts, name: real(ctx, "", opts, name))
+    with pytest.raises(KernelBuildError, match=r"gemm\.cl for .* gave no kernels"):
+        kernels(rt32, "gemm.cl", TM=3)

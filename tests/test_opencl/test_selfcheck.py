@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from opencl import memory, selfcheck
 from opencl.device import DeviceInfo
 
@@ -85,4 +87,37 @@ def test_a_read_only_cache_checks_the_device_without_the_lock(tmp_path, monkeypa
     monkeypatch.setattr(selfcheck, "_memo", {})
     monkeypatch.setattr(selfcheck, "_run", lambda info: selfcheck.Verdict(None, 0.25, "now"))
     info = DeviceInfo("0:0", "P", "v", "d", "cpu", 1, 1, 1, 1, True, "1", 128, None)
+    assert selfcheck.verdict(info).seconds == 0.25
+
+
+def _checked_anew(tmp_path, monkeypatch) -> tuple[DeviceInfo, Path]:
+    """A device whose check, run now, passes in 0.25 s, and where its kept verdict would be."""
+    monkeypatch.setenv("NEURONET_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(selfcheck, "_memo", {})
+    monkeypatch.setattr(selfcheck, "_run", lambda info: selfcheck.Verdict(None, 0.25, "now"))
+    kept = tmp_path / "cache" / "opencl" / "devices.json"
+    kept.parent.mkdir(parents=True)
+    return DeviceInfo("0:0", "P", "v", "d", "cpu", 1, 1, 1, 1, True, "1", 128, None), kept
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.timeout(60)
+def test_a_cache_file_that_is_not_a_regular_file_is_not_read(tmp_path, monkeypatch):
+    """devices.json as a FIFO hung `neuronet devices` (killed by `timeout 120`, status 124); as a link to
+    /dev/zero it read until the process was killed (status 137; not tried here, it would fill the memory
+    of a machine without the fix). Only a regular file is read: the device is checked again."""
+    info, kept = _checked_anew(tmp_path, monkeypatch)
+    os.mkfifo(kept)
+    assert selfcheck.verdict(info).seconds == 0.25
+
+
+@pytest.mark.parametrize("seconds", ['"fast"', "null", "[1]", "NaN", "true"])
+def test_a_kept_pass_without_a_time_is_checked_again(tmp_path, monkeypatch, seconds):
+    """A pass kept with its time edited into text, null or a list ended `neuronet devices` with "internal
+    error: TypeError: unsupported operand type(s) for *: 'NoneType' and 'float'" (status 1); NaN was
+    ranked as "nan ms per timed step". Such a verdict is not ours: the device is checked again."""
+    info, kept = _checked_anew(tmp_path, monkeypatch)
+    kept.write_text(
+        f'{{"{selfcheck._key(info)}": {{"problem": null, "seconds": {seconds}, "checked": "x"}}}}'
+    )
     assert selfcheck.verdict(info).seconds == 0.25

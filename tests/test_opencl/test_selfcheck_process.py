@@ -109,3 +109,14 @@ def test_a_first_run_on_a_fresh_machine_ends_with_status_zero(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("Runtime(")
+
+
+def test_a_module_of_the_users_in_the_current_folder_does_not_fail_the_check(rt32, tmp_path, monkeypatch):
+    """`neuronet devices` run from a folder holding the user's own `dataclasses.py` failed every device's
+    check ("the driver ended the self-check's process (exit status 1): ...") and kept the verdict for every
+    later run from anywhere: the check's `python -c` had the current folder first on its path. It runs
+    without it."""
+    (tmp_path / "dataclasses.py").write_text('raise SystemExit("the user\'s own dataclasses.py")\n')
+    monkeypatch.chdir(tmp_path)
+    problem, seconds = selfcheck._in_child(rt32.info)
+    assert problem is None and seconds > 0
