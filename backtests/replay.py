@@ -95,15 +95,16 @@ def causal_indicator(
     relative between 4,439 and 5,000 bars on an H200), where a look-ahead moves a value by far more."""
     n = len(feed)
     full = evaluate_indicator(fn, feed.snapshot(n), name)
+    typical = typical_magnitude(full)
     for m in probes:
         prefix = evaluate_indicator(fn, feed.snapshot(m), name)
-        check_causal(name, prefix, full, feed.time)
+        check_causal(name, prefix, full, feed.time, typical=typical)
     rows = np.isfinite(full.reshape(n, -1)).all(axis=1) if n else np.zeros(0, dtype=bool)
     first = int(np.argmax(rows)) if rows.any() else n
     run = set(range(max(first + 1, 2), min(first + 1 + _RUN, n))) | before_pauses(feed.time, first, _PAUSES)
     for m in sorted(run - set(probes)):
         prefix = evaluate_indicator(fn, feed.snapshot(m), name)
-        check_causal(name, prefix, full, feed.time)
+        check_causal(name, prefix, full, feed.time, typical=typical)
     return full
 
 
@@ -113,12 +114,14 @@ def check_causal(
     full: np.ndarray,
     time: pd.DatetimeIndex,
     tolerance: float = CAUSAL_TOLERANCE,
+    typical: np.ndarray | None = None,
 ) -> None:
     """Raise ``LookAheadError`` unless ``full`` starts with ``prefix`` (NaN equal to NaN; ``tolerance``
-    relative, and a tenth of it absolute in units of the column's typical magnitude:
-    ``typical_magnitude``)."""
+    relative, and a tenth of it absolute in units of the column's typical magnitude: ``typical``, else
+    ``typical_magnitude(full)``, a median over the whole history that a caller comparing many prefixes
+    with one ``full`` finds once)."""
     m = len(prefix)
-    atol = tolerance * 0.1 * typical_magnitude(full)
+    atol = tolerance * 0.1 * (typical_magnitude(full) if typical is None else typical)
     same = np.isclose(prefix, full[:m], rtol=tolerance, atol=atol, equal_nan=True)
     if not same.all():
         bad = int(np.argwhere(~same.reshape(m, -1).all(axis=1))[0, 0])
