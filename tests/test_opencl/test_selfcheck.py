@@ -60,7 +60,8 @@ def test_processes_starting_together_on_an_empty_cache_choose_by_one_self_check(
     """Two commands started at once on a fresh machine: the second waits for the first's self-check and
     uses it, so both choose the same device (a timing of each, taken under the other's load, could pick
     different devices and so give different float32 figures)."""
-    env = {**os.environ, "NEURONET_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "NEURONET_CACHE": str(tmp_path / "cache"), "PYTHONPATH": path}
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", CHECK_IN_TWO_PROCESSES],
